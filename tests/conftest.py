@@ -1,0 +1,124 @@
+"""Suite-wide rules: user folders in tmp, no leftover processes/threads, real test parts."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.support import engines as engine_support
+from tests.support import gguf_model
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Keep huggingface_hub from reaching out or printing progress bars during tests.
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+
+
+@pytest.fixture(autouse=True)
+def _user_dirs_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every user folder (Strata's and the hub cache) points into this test's tmp folder."""
+    home = tmp_path / "strata-home"
+    monkeypatch.setenv("STRATA_HOME", str(home))
+    for var in ("STRATA_CONFIG_DIR", "STRATA_DATA_DIR", "STRATA_CACHE_DIR", "STRATA_LOG_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    return home
+
+
+def _children() -> set[int]:
+    try:
+        return {p.pid for p in psutil.Process().children(recursive=True)}
+    except psutil.Error:
+        return set()
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that leaves child processes or threads running."""
+    threads_before = set(threading.enumerate())
+    children_before = _children()
+    yield
+    deadline = time.monotonic() + 5.0
+    while True:
+        extra_children = _children() - children_before
+        extra_threads = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
+        if not extra_children and not extra_threads:
+            return
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    for pid in extra_children:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.Error:
+            pass
+    problems = []
+    if extra_children:
+        problems.append(f"child processes left running: {sorted(extra_children)}")
+    if extra_threads:
+        problems.append(f"threads left running: {[t.name for t in extra_threads]}")
+    pytest.fail("; ".join(problems), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def test_engines() -> engine_support.TestEngines:
+    """The real CPU and Vulkan llama-server builds (scripts/test-engines.sh)."""
+    return engine_support.locate()
+
+
+@pytest.fixture(scope="session")
+def _models_dir(tmp_path_factory: pytest.TempPathFactory, test_engines: engine_support.TestEngines) -> Path:
+    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(test_engines.llama_src))
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
+def test_model(_models_dir: Path) -> Path:
+    """A real llama GGUF (2 layers, width 64, real SPM vocab, ChatML template)."""
+    return gguf_model.write_model(_models_dir / "strata-test-llama-F16.gguf")
+
+
+@pytest.fixture(scope="session")
+def split_model(_models_dir: Path) -> list[Path]:
+    """The same model as three shards ``-0000N-of-00003.gguf``."""
+    return gguf_model.write_split_model(_models_dir / "split", "strata-test-llama-F16", 3)
+
+
+@pytest.fixture(scope="session")
+def broken_models(_models_dir: Path, test_model: Path) -> dict[str, Path]:
+    """``bad_magic`` and ``truncated`` copies of the test model."""
+    d = _models_dir / "broken"
+    d.mkdir(exist_ok=True)
+    return {
+        "bad_magic": gguf_model.write_bad_magic(d / "bad-magic.gguf", test_model),
+        "truncated": gguf_model.write_truncated(d / "truncated.gguf", test_model),
+    }
+
+
+@pytest.fixture
+def qasync_loop(qapp: object) -> Iterator[asyncio.AbstractEventLoop]:
+    """A qasync event loop on the test QApplication (what the app runs on)."""
+    import qasync
+
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    try:
+        yield loop
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+            asyncio.set_event_loop(None)

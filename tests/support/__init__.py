@@ -1,0 +1,1 @@
+"""Real test parts shared by the whole suite: engines, model files, loopback servers."""

@@ -1,0 +1,108 @@
+"""Where the real test engines live (built/fetched by scripts/test-engines.sh) and how to run them."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+CACHE = Path(os.environ.get("STRATA_DEV_CACHE", Path.home() / ".cache" / "strata-dev"))
+
+
+@dataclass(frozen=True)
+class TestEngines:
+    """Folders holding a real ``llama-server``: the CPU build and the prebuilt Vulkan build."""
+
+    cpu_dir: Path
+    vulkan_dir: Path
+    llama_src: Path
+
+    @property
+    def cpu_server(self) -> Path:
+        return self.cpu_dir / "llama-server"
+
+    @property
+    def vulkan_server(self) -> Path:
+        return self.vulkan_dir / "llama-server"
+
+    def vulkan_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Environment under which the Vulkan build sees Mesa's llvmpipe as ``Vulkan0``."""
+        env = dict(os.environ if base is None else base)
+        env["LD_LIBRARY_PATH"] = str(self.vulkan_dir)
+        env["GGML_VK_VISIBLE_DEVICES"] = "0"
+        return env
+
+
+def locate() -> TestEngines:
+    """Read ``engines.env`` written by scripts/test-engines.sh; raise with the fix if missing."""
+    env_file = CACHE / "engines.env"
+    values: dict[str, str] = {}
+    if env_file.exists():
+        for line in env_file.read_text().splitlines():
+            if "=" in line:
+                k, v = line.split("=", 1)
+                values[k] = v
+    values.update({k: v for k, v in os.environ.items() if k.startswith("STRATA_TEST_")})
+    try:
+        engines = TestEngines(
+            Path(values["STRATA_TEST_CPU_ENGINE"]),
+            Path(values["STRATA_TEST_VULKAN_ENGINE"]),
+            Path(values["STRATA_TEST_LLAMA_SRC"]),
+        )
+    except KeyError as exc:
+        raise FileNotFoundError(f"test engines not set up ({exc}): run scripts/test-engines.sh") from exc
+    for exe in (engines.cpu_server, engines.vulkan_server):
+        if not exe.exists():
+            raise FileNotFoundError(f"{exe} missing: run scripts/test-engines.sh")
+    return engines
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def running_server(
+    exe: Path, model: Path, *, env: Mapping[str, str] | None = None, extra: list[str] | None = None,
+    timeout: float = 120.0,
+) -> Iterator[str]:
+    """Start a real llama-server on a free loopback port; yield its base URL; always stop it."""
+    port = free_port()
+    cmd = [str(exe), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "512",
+           "--jinja", *(extra or [])]
+    proc = subprocess.Popen(cmd, env=dict(env or os.environ), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read() if proc.stderr else ""
+                raise RuntimeError(f"llama-server exited {proc.returncode}:\n{err[-3000:]}")
+            try:
+                if httpx.get(base + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("llama-server did not become ready")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
