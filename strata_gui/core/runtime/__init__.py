@@ -1,0 +1,1 @@
+"""Running llama-server: the engine spec, the process supervisor and the OpenAI-compatible client."""
