@@ -78,7 +78,7 @@ def format_bytes(n: float) -> str:
 
 def format_duration(seconds: float) -> str:
     """``"45 s"``, ``"3 min 05 s"``, ``"1 h 02 min"``."""
-    s = int(round(seconds))
+    s = round(seconds)
     if s < 60:
         return f"{s} s"
     if s < 3600:

@@ -1,0 +1,81 @@
+"""Error and crash dialog: the message, a hint, details to copy, and the log to open."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.errors import StrataError
+
+
+class ErrorDialog(QDialog):
+    """Shows one StrataError: headline, hint, collapsible details, Copy details, Open log."""
+
+    def __init__(
+        self,
+        error: StrataError,
+        *,
+        log_file: Path,
+        open_path: Callable[[Path], object],
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.error = error
+        self._log_file = log_file
+        self._open_path = open_path
+        self.setWindowTitle(self.tr(error.title))
+        self.setMinimumWidth(520)
+        self.message = QLabel(error.message)
+        self.message.setWordWrap(True)
+        self.message.setObjectName("sectionTitle")
+        self.hint = QLabel(error.hint or "")
+        self.hint.setWordWrap(True)
+        self.hint.setVisible(bool(error.hint))
+        self.details = QPlainTextEdit(error.details or "")
+        self.details.setReadOnly(True)
+        self.details.setVisible(False)
+        self.details.setMinimumHeight(180)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.toggle_button = QPushButton(self.tr("Show details"))
+        self.toggle_button.setEnabled(bool(error.details))
+        self.toggle_button.clicked.connect(self._toggle)
+        self.copy_button = QPushButton(self.tr("Copy details"))
+        self.copy_button.clicked.connect(self.copy_details)
+        self.log_button = QPushButton(self.tr("Open log"))
+        self.log_button.clicked.connect(lambda: self._open_path(self._log_file))
+        for b in (self.toggle_button, self.copy_button, self.log_button):
+            buttons.addButton(b, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.message)
+        layout.addWidget(self.hint)
+        layout.addWidget(self.details, 1)
+        layout.addWidget(buttons)
+
+    def details_text(self) -> str:
+        parts = [self.error.message]
+        if self.error.hint:
+            parts.append(self.error.hint)
+        if self.error.details:
+            parts.append(self.error.details)
+        parts.append(f"Log: {self._log_file}")
+        return "\n\n".join(parts)
+
+    def copy_details(self) -> None:
+        QGuiApplication.clipboard().setText(self.details_text())
+
+    def _toggle(self) -> None:
+        show = not self.details.isVisible()
+        self.details.setVisible(show)
+        self.toggle_button.setText(self.tr("Hide details") if show else self.tr("Show details"))

@@ -1,0 +1,185 @@
+"""The main window: a sidebar of pages, a notice banner, and the one place errors are shown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSize, Qt, Signal
+from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QStackedWidget,
+    QStyle,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui import APP_NAME
+from strata_gui.core.errors import StrataError
+from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.dialogs import ErrorDialog
+from strata_gui.ui.widgets import NoticeBanner
+
+
+class MainWindow(QMainWindow):
+    """Sidebar navigation over pages; shows bridge errors once, in one place.
+
+    Args:
+        bridge: The app's AsyncBridge; its ``error_occurred`` signal is shown here.
+        log_file: Offered by error dialogs ("Open log").
+        open_path: Opens a file or folder in the OS (injected so tests never spawn a viewer).
+        state_file: Where window geometry is kept between runs.
+    """
+
+    page_changed = Signal(int)
+    closing = Signal()
+
+    def __init__(
+        self,
+        bridge: AsyncBridge,
+        *,
+        log_file: Path,
+        open_path: Callable[[Path], object],
+        state_file: Path | None = None,
+        icon: QIcon | None = None,
+    ) -> None:
+        super().__init__()
+        self.bridge = bridge
+        self._log_file = log_file
+        self._open_path = open_path
+        self._state_file = state_file
+        self._pages: list[QWidget] = []
+        self.errors_shown: list[StrataError] = []
+        self._last_error: StrataError | None = None
+        self._dialog: ErrorDialog | None = None
+        self.setWindowTitle(APP_NAME)
+        if icon is not None:
+            self.setWindowIcon(icon)
+        self.resize(1180, 760)
+        self.setMinimumSize(QSize(820, 560))
+
+        self.sidebar = QListWidget()
+        self.sidebar.setObjectName("sidebar")
+        self.sidebar.setFixedWidth(200)
+        self.sidebar.setIconSize(QSize(18, 18))
+        self.sidebar.currentRowChanged.connect(self._on_row_changed)
+        brand = QLabel(APP_NAME)
+        brand.setObjectName("brand")
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.setSpacing(0)
+        side_layout.addWidget(brand)
+        side_layout.addWidget(self.sidebar, 1)
+        side.setFixedWidth(200)
+
+        self.stack = QStackedWidget()
+        self.banner = NoticeBanner()
+        self.banner.details_requested.connect(self._show_last_error_dialog)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(20, 14, 20, 14)
+        right_layout.addWidget(self.banner)
+        right_layout.addWidget(self.stack, 1)
+
+        central = QWidget()
+        layout = QHBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(side)
+        layout.addWidget(right, 1)
+        self.setCentralWidget(central)
+
+        self.busy_label = QLabel()
+        self.statusBar().addPermanentWidget(self.busy_label)
+        bridge.error_occurred.connect(self.show_error)
+        bridge.busy_changed.connect(self._on_busy)
+
+        QShortcut(QKeySequence(QKeySequence.StandardKey.Quit), self, self.close)
+        for n in range(1, 10):
+            QShortcut(QKeySequence(f"Ctrl+{n}"), self, lambda n=n: self.show_page_index(n - 1))
+        self._restore_state()
+
+    # -- pages -------------------------------------------------------------------------------
+    def add_page(self, page: QWidget) -> None:
+        """Append a page; it needs ``page_title`` and may have ``page_icon`` and ``on_shown()``."""
+        title = getattr(page, "page_title", page.objectName() or type(page).__name__)
+        icon_name = getattr(page, "page_icon", "SP_FileIcon")
+        pixmap = getattr(QStyle.StandardPixmap, icon_name, QStyle.StandardPixmap.SP_FileIcon)
+        item = QListWidgetItem(self.style().standardIcon(pixmap), title)
+        item.setToolTip(f"{title} (Ctrl+{len(self._pages) + 1})" if len(self._pages) < 9 else title)
+        self.sidebar.addItem(item)
+        self.stack.addWidget(page)
+        self._pages.append(page)
+        if len(self._pages) == 1:
+            self.sidebar.setCurrentRow(0)
+
+    @property
+    def pages(self) -> list[QWidget]:
+        return list(self._pages)
+
+    def page_titles(self) -> list[str]:
+        return [self.sidebar.item(i).text() for i in range(self.sidebar.count())]
+
+    def show_page_index(self, index: int) -> None:
+        if 0 <= index < len(self._pages):
+            self.sidebar.setCurrentRow(index)
+
+    def show_page(self, page: QWidget) -> None:
+        self.show_page_index(self._pages.index(page))
+
+    def _on_row_changed(self, row: int) -> None:
+        if row < 0:
+            return
+        self.stack.setCurrentIndex(row)
+        page = self._pages[row]
+        on_shown = getattr(page, "on_shown", None)
+        if callable(on_shown):
+            on_shown()
+        self.page_changed.emit(row)
+
+    # -- notices and errors --------------------------------------------------------------------
+    def show_notice(self, text: str, level: str = "info") -> None:
+        self.banner.show_message(text, level)
+
+    def show_error(self, error: StrataError) -> None:
+        """The single place errors from background work are shown (banner + details dialog)."""
+        self.errors_shown.append(error)
+        self._last_error = error
+        text = error.message if not error.hint else f"{error.message} — {error.hint}"
+        self.banner.show_message(text, "error", has_details=True)
+
+    def _show_last_error_dialog(self) -> None:
+        if self._last_error is None:
+            return
+        self._dialog = ErrorDialog(self._last_error, log_file=self._log_file, open_path=self._open_path,
+                                   parent=self)
+        self._dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._dialog.open()
+
+    def _on_busy(self, count: int) -> None:
+        self.busy_label.setText(self.tr("%n task(s) running", "", count) if count else "")
+
+    # -- window state ---------------------------------------------------------------------------
+    def _restore_state(self) -> None:
+        if self._state_file is None or not self._state_file.exists():
+            return
+        try:
+            self.restoreGeometry(QByteArray(self._state_file.read_bytes()))
+        except OSError:
+            pass
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self._state_file is not None:
+            try:
+                self._state_file.parent.mkdir(parents=True, exist_ok=True)
+                self._state_file.write_bytes(bytes(self.saveGeometry().data()))
+            except OSError:
+                pass
+        self.closing.emit()
+        super().closeEvent(event)

@@ -1,0 +1,283 @@
+"""Settings page: appearance, network endpoints, folders, hardware overrides, engine defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.errors import StrataError
+from strata_gui.core.services import Services
+from strata_gui.core.settings import Settings
+from strata_gui.ui.widgets import PageHeader
+
+
+class SettingsPage(QWidget):
+    """Edits :class:`Settings`; Save writes them atomically and applies the theme at once.
+
+    Args:
+        services: Holds the settings, their store and the user folders.
+        apply_theme: Switches the app's theme (called on Save).
+        open_path: Opens a folder in the file manager.
+        choose_folder: Asks the user for a folder; returns None when cancelled.
+    """
+
+    page_title = "Settings"
+    page_icon = "SP_FileDialogDetailedView"
+    saved = Signal(object)  # Settings
+
+    def __init__(
+        self,
+        services: Services,
+        *,
+        apply_theme: Callable[[str], None],
+        open_path: Callable[[Path], object],
+        choose_folder: Callable[[], str | None],
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.services = services
+        self._apply_theme = apply_theme
+        self._open_path = open_path
+        self._choose_folder = choose_folder
+        self.page_title = self.tr("Settings")
+
+        self.theme = QComboBox()
+        for value, label in (("system", self.tr("Follow system")), ("light", self.tr("Light")),
+                             ("dark", self.tr("Dark"))):
+            self.theme.addItem(label, value)
+
+        self.hub_endpoint = QLineEdit()
+        self.hub_endpoint.setPlaceholderText("https://huggingface.co")
+        self.github_api = QLineEdit()
+        self.github_api.setPlaceholderText("https://api.github.com")
+        self.github_download = QLineEdit()
+        self.github_download.setPlaceholderText(self.tr("(as given by the release)"))
+        self.offline = QCheckBox(self.tr("Offline mode: never contact the hub or GitHub"))
+
+        self.model_dirs = QListWidget()
+        self.model_dirs.setMaximumHeight(90)
+        self.add_dir_button = QPushButton(self.tr("Add folder…"))
+        self.add_dir_button.clicked.connect(self._add_model_dir)
+        self.remove_dir_button = QPushButton(self.tr("Remove"))
+        self.remove_dir_button.clicked.connect(self._remove_model_dir)
+
+        self.gfx_override = QLineEdit()
+        self.gfx_override.setPlaceholderText(self.tr("detected automatically, e.g. gfx1100"))
+        self.memory_budget = QSpinBox()
+        self.memory_budget.setRange(0, 1024 * 1024)
+        self.memory_budget.setSuffix(" MB")
+        self.memory_budget.setSpecialValueText(self.tr("no limit"))
+        self.fallback_memory = QSpinBox()
+        self.fallback_memory.setRange(0, 1024 * 1024)
+        self.fallback_memory.setSuffix(" MB")
+        self.fallback_memory.setSpecialValueText(self.tr("use detected memory"))
+
+        self.context_size = QSpinBox()
+        self.context_size.setRange(0, 1_048_576)
+        self.context_size.setSingleStep(1024)
+        self.context_size.setSpecialValueText(self.tr("model default"))
+        self.gpu_layers = QComboBox()
+        self.gpu_layers.setEditable(True)
+        self.gpu_layers.addItems(["all", "auto", "0"])
+        self.flash_attention = QComboBox()
+        for value in ("auto", "on", "off"):
+            self.flash_attention.addItem(value, value)
+        self.threads = QSpinBox()
+        self.threads.setRange(0, 256)
+        self.threads.setSpecialValueText(self.tr("engine default"))
+        self.parallel = QSpinBox()
+        self.parallel.setRange(1, 64)
+        self.auto_fallback = QCheckBox(self.tr("If an engine fails, continue on the next one (Vulkan, then CPU)"))
+
+        self.status = QLabel()
+        self.status.setObjectName("muted")
+        self.status.setWordWrap(True)
+        self.save_button = QPushButton(self.tr("Save"))
+        self.save_button.setDefault(True)
+        self.save_button.clicked.connect(self.save)
+        self.revert_button = QPushButton(self.tr("Revert"))
+        self.revert_button.clicked.connect(self.load)
+        self.defaults_button = QPushButton(self.tr("Restore defaults"))
+        self.defaults_button.clicked.connect(self.restore_defaults)
+        QShortcut(QKeySequence(QKeySequence.StandardKey.Save), self, self.save)
+
+        appearance = QFormLayout()
+        appearance.addRow(self.tr("Theme"), self.theme)
+        network = QFormLayout()
+        network.addRow(self.tr("Hugging Face endpoint"), self.hub_endpoint)
+        network.addRow(self.tr("GitHub API"), self.github_api)
+        network.addRow(self.tr("GitHub downloads"), self.github_download)
+        network.addRow("", self.offline)
+        hint = QLabel(self.tr("Use a mirror when the hub or GitHub cannot be reached from your network."))
+        hint.setObjectName("muted")
+        hint.setWordWrap(True)
+        network.addRow("", hint)
+
+        folders = QFormLayout()
+        self.folder_labels: dict[str, QLabel] = {}
+        for key, label in (("config", self.tr("Settings")), ("data", self.tr("Data (engines, chats)")),
+                           ("cache", self.tr("Cache")), ("logs", self.tr("Logs"))):
+            path_label = QLabel()
+            path_label.setObjectName("muted")
+            path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            open_button = QPushButton(self.tr("Open"))
+            open_button.setObjectName(f"open-{key}")
+            open_button.clicked.connect(lambda _=False, k=key: self._open_folder(k))
+            row = QHBoxLayout()
+            row.addWidget(path_label, 1)
+            row.addWidget(open_button)
+            folders.addRow(label, row)
+            self.folder_labels[key] = path_label
+        dir_buttons = QHBoxLayout()
+        dir_buttons.addWidget(self.add_dir_button)
+        dir_buttons.addWidget(self.remove_dir_button)
+        dir_buttons.addStretch(1)
+        dirs_box = QVBoxLayout()
+        dirs_box.addWidget(self.model_dirs)
+        dirs_box.addLayout(dir_buttons)
+        folders.addRow(self.tr("Model folders"), dirs_box)
+
+        hardware = QFormLayout()
+        hardware.addRow(self.tr("GPU target override"), self.gfx_override)
+        hardware.addRow(self.tr("Memory budget for models"), self.memory_budget)
+        hardware.addRow(self.tr("GPU memory if not detected"), self.fallback_memory)
+
+        runtime = QFormLayout()
+        runtime.addRow(self.tr("Context size"), self.context_size)
+        runtime.addRow(self.tr("GPU layers"), self.gpu_layers)
+        runtime.addRow(self.tr("Flash attention"), self.flash_attention)
+        runtime.addRow(self.tr("CPU threads"), self.threads)
+        runtime.addRow(self.tr("Parallel requests"), self.parallel)
+        runtime.addRow("", self.auto_fallback)
+
+        body = QWidget()
+        body_layout = QVBoxLayout(body)
+        body_layout.setContentsMargins(0, 0, 12, 0)
+        for title, form in ((self.tr("Appearance"), appearance), (self.tr("Network"), network),
+                            (self.tr("Folders"), folders), (self.tr("Hardware"), hardware),
+                            (self.tr("Engine defaults"), runtime)):
+            box = QGroupBox(title)
+            box.setLayout(form)
+            body_layout.addWidget(box)
+        body_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(body)
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.status, 1)
+        buttons.addWidget(self.defaults_button)
+        buttons.addWidget(self.revert_button)
+        buttons.addWidget(self.save_button)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(PageHeader(self.tr("Settings"),
+                                    self.tr("Saved to %s") % services.paths.settings_file))
+        layout.addWidget(scroll, 1)
+        layout.addLayout(buttons)
+        self.load()
+
+    # -- model <-> widgets ----------------------------------------------------------------------
+    def load(self) -> None:
+        """Show the current settings (also "Revert")."""
+        self._show(self.services.settings)
+        self.status.setText("")
+
+    def restore_defaults(self) -> None:
+        self._show(Settings())
+        self.status.setText(self.tr("Defaults shown; press Save to keep them."))
+
+    def _show(self, s: Settings) -> None:
+        self.theme.setCurrentIndex(max(0, self.theme.findData(s.theme)))
+        self.hub_endpoint.setText(s.hub_endpoint)
+        self.github_api.setText(s.github_api_url)
+        self.github_download.setText(s.github_download_url)
+        self.offline.setChecked(s.offline)
+        self.model_dirs.clear()
+        self.model_dirs.addItems(s.model_dirs)
+        self.gfx_override.setText(s.gfx_override)
+        self.memory_budget.setValue(s.memory_budget_mb)
+        self.fallback_memory.setValue(s.fallback_gpu_memory_mb)
+        self.context_size.setValue(s.context_size)
+        self.gpu_layers.setCurrentText(s.gpu_layers)
+        self.flash_attention.setCurrentIndex(max(0, self.flash_attention.findData(s.flash_attention)))
+        self.threads.setValue(s.threads)
+        self.parallel.setValue(s.parallel_slots)
+        self.auto_fallback.setChecked(s.auto_fallback)
+        for key, path in self.services.paths.as_dict().items():
+            self.folder_labels[key].setText(path)
+
+    def edited(self) -> Settings:
+        """The settings as currently shown in the widgets."""
+        return dataclasses.replace(
+            self.services.settings,
+            theme=str(self.theme.currentData()),
+            hub_endpoint=self.hub_endpoint.text().strip().rstrip("/"),
+            github_api_url=self.github_api.text().strip().rstrip("/"),
+            github_download_url=self.github_download.text().strip().rstrip("/"),
+            offline=self.offline.isChecked(),
+            model_dirs=[self.model_dirs.item(i).text() for i in range(self.model_dirs.count())],
+            gfx_override=self.gfx_override.text().strip().lower(),
+            memory_budget_mb=self.memory_budget.value(),
+            fallback_gpu_memory_mb=self.fallback_memory.value(),
+            context_size=self.context_size.value(),
+            gpu_layers=self.gpu_layers.currentText().strip().lower(),
+            flash_attention=str(self.flash_attention.currentData()),
+            threads=self.threads.value(),
+            parallel_slots=self.parallel.value(),
+            auto_fallback=self.auto_fallback.isChecked(),
+        )
+
+    def save(self) -> bool:
+        """Validate, write, apply. Shows problems inline and keeps the edits on failure."""
+        new = self.edited()
+        problems = new.validate()
+        if problems:
+            self.status.setText(self.tr("Not saved: ") + " ".join(problems))
+            return False
+        try:
+            self.services.settings_store.save(new)
+        except StrataError as exc:
+            self.status.setText(exc.user_text())
+            return False
+        self.services.settings = new
+        self._apply_theme(new.theme)
+        self.status.setText(self.tr("Saved."))
+        self.saved.emit(new)
+        return True
+
+    def _open_folder(self, key: str) -> None:
+        path = Path(self.services.paths.as_dict()[key])
+        path.mkdir(parents=True, exist_ok=True)
+        self._open_path(path)
+
+    def _add_model_dir(self) -> None:
+        folder = self._choose_folder()
+        existing = {self.model_dirs.item(i).text() for i in range(self.model_dirs.count())}
+        if folder and folder not in existing:
+            self.model_dirs.addItem(folder)
+
+    def _remove_model_dir(self) -> None:
+        for item in self.model_dirs.selectedItems():
+            self.model_dirs.takeItem(self.model_dirs.row(item))

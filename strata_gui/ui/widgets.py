@@ -1,0 +1,137 @@
+"""Small reusable widgets: progress with Cancel, page headers, notice banners."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.progress import Progress
+from strata_gui.ui.bridge import TaskHandle
+
+
+class ProgressPanel(QWidget):
+    """A progress bar, a status line and a Cancel button bound to one :class:`TaskHandle`.
+
+    Hidden while idle. Indeterminate (busy) when the task reports no total.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._handle: TaskHandle | None = None
+        self.title = QLabel()
+        self.title.setObjectName("progressTitle")
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.bar.setTextVisible(False)
+        self.bar.setFixedHeight(8)
+        self.status = QLabel()
+        self.status.setObjectName("muted")
+        self.cancel_button = QPushButton(self.tr("Cancel"))
+        self.cancel_button.clicked.connect(self.cancel)
+        top = QHBoxLayout()
+        top.addWidget(self.title, 1)
+        top.addWidget(self.cancel_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 4, 0, 4)
+        layout.addLayout(top)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.status)
+        self.hide()
+
+    @property
+    def handle(self) -> TaskHandle | None:
+        return self._handle
+
+    def attach(self, handle: TaskHandle, title: str) -> None:
+        """Follow ``handle`` until it finishes, then hide."""
+        self._handle = handle
+        self.title.setText(title)
+        self.status.setText(self.tr("Starting…"))
+        self.bar.setRange(0, 0)
+        self.cancel_button.setEnabled(True)
+        handle.progress.connect(self._on_progress)
+        handle.finished.connect(self._on_finished)
+        self.show()
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self.cancel_button.setEnabled(False)
+            self.status.setText(self.tr("Cancelling…"))
+            self._handle.cancel()
+
+    def _on_progress(self, p: Progress) -> None:
+        fraction = p.fraction
+        if fraction is None:
+            self.bar.setRange(0, 0)
+        else:
+            self.bar.setRange(0, 1000)
+            self.bar.setValue(int(fraction * 1000))
+        self.status.setText(p.describe())
+
+    def _on_finished(self) -> None:
+        self._handle = None
+        self.hide()
+
+
+class PageHeader(QWidget):
+    """Large title with a muted subtitle, used at the top of every page."""
+
+    def __init__(self, title: str, subtitle: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.title = QLabel(title)
+        self.title.setObjectName("pageTitle")
+        self.subtitle = QLabel(subtitle)
+        self.subtitle.setObjectName("muted")
+        self.subtitle.setWordWrap(True)
+        self.subtitle.setVisible(bool(subtitle))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 8)
+        layout.setSpacing(2)
+        layout.addWidget(self.title)
+        layout.addWidget(self.subtitle)
+
+
+class NoticeBanner(QFrame):
+    """A dismissible message strip (info / warning / error) at the top of the window."""
+
+    dismissed = Signal()
+    details_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("notice")
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.details_button = QPushButton(self.tr("Details…"))
+        self.details_button.clicked.connect(self.details_requested)
+        self.close_button = QPushButton(self.tr("Dismiss"))
+        self.close_button.clicked.connect(self._dismiss)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 8, 8, 8)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(self.details_button)
+        layout.addWidget(self.close_button)
+        self.hide()
+
+    def show_message(self, text: str, level: str = "info", *, has_details: bool = False) -> None:
+        self.setProperty("level", level)
+        self.style().unpolish(self)
+        self.style().polish(self)
+        self.text.setText(text)
+        self.details_button.setVisible(has_details)
+        self.show()
+
+    def _dismiss(self) -> None:
+        self.hide()
+        self.dismissed.emit()

@@ -1,0 +1,79 @@
+"""The `strata` command: version, system facts, self-test, and no Qt in headless commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from strata_gui import __version__
+from strata_gui.cli import main
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert __version__ in capsys.readouterr().out
+
+
+def test_system_json_reports_versions_and_folders(capsys: pytest.CaptureFixture[str], _user_dirs_in_tmp: Path) -> None:
+    assert main(["system", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["app_version"] == __version__
+    assert data["python_version"].startswith("3.")
+    assert data["qt_version"][0].isdigit()
+    assert data["ram_total_bytes"] > 0
+    assert data["cpu_cores_logical"] >= 1
+    assert set(data["directories"]) == {"config", "data", "cache", "logs"}
+    assert data["directories"]["config"].startswith(str(_user_dirs_in_tmp))
+
+
+def test_system_text_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["system"]) == 0
+    out = capsys.readouterr().out
+    assert f"Strata {__version__}" in out and "RAM:" in out and "logs:" in out
+
+
+def test_headless_commands_import_no_qt() -> None:
+    code = (
+        "import sys; from strata_gui.cli import main; rc = main(['system', '--json']);"
+        "qt = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'qasync')];"
+        "print('QT=' + ','.join(qt), file=sys.stderr); sys.exit(rc)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ))
+    assert res.returncode == 0, res.stderr
+    assert "QT=\n" in res.stderr or res.stderr.rstrip().endswith("QT="), res.stderr
+
+
+def test_core_imports_no_qt() -> None:
+    code = (
+        "import sys, pkgutil, importlib, strata_gui.core as c\n"
+        "for m in pkgutil.walk_packages(c.__path__, 'strata_gui.core.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'qasync')]\n"
+        "print(bad); sys.exit(1 if bad else 0)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_self_test_opens_every_page_and_exits_zero() -> None:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    res = subprocess.run([sys.executable, "-m", "strata_gui", "--self-test"], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "self-test passed" in res.stdout
+    assert "visited Settings" in res.stdout and "visited About" in res.stdout
+
+
+def test_import_contract_holds() -> None:
+    exe = Path(sys.executable).with_name("lint-imports")
+    res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert res.returncode == 0, res.stdout[-3000:]

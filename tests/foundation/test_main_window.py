@@ -1,0 +1,152 @@
+"""The composed main window: pages, settings that persist, notices, About report, crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from strata_gui.app import CrashReporter, UiHooks, compose, run_self_test
+from strata_gui.core.services import build_services
+from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.pages.about_page import AboutPage
+from strata_gui.ui.pages.settings_page import SettingsPage
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.opened: list[Path] = []
+        self.folder: str | None = None
+
+    def hooks(self) -> UiHooks:
+        return UiHooks(open_path=self.opened.append, choose_folder=lambda: self.folder)
+
+
+def _compose(qtbot: QtBot, qapp: QApplication, rec: Recorder):
+    services = build_services()
+    bridge = AsyncBridge()
+    window = compose(services, bridge, qapp, rec.hooks())
+    qtbot.addWidget(window)
+    return services, bridge, window
+
+
+def _page(window, cls):
+    return next(p for p in window.pages if isinstance(p, cls))
+
+
+def test_window_has_its_pages_and_keyboard_navigation(qtbot: QtBot, qapp: QApplication) -> None:
+    _, _, window = _compose(qtbot, qapp, Recorder())
+    window.show()
+    assert window.page_titles()[:2] == ["Settings", "About"] or {"Settings", "About"} <= set(window.page_titles())
+    about = _page(window, AboutPage)
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    qtbot.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
+    assert window.stack.currentWidget() is window.pages[1]
+    window.show_page(about)
+    assert about.isVisible()
+
+
+def test_settings_page_saves_to_disk_and_applies_theme(qtbot: QtBot, qapp: QApplication) -> None:
+    rec = Recorder()
+    services, _, window = _compose(qtbot, qapp, rec)
+    page = _page(window, SettingsPage)
+    page.theme.setCurrentIndex(page.theme.findData("dark"))
+    page.hub_endpoint.setText("https://hf-mirror.example/")
+    rec.folder = "/data/models"
+    page.add_dir_button.click()
+    page.add_dir_button.click()  # the same folder is not added twice
+    assert page.save()
+    saved = json.loads(services.paths.settings_file.read_text())
+    assert saved["theme"] == "dark"
+    assert saved["hub_endpoint"] == "https://hf-mirror.example"
+    assert saved["model_dirs"] == ["/data/models"]
+    assert qapp.palette().window().color().lightness() < 100  # dark theme is applied at once
+    # A fresh start reads the same settings.
+    assert build_services().settings.hub_endpoint == "https://hf-mirror.example"
+    page.theme.setCurrentIndex(page.theme.findData("light"))
+    assert page.save()
+    assert qapp.palette().window().color().lightness() > 150
+
+
+def test_invalid_settings_are_explained_and_not_saved(qtbot: QtBot, qapp: QApplication) -> None:
+    services, _, window = _compose(qtbot, qapp, Recorder())
+    page = _page(window, SettingsPage)
+    page.github_api.setText("api.github.com")
+    assert not page.save()
+    assert "must start with http" in page.status.text()
+    assert not services.paths.settings_file.exists()
+    page.revert_button.click()
+    assert page.github_api.text() == "https://api.github.com"
+
+
+def test_folders_open_in_the_file_manager(qtbot: QtBot, qapp: QApplication) -> None:
+    rec = Recorder()
+    services, _, window = _compose(qtbot, qapp, rec)
+    page = _page(window, SettingsPage)
+    page.findChild(type(page.save_button), "open-logs").click()
+    assert rec.opened == [services.paths.log_dir]
+    about = _page(window, AboutPage)
+    about.open_logs_button.click()
+    assert rec.opened[-1] == services.paths.log_dir
+
+
+def test_corrupt_settings_notice_is_shown_once(qtbot: QtBot, qapp: QApplication, _user_dirs_in_tmp: Path) -> None:
+    cfg = _user_dirs_in_tmp / "config"
+    cfg.mkdir(parents=True)
+    (cfg / "settings.json").write_text("{{{")
+    _, _, window = _compose(qtbot, qapp, Recorder())
+    window.show()
+    assert window.banner.isVisible()
+    assert "could not be read" in window.banner.text.text()
+    # Next start: the file was moved aside, so no notice.
+    _, _, window2 = _compose(qtbot, qapp, Recorder())
+    window2.show()
+    assert not window2.banner.isVisible()
+
+
+def test_about_report_is_copied(qtbot: QtBot, qapp: QApplication) -> None:
+    _, _, window = _compose(qtbot, qapp, Recorder())
+    about = _page(window, AboutPage)
+    about.copy_button.click()
+    text = QApplication.clipboard().text()
+    assert text.startswith("Strata ") and "Python" in text and "logs:" in text
+
+
+def test_self_test_visits_every_page(qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop) -> None:
+    _, bridge, window = _compose(qtbot, qapp, Recorder())
+    window.show()
+    problems = qasync_loop.run_until_complete(run_self_test(window, bridge, dwell=0.01))
+    assert problems == []
+
+
+def test_unhandled_exception_shows_dialog_and_app_keeps_running(
+    qtbot: QtBot, qapp: QApplication, tmp_path: Path
+) -> None:
+    opened: list[Path] = []
+    reporter = CrashReporter(tmp_path / "strata.log", opened.append)
+    reporter.install()
+    try:
+        def buggy_slot() -> None:
+            raise KeyError("missing-thing")
+
+        with qtbot.waitSignal(reporter.crashed, timeout=3000):
+            QTimer.singleShot(0, buggy_slot)
+        qtbot.waitUntil(lambda: len(reporter.dialogs) == 1)
+        dialog = reporter.dialogs[0]
+        assert "KeyError" in dialog.message.text()
+        dialog.copy_button.click()
+        assert "missing-thing" in QApplication.clipboard().text()
+        dialog.log_button.click()
+        assert opened == [tmp_path / "strata.log"]
+        # The event loop still runs: a later timer fires.
+        fired: list[bool] = []
+        QTimer.singleShot(0, lambda: fired.append(True))
+        qtbot.waitUntil(lambda: fired == [True])
+        dialog.close()
+    finally:
+        reporter.uninstall()
