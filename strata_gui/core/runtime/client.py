@@ -1,0 +1,274 @@
+"""Client for the OpenAI-compatible chat endpoint of llama-server (or any compatible server).
+
+It only needs a base URL and an optional API key, so the same client talks to a managed local
+engine or a remote endpoint. Replies stream as Server-Sent Events; cancelling the awaiting task
+closes the HTTP stream at once, which makes llama-server stop generating and free its slot.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+from strata_gui.core.errors import ChatError, ServerError
+
+log = logging.getLogger(__name__)
+
+DeltaCallback = Callable[[str], None]
+
+
+@dataclass
+class SamplingParams:
+    """Per-conversation sampling; None leaves the server's default."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+
+    def to_request(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> SamplingParams:
+        data = data or {}
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class ReplyStats:
+    """What the user sees under a reply."""
+
+    ttft_s: float | None = None
+    total_s: float | None = None
+    prompt_n: int | None = None
+    cache_n: int | None = None
+    predicted_n: int | None = None
+    prefill_tps: float | None = None
+    decode_tps: float | None = None
+    finish_reason: str | None = None
+    engine: str | None = None
+    backend: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def context_used(self) -> int | None:
+        if self.prompt_n is None and self.predicted_n is None:
+            return None
+        return (self.prompt_n or 0) + (self.cache_n or 0) + (self.predicted_n or 0)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> ReplyStats:
+        data = data or {}
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def summary(self) -> str:
+        """One line: ``TTFT 42 ms · prefill 3,000 tok/s · decode 760 tok/s · 128 tokens · stop · CPU``."""
+        parts = []
+        if self.ttft_s is not None:
+            parts.append(f"TTFT {self.ttft_s * 1000:.0f} ms")
+        if self.prefill_tps:
+            parts.append(f"prefill {self.prefill_tps:,.0f} tok/s")
+        if self.decode_tps:
+            parts.append(f"decode {self.decode_tps:,.1f} tok/s")
+        if self.predicted_n is not None:
+            parts.append(f"{self.predicted_n} tokens")
+        if self.finish_reason:
+            parts.append(self.finish_reason)
+        if self.engine:
+            parts.append(self.engine + (f" ({self.backend})" if self.backend and self.backend != self.engine else ""))
+        return " · ".join(parts)
+
+
+@dataclass
+class ChatReply:
+    text: str
+    stats: ReplyStats
+
+
+class ChatClient:
+    """Streams chat completions from one server.
+
+    Args:
+        http: Shared async client (timeouts are set per request).
+        base_url: ``http://127.0.0.1:PORT`` or a remote ``https://host/...`` root (without ``/v1``).
+        api_key: Sent as a bearer token when given.
+        clock: Monotonic clock for time-to-first-token.
+    """
+
+    def __init__(self, http: httpx.AsyncClient, base_url: str, api_key: str | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self._http = http
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._clock = clock
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    async def stream_chat(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        sampling: SamplingParams | None = None,
+        on_delta: DeltaCallback | None = None,
+        *,
+        model: str = "local",
+    ) -> ChatReply:
+        """Send ``messages`` and stream the reply, calling ``on_delta(text)`` per piece.
+
+        Raises:
+            ServerError: The engine is unreachable, died mid-reply, or failed internally.
+            ChatError: The request was refused (bad key, too long for the context ...).
+            asyncio.CancelledError: Stop: the stream is closed before this propagates.
+        """
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": [dict(m) for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **(sampling or SamplingParams()).to_request(),
+        }
+        stats = ReplyStats()
+        pieces: list[str] = []
+        started = self._clock()
+        timings: dict[str, Any] = {}
+        usage: dict[str, Any] = {}
+        url = self.base_url + "/v1/chat/completions"
+        try:
+            async with self._http.stream("POST", url, json=body, headers=self._headers(),
+                                         timeout=httpx.Timeout(10.0, read=None)) as resp:
+                if resp.status_code != 200:
+                    await resp.aread()
+                    raise _http_error(resp)
+                data_lines: list[str] = []
+                done = False
+                async for line in resp.aiter_lines():
+                    if line.startswith(":"):
+                        continue  # comment / keep-alive ping
+                    if line.startswith("data:"):
+                        data_lines.append(line[5:].removeprefix(" "))
+                        continue
+                    if line.strip() or not data_lines:
+                        continue  # event:/id:/retry: fields are not used by llama-server
+                    payload = "\n".join(data_lines)  # a blank line ends the event
+                    data_lines = []
+                    if payload.strip() == "[DONE]":
+                        done = True
+                        break
+                    chunk = _parse_chunk(payload)
+                    text = _apply_chunk(chunk, stats, timings, usage)
+                    if text:
+                        if stats.ttft_s is None:
+                            stats.ttft_s = self._clock() - started
+                        pieces.append(text)
+                        if on_delta is not None:
+                            on_delta(text)
+                if not done and stats.finish_reason is None:
+                    raise ServerError("The engine stopped answering in the middle of the reply.",
+                                      hint="The engine probably crashed; the partial reply was kept.")
+        except httpx.ConnectError as exc:
+            raise ServerError(f"Could not reach the engine at {self.base_url}.",
+                              hint="The engine may have stopped; Strata restarts it on the next message.",
+                              details=str(exc)) from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            raise ServerError("The engine stopped answering in the middle of the reply.",
+                              hint="The engine probably crashed; the partial reply was kept.",
+                              details=str(exc)) from exc
+        except httpx.TimeoutException as exc:
+            raise ServerError("The engine did not answer in time.", details=str(exc)) from exc
+        stats.total_s = self._clock() - started
+        _fill_stats(stats, timings, usage)
+        return ChatReply("".join(pieces), stats)
+
+
+def _parse_chunk(payload: str) -> dict[str, Any]:
+    try:
+        chunk = json.loads(payload)
+    except ValueError as exc:
+        raise ServerError("The engine sent a reply Strata cannot read.", details=payload[:500]) from exc
+    if not isinstance(chunk, dict):
+        raise ServerError("The engine sent a reply Strata cannot read.", details=payload[:500])
+    err = chunk.get("error")
+    if err:
+        raise _error_from_body(err, status=None)
+    return chunk
+
+
+def _apply_chunk(chunk: Mapping[str, Any], stats: ReplyStats, timings: dict[str, Any],
+                 usage: dict[str, Any]) -> str:
+    if isinstance(chunk.get("timings"), dict):
+        timings.update(chunk["timings"])
+    if isinstance(chunk.get("usage"), dict):
+        usage.update(chunk["usage"])
+    choices = chunk.get("choices") or []
+    if not choices or not isinstance(choices[0], dict):
+        return ""
+    choice = choices[0]
+    if choice.get("finish_reason"):
+        stats.finish_reason = str(choice["finish_reason"])
+    delta = choice.get("delta") or {}
+    content = delta.get("content")
+    return content if isinstance(content, str) else ""
+
+
+def _fill_stats(stats: ReplyStats, timings: Mapping[str, Any], usage: Mapping[str, Any]) -> None:
+    def num(key: str) -> Any:
+        value = timings.get(key)
+        return value if isinstance(value, (int, float)) else None
+
+    stats.prompt_n = num("prompt_n") if num("prompt_n") is not None else usage.get("prompt_tokens")
+    stats.cache_n = num("cache_n")
+    stats.predicted_n = num("predicted_n") if num("predicted_n") is not None else usage.get("completion_tokens")
+    stats.prefill_tps = num("prompt_per_second")
+    stats.decode_tps = num("predicted_per_second")
+
+
+def _error_from_body(err: Any, status: int | None) -> ChatError | ServerError:
+    if isinstance(err, dict):
+        message = str(err.get("message") or "unknown error")
+        code = err.get("code", status)
+        kind = str(err.get("type") or "")
+    else:
+        message, code, kind = str(err), status, ""
+    if code == 401 or kind == "authentication_error":
+        return ChatError("The server rejected the API key.", hint="Check the API key in Settings.",
+                         details=message)
+    if code == 503 or kind == "unavailable_error":
+        return ServerError("The engine is still loading the model.", hint="Try again in a moment.",
+                           details=message)
+    if kind == "exceed_context_size_error" or ("context" in message.lower() and code == 400):
+        return ChatError(f"The conversation is too long for the model's context: {message}",
+                         hint="Start a new conversation or raise the context size in Settings.")
+    if isinstance(code, int) and 400 <= code < 500:
+        return ChatError(f"The engine refused the request: {message}")
+    return ServerError(f"The engine failed while answering: {message}")
+
+
+def _http_error(resp: httpx.Response) -> ChatError | ServerError:
+    try:
+        body = resp.json()
+        err = body.get("error", body) if isinstance(body, dict) else body
+    except ValueError:
+        err = {"message": resp.text[:300] or resp.reason_phrase, "code": resp.status_code}
+    if isinstance(err, dict):
+        err.setdefault("code", resp.status_code)
+    return _error_from_body(err, resp.status_code)

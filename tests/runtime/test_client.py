@@ -1,0 +1,115 @@
+"""ChatClient: real llama-server streaming and stop; scripted faults on a loopback SSE server."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+
+from strata_gui.core.errors import ChatError, ServerError
+from strata_gui.core.runtime.client import ChatClient, SamplingParams
+from tests.runtime.sse_server import sse_server
+from tests.support import engines as _engines
+
+Engines = _engines.TestEngines
+HELLO = [{"role": "user", "content": "Say hello"}]
+
+
+@pytest.mark.engine
+def test_streams_a_reply_with_stats_from_the_real_engine(test_engines: Engines, test_model: Path) -> None:
+    async def scenario(base: str) -> None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            client = ChatClient(http, base)
+            pieces: list[str] = []
+            reply = await client.stream_chat(HELLO, SamplingParams(max_tokens=24, seed=1), pieces.append)
+            assert len(pieces) > 1 and "".join(pieces) == reply.text
+            s = reply.stats
+            assert s.predicted_n == 24 and s.finish_reason == "length"
+            assert s.prompt_n and s.prompt_n > 3
+            assert s.decode_tps and s.prefill_tps and s.ttft_s is not None and s.total_s >= s.ttft_s
+            assert s.context_used == s.prompt_n + (s.cache_n or 0) + 24
+            assert "tokens" in s.summary()
+
+    with _engines.running_server(test_engines.cpu_server, test_model) as base:
+        asyncio.run(scenario(base))
+
+
+@pytest.mark.engine
+def test_stop_closes_the_stream_and_frees_the_slot(test_engines: Engines, test_model: Path) -> None:
+    async def scenario(base: str) -> None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            client = ChatClient(http, base)
+            got: list[str] = []
+            first = asyncio.Event()
+
+            def on_delta(text: str) -> None:
+                got.append(text)
+                if len(got) >= 10:
+                    first.set()
+
+            task = asyncio.create_task(client.stream_chat(HELLO, SamplingParams(max_tokens=1500), on_delta))
+            await first.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            n_at_stop = len(got)
+            busy = True
+            for _ in range(100):
+                slots = (await http.get(base + "/slots")).json()
+                busy = any(s["is_processing"] for s in slots)
+                if not busy:
+                    break
+                await asyncio.sleep(0.05)
+            assert not busy, "the engine kept generating after Stop"
+            assert len(got) == n_at_stop
+
+    with _engines.running_server(test_engines.cpu_server, test_model, extra=["-c", "2048"]) as base:
+        asyncio.run(scenario(base))
+
+
+def test_comment_lines_usage_and_timings() -> None:
+    async def scenario(base: str, requests: list) -> None:  # type: ignore[type-arg]
+        async with httpx.AsyncClient(trust_env=False) as http:
+            reply = await ChatClient(http, base, api_key="k").stream_chat(HELLO, SamplingParams(temperature=0.5))
+        assert reply.text == "Hello"
+        assert reply.stats.finish_reason == "stop"
+        assert reply.stats.context_used == 9 and reply.stats.decode_tps == 50.0
+        assert requests[0]["stream_options"] == {"include_usage": True}
+        assert requests[0]["temperature"] == 0.5 and "top_k" not in requests[0]
+
+    with sse_server("ok") as (base, requests):
+        asyncio.run(scenario(base, requests))
+
+
+@pytest.mark.parametrize(("script", "error", "text"), [
+    ("midstream-error", ServerError, "llama_decode failed"),
+    ("unauthorized", ChatError, "rejected the API key"),
+    ("drop", ServerError, "stopped answering in the middle"),
+])
+def test_errors_are_translated(script: str, error: type, text: str) -> None:
+    async def scenario(base: str) -> tuple[list[str], BaseException | None]:
+        pieces: list[str] = []
+        async with httpx.AsyncClient(trust_env=False) as http:
+            try:
+                await ChatClient(http, base).stream_chat(HELLO, None, pieces.append)
+            except (ServerError, ChatError) as exc:
+                return pieces, exc
+        return pieces, None
+
+    with sse_server(script) as (base, _):
+        pieces, exc = asyncio.run(scenario(base))
+    assert pieces == ([] if script == "unauthorized" else ["partial"])  # partial text is delivered first
+    assert isinstance(exc, error) and text in exc.message
+
+
+def test_unreachable_engine_is_a_server_error() -> None:
+    from tests.support.engines import free_port
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            with pytest.raises(ServerError, match="Could not reach"):
+                await ChatClient(http, f"http://127.0.0.1:{free_port()}").stream_chat(HELLO)
+
+    asyncio.run(scenario())
