@@ -89,7 +89,7 @@ def test_command_line_carries_the_settings(test_engines: Engines, test_model: Pa
 
 def test_bad_gguf_gives_a_clear_message(test_engines: Engines, broken_models: dict[str, Path]) -> None:
     for name in ("bad_magic", "truncated"):
-        sup, states, err = run(_start(test_engines, broken_models[name]))
+        sup, _, err = run(_start(test_engines, broken_models[name]))
         assert err is not None, name
         assert sup.outcome.kind is OutcomeKind.BAD_MODEL, (name, sup.outcome, sup.log_tail()[-5:])
         assert "could not load the model file" in err.message
