@@ -1,0 +1,245 @@
+"""Will a model fit? Weights + KV cache + compute overhead against a GPU's memory.
+
+The KV cache (f16) takes ``n_ctx × Σ_layers head_count_kv × (key_length + value_length) × 2``
+bytes, which the tests check against the KV buffer size a real llama-server reports. Memory on
+an APU is its (small) VRAM carve-out plus GTT (system RAM the GPU may map); a user budget caps
+either. Sliding-window and MLA attention are estimated with the full-attention rule, which
+over-estimates their KV cache (the safe direction).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from strata_gui.core.models.gguf_meta import GGUFMetadata
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+# Backend context, scratch and runtime buffers that do not scale with the model (measured
+# llama.cpp ROCm/Vulkan figures are 150-400 MiB; the upper end keeps verdicts safe).
+BASE_OVERHEAD = 320 * MIB
+UBATCH = 512
+CONTEXT_STEP = 256
+# System RAM left for the OS and the desktop when a model runs on the CPU.
+RAM_RESERVE = 2 * GIB
+# Quants a user should get by default when several fit (good quality per byte).
+PREFERRED_QUANTS = ("Q4_K_M", "Q4_K_L", "Q4_K_XL", "Q4_K_S", "IQ4_XS", "IQ4_NL", "Q4_0")
+FULL_PRECISION = ("F32", "F16", "BF16")
+
+
+@dataclass(frozen=True)
+class MemoryTarget:
+    """The memory a model may use on one GPU.
+
+    Attributes:
+        name: What to call it ("Radeon RX 7900 XTX", "Memory from Settings").
+        vram_bytes: Dedicated VRAM (the BIOS carve-out on an APU).
+        shared_bytes: GTT: system RAM the GPU can map (what an APU mostly runs from).
+        is_apu: Integrated GPU sharing system RAM.
+        budget_bytes: User cap on what Strata may use (0 = no cap).
+    """
+
+    name: str
+    vram_bytes: int
+    shared_bytes: int = 0
+    is_apu: bool = False
+    budget_bytes: int = 0
+
+    @property
+    def usable_bytes(self) -> int:
+        """VRAM for a discrete card, VRAM + GTT for an APU, capped by the budget."""
+        total = self.vram_bytes + (self.shared_bytes if self.is_apu else 0)
+        if self.budget_bytes > 0:
+            total = min(total, self.budget_bytes)
+        return max(0, total)
+
+    @classmethod
+    def from_settings(cls, fallback_gpu_memory_mb: int, memory_budget_mb: int) -> MemoryTarget:
+        """The target used until a detected GPU's figures are available."""
+        return cls(
+            name="GPU memory from Settings",
+            vram_bytes=max(0, fallback_gpu_memory_mb) * MIB,
+            budget_bytes=max(0, memory_budget_mb) * MIB,
+        )
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The parts of a GGUF header the estimate needs (single file or a whole split set)."""
+
+    n_layers: int
+    kv_heads_per_layer: tuple[int, ...]
+    key_length: int
+    value_length: int
+    trained_context: int
+    n_vocab: int
+    embedding_length: int
+    weights_bytes: int
+
+    @classmethod
+    def from_metadata(cls, meta: GGUFMetadata, weights_bytes: int) -> ModelShape:
+        tokens = meta.get("tokenizer.ggml.tokens")
+        n_vocab = getattr(tokens, "count", None) or (len(tokens) if isinstance(tokens, list) else 0)
+        return cls(
+            n_layers=meta.block_count,
+            kv_heads_per_layer=tuple(meta.kv_heads_per_layer),
+            key_length=meta.key_length,
+            value_length=meta.value_length,
+            trained_context=meta.context_length or 4096,
+            n_vocab=int(n_vocab or 32000),
+            embedding_length=meta.embedding_length,
+            weights_bytes=weights_bytes,
+        )
+
+    def kv_bytes_per_token(self) -> int:
+        """f16 K and V for every layer, per context position."""
+        return sum(h * (self.key_length + self.value_length) * 2 for h in self.kv_heads_per_layer)
+
+    def kv_bytes(self, n_ctx: int) -> int:
+        return n_ctx * self.kv_bytes_per_token()
+
+    def compute_bytes(self, n_ctx: int) -> int:
+        """Compute buffers: fixed runtime cost + logits and activations of one micro-batch.
+
+        llama.cpp's scheduler buffer holds the logits (``n_vocab × ubatch`` f32) and the
+        attention scores of a micro-batch against the whole context.
+        """
+        logits = self.n_vocab * UBATCH * 4
+        activations = self.embedding_length * UBATCH * 4 * 4
+        attention = n_ctx * UBATCH * 4
+        return BASE_OVERHEAD + logits + activations + attention
+
+
+class Verdict(enum.Enum):
+    FULL_GPU = "fits fully on GPU"
+    PARTIAL = "partial offload"
+    CPU_ONLY = "CPU only"
+    WONT_FIT = "won't fit"
+
+
+@dataclass(frozen=True)
+class FitEstimate:
+    """The outcome for one model file (or split set) on one memory target.
+
+    Attributes:
+        verdict: The headline.
+        gpu_layers: Layers that fit on the GPU (all of them for FULL_GPU, 0 for CPU only).
+        total_layers: Layers in the model.
+        n_ctx: Context size the estimate was made for.
+        weights_bytes, kv_bytes, compute_bytes: The parts of the memory need.
+        gpu_bytes: What the GPU can hold (usable memory of the target).
+        max_context: Largest context (multiple of 256, at most the trained one) that still gets
+            this verdict with all layers on the GPU; for partial/CPU verdicts the largest that
+            fits in GPU + system memory. 0 when nothing fits.
+    """
+
+    verdict: Verdict
+    gpu_layers: int
+    total_layers: int
+    n_ctx: int
+    weights_bytes: int
+    kv_bytes: int
+    compute_bytes: int
+    gpu_bytes: int
+    max_context: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.kv_bytes + self.compute_bytes
+
+    def describe(self) -> str:
+        if self.verdict is Verdict.PARTIAL:
+            return f"partial offload ({self.gpu_layers} of {self.total_layers} layers)"
+        return str(self.verdict.value)
+
+
+def _largest_context(budget: int, fixed: int, shape: ModelShape) -> int:
+    """Largest context such that fixed + kv(ctx) + attention(ctx) <= budget."""
+    per_token = shape.kv_bytes_per_token() + UBATCH * 4
+    if per_token <= 0:
+        return shape.trained_context
+    room = budget - fixed
+    if room < per_token * CONTEXT_STEP:
+        return 0
+    ctx = min(shape.trained_context, room // per_token)
+    return int(ctx - ctx % CONTEXT_STEP) if ctx >= CONTEXT_STEP else 0
+
+
+def estimate_fit(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx: int) -> FitEstimate:
+    """Estimate where a model runs at context ``n_ctx``.
+
+    Args:
+        shape: The model.
+        target: The GPU's memory (``usable_bytes`` 0 means no GPU).
+        ram_bytes: Total system RAM.
+        n_ctx: Context size the user wants.
+    """
+    n_ctx = max(1, min(n_ctx, shape.trained_context))
+    gpu = target.usable_bytes
+    # APU GTT is the same RAM the CPU uses: what the GPU holds is not available to the CPU.
+    ram = max(0, ram_bytes - RAM_RESERVE)
+    kv = shape.kv_bytes(n_ctx)
+    compute = shape.compute_bytes(n_ctx)
+    need = shape.weights_bytes + kv + compute
+    layers = max(1, shape.n_layers)
+    # Embeddings/output count as one extra "layer" of weights that may stay on the host.
+    per_layer = shape.weights_bytes // (layers + 1) + kv // layers
+    fixed_no_kv = shape.weights_bytes + BASE_OVERHEAD + shape.n_vocab * UBATCH * 4 + shape.embedding_length * UBATCH * 16
+
+    def result(verdict: Verdict, gpu_layers: int, max_ctx: int) -> FitEstimate:
+        return FitEstimate(verdict, gpu_layers, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, gpu, max_ctx)
+
+    if gpu > 0 and need <= gpu:
+        return result(Verdict.FULL_GPU, shape.n_layers, _largest_context(gpu, fixed_no_kv, shape))
+    pooled = gpu + ram if not target.is_apu else max(gpu, ram)
+    max_pooled = _largest_context(pooled, fixed_no_kv, shape)
+    if gpu > compute + per_layer:
+        n_gpu = min(shape.n_layers - 1, (gpu - compute) // per_layer)
+        host_part = need - n_gpu * per_layer - compute
+        host_room = ram - (n_gpu * per_layer + compute if target.is_apu else 0)
+        if host_part <= host_room:
+            return result(Verdict.PARTIAL, int(n_gpu), max_pooled)
+        return result(Verdict.WONT_FIT, 0, 0)
+    if need <= ram:
+        return result(Verdict.CPU_ONLY, 0, _largest_context(ram, fixed_no_kv, shape))
+    return result(Verdict.WONT_FIT, 0, 0)
+
+
+@dataclass(frozen=True)
+class QuantChoice:
+    """One downloadable quantisation with its estimate (input/output of :func:`default_pick`)."""
+
+    label: str
+    size_bytes: int
+    estimate: FitEstimate
+
+
+def is_preferred_quant(label: str) -> bool:
+    return label.upper() in PREFERRED_QUANTS
+
+
+def default_pick(choices: Sequence[QuantChoice], *, closeness: float = 1.3) -> QuantChoice | None:
+    """The quant to pre-select: the largest that fits fully on the GPU, but a Q4_K_M-class
+    quant when the larger one is within ``closeness`` × its size (little quality gained for
+    much less headroom). Full-precision files are picked only when nothing else fits.
+    Without a full fit: the preferred-class quant that runs at all, else the smallest that does.
+    """
+    runnable = [c for c in choices if c.estimate.verdict is not Verdict.WONT_FIT]
+    if not runnable:
+        return None
+    full = [c for c in runnable if c.estimate.verdict is Verdict.FULL_GPU]
+    quantised_full = [c for c in full if c.label.upper() not in FULL_PRECISION] or full
+    if quantised_full:
+        best = max(quantised_full, key=lambda c: c.size_bytes)
+        preferred = [c for c in quantised_full if is_preferred_quant(c.label)]
+        if preferred and not is_preferred_quant(best.label):
+            pref = max(preferred, key=lambda c: (PREFERRED_QUANTS[::-1].index(c.label.upper()), c.size_bytes))
+            if best.size_bytes <= pref.size_bytes * closeness:
+                return pref
+        return best
+    preferred = [c for c in runnable if is_preferred_quant(c.label)]
+    if preferred:
+        return max(preferred, key=lambda c: c.estimate.gpu_layers)
+    return min(runnable, key=lambda c: c.size_bytes)

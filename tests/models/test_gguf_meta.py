@@ -1,0 +1,110 @@
+"""GGUF header reading: local (gguf.GGUFReader) vs the streaming prefix parser vs a ranged remote read."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from strata_gui.core.errors import GGUFError, HubError
+from strata_gui.core.models import gguf_meta
+from strata_gui.core.models.gguf_meta import (
+    LongArray,
+    parse_prefix,
+    quant_from_filename,
+    read_local,
+    read_prefix_file,
+)
+from strata_gui.core.models.remote_header import read_remote_header
+
+
+def _remote(url: str, chunk: int = 2 * 1024 * 1024) -> tuple[gguf_meta.GGUFMetadata, int | None]:
+    async def go() -> tuple[gguf_meta.GGUFMetadata, int | None]:
+        async with httpx.AsyncClient() as client:
+            return await read_remote_header(client, url, chunk=chunk)
+
+    return asyncio.run(go())
+
+
+def test_local_read_describes_the_test_model(test_model: Path) -> None:
+    meta = read_local(test_model)
+    assert meta.architecture == "llama"
+    assert meta.name == "Strata Test Llama"
+    assert meta.quant == "F16"
+    assert meta.context_length == 4096
+    assert meta.block_count == 2
+    assert meta.kv_heads_per_layer == [2, 2]
+    assert meta.key_length == meta.value_length == 16
+    assert meta.has_chat_template
+    assert meta.get("tokenizer.ggml.tokens") == LongArray(8, 32000)
+    assert meta.required_size == test_model.stat().st_size
+
+
+def test_prefix_parser_equals_gguf_reader(test_model: Path, split_model: list[Path]) -> None:
+    for path in [test_model, *split_model]:
+        assert read_prefix_file(path) == read_local(path), path.name
+
+
+def test_prefix_parser_asks_for_more_bytes(test_model: Path) -> None:
+    head = test_model.read_bytes()[:100_000]
+    with pytest.raises(gguf_meta.NeedMoreData) as info:
+        parse_prefix(head)
+    assert info.value.needed > len(head)
+
+
+def test_remote_header_read_equals_local_read(hub: Any, test_model: Path, split_model: list[Path]) -> None:
+    url = hub.resolve_url("strata/test-llama-GGUF", "strata-test-llama-Q4_K_M.gguf")
+    # Small chunks force several Range round trips through the 600 KB token list.
+    meta, total = _remote(url, chunk=128 * 1024)
+    assert meta == read_local(test_model)
+    assert total == test_model.stat().st_size
+    ranges = [h.get("Range") for m, p, h in hub.state.requests if p.endswith("Q4_K_M.gguf")]
+    assert len(ranges) > 1 and ranges[0] == "bytes=0-131071"
+    for shard in split_model:
+        meta, _ = _remote(hub.resolve_url("strata/test-llama-split-GGUF", f"F16/{shard.name}"))
+        assert meta == read_local(shard)
+
+
+def test_remote_header_of_a_non_gguf_file_is_a_gguf_error(hub: Any) -> None:
+    with pytest.raises(GGUFError, match="Not a GGUF file"):
+        _remote(hub.resolve_url("strata/test-llama-GGUF", "README.md"))
+
+
+def test_remote_header_errors_say_what_happened(hub: Any) -> None:
+    with pytest.raises(HubError, match="access token"):
+        _remote(hub.resolve_url("strata/gated-llama-GGUF", "gated-Q4_K_M.gguf"))
+    hub.state.fail_next.append(("Q8_0", 429))
+    with pytest.raises(HubError, match="rate-limiting"):
+        _remote(hub.resolve_url("strata/test-llama-GGUF", "strata-test-llama-Q8_0.gguf"))
+    with pytest.raises(HubError, match="not found"):
+        _remote(hub.resolve_url("strata/test-llama-GGUF", "missing.gguf"))
+
+
+def test_truncated_and_foreign_files_are_rejected_with_the_reason(broken_models: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(GGUFError, match="not a GGUF file"):
+        read_local(broken_models["bad_magic"])
+    with pytest.raises(GGUFError, match=r"incomplete|damaged"):
+        read_local(broken_models["truncated"])
+    short = tmp_path / "header-only.gguf"
+    short.write_bytes(broken_models["truncated"].read_bytes()[:5000])
+    with pytest.raises(GGUFError, match="ends inside its header"):
+        read_prefix_file(short)
+
+
+@pytest.mark.parametrize(
+    ("name", "quant"),
+    [
+        ("Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf", "Q4_K_M"),
+        ("qwen2.5-7b-instruct-q5_k_m-00001-of-00002.gguf", "Q5_K_M"),
+        ("gemma-2-9b-it-IQ2_XXS.gguf", "IQ2_XXS"),
+        ("Llama-3.3-70B-Instruct-UD-Q4_K_XL.gguf", "Q4_K_XL"),
+        ("phi-3-mini.f16.gguf", "F16"),
+        ("tinyllama.BF16.gguf", "BF16"),
+        ("mmproj-model.gguf", None),
+    ],
+)
+def test_quant_label_from_file_name(name: str, quant: str | None) -> None:
+    assert quant_from_filename(name) == quant
