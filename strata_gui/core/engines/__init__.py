@@ -1,0 +1,42 @@
+"""The kernel fetcher: engine catalog, release client, plan, install, probe, launch environment.
+
+Public surface (what other parts of Strata use):
+
+- :class:`EngineService` — the facade the UI and CLI talk to.
+- :class:`InstalledEngine`, :class:`GpuTarget` — records.
+- :func:`launch_environment` — the environment an engine is launched with.
+- :func:`load_catalog` / :meth:`EngineCatalog.family_of` — catalog data.
+"""
+
+from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, parse_catalog
+from strata_gui.core.engines.launch import VK_DEVICES_OVERRIDE, launch_environment
+from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
+from strata_gui.core.engines.probe import ProbeResult, probe_engine
+from strata_gui.core.engines.records import GpuTarget, InstalledEngine, Release, ReleaseAsset
+from strata_gui.core.engines.releases import ReleaseClient, parse_releases
+from strata_gui.core.engines.service import EngineService, SetupOutcome
+from strata_gui.core.engines.tuning import TuningCheck, check_tuning_table, validate_tuning_table
+
+__all__ = [
+    "VK_DEVICES_OVERRIDE",
+    "Candidate",
+    "EngineCatalog",
+    "EnginePlan",
+    "EngineService",
+    "GpuTarget",
+    "InstalledEngine",
+    "ProbeResult",
+    "Release",
+    "ReleaseAsset",
+    "ReleaseClient",
+    "SetupOutcome",
+    "TuningCheck",
+    "check_tuning_table",
+    "launch_environment",
+    "load_catalog",
+    "parse_catalog",
+    "parse_releases",
+    "plan_engines",
+    "probe_engine",
+    "validate_tuning_table",
+]

@@ -1,0 +1,305 @@
+"""The engine catalog: which llama.cpp builds exist, for which GPUs, and how to recognise them.
+
+The catalog is data (``kernels/catalog.json``, described in ``kernels/catalog.schema.md``):
+supporting a new GPU family or a renamed release asset is an edit there, not here. It is
+validated on load; any problem raises :class:`EngineCatalogError` naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from strata_gui.core.errors import EngineCatalogError
+
+SCHEMA_VERSION = 1
+BACKENDS = ("rocm", "vulkan", "cpu")
+OSES = ("windows", "linux")
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def tag_number(tag: str) -> int | None:
+    """The build number of a ``b<N>`` tag (``"b6000"`` → 6000), else None."""
+    m = re.fullmatch(r"b(\d+)", tag.strip())
+    return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True)
+class Family:
+    """A ROCm build family (``gfx110X``) and the gfx targets its builds contain."""
+
+    name: str
+    targets: tuple[str, ...]
+    env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def env_for(self, os_name: str) -> dict[str, str]:
+        return dict(self.env.get(os_name, {}))
+
+
+@dataclass(frozen=True)
+class AssetMatch:
+    """What a matching asset name tells: its tag, the gfx targets and family it was built for."""
+
+    tag: str
+    targets: tuple[str, ...]
+    family: str | None
+
+
+@dataclass(frozen=True)
+class AssetRule:
+    """How one kind of release asset is named, and what must be inside it."""
+
+    os: str
+    backend: str
+    pattern: re.Pattern[str]
+    targets: tuple[str, ...]
+    required: tuple[str, ...]
+    unpacked_ratio: float
+
+    def match(self, name: str, catalog: EngineCatalog) -> AssetMatch | None:
+        """Match an asset name; None when it is not this kind of asset (or names an unknown family)."""
+        m = self.pattern.match(name)
+        if not m:
+            return None
+        groups = m.groupdict()
+        tag = groups.get("tag") or ""
+        if self.backend != "rocm":
+            return AssetMatch(tag, (), None)
+        if groups.get("family"):
+            fam = catalog.families.get(groups["family"])
+            if fam is None:
+                return None
+            return AssetMatch(tag, fam.targets, fam.name)
+        if groups.get("target"):
+            target = groups["target"]
+            return AssetMatch(tag, (target,), catalog.family_of(target))
+        return AssetMatch(tag, self.targets, None)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A GitHub repository publishing llama.cpp builds."""
+
+    id: str
+    repo: str
+    title: str
+    rules: tuple[AssetRule, ...]
+    min_tag: str | None = None
+    pinned_tag: str | None = None
+    pinned_sha256: Mapping[str, str] = field(default_factory=dict)
+    hipblaslt_revisions: Mapping[str, str] = field(default_factory=dict)
+
+    def accepts_tag(self, tag: str) -> bool:
+        """Whether a release tag is allowed by the pin / minimum."""
+        if self.pinned_tag:
+            return tag == self.pinned_tag
+        if self.min_tag:
+            n, floor = tag_number(tag), tag_number(self.min_tag)
+            if n is None or floor is None:
+                return n is not None or floor is None
+            return n >= floor
+        return True
+
+
+@dataclass(frozen=True)
+class TuningEntry:
+    """One hipBLASLt tuning table: valid for exactly one (gfx target, hipBLASLt revision)."""
+
+    gfx: str
+    revision: str
+    url: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class EngineCatalog:
+    """The validated catalog."""
+
+    schema_version: int
+    families: Mapping[str, Family]
+    sources: tuple[Source, ...]
+    backend_order: tuple[str, ...]
+    tuning_tables: tuple[TuningEntry, ...]
+    origin: str = "<memory>"
+
+    def family_of(self, gfx: str) -> str | None:
+        """The ROCm family holding a gfx target (``"gfx1103"`` → ``"gfx110X"``), else None."""
+        gfx = gfx.strip().lower()
+        for fam in self.families.values():
+            if gfx in fam.targets:
+                return fam.name
+        return None
+
+    def family(self, name: str) -> Family | None:
+        return self.families.get(name)
+
+    def source(self, source_id: str) -> Source:
+        for s in self.sources:
+            if s.id == source_id:
+                return s
+        raise EngineCatalogError(f"The engine catalog has no source '{source_id}'.")
+
+    def tuning_for(self, gfx: str, revision: str) -> TuningEntry | None:
+        for t in self.tuning_tables:
+            if t.gfx == gfx and t.revision == revision:
+                return t
+        return None
+
+
+def default_catalog_path() -> Path:
+    from strata_gui.core.resources import kernels_dir
+
+    return kernels_dir() / "catalog.json"
+
+
+def load_catalog(path: Path | None = None) -> EngineCatalog:
+    """Read and validate a catalog file (default: the one shipped in ``kernels/``)."""
+    p = path or default_catalog_path()
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise EngineCatalogError(
+            f"The engine catalog {p} could not be read: {exc.strerror or exc}",
+            hint="Reinstall Strata; the catalog ships with it.",
+        ) from exc
+    except ValueError as exc:
+        raise EngineCatalogError(f"The engine catalog {p} is not valid JSON: {exc}",
+                                 hint="Reinstall Strata or fix the file.") from exc
+    return parse_catalog(raw, origin=str(p))
+
+
+class _Reader:
+    """Small typed accessors that name the offending field in the error."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+
+    def fail(self, where: str, what: str) -> EngineCatalogError:
+        return EngineCatalogError(f"Engine catalog {self.origin}: {where}: {what}",
+                                  hint="The catalog is data shipped with Strata; fix or reinstall it.")
+
+    def obj(self, v: Any, where: str) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            raise self.fail(where, "must be an object")
+        return v
+
+    def lst(self, v: Any, where: str) -> list[Any]:
+        if not isinstance(v, list):
+            raise self.fail(where, "must be a list")
+        return v
+
+    def string(self, v: Any, where: str) -> str:
+        if not isinstance(v, str) or not v:
+            raise self.fail(where, "must be a non-empty string")
+        return v
+
+    def opt_string(self, v: Any, where: str) -> str | None:
+        return None if v is None else self.string(v, where)
+
+    def strings(self, v: Any, where: str) -> tuple[str, ...]:
+        return tuple(self.string(x, f"{where}[{i}]") for i, x in enumerate(self.lst(v, where)))
+
+    def str_map(self, v: Any, where: str) -> dict[str, str]:
+        return {self.string(k, where): self.string(x, f"{where}.{k}") for k, x in self.obj(v, where).items()}
+
+
+def parse_catalog(raw: Any, origin: str = "<memory>") -> EngineCatalog:
+    """Validate parsed JSON into an :class:`EngineCatalog`."""
+    r = _Reader(origin)
+    top = r.obj(raw, "top level")
+    version = top.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise r.fail("schema_version", f"is {version!r}; this Strata reads version {SCHEMA_VERSION}")
+    families: dict[str, Family] = {}
+    seen_targets: dict[str, str] = {}
+    for name, fam_raw in r.obj(top.get("families"), "families").items():
+        where = f"families.{name}"
+        f = r.obj(fam_raw, where)
+        targets = r.strings(f.get("targets"), f"{where}.targets")
+        if not targets:
+            raise r.fail(f"{where}.targets", "must list at least one gfx target")
+        for t in targets:
+            if not _GFX_RE.match(t):
+                raise r.fail(f"{where}.targets", f"'{t}' is not a gfx target like gfx1100")
+            if t in seen_targets:
+                raise r.fail(f"{where}.targets", f"{t} is already in family {seen_targets[t]}")
+            seen_targets[t] = name
+        env_raw = r.obj(f.get("env", {}), f"{where}.env")
+        env: dict[str, dict[str, str]] = {}
+        for os_name, vars_raw in env_raw.items():
+            if os_name not in OSES:
+                raise r.fail(f"{where}.env", f"unknown OS '{os_name}' (expected one of {', '.join(OSES)})")
+            env[os_name] = r.str_map(vars_raw, f"{where}.env.{os_name}")
+        families[name] = Family(name, targets, env)
+
+    order = r.strings(top.get("backend_order", list(BACKENDS)), "backend_order")
+    if sorted(order) != sorted(BACKENDS):
+        raise r.fail("backend_order", f"must list exactly {', '.join(BACKENDS)}")
+
+    sources: list[Source] = []
+    for i, s_raw in enumerate(r.lst(top.get("sources"), "sources")):
+        where = f"sources[{i}]"
+        s = r.obj(s_raw, where)
+        sid = r.string(s.get("id"), f"{where}.id")
+        repo = r.string(s.get("repo"), f"{where}.repo")
+        if repo.count("/") != 1:
+            raise r.fail(f"{where}.repo", f"'{repo}' must be owner/name")
+        rules: list[AssetRule] = []
+        for j, a_raw in enumerate(r.lst(s.get("assets"), f"{where}.assets")):
+            aw = f"{where}.assets[{j}]"
+            a = r.obj(a_raw, aw)
+            os_name = r.string(a.get("os"), f"{aw}.os")
+            backend = r.string(a.get("backend"), f"{aw}.backend")
+            if os_name not in OSES:
+                raise r.fail(f"{aw}.os", f"unknown OS '{os_name}'")
+            if backend not in BACKENDS:
+                raise r.fail(f"{aw}.backend", f"unknown backend '{backend}'")
+            try:
+                pattern = re.compile(r.string(a.get("pattern"), f"{aw}.pattern"))
+            except re.error as exc:
+                raise r.fail(f"{aw}.pattern", f"is not a valid regular expression: {exc}") from exc
+            if "tag" not in pattern.groupindex:
+                raise r.fail(f"{aw}.pattern", "needs a (?P<tag>...) group")
+            targets = r.strings(a.get("targets", []), f"{aw}.targets")
+            if backend == "rocm" and not targets and not (
+                {"family", "target"} & set(pattern.groupindex)
+            ):
+                raise r.fail(aw, "a ROCm asset needs 'targets' or a (?P<family>)/(?P<target>) group")
+            required = r.strings(a.get("required"), f"{aw}.required")
+            if not required:
+                raise r.fail(f"{aw}.required", "must name at least the llama-server binary")
+            ratio = a.get("unpacked_ratio", 3.0)
+            if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or ratio < 1:
+                raise r.fail(f"{aw}.unpacked_ratio", "must be a number >= 1")
+            rules.append(AssetRule(os_name, backend, pattern, targets, required, float(ratio)))
+        pins = r.str_map(s.get("pinned_sha256", {}), f"{where}.pinned_sha256")
+        for asset_name, sha in pins.items():
+            if not _SHA_RE.match(sha):
+                raise r.fail(f"{where}.pinned_sha256.{asset_name}", "must be 64 lowercase hex digits")
+        min_tag = r.opt_string(s.get("min_tag"), f"{where}.min_tag")
+        pinned_tag = r.opt_string(s.get("pinned_tag"), f"{where}.pinned_tag")
+        revisions = r.str_map(s.get("hipblaslt_revisions", {}), f"{where}.hipblaslt_revisions")
+        sources.append(Source(sid, repo, str(s.get("title") or repo), tuple(rules), min_tag, pinned_tag, pins,
+                              revisions))
+    ids = [s.id for s in sources]
+    if len(set(ids)) != len(ids):
+        raise r.fail("sources", "source ids must be unique")
+
+    tuning: list[TuningEntry] = []
+    for i, t_raw in enumerate(r.lst(top.get("tuning_tables", []), "tuning_tables")):
+        where = f"tuning_tables[{i}]"
+        entry = r.obj(t_raw, where)
+        gfx = r.string(entry.get("gfx"), f"{where}.gfx")
+        if not _GFX_RE.match(gfx):
+            raise r.fail(f"{where}.gfx", f"'{gfx}' is not a gfx target")
+        sha = r.string(entry.get("sha256"), f"{where}.sha256")
+        if not _SHA_RE.match(sha):
+            raise r.fail(f"{where}.sha256", "must be 64 lowercase hex digits")
+        tuning.append(TuningEntry(gfx, r.string(entry.get("hipblaslt_revision"), f"{where}.hipblaslt_revision"),
+                                  r.string(entry.get("url"), f"{where}.url"), sha))
+    return EngineCatalog(SCHEMA_VERSION, families, tuple(sources), order, tuple(tuning), origin)

@@ -1,0 +1,159 @@
+"""Resumable, verified downloads of release assets.
+
+The file grows as ``<name>.part`` in the downloads folder; an interrupted download (network
+cut, Cancel, app restart) continues from there with an HTTP ``Range`` request. SHA-256 is
+computed while streaming (the bytes already on disk are hashed first when resuming), and
+writing + hashing run on a worker thread so they overlap with the network reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import httpx
+
+from strata_gui.core.errors import ChecksumMismatchError, EngineDownloadError, StorageError
+from strata_gui.core.progress import ProgressCallback, RateMeter
+
+log = logging.getLogger(__name__)
+
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class DownloadResult:
+    """A finished download.
+
+    Attributes:
+        path: The complete file.
+        sha256: Its SHA-256 (hex).
+        resumed_from: Bytes that were already on disk when this run started.
+        received: Bytes that crossed the wire in this run.
+        verified: Whether the hash was checked against an expected value.
+    """
+
+    path: Path
+    sha256: str
+    resumed_from: int
+    received: int
+    verified: bool
+
+
+def _hash_existing(path: Path) -> tuple[int, hashlib._Hash]:
+    h = hashlib.sha256()
+    n = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(CHUNK * 4):
+            h.update(block)
+            n += len(block)
+    return n, h
+
+
+def _open(path: Path, append: bool) -> BinaryIO:
+    return open(path, "ab") if append else open(path, "wb")
+
+
+def _write(fh: BinaryIO, h: hashlib._Hash, chunk: bytes) -> None:
+    fh.write(chunk)
+    h.update(chunk)
+
+
+async def download_file(
+    http: httpx.AsyncClient,
+    url: str,
+    dest: Path,
+    *,
+    expected_size: int | None,
+    expected_sha256: str | None,
+    on_progress: ProgressCallback,
+    message: str = "Downloading",
+) -> DownloadResult:
+    """Download ``url`` to ``dest``, resuming ``dest.part`` if present.
+
+    Raises:
+        EngineDownloadError: network failure or an HTTP error (the partial file is kept to resume).
+        ChecksumMismatchError: the bytes do not match ``expected_sha256`` (the file is deleted).
+        StorageError: the file could not be written.
+    """
+    part = dest.with_name(dest.name + ".part")
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-download")
+    loop = asyncio.get_running_loop()
+    try:
+        part.parent.mkdir(parents=True, exist_ok=True)
+        have, hasher = (0, hashlib.sha256())
+        if part.exists():
+            have, hasher = await loop.run_in_executor(executor, _hash_existing, part)
+            if expected_size is not None and have > expected_size:
+                part.unlink()
+                have, hasher = 0, hashlib.sha256()
+        received = 0
+        resumed_from = have
+        if expected_size is None or have < expected_size:
+            headers = {"Range": f"bytes={have}-"} if have else {}
+            try:
+                async with http.stream("GET", url, headers=headers) as resp:
+                    if resp.status_code == 416 and have:
+                        pass  # the server says we already have everything
+                    elif resp.status_code not in (200, 206):
+                        raise EngineDownloadError(
+                            f"The download server answered {resp.status_code} for {dest.name}.",
+                            hint="Try again later; the part already downloaded is kept and resumed.",
+                            details=str(resp.url))
+                    else:
+                        if resp.status_code == 200 and have:
+                            log.info("server ignored Range for %s; starting over", dest.name)
+                            have, hasher, resumed_from = 0, hashlib.sha256(), 0
+                        total = expected_size
+                        if total is None:
+                            length = resp.headers.get("content-length")
+                            total = have + int(length) if length and length.isdigit() else None
+                        meter = RateMeter(total, on_progress, message=message, start=have)
+                        meter.update(0, force=True)
+                        fh = await loop.run_in_executor(executor, _open, part, bool(have))
+                        pending: asyncio.Future[None] | None = None
+                        try:
+                            async for chunk in resp.aiter_raw(CHUNK):
+                                if pending is not None:
+                                    await pending
+                                pending = loop.run_in_executor(executor, _write, fh, hasher, chunk)
+                                received += len(chunk)
+                                meter.update(len(chunk))
+                            if pending is not None:
+                                await pending
+                                pending = None
+                        finally:
+                            if pending is not None:
+                                await asyncio.shield(pending)
+                            fh.close()
+                        meter.finish()
+            except httpx.TransportError as exc:
+                raise EngineDownloadError(
+                    f"The download of {dest.name} was interrupted ({type(exc).__name__}).",
+                    hint="Check the connection and install again: the download resumes where it stopped.",
+                    details=f"{url}: {exc!r}") from exc
+        size = part.stat().st_size
+        if expected_size is not None and size != expected_size:
+            raise EngineDownloadError(
+                f"The download of {dest.name} ended early ({size} of {expected_size} bytes).",
+                hint="Install again: the download resumes where it stopped.")
+        digest = hasher.hexdigest()
+        if expected_sha256 and digest != expected_sha256.lower():
+            part.unlink(missing_ok=True)
+            raise ChecksumMismatchError(
+                f"{dest.name} does not match its published checksum; the file was deleted.",
+                hint="Try again. If it happens again the release or a proxy is serving bad data.",
+                details=f"expected sha256 {expected_sha256}, got {digest}")
+        os.replace(part, dest)
+        return DownloadResult(dest, digest, resumed_from, received, bool(expected_sha256))
+    except OSError as exc:
+        raise StorageError(f"Could not write {dest.name}: {exc.strerror or exc}",
+                           hint="Check free space and permissions of the downloads folder.") from exc
+    finally:
+        executor.shutdown(wait=True)

@@ -1,0 +1,439 @@
+"""EngineService: plan, install, probe, choose and manage llama.cpp engines (the core facade).
+
+The UI and the CLI talk only to this class. It owns no globals: the HTTP client, catalog,
+folders, settings, disk-space function and process runner are all handed in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import httpx
+
+from strata_gui.core.engines._threads import run_in_thread
+from strata_gui.core.engines.archive import safe_extract
+from strata_gui.core.engines.catalog import EngineCatalog, tag_number
+from strata_gui.core.engines.download import download_file
+from strata_gui.core.engines.launch import current_os, launch_environment
+from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
+from strata_gui.core.engines.probe import ProbeResult, ProcessRunner, probe_engine, run_process
+from strata_gui.core.engines.records import (
+    MANIFEST_NAME,
+    GpuTarget,
+    InstalledEngine,
+    Release,
+    ReleaseListing,
+    TuningRef,
+    read_manifest,
+)
+from strata_gui.core.engines.releases import ReleaseClient
+from strata_gui.core.engines.tuning import TuningCheck, check_tuning_table
+from strata_gui.core.errors import (
+    EngineError,
+    EngineInstallError,
+    InsufficientSpaceError,
+    StrataError,
+)
+from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
+from strata_gui.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+PROBE_FILE = "strata-probe.json"
+SPACE_MARGIN = 64 << 20
+
+
+def free_bytes(path: Path) -> int:
+    """Free bytes on the file system holding ``path`` (or its nearest existing parent)."""
+    p = path
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return shutil.disk_usage(p).free
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What happened to one plan candidate during :meth:`EngineService.setup`."""
+
+    candidate: Candidate
+    engine: InstalledEngine | None
+    probe: ProbeResult | None
+    error: StrataError | None = None
+
+    @property
+    def summary(self) -> str:
+        if self.error is not None:
+            return f"{self.candidate.backend}: failed: {self.error.message}"
+        if self.probe is not None and self.engine is not None:
+            state = "usable" if self.probe.usable else "unusable here"
+            return f"{self.engine.id}: {state}: {self.probe.message}"
+        return f"{self.candidate.backend}: skipped"
+
+
+@dataclass(frozen=True)
+class SetupOutcome:
+    """Result of installing and probing candidates until one works."""
+
+    plan: EnginePlan
+    attempts: tuple[Attempt, ...]
+    chosen: InstalledEngine | None
+    notices: tuple[str, ...] = field(default=())
+
+
+class EngineService:
+    """Everything about engines, for the UI and the CLI.
+
+    Args:
+        catalog: The validated engine catalog.
+        releases: Release listing client.
+        http: HTTP client used for downloads (follows redirects).
+        engines_dir: Where engines are installed, one folder each.
+        downloads_dir: Where partial downloads wait to be resumed.
+        settings: User settings (pinned engine, gfx override...); mutated by :meth:`pin`.
+        environ: The environment engines start from.
+        save_settings: Persists ``settings`` after :meth:`pin`.
+        os_name: "windows"/"linux" (default: this machine).
+        disk_free: Free bytes at a path (injected so a shortfall can be simulated).
+        probe_runner: Runs a binary to completion (injected for tests of Windows behaviour).
+        clock: Wall clock (epoch seconds).
+        probe_timeout: Seconds ``--version``/``--list-devices`` may take.
+    """
+
+    def __init__(
+        self,
+        *,
+        catalog: EngineCatalog,
+        releases: ReleaseClient,
+        http: httpx.AsyncClient,
+        engines_dir: Path,
+        downloads_dir: Path,
+        settings: Settings,
+        environ: Mapping[str, str],
+        save_settings: Callable[[], None] | None = None,
+        os_name: str | None = None,
+        disk_free: Callable[[Path], int] = free_bytes,
+        probe_runner: ProcessRunner = run_process,
+        clock: Callable[[], float] = time.time,
+        probe_timeout: float = 30.0,
+    ) -> None:
+        self.catalog = catalog
+        self.releases = releases
+        self._http = http
+        self.engines_dir = engines_dir
+        self.downloads_dir = downloads_dir
+        self.settings = settings
+        self.environ = dict(environ)
+        self._save_settings = save_settings
+        self.os_name = os_name or current_os()
+        self._disk_free = disk_free
+        self._runner = probe_runner
+        self._clock = clock
+        self._probe_timeout = probe_timeout
+        self._probes: dict[str, ProbeResult] = {}
+
+    # -- releases and plan -------------------------------------------------------------
+    async def fetch_releases(self) -> dict[str, ReleaseListing]:
+        """Listings of every catalog source (cached ones flagged); sources that fail are left out
+        when at least one answers, else the first error is raised."""
+        out: dict[str, ReleaseListing] = {}
+        errors: list[StrataError] = []
+        for src in self.catalog.sources:
+            try:
+                out[src.repo] = await self.releases.list_releases(src.repo)
+            except StrataError as exc:
+                errors.append(exc)
+        if errors and not out:
+            raise errors[0]
+        return out
+
+    async def plan(self, gpus: Sequence[GpuTarget],
+                   releases: Mapping[str, Sequence[Release]] | None = None) -> EnginePlan:
+        """Plan for these GPUs; release listings are fetched unless given."""
+        notes: list[str] = []
+        if releases is None:
+            listings = await self.fetch_releases()
+            releases = {repo: listing.releases for repo, listing in listings.items()}
+            notes = [lst.notice for lst in listings.values() if lst.notice]
+        plan = plan_engines(self.catalog, gpus, self.os_name, releases)
+        return replace(plan, notes=plan.notes + tuple(notes))
+
+    def gpus_from_settings(self) -> list[GpuTarget]:
+        """The GPU as the gfx override setting describes it (until a detector provides one)."""
+        gfx = self.settings.gfx_override.strip().lower()
+        return [GpuTarget(gfx, None, gfx)] if gfx else []
+
+    # -- installed engines -------------------------------------------------------------
+    def installed(self) -> list[InstalledEngine]:
+        """Engines with a readable manifest, newest first."""
+        out = []
+        if self.engines_dir.is_dir():
+            for d in sorted(self.engines_dir.iterdir()):
+                if d.name.startswith(".") or not (d / MANIFEST_NAME).exists():
+                    continue
+                try:
+                    out.append(read_manifest(d))
+                except EngineInstallError as exc:
+                    log.warning("skipping engine folder %s: %s", d, exc)
+        return sorted(out, key=lambda e: e.installed_at, reverse=True)
+
+    def get(self, engine_id: str) -> InstalledEngine:
+        for e in self.installed():
+            if e.id == engine_id:
+                return e
+        raise EngineError(f"No engine '{engine_id}' is installed.", hint="See `strata engines list`.")
+
+    def last_probe(self, engine_id: str) -> ProbeResult | None:
+        if engine_id in self._probes:
+            return self._probes[engine_id]
+        return None
+
+    # -- install -----------------------------------------------------------------------
+    def _check_space(self, cand: Candidate, already: int) -> None:
+        assert cand.asset is not None
+        need_dl = max(0, cand.asset.size - already)
+        need_unpack = int(cand.asset.size * cand.unpacked_ratio)
+        self.downloads_dir.mkdir(parents=True, exist_ok=True)
+        self.engines_dir.mkdir(parents=True, exist_ok=True)
+        same_fs = os.stat(self.downloads_dir).st_dev == os.stat(self.engines_dir).st_dev
+        checks = ([(self.engines_dir, need_dl + need_unpack)] if same_fs
+                  else [(self.downloads_dir, need_dl), (self.engines_dir, need_unpack)])
+        for folder, need in checks:
+            free = self._disk_free(folder)
+            if free < need + SPACE_MARGIN:
+                raise InsufficientSpaceError(
+                    f"Not enough disk space for {cand.asset.name}: it needs about {format_bytes(need)}, "
+                    f"{folder} has {format_bytes(free)} free.",
+                    hint="Free some space, or choose another engines folder in Settings.")
+
+    def _server_name(self, os_name: str) -> str:
+        return "llama-server.exe" if os_name == "windows" else "llama-server"
+
+    async def install(self, cand: Candidate, on_progress: ProgressCallback = no_progress,
+                      gpu: GpuTarget | None = None) -> InstalledEngine:
+        """Download, verify, unpack, check and move a candidate into place.
+
+        A failure leaves nothing behind except a partial download kept for resuming after a
+        network error. An engine already installed under the same id is replaced only once the
+        new one is complete.
+        """
+        if cand.asset is None or cand.source_id is None or cand.tag is None:
+            raise EngineInstallError(f"There is no {cand.backend} build to install: {cand.reason}")
+        asset = cand.asset
+        source = self.catalog.source(cand.source_id)
+        archive = self.downloads_dir / asset.name
+        part = archive.with_name(archive.name + ".part")
+        already = part.stat().st_size if part.exists() else 0
+        self._check_space(cand, already)
+        expected = asset.sha256 or source.pinned_sha256.get(asset.name)
+        result = await download_file(self._http, asset.download_url, archive, expected_size=asset.size or None,
+                                     expected_sha256=expected, on_progress=on_progress,
+                                     message=f"Downloading {asset.name}")
+        staging = self.engines_dir / f".staging-{cand.engine_id}-{uuid.uuid4().hex[:8]}"
+        final = self.engines_dir / cand.engine_id
+        try:
+            on_progress(Progress(0, None, f"Unpacking {asset.name}"))
+            await run_in_thread(lambda: safe_extract(archive, staging), name="strata-extract")
+            server = self._find_server(staging, self._server_name(self.os_name))
+            self._check_required(server.parent, cand, asset.name)
+            rel = server.relative_to(staging)
+            revision = source.hipblaslt_revisions.get(cand.tag) if cand.backend == "rocm" else None
+            family = self.catalog.family(cand.family) if cand.family else None
+            engine = InstalledEngine(
+                id=cand.engine_id, backend=cand.backend, folder=final, server_path=final / rel, tag=cand.tag,
+                gfx_targets=cand.gfx_targets, family=cand.family, source=cand.source_id, asset=asset.name,
+                sha256=result.sha256, os=self.os_name, env=family.env_for(self.os_name) if family else {},
+                hipblaslt_revision=revision, tuning=None, installed_at=self._clock(), verified=result.verified)
+            if revision and gpu and gpu.gfx:
+                engine = await self._fetch_tuning(engine, gpu.gfx, revision, staging, on_progress)
+            engine.write_manifest(staging)
+            self._swap_in(staging, final)
+            return engine
+        finally:
+            if staging.exists():
+                await run_in_thread(lambda: shutil.rmtree(staging, ignore_errors=True), name="strata-cleanup")
+            archive.unlink(missing_ok=True)
+
+    async def _fetch_tuning(self, engine: InstalledEngine, gfx: str, revision: str, staging: Path,
+                            on_progress: ProgressCallback) -> InstalledEngine:
+        entry = self.catalog.tuning_for(gfx, revision)
+        if entry is None:
+            return engine
+        rel = Path("tuning") / f"hipblaslt-{gfx}-{revision}.csv"
+        dest = staging / rel
+        await download_file(self._http, self.releases.rewrite_url(entry.url), dest, expected_size=None,
+                            expected_sha256=entry.sha256, on_progress=on_progress,
+                            message="Downloading hipBLASLt tuning table")
+        return replace(engine, tuning=TuningRef(str(rel), gfx, revision))
+
+    def _find_server(self, root: Path, name: str) -> Path:
+        found = sorted((p for p in root.rglob(name) if p.is_file()), key=lambda p: len(p.parts))
+        if not found:
+            raise EngineInstallError(f"The archive holds no {name}; it is not an engine build.",
+                                     hint="The release may have changed its layout; update Strata's catalog.")
+        return found[0]
+
+    def _check_required(self, folder: Path, cand: Candidate, asset_name: str) -> None:
+        missing = [pat for pat in cand.required if not any(folder.glob(pat))]
+        if missing:
+            raise EngineInstallError(
+                f"{asset_name} is missing {', '.join(missing)}; the engine would not start, so it was not installed.",
+                hint="The published archive is incomplete. Try another engine (Vulkan) or a newer release.")
+
+    def _swap_in(self, staging: Path, final: Path) -> None:
+        trash = None
+        if final.exists():
+            trash = self.engines_dir / f".trash-{final.name}-{uuid.uuid4().hex[:8]}"
+            os.replace(final, trash)
+        try:
+            os.replace(staging, final)
+        except OSError:
+            if trash is not None:
+                os.replace(trash, final)
+            raise
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+
+    # -- probe, choose -----------------------------------------------------------------
+    def launch_env(self, engine: InstalledEngine, gpu: GpuTarget | None) -> tuple[dict[str, str], list[str]]:
+        return launch_environment(engine, gpu, self.settings, self.environ, os_name=self.os_name)
+
+    async def probe(self, engine: InstalledEngine, gpu: GpuTarget | None = None) -> ProbeResult:
+        """Run the engine's ``--version``/``--list-devices`` with its launch environment."""
+        env, _notices = self.launch_env(engine, gpu)
+        result = await probe_engine(engine.server_path, engine.backend, env, runner=self._runner,
+                                    timeout=self._probe_timeout)
+        self._probes[engine.id] = result
+        return result
+
+    async def setup(self, gpus: Sequence[GpuTarget], on_progress: ProgressCallback = no_progress,
+                    releases: Mapping[str, Sequence[Release]] | None = None) -> SetupOutcome:
+        """Install and probe the plan's candidates in order until one sees a usable device."""
+        plan = await self.plan(gpus, releases)
+        have = {e.id: e for e in self.installed()}
+        attempts: list[Attempt] = []
+        chosen: InstalledEngine | None = None
+        gpu = gpus[0] if gpus else None
+        for cand in plan.included:
+            try:
+                engine = have.get(cand.engine_id) or await self.install(cand, on_progress, gpu)
+            except asyncio.CancelledError:
+                raise
+            except StrataError as exc:
+                attempts.append(Attempt(cand, None, None, exc))
+                continue
+            result = await self.probe(engine, gpu)
+            attempts.append(Attempt(cand, engine, result))
+            if result.usable:
+                chosen = engine
+                break
+        return SetupOutcome(plan, tuple(attempts), chosen, tuple(a.summary for a in attempts))
+
+    async def choose(self, gpu: GpuTarget | None = None) -> InstalledEngine | None:
+        """The pinned engine if installed, else the first (ROCm → Vulkan → CPU) whose probe works."""
+        engines = self.installed()
+        if self.settings.pinned_engine:
+            for e in engines:
+                if e.id == self.settings.pinned_engine:
+                    return e
+        order = {b: i for i, b in enumerate(self.catalog.backend_order)}
+        for e in sorted(engines, key=lambda e: (order.get(e.backend, 9), -e.installed_at)):
+            result = self._probes.get(e.id) or await self.probe(e, gpu)
+            if result.usable:
+                return e
+        return None
+
+    # -- manage ------------------------------------------------------------------------
+    def pin(self, engine_id: str | None) -> None:
+        """Make ``engine_id`` the default (None: choose automatically)."""
+        if engine_id:
+            self.get(engine_id)
+        self.settings.pinned_engine = engine_id or ""
+        if self._save_settings is not None:
+            self._save_settings()
+
+    def remove(self, engine_id: str) -> None:
+        """Delete an installed engine (a local build's own folder is never touched)."""
+        engine = self.get(engine_id)
+        folder = engine.folder
+        if folder.parent.resolve() != self.engines_dir.resolve():
+            raise EngineError(f"{folder} is not inside Strata's engines folder; not removing it.")
+        trash = self.engines_dir / f".trash-{engine_id}-{uuid.uuid4().hex[:8]}"
+        try:
+            os.replace(folder, trash)
+            shutil.rmtree(trash)
+        except OSError as exc:
+            raise EngineError(f"Could not remove {engine_id}: {exc.strerror or exc}",
+                              hint="Stop the engine if it is running, then try again.") from exc
+        self._probes.pop(engine_id, None)
+        if self.settings.pinned_engine == engine_id:
+            self.pin(None)
+
+    def garbage_collect(self) -> list[str]:
+        """Remove older tags of each (source, backend, family), keeping the newest and the pinned."""
+        groups: dict[tuple[str, str, str], list[InstalledEngine]] = {}
+        for e in self.installed():
+            if e.source == "local":
+                continue
+            groups.setdefault((e.source, e.backend, e.family or ""), []).append(e)
+        removed = []
+        for engines in groups.values():
+            engines.sort(key=lambda e: (tag_number(e.tag) or -1, e.installed_at), reverse=True)
+            for old in engines[1:]:
+                if old.id != self.settings.pinned_engine:
+                    self.remove(old.id)
+                    removed.append(old.id)
+        return removed
+
+    def updates(self, plan: EnginePlan) -> list[tuple[InstalledEngine, Candidate]]:
+        """Installed engines with a newer tag of the same kind in ``plan``."""
+        out = []
+        for e in self.installed():
+            for c in plan.included:
+                same_kind = (c.source_id, c.backend, c.family) == (e.source, e.backend, e.family)
+                if same_kind and c.tag and (tag_number(c.tag) or -1) > (tag_number(e.tag) or -1):
+                    out.append((e, c))
+        return out
+
+    async def add_local(self, folder: Path, backend: str, gpu: GpuTarget | None = None,
+                        name: str | None = None) -> tuple[InstalledEngine, ProbeResult]:
+        """Register a folder with a llama-server the user built, and probe it."""
+        server_name = self._server_name(self.os_name)
+        folder, server = self._locate_local(folder, server_name)
+        if server is None:
+            raise EngineInstallError(f"{folder} holds no {server_name}.",
+                                     hint="Choose the folder your llama.cpp build put llama-server in (build/bin).")
+        if backend not in ("rocm", "vulkan", "cpu"):
+            raise EngineInstallError(f"Unknown backend '{backend}': choose rocm, vulkan or cpu.")
+        slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in (name or folder.name))
+        engine_id = f"local-{backend}-{slug}"
+        reg = self.engines_dir / engine_id
+        gfx = gpu.gfx if gpu and gpu.gfx else None
+        engine = InstalledEngine(id=engine_id, backend=backend, folder=reg, server_path=server, tag="local",
+                                 gfx_targets=(gfx,) if gfx and backend == "rocm" else (), source="local",
+                                 os=self.os_name, installed_at=self._clock())
+        reg.mkdir(parents=True, exist_ok=True)
+        engine.write_manifest()
+        return engine, await self.probe(engine, gpu)
+
+    @staticmethod
+    def _locate_local(folder: Path, server_name: str) -> tuple[Path, Path | None]:
+        folder = folder.expanduser().resolve()
+        if (folder / server_name).is_file():
+            return folder, folder / server_name
+        hits = sorted(folder.rglob(server_name), key=lambda p: len(p.parts)) if folder.is_dir() else []
+        return folder, (hits[0] if hits else None)
+
+    def check_tuning(self, table: Path, engine: InstalledEngine, gpu_gfx: str | None,
+                     table_gfx: str | None = None) -> TuningCheck:
+        """Check a tuning table against an engine and GPU (``strata engines check-tuning``)."""
+        gfx = gpu_gfx or self.settings.gfx_override or None
+        return check_tuning_table(table, table_gfx=table_gfx or gfx or "unknown", gpu_gfx=gfx,
+                                  engine_revision=engine.hipblaslt_revision)
