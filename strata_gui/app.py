@@ -11,6 +11,7 @@ import asyncio
 import logging
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -170,7 +171,7 @@ async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float
     return problems
 
 
-def run_gui(argv: list[str], *, self_test: bool = False) -> int:
+def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool = False) -> int:
     """Start the GUI; returns the process exit code."""
     import qasync
 
@@ -197,6 +198,12 @@ def run_gui(argv: list[str], *, self_test: bool = False) -> int:
     app.lastWindowClosed.connect(closed.set)
 
     async def main() -> int:
+        if exit_when_shown:
+            await asyncio.sleep(0)  # the first paint has been scheduled and processed
+            app.processEvents()
+            print(f"shown-at {time.time():.6f}", flush=True)
+            window.close()
+            return 0
         if self_test:
             problems = await run_self_test(window, bridge)
             for p in problems:

@@ -33,16 +33,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--self-test", action="store_true",
                         help="open the main window, visit every page, exit 0 (smoke test)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    # For bench/startup.py: print the wall-clock time the window was first shown, then quit.
+    parser.add_argument("--exit-when-shown", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
     return parser
 
 
-def _run_gui(argv: Sequence[str], self_test: bool) -> int:
+def _run_gui(argv: Sequence[str], self_test: bool, exit_when_shown: bool = False) -> int:
     # importlib keeps Qt out of the import graph of headless commands.
     app_module = importlib.import_module("strata_gui.app")
-    return int(app_module.run_gui(list(argv), self_test=self_test))
+    return int(app_module.run_gui(list(argv), self_test=self_test, exit_when_shown=exit_when_shown))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(args_list)
     if args.command is None:
-        return _run_gui(args_list, self_test=args.self_test)
+        return _run_gui(args_list, self_test=args.self_test, exit_when_shown=args.exit_when_shown)
     services = build_services()
     configure_logging(services.paths.log_file, verbose=args.verbose, to_stderr=True)
     if services.settings_notice:

@@ -77,6 +77,8 @@ class MainWindow(QMainWindow):
         side_layout.addWidget(brand)
         side_layout.addWidget(self.sidebar, 1)
         side.setFixedWidth(200)
+        side.setObjectName("sidebarPanel")
+        side.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
 
         self.stack = QStackedWidget()
         self.banner = NoticeBanner()

@@ -7,6 +7,7 @@ from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
 STYLE_SHEET = """
+QWidget#sidebarPanel { background: palette(alternate-base); }
 QListWidget#sidebar {
     border: none;
     padding: 8px 6px;

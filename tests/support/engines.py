@@ -20,6 +20,8 @@ CACHE = Path(os.environ.get("STRATA_DEV_CACHE", Path.home() / ".cache" / "strata
 class TestEngines:
     """Folders holding a real ``llama-server``: the CPU build and the prebuilt Vulkan build."""
 
+    __test__ = False  # not a pytest test class
+
     cpu_dir: Path
     vulkan_dir: Path
     llama_src: Path

@@ -41,7 +41,7 @@ class AboutPage(QWidget):
         self._open_path = open_path
         self._extra_report = extra_report
         self.page_title = self.tr("About")
-        self.info: SystemInfo = collect_system_info(paths)
+        self._info: SystemInfo | None = None  # collected when first needed (keeps start-up fast)
 
         logo = QLabel()
         if icon is not None:
@@ -74,7 +74,12 @@ class AboutPage(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.report_view, 1)
         layout.addLayout(buttons)
-        self.refresh()
+
+    @property
+    def info(self) -> SystemInfo:
+        if self._info is None:
+            self._info = collect_system_info(self.paths)
+        return self._info
 
     def report(self) -> str:
         text = self.info.report()

@@ -1,0 +1,51 @@
+"""Time from process start to the first shown main window: Strata vs a minimal PySide6 window.
+
+Both are started as fresh processes, interleaved, N times each; prints medians and the ratio
+(goal: <= 1.5x). Run: .venv/bin/python bench/startup.py [N]
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MINIMAL = """
+import sys, time
+from PySide6.QtWidgets import QApplication, QMainWindow, QLabel
+app = QApplication(sys.argv)
+w = QMainWindow(); w.setCentralWidget(QLabel("hello")); w.resize(1180, 760); w.show()
+app.processEvents()
+print(f"shown-at {time.time():.6f}", flush=True)
+"""
+
+
+def _measure(cmd: list[str], env: dict[str, str]) -> float:
+    t0 = time.time()
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, check=True).stdout
+    shown = next(float(line.split()[1]) for line in out.splitlines() if line.startswith("shown-at"))
+    return shown - t0
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 7
+    env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
+    env["STRATA_HOME"] = tempfile.mkdtemp(prefix="strata-bench-")
+    strata = [sys.executable, "-m", "strata_gui", "--exit-when-shown"]
+    minimal = [sys.executable, "-c", MINIMAL]
+    _measure(strata, env), _measure(minimal, env)  # warm the OS file cache
+    a, b = [], []
+    for _ in range(n):
+        a.append(_measure(strata, env))
+        b.append(_measure(minimal, env))
+    ma, mb = statistics.median(a), statistics.median(b)
+    print(f"minimal PySide6 window: median {mb * 1000:.0f} ms  (n={n})")
+    print(f"Strata main window:     median {ma * 1000:.0f} ms  (n={n})")
+    print(f"ratio Strata/minimal:   {ma / mb:.2f}x  (goal <= 1.5x)")
+
+
+if __name__ == "__main__":
+    main()

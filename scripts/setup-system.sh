@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# System packages the app and its tests need on Debian/Ubuntu (run as root, or it prints the command).
+#   build: cmake, build-essential (CPU test engine)   display: xvfb + Qt's xcb libraries
+#   vulkan: mesa-vulkan-drivers (llvmpipe software Vulkan for the Vulkan test engine)
+#   packaging: nsis (makensis), desktop-file-utils    fonts: CJK for the Chinese UI
+set -euo pipefail
+PKGS=(cmake build-essential xvfb xauth mesa-vulkan-drivers nsis desktop-file-utils
+      libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcommon0 libxkbcommon-x11-0
+      libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 libxcb-image0 libxcb-render-util0
+      libxcb-xkb1 libxcb-shape0 libxcb-randr0 libxcb-xinerama0 fonts-noto-cjk)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if ! command -v apt-get >/dev/null; then
+  echo "Please install the equivalents of: ${missing[*]}" >&2
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "Missing system packages; run: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "[setup] apt-get install ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,59 @@
+"""Shows the real main window on an X display and saves a screenshot of every page.
+
+Run as ``python -m tests.support.screenshot OUT_DIR`` with ``DISPLAY`` set (Xvfb) and
+``QT_QPA_PLATFORM=xcb``. Prints one JSON line: {"pages": [...], "files": [...]}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    import qasync
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QApplication
+
+    from strata_gui.app import UiHooks, apply_theme, compose
+    from strata_gui.core.services import build_services
+    from strata_gui.ui.bridge import AsyncBridge
+
+    out = Path(sys.argv[1])
+    theme = sys.argv[2] if len(sys.argv) > 2 else "light"
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication([sys.argv[0]])
+    apply_theme(app, theme)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    services = build_services()
+    bridge = AsyncBridge()
+    window = compose(services, bridge, app, UiHooks(open_path=lambda p: None, choose_folder=lambda: None))
+    window.resize(1180, 760)
+    window.move(0, 0)
+    window.show()
+    files: list[str] = []
+
+    async def shoot() -> None:
+        await asyncio.sleep(0.5)
+        for i, title in enumerate(window.page_titles()):
+            window.show_page_index(i)
+            await asyncio.sleep(0.6)
+            screen = QGuiApplication.primaryScreen()
+            pix = screen.grabWindow(0, 0, 0, window.frameGeometry().width(), window.frameGeometry().height())
+            name = out / f"{i:02d}-{title.lower().replace(' ', '-')}-{theme}.png"
+            pix.save(str(name))
+            files.append(str(name))
+        await bridge.shutdown()
+
+    with loop:
+        loop.run_until_complete(shoot())
+    print(json.dumps({"pages": window.page_titles(), "files": files}), flush=True)
+    window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
