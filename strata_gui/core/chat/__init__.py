@@ -1,0 +1,1 @@
+"""Conversations: the SQLite store and the chat session logic (engine fallback included)."""

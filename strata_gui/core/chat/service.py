@@ -1,0 +1,407 @@
+"""The chat session: one managed engine, conversations, streaming replies, and engine fallback.
+
+The UI (or the CLI) calls the ``async`` methods and listens to :class:`ChatEvent` objects, which
+are delivered on the event loop's thread. When the engine fails to start, dies, or the first
+request on it fails with an engine error, the next engine of the plan is started, the
+interrupted request is sent again, and a :class:`Notice` tells the user what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from strata_gui.core.errors import ChatError, ServerError
+from strata_gui.core.progress import ProgressCallback
+from strata_gui.core.runtime.client import ChatClient, ReplyStats
+from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.outcome import Outcome, OutcomeKind
+from strata_gui.core.runtime.supervisor import (
+    ServerSettings,
+    ServerState,
+    ServerSupervisor,
+    SupervisorFactory,
+)
+from strata_gui.core.settings import Settings
+
+from .store import COMPLETE, FAILED, INTERRUPTED, STOPPED, STREAMING, Conversation, ConversationStore, Message
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TITLE = "New chat"
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    """The engine's state changed (or a load-progress detail arrived)."""
+
+    state: ServerState
+    engine: EngineSpec | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should read once (fallback happened). ``details`` is the log tail."""
+
+    text: str
+    details: str = ""
+
+
+@dataclass(frozen=True)
+class MessageAdded:
+    message: Message
+
+
+@dataclass(frozen=True)
+class MessageDelta:
+    message_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class MessageUpdated:
+    message: Message
+
+
+ChatEvent = EngineStatus | Notice | MessageAdded | MessageDelta | MessageUpdated
+Listener = Callable[[ChatEvent], None]
+
+
+class ChatService:
+    """Conversations plus the engine they run on.
+
+    Args:
+        store: Conversation persistence.
+        supervisor_factory: Makes a :class:`ServerSupervisor` for (engine, model, settings).
+        http: Shared HTTP client for the chat API.
+        settings: Current user settings (read at each engine start: auto_fallback, context ...).
+        clock: Monotonic clock (save throttling).
+        save_interval: Seconds between saves of a reply that is streaming.
+    """
+
+    def __init__(
+        self,
+        store: ConversationStore,
+        supervisor_factory: SupervisorFactory,
+        http: httpx.AsyncClient,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        save_interval: float = 1.0,
+    ) -> None:
+        self.store = store
+        self._factory = supervisor_factory
+        self._http = http
+        self.settings = settings
+        self._clock = clock
+        self._save_interval = save_interval
+        self._listeners: list[Listener] = []
+        self.plan: list[EngineSpec] = []
+        self.model: Path | None = Path(settings.last_model) if settings.last_model else None
+        self._engine_index = 0
+        self._supervisor: ServerSupervisor | None = None
+        self._client: ChatClient | None = None
+        self._served_ok = False
+        self._start_lock = asyncio.Lock()
+        self.last_outcome: Outcome | None = None
+
+    # -- configuration --------------------------------------------------------------------------
+    def subscribe(self, fn: Listener) -> None:
+        self._listeners.append(fn)
+
+    def unsubscribe(self, fn: Listener) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(fn)
+
+    def _emit(self, event: ChatEvent) -> None:
+        for fn in list(self._listeners):
+            try:
+                fn(event)
+            except Exception:
+                log.exception("chat listener failed on %s", type(event).__name__)
+
+    def set_plan(self, plan: list[EngineSpec]) -> None:
+        """Engines to try, best first. Takes effect at the next engine start."""
+        self.plan = list(plan)
+        self._engine_index = 0
+
+    def set_model(self, model: Path) -> None:
+        """The GGUF to chat with. Takes effect at the next engine start (see :meth:`restart`)."""
+        self.model = model
+
+    @property
+    def engine(self) -> EngineSpec | None:
+        return self._supervisor.engine if self._supervisor else None
+
+    @property
+    def engine_state(self) -> ServerState:
+        return self._supervisor.state if self._supervisor else ServerState.STOPPED
+
+    @property
+    def supervisor(self) -> ServerSupervisor | None:
+        return self._supervisor
+
+    @property
+    def preferred_engine(self) -> EngineSpec | None:
+        return self.plan[0] if self.plan else None
+
+    @property
+    def on_fallback_engine(self) -> bool:
+        """True when running on a later engine than the preferred one."""
+        return self._engine_index > 0
+
+    @property
+    def context_size(self) -> int:
+        if self._supervisor and self._supervisor.n_ctx:
+            return self._supervisor.n_ctx
+        return self.settings.context_size
+
+    # -- engine ----------------------------------------------------------------------------------
+    async def ensure_engine(self, on_progress: ProgressCallback | None = None) -> ChatClient:
+        """Start the engine if it is not running (falling back along the plan); return its client."""
+        async with self._start_lock:
+            sup = self._supervisor
+            if sup is not None and sup.state is ServerState.READY and self._client is not None:
+                return self._client
+            if sup is not None:
+                await sup.stop()
+            if self.model is None:
+                raise ChatError("No model chosen.", hint="Pick a GGUF model in the header first.")
+            if not self.plan:
+                raise ChatError("No engine to run the model.", hint="Install an engine on the Engines page.")
+            index = min(self._engine_index, len(self.plan) - 1)
+            while True:
+                spec = self.plan[index]
+                sup = self._factory(spec, self.model, ServerSettings.from_settings(self.settings))
+                sup.add_listener(functools.partial(self._on_state, sup))
+                self._supervisor, self._client = sup, None
+                try:
+                    base = await sup.start(on_progress)
+                except ServerError:
+                    outcome = sup.outcome
+                    self.last_outcome = outcome
+                    await sup.stop()
+                    if outcome is not None and self._may_fall_back(outcome, index):
+                        index += 1
+                        self._notify_fallback(outcome, self.plan[index])
+                        continue
+                    raise
+                self._engine_index = index
+                self._served_ok = False
+                self._client = ChatClient(self._http, base, sup.settings.api_key or None)
+                return self._client
+
+    def _may_fall_back(self, outcome: Outcome, index: int) -> bool:
+        return self.settings.auto_fallback and outcome.engine_fault and index + 1 < len(self.plan)
+
+    def _notify_fallback(self, outcome: Outcome, nxt: EngineSpec) -> None:
+        text = f"{outcome.message} Continuing on {nxt.label}."
+        log.warning("%s", text)
+        self._emit(Notice(text, outcome.details()))
+
+    def _on_state(self, sup: ServerSupervisor, state: ServerState, detail: str) -> None:
+        if sup is self._supervisor:
+            self._emit(EngineStatus(state, sup.engine, detail))
+
+    async def retry_preferred_engine(self, on_progress: ProgressCallback | None = None) -> None:
+        """Stop the current engine and start again from the first one of the plan."""
+        await self.stop_engine()
+        self._engine_index = 0
+        await self.ensure_engine(on_progress)
+
+    async def restart(self, on_progress: ProgressCallback | None = None) -> None:
+        """Apply a new model or settings: stop and start (same engine of the plan)."""
+        await self.stop_engine()
+        await self.ensure_engine(on_progress)
+
+    async def stop_engine(self) -> None:
+        if self._supervisor is not None:
+            await self._supervisor.stop()
+        self._client = None
+
+    async def aclose(self) -> None:
+        await self.stop_engine()
+        self.store.close()
+
+    # -- conversations --------------------------------------------------------------------------
+    def new_conversation(self, title: str = DEFAULT_TITLE) -> Conversation:
+        return self.store.create_conversation(title, model=str(self.model or ""))
+
+    def history(self, conversation: Conversation, upto: int | None = None) -> list[dict[str, str]]:
+        """Messages sent to the engine: system prompt, then every kept turn before ``upto``."""
+        out: list[dict[str, str]] = []
+        if conversation.system_prompt.strip():
+            out.append({"role": "system", "content": conversation.system_prompt})
+        for m in self.store.messages(conversation.id):
+            if upto is not None and m.id >= upto:
+                break
+            if m.status == FAILED or (m.role == "assistant" and not m.content):
+                continue
+            out.append({"role": m.role, "content": m.content})
+        return out
+
+    def _conversation(self, conversation_id: int) -> Conversation:
+        conv = self.store.conversation(conversation_id)
+        if conv is None:
+            raise ChatError("This conversation no longer exists.")
+        return conv
+
+    async def send(self, conversation_id: int, text: str, on_progress: ProgressCallback | None = None) -> Message:
+        """Save the user's message, then stream the reply into a new assistant message."""
+        conv = self._conversation(conversation_id)
+        if conv.title == DEFAULT_TITLE and self.store.count_messages(conv.id) == 0:
+            title = " ".join(text.split())[:48] or DEFAULT_TITLE
+            self.store.rename(conv.id, title)
+        user = self.store.add_message(conv.id, "user", text)
+        self._emit(MessageAdded(user))
+        return await self._reply(conv.id, on_progress)
+
+    async def regenerate(self, conversation_id: int, on_progress: ProgressCallback | None = None) -> Message:
+        """Drop the replies after the last user message and answer it again."""
+        msgs = self.store.messages(conversation_id)
+        last_user = next((m for m in reversed(msgs) if m.role == "user"), None)
+        if last_user is None:
+            raise ChatError("There is no message to answer yet.")
+        later = [m for m in msgs if m.id > last_user.id]
+        if later:
+            self.store.delete_messages_from(conversation_id, later[0].id)
+        return await self._reply(conversation_id, on_progress)
+
+    async def edit_and_resend(self, message_id: int, text: str,
+                              on_progress: ProgressCallback | None = None) -> Message:
+        """Replace a user message's text, drop everything after it, and answer again."""
+        msg = self.store.message(message_id)
+        if msg is None or msg.role != "user":
+            raise ChatError("Only your own messages can be edited.")
+        self.store.update_message(message_id, content=text)
+        self.store.delete_messages_from(msg.conversation_id, message_id + 1)
+        return await self._reply(msg.conversation_id, on_progress)
+
+    # -- one reply, with fallback ---------------------------------------------------------------
+    async def _reply(self, conversation_id: int, on_progress: ProgressCallback | None) -> Message:
+        conv = self._conversation(conversation_id)
+        settings = {"system_prompt": conv.system_prompt, "sampling": conv.sampling.to_json(),
+                    "model": str(self.model or "")}
+        reply = self.store.add_message(conv.id, "assistant", "", status=STREAMING, settings=settings)
+        self._emit(MessageAdded(reply))
+        history = self.history(conv, upto=reply.id)
+        while True:
+            try:
+                client = await self.ensure_engine(on_progress)
+            except asyncio.CancelledError:
+                self._finish(reply.id, "", STOPPED, ReplyStats(finish_reason="stopped"))
+                raise
+            except Exception:
+                self._finish(reply.id, "", FAILED, ReplyStats(finish_reason="engine failed"))
+                raise
+            sup = self._supervisor
+            assert sup is not None
+            spec = sup.engine
+            buffer = _ReplyBuffer(reply.id, self, self._clock())
+            pieces = buffer.pieces
+            on_delta = buffer.add
+
+            try:
+                result = await client.stream_chat(history, conv.sampling, on_delta)
+            except asyncio.CancelledError:
+                self._finish(reply.id, "".join(pieces), STOPPED,
+                             ReplyStats(finish_reason="stopped", engine=spec.label, backend=spec.backend))
+                raise
+            except ServerError as exc:
+                partial = "".join(pieces)
+                died = await self._engine_died(sup)
+                first = not self._served_ok
+                self._finish(reply.id, partial, INTERRUPTED,
+                             ReplyStats(finish_reason="interrupted", engine=spec.label, backend=spec.backend))
+                outcome = sup.outcome if died else None
+                if died or first:
+                    await sup.stop()
+                    self._client = None
+                    if self._may_fall_back(outcome or Outcome(OutcomeKind.CRASHED, str(exc)), self._engine_index):
+                        self._engine_index += 1
+                        nxt = self.plan[self._engine_index]
+                        if outcome is not None:
+                            base = outcome.message.rstrip(".").replace("while running", "while answering")
+                        else:
+                            base = f"{spec.label} engine failed on the first request: {exc.message.rstrip('.')}"
+                        self._emit(Notice(f"{base}. Continuing on {nxt.label}.",
+                                          outcome.details() if outcome else (exc.details or "")))
+                        self.store.update_message(reply.id, content="", status=STREAMING)
+                        updated = self.store.message(reply.id)
+                        assert updated is not None
+                        self._emit(MessageUpdated(updated))
+                        continue
+                if outcome is not None:
+                    self.last_outcome = outcome
+                    raise ServerError(f"{outcome.message} The partial reply was kept.",
+                                      hint="Send again to restart the engine.", details=outcome.details()) from exc
+                raise
+            except Exception:
+                self._finish(reply.id, "".join(pieces), FAILED,
+                             ReplyStats(finish_reason="error", engine=spec.label, backend=spec.backend))
+                raise
+            self._served_ok = True
+            stats = result.stats
+            stats.engine, stats.backend = spec.label, spec.backend
+            return self._finish(reply.id, result.text, COMPLETE, stats)
+
+    async def _engine_died(self, sup: ServerSupervisor, grace: float = 2.0) -> bool:
+        """Whether the engine process is gone (waits briefly: the exit is noticed a moment later)."""
+        if sup.state in (ServerState.CRASHED, ServerState.FAILED):
+            return True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(sup.wait_exited(), grace)
+        return sup.state in (ServerState.CRASHED, ServerState.FAILED)
+
+    def _finish(self, message_id: int, content: str, status: str, stats: ReplyStats) -> Message:
+        self.store.update_message(message_id, content=content, status=status, stats=stats)
+        msg = self.store.message(message_id)
+        assert msg is not None
+        self._emit(MessageUpdated(msg))
+        return msg
+
+    def context_used(self, conversation_id: int) -> int:
+        """Tokens the conversation filled at its last reply (0 when unknown)."""
+        for m in reversed(self.store.messages(conversation_id, limit=20)):
+            if m.role == "assistant" and m.stats.context_used:
+                return int(m.stats.context_used)
+        return 0
+
+
+class _ReplyBuffer:
+    """Collects a streaming reply, forwards each piece, saves it about once per interval."""
+
+    def __init__(self, message_id: int, service: ChatService, now: float) -> None:
+        self.message_id = message_id
+        self.pieces: list[str] = []
+        self._service = service
+        self._last_save = now
+
+    def add(self, text: str) -> None:
+        self.pieces.append(text)
+        svc = self._service
+        svc._emit(MessageDelta(self.message_id, text))
+        now = svc._clock()
+        if now - self._last_save >= svc._save_interval:
+            self._last_save = now
+            svc.store.update_message(self.message_id, content="".join(self.pieces))
+
+
+def default_supervisor_factory(http: httpx.AsyncClient, environ: dict[str, str] | None = None,
+                               **kwargs: Any) -> SupervisorFactory:
+    """The factory the app uses: real processes, shared HTTP client and environment."""
+
+    def make(engine: EngineSpec, model: Path, settings: ServerSettings) -> ServerSupervisor:
+        return ServerSupervisor(engine, model, settings, http=http, environ=environ, **kwargs)
+
+    return make
