@@ -220,10 +220,13 @@ def is_preferred_quant(label: str) -> bool:
     return label.upper() in PREFERRED_QUANTS
 
 
-def default_pick(choices: Sequence[QuantChoice], *, closeness: float = 1.3) -> QuantChoice | None:
+def default_pick(
+    choices: Sequence[QuantChoice], *, closeness: float = 1.3, headroom: float = 0.9
+) -> QuantChoice | None:
     """The quant to pre-select: the largest that fits fully on the GPU, but a Q4_K_M-class
-    quant when the larger one is within ``closeness`` × its size (little quality gained for
-    much less headroom). Full-precision files are picked only when nothing else fits.
+    quant when the larger one is close: within ``closeness`` × its size, or using more than
+    ``headroom`` of the GPU's memory (little quality gained, no room left for a longer context).
+    Full-precision files are picked only when nothing else fits.
     Without a full fit: the preferred-class quant that runs at all, else the smallest that does.
     """
     runnable = [c for c in choices if c.estimate.verdict is not Verdict.WONT_FIT]
@@ -236,7 +239,8 @@ def default_pick(choices: Sequence[QuantChoice], *, closeness: float = 1.3) -> Q
         preferred = [c for c in quantised_full if is_preferred_quant(c.label)]
         if preferred and not is_preferred_quant(best.label):
             pref = max(preferred, key=lambda c: (PREFERRED_QUANTS[::-1].index(c.label.upper()), c.size_bytes))
-            if best.size_bytes <= pref.size_bytes * closeness:
+            tight = best.estimate.total_bytes > headroom * best.estimate.gpu_bytes
+            if tight or best.size_bytes <= pref.size_bytes * closeness:
                 return pref
         return best
     preferred = [c for c in runnable if is_preferred_quant(c.label)]
