@@ -1,0 +1,159 @@
+"""Fit estimates: the KV-cache rule against a real llama-server, verdicts for captured GPUs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from strata_gui.core.models.fit import (
+    GIB,
+    MIB,
+    MemoryTarget,
+    ModelShape,
+    QuantChoice,
+    Verdict,
+    default_pick,
+    estimate_fit,
+)
+from strata_gui.core.models.gguf_meta import read_local
+from tests.support.engines import TestEngines, free_port
+
+KV_LINE = re.compile(r"KV buffer size\s*=\s*([0-9.]+)\s*MiB")
+
+
+def _reported_kv_mib(exe: Path, model: Path, n_ctx: int, log: Path) -> float:
+    """Start the real llama-server at ``n_ctx``, read the KV buffer size it logs, stop it."""
+    cmd = [str(exe), "-m", str(model), "-c", str(n_ctx), "-np", "1", "--host", "127.0.0.1",
+           "--port", str(free_port()), "-lv", "4"]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                found = KV_LINE.findall(log.read_text(errors="replace"))
+                if found:
+                    return sum(float(x) for x in found)
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+            raise AssertionError(f"no KV buffer line in llama-server output:\n{log.read_text()[-2000:]}")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.engine
+def test_kv_cache_estimate_matches_what_llama_server_allocates(
+    test_engines: TestEngines, test_model: Path, tmp_path: Path
+) -> None:
+    shape = ModelShape.from_metadata(read_local(test_model), test_model.stat().st_size)
+    for n_ctx in (512, 2048, 4096):
+        reported = _reported_kv_mib(test_engines.cpu_server, test_model, n_ctx, tmp_path / f"kv-{n_ctx}.log")
+        assert shape.kv_bytes(n_ctx) / MIB == pytest.approx(reported, abs=0.01), n_ctx
+
+
+def _shape(spec: dict[str, Any], quant: str) -> ModelShape:
+    return ModelShape(
+        n_layers=spec["n_layers"],
+        kv_heads_per_layer=(spec["kv_heads"],) * spec["n_layers"],
+        key_length=spec["head_dim"],
+        value_length=spec["head_dim"],
+        trained_context=spec["trained_context"],
+        n_vocab=spec["n_vocab"],
+        embedding_length=spec["embedding_length"],
+        weights_bytes=spec["files"][quant],
+    )
+
+
+def _target(gpu: dict[str, Any], budget: int = 0) -> MemoryTarget:
+    return MemoryTarget(gpu["name"], gpu["vram_bytes"], gpu["shared_bytes"], gpu["is_apu"], budget)
+
+
+def test_kv_cache_of_a_published_model() -> None:
+    # Llama 3.1 8B: 32 layers x 8 KV heads x (128 + 128) x 2 bytes = 128 KiB per token.
+    shape = ModelShape(32, (8,) * 32, 128, 128, 131072, 128256, 4096, 4_920_739_232)
+    assert shape.kv_bytes(8192) == 1 * GIB
+
+
+def test_verdicts_on_a_24_gb_card(captured_gpus: dict[str, Any], model_shapes: dict[str, Any]) -> None:
+    gpu = captured_gpus["rx7900xtx"]
+    target, ram = _target(gpu), gpu["ram_bytes"]
+    small = estimate_fit(_shape(model_shapes["llama-3.1-8b"], "Q8_0"), target, ram, 8192)
+    assert small.verdict is Verdict.FULL_GPU and small.gpu_layers == 32
+    assert 65536 <= small.max_context <= 131072
+    mid = estimate_fit(_shape(model_shapes["qwen2.5-32b"], "Q4_K_M"), target, ram, 8192)
+    assert mid.verdict is Verdict.FULL_GPU
+    assert mid.max_context < 32768  # the full trained context does not fit next to 19.9 GB of weights
+    big = estimate_fit(_shape(model_shapes["llama-3.3-70b"], "Q4_K_M"), target, ram, 8192)
+    assert big.verdict is Verdict.PARTIAL
+    assert 30 <= big.gpu_layers <= 45 and big.total_layers == 80
+    assert big.describe() == f"partial offload ({big.gpu_layers} of 80 layers)"
+    huge = estimate_fit(_shape(model_shapes["llama-3.1-405b"], "Q4_K_M"), target, ram, 8192)
+    assert huge.verdict is Verdict.WONT_FIT and huge.max_context == 0
+
+
+def test_verdicts_on_a_strix_halo_apu(captured_gpus: dict[str, Any], model_shapes: dict[str, Any]) -> None:
+    gpu = captured_gpus["strix_halo"]
+    target, ram = _target(gpu), gpu["ram_bytes"]
+    assert target.vram_bytes == 512 * MIB  # judged against VRAM alone nothing would fit
+    big = estimate_fit(_shape(model_shapes["llama-3.3-70b"], "Q4_K_M"), target, ram, 16384)
+    assert big.verdict is Verdict.FULL_GPU
+    q8 = estimate_fit(_shape(model_shapes["llama-3.3-70b"], "Q8_0"), target, ram, 8192)
+    assert q8.verdict is Verdict.FULL_GPU  # 75 GB of weights in 96 GB of GTT
+    # A user budget of 40 GB turns the 70B Q4_K_M into a partial offload.
+    capped = estimate_fit(_shape(model_shapes["llama-3.3-70b"], "Q4_K_M"), _target(gpu, 40 * GIB), ram, 8192)
+    assert capped.verdict is Verdict.PARTIAL
+    huge = estimate_fit(_shape(model_shapes["llama-3.1-405b"], "Q4_K_M"), target, ram, 8192)
+    assert huge.verdict is Verdict.WONT_FIT
+
+
+def test_verdicts_on_an_8_gb_card(captured_gpus: dict[str, Any], model_shapes: dict[str, Any]) -> None:
+    gpu = captured_gpus["rx7600"]
+    target, ram = _target(gpu), gpu["ram_bytes"]
+    q4 = estimate_fit(_shape(model_shapes["llama-3.1-8b"], "Q4_K_M"), target, ram, 8192)
+    assert q4.verdict is Verdict.FULL_GPU
+    q8 = estimate_fit(_shape(model_shapes["llama-3.1-8b"], "Q8_0"), target, ram, 8192)
+    assert q8.verdict is Verdict.PARTIAL and 0 < q8.gpu_layers < 32
+    # 70B Q8 (75 GB) needs more than the 8 GB card plus the 31 GB of RAM.
+    big = estimate_fit(_shape(model_shapes["llama-3.3-70b"], "Q8_0"), target, ram, 8192)
+    assert big.verdict is Verdict.WONT_FIT
+
+
+def test_cpu_only_without_gpu_memory(model_shapes: dict[str, Any]) -> None:
+    target = MemoryTarget.from_settings(fallback_gpu_memory_mb=0, memory_budget_mb=0)
+    est = estimate_fit(_shape(model_shapes["llama-3.1-8b"], "Q4_K_M"), target, 32 * GIB, 4096)
+    assert est.verdict is Verdict.CPU_ONLY and est.gpu_layers == 0 and est.max_context > 4096
+
+
+def test_settings_budget_caps_the_target() -> None:
+    target = MemoryTarget.from_settings(fallback_gpu_memory_mb=16384, memory_budget_mb=6000)
+    assert target.usable_bytes == 6000 * MIB
+
+
+def _choices(spec: dict[str, Any], target: MemoryTarget, ram: int) -> list[QuantChoice]:
+    return [QuantChoice(q, size, estimate_fit(_shape(spec, q), target, ram, 8192)) for q, size in spec["files"].items()]
+
+
+def test_default_pick(captured_gpus: dict[str, Any], model_shapes: dict[str, Any]) -> None:
+    llama8 = model_shapes["llama-3.1-8b"]
+    big_card, small_card = captured_gpus["rx7900xtx"], captured_gpus["rx7600"]
+    # 24 GB: Q8_0 fits and is much larger than Q4_K_M -> the better quant; never F16 by default.
+    pick = default_pick(_choices(llama8, _target(big_card), big_card["ram_bytes"]))
+    assert pick is not None and pick.label == "Q8_0"
+    # 8 GB: Q5_K_M/Q6_K fit but are close to Q4_K_M -> Q4_K_M keeps headroom.
+    pick = default_pick(_choices(llama8, _target(small_card), small_card["ram_bytes"]))
+    assert pick is not None and pick.label == "Q4_K_M"
+    # Nothing fits fully: the Q4_K_M-class quant that runs partly offloaded.
+    pick = default_pick(_choices(model_shapes["llama-3.3-70b"], _target(small_card), 128 * GIB))
+    assert pick is not None and pick.label == "Q4_K_M" and pick.estimate.verdict is Verdict.PARTIAL
+    # Nothing runs at all.
+    assert default_pick(_choices(model_shapes["llama-3.1-405b"], _target(small_card), small_card["ram_bytes"])) is None
