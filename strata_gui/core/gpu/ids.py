@@ -1,0 +1,192 @@
+"""The PCI-ID → gfx target table (``kernels/amd-gpu-ids.json``), loaded and validated.
+
+The table is data so it can be corrected without code changes. It goes stale: a device it does
+not know is still listed by the detectors (marked "gfx target unknown") and can be resolved
+from an engine's own answer (see :mod:`strata_gui.core.gpu.engine_output`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from strata_gui.core.errors import GpuDetectionError
+
+AMD_VENDOR_ID = 0x1002
+TABLE_FILE_NAME = "amd-gpu-ids.json"
+_GFX_RE = re.compile(r"^gfx[0-9]{2,3}[0-9a-f]{1,2}$")
+_VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}$")
+
+
+@dataclass(frozen=True)
+class IdMatch:
+    """What the table says about one (device id, revision).
+
+    Attributes:
+        gfx: The gfx target, e.g. ``gfx1100``.
+        name: Marketing name, as precise as the revision allows.
+        integrated: True for APU/iGPU parts that share system memory.
+        by_revision: True when the revision picked the answer (recorded as a fact source).
+    """
+
+    gfx: str
+    name: str
+    integrated: bool
+    by_revision: bool
+
+
+@dataclass(frozen=True)
+class _Entry:
+    gfx: str
+    name: str
+    integrated: bool
+    revisions: dict[int, tuple[str | None, str | None]]
+
+
+@dataclass(frozen=True)
+class WindowsDriverRequirement:
+    """The oldest AMD Windows driver whose HIP runtime the ROCm engines work with."""
+
+    min_version: str
+    min_release: str
+    hip_runtime_dlls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GpuIdTable:
+    """Validated contents of ``amd-gpu-ids.json``."""
+
+    devices: dict[int, _Entry]
+    other_vendors: dict[int, str]
+    windows_driver: WindowsDriverRequirement
+    source: str = ""
+
+    def lookup(self, device_id: int, revision: int | None) -> IdMatch | None:
+        """Return what the table knows about an AMD device, honouring revision overrides."""
+        entry = self.devices.get(device_id)
+        if entry is None:
+            return None
+        if revision is not None and revision in entry.revisions:
+            gfx, name = entry.revisions[revision]
+            return IdMatch(gfx or entry.gfx, name or entry.name, entry.integrated, by_revision=True)
+        return IdMatch(entry.gfx, entry.name, entry.integrated, by_revision=False)
+
+    def vendor_name(self, vendor_id: int) -> str:
+        if vendor_id == AMD_VENDOR_ID:
+            return "AMD"
+        return self.other_vendors.get(vendor_id, f"vendor 0x{vendor_id:04x}")
+
+
+def _hex(value: Any, where: str) -> int:
+    if not isinstance(value, str) or not value.lower().startswith("0x"):
+        raise ValueError(f"{where}: expected a hex string like '0x744C', got {value!r}")
+    return int(value, 16)
+
+
+def _gfx(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _GFX_RE.match(value):
+        raise ValueError(f"{where}: expected a gfx target like 'gfx1100', got {value!r}")
+    return value
+
+
+def parse_gpu_table(data: Any) -> GpuIdTable:
+    """Validate the decoded JSON of the table.
+
+    Raises:
+        GpuDetectionError: The table is malformed (names the offending entry).
+    """
+    try:
+        if not isinstance(data, dict) or data.get("schema") != 1:
+            raise ValueError("expected an object with \"schema\": 1")
+        devices: dict[int, _Entry] = {}
+        for i, raw in enumerate(data.get("devices", [])):
+            where = f"devices[{i}]"
+            if not isinstance(raw, dict):
+                raise ValueError(f"{where}: expected an object")
+            dev_id = _hex(raw.get("id"), where)
+            if dev_id in devices:
+                raise ValueError(f"{where}: device id 0x{dev_id:04X} listed twice")
+            name = raw.get("name")
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"{where}: missing name")
+            revisions: dict[int, tuple[str | None, str | None]] = {}
+            for rev_key, rev in dict(raw.get("revisions", {})).items():
+                rwhere = f"{where}.revisions[{rev_key}]"
+                if not isinstance(rev, dict) or not (rev.get("gfx") or rev.get("name")):
+                    raise ValueError(f"{rwhere}: needs a gfx or a name")
+                rev_gfx = _gfx(rev["gfx"], rwhere) if "gfx" in rev else None
+                rev_name = rev.get("name")
+                revisions[_hex(rev_key, rwhere)] = (rev_gfx, str(rev_name) if rev_name else None)
+            devices[dev_id] = _Entry(
+                gfx=_gfx(raw.get("gfx"), where),
+                name=name,
+                integrated=bool(raw.get("integrated", False)),
+                revisions=revisions,
+            )
+        others = {_hex(k, "other_vendors"): str(v) for k, v in dict(data.get("other_vendors", {})).items()}
+        drv = data.get("windows_driver")
+        if not isinstance(drv, dict):
+            raise ValueError("windows_driver: expected an object")
+        min_version = str(drv.get("min_version", ""))
+        if not _VERSION_RE.match(min_version):
+            raise ValueError(f"windows_driver.min_version: not a version: {min_version!r}")
+        dlls = drv.get("hip_runtime_dlls")
+        if not isinstance(dlls, list) or not dlls:
+            raise ValueError("windows_driver.hip_runtime_dlls: expected a non-empty list")
+        requirement = WindowsDriverRequirement(
+            min_version=min_version,
+            min_release=str(drv.get("min_release", "")),
+            hip_runtime_dlls=tuple(str(d) for d in dlls),
+        )
+    except (ValueError, TypeError) as exc:
+        raise GpuDetectionError(
+            f"The GPU id table is invalid: {exc}",
+            hint="Reinstall Strata; the file kernels/amd-gpu-ids.json was edited or damaged.",
+        ) from exc
+    return GpuIdTable(
+        devices=devices,
+        other_vendors=others,
+        windows_driver=requirement,
+        source=str(data.get("source", "")),
+    )
+
+
+def load_gpu_table(kernels_dir: Path) -> GpuIdTable:
+    """Read and validate ``<kernels_dir>/amd-gpu-ids.json``.
+
+    Raises:
+        GpuDetectionError: The file is missing, unreadable or malformed.
+    """
+    path = kernels_dir / TABLE_FILE_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise GpuDetectionError(
+            f"Could not read the GPU id table {path}: {exc.strerror or exc}",
+            hint="Reinstall Strata; its kernels folder is incomplete.",
+        ) from exc
+    except json.JSONDecodeError as exc:
+        raise GpuDetectionError(
+            f"The GPU id table {path} is not valid JSON (line {exc.lineno}).",
+            hint="Reinstall Strata; the file was edited or damaged.",
+        ) from exc
+    return parse_gpu_table(data)
+
+
+def gfx_from_target_version(value: int) -> str | None:
+    """KFD ``gfx_target_version`` (decimal, e.g. 110501) → ``gfx1151``; None for CPU nodes (0)."""
+    if value <= 0:
+        return None
+    major = value // 10000
+    minor = (value // 100) % 100
+    step = value % 100
+    return f"gfx{major}{minor:x}{step:x}"
+
+
+def normalise_gfx(name: str) -> str | None:
+    """``gfx1100:sramecc-:xnack-`` → ``gfx1100``; None when it is not a gfx target."""
+    base = name.strip().split(":", 1)[0].lower()
+    return base if _GFX_RE.match(base) else None

@@ -1,0 +1,266 @@
+"""The GPU facade the app and the CLI use: detect, sample, report, capture, replay.
+
+:func:`build_gpu_service` picks the detector: a replayed snapshot file or sysfs tree when one
+is given (argument or ``STRATA_GPU_SNAPSHOT`` / ``STRATA_SYSFS_ROOT``), else the live machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from strata_gui.core.errors import GpuDetectionError
+from strata_gui.core.gpu.engine_output import resolve_unknown_targets
+from strata_gui.core.gpu.ids import GpuIdTable, load_gpu_table
+from strata_gui.core.gpu.linux import LinuxGpuDetector, LinuxTelemetrySource, capture_linux_tree
+from strata_gui.core.gpu.model import FamilyResolver, GpuInfo, GpuReport, GpuSample, HostInfo, apply_family
+from strata_gui.core.gpu.telemetry import TelemetrySampler, TelemetrySource
+from strata_gui.core.gpu.tree import DirTree, MappingTree
+from strata_gui.core.gpu.windows import (
+    SNAPSHOT_FORMAT,
+    PdhTelemetrySource,
+    WindowsSnapshotDetector,
+    cycle_samples,
+)
+
+SNAPSHOT_VERSION = 1
+REPORT_SNAPSHOT_MARKER = "----- replayable GPU snapshot (strata gpu --snapshot FILE) -----"
+ENV_SYSFS_ROOT = "STRATA_SYSFS_ROOT"
+ENV_SNAPSHOT = "STRATA_GPU_SNAPSHOT"
+
+
+class GpuDetector(Protocol):
+    """One way of finding GPUs (live Linux, live Windows, a replayed snapshot)."""
+
+    platform: str
+
+    def detect(self) -> GpuReport:
+        """Blocking: reads files/registry/APIs."""
+
+    def telemetry_source(self, gpus: list[GpuInfo]) -> TelemetrySource:
+        """The matching sensor reader for the detected GPUs."""
+
+    def capture(self) -> dict[str, Any]:
+        """A snapshot that replays this machine elsewhere."""
+
+
+def _stamp(platform: str) -> dict[str, Any]:
+    return {
+        "format": SNAPSHOT_FORMAT,
+        "version": SNAPSHOT_VERSION,
+        "platform": platform,
+        "captured_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+class LinuxSysfsSource:
+    """Live ``/``, a captured folder, or the files of a Linux snapshot."""
+
+    platform = "linux"
+
+    def __init__(self, tree: DirTree | MappingTree, table: GpuIdTable) -> None:
+        self.tree = tree
+        self.detector = LinuxGpuDetector(tree, table)
+
+    def detect(self) -> GpuReport:
+        return self.detector.detect()
+
+    def telemetry_source(self, gpus: list[GpuInfo]) -> TelemetrySource:
+        return LinuxTelemetrySource(self.tree, gpus)
+
+    def capture(self) -> dict[str, Any]:
+        return {**_stamp("linux"), "files": capture_linux_tree(self.tree)}
+
+
+class WindowsSnapshotSource:
+    """A Windows machine replayed from a snapshot; PDH samples are cycled for live telemetry."""
+
+    platform = "windows"
+
+    def __init__(self, snapshot: dict[str, Any], table: GpuIdTable, origin: str) -> None:
+        self.snapshot = snapshot
+        self.detector = WindowsSnapshotDetector(snapshot, table, origin)
+
+    def detect(self) -> GpuReport:
+        return self.detector.detect()
+
+    def telemetry_source(self, gpus: list[GpuInfo]) -> TelemetrySource:
+        return PdhTelemetrySource(gpus, cycle_samples([str(s) for s in self.snapshot.get("pdh") or []]))
+
+    def capture(self) -> dict[str, Any]:
+        return dict(self.snapshot)
+
+
+class NoGpuSource:
+    """Platforms Strata cannot probe (macOS): report the host and no GPU."""
+
+    def __init__(self, platform: str, host: HostInfo) -> None:
+        self.platform = platform
+        self.host = host
+
+    def detect(self) -> GpuReport:
+        return GpuReport(platform=self.platform, origin="live", host=self.host, gpus=[],
+                         notes=[f"GPU detection is not supported on {self.platform}."])
+
+    def telemetry_source(self, gpus: list[GpuInfo]) -> TelemetrySource:
+        return _EmptyTelemetry()
+
+    def capture(self) -> dict[str, Any]:
+        return {**_stamp(self.platform), "files": {}}
+
+
+class _EmptyTelemetry:
+    def sample(self) -> dict[str, GpuSample]:
+        return {}
+
+
+class GpuService:
+    """Detects GPUs, resolves their ROCm family, and hands out telemetry samplers.
+
+    Args:
+        detector: Where the facts come from.
+        family_of: gfx target → ROCm build family (from the engines catalog), or None when no
+            catalog is available (the verdict then says "ROCm family unknown").
+        interval: Default telemetry interval in seconds.
+    """
+
+    def __init__(self, detector: GpuDetector, family_of: FamilyResolver | None = None,
+                 interval: float = 1.0) -> None:
+        self.detector = detector
+        self.family_of = family_of
+        self.interval = interval
+        self.last_report: GpuReport | None = None
+
+    def detect(self) -> GpuReport:
+        """Blocking detection (CLI, executors)."""
+        report = self.detector.detect()
+        for gpu in report.gpus:
+            apply_family(gpu, self.family_of)
+        self.last_report = report
+        return report
+
+    async def detect_async(self) -> GpuReport:
+        """Detection off the event loop (registry/WMI/sysfs reads can block)."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.detect)
+
+    def sampler(self, gpus: list[GpuInfo], interval: float | None = None, history: int = 120) -> TelemetrySampler:
+        """A (not yet started) background sampler for these GPUs."""
+        return TelemetrySampler(self.detector.telemetry_source(gpus),
+                                interval=self.interval if interval is None else interval, history=history)
+
+    def resolve_from_engine_output(self, text: str) -> GpuReport:
+        """Fill unknown gfx targets from engine output (ROCm start-up lines); updates the last report."""
+        report = self.last_report or self.detect()
+        report.gpus = resolve_unknown_targets(report.gpus, text, self.family_of)
+        return report
+
+    def capture(self) -> dict[str, Any]:
+        """A snapshot that replays this machine (``strata gpu --snapshot FILE``)."""
+        return self.detector.capture()
+
+    def system_report(self, samples: dict[str, GpuSample] | None = None) -> str:
+        """Text report followed by the replayable snapshot, for "Copy system report"."""
+        report = self.last_report or self.detect()
+        snapshot = json.dumps(self.capture(), indent=1, sort_keys=True)
+        return f"{report.report(samples)}\n\n{REPORT_SNAPSHOT_MARKER}\n{snapshot}\n"
+
+
+def parse_snapshot_text(text: str, origin: str) -> dict[str, Any]:
+    """Decode a snapshot file, or a copied system report that contains one.
+
+    Raises:
+        GpuDetectionError: Not a Strata GPU snapshot.
+    """
+    if REPORT_SNAPSHOT_MARKER in text:
+        text = text.split(REPORT_SNAPSHOT_MARKER, 1)[1]
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GpuDetectionError(
+            f"{origin} is not a GPU snapshot (invalid JSON at line {exc.lineno}).",
+            hint="Use a file written by 'strata gpu --capture FILE' or a copied system report.",
+        ) from exc
+    if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
+        raise GpuDetectionError(
+            f"{origin} is not a Strata GPU snapshot.",
+            hint="Use a file written by 'strata gpu --capture FILE' or a copied system report.",
+        )
+    if data.get("version") != SNAPSHOT_VERSION or data.get("platform") not in ("linux", "windows"):
+        raise GpuDetectionError(
+            f"{origin} is a GPU snapshot this Strata version cannot read "
+            f"(version {data.get('version')}, platform {data.get('platform')}).",
+            hint="Update Strata, or capture the snapshot again with this version.",
+        )
+    return data
+
+
+def load_snapshot(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GpuDetectionError(f"Could not read the GPU snapshot {path}: {exc.strerror or exc}",
+                                hint="Check the path.") from exc
+    return parse_snapshot_text(text, str(path))
+
+
+def detector_from_snapshot(snapshot: dict[str, Any], table: GpuIdTable, origin: str) -> GpuDetector:
+    if snapshot["platform"] == "windows":
+        return WindowsSnapshotSource(snapshot, table, f"replay of Windows snapshot {origin}")
+    files = snapshot.get("files")
+    if not isinstance(files, dict):
+        raise GpuDetectionError(f"{origin}: the Linux snapshot has no files.",
+                                hint="Capture it again with 'strata gpu --capture FILE'.")
+    return LinuxSysfsSource(MappingTree({str(k): str(v) for k, v in files.items()},
+                                        f"replay of Linux snapshot {origin}"), table)
+
+
+def build_gpu_service(
+    kernels_dir: Path,
+    *,
+    sysfs_root: Path | None = None,
+    snapshot_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    family_of: FamilyResolver | None = None,
+    host: HostInfo | None = None,
+    platform: str = sys.platform,
+) -> GpuService:
+    """Choose the detector: explicit replay arguments, then environment overrides, then live.
+
+    Args:
+        kernels_dir: Folder holding ``amd-gpu-ids.json``.
+        sysfs_root: Replay a captured Linux tree.
+        snapshot_file: Replay a snapshot (Linux or Windows) or a copied system report.
+        environ: Reads ``STRATA_SYSFS_ROOT`` / ``STRATA_GPU_SNAPSHOT`` when no argument is given.
+        family_of: gfx → ROCm family resolver from the engines catalog.
+        host: CPU/RAM facts for platforms without a sysfs (used on unsupported platforms).
+        platform: ``sys.platform`` of the live machine.
+    """
+    env = environ or {}
+    table = load_gpu_table(kernels_dir)
+    if snapshot_file is None and sysfs_root is None:
+        if env.get(ENV_SNAPSHOT):
+            snapshot_file = Path(env[ENV_SNAPSHOT])
+        elif env.get(ENV_SYSFS_ROOT):
+            sysfs_root = Path(env[ENV_SYSFS_ROOT])
+    detector: GpuDetector
+    if snapshot_file is not None:
+        detector = detector_from_snapshot(load_snapshot(snapshot_file), table, str(snapshot_file))
+    elif sysfs_root is not None:
+        if not sysfs_root.is_dir():
+            raise GpuDetectionError(f"The sysfs root {sysfs_root} is not a folder.",
+                                    hint="Point --sysfs-root at a captured tree (it contains sys/class/drm).")
+        detector = LinuxSysfsSource(DirTree(sysfs_root), table)
+    elif platform.startswith("linux"):
+        detector = LinuxSysfsSource(DirTree(Path("/")), table)
+    elif platform == "win32":
+        from strata_gui.core.gpu.windows_probe import WindowsLiveSource
+
+        detector = WindowsLiveSource(table)
+    else:
+        detector = NoGpuSource(platform, host or HostInfo("unknown CPU", None, None))
+    return GpuService(detector, family_of=family_of)
