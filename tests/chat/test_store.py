@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from strata_gui.core.chat.store import (
-    COMPLETE, INTERRUPTED, MIGRATIONS, SCHEMA_VERSION, STREAMING, ConversationStore,
+    COMPLETE,
+    INTERRUPTED,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    STREAMING,
+    ConversationStore,
 )
 from strata_gui.core.errors import StorageError
 from strata_gui.core.paths import AppPaths

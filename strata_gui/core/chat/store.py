@@ -33,7 +33,7 @@ MIGRATIONS: list[Sequence[str]] = [
     # v1: conversations and plain messages.
     (
         """CREATE TABLE chat_conversations (
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
             title TEXT NOT NULL,
             created_at REAL NOT NULL,
             updated_at REAL NOT NULL,
@@ -42,7 +42,7 @@ MIGRATIONS: list[Sequence[str]] = [
             model TEXT NOT NULL DEFAULT ''
         )""",
         """CREATE TABLE chat_messages (
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
             conversation_id INTEGER NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
             role TEXT NOT NULL,
             content TEXT NOT NULL,

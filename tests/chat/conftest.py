@@ -1,0 +1,53 @@
+"""A ChatService over real engines, a real SQLite store and a real HTTP client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from strata_gui.core.chat.service import ChatEvent, ChatService, default_supervisor_factory
+from strata_gui.core.chat.store import ConversationStore
+from strata_gui.core.paths import AppPaths
+from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.settings import Settings
+
+T = TypeVar("T")
+
+
+def run_with_service(
+    plan: list[EngineSpec], model: Path, body: Callable[[ChatService, list[ChatEvent]], Awaitable[T]],
+    **settings: Any,
+) -> T:
+    """Build a service, run ``body(service, events)`` on a fresh loop, always stop the engine."""
+
+    async def main() -> T:
+        paths = AppPaths.from_environment()
+        paths.ensure()
+        s = Settings(context_size=settings.pop("context_size", 1024), **settings)
+        async with httpx.AsyncClient(trust_env=False) as http:
+            svc = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http),
+                              http, s)
+            svc.set_plan(plan)
+            svc.set_model(model)
+            events: list[ChatEvent] = []
+            svc.subscribe(events.append)
+            try:
+                return await body(svc, events)
+            finally:
+                await svc.aclose()
+
+    return asyncio.run(main())
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll ``predicate`` on the loop (events arrive from the engine's stream)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise TimeoutError("condition not met")
+        await asyncio.sleep(0.01)

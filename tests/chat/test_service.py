@@ -1,0 +1,197 @@
+"""ChatService end to end on the real CPU engine: send, stop, regenerate, edit, crash, fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from strata_gui.core.chat.service import ChatService, EngineStatus, MessageAdded, MessageDelta, Notice
+from strata_gui.core.chat.store import COMPLETE, INTERRUPTED, STOPPED, ConversationStore
+from strata_gui.core.errors import ChatError, ServerError
+from strata_gui.core.paths import AppPaths
+from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.runtime.supervisor import ServerState
+from tests.chat.conftest import run_with_service, until
+from tests.runtime.conftest import cpu_spec, rocm_crashing_during_load, rocm_without_libraries, vulkan_spec
+from tests.support import engines as _engines
+
+Engines = _engines.TestEngines
+pytestmark = pytest.mark.engine
+
+
+def _short(svc: ChatService, conv_id: int, max_tokens: int = 16) -> None:
+    conv = svc.store.conversation(conv_id)
+    assert conv is not None
+    svc.store.update_settings(conv_id, sampling=SamplingParams(max_tokens=max_tokens, seed=3),
+                              system_prompt="You are terse.")
+
+
+def test_send_streams_saves_and_reports_stats(test_engines: Engines, test_model: Path) -> None:
+    async def body(svc: ChatService, events: list) -> int:  # type: ignore[type-arg]
+        conv = svc.new_conversation()
+        _short(svc, conv.id)
+        reply = await svc.send(conv.id, "Tell me about the moon")
+        assert reply.status == COMPLETE and reply.content
+        assert reply.stats.predicted_n == 16 and reply.stats.decode_tps and reply.stats.ttft_s is not None
+        assert reply.stats.engine == "CPU" and reply.stats.backend == "cpu"
+        assert reply.settings["sampling"]["max_tokens"] == 16
+        deltas = [e for e in events if isinstance(e, MessageDelta)]
+        assert len(deltas) > 1 and "".join(d.text for d in deltas) == reply.content
+        assert [type(e) for e in events if isinstance(e, MessageAdded)] == [MessageAdded, MessageAdded]
+        assert any(isinstance(e, EngineStatus) and e.state is ServerState.READY for e in events)
+        assert svc.context_used(conv.id) == reply.stats.context_used > 16
+        assert svc.context_size == 1024
+        return conv.id
+
+    conv_id = run_with_service([cpu_spec(test_engines)], test_model, body)
+    # Persistence across an app restart: a fresh store sees the conversation.
+    with ConversationStore(AppPaths.from_environment().database_file) as store:
+        conv = store.conversation(conv_id)
+        assert conv is not None and conv.title == "Tell me about the moon"
+        assert [m.role for m in store.messages(conv_id)] == ["user", "assistant"]
+
+
+def test_stop_keeps_the_partial_reply_and_frees_the_slot(test_engines: Engines, test_model: Path) -> None:
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        conv = svc.new_conversation()
+        _short(svc, conv.id, max_tokens=900)
+        task = asyncio.create_task(svc.send(conv.id, "Write a long story"))
+        await until(lambda: sum(isinstance(e, MessageDelta) for e in events) >= 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        reply = svc.store.messages(conv.id)[-1]
+        assert reply.status == STOPPED and reply.content and reply.stats.finish_reason == "stopped"
+        sup = svc.supervisor
+        assert sup is not None
+        for _ in range(100):
+            slots = (await svc._http.get(sup.base_url + "/slots")).json()
+            if not any(s["is_processing"] for s in slots):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("slot still busy after Stop")
+
+    run_with_service([cpu_spec(test_engines)], test_model, body)
+
+
+def test_regenerate_and_edit_and_resend(test_engines: Engines, test_model: Path) -> None:
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        conv = svc.new_conversation()
+        _short(svc, conv.id, max_tokens=8)
+        first = await svc.send(conv.id, "one")
+        second = await svc.regenerate(conv.id)
+        msgs = svc.store.messages(conv.id)
+        assert [m.id for m in msgs] == [msgs[0].id, second.id] and second.id != first.id
+        await svc.send(conv.id, "two")
+        assert len(svc.store.messages(conv.id)) == 4
+        user_one = msgs[0]
+        edited = await svc.edit_and_resend(user_one.id, "one, edited")
+        msgs = svc.store.messages(conv.id)
+        assert [(m.role, m.content) for m in msgs][:1] == [("user", "one, edited")]
+        assert [m.id for m in msgs][1:] == [edited.id] and edited.status == COMPLETE
+        with pytest.raises(ChatError):
+            await svc.edit_and_resend(edited.id, "not mine")
+
+    run_with_service([cpu_spec(test_engines)], test_model, body)
+
+
+def test_engine_killed_mid_reply_keeps_partial_and_restarts(test_engines: Engines, test_model: Path) -> None:
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        conv = svc.new_conversation()
+        _short(svc, conv.id, max_tokens=16)
+        await svc.send(conv.id, "warm up")  # the first request succeeded: later failures are not fallbacks
+        svc.store.update_settings(conv.id, sampling=SamplingParams(max_tokens=900))
+        task = asyncio.create_task(svc.send(conv.id, "long answer please"))
+        before = len(events)
+        await until(lambda: sum(isinstance(e, MessageDelta) for e in events[before:]) >= 5)
+        assert svc.supervisor is not None and svc.supervisor.pid is not None
+        os.kill(svc.supervisor.pid, signal.SIGKILL)
+        with pytest.raises(ServerError, match="partial reply was kept") as info:
+            await task
+        assert "SIGKILL" in info.value.message
+        partial = svc.store.messages(conv.id)[-1]
+        assert partial.status == INTERRUPTED and partial.content
+        assert svc.engine_state is ServerState.CRASHED
+        again = await svc.send(conv.id, "are you back?")
+        assert again.status == COMPLETE and svc.engine_state is ServerState.READY
+
+    run_with_service([cpu_spec(test_engines)], test_model, body)
+
+
+def test_first_request_failure_falls_back_and_resends(test_engines: Engines, test_model: Path) -> None:
+    from dataclasses import replace
+
+    plan = [cpu_spec(test_engines), replace(cpu_spec(test_engines), id="cpu-2", label="CPU (second)")]
+
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        conv = svc.new_conversation()
+        _short(svc, conv.id, max_tokens=400)
+        await svc.ensure_engine()
+        first_pid = svc.supervisor.pid  # type: ignore[union-attr]
+        task = asyncio.create_task(svc.send(conv.id, "hello"))
+        await until(lambda: any(isinstance(e, MessageDelta) for e in events))
+        os.kill(first_pid, signal.SIGKILL)  # type: ignore[arg-type]
+        reply = await task
+        assert reply.status == COMPLETE and reply.stats.engine == "CPU (second)"
+        notices = [e for e in events if isinstance(e, Notice)]
+        assert len(notices) == 1
+        assert notices[0].text.startswith("CPU engine crashed while answering (exit code -9, killed by SIGKILL)")
+        assert notices[0].text.endswith("Continuing on CPU (second).")
+        msgs = svc.store.messages(conv.id)
+        assert [m.role for m in msgs] == ["user", "assistant"]  # resent into the same reply, conversation kept
+        assert svc.on_fallback_engine
+        await svc.retry_preferred_engine()
+        assert svc.engine is plan[0] and not svc.on_fallback_engine
+
+    run_with_service(plan, test_model, body)
+
+
+def test_bad_gguf_gives_a_clear_message_without_fallback(
+    test_engines: Engines, broken_models: dict[str, Path],
+) -> None:
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        conv = svc.new_conversation()
+        with pytest.raises(ServerError, match="could not load the model file"):
+            await svc.send(conv.id, "hello")
+        assert not any(isinstance(e, Notice) for e in events)
+        assert svc.store.messages(conv.id)[0].content == "hello"  # the user's message was saved first
+
+    run_with_service([cpu_spec(test_engines), cpu_spec(test_engines)], broken_models["bad_magic"], body)
+
+
+def test_auto_fallback_off_reports_the_failure(test_engines: Engines, test_model: Path, tmp_path: Path) -> None:
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        with pytest.raises(ServerError, match="library it needs was not found"):
+            await svc.ensure_engine()
+        assert not any(isinstance(e, Notice) for e in events)
+
+    plan = [rocm_without_libraries(test_engines, tmp_path), cpu_spec(test_engines)]
+    run_with_service(plan, test_model, body, auto_fallback=False)
+
+
+@pytest.mark.vulkan
+@pytest.mark.slow
+def test_broken_rocm_engines_fall_back_to_vulkan(test_engines: Engines, test_model: Path, tmp_path: Path) -> None:
+    """(a) the Vulkan binary without its libraries, (b) a real server that segfaults while loading."""
+    plan = [rocm_without_libraries(test_engines, tmp_path), rocm_crashing_during_load(test_engines, tmp_path),
+            vulkan_spec(test_engines)]
+    plan[1] = type(plan[1])(plan[1].id, "ROCm (crashing)", "rocm", plan[1].server_path, plan[1].env)
+
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        conv = svc.new_conversation()
+        _short(svc, conv.id, max_tokens=4)
+        reply = await svc.send(conv.id, "hi")
+        assert reply.status == COMPLETE and reply.stats.engine == "Vulkan" and reply.stats.backend == "vulkan"
+        notices = [e.text for e in events if isinstance(e, Notice)]
+        assert notices[0].startswith("ROCm engine could not start: a library it needs was not found")
+        assert notices[0].endswith("Continuing on ROCm (crashing).")
+        assert notices[1] == ("ROCm (crashing) engine crashed while loading (exit code -11, killed by SIGSEGV)."
+                              " Continuing on Vulkan.")
+        assert [m.role for m in svc.store.messages(conv.id)] == ["user", "assistant"]
+
+    run_with_service(plan, test_model, body, context_size=512)
