@@ -1,0 +1,1 @@
+"""Throughput history, the backend shoot-out benchmark, and the measured engine choice."""

@@ -1,0 +1,88 @@
+"""Turning benchmark results into the default engine for a model, with a plain explanation.
+
+Decode speed decides (it is what a user feels during a chat) unless engines are within 5 % of
+each other on decode, in which case prefill breaks the tie. A ROCm engine whose prefill is far
+below the Vulkan engine's while its hipBLASLt tuning table is not active is called out: that is
+the classic sign of the untuned slow path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from strata_gui.core.bench.store import BenchResult
+
+TIE_MARGIN = 0.05
+SLOW_PREFILL_RATIO = 0.5
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The measured winner and why, plus warnings worth acting on."""
+
+    engine: str | None
+    reason: str
+    ranking: list[BenchResult]
+    warnings: list[str]
+
+
+def _key(r: BenchResult) -> tuple[float, float]:
+    return (r.decode_median or 0.0, r.prefill_median or 0.0)
+
+
+def rank(results: list[BenchResult]) -> list[BenchResult]:
+    """Working results, fastest first (decode, then prefill when decode is within 5 %)."""
+    ok = sorted((r for r in results if r.ok), key=_key, reverse=True)
+    # Stable pass: swap neighbours whose decode is a near tie but whose prefill disagrees.
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(ok) - 1):
+            a, b = ok[i], ok[i + 1]
+            da, db = a.decode_median or 0.0, b.decode_median or 0.0
+            if da and abs(da - db) / da <= TIE_MARGIN and (b.prefill_median or 0) > (a.prefill_median or 0):
+                ok[i], ok[i + 1] = b, a
+                changed = True
+    return ok
+
+
+def recommend(results: list[BenchResult]) -> Recommendation:
+    ranking = rank(results)
+    warnings = _tuning_warnings(results)
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        warnings.append(f"{r.engine} could not be measured: {r.error or 'no result'}")
+    if not ranking:
+        return Recommendation(None, "No engine finished the benchmark.", ranking, warnings)
+    best = ranking[0]
+    if len(ranking) == 1:
+        reason = f"{best.engine} is the only engine that ran ({best.decode_median:.1f} tokens/s decode)."
+    else:
+        second = ranking[1]
+        bd, sd = best.decode_median or 0.0, second.decode_median or 0.0
+        if sd and abs(bd - sd) / max(bd, sd) <= TIE_MARGIN:
+            reason = (f"{best.engine} and {second.engine} decode equally fast ({bd:.1f} vs {sd:.1f} tokens/s); "
+                      f"{best.engine} prefills faster ({best.prefill_median:.0f} vs {second.prefill_median:.0f} tokens/s).")
+        else:
+            reason = (f"{best.engine} decodes {bd / sd:.2f}× as fast as {second.engine} "
+                      f"({bd:.1f} vs {sd:.1f} tokens/s).") if sd else f"{best.engine} is fastest."
+    return Recommendation(best.engine, reason, ranking, warnings)
+
+
+def _tuning_warnings(results: list[BenchResult]) -> list[str]:
+    vulkan = [r for r in results if r.ok and r.backend == "vulkan"]
+    out: list[str] = []
+    if not vulkan:
+        return out
+    best_vk = max(vulkan, key=lambda r: r.prefill_median or 0)
+    for r in results:
+        if not r.ok or r.backend != "rocm" or r.tuning_active:
+            continue
+        if (r.prefill_median or 0) < SLOW_PREFILL_RATIO * (best_vk.prefill_median or 0):
+            out.append(
+                f"{r.engine} prefills at {r.prefill_median:.0f} tokens/s, far below Vulkan's "
+                f"{best_vk.prefill_median:.0f}, and no hipBLASLt tuning table is active: prefill is on the "
+                "untuned path. Fetch the tuning table for this GPU on the Engines page (or update the engine "
+                "so its hipBLASLt revision matches the table)."
+            )
+    return out

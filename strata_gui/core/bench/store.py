@@ -1,0 +1,307 @@
+"""SQLite storage for request throughput history, benchmark results and per-model engine choices.
+
+Lives in the same database file as the conversations (WAL mode), in its own tables with their
+own schema version, so history survives restarts and either component migrates on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from strata_gui.core.bench.stats import median, percentile
+from strata_gui.core.errors import StorageError
+
+SCHEMA_VERSION = 1
+
+_MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE IF NOT EXISTS metrics_requests (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL,
+        model TEXT NOT NULL,
+        engine TEXT NOT NULL,
+        backend TEXT NOT NULL DEFAULT '',
+        source TEXT NOT NULL DEFAULT 'chat',
+        prompt_tokens INTEGER,
+        cached_tokens INTEGER,
+        output_tokens INTEGER,
+        prefill_tps REAL,
+        decode_tps REAL,
+        ttft_s REAL
+    );
+    CREATE INDEX IF NOT EXISTS metrics_requests_at ON metrics_requests(at);
+    CREATE TABLE IF NOT EXISTS bench_results (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL,
+        model TEXT NOT NULL,
+        engine TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        gpu TEXT NOT NULL,
+        prefill_tokens INTEGER NOT NULL,
+        gen_tokens INTEGER NOT NULL,
+        reps INTEGER NOT NULL,
+        prefill_tps_json TEXT NOT NULL,
+        decode_tps_json TEXT NOT NULL,
+        error TEXT,
+        tuning_active INTEGER
+    );
+    CREATE INDEX IF NOT EXISTS bench_results_key ON bench_results(model, gpu, engine);
+    CREATE TABLE IF NOT EXISTS model_engine_choice (
+        model TEXT PRIMARY KEY,
+        engine TEXT NOT NULL,
+        source TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    """,
+}
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """Throughput of one chat request (or one request from another app)."""
+
+    at: float
+    model: str
+    engine: str
+    backend: str = ""
+    source: str = "chat"
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    output_tokens: int | None = None
+    prefill_tps: float | None = None
+    decode_tps: float | None = None
+    ttft_s: float | None = None
+    id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Aggregates:
+    """Median and p90 of the selected requests."""
+
+    count: int
+    prefill_median: float | None
+    prefill_p90: float | None
+    decode_median: float | None
+    decode_p90: float | None
+    ttft_median: float | None
+    ttft_p90: float | None
+
+
+@dataclass
+class BenchResult:
+    """One engine's benchmark on one model and GPU."""
+
+    model: str
+    engine: str
+    backend: str
+    gpu: str
+    prefill_tokens: int
+    gen_tokens: int
+    reps: int
+    prefill_tps: list[float] = field(default_factory=list)
+    decode_tps: list[float] = field(default_factory=list)
+    error: str | None = None
+    tuning_active: bool | None = None
+    at: float = 0.0
+    id: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.prefill_tps) and bool(self.decode_tps)
+
+    @property
+    def prefill_median(self) -> float | None:
+        return median(self.prefill_tps)
+
+    @property
+    def decode_median(self) -> float | None:
+        return median(self.decode_tps)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["prefill_median"] = self.prefill_median
+        data["decode_median"] = self.decode_median
+        return data
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    model: str
+    engine: str
+    source: str  # "measured" (from a benchmark) or "user"
+    at: float
+
+
+class MetricsStore:
+    """Thread-safe access to the metrics tables.
+
+    Args:
+        path: The SQLite database file (shared with the chat store).
+        clock: Wall clock for timestamps.
+    """
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self._clock = clock
+        self._lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=10)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise StorageError(f"Could not open the statistics database {path}: {exc}",
+                               hint="Check the data folder is writable and the disk is not full.") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                with self._db:
+                    yield self._db
+            except sqlite3.Error as exc:
+                raise StorageError(f"Statistics could not be saved: {exc}",
+                                   hint="Check free disk space.") from exc
+
+    def _migrate(self) -> None:
+        self._db.execute("CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER)")
+        row = self._db.execute("SELECT version FROM schema_versions WHERE component='metrics'").fetchone()
+        current = int(row[0]) if row else 0
+        if current > SCHEMA_VERSION:
+            raise StorageError("The statistics were written by a newer Strata.",
+                               hint="Update Strata, or move the database file aside.")
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            with self._db:
+                self._db.executescript(_MIGRATIONS[version])
+                self._db.execute("INSERT OR REPLACE INTO schema_versions VALUES ('metrics', ?)", (version,))
+
+    # -- request history ---------------------------------------------------------------------------
+    def record_request(self, rec: RequestRecord) -> RequestRecord:
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO metrics_requests (at, model, engine, backend, source, prompt_tokens, cached_tokens,"
+                " output_tokens, prefill_tps, decode_tps, ttft_s) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (rec.at or self._clock(), rec.model, rec.engine, rec.backend, rec.source, rec.prompt_tokens,
+                 rec.cached_tokens, rec.output_tokens, rec.prefill_tps, rec.decode_tps, rec.ttft_s),
+            )
+        fields = asdict(rec)
+        fields.update(id=cur.lastrowid, at=rec.at or self._clock())
+        return RequestRecord(**fields)
+
+    def requests(self, *, model: str | None = None, engine: str | None = None, since: float | None = None,
+                 limit: int = 10_000) -> list[RequestRecord]:
+        """Requests, oldest first, filtered by model/engine/time."""
+        where: list[str] = []
+        args: list[object] = []
+        for column, value in (("model", model), ("engine", engine)):
+            if value:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if since is not None:
+            where.append("at >= ?")
+            args.append(since)
+        sql = ("SELECT id, at, model, engine, backend, source, prompt_tokens, cached_tokens, output_tokens,"
+               " prefill_tps, decode_tps, ttft_s FROM metrics_requests")
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY at DESC, id DESC LIMIT ?"
+        with self._lock:
+            rows = self._db.execute(sql, (*args, limit)).fetchall()
+        out = [RequestRecord(id=r[0], at=r[1], model=r[2], engine=r[3], backend=r[4], source=r[5],
+                             prompt_tokens=r[6], cached_tokens=r[7], output_tokens=r[8], prefill_tps=r[9],
+                             decode_tps=r[10], ttft_s=r[11]) for r in rows]
+        out.reverse()
+        return out
+
+    def distinct(self, column: str) -> list[str]:
+        if column not in ("model", "engine"):
+            raise ValueError(column)
+        with self._lock:
+            return [r[0] for r in self._db.execute(f"SELECT DISTINCT {column} FROM metrics_requests ORDER BY 1")]
+
+    @staticmethod
+    def aggregate(records: list[RequestRecord]) -> Aggregates:
+        pre = [r.prefill_tps for r in records if r.prefill_tps]
+        dec = [r.decode_tps for r in records if r.decode_tps]
+        ttft = [r.ttft_s for r in records if r.ttft_s is not None]
+        return Aggregates(len(records), median(pre), percentile(pre, 90), median(dec), percentile(dec, 90),
+                          median(ttft), percentile(ttft, 90))
+
+    # -- benchmarks ---------------------------------------------------------------------------------
+    def save_bench(self, res: BenchResult) -> BenchResult:
+        res.at = res.at or self._clock()
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO bench_results (at, model, engine, backend, gpu, prefill_tokens, gen_tokens, reps,"
+                " prefill_tps_json, decode_tps_json, error, tuning_active) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (res.at, res.model, res.engine, res.backend, res.gpu, res.prefill_tokens, res.gen_tokens, res.reps,
+                 json.dumps(res.prefill_tps), json.dumps(res.decode_tps), res.error,
+                 None if res.tuning_active is None else int(res.tuning_active)),
+            )
+        res.id = cur.lastrowid
+        return res
+
+    def bench_results(self, *, model: str | None = None, gpu: str | None = None,
+                      latest_only: bool = True) -> list[BenchResult]:
+        """Saved results, newest first; with ``latest_only`` one per (model, engine, gpu)."""
+        where: list[str] = []
+        args: list[object] = []
+        if model:
+            where.append("model = ?")
+            args.append(model)
+        if gpu:
+            where.append("gpu = ?")
+            args.append(gpu)
+        sql = ("SELECT id, at, model, engine, backend, gpu, prefill_tokens, gen_tokens, reps, prefill_tps_json,"
+               " decode_tps_json, error, tuning_active FROM bench_results")
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY at DESC, id DESC"
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        out: list[BenchResult] = []
+        seen: set[tuple[str, str, str]] = set()
+        for r in rows:
+            key = (r[2], r[3], r[5])
+            if latest_only and key in seen:
+                continue
+            seen.add(key)
+            out.append(BenchResult(id=r[0], at=r[1], model=r[2], engine=r[3], backend=r[4], gpu=r[5],
+                                   prefill_tokens=r[6], gen_tokens=r[7], reps=r[8],
+                                   prefill_tps=json.loads(r[9]), decode_tps=json.loads(r[10]), error=r[11],
+                                   tuning_active=None if r[12] is None else bool(r[12])))
+        return out
+
+    # -- per-model engine choice ----------------------------------------------------------------------
+    def set_choice(self, model: str, engine: str, source: str) -> EngineChoice:
+        choice = EngineChoice(model, engine, source, self._clock())
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO model_engine_choice VALUES (?,?,?,?)",
+                       (model, engine, source, choice.at))
+        return choice
+
+    def clear_choice(self, model: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM model_engine_choice WHERE model = ?", (model,))
+
+    def choice(self, model: str) -> EngineChoice | None:
+        with self._lock:
+            row = self._db.execute("SELECT model, engine, source, at FROM model_engine_choice WHERE model = ?",
+                                   (model,)).fetchone()
+        return EngineChoice(*row) if row else None

@@ -1,0 +1,172 @@
+"""The backend shoot-out: the same fixed workload through each engine, measured on this machine.
+
+For every engine: start llama-server on the model, warm up, then R repetitions of a prefill of
+P tokens (prompt cache off, so every repetition really prefills) followed by a generation of
+exactly G tokens (end-of-sequence ignored). The server's own ``timings`` give prefill and decode
+tokens/s, so client overhead does not distort the comparison.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from strata_gui.core.bench.store import BenchResult, MetricsStore
+from strata_gui.core.errors import ServerError, StrataError
+from strata_gui.core.progress import Progress, ProgressCallback, no_progress
+from strata_gui.core.runtime.engine import BACKEND_LABELS, EngineSpec
+from strata_gui.core.runtime.supervisor import ServerSettings
+
+log = logging.getLogger(__name__)
+
+# Plain English text; tokenized by the engine itself so any vocabulary works.
+_SEED_TEXT = (
+    "Strata measures how fast each engine reads a prompt and writes an answer on this machine. "
+    "The quick brown fox jumps over the lazy dog while the river runs past the old stone mill. "
+)
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """The fixed workload. Defaults follow common practice (llama-bench pp512/tg128)."""
+
+    prefill_tokens: int = 512
+    gen_tokens: int = 128
+    reps: int = 3
+    warmup: bool = True
+
+    def validate(self) -> None:
+        if self.prefill_tokens < 1 or self.gen_tokens < 1 or self.reps < 1:
+            raise StrataError("Benchmark sizes must be at least 1.")
+
+
+class Server(Protocol):
+    """What the benchmark needs from a running engine (ServerSupervisor satisfies it)."""
+
+    async def start(self, on_progress: ProgressCallback | None = None) -> str: ...
+    async def stop(self, timeout: float = 5.0) -> None: ...
+
+
+ServerFactory = Callable[[EngineSpec, Path, ServerSettings], Server]
+
+
+class Benchmark:
+    """Runs :class:`BenchConfig` through engines and saves each :class:`BenchResult`.
+
+    Args:
+        http: Async HTTP client for the engine's API.
+        server_factory: Builds a (not yet started) server for an engine, model and settings.
+        store: Where results are saved (per model, engine, GPU).
+    """
+
+    def __init__(self, http: httpx.AsyncClient, server_factory: ServerFactory, store: MetricsStore) -> None:
+        self._http = http
+        self._server_factory = server_factory
+        self._store = store
+
+    async def run(
+        self,
+        model: Path,
+        engines: Sequence[EngineSpec],
+        *,
+        gpu: str,
+        config: BenchConfig | None = None,
+        on_progress: ProgressCallback = no_progress,
+        tuning_active: Callable[[EngineSpec], bool | None] = lambda _e: None,
+    ) -> list[BenchResult]:
+        """Benchmark every engine in turn; an engine that fails gets a result with ``error`` set.
+
+        Cancelling stops the running engine and saves nothing for the unfinished engine.
+        """
+        cfg = config or BenchConfig()
+        cfg.validate()
+        if not engines:
+            raise StrataError("No engine to benchmark.", hint="Install an engine on the Engines page first.")
+        steps_per_engine = 1 + (1 if cfg.warmup else 0) + cfg.reps
+        total = steps_per_engine * len(engines)
+        done = 0
+        results: list[BenchResult] = []
+
+        def step(message: str) -> None:
+            nonlocal done
+            done += 1
+            on_progress(Progress(done, total, message))
+
+        on_progress(Progress(0, total, "Preparing benchmark"))
+        for engine in engines:
+            name = engine.label or BACKEND_LABELS.get(engine.backend, engine.backend)
+            result = BenchResult(model=model.name, engine=engine.id, backend=engine.backend, gpu=gpu,
+                                 prefill_tokens=cfg.prefill_tokens, gen_tokens=cfg.gen_tokens, reps=cfg.reps,
+                                 tuning_active=tuning_active(engine))
+            settings = ServerSettings(ctx_size=cfg.prefill_tokens + cfg.gen_tokens + 64, parallel=1,
+                                      jinja=False, metrics=False)
+            server = self._server_factory(engine, model, settings)
+            remaining = steps_per_engine
+            try:
+                on_progress(Progress(done, total, f"{name}: loading the model"))
+                base = await server.start()
+                step(f"{name}: loaded")
+                remaining -= 1
+                prompt = await self._prompt_tokens(base, cfg.prefill_tokens)
+                if cfg.warmup:
+                    await self._complete(base, prompt[: min(32, len(prompt))], 8)
+                    step(f"{name}: warmed up")
+                    remaining -= 1
+                for rep in range(cfg.reps):
+                    timings = await self._complete(base, prompt, cfg.gen_tokens)
+                    pre, dec = timings.get("prompt_per_second"), timings.get("predicted_per_second")
+                    if not isinstance(pre, int | float) or not isinstance(dec, int | float):
+                        raise ServerError(f"{name} engine returned no timings.")
+                    result.prefill_tps.append(float(pre))
+                    result.decode_tps.append(float(dec))
+                    step(f"{name}: repetition {rep + 1} of {cfg.reps}")
+                    remaining -= 1
+            except StrataError as exc:
+                log.warning("benchmark of %s failed: %s", engine.id, exc)
+                result.error = exc.message
+                done += remaining
+                on_progress(Progress(done, total, f"{name}: failed — {exc.message}"))
+            finally:
+                await server.stop()
+            results.append(self._store.save_bench(result))
+        return results
+
+    async def _prompt_tokens(self, base: str, n: int) -> list[int]:
+        data = await self._post(base, "/tokenize", {"content": _SEED_TEXT * 4})
+        tokens = data.get("tokens")
+        if not isinstance(tokens, list) or not tokens:
+            raise ServerError("The engine could not tokenize the benchmark prompt.")
+        ids = [int(t) for t in tokens if isinstance(t, int)]
+        return (ids * (n // len(ids) + 1))[:n]
+
+    async def _complete(self, base: str, prompt: list[int], n_predict: int) -> dict[str, Any]:
+        data = await self._post(base, "/completion", {
+            "prompt": prompt, "n_predict": n_predict, "cache_prompt": False, "ignore_eos": True,
+            "temperature": 0.0, "seed": 1,
+        })
+        timings = data.get("timings")
+        if not isinstance(timings, dict):
+            raise ServerError("The engine returned no timings for the benchmark request.")
+        return timings
+
+    async def _post(self, base: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            resp = await self._http.post(base + path, json=body, timeout=httpx.Timeout(10.0, read=600.0))
+        except httpx.HTTPError as exc:
+            raise ServerError(f"The engine stopped answering during the benchmark ({type(exc).__name__}).",
+                              details=str(exc)) from exc
+        if resp.status_code != 200:
+            raise ServerError(f"The engine refused the benchmark request (HTTP {resp.status_code}).",
+                              details=resp.text[:2000])
+        try:
+            data = resp.json()
+        except ValueError as exc:
+            raise ServerError("The engine sent an unreadable answer.", details=resp.text[:2000]) from exc
+        if not isinstance(data, dict):
+            raise ServerError("The engine sent an unexpected answer.")
+        return data
