@@ -72,3 +72,19 @@ def spec_from_folder(folder: Path, *, label: str | None = None, backend: Backend
         # Bundled libraries next to the server must win over system ones.
         env["LD_LIBRARY_PATH"] = str(folder)
     return EngineSpec(id=folder.name, label=label or BACKEND_LABELS[kind], backend=kind, server_path=exe, env=env)
+
+
+_BACKEND_ORDER = {"rocm": 0, "vulkan": 1, "cpu": 2, "local": 3}
+
+
+def discover_engines(root: Path) -> list[EngineSpec]:
+    """Engine folders under ``root`` (one level deep), best backend first: ROCm, Vulkan, CPU."""
+    if not root.is_dir():
+        return []
+    specs = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        for candidate in (folder, folder / "bin"):
+            if server_executable(candidate).is_file():
+                specs.append(spec_from_folder(candidate))
+                break
+    return sorted(specs, key=lambda s: _BACKEND_ORDER[s.backend])

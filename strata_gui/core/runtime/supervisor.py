@@ -387,17 +387,17 @@ class ServerSupervisor:
                 p.terminate()
         deadline = time.monotonic() + timeout
         # Polling, not an executor wait: the process is not ours to await and threads must not linger.
-        while any(_alive(p) for p in procs) and time.monotonic() < deadline:  # noqa: ASYNC110
+        while any(_alive(p) for p in procs) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         for p in procs:
             if _alive(p):
                 log.warning("engine process %s did not stop in %.0f s; killing it", p.pid, timeout)
                 with contextlib.suppress(psutil.Error):
                     p.kill()
-        while proc.poll() is None:  # noqa: ASYNC110
+        while proc.poll() is None:
             await asyncio.sleep(0.02)
         reader = self._reader
-        while reader is not None and reader.is_alive():  # noqa: ASYNC110
+        while reader is not None and reader.is_alive():
             await asyncio.sleep(0.02)
         if self._exited is not None:
             # The reader posted the exit; let the loop deliver it before returning.
