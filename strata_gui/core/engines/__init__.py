@@ -14,7 +14,7 @@ from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
 from strata_gui.core.engines.probe import ProbeResult, probe_engine
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine, Release, ReleaseAsset
 from strata_gui.core.engines.releases import ReleaseClient, parse_releases
-from strata_gui.core.engines.service import EngineService, SetupOutcome
+from strata_gui.core.engines.service import EngineService, SetupOutcome, create_engine_service
 from strata_gui.core.engines.tuning import TuningCheck, check_tuning_table, validate_tuning_table
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "SetupOutcome",
     "TuningCheck",
     "check_tuning_table",
+    "create_engine_service",
     "launch_environment",
     "load_catalog",
     "parse_catalog",

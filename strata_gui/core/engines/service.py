@@ -20,7 +20,7 @@ import httpx
 
 from strata_gui.core.engines._threads import run_in_thread
 from strata_gui.core.engines.archive import safe_extract
-from strata_gui.core.engines.catalog import EngineCatalog, tag_number
+from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, tag_number
 from strata_gui.core.engines.download import download_file
 from strata_gui.core.engines.launch import current_os, launch_environment
 from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
@@ -42,6 +42,7 @@ from strata_gui.core.errors import (
     InsufficientSpaceError,
     StrataError,
 )
+from strata_gui.core.paths import AppPaths
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
 from strata_gui.core.settings import Settings
 
@@ -437,3 +438,24 @@ class EngineService:
         gfx = gpu_gfx or self.settings.gfx_override or None
         return check_tuning_table(table, table_gfx=table_gfx or gfx or "unknown", gpu_gfx=gfx,
                                   engine_revision=engine.hipblaslt_revision)
+
+
+def create_engine_service(
+    paths: AppPaths,
+    settings: Settings,
+    environ: Mapping[str, str],
+    http: httpx.AsyncClient,
+    *,
+    save_settings: Callable[[], None] | None = None,
+    catalog: EngineCatalog | None = None,
+) -> EngineService:
+    """Wire an :class:`EngineService` from the app's folders and settings (composition roots use this).
+
+    ``http`` must follow redirects (release downloads answer 302 to a CDN).
+    """
+    engines_dir = Path(settings.engines_dir) if settings.engines_dir else paths.engines_dir
+    releases = ReleaseClient(http, paths.cache_dir / "releases", api_base=settings.github_api_url,
+                             download_base=settings.github_download_url, offline=settings.offline)
+    return EngineService(catalog=catalog or load_catalog(), releases=releases, http=http, engines_dir=engines_dir,
+                         downloads_dir=paths.downloads_dir, settings=settings, environ=environ,
+                         save_settings=save_settings)
