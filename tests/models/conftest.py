@@ -83,3 +83,36 @@ def hub(hub_repos: list[Any]) -> Any:
 
     with running_hub(hub_repos) as running:
         yield running
+
+
+@pytest.fixture
+def make_service(tmp_path: Path) -> Any:
+    """Build a ModelService inside a running loop: ``async with make_service(hub) as svc``."""
+    import contextlib
+
+    import httpx
+
+    from strata_gui.core.models.downloads import TokenStore
+    from strata_gui.core.models.fit import GIB, MemoryTarget
+    from strata_gui.core.models.service import ModelService
+
+    @contextlib.asynccontextmanager
+    async def factory(hub: Any, **kw: Any) -> Any:
+        opts: dict[str, Any] = {
+            "endpoint": hub.url if hub is not None else "http://127.0.0.1:9",
+            "cache_dir": tmp_path / "hf-home" / "hub",
+            "queue_file": tmp_path / "strata-home" / "downloads.json",
+            "token_store": TokenStore(tmp_path / "hf-home" / "token", environ={}),
+            "model_dirs": [],
+            "memory_target": lambda: MemoryTarget("Test GPU", 8 * GIB),
+            "ram_bytes": 32 * GIB,
+        }
+        opts.update(kw)
+        async with httpx.AsyncClient(timeout=10) as client:
+            svc = ModelService(client=client, **opts)
+            try:
+                yield svc
+            finally:
+                await svc.aclose()
+
+    return factory

@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ class HubState:
         self.fail_next: list[tuple[str, int]] = []  # (path substring, status) used once each
         self.cut_after: dict[str, int] = {}  # file name -> bytes sent before the connection drops
         self.corrupt: set[str] = set()  # file names served with a flipped byte
+        self.chunk_delay = 0.0  # seconds between 256 KB pieces of a file body (a slow link)
         self.lock = threading.Lock()
         self._infos: dict[tuple[str, str], _FileInfo] = {}
 
@@ -269,6 +271,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for i in range(0, len(body), 256 * 1024):
                 self.wfile.write(body[i:i + 256 * 1024])
+                if state.chunk_delay:
+                    self.wfile.flush()
+                    time.sleep(state.chunk_delay)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 

@@ -1,0 +1,424 @@
+"""Model downloads into the Hugging Face hub cache, resumable, verified, queued across restarts.
+
+Files are streamed with the shared ``httpx.AsyncClient`` into huggingface_hub's own cache
+layout (``models--org--name/blobs/<etag>``, ``snapshots/<commit>/<file>`` → blob, ``refs/<rev>``),
+so ``hf_hub_download``, ``scan_cache_dir`` and every other hub-cache tool find them. We do not
+call ``hf_hub_download`` itself: it runs in a thread that cannot be stopped mid-file (pause and
+cancel would wait for the whole file), and it does not check the SHA-256 of what it wrote. Here
+pausing is a task cancel that keeps ``<blob>.incomplete``; resuming sends ``Range: bytes=n-``,
+as huggingface_hub does, and the hash is computed while streaming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+
+from strata_gui.core.errors import ChecksumMismatchError, HubError, InsufficientSpaceError, StorageError
+from strata_gui.core.models.hub import QuantEntry, RemoteFile
+from strata_gui.core.models.hub_errors import check_response, error_for_transport
+from strata_gui.core.progress import ProgressCallback, RateMeter, format_bytes
+
+log = logging.getLogger(__name__)
+
+CHUNK = 1024 * 1024
+SPACE_MARGIN = 200 * 1024 * 1024
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def repo_folder(cache_dir: Path, repo_id: str) -> Path:
+    """``models--org--name`` as huggingface_hub names repo folders in its cache."""
+    return cache_dir / ("models--" + repo_id.replace("/", "--"))
+
+
+class TokenStore:
+    """The hub's own token store: ``HF_TOKEN`` wins, else the ``token`` file huggingface-cli writes.
+
+    Args:
+        token_file: ``$HF_HOME/token`` (shared with huggingface-cli and other tools).
+        environ: Environment to read ``HF_TOKEN`` from.
+    """
+
+    def __init__(self, token_file: Path, environ: dict[str, str] | None = None) -> None:
+        self.token_file = token_file
+        self._environ = environ if environ is not None else dict(os.environ)
+
+    def get(self) -> str | None:
+        env = self._environ.get("HF_TOKEN", "").strip()
+        if env:
+            return env
+        try:
+            value = self.token_file.read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        return value or None
+
+    def set(self, token: str) -> None:
+        """Save ``token`` for later runs (file mode 600)."""
+        token = token.strip()
+        if not token:
+            raise HubError("The access token is empty.", hint="Paste a token from your hub account settings.")
+        try:
+            self.token_file.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(token)
+        except OSError as exc:
+            raise StorageError(f"Could not save the access token: {exc.strerror or exc}") from exc
+
+
+@dataclass
+class DownloadJob:
+    """One queued download unit (a GGUF file or a whole split set)."""
+
+    repo_id: str
+    revision: str
+    label: str
+    name: str
+    files: list[RemoteFile]
+    state: str = "queued"  # queued | paused | failed
+    error: str = ""
+    ref: str = "main"  # the branch the user browsed; ``revision`` pins its commit
+
+    @property
+    def job_id(self) -> str:
+        return f"{self.repo_id}@{self.revision}:{self.files[0].path}"
+
+    @property
+    def total(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @classmethod
+    def for_quant(cls, repo_id: str, revision: str, quant: QuantEntry) -> DownloadJob:
+        return cls(repo_id, revision, quant.label, quant.name, list(quant.files))
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["files"] = [asdict(f) for f in self.files]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DownloadJob:
+        files = [RemoteFile(str(f["path"]), int(f["size"]), f.get("sha256")) for f in data["files"]]
+        return cls(str(data["repo_id"]), str(data["revision"]), str(data["label"]), str(data["name"]), files,
+                   str(data.get("state", "queued")), str(data.get("error", "")), str(data.get("ref", "main")))
+
+
+class DownloadQueue:
+    """Jobs not yet finished, saved in a JSON file so they can be resumed after a restart."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._jobs: dict[str, DownloadJob] = {}
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            for item in raw.get("jobs", []):
+                job = DownloadJob.from_json(item)
+                if job.state == "downloading":  # the app stopped mid-download
+                    job.state = "paused"
+                self._jobs[job.job_id] = job
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("download queue %s unreadable, starting empty: %s", self.path, exc)
+
+    def save(self) -> None:
+        data = {"version": 1, "jobs": [j.to_json() for j in self._jobs.values()]}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise StorageError(f"Could not save the download queue: {exc.strerror or exc}") from exc
+
+    def jobs(self) -> list[DownloadJob]:
+        return list(self._jobs.values())
+
+    def get(self, job_id: str) -> DownloadJob | None:
+        return self._jobs.get(job_id)
+
+    def add(self, job: DownloadJob) -> DownloadJob:
+        existing = self._jobs.get(job.job_id)
+        if existing is not None:
+            return existing
+        self._jobs[job.job_id] = job
+        self.save()
+        return job
+
+    def set_state(self, job_id: str, state: str, error: str = "") -> None:
+        job = self._jobs.get(job_id)
+        if job is not None:
+            job.state, job.error = state, error
+            self.save()
+
+    def remove(self, job_id: str) -> None:
+        if self._jobs.pop(job_id, None) is not None:
+            self.save()
+
+
+@dataclass
+class _Resolved:
+    etag: str
+    size: int
+    commit: str
+    url: str
+
+
+@dataclass
+class _Plan:
+    file: RemoteFile
+    resolved: _Resolved
+    blob: Path
+    pointer: Path
+    have: int = 0
+    done: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _normalize_etag(value: str | None) -> str | None:
+    if not value:
+        return None
+    return value.removeprefix("W/").strip('"')
+
+
+class HubCacheDownloader:
+    """Downloads repo files into the hub cache.
+
+    Args:
+        client: Shared async HTTP client.
+        cache_dir: The hub cache (``$HF_HUB_CACHE``; Settings.hf_cache_dir overrides it).
+        endpoint: Hub base URL.
+        auth_headers: Returns the Authorization header for gated repos (token never logged).
+        disk_free: Free bytes of the folder holding a path (injected for tests).
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        cache_dir: Path,
+        endpoint: str,
+        auth_headers: Callable[[], dict[str, str]],
+        disk_free: Callable[[Path], int] | None = None,
+    ) -> None:
+        self._client = client
+        self.cache_dir = cache_dir
+        self.endpoint = endpoint.rstrip("/")
+        self._auth = auth_headers
+        self._disk_free = disk_free or _free_bytes
+
+    def _url(self, repo_id: str, path: str, revision: str) -> str:
+        from urllib.parse import quote
+
+        return f"{self.endpoint}/{repo_id}/resolve/{quote(revision, safe='')}/{quote(path)}"
+
+    async def _resolve(self, repo_id: str, path: str, revision: str) -> _Resolved:
+        url = self._url(repo_id, path, revision)
+        headers = {**self._auth(), "Accept-Encoding": "identity"}
+        try:
+            resp = await self._client.head(url, headers=headers, follow_redirects=False)
+        except httpx.TransportError as exc:
+            raise error_for_transport(exc, self.endpoint) from exc
+        if resp.is_redirect:
+            location = urljoin(url, resp.headers.get("Location", ""))
+            etag = _normalize_etag(resp.headers.get("X-Linked-Etag") or resp.headers.get("ETag"))
+            size_text = resp.headers.get("X-Linked-Size")
+            if size_text is None:
+                # A relative redirect (mirrors, renamed repos): follow it for the real metadata.
+                return await self._resolve_at(location, repo_id, path, resp.headers.get("X-Repo-Commit"))
+        else:
+            check_response(resp, f"{repo_id}/{path}", self.endpoint)
+            location = url
+            etag = _normalize_etag(resp.headers.get("X-Linked-Etag") or resp.headers.get("ETag"))
+            size_text = resp.headers.get("X-Linked-Size") or resp.headers.get("Content-Length")
+        commit = resp.headers.get("X-Repo-Commit")
+        if not etag or not commit or size_text is None:
+            raise HubError(f"The hub at {self.endpoint} did not describe {path} (ETag, commit or size missing).",
+                           hint="The endpoint may not be a hub mirror; check the hub endpoint in Settings.")
+        return _Resolved(etag, int(size_text), commit, location)
+
+    async def _resolve_at(self, url: str, repo_id: str, path: str, commit: str | None) -> _Resolved:
+        try:
+            resp = await self._client.head(url, headers={**self._auth(), "Accept-Encoding": "identity"},
+                                           follow_redirects=True)
+        except httpx.TransportError as exc:
+            raise error_for_transport(exc, self.endpoint) from exc
+        check_response(resp, f"{repo_id}/{path}", self.endpoint)
+        etag = _normalize_etag(resp.headers.get("X-Linked-Etag") or resp.headers.get("ETag"))
+        commit = resp.headers.get("X-Repo-Commit") or commit
+        size = resp.headers.get("X-Linked-Size") or resp.headers.get("Content-Length")
+        if not etag or not commit or size is None:
+            raise HubError(f"The hub at {self.endpoint} did not describe {path}.", hint="Check the hub endpoint in Settings.")
+        return _Resolved(etag, int(size), commit, str(resp.url))
+
+    def pointer_paths(self, job: DownloadJob, commit: str) -> list[Path]:
+        base = repo_folder(self.cache_dir, job.repo_id) / "snapshots" / commit
+        return [base / f.path for f in job.files]
+
+    def partial_files(self, job: DownloadJob) -> list[Path]:
+        """``.incomplete`` blobs of ``job`` (LFS files are named by their SHA-256)."""
+        blobs = repo_folder(self.cache_dir, job.repo_id) / "blobs"
+        return [blobs / f"{f.sha256}.incomplete" for f in job.files if f.sha256]
+
+    def discard_partial(self, job: DownloadJob) -> None:
+        for p in self.partial_files(job):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+
+    async def download(self, job: DownloadJob, on_progress: ProgressCallback) -> list[Path]:
+        """Download every file of ``job``; return the snapshot paths (shard 1 first).
+
+        Cancelling the task pauses: partial blobs stay and the next call resumes them.
+
+        Raises:
+            HubError: HTTP/network failures (401 gated, 404, 429, 5xx, unreachable).
+            InsufficientSpaceError: Not enough free space for what is left to download.
+            ChecksumMismatchError: A file's SHA-256 differs from the hub's LFS hash (the file is deleted).
+        """
+        repo_dir = repo_folder(self.cache_dir, job.repo_id)
+        plans: list[_Plan] = []
+        for f in job.files:
+            resolved = await self._resolve(job.repo_id, f.path, job.revision)
+            blob = repo_dir / "blobs" / resolved.etag
+            plan = _Plan(f, resolved, blob, repo_dir / "snapshots" / resolved.commit / f.path)
+            if blob.exists() and blob.stat().st_size == resolved.size:
+                plan.done = True
+                plan.have = resolved.size
+            else:
+                partial = blob.with_name(blob.name + ".incomplete")
+                plan.have = partial.stat().st_size if partial.exists() else 0
+            plans.append(plan)
+        total = sum(p.resolved.size for p in plans)
+        have = sum(p.have for p in plans)
+        self._check_space(total - have)
+        meter = RateMeter(total, on_progress, message=f"Downloading {job.name}", start=have)
+        meter.update(0, force=True)
+        for plan in plans:
+            if not plan.done:
+                await self._fetch(plan, meter)
+            self._link(plan, repo_dir, job.ref)
+        meter.finish()
+        return [p.pointer for p in plans]
+
+    def _check_space(self, needed: int) -> None:
+        folder = self.cache_dir
+        while not folder.exists() and folder.parent != folder:
+            folder = folder.parent
+        free = self._disk_free(folder)
+        if needed + SPACE_MARGIN > free:
+            raise InsufficientSpaceError(
+                f"Not enough disk space: the download needs {format_bytes(needed)}, {format_bytes(free)} are free.",
+                hint="Free some space (delete models in the Library tab) or move the hub cache in Settings.",
+            )
+
+    async def _fetch(self, plan: _Plan, meter: RateMeter) -> None:
+        blob, size = plan.blob, plan.resolved.size
+        partial = blob.with_name(blob.name + ".incomplete")
+        try:
+            partial.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"Cannot write to the hub cache {self.cache_dir}: {exc.strerror or exc}",
+                               hint="Choose a writable hub cache folder in Settings.") from exc
+        sha = hashlib.sha256()
+        start = plan.have
+        if start:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, _hash_prefix, partial, start, sha)
+        headers = {**self._auth(), "Accept-Encoding": "identity"}
+        if start:
+            headers["Range"] = f"bytes={start}-"
+        if start < size:
+            try:
+                async with self._client.stream("GET", plan.resolved.url, headers=headers, follow_redirects=True) as resp:
+                    if start and resp.status_code == 200:
+                        # The server ignored Range: start over.
+                        meter.update(-start)
+                        start, sha = 0, hashlib.sha256()
+                    elif not (resp.status_code == 206 or (resp.status_code == 200 and not start)):
+                        await resp.aread()
+                        check_response(resp, plan.file.path, self.endpoint)
+                        raise HubError(f"Unexpected answer {resp.status_code} for {plan.file.path}.")
+                    # 1 MB writes land in the page cache in microseconds; an executor hop per chunk costs more.
+                    with open(partial, "r+b" if start else "wb") as fh:  # noqa: ASYNC230
+                        fh.seek(start)
+                        fh.truncate()
+                        async for chunk in resp.aiter_bytes():
+                            fh.write(chunk)
+                            sha.update(chunk)
+                            meter.update(len(chunk))
+            except httpx.TransportError as exc:
+                got = partial.stat().st_size if partial.exists() else 0
+                if got > plan.have:
+                    raise HubError(
+                        f"The download of {plan.file.path} stopped at {format_bytes(got)} of {format_bytes(size)}: "
+                        "the connection dropped.",
+                        hint="Resume the download; it continues where it stopped.",
+                        details=f"{type(exc).__name__}: {exc}",
+                    ) from exc
+                raise error_for_transport(exc, self.endpoint) from exc
+            except OSError as exc:
+                raise StorageError(f"Writing {partial.name} failed: {exc.strerror or exc}",
+                                   hint="Check free space and permissions of the hub cache.") from exc
+        got = partial.stat().st_size
+        if got != size:
+            raise HubError(f"The download of {plan.file.path} stopped at {format_bytes(got)} of {format_bytes(size)}.",
+                           hint="Resume the download; it continues where it stopped.")
+        expected = plan.file.sha256 or (plan.resolved.etag if _SHA256.match(plan.resolved.etag) else None)
+        actual = sha.hexdigest()
+        if expected and actual != expected:
+            partial.unlink(missing_ok=True)
+            raise ChecksumMismatchError(
+                f"{plan.file.path} is corrupted: its SHA-256 does not match the hub's.",
+                hint="The damaged file was deleted; download it again.",
+                details=f"expected {expected}, got {actual}",
+            )
+        os.replace(partial, blob)
+
+    def _link(self, plan: _Plan, repo_dir: Path, ref: str) -> None:
+        try:
+            plan.pointer.parent.mkdir(parents=True, exist_ok=True)
+            if plan.pointer.is_symlink() or plan.pointer.exists():
+                plan.pointer.unlink()
+            rel = os.path.relpath(plan.blob, plan.pointer.parent)
+            try:
+                plan.pointer.symlink_to(rel)
+            except OSError:
+                # No symlinks (Windows without developer mode): huggingface_hub then keeps a copy too.
+                shutil.copyfile(plan.blob, plan.pointer)
+            if ref and ref != plan.resolved.commit:
+                ref_file = repo_dir / "refs" / ref
+                ref_file.parent.mkdir(parents=True, exist_ok=True)
+                ref_file.write_text(plan.resolved.commit)
+        except OSError as exc:
+            raise StorageError(f"Could not add {plan.file.path} to the hub cache: {exc.strerror or exc}") from exc
+
+
+def _hash_prefix(path: Path, n: int, sha: Any) -> None:
+    with open(path, "rb") as fh:
+        left = n
+        while left > 0:
+            data = fh.read(min(CHUNK * 8, left))
+            if not data:
+                break
+            sha.update(data)
+            left -= len(data)
+
+
+def _free_bytes(folder: Path) -> int:
+    return int(shutil.disk_usage(folder).free)

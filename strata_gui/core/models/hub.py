@@ -1,0 +1,291 @@
+"""Hugging Face hub: GGUF search with paging, model detail (card, files grouped by quant).
+
+Search pages are fetched with the injected ``httpx.AsyncClient`` from the same
+``GET {endpoint}/api/models`` query ``HfApi.list_models`` sends, following the ``Link: rel="next"``
+header one page per call: ``list_models`` cannot stop after one page and resume later (its
+``limit`` is both the page size and the total), and an async request is cancelled at once when
+the user types on (a thread running ``list_models`` could not be). Model detail goes through
+``HfApi(endpoint=...).model_info(files_metadata=True)`` in an executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from strata_gui.core.errors import HubError
+from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, quant_from_filename
+from strata_gui.core.models.hub_errors import check_response, error_for_transport, error_from_hf
+from strata_gui.core.models.remote_header import read_remote_header
+
+SORTS = {"downloads": "downloads", "likes": "likes", "trending": "trendingScore", "updated": "lastModified"}
+PAGE_SIZE = 30
+
+
+@dataclass(frozen=True)
+class RepoSummary:
+    """One search hit."""
+
+    repo_id: str
+    downloads: int
+    likes: int
+    last_modified: datetime | None
+    params: int | None
+    gated: bool
+    tags: tuple[str, ...] = ()
+
+    @property
+    def author(self) -> str:
+        return self.repo_id.split("/", 1)[0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"repo_id": self.repo_id, "downloads": self.downloads, "likes": self.likes,
+                "last_modified": self.last_modified.isoformat() if self.last_modified else None,
+                "params": self.params, "gated": self.gated}
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """Hits of one page; ``next_url`` fetches the following page (None on the last)."""
+
+    items: tuple[RepoSummary, ...]
+    next_url: str | None
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """A file in a repo, with the hash the hub published for it."""
+
+    path: str
+    size: int
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class QuantEntry:
+    """A downloadable unit: one GGUF file, or all shards of a split set.
+
+    Attributes:
+        label: Quantisation (``Q4_K_M``) or the file name when none can be told.
+        name: What the user sees (file name, or ``prefix (3 parts)``).
+        files: The files, shard 1 first.
+    """
+
+    label: str
+    name: str
+    files: tuple[RemoteFile, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def is_split(self) -> bool:
+        return len(self.files) > 1
+
+    @property
+    def first(self) -> RemoteFile:
+        return self.files[0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "name": self.name, "size": self.size,
+                "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in self.files]}
+
+
+@dataclass(frozen=True)
+class ModelDetail:
+    """What the detail view shows for one repo."""
+
+    repo_id: str
+    commit: str
+    card: str
+    gated: bool
+    downloads: int
+    likes: int
+    quants: tuple[QuantEntry, ...]
+    other_files: tuple[RemoteFile, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"repo_id": self.repo_id, "commit": self.commit, "gated": self.gated, "downloads": self.downloads,
+                "likes": self.likes, "quants": [q.to_json() for q in self.quants]}
+
+
+def _parse_date(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def summary_from_json(item: dict[str, Any]) -> RepoSummary:
+    gguf = item.get("gguf") if isinstance(item.get("gguf"), dict) else {}
+    safetensors = item.get("safetensors") if isinstance(item.get("safetensors"), dict) else {}
+    params = (gguf or {}).get("total") or (safetensors or {}).get("total")
+    return RepoSummary(
+        repo_id=str(item.get("id") or item.get("modelId")),
+        downloads=int(item.get("downloads") or 0),
+        likes=int(item.get("likes") or 0),
+        last_modified=_parse_date(item.get("lastModified")),
+        params=int(params) if isinstance(params, int | float) else None,
+        gated=bool(item.get("gated")),
+        tags=tuple(str(t) for t in item.get("tags") or ()),
+    )
+
+
+# mmproj files are vision projectors that go with a model, not models of their own.
+def _is_model_gguf(path: str) -> bool:
+    name = PurePosixPath(path).name.lower()
+    return name.endswith(".gguf") and not name.startswith("mmproj")
+
+
+def group_quants(files: list[RemoteFile]) -> tuple[list[QuantEntry], list[RemoteFile]]:
+    """GGUF files grouped into download units (split sets as one entry); the rest separately."""
+    singles: list[QuantEntry] = []
+    splits: dict[str, list[tuple[int, RemoteFile]]] = {}
+    others: list[RemoteFile] = []
+    for f in files:
+        if not _is_model_gguf(f.path):
+            others.append(f)
+            continue
+        name = PurePosixPath(f.path).name
+        m = SPLIT_RE.match(name)
+        if m:
+            key = str(PurePosixPath(f.path).parent / m.group("prefix"))
+            splits.setdefault(key, []).append((int(m.group("no")), f))
+        else:
+            singles.append(QuantEntry(quant_from_filename(name) or name.removesuffix(".gguf"), name, (f,)))
+    for key, parts in splits.items():
+        parts.sort(key=lambda p: p[0])
+        first = PurePosixPath(parts[0][1].path).name
+        label = quant_from_filename(first) or quant_from_filename(key) or PurePosixPath(key).name
+        singles.append(QuantEntry(label, f"{PurePosixPath(key).name} ({len(parts)} parts)", tuple(f for _, f in parts)))
+    singles.sort(key=lambda q: q.size)
+    return singles, others
+
+
+class HubClient:
+    """Talks to one hub endpoint (the hub or a mirror).
+
+    Args:
+        client: Shared async HTTP client (search, card, ranged header reads).
+        endpoint: Hub base URL from Settings.
+        token: Returns the access token for gated repos, or None (never logged).
+        executor: Runs huggingface_hub's blocking calls.
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        endpoint: str,
+        token: Callable[[], str | None],
+        executor: Executor,
+    ) -> None:
+        self._client = client
+        self.endpoint = endpoint.rstrip("/")
+        self._token = token
+        self._executor = executor
+        self._headers: dict[tuple[str, str, str], GGUFMetadata] = {}
+
+    def auth_headers(self) -> dict[str, str]:
+        token = self._token()
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def resolve_url(self, repo_id: str, path: str, revision: str = "main") -> str:
+        return f"{self.endpoint}/{repo_id}/resolve/{quote(revision, safe='')}/{quote(path)}"
+
+    async def search(self, text: str = "", sort: str = "downloads", *, page_size: int = PAGE_SIZE,
+                     next_url: str | None = None) -> SearchPage:
+        """One page of GGUF repos matching ``text`` (``next_url`` from the previous page continues)."""
+        if next_url is None:
+            params: list[tuple[str, str | int | float | bool | None]] = [("filter", "gguf"), ("sort", SORTS.get(sort, sort)),
+                                             ("limit", str(page_size)),
+                                             ("expand", "downloads"), ("expand", "likes"),
+                                             ("expand", "lastModified"), ("expand", "gguf"),
+                                             ("expand", "gated"), ("expand", "tags")]
+            if text.strip():
+                params.append(("search", text.strip()))
+            request = self._client.build_request("GET", f"{self.endpoint}/api/models", params=params,
+                                                 headers=self.auth_headers())
+        else:
+            request = self._client.build_request("GET", next_url, headers=self.auth_headers())
+        try:
+            resp = await self._client.send(request)
+        except httpx.TransportError as exc:
+            raise error_for_transport(exc, self.endpoint) from exc
+        check_response(resp, "the model search", self.endpoint)
+        try:
+            data = resp.json()
+        except json.JSONDecodeError as exc:
+            raise HubError(f"The hub at {self.endpoint} sent something that is not a search result.",
+                           hint="Check the hub endpoint in Settings.") from exc
+        if not isinstance(data, list):
+            raise HubError(f"The hub at {self.endpoint} sent an unexpected search answer.", hint="Check the hub endpoint in Settings.")
+        nxt = resp.links.get("next", {}).get("url")
+        return SearchPage(tuple(summary_from_json(i) for i in data if isinstance(i, dict)), nxt)
+
+    async def detail(self, repo_id: str, revision: str = "main") -> ModelDetail:
+        """Repo info (files with sizes and LFS hashes) via huggingface_hub, plus the model card."""
+        from huggingface_hub import HfApi
+
+        token = self._token()
+        api = HfApi(endpoint=self.endpoint, token=token or False)
+        loop = asyncio.get_running_loop()
+        try:
+            info = await loop.run_in_executor(
+                self._executor, lambda: api.model_info(repo_id, revision=revision, files_metadata=True)
+            )
+        except Exception as exc:  # huggingface_hub raises HfHubHTTPError/httpx2/OSError
+            raise error_from_hf(exc, repo_id, self.endpoint) from exc
+        files = [
+            RemoteFile(s.rfilename, int(s.size or (s.lfs.size if s.lfs else 0) or 0), s.lfs.sha256 if s.lfs else None)
+            for s in (info.siblings or [])
+        ]
+        quants, others = group_quants(files)
+        card = ""
+        if any(f.path == "README.md" for f in files):
+            card = await self._card(repo_id, info.sha or revision)
+        return ModelDetail(repo_id, info.sha or revision, card, bool(info.gated), int(info.downloads or 0),
+                           int(info.likes or 0), tuple(quants), tuple(others))
+
+    async def _card(self, repo_id: str, revision: str) -> str:
+        try:
+            resp = await self._client.get(self.resolve_url(repo_id, "README.md", revision),
+                                          headers=self.auth_headers(), follow_redirects=True)
+        except httpx.TransportError as exc:
+            raise error_for_transport(exc, self.endpoint) from exc
+        if not resp.is_success:
+            return ""
+        return strip_front_matter(resp.text)
+
+    async def header(self, repo_id: str, commit: str, path: str) -> GGUFMetadata:
+        """The GGUF header of a repo file, read with Range requests; cached per commit."""
+        key = (repo_id, commit, path)
+        cached = self._headers.get(key)
+        if cached is not None:
+            return cached
+        meta, _ = await read_remote_header(self._client, self.resolve_url(repo_id, path, commit),
+                                           headers=self.auth_headers(), label=os.path.basename(path),
+                                           endpoint=self.endpoint)
+        self._headers[key] = meta
+        return meta
+
+
+def strip_front_matter(text: str) -> str:
+    """A model card without its YAML metadata block."""
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        if end != -1:
+            return text[end + 4:].lstrip("\n")
+    return text

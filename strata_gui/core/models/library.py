@@ -1,0 +1,267 @@
+"""The local model library: the hub cache, folders the user added, single opened files.
+
+Each model (a GGUF file or a whole split set) is described from its header; a file that is not
+GGUF, is cut short or misses shards is listed as broken with the reason, never fails the scan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from strata_gui.core.errors import GGUFError, ModelError, StorageError
+from strata_gui.core.models.gguf_meta import (
+    SPLIT_RE,
+    GGUFMetadata,
+    check_complete,
+    format_params,
+    read_prefix_file,
+)
+
+log = logging.getLogger(__name__)
+
+SOURCE_HUB = "hub cache"
+SOURCE_FOLDER = "folder"
+SOURCE_OPENED = "opened"
+
+
+@dataclass(frozen=True)
+class LibraryEntry:
+    """One local model.
+
+    Attributes:
+        path: The file to load (shard 1 of a split set).
+        files: All files (one, or every shard); for hub-cache entries the snapshot paths.
+        source: ``hub cache``, ``folder`` or ``opened``.
+        repo_id: Hub repo for hub-cache entries.
+        size: Bytes on disk.
+        error: Why the model cannot be used (empty when fine).
+    """
+
+    path: Path
+    files: tuple[Path, ...]
+    source: str
+    size: int
+    repo_id: str | None = None
+    architecture: str = ""
+    params: int = 0
+    quant: str = ""
+    context_length: int = 0
+    has_chat_template: bool = False
+    name: str = ""
+    error: str = ""
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.error)
+
+    @property
+    def display_name(self) -> str:
+        return self.path.name
+
+    @property
+    def params_text(self) -> str:
+        return format_params(self.params) if self.params else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path), "files": [str(f) for f in self.files], "source": self.source,
+            "repo_id": self.repo_id, "size": self.size, "architecture": self.architecture,
+            "params": self.params, "quant": self.quant, "context_length": self.context_length,
+            "chat_template": self.has_chat_template, "name": self.name, "error": self.error or None,
+        }
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
+def describe_model(path: Path, source: str, repo_id: str | None = None) -> LibraryEntry:
+    """Read ``path`` (and its sibling shards) into a LibraryEntry; errors become ``error``."""
+    m = SPLIT_RE.match(path.name)
+    files = [path]
+    missing: list[str] = []
+    if m:
+        count = int(m.group("count"))
+        files = [path.with_name(f"{m.group('prefix')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+        missing = [f.name for f in files if not f.exists()]
+    size = sum(_size(f) for f in files)
+    first = files[0]
+    try:
+        metas: list[GGUFMetadata] = []
+        for f in files:
+            if f.name in missing:
+                continue
+            meta = read_prefix_file(f)
+            check_complete(meta, _size(f), f.name)
+            metas.append(meta)
+        if missing:
+            raise GGUFError(f"Split model is missing {len(missing)} of {len(files)} parts: {', '.join(missing)}.")
+        head = metas[0]
+    except ModelError as exc:
+        return LibraryEntry(first, tuple(files), source, size, repo_id, error=exc.message)
+    return LibraryEntry(
+        first, tuple(files), source, size, repo_id,
+        architecture=head.architecture,
+        params=sum(mm.parameter_count for mm in metas),
+        quant=head.quant or "",
+        context_length=head.context_length or 0,
+        has_chat_template=head.has_chat_template,
+        name=head.name or "",
+    )
+
+
+def _model_files(paths: Iterable[Path]) -> list[Path]:
+    """GGUF files to list: shard 1 stands for its set; other shards, mmproj files are skipped."""
+    out = []
+    for p in sorted(paths):
+        name = p.name.lower()
+        if not name.endswith(".gguf") or name.startswith("mmproj"):
+            continue
+        m = SPLIT_RE.match(p.name)
+        if m and int(m.group("no")) != 1:
+            continue
+        out.append(p)
+    return out
+
+
+class ModelLibrary:
+    """Lists and deletes local models.
+
+    Args:
+        cache_dir: The hub cache.
+        folders: Folders the user added (Settings.model_dirs); scanned recursively.
+    """
+
+    def __init__(self, cache_dir: Path, folders: list[Path]) -> None:
+        self.cache_dir = cache_dir
+        self.folders = folders
+        self.opened: list[Path] = []
+
+    def open_file(self, path: Path) -> LibraryEntry:
+        """Add a single file (Open GGUF…, drag and drop); return its entry (possibly broken)."""
+        entry = describe_model(path, SOURCE_OPENED)
+        if path not in self.opened:
+            self.opened.append(path)
+        return entry
+
+    def scan(self) -> list[LibraryEntry]:
+        """Every model in the hub cache, the folders and the opened files (blocking: run in an executor)."""
+        entries: list[LibraryEntry] = []
+        seen: set[Path] = set()
+
+        def add(entry: LibraryEntry) -> None:
+            key = entry.path.resolve() if entry.path.exists() else entry.path
+            if key not in seen:
+                seen.add(key)
+                entries.append(entry)
+
+        for path, repo_id in self._hub_cache_files():
+            add(describe_model(path, SOURCE_HUB, repo_id))
+        for folder in self.folders:
+            for path in _model_files(_walk(folder)):
+                add(describe_model(path, SOURCE_FOLDER))
+        for path in self.opened:
+            add(describe_model(path, SOURCE_OPENED))
+        return entries
+
+    def _hub_cache_files(self) -> list[tuple[Path, str]]:
+        if not self.cache_dir.is_dir():
+            return []
+        from huggingface_hub import scan_cache_dir
+        from huggingface_hub.errors import CacheNotFound
+
+        try:
+            info = scan_cache_dir(self.cache_dir)
+        except (CacheNotFound, OSError, ValueError) as exc:
+            log.warning("hub cache %s not readable: %s", self.cache_dir, exc)
+            return []
+        out: list[tuple[Path, str]] = []
+        for repo in info.repos:
+            if repo.repo_type != "model":
+                continue
+            for rev in repo.revisions:
+                for p in _model_files(f.file_path for f in rev.files):
+                    out.append((p, repo.repo_id))
+        return out
+
+    def delete(self, entry: LibraryEntry) -> int:
+        """Delete a model's files; return the bytes freed.
+
+        In the hub cache the snapshot links go, and their blobs when no other snapshot uses
+        them; an emptied repo folder is removed entirely.
+        """
+        if entry.source == SOURCE_HUB:
+            return self._delete_from_cache(entry)
+        freed = 0
+        for f in entry.files:
+            try:
+                size = _size(f)
+                f.unlink()
+                freed += size
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StorageError(f"Could not delete {f.name}: {exc.strerror or exc}",
+                                   hint="Check the file is not in use and you may write to its folder.") from exc
+        if entry.path in self.opened:
+            self.opened.remove(entry.path)
+        return freed
+
+    def _delete_from_cache(self, entry: LibraryEntry) -> int:
+        repo_dir = _repo_dir_of(entry.path)
+        if repo_dir is None:
+            raise StorageError(f"{entry.path} is not inside the hub cache.")
+        blobs: set[Path] = set()
+        try:
+            for f in entry.files:
+                if f.is_symlink():
+                    blobs.add(Path(os.path.normpath(f.parent / os.readlink(f))))
+                    f.unlink()
+                elif f.exists():
+                    blobs.add(f)
+            still_used = {
+                Path(os.path.normpath(p.parent / os.readlink(p)))
+                for p in (repo_dir / "snapshots").rglob("*") if p.is_symlink()
+            }
+            freed = 0
+            for blob in blobs - still_used:
+                with contextlib.suppress(FileNotFoundError):
+                    freed += _size(blob)
+                    blob.unlink()
+            for d in sorted((repo_dir / "snapshots").rglob("*"), key=lambda p: len(p.parts), reverse=True):
+                if d.is_dir() and not any(d.iterdir()):
+                    d.rmdir()
+            snapshots = repo_dir / "snapshots"
+            if not snapshots.exists() or not any(snapshots.iterdir()):
+                shutil.rmtree(repo_dir)
+        except OSError as exc:
+            raise StorageError(f"Could not delete {entry.display_name}: {exc.strerror or exc}",
+                               hint="Check the file is not in use by a running model.") from exc
+        return freed
+
+
+def _repo_dir_of(path: Path) -> Path | None:
+    for parent in path.parents:
+        if parent.name.startswith("models--") and (parent / "snapshots").exists():
+            return parent
+    return None
+
+
+def _walk(folder: Path) -> list[Path]:
+    out: list[Path] = []
+    try:
+        for root, _dirs, names in os.walk(folder):
+            out.extend(Path(root) / n for n in names if n.lower().endswith(".gguf"))
+    except OSError as exc:
+        log.warning("cannot scan %s: %s", folder, exc)
+    return out
