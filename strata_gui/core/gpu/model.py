@@ -181,6 +181,7 @@ class GpuReport:
             "gpus": [g.to_dict() for g in self.gpus],
             "driver_status": self.driver_status.to_dict() if self.driver_status else None,
             "notes": list(self.notes),
+            "summary": self.summary_lines(),
         }
         if samples is not None:
             data["telemetry"] = {k: s.to_dict() for k, s in samples.items()}

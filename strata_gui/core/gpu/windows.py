@@ -256,7 +256,12 @@ class PdhAdapterUsage:
 
 def summarize_pdh(values: dict[str, float | None]) -> dict[str, PdhAdapterUsage]:
     """Per adapter LUID: busiest engine (utilisation summed over processes, as Task Manager
-    shows it) and dedicated/shared memory usage."""
+    shows it) and dedicated/shared memory usage.
+
+    Engine instances exist only while a process uses the engine: an adapter that reports
+    memory counters but no engine instance is idle (0 %). An adapter absent from every counter
+    has no reading (None).
+    """
     engines: dict[str, dict[tuple[str, str], float]] = {}
     dedicated: dict[str, int] = {}
     shared: dict[str, int] = {}
@@ -282,7 +287,7 @@ def summarize_pdh(values: dict[str, float | None]) -> dict[str, PdhAdapterUsage]
             shared[luid] = shared.get(luid, 0) + int(value)
     result = {}
     for luid in set(engines) | set(dedicated) | set(shared):
-        busiest = max(engines[luid].values()) if engines.get(luid) else None
+        busiest = max(engines[luid].values()) if engines.get(luid) else 0.0
         result[luid] = PdhAdapterUsage(
             load_percent=None if busiest is None else min(100.0, busiest),
             dedicated_used=dedicated.get(luid),
@@ -326,6 +331,31 @@ def driver_verdict(
 
 
 SNAPSHOT_FORMAT = "strata-gpu-snapshot"
+
+
+def make_windows_snapshot(
+    *,
+    registry: str,
+    dxgi: Any,
+    wmi: Any,
+    hip: Any,
+    pdh: list[str],
+    host: dict[str, Any],
+    captured_at: str = "",
+) -> dict[str, Any]:
+    """Bundle raw Windows outputs into the snapshot format :class:`WindowsSnapshotDetector` reads."""
+    return {
+        "format": SNAPSHOT_FORMAT,
+        "version": 1,
+        "platform": "windows",
+        "captured_at": captured_at,
+        "host": host,
+        "registry": registry,
+        "dxgi": dxgi,
+        "wmi": wmi,
+        "hip": hip,
+        "pdh": list(pdh),
+    }
 
 
 class WindowsSnapshotDetector:
@@ -432,7 +462,7 @@ class WindowsSnapshotDetector:
                 integrated=integrated,
                 vram_total=vram,
                 shared_total=shared or None,
-                driver=(f"{provider or vendor} {version}" if version else None),
+                driver=(f"{vendor} driver {version}" if version else None),
                 pci_bus=None,
                 sources=sources,
             ))

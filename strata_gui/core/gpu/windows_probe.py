@@ -21,9 +21,9 @@ from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.telemetry import TelemetrySource
 from strata_gui.core.gpu.windows import (
     DISPLAY_CLASS_GUID,
-    SNAPSHOT_FORMAT,
     PdhTelemetrySource,
     WindowsSnapshotDetector,
+    make_windows_snapshot,
 )
 
 _NO_WINDOW = 0x08000000  # CREATE_NO_WINDOW: no console flashes from the windowed app
@@ -154,19 +154,16 @@ def gather(table: GpuIdTable) -> dict[str, Any]:
 
     import psutil
 
-    return {
-        "format": SNAPSHOT_FORMAT,
-        "version": 1,
-        "platform": "windows",
-        "captured_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "host": {"cpu_name": platform.processor() or "unknown CPU", "cpu_threads": os.cpu_count(),
-                 "ram_total": int(psutil.virtual_memory().total)},
-        "registry": registry_dump(),
-        "dxgi": dxgi_adapters(),
-        "wmi": wmi_video_controllers(),
-        "hip": hip_runtime(table.windows_driver.hip_runtime_dlls),
-        "pdh": [pdh_sample()],
-    }
+    return make_windows_snapshot(
+        registry=registry_dump(),
+        dxgi=dxgi_adapters(),
+        wmi=wmi_video_controllers(),
+        hip=hip_runtime(table.windows_driver.hip_runtime_dlls),
+        pdh=[pdh_sample()],
+        host={"cpu_name": platform.processor() or "unknown CPU", "cpu_threads": os.cpu_count(),
+              "ram_total": int(psutil.virtual_memory().total)},
+        captured_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    )
 
 
 class WindowsLiveSource:

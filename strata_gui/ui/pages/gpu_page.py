@@ -1,0 +1,242 @@
+"""GPU page: one card per GPU with its gfx target, ROCm verdict, memory and live telemetry.
+
+Detection runs through the bridge in an executor; telemetry is sampled by the core's
+background thread, and a 1 s timer on the UI thread only copies the newest samples into the
+widgets. Sampling pauses while the page is hidden.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QGuiApplication, QHideEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.gpu.model import DriverState, GpuReport, fmt_opt_bytes
+from strata_gui.core.gpu.service import GpuService
+from strata_gui.core.gpu.telemetry import TelemetrySampler
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.gpu_widgets import GpuCard
+from strata_gui.ui.widgets import PageHeader, ProgressPanel
+
+
+class GpuPage(QWidget):
+    """What Strata sees: GPUs, gfx targets, memory, ROCm verdicts and live load/temp/power.
+
+    Args:
+        gpu_service: The core GPU facade (detection, samplers, system report).
+        bridge: Runs detection off the UI thread and reports its errors.
+    """
+
+    page_title = "GPU"
+    page_icon = "SP_ComputerIcon"
+
+    def __init__(self, gpu_service: GpuService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.page_title = self.tr("GPU")
+        self._service = gpu_service
+        self._bridge = bridge
+        self.report: GpuReport | None = None
+        self.sampler: TelemetrySampler | None = None
+        self.cards: list[GpuCard] = []
+        self.detection_handle: TaskHandle | None = None  # the running detection, if any
+        self.timer = QTimer(self)
+        self.timer.setInterval(max(100, int(gpu_service.interval * 1000)))
+        self.timer.timeout.connect(self.refresh_telemetry)
+
+        self.origin = QLabel()
+        self.origin.setObjectName("muted")
+        self.origin.setWordWrap(True)
+        # Long replay paths must wrap, not widen the page.
+        self.origin.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.refresh_button = QPushButton(self.tr("Detect again"))
+        self.refresh_button.clicked.connect(self.detect)
+        self.copy_button = QPushButton(self.tr("Copy system report"))
+        self.copy_button.setToolTip(self.tr("Copies a text report with a snapshot others can replay "
+                                            "(strata gpu --snapshot FILE)."))
+        self.copy_button.clicked.connect(self.copy_report)
+        self.copy_button.setEnabled(False)
+        self.copied = QLabel()
+        self.copied.setObjectName("muted")
+        tools = QHBoxLayout()
+        tools.addWidget(self.origin, 1)
+        tools.addWidget(self.copied)
+        tools.addWidget(self.refresh_button)
+        tools.addWidget(self.copy_button)
+
+        self.progress = ProgressPanel()
+        self.banner = QFrame()
+        self.banner.setObjectName("notice")
+        self.banner_text = QLabel()
+        self.banner_text.setWordWrap(True)
+        banner_layout = QVBoxLayout(self.banner)
+        banner_layout.setContentsMargins(12, 10, 12, 10)
+        banner_layout.addWidget(self.banner_text)
+        self.banner.hide()
+
+        self.host_box = QFrame()
+        self.host_box.setObjectName("card")
+        host_title = QLabel(self.tr("This computer"))
+        host_title.setStyleSheet("font-size: 16px; font-weight: 600;")
+        self.cpu_label = QLabel("—")
+        self.ram_label = QLabel("—")
+        host_grid = QGridLayout(self.host_box)
+        host_grid.setContentsMargins(16, 10, 16, 12)
+        host_grid.addWidget(host_title, 0, 0, 1, 2)
+        for row, (key, value) in enumerate(((self.tr("CPU"), self.cpu_label), (self.tr("RAM"), self.ram_label)), 1):
+            k = QLabel(key)
+            k.setObjectName("muted")
+            host_grid.addWidget(k, row, 0)
+            host_grid.addWidget(value, row, 1)
+        host_grid.setColumnStretch(1, 1)
+
+        self.empty = QLabel(self.tr("Open this page to detect GPUs."))
+        self.empty.setObjectName("muted")
+        self.empty.setWordWrap(True)
+        self.notes = QLabel()
+        self.notes.setObjectName("muted")
+        self.notes.setWordWrap(True)
+        self.notes.hide()
+
+        self.cards_box = QWidget()
+        self.cards_layout = QVBoxLayout(self.cards_box)
+        self.cards_layout.setContentsMargins(0, 0, 0, 0)
+        self.cards_layout.setSpacing(12)
+        content = QWidget()
+        content_layout = QVBoxLayout(content)
+        content_layout.setContentsMargins(0, 0, 8, 0)
+        content_layout.setSpacing(12)
+        content_layout.addWidget(self.banner)
+        content_layout.addWidget(self.empty)
+        content_layout.addWidget(self.cards_box)
+        content_layout.addWidget(self.host_box)
+        content_layout.addWidget(self.notes)
+        content_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(content)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(PageHeader(self.tr("GPU"), self.tr(
+            "The graphics processors Strata sees, how much memory models can use, and whether the ROCm "
+            "engines can drive them.")))
+        layout.addLayout(tools)
+        layout.addWidget(self.progress)
+        layout.addWidget(scroll, 1)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def on_shown(self) -> None:
+        """Detect on first visit; afterwards resume live telemetry."""
+        if self.report is None:
+            if self.detection_handle is None:
+                self.detect()
+        else:
+            self.start_sampling()
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        self.stop_sampling()
+        super().hideEvent(event)
+
+    def detect(self) -> None:
+        if self.detection_handle is not None:
+            return
+        self.stop_sampling()
+        self.refresh_button.setEnabled(False)
+        self.empty.setText(self.tr("Detecting GPUs…"))
+        handle = self._bridge.run(lambda _progress: self._service.detect_async(), name="Detect GPUs")
+        self.detection_handle = handle
+        self.progress.attach(handle, self.tr("Detecting GPUs"))
+        handle.succeeded.connect(self.show_report)
+        handle.failed.connect(self._detection_failed)
+        handle.finished.connect(self._detection_finished)
+
+    def _detection_finished(self) -> None:
+        self.detection_handle = None
+        self.refresh_button.setEnabled(True)
+
+    def _detection_failed(self, error: object) -> None:
+        self.empty.setText(self.tr("GPU detection failed: %s") % getattr(error, "message", error))
+        self.empty.show()
+
+    # -- content -----------------------------------------------------------------------------------
+    def show_report(self, report: GpuReport) -> None:
+        """Rebuild the cards for a detection result and start live telemetry."""
+        self.stop_sampling()
+        self.report = report
+        for card in self.cards:
+            card.setParent(None)
+            card.deleteLater()
+        self.cards = []
+        host = report.host
+        self.cpu_label.setText(host.cpu_name + (self.tr(" (%d threads)") % host.cpu_threads
+                                                if host.cpu_threads else ""))
+        self.ram_label.setText(fmt_opt_bytes(host.ram_total))
+        self.origin.setText(self.tr("Source: %s") % report.origin)
+        self.copy_button.setEnabled(True)
+        messages: list[tuple[str, str]] = []
+        if not report.amd_gpus:
+            messages.append(("info", self.tr(
+                "<b>No AMD GPU found.</b> Chat still works on the CPU engine — just slower. An AMD Radeon "
+                "GPU or Ryzen AI APU lets Strata use the ROCm or Vulkan engines.")))
+        status = report.driver_status
+        if status is not None and status.state is not DriverState.OK:
+            messages.append(("warning", f"<b>{status.message}</b><br>{status.hint or ''}"))
+        if messages:
+            level = "warning" if any(lv == "warning" for lv, _ in messages) else "info"
+            self.banner.setProperty("level", level)
+            self.banner.style().unpolish(self.banner)
+            self.banner.style().polish(self.banner)
+            self.banner_text.setText("<br><br>".join(text for _, text in messages))
+            self.banner.show()
+        else:
+            self.banner.hide()
+        notes = list(report.notes)
+        if status is not None and status.state is DriverState.OK:
+            notes.insert(0, status.message)
+        self.notes.setText("\n".join(notes))
+        self.notes.setVisible(bool(notes))
+        self.empty.hide()  # the banner speaks for an empty list
+        for gpu in report.gpus:
+            card = GpuCard(gpu, report.platform)
+            self.cards_layout.addWidget(card)
+            self.cards.append(card)
+        self.sampler = self._service.sampler(report.gpus)
+        if self.isVisible():
+            self.start_sampling()
+
+    def start_sampling(self) -> None:
+        if self.sampler is None or not self.cards:
+            return
+        self.sampler.start()
+        self.timer.start()
+
+    def stop_sampling(self) -> None:
+        self.timer.stop()
+        if self.sampler is not None:
+            self.sampler.stop()
+
+    def refresh_telemetry(self) -> None:
+        """Copy the sampler's newest values into the cards (cheap: no I/O on this thread)."""
+        if self.sampler is None:
+            return
+        for card in self.cards:
+            card.update_samples(self.sampler.history(card.gpu.key))
+
+    def copy_report(self) -> None:
+        if self.report is None:
+            return
+        samples = self.sampler.latest() if self.sampler is not None else None
+        QGuiApplication.clipboard().setText(self._service.system_report(samples))
+        self.copied.setText(self.tr("Report copied — paste it into a bug report."))
