@@ -399,6 +399,8 @@ def read_prefix_file(path: Path, *, chunk: int = 2 * 1024 * 1024, limit: int = 2
             while True:
                 try:
                     return parse_prefix(bytes(buf))
+                except GGUFError as exc:
+                    raise GGUFError(f"{path.name}: {exc.message}", hint=exc.hint) from exc
                 except NeedMoreData as more:
                     want = max(more.needed, len(buf) + chunk)
                     if want > limit:

@@ -160,7 +160,7 @@ class ModelLibrary:
         seen: set[Path] = set()
 
         def add(entry: LibraryEntry) -> None:
-            key = entry.path.resolve() if entry.path.exists() else entry.path
+            key = Path(os.path.abspath(entry.path))  # not resolve(): cache names may share one blob
             if key not in seen:
                 seen.add(key)
                 entries.append(entry)
