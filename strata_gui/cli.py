@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from strata_gui import __version__
+from strata_gui.commands import bench as bench_cmd
 from strata_gui.commands import system as system_cmd
 from strata_gui.core.errors import StrataError
 from strata_gui.core.logging_setup import close_logging, configure_logging
@@ -21,7 +22,7 @@ from strata_gui.core.services import build_services
 log = logging.getLogger(__name__)
 
 # Each module adds one sub-command (see strata_gui/commands/__init__.py).
-COMMAND_MODULES = (system_cmd,)
+COMMAND_MODULES = (system_cmd, bench_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

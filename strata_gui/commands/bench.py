@@ -1,0 +1,80 @@
+"""`strata bench --model M [--engines all] [--engine DIR ...] [--json]`: the backend shoot-out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import httpx
+
+from strata_gui.core.bench.store import MetricsStore
+from strata_gui.core.bench.workload import BenchConfig, Benchmark
+from strata_gui.core.errors import StrataError
+from strata_gui.core.progress import Progress
+from strata_gui.core.runtime.engine import EngineSpec, spec_from_folder
+from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor
+from strata_gui.core.services import Services
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("bench", help="benchmark a model on each engine (prefill and decode tokens/s)")
+    p.add_argument("--model", required=True, type=Path, help="GGUF file (first shard of a split model)")
+    p.add_argument("--engines", default="all", help="'all' installed engines that work here, or 'none'")
+    p.add_argument("--engine", action="append", type=Path, default=[], metavar="DIR",
+                   help="also benchmark the llama-server in DIR (repeatable)")
+    p.add_argument("--prefill", type=int, default=512, help="prompt tokens per repetition (default 512)")
+    p.add_argument("--gen", type=int, default=128, help="generated tokens per repetition (default 128)")
+    p.add_argument("--reps", type=int, default=3, help="repetitions per engine (default 3)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+async def run(args: argparse.Namespace, services: Services) -> int:
+    if not args.model.is_file():
+        raise StrataError(f"Model file not found: {args.model}", hint="Give the path of a .gguf file.")
+    engines: list[EngineSpec] = list(services.engine_specs()) if args.engines == "all" else []
+    engines += [spec_from_folder(d) for d in args.engine]
+    if not engines:
+        raise StrataError("No engine to benchmark.",
+                          hint="Install one with `strata engines install`, or pass --engine DIR.")
+    config = BenchConfig(args.prefill, args.gen, args.reps)
+    config.validate()
+    from strata_gui.core.bench.service import DashboardService
+
+    async with httpx.AsyncClient() as http:
+        store = MetricsStore(services.paths.database_file)
+
+        def factory(engine: EngineSpec, model: Path, settings: ServerSettings) -> ServerSupervisor:
+            return ServerSupervisor(engine, model, settings, http=http, environ=services.environ)
+
+        service = DashboardService(store, Benchmark(http, factory, store), http, engines=lambda: engines,
+                                   gpu_label=services.gpu_label)
+
+        def show(p: Progress) -> None:
+            if not args.json:
+                print(f"\r[{int(p.done)}/{int(p.total or 0)}] {p.message[:70]:<70}", end="", file=sys.stderr,
+                      flush=True)
+
+        try:
+            results, rec = await service.run_benchmark(args.model.resolve(), engines, config, show)
+        finally:
+            store.close()
+    if args.json:
+        print(json.dumps({"model": args.model.name, "gpu": services.gpu_label(),
+                          "results": [r.to_json() for r in results], "recommended": rec.engine,
+                          "reason": rec.reason, "warnings": rec.warnings}, indent=2))
+        return 0 if rec.engine else 1
+    print(file=sys.stderr)
+    print(f"{'engine':<24} {'backend':<8} {'prefill tok/s':>14} {'decode tok/s':>13}  status")
+    for r in results:
+        pre = f"{r.prefill_median:,.0f}" if r.prefill_median else "—"
+        dec = f"{r.decode_median:,.1f}" if r.decode_median else "—"
+        print(f"{r.engine:<24} {r.backend:<8} {pre:>14} {dec:>13}  {'ok' if r.ok else r.error}")
+    print(f"\n{rec.reason}")
+    for w in rec.warnings:
+        print(f"warning: {w}")
+    if rec.engine:
+        print(f"Default engine for {args.model.name}: {rec.engine}")
+    return 0 if rec.engine else 1

@@ -1,0 +1,185 @@
+"""Charts that redraw cheaply: points are appended to existing series, never re-plotted whole."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCharts import (
+    QBarCategoryAxis,
+    QBarSeries,
+    QBarSet,
+    QChart,
+    QChartView,
+    QDateTimeAxis,
+    QLineSeries,
+    QValueAxis,
+)
+from PySide6.QtCore import QDateTime, QMargins, QPointF, Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPen
+from PySide6.QtWidgets import QWidget
+
+PALETTE = ["#e8590c", "#1c7ed6", "#2f9e44", "#ae3ec9", "#f08c00", "#0ca678"]
+
+
+def _style_chart(chart: QChart, title: str) -> None:
+    chart.setTitle(title)
+    chart.setMargins(QMargins(4, 4, 4, 4))
+    chart.legend().setAlignment(Qt.AlignmentFlag.AlignBottom)
+    chart.setBackgroundRoundness(6)
+    pal = QGuiApplication.palette()
+    chart.setBackgroundBrush(pal.base())
+    chart.setTitleBrush(pal.text())
+    chart.legend().setLabelColor(pal.text().color())
+
+
+class TimeSeriesChart(QChartView):
+    """Lines over wall-clock time, with one or two value axes.
+
+    Args:
+        title: Chart title.
+        series: (name, axis) pairs; axis "left" or "right".
+        window_s: Keep only this many seconds of history (None: keep everything given).
+        left_label / right_label: Axis titles (units).
+    """
+
+    def __init__(self, title: str, series: Sequence[tuple[str, str]], *, window_s: float | None = None,
+                 left_label: str = "", right_label: str = "", parent: QWidget | None = None) -> None:
+        self._chart = QChart()
+        super().__init__(self._chart, parent)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.setMinimumHeight(200)
+        _style_chart(self._chart, title)
+        self._window_s = window_s
+        self.x_axis = QDateTimeAxis()
+        self.x_axis.setFormat("HH:mm:ss")
+        self.x_axis.setTickCount(5)
+        self._chart.addAxis(self.x_axis, Qt.AlignmentFlag.AlignBottom)
+        self.axes: dict[str, QValueAxis] = {}
+        self.series: dict[str, QLineSeries] = {}
+        self._axis_of: dict[str, str] = {}
+        self._max: dict[str, float] = {}
+        self._last_t: dict[str, float] = {}
+        for i, (name, side) in enumerate(series):
+            if side not in self.axes:
+                axis = QValueAxis()
+                axis.setLabelFormat("%.0f")
+                axis.setTitleText(left_label if side == "left" else right_label)
+                axis.setRange(0, 1)
+                self._chart.addAxis(axis, Qt.AlignmentFlag.AlignLeft if side == "left" else Qt.AlignmentFlag.AlignRight)
+                self.axes[side] = axis
+                self._max[side] = 0.0
+            line = QLineSeries()
+            line.setName(name)
+            line.setPen(QPen(QColor(PALETTE[i % len(PALETTE)]), 2))
+            line.setPointsVisible(False)
+            self._chart.addSeries(line)
+            line.attachAxis(self.x_axis)
+            line.attachAxis(self.axes[side])
+            self.series[name] = line
+            self._axis_of[name] = side
+        self._t_min: float | None = None
+        self._t_max: float | None = None
+
+    def clear(self) -> None:
+        for line in self.series.values():
+            line.clear()
+        for side in self._max:
+            self._max[side] = 0.0
+            self.axes[side].setRange(0, 1)
+        self._last_t.clear()
+        self._t_min = self._t_max = None
+
+    def point_count(self, name: str) -> int:
+        return self.series[name].count()
+
+    def values(self, name: str) -> list[float]:
+        return [p.y() for p in self.series[name].points()]
+
+    def append(self, name: str, t: float, value: float | None) -> None:
+        """Add one point (``t`` in epoch seconds); ``None`` (sensor missing) adds nothing."""
+        self._last_t[name] = max(t, self._last_t.get(name, t))
+        if value is None:
+            return
+        line = self.series[name]
+        line.append(QPointF(t * 1000.0, float(value)))
+        side = self._axis_of[name]
+        if value > self._max[side]:
+            self._max[side] = float(value)
+            self.axes[side].setRange(0, self._max[side] * 1.15 or 1)
+        self._t_max = t if self._t_max is None else max(self._t_max, t)
+        self._t_min = t if self._t_min is None else min(self._t_min, t)
+        if self._window_s is not None:
+            cutoff = (self._t_max - self._window_s) * 1000.0
+            drop = 0
+            while drop < line.count() and line.at(drop).x() < cutoff:
+                drop += 1
+            if drop:
+                line.removePoints(0, drop)
+            self._t_min = max(self._t_min, self._t_max - self._window_s)
+        self._update_x()
+
+    def extend(self, name: str, points: Sequence[tuple[float, float | None]]) -> None:
+        """Append only the points newer than what the series already has."""
+        last = self._last_t.get(name)
+        for t, v in points:
+            if last is None or t > last:
+                self.append(name, t, v)
+
+    def _update_x(self) -> None:
+        if self._t_min is None or self._t_max is None:
+            return
+        lo, hi = self._t_min, max(self._t_max, self._t_min + 10)
+        self.x_axis.setRange(QDateTime.fromMSecsSinceEpoch(int(lo * 1000)),
+                             QDateTime.fromMSecsSinceEpoch(int(hi * 1000)))
+        self.x_axis.setFormat("HH:mm:ss" if hi - lo < 86400 else "dd MMM HH:mm")
+
+
+class BarChart(QChartView):
+    """One bar per category (engine), optionally with several sets (e.g. prefill and decode)."""
+
+    def __init__(self, title: str, unit: str, parent: QWidget | None = None) -> None:
+        self._chart = QChart()
+        super().__init__(self._chart, parent)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.setMinimumHeight(220)
+        _style_chart(self._chart, title)
+        self._unit = unit
+        self.categories: list[str] = []
+        self.values: dict[str, list[float]] = {}
+
+    def set_data(self, categories: list[str], sets: dict[str, list[float]]) -> None:
+        chart = self._chart
+        chart.removeAllSeries()
+        for axis in chart.axes():
+            chart.removeAxis(axis)
+        self.categories = list(categories)
+        self.values = {k: list(v) for k, v in sets.items()}
+        series = QBarSeries()
+        for i, (name, vals) in enumerate(sets.items()):
+            bar = QBarSet(name)
+            bar.setColor(QColor(PALETTE[i % len(PALETTE)]))
+            bar.append([float(v) for v in vals])
+            series.append(bar)
+        series.setLabelsVisible(True)
+        series.setLabelsFormat("@value")
+        chart.addSeries(series)
+        x = QBarCategoryAxis()
+        x.append(categories)
+        y = QValueAxis()
+        y.setLabelFormat("%.0f")
+        y.setTitleText(self._unit)
+        top = max((max(v) for v in sets.values() if v), default=1.0)
+        y.setRange(0, top * 1.2 or 1)
+        chart.addAxis(x, Qt.AlignmentFlag.AlignBottom)
+        chart.addAxis(y, Qt.AlignmentFlag.AlignLeft)
+        series.attachAxis(x)
+        series.attachAxis(y)
+
+
+def copy_chart_image(view: QChartView) -> bool:
+    """Put a picture of the chart on the clipboard (for "Copy chart")."""
+    pixmap = view.grab()
+    if pixmap.isNull():
+        return False
+    QGuiApplication.clipboard().setPixmap(pixmap)
+    return True

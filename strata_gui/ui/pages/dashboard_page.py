@@ -1,0 +1,535 @@
+"""Dashboards: throughput over time (prefill and decode apart), GPU and engine over time, and the
+benchmark that compares engines on this machine and sets the model's default engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.bench.choice import Recommendation
+from strata_gui.core.bench.process_stats import ProcessSampler
+from strata_gui.core.bench.prometheus import ServerCounters
+from strata_gui.core.bench.service import DashboardService
+from strata_gui.core.bench.stats import spread
+from strata_gui.core.bench.store import BenchResult, RequestRecord
+from strata_gui.core.bench.workload import BenchConfig
+from strata_gui.core.errors import StrataError
+from strata_gui.core.progress import ProgressCallback, format_bytes
+from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
+from strata_gui.ui.widgets import PageHeader, ProgressPanel
+
+ALL = "__all__"
+GPU_METRICS = (("load", "Load %"), ("vram", "VRAM used (GB)"), ("gtt", "Shared used (GB)"),
+               ("temp", "Temperature (°C)"), ("power", "Power (W)"), ("clock", "Core clock (MHz)"))
+
+
+class TelemetrySource(Protocol):
+    """Recent GPU samples: {gpu name: {metric: [(epoch s, value or None)]}} with GPU_METRICS keys."""
+
+    def history(self) -> dict[str, dict[str, list[tuple[float, float | None]]]]: ...
+
+
+class _Filters(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = QComboBox()
+        self.engine = QComboBox()
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(QLabel(self.tr("Model")))
+        row.addWidget(self.model, 1)
+        row.addWidget(QLabel(self.tr("Engine")))
+        row.addWidget(self.engine, 1)
+
+    def fill(self, models: list[str], engines: list[str]) -> None:
+        for combo, values in ((self.model, models), (self.engine, engines)):
+            current = combo.currentData()
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItem(self.tr("All"), ALL)
+            for v in values:
+                combo.addItem(v, v)
+            idx = combo.findData(current)
+            combo.setCurrentIndex(idx if idx >= 0 else 0)
+            combo.blockSignals(False)
+
+    def value(self, combo: QComboBox) -> str | None:
+        data = combo.currentData()
+        return None if data in (None, ALL) else str(data)
+
+
+class DashboardPage(QWidget):
+    """Three tabs: Throughput, GPU & engine, Benchmark.
+
+    Args:
+        service: The Qt-free dashboard facade.
+        bridge: Runs the benchmark and metric polls.
+        telemetry: GPU history source (None: no GPU telemetry available).
+        engine_pid: The running engine's pid, or None.
+        engine_url: The running engine's base URL, or None (for ``/metrics``).
+        models: Model files offered for benchmarking.
+        choose_model: Asks the user for a GGUF file (None when cancelled).
+        save_path: Asks where to export (suggested name → path or None).
+    """
+
+    page_title = "Dashboard"
+    page_icon = "SP_FileDialogContentsView"
+
+    def __init__(
+        self,
+        service: DashboardService,
+        bridge: AsyncBridge,
+        *,
+        telemetry: TelemetrySource | None = None,
+        engine_pid: Callable[[], int | None] = lambda: None,
+        engine_url: Callable[[], str | None] = lambda: None,
+        models: Callable[[], list[Path]] = list,
+        choose_model: Callable[[], str | None] = lambda: None,
+        save_path: Callable[[str], str | None] = lambda _name: None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.page_title = self.tr("Dashboard")
+        self.service = service
+        self.bridge = bridge
+        self._telemetry = telemetry
+        self._engine_url = engine_url
+        self._models = models
+        self._choose_model = choose_model
+        self._save_path = save_path
+        self._process = ProcessSampler(engine_pid)
+        self._records: list[RequestRecord] = []
+        self._counters_task: TaskHandle | None = None
+        self.bench_task: TaskHandle | None = None
+        self.last_results: list[BenchResult] = []
+        self.last_recommendation: Recommendation | None = None
+        self.gpu_charts: dict[str, dict[str, TimeSeriesChart]] = {}
+
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._build_throughput(), self.tr("Throughput"))
+        self.tabs.addTab(self._build_gpu(), self.tr("GPU and engine"))
+        self.tabs.addTab(self._build_benchmark(), self.tr("Benchmark"))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(PageHeader(self.tr("Dashboard"),
+                                    self.tr("Prefill and decode speed of every request, GPU and engine over "
+                                            "time, and a benchmark of the engines on this machine.")))
+        layout.addWidget(self.tabs, 1)
+
+        self.timer = QTimer(self)
+        self.timer.setInterval(1000)
+        self.timer.timeout.connect(self.tick)
+        service.add_listener(self._on_request)
+
+    # -- throughput tab -----------------------------------------------------------------------------
+    def _build_throughput(self) -> QWidget:
+        w = QWidget()
+        self.filters = _Filters()
+        self.filters.model.currentIndexChanged.connect(self.reload_history)
+        self.filters.engine.currentIndexChanged.connect(self.reload_history)
+        self.throughput_chart = TimeSeriesChart(
+            self.tr("Tokens per second per request"),
+            [(self.tr("Prefill"), "left"), (self.tr("Decode"), "right")],
+            left_label=self.tr("prefill tok/s"), right_label=self.tr("decode tok/s"))
+        self.aggregates = QLabel()
+        self.aggregates.setObjectName("muted")
+        self.aggregates.setWordWrap(True)
+        self.counters_label = QLabel(self.tr("No engine running."))
+        self.counters_label.setObjectName("muted")
+        self.copy_throughput = QPushButton(self.tr("Copy chart"))
+        self.copy_throughput.clicked.connect(lambda: copy_chart_image(self.throughput_chart))
+        self.export_csv = QPushButton(self.tr("Export CSV…"))
+        self.export_csv.clicked.connect(lambda: self.export("strata-requests.csv"))
+        self.export_json = QPushButton(self.tr("Export JSON…"))
+        self.export_json.clicked.connect(lambda: self.export("strata-stats.json"))
+        self.empty_label = QLabel(self.tr("No requests yet. Chat with a model and its speed appears here."))
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setObjectName("muted")
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.counters_label, 1)
+        buttons.addWidget(self.copy_throughput)
+        buttons.addWidget(self.export_csv)
+        buttons.addWidget(self.export_json)
+        layout = QVBoxLayout(w)
+        layout.addWidget(self.filters)
+        layout.addWidget(self.aggregates)
+        layout.addWidget(self.empty_label)
+        layout.addWidget(self.throughput_chart, 1)
+        layout.addLayout(buttons)
+        return w
+
+    def reload_history(self) -> None:
+        """Re-read the history for the current filters (on show and on filter change)."""
+        self.filters.fill(self.service.store.distinct("model"), self.service.store.distinct("engine"))
+        self._records = self.service.store.requests(model=self.filters.value(self.filters.model),
+                                                    engine=self.filters.value(self.filters.engine))
+        self.throughput_chart.clear()
+        for r in self._records:
+            self._plot(r)
+        self._update_aggregates()
+
+    def _matches(self, r: RequestRecord) -> bool:
+        m, e = self.filters.value(self.filters.model), self.filters.value(self.filters.engine)
+        return (m is None or r.model == m) and (e is None or r.engine == e)
+
+    def _plot(self, r: RequestRecord) -> None:
+        self.throughput_chart.append(self.tr("Prefill"), r.at, r.prefill_tps)
+        self.throughput_chart.append(self.tr("Decode"), r.at, r.decode_tps)
+
+    def _on_request(self, r: RequestRecord) -> None:
+        if self.filters.model.findData(r.model) < 0 or self.filters.engine.findData(r.engine) < 0:
+            self.filters.fill(self.service.store.distinct("model"), self.service.store.distinct("engine"))
+        if self._matches(r):
+            self._records.append(r)
+            self._plot(r)
+            self._update_aggregates()
+
+    def _update_aggregates(self) -> None:
+        agg = self.service.store.aggregate(self._records)
+        self.empty_label.setVisible(agg.count == 0)
+
+        def f(v: float | None, unit: str, scale: float = 1.0, digits: int = 0) -> str:
+            return "n/a" if v is None else f"{v * scale:,.{digits}f} {unit}"
+
+        self.aggregates.setText(self.tr(
+            "%1 requests · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token "
+            "median %6, p90 %7").replace("%1", str(agg.count))
+            .replace("%2", f(agg.prefill_median, "tok/s")).replace("%3", f(agg.prefill_p90, "tok/s"))
+            .replace("%4", f(agg.decode_median, "tok/s", digits=1)).replace("%5", f(agg.decode_p90, "tok/s", digits=1))
+            .replace("%6", f(agg.ttft_median, "ms", 1000)).replace("%7", f(agg.ttft_p90, "ms", 1000)))
+
+    def show_counters(self, c: ServerCounters | None) -> None:
+        if c is None:
+            self.counters_label.setText(self.tr("No engine running (or it has metrics off)."))
+            return
+        self.counters_label.setText(self.tr(
+            "Engine since start: %1 prompt tokens at %2 · %3 generated at %4 · %5 busy, %6 waiting")
+            .replace("%1", f"{c.prompt_tokens or 0:,.0f}")
+            .replace("%2", f"{c.prefill_tps:,.0f} tok/s" if c.prefill_tps else "n/a")
+            .replace("%3", f"{c.predicted_tokens or 0:,.0f}")
+            .replace("%4", f"{c.decode_tps:,.1f} tok/s" if c.decode_tps else "n/a")
+            .replace("%5", f"{c.requests_processing or 0:.0f}")
+            .replace("%6", f"{c.requests_deferred or 0:.0f}"))
+
+    def export(self, suggested: str) -> Path | None:
+        target = self._save_path(suggested)
+        if not target:
+            return None
+        path = Path(target)
+        benches = self.service.store.bench_results(latest_only=False)
+        try:
+            self.service.export(path, self._records, benches)
+        except StrataError as exc:
+            self.bridge.error_occurred.emit(exc)
+            return None
+        self.counters_label.setText(self.tr("Exported to %s") % path)
+        return path
+
+    # -- GPU tab ---------------------------------------------------------------------------------------
+    def _build_gpu(self) -> QWidget:
+        body = QWidget()
+        self.gpu_layout = QVBoxLayout(body)
+        self.no_gpu_label = QLabel(self.tr(
+            "No GPU telemetry on this machine. The engine's CPU and memory are shown below."))
+        self.no_gpu_label.setObjectName("muted")
+        self.gpu_layout.addWidget(self.no_gpu_label)
+        self.engine_chart = TimeSeriesChart(
+            self.tr("Engine process"), [(self.tr("CPU %"), "left"), (self.tr("Memory (GB)"), "right")],
+            window_s=600, left_label="%", right_label="GB")
+        self.engine_label = QLabel(self.tr("No engine running."))
+        self.engine_label.setObjectName("muted")
+        self.gpu_layout.addWidget(self.engine_label)
+        self.gpu_layout.addWidget(self.engine_chart)
+        self.gpu_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(body)
+        return scroll
+
+    def _gpu_chart(self, gpu: str, metric: str, label: str) -> TimeSeriesChart:
+        charts = self.gpu_charts.get(gpu)
+        if charts is None:
+            charts = {}
+            box = QGroupBox(gpu)
+            grid = QGridLayout(box)
+            for i, (key, title) in enumerate(GPU_METRICS):
+                chart = TimeSeriesChart(self.tr(title), [(self.tr(title), "left")], window_s=600)
+                chart.setMinimumHeight(170)
+                chart._chart.legend().hide()
+                grid.addWidget(chart, i // 3, i % 3)
+                charts[key] = chart
+            self.gpu_layout.insertWidget(self.gpu_layout.count() - 3, box)
+            self.gpu_charts[gpu] = charts
+        return charts[metric]
+
+    def tick(self) -> None:
+        """One refresh (1 Hz while the page is shown): new telemetry points, engine stats, counters."""
+        if self._telemetry is not None:
+            history = self._telemetry.history()
+            self.no_gpu_label.setVisible(not history)
+            for gpu, metrics in history.items():
+                for key, title in GPU_METRICS:
+                    points = metrics.get(key)
+                    if points is None:
+                        continue
+                    chart = self._gpu_chart(gpu, key, title)
+                    chart.extend(self.tr(title), points)
+        sample = self._process.sample()
+        if sample.cpu_percent is None:
+            self.engine_label.setText(self.tr("No engine running."))
+        else:
+            self.engine_label.setText(self.tr("Engine: CPU %1 % · memory %2")
+                                      .replace("%1", f"{sample.cpu_percent:.0f}")
+                                      .replace("%2", format_bytes(sample.rss_bytes or 0)))
+            self.engine_chart.append(self.tr("CPU %"), sample.at, sample.cpu_percent)
+            self.engine_chart.append(self.tr("Memory (GB)"), sample.at, (sample.rss_bytes or 0) / 1e9)
+        if self._counters_task is None or not self._counters_task.is_running:
+            url = self._engine_url()
+            self._counters_task = self.bridge.run(lambda _p: self.service.server_counters(url),
+                                                  name="engine counters", show_errors=False)
+            self._counters_task.succeeded.connect(self.show_counters)
+
+    # -- benchmark tab ---------------------------------------------------------------------------------
+    def _build_benchmark(self) -> QWidget:
+        w = QWidget()
+        self.model_combo = QComboBox()
+        self.model_combo.setMinimumWidth(320)
+        self.browse_button = QPushButton(self.tr("Browse…"))
+        self.browse_button.clicked.connect(self._browse_model)
+        self.engine_list = QListWidget()
+        self.engine_list.setMaximumHeight(110)
+        self.prefill_spin = QSpinBox()
+        self.prefill_spin.setRange(16, 32768)
+        self.prefill_spin.setValue(512)
+        self.gen_spin = QSpinBox()
+        self.gen_spin.setRange(8, 8192)
+        self.gen_spin.setValue(128)
+        self.reps_spin = QSpinBox()
+        self.reps_spin.setRange(1, 20)
+        self.reps_spin.setValue(3)
+        self.run_button = QPushButton(self.tr("Benchmark this model"))
+        self.run_button.setDefault(True)
+        self.run_button.clicked.connect(self.start_benchmark)
+        self.progress = ProgressPanel()
+        self.results_table = QTableWidget(0, 5)
+        self.results_table.setHorizontalHeaderLabels([self.tr("Engine"), self.tr("Backend"),
+                                                      self.tr("Prefill tok/s"), self.tr("Decode tok/s"),
+                                                      self.tr("Status")])
+        self.results_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.results_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.results_table.verticalHeader().hide()
+        self.results_table.setMaximumHeight(150)
+        self.prefill_bars = BarChart(self.tr("Prefill (median)"), self.tr("tokens/s"))
+        self.decode_bars = BarChart(self.tr("Decode (median)"), self.tr("tokens/s"))
+        self.recommendation_label = QLabel()
+        self.recommendation_label.setWordWrap(True)
+        self.warnings_label = QLabel()
+        self.warnings_label.setWordWrap(True)
+        self.warnings_label.setObjectName("muted")
+        self.choice_label = QLabel()
+        self.choice_label.setObjectName("muted")
+        self.use_button = QPushButton(self.tr("Always use this engine for the model"))
+        self.use_button.clicked.connect(self.pin_recommended)
+        self.auto_button = QPushButton(self.tr("Choose automatically"))
+        self.auto_button.clicked.connect(self.set_automatic)
+        self.copy_bars = QPushButton(self.tr("Copy chart"))
+        self.copy_bars.clicked.connect(lambda: copy_chart_image(self.decode_bars))
+
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model_combo, 1)
+        model_row.addWidget(self.browse_button)
+        form = QFormLayout()
+        form.addRow(self.tr("Model"), model_row)
+        form.addRow(self.tr("Engines"), self.engine_list)
+        sizes = QHBoxLayout()
+        for label, spin in ((self.tr("Prompt tokens"), self.prefill_spin), (self.tr("Generated tokens"), self.gen_spin),
+                            (self.tr("Repetitions"), self.reps_spin)):
+            sizes.addWidget(QLabel(label))
+            sizes.addWidget(spin)
+        sizes.addStretch(1)
+        sizes.addWidget(self.run_button)
+        form.addRow(self.tr("Workload"), sizes)
+        bars = QHBoxLayout()
+        bars.addWidget(self.prefill_bars)
+        bars.addWidget(self.decode_bars)
+        choice = QHBoxLayout()
+        choice.addWidget(self.choice_label, 1)
+        choice.addWidget(self.copy_bars)
+        choice.addWidget(self.auto_button)
+        choice.addWidget(self.use_button)
+        layout = QVBoxLayout(w)
+        layout.addLayout(form)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.results_table)
+        layout.addLayout(bars, 1)
+        layout.addWidget(self.recommendation_label)
+        layout.addWidget(self.warnings_label)
+        layout.addLayout(choice)
+        self.model_combo.currentIndexChanged.connect(self._show_saved)
+        return w
+
+    def refresh_choices(self) -> None:
+        current = self.model_combo.currentData()
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        for path in self._models():
+            self.model_combo.addItem(path.name, str(path))
+        if current and self.model_combo.findData(current) < 0:
+            self.model_combo.addItem(Path(current).name, current)
+        idx = self.model_combo.findData(current)
+        self.model_combo.setCurrentIndex(idx if idx >= 0 else 0)
+        self.model_combo.blockSignals(False)
+        checked = {self.engine_list.item(i).data(Qt.ItemDataRole.UserRole).id
+                   for i in range(self.engine_list.count())
+                   if self.engine_list.item(i).checkState() == Qt.CheckState.Checked}
+        self.engine_list.clear()
+        for spec in self.service.installed_engines():
+            item = QListWidgetItem(f"{spec.label} ({spec.backend})")
+            item.setData(Qt.ItemDataRole.UserRole, spec)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if not checked or spec.id in checked else Qt.CheckState.Unchecked)
+            self.engine_list.addItem(item)
+        if self.engine_list.count() == 0:
+            self.engine_list.addItem(self.tr("No working engine installed — install one on the Engines page."))
+        self._update_run_enabled()
+        self._show_saved()
+
+    def _update_run_enabled(self) -> None:
+        running = self.bench_task is not None and self.bench_task.is_running
+        self.run_button.setEnabled(not running and self.model_combo.count() > 0 and bool(self.selected_engines()))
+
+    def selected_engines(self) -> list[EngineSpec]:
+        out = []
+        for i in range(self.engine_list.count()):
+            item = self.engine_list.item(i)
+            spec = item.data(Qt.ItemDataRole.UserRole)
+            if isinstance(spec, EngineSpec) and item.checkState() == Qt.CheckState.Checked:
+                out.append(spec)
+        return out
+
+    def _browse_model(self) -> None:
+        chosen = self._choose_model()
+        if chosen:
+            if self.model_combo.findData(chosen) < 0:
+                self.model_combo.addItem(Path(chosen).name, chosen)
+            self.model_combo.setCurrentIndex(self.model_combo.findData(chosen))
+            self._update_run_enabled()
+
+    def current_model(self) -> Path | None:
+        data = self.model_combo.currentData()
+        return Path(data) if data else None
+
+    def start_benchmark(self) -> TaskHandle | None:
+        model = self.current_model()
+        engines = self.selected_engines()
+        if model is None or not engines:
+            return None
+        config = BenchConfig(self.prefill_spin.value(), self.gen_spin.value(), self.reps_spin.value())
+
+        def make(on_progress: ProgressCallback):  # type: ignore[no-untyped-def]
+            return self.service.run_benchmark(model, engines, config, on_progress)
+
+        self.bench_task = self.bridge.run(make, name=f"Benchmark {model.name}")
+        self.progress.attach(self.bench_task, self.tr("Benchmarking %s") % model.name)
+        self.bench_task.succeeded.connect(lambda res: self.show_results(*res))
+        self.bench_task.finished.connect(self._update_run_enabled)
+        self._update_run_enabled()
+        return self.bench_task
+
+    def _show_saved(self) -> None:
+        model = self.current_model()
+        if model is None:
+            return
+        results, rec = self.service.saved_results(model.name)
+        self.show_results(results, rec)
+
+    def show_results(self, results: list[BenchResult], rec: Recommendation) -> None:
+        self.last_results, self.last_recommendation = results, rec
+        self.results_table.setRowCount(len(results))
+
+        def fmt(values: list[float], med: float | None, digits: int) -> str:
+            if med is None:
+                return "—"
+            s = spread(values)
+            return f"{med:,.{digits}f}" + (f" ± {s * 100:.0f} %" if s is not None else "")
+
+        for row, r in enumerate(results):
+            cells = [r.engine, r.backend, fmt(r.prefill_tps, r.prefill_median, 0),
+                     fmt(r.decode_tps, r.decode_median, 1), self.tr("ok") if r.ok else (r.error or self.tr("failed"))]
+            for col, text in enumerate(cells):
+                self.results_table.setItem(row, col, QTableWidgetItem(text))
+        ok = [r for r in results if r.ok]
+        self.prefill_bars.set_data([r.engine for r in ok], {self.tr("Prefill"): [r.prefill_median or 0 for r in ok]})
+        self.decode_bars.set_data([r.engine for r in ok], {self.tr("Decode"): [r.decode_median or 0 for r in ok]})
+        if results:
+            self.recommendation_label.setText(
+                (self.tr("Fastest here: %s. ") % rec.engine if rec.engine else "") + rec.reason)
+        else:
+            self.recommendation_label.setText(self.tr("No benchmark for this model on this machine yet."))
+        self.warnings_label.setText("\n".join("⚠ " + w for w in rec.warnings))
+        self.use_button.setEnabled(rec.engine is not None)
+        self._show_choice()
+
+    def _show_choice(self) -> None:
+        model = self.current_model()
+        choice = self.service.default_engine(model.name) if model else None
+        if choice is None:
+            self.choice_label.setText(self.tr("Default engine: from the engine plan (not measured yet)."))
+        elif choice.source == "user":
+            self.choice_label.setText(self.tr("Default engine: %s (chosen by you).") % choice.engine)
+        else:
+            self.choice_label.setText(self.tr("Default engine: %s (automatic, from the benchmark).") % choice.engine)
+
+    def pin_recommended(self) -> None:
+        model = self.current_model()
+        if model and self.last_recommendation and self.last_recommendation.engine:
+            self.service.pin_engine(model.name, self.last_recommendation.engine)
+            self._show_choice()
+
+    def set_automatic(self) -> None:
+        model = self.current_model()
+        if model:
+            self.service.automatic_engine(model.name)
+            self._show_choice()
+
+    # -- page life cycle ---------------------------------------------------------------------------------
+    def on_shown(self) -> None:
+        self.reload_history()
+        self.refresh_choices()
+        self.tick()
+        self.timer.start()
+
+    def hideEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+        self.timer.stop()
+        super().hideEvent(event)
+
+    def stop(self) -> None:
+        self.timer.stop()
+        if self.bench_task is not None:
+            self.bench_task.cancel()

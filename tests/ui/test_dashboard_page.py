@@ -1,0 +1,132 @@
+"""The Dashboard page with real parts: SQLite history, a real benchmark on the CPU engine, charts."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from pytestqt.qtbot import QtBot
+
+from strata_gui.core.bench.process_stats import RingSeries
+from strata_gui.core.bench.service import DashboardService
+from strata_gui.core.bench.store import MetricsStore
+from strata_gui.core.bench.workload import Benchmark
+from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor
+from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.pages.dashboard_page import DashboardPage
+from tests.support.engines import TestEngines
+
+
+class Telemetry:
+    """GPU history as the GPU sampler keeps it (ring buffers of captured values)."""
+
+    def __init__(self) -> None:
+        self.series = {k: RingSeries(60) for k in ("load", "vram", "temp", "power", "clock")}
+
+    def history(self) -> dict[str, dict[str, list[tuple[float, float | None]]]]:
+        return {"Radeon RX 7900 XTX (gfx1100)": {k: s.points() for k, s in self.series.items()}}
+
+
+@pytest.fixture
+def env(tmp_path: Path, qasync_loop: asyncio.AbstractEventLoop, test_engines: TestEngines):
+    http = httpx.AsyncClient()
+    store = MetricsStore(tmp_path / "strata.sqlite3")
+
+    def factory(engine: EngineSpec, model: Path, settings: ServerSettings) -> ServerSupervisor:
+        return ServerSupervisor(engine, model, settings, http=http, ready_timeout=120)
+
+    cpu = EngineSpec("cpu-b11434", "CPU", "cpu", test_engines.cpu_server)
+    service = DashboardService(store, Benchmark(http, factory, store), http, engines=lambda: [cpu],
+                               gpu_label=lambda: "CPU", clock=iter(range(1_800_000_000, 1_900_000_000)).__next__)
+    yield service
+    qasync_loop.run_until_complete(http.aclose())
+    store.close()
+
+
+def test_requests_appear_filtered_with_aggregates_and_export(qtbot: QtBot, env: DashboardService,
+                                                            tmp_path: Path) -> None:
+    saved: list[str] = []
+    target = tmp_path / "export.csv"
+    page = DashboardPage(env, AsyncBridge(), save_path=lambda name: (saved.append(name), str(target))[1])
+    qtbot.addWidget(page)
+    page.reload_history()
+    assert page.empty_label.isVisibleTo(page)
+    for i in range(6):
+        env.record(model="a.gguf" if i % 2 else "b.gguf", engine="cpu", backend="cpu",
+                   prefill_tps=1000.0 + i, decode_tps=50.0 + i, ttft_s=0.02, prompt_tokens=10, output_tokens=20)
+    # Live: new requests are plotted as they arrive, prefill and decode as separate series.
+    assert page.throughput_chart.values("Prefill") == [1000.0, 1001.0, 1002.0, 1003.0, 1004.0, 1005.0]
+    assert page.throughput_chart.values("Decode") == [50.0, 51.0, 52.0, 53.0, 54.0, 55.0]
+    assert "6 requests" in page.aggregates.text()
+    page.filters.model.setCurrentIndex(page.filters.model.findData("a.gguf"))
+    assert page.throughput_chart.values("Decode") == [51.0, 53.0, 55.0]
+    assert "3 requests" in page.aggregates.text() and "decode median 53.0 tok/s" in page.aggregates.text()
+    page.export_csv.click()
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert [float(r["decode_tps"]) for r in rows] == [51.0, 53.0, 55.0]
+    # History survives a restart: a new page on the same database shows it.
+    page2 = DashboardPage(env, AsyncBridge())
+    qtbot.addWidget(page2)
+    page2.reload_history()
+    assert len(page2.throughput_chart.values("Prefill")) == 6
+
+
+def test_gpu_and_engine_charts_append_only_new_samples(qtbot: QtBot, env: DashboardService) -> None:
+    tele = Telemetry()
+    page = DashboardPage(env, AsyncBridge(), telemetry=tele)
+    qtbot.addWidget(page)
+    t0 = 1_800_000_000.0
+    for i in range(5):
+        tele.series["load"].append(t0 + i, 10.0 * i)
+        tele.series["temp"].append(t0 + i, None)  # missing sensor: a gap, never a zero
+    page.tick()
+    charts = page.gpu_charts["Radeon RX 7900 XTX (gfx1100)"]
+    assert charts["load"].values("Load %") == [0.0, 10.0, 20.0, 30.0, 40.0]
+    assert charts["temp"].values("Temperature (°C)") == []
+    tele.series["load"].append(t0 + 5, 55.0)
+    page.tick()
+    assert charts["load"].values("Load %") == [0.0, 10.0, 20.0, 30.0, 40.0, 55.0]
+    assert not page.no_gpu_label.isVisibleTo(page)
+    for _ in range(3):
+        qtbot.wait(10)
+    page.stop()
+
+
+@pytest.mark.engine
+def test_benchmark_from_the_page_sets_the_default_engine(
+    qtbot: QtBot, env: DashboardService, test_model: Path, qasync_loop: asyncio.AbstractEventLoop
+) -> None:
+    page = DashboardPage(env, AsyncBridge(), models=lambda: [test_model])
+    qtbot.addWidget(page)
+    page.refresh_choices()
+    assert page.current_model() == test_model
+    assert [s.id for s in page.selected_engines()] == ["cpu-b11434"]
+    page.prefill_spin.setValue(64)
+    page.gen_spin.setValue(16)
+    page.reps_spin.setValue(2)
+    assert page.run_button.isEnabled()
+    page.run_button.click()
+    handle = page.bench_task
+    assert handle is not None and not page.run_button.isEnabled()
+    qasync_loop.run_until_complete(handle.wait())
+    assert handle.error is None, handle.error
+    assert page.results_table.rowCount() == 1
+    assert page.results_table.item(0, 4).text() == "ok"
+    assert page.decode_bars.categories == ["cpu-b11434"] and page.decode_bars.values["Decode"][0] > 0
+    assert "cpu-b11434" in page.recommendation_label.text()
+    assert "automatic, from the benchmark" in page.choice_label.text()
+    page.use_button.click()
+    assert "chosen by you" in page.choice_label.text()
+    assert env.default_engine(test_model.name).source == "user"  # type: ignore[union-attr]
+    page.auto_button.click()
+    assert "automatic" in page.choice_label.text()
+    # JSON export carries the benchmark too.
+    out = Path(env.store.path).with_name("stats.json")
+    env.export(out, [], env.store.bench_results())
+    assert json.loads(out.read_text())["benchmarks"][0]["engine"] == "cpu-b11434"
