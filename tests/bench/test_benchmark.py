@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from pathlib import Path
 
@@ -126,3 +127,20 @@ def test_cancel_stops_the_engine_and_saves_nothing_unfinished(
         assert store.bench_results() == []
     finally:
         store.close()
+
+
+@pytest.mark.engine
+def test_cli_bench_prints_json_and_saves(test_engines: TestEngines, test_model: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from strata_gui.cli import main
+
+    rc = main(["bench", "--model", str(test_model), "--engines", "none", "--engine", str(test_engines.cpu_dir),
+               "--prefill", "32", "--gen", "8", "--reps", "2", "--json"])
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["recommended"] == test_engines.cpu_dir.name
+    [res] = data["results"]
+    assert res["prefill_tokens"] == 32 and len(res["decode_tps"]) == 2 and res["decode_median"] > 0
+    # Saved in the user's database: a second CLI run on a missing model fails clearly instead.
+    assert main(["bench", "--model", str(test_model.with_name("nope.gguf"))]) == 1
+    assert "Model file not found" in capsys.readouterr().err
