@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,7 @@ from strata_gui.core.models.gguf_meta import GGUFMetadata, read_local
 from strata_gui.core.models.hub import HubClient, ModelDetail, QuantEntry, SearchPage
 from strata_gui.core.models.library import LibraryEntry, ModelLibrary
 from strata_gui.core.progress import ProgressCallback
+from strata_gui.core.settings import Settings
 
 OFFLINE_HINT = "Turn off offline mode in Settings to search and download; the library still works."
 
@@ -205,3 +206,56 @@ class ModelService:
         """Stop the worker threads (waits for a running scan). Safe to call twice."""
         self._executor.shutdown(wait=True, cancel_futures=True)
 
+
+
+def default_hub_cache(environ: Mapping[str, str]) -> Path:
+    """huggingface_hub's cache folder for this environment (HF_HUB_CACHE, else HF_HOME/hub)."""
+    if environ.get("HF_HUB_CACHE"):
+        return Path(environ["HF_HUB_CACHE"]).expanduser()
+    return hf_home(environ) / "hub"
+
+
+def hf_home(environ: Mapping[str, str]) -> Path:
+    if environ.get("HF_HOME"):
+        return Path(environ["HF_HOME"]).expanduser()
+    xdg = environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "huggingface"
+
+
+def build_model_service(
+    settings: Settings,
+    data_dir: Path,
+    client: httpx.AsyncClient,
+    environ: Mapping[str, str],
+    memory_target: Callable[[], MemoryTarget] | None = None,
+) -> ModelService:
+    """Wire a ModelService from Settings the way the app and the CLI both need it.
+
+    Args:
+        settings: hub_endpoint, hf_cache_dir, model_dirs, offline, context_size and the memory
+            fallback/budget (used until a detected GPU's figures are passed as ``memory_target``).
+        data_dir: Strata's data folder (the download queue lives there).
+        client: Shared async HTTP client.
+        environ: Environment (HF_HOME, HF_HUB_CACHE, HF_TOKEN, HF_TOKEN_PATH).
+        memory_target: The GPU memory to judge fits against.
+    """
+    import psutil
+
+    cache = Path(settings.hf_cache_dir).expanduser() if settings.hf_cache_dir else default_hub_cache(environ)
+    token_file = Path(environ["HF_TOKEN_PATH"]) if environ.get("HF_TOKEN_PATH") else hf_home(environ) / "token"
+
+    def from_settings() -> MemoryTarget:
+        return MemoryTarget.from_settings(settings.fallback_gpu_memory_mb, settings.memory_budget_mb)
+
+    return ModelService(
+        client=client,
+        endpoint=settings.hub_endpoint,
+        cache_dir=cache,
+        queue_file=data_dir / "downloads.json",
+        token_store=TokenStore(token_file, dict(environ)),
+        model_dirs=[Path(d).expanduser() for d in settings.model_dirs],
+        memory_target=memory_target or from_settings,
+        ram_bytes=int(psutil.virtual_memory().total),
+        offline=settings.offline,
+        context_size=settings.context_size or 4096,
+    )

@@ -1,0 +1,256 @@
+"""`strata models search|info|pull|list|rm|inspect`: the model browser, headless.
+
+Offline mode (Settings.offline) keeps ``list``, ``rm`` and ``inspect`` working; the hub
+commands then explain how to go online.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from strata_gui.core.errors import ModelError
+from strata_gui.core.models.fit import MemoryTarget
+from strata_gui.core.models.gguf_meta import format_params, metadata_summary
+from strata_gui.core.models.hub import SORTS
+from strata_gui.core.models.library import LibraryEntry
+from strata_gui.core.models.service import FitReport, ModelService, build_model_service
+from strata_gui.core.progress import Progress, format_bytes
+from strata_gui.core.services import Services
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("models", help="search the hub, download GGUF models, manage the local library")
+    msub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+
+    s = msub.add_parser("search", help="search GGUF models on the hub")
+    s.add_argument("query", nargs="?", default="", help="free text (empty: most downloaded)")
+    s.add_argument("--sort", choices=sorted(SORTS), default="downloads")
+    s.add_argument("--limit", type=int, default=20, help="number of results (default 20)")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+
+    i = msub.add_parser("info", help="files of a repo grouped by quant, with fit verdicts")
+    i.add_argument("repo", help="repo id, e.g. bartowski/Qwen2.5-7B-Instruct-GGUF")
+    i.add_argument("--ctx", type=int, default=0, help="context size to judge fits at (default: Settings)")
+    i.add_argument("--card", action="store_true", help="also print the model card")
+    i.add_argument("--json", action="store_true", help="machine-readable output")
+
+    pl = msub.add_parser("pull", help="download a quant into the hub cache (resumes an interrupted one)")
+    pl.add_argument("repo")
+    pl.add_argument("quant", nargs="?", default="", help="quant label (Q4_K_M ...) or file name; default: the best fit")
+    pl.add_argument("--json", action="store_true", help="machine-readable output")
+
+    ls = msub.add_parser("list", help="models in the hub cache, your folders and opened files")
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+
+    rm = msub.add_parser("rm", help="delete a local model (all parts of a split set)")
+    rm.add_argument("model", help="path or file name as `strata models list` shows it")
+    rm.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    rm.add_argument("--json", action="store_true", help="machine-readable output")
+
+    ins = msub.add_parser("inspect", help="read a GGUF file's header")
+    ins.add_argument("file", type=Path)
+    ins.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def _memory_target(services: Services) -> MemoryTarget:
+    s = services.settings
+    return MemoryTarget.from_settings(s.fallback_gpu_memory_mb, s.memory_budget_mb)
+
+
+async def run(args: argparse.Namespace, services: Services) -> int:
+    existing: ModelService | None = getattr(services, "models", None)
+    if existing is not None:
+        return await _dispatch(args, existing)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(30, connect=10)) as client:
+        svc = build_model_service(services.settings, services.paths.data_dir, client, services.environ)
+        try:
+            return await _dispatch(args, svc)
+        finally:
+            await svc.aclose()
+
+
+async def _dispatch(args: argparse.Namespace, svc: ModelService) -> int:
+    handlers = {"search": _search, "info": _info, "pull": _pull, "list": _list, "rm": _rm, "inspect": _inspect}
+    return await handlers[args.models_command](args, svc)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+async def _search(args: argparse.Namespace, svc: ModelService) -> int:
+    items = []
+    next_url: str | None = None
+    while len(items) < args.limit:
+        page = await svc.search(args.query, args.sort, next_url)
+        items.extend(page.items)
+        next_url = page.next_url
+        if next_url is None:
+            break
+    items = items[: args.limit]
+    if args.json:
+        _print_json([i.to_json() for i in items])
+        return 0
+    if not items:
+        print("No GGUF models found.")
+        return 0
+    print(f"{'REPO':<56} {'DOWNLOADS':>10} {'LIKES':>6} {'PARAMS':>7}  UPDATED")
+    for i in items:
+        updated = i.last_modified.date().isoformat() if i.last_modified else ""
+        params = format_params(i.params) if i.params else ""
+        print(f"{i.repo_id:<56} {i.downloads:>10} {i.likes:>6} {params:>7}  {updated}")
+    return 0
+
+
+def _report_json(report: FitReport) -> dict[str, Any]:
+    return {
+        "target": {"name": report.target.name, "usable_bytes": report.target.usable_bytes},
+        "n_ctx": report.n_ctx, "architecture": report.architecture, "trained_context": report.trained_context,
+        "note": report.note or None,
+        "quants": [
+            {**f.entry.to_json(), "default": f.is_default,
+             "verdict": f.estimate.describe() if f.estimate else None,
+             "gpu_layers": f.estimate.gpu_layers if f.estimate else None,
+             "max_context": f.estimate.max_context if f.estimate else None,
+             "memory_bytes": f.estimate.total_bytes if f.estimate else None}
+            for f in report.fits
+        ],
+    }
+
+
+async def _info(args: argparse.Namespace, svc: ModelService) -> int:
+    detail = await svc.detail(args.repo)
+    report = await svc.fit_report(detail, args.ctx or None)
+    if args.json:
+        _print_json({**detail.to_json(), "fit": _report_json(report), "card": detail.card if args.card else None})
+        return 0
+    print(f"{detail.repo_id}  ({detail.downloads} downloads, {detail.likes} likes{', gated' if detail.gated else ''})")
+    if report.architecture:
+        print(f"architecture {report.architecture}, trained context {report.trained_context}")
+    gb = report.target.usable_bytes / 1e9
+    print(f"fit for {report.target.name} ({gb:.1f} GB usable) at context {report.n_ctx}:")
+    if report.note:
+        print(f"  note: {report.note}")
+    for f in report.fits:
+        mark = "*" if f.is_default else " "
+        verdict = f.estimate.describe() if f.estimate else "unknown"
+        ctx = f"max ctx {f.estimate.max_context}" if f.estimate and f.estimate.max_context else ""
+        print(f" {mark} {f.entry.label:<10} {format_bytes(f.entry.size):>10}  {verdict:<34} {ctx}  {f.entry.name}")
+    if report.default:
+        print("* default pick")
+    if args.card and detail.card:
+        print()
+        print(detail.card)
+    return 0
+
+
+async def _pull(args: argparse.Namespace, svc: ModelService) -> int:
+    detail = await svc.detail(args.repo)
+    if not detail.quants:
+        raise ModelError(f"{args.repo} has no GGUF files.", hint="Pick a repository whose name ends in -GGUF.")
+    wanted = args.quant.strip()
+    if wanted:
+        matches = [q for q in detail.quants
+                   if q.label.upper() == wanted.upper() or q.name == wanted or q.first.path == wanted]
+        if not matches:
+            labels = ", ".join(q.label for q in detail.quants)
+            raise ModelError(f"{args.repo} has no quant '{wanted}'.", hint=f"Available: {labels}")
+        quant = matches[0]
+    else:
+        report = await svc.fit_report(detail)
+        quant = report.default.entry if report.default else min(detail.quants, key=lambda q: q.size)
+    job = svc.enqueue(detail, quant)
+    interactive = sys.stderr.isatty()
+
+    def show(p: Progress) -> None:
+        if interactive:
+            print(f"\r{p.describe():<100}", end="", file=sys.stderr, flush=True)
+
+    paths = await svc.download(job, show)
+    if interactive:
+        print(file=sys.stderr)
+    if args.json:
+        _print_json({"repo_id": detail.repo_id, "label": quant.label, "files": [str(p) for p in paths], "size": quant.size})
+    else:
+        print(f"downloaded {quant.label} ({format_bytes(quant.size)}) to {paths[0]}")
+    return 0
+
+
+async def _list(args: argparse.Namespace, svc: ModelService) -> int:
+    entries = await svc.scan_library()
+    if args.json:
+        _print_json([e.to_json() for e in entries])
+        return 0
+    if not entries:
+        print(f"No models yet. Download one with `strata models pull REPO`, or add a folder in Settings. "
+              f"(hub cache: {svc.cache_dir})")
+        return 0
+    for e in entries:
+        if e.broken:
+            print(f"BROKEN  {e.path}\n        {e.error}")
+            continue
+        chat = "chat template" if e.has_chat_template else "no chat template"
+        print(f"{e.display_name}\n        {e.architecture} {e.params_text} {e.quant}, ctx {e.context_length}, "
+              f"{format_bytes(e.size)}, {chat}, {e.source}{' ' + e.repo_id if e.repo_id else ''}\n        {e.path}")
+    return 0
+
+
+def _find(entries: list[LibraryEntry], key: str) -> list[LibraryEntry]:
+    path = Path(key).expanduser()
+    return [e for e in entries if e.path == path or str(e.path) == key or e.path.name == key
+            or any(f == path for f in e.files)]
+
+
+async def _rm(args: argparse.Namespace, svc: ModelService) -> int:
+    matches = _find(await svc.scan_library(), args.model)
+    if not matches:
+        raise ModelError(f"No local model matches '{args.model}'.", hint="See `strata models list` for names and paths.")
+    if len(matches) > 1:
+        raise ModelError(f"'{args.model}' matches {len(matches)} models.", hint="Pass the full path instead.")
+    entry = matches[0]
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise ModelError("Deleting needs confirmation.", hint="Run with --yes to delete without asking.")
+        answer = input(f"Delete {entry.display_name} ({format_bytes(entry.size)})? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("kept")
+            return 1
+    freed = await svc.delete(entry)
+    if args.json:
+        _print_json({"deleted": str(entry.path), "freed_bytes": freed})
+    else:
+        print(f"deleted {entry.display_name}, freed {format_bytes(freed)}")
+    return 0
+
+
+async def _inspect(args: argparse.Namespace, svc: ModelService) -> int:
+    meta = await svc.inspect(args.file)
+    entry = await svc.open_file(args.file)
+    estimate = svc.fit_for_local(entry, meta)
+    if args.json:
+        _print_json({
+            "file": str(args.file), "architecture": meta.architecture, "name": meta.name, "quant": meta.quant,
+            "params": entry.params, "context_length": meta.context_length, "layers": meta.block_count,
+            "kv_heads": meta.kv_heads_per_layer, "key_length": meta.key_length, "value_length": meta.value_length,
+            "chat_template": meta.has_chat_template, "size": entry.size, "tensors": len(meta.tensors),
+            "fit": {"verdict": estimate.describe(), "max_context": estimate.max_context, "n_ctx": estimate.n_ctx},
+            "metadata": metadata_summary(meta, drop=("tokenizer.chat_template",)),
+        })
+        return 0
+    print(f"{args.file.name}: {meta.name or ''}")
+    print(f"  architecture   {meta.architecture}")
+    print(f"  parameters     {entry.params_text} ({entry.params})")
+    print(f"  quant          {meta.quant or 'unknown'}")
+    print(f"  context        {meta.context_length}")
+    print(f"  layers         {meta.block_count}, KV heads {meta.kv_heads_per_layer[:1]}..., head dims {meta.key_length}/{meta.value_length}")
+    print(f"  chat template  {'yes' if meta.has_chat_template else 'no'}")
+    print(f"  size           {format_bytes(entry.size)} in {len(entry.files)} file(s)")
+    print(f"  fit            {estimate.describe()} at context {estimate.n_ctx} (largest context that fits: {estimate.max_context})")
+    return 0
