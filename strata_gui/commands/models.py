@@ -7,6 +7,7 @@ commands then explain how to go online.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -158,7 +159,7 @@ async def _pull(args: argparse.Namespace, svc: ModelService) -> int:
     wanted = args.quant.strip()
     if wanted:
         matches = [q for q in detail.quants
-                   if q.label.upper() == wanted.upper() or q.name == wanted or q.first.path == wanted]
+                   if q.label.upper() == wanted.upper() or wanted in (q.name, q.first.path)]
         if not matches:
             labels = ", ".join(q.label for q in detail.quants)
             raise ModelError(f"{args.repo} has no quant '{wanted}'.", hint=f"Available: {labels}")
@@ -218,7 +219,8 @@ async def _rm(args: argparse.Namespace, svc: ModelService) -> int:
     if not args.yes:
         if not sys.stdin.isatty():
             raise ModelError("Deleting needs confirmation.", hint="Run with --yes to delete without asking.")
-        answer = input(f"Delete {entry.display_name} ({format_bytes(entry.size)})? [y/N] ")
+        prompt = f"Delete {entry.display_name} ({format_bytes(entry.size)})? [y/N] "
+        answer = await asyncio.get_running_loop().run_in_executor(None, input, prompt)
         if answer.strip().lower() not in ("y", "yes"):
             print("kept")
             return 1
