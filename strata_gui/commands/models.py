@@ -18,7 +18,7 @@ import httpx
 from strata_gui.core.errors import ModelError
 from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.gguf_meta import format_params, metadata_summary
-from strata_gui.core.models.hub import SORTS
+from strata_gui.core.models.hub import SORTS, RepoSummary
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.models.service import FitReport, ModelService, build_model_service
 from strata_gui.core.progress import Progress, format_bytes
@@ -87,7 +87,7 @@ def _print_json(data: Any) -> None:
 
 
 async def _search(args: argparse.Namespace, svc: ModelService) -> int:
-    items = []
+    items: list[RepoSummary] = []
     next_url: str | None = None
     while len(items) < args.limit:
         page = await svc.search(args.query, args.sort, next_url)
