@@ -1,0 +1,419 @@
+"""Engines page: the plan with its reasons, installed engines with their state, and actions.
+
+Everything long (listing releases, downloads, probes) runs through the bridge with a progress
+bar and Cancel; the page only shows what the core's :class:`EngineService` reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtGui import QBrush, QPalette
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QInputDialog,
+    QLabel,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.engines import (
+    Candidate,
+    EnginePlan,
+    EngineService,
+    GpuTarget,
+    InstalledEngine,
+    SetupOutcome,
+)
+from strata_gui.core.progress import ProgressCallback, format_bytes
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.widgets import PageHeader, ProgressPanel
+
+_STATE_TEXT = {"works": "Works", "no_device": "No device", "failed": "Failed"}
+
+
+def _section(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("sectionTitle")
+    font = label.font()
+    font.setBold(True)
+    font.setPointSizeF(font.pointSizeF() * 1.1)
+    label.setFont(font)
+    return label
+
+
+class EnginesPage(QWidget):
+    """Plan, install, probe, pin and remove llama.cpp engines.
+
+    Args:
+        engine_service: The core engines facade.
+        bridge: Runs core coroutines and reports their errors.
+    """
+
+    page_title = "Engines"
+    page_icon = "SP_DriveNetIcon"
+
+    def __init__(self, engine_service: EngineService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.page_title = self.tr("Engines")
+        self._service = engine_service
+        self._bridge = bridge
+        self._gpus: list[GpuTarget] = engine_service.gpus_from_settings()
+        self.plan: EnginePlan | None = None
+        self.last_handle: TaskHandle | None = None
+        self._updates: dict[str, Candidate] = {}
+        self._running = False
+        # Rows refer to these lists by index: Python objects are not stored in Qt item data.
+        self._plan_rows: list[Candidate] = []
+        self._engine_rows: list[InstalledEngine] = []
+
+        header = PageHeader(self.tr("Engines"), self.tr(
+            "The llama.cpp builds Strata runs models with. Strata picks the fastest one that really "
+            "works on this machine: ROCm for your GPU's family, then Vulkan, then the processor."))
+        self.gpu_label = QLabel()
+        self.gpu_label.setObjectName("muted")
+        self.setup_button = QPushButton(self.tr("Set up automatically"))
+        self.setup_button.setToolTip(self.tr("Install and test the planned engines in order until one works"))
+        self.setup_button.clicked.connect(self.setup_automatically)
+        self.refresh_button = QPushButton(self.tr("Refresh plan"))
+        self.refresh_button.clicked.connect(self.refresh_plan)
+        tools = QHBoxLayout()
+        tools.addWidget(self.gpu_label, 1)
+        tools.addWidget(self.refresh_button)
+        tools.addWidget(self.setup_button)
+
+        self.progress = ProgressPanel()
+        self.notes = QLabel()
+        self.notes.setObjectName("muted")
+        self.notes.setWordWrap(True)
+        self.notes.hide()
+
+        self.plan_tree = QTreeWidget()
+        self.plan_tree.setHeaderLabels([self.tr("Order"), self.tr("Backend"), self.tr("Build"), self.tr("Why")])
+        self.plan_tree.setRootIsDecorated(False)
+        self.plan_tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.plan_tree.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.plan_tree.itemSelectionChanged.connect(self._sync_buttons)
+        self.plan_empty = QLabel(self.tr("No plan yet. Press “Refresh plan” to read the available releases."))
+        self.plan_empty.setObjectName("muted")
+        self.install_button = QPushButton(self.tr("Install selected"))
+        self.install_button.clicked.connect(self.install_selected)
+        plan_actions = QHBoxLayout()
+        plan_actions.addStretch(1)
+        plan_actions.addWidget(self.install_button)
+
+        self.installed_tree = QTreeWidget()
+        self.installed_tree.setHeaderLabels([self.tr("Engine"), self.tr("Backend"), self.tr("Version"),
+                                             self.tr("State"), self.tr("Tuning table")])
+        self.installed_tree.setRootIsDecorated(False)
+        self.installed_tree.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.installed_tree.itemSelectionChanged.connect(self._sync_buttons)
+        self.installed_empty = QLabel(self.tr(
+            "No engines installed. “Set up automatically” installs the best one for this machine, "
+            "or “Add local build…” registers a llama-server you built yourself."))
+        self.installed_empty.setObjectName("muted")
+        self.installed_empty.setWordWrap(True)
+        self.probe_button = QPushButton(self.tr("Test"))
+        self.probe_button.setToolTip(self.tr("Run the engine's device check with its launch environment"))
+        self.probe_button.clicked.connect(self.probe_selected)
+        self.pin_button = QPushButton(self.tr("Always use"))
+        self.pin_button.clicked.connect(self.toggle_pin)
+        self.update_button = QPushButton(self.tr("Update"))
+        self.update_button.clicked.connect(self.update_selected)
+        self.remove_button = QPushButton(self.tr("Remove"))
+        self.remove_button.clicked.connect(self.remove_selected)
+        self.add_local_button = QPushButton(self.tr("Add local build…"))
+        self.add_local_button.clicked.connect(self._ask_local_folder)
+        self.gc_button = QPushButton(self.tr("Remove old versions"))
+        self.gc_button.clicked.connect(self.garbage_collect)
+        inst_actions = QHBoxLayout()
+        inst_actions.addWidget(self.add_local_button)
+        inst_actions.addWidget(self.gc_button)
+        inst_actions.addStretch(1)
+        for b in (self.probe_button, self.pin_button, self.update_button, self.remove_button):
+            inst_actions.addWidget(b)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(24, 20, 24, 20)
+        layout.setSpacing(10)
+        layout.addWidget(header)
+        layout.addLayout(tools)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.notes)
+        layout.addWidget(_section(self.tr("Plan for this machine")))
+        layout.addWidget(self.plan_empty)
+        layout.addWidget(self.plan_tree, 2)
+        layout.addLayout(plan_actions)
+        layout.addWidget(_section(self.tr("Installed engines")))
+        layout.addWidget(self.installed_empty)
+        layout.addWidget(self.installed_tree, 2)
+        layout.addLayout(inst_actions)
+        self._show_gpus()
+        self.refresh_installed()
+
+    # -- inputs -------------------------------------------------------------------------
+    def set_gpus(self, gpus: Sequence[GpuTarget]) -> None:
+        """Plan for these GPUs (the composition root calls this after GPU detection)."""
+        self._gpus = list(gpus)
+        self._show_gpus()
+
+    def on_shown(self) -> None:
+        self.refresh_installed()
+        if self.plan is None and not self._busy():
+            self.refresh_plan()
+
+    def _show_gpus(self) -> None:
+        if self._gpus:
+            text = ", ".join(f"{g.name} ({g.label()})" if g.name != g.label() else g.label() for g in self._gpus)
+            self.gpu_label.setText(self.tr("Planning for: {gpus}").format(gpus=text))
+        else:
+            self.gpu_label.setText(self.tr("No AMD GPU known: planning for the processor. "
+                                           "Set a gfx target in Settings to plan for a GPU."))
+
+    @property
+    def _gpu(self) -> GpuTarget | None:
+        return self._gpus[0] if self._gpus else None
+
+    def _busy(self) -> bool:
+        return self._running
+
+    def _start(self, make: Any, name: str, on_done: Any) -> TaskHandle | None:
+        if self._busy():
+            return None
+        handle = self._bridge.run(make, name=name)
+        self.last_handle = handle
+        self._running = True
+        self.progress.attach(handle, name)
+        handle.succeeded.connect(on_done)
+        handle.finished.connect(self._after_task)
+        self._sync_buttons()
+        return handle
+
+    def _after_task(self) -> None:
+        self._running = False
+        self.refresh_installed()
+        self._sync_buttons()
+
+    # -- plan ---------------------------------------------------------------------------
+    def refresh_plan(self) -> TaskHandle | None:
+        gpus = list(self._gpus)
+
+        async def work(_p: ProgressCallback) -> EnginePlan:
+            return await self._service.plan(gpus)
+
+        return self._start(work, self.tr("Reading releases"), self._show_plan)
+
+    def _show_plan(self, plan: EnginePlan) -> None:
+        self.plan = plan
+        self.plan_tree.clear()
+        self._plan_rows = list(plan.candidates)
+        muted = self.palette().brush(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
+        n = 0
+        for cand in plan.candidates:
+            if cand.included:
+                n += 1
+                build = cand.asset.name if cand.asset else ""
+                if cand.asset and cand.asset.size:
+                    build += f"  ({format_bytes(cand.asset.size)})"
+                item = QTreeWidgetItem([str(n), cand.backend.upper(), build, cand.reason])
+            else:
+                item = QTreeWidgetItem(["–", cand.backend.upper(), self.tr("not used"), cand.reason])
+                for col in range(4):
+                    item.setForeground(col, QBrush(muted))
+            item.setToolTip(3, cand.reason)
+            self.plan_tree.addTopLevelItem(item)
+        for col in range(3):
+            self.plan_tree.resizeColumnToContents(col)
+        self.plan_empty.setVisible(not plan.candidates)
+        self.notes.setText("\n".join(plan.notes))
+        self.notes.setVisible(bool(plan.notes))
+        self._updates = {e.id: c for e, c in self._service.updates(plan)}
+        self.refresh_installed()
+
+    def selected_candidate(self) -> Candidate | None:
+        items = self.plan_tree.selectedItems()
+        if not items:
+            return None
+        row = self.plan_tree.indexOfTopLevelItem(items[0])
+        cand = self._plan_rows[row] if 0 <= row < len(self._plan_rows) else None
+        return cand if cand is not None and cand.included else None
+
+    def select_candidate(self, backend: str) -> bool:
+        """Select the first included candidate of ``backend`` (keyboard-free selection for tests/tours)."""
+        for i, cand in enumerate(self._plan_rows):
+            if cand.included and cand.backend == backend:
+                self.plan_tree.setCurrentItem(self.plan_tree.topLevelItem(i))
+                return True
+        return False
+
+    def install_selected(self) -> TaskHandle | None:
+        cand = self.selected_candidate()
+        if cand is None:
+            return None
+        gpu = self._gpu
+
+        async def work(p: ProgressCallback) -> InstalledEngine:
+            engine = await self._service.install(cand, p, gpu)
+            await self._service.probe(engine, gpu)
+            return engine
+
+        return self._start(work, self.tr("Installing {name}").format(name=cand.asset.name if cand.asset else ""),
+                           lambda _e: None)
+
+    def setup_automatically(self) -> TaskHandle | None:
+        gpus = list(self._gpus)
+
+        async def work(p: ProgressCallback) -> SetupOutcome:
+            return await self._service.setup(gpus, p)
+
+        return self._start(work, self.tr("Setting up the best engine"), self._show_outcome)
+
+    def _show_outcome(self, outcome: SetupOutcome) -> None:
+        self._show_plan(outcome.plan)
+        lines = list(outcome.notices)
+        if outcome.chosen is not None:
+            lines.append(self.tr("Using {engine}.").format(engine=outcome.chosen.id))
+        else:
+            lines.append(self.tr("No engine works on this machine; see the states below."))
+        self.notes.setText("\n".join(lines))
+        self.notes.show()
+
+    # -- installed ----------------------------------------------------------------------
+    def refresh_installed(self) -> None:
+        selected = self.selected_engine()
+        keep = selected.id if selected else None
+        self.installed_tree.clear()
+        engines = self._service.installed()
+        self._engine_rows = engines
+        for e in engines:
+            probe = self._service.last_probe(e.id)
+            if probe is None:
+                state = self.tr("Not tested yet")
+            else:
+                state = f"{self.tr(_STATE_TEXT.get(probe.verdict, probe.verdict))}: {probe.message}"
+            name = e.id + (self.tr("  (always used)") if e.id == self._service.settings.pinned_engine else "")
+            if e.id in self._updates:
+                name += self.tr("  · update {tag} available").format(tag=self._updates[e.id].tag)
+            item = QTreeWidgetItem([name, e.backend.upper(), e.tag, state, self._tuning_text(e)])
+            item.setToolTip(3, probe.details[-1500:] if probe and probe.details else state)
+            self.installed_tree.addTopLevelItem(item)
+            if e.id == keep:
+                self.installed_tree.setCurrentItem(item)
+        for col in range(3):
+            self.installed_tree.resizeColumnToContents(col)
+        self.installed_empty.setVisible(not engines)
+        self._sync_buttons()
+
+    def _tuning_text(self, engine: InstalledEngine) -> str:
+        if engine.backend != "rocm":
+            return self.tr("not used by this backend")
+        if engine.tuning is None:
+            return self.tr("none for this build")
+        _env, notices = self._service.launch_env(engine, self._gpu)
+        rejected = [n for n in notices if "tuning table" in n]
+        return rejected[0] if rejected else self.tr("valid: prefill uses tuned kernels")
+
+    def selected_engine(self) -> InstalledEngine | None:
+        items = self.installed_tree.selectedItems()
+        if not items:
+            return None
+        row = self.installed_tree.indexOfTopLevelItem(items[0])
+        return self._engine_rows[row] if 0 <= row < len(self._engine_rows) else None
+
+    def select_engine(self, engine_id: str) -> bool:
+        for i, e in enumerate(self._engine_rows):
+            if e.id == engine_id:
+                self.installed_tree.setCurrentItem(self.installed_tree.topLevelItem(i))
+                return True
+        return False
+
+    def probe_selected(self) -> TaskHandle | None:
+        engine = self.selected_engine()
+        engines = [engine] if engine else self._service.installed()
+        gpu = self._gpu
+
+        async def work(_p: ProgressCallback) -> None:
+            for e in engines:
+                await self._service.probe(e, gpu)
+
+        return self._start(work, self.tr("Testing engines"), lambda _r: None)
+
+    def toggle_pin(self) -> None:
+        engine = self.selected_engine()
+        if engine is None:
+            return
+        pinned = self._service.settings.pinned_engine == engine.id
+        self._service.pin(None if pinned else engine.id)
+        self.refresh_installed()
+
+    def remove_selected(self) -> None:
+        engine = self.selected_engine()
+        if engine is not None:
+            self._service.remove(engine.id)
+            self.refresh_installed()
+
+    def update_selected(self) -> TaskHandle | None:
+        engine = self.selected_engine()
+        cand = self._updates.get(engine.id) if engine else None
+        if cand is None:
+            return None
+        gpu = self._gpu
+
+        async def work(p: ProgressCallback) -> InstalledEngine:
+            new = await self._service.install(cand, p, gpu)
+            await self._service.probe(new, gpu)
+            return new
+
+        def done(_e: object) -> None:
+            self._updates.pop(engine.id if engine else "", None)
+
+        return self._start(work, self.tr("Updating {engine}").format(engine=engine.id if engine else ""), done)
+
+    def garbage_collect(self) -> list[str]:
+        removed = self._service.garbage_collect()
+        self.notes.setText(self.tr("Removed: {ids}").format(ids=", ".join(removed)) if removed
+                           else self.tr("No old versions to remove."))
+        self.notes.show()
+        self.refresh_installed()
+        return removed
+
+    def _ask_local_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, self.tr("Folder holding llama-server"))
+        if not folder:
+            return
+        backends = ["rocm", "vulkan", "cpu"]
+        backend, ok = QInputDialog.getItem(self, self.tr("Add local build"), self.tr("This build's backend:"),
+                                           backends, 0, False)
+        if ok:
+            self.add_local_folder(Path(folder), backend)
+
+    def add_local_folder(self, folder: Path, backend: str) -> TaskHandle | None:
+        gpu = self._gpu
+
+        async def work(_p: ProgressCallback) -> object:
+            return await self._service.add_local(folder, backend, gpu)
+
+        return self._start(work, self.tr("Testing {folder}").format(folder=folder.name), lambda _r: None)
+
+    def _sync_buttons(self) -> None:
+        busy = self._busy()
+        engine = self.selected_engine()
+        self.install_button.setEnabled(not busy and self.selected_candidate() is not None)
+        self.setup_button.setEnabled(not busy)
+        self.refresh_button.setEnabled(not busy)
+        self.add_local_button.setEnabled(not busy)
+        for b in (self.probe_button,):
+            b.setEnabled(not busy and bool(self._service.installed()))
+        for b in (self.pin_button, self.remove_button):
+            b.setEnabled(not busy and engine is not None)
+        self.update_button.setEnabled(not busy and engine is not None and engine.id in self._updates)
+        pinned = engine is not None and self._service.settings.pinned_engine == engine.id
+        self.pin_button.setText(self.tr("Choose automatically") if pinned else self.tr("Always use"))

@@ -1,0 +1,102 @@
+"""The Engines page on real widgets (offscreen) against the fake GitHub and the real builds."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from strata_gui.core.engines import GpuTarget
+from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.pages.engines_page import EnginesPage
+from tests.engines.conftest import Harness
+from tests.support.engines import TestEngines
+
+SHOTS = Path("/tmp/strata-shots")
+
+
+@pytest.fixture
+def page(qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop,
+         harness: Harness) -> Iterator[EnginesPage]:
+    http = httpx.AsyncClient(follow_redirects=True, timeout=30)
+    svc = harness.service(http)
+    bridge = AsyncBridge()
+    p = EnginesPage(svc, bridge)
+    qtbot.addWidget(p)
+    p.set_gpus([GpuTarget("AMD Radeon RX 7900 XTX", 0x744C, "gfx1100")])
+    p.resize(1000, 760)
+    p.show()
+    yield p
+    qasync_loop.run_until_complete(bridge.shutdown())
+    qasync_loop.run_until_complete(http.aclose())
+
+
+def _wait(loop: asyncio.AbstractEventLoop, page: EnginesPage) -> None:
+    assert page.last_handle is not None
+    loop.run_until_complete(page.last_handle.wait())
+
+
+def test_empty_state_then_plan_with_reasons(page: EnginesPage, qasync_loop: asyncio.AbstractEventLoop) -> None:
+    assert page.installed_empty.isVisibleTo(page)
+    assert "Set up automatically" in page.installed_empty.text()
+    assert "gfx1100" in page.gpu_label.text()
+    page.on_shown()
+    _wait(qasync_loop, page)
+    rows = [[page.plan_tree.topLevelItem(i).text(c) for c in range(4)] for i in range(page.plan_tree.topLevelItemCount())]
+    assert [r[1] for r in rows] == ["ROCM", "VULKAN", "CPU"]
+    assert rows[0][3].startswith("gfx1100 → family gfx110X")
+    assert not page.install_button.isEnabled()
+    assert page.select_candidate("cpu") and page.install_button.isEnabled()
+
+
+@pytest.mark.engine
+@pytest.mark.vulkan
+def test_setup_shows_rocm_unusable_and_vulkan_chosen(page: EnginesPage, qasync_loop: asyncio.AbstractEventLoop,
+                                                     test_engines: TestEngines) -> None:
+    page.setup_automatically()
+    assert page.progress.isVisibleTo(page) and page.progress.cancel_button.isEnabled()
+    _wait(qasync_loop, page)
+    states = {page.installed_tree.topLevelItem(i).text(0): page.installed_tree.topLevelItem(i).text(3)
+              for i in range(page.installed_tree.topLevelItemCount())}
+    assert states["lemonade-rocm-gfx110X-b1011"].startswith("No device: sees no ROCm device")
+    assert states["upstream-vulkan-all-b7601"].startswith("Works: sees Vulkan0 llvmpipe")
+    assert "Using upstream-vulkan-all-b7601." in page.notes.text()
+    assert not page.progress.isVisibleTo(page)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert page.grab().save(str(SHOTS / "engines-page.png"))
+    # pin, then remove through the page
+    assert page.select_engine("upstream-vulkan-all-b7601")
+    page.toggle_pin()
+    assert "(always used)" in page.installed_tree.currentItem().text(0)
+    assert page.pin_button.text() == "Choose automatically"
+    page.remove_selected()
+    assert page.installed_tree.topLevelItemCount() == 1
+
+
+def test_cancel_install_leaves_only_the_resumable_part(page: EnginesPage, qasync_loop: asyncio.AbstractEventLoop,
+                                                       harness: Harness) -> None:
+    page.refresh_plan()
+    _wait(qasync_loop, page)
+    assert page.select_candidate("vulkan")
+    handle = page.install_selected()
+    assert handle is not None
+    cancelled: list[bool] = []
+    handle.cancelled.connect(lambda: cancelled.append(True))
+
+    def cancel_once_bytes_flow(p: object) -> None:
+        if getattr(p, "unit", "") == "bytes" and getattr(p, "done", 0) > 0:
+            page.progress.cancel()
+
+    handle.progress.connect(cancel_once_bytes_flow)
+    _wait(qasync_loop, page)
+    assert cancelled == [True] and handle.was_cancelled
+    engines = harness.root / "engines"
+    assert not engines.exists() or list(engines.iterdir()) == []
+    parts = [p.name for p in (harness.root / "downloads").iterdir()]
+    assert parts == ["llama-b7601-bin-ubuntu-vulkan-x64.tar.gz.part"]
+    assert page.installed_empty.isVisibleTo(page) and page.setup_button.isEnabled()
