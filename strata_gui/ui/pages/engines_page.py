@@ -249,8 +249,9 @@ class EnginesPage(QWidget):
     def select_candidate(self, backend: str) -> bool:
         """Select the first included candidate of ``backend`` (keyboard-free selection for tests/tours)."""
         for i, cand in enumerate(self._plan_rows):
-            if cand.included and cand.backend == backend:
-                self.plan_tree.setCurrentItem(self.plan_tree.topLevelItem(i))
+            item = self.plan_tree.topLevelItem(i)
+            if cand.included and cand.backend == backend and item is not None:
+                self.plan_tree.setCurrentItem(item)
                 return True
         return False
 
@@ -330,8 +331,9 @@ class EnginesPage(QWidget):
 
     def select_engine(self, engine_id: str) -> bool:
         for i, e in enumerate(self._engine_rows):
-            if e.id == engine_id:
-                self.installed_tree.setCurrentItem(self.installed_tree.topLevelItem(i))
+            item = self.installed_tree.topLevelItem(i)
+            if e.id == engine_id and item is not None:
+                self.installed_tree.setCurrentItem(item)
                 return True
         return False
 
