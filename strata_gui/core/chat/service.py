@@ -113,6 +113,7 @@ class ChatService:
         self._client: ChatClient | None = None
         self._served_ok = False
         self._start_lock = asyncio.Lock()
+        self._stale = False  # model or plan changed since the engine started
         self.last_outcome: Outcome | None = None
 
     # -- configuration --------------------------------------------------------------------------
@@ -134,9 +135,12 @@ class ChatService:
         """Engines to try, best first. Takes effect at the next engine start."""
         self.plan = list(plan)
         self._engine_index = 0
+        self._stale = True
 
     def set_model(self, model: Path) -> None:
-        """The GGUF to chat with. Takes effect at the next engine start (see :meth:`restart`)."""
+        """The GGUF to chat with. A running engine is restarted with it at the next request."""
+        if model != self.model:
+            self._stale = True
         self.model = model
 
     @property
@@ -171,8 +175,9 @@ class ChatService:
         """Start the engine if it is not running (falling back along the plan); return its client."""
         async with self._start_lock:
             sup = self._supervisor
-            if sup is not None and sup.state is ServerState.READY and self._client is not None:
+            if sup is not None and sup.state is ServerState.READY and self._client is not None and not self._stale:
                 return self._client
+            self._stale = False
             if sup is not None:
                 await sup.stop()
             if self.model is None:
@@ -185,6 +190,7 @@ class ChatService:
                 sup = self._factory(spec, self.model, ServerSettings.from_settings(self.settings))
                 sup.add_listener(functools.partial(self._on_state, sup))
                 self._supervisor, self._client = sup, None
+                self._engine_index = index  # before start: listeners of READY see which engine it is
                 try:
                     base = await sup.start(on_progress)
                 except ServerError:

@@ -161,7 +161,12 @@ class ChatClient:
                     raise _http_error(resp)
                 data_lines: list[str] = []
                 done = False
+                failure: ServerError | ChatError | None = None
+                # The body is always read to its end (never ``break``): leaving httpx's async
+                # generators suspended makes their clean-up run outside the loop under qasync.
                 async for line in resp.aiter_lines():
+                    if done or failure is not None:
+                        continue
                     if line.startswith(":"):
                         continue  # comment / keep-alive ping
                     if line.startswith("data:"):
@@ -173,8 +178,12 @@ class ChatClient:
                     data_lines = []
                     if payload.strip() == "[DONE]":
                         done = True
-                        break
-                    chunk = _parse_chunk(payload)
+                        continue
+                    try:
+                        chunk = _parse_chunk(payload)
+                    except (ServerError, ChatError) as exc:
+                        failure = exc
+                        continue
                     text = _apply_chunk(chunk, stats, timings, usage)
                     if text:
                         if stats.ttft_s is None:
@@ -182,6 +191,8 @@ class ChatClient:
                         pieces.append(text)
                         if on_delta is not None:
                             on_delta(text)
+                if failure is not None:
+                    raise failure
                 if not done and stats.finish_reason is None:
                     raise ServerError("The engine stopped answering in the middle of the reply.",
                                       hint="The engine probably crashed; the partial reply was kept.")

@@ -1,0 +1,1 @@
+"""Widgets of the chat page: message bubbles with Markdown and code blocks, input, settings."""

@@ -1,0 +1,95 @@
+"""Per-conversation system prompt and sampling settings."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QPlainTextEdit,
+    QSpinBox,
+    QWidget,
+)
+
+from strata_gui.core.runtime.client import SamplingParams
+
+
+def _double(lo: float, hi: float, step: float) -> QDoubleSpinBox:
+    box = QDoubleSpinBox()
+    box.setRange(lo - step, hi)  # the value below the range means "engine default"
+    box.setSingleStep(step)
+    box.setDecimals(2)
+    box.setSpecialValueText("default")
+    box.setValue(box.minimum())
+    return box
+
+
+def _int(lo: int, hi: int) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(lo - 1, hi)
+    box.setSpecialValueText("default")
+    box.setValue(box.minimum())
+    return box
+
+
+class ConversationSettingsPanel(QGroupBox):
+    """Edits a conversation's system prompt and sampling; emits ``changed`` when edited.
+
+    A spin box at its lowest value shows "default" and leaves the engine's default in place.
+    """
+
+    changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTitle(self.tr("Conversation settings"))
+        self.system_prompt = QPlainTextEdit()
+        self.system_prompt.setPlaceholderText(self.tr("System prompt (optional): how the assistant should behave"))
+        self.system_prompt.setMaximumHeight(70)
+        self.temperature = _double(0.0, 2.0, 0.05)
+        self.top_p = _double(0.0, 1.0, 0.05)
+        self.top_k = _int(0, 500)
+        self.min_p = _double(0.0, 1.0, 0.01)
+        self.max_tokens = _int(1, 131072)
+        self.seed = _int(0, 2**31 - 1)
+        form = QFormLayout(self)
+        form.addRow(self.tr("System prompt"), self.system_prompt)
+        form.addRow(self.tr("Temperature"), self.temperature)
+        form.addRow(self.tr("Top-p"), self.top_p)
+        form.addRow(self.tr("Top-k"), self.top_k)
+        form.addRow(self.tr("Min-p"), self.min_p)
+        form.addRow(self.tr("Max tokens"), self.max_tokens)
+        form.addRow(self.tr("Seed"), self.seed)
+        self._loading = False
+        for box in (self.temperature, self.top_p, self.top_k, self.min_p, self.max_tokens, self.seed):
+            box.valueChanged.connect(self._emit)
+        self.system_prompt.textChanged.connect(self._emit)
+
+    def _emit(self) -> None:
+        if not self._loading:
+            self.changed.emit()
+
+    def load(self, system_prompt: str, sampling: SamplingParams) -> None:
+        self._loading = True
+        try:
+            self.system_prompt.setPlainText(system_prompt)
+            for box, value in ((self.temperature, sampling.temperature), (self.top_p, sampling.top_p),
+                               (self.top_k, sampling.top_k), (self.min_p, sampling.min_p),
+                               (self.max_tokens, sampling.max_tokens), (self.seed, sampling.seed)):
+                box.setValue(box.minimum() if value is None else value)  # type: ignore[arg-type]
+        finally:
+            self._loading = False
+
+    def sampling(self) -> SamplingParams:
+        def val(box: QDoubleSpinBox | QSpinBox) -> float | int | None:
+            return None if box.value() == box.minimum() else box.value()
+
+        def ival(box: QSpinBox) -> int | None:
+            return None if box.value() == box.minimum() else int(box.value())
+
+        t, p, m = val(self.temperature), val(self.top_p), val(self.min_p)
+        return SamplingParams(
+            temperature=float(t) if t is not None else None, top_p=float(p) if p is not None else None,
+            top_k=ival(self.top_k), min_p=float(m) if m is not None else None,
+            max_tokens=ival(self.max_tokens), seed=ival(self.seed))

@@ -1,0 +1,553 @@
+"""Chat page: conversations on the left; the model, engine state and messages on the right.
+
+Streaming stays smooth at hundreds of tokens per second: each piece is appended to its message
+widget's text, and a ~30 Hz timer re-renders only the messages that grew (and within them only
+the Markdown segments that changed). Long conversations open on their last page of messages;
+earlier pages load on demand.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.chat.service import (
+    ChatEvent,
+    ChatService,
+    EngineStatus,
+    MessageAdded,
+    MessageDelta,
+    MessageUpdated,
+    Notice,
+)
+from strata_gui.core.chat.store import STREAMING, Message
+from strata_gui.core.errors import StrataError
+from strata_gui.core.runtime.engine import spec_from_folder
+from strata_gui.core.runtime.supervisor import ServerState
+from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
+from strata_gui.ui.chat.input_box import ChatInput
+from strata_gui.ui.chat.message_widget import MessageWidget
+from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
+from strata_gui.ui.widgets import NoticeBanner
+
+PAGE_SIZE = 60
+RENDER_INTERVAL_MS = 33  # ~30 Hz
+
+
+class ChatPage(QWidget):
+    """Chat with a local model.
+
+    Args:
+        chat_service: Conversations, the managed engine and fallback (core).
+        bridge: Runs replies and engine starts; reports their errors.
+    """
+
+    page_title = "Chat"
+    page_icon = "SP_MessageBoxQuestion"
+
+    def __init__(self, chat_service: ChatService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.page_title = self.tr("Chat")
+        self._service = chat_service
+        self._bridge = bridge
+        self.conversation_id: int | None = None
+        self.message_widgets: dict[int, MessageWidget] = {}
+        self.reply_handle: TaskHandle | None = None
+        self.engine_handle: TaskHandle | None = None
+        self.editing_message_id: int | None = None
+        self._dirty: set[int] = set()
+        self._notice_details = ""
+        self._stick_to_bottom = True
+        self._loaded_all = True
+        self._render_timer = QTimer(self)
+        self._render_timer.setInterval(RENDER_INTERVAL_MS)
+        self._render_timer.timeout.connect(self._flush_renders)
+        self._build()
+        listener = self._on_event
+        chat_service.subscribe(listener)
+        self.destroyed.connect(functools.partial(chat_service.unsubscribe, listener))
+        self._show_model()
+        self._show_engine_state(chat_service.engine_state, "")
+
+    # -- layout ----------------------------------------------------------------------------------
+    def _build(self) -> None:
+        # Sidebar: search, new, list, rename/delete.
+        self.search = QLineEdit()
+        self.search.setPlaceholderText(self.tr("Search conversations"))
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self.refresh_conversations)
+        self.new_button = QPushButton(self.tr("New chat"))
+        self.new_button.clicked.connect(self.new_conversation)
+        self.conversation_list = QListWidget()
+        self.conversation_list.currentItemChanged.connect(self._on_conversation_selected)
+        self.rename_button = QPushButton(self.tr("Rename"))
+        self.rename_button.clicked.connect(self._ask_rename)
+        self.delete_button = QPushButton(self.tr("Delete"))
+        self.delete_button.clicked.connect(self._ask_delete)
+        sidebar = QWidget()
+        side = QVBoxLayout(sidebar)
+        side.setContentsMargins(0, 0, 8, 0)
+        side.addWidget(self.new_button)
+        side.addWidget(self.search)
+        side.addWidget(self.conversation_list, 1)
+        row = QHBoxLayout()
+        row.addWidget(self.rename_button)
+        row.addWidget(self.delete_button)
+        side.addLayout(row)
+
+        # Header: model, engine state, actions.
+        self.model_label = QLabel()
+        self.model_label.setObjectName("pageTitle")
+        self.model_button = QPushButton(self.tr("Choose model…"))
+        self.model_button.clicked.connect(self.choose_model)
+        self.engine_button = QPushButton(self.tr("Engine folder…"))
+        self.engine_button.setToolTip(self.tr("Choose the folder of an installed llama.cpp engine"))
+        self.engine_button.clicked.connect(self.choose_engine_folder)
+        self.engine_state = QLabel()
+        self.engine_state.setObjectName("muted")
+        self.engine_state.setWordWrap(True)
+        self.engine_state.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.retry_button = QPushButton()
+        self.retry_button.clicked.connect(self.retry_preferred_engine)
+        self.retry_button.hide()
+        self.settings_toggle = QToolButton()
+        self.settings_toggle.setText(self.tr("Settings"))
+        self.settings_toggle.setCheckable(True)
+        self.load_bar = QProgressBar()
+        self.load_bar.setRange(0, 0)
+        self.load_bar.setTextVisible(False)
+        self.load_bar.setFixedHeight(6)
+        self.load_bar.hide()
+        head = QHBoxLayout()
+        title_col = QVBoxLayout()
+        title_col.setSpacing(2)
+        title_col.addWidget(self.model_label)
+        title_col.addWidget(self.engine_state)
+        head.addLayout(title_col, 1)
+        head.addWidget(self.retry_button)
+        head.addWidget(self.model_button)
+        head.addWidget(self.engine_button)
+        head.addWidget(self.settings_toggle)
+
+        self.notice = NoticeBanner()
+        self.notice.details_requested.connect(self._show_notice_details)
+        self.settings_panel = ConversationSettingsPanel()
+        self.settings_panel.hide()
+        self.settings_panel.changed.connect(self._save_conversation_settings)
+        self.settings_toggle.toggled.connect(self.settings_panel.setVisible)
+
+        # Messages: a scroll area holding the loaded page of messages.
+        self.earlier_button = QPushButton(self.tr("Show earlier messages"))
+        self.earlier_button.clicked.connect(self.load_earlier)
+        self.earlier_button.hide()
+        self.messages_box = QWidget()
+        self.messages_layout = QVBoxLayout(self.messages_box)
+        self.messages_layout.setSpacing(10)
+        self.messages_layout.addWidget(self.earlier_button)
+        self.messages_layout.addStretch(1)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area.setWidget(self.messages_box)
+        bar = self.scroll_area.verticalScrollBar()
+        bar.rangeChanged.connect(self._keep_at_bottom)
+        bar.valueChanged.connect(self._track_bottom)
+        self.empty_state = QLabel(self.tr(
+            "<h3>Start a conversation</h3><p>Choose a model (a .gguf file) above, then type a message below.<br>"
+            "Strata starts the engine for you and switches to another engine if one fails.</p>"))
+        self.empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_state.setObjectName("muted")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.empty_state)
+        self.stack.addWidget(self.scroll_area)
+
+        # Input row.
+        self.edit_hint = QLabel()
+        self.edit_hint.setObjectName("muted")
+        self.edit_hint.hide()
+        self.input = ChatInput()
+        self.input.submitted.connect(self.send_text)
+        self.send_button = QPushButton(self.tr("Send"))
+        self.send_button.setDefault(True)
+        self.send_button.clicked.connect(lambda: self.send_text(self.input.toPlainText()))
+        self.stop_button = QPushButton(self.tr("Stop"))
+        self.stop_button.clicked.connect(self.stop)
+        self.stop_button.hide()
+        self.context_meter = QProgressBar()
+        self.context_meter.setFixedHeight(14)
+        self.context_meter.setToolTip(self.tr("Context used by this conversation / context size"))
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.stop_button)
+        buttons.addStretch(1)
+        input_row = QHBoxLayout()
+        input_row.addWidget(self.input, 1)
+        input_row.addLayout(buttons)
+
+        main = QWidget()
+        right = QVBoxLayout(main)
+        right.setContentsMargins(8, 0, 0, 0)
+        right.addLayout(head)
+        right.addWidget(self.load_bar)
+        right.addWidget(self.notice)
+        right.addWidget(self.settings_panel)
+        right.addWidget(self.stack, 1)
+        right.addWidget(self.edit_hint)
+        right.addLayout(input_row)
+        right.addWidget(self.context_meter)
+
+        splitter = QSplitter()
+        splitter.addWidget(sidebar)
+        splitter.addWidget(main)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([220, 700])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 12, 16, 12)
+        layout.addWidget(splitter)
+        self._update_meter()
+
+    # -- navigation ------------------------------------------------------------------------------
+    def on_shown(self) -> None:
+        self.refresh_conversations()
+        if self.conversation_id is None and self.conversation_list.count():
+            self.conversation_list.setCurrentRow(0)
+        self.input.setFocus()
+
+    def refresh_conversations(self) -> None:
+        current = self.conversation_id
+        self.conversation_list.blockSignals(True)
+        self.conversation_list.clear()
+        for conv in self._service.store.conversations(self.search.text()):
+            item = QListWidgetItem(conv.title)
+            item.setData(Qt.ItemDataRole.UserRole, conv.id)
+            item.setToolTip(conv.title)
+            self.conversation_list.addItem(item)
+            if conv.id == current:
+                self.conversation_list.setCurrentItem(item)
+        self.conversation_list.blockSignals(False)
+        has = self.conversation_id is not None
+        self.rename_button.setEnabled(has)
+        self.delete_button.setEnabled(has)
+
+    def _on_conversation_selected(self, item: QListWidgetItem | None, _prev: QListWidgetItem | None) -> None:
+        if item is not None:
+            self.open_conversation(int(item.data(Qt.ItemDataRole.UserRole)))
+
+    def new_conversation(self) -> int:
+        conv = self._service.new_conversation()
+        self.open_conversation(conv.id)
+        self.refresh_conversations()
+        self.input.setFocus()
+        return conv.id
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        self._service.store.rename(conversation_id, title)
+        self.refresh_conversations()
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        self._service.store.delete_conversation(conversation_id)
+        if conversation_id == self.conversation_id:
+            self.conversation_id = None
+            self._clear_messages()
+            self.stack.setCurrentWidget(self.empty_state)
+        self.refresh_conversations()
+
+    def _ask_rename(self) -> None:
+        if self.conversation_id is None:
+            return
+        conv = self._service.store.conversation(self.conversation_id)
+        title, ok = QInputDialog.getText(self, self.tr("Rename conversation"), self.tr("Title:"),
+                                         text=conv.title if conv else "")
+        if ok and title.strip():
+            self.rename_conversation(self.conversation_id, title)
+
+    def _ask_delete(self) -> None:
+        if self.conversation_id is None:
+            return
+        answer = QMessageBox.question(self, self.tr("Delete conversation"),
+                                      self.tr("Delete this conversation and all its messages?"))
+        if answer == QMessageBox.StandardButton.Yes:
+            self.delete_conversation(self.conversation_id)
+
+    # -- messages --------------------------------------------------------------------------------
+    def open_conversation(self, conversation_id: int) -> None:
+        conv = self._service.store.conversation(conversation_id)
+        if conv is None:
+            return
+        self.conversation_id = conversation_id
+        self._cancel_edit()
+        self._clear_messages()
+        page = self._service.store.messages(conversation_id, limit=PAGE_SIZE)
+        self._loaded_all = len(page) < PAGE_SIZE or self._service.store.count_messages(conversation_id) == len(page)
+        for msg in page:
+            self._add_widget(msg)
+        self.earlier_button.setVisible(not self._loaded_all)
+        self.settings_panel.load(conv.system_prompt, conv.sampling)
+        self.stack.setCurrentWidget(self.scroll_area)
+        self._stick_to_bottom = True
+        self._update_actions()
+        self._update_meter()
+        self.rename_button.setEnabled(True)
+        self.delete_button.setEnabled(True)
+
+    def load_earlier(self) -> None:
+        """Load the previous page of messages above the ones shown."""
+        if self.conversation_id is None or not self.message_widgets:
+            return
+        first = min(self.message_widgets)
+        page = self._service.store.messages(self.conversation_id, limit=PAGE_SIZE, before_id=first)
+        for offset, msg in enumerate(page):
+            self._add_widget(msg, index=1 + offset)
+        self._loaded_all = len(page) < PAGE_SIZE
+        self.earlier_button.setVisible(not self._loaded_all)
+
+    def _clear_messages(self) -> None:
+        for w in self.message_widgets.values():
+            self.messages_layout.removeWidget(w)
+            w.deleteLater()
+        self.message_widgets.clear()
+        self._dirty.clear()
+
+    def _add_widget(self, msg: Message, index: int | None = None) -> MessageWidget:
+        w = MessageWidget(msg, self.messages_box)
+        w.edit_requested.connect(self.begin_edit)
+        w.regenerate_requested.connect(lambda _id: self.regenerate())
+        position = self.messages_layout.count() - 1 if index is None else index  # before the stretch
+        self.messages_layout.insertWidget(position, w)
+        self.message_widgets[msg.id] = w
+        return w
+
+    def _update_actions(self) -> None:
+        busy = self.is_busy
+        last_assistant = max((i for i, w in self.message_widgets.items() if w.message.role == "assistant"),
+                             default=None)
+        for i, w in self.message_widgets.items():
+            w.regenerate_button.setVisible(i == last_assistant and not busy)
+            w.edit_button.setEnabled(not busy)
+        self.send_button.setVisible(not busy)
+        self.stop_button.setVisible(busy)
+
+    # -- sending -----------------------------------------------------------------------------------
+    @property
+    def is_busy(self) -> bool:
+        return self.reply_handle is not None and self.reply_handle.is_running
+
+    def send_text(self, text: str) -> TaskHandle | None:
+        """Send ``text`` (or resend an edited message) in the open conversation."""
+        if self.is_busy or not text.strip():
+            return None
+        if self.conversation_id is None:
+            self.new_conversation()
+        assert self.conversation_id is not None
+        conv_id, svc = self.conversation_id, self._service
+        self.input.clear()
+        if self.editing_message_id is not None:
+            message_id = self.editing_message_id
+            self._cancel_edit()
+            self._drop_widgets_from(message_id + 1)
+            widget = self.message_widgets.get(message_id)
+            if widget is not None:
+                widget.text = text
+                widget.render_text()
+            return self._start(lambda p: svc.edit_and_resend(message_id, text, p), self.tr("Edit and resend"))
+        return self._start(lambda p: svc.send(conv_id, text, p), self.tr("Chat reply"))
+
+    def regenerate(self) -> TaskHandle | None:
+        if self.is_busy or self.conversation_id is None:
+            return None
+        conv_id, svc = self.conversation_id, self._service
+        last_user = max((i for i, w in self.message_widgets.items() if w.message.role == "user"), default=None)
+        if last_user is not None:
+            self._drop_widgets_from(last_user + 1)
+        return self._start(lambda p: svc.regenerate(conv_id, p), self.tr("Regenerate reply"))
+
+    def _start(self, make: CoroutineFactory, name: str) -> TaskHandle:
+        handle = self._bridge.run(make, name=name)
+        self.reply_handle = handle
+        handle.finished.connect(lambda: self._on_reply_finished() if self.reply_handle is handle else None)
+        self._update_actions()
+        return handle
+
+    def _on_reply_finished(self) -> None:
+        self.reply_handle = None
+        self._flush_renders()
+        self._update_actions()
+        self._update_meter()
+        self.refresh_conversations()
+
+    def stop(self) -> None:
+        if self.reply_handle is not None:
+            self.reply_handle.cancel()
+
+    def begin_edit(self, message_id: int) -> None:
+        widget = self.message_widgets.get(message_id)
+        if widget is None or self.is_busy:
+            return
+        self.editing_message_id = message_id
+        self.input.setPlainText(widget.text)
+        self.edit_hint.setText(self.tr("Editing your message: Enter resends it and replaces the replies after it."))
+        self.edit_hint.show()
+        self.input.setFocus()
+
+    def _cancel_edit(self) -> None:
+        self.editing_message_id = None
+        self.edit_hint.hide()
+
+    def _drop_widgets_from(self, message_id: int) -> None:
+        for i in [i for i in self.message_widgets if i >= message_id]:
+            w = self.message_widgets.pop(i)
+            self.messages_layout.removeWidget(w)
+            w.deleteLater()
+            self._dirty.discard(i)
+
+    # -- events from the core ----------------------------------------------------------------------
+    def _on_event(self, event: ChatEvent) -> None:
+        if isinstance(event, MessageDelta):
+            widget = self.message_widgets.get(event.message_id)
+            if widget is not None:
+                widget.append(event.text)
+                self._dirty.add(event.message_id)
+                if not self._render_timer.isActive():
+                    self._render_timer.start()
+        elif isinstance(event, MessageAdded):
+            if event.message.conversation_id == self.conversation_id and event.message.id not in self.message_widgets:
+                self._add_widget(event.message)
+                self._stick_to_bottom = True
+                self._update_actions()
+        elif isinstance(event, MessageUpdated):
+            widget = self.message_widgets.get(event.message.id)
+            if widget is not None:
+                self._dirty.discard(event.message.id)
+                widget.set_message(event.message)
+                if event.message.status != STREAMING:
+                    self._update_meter()
+        elif isinstance(event, EngineStatus):
+            self._show_engine_state(event.state, event.detail)
+        elif isinstance(event, Notice):
+            self._notice_details = event.details
+            self.notice.show_message(event.text, "warning", has_details=bool(event.details))
+
+    def _flush_renders(self) -> None:
+        for message_id in self._dirty:
+            widget = self.message_widgets.get(message_id)
+            if widget is not None:
+                widget.render_text()
+        self._dirty.clear()
+        self._render_timer.stop()
+
+    def _keep_at_bottom(self, _min: int, maximum: int) -> None:
+        if self._stick_to_bottom:
+            self.scroll_area.verticalScrollBar().setValue(maximum)
+
+    def _track_bottom(self, value: int) -> None:
+        bar = self.scroll_area.verticalScrollBar()
+        self._stick_to_bottom = value >= bar.maximum() - 24
+
+    # -- model and engine --------------------------------------------------------------------------
+    def _show_model(self) -> None:
+        model = self._service.model
+        self.model_label.setText(model.name if model else self.tr("No model chosen"))
+        self.model_label.setToolTip(str(model) if model else "")
+
+    def choose_model(self) -> None:
+        start = str(self._service.model.parent) if self._service.model else ""
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Choose a model"), start,
+                                              self.tr("GGUF models (*.gguf)"))
+        if path:
+            self.set_model(Path(path))
+
+    def set_model(self, path: Path) -> None:
+        self._service.set_model(path)
+        self._service.settings.last_model = str(path)
+        self._show_model()
+
+    def choose_engine_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, self.tr("Choose an engine folder"))
+        if folder:
+            self.set_engine_folder(Path(folder))
+
+    def set_engine_folder(self, folder: Path) -> None:
+        try:
+            spec = spec_from_folder(folder)
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+            return
+        self._service.set_plan([spec])
+        self._show_engine_state(ServerState.STOPPED, "")
+
+    def retry_preferred_engine(self) -> TaskHandle | None:
+        if self.is_busy:
+            return None
+        svc = self._service
+        self.notice.hide()
+        self.engine_handle = self._bridge.run(svc.retry_preferred_engine,
+                                              name=self.tr("Start preferred engine"))
+        return self.engine_handle
+
+    def _show_engine_state(self, state: ServerState, detail: str) -> None:
+        engine = self._service.engine
+        label = engine.label if engine else ""
+        if not self._service.plan:
+            text = self.tr("No engine chosen: pick an engine folder.")
+        elif state is ServerState.STARTING:
+            text = self.tr("Starting the {0} engine…").format(label)
+        elif state is ServerState.LOADING:
+            text = self.tr("Loading the model on {0}… {1}").format(label, detail)
+        elif state is ServerState.READY:
+            text = self.tr("● {0} engine ready").format(label)
+        elif state in (ServerState.CRASHED, ServerState.FAILED):
+            text = self.tr("{0} engine failed: {1}").format(label, detail)
+        else:
+            preferred = self._service.preferred_engine
+            text = self.tr("Engine: {0} (starts with your first message)").format(
+                preferred.label if preferred else "")
+        self.engine_state.setText(text)
+        self.load_bar.setVisible(state in (ServerState.STARTING, ServerState.LOADING))
+        preferred = self._service.preferred_engine
+        show_retry = state is ServerState.READY and self._service.on_fallback_engine and preferred is not None
+        if show_retry and preferred is not None:
+            self.retry_button.setText(self.tr("Retry {0}").format(preferred.label))
+        self.retry_button.setVisible(show_retry)
+        self._update_meter()
+
+    def _show_notice_details(self) -> None:
+        box = QMessageBox(self)
+        box.setWindowTitle(self.tr("Engine log"))
+        box.setText(self.notice.text.text())
+        box.setDetailedText(self._notice_details)
+        box.open()
+
+    # -- settings and context ----------------------------------------------------------------------
+    def _save_conversation_settings(self) -> None:
+        if self.conversation_id is not None:
+            self._service.store.update_settings(
+                self.conversation_id, system_prompt=self.settings_panel.system_prompt.toPlainText(),
+                sampling=self.settings_panel.sampling())
+
+    def _update_meter(self) -> None:
+        size = max(1, self._service.context_size)
+        used = self._service.context_used(self.conversation_id) if self.conversation_id is not None else 0
+        self.context_meter.setRange(0, size)
+        self.context_meter.setValue(min(used, size))
+        self.context_meter.setFormat(self.tr("Context: {0:,} / {1:,} tokens").format(used, size))

@@ -1,0 +1,209 @@
+"""ChatPage with real widgets (offscreen), a real qasync loop, SQLite and the real CPU engine."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+
+from strata_gui.core.chat.service import ChatService, default_supervisor_factory
+from strata_gui.core.chat.store import COMPLETE, STOPPED, ConversationStore, Message
+from strata_gui.core.paths import AppPaths
+from strata_gui.core.runtime.client import ReplyStats, SamplingParams
+from strata_gui.core.settings import Settings
+from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.chat.markdown import split_segments
+from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget
+from strata_gui.ui.pages.chat_page import PAGE_SIZE, ChatPage
+from tests.runtime.conftest import cpu_spec, rocm_without_libraries
+from tests.support import engines as _engines
+
+Engines = _engines.TestEngines
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll inside one loop run (qasync callbacks must not fire between separate runs)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop, test_model: Path) -> Iterator[tuple]:  # type: ignore[no-untyped-def]
+    paths = AppPaths.from_environment()
+    paths.ensure()
+    http = httpx.AsyncClient(trust_env=False)
+    service = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http), http,
+                          Settings(context_size=1024, last_model=str(test_model)))
+    bridge = AsyncBridge()
+    errors: list = []
+    bridge.error_occurred.connect(errors.append)
+    page = ChatPage(service, bridge)
+    qtbot.addWidget(page)
+    page.resize(1000, 700)
+    page.show()
+    try:
+        yield page, service, qasync_loop, errors
+    finally:
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(service.aclose())
+        qasync_loop.run_until_complete(http.aclose())
+
+
+def _short(service: ChatService, conv_id: int, max_tokens: int) -> None:
+    service.store.update_settings(conv_id, sampling=SamplingParams(max_tokens=max_tokens, seed=5))
+
+
+@pytest.mark.engine
+def test_enter_sends_and_the_reply_streams_with_stats(page_env, test_engines: Engines, qtbot) -> None:  # type: ignore[no-untyped-def]
+    page, service, loop, errors = page_env
+    service.set_plan([cpu_spec(test_engines)])
+    page.on_shown()
+    assert page.stack.currentWidget() is page.empty_state
+    assert "No model" not in page.model_label.text()
+    conv_id = page.new_conversation()
+    _short(service, conv_id, 24)
+    page.open_conversation(conv_id)
+    qtbot.keyClicks(page.input, "first line")
+    qtbot.keyClick(page.input, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(page.input, "second line")
+    assert page.input.toPlainText() == "first line\nsecond line"
+    qtbot.keyClick(page.input, Qt.Key.Key_Return)
+    assert page.input.toPlainText() == "" and page.is_busy and page.stop_button.isVisibleTo(page)
+    loop.run_until_complete(page.reply_handle.wait())
+    assert not errors
+    widgets = list(page.message_widgets.values())
+    assert [w.message.role for w in widgets] == ["user", "assistant"]
+    reply = widgets[1]
+    assert reply.message.status == COMPLETE and reply.text and reply.blocks
+    assert "24 tokens" in reply.stats.text() and "decode" in reply.stats.text() and "CPU" in reply.stats.text()
+    assert "ready" in page.engine_state.text()
+    assert page.context_meter.value() > 24 and "/ 1,024 tokens" in page.context_meter.format()
+    assert page.conversation_list.item(0).text() == "first line second line"
+    assert reply.regenerate_button.isVisibleTo(page) and page.send_button.isVisibleTo(page)
+
+    # Regenerate replaces the reply; Edit & resend rewrites the question and answers again.
+    first_reply_id = reply.message.id
+    loop.run_until_complete(page.regenerate().wait())
+    ids = sorted(page.message_widgets)
+    assert len(ids) == 2 and ids[1] != first_reply_id
+    page.begin_edit(ids[0])
+    assert page.input.toPlainText() == "first line\nsecond line" and page.edit_hint.isVisibleTo(page)
+    page.input.setPlainText("edited question")
+    qtbot.keyClick(page.input, Qt.Key.Key_Return)
+    loop.run_until_complete(page.reply_handle.wait())
+    msgs = service.store.messages(conv_id)
+    assert [(m.role, m.status) for m in msgs] == [("user", COMPLETE), ("assistant", COMPLETE)]
+    assert msgs[0].content == "edited question" and page.message_widgets[msgs[0].id].text == "edited question"
+    assert sorted(page.message_widgets) == [m.id for m in msgs]
+
+
+@pytest.mark.engine
+def test_stop_keeps_partial_reply(page_env, test_engines: Engines) -> None:  # type: ignore[no-untyped-def]
+    page, service, loop, _ = page_env
+    service.set_plan([cpu_spec(test_engines)])
+    conv_id = page.new_conversation()
+    _short(service, conv_id, 900)
+    handle = page.send_text("tell me a long story")
+
+    async def scenario() -> None:
+        await wait_until(lambda: any(w.message.role == "assistant" and len(w.text) > 20
+                                     for w in page.message_widgets.values()))
+        page.stop()
+        await handle.wait()
+
+    loop.run_until_complete(scenario())
+    assert handle.was_cancelled
+    reply = next(w for w in page.message_widgets.values() if w.message.role == "assistant")
+    assert reply.message.status == STOPPED and reply.text and "Stopped" in reply.stats.text()
+    assert service.store.message(reply.message.id).content == reply.text
+
+
+@pytest.mark.engine
+def test_fallback_notice_and_retry_button(page_env, test_engines: Engines, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    page, service, loop, errors = page_env
+    service.set_plan([rocm_without_libraries(test_engines, tmp_path), cpu_spec(test_engines)])
+    conv_id = page.new_conversation()
+    _short(service, conv_id, 4)
+    loop.run_until_complete(page.send_text("hi").wait())
+    assert not errors
+    assert page.notice.isVisibleTo(page)
+    assert "library it needs was not found" in page.notice.text.text()
+    assert page.notice.text.text().endswith("Continuing on CPU.")
+    assert page.notice.details_button.isVisibleTo(page)
+    assert page.retry_button.isVisibleTo(page) and page.retry_button.text() == "Retry ROCm"
+    assert len(page.message_widgets) == 2
+
+
+def test_long_conversation_opens_one_page_at_a_time(page_env) -> None:  # type: ignore[no-untyped-def]
+    page, service, _, _ = page_env
+    conv = service.store.create_conversation("Long")
+    service.store.add_messages(conv.id, [("user" if i % 2 == 0 else "assistant", f"message **{i}**")
+                                         for i in range(5000)])
+    page.on_shown()
+    page.open_conversation(conv.id)
+    assert len(page.message_widgets) == PAGE_SIZE and page.earlier_button.isVisibleTo(page)
+    texts = [w.text for _, w in sorted(page.message_widgets.items())]
+    assert texts[-1] == "message **4999**"
+    page.load_earlier()
+    assert len(page.message_widgets) == 2 * PAGE_SIZE
+    order = [page.messages_layout.itemAt(i).widget() for i in range(1, 2 * PAGE_SIZE + 1)]
+    assert [w.text for w in order][:2] == [f"message **{5000 - 2 * PAGE_SIZE}**",
+                                          f"message **{5001 - 2 * PAGE_SIZE}**"]
+
+
+def test_rename_delete_and_search(page_env) -> None:  # type: ignore[no-untyped-def]
+    page, service, _, _ = page_env
+    a = service.store.create_conversation("Alpha")
+    b = service.store.create_conversation("Beta")
+    service.store.add_message(b.id, "user", "about zebras")
+    page.on_shown()
+    assert page.conversation_list.count() == 2
+    page.rename_conversation(a.id, "Gamma")
+    page.search.setText("zebra")
+    assert [page.conversation_list.item(i).text() for i in range(page.conversation_list.count())] == ["Beta"]
+    page.search.clear()
+    page.open_conversation(b.id)
+    page.delete_conversation(b.id)
+    assert [page.conversation_list.item(i).text() for i in range(page.conversation_list.count())] == ["Gamma"]
+    assert page.stack.currentWidget() is page.empty_state
+
+
+def test_settings_panel_saves_per_conversation(page_env) -> None:  # type: ignore[no-untyped-def]
+    page, service, _, _ = page_env
+    conv_id = page.new_conversation()
+    page.settings_panel.temperature.setValue(0.7)
+    page.settings_panel.top_k.setValue(40)
+    page.settings_panel.system_prompt.setPlainText("Be kind.")
+    conv = service.store.conversation(conv_id)
+    assert conv.sampling.temperature == pytest.approx(0.7) and conv.sampling.top_k == 40
+    assert conv.sampling.top_p is None and conv.system_prompt == "Be kind."
+
+
+def test_markdown_code_blocks_render_and_copy(qtbot) -> None:  # type: ignore[no-untyped-def]
+    text = "Here:\n\n```python\nprint('hi')\n```\n\nDone *now*."
+    assert [s.kind for s in split_segments(text)] == ["text", "code", "text"]
+    msg = Message(1, 1, "assistant", text, COMPLETE, 0.0, stats=ReplyStats(predicted_n=5, finish_reason="stop"))
+    w = MessageWidget(msg)
+    qtbot.addWidget(w)
+    code = [b for b in w.blocks if isinstance(b, CodeBlock)]
+    assert len(code) == 1 and code[0].lang.text() == "python"
+    code[0].copy_button.click()
+    assert QGuiApplication.clipboard().text() == "print('hi')"
+    # Streaming: an open fence is shown as a code block that grows; earlier segments are reused.
+    w2 = MessageWidget(Message(2, 1, "assistant", "", "streaming", 0.0))
+    qtbot.addWidget(w2)
+    w2.append("Intro\n\n```\nline1")
+    w2.render_text()
+    intro = w2.blocks[0]
+    w2.append("\nline2")
+    w2.render_text()
+    assert w2.blocks[0] is intro and isinstance(w2.blocks[1], CodeBlock)
+    assert w2.blocks[1].code.text() == "line1\nline2"
