@@ -20,8 +20,7 @@ class ChatInput(QPlainTextEdit):
         super().__init__(parent)
         self.setPlaceholderText(self.tr("Message the model…  (Enter sends, Shift+Enter adds a line)"))
         self.setTabChangesFocus(True)
-        self.setMaximumHeight(140)
-        self.setMinimumHeight(48)
+        self.setFixedHeight(76)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (

@@ -166,7 +166,6 @@ class MessageWidget(QFrame):
         }.get(message.status, "")
         summary = message.stats.summary() if message.role == "assistant" else ""
         self.stats.setText("  ".join(p for p in (status, summary) if p))
-        self.stats.setVisible(bool(self.stats.text()))
         self.copy_button.setEnabled(message.status != STREAMING)
 
     def copy(self) -> None:

@@ -52,6 +52,12 @@ from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
 from strata_gui.ui.widgets import NoticeBanner
 
 PAGE_SIZE = 60
+RENDER_STYLE = """
+QFrame#userMessage { background: palette(alternate-base); border-radius: 8px; }
+QFrame#assistantMessage { border-radius: 8px; }
+QLabel#messageRole { font-weight: bold; }
+QFrame#codeBlock { background: palette(base); border: 1px solid palette(mid); border-radius: 6px; }
+"""
 RENDER_INTERVAL_MS = 33  # ~30 Hz
 
 
@@ -84,6 +90,7 @@ class ChatPage(QWidget):
         self._render_timer.setInterval(RENDER_INTERVAL_MS)
         self._render_timer.timeout.connect(self._flush_renders)
         self._build()
+        self.setStyleSheet(RENDER_STYLE)
         listener = self._on_event
         chat_service.subscribe(listener)
         self.destroyed.connect(functools.partial(chat_service.unsubscribe, listener))
