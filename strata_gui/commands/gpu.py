@@ -41,7 +41,8 @@ def _service(args: argparse.Namespace, services: Services) -> GpuService:
         return existing
     family_of = existing.family_of if existing is not None else None
     return build_gpu_service(kernels_dir(), sysfs_root=args.sysfs_root, snapshot_file=args.snapshot,
-                             environ=services.environ, family_of=family_of)
+                             environ=services.environ, family_of=family_of,
+                             gfx_override=services.settings.gfx_override or None)
 
 
 def _watch_line(report: GpuReport, samples: dict[str, GpuSample]) -> str:

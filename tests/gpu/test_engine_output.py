@@ -55,3 +55,12 @@ def test_known_gpus_are_left_alone_and_input_not_modified() -> None:
     assert unknown[0].gfx_target is None
     # Output without ROCm lines (a Vulkan-only build) resolves nothing.
     assert resolve_unknown_targets(unknown, LIST_DEVICES, family_of)[0].gfx_target is None
+
+
+def test_settings_override_fills_only_unknown_targets() -> None:
+    unknown = build_gpu_service(kernels_dir(), sysfs_root=linux_tree("unknown-amd"), family_of=family_of,
+                                gfx_override="gfx1201").detect().gpus[0]
+    assert (unknown.gfx_target, unknown.sources["gfx_target"]) == ("gfx1201", "settings: GPU target override")
+    assert unknown.verdict_text() == "ROCm via gfx120X build"
+    known = build_gpu_service(kernels_dir(), sysfs_root=linux_tree("rx6600"), gfx_override="gfx1030").detect()
+    assert known.gpus[0].gfx_target == "gfx1032"

@@ -199,3 +199,19 @@ def test_small_parsers() -> None:
     assert pci_location_id("0000:c5:00.0") == 0xC500
     assert pci_location_id("garbage") is None
     assert parse_cpuinfo("") == ("unknown CPU", None)
+
+
+@pytest.mark.parametrize(("case", "key", "label"), [
+    ("laptop-780m-rx7600", "card1", "AMD Radeon RX 7600 series · gfx1102"),  # the discrete card
+    ("rx7900xtx", "card0", "AMD Radeon RX 7900 XTX · gfx1100"),
+    ("rx9070xt-intel-igpu", "card1", "AMD Radeon RX 9070 XT · gfx1201"),  # never the Intel iGPU
+    ("strix-halo", "card1", "AMD Radeon 8060S / 8050S (Strix Halo) · gfx1151"),
+    ("nvidia", None, "CPU only"),
+    ("no-gpu", None, "CPU only"),
+])
+def test_primary_gpu_and_label(case: str, key: str | None, label: str) -> None:
+    service = build_gpu_service(kernels_dir(), sysfs_root=linux_tree(case), family_of=family_of)
+    assert service.label() == label
+    report = service.last_report
+    assert report is not None
+    assert (report.primary.key if report.primary else None) == key

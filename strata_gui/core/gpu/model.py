@@ -173,6 +173,21 @@ class GpuReport:
     def amd_gpus(self) -> list[GpuInfo]:
         return [g for g in self.gpus if g.is_amd]
 
+    @property
+    def primary(self) -> GpuInfo | None:
+        """The AMD GPU Strata runs models on by default: ROCm-capable first, then discrete,
+        then the most memory models can use."""
+        ranked = sorted(self.amd_gpus, key=lambda g: (g.verdict is RocmVerdict.ROCM, not g.integrated,
+                                                      g.model_memory or 0), reverse=True)
+        return ranked[0] if ranked else None
+
+    def label(self) -> str:
+        """Short status-bar text: ``"Radeon RX 7900 XTX · gfx1100"`` or ``"CPU only"``."""
+        gpu = self.primary
+        if gpu is None:
+            return "CPU only"
+        return f"{gpu.name} · {gpu.gfx_target or 'gfx unknown'}"
+
     def to_dict(self, samples: dict[str, GpuSample] | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {
             "platform": self.platform,
@@ -182,6 +197,7 @@ class GpuReport:
             "driver_status": self.driver_status.to_dict() if self.driver_status else None,
             "notes": list(self.notes),
             "summary": self.summary_lines(),
+            "primary": self.primary.key if self.primary else None,
         }
         if samples is not None:
             data["telemetry"] = {k: s.to_dict() for k, s in samples.items()}

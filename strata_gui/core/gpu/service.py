@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from strata_gui.core.errors import GpuDetectionError
 from strata_gui.core.gpu.engine_output import resolve_unknown_targets
-from strata_gui.core.gpu.ids import GpuIdTable, load_gpu_table
+from strata_gui.core.gpu.ids import GpuIdTable, load_gpu_table, normalise_gfx
 from strata_gui.core.gpu.linux import LinuxGpuDetector, LinuxTelemetrySource, capture_linux_tree
 from strata_gui.core.gpu.model import FamilyResolver, GpuInfo, GpuReport, GpuSample, HostInfo, apply_family
 from strata_gui.core.gpu.telemetry import TelemetrySampler, TelemetrySource
@@ -127,22 +127,32 @@ class GpuService:
         family_of: gfx target → ROCm build family (from the engines catalog), or None when no
             catalog is available (the verdict then says "ROCm family unknown").
         interval: Default telemetry interval in seconds.
+        gfx_override: The user's "GPU target override" setting: used for AMD GPUs whose target
+            could not be detected (detected targets are never overwritten).
     """
 
     def __init__(self, detector: GpuDetector, family_of: FamilyResolver | None = None,
-                 interval: float = 1.0) -> None:
+                 interval: float = 1.0, gfx_override: str | None = None) -> None:
         self.detector = detector
         self.family_of = family_of
         self.interval = interval
+        self.gfx_override = normalise_gfx(gfx_override) if gfx_override else None
         self.last_report: GpuReport | None = None
 
     def detect(self) -> GpuReport:
         """Blocking detection (CLI, executors)."""
         report = self.detector.detect()
         for gpu in report.gpus:
+            if gpu.is_amd and gpu.gfx_target is None and self.gfx_override:
+                gpu.gfx_target = self.gfx_override
+                gpu.sources["gfx_target"] = "settings: GPU target override"
             apply_family(gpu, self.family_of)
         self.last_report = report
         return report
+
+    def label(self) -> str:
+        """Status text for the main window: the primary GPU, or "CPU only" (detects once if needed)."""
+        return (self.last_report or self.detect()).label()
 
     async def detect_async(self) -> GpuReport:
         """Detection off the event loop (registry/WMI/sysfs reads can block)."""
@@ -228,6 +238,7 @@ def build_gpu_service(
     family_of: FamilyResolver | None = None,
     host: HostInfo | None = None,
     platform: str = sys.platform,
+    gfx_override: str | None = None,
 ) -> GpuService:
     """Choose the detector: explicit replay arguments, then environment overrides, then live.
 
@@ -239,6 +250,7 @@ def build_gpu_service(
         family_of: gfx → ROCm family resolver from the engines catalog.
         host: CPU/RAM facts for platforms without a sysfs (used on unsupported platforms).
         platform: ``sys.platform`` of the live machine.
+        gfx_override: Settings' GPU target override, for AMD GPUs whose target is unknown.
     """
     env = environ or {}
     table = load_gpu_table(kernels_dir)
@@ -263,4 +275,4 @@ def build_gpu_service(
         detector = WindowsLiveSource(table)
     else:
         detector = NoGpuSource(platform, host or HostInfo("unknown CPU", None, None))
-    return GpuService(detector, family_of=family_of)
+    return GpuService(detector, family_of=family_of, gfx_override=gfx_override)
