@@ -277,4 +277,7 @@ class GpuCard(QFrame):
         self.temperature.set_values([s.temperature_c for s in history],
                                     _value(last.temperature_c if last else None, "°C"))
         self.power.set_values([s.power_w for s in history], _value(last.power_w if last else None, "W", 1))
-        self.clock.setText(self.tr("Core clock: %s") % _value(last.core_clock_mhz if last else None, "MHz"))
+        if last is not None and last.asleep:
+            self.clock.setText(self.tr("Asleep to save power: it wakes when a model runs on it"))
+        else:
+            self.clock.setText(self.tr("Core clock: %s") % _value(last.core_clock_mhz if last else None, "MHz"))

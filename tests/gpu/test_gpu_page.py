@@ -135,3 +135,15 @@ def test_no_gpu_machine_says_so_and_shows_cpu_and_ram(make_page) -> None:
     assert "Xeon" in page.cpu_label.text()
     assert page.ram_label.text() == "7.7 GiB"
     assert page.sampler is not None and not page.cards
+
+
+def test_sleeping_laptop_dgpu_is_shown_asleep(make_page, qtbot: QtBot, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(linux_tree("laptop-780m-rx7600"), tree)
+    (tree / "sys/class/drm/card1/device/power/runtime_status").write_text("suspended\n")
+    page = make_page(build_gpu_service(kernels_dir(), sysfs_root=tree, family_of=family_of))
+    qtbot.waitUntil(lambda: page.sampler is not None and page.sampler.samples_taken >= 1, timeout=5000)
+    page.refresh_telemetry()
+    assert page.cards[1].clock.text().startswith("Asleep to save power")
+    assert page.cards[1].temperature.value_text == "n/a"
+    assert page.cards[0].clock.text() == "Core clock: 2000 MHz"

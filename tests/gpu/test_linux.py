@@ -215,3 +215,16 @@ def test_primary_gpu_and_label(case: str, key: str | None, label: str) -> None:
     report = service.last_report
     assert report is not None
     assert (report.primary.key if report.primary else None) == key
+
+
+def test_runtime_suspended_dgpu_is_reported_asleep_without_reading_sensors(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(linux_tree("laptop-780m-rx7600"), tree)
+    (tree / "sys/class/drm/card1/device/power/runtime_status").write_text("suspended\n")
+    service = build_gpu_service(kernels_dir(), sysfs_root=tree)
+    report = service.detect()
+    samples = service.sampler(report.gpus).sample_once()
+    assert samples["card1"].asleep and samples["card1"].load_percent == 0.0
+    assert samples["card1"].temperature_c is None
+    assert not samples["card0"].asleep and samples["card0"].load_percent == 14.0
+    assert "asleep (power saving" in report.report(samples)

@@ -28,7 +28,7 @@ _APU_MAX_CARVE_OUT = 4 * GIB
 DEVICE_FILES = (
     "vendor", "device", "revision", "subsystem_vendor", "subsystem_device", "uevent", "product_name",
     "mem_info_vram_total", "mem_info_vram_used", "mem_info_gtt_total", "mem_info_gtt_used",
-    "gpu_busy_percent", "pp_dpm_sclk", "boot_vga",
+    "gpu_busy_percent", "pp_dpm_sclk", "boot_vga", "power/runtime_status",
 )
 HWMON_FILE_RE = re.compile(r"^(name|temp\d+_(input|label)|power\d+_(average|input|cap)|freq\d+_(input|label))$")
 
@@ -264,6 +264,7 @@ class LinuxGpuDetector:
 
 @dataclass(frozen=True)
 class _SensorPaths:
+    runtime_status: str
     busy: str
     vram_used: str
     gtt_used: str
@@ -293,7 +294,8 @@ def _hwmon_paths(tree: FileTree, base: str) -> tuple[str | None, str | None, str
 class LinuxTelemetrySource:
     """Reads one :class:`GpuSample` per GPU from sysfs/hwmon; cheap enough for 1 Hz.
 
-    Sensor paths are resolved once; each sample is a handful of small file reads.
+    Sensor paths are resolved once; each sample is a handful of small file reads. A GPU in
+    runtime suspend is reported asleep without touching its sensors.
     """
 
     def __init__(self, tree: FileTree, gpus: list[GpuInfo], clock: Callable[[], float] = time.monotonic) -> None:
@@ -304,6 +306,7 @@ class LinuxTelemetrySource:
             base = f"{DRM}/{gpu.key}/device"
             temp, power, freq = _hwmon_paths(tree, base)
             self._paths[gpu.key] = _SensorPaths(
+                runtime_status=f"{base}/power/runtime_status",
                 busy=f"{base}/gpu_busy_percent",
                 vram_used=f"{base}/mem_info_vram_used",
                 gtt_used=f"{base}/mem_info_gtt_used",
@@ -318,6 +321,11 @@ class LinuxTelemetrySource:
         read = self.tree.read
         out: dict[str, GpuSample] = {}
         for key, p in self._paths.items():
+            if (read(p.runtime_status) or "").strip() == "suspended":
+                # Reading amdgpu sensors wakes a runtime-suspended laptop dGPU (and drains the
+                # battery): report it idle instead.
+                out[key] = GpuSample(time=now, load_percent=0.0, asleep=True)
+                continue
             busy = parse_int(read(p.busy))
             temp = parse_int(read(p.temp)) if p.temp else None
             power = parse_int(read(p.power)) if p.power else None

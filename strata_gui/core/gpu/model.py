@@ -153,6 +153,7 @@ class GpuSample:
     temperature_c: float | None = None
     power_w: float | None = None
     core_clock_mhz: float | None = None
+    asleep: bool = False  # runtime-suspended (laptop dGPU): idle, sensors deliberately not read
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -265,7 +266,9 @@ def _gpu_lines(gpu: GpuInfo, sample: GpuSample | None) -> list[str]:
     ]
     if gpu.integrated and gpu.model_memory is not None:
         lines.append(f"    memory usable by models: {format_mem(gpu.model_memory)} (carve-out + shared)")
-    if sample is not None:
+    if sample is not None and sample.asleep:
+        lines.append("    now: asleep (power saving; sensors not read so it stays asleep)")
+    elif sample is not None:
         lines.append(
             "    now: load {}, VRAM used {}, shared used {}, temp {}, power {}, clock {}".format(
                 fmt_sample_value(sample.load_percent, "%"),

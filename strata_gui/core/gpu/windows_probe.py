@@ -95,10 +95,11 @@ def dxgi_adapters() -> list[dict[str, Any]]:
         while True:
             adapter = ctypes.c_void_p()
             # IDXGIFactory1::EnumAdapters1 is vtable slot 12; it fails past the last adapter.
-            if method(factory, 12, wintypes.UINT, ctypes.c_void_p)(factory, index, ctypes.byref(adapter)) != 0:
+            enum_adapters1 = method(factory, 12, wintypes.UINT, ctypes.POINTER(ctypes.c_void_p))
+            if enum_adapters1(factory, index, ctypes.byref(adapter)) != 0:
                 break
             desc = DESC1()
-            method(adapter, 10, ctypes.c_void_p)(adapter, ctypes.byref(desc))  # IDXGIAdapter1::GetDesc1
+            method(adapter, 10, ctypes.POINTER(DESC1))(adapter, ctypes.byref(desc))  # IDXGIAdapter1::GetDesc1
             method(adapter, 2)(adapter)  # Release
             adapters.append({
                 "Description": desc.Description, "VendorId": desc.VendorId, "DeviceId": desc.DeviceId,

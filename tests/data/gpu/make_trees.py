@@ -40,13 +40,14 @@ def card(root: Path, n: int, *, vendor: int, device: int, revision: int, slot: s
          vram: int | None = None, vram_used: int | None = None, gtt: int | None = None,
          gtt_used: int | None = None, busy: int | None = None, pp_sclk: str | None = None,
          hwmon: dict[str, str] | None = None, connectors: tuple[str, ...] = (), render_minor: int = 128,
-         boot_vga: int = 0) -> None:
+         boot_vga: int = 0, runtime_status: str = "active") -> None:
     base = f"sys/class/drm/card{n}/device"
     write(root, f"{base}/vendor", f"0x{vendor:04x}")
     write(root, f"{base}/device", f"0x{device:04x}")
     write(root, f"{base}/revision", f"0x{revision:02x}")
     write(root, f"{base}/subsystem_vendor", f"0x{vendor:04x}")
     write(root, f"{base}/boot_vga", str(boot_vga))
+    write(root, f"{base}/power/runtime_status", runtime_status)
     write(root, f"{base}/uevent", f"DRIVER={driver}\nPCI_CLASS=30000\nPCI_ID={vendor:04X}:{device:04X}\n"
                                    f"PCI_SUBSYS_ID={vendor:04X}:0E3B\nPCI_SLOT_NAME={slot}\n"
                                    f"MODALIAS=pci:v0000{vendor:04X}d0000{device:04X}\n")
