@@ -48,7 +48,7 @@ def test_empty_state_then_plan_with_reasons(page: EnginesPage, qasync_loop: asyn
     page.on_shown()
     _wait(qasync_loop, page)
     rows = [[page.plan_tree.topLevelItem(i).text(c) for c in range(4)] for i in range(page.plan_tree.topLevelItemCount())]
-    assert [r[1] for r in rows] == ["ROCM", "VULKAN", "CPU"]
+    assert [r[1] for r in rows] == ["ROCm", "Vulkan", "CPU"]
     assert rows[0][3].startswith("gfx1100 → family gfx110X")
     assert not page.install_button.isEnabled()
     assert page.select_candidate("cpu") and page.install_button.isEnabled()

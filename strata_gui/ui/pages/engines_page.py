@@ -38,6 +38,7 @@ from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
 _STATE_TEXT = {"works": "Works", "no_device": "No device", "failed": "Failed"}
+_BACKEND_TEXT = {"rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}
 
 
 def _section(text: str) -> QLabel:
@@ -223,9 +224,9 @@ class EnginesPage(QWidget):
                 build = cand.asset.name if cand.asset else ""
                 if cand.asset and cand.asset.size:
                     build += f"  ({format_bytes(cand.asset.size)})"
-                item = QTreeWidgetItem([str(n), cand.backend.upper(), build, cand.reason])
+                item = QTreeWidgetItem([str(n), _BACKEND_TEXT.get(cand.backend, cand.backend), build, cand.reason])
             else:
-                item = QTreeWidgetItem(["–", cand.backend.upper(), self.tr("not used"), cand.reason])
+                item = QTreeWidgetItem(["–", _BACKEND_TEXT.get(cand.backend, cand.backend), self.tr("not used"), cand.reason])
                 for col in range(4):
                     item.setForeground(col, QBrush(muted))
             item.setToolTip(3, cand.reason)
@@ -303,7 +304,7 @@ class EnginesPage(QWidget):
             name = e.id + (self.tr("  (always used)") if e.id == self._service.settings.pinned_engine else "")
             if e.id in self._updates:
                 name += self.tr("  · update {tag} available").format(tag=self._updates[e.id].tag)
-            item = QTreeWidgetItem([name, e.backend.upper(), e.tag, state, self._tuning_text(e)])
+            item = QTreeWidgetItem([name, _BACKEND_TEXT.get(e.backend, e.backend), e.tag, state, self._tuning_text(e)])
             item.setToolTip(3, probe.details[-1500:] if probe and probe.details else state)
             self.installed_tree.addTopLevelItem(item)
             if e.id == keep:
