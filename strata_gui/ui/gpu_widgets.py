@@ -246,13 +246,21 @@ class GpuCard(QFrame):
         self.load = Sparkline(self.tr("Load"), fixed_max=100)
         self.temperature = Sparkline(self.tr("Temperature"), floor_max=60)
         self.power = Sparkline(self.tr("Power"), floor_max=30)
+        self.clock = QLabel(self.tr("Core clock: %s") % "n/a")
+        self.clock.setObjectName("muted")
+        if not gpu.is_amd:
+            # Strata reads live sensors only through the AMD driver: say so instead of empty charts.
+            self.vram_bar.setVisible(gpu.vram_total is not None)
+            if self.shared_bar is not None:
+                self.shared_bar.setVisible(gpu.shared_total is not None)
+            self.clock.setText(self.tr("Strata shows live load, temperature and power for AMD GPUs only."))
+            layout.addWidget(self.clock)
+            return
         charts = QHBoxLayout()
         charts.setSpacing(8)
         for chart in (self.load, self.temperature, self.power):
             charts.addWidget(chart)
         layout.addLayout(charts)
-        self.clock = QLabel(self.tr("Core clock: %s") % "n/a")
-        self.clock.setObjectName("muted")
         layout.addWidget(self.clock)
 
     def _verdict_text(self) -> str:
@@ -262,13 +270,16 @@ class GpuCard(QFrame):
         if gpu.verdict is RocmVerdict.VULKAN_ONLY:
             return self.tr("Vulkan only: no ROCm build for %s") % gpu.gfx_target
         if gpu.verdict is RocmVerdict.UNKNOWN_TARGET:
-            return self.tr("Unknown target: Vulkan works; Strata asks the engine for the gfx target on first use")
+            return self.tr("Unknown target: this GPU is newer than Strata's table. The Vulkan engine works; "
+                           "a ROCm engine's start-up can name its gfx target.")
         if gpu.verdict is RocmVerdict.NOT_AMD:
             return self.tr("Not ROCm-eligible (%s GPU); the Vulkan engine may use it") % gpu.vendor
         return self.tr("%s: ROCm family unknown (engine catalog not loaded)") % gpu.gfx_target
 
     def update_samples(self, history: list[GpuSample]) -> None:
         """Show the newest sample and the recent history."""
+        if not self.gpu.is_amd:
+            return
         last = history[-1] if history else None
         self.vram_bar.set_usage(last.vram_used if last else None, self.gpu.vram_total)
         if self.shared_bar is not None:

@@ -187,9 +187,11 @@ class GpuPage(QWidget):
         self.copy_button.setEnabled(True)
         messages: list[tuple[str, str]] = []
         if not report.amd_gpus:
-            messages.append(("info", self.tr(
-                "<b>No AMD GPU found.</b> Chat still works on the CPU engine — just slower. An AMD Radeon "
-                "GPU or Ryzen AI APU lets Strata use the ROCm or Vulkan engines.")))
+            text = self.tr("<b>No AMD GPU found.</b> Chat still works on the CPU engine — just slower. An AMD "
+                           "Radeon GPU or Ryzen AI APU lets Strata use the ROCm or Vulkan engines.")
+            if report.gpus:
+                text += " " + self.tr("The Vulkan engine may also run on the GPU listed below.")
+            messages.append(("info", text))
         status = report.driver_status
         if status is not None and status.state is not DriverState.OK:
             messages.append(("warning", f"<b>{status.message}</b><br>{status.hint or ''}"))
