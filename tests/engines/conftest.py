@@ -150,7 +150,8 @@ class Harness:
         if self.disk_free is not None:
             extra["disk_free"] = self.disk_free
         extra.update(kw)
-        return EngineService(catalog=load_catalog(), releases=releases, http=http,
+        extra.setdefault("catalog", load_catalog())
+        return EngineService(releases=releases, http=http,
                              engines_dir=self.root / "engines", downloads_dir=self.root / "downloads",
                              settings=self.settings, environ=self.environ, os_name="linux", **extra)
 

@@ -241,3 +241,30 @@ def test_manage_update_pin_gc_remove_and_add_local(harness: Harness, published: 
     assert saved  # pinning persisted the settings
     assert test_engines.cpu_server.exists()  # removing a local build never deletes the user's folder
     assert _leftovers(harness) == []
+
+
+def test_tuning_table_fetched_with_rocm_engine_and_checked_at_launch(harness: Harness, published: GitHubServer,
+                                                                     tmp_path: Path) -> None:
+    from strata_gui.core.engines import launch_environment, parse_catalog
+    from strata_gui.core.resources import kernels_dir
+    from tests.engines.test_archive_tuning_launch import _table
+
+    table = _table(tmp_path)
+    [served] = published.add_release("strata-data/tuning", "t1", [table])
+    raw = json.loads((kernels_dir() / "catalog.json").read_text())
+    raw["sources"][0]["hipblaslt_revisions"] = {"b1011": "d5f81531"}
+    raw["tuning_tables"] = [{"gfx": "gfx1100", "hipblaslt_revision": "d5f81531", "sha256": served.sha256,
+                             "url": f"{published.base}/strata-data/tuning/releases/download/t1/table.csv"}]
+
+    async def body(svc: EngineService):  # type: ignore[no-untyped-def]
+        return await svc.install(await _cand(svc, "rocm"), gpu=GFX1100)
+
+    engine = harness.run(body, catalog=parse_catalog(raw))
+    assert engine.hipblaslt_revision == "d5f81531" and engine.tuning is not None
+    env, notices = launch_environment(engine, GFX1100, Settings(), {}, os_name="linux")
+    assert env["HIPBLASLT_TUNING_OVERRIDE_FILE"] == str(engine.folder / "tuning" / "hipblaslt-gfx1100-d5f81531.csv")
+    assert notices == []
+    env, notices = launch_environment(engine, GpuTarget("7800 XT", 0x747E, "gfx1101"), Settings(), {},
+                                      os_name="linux")
+    assert "HIPBLASLT_TUNING_OVERRIDE_FILE" not in env
+    assert "table is for gfx1100, this GPU is gfx1101" in notices[0]
