@@ -245,7 +245,8 @@ class GpuCard(QFrame):
 
         self.load = Sparkline(self.tr("Load"), fixed_max=100)
         self.temperature = Sparkline(self.tr("Temperature"), floor_max=60)
-        self.power = Sparkline(self.tr("Power"), floor_max=30)
+        # On APUs the sensor covers the whole package, CPU included.
+        self.power = Sparkline(self.tr("Power (CPU + GPU)") if gpu.integrated else self.tr("Power"), floor_max=30)
         self.clock = QLabel(self.tr("Core clock: %s") % "n/a")
         self.clock.setObjectName("muted")
         if not gpu.is_amd:
