@@ -66,6 +66,16 @@ def test_gfx1100_here_rocm_unusable_then_vulkan_chosen(harness: Harness) -> None
     assert rocm_manifest["gfx_targets"] == ["gfx1100", "gfx1101", "gfx1102", "gfx1103"]
     assert rocm_manifest["family"] == "gfx110X"
 
+    # Later runs: the default is the first engine whose probe sees a device; a pin overrides it.
+    async def choose(svc: EngineService):  # type: ignore[no-untyped-def]
+        default = await svc.choose(GFX1100)
+        svc.pin("lemonade-rocm-gfx110X-b1011")
+        return default, await svc.choose(GFX1100)
+
+    default, pinned = harness.run(choose)
+    assert default is not None and default.id == "upstream-vulkan-all-b7601"
+    assert pinned is not None and pinned.id == "lemonade-rocm-gfx110X-b1011"
+
 
 @pytest.mark.engine
 def test_install_reports_progress_and_writes_manifest(harness: Harness, archives: Archives) -> None:
