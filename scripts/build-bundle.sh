@@ -6,8 +6,8 @@
 # throw-away STRATA_HOME); a non-zero exit or any stderr line outside the small allowlist
 # below fails the build. Sizes and timings are printed at the end.
 #
-#   PYTHON=...   interpreter with PyInstaller and the project installed
-#                (default: .venv's python, else python3/python on PATH)
+#   BUNDLE_PYTHON=...   interpreter with PyInstaller and the project installed
+#                       (default: .venv's python, else python on PATH)
 #   SKIP_TARBALL=1   do not write the tar.gz
 set -euo pipefail
 
@@ -19,14 +19,14 @@ case "$(uname -s)" in
   *) windows=0 ;;
 esac
 
-if [ -n "${PYTHON:-}" ]; then
-  py="$PYTHON"
+if [ -n "${BUNDLE_PYTHON:-}" ]; then
+  py="$BUNDLE_PYTHON"
 elif [ -x .venv/bin/python ]; then
   py=.venv/bin/python
 elif [ -x .venv/Scripts/python.exe ]; then
   py=.venv/Scripts/python.exe
 else
-  py="$(command -v python3 || command -v python)"
+  py="$(command -v python || command -v python3 || echo python)"
 fi
 
 if ! "$py" -c "import PyInstaller" 2>/dev/null; then
@@ -74,11 +74,19 @@ fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
+native() {  # the frozen app on Windows wants Windows paths
+  if [ "$windows" = 1 ]; then cygpath -w "$1"; else echo "$1"; fi
+}
+
 # Runs the frozen CLI with the given arguments; fails on a non-zero exit or stray stderr.
+# $platform picks the Qt platform plugin; $wrapper (array) runs it, e.g. under xvfb-run.
+platform=offscreen
+wrapper=()
 smoke() {
   local out="$scratch/out" err="$scratch/err" rc=0
-  echo "== smoke: $cli $*"
-  STRATA_HOME="$scratch/home" QT_QPA_PLATFORM=offscreen timeout 300 "$cli" "$@" >"$out" 2>"$err" || rc=$?
+  echo "== smoke ($platform): $cli $*"
+  STRATA_HOME="$(native "$scratch/home")" QT_QPA_PLATFORM="$platform" \
+    timeout 300 ${wrapper[@]+"${wrapper[@]}"} "$cli" "$@" >"$out" 2>"$err" || rc=$?
   local unexpected
   unexpected="$(tr -d '\r' <"$err" | grep -v -E "$(IFS='|'; echo "${allowed_stderr[*]}")" | grep -v '^[[:space:]]*$' || true)"
   if [ "$rc" != 0 ] || [ -n "$unexpected" ]; then
@@ -102,6 +110,12 @@ if [ "$SMOKE_OUT" != "Strata $version" ]; then
   exit 1
 fi
 smoke --self-test
+if [ "$windows" = 0 ] && command -v xvfb-run >/dev/null 2>&1; then
+  # The platform desktop users get: proves the bundled xcb plugin and its libraries load.
+  platform=xcb
+  wrapper=(xvfb-run -a)
+  smoke --self-test
+fi
 t_smoke=$((SECONDS - t0))
 
 bundle_kb="$(du -sk "$bundle" | cut -f1)"

@@ -81,24 +81,31 @@ def _plugin_dest(path: Path) -> str:
     return str(Path("PySide6") / path.relative_to(PYSIDE_DIR))
 
 
+def _plugin_file(kind: str, name: str) -> str:
+    """Plugin file name as the installed PySide6 wheel spells it on this OS."""
+    if sys.platform == "win32":
+        return f"{kind}/{name}.dll"
+    return f"{kind}/lib{name}.so"
+
+
 def test_qt_plugin_selection_on_the_installed_pyside6(spec: SimpleNamespace) -> None:
-    plugins = [p for p in (PYSIDE_DIR / "Qt" / "plugins").rglob("*") if p.is_file()]
+    root = PYSIDE_DIR / "Qt" / "plugins" if (PYSIDE_DIR / "Qt" / "plugins").is_dir() else PYSIDE_DIR / "plugins"
+    plugins = [p for p in root.rglob("*") if p.is_file()]
     assert plugins, "PySide6 without plugins?"
-    kept = {p.relative_to(PYSIDE_DIR / "Qt" / "plugins").as_posix() for p in plugins
-            if spec.keep_entry(_plugin_dest(p))}
-    for wanted in (
-        "platforms/libqxcb.so", "platforms/libqoffscreen.so", "platforms/libqwayland.so",
-        "imageformats/libqsvg.so", "imageformats/libqico.so", "iconengines/libqsvgicon.so",
-        "platforminputcontexts/libibusplatforminputcontextplugin.so",
-        "xcbglintegrations/libqxcb-glx-integration.so",
-    ):
-        assert wanted in kept
-    for unwanted in (
-        "platforms/libqeglfs.so", "platforms/libqvnc.so", "platforms/libqlinuxfb.so",
-        "imageformats/libqpdf.so", "platformthemes/libqgtk3.so",
-        "platforminputcontexts/libqtvirtualkeyboardplugin.so",
-    ):
-        assert unwanted not in kept
+    kept = {p.relative_to(root).as_posix() for p in plugins if spec.keep_entry(_plugin_dest(p))}
+    wanted = ["platforms/qoffscreen", "imageformats/qsvg", "imageformats/qico", "iconengines/qsvgicon"]
+    unwanted = ["imageformats/qpdf", "platforminputcontexts/qtvirtualkeyboardplugin"]
+    if sys.platform == "win32":
+        wanted += ["platforms/qwindows", "styles/qmodernwindowsstyle"]
+        unwanted += ["platforms/qdirect2d"]
+    else:
+        wanted += ["platforms/qxcb", "platforms/qwayland", "xcbglintegrations/qxcb-glx-integration",
+                   "platforminputcontexts/ibusplatforminputcontextplugin"]
+        unwanted += ["platforms/qeglfs", "platforms/qvnc", "platforms/qlinuxfb", "platformthemes/qgtk3"]
+    for name in wanted:
+        assert _plugin_file(*name.split("/")) in kept
+    for name in unwanted:
+        assert _plugin_file(*name.split("/")) not in kept
     kept_kinds = {k.split("/")[0] for k in kept}
     assert not kept_kinds & {"sqldrivers", "multimedia", "qmltooling", "sensors", "geoservices",
                              "egldeviceintegrations", "generic", "webview", "texttospeech"}
