@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
     QSizePolicy,
+    QTextBrowser,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -19,21 +22,46 @@ from strata_gui.core.chat.store import FAILED, INTERRUPTED, STOPPED, STREAMING, 
 from strata_gui.ui.chat.markdown import Segment, split_segments
 
 
-class TextBlock(QLabel):
+class TextBlock(QTextBrowser):
+    """Markdown text sized to its content (no own scrolling).
+
+    A QTextBrowser rather than a rich-text QLabel: re-rendering a long growing paragraph is
+    several times cheaper (one document layout instead of QLabel's repeated size passes).
+    """
+
     def __init__(self, text: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setTextFormat(Qt.TextFormat.MarkdownText)
-        self.setWordWrap(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
         self.setOpenExternalLinks(True)
-        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        self.document().setDocumentMargin(0)
         self.segment: Segment | None = None
         self.set_segment(Segment("text", text))
 
     def set_segment(self, segment: Segment) -> None:
         if segment != self.segment:
             self.segment = segment
-            self.setText(segment.text)
+            self.setMarkdown(segment.text)
+            self._fit()
+
+    def _fit(self) -> None:
+        doc = self.document()
+        doc.setTextWidth(max(50, self.viewport().width()))
+        height = math.ceil(doc.size().height()) + 2
+        if self.height() != height:
+            self.setFixedHeight(height)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self._fit()
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        event.ignore()  # let the conversation scroll
 
 
 class CodeBlock(QFrame):

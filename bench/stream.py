@@ -1,0 +1,195 @@
+"""Streaming overhead of Strata's chat path against a raw httpx client, on one real engine.
+
+Interleaved repetitions on the same llama-server and prompt:
+  * raw:    httpx streaming + minimal SSE parsing, nothing else;
+  * strata: ChatService -> ChatClient -> events -> ChatPage widgets (offscreen Qt, qasync loop).
+Both are timed on the client: time to first token (TTFT) and decode rate (pieces after the first
+divided by the time from the first to the last piece). While each stream runs, a probe task
+measures how late the event loop wakes it (the longest stall the UI would feel).
+
+Usage: python bench/stream.py [--engine DIR] [--model FILE] [--reps 5] [--tokens 512]
+Defaults: the CPU test engine from ~/.cache/strata-dev/engines.env and the generated test model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+import qasync
+from PySide6.QtWidgets import QApplication
+
+from strata_gui.core.chat.service import ChatService, MessageDelta, default_supervisor_factory
+from strata_gui.core.chat.store import ConversationStore
+from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.runtime.engine import spec_from_folder
+from strata_gui.core.settings import Settings
+from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.pages.chat_page import ChatPage
+
+PROMPT = "Write a long story about a lighthouse keeper."
+
+
+class StallProbe:
+    """Wakes every millisecond; records the worst lateness while running."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            t = time.perf_counter()
+            await asyncio.sleep(0.001)
+            self.worst = max(self.worst, time.perf_counter() - t - 0.001)
+
+    def __enter__(self) -> StallProbe:
+        self.worst = 0.0
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
+def rates(stamps: list[float], start: float) -> tuple[float, float]:
+    ttft = stamps[0] - start
+    decode = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else 0.0
+    return ttft, decode
+
+
+Sample = tuple[float, float, float, int, float]  # ttft s, decode tok/s, worst stall s, pieces, server tok/s
+
+
+async def raw_once(http: httpx.AsyncClient, base: str, sampling: SamplingParams) -> Sample:
+    body = {"messages": [{"role": "user", "content": PROMPT}], "stream": True, **sampling.to_request()}
+    stamps: list[float] = []
+    server_rate = 0.0
+    with StallProbe() as probe:
+        start = time.perf_counter()
+        async with http.stream("POST", base + "/v1/chat/completions", json=body, timeout=None) as resp:
+            async for line in resp.aiter_lines():
+                if line.startswith("data: {"):
+                    chunk = json.loads(line[6:])
+                    delta = chunk["choices"]
+                    if delta and delta[0]["delta"].get("content"):
+                        stamps.append(time.perf_counter())
+                    if "timings" in chunk:
+                        server_rate = chunk["timings"]["predicted_per_second"]
+    ttft, decode = rates(stamps, start)
+    return ttft, decode, probe.worst, len(stamps), server_rate
+
+
+async def strata_once(service: ChatService, page: ChatPage, sampling: SamplingParams) -> Sample:
+    conv_id = page.new_conversation()
+    service.store.update_settings(conv_id, sampling=sampling)
+    stamps: list[float] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, MessageDelta):
+            stamps.append(time.perf_counter())
+
+    service.subscribe(on_event)  # after the page: stamps include the widget update
+    try:
+        with StallProbe() as probe:
+            start = time.perf_counter()
+            handle = page.send_text(PROMPT)
+            assert handle is not None
+            await handle.wait()
+    finally:
+        service.unsubscribe(on_event)
+    if handle.error is not None:
+        raise SystemExit(f"strata path failed: {handle.error}")
+    ttft, decode = rates(stamps, start)
+    return ttft, decode, probe.worst, len(stamps), float(handle.result.stats.decode_tps or 0.0)
+
+
+def default_engine_and_model() -> tuple[Path, Path]:
+    env = Path.home() / ".cache" / "strata-dev" / "engines.env"
+    values = dict(line.split("=", 1) for line in env.read_text().splitlines() if "=" in line)
+    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", values["STRATA_TEST_LLAMA_SRC"])
+    from tests.support import gguf_model
+
+    model = Path(tempfile.gettempdir()) / "strata-bench-model.gguf"
+    if not model.exists():
+        gguf_model.write_model(model)
+    return Path(values["STRATA_TEST_CPU_ENGINE"]), model
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--engine", type=Path)
+    ap.add_argument("--model", type=Path)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--tokens", type=int, default=512)
+    args = ap.parse_args()
+    engine_dir, model = default_engine_and_model() if not (args.engine and args.model) else (args.engine, args.model)
+    engine_dir = args.engine or engine_dir
+    model = args.model or model
+
+    app = QApplication([])
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    workdir = tempfile.TemporaryDirectory()
+
+    async def run() -> None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            store = ConversationStore(Path(workdir.name) / "bench.sqlite3").open()
+            service = ChatService(store, default_supervisor_factory(http), http,
+                                  Settings(context_size=args.tokens + 512, last_model=str(model)))
+            service.set_plan([spec_from_folder(engine_dir)])
+            page = ChatPage(service, AsyncBridge())
+            page.resize(1000, 700)
+            page.show()
+            try:
+                await service.ensure_engine()
+                sup = service.supervisor
+                assert sup is not None
+                sampling = SamplingParams(max_tokens=args.tokens, seed=7, temperature=1.0)
+                await raw_once(http, sup.base_url, sampling)  # warm-up: prompt cache, page-in
+                await strata_once(service, page, sampling)
+                raw: list[Sample] = []
+                strata: list[Sample] = []
+                for _ in range(args.reps):
+                    raw.append(await raw_once(http, sup.base_url, sampling))
+                    strata.append(await strata_once(service, page, sampling))
+            finally:
+                await service.aclose()
+                page.deleteLater()
+        med = statistics.median
+        r_ttft, s_ttft = med(x[0] for x in raw), med(x[0] for x in strata)
+        r_dec, s_dec = med(x[1] for x in raw), med(x[1] for x in strata)
+        print(f"engine {engine_dir}  model {model.name}  reps {args.reps}  tokens/reply ~{strata[0][3]}")
+        print(f"{'path':8} {'TTFT ms':>9} {'decode tok/s':>13} {'worst stall ms':>15} {'engine tok/s':>13}")
+        for name, rows in (("raw", raw), ("strata", strata)):
+            print(f"{name:8} {med(x[0] for x in rows) * 1000:9.1f} {med(x[1] for x in rows):13.1f}"
+                  f" {max(x[2] for x in rows) * 1000:15.1f} {med(x[4] for x in rows):13.1f}")
+        print(f"decode ratio strata/raw: {s_dec / r_dec:.3f}   (goal >= 0.98)")
+        print("(engine tok/s is the engine's own decode rate: on a shared CPU it drops when the client"
+              " uses CPU, so the ratio mixes client overhead with CPU contention)")
+        print(f"TTFT difference strata-raw: {(s_ttft - r_ttft) * 1000:+.1f} ms   (goal <= +5 ms)")
+        print(f"longest event-loop stall while streaming (strata): {max(x[2] for x in strata) * 1000:.1f} ms"
+              "   (goal <= 16 ms)")
+
+    try:
+        loop.run_until_complete(run())
+    finally:
+        loop.close()
+        workdir.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
