@@ -235,6 +235,12 @@ class ChatService:
             await self._supervisor.stop()
         self._client = None
 
+    def kill_engine_now(self) -> None:
+        """Blocking kill of the engine tree, for exit paths where the loop no longer runs."""
+        if self._supervisor is not None:
+            self._supervisor.kill_now()
+        self._client = None
+
     async def aclose(self) -> None:
         await self.stop_engine()
         self.store.close()

@@ -83,6 +83,8 @@ class ChatPage(QWidget):
         self.engine_handle: TaskHandle | None = None
         self.editing_message_id: int | None = None
         self._dirty: set[int] = set()
+        self._early_text: dict[int, str] = {}  # streamed text of messages whose widget is not built yet
+        self._early_updates: dict[int, Message] = {}
         self._notice_details = ""
         self._stick_to_bottom = True
         self._loaded_all = True
@@ -335,6 +337,8 @@ class ChatPage(QWidget):
             w.deleteLater()
         self.message_widgets.clear()
         self._dirty.clear()
+        self._early_text.clear()
+        self._early_updates.clear()
 
     def _add_widget(self, msg: Message, index: int | None = None) -> MessageWidget:
         w = MessageWidget(msg, self.messages_box)
@@ -432,19 +436,27 @@ class ChatPage(QWidget):
     def _on_event(self, event: ChatEvent) -> None:
         if isinstance(event, MessageDelta):
             widget = self.message_widgets.get(event.message_id)
-            if widget is not None:
+            if widget is None and event.message_id in self._early_text:
+                self._early_text[event.message_id] += event.text
+            elif widget is not None:
                 widget.append(event.text)
                 self._dirty.add(event.message_id)
                 if not self._render_timer.isActive():
                     self._render_timer.start()
         elif isinstance(event, MessageAdded):
-            if event.message.conversation_id == self.conversation_id and event.message.id not in self.message_widgets:
-                self._add_widget(event.message)
-                self._stick_to_bottom = True
-                self._update_actions()
+            msg = event.message
+            if msg.conversation_id == self.conversation_id and msg.id not in self.message_widgets:
+                # Built on the next loop turn: the request goes out first, so the widget work
+                # overlaps the engine's prompt processing instead of delaying the first token.
+                self._early_text[msg.id] = ""
+                QTimer.singleShot(0, functools.partial(self._add_new_message, msg))
         elif isinstance(event, MessageUpdated):
             widget = self.message_widgets.get(event.message.id)
-            if widget is not None:
+            if widget is None and event.message.id in self._early_text:
+                self._early_updates[event.message.id] = event.message
+                if event.message.status != STREAMING or not event.message.content:
+                    self._early_text[event.message.id] = ""
+            elif widget is not None:
                 self._dirty.discard(event.message.id)
                 widget.set_message(event.message)
                 if event.message.status != STREAMING:
@@ -454,6 +466,17 @@ class ChatPage(QWidget):
         elif isinstance(event, Notice):
             self._notice_details = event.details
             self.notice.show_message(event.text, "warning", has_details=bool(event.details))
+
+    def _add_new_message(self, msg: Message) -> None:
+        early = self._early_text.pop(msg.id, None)
+        if early is None or msg.conversation_id != self.conversation_id or msg.id in self.message_widgets:
+            return
+        widget = self._add_widget(self._early_updates.pop(msg.id, msg))
+        if early and widget.message.status == STREAMING:
+            widget.append(early)
+            widget.render_text()
+        self._stick_to_bottom = True
+        self._update_actions()
 
     def _flush_renders(self) -> None:
         for message_id in self._dirty:
