@@ -65,6 +65,7 @@ class HubState:
         self.cut_after: dict[str, int] = {}  # file name -> bytes sent before the connection drops
         self.corrupt: set[str] = set()  # file names served with a flipped byte
         self.chunk_delay = 0.0  # seconds between 256 KB pieces of a file body (a slow link)
+        self.search_delay: dict[str, float] = {}  # search text -> seconds before answering
         self.lock = threading.Lock()
         self._infos: dict[tuple[str, str], _FileInfo] = {}
 
@@ -190,6 +191,9 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         filters = query.get("filter", [])
         text = (query.get("search") or [""])[0].lower()
+        delay = state.search_delay.get(text)
+        if delay:
+            time.sleep(delay)
         sort = (query.get("sort") or ["downloads"])[0]
         limit = int((query.get("limit") or ["1000"])[0])
         offset = int((query.get("cursor") or ["0"])[0])

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,8 +216,11 @@ class HubCacheDownloader:
         cache_dir: Path,
         endpoint: str,
         auth_headers: Callable[[], dict[str, str]],
+        *,
         disk_free: Callable[[Path], int] | None = None,
+        executor: Executor | None = None,
     ) -> None:
+        self._executor = executor
         self._client = client
         self.cache_dir = cache_dir
         self.endpoint = endpoint.rstrip("/")
@@ -339,7 +343,7 @@ class HubCacheDownloader:
         start = plan.have
         if start:
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(None, _hash_prefix, partial, start, sha)
+            await loop.run_in_executor(self._executor, _hash_prefix, partial, start, sha)
         headers = {**self._auth(), "Accept-Encoding": "identity"}
         if start:
             headers["Range"] = f"bytes={start}-"

@@ -89,7 +89,8 @@ class ModelService:
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-models")
         self.tokens = token_store
         self.hub = HubClient(client, endpoint, token_store.get, self._executor)
-        self.downloader = HubCacheDownloader(client, cache_dir, endpoint, self.hub.auth_headers, disk_free)
+        self.downloader = HubCacheDownloader(client, cache_dir, endpoint, self.hub.auth_headers,
+                                             disk_free=disk_free, executor=self._executor)
         self.queue = DownloadQueue(queue_file)
         self.library = ModelLibrary(cache_dir, list(model_dirs))
         self.memory_target = memory_target

@@ -1,0 +1,179 @@
+"""Widgets of the Models page: a search hit row, a download row with pause/resume/cancel."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.models.downloads import DownloadJob
+from strata_gui.core.models.fit import FitEstimate, Verdict
+from strata_gui.core.models.gguf_meta import format_params
+from strata_gui.core.models.hub import RepoSummary
+from strata_gui.core.progress import Progress, format_bytes
+
+VERDICT_COLORS = {
+    Verdict.FULL_GPU: "#15803d",
+    Verdict.PARTIAL: "#b45309",
+    Verdict.CPU_ONLY: "#475569",
+    Verdict.WONT_FIT: "#b91c1c",
+}
+
+
+def verdict_color(estimate: FitEstimate | None) -> str:
+    return VERDICT_COLORS.get(estimate.verdict, "#475569") if estimate else "#475569"
+
+
+def compact_count(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1e6:.1f}M"
+    if n >= 1000:
+        return f"{n / 1e3:.1f}k"
+    return str(n)
+
+
+class SearchHitWidget(QWidget):
+    """Two lines for one search hit: repo name, then downloads · likes · params · updated."""
+
+    def __init__(self, hit: RepoSummary, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.hit = hit
+        name = QLabel(hit.repo_id)
+        name.setStyleSheet("font-weight: 600;")
+        parts = [self.tr("%1 downloads").replace("%1", compact_count(hit.downloads)),
+                 self.tr("%1 likes").replace("%1", compact_count(hit.likes))]
+        if hit.params:
+            parts.append(self.tr("%1 parameters").replace("%1", format_params(hit.params)))
+        if hit.last_modified:
+            parts.append(self.tr("updated %1").replace("%1", hit.last_modified.date().isoformat()))
+        if hit.gated:
+            parts.append(self.tr("gated"))
+        meta = QLabel(" · ".join(parts))
+        meta.setObjectName("muted")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.setSpacing(1)
+        layout.addWidget(name)
+        layout.addWidget(meta)
+
+
+class DownloadRow(QFrame):
+    """One queued download: name, bar, bytes/rate/ETA, Pause/Resume and Cancel.
+
+    Signals:
+        pause_requested(), resume_requested(), cancel_requested()
+    """
+
+    pause_requested = Signal()
+    resume_requested = Signal()
+    cancel_requested = Signal()
+
+    def __init__(self, job: DownloadJob, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("card")
+        self.job = job
+        self.title = QLabel(f"{job.repo_id} · {job.name}")
+        self.title.setStyleSheet("font-weight: 600;")
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.bar.setTextVisible(False)
+        self.bar.setFixedHeight(8)
+        self.status = QLabel()
+        self.status.setObjectName("muted")
+        self.status.setWordWrap(True)
+        self.pause_button = QPushButton(self.tr("Pause"))
+        self.pause_button.clicked.connect(lambda _checked=False: self._toggle())
+        self.cancel_button = QPushButton(self.tr("Cancel"))
+        self.cancel_button.clicked.connect(lambda _checked=False: self.cancel_requested.emit())
+        top = QHBoxLayout()
+        top.addWidget(self.title, 1)
+        top.addWidget(self.pause_button)
+        top.addWidget(self.cancel_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 10, 12, 10)
+        layout.addLayout(top)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.status)
+        self.running = False
+        self.set_state(job.state, job.error)
+
+    def _toggle(self) -> None:
+        if self.running:
+            self.pause_requested.emit()
+        else:
+            self.resume_requested.emit()
+
+    def set_state(self, state: str, error: str = "") -> None:
+        """Show ``queued``/``downloading``/``paused``/``failed``/``done``."""
+        self.running = state == "downloading"
+        self.pause_button.setText(self.tr("Pause") if self.running else self.tr("Resume"))
+        self.pause_button.setVisible(state != "done")
+        self.pause_button.setEnabled(state != "queued")
+        self.cancel_button.setVisible(state != "done")
+        texts = {
+            "queued": self.tr("Waiting in the queue · %1").replace("%1", format_bytes(self.job.total)),
+            "downloading": self.tr("Starting…"),
+            "paused": self.tr("Paused · resumes where it stopped"),
+            "failed": self.tr("Failed: %1").replace("%1", error),
+            "done": self.tr("Done · in the library"),
+        }
+        self.status.setText(texts.get(state, state))
+        if state == "done":
+            self.bar.setValue(1000)
+
+    def show_progress(self, p: Progress) -> None:
+        fraction = p.fraction
+        if fraction is not None:
+            self.bar.setValue(int(fraction * 1000))
+        self.status.setText(p.describe())
+
+
+class EmptyState(QLabel):
+    """A centred, muted sentence telling the user what to do next."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setObjectName("muted")
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setWordWrap(True)
+        self.setMinimumHeight(80)
+
+
+class GgufDropArea(QWidget):
+    """A container that accepts .gguf files dropped from the file manager.
+
+    Signals:
+        files_dropped(list[str]): local paths of the dropped .gguf files.
+    """
+
+    files_dropped = Signal(list)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAcceptDrops(True)
+
+    @staticmethod
+    def gguf_paths(mime: QMimeData) -> list[str]:
+        if not mime.hasUrls():
+            return []
+        return [u.toLocalFile() for u in mime.urls() if u.isLocalFile() and u.toLocalFile().lower().endswith(".gguf")]
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if self.gguf_paths(event.mimeData()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = self.gguf_paths(event.mimeData())
+        if paths:
+            event.acceptProposedAction()
+            self.files_dropped.emit(paths)

@@ -1,0 +1,685 @@
+"""Models page: search the hub, pick a quant by its fit verdict, download, manage the library.
+
+Every hub call runs through the bridge. Typing restarts a debounce timer; each search carries a
+generation number, and a response whose generation is not the newest is dropped, so a slow
+answer to an old query never replaces the results of a newer one (the old task is also
+cancelled). Downloads run one at a time from a queue that survives restarts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, QUrl
+from PySide6.QtGui import QColor, QDesktopServices, QFont
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.errors import StrataError
+from strata_gui.core.models.downloads import DownloadJob
+from strata_gui.core.models.hub import ModelDetail, RepoSummary, SearchPage
+from strata_gui.core.models.hub_errors import HubAuthError
+from strata_gui.core.models.library import LibraryEntry
+from strata_gui.core.models.service import FitReport, ModelService
+from strata_gui.core.progress import format_bytes
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color
+from strata_gui.ui.widgets import PageHeader
+
+SEARCH_DEBOUNCE_MS = 350
+SORT_KEYS = ("downloads", "likes", "trending", "updated")
+
+
+class ModelsPage(QWidget):
+    """Find GGUF models on the hub, see which quant fits the GPU, download and manage them.
+
+    Args:
+        model_service: The core model facade (hub endpoint, cache, downloads, library).
+        bridge: Runs core coroutines and reports their errors.
+        open_url: Opens a folder in the file manager (``QDesktopServices.openUrl`` by default).
+    """
+
+    page_title = "Models"
+    page_icon = "SP_DriveHDIcon"
+
+    def __init__(self, model_service: ModelService, bridge: AsyncBridge, parent: QWidget | None = None,
+                 *, open_url: Callable[[QUrl], Any] | None = None) -> None:
+        super().__init__(parent)
+        self.page_title = self.tr("Models")
+        self.service = model_service
+        self.bridge = bridge
+        self._open_url = open_url or QDesktopServices.openUrl
+        self._search_generation = 0
+        self._detail_generation = 0
+        self.search_handle: TaskHandle | None = None
+        self.detail_handle: TaskHandle | None = None
+        self.library_handle: TaskHandle | None = None
+        self.download_handle: TaskHandle | None = None
+        self._running_job: DownloadJob | None = None
+        self._stop_mode = ""  # "pause" or "cancel" while the running download is being stopped
+        self.next_url: str | None = None
+        self.detail: ModelDetail | None = None
+        self.report: FitReport | None = None
+        self.library: list[LibraryEntry] = []
+        self.download_rows: dict[str, DownloadRow] = {}
+        self.confirm_box: QMessageBox | None = None
+        self._shown_once = False
+
+        self.header = PageHeader(self.tr("Models"), self.tr(
+            "Find GGUF models on the Hugging Face hub, see which quantisation fits your GPU, "
+            "and manage the models on this computer."))
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._build_browse(), self.tr("Browse the hub"))
+        self.tabs.addTab(self._build_downloads(), self.tr("Downloads"))
+        self.tabs.addTab(self._build_library(), self.tr("Library"))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(24, 20, 24, 20)
+        layout.addWidget(self.header)
+        layout.addWidget(self.tabs, 1)
+        self.apply_offline()
+
+    # ------------------------------------------------------------------ browse tab
+    def _build_browse(self) -> QWidget:
+        self.search_box = QLineEdit()
+        self.search_box.setPlaceholderText(self.tr("Search GGUF models (e.g. qwen 7b instruct)"))
+        self.search_box.setClearButtonEnabled(True)
+        self.sort_box = QComboBox()
+        for key, text in zip(SORT_KEYS, (self.tr("Most downloaded"), self.tr("Most liked"),
+                                         self.tr("Trending"), self.tr("Recently updated")), strict=True):
+            self.sort_box.addItem(text, key)
+        self.debounce = QTimer(self)
+        self.debounce.setSingleShot(True)
+        self.debounce.setInterval(SEARCH_DEBOUNCE_MS)
+        self.debounce.timeout.connect(self.start_search)
+        self.search_box.textChanged.connect(lambda _t: self.debounce.start())
+        self.search_box.returnPressed.connect(self.start_search)
+        self.sort_box.currentIndexChanged.connect(lambda _i: self.start_search())
+        bar = QHBoxLayout()
+        bar.addWidget(self.search_box, 1)
+        bar.addWidget(self.sort_box)
+
+        self.results = QListWidget()
+        self.results.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.results.currentItemChanged.connect(self._on_hit_selected)
+        self.results.verticalScrollBar().valueChanged.connect(self._maybe_load_more)
+        self.results_status = QLabel()
+        self.results_status.setObjectName("muted")
+        self.results_empty = EmptyState(self.tr("Type a model name above, or browse the most downloaded GGUF models."))
+        self.results_stack = QStackedWidget()
+        self.results_stack.addWidget(self.results_empty)
+        self.results_stack.addWidget(self.results)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        ll.addWidget(self.results_stack, 1)
+        ll.addWidget(self.results_status)
+
+        self.detail_title = QLabel()
+        self.detail_title.setObjectName("sectionTitle")
+        self.detail_title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.detail_meta = QLabel()
+        self.detail_meta.setObjectName("muted")
+        self.detail_meta.setWordWrap(True)
+        self.fit_note = QLabel()
+        self.fit_note.setWordWrap(True)
+        self.quant_table = QTableWidget(0, 5)
+        self.quant_table.setHorizontalHeaderLabels([self.tr("Quant"), self.tr("Size"), self.tr("Fit"),
+                                                    self.tr("Max context"), self.tr("File")])
+        self.quant_table.verticalHeader().hide()
+        self.quant_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.quant_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.quant_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.quant_table.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+        self.quant_table.setMinimumHeight(160)
+        self.download_button = QPushButton(self.tr("Download selected quant"))
+        self.download_button.setEnabled(False)
+        self.download_button.clicked.connect(self.download_selected)
+        self.quant_table.itemSelectionChanged.connect(
+            lambda: self.download_button.setEnabled(bool(self.quant_table.selectedItems())))
+        self.card_view = QTextBrowser()
+        self.card_view.setOpenExternalLinks(True)
+        self.card_view.setMinimumHeight(160)
+        self.detail_empty = EmptyState(self.tr("Pick a model on the left to see its files and whether they fit your GPU."))
+        detail_body = QWidget()
+        dl = QVBoxLayout(detail_body)
+        dl.setContentsMargins(12, 0, 0, 0)
+        dl.addWidget(self.detail_title)
+        dl.addWidget(self.detail_meta)
+        dl.addWidget(self.fit_note)
+        dl.addWidget(self.quant_table, 2)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.download_button)
+        dl.addLayout(row)
+        card_title = QLabel(self.tr("Model card"))
+        card_title.setObjectName("sectionTitle")
+        dl.addWidget(card_title)
+        dl.addWidget(self.card_view, 3)
+        self.detail_stack = QStackedWidget()
+        self.detail_stack.addWidget(self.detail_empty)
+        self.detail_stack.addWidget(detail_body)
+
+        split = QSplitter()
+        split.addWidget(left)
+        split.addWidget(self.detail_stack)
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        split.setChildrenCollapsible(False)
+
+        self.offline_notice = QFrame()
+        self.offline_notice.setObjectName("notice")
+        self.offline_notice.setProperty("level", "warning")
+        on = QHBoxLayout(self.offline_notice)
+        on.setContentsMargins(12, 8, 12, 8)
+        on_label = QLabel(self.tr("Offline mode is on: the hub is not contacted. Your library still works; "
+                                  "turn offline mode off in Settings to search and download."))
+        on_label.setWordWrap(True)
+        on.addWidget(on_label)
+
+        page = QWidget()
+        pl = QVBoxLayout(page)
+        pl.setContentsMargins(0, 12, 0, 0)
+        pl.addWidget(self.offline_notice)
+        pl.addLayout(bar)
+        pl.addWidget(split, 1)
+        return page
+
+    def apply_offline(self) -> None:
+        """Show the offline notice and keep hub controls off while Settings.offline is set."""
+        offline = self.service.offline
+        self.offline_notice.setVisible(offline)
+        for w in (self.search_box, self.sort_box, self.results, self.download_button):
+            w.setEnabled(not offline)
+        if offline:
+            self.tabs.setCurrentIndex(2)
+
+    def on_shown(self) -> None:
+        """First visit: load the library, the unfinished downloads and the most downloaded models."""
+        self.apply_offline()
+        if self._shown_once:
+            return
+        self._shown_once = True
+        for job in self.service.pending_downloads():
+            self._add_row(job)
+        self._update_downloads_empty()
+        self.refresh_library()
+        if not self.service.offline:
+            self.start_search()
+
+    def start_search(self) -> None:
+        """Search for the current text and sort; an older search still running is dropped."""
+        if self.service.offline:
+            return
+        self.debounce.stop()
+        self._search_generation += 1
+        generation = self._search_generation
+        if self.search_handle is not None:
+            self.search_handle.cancel()
+        text = self.search_box.text()
+        sort = str(self.sort_box.currentData())
+        self.next_url = None
+        self.results_status.setText(self.tr("Searching…"))
+        handle = self.bridge.run(lambda _p: self.service.search(text, sort), name="Search models", show_errors=False)
+        handle.succeeded.connect(lambda page: self._on_search_page(generation, page, replace=True))
+        handle.failed.connect(lambda err: self._on_search_failed(generation, err))
+        self.search_handle = handle
+
+    def _maybe_load_more(self, value: int) -> None:
+        bar = self.results.verticalScrollBar()
+        if value >= bar.maximum() - 2 and bar.maximum() > 0:
+            self.load_more()
+
+    def load_more(self) -> None:
+        """Fetch the next page of the current search (the results list scrolled to its end)."""
+        if not self.next_url or (self.search_handle is not None and self.search_handle.is_running):
+            return
+        generation = self._search_generation
+        next_url = self.next_url
+        self.results_status.setText(self.tr("Loading more…"))
+        handle = self.bridge.run(lambda _p: self.service.search(next_url=next_url), name="More models",
+                                 show_errors=False)
+        handle.succeeded.connect(lambda page: self._on_search_page(generation, page, replace=False))
+        handle.failed.connect(lambda err: self._on_search_failed(generation, err))
+        self.search_handle = handle
+
+    def _on_search_page(self, generation: int, page: SearchPage, *, replace: bool) -> None:
+        if generation != self._search_generation:
+            return  # a newer search started; this answer is stale
+        if replace:
+            self.results.clear()
+        for hit in page.items:
+            self._add_hit(hit)
+        self.next_url = page.next_url
+        count = self.results.count()
+        if count == 0:
+            self.results_empty.setText(self.tr("No GGUF models match “%1”. Try fewer or other words.")
+                                       .replace("%1", self.search_box.text()))
+            self.results_stack.setCurrentWidget(self.results_empty)
+        else:
+            self.results_stack.setCurrentWidget(self.results)
+        more = self.tr(" · scroll for more") if page.next_url else ""
+        self.results_status.setText(self.tr("%1 models").replace("%1", str(count)) + more)
+
+    def _add_hit(self, hit: RepoSummary) -> None:
+        item = QListWidgetItem()
+        item.setData(Qt.ItemDataRole.UserRole, hit.repo_id)
+        widget = SearchHitWidget(hit)
+        item.setSizeHint(widget.sizeHint())
+        self.results.addItem(item)
+        self.results.setItemWidget(item, widget)
+
+    def _on_search_failed(self, generation: int, err: StrataError) -> None:
+        if generation != self._search_generation:
+            return
+        self.results_status.setText(err.user_text())
+
+    def hit_ids(self) -> list[str]:
+        return [str(self.results.item(i).data(Qt.ItemDataRole.UserRole)) for i in range(self.results.count())]
+
+    def _on_hit_selected(self, current: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
+        if current is not None:
+            self.show_detail(str(current.data(Qt.ItemDataRole.UserRole)))
+
+    def show_detail(self, repo_id: str) -> None:
+        """Load repo info, card and fit verdicts for ``repo_id`` (a newer selection wins)."""
+        self._detail_generation += 1
+        generation = self._detail_generation
+        if self.detail_handle is not None:
+            self.detail_handle.cancel()
+        self.detail_stack.setCurrentIndex(1)
+        self.detail_title.setText(repo_id)
+        self.detail_meta.setText(self.tr("Loading files and reading the model header…"))
+        self.fit_note.clear()
+        self.quant_table.setRowCount(0)
+        self.card_view.clear()
+        self.download_button.setEnabled(False)
+
+        async def load(_p: object) -> tuple[ModelDetail, FitReport]:
+            detail = await self.service.detail(repo_id)
+            report = await self.service.fit_report(detail)
+            return detail, report
+
+        handle = self.bridge.run(load, name=f"Model {repo_id}")
+        handle.succeeded.connect(lambda res: self._on_detail(generation, *res))
+        handle.failed.connect(lambda err: self._on_detail_failed(generation, err))
+        self.detail_handle = handle
+
+    def _on_detail_failed(self, generation: int, err: StrataError) -> None:
+        if generation == self._detail_generation:
+            self.detail_meta.setText(err.user_text())
+
+    def _on_detail(self, generation: int, detail: ModelDetail, report: FitReport) -> None:
+        if generation != self._detail_generation:
+            return
+        self.detail, self.report = detail, report
+        meta = [self.tr("%1 downloads").replace("%1", str(detail.downloads)),
+                self.tr("%1 likes").replace("%1", str(detail.likes))]
+        if report.architecture:
+            meta.append(self.tr("architecture %1").replace("%1", report.architecture))
+        if report.trained_context:
+            meta.append(self.tr("trained context %1").replace("%1", str(report.trained_context)))
+        if detail.gated:
+            meta.append(self.tr("gated: needs an access token"))
+        self.detail_meta.setText(" · ".join(meta))
+        target = report.target
+        note = self.tr("Fit for %1 (%2 usable) at context %3.").replace("%1", target.name).replace(
+            "%2", format_bytes(target.usable_bytes)).replace("%3", str(report.n_ctx))
+        if report.note:
+            note += " " + report.note
+        self.fit_note.setText(note)
+        self.quant_table.setRowCount(len(report.fits))
+        bold = QFont()
+        bold.setBold(True)
+        for row, fit in enumerate(report.fits):
+            label = fit.entry.label + (self.tr("  (recommended)") if fit.is_default else "")
+            verdict = fit.estimate.describe() if fit.estimate else self.tr("unknown")
+            max_ctx = str(fit.estimate.max_context) if fit.estimate and fit.estimate.max_context else "–"
+            cells = [label, format_bytes(fit.entry.size), verdict, max_ctx, fit.entry.name]
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if col == 2:
+                    item.setForeground(QColor(verdict_color(fit.estimate)))
+                if fit.is_default:
+                    item.setFont(bold)
+                self.quant_table.setItem(row, col, item)
+            if fit.is_default:
+                self.quant_table.selectRow(row)
+        self.quant_table.resizeColumnsToContents()
+        if not report.fits:
+            self.fit_note.setText(self.tr("This repository has no GGUF files to download."))
+        self.card_view.setMarkdown(detail.card or self.tr("*This repository has no model card.*"))
+        self.download_button.setEnabled(bool(self.quant_table.selectedItems()) and not self.service.offline)
+
+    # ------------------------------------------------------------------ downloads tab
+    def _build_downloads(self) -> QWidget:
+        self.rows_box = QVBoxLayout()
+        self.rows_box.setSpacing(8)
+        self.downloads_empty = EmptyState(self.tr("No downloads. Pick a quant in “Browse the hub” and press Download."))
+        holder = QWidget()
+        hl = QVBoxLayout(holder)
+        hl.addWidget(self.downloads_empty)
+        hl.addLayout(self.rows_box)
+        hl.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(holder)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+
+        self.token_frame = QFrame()
+        self.token_frame.setObjectName("notice")
+        self.token_frame.setProperty("level", "warning")
+        self.token_label = QLabel(self.tr("This model is gated or private. Accept its terms on the hub, then paste "
+                                          "an access token (saved in the hub's own token store)."))
+        self.token_label.setWordWrap(True)
+        self.token_edit = QLineEdit()
+        self.token_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.token_edit.setPlaceholderText(self.tr("hf_…"))
+        self.token_button = QPushButton(self.tr("Save token and retry"))
+        self.token_button.clicked.connect(self.save_token_and_retry)
+        tl = QVBoxLayout(self.token_frame)
+        tl.setContentsMargins(12, 8, 12, 8)
+        tl.addWidget(self.token_label)
+        trow = QHBoxLayout()
+        trow.addWidget(self.token_edit, 1)
+        trow.addWidget(self.token_button)
+        tl.addLayout(trow)
+        self.token_frame.hide()
+        self._token_job: DownloadJob | None = None
+
+        page = QWidget()
+        pl = QVBoxLayout(page)
+        pl.setContentsMargins(0, 12, 0, 0)
+        pl.addWidget(self.token_frame)
+        pl.addWidget(scroll, 1)
+        return page
+
+    def _update_downloads_empty(self) -> None:
+        self.downloads_empty.setVisible(not self.download_rows)
+        n = sum(1 for r in self.download_rows.values() if r.job.state != "done")
+        self.tabs.setTabText(1, self.tr("Downloads") + (f" ({n})" if n else ""))
+
+    def _add_row(self, job: DownloadJob) -> DownloadRow:
+        row = self.download_rows.get(job.job_id)
+        if row is not None:
+            return row
+        row = DownloadRow(job)
+        row.pause_requested.connect(lambda: self.pause_download(job.job_id))
+        row.resume_requested.connect(lambda: self.resume_download(job.job_id))
+        row.cancel_requested.connect(lambda: self.cancel_download(job.job_id))
+        self.rows_box.addWidget(row)
+        self.download_rows[job.job_id] = row
+        self._update_downloads_empty()
+        return row
+
+    def download_selected(self) -> None:
+        """Queue the selected quant (a split set as one unit) and start the queue."""
+        if self.detail is None or self.report is None:
+            return
+        rows = self.quant_table.selectionModel().selectedRows()
+        if not rows:
+            return
+        fit = self.report.fits[rows[0].row()]
+        job = self.service.enqueue(self.detail, fit.entry)
+        job.state = "queued"
+        self._add_row(job).set_state("queued")
+        self.tabs.setCurrentIndex(1)
+        self._pump_queue()
+
+    def _pump_queue(self) -> None:
+        """Start the next queued job when nothing is downloading."""
+        if self.download_handle is not None and self.download_handle.is_running:
+            return
+        job = next((r.job for r in self.download_rows.values() if r.job.state == "queued"), None)
+        if job is not None:
+            self._start(job)
+
+    def _start(self, job: DownloadJob) -> None:
+        row = self.download_rows[job.job_id]
+        job.state = "downloading"
+        row.set_state("downloading")
+        self._running_job = job
+        self._stop_mode = ""
+        handle = self.bridge.run(lambda p: self.service.download(job, p), name=f"Download {job.name}",
+                                 show_errors=False)
+        handle.progress.connect(row.show_progress)
+        handle.succeeded.connect(lambda _paths: self._on_download_done(job))
+        handle.failed.connect(lambda err: self._on_download_failed(job, err))
+        handle.cancelled.connect(lambda: self._on_download_stopped(job))
+        handle.finished.connect(self._pump_queue)
+        self.download_handle = handle
+
+    def _on_download_done(self, job: DownloadJob) -> None:
+        job.state = "done"
+        self.download_rows[job.job_id].set_state("done")
+        self._running_job = None
+        self._update_downloads_empty()
+        self.refresh_library()
+
+    def _on_download_failed(self, job: DownloadJob, err: StrataError) -> None:
+        job.state = "failed"
+        job.error = err.user_text()
+        self.download_rows[job.job_id].set_state("failed", err.message)
+        self._running_job = None
+        if isinstance(err, HubAuthError):
+            self._token_job = job
+            self.token_frame.show()
+            self.token_edit.setFocus()
+        else:
+            self.bridge.error_occurred.emit(err)
+
+    def _on_download_stopped(self, job: DownloadJob) -> None:
+        self._running_job = None
+        if self._stop_mode == "cancel":
+            self._remove_job(job)
+        else:
+            job.state = "paused"
+            self.download_rows[job.job_id].set_state("paused")
+
+    def pause_download(self, job_id: str) -> None:
+        """Stop the running download, keeping what arrived (Resume continues from there)."""
+        if self._running_job is not None and self._running_job.job_id == job_id and self.download_handle is not None:
+            self._stop_mode = "pause"
+            self.download_handle.cancel()
+
+    def resume_download(self, job_id: str) -> None:
+        row = self.download_rows.get(job_id)
+        if row is None:
+            return
+        row.job.state = "queued"
+        row.set_state("queued")
+        self._pump_queue()
+
+    def cancel_download(self, job_id: str) -> None:
+        """Stop and forget a download, deleting its partial files."""
+        row = self.download_rows.get(job_id)
+        if row is None:
+            return
+        if self._running_job is not None and self._running_job.job_id == job_id and self.download_handle is not None:
+            self._stop_mode = "cancel"
+            self.download_handle.cancel()
+            return
+        self._remove_job(row.job)
+
+    def _remove_job(self, job: DownloadJob) -> None:
+        self.service.cancel_download(job)
+        row = self.download_rows.pop(job.job_id, None)
+        if row is not None:
+            row.setParent(None)
+            row.deleteLater()
+        self._update_downloads_empty()
+
+    def save_token_and_retry(self) -> None:
+        token = self.token_edit.text().strip()
+        if not token:
+            return
+        try:
+            self.service.save_token(token)
+        except StrataError as err:
+            self.bridge.error_occurred.emit(err)
+            return
+        self.token_edit.clear()
+        self.token_frame.hide()
+        if self._token_job is not None:
+            self.resume_download(self._token_job.job_id)
+            self._token_job = None
+
+    # ------------------------------------------------------------------ library tab
+    def _build_library(self) -> QWidget:
+        self.open_button = QPushButton(self.tr("Open GGUF…"))
+        self.open_button.clicked.connect(self.choose_file)
+        self.refresh_button = QPushButton(self.tr("Refresh"))
+        self.refresh_button.clicked.connect(self.refresh_library)
+        self.reveal_button = QPushButton(self.tr("Show in folder"))
+        self.reveal_button.clicked.connect(self.reveal_selected)
+        self.delete_button = QPushButton(self.tr("Delete…"))
+        self.delete_button.clicked.connect(self.request_delete)
+        self.library_status = QLabel()
+        self.library_status.setObjectName("muted")
+        tools = QHBoxLayout()
+        tools.addWidget(self.library_status, 1)
+        tools.addWidget(self.open_button)
+        tools.addWidget(self.refresh_button)
+        tools.addWidget(self.reveal_button)
+        tools.addWidget(self.delete_button)
+
+        headers = [self.tr("Model"), self.tr("Architecture"), self.tr("Parameters"), self.tr("Quant"),
+                   self.tr("Context"), self.tr("Size"), self.tr("Chat template"), self.tr("Where / status")]
+        self.library_table = QTableWidget(0, len(headers))
+        self.library_table.setHorizontalHeaderLabels(headers)
+        self.library_table.verticalHeader().hide()
+        self.library_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.library_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.library_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.library_table.horizontalHeader().setSectionResizeMode(7, QHeaderView.ResizeMode.Stretch)
+        self.library_table.itemSelectionChanged.connect(self._update_library_buttons)
+        self.library_empty = EmptyState(self.tr(
+            "No models yet. Download one from “Browse the hub”, press “Open GGUF…”, "
+            "or drop .gguf files here."))
+        self.library_stack = QStackedWidget()
+        self.library_stack.addWidget(self.library_empty)
+        self.library_stack.addWidget(self.library_table)
+        page = GgufDropArea()
+        page.files_dropped.connect(lambda paths: self.open_files([Path(p) for p in paths]))
+        self.library_page = page
+        pl = QVBoxLayout(page)
+        pl.setContentsMargins(0, 12, 0, 0)
+        pl.addLayout(tools)
+        pl.addWidget(self.library_stack, 1)
+        self._update_library_buttons()
+        return page
+
+    def _update_library_buttons(self) -> None:
+        has = self.selected_entry() is not None
+        self.reveal_button.setEnabled(has)
+        self.delete_button.setEnabled(has)
+
+    def refresh_library(self) -> None:
+        if self.library_handle is not None and self.library_handle.is_running:
+            return
+        self.library_status.setText(self.tr("Scanning…"))
+        handle = self.bridge.run(lambda _p: self.service.scan_library(), name="Scan models")
+        handle.succeeded.connect(self._show_library)
+        handle.failed.connect(lambda err: self.library_status.setText(err.user_text()))
+        self.library_handle = handle
+
+    def _show_library(self, entries: list[LibraryEntry]) -> None:
+        self.library = list(entries)
+        table = self.library_table
+        table.setRowCount(len(entries))
+        for row, e in enumerate(entries):
+            where = e.repo_id or str(e.path.parent) if not e.broken else self.tr("Broken: %1").replace("%1", e.error)
+            cells = [e.display_name, e.architecture, e.params_text, e.quant,
+                     str(e.context_length) if e.context_length else "", format_bytes(e.size),
+                     (self.tr("yes") if e.has_chat_template else self.tr("no")) if not e.broken else "", where]
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(str(e.path) if col == 0 else text)
+                if e.broken:
+                    item.setForeground(QColor("#b91c1c"))
+                table.setItem(row, col, item)
+        table.resizeColumnsToContents()
+        self.library_stack.setCurrentWidget(self.library_table if entries else self.library_empty)
+        total = sum(e.size for e in entries)
+        broken = sum(1 for e in entries if e.broken)
+        text = self.tr("%1 models · %2 on disk").replace("%1", str(len(entries))).replace("%2", format_bytes(total))
+        if broken:
+            text += self.tr(" · %1 broken").replace("%1", str(broken))
+        self.library_status.setText(text)
+        self._update_library_buttons()
+
+    def selected_entry(self) -> LibraryEntry | None:
+        rows = self.library_table.selectionModel().selectedRows() if self.library_table.selectionModel() else []
+        if not rows or rows[0].row() >= len(self.library):
+            return None
+        return self.library[rows[0].row()]
+
+    def choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Open GGUF model"), "", self.tr("GGUF models (*.gguf)"))
+        if path:
+            self.open_files([Path(path)])
+
+    def open_files(self, paths: list[Path]) -> None:
+        """Add single files to the library (they are listed even when broken)."""
+        async def add(_p: object) -> None:
+            for p in paths:
+                await self.service.open_file(p)
+
+        handle = self.bridge.run(add, name="Open model")
+        handle.finished.connect(self.refresh_library)
+        self.tabs.setCurrentIndex(2)
+
+    def reveal_selected(self) -> None:
+        entry = self.selected_entry()
+        if entry is not None:
+            self._open_url(QUrl.fromLocalFile(str(entry.path.parent)))
+
+    def request_delete(self) -> None:
+        """Ask before deleting the selected model (all parts of a split set)."""
+        entry = self.selected_entry()
+        if entry is None:
+            return
+        box = QMessageBox(QMessageBox.Icon.Warning, self.tr("Delete model"),
+                          self.tr("Delete %1? This frees %2 on disk.").replace("%1", entry.display_name)
+                          .replace("%2", format_bytes(entry.size)),
+                          QMessageBox.StandardButton.Cancel, self)
+        delete = box.addButton(self.tr("Delete"), QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.finished.connect(lambda _r: self._delete_confirmed(entry) if box.clickedButton() is delete else None)
+        self.confirm_box = box
+        box.open()
+
+    def _delete_confirmed(self, entry: LibraryEntry) -> None:
+        handle = self.bridge.run(lambda _p: self.service.delete(entry), name=f"Delete {entry.display_name}")
+        handle.succeeded.connect(lambda freed: self.library_status.setText(
+            self.tr("Deleted %1, freed %2.").replace("%1", entry.display_name).replace("%2", format_bytes(freed))))
+        handle.succeeded.connect(lambda _f: self._rescan_after_delete())
+
+    def _rescan_after_delete(self) -> None:
+        message = self.library_status.text()
+        self.refresh_library()
+        if self.library_handle is not None:
+            self.library_handle.succeeded.connect(lambda _e: self.library_status.setText(
+                message + "  " + self.library_status.text()))

@@ -1,0 +1,237 @@
+"""The Models page on real widgets (offscreen) against the loopback hub."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from PySide6.QtCore import QUrl
+from PySide6.QtWidgets import QApplication, QMessageBox
+from pytestqt.qtbot import QtBot
+
+from strata_gui.core.models.downloads import TokenStore
+from strata_gui.core.models.fit import GIB, MemoryTarget
+from strata_gui.core.models.service import ModelService
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.pages.models_page import ModelsPage
+from strata_gui.ui.theme import apply_theme
+
+SHOTS = Path("/tmp/strata-shots")
+
+
+class Harness:
+    def __init__(self, page: ModelsPage, loop: asyncio.AbstractEventLoop, qtbot: QtBot) -> None:
+        self.page, self.loop, self.qtbot = page, loop, qtbot
+        self.opened: list[QUrl] = []
+
+    def settle(self, handle: TaskHandle | None) -> None:
+        if handle is not None:
+            self.loop.run_until_complete(handle.wait())
+        self.qtbot.wait(20)
+
+    def until(self, predicate: Any, timeout: float = 8.0) -> None:
+        async def poll() -> None:
+            deadline = self.loop.time() + timeout
+            while not predicate():
+                if self.loop.time() > deadline:
+                    raise AssertionError("condition not reached")
+                await asyncio.sleep(0.02)
+
+        self.loop.run_until_complete(poll())
+
+    def shot(self, name: str) -> None:
+        self.qtbot.wait(50)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        assert self.page.grab().save(str(SHOTS / f"models-{name}.png"))
+
+
+@pytest.fixture
+def harness(qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop, hub: Any,
+            tmp_path: Path) -> Iterator[Any]:
+    made: list[tuple[AsyncBridge, ModelService, httpx.AsyncClient]] = []
+
+    def make(offline: bool = False, model_dirs: list[Path] | None = None) -> Harness:
+        apply_theme(qapp, "light")
+        client = httpx.AsyncClient(timeout=10)
+        svc = ModelService(
+            client=client, endpoint=hub.url, cache_dir=tmp_path / "hf-home" / "hub",
+            queue_file=tmp_path / "strata-home" / "downloads.json",
+            token_store=TokenStore(tmp_path / "hf-home" / "token", environ={}),
+            model_dirs=model_dirs or [], memory_target=lambda: MemoryTarget("Radeon RX 7600 (8 GB)", 8 * GIB),
+            ram_bytes=32 * GIB, offline=offline,
+        )
+        opened: list[QUrl] = []
+        bridge = AsyncBridge()
+        page = ModelsPage(svc, bridge, open_url=opened.append)
+        h = Harness(page, qasync_loop, qtbot)
+        h.opened = opened
+        qtbot.addWidget(page)
+        page.resize(1200, 800)
+        page.show()
+        made.append((bridge, svc, client))
+        return h
+
+    yield make
+    for bridge, svc, client in made:
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(client.aclose())
+        qasync_loop.run_until_complete(svc.aclose())
+
+
+def test_search_paging_and_stale_answers(harness: Any, hub: Any) -> None:
+    h = harness()
+    page: ModelsPage = h.page
+    page.on_shown()
+    h.settle(page.search_handle)
+    h.settle(page.library_handle)
+    assert page.hit_ids()[:2] == ["strata/test-llama-GGUF", "strata/test-llama-split-GGUF"]
+    assert len(page.hit_ids()) == 30 and "scroll for more" in page.results_status.text()
+    h.shot("search")
+
+    bar = page.results.verticalScrollBar()
+    bar.setValue(bar.maximum())
+    h.settle(page.search_handle)
+    assert len(page.hit_ids()) == 48 and "scroll" not in page.results_status.text()
+
+    # A slow answer to an older query never replaces the newer results.
+    hub.state.search_delay["split"] = 0.6
+    page.search_box.setText("split")
+    page.start_search()
+    slow = page.search_handle
+    page.search_box.setText("gated")
+    page.start_search()
+    h.settle(page.search_handle)
+    h.settle(slow)
+    h.until(lambda: not any(m == "GET" and "search=split" in p for m, p, _ in hub.state.requests) or True)
+    assert page.hit_ids() == ["strata/gated-llama-GGUF"]
+
+    page.search_box.setText("no such model anywhere")
+    page.start_search()
+    h.settle(page.search_handle)
+    assert "No GGUF models match" in page.results_empty.text()
+
+
+def test_detail_download_and_library(harness: Any, hub: Any, test_model: Path) -> None:
+    h = harness()
+    page: ModelsPage = h.page
+    page.on_shown()
+    h.settle(page.search_handle)
+    h.settle(page.library_handle)
+    assert "No models yet" in page.library_empty.text()
+    page.results.setCurrentRow(0)
+    h.settle(page.detail_handle)
+    assert page.detail_title.text() == "strata/test-llama-GGUF"
+    table = page.quant_table
+    rows = {table.item(r, 0).text(): table.item(r, 2).text() for r in range(table.rowCount())}
+    assert rows == {"F16": "fits fully on GPU", "Q4_K_M  (recommended)": "fits fully on GPU", "Q8_0": "fits fully on GPU"}
+    assert table.selectionModel().selectedRows()[0].row() == 1
+    assert "Strata Test Llama GGUF" in page.card_view.toPlainText()
+    assert "Radeon RX 7600" in page.fit_note.text()
+    h.shot("detail")
+
+    page.download_button.click()
+    assert page.tabs.currentIndex() == 1
+    h.settle(page.download_handle)
+    (row,) = page.download_rows.values()
+    assert row.status.text().startswith("Done")
+    h.settle(page.library_handle)
+    h.shot("downloads")
+    page.tabs.setCurrentIndex(2)
+    assert [e.display_name for e in page.library] == ["strata-test-llama-Q4_K_M.gguf"]
+    assert page.library_table.item(0, 3).text() == "F16" and page.library_table.item(0, 6).text() == "yes"
+    h.shot("library")
+
+
+def test_pause_resume_cancel_and_token(harness: Any, hub: Any, test_model: Path) -> None:
+    hub.state.chunk_delay = 0.03
+    h = harness()
+    page: ModelsPage = h.page
+    page.show_detail("strata/test-llama-GGUF")
+    h.settle(page.detail_handle)
+    page.download_selected()
+    row = next(iter(page.download_rows.values()))
+    h.until(lambda: row.bar.value() > 50)
+    row.pause_button.click()
+    h.settle(page.download_handle)
+    assert row.job.state == "paused" and row.pause_button.text() == "Resume"
+    assert page.service.pending_downloads()[0].state == "paused"
+    row.pause_button.click()
+    h.settle(page.download_handle)
+    assert row.status.text().startswith("Done")
+
+    # Cancel a running one (a split set, one unit): the row goes and the partial file is deleted.
+    page.show_detail("strata/test-llama-split-GGUF")
+    h.settle(page.detail_handle)
+    page.download_selected()
+    q8 = next(r for r in page.download_rows.values() if r.job.repo_id == "strata/test-llama-split-GGUF")
+    h.until(lambda: q8.bar.value() > 50)
+    partial = page.service.downloader.partial_files(q8.job)[0]
+    assert partial.exists()
+    q8.cancel_button.click()
+    h.settle(page.download_handle)
+    assert q8.job.job_id not in page.download_rows and not partial.exists()
+
+    # Gated: the token form appears; a saved token retries the download.
+    hub.state.chunk_delay = 0.0
+    page.show_detail("strata/gated-llama-GGUF")
+    h.settle(page.detail_handle)
+    assert "access token" in page.fit_note.text()  # even the header read needs the token
+    page.quant_table.selectRow(0)
+    page.download_selected()
+    h.settle(page.download_handle)
+    assert page.token_frame.isVisible()
+    h.shot("token")
+    page.token_edit.setText(hub.state.token)
+    page.token_button.click()
+    h.settle(page.download_handle)
+    gated = next(r for r in page.download_rows.values() if r.job.repo_id == "strata/gated-llama-GGUF")
+    assert gated.status.text().startswith("Done") and not page.token_frame.isVisible()
+
+
+def test_library_broken_open_reveal_delete(harness: Any, tmp_path: Path, test_model: Path,
+                                           broken_models: dict[str, Path]) -> None:
+    folder = tmp_path / "my-models"
+    folder.mkdir()
+    shutil.copy(test_model, folder / "mine-Q8_0.gguf")
+    shutil.copy(broken_models["truncated"], folder / "cut.gguf")
+    single = tmp_path / "single.gguf"
+    shutil.copy(test_model, single)
+    h = harness(offline=True, model_dirs=[folder])
+    page: ModelsPage = h.page
+    page.on_shown()
+    h.settle(page.library_handle)
+    assert not page.offline_notice.isHidden() and not page.search_box.isEnabled()
+    assert page.tabs.currentIndex() == 2 and page.search_handle is None
+    names = [e.display_name for e in page.library]
+    assert names == ["cut.gguf", "mine-Q8_0.gguf"]
+    assert page.library_table.item(0, 7).text().startswith("Broken: cut.gguf is incomplete")
+    assert "1 broken" in page.library_status.text()
+
+    page.open_files([single])
+    h.until(lambda: "single.gguf" in [e.display_name for e in page.library])
+    h.shot("library-offline")
+
+    page.library_table.selectRow([e.display_name for e in page.library].index("mine-Q8_0.gguf"))
+    page.reveal_button.click()
+    assert h.opened == [QUrl.fromLocalFile(str(folder))]
+
+    page.delete_button.click()
+    box = page.confirm_box
+    assert box is not None and "frees 9.1 MB" in box.text()
+    cancel = box.button(QMessageBox.StandardButton.Cancel)
+    cancel.click()
+    h.qtbot.wait(20)
+    assert (folder / "mine-Q8_0.gguf").exists()
+    page.delete_button.click()
+    box = page.confirm_box
+    assert box is not None
+    delete = next(b for b in box.buttons() if b.text() == "Delete")
+    delete.click()
+    h.until(lambda: "freed 9.1 MB" in page.library_status.text())
+    h.until(lambda: "mine-Q8_0.gguf" not in [e.display_name for e in page.library])
+    assert not (folder / "mine-Q8_0.gguf").exists()
