@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -98,6 +97,7 @@ class ModelsPage(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(24, 20, 24, 20)
         layout.addWidget(self.header)
+        layout.addWidget(self.offline_notice)
         layout.addWidget(self.tabs, 1)
         self.apply_offline()
 
@@ -152,7 +152,7 @@ class ModelsPage(QWidget):
         self.quant_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.quant_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.quant_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.quant_table.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+        self.quant_table.horizontalHeader().setStretchLastSection(True)
         self.quant_table.setMinimumHeight(160)
         self.download_button = QPushButton(self.tr("Download selected quant"))
         self.download_button.setEnabled(False)
@@ -202,7 +202,6 @@ class ModelsPage(QWidget):
         page = QWidget()
         pl = QVBoxLayout(page)
         pl.setContentsMargins(0, 12, 0, 0)
-        pl.addWidget(self.offline_notice)
         pl.addLayout(bar)
         pl.addWidget(split, 1)
         return page
@@ -573,7 +572,7 @@ class ModelsPage(QWidget):
         self.library_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.library_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.library_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.library_table.horizontalHeader().setSectionResizeMode(7, QHeaderView.ResizeMode.Stretch)
+        self.library_table.horizontalHeader().setStretchLastSection(True)
         self.library_table.itemSelectionChanged.connect(self._update_library_buttons)
         self.library_empty = EmptyState(self.tr(
             "No models yet. Download one from “Browse the hub”, press “Open GGUF…”, "
