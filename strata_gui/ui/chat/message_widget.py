@@ -29,18 +29,20 @@ class TextBlock(QTextBrowser):
     several times cheaper (one document layout instead of QLabel's repeated size passes).
     """
 
-    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+    def __init__(self, text: str, parent: QWidget | None = None, *,
+                 background: QPalette.ColorRole = QPalette.ColorRole.Window) -> None:
         super().__init__(parent)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setOpenExternalLinks(True)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        # A palette, not a style sheet: parsing a sheet per block costs milliseconds per message.
+        # Opaque, in the bubble's colour: a streaming update then repaints only this block, not
+        # the bubble and the list behind it. A palette, not a style sheet (parsing one per block
+        # costs milliseconds).
         palette = self.palette()
-        palette.setColor(QPalette.ColorRole.Base, Qt.GlobalColor.transparent)
+        palette.setColor(QPalette.ColorRole.Base, palette.color(background))
         self.setPalette(palette)
-        self.viewport().setAutoFillBackground(False)
         self.document().setDocumentMargin(0)
         self.segment: Segment | None = None
         self.set_segment(Segment("text", text))
@@ -120,6 +122,8 @@ class MessageWidget(QFrame):
         self.message = message
         self.text = message.content
         self.setObjectName("userMessage" if message.role == "user" else "assistantMessage")
+        self._background = (QPalette.ColorRole.AlternateBase if message.role == "user"
+                            else QPalette.ColorRole.Window)
         self.role = QLabel(self.tr("You") if message.role == "user" else self.tr("Assistant"))
         self.role.setObjectName("messageRole")
         self.body = QVBoxLayout()
@@ -174,7 +178,8 @@ class MessageWidget(QFrame):
                     self.body.removeWidget(old)
                     old.deleteLater()
                 del self.blocks[i:]
-            new: TextBlock | CodeBlock = CodeBlock(seg, self) if seg.kind == "code" else TextBlock(seg.text, self)
+            new: TextBlock | CodeBlock = (
+                CodeBlock(seg, self) if seg.kind == "code" else TextBlock(seg.text, self, background=self._background))
             if isinstance(new, TextBlock):
                 new.set_segment(seg)
             self.blocks.append(new)
