@@ -157,3 +157,20 @@ def test_default_pick(captured_gpus: dict[str, Any], model_shapes: dict[str, Any
     assert pick is not None and pick.label == "Q4_K_M" and pick.estimate.verdict is Verdict.PARTIAL
     # Nothing runs at all.
     assert default_pick(_choices(model_shapes["llama-3.1-405b"], _target(small_card), small_card["ram_bytes"])) is None
+
+
+def test_memory_target_from_detected_gpus(captured_gpus: dict[str, Any], model_shapes: dict[str, Any]) -> None:
+    from strata_gui.core.gpu.model import GpuInfo
+    from strata_gui.core.models.service import memory_target_for
+    from strata_gui.core.settings import Settings
+
+    halo = captured_gpus["strix_halo"]
+    apu = GpuInfo("card0", "AMD", 0x1002, 0x1586, 0xC1, halo["name"], "gfx1151", True,
+                  halo["vram_bytes"], halo["shared_bytes"], "amdgpu", "0000:c5:00.0")
+    target = memory_target_for(apu, Settings(memory_budget_mb=0))
+    assert target.is_apu and target.usable_bytes == halo["vram_bytes"] + halo["shared_bytes"]
+    est = estimate_fit(_shape(model_shapes["llama-3.3-70b"], "Q4_K_M"), target, halo["ram_bytes"], 8192)
+    assert est.verdict is Verdict.FULL_GPU
+    assert memory_target_for(apu, Settings(memory_budget_mb=32768)).usable_bytes == 32 * GIB
+    fallback = memory_target_for(None, Settings(fallback_gpu_memory_mb=12288))
+    assert fallback.usable_bytes == 12 * GIB and not fallback.is_apu

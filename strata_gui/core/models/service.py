@@ -11,8 +11,10 @@ from pathlib import Path
 import httpx
 
 from strata_gui.core.errors import HubError, ModelError
+from strata_gui.core.gpu.model import GpuInfo
 from strata_gui.core.models.downloads import DownloadJob, DownloadQueue, HubCacheDownloader, TokenStore
 from strata_gui.core.models.fit import (
+    MIB,
     FitEstimate,
     MemoryTarget,
     ModelShape,
@@ -259,4 +261,19 @@ def build_model_service(
         ram_bytes=int(psutil.virtual_memory().total),
         offline=settings.offline,
         context_size=settings.context_size or 4096,
+    )
+
+
+def memory_target_for(gpu: GpuInfo | None, settings: Settings) -> MemoryTarget:
+    """The memory target for a detected GPU (``GpuReport.primary``), capped by the user budget;
+    Settings' fallback figure when no GPU or no memory size was detected."""
+    budget = max(0, settings.memory_budget_mb) * MIB
+    if gpu is None or (gpu.vram_total is None and gpu.shared_total is None):
+        return MemoryTarget.from_settings(settings.fallback_gpu_memory_mb, settings.memory_budget_mb)
+    return MemoryTarget(
+        name=gpu.name,
+        vram_bytes=gpu.vram_total or 0,
+        shared_bytes=gpu.shared_total or 0,
+        is_apu=gpu.integrated,
+        budget_bytes=budget,
     )

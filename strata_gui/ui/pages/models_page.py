@@ -123,6 +123,8 @@ class ModelsPage(QWidget):
 
         self.results = QListWidget()
         self.results.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        # Hits are two-line widgets with dark text: a light selection keeps them readable.
+        self.results.setStyleSheet("QListWidget::item:selected { background: rgba(234, 88, 12, 0.18); }")
         self.results.currentItemChanged.connect(self._on_hit_selected)
         self.results.verticalScrollBar().valueChanged.connect(self._maybe_load_more)
         self.results_status = QLabel()
