@@ -7,14 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-import httpx
-
-from strata_gui.core.bench.store import MetricsStore
-from strata_gui.core.bench.workload import BenchConfig, Benchmark
+from strata_gui.core.app_services import build_app_services
+from strata_gui.core.bench.workload import BenchConfig
 from strata_gui.core.errors import StrataError
 from strata_gui.core.progress import Progress
 from strata_gui.core.runtime.engine import EngineSpec, spec_from_folder
-from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor
 from strata_gui.core.services import Services
 
 
@@ -34,35 +31,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 async def run(args: argparse.Namespace, services: Services) -> int:
     if not args.model.is_file():
         raise StrataError(f"Model file not found: {args.model}", hint="Give the path of a .gguf file.")
-    engines: list[EngineSpec] = list(services.engine_specs()) if args.engines == "all" else []
-    engines += [spec_from_folder(d) for d in args.engine]
-    if not engines:
-        raise StrataError("No engine to benchmark.",
-                          hint="Install one with `strata engines install`, or pass --engine DIR.")
     config = BenchConfig(args.prefill, args.gen, args.reps)
     config.validate()
-    from strata_gui.core.bench.service import DashboardService
-
-    async with httpx.AsyncClient() as http:
-        store = MetricsStore(services.paths.database_file)
-
-        def factory(engine: EngineSpec, model: Path, settings: ServerSettings) -> ServerSupervisor:
-            return ServerSupervisor(engine, model, settings, http=http, environ=services.environ)
-
-        service = DashboardService(store, Benchmark(http, factory, store), http, engines=lambda: engines,
-                                   gpu_label=services.gpu_label)
+    app = build_app_services(services)
+    try:
+        if args.engines == "all":
+            app.gpu.detect()
+            targets = app.gpu_targets()
+            for engine in app.engines.installed():
+                await app.engines.probe(engine, targets[0] if targets else None)
+        engines: list[EngineSpec] = app.engine_specs() if args.engines == "all" else []
+        engines += [spec_from_folder(d) for d in args.engine]
+        if not engines:
+            raise StrataError("No engine to benchmark.",
+                              hint="Install one with `strata engines install`, or pass --engine DIR.")
 
         def show(p: Progress) -> None:
             if not args.json:
                 print(f"\r[{int(p.done)}/{int(p.total or 0)}] {p.message[:70]:<70}", end="", file=sys.stderr,
                       flush=True)
 
-        try:
-            results, rec = await service.run_benchmark(args.model.resolve(), engines, config, show)
-        finally:
-            store.close()
+        results, rec = await app.dashboard.run_benchmark(args.model.resolve(), engines, config, show)
+        gpu = app.gpu_label()
+    finally:
+        await app.aclose()
     if args.json:
-        print(json.dumps({"model": args.model.name, "gpu": services.gpu_label(),
+        print(json.dumps({"model": args.model.name, "gpu": gpu,
                           "results": [r.to_json() for r in results], "recommended": rec.engine,
                           "reason": rec.reason, "warnings": rec.warnings}, indent=2))
         return 0 if rec.engine else 1

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from strata_gui.core.paths import AppPaths
-from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.settings import Settings, SettingsStore
 
 log = logging.getLogger(__name__)
@@ -35,8 +34,6 @@ class Services:
     settings: Settings
     settings_notice: str | None
     environ: Mapping[str, str]
-    engine_specs: Callable[[], list[EngineSpec]] = field(default=lambda: [])
-    gpu_label: Callable[[], str] = field(default=lambda: "CPU")
 
     def save_settings(self) -> None:
         self.settings_store.save(self.settings)

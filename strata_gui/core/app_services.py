@@ -1,0 +1,182 @@
+"""The full set of long-lived services for the GUI (and heavier CLI commands), wired together.
+
+:func:`build_app_services` is the one place that decides how the GPU detector, the engine
+fetcher, the model browser, the chat session and the dashboards are connected:
+
+- the GPU report gives the engines their plan targets and the model browser its memory target;
+- installed engines become the chat's fallback plan (ROCm → Vulkan → CPU, pinned first), with
+  each engine's launch environment (tuning table, library path) from the engines package;
+- a benchmark's measured (or the user's) choice for a model moves that engine to the front;
+- every finished chat reply is recorded for the throughput dashboard.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from strata_gui.core.bench.service import DashboardService
+from strata_gui.core.bench.store import MetricsStore
+from strata_gui.core.bench.workload import Benchmark
+from strata_gui.core.chat.service import ChatEvent, ChatService, MessageUpdated, default_supervisor_factory
+from strata_gui.core.chat.store import COMPLETE, ConversationStore
+from strata_gui.core.engines import EngineService, GpuTarget, InstalledEngine, create_engine_service
+from strata_gui.core.engines.catalog import load_catalog
+from strata_gui.core.errors import StrataError
+from strata_gui.core.gpu.model import GpuInfo
+from strata_gui.core.gpu.service import GpuService, build_gpu_service
+from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for
+from strata_gui.core.resources import kernels_dir
+from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.services import Services
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AppServices:
+    """Every service, built once. ``base`` holds paths and settings."""
+
+    base: Services
+    http: httpx.AsyncClient
+    gpu: GpuService
+    engines: EngineService
+    models: ModelService
+    metrics: MetricsStore
+    dashboard: DashboardService
+    chat_store: ConversationStore
+    chat: ChatService
+
+    # -- GPU → engines --------------------------------------------------------------------------
+    def primary_gpu(self) -> GpuInfo | None:
+        report = self.gpu.last_report
+        return report.primary if report is not None else None
+
+    def gpu_targets(self) -> list[GpuTarget]:
+        """AMD GPUs as the engine planner sees them (detected, else the gfx override setting)."""
+        report = self.gpu.last_report
+        if report is not None and report.amd_gpus:
+            return [GpuTarget(g.name, g.device_id, g.gfx_target) for g in report.amd_gpus]
+        return self.engines.gpus_from_settings()
+
+    def gpu_label(self) -> str:
+        report = self.gpu.last_report
+        return report.label() if report is not None else (self.base.settings.gfx_override or "CPU")
+
+    # -- engines → chat plan ----------------------------------------------------------------------
+    def _spec(self, engine: InstalledEngine) -> EngineSpec:
+        targets = self.gpu_targets()
+        env, notices = self.engines.launch_env(engine, targets[0] if targets else None)
+        for n in notices:
+            log.info("engine %s: %s", engine.id, n)
+        label = {"rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}.get(engine.backend, engine.backend)
+        backend = engine.backend if engine.backend in ("rocm", "vulkan", "cpu") else "local"
+        # Only variables that differ from the app's environment travel with the spec.
+        base = self.base.environ
+        delta = {k: v for k, v in env.items() if base.get(k) != v}
+        return EngineSpec(engine.id, f"{label} {engine.tag}".strip(), backend, engine.server_path,  # type: ignore[arg-type]
+                          delta)
+
+    def engine_specs(self) -> list[EngineSpec]:
+        """Installed engines that did not fail their last probe, best first (pinned, then plan order)."""
+        engines = self.engines.installed()
+        order = {b: i for i, b in enumerate(self.engines.catalog.backend_order)}
+        pinned = self.base.settings.pinned_engine
+        usable = []
+        for e in engines:
+            probe = self.engines.last_probe(e.id)
+            if probe is not None and not probe.usable:
+                continue
+            usable.append(e)
+        usable.sort(key=lambda e: (e.id != pinned, order.get(e.backend, 9), -e.installed_at))
+        return [self._spec(e) for e in usable]
+
+    def plan_for_model(self, model: Path | None) -> list[EngineSpec]:
+        """The chat plan for ``model``: a measured or user-chosen engine for it goes first."""
+        specs = self.engine_specs()
+        if model is None:
+            return specs
+        choice = self.dashboard.default_engine(model.name)
+        if choice is not None:
+            specs.sort(key=lambda s: s.id != choice.engine)
+        return specs
+
+    def tuning_active(self, spec: EngineSpec) -> bool | None:
+        if spec.backend != "rocm":
+            return None
+        return "HIPBLASLT_TUNING_OVERRIDE_FILE" in spec.env
+
+    # -- chat → dashboard ---------------------------------------------------------------------------
+    def _record_reply(self, event: ChatEvent) -> None:
+        if not isinstance(event, MessageUpdated):
+            return
+        msg = event.message
+        s = msg.stats
+        if msg.role != "assistant" or msg.status != COMPLETE or (s.decode_tps is None and s.prefill_tps is None):
+            return
+        model = self.chat.model.name if self.chat.model else "unknown"
+        try:
+            self.dashboard.record(model=model, engine=s.engine or "unknown", backend=s.backend or "",
+                                  prompt_tokens=s.prompt_n, cached_tokens=s.cache_n, output_tokens=s.predicted_n,
+                                  prefill_tps=s.prefill_tps, decode_tps=s.decode_tps, ttft_s=s.ttft_s)
+        except StrataError:
+            log.warning("could not record request statistics", exc_info=True)
+
+    def refresh_chat_plan(self) -> None:
+        self.chat.set_plan(self.plan_for_model(self.chat.model))
+
+    async def aclose(self) -> None:
+        """Stop the engine, worker threads and network client; close databases. Safe twice."""
+        try:
+            await self.chat.aclose()
+        finally:
+            try:
+                await self.models.aclose()
+            finally:
+                await self.http.aclose()
+                self.chat_store.close()
+                self.metrics.close()
+
+
+def build_app_services(base: Services, http: httpx.AsyncClient | None = None) -> AppServices:
+    """Wire every service from the base services (paths, settings, environment)."""
+    settings, paths, env = base.settings, base.paths, dict(base.environ)
+    client = http or httpx.AsyncClient(follow_redirects=True, timeout=httpx.Timeout(30.0, read=60.0))
+    catalog = load_catalog()
+    try:
+        gpu = build_gpu_service(kernels_dir(), environ=env, family_of=catalog.family_of,
+                                gfx_override=settings.gfx_override or None)
+    except StrataError:
+        log.exception("GPU detection unavailable; continuing without it")
+        gpu = build_gpu_service(kernels_dir(), environ={}, family_of=catalog.family_of)
+    engines = create_engine_service(paths, settings, env, client, save_settings=base.save_settings,
+                                    catalog=catalog)
+    holder: dict[str, AppServices] = {}
+
+    def memory_target():  # type: ignore[no-untyped-def]
+        app = holder.get("app")
+        return memory_target_for(app.primary_gpu() if app else None, settings)
+
+    models = build_model_service(settings, paths.data_dir, client, env, memory_target=memory_target)
+    metrics = MetricsStore(paths.database_file)
+    chat_store = ConversationStore(paths.database_file)
+    chat = ChatService(chat_store, default_supervisor_factory(client, env), client, settings)
+
+    def bench_factory(engine: EngineSpec, model: Path, server_settings):  # type: ignore[no-untyped-def]
+        return default_supervisor_factory(client, env)(engine, model, server_settings)
+
+    dashboard = DashboardService(
+        metrics, Benchmark(client, bench_factory, metrics), client,
+        # Late-bound: the AppServices these read from is created just below.
+        engines=lambda: holder["app"].engine_specs(),  # noqa: PLW0108
+        gpu_label=lambda: holder["app"].gpu_label(),  # noqa: PLW0108
+        tuning_active=lambda spec: holder["app"].tuning_active(spec),  # noqa: PLW0108
+    )
+    app = AppServices(base, client, gpu, engines, models, metrics, dashboard, chat_store, chat)
+    holder["app"] = app
+    chat.subscribe(app._record_reply)
+    app.refresh_chat_plan()
+    return app

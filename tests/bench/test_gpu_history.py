@@ -1,0 +1,41 @@
+"""GPU history for the dashboard, replayed from a captured machine (Strix Halo APU)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from strata_gui.core.bench.gpu_history import GpuHistory
+from strata_gui.core.gpu.service import build_gpu_service
+from strata_gui.core.resources import kernels_dir
+
+TREES = Path(__file__).resolve().parents[1] / "data" / "gpu" / "linux"
+
+
+def test_history_samples_in_background_and_reports_gtt_on_apus() -> None:
+    gpu = build_gpu_service(kernels_dir(), sysfs_root=TREES / "strix-halo")
+    history = GpuHistory(gpu, seconds=60, interval=0.05)
+    history.start()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            data = history.history()
+            if data and len(next(iter(data.values()))["load"]) >= 3:
+                break
+            time.sleep(0.05)
+    finally:
+        history.stop()
+    [(name, metrics)] = data.items()
+    assert "gfx1151" in name
+    assert len(metrics["load"]) >= 3
+    assert all(v is not None and v > 0 for _, v in metrics["gtt"])  # shared memory in use is reported
+    assert set(metrics) == {"load", "vram", "gtt", "temp", "power", "clock"}
+
+
+def test_no_gpu_machine_has_no_history() -> None:
+    gpu = build_gpu_service(kernels_dir(), sysfs_root=TREES / "no-gpu")
+    history = GpuHistory(gpu, interval=0.05)
+    history.start()
+    time.sleep(0.2)
+    history.stop()
+    assert history.history() == {}
