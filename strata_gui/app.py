@@ -181,6 +181,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     QApplication.setApplicationName(APP_NAME)
     QApplication.setOrganizationName(ORG_NAME)
     QApplication.setApplicationVersion(__version__)
+    QApplication.setDesktopFileName("strata")  # lets Wayland match the window to strata.desktop
     app = QApplication.instance() or QApplication([sys.argv[0], *argv])
     assert isinstance(app, QApplication)
     app.setWindowIcon(app_icon())

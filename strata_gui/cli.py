@@ -78,8 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def gui_main() -> int:
-    """Entry point of the windowed `strata-gui` script (no console on Windows)."""
-    return main([])
+    """Entry point of the windowed app (no console on Windows: stdout/stderr may be None)."""
+    import os
+
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    return main(sys.argv[1:])
 
 
 if __name__ == "__main__":
