@@ -31,6 +31,7 @@ from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for
 from strata_gui.core.resources import kernels_dir
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.services import Services
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,8 @@ class AppServices:
     """Every service, built once. ``base`` holds paths and settings."""
 
     base: Services
-    http: httpx.AsyncClient
+    http: httpx.AsyncClient  # the network: GitHub, the hub (honours proxy settings)
+    local_http: httpx.AsyncClient  # loopback engines (never through a proxy)
     gpu: GpuService
     engines: EngineService
     models: ModelService
@@ -137,6 +139,7 @@ class AppServices:
                 await self.models.aclose()
             finally:
                 await self.http.aclose()
+                await self.local_http.aclose()
                 self.chat_store.close()
                 self.metrics.close()
 
@@ -145,6 +148,8 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
     """Wire every service from the base services (paths, settings, environment)."""
     settings, paths, env = base.settings, base.paths, dict(base.environ)
     client = http or httpx.AsyncClient(follow_redirects=True, timeout=httpx.Timeout(30.0, read=60.0))
+    local = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, read=None))
+    job = WindowsJob()  # one job object: every engine dies with the app on Windows
     catalog = load_catalog()
     try:
         gpu = build_gpu_service(kernels_dir(), environ=env, family_of=catalog.family_of,
@@ -162,20 +167,18 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
 
     models = build_model_service(settings, paths.data_dir, client, env, memory_target=memory_target)
     metrics = MetricsStore(paths.database_file)
-    chat_store = ConversationStore(paths.database_file)
-    chat = ChatService(chat_store, default_supervisor_factory(client, env), client, settings)
-
-    def bench_factory(engine: EngineSpec, model: Path, server_settings):  # type: ignore[no-untyped-def]
-        return default_supervisor_factory(client, env)(engine, model, server_settings)
-
+    chat_store = ConversationStore(paths.database_file).open()
+    supervisors = default_supervisor_factory(local, env, job=job)
+    chat = ChatService(chat_store, supervisors, local, settings,
+                       plan_provider=lambda model: holder["app"].plan_for_model(model))  # noqa: PLW0108
     dashboard = DashboardService(
-        metrics, Benchmark(client, bench_factory, metrics), client,
+        metrics, Benchmark(local, supervisors, metrics), local,
         # Late-bound: the AppServices these read from is created just below.
         engines=lambda: holder["app"].engine_specs(),  # noqa: PLW0108
         gpu_label=lambda: holder["app"].gpu_label(),  # noqa: PLW0108
         tuning_active=lambda spec: holder["app"].tuning_active(spec),  # noqa: PLW0108
     )
-    app = AppServices(base, client, gpu, engines, models, metrics, dashboard, chat_store, chat)
+    app = AppServices(base, client, local, gpu, engines, models, metrics, dashboard, chat_store, chat)
     holder["app"] = app
     chat.subscribe(app._record_reply)
     app.refresh_chat_plan()

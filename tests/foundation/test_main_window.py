@@ -6,11 +6,14 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from strata_gui.app import CrashReporter, UiHooks, compose, run_self_test
+from strata_gui.core.app_services import build_app_services
 from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.about_page import AboutPage
@@ -23,37 +26,50 @@ class Recorder:
         self.folder: str | None = None
 
     def hooks(self) -> UiHooks:
-        return UiHooks(open_path=self.opened.append, choose_folder=lambda: self.folder)
+        return UiHooks(open_path=self.opened.append, choose_folder=lambda: self.folder,
+                       choose_model=lambda: None, save_path=lambda _n: None)
 
 
-def _compose(qtbot: QtBot, qapp: QApplication, rec: Recorder):
-    services = build_services()
-    bridge = AsyncBridge()
-    window = compose(services, bridge, qapp, rec.hooks())
-    qtbot.addWidget(window)
-    return services, bridge, window
+@pytest.fixture
+def composed(qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop):
+    """Build the real window (every service and page) and tear it all down afterwards."""
+    made = []
+
+    def make(rec: Recorder):
+        app_services = build_app_services(build_services())
+        bridge = AsyncBridge()
+        window = compose(app_services, bridge, qapp, rec.hooks())
+        made.append((app_services, bridge, window))
+        return app_services.base, bridge, window
+
+    yield make
+    for app_services, bridge, window in made:
+        window.close()
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(app_services.aclose())
+        window.deleteLater()
 
 
 def _page(window, cls):
     return next(p for p in window.pages if isinstance(p, cls))
 
 
-def test_window_has_its_pages_and_keyboard_navigation(qtbot: QtBot, qapp: QApplication) -> None:
-    _, _, window = _compose(qtbot, qapp, Recorder())
+def test_window_has_its_pages_and_keyboard_navigation(qtbot: QtBot, qapp: QApplication, composed) -> None:
+    _, _, window = composed(Recorder())
     window.show()
-    assert window.page_titles()[:2] == ["Settings", "About"] or {"Settings", "About"} <= set(window.page_titles())
+    assert window.page_titles() == ["Chat", "Models", "Engines", "GPU", "Dashboard", "Settings", "About"]
     about = _page(window, AboutPage)
     window.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
-    qtbot.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
-    assert window.stack.currentWidget() is window.pages[1]
+    qtbot.keyClick(window, Qt.Key.Key_7, Qt.KeyboardModifier.ControlModifier)
+    assert window.stack.currentWidget() is about
     window.show_page(about)
     assert about.isVisible()
 
 
-def test_settings_page_saves_to_disk_and_applies_theme(qtbot: QtBot, qapp: QApplication) -> None:
+def test_settings_page_saves_to_disk_and_applies_theme(qtbot: QtBot, qapp: QApplication, composed) -> None:
     rec = Recorder()
-    services, _, window = _compose(qtbot, qapp, rec)
+    services, _, window = composed(rec)
     page = _page(window, SettingsPage)
     page.theme.setCurrentIndex(page.theme.findData("dark"))
     page.hub_endpoint.setText("https://hf-mirror.example/")
@@ -73,8 +89,8 @@ def test_settings_page_saves_to_disk_and_applies_theme(qtbot: QtBot, qapp: QAppl
     assert qapp.palette().window().color().lightness() > 150
 
 
-def test_invalid_settings_are_explained_and_not_saved(qtbot: QtBot, qapp: QApplication) -> None:
-    services, _, window = _compose(qtbot, qapp, Recorder())
+def test_invalid_settings_are_explained_and_not_saved(qtbot: QtBot, qapp: QApplication, composed) -> None:
+    services, _, window = composed(Recorder())
     page = _page(window, SettingsPage)
     page.github_api.setText("api.github.com")
     assert not page.save()
@@ -84,9 +100,9 @@ def test_invalid_settings_are_explained_and_not_saved(qtbot: QtBot, qapp: QAppli
     assert page.github_api.text() == "https://api.github.com"
 
 
-def test_folders_open_in_the_file_manager(qtbot: QtBot, qapp: QApplication) -> None:
+def test_folders_open_in_the_file_manager(qtbot: QtBot, qapp: QApplication, composed) -> None:
     rec = Recorder()
-    services, _, window = _compose(qtbot, qapp, rec)
+    services, _, window = composed(rec)
     page = _page(window, SettingsPage)
     page.findChild(type(page.save_button), "open-logs").click()
     assert rec.opened == [services.paths.log_dir]
@@ -95,30 +111,30 @@ def test_folders_open_in_the_file_manager(qtbot: QtBot, qapp: QApplication) -> N
     assert rec.opened[-1] == services.paths.log_dir
 
 
-def test_corrupt_settings_notice_is_shown_once(qtbot: QtBot, qapp: QApplication, _user_dirs_in_tmp: Path) -> None:
+def test_corrupt_settings_notice_is_shown_once(qtbot: QtBot, qapp: QApplication, composed, _user_dirs_in_tmp: Path) -> None:
     cfg = _user_dirs_in_tmp / "config"
     cfg.mkdir(parents=True)
     (cfg / "settings.json").write_text("{{{")
-    _, _, window = _compose(qtbot, qapp, Recorder())
+    _, _, window = composed(Recorder())
     window.show()
     assert window.banner.isVisible()
     assert "could not be read" in window.banner.text.text()
     # Next start: the file was moved aside, so no notice.
-    _, _, window2 = _compose(qtbot, qapp, Recorder())
+    _, _, window2 = composed(Recorder())
     window2.show()
     assert not window2.banner.isVisible()
 
 
-def test_about_report_is_copied(qtbot: QtBot, qapp: QApplication) -> None:
-    _, _, window = _compose(qtbot, qapp, Recorder())
+def test_about_report_is_copied(qtbot: QtBot, qapp: QApplication, composed) -> None:
+    _, _, window = composed(Recorder())
     about = _page(window, AboutPage)
     about.copy_button.click()
     text = QApplication.clipboard().text()
     assert text.startswith("Strata ") and "Python" in text and "logs:" in text
 
 
-def test_self_test_visits_every_page(qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop) -> None:
-    _, bridge, window = _compose(qtbot, qapp, Recorder())
+def test_self_test_visits_every_page(qtbot: QtBot, qapp: QApplication, composed, qasync_loop: asyncio.AbstractEventLoop) -> None:
+    _, bridge, window = composed(Recorder())
     window.show()
     problems = qasync_loop.run_until_complete(run_self_test(window, bridge, dwell=0.01))
     assert problems == []

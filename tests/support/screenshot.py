@@ -18,6 +18,7 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     from strata_gui.app import UiHooks, apply_theme, compose
+    from strata_gui.core.app_services import build_app_services
     from strata_gui.core.services import build_services
     from strata_gui.ui.bridge import AsyncBridge
 
@@ -28,9 +29,10 @@ def main() -> int:
     apply_theme(app, theme)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    services = build_services()
+    services = build_app_services(build_services())
     bridge = AsyncBridge()
-    window = compose(services, bridge, app, UiHooks(open_path=lambda p: None, choose_folder=lambda: None))
+    window = compose(services, bridge, app, UiHooks(open_path=lambda p: None, choose_folder=lambda: None,
+                                                    choose_model=lambda: None, save_path=lambda _n: None))
     window.resize(1180, 760)
     window.move(0, 0)
     window.show()
@@ -46,12 +48,13 @@ def main() -> int:
             name = out / f"{i:02d}-{title.lower().replace(' ', '-')}-{theme}.png"
             pix.save(str(name))
             files.append(str(name))
+        window.close()
         await bridge.shutdown()
+        await services.aclose()
 
     with loop:
         loop.run_until_complete(shoot())
     print(json.dumps({"pages": window.page_titles(), "files": files}), flush=True)
-    window.close()
     return 0
 
 

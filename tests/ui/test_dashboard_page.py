@@ -28,6 +28,13 @@ class Telemetry:
 
     def __init__(self) -> None:
         self.series = {k: RingSeries(60) for k in ("load", "vram", "temp", "power", "clock")}
+        self.running = False
+
+    def start(self) -> None:
+        self.running = True
+
+    def stop(self) -> None:
+        self.running = False
 
     def history(self) -> dict[str, dict[str, list[tuple[float, float | None]]]]:
         return {"Radeon RX 7900 XTX (gfx1100)": {k: s.points() for k, s in self.series.items()}}

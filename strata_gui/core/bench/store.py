@@ -180,8 +180,9 @@ class MetricsStore:
                                    hint="Check free disk space.") from exc
 
     def _migrate(self) -> None:
-        self._db.execute("CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER)")
-        row = self._db.execute("SELECT version FROM schema_versions WHERE component='metrics'").fetchone()
+        # Shared with the chat store: one row per component.
+        self._db.execute("CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+        row = self._db.execute("SELECT version FROM schema_version WHERE component='metrics'").fetchone()
         current = int(row[0]) if row else 0
         if current > SCHEMA_VERSION:
             raise StorageError("The statistics were written by a newer Strata.",
@@ -189,7 +190,8 @@ class MetricsStore:
         for version in range(current + 1, SCHEMA_VERSION + 1):
             with self._db:
                 self._db.executescript(_MIGRATIONS[version])
-                self._db.execute("INSERT OR REPLACE INTO schema_versions VALUES ('metrics', ?)", (version,))
+                self._db.execute("INSERT OR REPLACE INTO schema_version (component, version) VALUES ('metrics', ?)",
+                                 (version,))
 
     # -- request history ---------------------------------------------------------------------------
     def record_request(self, rec: RequestRecord) -> RequestRecord:

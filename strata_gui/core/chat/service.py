@@ -87,6 +87,8 @@ class ChatService:
         settings: Current user settings (read at each engine start: auto_fallback, context ...).
         clock: Monotonic clock (save throttling).
         save_interval: Seconds between saves of a reply that is streaming.
+        plan_provider: Gives the engine plan for a model (a benchmarked engine first); consulted
+            when the model changes. Without it the plan is whatever :meth:`set_plan` was given.
     """
 
     def __init__(
@@ -98,8 +100,10 @@ class ChatService:
         *,
         clock: Callable[[], float] = time.monotonic,
         save_interval: float = 1.0,
+        plan_provider: Callable[[Path | None], list[EngineSpec]] | None = None,
     ) -> None:
         self.store = store
+        self._plan_provider = plan_provider
         self._factory = supervisor_factory
         self._http = http
         self.settings = settings
@@ -139,9 +143,12 @@ class ChatService:
 
     def set_model(self, model: Path) -> None:
         """The GGUF to chat with. A running engine is restarted with it at the next request."""
-        if model != self.model:
-            self._stale = True
+        changed = model != self.model
         self.model = model
+        if changed:
+            self._stale = True
+            if self._plan_provider is not None:
+                self.set_plan(self._plan_provider(model))
 
     @property
     def engine(self) -> EngineSpec | None:

@@ -49,8 +49,13 @@ GPU_METRICS = (("load", "Load %"), ("vram", "VRAM used (GB)"), ("gtt", "Shared u
 
 
 class TelemetrySource(Protocol):
-    """Recent GPU samples: {gpu name: {metric: [(epoch s, value or None)]}} with GPU_METRICS keys."""
+    """Recent GPU samples: {gpu name: {metric: [(epoch s, value or None)]}} with GPU_METRICS keys.
 
+    Sampled in the background between ``start()`` and ``stop()`` (the page is shown / hidden).
+    """
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
     def history(self) -> dict[str, dict[str, list[tuple[float, float | None]]]]: ...
 
 
@@ -520,6 +525,8 @@ class DashboardPage(QWidget):
 
     # -- page life cycle ---------------------------------------------------------------------------------
     def on_shown(self) -> None:
+        if self._telemetry is not None:
+            self._telemetry.start()
         self.reload_history()
         self.refresh_choices()
         self.tick()
@@ -527,9 +534,13 @@ class DashboardPage(QWidget):
 
     def hideEvent(self, event) -> None:  # type: ignore[no-untyped-def]
         self.timer.stop()
+        if self._telemetry is not None:
+            self._telemetry.stop()
         super().hideEvent(event)
 
     def stop(self) -> None:
         self.timer.stop()
+        if self._telemetry is not None:
+            self._telemetry.stop()
         if self.bench_task is not None:
             self.bench_task.cancel()

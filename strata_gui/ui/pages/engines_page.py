@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QBrush, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -61,6 +62,7 @@ class EnginesPage(QWidget):
 
     page_title = "Engines"
     page_icon = "SP_DriveNetIcon"
+    engines_changed = Signal()  # installed/removed/pinned/probed: the chat plan may change
 
     def __init__(self, engine_service: EngineService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -202,6 +204,7 @@ class EnginesPage(QWidget):
         self._running = False
         self.refresh_installed()
         self._sync_buttons()
+        self.engines_changed.emit()
 
     # -- plan ---------------------------------------------------------------------------
     def refresh_plan(self) -> TaskHandle | None:
@@ -356,12 +359,14 @@ class EnginesPage(QWidget):
         pinned = self._service.settings.pinned_engine == engine.id
         self._service.pin(None if pinned else engine.id)
         self.refresh_installed()
+        self.engines_changed.emit()
 
     def remove_selected(self) -> None:
         engine = self.selected_engine()
         if engine is not None:
             self._service.remove(engine.id)
             self.refresh_installed()
+            self.engines_changed.emit()
 
     def update_selected(self) -> TaskHandle | None:
         engine = self.selected_engine()

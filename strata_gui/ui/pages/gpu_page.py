@@ -7,7 +7,7 @@ widgets. Sampling pauses while the page is hidden.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QHideEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -39,6 +39,7 @@ class GpuPage(QWidget):
 
     page_title = "GPU"
     page_icon = "SP_ComputerIcon"
+    detected = Signal(object)  # GpuReport, after each detection
 
     def __init__(self, gpu_service: GpuService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -217,6 +218,7 @@ class GpuPage(QWidget):
         self.sampler = self._service.sampler(report.gpus)
         if self.isVisible():
             self.start_sampling()
+        self.detected.emit(report)
 
     def start_sampling(self) -> None:
         if self.sampler is None or not self.cards:

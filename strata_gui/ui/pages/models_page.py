@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, QUrl
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -63,6 +63,7 @@ class ModelsPage(QWidget):
 
     page_title = "Models"
     page_icon = "SP_DriveHDIcon"
+    use_model = Signal(object)  # Path of a library model the user wants to chat with
 
     def __init__(self, model_service: ModelService, bridge: AsyncBridge, parent: QWidget | None = None,
                  *, open_url: Callable[[QUrl], Any] | None = None) -> None:
@@ -557,6 +558,9 @@ class ModelsPage(QWidget):
         self.reveal_button.clicked.connect(self.reveal_selected)
         self.delete_button = QPushButton(self.tr("Delete…"))
         self.delete_button.clicked.connect(self.request_delete)
+        self.chat_button = QPushButton(self.tr("Chat with this model"))
+        self.chat_button.setDefault(True)
+        self.chat_button.clicked.connect(self._chat_with_selected)
         self.library_status = QLabel()
         self.library_status.setObjectName("muted")
         tools = QHBoxLayout()
@@ -565,6 +569,7 @@ class ModelsPage(QWidget):
         tools.addWidget(self.refresh_button)
         tools.addWidget(self.reveal_button)
         tools.addWidget(self.delete_button)
+        tools.addWidget(self.chat_button)
 
         headers = [self.tr("Model"), self.tr("Architecture"), self.tr("Parameters"), self.tr("Quant"),
                    self.tr("Context"), self.tr("Size"), self.tr("Chat template"), self.tr("Where / status")]
@@ -576,6 +581,7 @@ class ModelsPage(QWidget):
         self.library_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.library_table.horizontalHeader().setStretchLastSection(True)
         self.library_table.itemSelectionChanged.connect(self._update_library_buttons)
+        self.library_table.doubleClicked.connect(lambda _index: self._chat_with_selected())
         self.library_empty = EmptyState(self.tr(
             "No models yet. Download one from “Browse the hub”, press “Open GGUF…”, "
             "or drop .gguf files here."))
@@ -593,9 +599,20 @@ class ModelsPage(QWidget):
         return page
 
     def _update_library_buttons(self) -> None:
-        has = self.selected_entry() is not None
+        entry = self.selected_entry()
+        has = entry is not None
         self.reveal_button.setEnabled(has)
         self.delete_button.setEnabled(has)
+        self.chat_button.setEnabled(entry is not None and not entry.broken)
+
+    def _chat_with_selected(self) -> None:
+        entry = self.selected_entry()
+        if entry is not None and not entry.broken:
+            self.use_model.emit(entry.path)
+
+    def library_paths(self) -> list[Path]:
+        """Usable models from the last library scan (for other pages' model pickers)."""
+        return [e.path for e in self.library if not e.broken]
 
     def refresh_library(self) -> None:
         if self.library_handle is not None and self.library_handle.is_running:

@@ -261,9 +261,17 @@ class SettingsPage(QWidget):
         except StrataError as exc:
             self.status.setText(exc.user_text())
             return False
-        self.services.settings = new
+        old = dataclasses.replace(self.services.settings)
+        # Update in place: every service holds this same Settings object.
+        for f in dataclasses.fields(Settings):
+            setattr(self.services.settings, f.name, getattr(new, f.name))
         self._apply_theme(new.theme)
-        self.status.setText(self.tr("Saved."))
+        restart_fields = ("hub_endpoint", "github_api_url", "github_download_url", "offline", "engines_dir",
+                          "hf_cache_dir")
+        if any(getattr(old, f) != getattr(new, f) for f in restart_fields):
+            self.status.setText(self.tr("Saved. Network and folder changes apply after restarting Strata."))
+        else:
+            self.status.setText(self.tr("Saved."))
         self.saved.emit(new)
         return True
 
