@@ -7,7 +7,6 @@ exercise exactly the wiring users get.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import threading
@@ -17,31 +16,33 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QIcon
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from strata_gui import APP_NAME, ORG_NAME, __version__
-from strata_gui.core.app_services import AppServices, build_app_services
-from strata_gui.core.bench.gpu_history import GpuHistory
 from strata_gui.core.errors import StrataError, describe
 from strata_gui.core.logging_setup import close_logging, configure_logging
 from strata_gui.core.resources import resources_dir
-from strata_gui.core.runtime.supervisor import ServerState
 from strata_gui.core.services import Services, build_services
-from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.dialogs import ErrorDialog
 from strata_gui.ui.main_window import MainWindow
-from strata_gui.ui.pages.about_page import AboutPage
-from strata_gui.ui.pages.chat_page import ChatPage
-from strata_gui.ui.pages.dashboard_page import DashboardPage
-from strata_gui.ui.pages.engines_page import EnginesPage
-from strata_gui.ui.pages.gpu_page import GpuPage
-from strata_gui.ui.pages.models_page import ModelsPage
-from strata_gui.ui.pages.settings_page import SettingsPage
 from strata_gui.ui.theme import apply_theme
+
+if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see run_gui)
+    import asyncio
+
+    from strata_gui.core.app_services import AppServices
+    from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.pages.about_page import AboutPage
+    from strata_gui.ui.pages.chat_page import ChatPage
+    from strata_gui.ui.pages.dashboard_page import DashboardPage
+    from strata_gui.ui.pages.engines_page import EnginesPage
+    from strata_gui.ui.pages.gpu_page import GpuPage
+    from strata_gui.ui.pages.models_page import ModelsPage
+    from strata_gui.ui.pages.settings_page import SettingsPage
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +53,11 @@ def open_in_os(path: Path) -> bool:
 
 
 def app_icon() -> QIcon:
+    """The app icon (PNG: decoding it needs no image plugin, which keeps start-up fast)."""
     icon = QIcon()
-    for name in ("strata.svg", "strata.png"):
-        f = resources_dir() / name
-        if f.exists():
-            icon.addFile(str(f))
+    f = resources_dir() / "strata.png"
+    if f.exists():
+        icon.addFile(str(f))
     return icon
 
 
@@ -149,6 +150,17 @@ class Pages:
     about: AboutPage
 
 
+def create_window(base: Services, bridge: AsyncBridge | None, hooks: UiHooks) -> MainWindow:
+    """The main window without pages (shown at once; pages follow in :func:`populate`)."""
+    return MainWindow(
+        bridge,
+        log_file=base.paths.log_file,
+        open_path=hooks.open_path,
+        state_file=base.paths.config_dir / "window-geometry.bin",
+        icon=app_icon(),
+    )
+
+
 def compose(
     services: AppServices,
     bridge: AsyncBridge,
@@ -157,15 +169,26 @@ def compose(
 ) -> MainWindow:
     """Build the main window and every page from the services (the app's whole wiring)."""
     hooks = hooks or UiHooks()
+    window = create_window(services.base, bridge, hooks)
+    populate(window, services, bridge, app, hooks)
+    return window
+
+
+def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app: QApplication,
+             hooks: UiHooks) -> Pages:
+    """Create every page, add it to ``window`` and connect the pages to each other."""
+    from strata_gui.core.bench.gpu_history import GpuHistory
+    from strata_gui.core.runtime.supervisor import ServerState
+    from strata_gui.ui.pages.about_page import AboutPage
+    from strata_gui.ui.pages.chat_page import ChatPage
+    from strata_gui.ui.pages.dashboard_page import DashboardPage
+    from strata_gui.ui.pages.engines_page import EnginesPage
+    from strata_gui.ui.pages.gpu_page import GpuPage
+    from strata_gui.ui.pages.models_page import ModelsPage
+    from strata_gui.ui.pages.settings_page import SettingsPage
+
     base = services.base
     icon = app_icon()
-    window = MainWindow(
-        bridge,
-        log_file=base.paths.log_file,
-        open_path=hooks.open_path,
-        state_file=base.paths.config_dir / "window-geometry.bin",
-        icon=icon,
-    )
     chat = ChatPage(services.chat, bridge)
     models = ModelsPage(services.models, bridge, open_url=lambda url: hooks.open_path(Path(url.toLocalFile())))
     engines = EnginesPage(services.engines, bridge)
@@ -217,7 +240,7 @@ def compose(
     window.closing.connect(gpu.stop_sampling)
     if base.settings_notice:
         window.show_notice(base.settings_notice, "warning")
-    return window
+    return window.pages_by_role  # type: ignore[attr-defined, no-any-return]
 
 
 def _save_quietly(base: Services) -> None:
@@ -259,6 +282,8 @@ async def startup(services: AppServices, window: MainWindow) -> None:
 
 async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float = 0.3) -> list[str]:
     """Visit every page, let each load, and fail on any error shown. Returns problems found."""
+    import asyncio
+
     problems: list[str] = []
     errors_before = len(window.errors_shown)
     for index, page in enumerate(window.pages):
@@ -280,9 +305,11 @@ async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float
 
 
 def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool = False) -> int:
-    """Start the GUI; returns the process exit code."""
-    import qasync
+    """Start the GUI; returns the process exit code.
 
+    The window is painted first; the event loop, services and pages are set up right after, so
+    users see Strata at once even on a slow disk.
+    """
     services = build_services()
     configure_logging(services.paths.log_file)
     log.info("Strata %s starting (self-test=%s)", __version__, self_test)
@@ -294,27 +321,40 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     assert isinstance(app, QApplication)
     app.setWindowIcon(app_icon())
     apply_theme(app, services.settings.theme)
+    hooks = UiHooks()
+    window = create_window(services, None, hooks)
+    window.show()
+    app.processEvents()  # the first paint
+    if exit_when_shown:
+        print(f"shown-at {time.time():.6f}", flush=True)
+
+    import asyncio
+
+    import qasync
+
+    from strata_gui.core.app_services import build_app_services
+    from strata_gui.ui.bridge import AsyncBridge
+
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     bridge = AsyncBridge()
-    hooks = UiHooks()
+    window.set_bridge(bridge)
     crash = CrashReporter(services.paths.log_file, hooks.open_path)
     crash.install(loop)
-    app_services = build_app_services(services)
-    window = compose(app_services, bridge, app, hooks)
-    window.show()
-    bridge.run(lambda _p: startup(app_services, window), name="Start-up checks", show_errors=False)
-    exit_code = 0
     closed = asyncio.Event()
     app.lastWindowClosed.connect(closed.set)
+    built: list[AppServices] = []
 
     async def main() -> int:
+        app_services = build_app_services(services)
+        built.append(app_services)
+        populate(window, app_services, bridge, app, hooks)
         if exit_when_shown:
-            await asyncio.sleep(0)  # the first paint has been scheduled and processed
             app.processEvents()
-            print(f"shown-at {time.time():.6f}", flush=True)
+            print(f"ready-at {time.time():.6f}", flush=True)
             window.close()
             return 0
+        bridge.run(lambda _p: startup(app_services, window), name="Start-up checks", show_errors=False)
         if self_test:
             problems = await run_self_test(window, bridge)
             for p in problems:
@@ -326,16 +366,19 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
         await closed.wait()
         return 0
 
+    exit_code = 0
     try:
         with loop:
             exit_code = loop.run_until_complete(main())
             loop.run_until_complete(bridge.shutdown())
-            loop.run_until_complete(app_services.aclose())
+            for s in built:
+                loop.run_until_complete(s.aclose())
     except Exception:
         traceback.print_exc()
         exit_code = 1
     finally:
-        app_services.chat.kill_engine_now()  # never leave an engine behind, whatever happened
+        for s in built:
+            s.chat.kill_engine_now()  # never leave an engine behind, whatever happened
         crash.uninstall()
         log.info("Strata exiting with %s", exit_code)
         close_logging()

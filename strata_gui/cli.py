@@ -6,26 +6,44 @@ Headless commands never import Qt; the GUI module is loaded only when it is need
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import logging
 import sys
 from collections.abc import Sequence
 
 from strata_gui import __version__
-from strata_gui.commands import bench as bench_cmd
-from strata_gui.commands import system as system_cmd
 from strata_gui.core.errors import StrataError
 from strata_gui.core.logging_setup import close_logging, configure_logging
 from strata_gui.core.services import build_services
 
 log = logging.getLogger(__name__)
 
-# Each module adds one sub-command (see strata_gui/commands/__init__.py).
-COMMAND_MODULES = (system_cmd, bench_cmd)
+# Each module adds one sub-command (see strata_gui/commands/__init__.py). Modules are imported
+# only when their command is used (or for --help), so the GUI and light commands start fast.
+COMMAND_MODULES = {
+    "system": "strata_gui.commands.system",
+    "gpu": "strata_gui.commands.gpu",
+    "engines": "strata_gui.commands.engines",
+    "models": "strata_gui.commands.models",
+    "chat": "strata_gui.commands.chat",
+    "bench": "strata_gui.commands.bench",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _requested_command(args: Sequence[str]) -> str | None:
+    """The sub-command named in ``args``: "" for none (the GUI), None when unsure (load all)."""
+    for a in args:
+        if a == "--":
+            break
+        if a in ("-h", "--help"):
+            return None
+        if not a.startswith("-"):
+            return a if a in COMMAND_MODULES else None
+    return ""
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; ``only`` limits which command modules are imported."""
     parser = argparse.ArgumentParser(
         prog="strata",
         description="Run local language models on AMD GPUs. With no command, opens the app.",
@@ -37,8 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     # For bench/startup.py: print the wall-clock time the window was first shown, then quit.
     parser.add_argument("--exit-when-shown", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMAND_MODULES:
-        module.register(sub)
+    for name, module_path in COMMAND_MODULES.items():
+        if only is None or only == name:
+            importlib.import_module(module_path).register(sub)
     return parser
 
 
@@ -51,7 +70,7 @@ def _run_gui(argv: Sequence[str], self_test: bool, exit_when_shown: bool = False
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `strata` console script."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    parser = build_parser(_requested_command(args_list))
     args = parser.parse_args(args_list)
     if args.command is None:
         return _run_gui(args_list, self_test=args.self_test, exit_when_shown=args.exit_when_shown)
@@ -60,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if services.settings_notice:
         print(f"note: {services.settings_notice}", file=sys.stderr)
     try:
+        import asyncio
+
         result = args.func(args, services)
         if asyncio.iscoroutine(result):
             result = asyncio.run(result)

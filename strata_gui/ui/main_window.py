@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
@@ -21,9 +22,11 @@ from PySide6.QtWidgets import (
 
 from strata_gui import APP_NAME
 from strata_gui.core.errors import StrataError
-from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.dialogs import ErrorDialog
 from strata_gui.ui.widgets import NoticeBanner
+
+if TYPE_CHECKING:  # asyncio and the bridge load after the first paint (see app.run_gui)
+    from strata_gui.ui.bridge import AsyncBridge
 
 
 class MainWindow(QMainWindow):
@@ -41,7 +44,7 @@ class MainWindow(QMainWindow):
 
     def __init__(
         self,
-        bridge: AsyncBridge,
+        bridge: AsyncBridge | None,
         *,
         log_file: Path,
         open_path: Callable[[Path], object],
@@ -49,7 +52,7 @@ class MainWindow(QMainWindow):
         icon: QIcon | None = None,
     ) -> None:
         super().__init__()
-        self.bridge = bridge
+        self.bridge: AsyncBridge | None = None
         self._log_file = log_file
         self._open_path = open_path
         self._state_file = state_file
@@ -81,6 +84,11 @@ class MainWindow(QMainWindow):
         side.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
 
         self.stack = QStackedWidget()
+        # Shown for the moment between the window appearing and the pages being built.
+        self._loading: QLabel | None = QLabel(self.tr("Starting Strata…"))
+        self._loading.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._loading.setObjectName("muted")
+        self.stack.addWidget(self._loading)
         self.banner = NoticeBanner()
         self.banner.details_requested.connect(self._show_last_error_dialog)
         right = QWidget()
@@ -99,13 +107,19 @@ class MainWindow(QMainWindow):
 
         self.busy_label = QLabel()
         self.statusBar().addPermanentWidget(self.busy_label)
-        bridge.error_occurred.connect(self.show_error)
-        bridge.busy_changed.connect(self._on_busy)
+        if bridge is not None:
+            self.set_bridge(bridge)
 
         QShortcut(QKeySequence(QKeySequence.StandardKey.Quit), self, self.close)
         for n in range(1, 10):
             QShortcut(QKeySequence(f"Ctrl+{n}"), self, lambda n=n: self.show_page_index(n - 1))
         self._restore_state()
+
+    def set_bridge(self, bridge: AsyncBridge) -> None:
+        """Show this bridge's errors and busy count (the app attaches it after the first paint)."""
+        self.bridge = bridge
+        bridge.error_occurred.connect(self.show_error)
+        bridge.busy_changed.connect(self._on_busy)
 
     # -- pages -------------------------------------------------------------------------------
     def add_page(self, page: QWidget) -> None:
@@ -115,6 +129,10 @@ class MainWindow(QMainWindow):
         pixmap = getattr(QStyle.StandardPixmap, icon_name, QStyle.StandardPixmap.SP_FileIcon)
         item = QListWidgetItem(self.style().standardIcon(pixmap), title)
         item.setToolTip(f"{title} (Ctrl+{len(self._pages) + 1})" if len(self._pages) < 9 else title)
+        if self._loading is not None:
+            self.stack.removeWidget(self._loading)
+            self._loading.deleteLater()
+            self._loading = None
         self.sidebar.addItem(item)
         self.stack.addWidget(page)
         self._pages.append(page)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
@@ -15,7 +17,9 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.progress import Progress
-from strata_gui.ui.bridge import TaskHandle
+
+if TYPE_CHECKING:
+    from strata_gui.ui.bridge import TaskHandle
 
 
 class ProgressPanel(QWidget):
