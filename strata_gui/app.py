@@ -28,6 +28,7 @@ from strata_gui.core.logging_setup import close_logging, configure_logging
 from strata_gui.core.resources import resources_dir
 from strata_gui.core.services import Services, build_services
 from strata_gui.ui.dialogs import ErrorDialog
+from strata_gui.ui.i18n import install_language
 from strata_gui.ui.main_window import MainWindow
 from strata_gui.ui.theme import apply_theme
 
@@ -321,6 +322,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     assert isinstance(app, QApplication)
     app.setWindowIcon(app_icon())
     apply_theme(app, services.settings.theme)
+    install_language(app, services.settings.language)  # before any widget is built
     hooks = UiHooks()
     window = create_window(services, None, hooks)
     window.show()

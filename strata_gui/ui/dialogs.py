@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from PySide6.QtCore import QT_TRANSLATE_NOOP
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -17,6 +18,30 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.errors import StrataError
+
+# The error tree's titles (core/errors.py), listed so lupdate collects them for ErrorDialog.
+_TITLES = (
+    QT_TRANSLATE_NOOP("ErrorDialog", "Something went wrong"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Settings problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Storage problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Not enough disk space"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Network problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Rate limited"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Download corrupted"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "GPU detection problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Engine problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Engine catalog problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Engine download failed"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Engine install failed"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Unsafe archive"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Engine does not run here"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Tuning table rejected"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Model problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Not a valid GGUF file"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Hugging Face hub problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Engine server problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Chat problem"),
+)
 
 
 class ErrorDialog(QDialog):

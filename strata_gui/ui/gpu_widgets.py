@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QCoreApplication, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import (
     QFrame,
@@ -46,7 +46,7 @@ class Sparkline(QWidget):
         self.fixed_max = fixed_max
         self.floor_max = floor_max
         self.values: list[float | None] = []
-        self.value_text = "n/a"
+        self.value_text = self.tr("n/a")
         self.setMinimumSize(150, 64)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
@@ -73,7 +73,7 @@ class Sparkline(QWidget):
         font = p.font()
         font.setBold(True)
         p.setFont(font)
-        p.setPen(pal.color(QPalette.ColorRole.Text) if self.value_text != "n/a" else muted)
+        p.setPen(pal.color(QPalette.ColorRole.Text) if self.value_text != self.tr("n/a") else muted)
         p.drawText(text_rect, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop, self.value_text)
         plot = rect.adjusted(8, 24, -8, -6)
         present = [v for v in self.values if v is not None]
@@ -81,7 +81,7 @@ class Sparkline(QWidget):
             p.setPen(muted)
             font.setBold(False)
             p.setFont(font)
-            p.drawText(plot, Qt.AlignmentFlag.AlignCenter, "no sensor" if self.values else "waiting…")
+            p.drawText(plot, Qt.AlignmentFlag.AlignCenter, self.tr("no sensor") if self.values else self.tr("waiting…"))
             p.end()
             return
         top = self.fixed_max or max(self.floor_max, max(present) * 1.15)
@@ -163,7 +163,7 @@ class MemoryBar(QWidget):
 
 
 def _value(v: float | None, unit: str, digits: int = 0) -> str:
-    return "n/a" if v is None else f"{v:.{digits}f} {unit}"
+    return QCoreApplication.translate("Sparkline", "n/a") if v is None else f"{v:.{digits}f} {unit}"
 
 
 class GpuCard(QFrame):
@@ -247,7 +247,7 @@ class GpuCard(QFrame):
         self.temperature = Sparkline(self.tr("Temperature"), floor_max=60)
         # On APUs the sensor covers the whole package, CPU included.
         self.power = Sparkline(self.tr("Power (CPU + GPU)") if gpu.integrated else self.tr("Power"), floor_max=30)
-        self.clock = QLabel(self.tr("Core clock: %s") % "n/a")
+        self.clock = QLabel(self.tr("Core clock: %s") % self.tr("n/a"))
         self.clock.setObjectName("muted")
         if not gpu.is_amd:
             # Strata reads live sensors only through the AMD driver: say so instead of empty charts.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QCoreApplication, Signal
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
@@ -20,7 +20,7 @@ def _double(lo: float, hi: float, step: float) -> QDoubleSpinBox:
     box.setRange(lo - step, hi)  # the value below the range means "engine default"
     box.setSingleStep(step)
     box.setDecimals(2)
-    box.setSpecialValueText("default")
+    box.setSpecialValueText(QCoreApplication.translate("ConversationSettingsPanel", "default"))
     box.setValue(box.minimum())
     return box
 
@@ -28,7 +28,7 @@ def _double(lo: float, hi: float, step: float) -> QDoubleSpinBox:
 def _int(lo: int, hi: int) -> QSpinBox:
     box = QSpinBox()
     box.setRange(lo - 1, hi)
-    box.setSpecialValueText("default")
+    box.setSpecialValueText(QCoreApplication.translate("ConversationSettingsPanel", "default"))
     box.setValue(box.minimum())
     return box
 

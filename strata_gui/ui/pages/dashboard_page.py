@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QT_TRANSLATE_NOOP, Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -44,8 +44,12 @@ from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
 ALL = "__all__"
-GPU_METRICS = (("load", "Load %"), ("vram", "VRAM used (GB)"), ("gtt", "Shared used (GB)"),
-               ("temp", "Temperature (°C)"), ("power", "Power (W)"), ("clock", "Core clock (MHz)"))
+GPU_METRICS = (("load", QT_TRANSLATE_NOOP("DashboardPage", "Load %")),
+               ("vram", QT_TRANSLATE_NOOP("DashboardPage", "VRAM used (GB)")),
+               ("gtt", QT_TRANSLATE_NOOP("DashboardPage", "Shared used (GB)")),
+               ("temp", QT_TRANSLATE_NOOP("DashboardPage", "Temperature (°C)")),
+               ("power", QT_TRANSLATE_NOOP("DashboardPage", "Power (W)")),
+               ("clock", QT_TRANSLATE_NOOP("DashboardPage", "Core clock (MHz)")))
 
 
 class TelemetrySource(Protocol):
@@ -219,7 +223,7 @@ class DashboardPage(QWidget):
         self.empty_label.setVisible(agg.count == 0)
 
         def f(v: float | None, unit: str, scale: float = 1.0, digits: int = 0) -> str:
-            return "n/a" if v is None else f"{v * scale:,.{digits}f} {unit}"
+            return self.tr("n/a") if v is None else f"{v * scale:,.{digits}f} {unit}"
 
         self.aggregates.setText(self.tr(
             "%1 requests · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token "

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QT_TRANSLATE_NOOP, Signal
 from PySide6.QtGui import QBrush, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -38,7 +38,9 @@ from strata_gui.core.progress import ProgressCallback, format_bytes
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
-_STATE_TEXT = {"works": "Works", "no_device": "No device", "failed": "Failed"}
+_STATE_TEXT = {"works": QT_TRANSLATE_NOOP("EnginesPage", "Works"),
+               "no_device": QT_TRANSLATE_NOOP("EnginesPage", "No device"),
+               "failed": QT_TRANSLATE_NOOP("EnginesPage", "Failed")}
 _BACKEND_TEXT = {"rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}
 
 

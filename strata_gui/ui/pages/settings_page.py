@@ -64,6 +64,10 @@ class SettingsPage(QWidget):
         for value, label in (("system", self.tr("Follow system")), ("light", self.tr("Light")),
                              ("dark", self.tr("Dark"))):
             self.theme.addItem(label, value)
+        self.language = QComboBox()
+        # Each language is named in itself, so users can find theirs whatever is shown now.
+        for value, label in (("system", self.tr("Follow system")), ("en", "English"), ("zh_CN", "简体中文")):
+            self.language.addItem(label, value)
 
         self.hub_endpoint = QLineEdit()
         self.hub_endpoint.setPlaceholderText("https://huggingface.co")
@@ -99,8 +103,8 @@ class SettingsPage(QWidget):
         self.gpu_layers.setEditable(True)
         self.gpu_layers.addItems(["all", "auto", "0"])
         self.flash_attention = QComboBox()
-        for value in ("auto", "on", "off"):
-            self.flash_attention.addItem(value, value)
+        for value, label in (("auto", self.tr("auto")), ("on", self.tr("on")), ("off", self.tr("off"))):
+            self.flash_attention.addItem(label, value)
         self.threads = QSpinBox()
         self.threads.setRange(0, 256)
         self.threads.setSpecialValueText(self.tr("engine default"))
@@ -122,6 +126,7 @@ class SettingsPage(QWidget):
 
         appearance = QFormLayout()
         appearance.addRow(self.tr("Theme"), self.theme)
+        appearance.addRow(self.tr("Language"), self.language)
         network = QFormLayout()
         network.addRow(self.tr("Hugging Face endpoint"), self.hub_endpoint)
         network.addRow(self.tr("GitHub API"), self.github_api)
@@ -210,6 +215,7 @@ class SettingsPage(QWidget):
 
     def _show(self, s: Settings) -> None:
         self.theme.setCurrentIndex(max(0, self.theme.findData(s.theme)))
+        self.language.setCurrentIndex(max(0, self.language.findData(s.language)))
         self.hub_endpoint.setText(s.hub_endpoint)
         self.github_api.setText(s.github_api_url)
         self.github_download.setText(s.github_download_url)
@@ -233,6 +239,7 @@ class SettingsPage(QWidget):
         return dataclasses.replace(
             self.services.settings,
             theme=str(self.theme.currentData()),
+            language=str(self.language.currentData()),
             hub_endpoint=self.hub_endpoint.text().strip().rstrip("/"),
             github_api_url=self.github_api.text().strip().rstrip("/"),
             github_download_url=self.github_download.text().strip().rstrip("/"),
@@ -270,6 +277,8 @@ class SettingsPage(QWidget):
                           "hf_cache_dir")
         if any(getattr(old, f) != getattr(new, f) for f in restart_fields):
             self.status.setText(self.tr("Saved. Network and folder changes apply after restarting Strata."))
+        elif old.language != new.language:
+            self.status.setText(self.tr("Saved. The new language applies after restarting Strata."))
         else:
             self.status.setText(self.tr("Saved."))
         self.saved.emit(new)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Refreshes the UI translation catalogue and compiles it.
+#   1. pyside6-lupdate collects every tr()/translate()/QT_TRANSLATE_NOOP string from
+#      strata_gui/ui/**.py and strata_gui/app.py into resources/translations/strata_zh_CN.ts
+#      (new strings arrive as type="unfinished"; strings gone from the code are dropped).
+#   2. Translate the unfinished entries (Qt Linguist: pyside6-linguist, or any editor).
+#   3. pyside6-lrelease compiles the .ts into the .qm the app loads.
+# Run it after changing UI strings; tests/i18n fails while the catalogue is stale or unfinished.
+# English is the source language and needs no catalogue.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bin="$root/.venv/bin"
+lupdate="${PYSIDE6_LUPDATE:-$([ -x "$bin/pyside6-lupdate" ] && echo "$bin/pyside6-lupdate" || echo pyside6-lupdate)}"
+lrelease="${PYSIDE6_LRELEASE:-$([ -x "$bin/pyside6-lrelease" ] && echo "$bin/pyside6-lrelease" || echo pyside6-lrelease)}"
+out="resources/translations"
+mkdir -p "$out"
+
+mapfile -t sources < <(find strata_gui/ui -name '*.py' | LC_ALL=C sort; echo strata_gui/app.py)
+for lang in zh_CN; do
+    "$lupdate" "${sources[@]}" -ts "$out/strata_$lang.ts" -target-language "$lang" -no-obsolete -locations none
+    "$lrelease" "$out/strata_$lang.ts" -qm "$out/strata_$lang.qm"
+done

@@ -1,0 +1,119 @@
+"""UI language: picks English or Simplified Chinese and installs the Qt translators for it.
+
+Strata's own strings come from ``resources/translations/strata_<lang>.qm`` (built from the
+``.ts`` sources by ``scripts/update-translations.sh``); Qt's standard buttons and dialogs
+(OK/Cancel, file dialogs, context menus) come from Qt's ``qtbase_<lang>.qm`` shipped with
+PySide6. English is the source language, so it needs no catalogue.
+
+Strings made by the Qt-free core (error messages and hints) stay English.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
+
+from strata_gui.core.resources import resources_dir
+
+log = logging.getLogger(__name__)
+
+ENGLISH = "en"
+CHINESE = "zh_CN"
+#: Languages the UI ships, as stored in ``Settings.language`` (besides "system").
+SHIPPED = (ENGLISH, CHINESE)
+
+
+def translations_dir() -> Path:
+    """Folder holding ``strata_<lang>.ts`` and the compiled ``.qm`` files."""
+    return resources_dir() / "translations"
+
+
+def qt_translations_dir() -> Path:
+    """Qt's own catalogues (``qtbase_zh_CN.qm`` ...) as shipped with PySide6 (or the bundle)."""
+    return Path(QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath))
+
+
+def resolve_language(setting: str, system: QLocale | None = None) -> str:
+    """The language to show for a ``Settings.language`` value.
+
+    "system" follows the OS locale: any Chinese locale gets Simplified Chinese (closer for
+    zh_TW/zh_HK readers than English), everything else English. Unknown values fall back to
+    the system choice too.
+    """
+    if setting in SHIPPED:
+        return setting
+    locale = system if system is not None else QLocale.system()
+    if locale.language() == QLocale.Language.Chinese:
+        return CHINESE
+    for name in locale.uiLanguages():  # e.g. LANGUAGE=zh_CN:en with an English LC_ALL
+        if name.lower().startswith("zh"):
+            return CHINESE
+        if name.lower().startswith("en"):
+            break
+    return ENGLISH
+
+
+class Translators:
+    """The translators installed on the application (kept here so they are not collected)."""
+
+    def __init__(self) -> None:
+        self.language = ENGLISH
+        self.installed: list[QTranslator] = []
+
+    def install(self, app: QCoreApplication, language: str) -> str:
+        """Replace the installed translators with those for ``language``; returns the language used.
+
+        Installing sends a LanguageChange event to every widget; widgets built afterwards come
+        out in the new language. A missing catalogue is logged and English is used.
+        """
+        self.remove(app)
+        self.language = ENGLISH
+        if language == ENGLISH:
+            return ENGLISH
+        own = QTranslator(app)
+        own_file = translations_dir() / f"strata_{language}.qm"
+        if not own.load(str(own_file)):
+            log.warning("no UI translation at %s; showing English", own_file)
+            own.deleteLater()
+            return ENGLISH
+        qt = QTranslator(app)
+        if qt.load(f"qtbase_{language}", str(qt_translations_dir())):
+            app.installTranslator(qt)
+            self.installed.append(qt)
+        else:
+            log.warning("Qt's own %s translation is missing; standard buttons stay English", language)
+            qt.deleteLater()
+        app.installTranslator(own)
+        self.installed.append(own)
+        self.language = language
+        return language
+
+    def remove(self, app: QCoreApplication) -> None:
+        """Uninstall every translator this object installed (back to English)."""
+        for t in self.installed:
+            app.removeTranslator(t)
+            t.deleteLater()
+        self.installed.clear()
+        self.language = ENGLISH
+
+
+def install_language(app: QCoreApplication, setting: str) -> str:
+    """Install the translators for a ``Settings.language`` value on ``app``; returns the language.
+
+    Call it right after the QApplication exists and before any window is built. Calling it
+    again switches language (the previous translators are removed).
+    """
+    translators = translators_of(app)
+    return translators.install(app, resolve_language(setting))
+
+
+def translators_of(app: QCoreApplication) -> Translators:
+    """The :class:`Translators` attached to ``app`` (created on first use)."""
+    found = getattr(app, "_strata_translators", None)
+    if isinstance(found, Translators):
+        return found
+    translators = Translators()
+    app._strata_translators = translators  # type: ignore[attr-defined]
+    return translators
