@@ -89,7 +89,7 @@ def test_migrates_a_version_1_database(db_path: Path) -> None:
     db.commit()
     db.close()
     with ConversationStore(db_path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 2
+        assert store.schema_version() == SCHEMA_VERSION == 3
         [msg] = store.messages(1)
         assert msg.content == "hi" and msg.stats.predicted_n is None and msg.settings == {}
         assert store.db.execute("SELECT version FROM schema_version WHERE component='dashboards'").fetchone()[0] == 7

@@ -13,16 +13,16 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from strata_gui.core.errors import ChatError, ServerError
 from strata_gui.core.progress import ProgressCallback
-from strata_gui.core.runtime.client import ChatClient, ReplyStats
+from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, ReplyStats, SamplingParams
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind
 from strata_gui.core.runtime.supervisor import (
@@ -77,6 +77,16 @@ ChatEvent = EngineStatus | Notice | MessageAdded | MessageDelta | MessageUpdated
 Listener = Callable[[ChatEvent], None]
 
 
+class RemoteEngine(Protocol):
+    """An engine Strata does not manage (a remote OpenAI-compatible endpoint)."""
+
+    @property
+    def label(self) -> str: ...
+
+    async def stream_chat(self, messages: Sequence[Mapping[str, str]], sampling: SamplingParams | None = None,
+                          on_delta: DeltaCallback | None = None) -> ChatReply: ...
+
+
 class ChatService:
     """Conversations plus the engine they run on.
 
@@ -119,6 +129,7 @@ class ChatService:
         self._start_lock = asyncio.Lock()
         self._stale = False  # model or plan changed since the engine started
         self.last_outcome: Outcome | None = None
+        self.remote: RemoteEngine | None = None  # when set, replies go there instead
 
     # -- configuration --------------------------------------------------------------------------
     def subscribe(self, fn: Listener) -> None:
@@ -140,6 +151,10 @@ class ChatService:
         self.plan = list(plan)
         self._engine_index = 0
         self._stale = True
+
+    def set_remote(self, remote: RemoteEngine | None) -> None:
+        """Answer through ``remote`` (None: the managed local engine again)."""
+        self.remote = remote
 
     def set_model(self, model: Path) -> None:
         """The GGUF to chat with. A running engine is restarted with it at the next request."""
@@ -311,9 +326,14 @@ class ChatService:
         conv = self._conversation(conversation_id)
         settings = {"system_prompt": conv.system_prompt, "sampling": conv.sampling.to_json(),
                     "model": str(self.model or "")}
+        remote = self.remote
+        if remote is not None:
+            settings["model"] = remote.label
         reply = self.store.add_message(conv.id, "assistant", "", status=STREAMING, settings=settings)
         self._emit(MessageAdded(reply))
         history = self.history(conv, upto=reply.id)
+        if remote is not None:
+            return await self._reply_remote(remote, conv, reply.id, history)
         while True:
             try:
                 client = await self.ensure_engine(on_progress)
@@ -372,7 +392,24 @@ class ChatService:
             self._served_ok = True
             stats = result.stats
             stats.engine, stats.backend = spec.label, spec.backend
-            return self._finish(reply.id, result.text, COMPLETE, stats)
+            return self._finish(reply.id, result.text, COMPLETE, stats, ran_on=f"local:{spec.label}")
+
+    async def _reply_remote(self, remote: RemoteEngine, conv: Conversation, reply_id: int,
+                            history: list[dict[str, str]]) -> Message:
+        where = f"remote:{remote.label}"
+        buffer = _ReplyBuffer(reply_id, self, self._clock())
+        stopped = ReplyStats(engine=remote.label, backend="remote")
+        try:
+            result = await remote.stream_chat(history, conv.sampling, buffer.add)
+        except asyncio.CancelledError:
+            stopped.finish_reason = "stopped"
+            self._finish(reply_id, "".join(buffer.pieces), STOPPED, stopped, ran_on=where)
+            raise
+        except Exception:
+            stopped.finish_reason = "error"
+            self._finish(reply_id, "".join(buffer.pieces), FAILED, stopped, ran_on=where)
+            raise
+        return self._finish(reply_id, result.text, COMPLETE, result.stats, ran_on=where)
 
     async def _engine_died(self, sup: ServerSupervisor, grace: float = 2.0) -> bool:
         """Whether the engine process is gone (waits briefly: the exit is noticed a moment later)."""
@@ -382,8 +419,9 @@ class ChatService:
             await asyncio.wait_for(sup.wait_exited(), grace)
         return sup.state in (ServerState.CRASHED, ServerState.FAILED)
 
-    def _finish(self, message_id: int, content: str, status: str, stats: ReplyStats) -> Message:
-        self.store.update_message(message_id, content=content, status=status, stats=stats)
+    def _finish(self, message_id: int, content: str, status: str, stats: ReplyStats,
+                ran_on: str | None = None) -> Message:
+        self.store.update_message(message_id, content=content, status=status, stats=stats, ran_on=ran_on)
         msg = self.store.message(message_id)
         assert msg is not None
         self._emit(MessageUpdated(msg))

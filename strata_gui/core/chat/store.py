@@ -57,6 +57,12 @@ MIGRATIONS: list[Sequence[str]] = [
         "ALTER TABLE chat_messages ADD COLUMN stats_json TEXT NOT NULL DEFAULT '{}'",
         "CREATE INDEX chat_conversations_by_update ON chat_conversations(updated_at)",
     ),
+    # v3: where each reply ran ("local:<engine>" or "remote:<endpoint>"); the conversation keeps
+    # the place of its latest reply.
+    (
+        "ALTER TABLE chat_conversations ADD COLUMN ran_on TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE chat_messages ADD COLUMN ran_on TEXT NOT NULL DEFAULT ''",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -70,6 +76,7 @@ class Conversation:
     system_prompt: str = ""
     sampling: SamplingParams = field(default_factory=SamplingParams)
     model: str = ""
+    ran_on: str = ""
 
 
 @dataclass
@@ -82,6 +89,7 @@ class Message:
     created_at: float
     settings: dict[str, Any] = field(default_factory=dict)
     stats: ReplyStats = field(default_factory=ReplyStats)
+    ran_on: str = ""
 
 
 def _loads(text: str | None) -> dict[str, Any]:
@@ -199,7 +207,8 @@ class ConversationStore:
     def _conversation(row: sqlite3.Row) -> Conversation:
         return Conversation(id=row["id"], title=row["title"], created_at=row["created_at"],
                             updated_at=row["updated_at"], system_prompt=row["system_prompt"],
-                            sampling=SamplingParams.from_json(_loads(row["sampling_json"])), model=row["model"])
+                            sampling=SamplingParams.from_json(_loads(row["sampling_json"])), model=row["model"],
+                            ran_on=row["ran_on"])
 
     def conversation(self, conversation_id: int) -> Conversation | None:
         row = self.db.execute("SELECT * FROM chat_conversations WHERE id=?", (conversation_id,)).fetchone()
@@ -258,9 +267,10 @@ class ConversationStore:
             db.execute("UPDATE chat_conversations SET updated_at=? WHERE id=?", (now, conversation_id))
 
     def update_message(self, message_id: int, *, content: str | None = None, status: str | None = None,
-                       stats: ReplyStats | None = None, settings: dict[str, Any] | None = None) -> None:
+                       stats: ReplyStats | None = None, settings: dict[str, Any] | None = None,
+                       ran_on: str | None = None) -> None:
         sets, params = [], []
-        for column, value in (("content", content), ("status", status),
+        for column, value in (("content", content), ("status", status), ("ran_on", ran_on),
                               ("stats_json", json.dumps(stats.to_json()) if stats else None),
                               ("settings_json", json.dumps(settings) if settings is not None else None)):
             if value is not None:
@@ -268,12 +278,16 @@ class ConversationStore:
                 params.append(value)
         if sets:
             self._write(f"UPDATE chat_messages SET {', '.join(sets)} WHERE id=?", (*params, message_id))
+        if ran_on:
+            self._write("UPDATE chat_conversations SET ran_on=? WHERE id="
+                        "(SELECT conversation_id FROM chat_messages WHERE id=?)", (ran_on, message_id))
 
     @staticmethod
     def _message(row: sqlite3.Row) -> Message:
         return Message(id=row["id"], conversation_id=row["conversation_id"], role=row["role"],
                        content=row["content"], status=row["status"], created_at=row["created_at"],
-                       settings=_loads(row["settings_json"]), stats=ReplyStats.from_json(_loads(row["stats_json"])))
+                       settings=_loads(row["settings_json"]), stats=ReplyStats.from_json(_loads(row["stats_json"])),
+                       ran_on=row["ran_on"])
 
     def message(self, message_id: int) -> Message | None:
         row = self.db.execute("SELECT * FROM chat_messages WHERE id=?", (message_id,)).fetchone()

@@ -1,0 +1,1 @@
+"""Remote OpenAI-compatible engines (vLLM, SGLang, another llama-server or Strata)."""

@@ -1,0 +1,222 @@
+"""Remote engines: named OpenAI-compatible endpoints the user added, and chatting through them.
+
+Names and URLs are kept in ``remote_engines.json`` in the config folder; API keys only in the
+:class:`~strata_gui.core.remote.secrets.FileSecretStore`. Keys are never logged: errors carry the
+server's message, never the request headers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets as _secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import httpx
+
+from strata_gui.core.errors import ChatError, NetworkError, StorageError
+from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, SamplingParams
+
+log = logging.getLogger(__name__)
+
+BACKEND = "remote"
+
+
+class SecretStore(Protocol):
+    def get(self, name: str) -> str | None: ...
+
+    def set(self, name: str, value: str) -> None: ...
+
+    def delete(self, name: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class RemoteEndpoint:
+    """One endpoint. ``base_url`` is the server root (``/v1`` is added per request)."""
+
+    id: str
+    name: str
+    base_url: str
+    has_key: bool = False
+    model: str = ""  # the model chosen on it ("" = the server's first)
+
+    @property
+    def label(self) -> str:
+        """Where a reply ran, as the chat shows it: ``name · model``."""
+        return f"{self.name} · {self.model}" if self.model else self.name
+
+
+def normalize_base_url(url: str) -> str:
+    """``https://host/v1/`` → ``https://host``; raises ChatError on anything that is not http(s)."""
+    url = url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ChatError(f"'{url}' is not a server address.",
+                        hint="Use the form http://host:port or https://host/path.")
+    if url.endswith("/v1"):
+        url = url[:-3]
+    return url
+
+
+class RemoteService:
+    """The user's remote endpoints.
+
+    Args:
+        path: ``remote_engines.json`` in the config folder.
+        secrets: Where API keys are kept.
+        http: Client for the network (remote servers may be behind the user's proxy).
+        clock: Monotonic clock for client-side statistics.
+    """
+
+    def __init__(self, path: Path, secrets: SecretStore, http: httpx.AsyncClient,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.path = path
+        self._secrets = secrets
+        self._http = http
+        self._clock = clock
+
+    # -- persistence ---------------------------------------------------------------------------
+    def endpoints(self) -> list[RemoteEndpoint]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError) as exc:
+            raise StorageError(f"The list of remote engines {self.path} cannot be read.",
+                               hint="Delete the file and add the remote engines again.") from exc
+        items = raw.get("endpoints", []) if isinstance(raw, dict) else []
+        known = set(RemoteEndpoint.__dataclass_fields__)
+        return [RemoteEndpoint(**{k: v for k, v in item.items() if k in known})
+                for item in items if isinstance(item, dict) and "id" in item]
+
+    def _save(self, endpoints: Sequence[RemoteEndpoint]) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"version": 1, "endpoints": [asdict(e) for e in endpoints]}, indent=2),
+                           encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise StorageError(f"Could not save the remote engines: {exc.strerror or exc}") from exc
+
+    def get(self, name_or_id: str) -> RemoteEndpoint:
+        for e in self.endpoints():
+            if name_or_id in (e.id, e.name):
+                return e
+        raise ChatError(f"No remote engine named '{name_or_id}'.",
+                        hint="Add it first (Network page, or `strata remote add`).")
+
+    def add(self, name: str, base_url: str, api_key: str | None = None, model: str = "") -> RemoteEndpoint:
+        """Add (or replace, by name) an endpoint; the key goes to the key store only."""
+        name = name.strip()
+        if not name:
+            raise ChatError("A remote engine needs a name.")
+        url = normalize_base_url(base_url)
+        current = self.endpoints()
+        old = next((e for e in current if e.name == name), None)
+        ident = old.id if old else "remote-" + _secrets.token_hex(4)
+        key = (api_key or "").strip()
+        if key:
+            self._secrets.set(ident, key)
+        elif old is not None and old.has_key:
+            self._secrets.delete(ident)
+        endpoint = RemoteEndpoint(ident, name, url, bool(key), model)
+        self._save([e for e in current if e.id != ident] + [endpoint])
+        log.info("remote engine %s saved (%s, key %s)", name, url, "set" if key else "none")
+        return endpoint
+
+    def set_model(self, endpoint: RemoteEndpoint, model: str) -> RemoteEndpoint:
+        updated = RemoteEndpoint(endpoint.id, endpoint.name, endpoint.base_url, endpoint.has_key, model)
+        self._save([updated if e.id == endpoint.id else e for e in self.endpoints()])
+        return updated
+
+    def remove(self, endpoint: RemoteEndpoint) -> None:
+        self._save([e for e in self.endpoints() if e.id != endpoint.id])
+        self._secrets.delete(endpoint.id)
+
+    def api_key(self, endpoint: RemoteEndpoint) -> str | None:
+        return self._secrets.get(endpoint.id) if endpoint.has_key else None
+
+    # -- talking to it -------------------------------------------------------------------------
+    def _headers(self, endpoint: RemoteEndpoint) -> dict[str, str]:
+        key = self.api_key(endpoint)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def list_models(self, endpoint: RemoteEndpoint) -> list[str]:
+        """Model ids from ``GET /v1/models``.
+
+        Raises:
+            NetworkError: The server cannot be reached.
+            ChatError: It refused the key or is not an OpenAI-compatible server.
+        """
+        url = endpoint.base_url + "/v1/models"
+        try:
+            resp = await self._http.get(url, headers=self._headers(endpoint), timeout=10.0)
+        except httpx.HTTPError as exc:
+            raise NetworkError(f"Could not reach {endpoint.name} at {endpoint.base_url}.",
+                               hint="Check the address and that the server is running.",
+                               details=type(exc).__name__ + ": " + str(exc)) from exc
+        if resp.status_code in (401, 403):
+            raise ChatError(f"{endpoint.name} rejected the API key.",
+                            hint="Check the API key of this remote engine on the Network page.")
+        if resp.status_code != 200:
+            raise ChatError(f"{endpoint.name} answered {resp.status_code} to the model list.",
+                            hint="Is this an OpenAI-compatible server (vLLM, SGLang, llama-server)?")
+        try:
+            data = resp.json()
+        except ValueError as exc:
+            raise ChatError(f"{endpoint.name} did not send a model list.",
+                            hint="Is this an OpenAI-compatible server?") from exc
+        items = data.get("data", []) if isinstance(data, dict) else []
+        return [str(m["id"]) for m in items if isinstance(m, dict) and "id" in m]
+
+    def client(self, endpoint: RemoteEndpoint) -> RemoteChat:
+        return RemoteChat(endpoint, ChatClient(self._http, endpoint.base_url, self.api_key(endpoint),
+                                               clock=self._clock), self._clock)
+
+
+class RemoteChat:
+    """Chats through one endpoint and fills statistics on the client when the server has none."""
+
+    def __init__(self, endpoint: RemoteEndpoint, client: ChatClient, clock: Callable[[], float]) -> None:
+        self.endpoint = endpoint
+        self._client = client
+        self._clock = clock
+
+    @property
+    def label(self) -> str:
+        return self.endpoint.label
+
+    async def stream_chat(self, messages: Sequence[Mapping[str, str]], sampling: SamplingParams | None = None,
+                          on_delta: DeltaCallback | None = None) -> ChatReply:
+        first: list[float] = []
+        count = [0]
+
+        def delta(text: str) -> None:
+            if not first:
+                first.append(self._clock())
+            count[0] += 1
+            if on_delta is not None:
+                on_delta(text)
+
+        reply = await self._client.stream_chat(messages, sampling, delta, model=self.endpoint.model or "default")
+        s = reply.stats
+        s.engine, s.backend = self.endpoint.label, BACKEND
+        if s.decode_tps is None and s.total_s is not None and s.ttft_s is not None:
+            tokens = s.predicted_n if s.predicted_n is not None else count[0]
+            span = s.total_s - s.ttft_s
+            if tokens > 1 and span > 0:
+                s.decode_tps = (tokens - 1) / span
+                s.extra["client_side"] = True
+        return reply
+
+
+def describe(endpoint: RemoteEndpoint) -> dict[str, Any]:
+    """JSON for ``strata remote list --json`` (never the key itself)."""
+    return {"name": endpoint.name, "url": endpoint.base_url, "api_key": endpoint.has_key, "model": endpoint.model}
