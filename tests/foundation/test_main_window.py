@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
