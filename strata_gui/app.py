@@ -53,6 +53,13 @@ def open_in_os(path: Path) -> bool:
     return bool(QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
 
 
+def page_icon(page: object) -> QIcon:
+    """The sidebar icon for a page: ``resources/icons/<name>.svg`` by the page's class name."""
+    name = type(page).__name__.removesuffix("Page").lower()
+    f = resources_dir() / "icons" / f"{name}.svg"
+    return QIcon(str(f)) if f.exists() else QIcon()
+
+
 def app_icon() -> QIcon:
     """The app icon (PNG: decoding it needs no image plugin, which keeps start-up fast)."""
     icon = QIcon()
@@ -224,7 +231,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
                       extra_report=lambda: _gpu_and_engine_report(services))
     window.pages_by_role = Pages(chat, models, engines, gpu, dashboard, settings, about)  # type: ignore[attr-defined]
     for page in (chat, models, engines, gpu, dashboard, settings, about):
-        window.add_page(page)
+        window.add_page(page, page_icon(page))
 
     def chat_with(path: Path) -> None:
         chat.set_model(path)

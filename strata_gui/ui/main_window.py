@@ -122,12 +122,17 @@ class MainWindow(QMainWindow):
         bridge.busy_changed.connect(self._on_busy)
 
     # -- pages -------------------------------------------------------------------------------
-    def add_page(self, page: QWidget) -> None:
-        """Append a page; it needs ``page_title`` and may have ``page_icon`` and ``on_shown()``."""
+    def add_page(self, page: QWidget, icon: QIcon | None = None) -> None:
+        """Append a page; it needs ``page_title`` and may have ``page_icon`` and ``on_shown()``.
+
+        ``icon`` overrides the page's ``page_icon`` (a QStyle standard pixmap name).
+        """
         title = getattr(page, "page_title", page.objectName() or type(page).__name__)
-        icon_name = getattr(page, "page_icon", "SP_FileIcon")
-        pixmap = getattr(QStyle.StandardPixmap, icon_name, QStyle.StandardPixmap.SP_FileIcon)
-        item = QListWidgetItem(self.style().standardIcon(pixmap), title)
+        if icon is None or icon.isNull():
+            icon_name = getattr(page, "page_icon", "SP_FileIcon")
+            pixmap = getattr(QStyle.StandardPixmap, icon_name, QStyle.StandardPixmap.SP_FileIcon)
+            icon = self.style().standardIcon(pixmap)
+        item = QListWidgetItem(icon, title)
         item.setToolTip(f"{title} (Ctrl+{len(self._pages) + 1})" if len(self._pages) < 9 else title)
         if self._loading is not None:
             self.stack.removeWidget(self._loading)

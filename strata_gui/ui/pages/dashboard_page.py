@@ -221,6 +221,8 @@ class DashboardPage(QWidget):
     def _update_aggregates(self) -> None:
         agg = self.service.store.aggregate(self._records)
         self.empty_label.setVisible(agg.count == 0)
+        self.throughput_chart.setVisible(agg.count > 0)
+        self.aggregates.setVisible(agg.count > 0)
 
         def f(v: float | None, unit: str, scale: float = 1.0, digits: int = 0) -> str:
             return self.tr("n/a") if v is None else f"{v * scale:,.{digits}f} {unit}"
