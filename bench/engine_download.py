@@ -27,10 +27,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from strata_gui.core.engines.download import download_file  # noqa: E402 - after sys.path
-from strata_gui.core.errors import EngineDownloadError  # noqa: E402
-from strata_gui.core.progress import no_progress  # noqa: E402
-from tests.support.github_server import github_server  # noqa: E402
+from strata_gui.core.engines.download import download_file
+from strata_gui.core.errors import EngineDownloadError
+from strata_gui.core.progress import no_progress
+from tests.support.github_server import github_server
 
 SERVE = """
 import sys

@@ -29,10 +29,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from strata_gui.core.models.downloads import DownloadJob, TokenStore  # noqa: E402 - after sys.path
-from strata_gui.core.models.fit import GIB, MemoryTarget  # noqa: E402
-from strata_gui.core.models.service import ModelService  # noqa: E402
-from strata_gui.core.progress import no_progress  # noqa: E402
+from strata_gui.core.models.downloads import DownloadJob, TokenStore
+from strata_gui.core.models.fit import GIB, MemoryTarget
+from strata_gui.core.models.service import ModelService
+from strata_gui.core.progress import no_progress
 
 SERVE = """
 import sys, time
