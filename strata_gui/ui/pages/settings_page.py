@@ -43,6 +43,7 @@ class SettingsPage(QWidget):
     page_title = "Settings"
     page_icon = "SP_FileDialogDetailedView"
     saved = Signal(object)  # Settings
+    run_guide_requested = Signal()  # "Run the first-run guide again"
 
     def __init__(
         self,
@@ -127,6 +128,12 @@ class SettingsPage(QWidget):
         appearance = QFormLayout()
         appearance.addRow(self.tr("Theme"), self.theme)
         appearance.addRow(self.tr("Language"), self.language)
+        self.run_guide_button = QPushButton(self.tr("Run the first-run guide again"))
+        self.run_guide_button.clicked.connect(self.run_guide_requested)
+        guide_row = QHBoxLayout()
+        guide_row.addWidget(self.run_guide_button)
+        guide_row.addStretch(1)
+        appearance.addRow(self.tr("Getting started"), guide_row)
         network = QFormLayout()
         network.addRow(self.tr("Hugging Face endpoint"), self.hub_endpoint)
         network.addRow(self.tr("GitHub API"), self.github_api)
