@@ -27,6 +27,7 @@ COMMAND_MODULES = {
     "models": "strata_gui.commands.models",
     "chat": "strata_gui.commands.chat",
     "bench": "strata_gui.commands.bench",
+    "remote": "strata_gui.commands.remote",
 }
 
 

@@ -220,3 +220,11 @@ class RemoteChat:
 def describe(endpoint: RemoteEndpoint) -> dict[str, Any]:
     """JSON for ``strata remote list --json`` (never the key itself)."""
     return {"name": endpoint.name, "url": endpoint.base_url, "api_key": endpoint.has_key, "model": endpoint.model}
+
+
+def build_remote_service(config_dir: Path, http: httpx.AsyncClient) -> RemoteService:
+    """The app's remote engines: list and key store in the config folder."""
+    from strata_gui.core.remote.secrets import FileSecretStore, default_protector
+
+    return RemoteService(config_dir / "remote_engines.json",
+                         FileSecretStore(config_dir / "secrets.json", default_protector()), http)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
+    QComboBox,
     QFileDialog,
     QFrame,
     QHBoxLayout,
@@ -43,6 +44,7 @@ from strata_gui.core.chat.service import (
 )
 from strata_gui.core.chat.store import STREAMING, Message
 from strata_gui.core.errors import StrataError
+from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.runtime.engine import spec_from_folder
 from strata_gui.core.runtime.supervisor import ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
@@ -67,16 +69,19 @@ class ChatPage(QWidget):
     Args:
         chat_service: Conversations, the managed engine and fallback (core).
         bridge: Runs replies and engine starts; reports their errors.
+        remote: The user's remote engines; when given, the header offers them as the engine.
     """
 
     page_title = "Chat"
     page_icon = "SP_MessageBoxQuestion"
 
-    def __init__(self, chat_service: ChatService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+    def __init__(self, chat_service: ChatService, bridge: AsyncBridge, parent: QWidget | None = None,
+                 remote: RemoteService | None = None) -> None:
         super().__init__(parent)
         self.page_title = self.tr("Chat")
         self._service = chat_service
         self._bridge = bridge
+        self._remote = remote
         self.conversation_id: int | None = None
         self.message_widgets: dict[int, MessageWidget] = {}
         self.reply_handle: TaskHandle | None = None
@@ -133,6 +138,10 @@ class ChatPage(QWidget):
         self.engine_button = QPushButton(self.tr("Engine folder…"))
         self.engine_button.setToolTip(self.tr("Choose the folder of an installed llama.cpp engine"))
         self.engine_button.clicked.connect(self.choose_engine_folder)
+        self.run_on = QComboBox()
+        self.run_on.setToolTip(self.tr("Where replies are computed: this computer or a remote engine"))
+        self.run_on.currentIndexChanged.connect(self._on_run_on_changed)
+        self.run_on.setVisible(self._remote is not None)
         self.engine_state = QLabel()
         self.engine_state.setObjectName("muted")
         self.engine_state.setWordWrap(True)
@@ -155,6 +164,7 @@ class ChatPage(QWidget):
         title_col.addWidget(self.engine_state)
         head.addLayout(title_col, 1)
         head.addWidget(self.retry_button)
+        head.addWidget(self.run_on)
         head.addWidget(self.model_button)
         head.addWidget(self.engine_button)
         head.addWidget(self.settings_toggle)
@@ -238,6 +248,7 @@ class ChatPage(QWidget):
 
     # -- navigation ------------------------------------------------------------------------------
     def on_shown(self) -> None:
+        self.refresh_run_on()
         self.refresh_conversations()
         if self.conversation_id is None and self.conversation_list.count():
             self.conversation_list.setCurrentRow(0)
@@ -535,7 +546,61 @@ class ChatPage(QWidget):
                                               name=self.tr("Start preferred engine"))
         return self.engine_handle
 
+    def refresh_run_on(self) -> None:
+        """Fill the engine chooser: this computer, then each remote engine (keeps the choice)."""
+        if self._remote is None:
+            return
+        try:
+            endpoints = self._remote.endpoints()
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+            endpoints = []
+        current = self._service.remote
+        current_id = getattr(getattr(current, "endpoint", None), "id", None)
+        self.run_on.blockSignals(True)
+        self.run_on.clear()
+        self.run_on.addItem(self.tr("This computer"), "")
+        for ep in endpoints:
+            self.run_on.addItem(self.tr("Remote: {0}").format(ep.label), ep.id)
+        index = self.run_on.findData(current_id) if current_id else 0
+        if index < 0:  # the endpoint was removed: back to the local engine
+            index = 0
+            self._service.set_remote(None)
+        self.run_on.setCurrentIndex(index)
+        self.run_on.blockSignals(False)
+        self._show_engine_state(self._service.engine_state, "")
+
+    def use_remote(self, endpoint_id: str | None) -> None:
+        """Answer through the remote engine ``endpoint_id`` (None or "": this computer)."""
+        if not endpoint_id or self._remote is None:
+            self._service.set_remote(None)
+        else:
+            try:
+                self._service.set_remote(self._remote.client(self._remote.get(endpoint_id)))
+            except StrataError as exc:
+                self._bridge.error_occurred.emit(exc)
+                self._service.set_remote(None)
+        self.refresh_run_on()
+
+    def _on_run_on_changed(self, index: int) -> None:
+        if index >= 0:
+            self.use_remote(self.run_on.itemData(index) or None)
+
     def _show_engine_state(self, state: ServerState, detail: str) -> None:
+        remote = self._service.remote
+        if remote is not None:
+            self.model_label.setText(remote.label)
+            self.model_label.setToolTip("")
+            self.engine_state.setText(self.tr("● Remote engine: {0}").format(remote.label))
+            self.load_bar.hide()
+            self.retry_button.hide()
+            self.model_button.setEnabled(False)
+            self.engine_button.setEnabled(False)
+            self._update_meter()
+            return
+        self.model_button.setEnabled(True)
+        self.engine_button.setEnabled(True)
+        self._show_model()
         engine = self._service.engine
         label = engine.label if engine else ""
         if not self._service.plan:

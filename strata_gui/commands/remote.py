@@ -1,0 +1,111 @@
+"""`strata remote add|list|models|remove|chat`: OpenAI-compatible endpoints on other machines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import httpx
+
+from strata_gui.core.errors import ChatError
+from strata_gui.core.remote.service import RemoteService, build_remote_service, describe
+from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.services import Services
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("remote", help="remote OpenAI-compatible engines (vLLM, SGLang, llama-server, Strata)")
+    rsub = p.add_subparsers(dest="remote_command", metavar="ACTION", required=True)
+    add = rsub.add_parser("add", help="add or replace an endpoint")
+    add.add_argument("name")
+    add.add_argument("url", help="server address, e.g. http://192.168.1.20:8000 (a trailing /v1 is fine)")
+    key = add.add_mutually_exclusive_group()
+    key.add_argument("--api-key-stdin", action="store_true", help="read the API key from standard input")
+    key.add_argument("--api-key-env", metavar="VAR", help="take the API key from this environment variable")
+    add.add_argument("--model", default="", help="model id on that server (default: its first)")
+    add.add_argument("--no-check", action="store_true", help="save without asking the server for its models")
+    ls = rsub.add_parser("list", help="list endpoints (keys are never printed)")
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+    models = rsub.add_parser("models", help="list the models an endpoint serves")
+    models.add_argument("name")
+    models.add_argument("--json", action="store_true", help="machine-readable output")
+    rm = rsub.add_parser("remove", help="forget an endpoint and its key")
+    rm.add_argument("name")
+    chat = rsub.add_parser("chat", help="ask one question through an endpoint")
+    chat.add_argument("name")
+    chat.add_argument("prompt")
+    chat.add_argument("--max-tokens", type=int, default=None)
+    chat.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
+    p.set_defaults(func=run)
+
+
+def _key(args: argparse.Namespace) -> str | None:
+    if args.api_key_stdin:
+        return sys.stdin.readline().strip() or None
+    if args.api_key_env:
+        value = os.environ.get(args.api_key_env, "").strip()
+        if not value:
+            raise ChatError(f"The environment variable {args.api_key_env} is empty.")
+        return value
+    return None
+
+
+async def run(args: argparse.Namespace, services: Services) -> int:
+    async with httpx.AsyncClient(follow_redirects=True) as http:
+        remote = build_remote_service(services.paths.config_dir, http)
+        return await _run(args, remote)
+
+
+async def _run(args: argparse.Namespace, remote: RemoteService) -> int:
+    action = args.remote_command
+    if action == "add":
+        endpoint = remote.add(args.name, args.url, _key(args), args.model)
+        if not args.no_check:
+            try:
+                models = await remote.list_models(endpoint)
+            except Exception:
+                remote.remove(endpoint)
+                raise
+            if not endpoint.model and models:
+                endpoint = remote.set_model(endpoint, models[0])
+            print(f"added {endpoint.name}: {endpoint.base_url} ({len(models)} model(s); using {endpoint.model or '-'})")
+        else:
+            print(f"added {endpoint.name}: {endpoint.base_url}")
+        return 0
+    if action == "list":
+        endpoints = remote.endpoints()
+        if args.json:
+            print(json.dumps([describe(e) for e in endpoints], indent=2))
+        elif not endpoints:
+            print("no remote engines; add one with: strata remote add NAME URL")
+        else:
+            for e in endpoints:
+                print(f"{e.name}\t{e.base_url}\t{'key' if e.has_key else 'no key'}\t{e.model or '-'}")
+        return 0
+    endpoint = remote.get(args.name)
+    if action == "models":
+        models = await remote.list_models(endpoint)
+        print(json.dumps(models) if args.json else "\n".join(models))
+        return 0
+    if action == "remove":
+        remote.remove(endpoint)
+        print(f"removed {endpoint.name}")
+        return 0
+    # chat
+    streaming = not args.json
+
+    def on_delta(text: str) -> None:
+        if streaming:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    reply = await remote.client(endpoint).stream_chat([{"role": "user", "content": args.prompt}],
+                                                      SamplingParams(max_tokens=args.max_tokens), on_delta)
+    if args.json:
+        print(json.dumps({"text": reply.text, "stats": reply.stats.to_json()}))
+    else:
+        print()
+        print(reply.stats.summary(), file=sys.stderr)
+    return 0
