@@ -1,0 +1,162 @@
+"""The curated starter models the first-run guide offers (``kernels/starter-models.json``).
+
+Each entry names one GGUF file of a hub repository with its size and the header figures the
+fit estimate needs, so the guide can say "fits fully on GPU" before anything is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from strata_gui.core.errors import ModelError
+from strata_gui.core.models.fit import FitEstimate, MemoryTarget, ModelShape, Verdict, estimate_fit
+
+STARTERS_FILE = "starter-models.json"
+STARTERS_VERSION = 1
+_SHAPE_KEYS = ("n_layers", "kv_heads", "head_dim", "trained_context", "n_vocab", "embedding_length")
+
+
+@dataclass(frozen=True)
+class StarterModel:
+    """One curated model file.
+
+    Attributes:
+        id: Stable key ("qwen2.5-7b-instruct").
+        name: What the user sees.
+        repo: Hub repository ("bartowski/Qwen2.5-7B-Instruct-GGUF").
+        file: Path of the GGUF file inside the repository.
+        quant: Quantisation label ("Q4_K_M").
+        size: File size in bytes as the hub lists it.
+        description: One sentence for the user.
+        license: Licence id as the model card states it.
+        shape: Header figures for the fit estimate.
+    """
+
+    id: str
+    name: str
+    repo: str
+    file: str
+    quant: str
+    size: int
+    description: str
+    license: str
+    shape: ModelShape
+
+    def fit(self, target: MemoryTarget, ram_bytes: int, n_ctx: int) -> FitEstimate:
+        return estimate_fit(self.shape, target, ram_bytes, n_ctx)
+
+
+def _field(raw: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    value = raw.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
+        raise ModelError(f"{where}: '{key}' is missing or not a {kind.__name__}.",
+                         hint="The starter model list is damaged; reinstall Strata.")
+    if isinstance(value, int) and value <= 0:
+        raise ModelError(f"{where}: '{key}' must be positive.",
+                         hint="The starter model list is damaged; reinstall Strata.")
+    return value
+
+
+def parse_starters(data: Any, origin: str = STARTERS_FILE) -> list[StarterModel]:
+    """Validate decoded JSON; entries come back smallest first.
+
+    Raises:
+        ModelError: Wrong version, a missing or mistyped field, or a duplicate id.
+    """
+    if not isinstance(data, dict) or data.get("version") != STARTERS_VERSION or not isinstance(data.get("models"), list):
+        raise ModelError(f"{origin} is not a version {STARTERS_VERSION} starter model list.",
+                         hint="The starter model list is damaged; reinstall Strata.")
+    out: list[StarterModel] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(data["models"]):
+        where = f"{origin}, entry {i + 1}"
+        if not isinstance(raw, dict):
+            raise ModelError(f"{where} is not an object.", hint="The starter model list is damaged; reinstall Strata.")
+        shape_raw = raw.get("shape")
+        if not isinstance(shape_raw, dict):
+            raise ModelError(f"{where}: 'shape' is missing.", hint="The starter model list is damaged; reinstall Strata.")
+        fig = {k: _field(shape_raw, k, int, f"{where} shape") for k in _SHAPE_KEYS}
+        file = _field(raw, "file", str, where)
+        if not file.lower().endswith(".gguf"):
+            raise ModelError(f"{where}: '{file}' is not a GGUF file.",
+                             hint="The starter model list is damaged; reinstall Strata.")
+        size = _field(raw, "size", int, where)
+        starter = StarterModel(
+            id=_field(raw, "id", str, where),
+            name=_field(raw, "name", str, where),
+            repo=_field(raw, "repo", str, where),
+            file=file,
+            quant=_field(raw, "quant", str, where),
+            size=size,
+            description=_field(raw, "description", str, where),
+            license=str(raw.get("license") or ""),
+            shape=ModelShape(
+                n_layers=fig["n_layers"],
+                kv_heads_per_layer=(fig["kv_heads"],) * fig["n_layers"],
+                key_length=fig["head_dim"],
+                value_length=fig["head_dim"],
+                trained_context=fig["trained_context"],
+                n_vocab=fig["n_vocab"],
+                embedding_length=fig["embedding_length"],
+                weights_bytes=size,
+            ),
+        )
+        if "/" not in starter.repo:
+            raise ModelError(f"{where}: repo '{starter.repo}' is not owner/name.",
+                             hint="The starter model list is damaged; reinstall Strata.")
+        if starter.id in seen:
+            raise ModelError(f"{where}: the id '{starter.id}' appears twice.",
+                             hint="The starter model list is damaged; reinstall Strata.")
+        seen.add(starter.id)
+        out.append(starter)
+    if not out:
+        raise ModelError(f"{origin} lists no models.", hint="The starter model list is damaged; reinstall Strata.")
+    return sorted(out, key=lambda s: s.size)
+
+
+def load_starters(path: Path) -> list[StarterModel]:
+    """Read and validate a starter list file (``kernels_dir() / STARTERS_FILE`` in the app).
+
+    Raises:
+        ModelError: Unreadable file, invalid JSON or an invalid entry.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ModelError(f"Could not read the starter model list {path}: {exc.strerror or exc}",
+                         hint="Reinstall Strata.") from exc
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"{path.name} is not valid JSON (line {exc.lineno}).", hint="Reinstall Strata.") from exc
+    return parse_starters(data, path.name)
+
+
+@dataclass(frozen=True)
+class StarterFit:
+    """A starter model with its verdict on this machine."""
+
+    model: StarterModel
+    estimate: FitEstimate
+
+    @property
+    def runs(self) -> bool:
+        return self.estimate.verdict is not Verdict.WONT_FIT
+
+
+def judge_starters(starters: Sequence[StarterModel], target: MemoryTarget, ram_bytes: int,
+                   n_ctx: int) -> list[StarterFit]:
+    """Every starter judged against this GPU and RAM at context ``n_ctx``."""
+    return [StarterFit(s, s.fit(target, ram_bytes, n_ctx)) for s in starters]
+
+
+def recommend(fits: Sequence[StarterFit]) -> StarterFit | None:
+    """The model to pre-select: the largest that fits fully on the GPU; without such a GPU,
+    the smallest that runs at all (it stays responsive on the processor)."""
+    full = [f for f in fits if f.estimate.verdict is Verdict.FULL_GPU]
+    if full:
+        return max(full, key=lambda f: f.model.size)
+    runnable = [f for f in fits if f.runs]
+    return min(runnable, key=lambda f: f.model.size) if runnable else None
