@@ -1,6 +1,6 @@
 """Shows the real main window on an X display and saves a screenshot of every page.
 
-Run as ``python -m tests.support.screenshot OUT_DIR`` with ``DISPLAY`` set (Xvfb) and
+Run as ``python -m tests.support.screenshot OUT_DIR [THEME [LANGUAGE]]`` with ``DISPLAY`` set (Xvfb) and
 ``QT_QPA_PLATFORM=xcb``. Prints one JSON line: {"pages": [...], "files": [...]}.
 """
 
@@ -21,12 +21,15 @@ def main() -> int:
     from strata_gui.core.app_services import build_app_services
     from strata_gui.core.services import build_services
     from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.i18n import install_language
 
     out = Path(sys.argv[1])
     theme = sys.argv[2] if len(sys.argv) > 2 else "light"
+    language = sys.argv[3] if len(sys.argv) > 3 else "en"
     out.mkdir(parents=True, exist_ok=True)
     app = QApplication([sys.argv[0]])
     apply_theme(app, theme)
+    install_language(app, language)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     services = build_app_services(build_services())
@@ -45,7 +48,9 @@ def main() -> int:
             await asyncio.sleep(0.6)
             screen = QGuiApplication.primaryScreen()
             pix = screen.grabWindow(0, 0, 0, window.frameGeometry().width(), window.frameGeometry().height())
-            name = out / f"{i:02d}-{title.lower().replace(' ', '-')}-{theme}.png"
+            stem = title.lower().replace(' ', '-') if language == "en" else \
+                f"{type(window.pages[i]).__name__.removesuffix('Page').lower()}-{language}"
+            name = out / f"{i:02d}-{stem}-{theme}.png"
             pix.save(str(name))
             files.append(str(name))
         window.close()

@@ -1,0 +1,115 @@
+"""The app in Chinese: language choice, the composed window, Qt's own buttons, the Settings choice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from PySide6.QtCore import QLocale
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLabel, QPushButton
+from pytestqt.qtbot import QtBot
+
+from strata_gui.app import UiHooks, compose
+from strata_gui.core.app_services import build_app_services
+from strata_gui.core.services import build_services
+from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.dialogs import ErrorDialog
+from strata_gui.ui.i18n import install_language, resolve_language, translators_of
+from strata_gui.ui.pages.about_page import AboutPage
+from strata_gui.ui.pages.engines_page import EnginesPage
+from strata_gui.ui.pages.settings_page import SettingsPage
+
+CHINESE_TITLES = ["聊天", "模型", "引擎", "GPU", "仪表盘", "设置", "关于"]
+ENGLISH_TITLES = ["Chat", "Models", "Engines", "Dashboard", "Settings", "About"]
+
+
+@pytest.mark.parametrize(("setting", "system", "expected"), [
+    ("system", "zh_CN", "zh_CN"),
+    ("system", "zh_TW", "zh_CN"),  # Simplified reads better than English for Traditional readers
+    ("system", "en_US", "en"),
+    ("system", "de_DE", "en"),
+    ("en", "zh_CN", "en"),  # the Settings override wins over the system locale
+    ("zh_CN", "en_US", "zh_CN"),
+])
+def test_language_follows_the_system_unless_overridden(setting: str, system: str, expected: str) -> None:
+    assert resolve_language(setting, QLocale(system)) == expected
+
+
+@pytest.fixture
+def composed(qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop):
+    """The real window (every service and page), torn down like tests/foundation does."""
+    made = []
+
+    def make():
+        app_services = build_app_services(build_services())
+        bridge = AsyncBridge()
+        window = compose(app_services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
+                                                           choose_model=lambda: None, save_path=lambda _n: None))
+        made.append((app_services, bridge, window))
+        return app_services.base, window
+
+    yield make
+    for app_services, bridge, window in made:
+        window.close()
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(app_services.aclose())
+        window.deleteLater()
+
+
+def _page(window, cls):
+    return next(p for p in window.pages if isinstance(p, cls))
+
+
+def test_main_window_in_chinese(qtbot: QtBot, qapp: QApplication, chinese: str, composed) -> None:
+    assert chinese == "zh_CN"
+    _, window = composed()
+    titles = window.page_titles()
+    assert [t for t in titles if t in CHINESE_TITLES] == CHINESE_TITLES
+    assert not set(titles) & set(ENGLISH_TITLES)
+    settings = _page(window, SettingsPage)
+    assert settings.save_button.text() == "保存"
+    assert settings.language.itemText(0) == "跟随系统"
+    assert settings.flash_attention.currentText() == "自动"
+    about = _page(window, AboutPage)
+    assert "关于 Strata" in {label.text() for label in about.findChildren(QLabel)}
+    engines = _page(window, EnginesPage)
+    buttons = {b.text() for b in engines.findChildren(QPushButton)}
+    assert {"自动设置", "刷新计划"} <= buttons, buttons
+
+
+def test_qt_standard_buttons_and_error_titles_are_chinese(qtbot: QtBot, chinese: str, tmp_path) -> None:
+    box = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+    qtbot.addWidget(box)
+    assert box.button(QDialogButtonBox.StandardButton.Cancel).text() == "取消"  # from Qt's qtbase_zh_CN
+    from strata_gui.core.errors import NetworkError
+
+    dialog = ErrorDialog(NetworkError("Could not reach the hub"), log_file=tmp_path / "strata.log",
+                         open_path=lambda _p: None)
+    qtbot.addWidget(dialog)
+    assert dialog.windowTitle() == "网络问题"
+
+
+def test_english_is_back_after_removing_the_translators(qtbot: QtBot, qapp: QApplication) -> None:
+    assert install_language(qapp, "zh_CN") == "zh_CN"
+    translators_of(qapp).remove(qapp)
+    box = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+    qtbot.addWidget(box)
+    assert box.button(QDialogButtonBox.StandardButton.Cancel).text() == "Cancel"
+    assert install_language(qapp, "en") == "en"
+    assert translators_of(qapp).installed == []
+
+
+def test_language_choice_is_saved_and_needs_a_restart(qtbot: QtBot, qapp: QApplication, composed) -> None:
+    services, window = composed()
+    page = _page(window, SettingsPage)
+    assert page.language.currentData() == "system"
+    assert [page.language.itemText(i) for i in (1, 2)] == ["English", "简体中文"]  # each named in itself
+    page.language.setCurrentIndex(page.language.findData("zh_CN"))
+    assert page.save()
+    assert json.loads(services.paths.settings_file.read_text())["language"] == "zh_CN"
+    assert services.settings.language == "zh_CN"
+    assert "restart" in page.status.text()
+    page.language.setCurrentIndex(page.language.findData("en"))
+    page.load()  # Revert shows the saved choice again
+    assert page.language.currentData() == "zh_CN"
