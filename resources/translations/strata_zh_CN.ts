@@ -1,0 +1,1952 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN">
+<context>
+    <name>AboutPage</name>
+    <message>
+        <source>About</source>
+        <translation>关于</translation>
+    </message>
+    <message>
+        <source>Strata runs local language models on AMD Radeon GPUs and Ryzen AI APUs with ROCm, Vulkan or CPU engines — no HIP SDK or toolchain needed.</source>
+        <translation>Strata 借助 ROCm、Vulkan 或 CPU 引擎，在 AMD Radeon GPU 和 Ryzen AI APU 上运行本地语言模型——无需 HIP SDK 或任何工具链。</translation>
+    </message>
+    <message>
+        <source>Copy report</source>
+        <translation>复制报告</translation>
+    </message>
+    <message>
+        <source>Open log folder</source>
+        <translation>打开日志文件夹</translation>
+    </message>
+    <message>
+        <source>About Strata</source>
+        <translation>关于 Strata</translation>
+    </message>
+    <message>
+        <source>Version %s</source>
+        <translation>版本 %s</translation>
+    </message>
+    <message>
+        <source>Report copied to the clipboard.</source>
+        <translation>报告已复制到剪贴板。</translation>
+    </message>
+</context>
+<context>
+    <name>ChatInput</name>
+    <message>
+        <source>Message the model…  (Enter sends, Shift+Enter adds a line)</source>
+        <translation>给模型发消息…（Enter 发送，Shift+Enter 换行）</translation>
+    </message>
+</context>
+<context>
+    <name>ChatPage</name>
+    <message>
+        <source>Chat</source>
+        <translation>聊天</translation>
+    </message>
+    <message>
+        <source>Search conversations</source>
+        <translation>搜索对话</translation>
+    </message>
+    <message>
+        <source>New chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <source>Rename</source>
+        <translation>重命名</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>Choose model…</source>
+        <translation>选择模型…</translation>
+    </message>
+    <message>
+        <source>Engine folder…</source>
+        <translation>引擎文件夹…</translation>
+    </message>
+    <message>
+        <source>Choose the folder of an installed llama.cpp engine</source>
+        <translation>选择已安装的 llama.cpp 引擎所在的文件夹</translation>
+    </message>
+    <message>
+        <source>Where replies are computed: this computer or a remote engine</source>
+        <translation>回复在哪里计算：本机或远程引擎</translation>
+    </message>
+    <message>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <source>Show earlier messages</source>
+        <translation>显示更早的消息</translation>
+    </message>
+    <message>
+        <source>&lt;h3&gt;Start a conversation&lt;/h3&gt;&lt;p&gt;Choose a model (a .gguf file) above, then type a message below.&lt;br&gt;Strata starts the engine for you and switches to another engine if one fails.&lt;/p&gt;</source>
+        <translation>&lt;h3&gt;开始对话&lt;/h3&gt;&lt;p&gt;先在上方选择一个模型（.gguf 文件），再在下方输入消息。&lt;br&gt;Strata 会为你启动引擎；某个引擎出错时会自动换用另一个。&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>发送</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Context used by this conversation / context size</source>
+        <translation>本对话已用上下文 / 上下文大小</translation>
+    </message>
+    <message>
+        <source>Rename conversation</source>
+        <translation>重命名对话</translation>
+    </message>
+    <message>
+        <source>Title:</source>
+        <translation>标题：</translation>
+    </message>
+    <message>
+        <source>Delete conversation</source>
+        <translation>删除对话</translation>
+    </message>
+    <message>
+        <source>Delete this conversation and all its messages?</source>
+        <translation>删除此对话及其全部消息？</translation>
+    </message>
+    <message>
+        <source>Edit and resend</source>
+        <translation>编辑并重新发送</translation>
+    </message>
+    <message>
+        <source>Chat reply</source>
+        <translation>聊天回复</translation>
+    </message>
+    <message>
+        <source>Regenerate reply</source>
+        <translation>重新生成回复</translation>
+    </message>
+    <message>
+        <source>Editing your message: Enter resends it and replaces the replies after it.</source>
+        <translation>正在编辑你的消息：按 Enter 重新发送，并替换其后的回复。</translation>
+    </message>
+    <message>
+        <source>No model chosen</source>
+        <translation>未选择模型</translation>
+    </message>
+    <message>
+        <source>Choose a model</source>
+        <translation>选择模型</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf)</source>
+        <translation>GGUF 模型 (*.gguf)</translation>
+    </message>
+    <message>
+        <source>Choose an engine folder</source>
+        <translation>选择引擎文件夹</translation>
+    </message>
+    <message>
+        <source>Start preferred engine</source>
+        <translation>启动首选引擎</translation>
+    </message>
+    <message>
+        <source>This computer</source>
+        <translation>本机</translation>
+    </message>
+    <message>
+        <source>Remote: {0}</source>
+        <translation>远程：{0}</translation>
+    </message>
+    <message>
+        <source>● Remote engine: {0}</source>
+        <translation>● 远程引擎：{0}</translation>
+    </message>
+    <message>
+        <source>No engine chosen: pick an engine folder.</source>
+        <translation>未选择引擎：请选择一个引擎文件夹。</translation>
+    </message>
+    <message>
+        <source>Starting the {0} engine…</source>
+        <translation>正在启动 {0} 引擎…</translation>
+    </message>
+    <message>
+        <source>Loading the model on {0}… {1}</source>
+        <translation>正在 {0} 上加载模型… {1}</translation>
+    </message>
+    <message>
+        <source>● {0} engine ready</source>
+        <translation>● {0} 引擎已就绪</translation>
+    </message>
+    <message>
+        <source>{0} engine failed: {1}</source>
+        <translation>{0} 引擎出错：{1}</translation>
+    </message>
+    <message>
+        <source>Engine: {0} (starts with your first message)</source>
+        <translation>引擎：{0}（发送第一条消息时启动）</translation>
+    </message>
+    <message>
+        <source>Retry {0}</source>
+        <translation>重试 {0}</translation>
+    </message>
+    <message>
+        <source>Engine log</source>
+        <translation>引擎日志</translation>
+    </message>
+    <message>
+        <source>Context: {0:,} / {1:,} tokens</source>
+        <translation>上下文：{0:,} / {1:,} tokens</translation>
+    </message>
+</context>
+<context>
+    <name>CodeBlock</name>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy this code</source>
+        <translation>复制这段代码</translation>
+    </message>
+    <message>
+        <source>code</source>
+        <translation>代码</translation>
+    </message>
+</context>
+<context>
+    <name>ConversationSettingsPanel</name>
+    <message>
+        <source>default</source>
+        <translation>默认</translation>
+    </message>
+    <message>
+        <source>Conversation settings</source>
+        <translation>对话设置</translation>
+    </message>
+    <message>
+        <source>System prompt (optional): how the assistant should behave</source>
+        <translation>系统提示词（可选）：助手应当如何表现</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>Top-p</source>
+        <translation>Top-p</translation>
+    </message>
+    <message>
+        <source>Top-k</source>
+        <translation>Top-k</translation>
+    </message>
+    <message>
+        <source>Min-p</source>
+        <translation>Min-p</translation>
+    </message>
+    <message>
+        <source>Max tokens</source>
+        <translation>最大 tokens</translation>
+    </message>
+    <message>
+        <source>Seed</source>
+        <translation>随机种子</translation>
+    </message>
+</context>
+<context>
+    <name>DashboardPage</name>
+    <message>
+        <source>Load %</source>
+        <translation>负载 %</translation>
+    </message>
+    <message>
+        <source>VRAM used (GB)</source>
+        <translation>已用显存 (GB)</translation>
+    </message>
+    <message>
+        <source>Shared used (GB)</source>
+        <translation>已用共享内存 (GB)</translation>
+    </message>
+    <message>
+        <source>Temperature (°C)</source>
+        <translation>温度 (°C)</translation>
+    </message>
+    <message>
+        <source>Power (W)</source>
+        <translation>功耗 (W)</translation>
+    </message>
+    <message>
+        <source>Core clock (MHz)</source>
+        <translation>核心频率 (MHz)</translation>
+    </message>
+    <message>
+        <source>Dashboard</source>
+        <translation>仪表盘</translation>
+    </message>
+    <message>
+        <source>Throughput</source>
+        <translation>吞吐量</translation>
+    </message>
+    <message>
+        <source>GPU and engine</source>
+        <translation>GPU 与引擎</translation>
+    </message>
+    <message>
+        <source>Benchmark</source>
+        <translation>基准测试</translation>
+    </message>
+    <message>
+        <source>Prefill and decode speed of every request, GPU and engine over time, and a benchmark of the engines on this machine.</source>
+        <translation>每个请求的预填充和解码速度、GPU 与引擎随时间的变化，以及本机各引擎的基准测试。</translation>
+    </message>
+    <message>
+        <source>Tokens per second per request</source>
+        <translation>每个请求的 tokens/s</translation>
+    </message>
+    <message>
+        <source>Prefill</source>
+        <translation>预填充</translation>
+    </message>
+    <message>
+        <source>Decode</source>
+        <translation>解码</translation>
+    </message>
+    <message>
+        <source>prefill tok/s</source>
+        <translation>预填充 tok/s</translation>
+    </message>
+    <message>
+        <source>decode tok/s</source>
+        <translation>解码 tok/s</translation>
+    </message>
+    <message>
+        <source>No engine running.</source>
+        <translation>没有正在运行的引擎。</translation>
+    </message>
+    <message>
+        <source>Copy chart</source>
+        <translation>复制图表</translation>
+    </message>
+    <message>
+        <source>Export CSV…</source>
+        <translation>导出 CSV…</translation>
+    </message>
+    <message>
+        <source>Export JSON…</source>
+        <translation>导出 JSON…</translation>
+    </message>
+    <message>
+        <source>No requests yet. Chat with a model and its speed appears here.</source>
+        <translation>还没有请求。与模型聊天后，速度会显示在这里。</translation>
+    </message>
+    <message>
+        <source>n/a</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>%1 requests · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token median %6, p90 %7</source>
+        <translation>%1 个请求 · 预填充中位数 %2，p90 %3 · 解码中位数 %4，p90 %5 · 首个 token 用时中位数 %6，p90 %7</translation>
+    </message>
+    <message>
+        <source>No engine running (or it has metrics off).</source>
+        <translation>没有正在运行的引擎（或引擎未开启指标）。</translation>
+    </message>
+    <message>
+        <source>Engine since start: %1 prompt tokens at %2 · %3 generated at %4 · %5 busy, %6 waiting</source>
+        <translation>引擎自启动以来：提示 %1 tokens，速度 %2 · 生成 %3，速度 %4 · %5 个忙碌，%6 个等待</translation>
+    </message>
+    <message>
+        <source>Exported to %s</source>
+        <translation>已导出到 %s</translation>
+    </message>
+    <message>
+        <source>No GPU telemetry on this machine. The engine&apos;s CPU and memory are shown below.</source>
+        <translation>本机没有 GPU 遥测数据。下方显示引擎的 CPU 和内存占用。</translation>
+    </message>
+    <message>
+        <source>Engine process</source>
+        <translation>引擎进程</translation>
+    </message>
+    <message>
+        <source>CPU %</source>
+        <translation>CPU %</translation>
+    </message>
+    <message>
+        <source>Memory (GB)</source>
+        <translation>内存 (GB)</translation>
+    </message>
+    <message>
+        <source>Engine: CPU %1 % · memory %2</source>
+        <translation>引擎：CPU %1 % · 内存 %2</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <source>Benchmark this model</source>
+        <translation>对此模型做基准测试</translation>
+    </message>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Backend</source>
+        <translation>后端</translation>
+    </message>
+    <message>
+        <source>Prefill tok/s</source>
+        <translation>预填充 tok/s</translation>
+    </message>
+    <message>
+        <source>Decode tok/s</source>
+        <translation>解码 tok/s</translation>
+    </message>
+    <message>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Prefill (median)</source>
+        <translation>预填充（中位数）</translation>
+    </message>
+    <message>
+        <source>tokens/s</source>
+        <translation>tokens/s</translation>
+    </message>
+    <message>
+        <source>Decode (median)</source>
+        <translation>解码（中位数）</translation>
+    </message>
+    <message>
+        <source>Always use this engine for the model</source>
+        <translation>此模型始终使用该引擎</translation>
+    </message>
+    <message>
+        <source>Choose automatically</source>
+        <translation>自动选择</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Engines</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Prompt tokens</source>
+        <translation>提示 tokens</translation>
+    </message>
+    <message>
+        <source>Generated tokens</source>
+        <translation>生成 tokens</translation>
+    </message>
+    <message>
+        <source>Repetitions</source>
+        <translation>重复次数</translation>
+    </message>
+    <message>
+        <source>Workload</source>
+        <translation>负载设置</translation>
+    </message>
+    <message>
+        <source>No working engine installed — install one on the Engines page.</source>
+        <translation>没有可用的已安装引擎——请在“引擎”页面安装一个。</translation>
+    </message>
+    <message>
+        <source>Benchmarking %s</source>
+        <translation>正在测试 %s</translation>
+    </message>
+    <message>
+        <source>ok</source>
+        <translation>正常</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Fastest here: %s. </source>
+        <translation>本机最快：%s。</translation>
+    </message>
+    <message>
+        <source>No benchmark for this model on this machine yet.</source>
+        <translation>此模型在本机还没有基准测试结果。</translation>
+    </message>
+    <message>
+        <source>Default engine: from the engine plan (not measured yet).</source>
+        <translation>默认引擎：按引擎计划选择（尚未测量）。</translation>
+    </message>
+    <message>
+        <source>Default engine: %s (chosen by you).</source>
+        <translation>默认引擎：%s（由你指定）。</translation>
+    </message>
+    <message>
+        <source>Default engine: %s (automatic, from the benchmark).</source>
+        <translation>默认引擎：%s（根据基准测试自动选择）。</translation>
+    </message>
+</context>
+<context>
+    <name>DownloadRow</name>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>Waiting in the queue · %1</source>
+        <translation>排队等待中 · %1</translation>
+    </message>
+    <message>
+        <source>Starting…</source>
+        <translation>正在开始…</translation>
+    </message>
+    <message>
+        <source>Paused · resumes where it stopped</source>
+        <translation>已暂停 · 将从中断处继续</translation>
+    </message>
+    <message>
+        <source>Failed: %1</source>
+        <translation>失败：%1</translation>
+    </message>
+    <message>
+        <source>Done · in the library</source>
+        <translation>已完成 · 已加入模型库</translation>
+    </message>
+</context>
+<context>
+    <name>EnginesPage</name>
+    <message>
+        <source>Works</source>
+        <translation>可用</translation>
+    </message>
+    <message>
+        <source>No device</source>
+        <translation>无设备</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Engines</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>The llama.cpp builds Strata runs models with. Strata picks the fastest one that really works on this machine: ROCm for your GPU&apos;s family, then Vulkan, then the processor.</source>
+        <translation>Strata 用来运行模型的 llama.cpp 构建。Strata 会选用在本机真正可用的最快引擎：优先适合你 GPU 系列的 ROCm，其次 Vulkan，最后是处理器。</translation>
+    </message>
+    <message>
+        <source>Set up automatically</source>
+        <translation>自动设置</translation>
+    </message>
+    <message>
+        <source>Install and test the planned engines in order until one works</source>
+        <translation>按计划顺序安装并测试引擎，直到有一个可用</translation>
+    </message>
+    <message>
+        <source>Refresh plan</source>
+        <translation>刷新计划</translation>
+    </message>
+    <message>
+        <source>Order</source>
+        <translation>顺序</translation>
+    </message>
+    <message>
+        <source>Backend</source>
+        <translation>后端</translation>
+    </message>
+    <message>
+        <source>Build</source>
+        <translation>构建</translation>
+    </message>
+    <message>
+        <source>Why</source>
+        <translation>原因</translation>
+    </message>
+    <message>
+        <source>No plan yet. Press “Refresh plan” to read the available releases.</source>
+        <translation>还没有计划。点击“刷新计划”读取可用的发行版本。</translation>
+    </message>
+    <message>
+        <source>Install selected</source>
+        <translation>安装所选</translation>
+    </message>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Version</source>
+        <translation>版本</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Tuning table</source>
+        <translation>调优表</translation>
+    </message>
+    <message>
+        <source>No engines installed. “Set up automatically” installs the best one for this machine, or “Add local build…” registers a llama-server you built yourself.</source>
+        <translation>尚未安装引擎。“自动设置”会为本机安装最合适的引擎；“添加本地构建…”可登记你自己编译的 llama-server。</translation>
+    </message>
+    <message>
+        <source>Test</source>
+        <translation>测试</translation>
+    </message>
+    <message>
+        <source>Run the engine&apos;s device check with its launch environment</source>
+        <translation>使用引擎的启动环境运行其设备检查</translation>
+    </message>
+    <message>
+        <source>Always use</source>
+        <translation>始终使用</translation>
+    </message>
+    <message>
+        <source>Update</source>
+        <translation>更新</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Add local build…</source>
+        <translation>添加本地构建…</translation>
+    </message>
+    <message>
+        <source>Remove old versions</source>
+        <translation>移除旧版本</translation>
+    </message>
+    <message>
+        <source>Plan for this machine</source>
+        <translation>本机的引擎计划</translation>
+    </message>
+    <message>
+        <source>Installed engines</source>
+        <translation>已安装的引擎</translation>
+    </message>
+    <message>
+        <source>Planning for: {gpus}</source>
+        <translation>规划目标：{gpus}</translation>
+    </message>
+    <message>
+        <source>No AMD GPU known: planning for the processor. Set a gfx target in Settings to plan for a GPU.</source>
+        <translation>未发现 AMD GPU：按处理器规划。在“设置”中指定 gfx 目标即可按 GPU 规划。</translation>
+    </message>
+    <message>
+        <source>Reading releases</source>
+        <translation>正在读取发行版本</translation>
+    </message>
+    <message>
+        <source>not used</source>
+        <translation>不使用</translation>
+    </message>
+    <message>
+        <source>Installing {name}</source>
+        <translation>正在安装 {name}</translation>
+    </message>
+    <message>
+        <source>Setting up the best engine</source>
+        <translation>正在设置最佳引擎</translation>
+    </message>
+    <message>
+        <source>Using {engine}.</source>
+        <translation>正在使用 {engine}。</translation>
+    </message>
+    <message>
+        <source>No engine works on this machine; see the states below.</source>
+        <translation>本机没有可用的引擎；请查看下方的状态。</translation>
+    </message>
+    <message>
+        <source>Not tested yet</source>
+        <translation>尚未测试</translation>
+    </message>
+    <message>
+        <source>  (always used)</source>
+        <translation>（始终使用）</translation>
+    </message>
+    <message>
+        <source>  · update {tag} available</source>
+        <translation> · 有可用更新 {tag}</translation>
+    </message>
+    <message>
+        <source>not used by this backend</source>
+        <translation>此后端不使用</translation>
+    </message>
+    <message>
+        <source>none for this build</source>
+        <translation>此构建没有</translation>
+    </message>
+    <message>
+        <source>valid: prefill uses tuned kernels</source>
+        <translation>有效：预填充使用调优内核</translation>
+    </message>
+    <message>
+        <source>Testing engines</source>
+        <translation>正在测试引擎</translation>
+    </message>
+    <message>
+        <source>Updating {engine}</source>
+        <translation>正在更新 {engine}</translation>
+    </message>
+    <message>
+        <source>Removed: {ids}</source>
+        <translation>已移除：{ids}</translation>
+    </message>
+    <message>
+        <source>No old versions to remove.</source>
+        <translation>没有可移除的旧版本。</translation>
+    </message>
+    <message>
+        <source>Folder holding llama-server</source>
+        <translation>llama-server 所在的文件夹</translation>
+    </message>
+    <message>
+        <source>Add local build</source>
+        <translation>添加本地构建</translation>
+    </message>
+    <message>
+        <source>This build&apos;s backend:</source>
+        <translation>此构建的后端：</translation>
+    </message>
+    <message>
+        <source>Testing {folder}</source>
+        <translation>正在测试 {folder}</translation>
+    </message>
+    <message>
+        <source>Choose automatically</source>
+        <translation>自动选择</translation>
+    </message>
+</context>
+<context>
+    <name>ErrorDialog</name>
+    <message>
+        <source>Something went wrong</source>
+        <translation>出错了</translation>
+    </message>
+    <message>
+        <source>Settings problem</source>
+        <translation>设置问题</translation>
+    </message>
+    <message>
+        <source>Storage problem</source>
+        <translation>存储问题</translation>
+    </message>
+    <message>
+        <source>Not enough disk space</source>
+        <translation>磁盘空间不足</translation>
+    </message>
+    <message>
+        <source>Network problem</source>
+        <translation>网络问题</translation>
+    </message>
+    <message>
+        <source>Rate limited</source>
+        <translation>请求过于频繁</translation>
+    </message>
+    <message>
+        <source>Download corrupted</source>
+        <translation>下载的文件已损坏</translation>
+    </message>
+    <message>
+        <source>GPU detection problem</source>
+        <translation>GPU 检测问题</translation>
+    </message>
+    <message>
+        <source>Engine problem</source>
+        <translation>引擎问题</translation>
+    </message>
+    <message>
+        <source>Engine catalog problem</source>
+        <translation>引擎目录问题</translation>
+    </message>
+    <message>
+        <source>Engine download failed</source>
+        <translation>引擎下载失败</translation>
+    </message>
+    <message>
+        <source>Engine install failed</source>
+        <translation>引擎安装失败</translation>
+    </message>
+    <message>
+        <source>Unsafe archive</source>
+        <translation>不安全的压缩包</translation>
+    </message>
+    <message>
+        <source>Engine does not run here</source>
+        <translation>引擎无法在本机运行</translation>
+    </message>
+    <message>
+        <source>Tuning table rejected</source>
+        <translation>调优表被拒绝</translation>
+    </message>
+    <message>
+        <source>Model problem</source>
+        <translation>模型问题</translation>
+    </message>
+    <message>
+        <source>Not a valid GGUF file</source>
+        <translation>不是有效的 GGUF 文件</translation>
+    </message>
+    <message>
+        <source>Hugging Face hub problem</source>
+        <translation>Hugging Face Hub 问题</translation>
+    </message>
+    <message>
+        <source>Engine server problem</source>
+        <translation>引擎服务器问题</translation>
+    </message>
+    <message>
+        <source>Chat problem</source>
+        <translation>聊天问题</translation>
+    </message>
+    <message>
+        <source>Show details</source>
+        <translation>显示详情</translation>
+    </message>
+    <message>
+        <source>Copy details</source>
+        <translation>复制详情</translation>
+    </message>
+    <message>
+        <source>Open log</source>
+        <translation>打开日志</translation>
+    </message>
+    <message>
+        <source>Hide details</source>
+        <translation>隐藏详情</translation>
+    </message>
+</context>
+<context>
+    <name>FirstRunGuide</name>
+    <message>
+        <source>Welcome to Strata</source>
+        <translation>欢迎使用 Strata</translation>
+    </message>
+    <message>
+        <source>Skip guide</source>
+        <translation>跳过向导</translation>
+    </message>
+    <message>
+        <source>You can run the guide again from Settings.</source>
+        <translation>你可以在“设置”中再次运行此向导。</translation>
+    </message>
+    <message>
+        <source>Back</source>
+        <translation>上一步</translation>
+    </message>
+    <message>
+        <source>Strata looks at your graphics hardware and picks the llama.cpp engine that runs models fastest on it.</source>
+        <translation>Strata 会检查你的图形硬件，并选出在其上运行模型最快的 llama.cpp 引擎。</translation>
+    </message>
+    <message>
+        <source>Your hardware</source>
+        <translation>你的硬件</translation>
+    </message>
+    <message>
+        <source>Detecting GPUs…</source>
+        <translation>正在检测 GPU…</translation>
+    </message>
+    <message>
+        <source>Engine plan</source>
+        <translation>引擎计划</translation>
+    </message>
+    <message>
+        <source>Checking the available engine builds…</source>
+        <translation>正在检查可用的引擎构建…</translation>
+    </message>
+    <message>
+        <source>Pick a model to start with. Each one is judged against your GPU&apos;s memory; you can download others later from the Models page.</source>
+        <translation>选择一个模型开始使用。每个模型都已按你的 GPU 显存评估过；以后还可以在“模型”页面下载其他模型。</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Size</source>
+        <translation>大小</translation>
+    </message>
+    <message>
+        <source>On this computer</source>
+        <translation>本机已有</translation>
+    </message>
+    <message>
+        <source>I already have a model: Open GGUF…</source>
+        <translation>我已有模型：打开 GGUF…</translation>
+    </message>
+    <message>
+        <source>Everything is in place</source>
+        <translation>一切就绪</translation>
+    </message>
+    <message>
+        <source>The engine starts when you send your first message; loading a model takes a few seconds. Settings → &quot;Run the first-run guide again&quot; brings this guide back.</source>
+        <translation>发送第一条消息时引擎才会启动；加载模型需要几秒钟。通过“设置”→“重新运行首次使用向导”可再次打开此向导。</translation>
+    </message>
+    <message>
+        <source>Use a llama.cpp build you already have</source>
+        <translation>使用你已有的 llama.cpp 构建</translation>
+    </message>
+    <message>
+        <source>Choose the folder that holds llama-server (for example build/bin) and the backend it was built with.</source>
+        <translation>选择 llama-server 所在的文件夹（例如 build/bin）以及它编译时使用的后端。</translation>
+    </message>
+    <message>
+        <source>Add local build…</source>
+        <translation>添加本地构建…</translation>
+    </message>
+    <message>
+        <source>Backend:</source>
+        <translation>后端：</translation>
+    </message>
+    <message>
+        <source>Use a model file you already have</source>
+        <translation>使用你已有的模型文件</translation>
+    </message>
+    <message>
+        <source>Any .gguf file works; split models: choose the first part.</source>
+        <translation>任何 .gguf 文件都可以；分卷模型请选择第一个分卷。</translation>
+    </message>
+    <message>
+        <source>Open GGUF…</source>
+        <translation>打开 GGUF…</translation>
+    </message>
+    <message>
+        <source>Try again</source>
+        <translation>重试</translation>
+    </message>
+    <message>
+        <source>Your GPU and engine</source>
+        <translation>你的 GPU 与引擎</translation>
+    </message>
+    <message>
+        <source>Choose a starter model</source>
+        <translation>选择入门模型</translation>
+    </message>
+    <message>
+        <source>Ready to chat</source>
+        <translation>可以开始聊天了</translation>
+    </message>
+    <message>
+        <source>Set up without a connection</source>
+        <translation>离线设置</translation>
+    </message>
+    <message>
+        <source>GPU and engine</source>
+        <translation>GPU 与引擎</translation>
+    </message>
+    <message>
+        <source>Starter model</source>
+        <translation>入门模型</translation>
+    </message>
+    <message>
+        <source>Chat</source>
+        <translation>聊天</translation>
+    </message>
+    <message>
+        <source>Next</source>
+        <translation>下一步</translation>
+    </message>
+    <message>
+        <source>Download engine</source>
+        <translation>下载引擎</translation>
+    </message>
+    <message>
+        <source>Download model</source>
+        <translation>下载模型</translation>
+    </message>
+    <message>
+        <source>Open chat</source>
+        <translation>打开聊天</translation>
+    </message>
+    <message>
+        <source>Check GPU and engines</source>
+        <translation>检查 GPU 和引擎</translation>
+    </message>
+    <message>
+        <source>Strata is in offline mode, so it will not download engines or models. You can use what you already have on this computer.</source>
+        <translation>Strata 处于离线模式，不会下载引擎或模型。你可以使用本机已有的引擎和模型。</translation>
+    </message>
+    <message>
+        <source>Strata could not reach the engine releases: %s</source>
+        <translation>Strata 无法获取引擎发行版本：%s</translation>
+    </message>
+    <message>
+        <source>No graphics card was found. Models will run on the processor (slower, but everything works).</source>
+        <translation>未找到显卡。模型将在处理器上运行（较慢，但功能完整）。</translation>
+    </message>
+    <message>
+        <source>%s shared memory</source>
+        <translation>%s 共享内存</translation>
+    </message>
+    <message>
+        <source>%s VRAM</source>
+        <translation>%s 显存</translation>
+    </message>
+    <message>
+        <source>Hardware: %s</source>
+        <translation>硬件：%s</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <source> (recommended)</source>
+        <translation>（推荐）</translation>
+    </message>
+    <message>
+        <source>No engine build for this computer was found in the releases.</source>
+        <translation>发行版本中没有适合本机的引擎构建。</translation>
+    </message>
+    <message>
+        <source>Already installed and working: %s. Nothing to download.</source>
+        <translation>已安装且可用：%s。无需下载。</translation>
+    </message>
+    <message>
+        <source>Strata downloads the first build and checks that it runs; if it cannot use your GPU, it tries the next one.</source>
+        <translation>Strata 会下载第一个构建并检查它能否运行；如果它无法使用你的 GPU，就尝试下一个。</translation>
+    </message>
+    <message>
+        <source>Downloading the engine</source>
+        <translation>正在下载引擎</translation>
+    </message>
+    <message>
+        <source>The engine could not be installed: %s</source>
+        <translation>无法安装引擎：%s</translation>
+    </message>
+    <message>
+        <source>Cancelled: no engine was installed. The part already downloaded is kept, so trying again continues where it stopped.</source>
+        <translation>已取消：未安装任何引擎。已下载的部分会保留，重试时将从中断处继续。</translation>
+    </message>
+    <message>
+        <source>• nothing could be tried</source>
+        <translation>• 没有可尝试的构建</translation>
+    </message>
+    <message>
+        <source>No engine works on this computer yet:
+%s
+Add a local build from the Engines page, or try again later.</source>
+        <translation>本机暂时没有可用的引擎：
+%s
+请在“引擎”页面添加本地构建，或稍后重试。</translation>
+    </message>
+    <message>
+        <source>Installed: %s</source>
+        <translation>已安装：%s</translation>
+    </message>
+    <message>
+        <source>Judged for %1: %2 usable, %3-token context</source>
+        <translation>按 %1 评估：可用 %2，上下文 %3 tokens</translation>
+    </message>
+    <message>
+        <source>No GPU memory known: judged for the processor and %1 of RAM.</source>
+        <translation>GPU 显存未知：按处理器和 %1 内存评估。</translation>
+    </message>
+    <message>
+        <source>  (recommended)</source>
+        <translation>（推荐）</translation>
+    </message>
+    <message>
+        <source>Fits fully on the GPU</source>
+        <translation>可完全放入 GPU</translation>
+    </message>
+    <message>
+        <source>Partly on the GPU (%1 of %2 layers)</source>
+        <translation>部分放入 GPU（%2 层中的 %1 层）</translation>
+    </message>
+    <message>
+        <source>Runs on the processor</source>
+        <translation>在处理器上运行</translation>
+    </message>
+    <message>
+        <source>Too large for this computer</source>
+        <translation>对本机来说太大</translation>
+    </message>
+    <message>
+        <source> Licence: %s.</source>
+        <translation>许可证：%s。</translation>
+    </message>
+    <message>
+        <source>Looking up %s</source>
+        <translation>正在查找 %s</translation>
+    </message>
+    <message>
+        <source>Download %s</source>
+        <translation>下载 %s</translation>
+    </message>
+    <message>
+        <source>Downloading %s</source>
+        <translation>正在下载 %s</translation>
+    </message>
+    <message>
+        <source>The download failed: %s</source>
+        <translation>下载失败：%s</translation>
+    </message>
+    <message>
+        <source>Download cancelled.</source>
+        <translation>下载已取消。</translation>
+    </message>
+    <message>
+        <source>Engine: %s</source>
+        <translation>引擎：%s</translation>
+    </message>
+    <message>
+        <source>none yet (add one on the Engines page)</source>
+        <translation>暂无（请在“引擎”页面添加）</translation>
+    </message>
+    <message>
+        <source>Model: %s</source>
+        <translation>模型：%s</translation>
+    </message>
+    <message>
+        <source>Already installed and working: %s.</source>
+        <translation>已安装且可用：%s。</translation>
+    </message>
+    <message>
+        <source>Add local build</source>
+        <translation>添加本地构建</translation>
+    </message>
+    <message>
+        <source>Checking %s…</source>
+        <translation>正在检查 %s…</translation>
+    </message>
+    <message>
+        <source>Not added: %s</source>
+        <translation>未添加：%s</translation>
+    </message>
+    <message>
+        <source>Added %s: %s</source>
+        <translation>已添加 %s：%s</translation>
+    </message>
+    <message>
+        <source>Added %s, but it does not run here: %s</source>
+        <translation>已添加 %s，但它无法在本机运行：%s</translation>
+    </message>
+    <message>
+        <source>Open GGUF</source>
+        <translation>打开 GGUF</translation>
+    </message>
+    <message>
+        <source>Cannot use this file: %s</source>
+        <translation>无法使用此文件：%s</translation>
+    </message>
+    <message>
+        <source>Ready: %s (%s)</source>
+        <translation>就绪：%s（%s）</translation>
+    </message>
+</context>
+<context>
+    <name>GpuCard</name>
+    <message>
+        <source>Integrated (APU)</source>
+        <translation>集成显卡 (APU)</translation>
+    </message>
+    <message>
+        <source>Discrete</source>
+        <translation>独立显卡</translation>
+    </message>
+    <message>
+        <source>gfx target unknown</source>
+        <translation>gfx 目标未知</translation>
+    </message>
+    <message>
+        <source>n/a (not AMD)</source>
+        <translation>无（非 AMD）</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <source>n/a</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>gfx target</source>
+        <translation>gfx 目标</translation>
+    </message>
+    <message>
+        <source>ROCm family</source>
+        <translation>ROCm 系列</translation>
+    </message>
+    <message>
+        <source>Driver</source>
+        <translation>驱动</translation>
+    </message>
+    <message>
+        <source>PCI</source>
+        <translation>PCI</translation>
+    </message>
+    <message>
+        <source>VRAM carve-out</source>
+        <translation>预留显存</translation>
+    </message>
+    <message>
+        <source>VRAM</source>
+        <translation>显存</translation>
+    </message>
+    <message>
+        <source>Shared system memory (GTT)</source>
+        <translation>共享系统内存 (GTT)</translation>
+    </message>
+    <message>
+        <source>Shared system memory</source>
+        <translation>共享系统内存</translation>
+    </message>
+    <message>
+        <source>Models can use up to %s on this APU (carve-out + shared memory).</source>
+        <translation>在这台 APU 上，模型最多可使用 %s（预留显存 + 共享内存）。</translation>
+    </message>
+    <message>
+        <source>Load</source>
+        <translation>负载</translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>Power (CPU + GPU)</source>
+        <translation>功耗（CPU + GPU）</translation>
+    </message>
+    <message>
+        <source>Power</source>
+        <translation>功耗</translation>
+    </message>
+    <message>
+        <source>Core clock: %s</source>
+        <translation>核心频率：%s</translation>
+    </message>
+    <message>
+        <source>Strata shows live load, temperature and power for AMD GPUs only.</source>
+        <translation>Strata 仅显示 AMD GPU 的实时负载、温度和功耗。</translation>
+    </message>
+    <message>
+        <source>ROCm via %s build</source>
+        <translation>ROCm（使用 %s 构建）</translation>
+    </message>
+    <message>
+        <source>Vulkan only: no ROCm build for %s</source>
+        <translation>仅支持 Vulkan：没有适用于 %s 的 ROCm 构建</translation>
+    </message>
+    <message>
+        <source>Unknown target: this GPU is newer than Strata&apos;s table. The Vulkan engine works; a ROCm engine&apos;s start-up can name its gfx target.</source>
+        <translation>未知目标：这块 GPU 比 Strata 的对照表更新。Vulkan 引擎可用；ROCm 引擎启动时可以识别其 gfx 目标。</translation>
+    </message>
+    <message>
+        <source>Not ROCm-eligible (%s GPU); the Vulkan engine may use it</source>
+        <translation>不支持 ROCm（%s GPU）；Vulkan 引擎也许可以使用它</translation>
+    </message>
+    <message>
+        <source>%s: ROCm family unknown (engine catalog not loaded)</source>
+        <translation>%s：ROCm 系列未知（引擎目录未加载）</translation>
+    </message>
+    <message>
+        <source>Asleep to save power: it wakes when a model runs on it</source>
+        <translation>已休眠以节省电量：有模型在其上运行时会唤醒</translation>
+    </message>
+</context>
+<context>
+    <name>GpuPage</name>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Detect again</source>
+        <translation>重新检测</translation>
+    </message>
+    <message>
+        <source>Copy system report</source>
+        <translation>复制系统报告</translation>
+    </message>
+    <message>
+        <source>Copies a text report with a snapshot others can replay (strata gpu --snapshot FILE).</source>
+        <translation>复制一份文本报告，其中的快照可供他人重放（strata gpu --snapshot FILE）。</translation>
+    </message>
+    <message>
+        <source>This computer</source>
+        <translation>本机</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>RAM</source>
+        <translation>内存</translation>
+    </message>
+    <message>
+        <source>Open this page to detect GPUs.</source>
+        <translation>打开此页面以检测 GPU。</translation>
+    </message>
+    <message>
+        <source>The graphics processors Strata sees, how much memory models can use, and whether the ROCm engines can drive them.</source>
+        <translation>Strata 检测到的图形处理器、模型可用的内存，以及 ROCm 引擎能否驱动它们。</translation>
+    </message>
+    <message>
+        <source>Detecting GPUs…</source>
+        <translation>正在检测 GPU…</translation>
+    </message>
+    <message>
+        <source>Detecting GPUs</source>
+        <translation>正在检测 GPU</translation>
+    </message>
+    <message>
+        <source>GPU detection failed: %s</source>
+        <translation>GPU 检测失败：%s</translation>
+    </message>
+    <message>
+        <source> (%d threads)</source>
+        <translation>（%d 线程）</translation>
+    </message>
+    <message>
+        <source>Source: %s</source>
+        <translation>来源：%s</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;No AMD GPU found.&lt;/b&gt; Chat still works on the CPU engine — just slower. An AMD Radeon GPU or Ryzen AI APU lets Strata use the ROCm or Vulkan engines.</source>
+        <translation>&lt;b&gt;未找到 AMD GPU。&lt;/b&gt;聊天仍可使用 CPU 引擎，只是较慢。有了 AMD Radeon GPU 或 Ryzen AI APU，Strata 就能使用 ROCm 或 Vulkan 引擎。</translation>
+    </message>
+    <message>
+        <source>The Vulkan engine may also run on the GPU listed below.</source>
+        <translation>Vulkan 引擎也可能在下列 GPU 上运行。</translation>
+    </message>
+    <message>
+        <source>Report copied — paste it into a bug report.</source>
+        <translation>报告已复制——请粘贴到问题报告中。</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>Starting Strata…</source>
+        <translation>正在启动 Strata…</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n task(s) running</source>
+        <translation>
+            <numerusform>%n 个任务正在运行</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>MemoryBar</name>
+    <message>
+        <source>%s of %s used</source>
+        <translation>已用 %s / 共 %s</translation>
+    </message>
+    <message>
+        <source>size n/a</source>
+        <translation>大小未知</translation>
+    </message>
+</context>
+<context>
+    <name>MessageWidget</name>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Edit</source>
+        <translation>编辑</translation>
+    </message>
+    <message>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <source>Interrupted: the engine stopped before the reply finished.</source>
+        <translation>已中断：回复完成前引擎停止了。</translation>
+    </message>
+    <message>
+        <source>Stopped.</source>
+        <translation>已停止。</translation>
+    </message>
+    <message>
+        <source>No reply: the engine failed.</source>
+        <translation>没有回复：引擎出错。</translation>
+    </message>
+</context>
+<context>
+    <name>ModelsPage</name>
+    <message>
+        <source>Models</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Find GGUF models on the Hugging Face hub, see which quantisation fits your GPU, and manage the models on this computer.</source>
+        <translation>在 Hugging Face Hub 上查找 GGUF 模型，查看哪种量化适合你的 GPU，并管理本机上的模型。</translation>
+    </message>
+    <message>
+        <source>Browse the hub</source>
+        <translation>浏览 Hub</translation>
+    </message>
+    <message>
+        <source>Downloads</source>
+        <translation>下载</translation>
+    </message>
+    <message>
+        <source>Library</source>
+        <translation>模型库</translation>
+    </message>
+    <message>
+        <source>Search GGUF models (e.g. qwen 7b instruct)</source>
+        <translation>搜索 GGUF 模型（例如 qwen 7b instruct）</translation>
+    </message>
+    <message>
+        <source>Most downloaded</source>
+        <translation>下载最多</translation>
+    </message>
+    <message>
+        <source>Most liked</source>
+        <translation>最受喜爱</translation>
+    </message>
+    <message>
+        <source>Trending</source>
+        <translation>热门趋势</translation>
+    </message>
+    <message>
+        <source>Recently updated</source>
+        <translation>最近更新</translation>
+    </message>
+    <message>
+        <source>Type a model name above, or browse the most downloaded GGUF models.</source>
+        <translation>在上方输入模型名称，或浏览下载最多的 GGUF 模型。</translation>
+    </message>
+    <message>
+        <source>Quant</source>
+        <translation>量化</translation>
+    </message>
+    <message>
+        <source>Size</source>
+        <translation>大小</translation>
+    </message>
+    <message>
+        <source>Fit</source>
+        <translation>适配</translation>
+    </message>
+    <message>
+        <source>Max context</source>
+        <translation>最大上下文</translation>
+    </message>
+    <message>
+        <source>File</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <source>Download selected quant</source>
+        <translation>下载所选量化</translation>
+    </message>
+    <message>
+        <source>Pick a model on the left to see its files and whether they fit your GPU.</source>
+        <translation>在左侧选择一个模型，查看它的文件以及是否适合你的 GPU。</translation>
+    </message>
+    <message>
+        <source>Model card</source>
+        <translation>模型卡片</translation>
+    </message>
+    <message>
+        <source>Offline mode is on: the hub is not contacted. Your library still works; turn offline mode off in Settings to search and download.</source>
+        <translation>离线模式已开启：不会连接 Hub。模型库仍可使用；如需搜索和下载，请在“设置”中关闭离线模式。</translation>
+    </message>
+    <message>
+        <source>Searching…</source>
+        <translation>正在搜索…</translation>
+    </message>
+    <message>
+        <source>Loading more…</source>
+        <translation>正在加载更多…</translation>
+    </message>
+    <message>
+        <source>No GGUF models match “%1”. Try fewer or other words.</source>
+        <translation>没有与“%1”匹配的 GGUF 模型。请减少关键词或换个说法。</translation>
+    </message>
+    <message>
+        <source> · scroll for more</source>
+        <translation> · 滚动查看更多</translation>
+    </message>
+    <message>
+        <source>%1 models</source>
+        <translation>%1 个模型</translation>
+    </message>
+    <message>
+        <source>Loading files and reading the model header…</source>
+        <translation>正在加载文件并读取模型头…</translation>
+    </message>
+    <message>
+        <source>%1 downloads</source>
+        <translation>%1 次下载</translation>
+    </message>
+    <message>
+        <source>%1 likes</source>
+        <translation>%1 个赞</translation>
+    </message>
+    <message>
+        <source>architecture %1</source>
+        <translation>架构 %1</translation>
+    </message>
+    <message>
+        <source>trained context %1</source>
+        <translation>训练上下文 %1</translation>
+    </message>
+    <message>
+        <source>gated: needs an access token</source>
+        <translation>受限：需要访问令牌</translation>
+    </message>
+    <message>
+        <source>Fit for %1 (%2 usable) at context %3.</source>
+        <translation>针对 %1（可用 %2）、上下文 %3 的适配情况。</translation>
+    </message>
+    <message>
+        <source>  (recommended)</source>
+        <translation>（推荐）</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <source>This repository has no GGUF files to download.</source>
+        <translation>此仓库没有可下载的 GGUF 文件。</translation>
+    </message>
+    <message>
+        <source>*This repository has no model card.*</source>
+        <translation>*此仓库没有模型卡片。*</translation>
+    </message>
+    <message>
+        <source>No downloads. Pick a quant in “Browse the hub” and press Download.</source>
+        <translation>没有下载任务。在“浏览 Hub”中选择一个量化，然后点击下载。</translation>
+    </message>
+    <message>
+        <source>This model is gated or private. Accept its terms on the hub, then paste an access token (saved in the hub&apos;s own token store).</source>
+        <translation>此模型受限或为私有。请先在 Hub 上接受其条款，再粘贴访问令牌（保存在 Hub 自己的令牌存储中）。</translation>
+    </message>
+    <message>
+        <source>hf_…</source>
+        <translation>hf_…</translation>
+    </message>
+    <message>
+        <source>Save token and retry</source>
+        <translation>保存令牌并重试</translation>
+    </message>
+    <message>
+        <source>Open GGUF…</source>
+        <translation>打开 GGUF…</translation>
+    </message>
+    <message>
+        <source>Refresh</source>
+        <translation>刷新</translation>
+    </message>
+    <message>
+        <source>Show in folder</source>
+        <translation>在文件夹中显示</translation>
+    </message>
+    <message>
+        <source>Delete…</source>
+        <translation>删除…</translation>
+    </message>
+    <message>
+        <source>Chat with this model</source>
+        <translation>与此模型聊天</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Architecture</source>
+        <translation>架构</translation>
+    </message>
+    <message>
+        <source>Parameters</source>
+        <translation>参数量</translation>
+    </message>
+    <message>
+        <source>Context</source>
+        <translation>上下文</translation>
+    </message>
+    <message>
+        <source>Chat template</source>
+        <translation>聊天模板</translation>
+    </message>
+    <message>
+        <source>Where / status</source>
+        <translation>位置 / 状态</translation>
+    </message>
+    <message>
+        <source>No models yet. Download one from “Browse the hub”, press “Open GGUF…”, or drop .gguf files here.</source>
+        <translation>还没有模型。可从“浏览 Hub”下载，点击“打开 GGUF…”，或把 .gguf 文件拖到这里。</translation>
+    </message>
+    <message>
+        <source>Scanning…</source>
+        <translation>正在扫描…</translation>
+    </message>
+    <message>
+        <source>Broken: %1</source>
+        <translation>已损坏：%1</translation>
+    </message>
+    <message>
+        <source>yes</source>
+        <translation>是</translation>
+    </message>
+    <message>
+        <source>no</source>
+        <translation>否</translation>
+    </message>
+    <message>
+        <source>%1 models · %2 on disk</source>
+        <translation>%1 个模型 · 占用磁盘 %2</translation>
+    </message>
+    <message>
+        <source> · %1 broken</source>
+        <translation> · %1 个已损坏</translation>
+    </message>
+    <message>
+        <source>Open GGUF model</source>
+        <translation>打开 GGUF 模型</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf)</source>
+        <translation>GGUF 模型 (*.gguf)</translation>
+    </message>
+    <message>
+        <source>Delete model</source>
+        <translation>删除模型</translation>
+    </message>
+    <message>
+        <source>Delete %1? This frees %2 on disk.</source>
+        <translation>删除 %1？这将释放 %2 磁盘空间。</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>Deleted %1, freed %2.</source>
+        <translation>已删除 %1，释放了 %2。</translation>
+    </message>
+</context>
+<context>
+    <name>NoticeBanner</name>
+    <message>
+        <source>Details…</source>
+        <translation>详情…</translation>
+    </message>
+    <message>
+        <source>Dismiss</source>
+        <translation>关闭</translation>
+    </message>
+</context>
+<context>
+    <name>ProgressPanel</name>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Starting…</source>
+        <translation>正在开始…</translation>
+    </message>
+    <message>
+        <source>Cancelling…</source>
+        <translation>正在取消…</translation>
+    </message>
+</context>
+<context>
+    <name>SearchHitWidget</name>
+    <message>
+        <source>%1 downloads</source>
+        <translation>%1 次下载</translation>
+    </message>
+    <message>
+        <source>%1 likes</source>
+        <translation>%1 个赞</translation>
+    </message>
+    <message>
+        <source>%1 parameters</source>
+        <translation>%1 参数</translation>
+    </message>
+    <message>
+        <source>updated %1</source>
+        <translation>更新于 %1</translation>
+    </message>
+    <message>
+        <source>gated</source>
+        <translation>受限</translation>
+    </message>
+</context>
+<context>
+    <name>SettingsPage</name>
+    <message>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <source>Follow system</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>浅色</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>深色</translation>
+    </message>
+    <message>
+        <source>(as given by the release)</source>
+        <translation>（使用发行版本给出的地址）</translation>
+    </message>
+    <message>
+        <source>Offline mode: never contact the hub or GitHub</source>
+        <translation>离线模式：不连接 Hub 或 GitHub</translation>
+    </message>
+    <message>
+        <source>Add folder…</source>
+        <translation>添加文件夹…</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>detected automatically, e.g. gfx1100</source>
+        <translation>自动检测，例如 gfx1100</translation>
+    </message>
+    <message>
+        <source>no limit</source>
+        <translation>不限制</translation>
+    </message>
+    <message>
+        <source>use detected memory</source>
+        <translation>使用检测到的内存</translation>
+    </message>
+    <message>
+        <source>model default</source>
+        <translation>模型默认值</translation>
+    </message>
+    <message>
+        <source>auto</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>on</source>
+        <translation>开</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关</translation>
+    </message>
+    <message>
+        <source>engine default</source>
+        <translation>引擎默认值</translation>
+    </message>
+    <message>
+        <source>If an engine fails, continue on the next one (Vulkan, then CPU)</source>
+        <translation>引擎出错时，改用下一个（先 Vulkan，再 CPU）</translation>
+    </message>
+    <message>
+        <source>Save</source>
+        <translation>保存</translation>
+    </message>
+    <message>
+        <source>Revert</source>
+        <translation>还原</translation>
+    </message>
+    <message>
+        <source>Restore defaults</source>
+        <translation>恢复默认值</translation>
+    </message>
+    <message>
+        <source>Theme</source>
+        <translation>主题</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <source>Run the first-run guide again</source>
+        <translation>重新运行首次使用向导</translation>
+    </message>
+    <message>
+        <source>Getting started</source>
+        <translation>入门</translation>
+    </message>
+    <message>
+        <source>Hugging Face endpoint</source>
+        <translation>Hugging Face 端点</translation>
+    </message>
+    <message>
+        <source>GitHub API</source>
+        <translation>GitHub API</translation>
+    </message>
+    <message>
+        <source>GitHub downloads</source>
+        <translation>GitHub 下载</translation>
+    </message>
+    <message>
+        <source>Use a mirror when the hub or GitHub cannot be reached from your network.</source>
+        <translation>如果你的网络无法访问 Hub 或 GitHub，请使用镜像。</translation>
+    </message>
+    <message>
+        <source>Data (engines, chats)</source>
+        <translation>数据（引擎、聊天记录）</translation>
+    </message>
+    <message>
+        <source>Cache</source>
+        <translation>缓存</translation>
+    </message>
+    <message>
+        <source>Logs</source>
+        <translation>日志</translation>
+    </message>
+    <message>
+        <source>Open</source>
+        <translation>打开</translation>
+    </message>
+    <message>
+        <source>Model folders</source>
+        <translation>模型文件夹</translation>
+    </message>
+    <message>
+        <source>GPU target override</source>
+        <translation>覆盖 GPU 目标</translation>
+    </message>
+    <message>
+        <source>Memory budget for models</source>
+        <translation>模型内存预算</translation>
+    </message>
+    <message>
+        <source>GPU memory if not detected</source>
+        <translation>未检测到时的 GPU 内存</translation>
+    </message>
+    <message>
+        <source>Context size</source>
+        <translation>上下文大小</translation>
+    </message>
+    <message>
+        <source>GPU layers</source>
+        <translation>GPU 层数</translation>
+    </message>
+    <message>
+        <source>Flash attention</source>
+        <translation>Flash Attention</translation>
+    </message>
+    <message>
+        <source>CPU threads</source>
+        <translation>CPU 线程数</translation>
+    </message>
+    <message>
+        <source>Parallel requests</source>
+        <translation>并行请求数</translation>
+    </message>
+    <message>
+        <source>Appearance</source>
+        <translation>外观</translation>
+    </message>
+    <message>
+        <source>Network</source>
+        <translation>网络</translation>
+    </message>
+    <message>
+        <source>Folders</source>
+        <translation>文件夹</translation>
+    </message>
+    <message>
+        <source>Hardware</source>
+        <translation>硬件</translation>
+    </message>
+    <message>
+        <source>Engine defaults</source>
+        <translation>引擎默认设置</translation>
+    </message>
+    <message>
+        <source>Saved to %s</source>
+        <translation>保存在 %s</translation>
+    </message>
+    <message>
+        <source>Defaults shown; press Save to keep them.</source>
+        <translation>已显示默认值；点击“保存”以应用。</translation>
+    </message>
+    <message>
+        <source>Not saved: </source>
+        <translation>未保存：</translation>
+    </message>
+    <message>
+        <source>Saved. Network and folder changes apply after restarting Strata.</source>
+        <translation>已保存。网络和文件夹的更改将在重启 Strata 后生效。</translation>
+    </message>
+    <message>
+        <source>Saved. The new language applies after restarting Strata.</source>
+        <translation>已保存。新语言将在重启 Strata 后生效。</translation>
+    </message>
+    <message>
+        <source>Saved.</source>
+        <translation>已保存。</translation>
+    </message>
+</context>
+<context>
+    <name>Sparkline</name>
+    <message>
+        <source>n/a</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>no sensor</source>
+        <translation>无传感器</translation>
+    </message>
+    <message>
+        <source>waiting…</source>
+        <translation>等待中…</translation>
+    </message>
+</context>
+<context>
+    <name>_Filters</name>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>All</source>
+        <translation>全部</translation>
+    </message>
+</context>
+</TS>
