@@ -30,9 +30,13 @@ def translations_dir() -> Path:
     return resources_dir() / "translations"
 
 
-def qt_translations_dir() -> Path:
-    """Qt's own catalogues (``qtbase_zh_CN.qm`` ...) as shipped with PySide6 (or the bundle)."""
-    return Path(QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath))
+def qt_translations_dirs() -> list[Path]:
+    """Where Qt's own catalogues (``qtbase_zh_CN.qm`` ...) may be: Qt's configured folder, then
+    the PySide6 package's (the layout PyInstaller bundles keep)."""
+    import PySide6
+
+    return [Path(QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)),
+            Path(PySide6.__file__).parent / "Qt" / "translations"]
 
 
 def resolve_language(setting: str, system: QLocale | None = None) -> str:
@@ -79,7 +83,7 @@ class Translators:
             own.deleteLater()
             return ENGLISH
         qt = QTranslator(app)
-        if qt.load(f"qtbase_{language}", str(qt_translations_dir())):
+        if any(qt.load(f"qtbase_{language}", str(folder)) for folder in qt_translations_dirs()):
             app.installTranslator(qt)
             self.installed.append(qt)
         else:
