@@ -360,7 +360,7 @@
     </message>
     <message>
         <source>Engine since start: %1 prompt tokens at %2 · %3 generated at %4 · %5 busy, %6 waiting</source>
-        <translation>引擎自启动以来：提示 %1 tokens，速度 %2 · 生成 %3，速度 %4 · %5 个忙碌，%6 个等待</translation>
+        <translation>引擎自启动以来：提示 %1 tokens，速度 %2 · 生成 %3 tokens，速度 %4 · %5 个处理中，%6 个排队</translation>
     </message>
     <message>
         <source>Exported to %s</source>
@@ -456,7 +456,7 @@
     </message>
     <message>
         <source>Workload</source>
-        <translation>负载设置</translation>
+        <translation>测试负载</translation>
     </message>
     <message>
         <source>No working engine installed — install one on the Engines page.</source>
@@ -1084,7 +1084,7 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source> Licence: %s.</source>
-        <translation>许可证：%s。</translation>
+        <translation> 许可证：%s。</translation>
     </message>
     <message>
         <source>Looking up %s</source>
