@@ -28,6 +28,7 @@ COMMAND_MODULES = {
     "chat": "strata_gui.commands.chat",
     "bench": "strata_gui.commands.bench",
     "remote": "strata_gui.commands.remote",
+    "serve": "strata_gui.commands.serve",
 }
 
 

@@ -29,9 +29,12 @@ from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu.model import GpuInfo
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for
+from strata_gui.core.remote.secrets import FileSecretStore, default_protector
+from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.resources import kernels_dir
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.process_guard import WindowsJob
+from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
 from strata_gui.core.services import Services
 
 log = logging.getLogger(__name__)
@@ -51,6 +54,8 @@ class AppServices:
     dashboard: DashboardService
     chat_store: ConversationStore
     chat: ChatService
+    remote: RemoteService  # remote OpenAI-compatible engines (keys in the user-only key store)
+    serve: ServeService  # "Serve to other apps": the local API in front of the chat's engine
 
     # -- GPU → engines --------------------------------------------------------------------------
     def primary_gpu(self) -> GpuInfo | None:
@@ -120,6 +125,8 @@ class AppServices:
         if msg.role != "assistant" or msg.status != COMPLETE or (s.decode_tps is None and s.prefill_tps is None):
             return
         model = self.chat.model.name if self.chat.model else "unknown"
+        if s.backend == "remote":
+            model = s.engine or "remote"
         try:
             self.dashboard.record(model=model, engine=s.engine or "unknown", backend=s.backend or "",
                                   prompt_tokens=s.prompt_n, cached_tokens=s.cache_n, output_tokens=s.predicted_n,
@@ -133,6 +140,7 @@ class AppServices:
     async def aclose(self) -> None:
         """Stop the engine, worker threads and network client; close databases. Safe twice."""
         try:
+            await self.serve.stop()
             await self.chat.aclose()
         finally:
             try:
@@ -178,7 +186,11 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
         gpu_label=lambda: holder["app"].gpu_label(),  # noqa: PLW0108
         tuning_active=lambda spec: holder["app"].tuning_active(spec),  # noqa: PLW0108
     )
-    app = AppServices(base, client, local, gpu, engines, models, metrics, dashboard, chat_store, chat)
+    secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
+    remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
+    serve = ServeService(settings, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
+    app = AppServices(base, client, local, gpu, engines, models, metrics, dashboard, chat_store, chat,
+                      remote=remote, serve=serve)
     holder["app"] = app
     chat.subscribe(app._record_reply)
     app.refresh_chat_plan()

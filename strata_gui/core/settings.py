@@ -55,6 +55,11 @@ class Settings:
     threads: int = 0  # 0 = engine default
     parallel_slots: int = 1
     last_model: str = ""
+    # Networking: the local API for other apps, and llama.cpp RPC workers ("host:port").
+    serve_port: int = 8765
+    serve_lan: bool = False  # listen on every interface (needs an API key)
+    rpc_workers: list[str] = field(default_factory=list)
+    rpc_enabled: bool = False  # launch the engine with --rpc over rpc_workers
     first_run_done: bool = False
 
     def to_json(self) -> dict[str, Any]:

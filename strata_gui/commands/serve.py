@@ -1,0 +1,85 @@
+"""`strata serve`: the loaded model as an OpenAI-compatible API for other apps, until Ctrl+C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from strata_gui.core.app_services import AppServices, build_app_services
+from strata_gui.core.runtime.engine import spec_from_folder
+from strata_gui.core.serve.proxy import ApiRequest
+from strata_gui.core.services import Services
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("serve", help="serve the model to other apps (OpenAI-compatible API)")
+    p.add_argument("--model", "-m", help="GGUF file (default: the last model used in the app)")
+    p.add_argument("--engine", "-e", action="append", default=[], metavar="DIR",
+                   help="engine folder (repeat for a fallback order; default: the installed engines)")
+    p.add_argument("--port", type=int, default=None, help="TCP port (default: from Settings, 8765)")
+    p.add_argument("--lan", action="store_true",
+                   help="listen on every network interface (requires an API key; see --new-key)")
+    p.add_argument("--new-key", action="store_true", help="generate a new API key, print it once and exit")
+    p.add_argument("--show-key", action="store_true", help="print the current API key and exit")
+    p.add_argument("--preload", action="store_true", help="load the model before the first request")
+    p.add_argument("--max-requests", type=int, default=0, help=argparse.SUPPRESS)  # tests: exit after N
+    p.set_defaults(func=run)
+
+
+def _describe(req: ApiRequest) -> str:
+    parts = [f"{req.status} {req.path}"]
+    if req.prompt_tokens is not None:
+        parts.append(f"prompt {req.prompt_tokens} tok")
+    if req.output_tokens is not None:
+        parts.append(f"{req.output_tokens} tok out")
+    if req.decode_tps:
+        parts.append(f"{req.decode_tps:.1f} tok/s")
+    if req.ttft_s is not None:
+        parts.append(f"TTFT {req.ttft_s * 1000:.0f} ms")
+    return " · ".join(parts)
+
+
+def _choose(app: AppServices, args: argparse.Namespace) -> None:
+    if args.model:  # before the plan: choosing a model recomputes the plan of installed engines
+        app.chat.set_model(Path(args.model).expanduser())
+    if args.engine:
+        app.chat.set_plan([spec_from_folder(Path(d)) for d in args.engine])
+
+
+async def run(args: argparse.Namespace, services: Services) -> int:
+    app = build_app_services(services)
+    try:
+        serve = app.serve
+        if args.new_key:
+            print(f"new API key (shown once; clients send it as 'Authorization: Bearer KEY'):\n{serve.generate_key()}")
+            return 0
+        if args.show_key:
+            print(serve.api_key() or "no API key set (generate one with --new-key)")
+            return 0
+        _choose(app, args)
+        done = asyncio.Event()
+        served = [0]
+
+        def on_request(req: ApiRequest) -> None:
+            print(_describe(req), flush=True)
+            served[0] += 1
+            if args.max_requests and served[0] >= args.max_requests:
+                done.set()
+
+        serve.add_listener(on_request)
+        url = await serve.start(lan=args.lan or None, port=args.port)
+        model = app.chat.model.name if app.chat.model else "none chosen (pass --model)"
+        print(f"serving {model} at {url}", flush=True)
+        if serve.has_key:
+            print("API key required (see --show-key)", flush=True)
+        print(serve.curl_example(), flush=True)
+        if args.preload:
+            await app.chat.ensure_engine()
+            print("model loaded", flush=True)
+        print("press Ctrl+C to stop", file=sys.stderr, flush=True)
+        await done.wait()
+        return 0
+    finally:
+        await app.aclose()

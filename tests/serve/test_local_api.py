@@ -1,0 +1,128 @@
+"""The local API through real parts: the CPU engine, a plain httpx client, real sockets."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from strata_gui.core.errors import ServerError
+from strata_gui.core.serve.proxy import ApiProxy, is_loopback
+from strata_gui.core.serve.service import ChatUpstream
+from tests.runtime.conftest import cpu_spec
+from tests.serve.conftest import Env, run_serving
+from tests.support.engines import TestEngines
+
+CHAT = {"model": "anything", "messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 8, "seed": 1}
+
+
+def _listening(port: int) -> list[str]:
+    return [c.laddr.ip for c in psutil.Process(os.getpid()).net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == port]
+
+
+async def _stream(http: httpx.AsyncClient, url: str, headers: dict[str, str] | None = None) -> tuple[int, list[dict]]:  # type: ignore[type-arg]
+    chunks = []
+    async with http.stream("POST", url + "/chat/completions", json={**CHAT, "stream": True},
+                           headers=headers or {}) as resp:
+        async for line in resp.aiter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                chunks.append(json.loads(line[6:]))
+    return resp.status_code, chunks
+
+
+@pytest.mark.engine
+def test_streams_and_plain_replies_through_the_proxy_are_recorded(test_engines: TestEngines,
+                                                                  test_model: Path) -> None:
+    async def body(env: Env) -> None:
+        url = await env.serve.start()
+        port = env.serve.proxy.port  # type: ignore[union-attr]
+        assert _listening(port) == ["127.0.0.1"]
+        http = env.http
+        assert (await http.get(url.removesuffix("/v1") + "/health")).json() == {"status": "ok"}
+        models = (await http.get(url + "/models")).json()
+        assert [m["id"] for m in models["data"]] == [test_model.name]
+        status, chunks = await _stream(http, url)
+        assert status == 200
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices"))
+        assert text
+        plain = await http.post(url + "/chat/completions", json=CHAT)
+        assert plain.status_code == 200 and plain.json()["choices"][0]["message"]["content"]
+        assert (await http.get(url + "/nope")).status_code == 404
+        c = env.serve.counters
+        assert (c.total, c.completed, c.failed, c.active) == (2, 2, 0, 0)
+        recs = env.dashboard.store.requests()
+        assert [r.source for r in recs] == ["api", "api"]
+        assert all(r.model == test_model.name and r.engine == "CPU" and r.decode_tps for r in recs)
+        assert any(r.ttft_s is not None for r in recs)
+
+    run_serving([cpu_spec(test_engines)], test_model, body)
+
+
+@pytest.mark.engine
+def test_key_required_once_generated(test_engines: TestEngines, test_model: Path) -> None:
+    async def body(env: Env) -> None:
+        key = env.serve.generate_key()
+        url = await env.serve.start()
+        r = await env.http.post(url + "/chat/completions", json=CHAT)
+        assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
+        r = await env.http.get(url + "/models", headers={"Authorization": "Bearer wrong"})
+        assert r.status_code == 401
+        status, chunks = await _stream(env.http, url, {"Authorization": f"Bearer {key}"})
+        assert status == 200 and chunks
+        assert env.serve.counters.unauthorized == 2
+
+    run_serving([cpu_spec(test_engines)], test_model, body)
+
+
+def test_lan_without_key_refuses_and_listens_nowhere() -> None:
+    async def body(env: Env) -> None:
+        with pytest.raises(ServerError, match="requires an API key"):
+            await env.serve.start(lan=True)
+        assert not env.serve.running
+        with pytest.raises(ServerError, match="without an API key"):
+            ApiProxy(ChatUpstream(env.chat), env.http, host="0.0.0.0", port=0)
+        assert not [c for c in psutil.Process(os.getpid()).net_connections(kind="inet")
+                    if c.status == psutil.CONN_LISTEN]
+        # With a key, LAN exposure is what the user asked for: every interface.
+        env.serve.generate_key()
+        await env.serve.start(lan=True)
+        port = env.serve.proxy.port  # type: ignore[union-attr]
+        assert _listening(port) == ["0.0.0.0"]
+        r = await env.http.get(f"http://127.0.0.1:{port}/v1/models")
+        assert r.status_code == 401
+        await env.serve.stop()
+        assert _listening(port) == []
+
+    run_serving([], None, body)
+
+
+def test_no_engine_is_a_clear_503() -> None:
+    async def body(env: Env) -> None:
+        url = await env.serve.start()
+        r = await env.http.post(url + "/chat/completions", json=CHAT)
+        assert r.status_code == 503 and "No model chosen" in r.json()["error"]["message"]
+        assert env.serve.counters.failed == 1
+        assert "curl " + url + "/chat/completions" in env.serve.curl_example()
+
+    run_serving([], None, body)
+
+
+def test_port_in_use_is_explained() -> None:
+    async def body(env: Env) -> None:
+        await env.serve.start()
+        port = env.serve.proxy.port  # type: ignore[union-attr]
+        other = ApiProxy(ChatUpstream(env.chat), env.http, port=port)
+        with pytest.raises(ServerError, match="Cannot listen"):
+            await other.start()
+
+    run_serving([], None, body)
+
+
+def test_loopback_names() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
