@@ -297,6 +297,8 @@ class _Meter:
             line = line.strip()
             if not line.startswith(b"data:") or line.endswith(b"[DONE]"):
                 continue
+            if self._first and b'"timings"' not in line and b'"usage"' not in line:
+                continue  # only the first text and the statistics are of interest
             try:
                 data = json.loads(line[5:])
             except ValueError:
