@@ -83,6 +83,10 @@ class ServeService:
         """``fn(request)`` after each finished request (after it was recorded)."""
         self._listeners.append(fn)
 
+    def remove_listener(self, fn: Recorder) -> None:
+        if fn in self._listeners:
+            self._listeners.remove(fn)
+
     @property
     def running(self) -> bool:
         return self.proxy is not None and self.proxy.running

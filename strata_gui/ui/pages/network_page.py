@@ -1,0 +1,400 @@
+"""Network page: remote engines, serving the loaded model to other apps, and RPC workers.
+
+Each section is a card. Work that talks to the network (checking an endpoint, starting the local
+API) runs through the bridge; the local API's counters are copied into the page by a 1 s timer
+while the page is visible.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication, QHideEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.errors import StrataError
+from strata_gui.core.remote.service import RemoteEndpoint, RemoteService
+from strata_gui.core.serve.service import ServeService
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.widgets import PageHeader
+
+
+def _label(text: str, name: str = "", *, wrap: bool = False) -> QLabel:
+    label = QLabel(text)
+    if name:
+        label.setObjectName(name)
+    label.setWordWrap(wrap)
+    return label
+
+
+def _card() -> tuple[QFrame, QVBoxLayout]:
+    frame = QFrame()
+    frame.setObjectName("card")
+    layout = QVBoxLayout(frame)
+    layout.setContentsMargins(16, 12, 16, 16)
+    layout.setSpacing(8)
+    return frame, layout
+
+
+class NetworkPage(QWidget):
+    """Beyond this computer: remote engines, the local API for other apps, RPC workers.
+
+    Args:
+        remote: The user's remote OpenAI-compatible endpoints.
+        serve: The local API ("Serve to other apps").
+        bridge: Runs network work and reports its errors.
+    """
+
+    page_title = "Network"
+    page_icon = "SP_DriveNetIcon"
+    remotes_changed = Signal()  # an endpoint was added, removed or its model changed
+
+    def __init__(self, remote: RemoteService, serve: ServeService, bridge: AsyncBridge,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.page_title = self.tr("Network")
+        self._remote = remote
+        self._serve = serve
+        self._bridge = bridge
+        self.remote_handle: TaskHandle | None = None
+        self.serve_handle: TaskHandle | None = None
+        self.timer = QTimer(self)
+        self.timer.setInterval(1000)
+        self.timer.timeout.connect(self.refresh_serve)
+
+        header = PageHeader(self.tr("Network"), self.tr(
+            "Chat with models served by other machines, let other apps use the model loaded here, "
+            "and pool GPUs of several computers."))
+        body = QWidget()
+        self.body_layout = QVBoxLayout(body)
+        self.body_layout.setSpacing(16)
+        self.body_layout.addWidget(self._build_remote())
+        self.body_layout.addWidget(self._build_serve())
+        self.body_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(body)
+        layout = QVBoxLayout(self)
+        layout.addWidget(header)
+        layout.addWidget(scroll, 1)
+        listener = self._on_api_request
+        serve.add_listener(listener)
+        self.destroyed.connect(functools.partial(serve.remove_listener, listener))
+
+    def _on_api_request(self, _request: object) -> None:
+        self.refresh_serve()
+
+    # -- remote engines ----------------------------------------------------------------------------
+    def _build_remote(self) -> QFrame:
+        frame, layout = _card()
+        layout.addWidget(_label(self.tr("Remote engines"), "sectionTitle"))
+        layout.addWidget(_label(self.tr(
+            "OpenAI-compatible servers on other machines (vLLM, SGLang, llama-server, another Strata). "
+            "Choose one in the Chat page's engine list. API keys are stored in a file only you can "
+            "read, never in the settings file or the log."), "muted", wrap=True))
+        self.remote_list = QListWidget()
+        self.remote_list.setMaximumHeight(140)
+        self.remote_list.currentItemChanged.connect(self._on_remote_selected)
+        self.remote_empty = _label(self.tr("No remote engines yet. Add a server's address below."), "muted")
+        layout.addWidget(self.remote_empty)
+        layout.addWidget(self.remote_list)
+        self.remote_tools = QWidget()
+        row = QHBoxLayout(self.remote_tools)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(_label(self.tr("Model:")))
+        self.remote_model = QComboBox()
+        self.remote_model.setMinimumWidth(240)
+        self.remote_model.activated.connect(self._on_remote_model_chosen)
+        row.addWidget(self.remote_model, 1)
+        self.remote_models_button = QPushButton(self.tr("Refresh models"))
+        self.remote_models_button.clicked.connect(self.refresh_remote_models)
+        self.remote_remove_button = QPushButton(self.tr("Remove"))
+        self.remote_remove_button.clicked.connect(self.remove_selected_remote)
+        row.addWidget(self.remote_models_button)
+        row.addWidget(self.remote_remove_button)
+        layout.addWidget(self.remote_tools)
+
+        form = QFormLayout()
+        self.remote_name = QLineEdit()
+        self.remote_name.setPlaceholderText(self.tr("e.g. Lab server"))
+        self.remote_url = QLineEdit()
+        self.remote_url.setPlaceholderText("http://192.168.1.20:8000/v1")
+        self.remote_key = QLineEdit()
+        self.remote_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.remote_key.setPlaceholderText(self.tr("optional"))
+        form.addRow(self.tr("Name"), self.remote_name)
+        form.addRow(self.tr("Address"), self.remote_url)
+        form.addRow(self.tr("API key"), self.remote_key)
+        layout.addLayout(form)
+        add_row = QHBoxLayout()
+        self.remote_status = _label("", "muted", wrap=True)
+        self.remote_add_button = QPushButton(self.tr("Add and check"))
+        self.remote_add_button.clicked.connect(self.add_remote)
+        add_row.addWidget(self.remote_status, 1)
+        add_row.addWidget(self.remote_add_button)
+        layout.addLayout(add_row)
+        return frame
+
+    def refresh_remotes(self) -> None:
+        selected = self.selected_remote()
+        try:
+            endpoints = self._remote.endpoints()
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+            endpoints = []
+        self.remote_list.blockSignals(True)
+        self.remote_list.clear()
+        for ep in endpoints:
+            key = self.tr("key") if ep.has_key else self.tr("no key")
+            item = QListWidgetItem(f"{ep.name} — {ep.base_url} — {ep.model or self.tr('default model')} ({key})")
+            item.setData(Qt.ItemDataRole.UserRole, ep.id)
+            self.remote_list.addItem(item)
+            if selected is not None and ep.id == selected.id:
+                self.remote_list.setCurrentItem(item)
+        self.remote_list.blockSignals(False)
+        if self.remote_list.currentRow() < 0 and endpoints:
+            self.remote_list.setCurrentRow(0)
+        self.remote_empty.setVisible(not endpoints)
+        self.remote_list.setVisible(bool(endpoints))
+        self.remote_tools.setVisible(bool(endpoints))
+        self._on_remote_selected(self.remote_list.currentItem(), None)
+
+    def selected_remote(self) -> RemoteEndpoint | None:
+        item = self.remote_list.currentItem()
+        if item is None:
+            return None
+        ident = item.data(Qt.ItemDataRole.UserRole)
+        return next((e for e in self._remote.endpoints() if e.id == ident), None)
+
+    def _on_remote_selected(self, _item: QListWidgetItem | None, _prev: QListWidgetItem | None) -> None:
+        ep = self.selected_remote()
+        for w in (self.remote_model, self.remote_models_button, self.remote_remove_button):
+            w.setEnabled(ep is not None)
+        self.remote_model.clear()
+        if ep is not None and ep.model:
+            self.remote_model.addItem(ep.model)
+
+    def add_remote(self) -> TaskHandle | None:
+        name, url, key = self.remote_name.text().strip(), self.remote_url.text().strip(), self.remote_key.text()
+        if not name or not url:
+            self.remote_status.setText(self.tr("Enter a name and the server's address."))
+            return None
+        remote = self._remote
+
+        async def check(_progress: object) -> tuple[RemoteEndpoint, list[str]]:
+            ep = remote.add(name, url, key or None)
+            try:
+                models = await remote.list_models(ep)
+            except BaseException:
+                remote.remove(ep)
+                raise
+            if models and not ep.model:
+                ep = remote.set_model(ep, models[0])
+            return ep, models
+
+        self.remote_add_button.setEnabled(False)
+        self.remote_status.setText(self.tr("Checking {0}…").format(url))
+        handle = self._bridge.run(check, name=self.tr("Check remote engine"))
+        handle.succeeded.connect(self._on_remote_added)
+        handle.failed.connect(lambda exc: self.remote_status.setText(exc.message))
+        handle.finished.connect(lambda: self.remote_add_button.setEnabled(True))
+        self.remote_handle = handle
+        return handle
+
+    def _on_remote_added(self, result: tuple[RemoteEndpoint, list[str]]) -> None:
+        ep, models = result
+        self.remote_status.setText(self.tr("Added {0}: {1} model(s).").format(ep.name, len(models)))
+        self.remote_name.clear()
+        self.remote_url.clear()
+        self.remote_key.clear()  # the key is only in the key store now
+        self.refresh_remotes()
+        self.remotes_changed.emit()
+
+    def refresh_remote_models(self) -> TaskHandle | None:
+        ep = self.selected_remote()
+        if ep is None:
+            return None
+        remote = self._remote
+
+        async def fetch(_progress: object) -> list[str]:
+            return await remote.list_models(ep)
+
+        handle = self._bridge.run(fetch, name=self.tr("List remote models"))
+
+        def show(models: list[str]) -> None:
+            self.remote_model.clear()
+            self.remote_model.addItems(models)
+            if ep.model in models:
+                self.remote_model.setCurrentText(ep.model)
+            self.remote_status.setText(self.tr("{0} serves {1} model(s).").format(ep.name, len(models)))
+
+        handle.succeeded.connect(show)
+        handle.failed.connect(lambda exc: self.remote_status.setText(exc.message))
+        self.remote_handle = handle
+        return handle
+
+    def _on_remote_model_chosen(self, index: int) -> None:
+        ep = self.selected_remote()
+        if ep is None or index < 0:
+            return
+        try:
+            self._remote.set_model(ep, self.remote_model.itemText(index))
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+            return
+        self.refresh_remotes()
+        self.remotes_changed.emit()
+
+    def remove_selected_remote(self) -> None:
+        ep = self.selected_remote()
+        if ep is None:
+            return
+        try:
+            self._remote.remove(ep)
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+        self.refresh_remotes()
+        self.remotes_changed.emit()
+
+    # -- serve to other apps -------------------------------------------------------------------------
+    def _build_serve(self) -> QFrame:
+        frame, layout = _card()
+        layout.addWidget(_label(self.tr("Serve to other apps"), "sectionTitle"))
+        layout.addWidget(_label(self.tr(
+            "Other programs on this computer (editors, scripts, chat front-ends) can use the model "
+            "loaded here through an OpenAI-compatible address. Their requests appear in the Dashboard."),
+            "muted", wrap=True))
+        self.serve_state = _label("", wrap=True)
+        layout.addWidget(self.serve_state)
+        row = QHBoxLayout()
+        row.addWidget(_label(self.tr("Port")))
+        self.serve_port = QSpinBox()
+        self.serve_port.setRange(1024, 65535)
+        self.serve_port.setValue(self._serve.settings.serve_port or 8765)
+        row.addWidget(self.serve_port)
+        self.serve_lan = QCheckBox(self.tr("Allow other computers on the network (requires an API key)"))
+        self.serve_lan.setChecked(self._serve.settings.serve_lan)
+        row.addWidget(self.serve_lan, 1)
+        self.serve_button = QPushButton(self.tr("Start serving"))
+        self.serve_button.clicked.connect(self.toggle_serving)
+        row.addWidget(self.serve_button)
+        layout.addLayout(row)
+
+        key_row = QHBoxLayout()
+        self.key_state = _label("", "muted")
+        self.key_button = QPushButton(self.tr("Generate new key"))
+        self.key_button.clicked.connect(self.generate_key)
+        key_row.addWidget(self.key_state, 1)
+        key_row.addWidget(self.key_button)
+        layout.addLayout(key_row)
+        self.new_key = QLineEdit()
+        self.new_key.setReadOnly(True)
+        self.new_key_note = _label(self.tr("Copy this key now: it is shown only once."), "muted")
+        self.copy_key_button = QPushButton(self.tr("Copy"))
+        self.copy_key_button.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.new_key.text()))
+        new_row = QHBoxLayout()
+        new_row.addWidget(self.new_key, 1)
+        new_row.addWidget(self.copy_key_button)
+        layout.addLayout(new_row)
+        layout.addWidget(self.new_key_note)
+        for w in (self.new_key, self.new_key_note, self.copy_key_button):
+            w.hide()
+
+        self.serve_url = QLineEdit()
+        self.serve_url.setReadOnly(True)
+        url_row = QHBoxLayout()
+        url_row.addWidget(_label(self.tr("Address")))
+        url_row.addWidget(self.serve_url, 1)
+        layout.addLayout(url_row)
+        layout.addWidget(_label(self.tr("Try it from a terminal:"), "muted"))
+        self.curl = QPlainTextEdit()
+        self.curl.setReadOnly(True)
+        self.curl.setMaximumHeight(70)
+        layout.addWidget(self.curl)
+        self.serve_counts = _label("", "muted")
+        layout.addWidget(self.serve_counts)
+        return frame
+
+    def refresh_serve(self) -> None:
+        svc = self._serve
+        running = svc.running
+        if running:
+            where = self.tr("every network interface") if not svc.url.startswith("http://127.") else \
+                self.tr("this computer only")
+            self.serve_state.setText(self.tr("● Serving at {0} ({1}).").format(svc.url, where))
+        else:
+            self.serve_state.setText(self.tr("Not serving. Start it to give other apps an address."))
+        self.serve_button.setText(self.tr("Stop serving") if running else self.tr("Start serving"))
+        self.serve_port.setEnabled(not running)
+        self.serve_lan.setEnabled(not running)
+        self.key_state.setText(self.tr("An API key is set: clients must send it.") if svc.has_key
+                               else self.tr("No API key: only programs on this computer can connect."))
+        self.serve_url.setText(svc.url if running else f"http://127.0.0.1:{self.serve_port.value()}/v1")
+        self.curl.setPlainText(svc.curl_example())
+        c = svc.counters
+        self.serve_counts.setText(self.tr("Requests: {0} total · {1} active · {2} completed · {3} failed · "
+                                          "{4} refused (wrong key)").format(
+            c.total, c.active, c.completed, c.failed, c.unauthorized))
+
+    def generate_key(self) -> None:
+        try:
+            key = self._serve.generate_key()
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+            return
+        self.new_key.setText(key)
+        for w in (self.new_key, self.new_key_note, self.copy_key_button):
+            w.show()
+        self.refresh_serve()
+
+    def toggle_serving(self) -> TaskHandle:
+        svc = self._serve
+        if svc.running:
+            async def stop(_progress: object) -> None:
+                await svc.stop()
+
+            handle = self._bridge.run(stop, name=self.tr("Stop serving"))
+        else:
+            svc.settings.serve_port = self.serve_port.value()
+            svc.settings.serve_lan = self.serve_lan.isChecked()
+
+            async def start(_progress: object) -> str:
+                return await svc.start()
+
+            handle = self._bridge.run(start, name=self.tr("Start serving"))
+        self.serve_button.setEnabled(False)
+        handle.finished.connect(self._after_toggle)
+        self.serve_handle = handle
+        return handle
+
+    def _after_toggle(self) -> None:
+        self.serve_button.setEnabled(True)
+        self.refresh_serve()
+
+    # -- visibility ------------------------------------------------------------------------------------
+    def on_shown(self) -> None:
+        self.refresh_remotes()
+        self.refresh_serve()
+        self.timer.start()
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        self.timer.stop()
+        super().hideEvent(event)

@@ -1,0 +1,115 @@
+"""Network page with real widgets (offscreen), a real qasync loop, real HTTP servers and sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from strata_gui.core.chat.service import ChatService, default_supervisor_factory
+from strata_gui.core.chat.store import ConversationStore
+from strata_gui.core.paths import AppPaths
+from strata_gui.core.remote.secrets import FileSecretStore
+from strata_gui.core.remote.service import RemoteService
+from strata_gui.core.serve.service import ChatUpstream, ServeService
+from strata_gui.core.settings import Settings
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.pages.network_page import NetworkPage
+from tests.support.remote_server import openai_like_server
+
+
+def wait(loop: asyncio.AbstractEventLoop, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    async def poll() -> None:
+        deadline = loop.time() + timeout
+        while not predicate():
+            assert loop.time() < deadline, "condition not met in time"
+            await asyncio.sleep(0.02)
+
+    loop.run_until_complete(poll())
+
+
+def finish(loop: asyncio.AbstractEventLoop, handle: TaskHandle | None) -> None:
+    assert handle is not None
+    done: list[bool] = []
+    handle.finished.connect(lambda: done.append(True))
+    wait(loop, lambda: bool(done))
+
+
+@pytest.fixture
+def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop) -> Iterator[tuple]:  # type: ignore[no-untyped-def]
+    paths = AppPaths.from_environment()
+    paths.ensure()
+    http = httpx.AsyncClient(trust_env=False)
+    settings = Settings(serve_port=0)
+    chat = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http), http,
+                       settings)
+    secrets = FileSecretStore(paths.config_dir / "secrets.json")
+    remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, http)
+    serve = ServeService(settings, secrets, http, ChatUpstream(chat))
+    bridge = AsyncBridge()
+    errors: list = []  # type: ignore[type-arg]
+    bridge.error_occurred.connect(errors.append)
+    page = NetworkPage(remote, serve, bridge)
+    qtbot.addWidget(page)
+    page.resize(900, 900)
+    page.show()
+    page.on_shown()
+    try:
+        yield page, remote, serve, qasync_loop, http, paths
+    finally:
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(serve.stop())
+        qasync_loop.run_until_complete(chat.aclose())
+        qasync_loop.run_until_complete(http.aclose())
+
+
+def test_add_remote_engine_through_the_form(page_env) -> None:  # type: ignore[no-untyped-def]
+    page, remote, _serve, loop, _http, paths = page_env
+    assert page.remote_empty.isVisible() and not page.remote_list.isVisible()
+    with openai_like_server() as base:
+        page.remote_name.setText("lab")
+        page.remote_url.setText(base + "/v1")
+        page.remote_key.setText("sk-lab-secret")
+        finish(loop, page.add_remote())
+        assert "1 model(s)" in page.remote_status.text()
+        assert page.remote_key.text() == "" and page.remote_list.count() == 1
+        assert "org/Model-7B" in page.remote_list.item(0).text()
+        assert remote.api_key(remote.get("lab")) == "sk-lab-secret"
+        assert "sk-lab-secret" not in (paths.config_dir / "remote_engines.json").read_text()
+        finish(loop, page.refresh_remote_models())
+        assert page.remote_model.currentText() == "org/Model-7B"
+    # An address where nothing answers: explained, and not saved.
+    page.remote_name.setText("nowhere")
+    page.remote_url.setText("http://127.0.0.1:9")
+    finish(loop, page.add_remote())
+    assert "Could not reach" in page.remote_status.text()
+    assert [e.name for e in remote.endpoints()] == ["lab"]
+    page.remove_selected_remote()
+    assert remote.endpoints() == [] and page.remote_empty.isVisible()
+
+
+def test_serve_key_shown_once_and_live_counts(page_env) -> None:  # type: ignore[no-untyped-def]
+    page, _remote, serve, loop, http, _paths = page_env
+    assert "Not serving" in page.serve_state.text()
+    page.generate_key()
+    key = page.new_key.text()
+    assert key.startswith("strata-") and page.new_key.isVisible()
+    assert "An API key is set" in page.key_state.text()
+    page.serve_port.setMinimum(0)  # port 0: any free one, for the test
+    page.serve_port.setValue(0)
+    finish(loop, page.toggle_serving())
+    assert serve.running and "Serving at http://127.0.0.1:" in page.serve_state.text()
+    assert "Authorization: Bearer" in page.curl.toPlainText() and key not in page.curl.toPlainText()
+    url = serve.url
+    r = loop.run_until_complete(http.post(url + "/chat/completions", json={"messages": []}))
+    assert r.status_code == 401
+    page.refresh_serve()
+    assert "1 refused" in page.serve_counts.text()
+    if os.environ.get("STRATA_SCREENSHOTS"):
+        page.grab().save(str(Path(os.environ["STRATA_SCREENSHOTS"]) / "network_page.png"))
+    finish(loop, page.toggle_serving())
+    assert not serve.running and page.serve_button.text() == "Start serving"
