@@ -193,11 +193,12 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     from strata_gui.ui.pages.engines_page import EnginesPage
     from strata_gui.ui.pages.gpu_page import GpuPage
     from strata_gui.ui.pages.models_page import ModelsPage
+    from strata_gui.ui.pages.network_page import NetworkPage
     from strata_gui.ui.pages.settings_page import SettingsPage
 
     base = services.base
     icon = app_icon()
-    chat = ChatPage(services.chat, bridge)
+    chat = ChatPage(services.chat, bridge, remote=services.remote)
     models = ModelsPage(services.models, bridge, open_url=lambda url: hooks.open_path(Path(url.toLocalFile())))
     engines = EnginesPage(services.engines, bridge)
     gpu = GpuPage(services.gpu, bridge)
@@ -230,8 +231,10 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     about = AboutPage(base.paths, open_path=hooks.open_path, icon=icon,
                       extra_report=lambda: _gpu_and_engine_report(services))
     window.pages_by_role = Pages(chat, models, engines, gpu, dashboard, settings, about)  # type: ignore[attr-defined]
-    for page in (chat, models, engines, gpu, dashboard, settings, about):
+    network = NetworkPage(services.remote, services.serve, bridge)
+    for page in (chat, models, engines, gpu, dashboard, network, settings, about):
         window.add_page(page, page_icon(page))
+    network.remotes_changed.connect(chat.refresh_run_on)
 
     def chat_with(path: Path) -> None:
         chat.set_model(path)
