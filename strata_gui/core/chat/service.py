@@ -13,7 +13,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -99,6 +99,8 @@ class ChatService:
         save_interval: Seconds between saves of a reply that is streaming.
         plan_provider: Gives the engine plan for a model (a benchmarked engine first); consulted
             when the model changes. Without it the plan is whatever :meth:`set_plan` was given.
+        crash_handler: Asked when a reply failed with an engine error (e.g. an RPC worker dropped);
+            when it returns a notice, the engine is reloaded and the request sent again (once per reply).
     """
 
     def __init__(
@@ -111,8 +113,10 @@ class ChatService:
         clock: Callable[[], float] = time.monotonic,
         save_interval: float = 1.0,
         plan_provider: Callable[[Path | None], list[EngineSpec]] | None = None,
+        crash_handler: Callable[[Outcome | None], Awaitable[str | None]] | None = None,
     ) -> None:
         self.store = store
+        self.crash_handler = crash_handler
         self._plan_provider = plan_provider
         self._factory = supervisor_factory
         self._http = http
@@ -334,6 +338,7 @@ class ChatService:
         history = self.history(conv, upto=reply.id)
         if remote is not None:
             return await self._reply_remote(remote, conv, reply.id, history)
+        recovered = False
         while True:
             try:
                 client = await self.ensure_engine(on_progress)
@@ -363,6 +368,19 @@ class ChatService:
                 self._finish(reply.id, partial, INTERRUPTED,
                              ReplyStats(finish_reason="interrupted", engine=spec.label, backend=spec.backend))
                 outcome = sup.outcome if died else None
+                # A dropped RPC worker can make the engine abort or send garbage: ask either way.
+                if not recovered and self.crash_handler is not None:
+                    text = await self.crash_handler(outcome)
+                    if text:
+                        recovered = True
+                        await sup.stop()
+                        self._client = None
+                        self._emit(Notice(text, outcome.details() if outcome else ""))
+                        self.store.update_message(reply.id, content="", status=STREAMING)
+                        updated = self.store.message(reply.id)
+                        assert updated is not None
+                        self._emit(MessageUpdated(updated))
+                        continue
                 if died or first:
                     await sup.stop()
                     self._client = None
