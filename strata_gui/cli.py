@@ -29,6 +29,7 @@ COMMAND_MODULES = {
     "bench": "strata_gui.commands.bench",
     "remote": "strata_gui.commands.remote",
     "serve": "strata_gui.commands.serve",
+    "rpc": "strata_gui.commands.rpc",
 }
 
 

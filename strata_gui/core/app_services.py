@@ -32,6 +32,7 @@ from strata_gui.core.models.service import ModelService, build_model_service, me
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.resources import kernels_dir
+from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
@@ -56,6 +57,7 @@ class AppServices:
     chat: ChatService
     remote: RemoteService  # remote OpenAI-compatible engines (keys in the user-only key store)
     serve: ServeService  # "Serve to other apps": the local API in front of the chat's engine
+    rpc: RpcPool  # llama.cpp RPC workers for the chat's engine, and lending this machine
 
     # -- GPU → engines --------------------------------------------------------------------------
     def primary_gpu(self) -> GpuInfo | None:
@@ -142,6 +144,7 @@ class AppServices:
         try:
             await self.serve.stop()
             await self.chat.aclose()
+            await self.rpc.aclose()
         finally:
             try:
                 await self.models.aclose()
@@ -177,8 +180,11 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
     metrics = MetricsStore(paths.database_file)
     chat_store = ConversationStore(paths.database_file).open()
     supervisors = default_supervisor_factory(local, env, job=job)
-    chat = ChatService(chat_store, supervisors, local, settings,
-                       plan_provider=lambda model: holder["app"].plan_for_model(model))  # noqa: PLW0108
+    rpc = RpcPool(settings, lambda: holder["app"].engine_specs(), save_settings=base.save_settings,  # noqa: PLW0108
+                  environ=env, log_dir=paths.log_dir, job=job)
+    chat = ChatService(chat_store, rpc.wrap(supervisors), local, settings,
+                       plan_provider=lambda model: holder["app"].plan_for_model(model),  # noqa: PLW0108
+                       crash_handler=rpc.after_crash)
     dashboard = DashboardService(
         metrics, Benchmark(local, supervisors, metrics), local,
         # Late-bound: the AppServices these read from is created just below.
@@ -190,7 +196,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     serve = ServeService(settings, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
     app = AppServices(base, client, local, gpu, engines, models, metrics, dashboard, chat_store, chat,
-                      remote=remote, serve=serve)
+                      remote=remote, serve=serve, rpc=rpc)
     holder["app"] = app
     chat.subscribe(app._record_reply)
     app.refresh_chat_plan()

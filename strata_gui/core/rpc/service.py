@@ -60,6 +60,10 @@ class RpcPool:
         self.server: RpcServerProcess | None = None
         self.last_status: dict[str, WorkerStatus] = {}
 
+    def use_engines(self, engines: Callable[[], list[EngineSpec]]) -> None:
+        """Take rpc-server and device listings from these engines instead (an explicit choice)."""
+        self._engines = engines
+
     # -- workers ----------------------------------------------------------------------------------
     @property
     def workers(self) -> list[str]:
