@@ -231,7 +231,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     about = AboutPage(base.paths, open_path=hooks.open_path, icon=icon,
                       extra_report=lambda: _gpu_and_engine_report(services))
     window.pages_by_role = Pages(chat, models, engines, gpu, dashboard, settings, about)  # type: ignore[attr-defined]
-    network = NetworkPage(services.remote, services.serve, bridge)
+    network = NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
     for page in (chat, models, engines, gpu, dashboard, network, settings, about):
         window.add_page(page, page_icon(page))
     network.remotes_changed.connect(chat.refresh_run_on)
