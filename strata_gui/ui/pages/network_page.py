@@ -31,8 +31,10 @@ from PySide6.QtWidgets import (
 
 from strata_gui.core.errors import StrataError
 from strata_gui.core.remote.service import RemoteEndpoint, RemoteService
+from strata_gui.core.rpc.service import RpcPool
+from strata_gui.core.rpc.workers import DEFAULT_RPC_PORT, WorkerStatus
 from strata_gui.core.serve.service import ServeService
-from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
 from strata_gui.ui.widgets import PageHeader
 
 
@@ -60,6 +62,7 @@ class NetworkPage(QWidget):
         remote: The user's remote OpenAI-compatible endpoints.
         serve: The local API ("Serve to other apps").
         bridge: Runs network work and reports its errors.
+        rpc: llama.cpp RPC workers and lending this machine (section hidden without it).
     """
 
     page_title = "Network"
@@ -67,12 +70,14 @@ class NetworkPage(QWidget):
     remotes_changed = Signal()  # an endpoint was added, removed or its model changed
 
     def __init__(self, remote: RemoteService, serve: ServeService, bridge: AsyncBridge,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, rpc: RpcPool | None = None) -> None:
         super().__init__(parent)
         self.page_title = self.tr("Network")
         self._remote = remote
         self._serve = serve
+        self._rpc = rpc
         self._bridge = bridge
+        self.rpc_handle: TaskHandle | None = None
         self.remote_handle: TaskHandle | None = None
         self.serve_handle: TaskHandle | None = None
         self.timer = QTimer(self)
@@ -87,6 +92,8 @@ class NetworkPage(QWidget):
         self.body_layout.setSpacing(16)
         self.body_layout.addWidget(self._build_remote())
         self.body_layout.addWidget(self._build_serve())
+        if rpc is not None:
+            self.body_layout.addWidget(self._build_rpc(rpc))
         self.body_layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -389,10 +396,197 @@ class NetworkPage(QWidget):
         self.serve_button.setEnabled(True)
         self.refresh_serve()
 
+    # -- RPC workers / lend this GPU --------------------------------------------------------------------
+    def _build_rpc(self, rpc: RpcPool) -> QFrame:
+        frame, layout = _card()
+        layout.addWidget(_label(self.tr("RPC workers / lend this GPU"), "sectionTitle"))
+        layout.addWidget(_label(self.tr(
+            "llama.cpp can spread a model's layers over the GPUs of several computers. On a computer "
+            "that lends its GPU, start the RPC server; on the one that runs the model, add its address "
+            "as a worker."), "muted", wrap=True))
+        self.rpc_warning = QFrame()
+        self.rpc_warning.setObjectName("notice")
+        self.rpc_warning.setProperty("level", "warning")
+        warn_layout = QVBoxLayout(self.rpc_warning)
+        warn_layout.setContentsMargins(12, 8, 12, 8)
+        warn_layout.addWidget(_label(self.tr(
+            "rpc-server has no password and no encryption: anyone who can reach this port can use "
+            "this computer's GPU and memory. Only expose it on a network you trust."), wrap=True))
+        layout.addWidget(self.rpc_warning)
+
+        lend = QHBoxLayout()
+        lend.addWidget(_label(self.tr("Listen on")))
+        self.rpc_host = QComboBox()
+        self.rpc_host.setEditable(True)
+        self.rpc_host.addItem("127.0.0.1")
+        self.rpc_host.addItem("0.0.0.0")
+        self.rpc_host.setToolTip(self.tr("127.0.0.1: this computer only. 0.0.0.0 or a LAN address: "
+                                         "other computers can connect."))
+        lend.addWidget(self.rpc_host)
+        lend.addWidget(_label(self.tr("Port")))
+        self.rpc_port = QSpinBox()
+        self.rpc_port.setRange(1, 65535)
+        self.rpc_port.setValue(DEFAULT_RPC_PORT)
+        lend.addWidget(self.rpc_port)
+        self.rpc_devices = QLineEdit()
+        self.rpc_devices.setPlaceholderText(self.tr("devices, e.g. Vulkan0 (default: all)"))
+        lend.addWidget(self.rpc_devices, 1)
+        self.rpc_serve_button = QPushButton(self.tr("Lend this GPU"))
+        self.rpc_serve_button.clicked.connect(self.toggle_lending)
+        lend.addWidget(self.rpc_serve_button)
+        layout.addLayout(lend)
+        self.rpc_serve_state = _label("", "muted", wrap=True)
+        layout.addWidget(self.rpc_serve_state)
+
+        layout.addWidget(_label(self.tr("Workers this computer uses"), "sectionTitle"))
+        self.rpc_enabled = QCheckBox(self.tr("Spread models over these workers (takes effect when the model "
+                                             "loads next)"))
+        self.rpc_enabled.setChecked(rpc.settings.rpc_enabled)
+        self.rpc_enabled.toggled.connect(self._on_rpc_enabled)
+        layout.addWidget(self.rpc_enabled)
+        self.rpc_list = QListWidget()
+        self.rpc_list.setMaximumHeight(120)
+        self.rpc_empty = _label(self.tr("No workers yet. Add the address an RPC server shows, e.g. "
+                                        "192.168.1.30:50052."), "muted", wrap=True)
+        layout.addWidget(self.rpc_empty)
+        layout.addWidget(self.rpc_list)
+        row = QHBoxLayout()
+        self.rpc_address = QLineEdit()
+        self.rpc_address.setPlaceholderText("192.168.1.30:50052")
+        self.rpc_add_button = QPushButton(self.tr("Add and check"))
+        self.rpc_add_button.clicked.connect(self.add_worker)
+        self.rpc_check_button = QPushButton(self.tr("Check all"))
+        self.rpc_check_button.clicked.connect(self.check_workers)
+        self.rpc_remove_button = QPushButton(self.tr("Remove"))
+        self.rpc_remove_button.clicked.connect(self.remove_worker)
+        row.addWidget(self.rpc_address, 1)
+        row.addWidget(self.rpc_add_button)
+        row.addWidget(self.rpc_check_button)
+        row.addWidget(self.rpc_remove_button)
+        layout.addLayout(row)
+        self.rpc_summary = _label("", "muted", wrap=True)
+        layout.addWidget(self.rpc_summary)
+        return frame
+
+    def refresh_rpc(self) -> None:
+        rpc = self._rpc
+        if rpc is None:
+            return
+        server = rpc.server
+        if server is not None and server.running:
+            self.rpc_serve_state.setText(self.tr("● Lending this computer at {0}. Add this address as a worker "
+                                                 "on the other computer.").format(server.address))
+            self.rpc_serve_button.setText(self.tr("Stop lending"))
+        else:
+            self.rpc_serve_state.setText(self.tr("Not lending this computer."))
+            self.rpc_serve_button.setText(self.tr("Lend this GPU"))
+        lending = server is not None and server.running
+        for w in (self.rpc_host, self.rpc_port, self.rpc_devices):
+            w.setEnabled(not lending)
+        self.rpc_list.clear()
+        for address in rpc.workers:
+            status = rpc.last_status.get(address)
+            self.rpc_list.addItem(self._worker_text(address, status, address in rpc.dropped))
+        self.rpc_empty.setVisible(not rpc.workers)
+        self.rpc_list.setVisible(bool(rpc.workers))
+        self.rpc_remove_button.setEnabled(bool(rpc.workers))
+        self.rpc_check_button.setEnabled(bool(rpc.workers))
+        memory = rpc.remote_memory_mb()
+        self.rpc_summary.setText(self.tr("Workers add {0:,} MiB of free memory for models.").format(memory)
+                                 if memory else "")
+
+    def _worker_text(self, address: str, status: WorkerStatus | None, dropped: bool) -> str:
+        if status is None:
+            text = self.tr("{0} — not checked yet").format(address)
+        elif not status.reachable:
+            text = self.tr("{0} — unreachable: {1}").format(address, status.error)
+        elif status.devices:
+            devices = ", ".join(f"{d.name} {d.free_mb:,} MiB free" for d in status.devices)
+            text = self.tr("{0} — reachable: {1}").format(address, devices)
+        else:
+            text = self.tr("{0} — reachable ({1})").format(address, status.error)
+        if dropped:
+            text += self.tr(" — left out after it stopped answering")
+        return text
+
+    def _on_rpc_enabled(self, enabled: bool) -> None:
+        if self._rpc is not None:
+            try:
+                self._rpc.set_enabled(enabled)
+            except StrataError as exc:
+                self._bridge.error_occurred.emit(exc)
+
+    def add_worker(self) -> TaskHandle | None:
+        rpc = self._rpc
+        text = self.rpc_address.text().strip()
+        if rpc is None or not text:
+            return None
+        try:
+            address = rpc.add_worker(text)
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+            return None
+        self.rpc_address.clear()
+        self.rpc_enabled.setChecked(rpc.settings.rpc_enabled)
+
+        async def check(_progress: object) -> WorkerStatus:
+            return await rpc.check(address)
+
+        return self._run_rpc(check, self.tr("Check RPC worker"))
+
+    def check_workers(self) -> TaskHandle | None:
+        rpc = self._rpc
+        if rpc is None:
+            return None
+
+        async def check(_progress: object) -> list[WorkerStatus]:
+            return await rpc.check_all()
+
+        return self._run_rpc(check, self.tr("Check RPC workers"))
+
+    def _run_rpc(self, make: CoroutineFactory, name: str) -> TaskHandle:
+        self.refresh_rpc()
+        self.rpc_summary.setText(self.tr("Checking…"))
+        handle = self._bridge.run(make, name=name)
+        handle.finished.connect(self.refresh_rpc)
+        self.rpc_handle = handle
+        return handle
+
+    def remove_worker(self) -> None:
+        rpc = self._rpc
+        row = self.rpc_list.currentRow()
+        if rpc is None or not rpc.workers:
+            return
+        address = rpc.workers[row if row >= 0 else 0]
+        try:
+            rpc.remove_worker(address)
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+        self.refresh_rpc()
+
+    def toggle_lending(self) -> TaskHandle | None:
+        rpc = self._rpc
+        if rpc is None:
+            return None
+        if rpc.server is not None and rpc.server.running:
+            async def stop(_progress: object) -> None:
+                await rpc.stop_serving()
+
+            return self._run_rpc(stop, self.tr("Stop lending"))
+        host = self.rpc_host.currentText().strip() or "127.0.0.1"
+        port = self.rpc_port.value()
+        devices = [d.strip() for d in self.rpc_devices.text().split(",") if d.strip()] or None
+
+        async def start(_progress: object) -> None:
+            await rpc.serve(host, port, devices=devices)
+
+        return self._run_rpc(start, self.tr("Lend this GPU"))
+
     # -- visibility ------------------------------------------------------------------------------------
     def on_shown(self) -> None:
         self.refresh_remotes()
         self.refresh_serve()
+        self.refresh_rpc()
         self.timer.start()
 
     def hideEvent(self, event: QHideEvent) -> None:
