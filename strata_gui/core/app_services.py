@@ -159,7 +159,9 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
     """Wire every service from the base services (paths, settings, environment)."""
     settings, paths, env = base.settings, base.paths, dict(base.environ)
     client = http or httpx.AsyncClient(follow_redirects=True, timeout=httpx.Timeout(30.0, read=60.0))
-    local = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, read=None))
+    # llama-server drops idle keep-alive connections after 5 s: expire ours well before that.
+    local = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, read=None),
+                              limits=httpx.Limits(keepalive_expiry=2.0))
     job = WindowsJob()  # one job object: every engine dies with the app on Windows
     catalog = load_catalog()
     try:
@@ -174,7 +176,8 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
 
     def memory_target():  # type: ignore[no-untyped-def]
         app = holder.get("app")
-        return memory_target_for(app.primary_gpu() if app else None, settings)
+        target = memory_target_for(app.primary_gpu() if app else None, settings)
+        return app.rpc.extend_target(target) if app else target
 
     models = build_model_service(settings, paths.data_dir, client, env, memory_target=memory_target)
     metrics = MetricsStore(paths.database_file)

@@ -156,7 +156,11 @@ class Benchmark:
 
     async def _post(self, base: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            resp = await self._http.post(base + path, json=body, timeout=httpx.Timeout(10.0, read=600.0))
+            try:
+                resp = await self._http.post(base + path, json=body, timeout=httpx.Timeout(10.0, read=600.0))
+            except httpx.RemoteProtocolError:
+                # A kept-alive connection the engine had just closed: nothing was processed.
+                resp = await self._http.post(base + path, json=body, timeout=httpx.Timeout(10.0, read=600.0))
         except httpx.HTTPError as exc:
             raise ServerError(f"The engine stopped answering during the benchmark ({type(exc).__name__}).",
                               details=str(exc)) from exc

@@ -153,62 +153,81 @@ class ChatClient:
         timings: dict[str, Any] = {}
         usage: dict[str, Any] = {}
         url = self.base_url + "/v1/chat/completions"
-        try:
-            async with self._http.stream("POST", url, json=body, headers=self._headers(),
-                                         timeout=httpx.Timeout(10.0, read=None)) as resp:
-                if resp.status_code != 200:
-                    await resp.aread()
-                    raise _http_error(resp)
-                data_lines: list[str] = []
-                done = False
-                failure: ServerError | ChatError | None = None
-                # The body is always read to its end (never ``break``): leaving httpx's async
-                # generators suspended makes their clean-up run outside the loop under qasync.
-                async for line in resp.aiter_lines():
-                    if done or failure is not None:
-                        continue
-                    if line.startswith(":"):
-                        continue  # comment / keep-alive ping
-                    if line.startswith("data:"):
-                        data_lines.append(line[5:].removeprefix(" "))
-                        continue
-                    if line.strip() or not data_lines:
-                        continue  # event:/id:/retry: fields are not used by llama-server
-                    payload = "\n".join(data_lines)  # a blank line ends the event
-                    data_lines = []
-                    if payload.strip() == "[DONE]":
-                        done = True
-                        continue
-                    try:
-                        chunk = _parse_chunk(payload)
-                    except (ServerError, ChatError) as exc:
-                        failure = exc
-                        continue
-                    text = _apply_chunk(chunk, stats, timings, usage)
-                    if text:
-                        if stats.ttft_s is None:
-                            stats.ttft_s = self._clock() - started
-                        pieces.append(text)
-                        if on_delta is not None:
-                            on_delta(text)
-                if failure is not None:
-                    raise failure
-                if not done and stats.finish_reason is None:
-                    raise ServerError("The engine stopped answering in the middle of the reply.",
-                                      hint="The engine probably crashed; the partial reply was kept.")
-        except httpx.ConnectError as exc:
-            raise ServerError(f"Could not reach the engine at {self.base_url}.",
-                              hint="The engine may have stopped; Strata restarts it on the next message.",
-                              details=str(exc)) from exc
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            raise ServerError("The engine stopped answering in the middle of the reply.",
-                              hint="The engine probably crashed; the partial reply was kept.",
-                              details=str(exc)) from exc
-        except httpx.TimeoutException as exc:
-            raise ServerError("The engine did not answer in time.", details=str(exc)) from exc
+        answered = False
+        for attempt in (1, 2):
+            try:
+                async with self._http.stream("POST", url, json=body, headers=self._headers(),
+                                             timeout=httpx.Timeout(10.0, read=None)) as resp:
+                    answered = True
+                    await self._read_stream(resp, stats, pieces, timings, usage, started, on_delta)
+                break
+            except httpx.RemoteProtocolError as exc:
+                # llama-server closes idle keep-alive connections after a few seconds; a request
+                # sent on one just as it closes gets no answer at all and is safe to send again.
+                if not answered and attempt == 1:
+                    log.debug("engine closed a kept-alive connection; resending once")
+                    continue
+                raise ServerError("The engine stopped answering in the middle of the reply.",
+                                  hint="The engine probably crashed; the partial reply was kept.",
+                                  details=str(exc)) from exc
+            except httpx.ConnectError as exc:
+                raise ServerError(f"Could not reach the engine at {self.base_url}.",
+                                  hint="The engine may have stopped; Strata restarts it on the next message.",
+                                  details=str(exc)) from exc
+            except httpx.ReadError as exc:
+                raise ServerError("The engine stopped answering in the middle of the reply.",
+                                  hint="The engine probably crashed; the partial reply was kept.",
+                                  details=str(exc)) from exc
+            except httpx.TimeoutException as exc:
+                raise ServerError("The engine did not answer in time.", details=str(exc)) from exc
         stats.total_s = self._clock() - started
         _fill_stats(stats, timings, usage)
         return ChatReply("".join(pieces), stats)
+
+    async def _read_stream(self, resp: httpx.Response, stats: ReplyStats, pieces: list[str],
+                           timings: dict[str, Any], usage: dict[str, Any], started: float,
+                           on_delta: DeltaCallback | None) -> None:
+        """Read the SSE body into ``pieces``/``stats`` (raises on HTTP and in-stream errors)."""
+        if resp.status_code != 200:
+            await resp.aread()
+            raise _http_error(resp)
+        data_lines: list[str] = []
+        done = False
+        failure: ServerError | ChatError | None = None
+        # The body is always read to its end (never ``break``): leaving httpx's async
+        # generators suspended makes their clean-up run outside the loop under qasync.
+        async for line in resp.aiter_lines():
+            if done or failure is not None:
+                continue
+            if line.startswith(":"):
+                continue  # comment / keep-alive ping
+            if line.startswith("data:"):
+                data_lines.append(line[5:].removeprefix(" "))
+                continue
+            if line.strip() or not data_lines:
+                continue  # event:/id:/retry: fields are not used by llama-server
+            payload = "\n".join(data_lines)  # a blank line ends the event
+            data_lines = []
+            if payload.strip() == "[DONE]":
+                done = True
+                continue
+            try:
+                chunk = _parse_chunk(payload)
+            except (ServerError, ChatError) as exc:
+                failure = exc
+                continue
+            text = _apply_chunk(chunk, stats, timings, usage)
+            if text:
+                if stats.ttft_s is None:
+                    stats.ttft_s = self._clock() - started
+                pieces.append(text)
+                if on_delta is not None:
+                    on_delta(text)
+        if failure is not None:
+            raise failure
+        if not done and stats.finish_reason is None:
+            raise ServerError("The engine stopped answering in the middle of the reply.",
+                              hint="The engine probably crashed; the partial reply was kept.")
 
 
 def _parse_chunk(payload: str) -> dict[str, Any]:
