@@ -13,6 +13,7 @@ import pytest
 from strata_gui.core.chat.service import ChatService, MessageDelta, Notice, default_supervisor_factory
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.errors import EngineError, ServerError
+from strata_gui.core.models.fit import MIB, MemoryTarget
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.rpc.workers import RpcServerProcess, parse_address, parse_devices
@@ -48,6 +49,13 @@ def test_check_workers_lists_their_devices(two_workers: list[RpcServerProcess], 
         for s in statuses:
             assert s.reachable and len(s.devices) == 1 and s.devices[0].free_mb > 0, s
         assert pool.remote_memory_mb() == sum(s.memory_mb for s in statuses)
+        local = MemoryTarget("RX 7900 XTX", vram_bytes=24 * 1024 * MIB)
+        pooled = pool.extend_target(local)
+        assert pooled.usable_bytes == local.usable_bytes + pool.remote_memory_mb() * MIB
+        assert pooled.name == "RX 7900 XTX + 2 RPC workers"
+        pool.set_enabled(False)
+        assert pool.extend_target(local) == local
+        pool.set_enabled(True)
         gone = await pool.check(dead)
         assert not gone.reachable and gone.error
 

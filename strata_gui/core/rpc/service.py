@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from strata_gui.core.errors import EngineError
+from strata_gui.core.models.fit import MIB, MemoryTarget
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.process_guard import WindowsJob
@@ -111,6 +112,17 @@ class RpcPool:
     def remote_memory_mb(self) -> int:
         """Free memory the active workers reported at their last check (for the fit verdict)."""
         return sum(s.memory_mb for a, s in self.last_status.items() if a in self.active_workers())
+
+    def extend_target(self, target: MemoryTarget) -> MemoryTarget:
+        """The fit target counting the active workers' free memory (layers spread over them)."""
+        extra = self.remote_memory_mb() * MIB
+        if not extra:
+            return target
+        n = len([a for a in self.active_workers() if a in self.last_status])
+        return dataclasses.replace(
+            target, name=f"{target.name} + {n} RPC worker{'s' if n != 1 else ''}",
+            vram_bytes=target.vram_bytes + extra,
+            budget_bytes=target.budget_bytes + extra if target.budget_bytes else 0)
 
     # -- the chat's engine ----------------------------------------------------------------------------
     def wrap(self, inner: SupervisorFactory) -> SupervisorFactory:
