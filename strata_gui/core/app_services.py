@@ -197,7 +197,8 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
     )
     secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
-    serve = ServeService(settings, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
+    serve = ServeService(settings, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard),
+                         save_settings=base.save_settings)
     app = AppServices(base, client, local, gpu, engines, models, metrics, dashboard, chat_store, chat,
                       remote=remote, serve=serve, rpc=rpc)
     holder["app"] = app

@@ -66,11 +66,14 @@ class ServeService:
         http: Loopback client for the engine.
         source: The engine requests go to.
         record: Receives each finished request (the dashboard, ``source="api"``).
+        save_settings: Persists ``settings`` after :meth:`configure`.
     """
 
     def __init__(self, settings: Settings, secrets: SecretStore, http: httpx.AsyncClient,
-                 source: ChatUpstream, record: Recorder | None = None) -> None:
+                 source: ChatUpstream, record: Recorder | None = None,
+                 save_settings: Callable[[], None] = lambda: None) -> None:
         self.settings = settings
+        self._save_settings = save_settings
         self._secrets = secrets
         self._http = http
         self._source = source
@@ -118,6 +121,12 @@ class ServeService:
 
     def forget_key(self) -> None:
         self._secrets.delete(KEY_NAME)
+
+    def configure(self, *, port: int, lan: bool) -> None:
+        """Remember the port and whether to listen on the network (used at the next start)."""
+        self.settings.serve_port = port
+        self.settings.serve_lan = lan
+        self._save_settings()
 
     async def start(self, *, lan: bool | None = None, port: int | None = None, host: str | None = None) -> str:
         """Listen (loopback unless ``lan``); returns the URL. A running server is restarted."""

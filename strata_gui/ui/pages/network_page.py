@@ -380,8 +380,10 @@ class NetworkPage(QWidget):
 
             handle = self._bridge.run(stop, name=self.tr("Stop serving"))
         else:
-            svc.settings.serve_port = self.serve_port.value()
-            svc.settings.serve_lan = self.serve_lan.isChecked()
+            try:
+                svc.configure(port=self.serve_port.value(), lan=self.serve_lan.isChecked())
+            except StrataError as exc:  # not saved: still start with these values
+                self._bridge.error_occurred.emit(exc)
 
             async def start(_progress: object) -> str:
                 return await svc.start()
