@@ -53,6 +53,10 @@ def test_choose_remote_engine_and_chat(qtbot, qasync_loop: asyncio.AbstractEvent
             msg = service.store.messages(page.conversation_id)[-1]
             assert msg.status == COMPLETE and msg.content == "".join(WORDS)
             assert msg.ran_on == "remote:gpu box · org/Model-7B"
+            page.refresh_conversations()
+            tip = page.conversation_list.item(0).toolTip()
+            assert "Last reply: remote engine gpu box · org/Model-7B" in tip
+            assert "gpu box · org/Model-7B (remote)" in page.message_widgets[msg.id].stats.text()
             page.run_on.setCurrentIndex(0)
             assert service.remote is None and page.model_button.isEnabled()
     finally:

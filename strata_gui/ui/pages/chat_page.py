@@ -261,7 +261,7 @@ class ChatPage(QWidget):
         for conv in self._service.store.conversations(self.search.text()):
             item = QListWidgetItem(conv.title)
             item.setData(Qt.ItemDataRole.UserRole, conv.id)
-            item.setToolTip(conv.title)
+            item.setToolTip(self._ran_on_text(conv.title, conv.ran_on))
             self.conversation_list.addItem(item)
             if conv.id == current:
                 self.conversation_list.setCurrentItem(item)
@@ -269,6 +269,15 @@ class ChatPage(QWidget):
         has = self.conversation_id is not None
         self.rename_button.setEnabled(has)
         self.delete_button.setEnabled(has)
+
+    def _ran_on_text(self, title: str, ran_on: str) -> str:
+        """The conversation's tooltip: its title and where its latest reply ran."""
+        kind, _, where = ran_on.partition(":")
+        if kind == "remote":
+            return self.tr("{0}\nLast reply: remote engine {1}").format(title, where)
+        if kind == "local":
+            return self.tr("{0}\nLast reply: this computer ({1})").format(title, where)
+        return title
 
     def _on_conversation_selected(self, item: QListWidgetItem | None, _prev: QListWidgetItem | None) -> None:
         if item is not None:
