@@ -44,12 +44,12 @@ from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
 ALL = "__all__"
-GPU_METRICS = (("load", QT_TRANSLATE_NOOP("DashboardPage", "Load %")),
-               ("vram", QT_TRANSLATE_NOOP("DashboardPage", "VRAM used (GB)")),
-               ("gtt", QT_TRANSLATE_NOOP("DashboardPage", "Shared used (GB)")),
-               ("temp", QT_TRANSLATE_NOOP("DashboardPage", "Temperature (°C)")),
-               ("power", QT_TRANSLATE_NOOP("DashboardPage", "Power (W)")),
-               ("clock", QT_TRANSLATE_NOOP("DashboardPage", "Core clock (MHz)")))
+GPU_METRICS = (("load", str(QT_TRANSLATE_NOOP("DashboardPage", "Load %"))),
+               ("vram", str(QT_TRANSLATE_NOOP("DashboardPage", "VRAM used (GB)"))),
+               ("gtt", str(QT_TRANSLATE_NOOP("DashboardPage", "Shared used (GB)"))),
+               ("temp", str(QT_TRANSLATE_NOOP("DashboardPage", "Temperature (°C)"))),
+               ("power", str(QT_TRANSLATE_NOOP("DashboardPage", "Power (W)"))),
+               ("clock", str(QT_TRANSLATE_NOOP("DashboardPage", "Core clock (MHz)"))))
 
 
 class TelemetrySource(Protocol):

@@ -38,9 +38,9 @@ from strata_gui.core.progress import ProgressCallback, format_bytes
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
-_STATE_TEXT = {"works": QT_TRANSLATE_NOOP("EnginesPage", "Works"),
-               "no_device": QT_TRANSLATE_NOOP("EnginesPage", "No device"),
-               "failed": QT_TRANSLATE_NOOP("EnginesPage", "Failed")}
+_STATE_TEXT = {"works": str(QT_TRANSLATE_NOOP("EnginesPage", "Works")),
+               "no_device": str(QT_TRANSLATE_NOOP("EnginesPage", "No device")),
+               "failed": str(QT_TRANSLATE_NOOP("EnginesPage", "Failed"))}
 _BACKEND_TEXT = {"rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}
 
 
