@@ -126,3 +126,25 @@ def test_port_in_use_is_explained() -> None:
 def test_loopback_names() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
+
+
+@pytest.mark.engine
+def test_client_leaving_mid_stream_frees_the_engine(test_engines: TestEngines, test_model: Path) -> None:
+    async def body(env: Env) -> None:
+        url = await env.serve.start()
+        long = {**CHAT, "max_tokens": 1500, "stream": True}  # about a second of generation
+        async with env.http.stream("POST", url + "/chat/completions", json=long) as resp:
+            async for line in resp.aiter_lines():
+                if line.startswith("data: "):
+                    break  # the other app closes the connection after the first piece
+        status, chunks = await _stream(env.http, url)  # the single slot is free again
+        assert status == 200 and chunks
+        c = env.serve.counters
+        assert (c.total, c.completed, c.failed, c.active) == (2, 1, 1, 0)
+        sup = env.chat.supervisor
+        assert sup is not None
+        counters = await env.dashboard.server_counters(sup.base_url, sup.auth_headers())
+        assert counters is not None and counters.predicted_tokens is not None
+        assert counters.predicted_tokens < 1000  # the abandoned reply stopped early (8 more for the second)
+
+    run_serving([cpu_spec(test_engines)], test_model, body)
