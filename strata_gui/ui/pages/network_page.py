@@ -503,7 +503,7 @@ class NetworkPage(QWidget):
         elif not status.reachable:
             text = self.tr("{0} — unreachable: {1}").format(address, status.error)
         elif status.devices:
-            devices = ", ".join(f"{d.name} {d.free_mb:,} MiB free" for d in status.devices)
+            devices = ", ".join(self.tr("{0} {1:,} MiB free").format(d.name, d.free_mb) for d in status.devices)
             text = self.tr("{0} — reachable: {1}").format(address, devices)
         else:
             text = self.tr("{0} — reachable ({1})").format(address, status.error)
