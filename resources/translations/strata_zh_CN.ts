@@ -102,6 +102,18 @@
         <translation>本对话已用上下文 / 上下文大小</translation>
     </message>
     <message>
+        <source>{0}
+Last reply: remote engine {1}</source>
+        <translation>{0}
+上一条回复：远程引擎 {1}</translation>
+    </message>
+    <message>
+        <source>{0}
+Last reply: this computer ({1})</source>
+        <translation>{0}
+上一条回复：本机（{1}）</translation>
+    </message>
+    <message>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
@@ -1657,6 +1669,261 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Deleted %1, freed %2.</source>
         <translation>已删除 %1，释放了 %2。</translation>
+    </message>
+</context>
+<context>
+    <name>NetworkPage</name>
+    <message>
+        <source>Network</source>
+        <translation>网络</translation>
+    </message>
+    <message>
+        <source>Chat with models served by other machines, let other apps use the model loaded here, and pool GPUs of several computers.</source>
+        <translation>与其他机器提供的模型聊天，让其他应用使用本机加载的模型，并把多台电脑的 GPU 合并使用。</translation>
+    </message>
+    <message>
+        <source>Remote engines</source>
+        <translation>远程引擎</translation>
+    </message>
+    <message>
+        <source>OpenAI-compatible servers on other machines (vLLM, SGLang, llama-server, another Strata). Choose one in the Chat page&apos;s engine list. API keys are stored in a file only you can read, never in the settings file or the log.</source>
+        <translation>其他机器上与 OpenAI 兼容的服务器（vLLM、SGLang、llama-server 或另一个 Strata）。可在“聊天”页面的引擎列表中选择。API 密钥保存在只有你能读取的文件中，绝不会写入设置文件或日志。</translation>
+    </message>
+    <message>
+        <source>No remote engines yet. Add a server&apos;s address below.</source>
+        <translation>还没有远程引擎。请在下方添加服务器地址。</translation>
+    </message>
+    <message>
+        <source>Model:</source>
+        <translation>模型：</translation>
+    </message>
+    <message>
+        <source>Refresh models</source>
+        <translation>刷新模型</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>e.g. Lab server</source>
+        <translation>例如：实验室服务器</translation>
+    </message>
+    <message>
+        <source>optional</source>
+        <translation>可选</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Address</source>
+        <translation>地址</translation>
+    </message>
+    <message>
+        <source>API key</source>
+        <translation>API 密钥</translation>
+    </message>
+    <message>
+        <source>Add and check</source>
+        <translation>添加并检查</translation>
+    </message>
+    <message>
+        <source>key</source>
+        <translation>有密钥</translation>
+    </message>
+    <message>
+        <source>no key</source>
+        <translation>无密钥</translation>
+    </message>
+    <message>
+        <source>Enter a name and the server&apos;s address.</source>
+        <translation>请输入名称和服务器地址。</translation>
+    </message>
+    <message>
+        <source>Checking {0}…</source>
+        <translation>正在检查 {0}…</translation>
+    </message>
+    <message>
+        <source>Check remote engine</source>
+        <translation>检查远程引擎</translation>
+    </message>
+    <message>
+        <source>Added {0}: {1} model(s).</source>
+        <translation>已添加 {0}：{1} 个模型。</translation>
+    </message>
+    <message>
+        <source>List remote models</source>
+        <translation>列出远程模型</translation>
+    </message>
+    <message>
+        <source>{0} serves {1} model(s).</source>
+        <translation>{0} 提供 {1} 个模型。</translation>
+    </message>
+    <message>
+        <source>Serve to other apps</source>
+        <translation>为其他应用提供服务</translation>
+    </message>
+    <message>
+        <source>Other programs on this computer (editors, scripts, chat front-ends) can use the model loaded here through an OpenAI-compatible address. Their requests appear in the Dashboard.</source>
+        <translation>本机的其他程序（编辑器、脚本、聊天前端）可以通过与 OpenAI 兼容的地址使用这里加载的模型。它们的请求会显示在“仪表盘”中。</translation>
+    </message>
+    <message>
+        <source>Port</source>
+        <translation>端口</translation>
+    </message>
+    <message>
+        <source>Allow other computers on the network (requires an API key)</source>
+        <translation>允许网络中的其他电脑连接（需要 API 密钥）</translation>
+    </message>
+    <message>
+        <source>Start serving</source>
+        <translation>开始提供服务</translation>
+    </message>
+    <message>
+        <source>Generate new key</source>
+        <translation>生成新密钥</translation>
+    </message>
+    <message>
+        <source>Copy this key now: it is shown only once.</source>
+        <translation>请立即复制此密钥：它只显示一次。</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Try it from a terminal:</source>
+        <translation>在终端中试一试：</translation>
+    </message>
+    <message>
+        <source>every network interface</source>
+        <translation>所有网络接口</translation>
+    </message>
+    <message>
+        <source>this computer only</source>
+        <translation>仅限本机</translation>
+    </message>
+    <message>
+        <source>● Serving at {0} ({1}).</source>
+        <translation>● 正在 {0} 提供服务（{1}）。</translation>
+    </message>
+    <message>
+        <source>Not serving. Start it to give other apps an address.</source>
+        <translation>未提供服务。启动后即可为其他应用提供一个地址。</translation>
+    </message>
+    <message>
+        <source>Stop serving</source>
+        <translation>停止服务</translation>
+    </message>
+    <message>
+        <source>An API key is set: clients must send it.</source>
+        <translation>已设置 API 密钥：客户端必须携带它。</translation>
+    </message>
+    <message>
+        <source>No API key: only programs on this computer can connect.</source>
+        <translation>未设置 API 密钥：只有本机程序可以连接。</translation>
+    </message>
+    <message>
+        <source>Requests: {0} total · {1} active · {2} completed · {3} failed · {4} refused (wrong key)</source>
+        <translation>请求：共 {0} · 进行中 {1} · 已完成 {2} · 失败 {3} · 已拒绝 {4}（密钥错误）</translation>
+    </message>
+    <message>
+        <source>RPC workers / lend this GPU</source>
+        <translation>RPC 工作节点 / 出借本机 GPU</translation>
+    </message>
+    <message>
+        <source>llama.cpp can spread a model&apos;s layers over the GPUs of several computers. On a computer that lends its GPU, start the RPC server; on the one that runs the model, add its address as a worker.</source>
+        <translation>llama.cpp 可以把模型的各层分布到多台电脑的 GPU 上。在出借 GPU 的电脑上启动 RPC 服务器；在运行模型的电脑上把它的地址添加为工作节点。</translation>
+    </message>
+    <message>
+        <source>rpc-server has no password and no encryption: anyone who can reach this port can use this computer&apos;s GPU and memory. Only expose it on a network you trust.</source>
+        <translation>rpc-server 没有密码，也不加密：任何能访问此端口的人都能使用本机的 GPU 和内存。请只在你信任的网络中开放它。</translation>
+    </message>
+    <message>
+        <source>Listen on</source>
+        <translation>监听地址</translation>
+    </message>
+    <message>
+        <source>127.0.0.1: this computer only. 0.0.0.0 or a LAN address: other computers can connect.</source>
+        <translation>127.0.0.1：仅限本机。0.0.0.0 或局域网地址：其他电脑也可以连接。</translation>
+    </message>
+    <message>
+        <source>devices, e.g. Vulkan0 (default: all)</source>
+        <translation>设备，例如 Vulkan0（默认：全部）</translation>
+    </message>
+    <message>
+        <source>Lend this GPU</source>
+        <translation>出借本机 GPU</translation>
+    </message>
+    <message>
+        <source>Workers this computer uses</source>
+        <translation>本机使用的工作节点</translation>
+    </message>
+    <message>
+        <source>Spread models over these workers (takes effect when the model loads next)</source>
+        <translation>把模型分布到这些工作节点上（下次加载模型时生效）</translation>
+    </message>
+    <message>
+        <source>No workers yet. Add the address an RPC server shows, e.g. 192.168.1.30:50052.</source>
+        <translation>还没有工作节点。请添加 RPC 服务器显示的地址，例如 192.168.1.30:50052。</translation>
+    </message>
+    <message>
+        <source>Check all</source>
+        <translation>全部检查</translation>
+    </message>
+    <message>
+        <source>● Lending this computer at {0}. Add this address as a worker on the other computer.</source>
+        <translation>● 正在 {0} 出借本机。请在另一台电脑上把此地址添加为工作节点。</translation>
+    </message>
+    <message>
+        <source>Stop lending</source>
+        <translation>停止出借</translation>
+    </message>
+    <message>
+        <source>Not lending this computer.</source>
+        <translation>未出借本机。</translation>
+    </message>
+    <message>
+        <source>Workers add {0:,} MiB of free memory for models.</source>
+        <translation>工作节点为模型额外提供 {0:,} MiB 可用内存。</translation>
+    </message>
+    <message>
+        <source>{0} — not checked yet</source>
+        <translation>{0}——尚未检查</translation>
+    </message>
+    <message>
+        <source>{0} — unreachable: {1}</source>
+        <translation>{0}——无法连接：{1}</translation>
+    </message>
+    <message>
+        <source>{0} {1:,} MiB free</source>
+        <translation>{0} 可用 {1:,} MiB</translation>
+    </message>
+    <message>
+        <source>{0} — reachable: {1}</source>
+        <translation>{0}——可以连接：{1}</translation>
+    </message>
+    <message>
+        <source>{0} — reachable ({1})</source>
+        <translation>{0}——可以连接（{1}）</translation>
+    </message>
+    <message>
+        <source> — left out after it stopped answering</source>
+        <translation>——因停止响应已被排除</translation>
+    </message>
+    <message>
+        <source>Check RPC worker</source>
+        <translation>检查 RPC 工作节点</translation>
+    </message>
+    <message>
+        <source>Check RPC workers</source>
+        <translation>检查 RPC 工作节点</translation>
+    </message>
+    <message>
+        <source>Checking…</source>
+        <translation>正在检查…</translation>
     </message>
 </context>
 <context>
