@@ -113,3 +113,15 @@ def test_language_choice_is_saved_and_needs_a_restart(qtbot: QtBot, qapp: QAppli
     page.language.setCurrentIndex(page.language.findData("en"))
     page.load()  # Revert shows the saved choice again
     assert page.language.currentData() == "zh_CN"
+
+
+def test_a_missing_catalogue_leaves_the_ui_in_english(qtbot: QtBot, qapp: QApplication, tmp_path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("STRATA_RESOURCE_ROOT", str(tmp_path))  # a bundle without resources/translations
+    assert install_language(qapp, "zh_CN") == "en"
+    assert translators_of(qapp).installed == []
+    assert "no UI translation" in caplog.text
+    box = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+    qtbot.addWidget(box)
+    assert box.button(QDialogButtonBox.StandardButton.Cancel).text() == "Cancel"
