@@ -40,10 +40,13 @@ class TimeSeriesChart(QChartView):
         series: (name, axis) pairs; axis "left" or "right".
         window_s: Keep only this many seconds of history (None: keep everything given).
         left_label / right_label: Axis titles (units).
+        markers: Draw a dot per point (for discrete events such as requests; a lone point
+            would otherwise be invisible).
     """
 
     def __init__(self, title: str, series: Sequence[tuple[str, str]], *, window_s: float | None = None,
-                 left_label: str = "", right_label: str = "", parent: QWidget | None = None) -> None:
+                 left_label: str = "", right_label: str = "", markers: bool = False,
+                 parent: QWidget | None = None) -> None:
         self._chart = QChart()
         super().__init__(self._chart, parent)
         self.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -71,7 +74,9 @@ class TimeSeriesChart(QChartView):
             line = QLineSeries()
             line.setName(name)
             line.setPen(QPen(QColor(PALETTE[i % len(PALETTE)]), 2))
-            line.setPointsVisible(False)
+            line.setPointsVisible(markers)
+            if markers:
+                line.setMarkerSize(6.0)
             self._chart.addSeries(line)
             line.attachAxis(self.x_axis)
             line.attachAxis(self.axes[side])

@@ -164,7 +164,7 @@ class DashboardPage(QWidget):
         self.throughput_chart = TimeSeriesChart(
             self.tr("Tokens per second per request"),
             [(self.tr("Prefill"), "left"), (self.tr("Decode"), "right")],
-            left_label=self.tr("prefill tok/s"), right_label=self.tr("decode tok/s"))
+            left_label=self.tr("prefill tok/s"), right_label=self.tr("decode tok/s"), markers=True)
         self.aggregates = QLabel()
         self.aggregates.setObjectName("muted")
         self.aggregates.setWordWrap(True)
