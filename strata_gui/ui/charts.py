@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCharts import (
+    QAbstractAxis,
     QBarCategoryAxis,
     QBarSeries,
     QBarSet,
@@ -19,6 +20,16 @@ from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
 PALETTE = ["#e8590c", "#1c7ed6", "#2f9e44", "#ae3ec9", "#f08c00", "#0ca678"]
+
+
+def _style_axis(axis: QAbstractAxis) -> QAbstractAxis:
+    """Readable labels and quiet grid lines in both light and dark themes."""
+    pal = QGuiApplication.palette()
+    axis.setLabelsColor(pal.text().color())
+    axis.setTitleBrush(pal.text())
+    axis.setGridLineColor(pal.mid().color())
+    axis.setLinePenColor(pal.mid().color())
+    return axis
 
 
 def _style_chart(chart: QChart, title: str) -> None:
@@ -54,6 +65,7 @@ class TimeSeriesChart(QChartView):
         _style_chart(self._chart, title)
         self._window_s = window_s
         self.x_axis = QDateTimeAxis()
+        _style_axis(self.x_axis)
         self.x_axis.setFormat("HH:mm:ss")
         self.x_axis.setTickCount(5)
         self._chart.addAxis(self.x_axis, Qt.AlignmentFlag.AlignBottom)
@@ -65,6 +77,7 @@ class TimeSeriesChart(QChartView):
         for i, (name, side) in enumerate(series):
             if side not in self.axes:
                 axis = QValueAxis()
+                _style_axis(axis)
                 axis.setLabelFormat("%.0f")
                 axis.setTitleText(left_label if side == "left" else right_label)
                 axis.setRange(0, 1)
@@ -134,6 +147,8 @@ class TimeSeriesChart(QChartView):
         if self._t_min is None or self._t_max is None:
             return
         lo, hi = self._t_min, max(self._t_max, self._t_min + 10)
+        pad = (hi - lo) * 0.03  # keep the first and last markers off the frame
+        lo, hi = lo - pad, hi + pad
         self.x_axis.setRange(QDateTime.fromMSecsSinceEpoch(int(lo * 1000)),
                              QDateTime.fromMSecsSinceEpoch(int(hi * 1000)))
         self.x_axis.setFormat("HH:mm:ss" if hi - lo < 86400 else "dd MMM HH:mm")
@@ -169,8 +184,10 @@ class BarChart(QChartView):
         series.setLabelsFormat("@value")
         chart.addSeries(series)
         x = QBarCategoryAxis()
+        _style_axis(x)
         x.append(categories)
         y = QValueAxis()
+        _style_axis(y)
         y.setLabelFormat("%.0f")
         y.setTitleText(self._unit)
         top = max((max(v) for v in sets.values() if v), default=1.0)

@@ -18,6 +18,7 @@ def main() -> int:
 
     from strata_gui.app import UiHooks, apply_theme, compose
     from strata_gui.core.app_services import build_app_services
+    from strata_gui.core.runtime.client import SamplingParams
     from strata_gui.core.services import build_services
     from strata_gui.ui.bridge import AsyncBridge
 
@@ -25,6 +26,7 @@ def main() -> int:
     theme = sys.argv[4] if len(sys.argv) > 4 else "light"
     out.mkdir(parents=True, exist_ok=True)
     app = QApplication([sys.argv[0]])
+    app.setQuitOnLastWindowClosed(False)
     apply_theme(app, theme)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
@@ -47,7 +49,8 @@ def main() -> int:
         await services.engines.add_local(engine_dir, "cpu")
         services.refresh_chat_plan()
         pages.chat.set_model(model)
-        pages.chat.new_conversation()
+        conv = pages.chat.new_conversation()
+        services.chat.store.update_settings(conv, sampling=SamplingParams(max_tokens=160, seed=5))
         for text in ("Write a haiku about GPUs.", "Now explain prefill and decode in one sentence each."):
             handle = pages.chat.send_text(text)
             assert handle is not None
