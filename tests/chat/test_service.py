@@ -111,7 +111,7 @@ def test_engine_killed_mid_reply_keeps_partial_and_restarts(test_engines: Engine
         for attempt in range(5):
             task = asyncio.create_task(svc.send(conv.id, f"long answer please ({attempt})"))
             before = len(events)
-            await until(lambda: task.done() or sum(isinstance(e, MessageDelta) for e in events[before:]) >= 5)
+            await until(lambda t=task, b=before: t.done() or sum(isinstance(e, MessageDelta) for e in events[b:]) >= 5)
             if not task.done():
                 break
             await task
