@@ -36,7 +36,9 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     import asyncio
 
     from strata_gui.core.app_services import AppServices
+    from strata_gui.core.models.starters import StarterModel
     from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.first_run import FirstRunGuide
     from strata_gui.ui.pages.about_page import AboutPage
     from strata_gui.ui.pages.chat_page import ChatPage
     from strata_gui.ui.pages.dashboard_page import DashboardPage
@@ -186,6 +188,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
              hooks: UiHooks) -> Pages:
     """Create every page, add it to ``window`` and connect the pages to each other."""
     from strata_gui.core.bench.gpu_history import GpuHistory
+    from strata_gui.core.rpc.workers import RpcDevice
     from strata_gui.core.runtime.supervisor import ServerState
     from strata_gui.ui.pages.about_page import AboutPage
     from strata_gui.ui.pages.chat_page import ChatPage
@@ -201,7 +204,11 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     chat = ChatPage(services.chat, bridge, remote=services.remote)
     models = ModelsPage(services.models, bridge, open_url=lambda url: hooks.open_path(Path(url.toLocalFile())))
     engines = EnginesPage(services.engines, bridge)
-    gpu = GpuPage(services.gpu, bridge)
+    def remote_devices() -> list[RpcDevice]:
+        active = services.rpc.active_workers()
+        return [d for addr, st in services.rpc.last_status.items() if addr in active for d in st.devices]
+
+    gpu = GpuPage(services.gpu, bridge, remote_devices=remote_devices)
     gpu_history = GpuHistory(services.gpu)
 
     def engine_url() -> str | None:
@@ -242,6 +249,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         window.show_page(chat)
 
     models.use_model.connect(chat_with)
+    settings.run_guide_requested.connect(lambda: open_first_run(window, services, bridge, hooks))
     # Plans and verdicts follow what the GPU page detects.
     gpu.detected.connect(lambda _report: engines.set_gpus(services.gpu_targets()))
     gpu.detected.connect(lambda _report: services.refresh_chat_plan())
@@ -252,6 +260,56 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     if base.settings_notice:
         window.show_notice(base.settings_notice, "warning")
     return window.pages_by_role  # type: ignore[attr-defined, no-any-return]
+
+
+def open_first_run(window: MainWindow, services: AppServices, bridge: AsyncBridge, hooks: UiHooks,
+                   starters: list[StarterModel] | None = None) -> FirstRunGuide:
+    """Show the first-run guide over ``window``; finishing or skipping it is remembered.
+
+    ``starters`` replaces the shipped starter list (tests point it at a loopback hub).
+    """
+    from strata_gui.core.models.starters import STARTERS_FILE, load_starters
+    from strata_gui.core.resources import kernels_dir
+    from strata_gui.ui.first_run import FirstRunGuide
+
+    pages: Pages = window.pages_by_role  # type: ignore[attr-defined]
+    base = services.base
+    previous = getattr(window, "first_run", None)
+    if previous is not None and previous.isVisible():
+        previous.raise_()
+        return previous  # type: ignore[no-any-return]
+    if starters is None:
+        try:
+            starters = load_starters(kernels_dir() / STARTERS_FILE)
+        except StrataError as exc:
+            bridge.error_occurred.emit(exc)
+            starters = []
+    guide = FirstRunGuide(services.gpu, services.engines, services.models, bridge, starters=starters,
+                          gpu_targets=services.gpu_targets, offline=base.settings.offline,
+                          choose_folder=hooks.choose_folder, choose_model=hooks.choose_model, parent=window)
+
+    def engine_ready(_engine: object) -> None:
+        pages.engines.refresh_installed()
+        services.refresh_chat_plan()
+
+    def chat_with(path: Path) -> None:
+        pages.chat.set_model(path)
+        services.refresh_chat_plan()
+        window.show_page(pages.chat)
+
+    def remember(_result: int) -> None:
+        base.settings.first_run_done = True
+        _save_quietly(base)
+
+    guide.engine_ready.connect(engine_ready)
+    guide.chat_requested.connect(chat_with)
+    guide.finished.connect(remember)
+    window.closing.connect(guide.close)
+    if previous is not None:
+        previous.deleteLater()
+    window.first_run = guide  # type: ignore[attr-defined]
+    guide.show()
+    return guide
 
 
 def _save_quietly(base: Services) -> None:
@@ -367,6 +425,8 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
             window.close()
             return 0
         bridge.run(lambda _p: startup(app_services, window), name="Start-up checks", show_errors=False)
+        if not self_test and not app_services.base.settings.first_run_done:
+            open_first_run(window, app_services, bridge, hooks)
         if self_test:
             problems = await run_self_test(window, bridge)
             for p in problems:

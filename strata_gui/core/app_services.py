@@ -13,6 +13,7 @@ fetcher, the model browser, the chat session and the dashboards are connected:
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,12 +29,14 @@ from strata_gui.core.engines.catalog import load_catalog
 from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu.model import GpuInfo
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
+from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.resources import kernels_dir
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
 from strata_gui.core.services import Services
@@ -155,6 +158,26 @@ class AppServices:
                 self.metrics.close()
 
 
+def model_bytes(model: Path) -> int:
+    """Size on disk of a model, all shards of a split set included."""
+    m = re.match(r"(.*)-(\d{5})-of-(\d{5})\.gguf$", model.name)
+    files = sorted(model.parent.glob(f"{m.group(1)}-*-of-{m.group(3)}.gguf")) if m else [model]
+    return sum(f.stat().st_size for f in files if f.is_file())
+
+
+def fit_after_drop(model: Path, target: MemoryTarget) -> str:
+    """" It no longer fits ..." when the model outgrows the GPU memory left (else "")."""
+    try:
+        needed = model_bytes(model)
+    except OSError:
+        return ""
+    usable = target.usable_bytes
+    if usable <= 0 or needed <= usable:
+        return ""
+    return (f" The model ({needed / 1e9:.1f} GB) no longer fits in the GPU memory left "
+            f"({usable / 1e9:.1f} GB): part of it will run on the processor, which is slower.")
+
+
 def build_app_services(base: Services, http: httpx.AsyncClient | None = None) -> AppServices:
     """Wire every service from the base services (paths, settings, environment)."""
     settings, paths, env = base.settings, base.paths, dict(base.environ)
@@ -174,7 +197,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
                                     catalog=catalog)
     holder: dict[str, AppServices] = {}
 
-    def memory_target():  # type: ignore[no-untyped-def]
+    def memory_target() -> MemoryTarget:
         app = holder.get("app")
         target = memory_target_for(app.primary_gpu() if app else None, settings)
         return app.rpc.extend_target(target) if app else target
@@ -185,9 +208,17 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
     supervisors = default_supervisor_factory(local, env, job=job)
     rpc = RpcPool(settings, lambda: holder["app"].engine_specs(), save_settings=base.save_settings,  # noqa: PLW0108
                   environ=env, log_dir=paths.log_dir, job=job)
+    async def after_crash(outcome: Outcome | None) -> str | None:
+        # A dropped RPC worker: reload without it, and say whether the model still fits.
+        notice = await rpc.after_crash(outcome)
+        app = holder.get("app")
+        if notice and app is not None and app.chat.model is not None:
+            notice += fit_after_drop(app.chat.model, memory_target())
+        return notice
+
     chat = ChatService(chat_store, rpc.wrap(supervisors), local, settings,
                        plan_provider=lambda model: holder["app"].plan_for_model(model),  # noqa: PLW0108
-                       crash_handler=rpc.after_crash)
+                       crash_handler=after_crash)
     dashboard = DashboardService(
         metrics, Benchmark(local, supervisors, metrics), local,
         # Late-bound: the AppServices these read from is created just below.

@@ -7,6 +7,8 @@ widgets. Sampling pauses while the page is hidden.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QHideEvent
 from PySide6.QtWidgets import (
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (
 from strata_gui.core.gpu.model import DriverState, GpuReport, fmt_opt_bytes
 from strata_gui.core.gpu.service import GpuService
 from strata_gui.core.gpu.telemetry import TelemetrySampler
+from strata_gui.core.rpc.workers import RpcDevice as RemoteDevice
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.gpu_widgets import GpuCard
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
@@ -41,9 +44,11 @@ class GpuPage(QWidget):
     page_icon = "SP_ComputerIcon"
     detected = Signal(object)  # GpuReport, after each detection
 
-    def __init__(self, gpu_service: GpuService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+    def __init__(self, gpu_service: GpuService, bridge: AsyncBridge, parent: QWidget | None = None,
+                 *, remote_devices: Callable[[], list[RemoteDevice]] | None = None) -> None:
         super().__init__(parent)
         self.page_title = self.tr("GPU")
+        self._remote_devices = remote_devices or list
         self._service = gpu_service
         self._bridge = bridge
         self.report: GpuReport | None = None
@@ -100,6 +105,20 @@ class GpuPage(QWidget):
             host_grid.addWidget(value, row, 1)
         host_grid.setColumnStretch(1, 1)
 
+        # GPUs lent by other machines over llama.cpp RPC (Network page), as last checked.
+        self.remote_box = QFrame()
+        self.remote_box.setObjectName("card")
+        remote_title = QLabel(self.tr("Remote devices (RPC workers)"))
+        remote_title.setStyleSheet("font-size: 16px; font-weight: 600;")
+        self.remote_label = QLabel()
+        self.remote_label.setWordWrap(True)
+        self.remote_label.setTextFormat(Qt.TextFormat.PlainText)
+        remote_layout = QVBoxLayout(self.remote_box)
+        remote_layout.setContentsMargins(16, 10, 16, 12)
+        remote_layout.addWidget(remote_title)
+        remote_layout.addWidget(self.remote_label)
+        self.remote_box.hide()
+
         self.empty = QLabel(self.tr("Open this page to detect GPUs."))
         self.empty.setObjectName("muted")
         self.empty.setWordWrap(True)
@@ -119,6 +138,7 @@ class GpuPage(QWidget):
         content_layout.addWidget(self.banner)
         content_layout.addWidget(self.empty)
         content_layout.addWidget(self.cards_box)
+        content_layout.addWidget(self.remote_box)
         content_layout.addWidget(self.host_box)
         content_layout.addWidget(self.notes)
         content_layout.addStretch(1)
@@ -145,6 +165,7 @@ class GpuPage(QWidget):
                 self.detect()
         else:
             self.start_sampling()
+            self.show_remote_devices()
 
     def hideEvent(self, event: QHideEvent) -> None:
         self.stop_sampling()
@@ -218,7 +239,16 @@ class GpuPage(QWidget):
         self.sampler = self._service.sampler(report.gpus)
         if self.isVisible():
             self.start_sampling()
+        self.show_remote_devices()
         self.detected.emit(report)
+
+    def show_remote_devices(self) -> None:
+        """List the RPC workers' devices (address, name, free of total memory)."""
+        devices = self._remote_devices()
+        lines = [self.tr("%1 on %2 — %3 MiB free of %4 MiB").replace("%1", d.name).replace("%2", d.address)
+                 .replace("%3", f"{d.free_mb:,}").replace("%4", f"{d.total_mb:,}") for d in devices]
+        self.remote_label.setText("\n".join(lines))
+        self.remote_box.setVisible(bool(devices))
 
     def start_sampling(self) -> None:
         if self.sampler is None or not self.cards:
