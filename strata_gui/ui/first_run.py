@@ -347,6 +347,7 @@ class FirstRunGuide(QDialog):
         busy = self._busy()
         step = self.step
         self.back_button.setVisible(step in (STEP_MODELS, STEP_READY))
+        self.skip_button.setVisible(step != STEP_READY)  # nothing left to skip
         self.back_button.setEnabled(not busy)
         primary = self.primary_button
         if step == STEP_SETUP:
@@ -526,7 +527,7 @@ class FirstRunGuide(QDialog):
         self.model_list.clear()
         for fit in self.fits:
             m = fit.model
-            title = m.name + (self.tr("  (recommended)") if fit is best else "")
+            title = m.name + (self.tr(" (recommended)") if fit is best else "")
             item = QTreeWidgetItem([title, format_bytes(m.size), self._verdict_text(fit)])
             item.setData(0, Qt.ItemDataRole.UserRole, m.id)
             item.setToolTip(0, f"{m.repo}/{m.file}")
@@ -563,6 +564,8 @@ class FirstRunGuide(QDialog):
     def select_starter(self, starter_id: str) -> bool:
         for i in range(self.model_list.topLevelItemCount()):
             item = self.model_list.topLevelItem(i)
+            if item is None:
+                continue
             if item.data(0, Qt.ItemDataRole.UserRole) == starter_id and item.flags() & Qt.ItemFlag.ItemIsSelectable:
                 self.model_list.clearSelection()
                 item.setSelected(True)
