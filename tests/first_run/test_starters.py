@@ -9,7 +9,13 @@ import pytest
 
 from strata_gui.core.errors import ModelError
 from strata_gui.core.models.fit import GIB, MemoryTarget, Verdict
-from strata_gui.core.models.starters import STARTERS_FILE, judge_starters, load_starters, parse_starters, recommend
+from strata_gui.core.models.starters import (
+    STARTERS_FILE,
+    judge_starters,
+    load_starters,
+    parse_starters,
+    recommend,
+)
 from strata_gui.core.resources import kernels_dir
 
 
