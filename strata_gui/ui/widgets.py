@@ -139,3 +139,33 @@ class NoticeBanner(QFrame):
     def _dismiss(self) -> None:
         self.hide()
         self.dismissed.emit()
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that shortens its text with "…" instead of pushing the layout wider."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self._elide()
+
+    def text(self) -> str:
+        """The whole text (what is painted may be shortened)."""
+        return self._full
+
+    def shown_text(self) -> str:
+        return super().text()
+
+    def resizeEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = max(0, self.width())
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, width) if width else self._full
+        super().setText(shown)

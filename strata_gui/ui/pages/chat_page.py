@@ -51,7 +51,7 @@ from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
 from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
-from strata_gui.ui.widgets import NoticeBanner
+from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
 
 PAGE_SIZE = 60
 RENDER_STYLE = """
@@ -131,7 +131,7 @@ class ChatPage(QWidget):
         side.addLayout(row)
 
         # Header: model, engine state, actions.
-        self.model_label = QLabel()
+        self.model_label = ElidedLabel()  # long model file names shorten instead of clipping
         self.model_label.setObjectName("pageTitle")
         self.model_button = QPushButton(self.tr("Choose model…"))
         self.model_button.clicked.connect(self.choose_model)
