@@ -1075,10 +1075,6 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>GPU 显存未知：按处理器和 %1 内存评估。</translation>
     </message>
     <message>
-        <source>  (recommended)</source>
-        <translation>（推荐）</translation>
-    </message>
-    <message>
         <source>Fits fully on the GPU</source>
         <translation>可完全放入 GPU</translation>
     </message>
@@ -1313,6 +1309,10 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>内存</translation>
     </message>
     <message>
+        <source>Remote devices (RPC workers)</source>
+        <translation>远程设备（RPC 工作节点）</translation>
+    </message>
+    <message>
         <source>Open this page to detect GPUs.</source>
         <translation>打开此页面以检测 GPU。</translation>
     </message>
@@ -1347,6 +1347,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>The Vulkan engine may also run on the GPU listed below.</source>
         <translation>Vulkan 引擎也可能在下列 GPU 上运行。</translation>
+    </message>
+    <message>
+        <source>%1 on %2 — %3 MiB free of %4 MiB</source>
+        <translation>%2 上的 %1——可用 %3 MiB / 共 %4 MiB</translation>
     </message>
     <message>
         <source>Report copied — paste it into a bug report.</source>
