@@ -900,7 +900,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>On this computer</source>
-        <translation>本机已有</translation>
+        <translation>在本机上</translation>
     </message>
     <message>
         <source>I already have a model: Open GGUF…</source>
