@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QIcon
 from PySide6.QtWidgets import QApplication, QFileDialog
 
@@ -77,13 +77,17 @@ class UiHooks:
 
     open_path: Callable[[Path], object] = open_in_os
     choose_folder: Callable[[], str | None] = field(
-        default=lambda: QFileDialog.getExistingDirectory(None, "Choose a folder") or None
+        default=lambda: QFileDialog.getExistingDirectory(
+            None, QCoreApplication.translate("UiHooks", "Choose a folder")) or None
     )
     choose_model: Callable[[], str | None] = field(
-        default=lambda: QFileDialog.getOpenFileName(None, "Choose a model", "", "GGUF models (*.gguf)")[0] or None
+        default=lambda: QFileDialog.getOpenFileName(
+            None, QCoreApplication.translate("UiHooks", "Choose a model"), "",
+            QCoreApplication.translate("UiHooks", "GGUF models (*.gguf)"))[0] or None
     )
     save_path: Callable[[str], str | None] = field(
-        default=lambda name: QFileDialog.getSaveFileName(None, "Export", name)[0] or None
+        default=lambda name: QFileDialog.getSaveFileName(
+            None, QCoreApplication.translate("UiHooks", "Export"), name)[0] or None
     )
 
 
@@ -140,7 +144,7 @@ class CrashReporter(QObject):
 
     def _show(self, err: StrataError) -> None:
         dialog = ErrorDialog(err, log_file=self._log_file, open_path=self._open_path)
-        dialog.setWindowTitle(f"{APP_NAME} — {err.title}")
+        dialog.setWindowTitle(f"{APP_NAME} — {dialog.windowTitle()}")  # keeps the translated title
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.destroyed.connect(lambda *_: self.dialogs.remove(dialog) if dialog in self.dialogs else None)
         self.dialogs.append(dialog)
@@ -346,7 +350,8 @@ async def startup(services: AppServices, window: MainWindow) -> None:
     services.refresh_chat_plan()
     plan = services.chat.plan
     window.statusBar().showMessage(
-        f"{report.label()} · " + (f"engine: {plan[0].label}" if plan else "no engine installed yet"))
+        f"{report.label()} · " + (QCoreApplication.translate("startup", "engine: %1").replace("%1", plan[0].label)
+                                  if plan else QCoreApplication.translate("startup", "no engine installed yet")))
 
 
 async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float = 0.3) -> list[str]:

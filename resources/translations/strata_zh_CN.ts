@@ -2206,6 +2206,25 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
 </context>
 <context>
+    <name>UiHooks</name>
+    <message>
+        <source>Choose a folder</source>
+        <translation>选择文件夹</translation>
+    </message>
+    <message>
+        <source>Choose a model</source>
+        <translation>选择模型</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf)</source>
+        <translation>GGUF 模型 (*.gguf)</translation>
+    </message>
+    <message>
+        <source>Export</source>
+        <translation>导出</translation>
+    </message>
+</context>
+<context>
     <name>_Filters</name>
     <message>
         <source>Model</source>
@@ -2218,6 +2237,17 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>All</source>
         <translation>全部</translation>
+    </message>
+</context>
+<context>
+    <name>startup</name>
+    <message>
+        <source>engine: %1</source>
+        <translation>引擎：%1</translation>
+    </message>
+    <message>
+        <source>no engine installed yet</source>
+        <translation>尚未安装引擎</translation>
     </message>
 </context>
 </TS>

@@ -12,6 +12,7 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import UiHooks, compose
 from strata_gui.core.app_services import build_app_services
+from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from tests.support.engines import TestEngines
@@ -33,7 +34,9 @@ def test_engine_to_chat_to_dashboard(qtbot: QtBot, qapp: QApplication, qasync_lo
         assert [s.id for s in services.chat.plan] == [engine.id]
         pages.chat.set_model(test_model)
         assert services.base.settings.last_model == str(test_model)
-        pages.chat.new_conversation()
+        conv = pages.chat.new_conversation()
+        # Short replies: the random test model's text trips llama-server's reply parser on long ones.
+        services.chat.store.update_settings(conv, sampling=SamplingParams(max_tokens=48, seed=3))
         handle = pages.chat.send_text("Hello there")
         assert handle is not None
         qasync_loop.run_until_complete(asyncio.wait_for(handle.wait(), 120))
