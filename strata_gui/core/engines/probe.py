@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.engines._threads import run_in_thread
+from strata_gui.core.blocking import run_blocking
 
 _DEVICE_RE = re.compile(r"^\s+(?P<name>[A-Za-z]+\d+): (?P<desc>.*) \((?P<total>\d+) MiB, (?P<free>\d+) MiB free\)\s*$")
 _VERSION_RE = re.compile(r"^version:\s*(.+)$", re.MULTILINE)
@@ -160,4 +160,4 @@ async def probe_engine(server: Path, backend: str, env: Mapping[str, str], *,
             return judge(backend, version_run, None)
         return judge(backend, version_run, runner([str(server), "--list-devices"], env, timeout))
 
-    return await run_in_thread(work, name="strata-probe")
+    return await run_blocking(work, name="strata-probe")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from strata_gui.core.engines._threads import run_in_thread
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.engines.archive import safe_extract
 from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, tag_number
 from strata_gui.core.engines.download import download_file
@@ -241,7 +241,7 @@ class EngineService:
         final = self.engines_dir / cand.engine_id
         try:
             on_progress(Progress(0, None, f"Unpacking {asset.name}"))
-            await run_in_thread(lambda: safe_extract(archive, staging), name="strata-extract")
+            await run_blocking(lambda: safe_extract(archive, staging), name="strata-extract")
             server = self._find_server(staging, self._server_name(self.os_name))
             self._check_required(server.parent, cand, asset.name)
             rel = server.relative_to(staging)
@@ -259,7 +259,7 @@ class EngineService:
             return engine
         finally:
             if staging.exists():
-                await run_in_thread(lambda: shutil.rmtree(staging, ignore_errors=True), name="strata-cleanup")
+                await run_blocking(lambda: shutil.rmtree(staging, ignore_errors=True), name="strata-cleanup")
             archive.unlink(missing_ok=True)
 
     async def _fetch_tuning(self, engine: InstalledEngine, gfx: str, revision: str, staging: Path,
