@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from strata_gui.core.paths import AppPaths
-from strata_gui.core.settings import Settings, SettingsStore
+from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 
 log = logging.getLogger(__name__)
 
@@ -23,20 +23,27 @@ class Services:
 
     Attributes:
         paths: The user folders.
-        settings_store: Loads/saves settings.
-        settings: The current settings (mutated in place by the Settings page, then saved).
-        settings_notice: A one-time message about an unusable settings file, or None.
+        settings_service: The only writer of settings (validates, saves, tells subscribers).
         environ: The environment the services were built from (engines inherit it).
     """
 
     paths: AppPaths
-    settings_store: SettingsStore
-    settings: Settings
-    settings_notice: str | None
+    settings_service: SettingsService
     environ: Mapping[str, str]
 
+    @property
+    def settings(self) -> Settings:
+        """The live settings (read-only by convention: change them through ``settings_service``)."""
+        return self.settings_service.current
+
+    @property
+    def settings_notice(self) -> str | None:
+        return self.settings_service.notice
+
     def save_settings(self) -> None:
-        self.settings_store.save(self.settings)
+        """Transitional: persist in-place edits. Use ``settings_service.update`` instead."""
+        self.settings_service.update(**{f: getattr(self.settings, f) for f in self.settings.to_json()
+                                        if f != "version"})
 
     async def aclose(self) -> None:
         """Release network clients, stop processes. Safe to call more than once."""
@@ -47,14 +54,5 @@ def build_services(environ: Mapping[str, str] | None = None) -> Services:
     env = dict(os.environ if environ is None else environ)
     paths = AppPaths.from_environment(env)
     paths.ensure()
-    store = SettingsStore(paths.settings_file)
-    settings, notice = store.load()
-    if notice:
-        log.warning("%s", notice)
-    return Services(
-        paths=paths,
-        settings_store=store,
-        settings=settings,
-        settings_notice=notice,
-        environ=env,
-    )
+    return Services(paths=paths, settings_service=SettingsService.load(SettingsStore(paths.settings_file)),
+                    environ=env)

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,106 @@ class SettingsStore:
         except OSError:
             log.exception("could not move unreadable settings file aside")
             return None
+
+
+@dataclass(frozen=True)
+class SettingsChange:
+    """Which settings changed (their new values are in ``settings``)."""
+
+    keys: frozenset[str]
+    settings: Settings
+    persisted: bool  # False for session-only overrides (command-line flags)
+
+
+SettingsListener = Callable[[SettingsChange], None]
+
+
+class SettingsService:
+    """The only writer of settings: validates, saves atomically, and tells subscribers what changed.
+
+    ``current`` is one live :class:`Settings` object that every service reads; nobody assigns to its
+    fields except this class. :meth:`update` persists; :meth:`override` changes the running
+    session only (``strata chat --ctx-size``), and is never written to the file.
+
+    Args:
+        store: Where settings are saved.
+        settings: The loaded settings.
+        notice: A one-time message about an unusable settings file, or None.
+    """
+
+    def __init__(self, store: SettingsStore, settings: Settings | None = None, notice: str | None = None) -> None:
+        self.store = store
+        self.notice = notice
+        self._current = settings if settings is not None else Settings()
+        self._persisted = dataclasses.replace(self._current)
+        self._listeners: list[SettingsListener] = []
+
+    @classmethod
+    def load(cls, store: SettingsStore) -> SettingsService:
+        """Read the settings file (never raises; see :meth:`SettingsStore.load`)."""
+        settings, notice = store.load()
+        if notice:
+            log.warning("%s", notice)
+        return cls(store, settings, notice)
+
+    @property
+    def current(self) -> Settings:
+        return self._current
+
+    def subscribe(self, fn: SettingsListener) -> Callable[[], None]:
+        """Call ``fn`` after every change; returns a function that unsubscribes."""
+        self._listeners.append(fn)
+
+        def unsubscribe() -> None:
+            if fn in self._listeners:
+                self._listeners.remove(fn)
+        return unsubscribe
+
+    def _check(self, changes: dict[str, Any]) -> Settings:
+        names = {f.name for f in dataclasses.fields(Settings)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise SettingsError(f"Unknown setting: {', '.join(unknown)}")
+        candidate = dataclasses.replace(self._persisted, **changes)
+        problems = candidate.validate()
+        if problems:
+            raise SettingsError("Settings not saved: " + " ".join(problems))
+        return candidate
+
+    def update(self, **changes: Any) -> frozenset[str]:
+        """Change, validate and save settings; returns the keys whose value changed.
+
+        Nothing changes (in memory or on disk) when validation or saving fails.
+
+        Raises:
+            SettingsError: an unknown key, an invalid value, or the file could not be written.
+        """
+        candidate = self._check(changes)
+        changed = frozenset(k for k, v in changes.items() if getattr(self._current, k) != v)
+        if not changed and candidate == self._persisted:
+            return changed
+        self.store.save(candidate)
+        self._persisted = candidate
+        for key, value in changes.items():
+            setattr(self._current, key, value)
+        self._emit(changed, persisted=True)
+        return changed
+
+    def override(self, **changes: Any) -> frozenset[str]:
+        """Change settings for this session only (not saved; later saves keep the file's values)."""
+        self._check(changes)
+        changed = frozenset(k for k, v in changes.items() if getattr(self._current, k) != v)
+        for key, value in changes.items():
+            setattr(self._current, key, value)
+        self._emit(changed, persisted=False)
+        return changed
+
+    def _emit(self, keys: frozenset[str], *, persisted: bool) -> None:
+        if not keys:
+            return
+        change = SettingsChange(keys, self._current, persisted)
+        for fn in list(self._listeners):
+            try:
+                fn(change)
+            except Exception:
+                logging.getLogger("strata.listener").exception("settings listener failed")

@@ -66,7 +66,7 @@ def test_install_list_probe_check_tuning_remove(services: Services, tmp_path: Pa
     check = json.loads(capsys.readouterr().out)
     assert not check["ok"] and "revision is unknown" in check["reason"]
     assert _cli(services, "pin", "upstream-cpu-all-b7601") == 0
-    assert services.settings_store.load()[0].pinned_engine == "upstream-cpu-all-b7601"
+    assert services.settings_service.store.load()[0].pinned_engine == "upstream-cpu-all-b7601"
     assert _cli(services, "remove", "upstream-cpu-all-b7601") == 0
     assert _cli(services, "remove", "local-rocm-bin") == 0
     capsys.readouterr()

@@ -270,15 +270,13 @@ class SettingsPage(QWidget):
         if problems:
             self.status.setText(self.tr("Not saved: ") + " ".join(problems))
             return False
+        old = dataclasses.replace(self.services.settings)
         try:
-            self.services.settings_store.save(new)
+            self.services.settings_service.update(
+                **{f.name: getattr(new, f.name) for f in dataclasses.fields(Settings)})
         except StrataError as exc:
             self.status.setText(exc.user_text())
             return False
-        old = dataclasses.replace(self.services.settings)
-        # Update in place: every service holds this same Settings object.
-        for f in dataclasses.fields(Settings):
-            setattr(self.services.settings, f.name, getattr(new, f.name))
         self._apply_theme(new.theme)
         restart_fields = ("hub_endpoint", "github_api_url", "github_download_url", "offline", "engines_dir",
                           "hf_cache_dir")
