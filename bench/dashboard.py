@@ -37,11 +37,11 @@ from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.resources import kernels_dir
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.runtime.engine import spec_from_folder
 from strata_gui.core.settings import Settings
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.chat_page import ChatPage
 from strata_gui.ui.pages.dashboard_page import DashboardPage
+from tests.support.fixed_engines import FixedEngines
 
 _spec = importlib.util.spec_from_file_location("bench_stream", ROOT / "bench" / "stream.py")
 assert _spec and _spec.loader
@@ -67,9 +67,9 @@ def main() -> int:
             metrics = MetricsStore(db)
             service = ChatService(store, default_supervisor_factory(http), http,
                                   Settings(context_size=args.tokens + 512, last_model=str(model)))
-            service.set_plan([spec_from_folder(engine_dir)])
+            service.set_plan([stream.bench_spec(engine_dir)])
             dashboard = DashboardService(metrics, Benchmark(http, default_supervisor_factory(http), metrics), http,
-                                         engines=lambda: [], gpu_label=lambda: "Strix Halo (replay)")
+                                         resolver=FixedEngines([], "Strix Halo (replay)"))
 
             def record(event: object) -> None:
                 if isinstance(event, MessageUpdated) and event.message.status == COMPLETE:

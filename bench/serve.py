@@ -29,7 +29,7 @@ import httpx
 from strata_gui.core.chat.service import ChatService, default_supervisor_factory
 from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.remote.secrets import FileSecretStore
-from strata_gui.core.runtime.engine import spec_from_folder
+from strata_gui.core.runtime.engine import Backend, EngineSpec, server_executable
 from strata_gui.core.serve.service import ChatUpstream, ServeService
 from strata_gui.core.settings import Settings
 
@@ -81,7 +81,8 @@ def main() -> int:
                 chat = ChatService(ConversationStore(Path(tmp) / "db.sqlite3").open(),
                                    default_supervisor_factory(http), http, settings)
                 chat.set_model(model)
-                chat.set_plan([spec_from_folder(engine_dir)])
+                chat.set_plan([EngineSpec("bench-cpu", "CPU", Backend.CPU, server_executable(engine_dir),
+                                          {"LD_LIBRARY_PATH": str(engine_dir)})])
                 serve = ServeService(settings, FileSecretStore(Path(tmp) / "secrets.json"), http, ChatUpstream(chat))
                 try:
                     proxy_url = await serve.start()

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import QApplication
 from strata_gui.core.chat.service import ChatService, MessageDelta, default_supervisor_factory
 from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.runtime.engine import spec_from_folder
+from strata_gui.core.runtime.engine import Backend, EngineSpec, server_executable
 from strata_gui.core.settings import Settings
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.chat_page import ChatPage
@@ -128,6 +128,12 @@ def default_engine_and_model() -> tuple[Path, Path]:
     return Path(values["STRATA_TEST_CPU_ENGINE"]), model
 
 
+def bench_spec(engine_dir: Path) -> EngineSpec:
+    """The raw CPU test engine as a launch spec (the benchmark measures the chat path, not the resolver)."""
+    return EngineSpec("bench-cpu", "CPU", Backend.CPU, server_executable(engine_dir),
+                      {"LD_LIBRARY_PATH": str(engine_dir)})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", type=Path)
@@ -149,7 +155,7 @@ def main() -> int:
             store = ConversationStore(Path(workdir.name) / "bench.sqlite3").open()
             service = ChatService(store, default_supervisor_factory(http), http,
                                   Settings(context_size=args.tokens + 512, last_model=str(model)))
-            service.set_plan([spec_from_folder(engine_dir)])
+            service.set_plan([bench_spec(engine_dir)])
             page = ChatPage(service, AsyncBridge())
             page.resize(1000, 700)
             page.show()

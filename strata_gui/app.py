@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     from strata_gui.ui.pages.engines_page import EnginesPage
     from strata_gui.ui.pages.gpu_page import GpuPage
     from strata_gui.ui.pages.models_page import ModelsPage
+    from strata_gui.ui.pages.network_page import NetworkPage
     from strata_gui.ui.pages.settings_page import SettingsPage
 
 log = logging.getLogger(__name__)
@@ -160,8 +161,22 @@ class Pages:
     engines: EnginesPage
     gpu: GpuPage
     dashboard: DashboardPage
+    network: NetworkPage
     settings: SettingsPage
     about: AboutPage
+
+
+@dataclass
+class AppUi:
+    """The composed GUI: the window, its pages and what they were built from (no attributes are
+    patched onto the window; whoever needs a page asks this object)."""
+
+    window: MainWindow
+    pages: Pages
+    services: AppServices
+    bridge: AsyncBridge
+    hooks: UiHooks
+    first_run: FirstRunGuide | None = None
 
 
 def create_window(base: Services, bridge: AsyncBridge | None, hooks: UiHooks) -> MainWindow:
@@ -180,16 +195,15 @@ def compose(
     bridge: AsyncBridge,
     app: QApplication,
     hooks: UiHooks | None = None,
-) -> MainWindow:
+) -> AppUi:
     """Build the main window and every page from the services (the app's whole wiring)."""
     hooks = hooks or UiHooks()
     window = create_window(services.base, bridge, hooks)
-    populate(window, services, bridge, app, hooks)
-    return window
+    return populate(window, services, bridge, app, hooks)
 
 
 def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app: QApplication,
-             hooks: UiHooks) -> Pages:
+             hooks: UiHooks) -> AppUi:
     """Create every page, add it to ``window`` and connect the pages to each other."""
     from strata_gui.core.bench.gpu_history import GpuHistory
     from strata_gui.core.rpc.workers import RpcDevice
@@ -205,7 +219,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
 
     base = services.base
     icon = app_icon()
-    chat = ChatPage(services.chat, bridge, remote=services.remote)
+    chat = ChatPage(services.chat, bridge, remote=services.remote, use_engine_folder=services.use_engine_folder)
     models = ModelsPage(services.models, bridge, open_url=lambda url: hooks.open_path(Path(url.toLocalFile())))
     engines = EnginesPage(services.engines, bridge)
     def remote_devices() -> list[RpcDevice]:
@@ -241,8 +255,9 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     )
     about = AboutPage(base.paths, open_path=hooks.open_path, icon=icon,
                       extra_report=lambda: _gpu_and_engine_report(services))
-    window.pages_by_role = Pages(chat, models, engines, gpu, dashboard, settings, about)  # type: ignore[attr-defined]
     network = NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
+    ui = AppUi(window, Pages(chat, models, engines, gpu, dashboard, network, settings, about), services, bridge,
+               hooks)
     for page in (chat, models, engines, gpu, dashboard, network, settings, about):
         window.add_page(page, page_icon(page))
     network.remotes_changed.connect(chat.refresh_run_on)
@@ -253,9 +268,9 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         window.show_page(chat)
 
     models.use_model.connect(chat_with)
-    settings.run_guide_requested.connect(lambda: open_first_run(window, services, bridge, hooks))
+    settings.run_guide_requested.connect(lambda: open_first_run(ui))
     # Plans and verdicts follow what the GPU page detects.
-    gpu.detected.connect(lambda _report: engines.set_gpus(services.gpu_targets()))
+    gpu.detected.connect(lambda _report: engines.set_gpus(services.resolver.gpu_targets()))
     gpu.detected.connect(lambda _report: services.refresh_chat_plan())
     engines.engines_changed.connect(services.refresh_chat_plan)
     window.closing.connect(gpu_history.stop)
@@ -263,12 +278,11 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     window.closing.connect(gpu.stop_sampling)
     if base.settings_notice:
         window.show_notice(base.settings_notice, "warning")
-    return window.pages_by_role  # type: ignore[attr-defined, no-any-return]
+    return ui
 
 
-def open_first_run(window: MainWindow, services: AppServices, bridge: AsyncBridge, hooks: UiHooks,
-                   starters: list[StarterModel] | None = None) -> FirstRunGuide:
-    """Show the first-run guide over ``window``; finishing or skipping it is remembered.
+def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> FirstRunGuide:
+    """Show the first-run guide over the window; finishing or skipping it is remembered.
 
     ``starters`` replaces the shipped starter list (tests point it at a loopback hub).
     """
@@ -276,12 +290,12 @@ def open_first_run(window: MainWindow, services: AppServices, bridge: AsyncBridg
     from strata_gui.core.resources import kernels_dir
     from strata_gui.ui.first_run import FirstRunGuide
 
-    pages: Pages = window.pages_by_role  # type: ignore[attr-defined]
+    window, services, bridge, hooks, pages = ui.window, ui.services, ui.bridge, ui.hooks, ui.pages
     base = services.base
-    previous = getattr(window, "first_run", None)
+    previous = ui.first_run
     if previous is not None and previous.isVisible():
         previous.raise_()
-        return previous  # type: ignore[no-any-return]
+        return previous
     if starters is None:
         try:
             starters = load_starters(kernels_dir() / STARTERS_FILE)
@@ -289,7 +303,7 @@ def open_first_run(window: MainWindow, services: AppServices, bridge: AsyncBridg
             bridge.error_occurred.emit(exc)
             starters = []
     guide = FirstRunGuide(services.gpu, services.engines, services.models, bridge, starters=starters,
-                          gpu_targets=services.gpu_targets, offline=base.settings.offline,
+                          gpu_targets=services.resolver.gpu_targets, offline=base.settings.offline,
                           choose_folder=hooks.choose_folder, choose_model=hooks.choose_model, parent=window)
 
     def engine_ready(_engine: object) -> None:
@@ -311,7 +325,7 @@ def open_first_run(window: MainWindow, services: AppServices, bridge: AsyncBridg
     window.closing.connect(guide.close)
     if previous is not None:
         previous.deleteLater()
-    window.first_run = guide  # type: ignore[attr-defined]
+    ui.first_run = guide
     guide.show()
     return guide
 
@@ -327,31 +341,21 @@ def _gpu_and_engine_report(services: AppServices) -> str:
     lines = []
     report = services.gpu.last_report
     lines.append(f"GPU: {report.label() if report else 'not detected yet (open the GPU page)'}")
-    for e in services.engines.installed():
-        probe = services.engines.last_probe(e.id)
-        lines.append(f"Engine {e.id}: {e.backend} {e.tag}" + (f" — {probe.message}" if probe else ""))
-    plan = services.chat.plan
-    if plan:
-        lines.append("Chat engine order: " + " → ".join(s.label for s in plan))
+    lines.append(services.resolver.resolve(services.chat.model).report())
     return "\n".join(lines)
 
 
-async def startup(services: AppServices, window: MainWindow) -> None:
-    """Background start-up: detect GPUs, probe installed engines, then order the chat plan."""
-    pages: Pages = window.pages_by_role  # type: ignore[attr-defined]
-    report = await services.gpu.detect_async()
-    pages.engines.set_gpus(services.gpu_targets())
-    targets = services.gpu_targets()
-    for engine in services.engines.installed():
-        try:
-            await services.engines.probe(engine, targets[0] if targets else None)
-        except StrataError:
-            log.warning("probe of %s failed", engine.id, exc_info=True)
-    services.refresh_chat_plan()
-    plan = services.chat.plan
-    window.statusBar().showMessage(
-        f"{report.label()} · " + (QCoreApplication.translate("startup", "engine: %1").replace("%1", plan[0].label)
-                                  if plan else QCoreApplication.translate("startup", "no engine installed yet")))
+async def startup(ui: AppUi) -> None:
+    """Background start-up: detect GPUs, probe every installed engine again (drivers may have
+    changed since the last run), then show which engine the chat will use."""
+    services = ui.services
+    report = await services.detect_gpus()
+    ui.pages.engines.set_gpus(services.resolver.gpu_targets())
+    resolution = await services.prepare(reprobe=True)
+    chosen = resolution.chosen
+    ui.window.statusBar().showMessage(
+        f"{report.label()} · " + (QCoreApplication.translate("startup", "engine: %1").replace("%1", chosen.label)
+                                  if chosen else QCoreApplication.translate("startup", "no engine installed yet")))
 
 
 async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float = 0.3) -> list[str]:
@@ -423,15 +427,15 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     async def main() -> int:
         app_services = build_app_services(services)
         built.append(app_services)
-        populate(window, app_services, bridge, app, hooks)
+        ui = populate(window, app_services, bridge, app, hooks)
         if exit_when_shown:
             app.processEvents()
             print(f"ready-at {time.time():.6f}", flush=True)
             window.close()
             return 0
-        bridge.run(lambda _p: startup(app_services, window), name="Start-up checks", show_errors=False)
+        bridge.run(lambda _p: startup(ui), name="Start-up checks", show_errors=False)
         if not self_test and not app_services.base.settings.first_run_done:
-            open_first_run(window, app_services, bridge, hooks)
+            open_first_run(ui)
         if self_test:
             problems = await run_self_test(window, bridge)
             for p in problems:

@@ -6,15 +6,17 @@ Headless commands never import Qt; the GUI module is loaded only when it is need
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from strata_gui import __version__
 from strata_gui.core.errors import StrataError
 from strata_gui.core.logging_setup import close_logging, configure_logging
-from strata_gui.core.services import build_services
+from strata_gui.core.services import Services, build_services
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,50 @@ def _run_gui(argv: Sequence[str], self_test: bool, exit_when_shown: bool = False
     return int(app_module.run_gui(list(argv), self_test=self_test, exit_when_shown=exit_when_shown))
 
 
+def _environ(args: argparse.Namespace) -> dict[str, str]:
+    """The process environment plus replay options given on the command line (``--sysfs-root``)."""
+    from strata_gui.core.gpu.service import ENV_SNAPSHOT, ENV_SYSFS_ROOT
+
+    env = dict(os.environ)
+    for attr, var in (("sysfs_root", ENV_SYSFS_ROOT), ("snapshot", ENV_SNAPSHOT)):
+        value = getattr(args, attr, None)
+        if value is not None:
+            env.pop(ENV_SYSFS_ROOT, None)
+            env.pop(ENV_SNAPSHOT, None)
+            env[var] = str(value)
+    return env
+
+
+async def _run_command(args: argparse.Namespace, services: Services) -> int:
+    # Every command gets the same core the GUI gets: one composition, so one set of decisions.
+    from strata_gui.core.app_services import build_app_services
+
+    app = build_app_services(services, keep_conversations=getattr(args, "keep_conversations", True))
+    try:
+        result = args.func(args, app)
+        if asyncio.iscoroutine(result):
+            result = await result
+        return int(result or 0)
+    finally:
+        await app.aclose()
+
+
+def run_command(argv: Sequence[str]) -> int:
+    """Run one headless command (``["engines", "list"]``) through the composed core.
+
+    Raises:
+        StrataError: the command failed with an explained condition (``main`` prints it).
+    """
+    args_list = list(argv)
+    args = build_parser(_requested_command(args_list)).parse_args(args_list)
+    if args.command is None:
+        raise StrataError("No command given.", hint="See `strata --help`.")
+    services = build_services(_environ(args))
+    if services.settings_notice:
+        print(f"note: {services.settings_notice}", file=sys.stderr)
+    return asyncio.run(_run_command(args, services))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `strata` console script."""
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -77,17 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     if args.command is None:
         return _run_gui(args_list, self_test=args.self_test, exit_when_shown=args.exit_when_shown)
-    services = build_services()
-    configure_logging(services.paths.log_file, verbose=args.verbose, to_stderr=True)
-    if services.settings_notice:
-        print(f"note: {services.settings_notice}", file=sys.stderr)
+    configure_logging(build_services(_environ(args)).paths.log_file, verbose=args.verbose, to_stderr=True)
     try:
-        import asyncio
-
-        result = args.func(args, services)
-        if asyncio.iscoroutine(result):
-            result = asyncio.run(result)
-        return int(result or 0)
+        return run_command(args_list)
     except StrataError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         if exc.hint:

@@ -7,12 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from strata_gui.core.app_services import build_app_services
+from strata_gui.core.app_services import AppServices
 from strata_gui.core.bench.workload import BenchConfig
 from strata_gui.core.errors import StrataError
 from strata_gui.core.progress import Progress
-from strata_gui.core.runtime.engine import EngineSpec, spec_from_folder
-from strata_gui.core.services import Services
+from strata_gui.core.runtime.engine import EngineSpec
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,33 +27,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-async def run(args: argparse.Namespace, services: Services) -> int:
+async def run(args: argparse.Namespace, app: AppServices) -> int:
     if not args.model.is_file():
         raise StrataError(f"Model file not found: {args.model}", hint="Give the path of a .gguf file.")
     config = BenchConfig(args.prefill, args.gen, args.reps)
     config.validate()
-    app = build_app_services(services)
-    try:
-        if args.engines == "all":
-            app.gpu.detect()
-            targets = app.gpu_targets()
-            for engine in app.engines.installed():
-                await app.engines.probe(engine, targets[0] if targets else None)
-        engines: list[EngineSpec] = app.engine_specs() if args.engines == "all" else []
-        engines += [spec_from_folder(d) for d in args.engine]
-        if not engines:
-            raise StrataError("No engine to benchmark.",
-                              hint="Install one with `strata engines install`, or pass --engine DIR.")
+    await app.prepare()  # engines whose last check failed are never benchmarked
+    engines: list[EngineSpec] = app.resolver.installed_specs() if args.engines == "all" else []
+    chosen = [await app.resolver.use_folder(folder) for folder in args.engine]
+    engines = chosen + [e for e in engines if e.id not in {c.id for c in chosen}]
+    if not engines:
+        raise StrataError("No engine to benchmark.",
+                          hint="Install one with `strata engines install`, or pass --engine DIR.")
+    if not args.json:
+        print("engines: " + ", ".join(f"{e.label} ({e.reason})" for e in engines), file=sys.stderr)
 
-        def show(p: Progress) -> None:
-            if not args.json:
-                print(f"\r[{int(p.done)}/{int(p.total or 0)}] {p.message[:70]:<70}", end="", file=sys.stderr,
-                      flush=True)
+    def show(p: Progress) -> None:
+        if not args.json:
+            print(f"\r[{int(p.done)}/{int(p.total or 0)}] {p.message[:70]:<70}", end="", file=sys.stderr,
+                  flush=True)
 
-        results, rec = await app.dashboard.run_benchmark(args.model.resolve(), engines, config, show)
-        gpu = app.gpu_label()
-    finally:
-        await app.aclose()
+    results, rec = await app.dashboard.run_benchmark(args.model.resolve(), engines, config, show)
+    gpu = app.dashboard.gpu_label()
     if args.json:
         print(json.dumps({"model": args.model.name, "gpu": gpu,
                           "results": [r.to_json() for r in results], "recommended": rec.engine,

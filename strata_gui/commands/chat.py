@@ -1,4 +1,8 @@
-"""`strata chat --model M [--engine DIR] [--json] "prompt"`: one streamed reply and its statistics."""
+"""`strata chat --model M [--engine DIR] [--json] "prompt"`: one streamed reply and its statistics.
+
+The engine comes from the core's resolver, as in the app: engines whose last check failed are never
+launched, the measured or pinned choice is honoured, and the engine used (and why) is printed.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +11,10 @@ import json
 import sys
 from pathlib import Path
 
-import httpx
-
-from strata_gui.core.chat.service import (
-    ChatEvent,
-    ChatService,
-    EngineStatus,
-    MessageDelta,
-    Notice,
-    default_supervisor_factory,
-)
-from strata_gui.core.chat.store import ConversationStore
+from strata_gui.core.app_services import AppServices
+from strata_gui.core.chat.service import ChatEvent, EngineStatus, MessageDelta, Notice
 from strata_gui.core.errors import ChatError
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.runtime.engine import EngineSpec, discover_engines, spec_from_folder
-from strata_gui.core.services import Services
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +22,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("prompt", help="what to ask")
     p.add_argument("--model", "-m", help="GGUF file (default: the last model used in the app)")
     p.add_argument("--engine", "-e", action="append", default=[], metavar="DIR",
-                   help="engine folder containing llama-server; repeat to give fallbacks in order")
+                   help="use the llama-server in DIR first (checked before use; repeat for more; "
+                        "installed engines stay as fallbacks)")
     p.add_argument("--system", default="", help="system prompt")
     p.add_argument("--max-tokens", type=int, default=None, help="stop after this many tokens")
     p.add_argument("--temperature", type=float, default=None)
@@ -37,39 +31,44 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--ctx-size", type=int, default=None, help="context size (default: from Settings)")
     p.add_argument("--no-fallback", action="store_true", help="do not try the next engine when one fails")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
-    p.set_defaults(func=run)
+    # A one-off prompt is not kept with the app's conversations.
+    p.set_defaults(func=run, keep_conversations=False)
 
 
-def _plan(args: argparse.Namespace, services: Services) -> list[EngineSpec]:
-    if args.engine:
-        return [spec_from_folder(Path(d)) for d in args.engine]
-    pinned = services.settings.pinned_engine
-    if pinned and Path(pinned).is_dir():
-        return [spec_from_folder(Path(pinned))]
-    root = Path(services.settings.engines_dir) if services.settings.engines_dir else services.paths.engines_dir
-    plan = discover_engines(root)
-    if not plan:
-        raise ChatError("No engine found.", hint=f"Install one in the app, or pass --engine DIR (searched {root}).")
-    return plan
-
-
-def _model(args: argparse.Namespace, services: Services) -> Path:
-    chosen = args.model or services.settings.last_model
+def _model(args: argparse.Namespace, app: AppServices) -> Path:
+    chosen = args.model or app.settings.current.last_model
     if not chosen:
         raise ChatError("No model given.", hint="Pass --model FILE.gguf.")
     return Path(chosen).expanduser()
 
 
-async def run(args: argparse.Namespace, services: Services) -> int:
-    settings = services.settings
+def _folders(given: list[str]) -> list[Path]:
+    return [Path(f).expanduser() for f in given]
+
+
+async def run(args: argparse.Namespace, app: AppServices) -> int:
+    overrides: dict[str, object] = {}
     if args.ctx_size is not None:
-        settings.context_size = args.ctx_size
+        overrides["context_size"] = args.ctx_size
     if args.no_fallback:
-        settings.auto_fallback = False
-    model = _model(args, services)
-    plan = _plan(args, services)
+        overrides["auto_fallback"] = False
+    if overrides:
+        app.settings.override(**overrides)  # this run only: never written to the settings file
+    model = _model(args, app)
+    await app.prepare()
+    for folder in _folders(args.engine):
+        await app.resolver.use_folder(folder)
+    resolution = app.resolver.resolve(model)
+    if resolution.chosen is None:
+        raise ChatError(resolution.summary(), hint="Install an engine with `strata engines install`, "
+                                                   "or pass --engine DIR.")
+    service = app.chat
+    service.set_plan(list(resolution.specs))
+    service.set_model(model)
     notices: list[str] = []
     stream = not args.json
+    if stream:
+        print(f"engine: {resolution.summary()}", file=sys.stderr)
 
     def on_event(event: ChatEvent) -> None:
         if isinstance(event, MessageDelta) and stream:
@@ -81,26 +80,18 @@ async def run(args: argparse.Namespace, services: Services) -> int:
         elif isinstance(event, EngineStatus) and stream and sys.stderr.isatty():
             print(f"\r{event.detail[:70]:<70}", end="", file=sys.stderr, flush=True)
 
-    # A one-off prompt is not kept with the app's conversations.
-    store = ConversationStore(Path(":memory:")).open()
-    async with httpx.AsyncClient(trust_env=False) as http:
-        service = ChatService(store, default_supervisor_factory(http, dict(services.environ)), http, settings)
-        service.set_plan(plan)
-        service.set_model(model)
-        service.subscribe(on_event)
-        try:
-            conv = service.new_conversation()
-            store.update_settings(conv.id, system_prompt=args.system, sampling=SamplingParams(
-                max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed))
-            await service.ensure_engine()
-            if stream and sys.stderr.isatty():
-                print("\r" + " " * 72 + "\r", end="", file=sys.stderr)
-            reply = await service.send(conv.id, args.prompt)
-        finally:
-            await service.aclose()
+    service.subscribe(on_event)
+    conv = service.new_conversation()
+    service.store.update_settings(conv.id, system_prompt=args.system, sampling=SamplingParams(
+        max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed))
+    await service.ensure_engine()
+    if stream and sys.stderr.isatty():
+        print("\r" + " " * 72 + "\r", end="", file=sys.stderr)
+    reply = await service.send(conv.id, args.prompt)
     if args.json:
         print(json.dumps({"reply": reply.content, "stats": reply.stats.to_json(),
-                          "context_used": reply.stats.context_used, "notices": notices}, indent=2))
+                          "context_used": reply.stats.context_used, "notices": notices,
+                          "engine": resolution.to_json()}, indent=2))
     else:
         print()
         print(reply.stats.summary(), file=sys.stderr)

@@ -1,24 +1,24 @@
-"""`strata engines plan|list|install|update|remove|pin|gc|probe|add-local|check-tuning [--json]`."""
+"""`strata engines plan|list|resolve|install|update|remove|pin|gc|probe|add-local|check-tuning [--json]`.
+
+GPU targets default to the detected GPUs (``--gfx`` plans for others); every verdict, order and
+reason comes from the core (engine service and resolver), the same the GUI shows.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import httpx
-
-from strata_gui.core.engines import EngineService, GpuTarget, create_engine_service
+from strata_gui.core.app_services import AppServices
+from strata_gui.core.engines import EngineService, GpuTarget
 from strata_gui.core.engines.records import InstalledEngine, Release
 from strata_gui.core.engines.releases import load_releases_file
 from strata_gui.core.errors import EngineError
 from strata_gui.core.progress import Progress
-from strata_gui.core.services import Services
-
-T = TypeVar("T")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,14 +33,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     def gpu_args(ap: argparse.ArgumentParser) -> None:
         ap.add_argument("--gfx", action="append", default=[], metavar="GFX",
-                        help="plan for this gfx target (repeatable; default: the gfx override setting)")
+                        help="plan for this gfx target (repeatable; default: the detected GPUs)")
 
     plan = add("plan", "which builds would be tried for this GPU, and why")
     gpu_args(plan)
     plan.add_argument("--os", choices=("windows", "linux"), help="plan for another OS")
     plan.add_argument("--releases-json", action="append", default=[], type=Path, metavar="FILE",
                       help="use saved GitHub release JSON instead of the network (repeatable)")
-    add("list", "installed engines")
+    add("list", "installed engines and their last check on this machine")
+    res = add("resolve", "which engine a model would run on, and why (nothing is launched)")
+    res.add_argument("--model", "-m", type=Path, help="GGUF file (default: the last model used)")
     inst = add("install", "install engines: the first usable one, or one backend")
     gpu_args(inst)
     inst.add_argument("--backend", choices=("rocm", "vulkan", "cpu"),
@@ -57,21 +59,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gpu_args(probe)
     local = add("add-local", "register a folder holding a llama-server you built")
     local.add_argument("folder", type=Path)
-    local.add_argument("--backend", choices=("rocm", "vulkan", "cpu"), required=True)
+    local.add_argument("--backend", choices=("rocm", "vulkan", "cpu"),
+                       help="default: told from its libraries, else from the devices it lists")
     local.add_argument("--name", help="name for the list (default: the folder name)")
     gpu_args(local)
     tune = add("check-tuning", "check a hipBLASLt tuning table against an engine and GPU")
     tune.add_argument("file", type=Path)
     tune.add_argument("--engine", required=True, metavar="ID")
-    tune.add_argument("--gfx", help="the GPU's gfx target (default: the gfx override setting)")
+    tune.add_argument("--gfx", help="the GPU's gfx target (default: the detected GPU)")
     tune.add_argument("--table-gfx", help="gfx target the table was made for (default: the GPU's)")
 
 
-def _gpus(args: argparse.Namespace, svc: EngineService) -> list[GpuTarget]:
+def _gpus(args: argparse.Namespace, app: AppServices) -> list[GpuTarget]:
     gfx = getattr(args, "gfx", None) or []
     if isinstance(gfx, list) and gfx:
         return [GpuTarget(g.lower(), None, g.lower()) for g in gfx]
-    return svc.gpus_from_settings()
+    return app.resolver.gpu_targets()
 
 
 def _progress_printer(enabled: bool) -> Callable[[Progress], None]:
@@ -81,116 +84,115 @@ def _progress_printer(enabled: bool) -> Callable[[Progress], None]:
     return show
 
 
-def _engine_json(e: InstalledEngine, svc: EngineService) -> dict[str, Any]:
+def _engine_json(e: InstalledEngine, svc: EngineService, gpu: GpuTarget | None) -> dict[str, Any]:
     data = e.to_json()
-    probe = svc.last_probe(e.id)
+    probe = svc.last_probe(e.id, gpu)
     data["probe"] = probe.to_json() if probe else None
     data["pinned"] = e.id == svc.settings.pinned_engine
     return data
 
 
-def _engine_line(e: InstalledEngine, svc: EngineService) -> str:
-    probe = svc.last_probe(e.id)
-    state = f"{probe.verdict}: {probe.message}" if probe else "not probed"
+def _engine_line(e: InstalledEngine, svc: EngineService, gpu: GpuTarget | None) -> str:
+    probe = svc.last_probe(e.id, gpu)
+    state = f"{probe.verdict}: {probe.message}" if probe else "not checked on this machine yet (strata engines probe)"
     pin = " (pinned)" if e.id == svc.settings.pinned_engine else ""
     return f"{e.id}{pin}\n    {e.backend} {e.tag}  {e.server_path}\n    {state}"
-
-
-async def _with_service(services: Services, body: Callable[[EngineService], Awaitable[T]]) -> T:
-    async with httpx.AsyncClient(follow_redirects=True, timeout=httpx.Timeout(30, read=60)) as http:
-        svc = create_engine_service(services.paths, services.settings, services.environ, http,
-                                    save_settings=services.save_settings)
-        return await body(svc)
 
 
 def _out(args: argparse.Namespace, data: Any, text: str) -> None:
     print(json.dumps(data, indent=2) if args.json else text)
 
 
-async def run(args: argparse.Namespace, services: Services) -> int:
+async def run(args: argparse.Namespace, app: AppServices) -> int:
     action = args.engines_command
     show = _progress_printer(not args.json and sys.stderr.isatty())
-
-    async def body(svc: EngineService) -> int:
-        if action == "plan":
-            if args.os:
-                svc.os_name = args.os
-            releases: dict[str, tuple[Release, ...]] | None = None
-            if args.releases_json:
-                releases = {}
-                for f in args.releases_json:
-                    repo, rels = load_releases_file(f)
-                    releases[repo] = releases.get(repo, ()) + rels
-            plan = await svc.plan(_gpus(args, svc), releases)
-            _out(args, plan.to_json(), plan.report())
-            return 0
-        if action == "list":
-            engines = svc.installed()
-            text = "\n".join(_engine_line(e, svc) for e in engines) or (
-                "No engines installed. Run `strata engines install`.")
-            _out(args, [_engine_json(e, svc) for e in engines], text)
-            return 0
-        if action == "install":
-            gpus = _gpus(args, svc)
-            if args.backend:
-                plan = await svc.plan(gpus)
-                cand = next((c for c in plan.included if c.backend == args.backend), None)
-                if cand is None:
-                    raise EngineError(f"The plan has no {args.backend} build for this machine.",
-                                      hint="See `strata engines plan` for the reasons.")
-                engine = await svc.install(cand, show, gpus[0] if gpus else None)
-                result = await svc.probe(engine, gpus[0] if gpus else None)
-                _out(args, _engine_json(engine, svc), f"\ninstalled {engine.id}: {result.verdict}: {result.message}")
-                return 0 if result.usable else 1
-            outcome = await svc.setup(gpus, show)
-            data = {"plan": outcome.plan.to_json(), "attempts": list(outcome.notices),
-                    "chosen": outcome.chosen.id if outcome.chosen else None}
-            text = "\n".join(outcome.notices) + (
-                f"\nusing {outcome.chosen.id}" if outcome.chosen else "\nno engine works on this machine")
-            _out(args, data, text)
-            return 0 if outcome.chosen else 1
-        if action == "update":
-            ups = svc.updates(await svc.plan(_gpus(args, svc)))
-            done = []
-            for old, cand in ups:
-                new = await svc.install(cand, show)
-                done.append({"from": old.id, "to": new.id})
-            _out(args, done, "\n".join(f"{d['from']} → {d['to']}" for d in done) or "All engines are up to date.")
-            return 0
-        if action == "remove":
-            svc.remove(args.engine)
-            _out(args, {"removed": args.engine}, f"removed {args.engine}")
-            return 0
-        if action == "pin":
-            svc.pin(args.engine)
-            _out(args, {"pinned": args.engine}, f"pinned {args.engine}" if args.engine else "choosing automatically")
-            return 0
-        if action == "gc":
-            removed = svc.garbage_collect()
-            _out(args, {"removed": removed}, "\n".join(f"removed {r}" for r in removed) or "nothing to remove")
-            return 0
-        if action == "probe":
-            gpus = _gpus(args, svc)
-            engines = [svc.get(args.engine)] if args.engine else svc.installed()
-            results = {}
-            for e in engines:
-                results[e.id] = (await svc.probe(e, gpus[0] if gpus else None)).to_json()
-            text = "\n".join(f"{k}: {v['verdict']}: {v['message']}" for k, v in results.items()) or (
-                "No engines installed.")
-            _out(args, results, text)
-            return 0 if any(v["verdict"] == "works" for v in results.values()) else 1
-        if action == "add-local":
-            gpus = _gpus(args, svc)
-            engine, result = await svc.add_local(args.folder, args.backend, gpus[0] if gpus else None, args.name)
-            _out(args, {**_engine_json(engine, svc), "probe": result.to_json()},
-                 f"added {engine.id}: {result.verdict}: {result.message}")
+    svc = app.engines
+    if not getattr(args, "gfx", None):
+        await app.detect_gpus()
+    if action == "plan":
+        if args.os:
+            svc.os_name = args.os
+        releases: dict[str, tuple[Release, ...]] | None = None
+        if args.releases_json:
+            releases = {}
+            for f in args.releases_json:
+                repo, rels = load_releases_file(f)
+                releases[repo] = releases.get(repo, ()) + rels
+        plan = await svc.plan(_gpus(args, app), releases)
+        _out(args, plan.to_json(), plan.report())
+        return 0
+    gpus = _gpus(args, app)
+    gpu = gpus[0] if gpus else None
+    if action == "list":
+        engines = svc.installed()
+        text = "\n".join(_engine_line(e, svc, gpu) for e in engines) or (
+            "No engines installed. Run `strata engines install`.")
+        _out(args, [_engine_json(e, svc, gpu) for e in engines], text)
+        return 0
+    if action == "resolve":
+        model = args.model or (Path(app.settings.current.last_model) if app.settings.current.last_model else None)
+        await app.resolver.prepare(show)
+        resolution = app.resolver.resolve(model.expanduser() if model else None)
+        _out(args, resolution.to_json(), resolution.report())
+        return 0 if resolution.chosen else 1
+    if action == "install":
+        if args.backend:
+            plan = await svc.plan(gpus)
+            cand = next((c for c in plan.included if c.backend == args.backend), None)
+            if cand is None:
+                raise EngineError(f"The plan has no {args.backend} build for this machine.",
+                                  hint="See `strata engines plan` for the reasons.")
+            engine = await svc.install(cand, show, gpu)
+            result = await svc.probe(engine, gpu)
+            _out(args, _engine_json(engine, svc, gpu), f"\ninstalled {engine.id}: {result.verdict}: {result.message}")
             return 0 if result.usable else 1
-        if action == "check-tuning":
-            engine = svc.get(args.engine)
-            check = svc.check_tuning(args.file, engine, args.gfx, args.table_gfx)
-            _out(args, {"ok": check.ok, "reason": check.reason, "revision": check.revision, "rows": check.rows},
-                 ("valid: " if check.ok else "rejected: ") + check.reason)
-            return 0 if check.ok else 1
-        raise EngineError(f"Unknown engines action '{action}'.")
-
-    return await _with_service(services, body)
+        outcome = await svc.setup(gpus, show)
+        data = {"plan": outcome.plan.to_json(), "attempts": list(outcome.notices),
+                "chosen": outcome.chosen.id if outcome.chosen else None}
+        text = "\n".join(outcome.notices) + (
+            f"\nusing {outcome.chosen.id}" if outcome.chosen else "\nno engine works on this machine")
+        _out(args, data, text)
+        return 0 if outcome.chosen else 1
+    if action == "update":
+        ups = svc.updates(await svc.plan(gpus))
+        done = []
+        for old, cand in ups:
+            new = await svc.install(cand, show, gpu)
+            await svc.probe(new, gpu)
+            done.append({"from": old.id, "to": new.id})
+        _out(args, done, "\n".join(f"{d['from']} → {d['to']}" for d in done) or "All engines are up to date.")
+        return 0
+    if action == "remove":
+        svc.remove(args.engine)
+        _out(args, {"removed": args.engine}, f"removed {args.engine}")
+        return 0
+    if action == "pin":
+        svc.pin(args.engine)
+        _out(args, {"pinned": args.engine}, f"pinned {args.engine}" if args.engine else "choosing automatically")
+        return 0
+    if action == "gc":
+        removed = svc.garbage_collect()
+        _out(args, {"removed": removed}, "\n".join(f"removed {r}" for r in removed) or "nothing to remove")
+        return 0
+    if action == "probe":
+        engines = [svc.get(args.engine)] if args.engine else svc.installed()
+        results = {}
+        for e in engines:
+            results[e.id] = (await svc.probe(e, gpu)).to_json()
+        text = "\n".join(f"{k}: {v['verdict']}: {v['message']}" for k, v in results.items()) or (
+            "No engines installed.")
+        _out(args, results, text)
+        return 0 if any(v["verdict"] == "works" for v in results.values()) else 1
+    if action == "add-local":
+        engine, result = await svc.add_local(args.folder, args.backend, gpu, args.name)
+        _out(args, {**_engine_json(engine, svc, gpu), "probe": result.to_json()},
+             f"added {engine.id} ({engine.backend}): {result.verdict}: {result.message}")
+        return 0 if result.usable else 1
+    if action == "check-tuning":
+        engine = svc.get(args.engine)
+        gfx = args.gfx or (app.resolver.primary_target().gfx if app.resolver.primary_target() else None)  # type: ignore[union-attr]
+        check = svc.check_tuning(args.file, engine, gfx, args.table_gfx)
+        _out(args, {"ok": check.ok, "reason": check.reason, "revision": check.revision, "rows": check.rows},
+             ("valid: " if check.ok else "rejected: ") + check.reason)
+        return 0 if check.ok else 1
+    raise EngineError(f"Unknown engines action '{action}'.")

@@ -13,11 +13,9 @@ import sys
 import time
 from pathlib import Path
 
+from strata_gui.core.app_services import AppServices
 from strata_gui.core.errors import GpuDetectionError
 from strata_gui.core.gpu.model import GpuReport, GpuSample, fmt_opt_bytes, fmt_sample_value
-from strata_gui.core.gpu.service import GpuService, build_gpu_service
-from strata_gui.core.resources import kernels_dir
-from strata_gui.core.services import Services
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,16 +33,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _service(args: argparse.Namespace, services: Services) -> GpuService:
-    existing: GpuService | None = getattr(services, "gpu", None)
-    if args.sysfs_root is None and args.snapshot is None and existing is not None:
-        return existing
-    family_of = existing.family_of if existing is not None else None
-    return build_gpu_service(kernels_dir(), sysfs_root=args.sysfs_root, snapshot_file=args.snapshot,
-                             environ=services.environ, family_of=family_of,
-                             gfx_override=services.settings.gfx_override or None)
-
-
 def _watch_line(report: GpuReport, samples: dict[str, GpuSample]) -> str:
     parts = []
     for gpu in report.gpus:
@@ -60,8 +48,11 @@ def _watch_line(report: GpuReport, samples: dict[str, GpuSample]) -> str:
     return time.strftime("%H:%M:%S ") + (" | ".join(parts) if parts else "no GPU telemetry")
 
 
-def run(args: argparse.Namespace, services: Services) -> int:
-    service = _service(args, services)
+def run(args: argparse.Namespace, app: AppServices) -> int:
+    # --sysfs-root / --snapshot reach the core's GPU service through the environment (cli.py).
+    if app.gpu_error is not None:
+        raise app.gpu_error
+    service = app.gpu
     report = service.detect()
     if args.engine_log is not None:
         try:

@@ -13,16 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from strata_gui.core.app_services import AppServices
 from strata_gui.core.errors import ModelError
-from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.gguf_meta import format_params, metadata_summary
 from strata_gui.core.models.hub import SORTS, RepoSummary
 from strata_gui.core.models.library import LibraryEntry
-from strata_gui.core.models.service import FitReport, ModelService, build_model_service
+from strata_gui.core.models.service import FitReport, ModelService
 from strata_gui.core.progress import Progress, format_bytes
-from strata_gui.core.services import Services
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,21 +57,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _memory_target(services: Services) -> MemoryTarget:
-    s = services.settings
-    return MemoryTarget.from_settings(s.fallback_gpu_memory_mb, s.memory_budget_mb)
-
-
-async def run(args: argparse.Namespace, services: Services) -> int:
-    existing: ModelService | None = getattr(services, "models", None)
-    if existing is not None:
-        return await _dispatch(args, existing)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(30, connect=10)) as client:
-        svc = build_model_service(services.settings, services.paths.data_dir, client, services.environ)
-        try:
-            return await _dispatch(args, svc)
-        finally:
-            await svc.aclose()
+async def run(args: argparse.Namespace, app: AppServices) -> int:
+    if args.models_command in ("info", "pull"):
+        await app.detect_gpus()  # fit verdicts judge against the detected GPU, as the Models page does
+    return await _dispatch(args, app.models)
 
 
 async def _dispatch(args: argparse.Namespace, svc: ModelService) -> int:

@@ -7,12 +7,10 @@ import json
 import os
 import sys
 
-import httpx
-
+from strata_gui.core.app_services import AppServices
 from strata_gui.core.errors import ChatError
-from strata_gui.core.remote.service import RemoteService, build_remote_service, describe
+from strata_gui.core.remote.service import RemoteService, describe
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.services import Services
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,10 +50,8 @@ def _key(args: argparse.Namespace) -> str | None:
     return None
 
 
-async def run(args: argparse.Namespace, services: Services) -> int:
-    async with httpx.AsyncClient(follow_redirects=True) as http:
-        remote = build_remote_service(services.paths.config_dir, http)
-        return await _run(args, remote)
+async def run(args: argparse.Namespace, app: AppServices) -> int:
+    return await _run(args, app.remote)
 
 
 async def _run(args: argparse.Namespace, remote: RemoteService) -> int:

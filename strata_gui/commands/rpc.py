@@ -8,10 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from strata_gui.core.app_services import AppServices, build_app_services
+from strata_gui.core.app_services import AppServices
 from strata_gui.core.rpc.workers import DEFAULT_RPC_PORT, TRUST_WARNING, WorkerStatus
-from strata_gui.core.runtime.engine import EngineSpec, spec_from_folder
-from strata_gui.core.services import Services
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,10 +37,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _engines(app: AppServices, folder: str | None) -> list[EngineSpec]:
-    return [spec_from_folder(Path(folder))] if folder else app.engine_specs()
-
-
 def _describe(s: WorkerStatus) -> str:
     if not s.reachable:
         return f"{s.address}\tunreachable\t{s.error}"
@@ -55,21 +49,15 @@ def _status_json(s: WorkerStatus) -> dict[str, object]:
             "devices": [{"name": d.name, "total_mb": d.total_mb, "free_mb": d.free_mb} for d in s.devices]}
 
 
-async def run(args: argparse.Namespace, services: Services) -> int:
-    app = build_app_services(services)
-    try:
-        return await _run(args, app)
-    finally:
-        await app.aclose()
-
-
-async def _run(args: argparse.Namespace, app: AppServices) -> int:
+async def run(args: argparse.Namespace, app: AppServices) -> int:
     pool = app.rpc
     action = args.rpc_command
     folder = getattr(args, "engine", None)
+    await app.detect_gpus()
     if folder:
-        specs = _engines(app, folder)
-        pool.use_engines(lambda: specs)
+        # A one-off engine folder goes through the resolver like any engine: checked before use.
+        spec = await app.resolver.use_folder(Path(folder), need_device=False)
+        pool.use_engines(lambda: [spec])
     if action == "serve":
         print(f"warning: {TRUST_WARNING}", file=sys.stderr)
         server = await pool.serve(args.host, args.port, devices=args.device or None)

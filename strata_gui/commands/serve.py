@@ -7,10 +7,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-from strata_gui.core.app_services import AppServices, build_app_services
-from strata_gui.core.runtime.engine import spec_from_folder
+from strata_gui.core.app_services import AppServices
 from strata_gui.core.serve.proxy import ApiRequest
-from strata_gui.core.services import Services
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,45 +39,50 @@ def _describe(req: ApiRequest) -> str:
     return " · ".join(parts)
 
 
-def _choose(app: AppServices, args: argparse.Namespace) -> None:
-    if args.model:  # before the plan: choosing a model recomputes the plan of installed engines
-        app.chat.set_model(Path(args.model).expanduser())
-    if args.engine:
-        app.chat.set_plan([spec_from_folder(Path(d)) for d in args.engine])
+def _paths(given: list[str]) -> list[Path]:
+    return [Path(f).expanduser() for f in given]
 
 
-async def run(args: argparse.Namespace, services: Services) -> int:
-    app = build_app_services(services)
-    try:
-        serve = app.serve
-        if args.new_key:
-            print(f"new API key (shown once; clients send it as 'Authorization: Bearer KEY'):\n{serve.generate_key()}")
-            return 0
-        if args.show_key:
-            print(serve.api_key() or "no API key set (generate one with --new-key)")
-            return 0
-        _choose(app, args)
-        done = asyncio.Event()
-        served = [0]
+async def _choose(app: AppServices, args: argparse.Namespace) -> str:
+    """Resolve the engines (one-off folders first, checked) and the model; returns what runs and why."""
+    await app.prepare()
+    for folder in _paths(args.engine):
+        await app.resolver.use_folder(folder)
+    if args.model:
+        app.chat.set_model(_paths([args.model])[0])
+    app.refresh_chat_plan()
+    return app.resolver.resolve(app.chat.model).summary()
 
-        def on_request(req: ApiRequest) -> None:
-            print(_describe(req), flush=True)
-            served[0] += 1
-            if args.max_requests and served[0] >= args.max_requests:
-                done.set()
 
-        serve.add_listener(on_request)
-        url = await serve.start(lan=args.lan or None, port=args.port)
-        model = app.chat.model.name if app.chat.model else "none chosen (pass --model)"
-        print(f"serving {model} at {url}", flush=True)
-        if serve.has_key:
-            print("API key required (see --show-key)", flush=True)
-        print(serve.curl_example(), flush=True)
-        if args.preload:
-            await app.chat.ensure_engine()
-            print("model loaded", flush=True)
-        print("press Ctrl+C to stop", file=sys.stderr, flush=True)
-        await done.wait()
+async def run(args: argparse.Namespace, app: AppServices) -> int:
+    serve = app.serve
+    if args.new_key:
+        print(f"new API key (shown once; clients send it as 'Authorization: Bearer KEY'):\n{serve.generate_key()}")
         return 0
-    finally:
-        await app.aclose()
+    if args.show_key:
+        print(serve.api_key() or "no API key set (generate one with --new-key)")
+        return 0
+    engine = await _choose(app, args)
+    print(f"engine: {engine}", file=sys.stderr, flush=True)
+    done = asyncio.Event()
+    served = [0]
+
+    def on_request(req: ApiRequest) -> None:
+        print(_describe(req), flush=True)
+        served[0] += 1
+        if args.max_requests and served[0] >= args.max_requests:
+            done.set()
+
+    serve.add_listener(on_request)
+    url = await serve.start(lan=args.lan or None, port=args.port)
+    model = app.chat.model.name if app.chat.model else "none chosen (pass --model)"
+    print(f"serving {model} at {url}", flush=True)
+    if serve.has_key:
+        print("API key required (see --show-key)", flush=True)
+    print(serve.curl_example(), flush=True)
+    if args.preload:
+        await app.chat.ensure_engine()
+        print("model loaded", flush=True)
+    print("press Ctrl+C to stop", file=sys.stderr, flush=True)
+    await done.wait()
+    return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from strata_gui.core.services import Services
+from strata_gui.core.app_services import AppServices
 from strata_gui.core.system import collect_system_info
 
 
@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace, services: Services) -> int:
-    info = collect_system_info(services.paths)
+def run(args: argparse.Namespace, app: AppServices) -> int:
+    info = collect_system_info(app.base.paths)
     print(info.to_json() if args.json else info.report())
     return 0

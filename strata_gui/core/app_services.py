@@ -1,13 +1,10 @@
-"""The full set of long-lived services for the GUI (and heavier CLI commands), wired together.
+"""The core container: every long-lived service, built once by :func:`build_app_services`.
 
-:func:`build_app_services` is the one place that decides how the GPU detector, the engine
-fetcher, the model browser, the chat session and the dashboards are connected:
-
-- the GPU report gives the engines their plan targets and the model browser its memory target;
-- installed engines become the chat's fallback plan (ROCm → Vulkan → CPU, pinned first), with
-  each engine's launch environment (tuning table, library path) from the engines package;
-- a benchmark's measured (or the user's) choice for a model moves that engine to the front;
-- every finished chat reply is recorded for the throughput dashboard.
+Both faces use it: ``app.py`` (the GUI) and every ``strata`` command build exactly this, so they
+make the same decisions. Each decision has one owner inside: which engine runs belongs to the
+:class:`~strata_gui.core.engines.resolver.EngineResolver`; what a setting is, to the
+:class:`~strata_gui.core.settings.SettingsService`; the GPU facts, to the GPU service. This module
+only connects them; it holds no policy of its own.
 """
 
 from __future__ import annotations
@@ -22,15 +19,18 @@ import httpx
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import Benchmark
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.chat.service import ChatEvent, ChatService, MessageUpdated, default_supervisor_factory
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
-from strata_gui.core.engines import EngineService, GpuTarget, InstalledEngine, create_engine_service
+from strata_gui.core.engines import EngineService, create_engine_service
 from strata_gui.core.engines.catalog import load_catalog
+from strata_gui.core.engines.resolver import EngineResolver, Resolution
 from strata_gui.core.errors import StrataError
-from strata_gui.core.gpu.model import GpuInfo
+from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for
+from strata_gui.core.progress import ProgressCallback, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.resources import kernels_dir
@@ -40,19 +40,46 @@ from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
 from strata_gui.core.services import Services
+from strata_gui.core.settings import Settings, SettingsChange, SettingsService
 
 log = logging.getLogger(__name__)
 
 
+class FitTarget:
+    """The memory a model must fit in: the primary GPU (or Settings' fallback) plus active RPC workers."""
+
+    def __init__(self, gpu: GpuService, settings: Settings, rpc: RpcPool) -> None:
+        self._gpu, self._settings, self._rpc = gpu, settings, rpc
+
+    def __call__(self) -> MemoryTarget:
+        report = self._gpu.last_report
+        target = memory_target_for(report.primary if report is not None else None, self._settings)
+        return self._rpc.extend_target(target)
+
+
+class RpcCrashPolicy:
+    """A reply failed: ask the RPC pool whether a worker dropped, and say if the model still fits."""
+
+    def __init__(self, rpc: RpcPool, fit_target: FitTarget) -> None:
+        self._rpc, self._fit_target = rpc, fit_target
+
+    async def __call__(self, outcome: Outcome | None, model: Path | None) -> str | None:
+        notice = await self._rpc.after_crash(outcome, model)
+        if notice and model is not None:
+            notice += fit_after_drop(model, self._fit_target())
+        return notice
+
+
 @dataclass
 class AppServices:
-    """Every service, built once. ``base`` holds paths and settings."""
+    """Every service, built once. ``base`` holds paths, settings and the environment."""
 
     base: Services
     http: httpx.AsyncClient  # the network: GitHub, the hub (honours proxy settings)
     local_http: httpx.AsyncClient  # loopback engines (never through a proxy)
     gpu: GpuService
     engines: EngineService
+    resolver: EngineResolver  # the only owner of "which engine runs, and why"
     models: ModelService
     metrics: MetricsStore
     dashboard: DashboardService
@@ -61,65 +88,32 @@ class AppServices:
     remote: RemoteService  # remote OpenAI-compatible engines (keys in the user-only key store)
     serve: ServeService  # "Serve to other apps": the local API in front of the chat's engine
     rpc: RpcPool  # llama.cpp RPC workers for the chat's engine, and lending this machine
+    fit_target: FitTarget
+    gpu_error: StrataError | None = None  # why the configured GPU source could not be used
 
-    # -- GPU → engines --------------------------------------------------------------------------
+    @property
+    def settings(self) -> SettingsService:
+        return self.base.settings_service
+
     def primary_gpu(self) -> GpuInfo | None:
         report = self.gpu.last_report
         return report.primary if report is not None else None
 
-    def gpu_targets(self) -> list[GpuTarget]:
-        """AMD GPUs as the engine planner sees them (detected, else the gfx override setting)."""
-        report = self.gpu.last_report
-        if report is not None and report.amd_gpus:
-            return [GpuTarget(g.name, g.device_id, g.gfx_target) for g in report.amd_gpus]
-        return self.engines.gpus_from_settings()
+    async def detect_gpus(self) -> GpuReport:
+        """The GPU report, detected off the loop the first time."""
+        if self.gpu.last_report is not None:
+            return self.gpu.last_report
+        return await run_blocking(self.gpu.detect, name="strata-gpu-detect")
 
-    def gpu_label(self) -> str:
-        report = self.gpu.last_report
-        return report.label() if report is not None else (self.base.settings.gfx_override or "CPU")
+    async def prepare(self, on_progress: ProgressCallback = no_progress, *, reprobe: bool = False) -> Resolution:
+        """Detect GPUs, probe engines without a current verdict, and order the chat's plan.
 
-    # -- engines → chat plan ----------------------------------------------------------------------
-    def _spec(self, engine: InstalledEngine) -> EngineSpec:
-        targets = self.gpu_targets()
-        env, notices = self.engines.launch_env(engine, targets[0] if targets else None)
-        for n in notices:
-            log.info("engine %s: %s", engine.id, n)
-        label = {"rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}.get(engine.backend, engine.backend)
-        backend = engine.backend if engine.backend in ("rocm", "vulkan", "cpu") else "local"
-        # Only variables that differ from the app's environment travel with the spec.
-        base = self.base.environ
-        delta = {k: v for k, v in env.items() if base.get(k) != v}
-        return EngineSpec(engine.id, f"{label} {engine.tag}".strip(), backend, engine.server_path,  # type: ignore[arg-type]
-                          delta)
-
-    def engine_specs(self) -> list[EngineSpec]:
-        """Installed engines that did not fail their last probe, best first (pinned, then plan order)."""
-        engines = self.engines.installed()
-        order = {b: i for i, b in enumerate(self.engines.catalog.backend_order)}
-        pinned = self.base.settings.pinned_engine
-        usable = []
-        for e in engines:
-            probe = self.engines.last_probe(e.id)
-            if probe is not None and not probe.usable:
-                continue
-            usable.append(e)
-        usable.sort(key=lambda e: (e.id != pinned, order.get(e.backend, 9), -e.installed_at))
-        return [self._spec(e) for e in usable]
-
-    def plan_for_model(self, model: Path | None) -> list[EngineSpec]:
-        """The chat plan for ``model``: a measured or user-chosen engine for it goes first."""
-        specs = self.engine_specs()
-        if model is None:
-            return specs
-        choice = self.dashboard.default_engine(model.name)
-        if choice is not None:
-            specs.sort(key=lambda s: s.id != choice.engine)
-        return specs
-
-    def tuning_active(self, spec: EngineSpec) -> bool | None:
-        if spec.backend != "rocm":
-            return None
-        return "HIPBLASLT_TUNING_OVERRIDE_FILE" in spec.env
+        Returns the resolution for the chat's model (what the status bar and the CLI report).
+        """
+        await self.detect_gpus()
+        await self.resolver.prepare(on_progress, reprobe=reprobe)
+        self.refresh_chat_plan()
+        return self.resolver.resolve(self.chat.model)
 
     # -- chat → dashboard ---------------------------------------------------------------------------
     def _record_reply(self, event: ChatEvent) -> None:
@@ -139,8 +133,19 @@ class AppServices:
         except StrataError:
             log.warning("could not record request statistics", exc_info=True)
 
+    async def use_engine_folder(self, folder: Path, on_progress: ProgressCallback = no_progress) -> EngineSpec:
+        """The chat's "Engine folder…": check the build there, then put it first for this session."""
+        spec = await self.resolver.use_folder(folder, on_progress)
+        self.refresh_chat_plan()
+        return spec
+
+    def _settings_changed(self, change: SettingsChange) -> None:
+        if change.keys & {"pinned_engine", "gfx_override", "engines_dir"}:
+            self.refresh_chat_plan()
+
     def refresh_chat_plan(self) -> None:
-        self.chat.set_plan(self.plan_for_model(self.chat.model))
+        """Re-resolve the chat's engines (after detection, installs, probes, a benchmark, a pin)."""
+        self.chat.set_plan(self.resolver.plan_for(self.chat.model))
 
     async def aclose(self) -> None:
         """Stop the engine, worker threads and network client; close databases. Safe twice."""
@@ -178,8 +183,15 @@ def fit_after_drop(model: Path, target: MemoryTarget) -> str:
             f"({usable / 1e9:.1f} GB): part of it will run on the processor, which is slower.")
 
 
-def build_app_services(base: Services, http: httpx.AsyncClient | None = None) -> AppServices:
-    """Wire every service from the base services (paths, settings, environment)."""
+def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
+                       keep_conversations: bool = True) -> AppServices:
+    """Build the core from the base services (paths, settings, environment) and one HTTP client.
+
+    Args:
+        base: Paths, the settings service and the environment.
+        http: The network client (tests pass one bound to loopback servers); made here if None.
+        keep_conversations: False for one-off CLI prompts: conversations live in memory only.
+    """
     settings, paths, env = base.settings, base.paths, dict(base.environ)
     client = http or httpx.AsyncClient(follow_redirects=True, timeout=httpx.Timeout(30.0, read=60.0))
     # llama-server drops idle keep-alive connections after 5 s: expire ours well before that.
@@ -187,52 +199,35 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
                               limits=httpx.Limits(keepalive_expiry=2.0))
     job = WindowsJob()  # one job object: every engine dies with the app on Windows
     catalog = load_catalog()
+    gpu_error: StrataError | None = None
     try:
         gpu = build_gpu_service(kernels_dir(), environ=env, family_of=catalog.family_of,
                                 gfx_override=settings.gfx_override or None)
-    except StrataError:
-        log.exception("GPU detection unavailable; continuing without it")
+    except StrataError as exc:  # a bad replay file: the app still starts, `strata gpu` reports it
+        log.warning("GPU detection unavailable (%s); continuing without it", exc.message)
+        gpu_error = exc
         gpu = build_gpu_service(kernels_dir(), environ={}, family_of=catalog.family_of)
     engines = create_engine_service(paths, settings, env, client, save_settings=base.save_settings,
                                     catalog=catalog)
-    holder: dict[str, AppServices] = {}
-
-    def memory_target() -> MemoryTarget:
-        app = holder.get("app")
-        target = memory_target_for(app.primary_gpu() if app else None, settings)
-        return app.rpc.extend_target(target) if app else target
-
-    models = build_model_service(settings, paths.data_dir, client, env, memory_target=memory_target)
     metrics = MetricsStore(paths.database_file)
-    chat_store = ConversationStore(paths.database_file).open()
-    supervisors = default_supervisor_factory(local, env, job=job)
-    rpc = RpcPool(settings, lambda: holder["app"].engine_specs(), save_settings=base.save_settings,  # noqa: PLW0108
+    resolver = EngineResolver(engines, gpu, settings, metrics)
+    rpc = RpcPool(settings, resolver.installed_specs, save_settings=base.save_settings,
                   environ=env, log_dir=paths.log_dir, job=job)
-    async def after_crash(outcome: Outcome | None) -> str | None:
-        # A dropped RPC worker: reload without it, and say whether the model still fits.
-        notice = await rpc.after_crash(outcome)
-        app = holder.get("app")
-        if notice and app is not None and app.chat.model is not None:
-            notice += fit_after_drop(app.chat.model, memory_target())
-        return notice
-
+    fit_target = FitTarget(gpu, settings, rpc)
+    models = build_model_service(settings, paths.data_dir, client, env, memory_target=fit_target)
+    chat_store = ConversationStore(paths.database_file if keep_conversations else Path(":memory:")).open()
+    supervisors = default_supervisor_factory(local, env, job=job)
     chat = ChatService(chat_store, rpc.wrap(supervisors), local, settings,
-                       plan_provider=lambda model: holder["app"].plan_for_model(model),  # noqa: PLW0108
-                       crash_handler=after_crash)
-    dashboard = DashboardService(
-        metrics, Benchmark(local, supervisors, metrics), local,
-        # Late-bound: the AppServices these read from is created just below.
-        engines=lambda: holder["app"].engine_specs(),  # noqa: PLW0108
-        gpu_label=lambda: holder["app"].gpu_label(),  # noqa: PLW0108
-        tuning_active=lambda spec: holder["app"].tuning_active(spec),  # noqa: PLW0108
-    )
+                       plan_provider=resolver.plan_for, crash_handler=RpcCrashPolicy(rpc, fit_target))
+    dashboard = DashboardService(metrics, Benchmark(local, supervisors, metrics), local, resolver=resolver)
     secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     serve = ServeService(settings, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard),
                          save_settings=base.save_settings)
-    app = AppServices(base, client, local, gpu, engines, models, metrics, dashboard, chat_store, chat,
-                      remote=remote, serve=serve, rpc=rpc)
-    holder["app"] = app
+    app = AppServices(base, client, local, gpu, engines, resolver, models, metrics, dashboard, chat_store, chat,
+                      remote=remote, serve=serve, rpc=rpc, fit_target=fit_target, gpu_error=gpu_error)
     chat.subscribe(app._record_reply)
+    dashboard.add_choice_listener(app.refresh_chat_plan)
+    base.settings_service.subscribe(app._settings_changed)
     app.refresh_chat_plan()
     return app

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from strata_gui import APP_NAME
 from strata_gui.core.errors import StrataError
 from strata_gui.ui.dialogs import ErrorDialog
+from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import NoticeBanner
 
 if TYPE_CHECKING:  # asyncio and the bridge load after the first paint (see app.run_gui)
@@ -56,7 +57,7 @@ class MainWindow(QMainWindow):
         self._log_file = log_file
         self._open_path = open_path
         self._state_file = state_file
-        self._pages: list[QWidget] = []
+        self._pages: list[Page] = []
         self.errors_shown: list[StrataError] = []
         self._last_error: StrataError | None = None
         self._dialog: ErrorDialog | None = None
@@ -122,15 +123,11 @@ class MainWindow(QMainWindow):
         bridge.busy_changed.connect(self._on_busy)
 
     # -- pages -------------------------------------------------------------------------------
-    def add_page(self, page: QWidget, icon: QIcon | None = None) -> None:
-        """Append a page; it needs ``page_title`` and may have ``page_icon`` and ``on_shown()``.
-
-        ``icon`` overrides the page's ``page_icon`` (a QStyle standard pixmap name).
-        """
-        title = getattr(page, "page_title", page.objectName() or type(page).__name__)
+    def add_page(self, page: Page, icon: QIcon | None = None) -> None:
+        """Append a page. ``icon`` overrides the page's ``page_icon`` (a QStyle standard pixmap name)."""
+        title = page.page_title or type(page).__name__
         if icon is None or icon.isNull():
-            icon_name = getattr(page, "page_icon", "SP_FileIcon")
-            pixmap = getattr(QStyle.StandardPixmap, icon_name, QStyle.StandardPixmap.SP_FileIcon)
+            pixmap = getattr(QStyle.StandardPixmap, page.page_icon, QStyle.StandardPixmap.SP_FileIcon)
             icon = self.style().standardIcon(pixmap)
         item = QListWidgetItem(icon, title)
         item.setToolTip(f"{title} (Ctrl+{len(self._pages) + 1})" if len(self._pages) < 9 else title)
@@ -145,7 +142,7 @@ class MainWindow(QMainWindow):
             self.sidebar.setCurrentRow(0)
 
     @property
-    def pages(self) -> list[QWidget]:
+    def pages(self) -> list[Page]:
         return list(self._pages)
 
     def page_titles(self) -> list[str]:
@@ -155,17 +152,14 @@ class MainWindow(QMainWindow):
         if 0 <= index < len(self._pages):
             self.sidebar.setCurrentRow(index)
 
-    def show_page(self, page: QWidget) -> None:
+    def show_page(self, page: Page) -> None:
         self.show_page_index(self._pages.index(page))
 
     def _on_row_changed(self, row: int) -> None:
         if row < 0:
             return
         self.stack.setCurrentIndex(row)
-        page = self._pages[row]
-        on_shown = getattr(page, "on_shown", None)
-        if callable(on_shown):
-            on_shown()
+        self._pages[row].on_shown()
         self.page_changed.emit(row)
 
     # -- notices and errors --------------------------------------------------------------------

@@ -70,12 +70,12 @@ def test_shootout_ranks_engines_by_measured_speed_and_drives_the_default(
         saved = store.bench_results(model=test_model.name, gpu="llvmpipe")
         assert {r.engine for r in saved} == {"vulkan-test", "cpu-test"}
         assert {r.engine: r.decode_tps for r in saved} == {r.engine: r.decode_tps for r in results}
-        store.set_choice(test_model.name, rec.engine or "", "measured")
+        store.set_choice("file:test", "llvmpipe", rec.engine or "", "measured", test_model.name)
     finally:
         store.close()
     store = MetricsStore(db)
     try:
-        choice = store.choice(test_model.name)
+        choice = store.choice("file:test", "llvmpipe")
         assert choice is not None and choice.engine == rec.engine and choice.source == "measured"
     finally:
         store.close()
@@ -138,7 +138,7 @@ def test_cli_bench_prints_json_and_saves(test_engines: TestEngines, test_model: 
                "--prefill", "32", "--gen", "8", "--reps", "2", "--json"])
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["recommended"] == test_engines.cpu_dir.name
+    assert data["recommended"] == f"local-cpu-{test_engines.cpu_dir.name}"  # a one-off local engine
     [res] = data["results"]
     assert res["prefill_tokens"] == 32 and len(res["decode_tps"]) == 2 and res["decode_median"] > 0
     # Saved in the user's database: a second CLI run on a missing model fails clearly instead.

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
-from strata_gui.commands import engines as engines_cmd
+from strata_gui.cli import run_command
 from strata_gui.core.services import Services, build_services
 from tests.engines.test_archive_tuning_launch import _table
 from tests.support.engines import TestEngines
@@ -19,17 +17,14 @@ DATA = Path(__file__).parents[1] / "data" / "engines"
 
 
 def _cli(services: Services, *argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="strata")
-    engines_cmd.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["engines", *argv])
-    return asyncio.run(args.func(args, services))
+    return run_command(["engines", *argv])
 
 
 @pytest.fixture
-def services(published: GitHubServer) -> Services:
+def services(published: GitHubServer, monkeypatch: pytest.MonkeyPatch) -> Services:
+    monkeypatch.setenv("STRATA_VK_VISIBLE_DEVICES", "0")
     svc = build_services()
-    svc.settings.github_api_url = published.api_base
-    svc.environ["STRATA_VK_VISIBLE_DEVICES"] = "0"  # type: ignore[index]
+    svc.settings_service.update(github_api_url=published.api_base)  # saved, as the Settings page does
     return svc
 
 
@@ -56,7 +51,9 @@ def test_install_list_probe_check_tuning_remove(services: Services, tmp_path: Pa
     installed = json.loads(capsys.readouterr().out)
     assert installed["id"] == "upstream-cpu-all-b7601" and installed["probe"]["verdict"] == "works"
     assert _cli(services, "list") == 0
-    assert "upstream-cpu-all-b7601" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    # A later run shows the verdict the install's probe saved (not "not probed").
+    assert "upstream-cpu-all-b7601" in listed and "works: runs on the processor" in listed
     assert _cli(services, "probe", "--json") == 0
     assert json.loads(capsys.readouterr().out)["upstream-cpu-all-b7601"]["verdict"] == "works"
     assert _cli(services, "add-local", str(test_engines.cpu_dir), "--backend", "rocm", "--gfx", "gfx1100") == 1
@@ -70,6 +67,12 @@ def test_install_list_probe_check_tuning_remove(services: Services, tmp_path: Pa
     assert _cli(services, "remove", "upstream-cpu-all-b7601") == 0
     assert _cli(services, "remove", "local-rocm-bin") == 0
     capsys.readouterr()
+    # add-local tells the backend from the build itself.
+    assert _cli(services, "add-local", str(test_engines.vulkan_dir), "--json") == 0
+    added = json.loads(capsys.readouterr().out)
+    assert added["backend"] == "vulkan" and added["probe"]["verdict"] == "works"
+    assert _cli(services, "remove", added["id"]) == 0
+    capsys.readouterr()
     assert _cli(services, "list", "--json") == 0
     assert json.loads(capsys.readouterr().out) == []
-    assert services.settings.pinned_engine == ""
+    assert services.settings_service.store.load()[0].pinned_engine == ""

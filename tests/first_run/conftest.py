@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QApplication, QWidget
 
-from strata_gui.app import UiHooks, compose
+from strata_gui.app import AppUi, Pages, UiHooks, compose
 from strata_gui.core.app_services import AppServices, build_app_services
 from strata_gui.core.models.gguf_meta import read_local
 from strata_gui.core.models.starters import StarterModel, parse_starters
@@ -111,16 +111,29 @@ class Chooser:
 
 @dataclass
 class App:
-    services: AppServices
-    bridge: AsyncBridge
-    window: MainWindow
-    hooks: UiHooks
+    ui: AppUi
     chooser: Chooser
     loop: asyncio.AbstractEventLoop
 
     @property
-    def pages(self) -> Any:
-        return self.window.pages_by_role  # type: ignore[attr-defined]
+    def services(self) -> AppServices:
+        return self.ui.services
+
+    @property
+    def bridge(self) -> AsyncBridge:
+        return self.ui.bridge
+
+    @property
+    def window(self) -> MainWindow:
+        return self.ui.window
+
+    @property
+    def hooks(self) -> UiHooks:
+        return self.ui.hooks
+
+    @property
+    def pages(self) -> Pages:
+        return self.ui.pages
 
 
 @pytest.fixture
@@ -139,16 +152,17 @@ def make_app(qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop,
         bridge = AsyncBridge()
         chooser = Chooser()
         hooks = chooser.hooks()
-        window = compose(services, bridge, qapp, hooks)
+        ui = compose(services, bridge, qapp, hooks)
+        window = ui.window
         apply_theme(qapp, "light")  # as run_gui does: the screenshots show what users see
         window.resize(1100, 720)
-        app = App(services, bridge, window, hooks, chooser, qasync_loop)
+        app = App(ui, chooser, qasync_loop)
         made.append(app)
         return app
 
     yield make
     for app in made:
-        guide = getattr(app.window, "first_run", None)
+        guide = app.ui.first_run
         if guide is not None:
             guide.close()
         app.window.close()

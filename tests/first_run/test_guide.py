@@ -37,7 +37,7 @@ def test_walk_from_nothing_to_a_chat(releases: GitHubServer, hub: RunningHub, te
     assert app.services.engines.installed() == []
     app.window.show()
     starters = [*load_starters(kernels_dir() / STARTERS_FILE), test_starter]
-    guide = open_first_run(app.window, app.services, app.bridge, app.hooks, starters=starters)
+    guide = open_first_run(app.ui, starters=starters)
     shots: dict[str, Path] = {}
 
     def shoot_once(name: str) -> None:
@@ -118,7 +118,7 @@ def test_walk_from_nothing_to_a_chat(releases: GitHubServer, hub: RunningHub, te
 @pytest.mark.engine
 def test_cancel_during_the_engine_download_installs_nothing(releases: GitHubServer, make_app) -> None:  # type: ignore[no-untyped-def]
     app: App = make_app(github_api_url=releases.api_base)
-    guide = open_first_run(app.window, app.services, app.bridge, app.hooks, starters=[])
+    guide = open_first_run(app.ui, starters=[])
     engines = app.services.engines
 
     async def scenario() -> None:
@@ -150,7 +150,7 @@ def test_cancel_during_the_engine_download_installs_nothing(releases: GitHubServ
 def test_skip_is_remembered_and_settings_runs_the_guide_again(make_app) -> None:  # type: ignore[no-untyped-def]
     # GitHub is unreachable here: the guide says so and offers the offline choices.
     app: App = make_app(github_api_url="http://127.0.0.1:9")
-    guide = open_first_run(app.window, app.services, app.bridge, app.hooks, starters=[])
+    guide = open_first_run(app.ui, starters=[])
 
     async def scenario() -> None:
         assert guide.check_handle is not None
@@ -166,10 +166,10 @@ def test_skip_is_remembered_and_settings_runs_the_guide_again(make_app) -> None:
     assert build_services().settings.first_run_done is True  # a fresh start will not show it
     # Settings → "Run the first-run guide again".
     app.pages.settings.run_guide_button.click()
-    again = app.window.first_run
+    again = app.ui.first_run
     assert again is not guide and again.isVisible() and again.step == STEP_SETUP
     app.pages.settings.run_guide_button.click()
-    assert app.window.first_run is again  # one guide at a time
+    assert app.ui.first_run is again  # one guide at a time
 
     async def settle() -> None:
         await again.check_handle.wait()
@@ -182,7 +182,7 @@ def test_skip_is_remembered_and_settings_runs_the_guide_again(make_app) -> None:
 def test_offline_offers_local_build_and_gguf(make_app, test_engines: TestEngines, test_model: Path) -> None:  # type: ignore[no-untyped-def]
     app: App = make_app("rx6600", offline=True, context_size=1024)
     app.window.show()
-    guide = open_first_run(app.window, app.services, app.bridge, app.hooks, starters=[])
+    guide = open_first_run(app.ui, starters=[])
 
     async def scenario() -> None:
         await wait_until(lambda: guide.step == STEP_OFFLINE)

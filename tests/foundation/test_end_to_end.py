@@ -23,9 +23,10 @@ def test_engine_to_chat_to_dashboard(qtbot: QtBot, qapp: QApplication, qasync_lo
                                      test_engines: TestEngines, test_model: Path) -> None:
     services = build_app_services(build_services())
     bridge = AsyncBridge()
-    window = compose(services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
+    ui = compose(services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
                                                      choose_model=lambda: None, save_path=lambda _n: None))
-    pages = window.pages_by_role  # type: ignore[attr-defined]
+    window = ui.window
+    pages = ui.pages
     try:
         window.show()
         engine, probe = qasync_loop.run_until_complete(services.engines.add_local(test_engines.cpu_dir, "cpu"))

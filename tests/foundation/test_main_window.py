@@ -37,7 +37,8 @@ def composed(qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEven
     def make(rec: Recorder):
         app_services = build_app_services(build_services())
         bridge = AsyncBridge()
-        window = compose(app_services, bridge, qapp, rec.hooks())
+        ui = compose(app_services, bridge, qapp, rec.hooks())
+        window = ui.window
         made.append((app_services, bridge, window))
         return app_services.base, bridge, window
 

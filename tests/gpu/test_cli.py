@@ -1,26 +1,21 @@
-"""`strata gpu` through its own argparse registration (the lead wires it into strata_gui.cli)."""
+"""`strata gpu` through the CLI's own entry point (the composed core, as users run it)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
-from strata_gui.commands import gpu as gpu_cmd
+from strata_gui.cli import run_command
 from strata_gui.core.errors import GpuDetectionError
-from strata_gui.core.services import build_services
 from tests.gpu.conftest import LINUX_CASES, linux_tree
 
 STARTUP = "  Device 0: AMD Radeon Graphics, gfx1200 (0x1200), VMM: no, Wave Size: 32, VRAM: 16304 MiB\n"
 
 
 def run(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="strata")
-    gpu_cmd.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["gpu", *argv])
-    return args.func(args, build_services())
+    return run_command(["gpu", *argv])
 
 
 def test_json_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,7 +45,7 @@ def test_text_report_for_strix_halo(capsys: pytest.CaptureFixture[str]) -> None:
     assert "integrated (APU)" in out
     assert "VRAM: 512.0 MiB, shared (GTT): 96.0 GiB" in out
     assert "memory usable by models: 96.5 GiB" in out
-    assert "ROCm family unknown" in out  # the engines catalog is not wired into this run
+    assert "ROCm: ROCm via gfx1151 build" in out  # the ROCm family from the engine catalog, as in the GUI
 
 
 def test_watch_prints_samples_with_na(capsys: pytest.CaptureFixture[str]) -> None:

@@ -44,8 +44,9 @@ def composed(qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEven
     def make():
         app_services = build_app_services(build_services())
         bridge = AsyncBridge()
-        window = compose(app_services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
+        ui = compose(app_services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
                                                            choose_model=lambda: None, save_path=lambda _n: None))
+        window = ui.window
         made.append((app_services, bridge, window))
         return app_services.base, window
 

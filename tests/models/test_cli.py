@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from strata_gui.commands import models as models_cmd
+from strata_gui.cli import run_command
 from strata_gui.core.errors import GGUFError, HubError
 from strata_gui.core.services import Services, build_services
 
 
 def _cli(services: Services, *argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="strata")
-    models_cmd.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(list(argv))
-    return int(asyncio.run(args.func(args, services)))
+    return run_command(list(argv))
 
 
 @pytest.fixture
 def services(hub: Any) -> Services:
     svc = build_services()
-    svc.settings.hub_endpoint = hub.url
+    svc.settings_service.update(hub_endpoint=hub.url)  # saved, as the Settings page does
     return svc
 
 
@@ -66,7 +61,7 @@ def test_inspect_and_offline(services: Services, capsys: pytest.CaptureFixture[s
     with pytest.raises(GGUFError, match=r"incomplete|damaged"):
         _cli(services, "models", "inspect", str(broken_models["truncated"]))
 
-    services.settings.offline = True
+    services.settings_service.update(offline=True)
     with pytest.raises(HubError, match="offline mode"):
         _cli(services, "models", "search", "llama")
     assert _cli(services, "models", "list") == 0

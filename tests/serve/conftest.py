@@ -20,6 +20,7 @@ from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
 from strata_gui.core.settings import Settings
+from tests.support.fixed_engines import FixedEngines
 
 T = TypeVar("T")
 
@@ -46,7 +47,7 @@ def run_serving(plan: list[EngineSpec], model: Path | None, body: Callable[[Env]
                 chat.set_model(model)
             metrics = MetricsStore(paths.database_file)
             dashboard = DashboardService(metrics, Benchmark(http, supervisors, metrics), http,
-                                         engines=lambda: plan, gpu_label=lambda: "CPU")
+                                         resolver=FixedEngines(plan))
             serve = ServeService(s, FileSecretStore(paths.config_dir / "secrets.json"), http, ChatUpstream(chat),
                                  dashboard_recorder(dashboard))
             try:

@@ -32,9 +32,10 @@ def main() -> int:
     asyncio.set_event_loop(loop)
     services = build_app_services(build_services())
     bridge = AsyncBridge()
-    window = compose(services, bridge, app, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
+    ui = compose(services, bridge, app, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
                                                     choose_model=lambda: None, save_path=lambda _n: None))
-    pages = window.pages_by_role  # type: ignore[attr-defined]
+    window = ui.window
+    pages = ui.pages
     window.resize(1280, 800)
     window.move(0, 0)
     window.show()

@@ -34,8 +34,9 @@ def main() -> int:
     asyncio.set_event_loop(loop)
     services = build_app_services(build_services())
     bridge = AsyncBridge()
-    window = compose(services, bridge, app, UiHooks(open_path=lambda p: None, choose_folder=lambda: None,
+    ui = compose(services, bridge, app, UiHooks(open_path=lambda p: None, choose_folder=lambda: None,
                                                     choose_model=lambda: None, save_path=lambda _n: None))
+    window = ui.window
     window.resize(1180, 760)
     window.move(0, 0)
     window.show()

@@ -21,6 +21,7 @@ from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.dashboard_page import DashboardPage
 from tests.support.engines import TestEngines
+from tests.support.fixed_engines import FixedEngines
 
 
 class Telemetry:
@@ -49,8 +50,8 @@ def env(tmp_path: Path, qasync_loop: asyncio.AbstractEventLoop, test_engines: Te
         return ServerSupervisor(engine, model, settings, http=http, ready_timeout=120)
 
     cpu = EngineSpec("cpu-b11434", "CPU", "cpu", test_engines.cpu_server)
-    service = DashboardService(store, Benchmark(http, factory, store), http, engines=lambda: [cpu],
-                               gpu_label=lambda: "CPU", clock=iter(range(1_800_000_000, 1_900_000_000)).__next__)
+    service = DashboardService(store, Benchmark(http, factory, store), http, resolver=FixedEngines([cpu]),
+                               clock=iter(range(1_800_000_000, 1_900_000_000)).__next__)
     yield service
     qasync_loop.run_until_complete(http.aclose())
     store.close()
@@ -130,7 +131,7 @@ def test_benchmark_from_the_page_sets_the_default_engine(
     assert "automatic, from the benchmark" in page.choice_label.text()
     page.use_button.click()
     assert "chosen by you" in page.choice_label.text()
-    assert env.default_engine(test_model.name).source == "user"  # type: ignore[union-attr]
+    assert env.default_engine(test_model).source == "user"  # type: ignore[union-attr]
     page.auto_button.click()
     assert "automatic" in page.choice_label.text()
     # JSON export carries the benchmark too.

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 
@@ -23,6 +24,16 @@ REQUEST_COLUMNS = ("at", "model", "engine", "backend", "source", "prompt_tokens"
                    "output_tokens", "prefill_tps", "decode_tps", "ttft_s")
 
 
+class EngineSource(Protocol):
+    """What the dashboards need of the engine resolver."""
+
+    def installed_specs(self) -> list[EngineSpec]: ...
+
+    def gpu_key(self) -> str: ...
+
+    def model_key(self, model: Path) -> str | None: ...
+
+
 class DashboardService:
     """Everything the Dashboard page and `strata bench` need, Qt-free.
 
@@ -30,9 +41,8 @@ class DashboardService:
         store: Request history, benchmark results and per-model engine choices.
         benchmark: Runs the shoot-out.
         http: Client for polling the engine's ``/metrics``.
-        engines: Returns the installed engines that work here (for "benchmark all").
-        gpu_label: Returns the name results are saved under (e.g. "gfx1100 · RX 7900 XTX", or "CPU").
-        tuning_active: Whether an engine launches with a validated hipBLASLt table (None: n/a).
+        resolver: The engine resolver: engines that work here (for "benchmark all"), the GPU results
+            are saved under, and each model's identity (choices follow the model, not its file name).
         clock: Wall clock.
     """
 
@@ -42,19 +52,16 @@ class DashboardService:
         benchmark: Benchmark,
         http: httpx.AsyncClient,
         *,
-        engines: Callable[[], list[EngineSpec]],
-        gpu_label: Callable[[], str],
-        tuning_active: Callable[[EngineSpec], bool | None] = lambda _e: None,
+        resolver: EngineSource,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self._benchmark = benchmark
         self._http = http
-        self._engines = engines
-        self._gpu_label = gpu_label
-        self._tuning_active = tuning_active
+        self._resolver = resolver
         self._clock = clock
         self._listeners: list[Callable[[RequestRecord], None]] = []
+        self._choice_listeners: list[Callable[[], None]] = []
 
     # -- request history --------------------------------------------------------------------------
     def add_listener(self, fn: Callable[[RequestRecord], None]) -> None:
@@ -86,44 +93,68 @@ class DashboardService:
             return None
         return ServerCounters.from_metrics(parse_prometheus(resp.text))
 
+    def add_choice_listener(self, fn: Callable[[], None]) -> None:
+        """``fn()`` after a model's engine choice changed (the chat re-resolves its engines)."""
+        self._choice_listeners.append(fn)
+
+    def _choice_changed(self) -> None:
+        for fn in list(self._choice_listeners):
+            fn()
+
     # -- benchmark ----------------------------------------------------------------------------------
     def installed_engines(self) -> list[EngineSpec]:
-        return self._engines()
+        """Engines that work here, in the resolver's order (what "benchmark all" measures)."""
+        return self._resolver.installed_specs()
 
     def gpu_label(self) -> str:
-        return self._gpu_label()
+        return self._resolver.gpu_key()
+
+    def _key(self, model: Path) -> str:
+        key = self._resolver.model_key(model)
+        if key is None:
+            raise StorageError(f"Cannot read {model}.", hint="Check that the model file still exists.")
+        return key
 
     async def run_benchmark(self, model: Path, engines: Sequence[EngineSpec] | None = None,
                             config: BenchConfig | None = None,
                             on_progress: ProgressCallback = no_progress) -> tuple[list[BenchResult], Recommendation]:
-        chosen = list(engines) if engines is not None else self._engines()
-        results = await self._benchmark.run(model, chosen, gpu=self._gpu_label(), config=config,
-                                            on_progress=on_progress, tuning_active=self._tuning_active)
+        """Measure each engine on ``model``; the winner becomes the model's engine on this GPU
+        unless the user chose one themselves."""
+        chosen = list(engines) if engines is not None else self.installed_engines()
+        key, gpu = self._key(model), self.gpu_label()
+        results = await self._benchmark.run(model, chosen, gpu=gpu, config=config, on_progress=on_progress,
+                                            model_key=key)
         rec = recommend(results)
-        current = self.store.choice(model.name)
-        # The measurement drives the default unless the user fixed one themselves.
+        current = self.store.choice(key, gpu)
         if rec.engine and (current is None or current.source == "measured"):
-            self.store.set_choice(model.name, rec.engine, "measured")
+            self.store.set_choice(key, gpu, rec.engine, "measured", model.name)
+            self._choice_changed()
         return results, rec
 
-    def saved_results(self, model: str) -> tuple[list[BenchResult], Recommendation]:
-        results = self.store.bench_results(model=model, gpu=self._gpu_label())
+    def saved_results(self, model: Path) -> tuple[list[BenchResult], Recommendation]:
+        key = self._resolver.model_key(model)
+        results = self.store.bench_results(model_key=key, gpu=self.gpu_label()) if key else []
         return results, recommend(results)
 
-    def default_engine(self, model: str) -> EngineChoice | None:
-        return self.store.choice(model)
+    def default_engine(self, model: Path) -> EngineChoice | None:
+        """The engine measured or chosen for this model on this GPU, if any."""
+        key = self._resolver.model_key(model)
+        return self.store.choice(key, self.gpu_label()) if key else None
 
-    def pin_engine(self, model: str, engine: str) -> EngineChoice:
+    def pin_engine(self, model: Path, engine: str) -> EngineChoice:
         """The user confirmed an engine for this model: benchmarks no longer change it."""
-        return self.store.set_choice(model, engine, "user")
+        choice = self.store.set_choice(self._key(model), self.gpu_label(), engine, "user", model.name)
+        self._choice_changed()
+        return choice
 
-    def automatic_engine(self, model: str) -> EngineChoice | None:
+    def automatic_engine(self, model: Path) -> EngineChoice | None:
         """Let measurements decide again (uses the latest saved benchmark, if any)."""
-        self.store.clear_choice(model)
-        rec = recommend(self.store.bench_results(model=model, gpu=self._gpu_label()))
-        if rec.engine:
-            return self.store.set_choice(model, rec.engine, "measured")
-        return None
+        key, gpu = self._key(model), self.gpu_label()
+        self.store.clear_choice(key, gpu)
+        rec = recommend(self.store.bench_results(model_key=key, gpu=gpu))
+        choice = self.store.set_choice(key, gpu, rec.engine, "measured", model.name) if rec.engine else None
+        self._choice_changed()
+        return choice
 
     # -- export ------------------------------------------------------------------------------------
     def requests_csv(self, records: Sequence[RequestRecord]) -> str:

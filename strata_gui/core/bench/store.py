@@ -19,7 +19,7 @@ from typing import Any
 from strata_gui.core.bench.stats import median, percentile
 from strata_gui.core.errors import StorageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -59,6 +59,22 @@ _MIGRATIONS: dict[int, str] = {
         engine TEXT NOT NULL,
         source TEXT NOT NULL,
         at REAL NOT NULL
+    );
+    """,
+    # Engine choices keyed by the model's identity and the GPU, not the file name (two models with
+    # the same name, or one model on two GPUs, no longer share a choice). Name-keyed choices cannot
+    # be mapped to an identity, so they are left behind in the old table.
+    2: """
+    ALTER TABLE bench_results ADD COLUMN model_key TEXT NOT NULL DEFAULT '';
+    CREATE INDEX IF NOT EXISTS bench_results_identity ON bench_results(model_key, gpu, engine);
+    CREATE TABLE IF NOT EXISTS engine_choice (
+        model_key TEXT NOT NULL,
+        gpu TEXT NOT NULL,
+        model_name TEXT NOT NULL,
+        engine TEXT NOT NULL,
+        source TEXT NOT NULL,
+        at REAL NOT NULL,
+        PRIMARY KEY (model_key, gpu)
     );
     """,
 }
@@ -115,6 +131,7 @@ class BenchResult:
     tuning_active: bool | None = None
     at: float = 0.0
     id: int | None = None
+    model_key: str = ""
 
     @property
     def ok(self) -> bool:
@@ -137,10 +154,14 @@ class BenchResult:
 
 @dataclass(frozen=True)
 class EngineChoice:
-    model: str
+    """The engine chosen for one model (by identity) on one GPU."""
+
+    model: str  # the model's file name, for people
     engine: str
     source: str  # "measured" (from a benchmark) or "user"
     at: float
+    model_key: str = ""
+    gpu: str = ""
 
 
 class MetricsStore:
@@ -251,27 +272,31 @@ class MetricsStore:
         with self._tx() as db:
             cur = db.execute(
                 "INSERT INTO bench_results (at, model, engine, backend, gpu, prefill_tokens, gen_tokens, reps,"
-                " prefill_tps_json, decode_tps_json, error, tuning_active) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (res.at, res.model, res.engine, res.backend, res.gpu, res.prefill_tokens, res.gen_tokens, res.reps,
-                 json.dumps(res.prefill_tps), json.dumps(res.decode_tps), res.error,
-                 None if res.tuning_active is None else int(res.tuning_active)),
+                " prefill_tps_json, decode_tps_json, error, tuning_active, model_key)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (res.at, res.model, res.engine, str(res.backend), res.gpu, res.prefill_tokens, res.gen_tokens,
+                 res.reps, json.dumps(res.prefill_tps), json.dumps(res.decode_tps), res.error,
+                 None if res.tuning_active is None else int(res.tuning_active), res.model_key),
             )
         res.id = cur.lastrowid
         return res
 
     def bench_results(self, *, model: str | None = None, gpu: str | None = None,
-                      latest_only: bool = True) -> list[BenchResult]:
+                      latest_only: bool = True, model_key: str | None = None) -> list[BenchResult]:
         """Saved results, newest first; with ``latest_only`` one per (model, engine, gpu)."""
         where: list[str] = []
         args: list[object] = []
         if model:
             where.append("model = ?")
             args.append(model)
+        if model_key:
+            where.append("model_key = ?")
+            args.append(model_key)
         if gpu:
             where.append("gpu = ?")
             args.append(gpu)
         sql = ("SELECT id, at, model, engine, backend, gpu, prefill_tokens, gen_tokens, reps, prefill_tps_json,"
-               " decode_tps_json, error, tuning_active FROM bench_results")
+               " decode_tps_json, error, tuning_active, model_key FROM bench_results")
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY at DESC, id DESC"
@@ -287,23 +312,23 @@ class MetricsStore:
             out.append(BenchResult(id=r[0], at=r[1], model=r[2], engine=r[3], backend=r[4], gpu=r[5],
                                    prefill_tokens=r[6], gen_tokens=r[7], reps=r[8],
                                    prefill_tps=json.loads(r[9]), decode_tps=json.loads(r[10]), error=r[11],
-                                   tuning_active=None if r[12] is None else bool(r[12])))
+                                   tuning_active=None if r[12] is None else bool(r[12]), model_key=r[13]))
         return out
 
     # -- per-model engine choice ----------------------------------------------------------------------
-    def set_choice(self, model: str, engine: str, source: str) -> EngineChoice:
-        choice = EngineChoice(model, engine, source, self._clock())
+    def set_choice(self, model_key: str, gpu: str, engine: str, source: str, model_name: str = "") -> EngineChoice:
+        choice = EngineChoice(model_name, engine, source, self._clock(), model_key, gpu)
         with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO model_engine_choice VALUES (?,?,?,?)",
-                       (model, engine, source, choice.at))
+            db.execute("INSERT OR REPLACE INTO engine_choice (model_key, gpu, model_name, engine, source, at)"
+                       " VALUES (?,?,?,?,?,?)", (model_key, gpu, model_name, engine, source, choice.at))
         return choice
 
-    def clear_choice(self, model: str) -> None:
+    def clear_choice(self, model_key: str, gpu: str) -> None:
         with self._tx() as db:
-            db.execute("DELETE FROM model_engine_choice WHERE model = ?", (model,))
+            db.execute("DELETE FROM engine_choice WHERE model_key = ? AND gpu = ?", (model_key, gpu))
 
-    def choice(self, model: str) -> EngineChoice | None:
+    def choice(self, model_key: str, gpu: str) -> EngineChoice | None:
         with self._lock:
-            row = self._db.execute("SELECT model, engine, source, at FROM model_engine_choice WHERE model = ?",
-                                   (model,)).fetchone()
+            row = self._db.execute("SELECT model_name, engine, source, at, model_key, gpu FROM engine_choice"
+                                   " WHERE model_key = ? AND gpu = ?", (model_key, gpu)).fetchone()
         return EngineChoice(*row) if row else None

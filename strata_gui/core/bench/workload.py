@@ -19,7 +19,7 @@ import httpx
 from strata_gui.core.bench.store import BenchResult, MetricsStore
 from strata_gui.core.errors import ServerError, StrataError
 from strata_gui.core.progress import Progress, ProgressCallback, no_progress
-from strata_gui.core.runtime.engine import BACKEND_LABELS, EngineSpec
+from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.supervisor import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class Benchmark:
         gpu: str,
         config: BenchConfig | None = None,
         on_progress: ProgressCallback = no_progress,
-        tuning_active: Callable[[EngineSpec], bool | None] = lambda _e: None,
+        model_key: str = "",
     ) -> list[BenchResult]:
         """Benchmark every engine in turn; an engine that fails gets a result with ``error`` set.
 
@@ -99,10 +99,10 @@ class Benchmark:
 
         on_progress(Progress(0, total, "Preparing benchmark"))
         for engine in engines:
-            name = engine.label or BACKEND_LABELS.get(engine.backend, engine.backend)
+            name = engine.label or engine.backend.label
             result = BenchResult(model=model.name, engine=engine.id, backend=engine.backend, gpu=gpu,
                                  prefill_tokens=cfg.prefill_tokens, gen_tokens=cfg.gen_tokens, reps=cfg.reps,
-                                 tuning_active=tuning_active(engine))
+                                 tuning_active=engine.tuning_active, model_key=model_key)
             settings = ServerSettings(ctx_size=cfg.prefill_tokens + cfg.gen_tokens + 64, parallel=1,
                                       jinja=False, metrics=False)
             server = self._server_factory(engine, model, settings)

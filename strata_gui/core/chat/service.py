@@ -113,7 +113,7 @@ class ChatService:
         clock: Callable[[], float] = time.monotonic,
         save_interval: float = 1.0,
         plan_provider: Callable[[Path | None], list[EngineSpec]] | None = None,
-        crash_handler: Callable[[Outcome | None], Awaitable[str | None]] | None = None,
+        crash_handler: Callable[[Outcome | None, Path | None], Awaitable[str | None]] | None = None,
     ) -> None:
         self.store = store
         self.crash_handler = crash_handler
@@ -370,7 +370,7 @@ class ChatService:
                 outcome = sup.outcome if died else None
                 # A dropped RPC worker can make the engine abort or send garbage: ask either way.
                 if not recovered and self.crash_handler is not None:
-                    text = await self.crash_handler(outcome)
+                    text = await self.crash_handler(outcome, self.model)
                     if text:
                         recovered = True
                         await sup.stop()

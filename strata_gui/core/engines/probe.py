@@ -109,6 +109,17 @@ class ProbeResult:
                 "devices": [{"name": d.name, "description": d.description, "total_mib": d.total_mib,
                              "free_mib": d.free_mib} for d in self.devices]}
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProbeResult:
+        """Read what :meth:`to_json` wrote (raises KeyError/TypeError/ValueError on a damaged record)."""
+        devices = tuple(Device(str(d["name"]), str(d["description"]), int(d["total_mib"]), int(d["free_mib"]))
+                        for d in data.get("devices", []))
+        verdict = str(data["verdict"])
+        if verdict not in ("works", "no_device", "failed"):
+            raise ValueError(f"unknown verdict {verdict!r}")
+        version = data.get("version")
+        return cls(verdict, str(data["message"]), str(version) if version is not None else None, devices)
+
 
 def _loader_message(run: ProcessRun) -> str:
     if run.error:

@@ -7,6 +7,8 @@ folders, settings, disk-space function and process runner are all handed in.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import os
 import shutil
@@ -50,6 +52,26 @@ log = logging.getLogger(__name__)
 
 PROBE_FILE = "strata-probe.json"
 SPACE_MARGIN = 64 << 20
+
+
+def backend_from_libraries(folder: Path) -> str | None:
+    """The backend a build's shared libraries name (ggml-hip, rocBLAS, ggml-vulkan), or None."""
+    try:
+        names = " ".join(p.name.lower() for p in folder.iterdir())
+    except OSError:
+        return None
+    if "ggml-hip" in names or "rocblas" in names or "amdhip" in names:
+        return "rocm"
+    if "ggml-vulkan" in names:
+        return "vulkan"
+    if "ggml-cpu" in names and "ggml-cuda" not in names:
+        return "cpu"
+    return None
+
+
+def _prepend_path(env: dict[str, str], folder: Path, os_name: str) -> None:
+    var, sep = ("LD_LIBRARY_PATH", ":") if os_name == "linux" else ("PATH", ";")
+    env[var] = str(folder) + (sep + env[var] if env.get(var) else "")
 
 
 def free_bytes(path: Path) -> int:
@@ -191,10 +213,57 @@ class EngineService:
                 return e
         raise EngineError(f"No engine '{engine_id}' is installed.", hint="See `strata engines list`.")
 
-    def last_probe(self, engine_id: str) -> ProbeResult | None:
+    def last_probe(self, engine_id: str, gpu: GpuTarget | None = None) -> ProbeResult | None:
+        """The engine's last probe verdict on this machine, also from an earlier run of Strata.
+
+        A saved verdict counts only while it was made for the same GPU, launch environment and
+        binary (a new driver variable, another GPU or a rebuilt engine means "not probed").
+        """
         if engine_id in self._probes:
             return self._probes[engine_id]
-        return None
+        engine = next((e for e in self.installed() if e.id == engine_id), None)
+        if engine is None:
+            return None
+        return self._read_probe(engine, gpu)
+
+    def _probe_key(self, engine: InstalledEngine, gpu: GpuTarget | None) -> str:
+        env, _notices = self.launch_env(engine, gpu)
+        delta = sorted((k, v) for k, v in env.items() if self.environ.get(k) != v)
+        try:
+            st = engine.server_path.stat()
+            binary = f"{st.st_size}:{int(st.st_mtime)}"
+        except OSError:
+            binary = "missing"
+        # Only a ROCm build's verdict depends on the GPU target (HIP loads code objects per gfx).
+        gfx = gpu.gfx if gpu is not None and gpu.gfx else (self.settings.gfx_override or "")
+        raw = json.dumps([gfx if engine.backend == "rocm" else "", delta, binary, str(engine.server_path)])
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+    def _read_probe(self, engine: InstalledEngine, gpu: GpuTarget | None) -> ProbeResult | None:
+        try:
+            data = json.loads((engine.folder / PROBE_FILE).read_text(encoding="utf-8"))
+            if data.get("key") != self._probe_key(engine, gpu):
+                return None
+            result = ProbeResult.from_json(data["result"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("ignoring unreadable probe record of %s: %s", engine.id, exc)
+            return None
+        self._probes[engine.id] = result
+        return result
+
+    def _save_probe(self, engine: InstalledEngine, gpu: GpuTarget | None, result: ProbeResult) -> None:
+        if not (engine.folder / MANIFEST_NAME).exists():
+            return  # a one-off engine: its verdict lives for this session only
+        record = {"key": self._probe_key(engine, gpu), "at": self._clock(), "result": result.to_json()}
+        target = engine.folder / PROBE_FILE
+        tmp = target.with_name(target.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
+            os.replace(tmp, target)
+        except OSError as exc:  # a verdict we cannot keep is re-probed next time: not an error
+            log.warning("could not save the probe verdict of %s: %s", engine.id, exc)
 
     # -- install -----------------------------------------------------------------------
     def _check_space(self, cand: Candidate, already: int) -> None:
@@ -312,6 +381,7 @@ class EngineService:
         result = await probe_engine(engine.server_path, engine.backend, env, runner=self._runner,
                                     timeout=self._probe_timeout)
         self._probes[engine.id] = result
+        self._save_probe(engine, gpu, result)
         return result
 
     async def setup(self, gpus: Sequence[GpuTarget], on_progress: ProgressCallback = no_progress,
@@ -403,26 +473,53 @@ class EngineService:
                     out.append((e, c))
         return out
 
-    async def add_local(self, folder: Path, backend: str, gpu: GpuTarget | None = None,
+    async def add_local(self, folder: Path, backend: str | None = None, gpu: GpuTarget | None = None,
                         name: str | None = None) -> tuple[InstalledEngine, ProbeResult]:
-        """Register a folder with a llama-server the user built, and probe it."""
+        """Register a folder with a llama-server the user built (kept across runs), and probe it.
+
+        ``backend`` None: told from the libraries next to the server (ggml-hip / ggml-vulkan), else
+        from the devices its ``--list-devices`` shows.
+        """
+        engine = await self.local_engine(folder, backend, gpu, name)
+        engine.folder.mkdir(parents=True, exist_ok=True)
+        engine.write_manifest()
+        self._probes.pop(engine.id, None)
+        return engine, await self.probe(engine, gpu)
+
+    async def local_engine(self, folder: Path, backend: str | None = None, gpu: GpuTarget | None = None,
+                           name: str | None = None) -> InstalledEngine:
+        """Describe the llama-server build in ``folder`` without registering it (one-off engines)."""
         server_name = self._server_name(self.os_name)
         folder, server = self._locate_local(folder, server_name)
         if server is None:
             raise EngineInstallError(f"{folder} holds no {server_name}.",
                                      hint="Choose the folder your llama.cpp build put llama-server in (build/bin).")
+        if backend is None:
+            backend = await self.detect_backend(server)
         if backend not in ("rocm", "vulkan", "cpu"):
             raise EngineInstallError(f"Unknown backend '{backend}': choose rocm, vulkan or cpu.")
         slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in (name or folder.name))
         engine_id = f"local-{backend}-{slug}"
-        reg = self.engines_dir / engine_id
         gfx = gpu.gfx if gpu and gpu.gfx else None
-        engine = InstalledEngine(id=engine_id, backend=backend, folder=reg, server_path=server, tag="local",
-                                 gfx_targets=(gfx,) if gfx and backend == "rocm" else (), source="local",
-                                 os=self.os_name, installed_at=self._clock())
-        reg.mkdir(parents=True, exist_ok=True)
-        engine.write_manifest()
-        return engine, await self.probe(engine, gpu)
+        return InstalledEngine(id=engine_id, backend=backend, folder=self.engines_dir / engine_id,
+                               server_path=server, tag="local",
+                               gfx_targets=(gfx,) if gfx and backend == "rocm" else (), source="local",
+                               os=self.os_name, installed_at=self._clock())
+
+    async def detect_backend(self, server: Path) -> str:
+        """"rocm", "vulkan" or "cpu" for a llama-server build, from its libraries or its device list."""
+        guess = backend_from_libraries(server.parent)
+        if guess is not None:
+            return guess
+        env = {**self.environ}
+        _prepend_path(env, server.parent, self.os_name)
+        result = await probe_engine(server, "cpu", env, runner=self._runner, timeout=self._probe_timeout)
+        kinds = {d.kind for d in result.devices}
+        if "ROCm" in kinds:
+            return "rocm"
+        if "Vulkan" in kinds:
+            return "vulkan"
+        return "cpu"
 
     @staticmethod
     def _locate_local(folder: Path, server_name: str) -> tuple[Path, Path | None]:

@@ -6,7 +6,6 @@ is given (argument or ``STRATA_GPU_SNAPSHOT`` / ``STRATA_SYSFS_ROOT``), else the
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import json
 import sys
@@ -14,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import GpuDetectionError
 from strata_gui.core.gpu.engine_output import resolve_unknown_targets
 from strata_gui.core.gpu.ids import GpuIdTable, load_gpu_table, normalise_gfx
@@ -156,7 +156,7 @@ class GpuService:
 
     async def detect_async(self) -> GpuReport:
         """Detection off the event loop (registry/WMI/sysfs reads can block)."""
-        return await asyncio.get_running_loop().run_in_executor(None, self.detect)
+        return await run_blocking(self.detect, name="strata-gpu-detect")
 
     def sampler(self, gpus: list[GpuInfo], interval: float | None = None, history: int = 120) -> TelemetrySampler:
         """A (not yet started) background sampler for these GPUs."""

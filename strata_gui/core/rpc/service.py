@@ -138,7 +138,7 @@ class RpcPool:
 
         return make
 
-    async def after_crash(self, outcome: Outcome | None) -> str | None:
+    async def after_crash(self, outcome: Outcome | None, model: Path | None = None) -> str | None:
         """A reply failed: drop workers that no longer answer; say so (None: no worker to blame)."""
         if not self.in_use:
             return None

@@ -1,33 +1,63 @@
 """What the runtime needs to know about an engine: where its server is and how to launch it.
 
-The engines package produces a plan (a ranked ``list[EngineSpec]``); until it is wired, an engine
-folder given on the command line or in Settings becomes a one-item plan via :func:`spec_from_folder`.
+:class:`EngineSpec` is produced by exactly one place, the engine resolver
+(:mod:`strata_gui.core.engines.resolver`); the runtime only launches what it is given.
+:class:`Backend` is the one type for "which kind of build", with the label users read.
 """
 
 from __future__ import annotations
 
+import enum
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from strata_gui.core.errors import EngineError
 
-Backend = Literal["rocm", "vulkan", "cpu", "local"]
+class Backend(enum.StrEnum):
+    """The kind of llama.cpp build (a ``str``: compares equal to "rocm", "vulkan", ...)."""
 
-BACKEND_LABELS: dict[str, str] = {"rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU", "local": "Local"}
+    ROCM = "rocm"
+    VULKAN = "vulkan"
+    CPU = "cpu"
+    REMOTE = "remote"
+
+    @property
+    def label(self) -> str:
+        """What users read: "ROCm", "Vulkan", "CPU", "Remote"."""
+        return _LABELS[self]
+
+    @classmethod
+    def parse(cls, value: str) -> Backend:
+        """The backend named ``value`` (case-insensitive); CPU for anything unknown."""
+        try:
+            return cls(value.strip().lower())
+        except ValueError:
+            return cls.CPU
+
+
+_LABELS = {Backend.ROCM: "ROCm", Backend.VULKAN: "Vulkan", Backend.CPU: "CPU", Backend.REMOTE: "Remote"}
+
+
+def backend_label(value: str) -> str:
+    """The label of a backend given as text (unknown text is returned as is)."""
+    try:
+        return Backend(value).label
+    except ValueError:
+        return value
 
 
 @dataclass(frozen=True)
 class EngineSpec:
-    """One launchable llama-server build.
+    """One launchable llama-server build, as the resolver decided it.
 
     Attributes:
-        id: Stable identifier (engine folder name or catalog id).
-        label: What the user reads ("ROCm", "Vulkan b4567").
+        id: Stable identifier (the installed engine's id).
+        label: What the user reads ("ROCm b1136", "Vulkan b7612").
         backend: Which kind of build it is.
         server_path: The ``llama-server`` executable.
         env: Variables set on top of the app's environment when launching it.
+        reason: Why it is in the plan at this place (shown to users: "measured fastest for this model").
+        tuning_active: ROCm only: a validated hipBLASLt table is passed (None: not applicable).
     """
 
     id: str
@@ -35,56 +65,15 @@ class EngineSpec:
     backend: Backend
     server_path: Path
     env: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
+    tuning_active: bool | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.backend, Backend):  # accept "rocm" etc. from callers and JSON
+            object.__setattr__(self, "backend", Backend(self.backend))
 
 
 def server_executable(folder: Path) -> Path:
     """The llama-server inside ``folder`` (``llama-server.exe`` on Windows)."""
     name = "llama-server.exe" if sys.platform == "win32" else "llama-server"
     return folder / name
-
-
-def guess_backend(folder: Path) -> Backend:
-    """Tell the backend from the libraries shipped next to the server."""
-    names = " ".join(p.name.lower() for p in folder.iterdir()) if folder.is_dir() else ""
-    if "ggml-hip" in names or "rocblas" in names or "amdhip" in names:
-        return "rocm"
-    if "ggml-vulkan" in names:
-        return "vulkan"
-    return "cpu"
-
-
-def spec_from_folder(folder: Path, *, label: str | None = None, backend: Backend | None = None) -> EngineSpec:
-    """Make an :class:`EngineSpec` for an engine folder chosen by the user.
-
-    Raises:
-        EngineError: The folder holds no llama-server.
-    """
-    folder = folder.expanduser()
-    exe = server_executable(folder)
-    if not exe.is_file():
-        raise EngineError(
-            f"No llama-server found in {folder}.",
-            hint="Pick the folder of an installed engine (it contains llama-server).",
-        )
-    kind = backend or guess_backend(folder)
-    env: dict[str, str] = {}
-    if sys.platform.startswith("linux"):
-        # Bundled libraries next to the server must win over system ones.
-        env["LD_LIBRARY_PATH"] = str(folder)
-    return EngineSpec(id=folder.name, label=label or BACKEND_LABELS[kind], backend=kind, server_path=exe, env=env)
-
-
-_BACKEND_ORDER = {"rocm": 0, "vulkan": 1, "cpu": 2, "local": 3}
-
-
-def discover_engines(root: Path) -> list[EngineSpec]:
-    """Engine folders under ``root`` (one level deep), best backend first: ROCm, Vulkan, CPU."""
-    if not root.is_dir():
-        return []
-    specs = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        for candidate in (folder, folder / "bin"):
-            if server_executable(candidate).is_file():
-                specs.append(spec_from_folder(candidate))
-                break
-    return sorted(specs, key=lambda s: _BACKEND_ORDER[s.backend])

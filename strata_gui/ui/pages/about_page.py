@@ -12,10 +12,11 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, 
 from strata_gui import __version__
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.system import SystemInfo, collect_system_info
+from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
 
 
-class AboutPage(QWidget):
+class AboutPage(Page):
     """Versions, OS, CPU, RAM and folders, with buttons to open the logs and copy a report.
 
     Args:

@@ -9,6 +9,7 @@ earlier pages load on demand.
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
@@ -44,13 +45,15 @@ from strata_gui.core.chat.service import (
 )
 from strata_gui.core.chat.store import STREAMING, Message
 from strata_gui.core.errors import StrataError
+from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.remote.service import RemoteService
-from strata_gui.core.runtime.engine import spec_from_folder
+from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.supervisor import ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
 from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
+from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
 
 PAGE_SIZE = 60
@@ -63,7 +66,7 @@ QFrame#codeBlock { background: palette(base); border: 1px solid palette(mid); bo
 RENDER_INTERVAL_MS = 33  # ~30 Hz
 
 
-class ChatPage(QWidget):
+class ChatPage(Page):
     """Chat with a local model.
 
     Args:
@@ -76,8 +79,10 @@ class ChatPage(QWidget):
     page_icon = "SP_MessageBoxQuestion"
 
     def __init__(self, chat_service: ChatService, bridge: AsyncBridge, parent: QWidget | None = None,
-                 remote: RemoteService | None = None) -> None:
+                 remote: RemoteService | None = None,
+                 use_engine_folder: Callable[[Path, ProgressCallback], Awaitable[EngineSpec]] | None = None) -> None:
         super().__init__(parent)
+        self._use_engine_folder = use_engine_folder
         self.page_title = self.tr("Chat")
         self._service = chat_service
         self._bridge = bridge
@@ -537,14 +542,15 @@ class ChatPage(QWidget):
         if folder:
             self.set_engine_folder(Path(folder))
 
-    def set_engine_folder(self, folder: Path) -> None:
-        try:
-            spec = spec_from_folder(folder)
-        except StrataError as exc:
-            self._bridge.error_occurred.emit(exc)
-            return
-        self._service.set_plan([spec])
-        self._show_engine_state(ServerState.STOPPED, "")
+    def set_engine_folder(self, folder: Path) -> TaskHandle | None:
+        """Check the build in ``folder`` and make it the chat's engine for this session (core decides)."""
+        if self._use_engine_folder is None:
+            return None
+        use = self._use_engine_folder
+        handle = self._bridge.run(lambda p: use(folder, p), name=self.tr("Check engine folder"))
+        handle.succeeded.connect(lambda _spec: self._show_engine_state(ServerState.STOPPED, ""))
+        self.engine_handle = handle
+        return handle
 
     def retry_preferred_engine(self) -> TaskHandle | None:
         if self.is_busy:

@@ -41,6 +41,7 @@ from strata_gui.core.progress import ProgressCallback, format_bytes
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
+from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
 ALL = "__all__"
@@ -92,7 +93,7 @@ class _Filters(QWidget):
         return None if data in (None, ALL) else str(data)
 
 
-class DashboardPage(QWidget):
+class DashboardPage(Page):
     """Three tabs: Throughput, GPU & engine, Benchmark.
 
     Args:
@@ -477,7 +478,7 @@ class DashboardPage(QWidget):
         model = self.current_model()
         if model is None:
             return
-        results, rec = self.service.saved_results(model.name)
+        results, rec = self.service.saved_results(model)
         self.show_results(results, rec)
 
     def show_results(self, results: list[BenchResult], rec: Recommendation) -> None:
@@ -509,7 +510,7 @@ class DashboardPage(QWidget):
 
     def _show_choice(self) -> None:
         model = self.current_model()
-        choice = self.service.default_engine(model.name) if model else None
+        choice = self.service.default_engine(model) if model else None
         if choice is None:
             self.choice_label.setText(self.tr("Default engine: from the engine plan (not measured yet)."))
         elif choice.source == "user":
@@ -520,13 +521,13 @@ class DashboardPage(QWidget):
     def pin_recommended(self) -> None:
         model = self.current_model()
         if model and self.last_recommendation and self.last_recommendation.engine:
-            self.service.pin_engine(model.name, self.last_recommendation.engine)
+            self.service.pin_engine(model, self.last_recommendation.engine)
             self._show_choice()
 
     def set_automatic(self) -> None:
         model = self.current_model()
         if model:
-            self.service.automatic_engine(model.name)
+            self.service.automatic_engine(model)
             self._show_choice()
 
     # -- page life cycle ---------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from strata_gui.core.engines import (
 )
 from strata_gui.core.progress import ProgressCallback, format_bytes
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
 _STATE_TEXT = {"works": str(QT_TRANSLATE_NOOP("EnginesPage", "Works")),
@@ -54,7 +55,7 @@ def _section(text: str) -> QLabel:
     return label
 
 
-class EnginesPage(QWidget):
+class EnginesPage(Page):
     """Plan, install, probe, pin and remove llama.cpp engines.
 
     Args:

@@ -29,10 +29,11 @@ from strata_gui.core.gpu.telemetry import TelemetrySampler
 from strata_gui.core.rpc.workers import RpcDevice as RemoteDevice
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.gpu_widgets import GpuCard
+from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
 
-class GpuPage(QWidget):
+class GpuPage(Page):
     """What Strata sees: GPUs, gfx targets, memory, ROCm verdicts and live load/temp/power.
 
     Args:

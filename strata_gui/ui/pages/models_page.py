@@ -46,13 +46,14 @@ from strata_gui.core.models.service import FitReport, ModelService
 from strata_gui.core.progress import format_bytes
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color
+from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
 
 SEARCH_DEBOUNCE_MS = 350
 SORT_KEYS = ("downloads", "likes", "trending", "updated")
 
 
-class ModelsPage(QWidget):
+class ModelsPage(Page):
     """Find GGUF models on the hub, see which quant fits the GPU, download and manage them.
 
     Args:

@@ -35,6 +35,7 @@ from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.rpc.workers import DEFAULT_RPC_PORT, WorkerStatus
 from strata_gui.core.serve.service import ServeService
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
+from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
 
 
@@ -55,7 +56,7 @@ def _card() -> tuple[QFrame, QVBoxLayout]:
     return frame, layout
 
 
-class NetworkPage(QWidget):
+class NetworkPage(Page):
     """Beyond this computer: remote engines, the local API for other apps, RPC workers.
 
     Args:

@@ -27,10 +27,11 @@ from PySide6.QtWidgets import (
 from strata_gui.core.errors import StrataError
 from strata_gui.core.services import Services
 from strata_gui.core.settings import Settings
+from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
 
 
-class SettingsPage(QWidget):
+class SettingsPage(Page):
     """Edits :class:`Settings`; Save writes them atomically and applies the theme at once.
 
     Args:

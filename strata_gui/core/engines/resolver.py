@@ -1,0 +1,308 @@
+"""The engine resolver: the only way from "this model, on this machine" to engines to launch.
+
+Inputs: the detected GPUs (else the gfx override setting), the installed and local engines, their
+last probe verdicts (saved across runs), a one-off engine folder chosen for this session, the
+measured or user-chosen engine for this model on this GPU, the global pin, and each engine's
+launch environment (catalog variables, validated hipBLASLt table). Output: an ordered list of
+:class:`EngineSpec`, each with the reason it is there, plus a verdict for every engine left out.
+
+The chat, the benchmark, the local API, RPC lending and the first-run guide all ask this class;
+the GUI and the CLI therefore launch the same engine for the same reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from strata_gui.core.engines.probe import ProbeResult
+from strata_gui.core.engines.records import GpuTarget, InstalledEngine
+from strata_gui.core.engines.service import EngineService
+from strata_gui.core.errors import EngineError
+from strata_gui.core.gpu.model import GpuReport
+from strata_gui.core.models.identity import model_identity
+from strata_gui.core.progress import Progress, ProgressCallback, no_progress
+from strata_gui.core.runtime.engine import Backend, EngineSpec
+from strata_gui.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class ChoiceRecord(Protocol):
+    @property
+    def engine(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
+
+
+class ChoiceLookup(Protocol):
+    """Where measured / user engine choices per (model identity, GPU) are kept (the metrics store)."""
+
+    def choice(self, model_key: str, gpu: str) -> ChoiceRecord | None: ...
+
+
+class GpuReports(Protocol):
+    """What the resolver needs of the GPU service."""
+
+    last_report: GpuReport | None
+
+    def detect(self) -> GpuReport: ...
+
+
+@dataclass(frozen=True)
+class EngineVerdict:
+    """One installed engine's place in a resolution: in (with its rank) or out, and why."""
+
+    engine_id: str
+    label: str
+    backend: Backend
+    included: bool
+    reason: str
+    probe: str  # the last probe's verdict: "works", "no_device", "failed" or "not probed"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": self.engine_id, "label": self.label, "backend": str(self.backend),
+                "included": self.included, "reason": self.reason, "probe": self.probe}
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The engines to try, best first, for one model on this machine."""
+
+    specs: tuple[EngineSpec, ...]
+    verdicts: tuple[EngineVerdict, ...]
+    gpu: str
+    model: str | None = None
+    model_key: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def chosen(self) -> EngineSpec | None:
+        return self.specs[0] if self.specs else None
+
+    def summary(self) -> str:
+        """One line: which engine runs and why (or why none can)."""
+        if self.chosen is None:
+            if not self.verdicts:
+                return "No engine is installed."
+            return "No installed engine works here: " + "; ".join(
+                f"{v.label}: {v.reason}" for v in self.verdicts)
+        return f"{self.chosen.label}: {self.chosen.reason}"
+
+    def report(self) -> str:
+        """Every engine, in or out, with its reason (``strata engines resolve``)."""
+        lines = [f"GPU: {self.gpu}" + (f" · model: {self.model}" if self.model else "")]
+        rank = 0
+        for v in self.verdicts:
+            if v.included:
+                rank += 1
+                lines.append(f"  {rank}. {v.label} ({v.engine_id}): {v.reason}")
+            else:
+                lines.append(f"  –  {v.label} ({v.engine_id}): not used: {v.reason}")
+        if not self.verdicts:
+            lines.append("  No engine is installed (strata engines install).")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gpu": self.gpu, "model": self.model, "model_key": self.model_key,
+                "chosen": self.chosen.id if self.chosen else None,
+                "reason": self.chosen.reason if self.chosen else self.summary(),
+                "order": [s.id for s in self.specs], "engines": [v.to_json() for v in self.verdicts],
+                "notes": list(self.notes)}
+
+
+class EngineResolver:
+    """Decides which engines run, in which order, and why.
+
+    Args:
+        engines: Installed engines, probes and launch environments.
+        gpus: The GPU service (its last report; detected on demand by :meth:`prepare`).
+        settings: The live settings (pin, gfx override).
+        choices: Measured / user choices per (model identity, GPU).
+        identity: Model file → identity key (injected for tests of renamed files).
+    """
+
+    def __init__(self, engines: EngineService, gpus: GpuReports, settings: Settings, choices: ChoiceLookup,
+                 *, identity: Callable[[Path], str] = model_identity) -> None:
+        self.engines = engines
+        self.gpus = gpus
+        self.settings = settings
+        self.choices = choices
+        self._identity = identity
+        self._identities: dict[tuple[str, int, int], str] = {}
+        self.one_off: list[InstalledEngine] = []  # engine folders chosen for this session, in order
+
+    # -- the machine ------------------------------------------------------------------------------
+    def gpu_targets(self) -> list[GpuTarget]:
+        """AMD GPUs as the engine planner sees them, the primary first (detected, else the gfx override)."""
+        report = self.gpus.last_report
+        if report is not None and report.amd_gpus:
+            primary = report.primary
+            ordered = sorted(report.amd_gpus, key=lambda g: g is not primary)
+            return [GpuTarget(g.name, g.device_id, g.gfx_target) for g in ordered]
+        return self.engines.gpus_from_settings()
+
+    def primary_target(self) -> GpuTarget | None:
+        targets = self.gpu_targets()
+        return targets[0] if targets else None
+
+    def gpu_key(self) -> str:
+        """The name results and engine choices are kept under (the primary GPU, or "CPU")."""
+        report = self.gpus.last_report
+        if report is not None:
+            return report.label()
+        return self.settings.gfx_override or "CPU"
+
+    def model_key(self, model: Path) -> str | None:
+        """The model's identity (cached per file version); None when the file cannot be read."""
+        try:
+            st = model.stat()
+        except OSError:
+            return None
+        cache_key = (str(model.resolve()), st.st_size, int(st.st_mtime))
+        if cache_key not in self._identities:
+            try:
+                self._identities[cache_key] = self._identity(model)
+            except OSError as exc:
+                log.warning("cannot read %s for its identity: %s", model, exc)
+                return None
+        return self._identities[cache_key]
+
+    # -- getting ready -------------------------------------------------------------------------------
+    async def prepare(self, on_progress: ProgressCallback = no_progress, *, reprobe: bool = False) -> None:
+        """Detect GPUs (once) and probe every engine that has no current verdict (all with ``reprobe``)."""
+        if self.gpus.last_report is None:
+            from strata_gui.core.blocking import run_blocking
+
+            await run_blocking(self.gpus.detect, name="strata-gpu-detect")
+        gpu = self.primary_target()
+        engines = self.engines.installed()
+        for i, engine in enumerate(engines):
+            if not reprobe and self.engines.last_probe(engine.id, gpu) is not None:
+                continue
+            on_progress(Progress(i, len(engines), f"Checking {engine.id}"))
+            await self.engines.probe(engine, gpu)
+
+    async def use_folder(self, folder: Path, on_progress: ProgressCallback = no_progress, *,
+                         need_device: bool = True) -> EngineSpec:
+        """Put the llama-server in ``folder`` first for this session (probed first; installed engines
+        stay behind it as fallbacks). Calling it again adds the next folder after the previous ones.
+
+        ``need_device`` False accepts a build that starts but sees no device of its kind (RPC
+        lending on the processor, listing workers' devices).
+
+        Raises:
+            EngineInstallError: no llama-server in the folder.
+            EngineError: it does not run here (its probe failed).
+        """
+        on_progress(Progress(0, None, f"Checking {folder}"))
+        gpu = self.primary_target()
+        engine = await self.engines.local_engine(folder, None, gpu)
+        result = await self.engines.probe(engine, gpu)
+        if not result.usable and (need_device or result.verdict == "failed"):
+            raise EngineError(f"The engine in {folder} does not work here: {result.message}.",
+                              hint="Choose another build, or leave the engine to Strata.", details=result.details)
+        self.one_off = [e for e in self.one_off if e.id != engine.id] + [engine]
+        return self._spec(engine, self._one_off_reason(len(self.one_off) - 1))
+
+    def clear_one_off(self) -> None:
+        """Back to the installed engines only."""
+        self.one_off = []
+
+    @staticmethod
+    def _one_off_reason(index: int) -> str:
+        return "you chose this engine folder" if index == 0 else "your next engine folder"
+
+    # -- deciding ------------------------------------------------------------------------------------
+    def installed_specs(self) -> list[EngineSpec]:
+        """Engines that did not fail their probe, best first, with no model preference."""
+        return list(self.resolve(None).specs)
+
+    def plan_for(self, model: Path | None) -> list[EngineSpec]:
+        """The launch order for ``model`` (the chat's plan provider)."""
+        return list(self.resolve(model).specs)
+
+    def resolve(self, model: Path | None) -> Resolution:
+        """Decide the engines for ``model`` (None: no model preference). Never launches anything."""
+        gpu = self.primary_target()
+        gpu_key = self.gpu_key()
+        order = {b: i for i, b in enumerate(self.engines.catalog.backend_order)}
+        key = self.model_key(model) if model is not None else None
+        choice = self.choices.choice(key, gpu_key) if key else None
+        pinned = self.settings.pinned_engine
+        notes: list[str] = []
+        one_off_ids = [e.id for e in self.one_off]
+        installed = [e for e in self.engines.installed() if e.id not in one_off_ids] + self.one_off
+        ids = {e.id for e in installed}
+        if pinned and pinned not in ids:
+            notes.append(f"The pinned engine {pinned} is not installed; choosing automatically.")
+        if choice is not None and choice.engine not in ids:
+            notes.append(f"The engine chosen for this model ({choice.engine}) is not installed any more.")
+
+        ranked: list[tuple[tuple[int, int, int, int, float], InstalledEngine, str]] = []
+        out: list[EngineVerdict] = []
+        probes: dict[str, ProbeResult | None] = {}
+        for e in installed:
+            probe = self.engines.last_probe(e.id, gpu)
+            probes[e.id] = probe
+            backend = Backend.parse(e.backend)
+            label = self._label(e)
+            if probe is not None and not probe.usable:
+                why = f"its last check failed: {probe.message}"
+                if e.id == pinned:
+                    notes.append(f"The pinned engine {label} is not used: {why}.")
+                out.append(EngineVerdict(e.id, label, backend, False, why, probe.verdict))
+                continue
+            if e.id in one_off_ids:
+                tier, reason = 0, self._one_off_reason(one_off_ids.index(e.id))
+            elif choice is not None and e.id == choice.engine and choice.source == "user":
+                tier, reason = 1, "you chose it for this model on this GPU"
+            elif e.id == pinned:
+                tier, reason = 2, "pinned (strata engines pin / Engines page)"
+            elif choice is not None and e.id == choice.engine:
+                tier, reason = 3, "measured fastest for this model on this GPU"
+            else:
+                tier, reason = 4, self._order_reason(backend, gpu)
+            if probe is None:
+                reason += " (not checked on this machine yet)"
+            sub = one_off_ids.index(e.id) if e.id in one_off_ids else 0
+            ranked.append(((tier, sub, 0 if probe is not None else 1, order.get(backend, 9), -e.installed_at),
+                           e, reason))
+        ranked.sort(key=lambda t: t[0])
+        specs = tuple(self._spec(e, reason) for _k, e, reason in ranked)
+        inside = [EngineVerdict(s.id, s.label, s.backend, True, s.reason,
+                                probes[s.id].verdict if probes[s.id] is not None else "not probed")  # type: ignore[union-attr]
+                  for s in specs]
+        return Resolution(specs, tuple(inside + out), gpu_key, model.name if model is not None else None, key,
+                          tuple(notes))
+
+    def _order_reason(self, backend: Backend, gpu: GpuTarget | None) -> str:
+        where = f"for {gpu.gfx}" if gpu is not None and gpu.gfx else "with no AMD GPU detected"
+        order = " → ".join(Backend.parse(b).label for b in self.engines.catalog.backend_order)
+        if backend is Backend.CPU:
+            return f"runs on the processor; last in the order {order}"
+        return f"{backend.label} in the order {order} {where}"
+
+    @staticmethod
+    def _label(engine: InstalledEngine) -> str:
+        backend = Backend.parse(engine.backend)
+        if engine.source == "local":
+            return f"{backend.label} (your build: {engine.server_path.parent.name})"
+        return f"{backend.label} {engine.tag}".strip()
+
+    def _spec(self, engine: InstalledEngine, reason: str) -> EngineSpec:
+        env, notices = self.engines.launch_env(engine, self.primary_target())
+        for n in notices:
+            log.info("engine %s: %s", engine.id, n)
+        base = self.engines.environ
+        # Only variables that differ from the app's environment travel with the spec.
+        delta = {k: v for k, v in env.items() if base.get(k) != v}
+        backend = Backend.parse(engine.backend)
+        tuning = ("HIPBLASLT_TUNING_OVERRIDE_FILE" in env) if backend is Backend.ROCM else None
+        return EngineSpec(engine.id, self._label(engine), backend, engine.server_path, delta, reason, tuning)
+
