@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import httpx
 
 from strata_gui.core.errors import ChatError, ServerError
+from strata_gui.core.events import emit
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, ReplyStats, SamplingParams
 from strata_gui.core.runtime.engine import EngineSpec
@@ -144,11 +145,7 @@ class ChatService:
             self._listeners.remove(fn)
 
     def _emit(self, event: ChatEvent) -> None:
-        for fn in list(self._listeners):
-            try:
-                fn(event)
-            except Exception:
-                log.exception("chat listener failed on %s", type(event).__name__)
+        emit(self._listeners, event)
 
     def set_plan(self, plan: list[EngineSpec]) -> None:
         """Engines to try, best first. Takes effect at the next engine start."""
