@@ -251,7 +251,7 @@ class ManagedProcess:
                         break
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(exited.wait(), self._poll_interval)
-        except asyncio.CancelledError:
+        except BaseException:  # cancelled, or a probe failed unexpectedly: never leave it running
             await self.stop()
             raise
         if exited.is_set():

@@ -8,6 +8,7 @@ load-progress details from its log, and the engine states the chat shows.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import os
 import socket
@@ -154,6 +155,7 @@ class ServerSupervisor:
         self._clock = clock
         self._listeners: list[StateListener] = []
         self._process: ManagedProcess | None = None
+        self._run: object | None = None  # identifies the current run (see start)
         self._on_progress: ProgressCallback | None = None
         self.state = ServerState.STOPPED
         self.detail = ""
@@ -216,14 +218,18 @@ class ServerSupervisor:
         self._set_state(ServerState.STARTING, "Starting engine…")
         if not self.model.is_file():
             outcome = Outcome(OutcomeKind.BAD_MODEL, Phase.STARTING, subject=self.subject, path=str(self.model))
-            self._on_end(outcome)
+            self._run = None
+            self._on_end(None, outcome)
             raise ProcessEnded(outcome)
         self.port = self.settings.port or free_loopback_port(self.settings.host)
+        # Events of an earlier run (its exit posted late) must not change this run's state.
+        run = self._run = object()
         proc = ManagedProcess(
             build_command(self.engine, self.model, self.settings, self.port),
             subject=self.subject, env={**self._environ, **self.engine.env}, cwd=self.engine.server_path.parent,
             ready=http_ready(self._http, lambda: self.base_url + "/health"), ready_timeout=self._ready_timeout,
-            log_lines=self._log_lines, job=self._job, on_line=self._on_line, on_end=self._on_end,
+            log_lines=self._log_lines, job=self._job, on_line=functools.partial(self._on_line, run),
+            on_end=functools.partial(self._on_end, run),
             clock=self._clock)
         self._process = proc
         proc.spawn()
@@ -254,7 +260,9 @@ class ServerSupervisor:
         return {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else {}
 
     # -- process events (on the loop's thread) -------------------------------------------------------
-    def _on_line(self, line: str) -> None:
+    def _on_line(self, run: object, line: str) -> None:
+        if run is not self._run:
+            return
         port = listening_port(line)
         if port is not None:
             self.port = port
@@ -264,7 +272,9 @@ class ServerSupervisor:
                 self._report(0.5 if "loaded" in line else 0.1, detail)
                 self._set_state(ServerState.LOADING, detail)
 
-    def _on_end(self, outcome: Outcome) -> None:
+    def _on_end(self, run: object, outcome: Outcome) -> None:
+        if run is not self._run:
+            return
         self.outcome = outcome
         if outcome.kind is OutcomeKind.STOPPED:
             new_state = ServerState.STOPPED
