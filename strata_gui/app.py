@@ -362,6 +362,8 @@ async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float
     """Visit every page, let each load, and fail on any error shown. Returns problems found."""
     import asyncio
 
+    from strata_gui.core.errors import InternalError
+
     problems: list[str] = []
     errors_before = len(window.errors_shown)
     for index, page in enumerate(window.pages):
@@ -375,7 +377,7 @@ async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float
         await asyncio.wait_for(handle.wait(), timeout=30)
     for e in window.errors_shown[errors_before:]:
         # A bug is a failure; an explained condition (no network here, say) is only reported.
-        if e.message.startswith("Unexpected error"):
+        if isinstance(e, InternalError):
             problems.append(f"error shown: {e.message}\n{e.details or ''}")
         else:
             print(f"self-test: note: {e.message}", flush=True)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
+from strata_gui.core.events import LISTENER_LOGGER
 from tests.support import engines as engine_support
 from tests.support import gguf_model
 
@@ -70,6 +73,43 @@ def _no_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
     if extra_threads:
         problems.append(f"threads left running: {[t.name for t in extra_threads]}")
     pytest.fail("; ".join(problems), pytrace=False)
+
+
+class ListenerErrors(logging.Handler):
+    """Collects the ERROR records of the listener helper (``strata_gui.core.events.emit``)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def listener_failures(records: list[logging.LogRecord]) -> str:
+    """Why the test fails ("" when no listener raised): each failure with its traceback."""
+    out = []
+    for r in records:
+        text = r.getMessage()
+        if r.exc_info and r.exc_info[1] is not None:
+            text += "\n" + "".join(traceback.format_exception(*r.exc_info))
+        out.append(text)
+    return ("an event listener raised (production only logs it):\n" + "\n".join(out)) if out else ""
+
+
+@pytest.fixture(autouse=True)
+def _listener_errors() -> Iterator[ListenerErrors]:
+    """Fail a test during which an event listener raised: the app only logs it, so it would go unseen."""
+    handler = ListenerErrors()
+    logger = logging.getLogger(LISTENER_LOGGER)
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+    problem = listener_failures(handler.records)
+    if problem:
+        pytest.fail(problem, pytrace=False)
 
 
 @pytest.fixture(scope="session")

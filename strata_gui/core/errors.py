@@ -4,6 +4,13 @@ Every error carries a user-facing ``message`` (what went wrong, in plain words),
 ``hint`` (what the user can do about it) and optional ``details`` (technical text for a bug
 report: log tails, tracebacks). Library exceptions (httpx, OSError, sqlite3 ...) are translated
 into these at the boundary of the core service that met them; the UI only ever sees these.
+
+Two different things are shown the same way, and must never be told apart by their text:
+
+- an expected condition (no network, a damaged model, a port in use): every :class:`StrataError`
+  subclass except one. Core raises these; the user can act on them.
+- a bug in Strata: :class:`InternalError`. Core never raises it; :func:`describe` makes one from
+  any exception that is not a :class:`StrataError`, with the traceback as details.
 """
 
 from __future__ import annotations
@@ -116,15 +123,31 @@ class ChatError(StrataError):
     title = "Chat problem"
 
 
+class InternalError(StrataError):
+    """A bug in Strata (an exception nobody expected), shown so the user can report it.
+
+    Made by :func:`describe`, never raised by core code. Check for it with ``isinstance``.
+
+    Args:
+        exc: The unexpected exception; its traceback becomes :attr:`details`.
+    """
+
+    # The base title ("Something went wrong"): the dialog already has it translated.
+
+    def __init__(self, exc: BaseException) -> None:
+        import traceback
+
+        details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        super().__init__(
+            f"Internal error in Strata: {type(exc).__name__}: {exc}",
+            hint="This is a bug in Strata. Please report it; 'Copy details' and the log help.",
+            details=details,
+        )
+        self.original = exc
+
+
 def describe(exc: BaseException) -> StrataError:
-    """Wrap an unexpected exception so it can be shown like any other error."""
+    """The error to show for ``exc``: itself if it is a :class:`StrataError`, else an :class:`InternalError`."""
     if isinstance(exc, StrataError):
         return exc
-    import traceback
-
-    details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return StrataError(
-        f"Unexpected error: {type(exc).__name__}: {exc}",
-        hint="This is a bug in Strata. 'Copy details' and the log help to report it.",
-        details=details,
-    )
+    return InternalError(exc)

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from strata_gui.core.errors import ServerError
-from strata_gui.core.runtime.outcome import OutcomeKind
+from strata_gui.core.runtime.outcome import OutcomeKind, describe_outcome
 from strata_gui.core.runtime.supervisor import ServerSettings, ServerState, ServerSupervisor
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import engines as _engines
@@ -145,7 +145,7 @@ def test_ready_timeout_stops_the_engine(test_engines: Engines, test_model: Path)
     sup, _, err = run(_start(test_engines, test_model, ready_timeout=0.0))
     assert err is not None and "did not become ready" in err.message
     assert sup.outcome.kind is OutcomeKind.TIMEOUT
-    assert sup._proc is not None and sup._proc.poll() is not None
+    assert sup.process is not None and sup.process.returncode is not None
 
 
 def test_engine_killed_after_ready_is_a_crash(test_engines: Engines, test_model: Path) -> None:
@@ -166,7 +166,8 @@ def test_engine_killed_after_ready_is_a_crash(test_engines: Engines, test_model:
 
     sup = run(scenario())
     assert sup.outcome is not None and sup.outcome.kind is OutcomeKind.CRASHED
-    assert "crashed while running" in sup.outcome.message and "SIGKILL" in sup.outcome.message
+    message = describe_outcome(sup.outcome)
+    assert "crashed while running" in message and "SIGKILL" in message
 
 
 CHILD = textwrap.dedent('''

@@ -17,6 +17,7 @@ from strata_gui.core.bench.prometheus import ServerCounters, parse_prometheus
 from strata_gui.core.bench.store import BenchResult, EngineChoice, MetricsStore, RequestRecord
 from strata_gui.core.bench.workload import BenchConfig, Benchmark
 from strata_gui.core.errors import StorageError
+from strata_gui.core.events import emit
 from strata_gui.core.progress import ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import EngineSpec
 
@@ -76,8 +77,7 @@ class DashboardService:
             at=self._clock(), model=model, engine=engine, backend=backend, source=source,
             prompt_tokens=prompt_tokens, cached_tokens=cached_tokens, output_tokens=output_tokens,
             prefill_tps=prefill_tps, decode_tps=decode_tps, ttft_s=ttft_s))
-        for fn in list(self._listeners):
-            fn(rec)
+        emit(self._listeners, rec)
         return rec
 
     async def server_counters(self, base_url: str | None, headers: dict[str, str] | None = None

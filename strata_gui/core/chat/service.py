@@ -21,10 +21,11 @@ from typing import Any, Protocol
 import httpx
 
 from strata_gui.core.errors import ChatError, ServerError
+from strata_gui.core.events import emit
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, ReplyStats, SamplingParams
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.outcome import Outcome, OutcomeKind
+from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, describe_outcome
 from strata_gui.core.runtime.supervisor import (
     ServerSettings,
     ServerState,
@@ -144,11 +145,7 @@ class ChatService:
             self._listeners.remove(fn)
 
     def _emit(self, event: ChatEvent) -> None:
-        for fn in list(self._listeners):
-            try:
-                fn(event)
-            except Exception:
-                log.exception("chat listener failed on %s", type(event).__name__)
+        emit(self._listeners, event)
 
     def set_plan(self, plan: list[EngineSpec]) -> None:
         """Engines to try, best first. Takes effect at the next engine start."""
@@ -237,7 +234,7 @@ class ChatService:
         return self.settings.auto_fallback and outcome.engine_fault and index + 1 < len(self.plan)
 
     def _notify_fallback(self, outcome: Outcome, nxt: EngineSpec) -> None:
-        text = f"{outcome.message} Continuing on {nxt.label}."
+        text = f"{describe_outcome(outcome)} Continuing on {nxt.label}."
         log.warning("%s", text)
         self._emit(Notice(text, outcome.details()))
 
@@ -384,14 +381,16 @@ class ChatService:
                 if died or first:
                     await sup.stop()
                     self._client = None
-                    if self._may_fall_back(outcome or Outcome(OutcomeKind.CRASHED, str(exc)), self._engine_index):
+                    blamed = outcome or Outcome(OutcomeKind.CRASHED, Phase.RUNNING, subject=sup.subject)
+                    if self._may_fall_back(blamed, self._engine_index):
                         self._engine_index += 1
                         nxt = self.plan[self._engine_index]
                         if outcome is not None:
-                            base = outcome.message.rstrip(".").replace("while running", "while answering")
+                            # It ended while a reply was streaming: say so, not "while running".
+                            base = describe_outcome(outcome, activity="answering")
                         else:
-                            base = f"{spec.label} engine failed on the first request: {exc.message.rstrip('.')}"
-                        self._emit(Notice(f"{base}. Continuing on {nxt.label}.",
+                            base = f"{spec.label} engine failed on the first request: {exc.message.rstrip('.')}."
+                        self._emit(Notice(f"{base} Continuing on {nxt.label}.",
                                           outcome.details() if outcome else (exc.details or "")))
                         self.store.update_message(reply.id, content="", status=STREAMING)
                         updated = self.store.message(reply.id)
@@ -400,7 +399,7 @@ class ChatService:
                         continue
                 if outcome is not None:
                     self.last_outcome = outcome
-                    raise ServerError(f"{outcome.message} The partial reply was kept.",
+                    raise ServerError(f"{describe_outcome(outcome, activity='answering')} The partial reply was kept.",
                                       hint="Send again to restart the engine.", details=outcome.details()) from exc
                 raise
             except Exception:

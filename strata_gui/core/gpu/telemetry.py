@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
+from strata_gui.core.events import emit
 from strata_gui.core.gpu.model import GpuSample
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,8 @@ class TelemetrySampler:
                 buf.append(s)
             self.samples_taken += 1
         if self._on_sample is not None:
-            self._on_sample(samples)
+            # A broken callback must not end the sampler thread.
+            emit([self._on_sample], samples)
         return samples
 
     def _run(self) -> None:

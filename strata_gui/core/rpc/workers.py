@@ -16,11 +16,13 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import EngineError, ServerError
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.process_guard import WindowsJob, linux_preexec
+from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, ProcessEnded
+from strata_gui.core.runtime.process import ManagedProcess, tcp_ready
+from strata_gui.core.runtime.process_guard import WindowsJob
 
 DEFAULT_RPC_PORT = 50052
 TRUST_WARNING = ("rpc-server has no password and no encryption: anyone who can reach this port can use "
@@ -119,9 +121,8 @@ async def check_worker(address: str, engine: EngineSpec | None, environ: Mapping
         return WorkerStatus(address, True, error="no installed engine with RPC support to list its devices")
     env = {**(environ if environ is not None else os.environ), **engine.env}
     cmd = [str(engine.server_path), "--rpc", address, "--list-devices"]
-    loop = asyncio.get_running_loop()
     try:
-        out = await loop.run_in_executor(None, _run_quiet, cmd, env, timeout + 10.0)
+        out = await run_blocking(_run_quiet, cmd, env, timeout + 10.0, name="rpc-list-devices")
     except (OSError, subprocess.SubprocessError) as exc:
         return WorkerStatus(address, True, error=f"could not list its devices: {exc}")
     devices = [d for d in parse_devices(out) if d.address == address]
@@ -146,15 +147,17 @@ def _run_quiet(cmd: list[str], env: dict[str, str], timeout: float) -> str:
 
 
 class RpcServerProcess:
-    """One ``rpc-server`` lending this machine's devices.
+    """One ``rpc-server`` lending this machine's devices: a thin user of :class:`ManagedProcess`.
 
     Args:
         executable: The engine's rpc-server.
         host: Interface to bind; anything but loopback is reachable by the whole network.
         port: TCP port.
         env: Variables added to ``environ`` (the engine's library path, device selection).
+        environ: Base environment (default: Strata's).
         devices: ``-d`` list (e.g. ``["Vulkan0"]`` or ``["CPU"]``); empty: the server's default.
-        log_file: Where its output goes.
+        threads: ``-t`` (0: the server's default).
+        log_file: Where its output is also written.
         job: Windows job object (the server dies with Strata).
     """
 
@@ -168,8 +171,7 @@ class RpcServerProcess:
         self.threads = threads
         self.log_file = log_file
         self._job = job
-        self._proc: subprocess.Popen[str] | None = None
-        self._log: IO[str] | None = None
+        self._process: ManagedProcess | None = None
 
     @property
     def address(self) -> str:
@@ -177,11 +179,16 @@ class RpcServerProcess:
 
     @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._process is not None and self._process.running
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def process(self) -> ManagedProcess | None:
+        """The process of the last start (its :attr:`ManagedProcess.outcome` says how it ended)."""
+        return self._process
 
     def command(self) -> list[str]:
         cmd = [str(self.executable), "-H", self.host, "-p", str(self.port)]
@@ -195,7 +202,7 @@ class RpcServerProcess:
         """Start and wait until the port accepts connections.
 
         Raises:
-            ServerError: It exited (port taken, bad device) or never listened.
+            ServerError: It could not be launched, exited (port taken, bad device) or never listened.
         """
         if self.running:
             return
@@ -203,68 +210,35 @@ class RpcServerProcess:
         if busy:
             raise ServerError(f"Cannot lend this computer on {self.address}: {busy}",
                               hint="Another program (or another RPC server) uses this port; choose another one.")
-        self._spawn()
-        if self._job is not None and self._proc is not None:
-            self._job.assign(self._proc)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
         probe = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
-        while True:
-            proc = self._proc
-            assert proc is not None
-            if proc.poll() is not None:
-                tail = self.log_tail()
-                await self.stop()
-                raise ServerError(f"The RPC server stopped at once (exit code {proc.returncode}).",
-                                  hint=f"Is port {self.port} already in use, or the device name wrong?",
-                                  details=tail)
-            if not await tcp_reachable(f"{probe}:{self.port}", 1.0):
-                return
-            if loop.time() > deadline:
-                await self.stop()
-                raise ServerError("The RPC server did not start listening.", details=self.log_tail())
-            await asyncio.sleep(0.1)
-
-    def _spawn(self) -> None:
-        # On the loop's thread, never an executor's: the parent-death signal is tied to the forking thread.
+        process = ManagedProcess(self.command(), subject="RPC server", env=self._env,
+                                 ready=tcp_ready(probe, self.port), ready_timeout=timeout,
+                                 log_file=self.log_file, job=self._job)
+        self._process = process
         try:
-            if self.log_file is not None:
-                self.log_file.parent.mkdir(parents=True, exist_ok=True)
-                self._log = open(self.log_file, "w", encoding="utf-8")  # noqa: SIM115 (closed in stop)
-            kwargs: dict[str, object] = {}
-            if sys.platform == "win32":
-                kwargs["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
-            self._proc = subprocess.Popen(
-                self.command(), env=self._env, stdin=subprocess.DEVNULL,
-                stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT, text=True,
-                preexec_fn=linux_preexec(os.getpid()), **kwargs)  # type: ignore[call-overload]  # noqa: PLW1509
-        except OSError as exc:
-            self._close_log()
-            raise ServerError(f"Could not start {self.executable.name}: {exc.strerror or exc}",
-                              hint="Reinstall the engine on the Engines page.") from exc
+            await process.start()
+        except ProcessEnded as exc:
+            raise _start_error(exc.outcome, self.executable, self.port) from exc
 
     def log_tail(self, lines: int = 30) -> str:
-        if self.log_file is None or not self.log_file.exists():
+        """The last ``lines`` lines it printed (of the current or last run)."""
+        if self._process is None:
             return ""
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_file.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-        return ""
+        return "\n".join(self._process.log_tail()[-lines:])
 
     async def stop(self, timeout: float = 5.0) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            while proc.poll() is None and loop.time() < deadline:
-                await asyncio.sleep(0.05)
-            if proc.poll() is None:
-                proc.kill()
-                while proc.poll() is None:
-                    await asyncio.sleep(0.05)
-        self._close_log()
+        """Terminate its process tree, wait up to ``timeout``, then kill what is left."""
+        if self._process is not None:
+            await self._process.stop(timeout)
 
-    def _close_log(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+
+def _start_error(outcome: Outcome, executable: Path, port: int) -> ServerError:
+    """rpc-server's own words for a start that failed (it has no model to load, only a port to bind)."""
+    details = outcome.details() or None
+    if outcome.kind is OutcomeKind.NOT_FOUND:
+        why = outcome.reason or f"{outcome.path} is missing"
+        return ServerError(f"Could not start {executable.name}: {why}", hint="Reinstall the engine on the Engines page.")
+    if outcome.kind is OutcomeKind.TIMEOUT:
+        return ServerError("The RPC server did not start listening.", details=details)
+    return ServerError(f"The RPC server stopped at once (exit code {outcome.exit_code}).",
+                       hint=f"Is port {port} already in use, or the device name wrong?", details=details)

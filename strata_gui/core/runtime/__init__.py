@@ -1,1 +1,1 @@
-"""Running llama-server: the engine spec, the process supervisor and the OpenAI-compatible client."""
+"""Running engines: the managed-process type and its outcome, the llama-server supervisor, the OpenAI-compatible client."""

@@ -1,4 +1,10 @@
-"""Why an engine process stopped, in words a user understands (pure functions over its log)."""
+"""Why an engine process ended: typed data first, words for the user last.
+
+:func:`classify_exit` turns an exit code and the log tail into an :class:`Outcome` (pure data:
+kind, phase, exit code, log tail and the facts the sentence needs). :func:`describe_outcome` is
+the one place that turns an outcome into a sentence, so the CLI and the UI phrase every ending
+the same way and the wording can be translated at the edge.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,8 @@ import re
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from strata_gui.core.errors import ServerError
 
 
 class OutcomeKind(enum.Enum):
@@ -18,6 +26,19 @@ class OutcomeKind(enum.Enum):
     NOT_FOUND = "not_found"
     TIMEOUT = "timeout"
     CRASHED = "crashed"
+
+
+class Phase(enum.Enum):
+    """Where a managed process was in its life when it ended."""
+
+    STARTING = "starting"  # being launched: if it ended here, it never ran
+    LOADING = "loading"  # running, not ready yet (llama-server loading the model)
+    RUNNING = "running"  # was ready and serving
+    STOPPING = "stopping"  # Strata asked it to stop
+
+    @property
+    def before_ready(self) -> bool:
+        return self in (Phase.STARTING, Phase.LOADING)
 
 
 # Windows NTSTATUS codes as Python sees them (signed 32-bit).
@@ -49,24 +70,35 @@ _PORT_RE = re.compile(r"couldn't bind HTTP server socket|address already in use"
 
 @dataclass(frozen=True)
 class Outcome:
-    """How an engine run ended.
+    """How a managed process run ended (data only; :func:`describe_outcome` words it).
 
     Attributes:
         kind: The class of ending (drives fallback decisions).
-        message: One sentence for the user.
+        phase: Where the process was when it ended (:attr:`Phase.STARTING`: it never ran).
         exit_code: The process exit code (negative: killed by that signal), None if it never ran.
-        during_load: It ended before the model was ready.
         log_tail: The last lines it printed (for "Details…").
+        subject: Who ended, as the user names it ("ROCm engine", "RPC server").
+        path: The file at fault, when one is (the missing binary or model).
+        reason: A specific fact for the sentence (the missing library, the OS error text).
+        waited: Seconds waited for readiness (:attr:`OutcomeKind.TIMEOUT`).
     """
 
     kind: OutcomeKind
-    message: str
+    phase: Phase
     exit_code: int | None = None
-    during_load: bool = False
     log_tail: tuple[str, ...] = field(default=(), repr=False)
+    subject: str = "The engine"
+    path: str = ""
+    reason: str = ""
+    waited: float | None = None
 
     def __str__(self) -> str:
-        return self.message
+        return describe_outcome(self)
+
+    @property
+    def during_load(self) -> bool:
+        """It ended before it was ready."""
+        return self.phase.before_ready
 
     @property
     def engine_fault(self) -> bool:
@@ -76,6 +108,70 @@ class Outcome:
 
     def details(self) -> str:
         return "\n".join(self.log_tail)
+
+
+def describe_outcome(outcome: Outcome, *, activity: str = "running") -> str:
+    """The one sentence a user reads about how a process ended.
+
+    Args:
+        outcome: The ending.
+        activity: What the process was doing once ready, for endings in :attr:`Phase.RUNNING`
+            ("running"; the chat says "answering" when a reply was streaming).
+    """
+    name = outcome.subject
+    kind = outcome.kind
+    if kind is OutcomeKind.STOPPED:
+        return f"{name} stopped."
+    if kind is OutcomeKind.NOT_FOUND:
+        if outcome.reason:
+            return f"{name} could not be started: {outcome.reason}."
+        return f"{name} is not installed ({outcome.path} is missing)."
+    if kind is OutcomeKind.BAD_MODEL:
+        if outcome.exit_code is None and outcome.path:
+            return f"The model file {outcome.path} does not exist."
+        return f"{name} could not load the model file: it is damaged or not a supported GGUF model."
+    if kind is OutcomeKind.MISSING_LIBRARY:
+        what = f" ({outcome.reason} is missing)" if outcome.reason else ""
+        return f"{name} could not start: a library it needs was not found{what}."
+    if kind is OutcomeKind.PORT_TAKEN:
+        return f"{name} could not listen: the network port is already in use by another program."
+    if kind is OutcomeKind.TIMEOUT:
+        return f"{name} did not become ready within {outcome.waited or 0:.0f} s."
+    when = "while loading" if outcome.phase.before_ready else f"while {activity}"
+    if kind is OutcomeKind.OUT_OF_MEMORY:
+        what = "the model" if outcome.phase.before_ready else ""
+        return f"{name} ran out of memory {when}{' ' + what if what else ''}."
+    code = describe_exit_code(outcome.exit_code) if outcome.exit_code is not None else "no exit code"
+    return f"{name} crashed {when} ({code})."
+
+
+_HINTS = {
+    OutcomeKind.BAD_MODEL: "Check the model file, or download it again.",
+    OutcomeKind.OUT_OF_MEMORY: "Try a smaller context size, fewer GPU layers or a smaller quantization.",
+    OutcomeKind.MISSING_LIBRARY: "Reinstall this engine, or choose another one.",
+    OutcomeKind.PORT_TAKEN: "Close the program using that port, or let Strata pick a free port.",
+    OutcomeKind.NOT_FOUND: "Reinstall this engine, or choose another one.",
+    OutcomeKind.TIMEOUT: "The model may be too large for this machine; try a smaller one or another engine.",
+    OutcomeKind.CRASHED: "Try another engine (Vulkan or CPU); the log has details.",
+}
+
+
+def outcome_hint(outcome: Outcome) -> str | None:
+    """What the user can do about this ending, if anything."""
+    return _HINTS.get(outcome.kind)
+
+
+class ProcessEnded(ServerError):
+    """A managed process ended (or could not start) when it should have been running.
+
+    Attributes:
+        outcome: How it ended; the message is :func:`describe_outcome` of it.
+    """
+
+    def __init__(self, outcome: Outcome, *, message: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message or describe_outcome(outcome), hint=hint or outcome_hint(outcome),
+                         details=outcome.details() or None)
+        self.outcome = outcome
 
 
 def describe_exit_code(code: int) -> str:
@@ -109,32 +205,22 @@ def load_detail(line: str) -> str | None:
     return None
 
 
-def classify_exit(
-    exit_code: int | None, lines: Sequence[str], *, during_load: bool, engine_label: str = "The",
-) -> Outcome:
-    """Turn an exit code and the log tail into an :class:`Outcome`."""
+def classify_exit(exit_code: int | None, lines: Sequence[str], *, phase: Phase, subject: str = "The engine") -> Outcome:
+    """Turn an exit code and the log tail of a process that ended on its own into an :class:`Outcome`."""
     text = "\n".join(lines)
     tail = tuple(lines)
-    name = f"{engine_label} engine"
+
+    def outcome(kind: OutcomeKind, reason: str = "") -> Outcome:
+        return Outcome(kind, phase, exit_code, tail, subject, reason=reason)
+
     m = _MISSING_LIB_RE.search(text)
     if m or exit_code in (127, -1073741515):
-        lib = m.group(1).strip() if m and m.group(1) else None
-        what = f" ({lib} is missing)" if lib else ""
-        return Outcome(OutcomeKind.MISSING_LIBRARY,
-                       f"{name} could not start: a library it needs was not found{what}.",
-                       exit_code, during_load, tail)
+        lib = m.group(1).strip() if m and m.group(1) else ""
+        return outcome(OutcomeKind.MISSING_LIBRARY, lib)
     if _PORT_RE.search(text):
-        return Outcome(OutcomeKind.PORT_TAKEN,
-                       f"{name} could not listen: the network port is already in use by another program.",
-                       exit_code, during_load, tail)
+        return outcome(OutcomeKind.PORT_TAKEN)
     if _OOM_RE.search(text):
-        return Outcome(OutcomeKind.OUT_OF_MEMORY,
-                       f"{name} ran out of memory while loading the model.",
-                       exit_code, during_load, tail)
+        return outcome(OutcomeKind.OUT_OF_MEMORY)
     if _BAD_MODEL_RE.search(text) and exit_code is not None and exit_code > 0:
-        return Outcome(OutcomeKind.BAD_MODEL,
-                       f"{name} could not load the model file: it is damaged or not a supported GGUF model.",
-                       exit_code, during_load, tail)
-    code = describe_exit_code(exit_code) if exit_code is not None else "no exit code"
-    when = "while loading" if during_load else "while running"
-    return Outcome(OutcomeKind.CRASHED, f"{name} crashed {when} ({code}).", exit_code, during_load, tail)
+        return outcome(OutcomeKind.BAD_MODEL)
+    return outcome(OutcomeKind.CRASHED)

@@ -11,6 +11,7 @@ import httpx
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.chat.service import ChatService
 from strata_gui.core.errors import ServerError
+from strata_gui.core.events import emit
 from strata_gui.core.serve.proxy import (
     ApiProxy,
     ApiRequest,
@@ -151,11 +152,7 @@ class ServeService:
             await proxy.stop()
 
     def _on_request(self, req: ApiRequest) -> None:
-        for fn in ([self._record] if self._record is not None else []) + list(self._listeners):
-            try:
-                fn(req)
-            except Exception:
-                log.warning("an API request listener failed", exc_info=True)
+        emit(([self._record] if self._record is not None else []) + self._listeners, req)
 
     def curl_example(self, key_placeholder: str = "$STRATA_API_KEY") -> str:
         auth = f' -H "Authorization: Bearer {key_placeholder}"' if self.has_key else ""

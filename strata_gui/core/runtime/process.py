@@ -1,0 +1,389 @@
+"""One child process Strata owns (llama-server, rpc-server, sd-server), from launch to its outcome.
+
+The process is a plain :class:`subprocess.Popen` started on the event loop's thread (qasync's
+loop cannot run asyncio subprocesses on Windows, and Linux's parent-death signal is tied to the
+thread that forks), with one reader thread that keeps a bounded tail of its output (optionally
+mirrored to a log file) and posts lines and the exit back to the loop. Readiness is a strategy
+passed in (``/health`` over HTTP for llama-server, an accepted TCP connection for rpc-server).
+Stopping terminates the whole process tree, waits, then kills what is left. Every ending, even a
+launch that never happened, leaves a typed :class:`Outcome`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+import httpx
+import psutil
+
+from strata_gui.core.events import emit
+from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, classify_exit
+from strata_gui.core.runtime.process_guard import WindowsJob, linux_preexec
+
+log = logging.getLogger(__name__)
+
+ReadyCheck = Callable[[], Awaitable[bool]]
+"""One readiness probe: True once the process serves. Polled until then (or until it exits)."""
+
+
+def http_ready(http: httpx.AsyncClient, url: str | Callable[[], str], timeout: float = 2.0) -> ReadyCheck:
+    """Ready when ``GET url`` answers 200 (llama-server's ``/health`` answers 503 while loading)."""
+
+    async def check() -> bool:
+        try:
+            resp = await http.get(url() if callable(url) else url, timeout=timeout)
+        except httpx.HTTPError:
+            return False
+        return resp.status_code == 200
+
+    return check
+
+
+def tcp_ready(host: str, port: int, timeout: float = 1.0) -> ReadyCheck:
+    """Ready when a TCP connection to ``host:port`` is accepted (rpc-server speaks no HTTP)."""
+
+    async def check() -> bool:
+        try:
+            _reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        except (OSError, TimeoutError):
+            return False
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        return True
+
+    return check
+
+
+def resolve_binary(program: str | Path) -> tuple[Path | None, str]:
+    """The executable to launch, or None with why not ("" when it simply does not exist)."""
+    path = Path(program)
+    if path.parent == Path() and not path.is_file():
+        found = shutil.which(str(program))
+        return (Path(found), "") if found else (None, "")
+    if not path.is_file():
+        return None, ""
+    if sys.platform != "win32" and not os.access(path, os.X_OK):
+        return None, f"{path} is not executable"
+    return path, ""
+
+
+class ManagedProcess:
+    """One run of a child process: launch, readiness, log tail, stop, and how it ended.
+
+    One instance is one run; start another instance to run again.
+
+    Args:
+        command: Program and arguments; the program is resolved before anything is launched.
+        subject: Who it is, as the user names it ("ROCm engine", "RPC server") in outcomes.
+        env: The complete environment of the child (default: Strata's).
+        cwd: Working directory of the child.
+        ready: Readiness probe; None means ready as soon as it is launched.
+        ready_timeout: Seconds to wait for readiness before stopping it (outcome TIMEOUT).
+        poll_interval: Seconds between readiness probes.
+        log_lines: Size of the kept log tail.
+        log_file: Also write every line there (truncated at launch).
+        job: Windows job object shared by all engines of the app (they die with it).
+        on_line: Called on the loop's thread with every output line.
+        on_end: Called on the loop's thread with the outcome of every ending (also a failed launch).
+        clock: Monotonic clock (seconds).
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        subject: str,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        ready: ReadyCheck | None = None,
+        ready_timeout: float = 300.0,
+        poll_interval: float = 0.1,
+        log_lines: int = 400,
+        log_file: Path | None = None,
+        job: WindowsJob | None = None,
+        on_line: Callable[[str], None] | None = None,
+        on_end: Callable[[Outcome], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.command = list(command)
+        self.subject = subject
+        self._env = dict(os.environ if env is None else env)
+        self._cwd = cwd
+        self._ready = ready
+        self.ready_timeout = ready_timeout
+        self._poll_interval = poll_interval
+        self._tail: collections.deque[str] = collections.deque(maxlen=log_lines)
+        self._tail_lock = threading.Lock()
+        self.log_file = log_file
+        self._job = job
+        self._on_line = on_line
+        self._on_end = on_end
+        self._clock = clock
+        self._proc: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
+        self._exited: asyncio.Event | None = None
+        self._timed_out = False
+        self.phase = Phase.STARTING
+        self.outcome: Outcome | None = None
+        self.started_at: float | None = None
+
+    # -- observation -------------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        """The process was launched and has not exited (ready or not)."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.poll() if self._proc is not None else None
+
+    def log_tail(self) -> list[str]:
+        with self._tail_lock:
+            return list(self._tail)
+
+    # -- start -----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Launch and wait until ready.
+
+        Raises:
+            ProcessEnded: It could not be launched, exited, or was not ready in time (it is then
+                stopped); :attr:`outcome` says which.
+        """
+        self.spawn()
+        await self.wait_ready()
+
+    def spawn(self) -> None:
+        """Launch the process (call on the loop's thread) and start reading its output.
+
+        Raises:
+            ProcessEnded: The program is missing or the OS refused to run it (phase STARTING).
+        """
+        if self._proc is not None or self.outcome is not None:
+            raise RuntimeError("a ManagedProcess runs once; make a new one")
+        loop = asyncio.get_running_loop()
+        self._exited = asyncio.Event()
+        program, why = resolve_binary(self.command[0])
+        if program is None:
+            self._end_unlaunched(reason=why)
+        log.info("starting %s: %s", self.subject, subprocess.list2cmdline(self.command))
+        kwargs: dict[str, Any] = {}
+        if sys.platform == "win32":
+            kwargs["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+        log_file = self._open_log_file()
+        try:
+            # Popen on the loop's thread, never an executor's: the parent-death signal is tied
+            # to the thread that forks.
+            proc = subprocess.Popen(
+                [str(program), *self.command[1:]], env=self._env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
+                errors="replace", bufsize=1,
+                preexec_fn=linux_preexec(os.getpid()),  # noqa: PLW1509 (prctl only)
+                cwd=str(self._cwd) if self._cwd is not None else None, **kwargs,
+            )
+        except OSError as exc:
+            if log_file is not None:
+                log_file.close()
+            self._end_unlaunched(reason=str(exc.strerror or exc))
+        self._proc = proc
+        self.started_at = self._clock()
+        if self._job is not None:
+            self._job.assign(proc)
+        self.phase = Phase.LOADING if self._ready is not None else Phase.RUNNING
+        self._reader = threading.Thread(target=self._read_output, args=(proc, loop, log_file),
+                                        name=f"process-log-{proc.pid}", daemon=True)
+        self._reader.start()
+
+    def _open_log_file(self) -> IO[str] | None:
+        if self.log_file is None:
+            return None
+        try:
+            self.log_file.parent.mkdir(parents=True, exist_ok=True)
+            return open(self.log_file, "w", encoding="utf-8")  # the reader thread closes it
+        except OSError:
+            log.warning("cannot write the log of %s to %s", self.subject, self.log_file, exc_info=True)
+            return None
+
+    def _end_unlaunched(self, *, reason: str) -> NoReturn:
+        outcome = Outcome(OutcomeKind.NOT_FOUND, Phase.STARTING, None, (), self.subject,
+                          path=str(self.command[0]), reason=reason)
+        self._finish(outcome)
+        raise ProcessEnded(outcome)
+
+    async def wait_ready(self) -> None:
+        """Poll the readiness probe until it succeeds; stops the process if cancelled or too slow.
+
+        Raises:
+            ProcessEnded: It exited, or did not become ready within ``ready_timeout``.
+        """
+        exited = self._exited
+        if exited is None or self._proc is None:
+            raise RuntimeError("wait_ready() before spawn()")
+        try:
+            if self._ready is not None:
+                deadline = self._clock() + self.ready_timeout
+                while True:
+                    if exited.is_set():
+                        break
+                    if await self._ready():
+                        break
+                    if exited.is_set():
+                        break
+                    if self._clock() > deadline:
+                        self._timed_out = True
+                        await self.stop()
+                        break
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(exited.wait(), self._poll_interval)
+        except BaseException:  # cancelled, or a probe failed unexpectedly: never leave it running
+            await self.stop()
+            raise
+        if exited.is_set():
+            outcome = self.outcome or Outcome(OutcomeKind.CRASHED, Phase.LOADING, self.returncode,
+                                              tuple(self.log_tail()), self.subject)
+            raise ProcessEnded(outcome)
+        self.phase = Phase.RUNNING
+
+    # -- output reader (its own thread) ---------------------------------------------------------
+    def _read_output(self, proc: subprocess.Popen[str], loop: asyncio.AbstractEventLoop,
+                     log_file: IO[str] | None) -> None:
+        assert proc.stdout is not None
+        try:
+            for raw in proc.stdout:
+                line = raw.rstrip("\r\n")
+                with self._tail_lock:
+                    self._tail.append(line)
+                if log_file is not None:
+                    with contextlib.suppress(OSError, ValueError):
+                        log_file.write(line + "\n")
+                        log_file.flush()
+                if self._on_line is not None:
+                    _post(loop, self._deliver_line, line)
+        except (OSError, ValueError):
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                proc.stdout.close()
+            if log_file is not None:
+                with contextlib.suppress(OSError):
+                    log_file.close()
+        code = proc.wait()
+        _post(loop, self._deliver_exit, code)
+
+    def _deliver_line(self, line: str) -> None:
+        if self._on_line is not None:
+            emit([self._on_line], line)
+
+    def _deliver_exit(self, code: int) -> None:
+        if self.outcome is not None:
+            return
+        tail = tuple(self.log_tail())
+        if self._timed_out:
+            outcome = Outcome(OutcomeKind.TIMEOUT, Phase.LOADING, code, tail, self.subject,
+                              waited=self.ready_timeout)
+        elif self.phase is Phase.STOPPING:
+            outcome = Outcome(OutcomeKind.STOPPED, Phase.STOPPING, code, tail, self.subject)
+        else:
+            outcome = classify_exit(code, tail, phase=self.phase, subject=self.subject)
+        self._finish(outcome)
+
+    def _finish(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+        if self._exited is not None:
+            self._exited.set()
+        log.info("%s ended: %s (%s, exit code %s)", self.subject, outcome.kind.value, outcome.phase.value,
+                 outcome.exit_code)
+        if self._on_end is not None:
+            emit([self._on_end], outcome)
+
+    # -- stop ------------------------------------------------------------------------------------
+    async def wait_exited(self) -> None:
+        """Return once the process has exited and its outcome is known (at once if it never ran)."""
+        if self._exited is not None and self._proc is not None:
+            await self._exited.wait()
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Terminate the whole process tree, wait up to ``timeout``, then kill what is left.
+
+        Returns once the process is gone and its outcome delivered.
+        """
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None and self.outcome is None:
+            self.phase = Phase.STOPPING
+        procs = _tree(proc.pid)
+        for p in procs:
+            with contextlib.suppress(psutil.Error):
+                p.terminate()
+        deadline = time.monotonic() + timeout
+        # Polling, not an executor wait: no thread may outlive the call.
+        while any(_alive(p) for p in procs) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for p in procs:
+            if _alive(p):
+                log.warning("%s process %s did not stop in %.0f s; killing it", self.subject, p.pid, timeout)
+                with contextlib.suppress(psutil.Error):
+                    p.kill()
+        while proc.poll() is None:
+            await asyncio.sleep(0.02)
+        reader = self._reader
+        while reader is not None and reader.is_alive():
+            await asyncio.sleep(0.02)
+        if self._exited is not None:
+            # The reader posted the exit; let the loop deliver it before returning.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exited.wait(), 1.0)
+
+    def kill_now(self) -> None:
+        """Blocking kill of the whole tree (app exit paths without a running loop)."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        if self.outcome is None:
+            self.phase = Phase.STOPPING
+        for p in _tree(proc.pid):
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+        if self._reader is not None:
+            self._reader.join(5)
+
+
+def _post(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:  # loop already closed (app shutting down)
+        pass
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return bool(p.is_running() and p.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
