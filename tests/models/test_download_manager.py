@@ -294,5 +294,9 @@ def test_offline_refuses_to_queue_and_a_broken_subscriber_does_not_stop_download
             assert await svc.downloads.wait(job.job_id) == paths  # a finished job answers at once
             with pytest.raises(DownloadStateError, match="no download"):
                 svc.downloads.resume(job.job_id)
+            await svc.downloads.aclose()  # the app is closing: nothing new starts
+            with pytest.raises(DownloadStateError, match="closing"):
+                svc.downloads.enqueue(detail, next(q for q in detail.quants if q.label == "F16"))
+            assert svc.downloads.jobs() == []
 
     asyncio.run(go())

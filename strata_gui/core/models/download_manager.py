@@ -178,6 +178,8 @@ class DownloadManager:
 
     def add(self, job: DownloadJob) -> DownloadJob:
         """Queue ``job`` (see :meth:`enqueue`); returns the job the queue holds under its id."""
+        if self._closed:
+            raise DownloadStateError("Downloads have stopped: Strata is closing.")
         self._check_online()
         existing = self._queue.get(job.job_id)
         if existing is None:
