@@ -595,11 +595,13 @@ class FirstRunGuide(QDialog):
             if quant is None:
                 raise ModelError(f"{starter.repo} no longer has {starter.file}.",
                                  hint="Choose another starter model, or search on the Models page.")
-            job = models.enqueue(detail, quant)
+            downloads = models.downloads
+            job = downloads.enqueue(detail, quant)
             try:
-                paths = await models.download(job, p)
+                paths = await downloads.wait(job.job_id, p)
             except asyncio.CancelledError:
-                models.cancel_download(job)  # Cancel here means "not this one": drop the partial file
+                downloads.cancel(job.job_id)  # Cancel here means "not this one": drop the partial file
+                await downloads.wait_stopped(job.job_id)
                 raise
             return paths[0]
 

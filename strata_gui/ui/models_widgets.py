@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.models.downloads import DownloadJob
+from strata_gui.core.models.downloads import DownloadJob, DownloadState
 from strata_gui.core.models.fit import FitEstimate, Verdict
 from strata_gui.core.models.gguf_meta import format_params
 from strata_gui.core.models.hub import RepoSummary
@@ -102,31 +102,36 @@ class DownloadRow(QFrame):
         layout.addLayout(top)
         layout.addWidget(self.bar)
         layout.addWidget(self.status)
-        self.running = False
+        self.shown_state = job.state
         self.set_state(job.state, job.error)
 
+    @property
+    def running(self) -> bool:
+        return self.shown_state is DownloadState.DOWNLOADING
+
     def _toggle(self) -> None:
-        if self.running:
+        if self.shown_state.can_pause:
             self.pause_requested.emit()
         else:
             self.resume_requested.emit()
 
-    def set_state(self, state: str, error: str = "") -> None:
-        """Show ``queued``/``downloading``/``paused``/``failed``/``done``."""
-        self.running = state == "downloading"
+    def set_state(self, state: DownloadState, error: str = "") -> None:
+        """Show the job's state (``error`` is the message of a FAILED one)."""
+        self.shown_state = state
+        finished = state.finished
         self.pause_button.setText(self.tr("Pause") if self.running else self.tr("Resume"))
-        self.pause_button.setVisible(state != "done")
-        self.pause_button.setEnabled(state != "queued")
-        self.cancel_button.setVisible(state != "done")
+        self.pause_button.setVisible(not finished)
+        self.pause_button.setEnabled(self.running or state.can_resume)
+        self.cancel_button.setVisible(not finished)
         texts = {
-            "queued": self.tr("Waiting in the queue · %1").replace("%1", format_bytes(self.job.total)),
-            "downloading": self.tr("Starting…"),
-            "paused": self.tr("Paused · resumes where it stopped"),
-            "failed": self.tr("Failed: %1").replace("%1", error),
-            "done": self.tr("Done · in the library"),
+            DownloadState.QUEUED: self.tr("Waiting in the queue · %1").replace("%1", format_bytes(self.job.total)),
+            DownloadState.DOWNLOADING: self.tr("Starting…"),
+            DownloadState.PAUSED: self.tr("Paused · resumes where it stopped"),
+            DownloadState.FAILED: self.tr("Failed: %1").replace("%1", error),
+            DownloadState.DONE: self.tr("Done · in the library"),
         }
-        self.status.setText(texts.get(state, state))
-        if state == "done":
+        self.status.setText(texts.get(state, ""))
+        if state is DownloadState.DONE:
             self.bar.setValue(1000)
 
     def show_progress(self, p: Progress) -> None:

@@ -147,6 +147,49 @@ def test_cancel_during_the_engine_download_installs_nothing(releases: GitHubServ
     app.loop.run_until_complete(scenario())
 
 
+@pytest.mark.engine
+def test_cancel_during_the_model_download_keeps_nothing(releases: GitHubServer, hub: RunningHub,  # type: ignore[no-untyped-def]
+                                                        test_starter: StarterModel, make_app) -> None:
+    app: App = make_app(github_api_url=releases.api_base, hub_endpoint=hub.url)
+    guide = open_first_run(app.window, app.services, app.bridge, app.hooks, starters=[test_starter])
+    downloads = app.services.models.downloads
+    models_page = app.pages.models
+
+    async def scenario() -> None:
+        await wait_until(lambda: guide.plan is not None)
+        guide.primary_button.click()
+        assert guide.engine_handle is not None
+        await guide.engine_handle.wait()
+        guide.primary_button.click()  # Next: the starter models
+        assert guide.step == STEP_MODELS and guide.select_starter("strata-test-llama")
+        hub.state.chunk_delay = 0.03
+        guide.primary_button.click()
+        handle = guide.model_handle
+        assert handle is not None
+        # The guide's download is the download manager's job: the Models page lists it too.
+        await wait_until(lambda: len(models_page.download_rows) == 1)
+        # The user presses Cancel once the first bytes are there.
+        handle.progress.connect(lambda p: guide.model_progress.cancel_button.click()
+                                if p.done > 0 and guide.model_progress.cancel_button.isEnabled() else None)
+        await handle.wait()
+        assert handle.was_cancelled and guide.model_status.text() == "Download cancelled."
+        assert guide.step == STEP_MODELS and guide.model_path is None
+        assert downloads.jobs() == [] and models_page.download_rows == {}
+        cache = app.services.models.cache_dir
+        assert not list(cache.rglob("*.incomplete")) and not list(cache.rglob("*.gguf"))
+        # Trying again downloads it to the end.
+        hub.state.chunk_delay = 0.0
+        guide.primary_button.click()
+        assert guide.model_handle is not None
+        await guide.model_handle.wait()
+        assert guide.step == STEP_READY and guide.model_path is not None
+        assert guide.model_path.stat().st_size == test_starter.size
+        (row,) = models_page.download_rows.values()
+        assert row.status.text().startswith("Done")
+
+    app.loop.run_until_complete(scenario())
+
+
 def test_skip_is_remembered_and_settings_runs_the_guide_again(make_app) -> None:  # type: ignore[no-untyped-def]
     # GitHub is unreachable here: the guide says so and offers the offline choices.
     app: App = make_app(github_api_url="http://127.0.0.1:9")

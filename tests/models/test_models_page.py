@@ -14,7 +14,7 @@ from PySide6.QtCore import QUrl
 from PySide6.QtWidgets import QApplication, QMessageBox
 from pytestqt.qtbot import QtBot
 
-from strata_gui.core.models.downloads import TokenStore
+from strata_gui.core.models.downloads import DownloadState, TokenStore
 from strata_gui.core.models.fit import GIB, MemoryTarget
 from strata_gui.core.models.service import ModelService
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
@@ -43,6 +43,17 @@ class Harness:
                 await asyncio.sleep(0.02)
 
         self.loop.run_until_complete(poll())
+
+    def until_shown(self, job_id: str, state: DownloadState, timeout: float = 20.0) -> None:
+        """Wait until the Downloads tab shows ``job_id`` in ``state`` (CANCELLED: its row is gone)."""
+        def shown() -> bool:
+            row = self.page.download_rows.get(job_id)
+            if state is DownloadState.CANCELLED:
+                return row is None
+            return row is not None and row.shown_state is state
+
+        self.until(shown, timeout)
+        self.qtbot.wait(20)
 
     def shot(self, name: str) -> None:
         self.qtbot.wait(50)
@@ -136,10 +147,11 @@ def test_detail_download_and_library(harness: Any, hub: Any, test_model: Path) -
 
     page.download_button.click()
     assert page.tabs.currentIndex() == 1
-    h.settle(page.download_handle)
     (row,) = page.download_rows.values()
-    assert row.status.text().startswith("Done")
-    h.settle(page.library_handle)
+    h.until_shown(row.job.job_id, DownloadState.DONE)
+    assert row.status.text().startswith("Done") and row.bar.value() == 1000
+    assert not row.pause_button.isVisible() and page.tabs.tabText(1) == "Downloads"
+    h.until(lambda: bool(page.library))
     h.shot("downloads")
     page.tabs.setCurrentIndex(2)
     assert [e.display_name for e in page.library] == ["strata-test-llama-Q4_K_M.gguf"]
@@ -155,14 +167,21 @@ def test_pause_resume_cancel_and_token(harness: Any, hub: Any, test_model: Path)
     h.settle(page.detail_handle)
     page.download_selected()
     row = next(iter(page.download_rows.values()))
+    job_id = row.job.job_id
+    assert page.tabs.tabText(1) == "Downloads (1)"
     h.until(lambda: row.bar.value() > 50)
+    assert row.running and row.pause_button.text() == "Pause"
     row.pause_button.click()
-    h.settle(page.download_handle)
-    assert row.job.state == "paused" and row.pause_button.text() == "Resume"
-    assert page.service.pending_downloads()[0].state == "paused"
+    h.until_shown(job_id, DownloadState.PAUSED)
+    assert row.pause_button.text() == "Resume" and row.status.text() == "Paused · resumes where it stopped"
+    assert page.service.pending_downloads()[0].state is DownloadState.PAUSED
+    paused_at = page.service.downloader.partial_files(row.job)[0].stat().st_size
+    assert paused_at > 0
     row.pause_button.click()
-    h.settle(page.download_handle)
+    h.until_shown(job_id, DownloadState.DONE)
     assert row.status.text().startswith("Done")
+    ranges = [hd.get("Range") for m, p, hd in hub.state.requests if m == "GET" and p.endswith("Q4_K_M.gguf")]
+    assert ranges[-1] == f"bytes={paused_at}-"  # the resume continued from the bytes on disk
 
     # Cancel a running one (a split set, one unit): the row goes and the partial file is deleted.
     page.show_detail("strata/test-llama-split-GGUF")
@@ -173,8 +192,8 @@ def test_pause_resume_cancel_and_token(harness: Any, hub: Any, test_model: Path)
     partial = page.service.downloader.partial_files(q8.job)[0]
     assert partial.exists()
     q8.cancel_button.click()
-    h.settle(page.download_handle)
-    assert q8.job.job_id not in page.download_rows and not partial.exists()
+    h.until_shown(q8.job.job_id, DownloadState.CANCELLED)
+    assert not partial.exists() and page.service.pending_downloads() == []
 
     # Gated: the token form appears; a saved token retries the download.
     hub.state.chunk_delay = 0.0
@@ -183,14 +202,36 @@ def test_pause_resume_cancel_and_token(harness: Any, hub: Any, test_model: Path)
     assert "access token" in page.fit_note.text()  # even the header read needs the token
     page.quant_table.selectRow(0)
     page.download_selected()
-    h.settle(page.download_handle)
-    assert page.token_frame.isVisible()
+    gated = next(r for r in page.download_rows.values() if r.job.repo_id == "strata/gated-llama-GGUF")
+    h.until_shown(gated.job.job_id, DownloadState.FAILED)
+    assert page.token_frame.isVisible() and gated.status.text().startswith("Failed: The hub needs an access token")
     h.shot("token")
     page.token_edit.setText(hub.state.token)
     page.token_button.click()
-    h.settle(page.download_handle)
-    gated = next(r for r in page.download_rows.values() if r.job.repo_id == "strata/gated-llama-GGUF")
+    h.until_shown(gated.job.job_id, DownloadState.DONE)
     assert gated.status.text().startswith("Done") and not page.token_frame.isVisible()
+
+
+def test_unfinished_downloads_come_back_paused_after_a_restart(harness: Any, hub: Any, test_model: Path) -> None:
+    hub.state.chunk_delay = 0.03
+    h = harness()
+    page: ModelsPage = h.page
+    page.show_detail("strata/test-llama-GGUF")
+    h.settle(page.detail_handle)
+    page.download_selected()
+    (row,) = page.download_rows.values()
+    h.until(lambda: row.bar.value() > 50)
+    # The app closes mid-download; the next start shows the job paused, and Resume finishes it.
+    h.loop.run_until_complete(page.service.aclose())
+    hub.state.chunk_delay = 0.0
+    again = harness()
+    again.page.on_shown()
+    (row2,) = again.page.download_rows.values()
+    assert row2.shown_state is DownloadState.PAUSED and row2.status.text() == "Paused · resumes where it stopped"
+    assert again.page.tabs.tabText(1) == "Downloads (1)"
+    row2.pause_button.click()
+    again.until_shown(row2.job.job_id, DownloadState.DONE)
+    assert row2.status.text().startswith("Done")
 
 
 def test_library_broken_open_reveal_delete(harness: Any, tmp_path: Path, test_model: Path,

@@ -113,6 +113,9 @@ def test_wrong_key_is_a_clear_error(keyed_server: str) -> None:
         paths.ensure()
         async with httpx.AsyncClient(trust_env=False) as http:
             remote = _remote(paths, http)
+            with pytest.raises(ChatError, match="rejected the API key"):
+                await remote.add_checked("second box", keyed_server, "sk-wrong")
+            assert remote.endpoints() == []  # not saved: it did not pass the check
             ep = remote.add("second box", keyed_server, "sk-wrong")
             with pytest.raises(ChatError, match="rejected the API key"):
                 await remote.list_models(ep)
@@ -127,6 +130,34 @@ def test_wrong_key_is_a_clear_error(keyed_server: str) -> None:
                 assert last.status == FAILED and last.ran_on.startswith("remote:")
             finally:
                 await chat.aclose()
+
+    asyncio.run(main())
+
+
+def test_add_checked_saves_only_an_endpoint_that_answers() -> None:
+    async def main() -> None:
+        paths = AppPaths.from_environment()
+        paths.ensure()
+        with openai_like_server() as base:
+            async with httpx.AsyncClient(trust_env=False) as http:
+                remote = _remote(paths, http)
+                ep, models = await remote.add_checked(" lab ", base + "/v1/", "sk-lab")
+                assert models == ["org/Model-7B"]
+                assert (ep.name, ep.base_url, ep.model, ep.has_key) == ("lab", base, "org/Model-7B", True)
+                assert remote.endpoints() == [ep] and remote.api_key(ep) == "sk-lab"
+                # Checking the same name against an address where nothing answers: explained, and
+                # the endpoint saved before is left exactly as it was (key included).
+                with pytest.raises(NetworkError, match=r"Could not reach lab at http://127\.0\.0\.1:9"):
+                    await remote.add_checked("lab", "http://127.0.0.1:9", "sk-other")
+                assert remote.endpoints() == [ep] and remote.api_key(ep) == "sk-lab"
+                with pytest.raises(ChatError, match="answered 404"):
+                    await remote.add_checked("other", base + "/nothing-here")
+                with pytest.raises(ChatError, match="needs a name"):
+                    await remote.add_checked("  ", base)
+                assert [e.name for e in remote.endpoints()] == ["lab"]
+                # A chosen model is kept rather than replaced by the server's first.
+                ep2, _ = await remote.add_checked("pinned", base, model="org/Other")
+                assert ep2.model == "org/Other" and not ep2.has_key
 
     asyncio.run(main())
 

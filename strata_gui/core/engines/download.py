@@ -3,7 +3,8 @@
 The file grows as ``<name>.part`` in the downloads folder; an interrupted download (network
 cut, Cancel, app restart) continues from there with an HTTP ``Range`` request. SHA-256 is
 computed while streaming (the bytes already on disk are hashed first when resuming), and
-writing + hashing run on a worker thread so they overlap with the network reads.
+writing + hashing run on a :class:`~strata_gui.core.blocking.SerialLane` (one worker thread, in
+order) so they overlap with the network reads.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ import asyncio
 import hashlib
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import httpx
 
+from strata_gui.core.blocking import SerialLane
 from strata_gui.core.errors import ChecksumMismatchError, EngineDownloadError, StorageError
 from strata_gui.core.progress import ProgressCallback, RateMeter
 
@@ -83,20 +84,35 @@ async def download_file(
         ChecksumMismatchError: the bytes do not match ``expected_sha256`` (the file is deleted).
         StorageError: the file could not be written.
     """
-    part = dest.with_name(dest.name + ".part")
     # Writing + hashing run on one worker thread (both release the GIL) while the loop reads the
-    # next batch from the network. (Two workers were slower on a 2-core machine.)
-    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-download")
-    loop = asyncio.get_running_loop()
+    # next batch from the network. (Two workers were slower on a 2-core machine.) Leaving the
+    # lane waits for that thread, so no write is still running when this returns.
+    async with SerialLane("strata-download") as lane:
+        return await _download(http, url, dest, lane, expected_size=expected_size,
+                               expected_sha256=expected_sha256, on_progress=on_progress, message=message)
+
+
+async def _download(
+    http: httpx.AsyncClient,
+    url: str,
+    dest: Path,
+    lane: SerialLane,
+    *,
+    expected_size: int | None,
+    expected_sha256: str | None,
+    on_progress: ProgressCallback,
+    message: str,
+) -> DownloadResult:
+    part = dest.with_name(dest.name + ".part")
 
     def consume(fh: BinaryIO, batch: list[bytes]) -> asyncio.Future[None]:
-        return loop.run_in_executor(executor, _write, fh, hasher, batch)
+        return lane.submit(_write, fh, hasher, batch)
 
     try:
         part.parent.mkdir(parents=True, exist_ok=True)
         have, hasher = (0, hashlib.sha256())
         if part.exists():
-            have, hasher = await loop.run_in_executor(executor, _hash_existing, part)
+            have, hasher = await lane.submit(_hash_existing, part)
             if expected_size is not None and have > expected_size:
                 part.unlink()
                 have, hasher = 0, hashlib.sha256()
@@ -123,7 +139,7 @@ async def download_file(
                             total = have + int(length) if length and length.isdigit() else None
                         meter = RateMeter(total, on_progress, message=message, start=have)
                         meter.update(0, force=True)
-                        fh = await loop.run_in_executor(executor, _open, part, bool(have))
+                        fh = await lane.submit(_open, part, bool(have))
                         pending: asyncio.Future[None] | None = None
                         batch: list[bytes] = []
                         batched = 0
@@ -136,7 +152,8 @@ async def download_file(
                                 received += len(chunk)
                                 if batched >= CHUNK:
                                     if pending is not None:
-                                        await pending
+                                        # Shielded: a cancel must not drop a batch not yet written.
+                                        await asyncio.shield(pending)
                                     pending = consume(fh, batch)
                                     meter.update(batched)
                                     batch, batched = [], 0
@@ -172,5 +189,3 @@ async def download_file(
     except OSError as exc:
         raise StorageError(f"Could not write {dest.name}: {exc.strerror or exc}",
                            hint="Check free space and permissions of the downloads folder.") from exc
-    finally:
-        executor.shutdown(wait=True)

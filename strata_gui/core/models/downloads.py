@@ -12,16 +12,16 @@ as huggingface_hub does, and the hash is computed while streaming.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
+import enum
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import threading
 from collections.abc import Callable
-from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,15 @@ from urllib.parse import urljoin
 
 import httpx
 
-from strata_gui.core.errors import ChecksumMismatchError, HubError, InsufficientSpaceError, StorageError
+from strata_gui.core.blocking import SerialLane, run_blocking
+from strata_gui.core.errors import (
+    ChecksumMismatchError,
+    HubError,
+    InsufficientSpaceError,
+    ModelError,
+    StorageError,
+    StrataError,
+)
 from strata_gui.core.models.hub import QuantEntry, RemoteFile
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
 from strata_gui.core.progress import ProgressCallback, RateMeter, format_bytes
@@ -83,18 +91,69 @@ class TokenStore:
             raise StorageError(f"Could not save the access token: {exc.strerror or exc}") from exc
 
 
+class DownloadState(enum.StrEnum):
+    """Where a download is; the values are what the queue file stores."""
+
+    QUEUED = "queued"
+    DOWNLOADING = "downloading"
+    PAUSED = "paused"
+    FAILED = "failed"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        """DONE or CANCELLED: the job has left the queue for good."""
+        return self in (DownloadState.DONE, DownloadState.CANCELLED)
+
+    @property
+    def can_pause(self) -> bool:
+        return DownloadState.PAUSED in _TRANSITIONS[self]
+
+    @property
+    def can_resume(self) -> bool:
+        """PAUSED or FAILED: Resume (or Retry) puts it back in the queue."""
+        return self in (DownloadState.PAUSED, DownloadState.FAILED)
+
+    def can_become(self, new: DownloadState) -> bool:
+        return new in _TRANSITIONS[self]
+
+
+_TRANSITIONS: dict[DownloadState, frozenset[DownloadState]] = {
+    DownloadState.QUEUED: frozenset({DownloadState.DOWNLOADING, DownloadState.PAUSED, DownloadState.CANCELLED}),
+    DownloadState.DOWNLOADING: frozenset({DownloadState.PAUSED, DownloadState.FAILED, DownloadState.DONE,
+                                          DownloadState.CANCELLED}),
+    DownloadState.PAUSED: frozenset({DownloadState.QUEUED, DownloadState.CANCELLED}),
+    DownloadState.FAILED: frozenset({DownloadState.QUEUED, DownloadState.CANCELLED}),
+    DownloadState.DONE: frozenset(),
+    DownloadState.CANCELLED: frozenset(),
+}
+
+
+class DownloadStateError(ModelError):
+    """A download was asked to do something its state does not allow (resume a finished one ...)."""
+
+    title = "Download problem"
+
+
 @dataclass
 class DownloadJob:
-    """One queued download unit (a GGUF file or a whole split set)."""
+    """One queued download unit (a GGUF file or a whole split set).
+
+    ``state`` only changes through :meth:`DownloadQueue.set_state` (which checks the transition
+    and saves the queue). ``failure`` is the error of a FAILED job in this session; the queue
+    file keeps only its message (``error``).
+    """
 
     repo_id: str
     revision: str
     label: str
     name: str
     files: list[RemoteFile]
-    state: str = "queued"  # queued | paused | failed
+    state: DownloadState = DownloadState.QUEUED
     error: str = ""
     ref: str = "main"  # the branch the user browsed; ``revision`` pins its commit
+    failure: StrataError | None = field(default=None, compare=False, repr=False)
 
     @property
     def job_id(self) -> str:
@@ -109,19 +168,29 @@ class DownloadJob:
         return cls(repo_id, revision, quant.label, quant.name, list(quant.files))
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["files"] = [asdict(f) for f in self.files]
-        return data
+        return {"repo_id": self.repo_id, "revision": self.revision, "label": self.label, "name": self.name,
+                "files": [asdict(f) for f in self.files], "state": self.state.value, "error": self.error,
+                "ref": self.ref}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DownloadJob:
         files = [RemoteFile(str(f["path"]), int(f["size"]), f.get("sha256")) for f in data["files"]]
+        try:
+            state = DownloadState(str(data.get("state", "queued")))
+        except ValueError:
+            state = DownloadState.PAUSED  # unknown (newer) state: keep the job, let the user resume it
         return cls(str(data["repo_id"]), str(data["revision"]), str(data["label"]), str(data["name"]), files,
-                   str(data.get("state", "queued")), str(data.get("error", "")), str(data.get("ref", "main")))
+                   state, str(data.get("error", "")), str(data.get("ref", "main")))
 
 
 class DownloadQueue:
-    """Jobs not yet finished, saved in a JSON file so they can be resumed after a restart."""
+    """Jobs not yet finished, saved in a JSON file so they can be resumed after a restart.
+
+    Every state change is written at once (temp file + rename, so a crash never leaves half a
+    file). DONE and CANCELLED jobs leave the file. On load, a job that was DOWNLOADING (the app
+    stopped mid-download) or still QUEUED comes back PAUSED: nothing starts downloading by itself
+    when the app opens; Resume continues from the bytes already on disk.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -131,15 +200,23 @@ class DownloadQueue:
     def _load(self) -> None:
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
-            for item in raw.get("jobs", []):
-                job = DownloadJob.from_json(item)
-                if job.state == "downloading":  # the app stopped mid-download
-                    job.state = "paused"
-                self._jobs[job.job_id] = job
         except FileNotFoundError:
             return
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError) as exc:
             log.warning("download queue %s unreadable, starting empty: %s", self.path, exc)
+            return
+        items = raw.get("jobs", []) if isinstance(raw, dict) else []
+        for item in items:
+            try:
+                job = DownloadJob.from_json(item)
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                log.warning("dropping an unreadable entry of %s: %s", self.path, exc)
+                continue
+            if job.state.finished:
+                continue
+            if job.state in (DownloadState.DOWNLOADING, DownloadState.QUEUED):
+                job.state = DownloadState.PAUSED
+            self._jobs[job.job_id] = job
 
     def save(self) -> None:
         data = {"version": 1, "jobs": [j.to_json() for j in self._jobs.values()]}
@@ -158,22 +235,35 @@ class DownloadQueue:
         return self._jobs.get(job_id)
 
     def add(self, job: DownloadJob) -> DownloadJob:
+        """Queue ``job`` (as QUEUED); the job already queued under its id when there is one."""
         existing = self._jobs.get(job.job_id)
         if existing is not None:
             return existing
+        if job.state is not DownloadState.QUEUED:
+            raise DownloadStateError(f"A new download must start queued, not {job.state.value}.")
         self._jobs[job.job_id] = job
         self.save()
         return job
 
-    def set_state(self, job_id: str, state: str, error: str = "") -> None:
-        job = self._jobs.get(job_id)
-        if job is not None:
-            job.state, job.error = state, error
-            self.save()
+    def set_state(self, job_id: str, state: DownloadState, error: str = "",
+                  failure: StrataError | None = None) -> DownloadJob:
+        """Move a job to ``state`` and save; DONE and CANCELLED remove it from the queue.
 
-    def remove(self, job_id: str) -> None:
-        if self._jobs.pop(job_id, None) is not None:
-            self.save()
+        Raises:
+            DownloadStateError: No such job, or its state cannot become ``state``.
+            StorageError: The queue file could not be written.
+        """
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise DownloadStateError(f"There is no download {job_id} in the queue.")
+        if not job.state.can_become(state):
+            raise DownloadStateError(
+                f"The download of {job.name} cannot go from {job.state.value} to {state.value}.")
+        job.state, job.error, job.failure = state, error, failure
+        if state.finished:
+            del self._jobs[job_id]
+        self.save()
+        return job
 
 
 @dataclass
@@ -220,9 +310,7 @@ class HubCacheDownloader:
         auth_headers: Callable[[], dict[str, str]],
         *,
         disk_free: Callable[[Path], int] | None = None,
-        executor: Executor | None = None,
     ) -> None:
-        self._executor = executor
         self._client = client
         self.cache_dir = cache_dir
         self.endpoint = endpoint.rstrip("/")
@@ -344,8 +432,7 @@ class HubCacheDownloader:
         sha = hashlib.sha256()
         start = plan.have
         if start:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._executor, _hash_prefix, partial, start, sha)
+            await _hash_prefix(partial, start, sha)
         headers = {**self._auth(), "Accept-Encoding": "identity"}
         if start:
             headers["Range"] = f"bytes={start}-"
@@ -360,7 +447,7 @@ class HubCacheDownloader:
                         await resp.aread()
                         check_response(resp, plan.file.path, self.endpoint)
                         raise HubError(f"Unexpected answer {resp.status_code} for {plan.file.path}.")
-                    # Opening is instant; the writes and hashing run in the executor (below).
+                    # Opening is instant; the writes and hashing run on a SerialLane (below).
                     with open(partial, "r+b" if start else "wb") as fh:  # noqa: ASYNC230
                         fh.seek(start)
                         fh.truncate()
@@ -394,9 +481,9 @@ class HubCacheDownloader:
         os.replace(partial, blob)
 
     async def _pipe(self, resp: httpx.Response, fh: Any, sha: Any, meter: RateMeter) -> None:
-        """Stream the body into ``fh`` and ``sha``. With an executor, hashing and writing a
-        batch run there (hashlib and file writes release the GIL) while the next batch arrives."""
-        pending: concurrent.futures.Future[None] | None = None
+        """Stream the body into ``fh`` and ``sha``. Hashing and writing a batch run on one worker
+        thread (hashlib and file writes release the GIL) while the loop reads the next batch."""
+        pending: asyncio.Future[None] | None = None
         batch: list[bytes] = []
         size = 0
 
@@ -405,27 +492,27 @@ class HubCacheDownloader:
                 fh.write(c)
                 sha.update(c)
 
-        try:
-            async for chunk in resp.aiter_bytes():
-                batch.append(chunk)
-                size += len(chunk)
-                if size >= PIPE_BATCH:
-                    if pending is not None:
-                        await asyncio.wrap_future(pending)
-                    if self._executor is None:
-                        sink(batch)
-                    else:
-                        pending = self._executor.submit(sink, batch)
-                    meter.update(size)
-                    batch, size = [], 0
-        finally:
-            # Runs on success, failure and cancel: what arrived is written in order, so a
-            # dropped connection or a pause keeps every received byte for the resume.
-            if pending is not None:
-                concurrent.futures.wait([pending])
-                pending.result()
-            sink(batch)
-            meter.update(size)
+        async with SerialLane("strata-hub-write") as lane:
+            try:
+                async for chunk in resp.aiter_bytes():
+                    batch.append(chunk)
+                    size += len(chunk)
+                    if size >= PIPE_BATCH:
+                        if pending is not None:
+                            # Shielded: a pause must never cancel a batch not yet written, or the
+                            # file would get a hole before the bytes that follow.
+                            await asyncio.shield(pending)
+                        pending = lane.submit(sink, batch)
+                        meter.update(size)
+                        batch, size = [], 0
+            finally:
+                # Runs on success, failure and cancel: what arrived is written in order, so a
+                # dropped connection or a pause keeps every received byte for the resume.
+                if pending is not None:
+                    await _settle(pending)
+                    pending.result()  # a failed write stops here, before the tail lands after it
+                await _settle(lane.submit(sink, batch))
+                meter.update(size)
 
     def _link(self, plan: _Plan, repo_dir: Path, ref: str) -> None:
         try:
@@ -446,15 +533,43 @@ class HubCacheDownloader:
             raise StorageError(f"Could not add {plan.file.path} to the hub cache: {exc.strerror or exc}") from exc
 
 
-def _hash_prefix(path: Path, n: int, sha: Any) -> None:
-    with open(path, "rb") as fh:
-        left = n
-        while left > 0:
-            data = fh.read(min(CHUNK * 8, left))
-            if not data:
-                break
-            sha.update(data)
-            left -= len(data)
+async def _settle(fut: asyncio.Future[Any]) -> None:
+    """Wait for ``fut`` even if this task is cancelled meanwhile (the cancel is re-raised after)."""
+    cancelled = False
+    while not fut.done():
+        try:
+            await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            if not fut.done():
+                cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    fut.result()
+
+
+async def _hash_prefix(path: Path, n: int, sha: Any) -> None:
+    """Feed the first ``n`` bytes of ``path`` to ``sha`` on a worker thread. A pause meanwhile
+    stops the thread at the next block and waits for it, so the file is closed on return."""
+    stop = threading.Event()
+
+    def work() -> None:
+        with open(path, "rb") as fh:
+            left = n
+            while left > 0 and not stop.is_set():
+                data = fh.read(min(CHUNK * 8, left))
+                if not data:
+                    break
+                sha.update(data)
+                left -= len(data)
+
+    task = asyncio.ensure_future(run_blocking(work, name="strata-hub-hash"))
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        stop.set()
+        with contextlib.suppress(Exception):  # a pause stays a pause even if the read failed
+            await _settle(task)
+        raise
 
 
 def _free_bytes(folder: Path) -> int:

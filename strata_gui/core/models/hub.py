@@ -5,16 +5,14 @@ Search pages are fetched with the injected ``httpx.AsyncClient`` from the same
 header one page per call: ``list_models`` cannot stop after one page and resume later (its
 ``limit`` is both the page size and the total), and an async request is cancelled at once when
 the user types on (a thread running ``list_models`` could not be). Model detail goes through
-``HfApi(endpoint=...).model_info(files_metadata=True)`` in an executor.
+``HfApi(endpoint=...).model_info(files_metadata=True)`` on a worker thread (``run_blocking``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Callable
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -23,6 +21,7 @@ from urllib.parse import quote
 
 import httpx
 
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import HubError
 from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, quant_from_filename
 from strata_gui.core.models.hub_errors import check_response, error_for_transport, error_from_hf
@@ -182,7 +181,6 @@ class HubClient:
         client: Shared async HTTP client (search, card, ranged header reads).
         endpoint: Hub base URL from Settings.
         token: Returns the access token for gated repos, or None (never logged).
-        executor: Runs huggingface_hub's blocking calls.
     """
 
     def __init__(
@@ -190,12 +188,10 @@ class HubClient:
         client: httpx.AsyncClient,
         endpoint: str,
         token: Callable[[], str | None],
-        executor: Executor,
     ) -> None:
         self._client = client
         self.endpoint = endpoint.rstrip("/")
         self._token = token
-        self._executor = executor
         self._headers: dict[tuple[str, str, str], GGUFMetadata] = {}
 
     def auth_headers(self) -> dict[str, str]:
@@ -241,11 +237,9 @@ class HubClient:
 
         token = self._token()
         api = HfApi(endpoint=self.endpoint, token=token or False)
-        loop = asyncio.get_running_loop()
         try:
-            info = await loop.run_in_executor(
-                self._executor, lambda: api.model_info(repo_id, revision=revision, files_metadata=True)
-            )
+            info = await run_blocking(lambda: api.model_info(repo_id, revision=revision, files_metadata=True),
+                                      name="strata-hub-info")
         except Exception as exc:  # huggingface_hub raises HfHubHTTPError/httpx2/OSError
             raise error_from_hf(exc, repo_id, self.endpoint) from exc
         files = [

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import HubError, ModelError
 from strata_gui.core.gpu.model import GpuInfo
-from strata_gui.core.models.downloads import DownloadJob, DownloadQueue, HubCacheDownloader, TokenStore
+from strata_gui.core.models.download_manager import DownloadManager
+from strata_gui.core.models.downloads import (
+    DownloadJob,
+    DownloadQueue,
+    DownloadStateError,
+    HubCacheDownloader,
+    TokenStore,
+)
 from strata_gui.core.models.fit import (
     MIB,
     FitEstimate,
@@ -27,6 +36,8 @@ from strata_gui.core.models.hub import HubClient, ModelDetail, QuantEntry, Searc
 from strata_gui.core.models.library import LibraryEntry, ModelLibrary
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.settings import Settings
+
+T = TypeVar("T")
 
 OFFLINE_HINT = "Turn off offline mode in Settings to search and download; the library still works."
 
@@ -59,6 +70,9 @@ class FitReport:
 class ModelService:
     """Hub search/detail, fit verdicts, downloads and the local library behind one object.
 
+    ``downloads`` is the :class:`DownloadManager` (the download queue's one owner): pages and
+    commands enqueue, pause, resume and cancel through it and subscribe to its events.
+
     Args:
         client: Shared async HTTP client (the app owns and closes it).
         endpoint: Hub base URL (Settings.hub_endpoint; mirrors welcome).
@@ -88,12 +102,12 @@ class ModelService:
         context_size: int = 4096,
         disk_free: Callable[[Path], int] | None = None,
     ) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-models")
         self.tokens = token_store
-        self.hub = HubClient(client, endpoint, token_store.get, self._executor)
-        self.downloader = HubCacheDownloader(client, cache_dir, endpoint, self.hub.auth_headers,
-                                             disk_free=disk_free, executor=self._executor)
+        self.hub = HubClient(client, endpoint, token_store.get)
+        self.downloader = HubCacheDownloader(client, cache_dir, endpoint, self.hub.auth_headers, disk_free=disk_free)
         self.queue = DownloadQueue(queue_file)
+        self.downloads = DownloadManager(self.queue, self.downloader, token_store, check_online=self._online)
+        self._blocking: set[asyncio.Task[Any]] = set()
         self.library = ModelLibrary(cache_dir, list(model_dirs))
         self.memory_target = memory_target
         self.ram_bytes = ram_bytes
@@ -146,57 +160,59 @@ class ModelService:
         fits = tuple(QuantFit(q, c.estimate, c is pick) for q, c in zip(detail.quants, choices, strict=True))
         return FitReport(target, min(ctx, meta.context_length or ctx), fits, meta.architecture, meta.context_length or 0)
 
-    # -- downloads
+    # -- downloads (thin wrappers over ``self.downloads`` for ``strata models pull`` and old callers)
     def enqueue(self, detail: ModelDetail, quant: QuantEntry) -> DownloadJob:
-        return self.queue.add(DownloadJob.for_quant(detail.repo_id, detail.commit, quant))
+        return self.downloads.enqueue(detail, quant)
 
     def pending_downloads(self) -> list[DownloadJob]:
-        return self.queue.jobs()
+        return self.downloads.jobs()
 
     async def download(self, job: DownloadJob, on_progress: ProgressCallback) -> list[Path]:
-        """Run one queued job to the end. Task cancel = pause (resumable, also after a restart)."""
-        self._online()
-        self.queue.add(job)
-        self.queue.set_state(job.job_id, "downloading")
+        """Queue ``job`` (again, if paused or failed) and wait until it is done.
+
+        Cancelling this call pauses the job (resumable, also after a restart) and returns once
+        the partial file is closed.
+        """
+        queued = self.downloads.add(job)
         try:
-            paths = await self.downloader.download(job, on_progress)
+            return await self.downloads.wait(queued.job_id, on_progress)
         except asyncio.CancelledError:
-            if self.queue.get(job.job_id) is not None:
-                self.queue.set_state(job.job_id, "paused")
+            with contextlib.suppress(DownloadStateError):  # it finished or failed meanwhile
+                self.downloads.pause(queued.job_id)
+            await self.downloads.wait_stopped(queued.job_id)
             raise
-        except ModelError as exc:
-            self.queue.set_state(job.job_id, "failed", exc.message)
-            raise
-        except Exception as exc:
-            self.queue.set_state(job.job_id, "failed", str(exc))
-            raise
-        self.queue.remove(job.job_id)
-        return paths
 
     def cancel_download(self, job: DownloadJob) -> None:
-        """Forget a job and delete its partial files (the task must be cancelled first)."""
-        self.queue.remove(job.job_id)
-        self.downloader.discard_partial(job)
+        """Forget a job and delete its partial files (a running one is stopped first)."""
+        if self.downloads.get(job.job_id) is None:
+            self.downloader.discard_partial(job)
+        else:
+            self.downloads.cancel(job.job_id)
 
     def save_token(self, token: str) -> None:
         self.tokens.set(token)
 
     # -- library
+    async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        # Shielded and remembered, so aclose() can wait for a scan whose caller was cancelled
+        # (its thread cannot be stopped) instead of leaving the thread behind.
+        task = asyncio.ensure_future(run_blocking(fn, *args, name="strata-models"))
+        self._blocking.add(task)
+        task.add_done_callback(self._blocking.discard)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: never "unhandled"
+        return await asyncio.shield(task)
+
     async def scan_library(self) -> list[LibraryEntry]:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.library.scan)
+        return await self._off_loop(self.library.scan)
 
     async def open_file(self, path: Path) -> LibraryEntry:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.library.open_file, path)
+        return await self._off_loop(self.library.open_file, path)
 
     async def inspect(self, path: Path) -> GGUFMetadata:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, read_local, path)
+        return await self._off_loop(read_local, path)
 
     async def delete(self, entry: LibraryEntry) -> int:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.library.delete, entry)
+        return await self._off_loop(self.library.delete, entry)
 
     def set_model_dirs(self, dirs: list[Path]) -> None:
         self.library.folders = list(dirs)
@@ -206,8 +222,10 @@ class ModelService:
         return estimate_fit(shape, self.memory_target(), self.ram_bytes, n_ctx or self.context_size)
 
     async def aclose(self) -> None:
-        """Stop the worker threads (waits for a running scan). Safe to call twice."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """Pause the running download and wait for it, and for a running scan. Safe to call twice."""
+        await self.downloads.aclose()
+        if self._blocking:
+            await asyncio.wait(list(self._blocking))
 
 
 

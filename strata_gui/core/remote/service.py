@@ -114,10 +114,7 @@ class RemoteService:
 
     def add(self, name: str, base_url: str, api_key: str | None = None, model: str = "") -> RemoteEndpoint:
         """Add (or replace, by name) an endpoint; the key goes to the key store only."""
-        name = name.strip()
-        if not name:
-            raise ChatError("A remote engine needs a name.")
-        url = normalize_base_url(base_url)
+        name, url = _checked_name(name), normalize_base_url(base_url)
         current = self.endpoints()
         old = next((e for e in current if e.name == name), None)
         ident = old.id if old else "remote-" + _secrets.token_hex(4)
@@ -130,6 +127,26 @@ class RemoteService:
         self._save([e for e in current if e.id != ident] + [endpoint])
         log.info("remote engine %s saved (%s, key %s)", name, url, "set" if key else "none")
         return endpoint
+
+    async def add_checked(self, name: str, base_url: str, api_key: str | None = None,
+                          model: str = "") -> tuple[RemoteEndpoint, list[str]]:
+        """Add an endpoint only if it answers: list its models first, then save it.
+
+        Nothing is saved when the check fails (an endpoint already saved under ``name`` stays as
+        it was). Without a ``model`` the server's first one is chosen.
+
+        Returns:
+            The saved endpoint and the models it serves.
+
+        Raises:
+            ChatError: Bad name or address, key rejected, not an OpenAI-compatible server.
+            NetworkError: The server cannot be reached.
+        """
+        name, url = _checked_name(name), normalize_base_url(base_url)
+        models = await self._list_models(name, url, (api_key or "").strip() or None)
+        if not model and models:
+            model = models[0]
+        return self.add(name, url, api_key, model), models
 
     def set_model(self, endpoint: RemoteEndpoint, model: str) -> RemoteEndpoint:
         updated = RemoteEndpoint(endpoint.id, endpoint.name, endpoint.base_url, endpoint.has_key, model)
@@ -144,10 +161,6 @@ class RemoteService:
         return self._secrets.get(endpoint.id) if endpoint.has_key else None
 
     # -- talking to it -------------------------------------------------------------------------
-    def _headers(self, endpoint: RemoteEndpoint) -> dict[str, str]:
-        key = self.api_key(endpoint)
-        return {"Authorization": f"Bearer {key}"} if key else {}
-
     async def list_models(self, endpoint: RemoteEndpoint) -> list[str]:
         """Model ids from ``GET /v1/models``.
 
@@ -155,23 +168,26 @@ class RemoteService:
             NetworkError: The server cannot be reached.
             ChatError: It refused the key or is not an OpenAI-compatible server.
         """
-        url = endpoint.base_url + "/v1/models"
+        return await self._list_models(endpoint.name, endpoint.base_url, self.api_key(endpoint))
+
+    async def _list_models(self, name: str, base_url: str, key: str | None) -> list[str]:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         try:
-            resp = await self._http.get(url, headers=self._headers(endpoint), timeout=10.0)
+            resp = await self._http.get(base_url + "/v1/models", headers=headers, timeout=10.0)
         except httpx.HTTPError as exc:
-            raise NetworkError(f"Could not reach {endpoint.name} at {endpoint.base_url}.",
+            raise NetworkError(f"Could not reach {name} at {base_url}.",
                                hint="Check the address and that the server is running.",
                                details=type(exc).__name__ + ": " + str(exc)) from exc
         if resp.status_code in (401, 403):
-            raise ChatError(f"{endpoint.name} rejected the API key.",
+            raise ChatError(f"{name} rejected the API key.",
                             hint="Check the API key of this remote engine on the Network page.")
         if resp.status_code != 200:
-            raise ChatError(f"{endpoint.name} answered {resp.status_code} to the model list.",
+            raise ChatError(f"{name} answered {resp.status_code} to the model list.",
                             hint="Is this an OpenAI-compatible server (vLLM, SGLang, llama-server)?")
         try:
             data = resp.json()
         except ValueError as exc:
-            raise ChatError(f"{endpoint.name} did not send a model list.",
+            raise ChatError(f"{name} did not send a model list.",
                             hint="Is this an OpenAI-compatible server?") from exc
         items = data.get("data", []) if isinstance(data, dict) else []
         return [str(m["id"]) for m in items if isinstance(m, dict) and "id" in m]
@@ -215,6 +231,13 @@ class RemoteChat:
                 s.decode_tps = (tokens - 1) / span
                 s.extra["client_side"] = True
         return reply
+
+
+def _checked_name(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise ChatError("A remote engine needs a name.")
+    return name
 
 
 def describe(endpoint: RemoteEndpoint) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Every hub call runs through the bridge. Typing restarts a debounce timer; each search carries a
 generation number, and a response whose generation is not the newest is dropped, so a slow
 answer to an old query never replaces the results of a newer one (the old task is also
-cancelled). Downloads run one at a time from a queue that survives restarts.
+cancelled). Downloads belong to the core's DownloadManager (one at a time, a queue that survives
+restarts): the Downloads tab sends it commands and shows the events it publishes.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.errors import StrataError
-from strata_gui.core.models.downloads import DownloadJob
+from strata_gui.core.models.download_manager import DownloadEvent, JobFinished, JobProgress, JobStateChanged
+from strata_gui.core.models.downloads import DownloadJob, DownloadState
 from strata_gui.core.models.hub import ModelDetail, RepoSummary, SearchPage
-from strata_gui.core.models.hub_errors import HubAuthError
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.models.service import FitReport, ModelService
 from strata_gui.core.progress import format_bytes
@@ -78,9 +79,8 @@ class ModelsPage(Page):
         self.search_handle: TaskHandle | None = None
         self.detail_handle: TaskHandle | None = None
         self.library_handle: TaskHandle | None = None
-        self.download_handle: TaskHandle | None = None
-        self._running_job: DownloadJob | None = None
-        self._stop_mode = ""  # "pause" or "cancel" while the running download is being stopped
+        self.downloads = model_service.downloads
+        self._commanded: set[str] = set()  # jobs started from this page: their errors get a dialog
         self.next_url: str | None = None
         self.detail: ModelDetail | None = None
         self.report: FitReport | None = None
@@ -102,6 +102,9 @@ class ModelsPage(Page):
         layout.addWidget(self.offline_notice)
         layout.addWidget(self.tabs, 1)
         self.apply_offline()
+        unsubscribe = self.downloads.subscribe(self._on_download_event)
+        # A plain function (not a method of the dying page) stops the events when the page goes.
+        self.destroyed.connect(lambda *_: unsubscribe())
 
     # ------------------------------------------------------------------ browse tab
     def _build_browse(self) -> QWidget:
@@ -225,7 +228,7 @@ class ModelsPage(Page):
         if self._shown_once:
             return
         self._shown_once = True
-        for job in self.service.pending_downloads():
+        for job in self.downloads.jobs():
             self._add_row(job)
         self._update_downloads_empty()
         self.refresh_library()
@@ -421,114 +424,87 @@ class ModelsPage(Page):
 
     def _update_downloads_empty(self) -> None:
         self.downloads_empty.setVisible(not self.download_rows)
-        n = sum(1 for r in self.download_rows.values() if r.job.state != "done")
+        n = sum(1 for r in self.download_rows.values() if not r.shown_state.finished)
         self.tabs.setTabText(1, self.tr("Downloads") + (f" ({n})" if n else ""))
 
     def _add_row(self, job: DownloadJob) -> DownloadRow:
         row = self.download_rows.get(job.job_id)
         if row is not None:
+            row.job = job  # the same quant queued again after it finished
             return row
         row = DownloadRow(job)
-        row.pause_requested.connect(lambda: self.pause_download(job.job_id))
-        row.resume_requested.connect(lambda: self.resume_download(job.job_id))
-        row.cancel_requested.connect(lambda: self.cancel_download(job.job_id))
+        job_id = job.job_id
+        row.pause_requested.connect(lambda: self.pause_download(job_id))
+        row.resume_requested.connect(lambda: self.resume_download(job_id))
+        row.cancel_requested.connect(lambda: self.cancel_download(job_id))
         self.rows_box.addWidget(row)
-        self.download_rows[job.job_id] = row
+        self.download_rows[job_id] = row
         self._update_downloads_empty()
         return row
 
+    def _on_download_event(self, event: DownloadEvent) -> None:
+        """Show what the download manager reports (on the loop, which is the GUI thread)."""
+        if isinstance(event, JobProgress):
+            row = self.download_rows.get(event.job_id)
+            if row is not None:
+                row.show_progress(event.progress)
+        elif isinstance(event, JobFinished):
+            self.refresh_library()
+        elif isinstance(event, JobStateChanged):
+            self._on_job_state(event)
+
+    def _on_job_state(self, event: JobStateChanged) -> None:
+        if event.state is DownloadState.CANCELLED:
+            self._remove_row(event.job_id)
+            return
+        row = self._add_row(event.job)
+        row.set_state(event.state, event.error.message if event.error else event.job.error)
+        self._update_downloads_empty()
+        if event.state is DownloadState.FAILED and event.error is not None:
+            if event.needs_token:
+                self._token_job = event.job
+                self.token_frame.show()
+                self.token_edit.setFocus()
+            elif event.job_id in self._commanded:
+                self.bridge.error_occurred.emit(event.error)
+
+    def _command(self, job_id: str, command: Callable[[str], None]) -> None:
+        self._commanded.add(job_id)
+        try:
+            command(job_id)
+        except StrataError as err:
+            self.bridge.error_occurred.emit(err)
+
     def download_selected(self) -> None:
-        """Queue the selected quant (a split set as one unit) and start the queue."""
+        """Queue the selected quant (a split set as one unit); the manager starts it in turn."""
         if self.detail is None or self.report is None:
             return
         rows = self.quant_table.selectionModel().selectedRows()
         if not rows:
             return
         fit = self.report.fits[rows[0].row()]
-        job = self.service.enqueue(self.detail, fit.entry)
-        job.state = "queued"
-        self._add_row(job).set_state("queued")
-        self.tabs.setCurrentIndex(1)
-        self._pump_queue()
-
-    def _pump_queue(self) -> None:
-        """Start the next queued job when nothing is downloading."""
-        if self.download_handle is not None and self.download_handle.is_running:
-            return
-        job = next((r.job for r in self.download_rows.values() if r.job.state == "queued"), None)
-        if job is not None:
-            self._start(job)
-
-    def _start(self, job: DownloadJob) -> None:
-        row = self.download_rows[job.job_id]
-        job.state = "downloading"
-        row.set_state("downloading")
-        self._running_job = job
-        self._stop_mode = ""
-        handle = self.bridge.run(lambda p: self.service.download(job, p), name=f"Download {job.name}",
-                                 show_errors=False)
-        handle.progress.connect(row.show_progress)
-        handle.succeeded.connect(lambda _paths: self._on_download_done(job))
-        handle.failed.connect(lambda err: self._on_download_failed(job, err))
-        handle.cancelled.connect(lambda: self._on_download_stopped(job))
-        handle.finished.connect(self._pump_queue)
-        self.download_handle = handle
-
-    def _on_download_done(self, job: DownloadJob) -> None:
-        job.state = "done"
-        self.download_rows[job.job_id].set_state("done")
-        self._running_job = None
-        self._update_downloads_empty()
-        self.refresh_library()
-
-    def _on_download_failed(self, job: DownloadJob, err: StrataError) -> None:
-        job.state = "failed"
-        job.error = err.user_text()
-        self.download_rows[job.job_id].set_state("failed", err.message)
-        self._running_job = None
-        if isinstance(err, HubAuthError):
-            self._token_job = job
-            self.token_frame.show()
-            self.token_edit.setFocus()
-        else:
+        try:
+            job = self.downloads.enqueue(self.detail, fit.entry)
+        except StrataError as err:
             self.bridge.error_occurred.emit(err)
-
-    def _on_download_stopped(self, job: DownloadJob) -> None:
-        self._running_job = None
-        if self._stop_mode == "cancel":
-            self._remove_job(job)
-        else:
-            job.state = "paused"
-            self.download_rows[job.job_id].set_state("paused")
+            return
+        self._commanded.add(job.job_id)
+        self._add_row(job).set_state(job.state, job.error)
+        self.tabs.setCurrentIndex(1)
 
     def pause_download(self, job_id: str) -> None:
-        """Stop the running download, keeping what arrived (Resume continues from there)."""
-        if self._running_job is not None and self._running_job.job_id == job_id and self.download_handle is not None:
-            self._stop_mode = "pause"
-            self.download_handle.cancel()
+        """Stop a download, keeping what arrived (Resume continues from there)."""
+        self._command(job_id, self.downloads.pause)
 
     def resume_download(self, job_id: str) -> None:
-        row = self.download_rows.get(job_id)
-        if row is None:
-            return
-        row.job.state = "queued"
-        row.set_state("queued")
-        self._pump_queue()
+        self._command(job_id, self.downloads.resume)
 
     def cancel_download(self, job_id: str) -> None:
         """Stop and forget a download, deleting its partial files."""
-        row = self.download_rows.get(job_id)
-        if row is None:
-            return
-        if self._running_job is not None and self._running_job.job_id == job_id and self.download_handle is not None:
-            self._stop_mode = "cancel"
-            self.download_handle.cancel()
-            return
-        self._remove_job(row.job)
+        self._command(job_id, self.downloads.cancel)
 
-    def _remove_job(self, job: DownloadJob) -> None:
-        self.service.cancel_download(job)
-        row = self.download_rows.pop(job.job_id, None)
+    def _remove_row(self, job_id: str) -> None:
+        row = self.download_rows.pop(job_id, None)
         if row is not None:
             row.setParent(None)
             row.deleteLater()
@@ -538,16 +514,19 @@ class ModelsPage(Page):
         token = self.token_edit.text().strip()
         if not token:
             return
+        job = self._token_job
         try:
-            self.service.save_token(token)
+            if job is None:
+                self.service.save_token(token)
+            else:
+                self._commanded.add(job.job_id)
+                self.downloads.save_token_and_retry(job.job_id, token)
         except StrataError as err:
             self.bridge.error_occurred.emit(err)
             return
         self.token_edit.clear()
         self.token_frame.hide()
-        if self._token_job is not None:
-            self.resume_download(self._token_job.job_id)
-            self._token_job = None
+        self._token_job = None
 
     # ------------------------------------------------------------------ library tab
     def _build_library(self) -> QWidget:

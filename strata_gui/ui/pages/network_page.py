@@ -208,15 +208,7 @@ class NetworkPage(Page):
         remote = self._remote
 
         async def check(_progress: object) -> tuple[RemoteEndpoint, list[str]]:
-            ep = remote.add(name, url, key or None)
-            try:
-                models = await remote.list_models(ep)
-            except BaseException:
-                remote.remove(ep)
-                raise
-            if models and not ep.model:
-                ep = remote.set_model(ep, models[0])
-            return ep, models
+            return await remote.add_checked(name, url, key or None)
 
         self.remote_add_button.setEnabled(False)
         self.remote_status.setText(self.tr("Checking {0}…").format(url))
