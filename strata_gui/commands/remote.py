@@ -57,18 +57,12 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
 async def _run(args: argparse.Namespace, remote: RemoteService) -> int:
     action = args.remote_command
     if action == "add":
-        endpoint = remote.add(args.name, args.url, _key(args), args.model)
-        if not args.no_check:
-            try:
-                models = await remote.list_models(endpoint)
-            except Exception:
-                remote.remove(endpoint)
-                raise
-            if not endpoint.model and models:
-                endpoint = remote.set_model(endpoint, models[0])
-            print(f"added {endpoint.name}: {endpoint.base_url} ({len(models)} model(s); using {endpoint.model or '-'})")
-        else:
+        if args.no_check:
+            endpoint = remote.add(args.name, args.url, _key(args), args.model)
             print(f"added {endpoint.name}: {endpoint.base_url}")
+        else:
+            endpoint, models = await remote.add_checked(args.name, args.url, _key(args), args.model)
+            print(f"added {endpoint.name}: {endpoint.base_url} ({len(models)} model(s); using {endpoint.model or '-'})")
         return 0
     if action == "list":
         endpoints = remote.endpoints()
