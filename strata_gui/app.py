@@ -303,7 +303,7 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
             bridge.error_occurred.emit(exc)
             starters = []
     guide = FirstRunGuide(services.gpu, services.engines, services.models, bridge, starters=starters,
-                          gpu_targets=services.resolver.gpu_targets, offline=base.settings.offline,
+                          resolver=services.resolver, offline=base.settings.offline,
                           choose_folder=hooks.choose_folder, choose_model=hooks.choose_model, parent=window)
 
     def engine_ready(_engine: object) -> None:

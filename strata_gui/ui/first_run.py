@@ -33,7 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.engines import EnginePlan, EngineService, GpuTarget, InstalledEngine, SetupOutcome
+from strata_gui.core.engines import EnginePlan, EngineService, InstalledEngine, SetupOutcome
+from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.errors import ModelError, StrataError
 from strata_gui.core.gpu.model import GpuReport
 from strata_gui.core.gpu.service import GpuService
@@ -41,13 +42,14 @@ from strata_gui.core.models.fit import Verdict
 from strata_gui.core.models.service import ModelService
 from strata_gui.core.models.starters import StarterFit, StarterModel, judge_starters, recommend
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes
+from strata_gui.core.runtime.engine import Backend, backend_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.widgets import ProgressPanel
 
 log = logging.getLogger(__name__)
 
 STEP_SETUP, STEP_MODELS, STEP_READY, STEP_OFFLINE = range(4)
-_BACKENDS = {"rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}
+_BACKENDS = {b.value: b.label for b in (Backend.ROCM, Backend.VULKAN, Backend.CPU)}
 _VERDICT_COLOURS = {Verdict.FULL_GPU: "#15803d", Verdict.PARTIAL: "#b45309",
                     Verdict.CPU_ONLY: "#6b7280", Verdict.WONT_FIT: "#b91c1c"}
 
@@ -79,7 +81,7 @@ class FirstRunGuide(QDialog):
         models: Downloads the starter model, opens local GGUF files, judges fits.
         bridge: Runs the core coroutines.
         starters: The curated models (``load_starters(kernels_dir() / STARTERS_FILE)``).
-        gpu_targets: The GPUs as the engine planner sees them (``AppServices.gpu_targets``).
+        resolver: The engine resolver (GPU targets, and which installed engine would run).
         offline: Settings' offline mode: nothing is downloaded.
         choose_folder: Asks for a folder (a local llama.cpp build); None when cancelled.
         choose_model: Asks for a .gguf file; None when cancelled.
@@ -100,7 +102,7 @@ class FirstRunGuide(QDialog):
         bridge: AsyncBridge,
         *,
         starters: Sequence[StarterModel],
-        gpu_targets: Callable[[], list[GpuTarget]],
+        resolver: EngineResolver,
         offline: bool,
         choose_folder: Callable[[], str | None],
         choose_model: Callable[[], str | None],
@@ -112,7 +114,8 @@ class FirstRunGuide(QDialog):
         self._models = models
         self._bridge = bridge
         self._starters = list(starters)
-        self._gpu_targets = gpu_targets
+        self._resolver = resolver
+        self._gpu_targets = resolver.gpu_targets
         self.offline = offline
         self._choose_folder = choose_folder
         self._choose_model = choose_model
@@ -394,7 +397,10 @@ class FirstRunGuide(QDialog):
         async def work(_p: ProgressCallback) -> tuple[GpuReport, InstalledEngine | None, EnginePlan | None]:
             report = self._gpu.last_report or await self._gpu.detect_async()
             targets = self._gpu_targets()
-            engine = await self._engines.choose(targets[0] if targets else None)
+            # The engine that would run is the resolver's answer, as everywhere else.
+            await self._resolver.prepare()
+            chosen = self._resolver.resolve(None).chosen
+            engine = next((e for e in self._engines.installed() if chosen and e.id == chosen.id), None)
             plan = None if offline else await self._engines.plan(targets)
             return report, engine, plan
 
@@ -451,7 +457,7 @@ class FirstRunGuide(QDialog):
         rows = []
         n = 0
         for c in plan.candidates:
-            name = _BACKENDS.get(c.backend, c.backend)
+            name = backend_label(c.backend)
             if c.included:
                 n += 1
                 size = f" · {format_bytes(c.asset.size)}" if c.asset and c.asset.size else ""
@@ -474,7 +480,7 @@ class FirstRunGuide(QDialog):
 
     @staticmethod
     def _engine_name(engine: InstalledEngine) -> str:
-        return f"{_BACKENDS.get(engine.backend, engine.backend)} {engine.tag}"
+        return f"{backend_label(engine.backend)} {engine.tag}"
 
     # -- step 1b: engine download ----------------------------------------------------------------
     def download_engine(self) -> TaskHandle | None:

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.engines import EngineService, GpuTarget
 from strata_gui.core.engines.records import MANIFEST_NAME
+from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.errors import (
     ChecksumMismatchError,
     EngineDownloadError,
@@ -20,12 +22,15 @@ from strata_gui.core.errors import (
     InsufficientSpaceError,
     RateLimitedError,
 )
+from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.progress import Progress
+from strata_gui.core.resources import kernels_dir
 from strata_gui.core.settings import Settings
 from tests.engines.conftest import LEMONADE, UPSTREAM, Archives, Harness
 from tests.support.engines import TestEngines
 from tests.support.github_server import GitHubServer
 
+GPU_TREES = Path(__file__).resolve().parents[1] / "data" / "gpu" / "linux"
 GFX1100 = GpuTarget("AMD Radeon RX 7900 XTX", 0x744C, "gfx1100")
 
 
@@ -44,7 +49,7 @@ async def _cand(svc: EngineService, backend: str, gpus: list[GpuTarget] | None =
 
 @pytest.mark.engine
 @pytest.mark.vulkan
-def test_gfx1100_here_rocm_unusable_then_vulkan_chosen(harness: Harness) -> None:
+def test_gfx1100_here_rocm_unusable_then_vulkan_chosen(harness: Harness, tmp_path: Path) -> None:
     outcome = harness.run(lambda svc: svc.setup([GFX1100]))
     assert [c.backend for c in outcome.plan.included] == ["rocm", "vulkan", "cpu"]
     rocm, vulkan = outcome.attempts
@@ -66,15 +71,28 @@ def test_gfx1100_here_rocm_unusable_then_vulkan_chosen(harness: Harness) -> None
     assert rocm_manifest["gfx_targets"] == ["gfx1100", "gfx1101", "gfx1102", "gfx1103"]
     assert rocm_manifest["family"] == "gfx110X"
 
-    # Later runs: the default is the first engine whose probe sees a device; a pin overrides it.
-    async def choose(svc: EngineService):  # type: ignore[no-untyped-def]
-        default = await svc.choose(GFX1100)
-        svc.pin("lemonade-rocm-gfx110X-b1011")
-        return default, await svc.choose(GFX1100)
+    # Later runs, through the resolver on the captured 7900 XTX machine: the first engine whose probe
+    # sees a device runs; a pin on the ROCm build that failed its probe is not obeyed, and says so.
+    async def resolve(svc: EngineService):  # type: ignore[no-untyped-def]
+        gpus = build_gpu_service(kernels_dir(), sysfs_root=GPU_TREES / "rx7900xtx")
+        store = MetricsStore(tmp_path / "metrics.sqlite3")
+        try:
+            resolver = EngineResolver(svc, gpus, svc.settings, store)
+            await resolver.prepare()
+            default = resolver.resolve(None)
+            svc.pin("lemonade-rocm-gfx110X-b1011")
+            pinned_failed = resolver.resolve(None)
+            return default, pinned_failed
+        finally:
+            store.close()
 
-    default, pinned = harness.run(choose)
-    assert default is not None and default.id == "upstream-vulkan-all-b7601"
-    assert pinned is not None and pinned.id == "lemonade-rocm-gfx110X-b1011"
+    default, pinned_failed = harness.run(resolve)
+    assert default.chosen is not None and default.chosen.id == "upstream-vulkan-all-b7601"
+    assert default.gpu.startswith("AMD Radeon RX 7900 XTX")
+    [rocm_verdict] = [v for v in default.verdicts if v.engine_id == "lemonade-rocm-gfx110X-b1011"]
+    assert not rocm_verdict.included and "sees no ROCm device" in rocm_verdict.reason
+    assert pinned_failed.chosen is not None and pinned_failed.chosen.id == "upstream-vulkan-all-b7601"
+    assert any("pinned engine" in n and "not used" in n for n in pinned_failed.notes)
 
 
 @pytest.mark.engine

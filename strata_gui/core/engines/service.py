@@ -407,20 +407,6 @@ class EngineService:
                 break
         return SetupOutcome(plan, tuple(attempts), chosen, tuple(a.summary for a in attempts))
 
-    async def choose(self, gpu: GpuTarget | None = None) -> InstalledEngine | None:
-        """The pinned engine if installed, else the first (ROCm → Vulkan → CPU) whose probe works."""
-        engines = self.installed()
-        if self.settings.pinned_engine:
-            for e in engines:
-                if e.id == self.settings.pinned_engine:
-                    return e
-        order = {b: i for i, b in enumerate(self.catalog.backend_order)}
-        for e in sorted(engines, key=lambda e: (order.get(e.backend, 9), -e.installed_at)):
-            result = self._probes.get(e.id) or await self.probe(e, gpu)
-            if result.usable:
-                return e
-        return None
-
     # -- manage ------------------------------------------------------------------------
     def pin(self, engine_id: str | None) -> None:
         """Make ``engine_id`` the default (None: choose automatically)."""

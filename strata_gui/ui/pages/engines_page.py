@@ -35,6 +35,7 @@ from strata_gui.core.engines import (
     SetupOutcome,
 )
 from strata_gui.core.progress import ProgressCallback, format_bytes
+from strata_gui.core.runtime.engine import backend_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
@@ -42,7 +43,6 @@ from strata_gui.ui.widgets import PageHeader, ProgressPanel
 _STATE_TEXT = {"works": str(QT_TRANSLATE_NOOP("EnginesPage", "Works")),
                "no_device": str(QT_TRANSLATE_NOOP("EnginesPage", "No device")),
                "failed": str(QT_TRANSLATE_NOOP("EnginesPage", "Failed"))}
-_BACKEND_TEXT = {"rocm": "ROCm", "vulkan": "Vulkan", "cpu": "CPU"}
 
 
 def _section(text: str) -> QLabel:
@@ -230,9 +230,9 @@ class EnginesPage(Page):
                 build = cand.asset.name if cand.asset else ""
                 if cand.asset and cand.asset.size:
                     build += f"  ({format_bytes(cand.asset.size)})"
-                item = QTreeWidgetItem([str(n), _BACKEND_TEXT.get(cand.backend, cand.backend), build, cand.reason])
+                item = QTreeWidgetItem([str(n), backend_label(cand.backend), build, cand.reason])
             else:
-                item = QTreeWidgetItem(["–", _BACKEND_TEXT.get(cand.backend, cand.backend), self.tr("not used"), cand.reason])
+                item = QTreeWidgetItem(["–", backend_label(cand.backend), self.tr("not used"), cand.reason])
                 for col in range(4):
                     item.setForeground(col, QBrush(muted))
             item.setToolTip(3, cand.reason)
@@ -310,7 +310,7 @@ class EnginesPage(Page):
             name = e.id + (self.tr("  (always used)") if e.id == self._service.settings.pinned_engine else "")
             if e.id in self._updates:
                 name += self.tr("  · update {tag} available").format(tag=self._updates[e.id].tag)
-            item = QTreeWidgetItem([name, _BACKEND_TEXT.get(e.backend, e.backend), e.tag, state, self._tuning_text(e)])
+            item = QTreeWidgetItem([name, backend_label(e.backend), e.tag, state, self._tuning_text(e)])
             item.setToolTip(3, probe.details[-1500:] if probe and probe.details else state)
             self.installed_tree.addTopLevelItem(item)
             if e.id == keep:
