@@ -61,11 +61,14 @@ def _model(args: argparse.Namespace, services: Services) -> Path:
 
 
 async def run(args: argparse.Namespace, services: Services) -> int:
-    settings = services.settings
+    # Flags change this run only: the app's saved settings stay as they are.
+    session: dict[str, object] = {}
     if args.ctx_size is not None:
-        settings.context_size = args.ctx_size
+        session["context_size"] = args.ctx_size
     if args.no_fallback:
-        settings.auto_fallback = False
+        session["auto_fallback"] = False
+    if session:
+        services.settings_service.override(**session)
     model = _model(args, services)
     plan = _plan(args, services)
     notices: list[str] = []
@@ -84,9 +87,10 @@ async def run(args: argparse.Namespace, services: Services) -> int:
     # A one-off prompt is not kept with the app's conversations.
     store = ConversationStore(Path(":memory:")).open()
     async with httpx.AsyncClient(trust_env=False) as http:
-        service = ChatService(store, default_supervisor_factory(http, dict(services.environ)), http, settings)
+        service = ChatService(store, default_supervisor_factory(http, dict(services.environ)), http,
+                              services.settings_service)
         service.set_plan(plan)
-        service.set_model(model)
+        service.set_model(model, remember=False)
         service.subscribe(on_event)
         try:
             conv = service.new_conversation()

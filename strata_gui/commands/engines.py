@@ -98,8 +98,7 @@ def _engine_line(e: InstalledEngine, svc: EngineService) -> str:
 
 async def _with_service(services: Services, body: Callable[[EngineService], Awaitable[T]]) -> T:
     async with httpx.AsyncClient(follow_redirects=True, timeout=httpx.Timeout(30, read=60)) as http:
-        svc = create_engine_service(services.paths, services.settings, services.environ, http,
-                                    save_settings=services.save_settings)
+        svc = create_engine_service(services.paths, services.settings_service, services.environ, http)
         return await body(svc)
 
 

@@ -193,8 +193,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
     except StrataError:
         log.exception("GPU detection unavailable; continuing without it")
         gpu = build_gpu_service(kernels_dir(), environ={}, family_of=catalog.family_of)
-    engines = create_engine_service(paths, settings, env, client, save_settings=base.save_settings,
-                                    catalog=catalog)
+    engines = create_engine_service(paths, base.settings_service, env, client, catalog=catalog)
     holder: dict[str, AppServices] = {}
 
     def memory_target() -> MemoryTarget:
@@ -206,7 +205,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
     metrics = MetricsStore(paths.database_file)
     chat_store = ConversationStore(paths.database_file).open()
     supervisors = default_supervisor_factory(local, env, job=job)
-    rpc = RpcPool(settings, lambda: holder["app"].engine_specs(), save_settings=base.save_settings,  # noqa: PLW0108
+    rpc = RpcPool(base.settings_service, lambda: holder["app"].engine_specs(),  # noqa: PLW0108
                   environ=env, log_dir=paths.log_dir, job=job)
     async def after_crash(outcome: Outcome | None) -> str | None:
         # A dropped RPC worker: reload without it, and say whether the model still fits.
@@ -216,7 +215,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
             notice += fit_after_drop(app.chat.model, memory_target())
         return notice
 
-    chat = ChatService(chat_store, rpc.wrap(supervisors), local, settings,
+    chat = ChatService(chat_store, rpc.wrap(supervisors), local, base.settings_service,
                        plan_provider=lambda model: holder["app"].plan_for_model(model),  # noqa: PLW0108
                        crash_handler=after_crash)
     dashboard = DashboardService(
@@ -228,8 +227,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
     )
     secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
-    serve = ServeService(settings, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard),
-                         save_settings=base.save_settings)
+    serve = ServeService(base.settings_service, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
     app = AppServices(base, client, local, gpu, engines, models, metrics, dashboard, chat_store, chat,
                       remote=remote, serve=serve, rpc=rpc)
     holder["app"] = app

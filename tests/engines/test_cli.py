@@ -28,7 +28,7 @@ def _cli(services: Services, *argv: str) -> int:
 @pytest.fixture
 def services(published: GitHubServer) -> Services:
     svc = build_services()
-    svc.settings.github_api_url = published.api_base
+    svc.settings_service.update(github_api_url=published.api_base)
     svc.environ["STRATA_VK_VISIBLE_DEVICES"] = "0"  # type: ignore[index]
     return svc
 

@@ -25,7 +25,7 @@ def _cli(services: Services, *argv: str) -> int:
 @pytest.fixture
 def services(hub: Any) -> Services:
     svc = build_services()
-    svc.settings.hub_endpoint = hub.url
+    svc.settings_service.update(hub_endpoint=hub.url)
     return svc
 
 
@@ -66,7 +66,7 @@ def test_inspect_and_offline(services: Services, capsys: pytest.CaptureFixture[s
     with pytest.raises(GGUFError, match=r"incomplete|damaged"):
         _cli(services, "models", "inspect", str(broken_models["truncated"]))
 
-    services.settings.offline = True
+    services.settings_service.update(offline=True)
     with pytest.raises(HubError, match="offline mode"):
         _cli(services, "models", "search", "llama")
     assert _cli(services, "models", "list") == 0

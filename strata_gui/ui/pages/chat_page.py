@@ -529,7 +529,6 @@ class ChatPage(QWidget):
 
     def set_model(self, path: Path) -> None:
         self._service.set_model(path)
-        self._service.settings.last_model = str(path)
         self._show_model()
 
     def choose_engine_folder(self) -> None:
