@@ -7,6 +7,7 @@ rename), so a crash mid-save never leaves a half-written file.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import logging
@@ -219,7 +220,8 @@ class SettingsService:
         self.store = store
         self.notice = notice
         self._current = settings if settings is not None else Settings()
-        self._persisted = dataclasses.replace(self._current)
+        # A deep copy: list fields (model_dirs, rpc_workers) must not be shared with ``current``.
+        self._persisted = copy.deepcopy(self._current)
         self._listeners: list[SettingsListener] = []
 
     @classmethod
@@ -248,7 +250,7 @@ class SettingsService:
         unknown = sorted(set(changes) - names)
         if unknown:
             raise SettingsError(f"Unknown setting: {', '.join(unknown)}")
-        candidate = dataclasses.replace(self._persisted, **changes)
+        candidate = dataclasses.replace(copy.deepcopy(self._persisted), **copy.deepcopy(changes))
         problems = candidate.validate()
         if problems:
             raise SettingsError("Settings not saved: " + " ".join(problems))
@@ -269,7 +271,7 @@ class SettingsService:
         self.store.save(candidate)
         self._persisted = candidate
         for key, value in changes.items():
-            setattr(self._current, key, value)
+            setattr(self._current, key, copy.deepcopy(value))
         self._emit(changed, persisted=True)
         return changed
 
@@ -278,7 +280,7 @@ class SettingsService:
         self._check(changes)
         changed = frozenset(k for k, v in changes.items() if getattr(self._current, k) != v)
         for key, value in changes.items():
-            setattr(self._current, key, value)
+            setattr(self._current, key, copy.deepcopy(value))
         self._emit(changed, persisted=False)
         return changed
 
