@@ -22,6 +22,7 @@ from strata_gui.core.models.hub import SORTS, RepoSummary
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.models.service import FitReport, ModelService, build_model_service
 from strata_gui.core.progress import Progress, format_bytes
+from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.services import Services
 
 
@@ -70,7 +71,9 @@ async def run(args: argparse.Namespace, services: Services) -> int:
     if existing is not None:
         return await _dispatch(args, existing)
     async with httpx.AsyncClient(timeout=httpx.Timeout(30, connect=10)) as client:
-        svc = build_model_service(services.settings, services.paths.data_dir, client, services.environ)
+        secrets = FileSecretStore(services.paths.config_dir / "secrets.json", default_protector())
+        svc = build_model_service(services.settings, services.paths.data_dir, client, services.environ,
+                                  secrets=secrets)
         try:
             return await _dispatch(args, svc)
         finally:

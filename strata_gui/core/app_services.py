@@ -201,7 +201,8 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
         target = memory_target_for(app.primary_gpu() if app else None, settings)
         return app.rpc.extend_target(target) if app else target
 
-    models = build_model_service(settings, paths.data_dir, client, env, memory_target=memory_target)
+    secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
+    models = build_model_service(settings, paths.data_dir, client, env, memory_target=memory_target, secrets=secrets)
     metrics = MetricsStore(paths.database_file)
     chat_store = ConversationStore(paths.database_file).open()
     supervisors = default_supervisor_factory(local, env, job=job)
@@ -225,7 +226,6 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None) ->
         gpu_label=lambda: holder["app"].gpu_label(),  # noqa: PLW0108
         tuning_active=lambda spec: holder["app"].tuning_active(spec),  # noqa: PLW0108
     )
-    secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     serve = ServeService(base.settings_service, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
     app = AppServices(base, client, local, gpu, engines, models, metrics, dashboard, chat_store, chat,

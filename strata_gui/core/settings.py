@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 SETTINGS_VERSION = 1
 THEMES = ("system", "light", "dark")
 LANGUAGES = ("system", "en", "zh_CN")
-DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
+# Saved as hub_endpoint's value before "" meant "not set"; such a file loads as not set.
+LEGACY_HUB_ENDPOINT = "https://huggingface.co"
 DEFAULT_GITHUB_API = "https://api.github.com"
 
 
@@ -36,7 +37,8 @@ class Settings:
     theme: str = "system"
     language: str = "system"
     # Network endpoints (mirrors, proxies, air-gapped setups).
-    hub_endpoint: str = DEFAULT_HUB_ENDPOINT
+    # "" = not set: HF_ENDPOINT, else the hub (core/models/hub_config.py decides).
+    hub_endpoint: str = ""
     github_api_url: str = DEFAULT_GITHUB_API
     github_download_url: str = ""  # empty: use each asset's browser_download_url as given
     offline: bool = False
@@ -76,10 +78,10 @@ class Settings:
             problems.append(f"Unknown theme '{self.theme}'.")
         if self.language not in LANGUAGES:
             problems.append(f"Unknown language '{self.language}'.")
-        for name in ("hub_endpoint", "github_api_url"):
-            url = getattr(self, name)
-            if not url.startswith(("http://", "https://")):
-                problems.append(f"{name.replace('_', ' ')} must start with http:// or https://")
+        if self.hub_endpoint and not self.hub_endpoint.startswith(("http://", "https://")):
+            problems.append("hub endpoint must start with http:// or https://")
+        if not self.github_api_url.startswith(("http://", "https://")):
+            problems.append("github api url must start with http:// or https://")
         if self.github_download_url and not self.github_download_url.startswith(("http://", "https://")):
             problems.append("github download url must start with http:// or https://")
         if self.flash_attention not in ("on", "off", "auto"):
@@ -149,6 +151,10 @@ class SettingsStore:
                 f"The file was kept as {moved.name if moved else 'is'}."
             )
         bad = _coerce(settings, raw)
+        if settings.hub_endpoint.rstrip("/") == LEGACY_HUB_ENDPOINT:
+            # Older Strata saved the hub's address even when the user never chose it, which hid
+            # HF_ENDPOINT; only an address the user typed should win over the environment.
+            settings.hub_endpoint = ""
         problems = settings.validate()
         if problems:
             # Invalid values fall back one by one to defaults rather than losing everything.

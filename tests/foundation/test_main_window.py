@@ -117,6 +117,17 @@ def test_using_a_model_from_the_models_page_is_remembered_for_the_next_start(
     assert build_services().settings.last_model == str(model)
 
 
+def test_empty_hub_endpoint_shows_the_one_in_effect(qtbot: QtBot, qapp: QApplication, composed,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _, _, window = composed(Recorder())
+    page = _page(window, SettingsPage)
+    assert page.hub_endpoint.text() == "" and page.hub_endpoint.placeholderText() == "https://huggingface.co"
+    monkeypatch.setenv("HF_ENDPOINT", "https://hf-mirror.example/")
+    _, _, window = composed(Recorder())
+    page = _page(window, SettingsPage)
+    assert page.hub_endpoint.text() == "" and page.hub_endpoint.placeholderText() == "https://hf-mirror.example"
+
+
 def test_invalid_settings_are_explained_and_not_saved(qtbot: QtBot, qapp: QApplication, composed) -> None:
     services, _, window = composed(Recorder())
     page = _page(window, SettingsPage)

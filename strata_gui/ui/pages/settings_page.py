@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.errors import StrataError
+from strata_gui.core.models.hub_config import environment_endpoint
 from strata_gui.core.services import Services
 from strata_gui.core.settings import Settings, SettingsChange
 from strata_gui.ui.widgets import PageHeader
@@ -85,7 +86,8 @@ class SettingsPage(QWidget):
             self.language.addItem(label, value)
 
         self.hub_endpoint = QLineEdit()
-        self.hub_endpoint.setPlaceholderText("https://huggingface.co")
+        # Empty means "not set": show what is used then (HF_ENDPOINT or the hub itself).
+        self.hub_endpoint.setPlaceholderText(environment_endpoint(services.environ)[0])
         self.github_api = QLineEdit()
         self.github_api.setPlaceholderText("https://api.github.com")
         self.github_download = QLineEdit()
