@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -17,6 +18,9 @@ from strata_gui.core.logging_setup import close_logging, configure_logging
 from strata_gui.core.services import build_services
 
 log = logging.getLogger(__name__)
+
+# What a shell reports for a command killed by SIGPIPE (128 + 13): `strata ... | head` stops early.
+EXIT_BROKEN_PIPE = 141
 
 # Each module adds one sub-command (see strata_gui/commands/__init__.py). Modules are imported
 # only when their command is used (or for --help), so the GUI and light commands start fast.
@@ -87,7 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = args.func(args, services)
         if asyncio.iscoroutine(result):
             result = asyncio.run(result)
+        # Flush here, not at interpreter exit, so a reader that went away is handled below.
+        sys.stdout.flush()
         return int(result or 0)
+    except BrokenPipeError:
+        return _reader_went_away()
     except StrataError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         if exc.hint:
@@ -99,6 +107,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         close_logging()
+
+
+def _reader_went_away() -> int:
+    """stdout's reader closed the pipe (``strata ... | head -1``): stop quietly, like cat or ls.
+
+    Python's own recipe (docs: "Note on SIGPIPE"): point stdout at devnull so the interpreter's
+    final flush of what is still buffered does not raise again and print a traceback.
+    """
+    log.debug("stdout closed by its reader; stopping")
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout has no file descriptor (replaced in tests, or None)
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def gui_main() -> int:
