@@ -263,8 +263,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     network.remotes_changed.connect(chat.refresh_run_on)
 
     def chat_with(path: Path) -> None:
-        chat.set_model(path)
-        _save_quietly(base)
+        chat.set_model(path)  # the chat service remembers it as the last model
         window.show_page(chat)
 
     models.use_model.connect(chat_with)
@@ -316,8 +315,7 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
         window.show_page(pages.chat)
 
     def remember(_result: int) -> None:
-        base.settings.first_run_done = True
-        _save_quietly(base)
+        _save_quietly(base, first_run_done=True)
 
     guide.engine_ready.connect(engine_ready)
     guide.chat_requested.connect(chat_with)
@@ -330,9 +328,10 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
     return guide
 
 
-def _save_quietly(base: Services) -> None:
+def _save_quietly(base: Services, **changes: Any) -> None:
+    """Save settings the user did not edit by hand; a failure is logged, not shown."""
     try:
-        base.save_settings()
+        base.settings_service.update(**changes)
     except StrataError:
         log.warning("could not save settings", exc_info=True)
 

@@ -20,6 +20,9 @@ from strata_gui.core.services import Services, build_services
 
 log = logging.getLogger(__name__)
 
+# What a shell reports for a command killed by SIGPIPE (128 + 13): `strata ... | head` stops early.
+EXIT_BROKEN_PIPE = 141
+
 # Each module adds one sub-command (see strata_gui/commands/__init__.py). Modules are imported
 # only when their command is used (or for --help), so the GUI and light commands start fast.
 COMMAND_MODULES = {
@@ -125,7 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_gui(args_list, self_test=args.self_test, exit_when_shown=args.exit_when_shown)
     configure_logging(build_services(_environ(args)).paths.log_file, verbose=args.verbose, to_stderr=True)
     try:
-        return run_command(args_list)
+        code = run_command(args_list)
+        # Flush here, not at interpreter exit, so a reader that went away is handled below.
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _reader_went_away()
     except StrataError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         if exc.hint:
@@ -137,6 +145,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         close_logging()
+
+
+def _reader_went_away() -> int:
+    """stdout's reader closed the pipe (``strata ... | head -1``): stop quietly, like cat or ls.
+
+    Python's own recipe (docs: "Note on SIGPIPE"): point stdout at devnull so the interpreter's
+    final flush of what is still buffered does not raise again and print a traceback.
+    """
+    log.debug("stdout closed by its reader; stopping")
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout has no file descriptor (replaced in tests, or None)
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def gui_main() -> int:

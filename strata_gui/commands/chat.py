@@ -64,7 +64,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
                                                    "or pass --engine DIR.")
     service = app.chat
     service.set_plan(list(resolution.specs))
-    service.set_model(model)
+    service.set_model(model, remember=False)  # a one-off prompt does not change the app's last model
     notices: list[str] = []
     stream = not args.json
     if stream:

@@ -15,6 +15,8 @@ from typing import Any
 
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.errors import ModelError
+from strata_gui.core.gpu.model import format_mem
+from strata_gui.core.models.fit import FitEstimate, ModelShape
 from strata_gui.core.models.gguf_meta import format_params, metadata_summary
 from strata_gui.core.models.hub import SORTS, RepoSummary
 from strata_gui.core.models.library import LibraryEntry
@@ -51,8 +53,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rm.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     rm.add_argument("--json", action="store_true", help="machine-readable output")
 
-    ins = msub.add_parser("inspect", help="read a GGUF file's header")
+    ins = msub.add_parser("inspect", help="read a GGUF file's header and estimate its memory need")
     ins.add_argument("file", type=Path)
+    ins.add_argument("--ctx-size", type=int, default=0, metavar="N",
+                     help="context size for the memory estimate (default: Settings)")
     ins.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
@@ -218,10 +222,40 @@ async def _rm(args: argparse.Namespace, svc: ModelService) -> int:
     return 0
 
 
+def _memory(shape: ModelShape, estimate: FitEstimate) -> dict[str, int]:
+    """The memory need in bytes: weights, KV cache (per token, trained and chosen context), compute."""
+    return {
+        "weights_bytes": shape.weights_bytes,
+        "kv_bytes_per_token": shape.kv_bytes_per_token(),
+        "trained_context": shape.trained_context,
+        "kv_bytes_trained_context": shape.kv_bytes(shape.trained_context),
+        "n_ctx": estimate.n_ctx,
+        "kv_bytes_n_ctx": estimate.kv_bytes,
+        "compute_bytes": estimate.compute_bytes,
+        "total_bytes": estimate.total_bytes,
+    }
+
+
+def _memory_lines(m: dict[str, int]) -> list[str]:
+    # Binary units, as the GPU page shows memory: the two can be compared at a glance.
+    rows = [
+        ("weights", format_mem(m["weights_bytes"]), ""),
+        ("KV cache per token", format_mem(m["kv_bytes_per_token"]), ""),
+        (f"KV cache at {m['trained_context']}", format_mem(m["kv_bytes_trained_context"]), "trained context"),
+        (f"KV cache at {m['n_ctx']}", format_mem(m["kv_bytes_n_ctx"]), "chosen context"),
+        ("compute buffer", format_mem(m["compute_bytes"]), f"at context {m['n_ctx']}"),
+        ("total", format_mem(m["total_bytes"]), f"at context {m['n_ctx']}"),
+    ]
+    return [f"    {name:<22} {value:>10}  {note}".rstrip() for name, value, note in rows]
+
+
 async def _inspect(args: argparse.Namespace, svc: ModelService) -> int:
+    if args.ctx_size < 0:
+        raise ModelError("The context size cannot be negative.", hint="Pass --ctx-size N with N > 0.")
     meta = await svc.inspect(args.file)
     entry = await svc.open_file(args.file)
-    estimate = svc.fit_for_local(entry, meta)
+    estimate = svc.fit_for_local(entry, meta, args.ctx_size or None)
+    memory = _memory(ModelShape.from_metadata(meta, entry.size), estimate)
     if args.json:
         _print_json({
             "file": str(args.file), "architecture": meta.architecture, "name": meta.name, "quant": meta.quant,
@@ -229,6 +263,7 @@ async def _inspect(args: argparse.Namespace, svc: ModelService) -> int:
             "kv_heads": meta.kv_heads_per_layer, "key_length": meta.key_length, "value_length": meta.value_length,
             "chat_template": meta.has_chat_template, "size": entry.size, "tensors": len(meta.tensors),
             "fit": {"verdict": estimate.describe(), "max_context": estimate.max_context, "n_ctx": estimate.n_ctx},
+            "memory": memory,
             "metadata": metadata_summary(meta, drop=("tokenizer.chat_template",)),
         })
         return 0
@@ -241,4 +276,7 @@ async def _inspect(args: argparse.Namespace, svc: ModelService) -> int:
     print(f"  chat template  {'yes' if meta.has_chat_template else 'no'}")
     print(f"  size           {format_bytes(entry.size)} in {len(entry.files)} file(s)")
     print(f"  fit            {estimate.describe()} at context {estimate.n_ctx} (largest context that fits: {estimate.max_context})")
+    print("  memory")
+    for line in _memory_lines(memory):
+        print(line)
     return 0

@@ -207,23 +207,20 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
         log.warning("GPU detection unavailable (%s); continuing without it", exc.message)
         gpu_error = exc
         gpu = build_gpu_service(kernels_dir(), environ={}, family_of=catalog.family_of)
-    engines = create_engine_service(paths, settings, env, client, save_settings=base.save_settings,
-                                    catalog=catalog)
+    engines = create_engine_service(paths, base.settings_service, env, client, catalog=catalog)
     metrics = MetricsStore(paths.database_file)
     resolver = EngineResolver(engines, gpu, settings, metrics)
-    rpc = RpcPool(settings, resolver.installed_specs, save_settings=base.save_settings,
-                  environ=env, log_dir=paths.log_dir, job=job)
+    rpc = RpcPool(base.settings_service, resolver.installed_specs, environ=env, log_dir=paths.log_dir, job=job)
     fit_target = FitTarget(gpu, settings, rpc)
-    models = build_model_service(settings, paths.data_dir, client, env, memory_target=fit_target)
+    secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
+    models = build_model_service(settings, paths.data_dir, client, env, memory_target=fit_target, secrets=secrets)
     chat_store = ConversationStore(paths.database_file if keep_conversations else Path(":memory:")).open()
     supervisors = default_supervisor_factory(local, env, job=job)
-    chat = ChatService(chat_store, rpc.wrap(supervisors), local, settings,
+    chat = ChatService(chat_store, rpc.wrap(supervisors), local, base.settings_service,
                        plan_provider=resolver.plan_for, crash_handler=RpcCrashPolicy(rpc, fit_target))
     dashboard = DashboardService(metrics, Benchmark(local, supervisors, metrics), local, resolver=resolver)
-    secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
-    serve = ServeService(settings, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard),
-                         save_settings=base.save_settings)
+    serve = ServeService(base.settings_service, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
     app = AppServices(base, client, local, gpu, engines, resolver, models, metrics, dashboard, chat_store, chat,
                       remote=remote, serve=serve, rpc=rpc, fit_target=fit_target, gpu_error=gpu_error)
     chat.subscribe(app._record_reply)

@@ -40,11 +40,6 @@ class Services:
     def settings_notice(self) -> str | None:
         return self.settings_service.notice
 
-    def save_settings(self) -> None:
-        """Transitional: persist in-place edits. Use ``settings_service.update`` instead."""
-        self.settings_service.update(**{f: getattr(self.settings, f) for f in self.settings.to_json()
-                                        if f != "version"})
-
     async def aclose(self) -> None:
         """Release network clients, stop processes. Safe to call more than once."""
 

@@ -7,6 +7,7 @@ rename), so a crash mid-save never leaves a half-written file.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import logging
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 SETTINGS_VERSION = 1
 THEMES = ("system", "light", "dark")
 LANGUAGES = ("system", "en", "zh_CN")
-DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
+# Saved as hub_endpoint's value before "" meant "not set"; such a file loads as not set.
+LEGACY_HUB_ENDPOINT = "https://huggingface.co"
 DEFAULT_GITHUB_API = "https://api.github.com"
 
 
@@ -35,7 +37,8 @@ class Settings:
     theme: str = "system"
     language: str = "system"
     # Network endpoints (mirrors, proxies, air-gapped setups).
-    hub_endpoint: str = DEFAULT_HUB_ENDPOINT
+    # "" = not set: HF_ENDPOINT, else the hub (core/models/hub_config.py decides).
+    hub_endpoint: str = ""
     github_api_url: str = DEFAULT_GITHUB_API
     github_download_url: str = ""  # empty: use each asset's browser_download_url as given
     offline: bool = False
@@ -75,10 +78,10 @@ class Settings:
             problems.append(f"Unknown theme '{self.theme}'.")
         if self.language not in LANGUAGES:
             problems.append(f"Unknown language '{self.language}'.")
-        for name in ("hub_endpoint", "github_api_url"):
-            url = getattr(self, name)
-            if not url.startswith(("http://", "https://")):
-                problems.append(f"{name.replace('_', ' ')} must start with http:// or https://")
+        if self.hub_endpoint and not self.hub_endpoint.startswith(("http://", "https://")):
+            problems.append("hub endpoint must start with http:// or https://")
+        if not self.github_api_url.startswith(("http://", "https://")):
+            problems.append("github api url must start with http:// or https://")
         if self.github_download_url and not self.github_download_url.startswith(("http://", "https://")):
             problems.append("github download url must start with http:// or https://")
         if self.flash_attention not in ("on", "off", "auto"):
@@ -148,6 +151,10 @@ class SettingsStore:
                 f"The file was kept as {moved.name if moved else 'is'}."
             )
         bad = _coerce(settings, raw)
+        if settings.hub_endpoint.rstrip("/") == LEGACY_HUB_ENDPOINT:
+            # Older Strata saved the hub's address even when the user never chose it, which hid
+            # HF_ENDPOINT; only an address the user typed should win over the environment.
+            settings.hub_endpoint = ""
         problems = settings.validate()
         if problems:
             # Invalid values fall back one by one to defaults rather than losing everything.
@@ -219,7 +226,8 @@ class SettingsService:
         self.store = store
         self.notice = notice
         self._current = settings if settings is not None else Settings()
-        self._persisted = dataclasses.replace(self._current)
+        # A deep copy: list fields (model_dirs, rpc_workers) must not be shared with ``current``.
+        self._persisted = copy.deepcopy(self._current)
         self._listeners: list[SettingsListener] = []
 
     @classmethod
@@ -248,7 +256,7 @@ class SettingsService:
         unknown = sorted(set(changes) - names)
         if unknown:
             raise SettingsError(f"Unknown setting: {', '.join(unknown)}")
-        candidate = dataclasses.replace(self._persisted, **changes)
+        candidate = dataclasses.replace(copy.deepcopy(self._persisted), **copy.deepcopy(changes))
         problems = candidate.validate()
         if problems:
             raise SettingsError("Settings not saved: " + " ".join(problems))
@@ -269,7 +277,7 @@ class SettingsService:
         self.store.save(candidate)
         self._persisted = candidate
         for key, value in changes.items():
-            setattr(self._current, key, value)
+            setattr(self._current, key, copy.deepcopy(value))
         self._emit(changed, persisted=True)
         return changed
 
@@ -278,7 +286,7 @@ class SettingsService:
         self._check(changes)
         changed = frozenset(k for k, v in changes.items() if getattr(self._current, k) != v)
         for key, value in changes.items():
-            setattr(self._current, key, value)
+            setattr(self._current, key, copy.deepcopy(value))
         self._emit(changed, persisted=False)
         return changed
 

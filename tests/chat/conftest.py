@@ -13,7 +13,7 @@ from strata_gui.core.chat.service import ChatEvent, ChatService, default_supervi
 from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.settings import Settings
+from tests.support.settings import settings_service
 
 T = TypeVar("T")
 
@@ -27,7 +27,7 @@ def run_with_service(
     async def main() -> T:
         paths = AppPaths.from_environment()
         paths.ensure()
-        s = Settings(context_size=settings.pop("context_size", 1024), **settings)
+        s = settings_service(context_size=settings.pop("context_size", 1024), **settings)
         async with httpx.AsyncClient(trust_env=False) as http:
             svc = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http),
                               http, s)

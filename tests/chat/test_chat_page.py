@@ -15,13 +15,13 @@ from strata_gui.core.chat.service import ChatService, default_supervisor_factory
 from strata_gui.core.chat.store import COMPLETE, STOPPED, ConversationStore, Message
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
-from strata_gui.core.settings import Settings
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.markdown import split_segments
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget
 from strata_gui.ui.pages.chat_page import PAGE_SIZE, ChatPage
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import engines as _engines
+from tests.support.settings import settings_service
 
 Engines = _engines.TestEngines
 
@@ -41,7 +41,7 @@ def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop, test_model: Path) ->
     paths.ensure()
     http = httpx.AsyncClient(trust_env=False)
     service = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http), http,
-                          Settings(context_size=1024, last_model=str(test_model)))
+                          settings_service(context_size=1024, last_model=str(test_model)))
     bridge = AsyncBridge()
     errors: list = []
     bridge.error_occurred.connect(errors.append)

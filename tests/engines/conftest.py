@@ -10,7 +10,7 @@ import stat
 import tarfile
 import zipfile
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from strata_gui.core.engines import EngineService, ReleaseClient, load_catalog
-from strata_gui.core.settings import Settings
+from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 from tests.support.engines import TestEngines
 from tests.support.github_server import GitHubServer, github_server
 
@@ -142,6 +142,11 @@ class Harness:
     settings: Settings
     disk_free: Callable[[Path], int] | None = None
     offline: bool = False
+    settings_service: SettingsService = field(init=False)
+
+    def __post_init__(self) -> None:
+        # One settings service for every run, so a pin made in one run is seen by the next.
+        self.settings_service = SettingsService(SettingsStore(self.root / "settings.json"), self.settings)
 
     def service(self, http: httpx.AsyncClient, **kw: Any) -> EngineService:
         releases = ReleaseClient(http, self.root / "cache" / "releases", api_base=self.api_base,
@@ -153,7 +158,7 @@ class Harness:
         extra.setdefault("catalog", load_catalog())
         return EngineService(releases=releases, http=http,
                              engines_dir=self.root / "engines", downloads_dir=self.root / "downloads",
-                             settings=self.settings, environ=self.environ, os_name="linux", **extra)
+                             settings_service=self.settings_service, environ=self.environ, os_name="linux", **extra)
 
     def run(self, body: Callable[[EngineService], Awaitable[T]], **kw: Any) -> T:
         async def main() -> T:

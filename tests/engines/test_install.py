@@ -239,7 +239,7 @@ def test_rate_limit_says_when_to_try_again(harness: Harness, published: GitHubSe
 @pytest.mark.engine
 def test_manage_update_pin_gc_remove_and_add_local(harness: Harness, published: GitHubServer, archives: Archives,
                                                    test_engines: TestEngines, tmp_path: Path) -> None:
-    saved: list[str] = []
+    saved: list[frozenset[str]] = []
     newer = tmp_path / "llama-b7700-bin-ubuntu-x64.zip"
     shutil.copyfile(archives.cpu_zip, newer)
 
@@ -260,13 +260,15 @@ def test_manage_update_pin_gc_remove_and_add_local(harness: Harness, published: 
             svc.remove(e.id)
         return old, removed, local, probe, ids, svc.installed()
 
-    old, removed, local, probe, ids, after = harness.run(body, save_settings=lambda: saved.append("x"))
+    harness.settings_service.subscribe(lambda change: saved.append(change.keys) if change.persisted else None)
+    old, removed, local, probe, ids, after = harness.run(body)
     assert removed == [old.id]
     assert probe.verdict == "works" and probe.message == "runs on the processor"
     assert local.id == "local-cpu-my-build" and local.server_path == test_engines.cpu_server
     assert set(ids) == {"upstream-cpu-all-b7700", "local-cpu-my-build"}
     assert after == []
-    assert saved  # pinning persisted the settings
+    assert saved == [{"pinned_engine"}, {"pinned_engine"}]  # pinning and unpinning were saved
+    assert harness.settings_service.store.load()[0].pinned_engine == ""
     assert test_engines.cpu_server.exists()  # removing a local build never deletes the user's folder
     assert _leftovers(harness) == []
 

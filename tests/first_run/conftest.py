@@ -146,8 +146,7 @@ def make_app(qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop,
     def make(gpu_tree: str = "no-gpu", **settings: Any) -> App:
         monkeypatch.setenv("STRATA_SYSFS_ROOT", str(GPU_TREES / gpu_tree))
         base = build_services()
-        for key, value in settings.items():
-            setattr(base.settings, key, value)
+        base.settings_service.update(**settings)
         services = build_app_services(base)
         bridge = AsyncBridge()
         chooser = Chooser()

@@ -78,3 +78,22 @@ def test_import_contract_holds() -> None:
     res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120,
                          cwd=Path(__file__).resolve().parents[2])
     assert res.returncode == 0, res.stdout[-3000:]
+
+
+def test_output_piped_into_a_reader_that_stops_early_exits_quietly(test_model: Path) -> None:
+    """`strata models inspect FILE | head -0`: the reader is gone before anything is written."""
+    proc = subprocess.Popen([sys.executable, "-m", "strata_gui.cli", "models", "inspect", str(test_model)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+    assert proc.stdout is not None
+    proc.stdout.close()  # like `head` that has read what it wanted
+    _, err = proc.communicate(timeout=120)
+    text = err.decode(errors="replace")
+    assert "Traceback" not in text and "BrokenPipeError" not in text and "Exception ignored" not in text, text
+    assert proc.returncode == 141
+
+
+def test_output_piped_into_head_keeps_the_first_line(test_model: Path) -> None:
+    res = subprocess.run(f'"{sys.executable}" -m strata_gui.cli models inspect "{test_model}" --json | head -1',
+                         shell=True, capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert res.stdout == "{\n" and res.returncode == 0
+    assert "Traceback" not in res.stderr and "Exception ignored" not in res.stderr, res.stderr

@@ -89,6 +89,46 @@ def test_settings_page_saves_to_disk_and_applies_theme(qtbot: QtBot, qapp: QAppl
     assert qapp.palette().window().color().lightness() > 150
 
 
+def test_settings_page_notices_follow_what_changed_and_theme_follows_the_service(
+        qtbot: QtBot, qapp: QApplication, composed) -> None:
+    services, _, window = composed(Recorder())
+    page = _page(window, SettingsPage)
+    assert page.save()
+    assert page.status.text() == "Saved."  # nothing changed: no restart notice
+    page.language.setCurrentIndex(page.language.findData("zh_CN"))
+    assert page.save()
+    assert "new language applies after restarting" in page.status.text()
+    page.offline.setChecked(True)
+    assert page.save()
+    assert "apply after restarting" in page.status.text() and "language" not in page.status.text()
+    # A theme change saved by anyone (not only this page's Save) is applied at once.
+    services.settings_service.update(theme="dark")
+    assert qapp.palette().window().color().lightness() < 100
+    services.settings_service.update(theme="light")
+    assert qapp.palette().window().color().lightness() > 150
+
+
+def test_using_a_model_from_the_models_page_is_remembered_for_the_next_start(
+        qtbot: QtBot, qapp: QApplication, composed, tmp_path: Path) -> None:
+    from strata_gui.ui.pages.models_page import ModelsPage
+
+    model = tmp_path / "picked.gguf"
+    _, _, window = composed(Recorder())
+    _page(window, ModelsPage).use_model.emit(model)
+    assert build_services().settings.last_model == str(model)
+
+
+def test_empty_hub_endpoint_shows_the_one_in_effect(qtbot: QtBot, qapp: QApplication, composed,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _, _, window = composed(Recorder())
+    page = _page(window, SettingsPage)
+    assert page.hub_endpoint.text() == "" and page.hub_endpoint.placeholderText() == "https://huggingface.co"
+    monkeypatch.setenv("HF_ENDPOINT", "https://hf-mirror.example/")
+    _, _, window = composed(Recorder())
+    page = _page(window, SettingsPage)
+    assert page.hub_endpoint.text() == "" and page.hub_endpoint.placeholderText() == "https://hf-mirror.example"
+
+
 def test_invalid_settings_are_explained_and_not_saved(qtbot: QtBot, qapp: QApplication, composed) -> None:
     services, _, window = composed(Recorder())
     page = _page(window, SettingsPage)

@@ -92,9 +92,10 @@ def make_service(tmp_path: Path) -> Any:
 
     import httpx
 
-    from strata_gui.core.models.downloads import TokenStore
     from strata_gui.core.models.fit import GIB, MemoryTarget
+    from strata_gui.core.models.hub_config import HubTokens, SavedHubToken
     from strata_gui.core.models.service import ModelService
+    from strata_gui.core.remote.secrets import FileSecretStore
 
     @contextlib.asynccontextmanager
     async def factory(hub: Any, **kw: Any) -> Any:
@@ -102,7 +103,7 @@ def make_service(tmp_path: Path) -> Any:
             "endpoint": hub.url if hub is not None else "http://127.0.0.1:9",
             "cache_dir": tmp_path / "hf-home" / "hub",
             "queue_file": tmp_path / "strata-home" / "downloads.json",
-            "token_store": TokenStore(tmp_path / "hf-home" / "token", environ={}),
+            "token_store": HubTokens(SavedHubToken(FileSecretStore(tmp_path / "strata-home" / "secrets.json")), {}),
             "model_dirs": [],
             "memory_target": lambda: MemoryTarget("Test GPU", 8 * GIB),
             "ram_bytes": 32 * GIB,

@@ -65,3 +65,37 @@ def test_inspect_and_offline(services: Services, capsys: pytest.CaptureFixture[s
     with pytest.raises(HubError, match="offline mode"):
         _cli(services, "models", "search", "llama")
     assert _cli(services, "models", "list") == 0
+
+
+def test_inspect_shows_the_memory_breakdown(services: Services, capsys: pytest.CaptureFixture[str],
+                                            test_model: Path, split_model: list[Path]) -> None:
+    from strata_gui.core.gpu.model import format_mem
+
+    services.settings_service.update(context_size=2048)
+    assert _cli(services, "models", "inspect", str(test_model), "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    mem = data["memory"]
+    # f16 K and V for every layer and KV head, per position: from the header the command also shows.
+    per_token = sum(h * (data["key_length"] + data["value_length"]) * 2 for h in data["kv_heads"])
+    assert mem["kv_bytes_per_token"] == per_token > 0
+    assert mem["weights_bytes"] == test_model.stat().st_size == data["size"]
+    assert (mem["trained_context"], mem["kv_bytes_trained_context"]) == (4096, 4096 * per_token)
+    assert (mem["n_ctx"], mem["kv_bytes_n_ctx"]) == (2048, 2048 * per_token)  # the Settings context
+    assert mem["compute_bytes"] > 0
+    assert mem["total_bytes"] == mem["weights_bytes"] + mem["kv_bytes_n_ctx"] + mem["compute_bytes"]
+
+    # --ctx-size wins over Settings, for the breakdown and the fit alike; text uses the GPU page's units.
+    assert _cli(services, "models", "inspect", str(test_model), "--ctx-size", "512") == 0
+    lines = {" ".join(line.split()) for line in capsys.readouterr().out.splitlines()}
+    assert f"weights {format_mem(test_model.stat().st_size)}" in lines
+    assert f"KV cache per token {format_mem(per_token)}" in lines
+    assert f"KV cache at 4096 {format_mem(4096 * per_token)} trained context" in lines
+    assert f"KV cache at 512 {format_mem(512 * per_token)} chosen context" in lines
+    assert any(line.startswith("compute buffer ") and line.endswith("MiB at context 512") for line in lines)
+    assert any(line.startswith("fit ") and "at context 512 " in line for line in lines)
+
+    # A split set counts every shard's weights.
+    assert _cli(services, "models", "inspect", str(split_model[0]), "--json", "--ctx-size", "1024") == 0
+    split = json.loads(capsys.readouterr().out)["memory"]
+    assert split["weights_bytes"] == sum(p.stat().st_size for p in split_model)
+    assert (split["n_ctx"], split["kv_bytes_n_ctx"]) == (1024, 1024 * per_token)

@@ -10,8 +10,10 @@ import pytest
 
 from strata_gui.core.errors import ChecksumMismatchError, HubError, InsufficientSpaceError
 from strata_gui.core.models.downloads import DownloadJob
+from strata_gui.core.models.hub_config import SavedHubToken
 from strata_gui.core.models.hub_errors import HubAuthError
 from strata_gui.core.progress import Progress
+from strata_gui.core.remote.secrets import FileSecretStore
 
 REPO = "strata/test-llama-GGUF"
 
@@ -143,8 +145,8 @@ def test_split_set_downloads_as_one_unit(hub: Any, make_service: Any, split_mode
     assert {p.total for p in seen} == {sum(p.stat().st_size for p in split_model)}
 
 
-def test_gated_repo_needs_a_token_from_the_hub_token_store(hub: Any, make_service: Any, test_model: Path,
-                                                            tmp_path: Path) -> None:
+def test_gated_repo_needs_a_token_saved_in_strata(hub: Any, make_service: Any, test_model: Path,
+                                                   tmp_path: Path) -> None:
     async def go() -> Path:
         async with make_service(hub) as svc:
             job = await _job(svc, repo="strata/gated-llama-GGUF")
@@ -156,8 +158,11 @@ def test_gated_repo_needs_a_token_from_the_hub_token_store(hub: Any, make_servic
             return paths[0]
 
     assert asyncio.run(go()).read_bytes() == test_model.read_bytes()
-    token_file = tmp_path / "hf-home" / "token"
-    assert token_file.read_text() == hub.state.token and (token_file.stat().st_mode & 0o777) == 0o600
+    # Kept in Strata's user-only key store, not in the hub's shared token file.
+    secrets = tmp_path / "strata-home" / "secrets.json"
+    assert SavedHubToken(FileSecretStore(secrets)).get() == hub.state.token
+    assert (secrets.stat().st_mode & 0o777) == 0o600
+    assert not (tmp_path / "hf-home" / "token").exists()
 
 
 def test_not_enough_space_is_reported_before_downloading(hub: Any, make_service: Any) -> None:

@@ -14,9 +14,11 @@ from PySide6.QtCore import QUrl
 from PySide6.QtWidgets import QApplication, QMessageBox
 from pytestqt.qtbot import QtBot
 
-from strata_gui.core.models.downloads import DownloadState, TokenStore
+from strata_gui.core.models.downloads import DownloadState
 from strata_gui.core.models.fit import GIB, MemoryTarget
+from strata_gui.core.models.hub_config import HubTokens, SavedHubToken
 from strata_gui.core.models.service import ModelService
+from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.pages.models_page import ModelsPage
 from strata_gui.ui.theme import apply_theme
@@ -72,7 +74,7 @@ def harness(qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEvent
         svc = ModelService(
             client=client, endpoint=hub.url, cache_dir=tmp_path / "hf-home" / "hub",
             queue_file=tmp_path / "strata-home" / "downloads.json",
-            token_store=TokenStore(tmp_path / "hf-home" / "token", environ={}),
+            token_store=HubTokens(SavedHubToken(FileSecretStore(tmp_path / "strata-home" / "secrets.json")), {}),
             model_dirs=model_dirs or [], memory_target=lambda: MemoryTarget("Radeon RX 7600 (8 GB)", 8 * GIB),
             ram_bytes=32 * GIB, offline=offline,
         )

@@ -10,10 +10,10 @@ from strata_gui.core.chat.service import ChatService, default_supervisor_factory
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.service import build_remote_service
-from strata_gui.core.settings import Settings
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.chat_page import ChatPage
 from tests.support.remote_server import WORDS, openai_like_server
+from tests.support.settings import settings_service
 
 
 def test_choose_remote_engine_and_chat(qtbot, qasync_loop: asyncio.AbstractEventLoop) -> None:  # type: ignore[no-untyped-def]
@@ -21,7 +21,7 @@ def test_choose_remote_engine_and_chat(qtbot, qasync_loop: asyncio.AbstractEvent
     paths.ensure()
     http = httpx.AsyncClient(trust_env=False)
     service = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http), http,
-                          Settings())
+                          settings_service())
     remote = build_remote_service(paths.config_dir, http)
     bridge = AsyncBridge()
     errors: list = []  # type: ignore[type-arg]

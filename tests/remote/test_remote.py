@@ -22,6 +22,7 @@ from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.settings import Settings, SettingsStore
 from tests.support.engines import TestEngines, running_server
 from tests.support.remote_server import WORDS, openai_like_server
+from tests.support.settings import settings_service
 
 KEY = "sk-remote-test-7f3a9c"
 
@@ -82,7 +83,7 @@ def test_right_key_lists_models_and_chats_with_stats(keyed_server: str) -> None:
             assert models
             ep = remote.set_model(ep, models[0])
             chat = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http),
-                               http, Settings())
+                               http, settings_service())
             chat.set_remote(remote.client(ep))
             deltas: list[str] = []
             chat.subscribe(lambda e: deltas.append(e.text) if isinstance(e, MessageDelta) else None)
@@ -120,7 +121,7 @@ def test_wrong_key_is_a_clear_error(keyed_server: str) -> None:
             with pytest.raises(ChatError, match="rejected the API key"):
                 await remote.list_models(ep)
             chat = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http),
-                               http, Settings())
+                               http, settings_service())
             chat.set_remote(remote.client(ep))
             conv = chat.new_conversation()
             try:

@@ -17,12 +17,12 @@ from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.rpc.workers import RpcServerProcess
 from strata_gui.core.serve.service import ChatUpstream, ServeService
-from strata_gui.core.settings import Settings
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.network_page import NetworkPage
 from tests.rpc.conftest import rpc_spec
 from tests.serve.test_network_page import finish
 from tests.support.engines import TestEngines, free_port
+from tests.support.settings import settings_service
 
 pytestmark = pytest.mark.engine
 
@@ -32,7 +32,7 @@ def test_add_check_workers_and_lend(qtbot, qasync_loop: asyncio.AbstractEventLoo
     paths = AppPaths.from_environment()
     paths.ensure()
     http = httpx.AsyncClient(trust_env=False)
-    settings = Settings()
+    settings = settings_service()
     chat = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http), http,
                        settings)
     secrets = FileSecretStore(paths.config_dir / "secrets.json")

@@ -18,9 +18,9 @@ from strata_gui.core.paths import AppPaths
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.rpc.workers import RpcServerProcess, parse_address, parse_devices
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.settings import Settings
 from tests.rpc.conftest import make_worker, rpc_spec
 from tests.support.engines import TestEngines
+from tests.support.settings import settings_service
 
 pytestmark = pytest.mark.engine
 
@@ -37,7 +37,7 @@ def test_addresses() -> None:
 
 
 def test_check_workers_lists_their_devices(two_workers: list[RpcServerProcess], test_engines: TestEngines) -> None:
-    settings = Settings()
+    settings = settings_service()
     pool = RpcPool(settings, lambda: [rpc_spec(test_engines)])
     for w in two_workers:
         pool.add_worker(w.address)
@@ -60,11 +60,14 @@ def test_check_workers_lists_their_devices(two_workers: list[RpcServerProcess], 
         assert not gone.reachable and gone.error
 
     asyncio.run(main())
-    assert settings.rpc_enabled and settings.rpc_workers == [w.address for w in two_workers]
+    assert settings.current.rpc_enabled and settings.current.rpc_workers == [w.address for w in two_workers]
+    # Adding workers is remembered for the next start.
+    saved, _ = settings.store.load()
+    assert saved.rpc_enabled and saved.rpc_workers == [w.address for w in two_workers]
 
 
 def test_lending_refuses_a_taken_port(test_engines: TestEngines, two_workers: list[RpcServerProcess]) -> None:
-    pool = RpcPool(Settings(), lambda: [rpc_spec(test_engines)])
+    pool = RpcPool(settings_service(), lambda: [rpc_spec(test_engines)])
 
     async def main() -> None:
         with pytest.raises(ServerError, match="Cannot lend this computer"):
@@ -78,7 +81,7 @@ def test_chat_spreads_over_workers_and_recovers_when_one_drops(
         two_workers: list[RpcServerProcess], test_engines: TestEngines, test_model: Path) -> None:
     paths = AppPaths.from_environment()
     paths.ensure()
-    settings = Settings(context_size=2048)
+    settings = settings_service(context_size=2048)
     pool = RpcPool(settings, lambda: [rpc_spec(test_engines)])
     for w in two_workers:
         pool.add_worker(w.address)

@@ -19,8 +19,8 @@ from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
-from strata_gui.core.settings import Settings
 from tests.support.fixed_engines import FixedEngines
+from tests.support.settings import settings_service
 
 T = TypeVar("T")
 
@@ -38,7 +38,7 @@ def run_serving(plan: list[EngineSpec], model: Path | None, body: Callable[[Env]
     async def main() -> T:
         paths = AppPaths.from_environment()
         paths.ensure()
-        s = Settings(context_size=1024, serve_port=0, **settings)  # type: ignore[arg-type]
+        s = settings_service(context_size=1024, serve_port=0, **settings)
         async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, read=None)) as http:
             supervisors = default_supervisor_factory(http)
             chat = ChatService(ConversationStore(paths.database_file).open(), supervisors, http, s)

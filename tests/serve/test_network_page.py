@@ -16,10 +16,10 @@ from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.serve.service import ChatUpstream, ServeService
-from strata_gui.core.settings import Settings
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.pages.network_page import NetworkPage
 from tests.support.remote_server import openai_like_server
+from tests.support.settings import settings_service
 
 
 def wait(loop: asyncio.AbstractEventLoop, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
@@ -44,7 +44,7 @@ def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop) -> Iterator[tuple]: 
     paths = AppPaths.from_environment()
     paths.ensure()
     http = httpx.AsyncClient(trust_env=False)
-    settings = Settings(serve_port=0)
+    settings = settings_service(serve_port=0)
     chat = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http), http,
                        settings)
     secrets = FileSecretStore(paths.config_dir / "secrets.json")

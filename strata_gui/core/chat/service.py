@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from strata_gui.core.errors import ChatError, ServerError
+from strata_gui.core.errors import ChatError, ServerError, SettingsError
 from strata_gui.core.events import emit
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, ReplyStats, SamplingParams
@@ -32,7 +32,7 @@ from strata_gui.core.runtime.supervisor import (
     ServerSupervisor,
     SupervisorFactory,
 )
-from strata_gui.core.settings import Settings
+from strata_gui.core.settings import Settings, SettingsService
 
 from .store import COMPLETE, FAILED, INTERRUPTED, STOPPED, STREAMING, Conversation, ConversationStore, Message
 
@@ -95,7 +95,8 @@ class ChatService:
         store: Conversation persistence.
         supervisor_factory: Makes a :class:`ServerSupervisor` for (engine, model, settings).
         http: Shared HTTP client for the chat API.
-        settings: Current user settings (read at each engine start: auto_fallback, context ...).
+        settings_service: User settings (read at each engine start: auto_fallback, context ...);
+            :meth:`set_model` records the last model through it.
         clock: Monotonic clock (save throttling).
         save_interval: Seconds between saves of a reply that is streaming.
         plan_provider: Gives the engine plan for a model (a benchmarked engine first); consulted
@@ -109,7 +110,7 @@ class ChatService:
         store: ConversationStore,
         supervisor_factory: SupervisorFactory,
         http: httpx.AsyncClient,
-        settings: Settings,
+        settings_service: SettingsService,
         *,
         clock: Callable[[], float] = time.monotonic,
         save_interval: float = 1.0,
@@ -121,12 +122,13 @@ class ChatService:
         self._plan_provider = plan_provider
         self._factory = supervisor_factory
         self._http = http
-        self.settings = settings
+        self.settings_service = settings_service
         self._clock = clock
         self._save_interval = save_interval
         self._listeners: list[Listener] = []
         self.plan: list[EngineSpec] = []
-        self.model: Path | None = Path(settings.last_model) if settings.last_model else None
+        last = settings_service.current.last_model
+        self.model: Path | None = Path(last) if last else None
         self._engine_index = 0
         self._supervisor: ServerSupervisor | None = None
         self._client: ChatClient | None = None
@@ -135,6 +137,11 @@ class ChatService:
         self._stale = False  # model or plan changed since the engine started
         self.last_outcome: Outcome | None = None
         self.remote: RemoteEngine | None = None  # when set, replies go there instead
+
+    @property
+    def settings(self) -> Settings:
+        """The live settings (read-only here: changes go through ``settings_service``)."""
+        return self.settings_service.current
 
     # -- configuration --------------------------------------------------------------------------
     def subscribe(self, fn: Listener) -> None:
@@ -157,14 +164,26 @@ class ChatService:
         """Answer through ``remote`` (None: the managed local engine again)."""
         self.remote = remote
 
-    def set_model(self, model: Path) -> None:
-        """The GGUF to chat with. A running engine is restarted with it at the next request."""
+    def set_model(self, model: Path, *, remember: bool = True) -> None:
+        """The GGUF to chat with. A running engine is restarted with it at the next request.
+
+        Args:
+            model: The GGUF file (the first shard of a split set).
+            remember: Save it as the model to open next time (``Settings.last_model``). A one-off
+                command-line prompt passes False so it does not change what the app opens.
+        """
         changed = model != self.model
         self.model = model
         if changed:
             self._stale = True
             if self._plan_provider is not None:
                 self.set_plan(self._plan_provider(model))
+        if remember:
+            try:
+                self.settings_service.update(last_model=str(model))
+            except SettingsError:
+                # Remembering is a convenience: a read-only config folder must not stop the chat.
+                log.warning("could not remember the chosen model", exc_info=True)
 
     @property
     def engine(self) -> EngineSpec | None:

@@ -46,7 +46,7 @@ from strata_gui.core.errors import (
 )
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
-from strata_gui.core.settings import Settings
+from strata_gui.core.settings import Settings, SettingsService
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +120,8 @@ class EngineService:
         http: HTTP client used for downloads (follows redirects).
         engines_dir: Where engines are installed, one folder each.
         downloads_dir: Where partial downloads wait to be resumed.
-        settings: User settings (pinned engine, gfx override...); mutated by :meth:`pin`.
+        settings_service: User settings (pinned engine, gfx override...); :meth:`pin` saves through it.
         environ: The environment engines start from.
-        save_settings: Persists ``settings`` after :meth:`pin`.
         os_name: "windows"/"linux" (default: this machine).
         disk_free: Free bytes at a path (injected so a shortfall can be simulated).
         probe_runner: Runs a binary to completion (injected for tests of Windows behaviour).
@@ -138,9 +137,8 @@ class EngineService:
         http: httpx.AsyncClient,
         engines_dir: Path,
         downloads_dir: Path,
-        settings: Settings,
+        settings_service: SettingsService,
         environ: Mapping[str, str],
-        save_settings: Callable[[], None] | None = None,
         os_name: str | None = None,
         disk_free: Callable[[Path], int] = free_bytes,
         probe_runner: ProcessRunner = run_process,
@@ -152,15 +150,19 @@ class EngineService:
         self._http = http
         self.engines_dir = engines_dir
         self.downloads_dir = downloads_dir
-        self.settings = settings
+        self.settings_service = settings_service
         self.environ = dict(environ)
-        self._save_settings = save_settings
         self.os_name = os_name or current_os()
         self._disk_free = disk_free
         self._runner = probe_runner
         self._clock = clock
         self._probe_timeout = probe_timeout
         self._probes: dict[str, ProbeResult] = {}
+
+    @property
+    def settings(self) -> Settings:
+        """The live settings (read-only here: :meth:`pin` changes them through the settings service)."""
+        return self.settings_service.current
 
     # -- releases and plan -------------------------------------------------------------
     async def fetch_releases(self) -> dict[str, ReleaseListing]:
@@ -409,12 +411,15 @@ class EngineService:
 
     # -- manage ------------------------------------------------------------------------
     def pin(self, engine_id: str | None) -> None:
-        """Make ``engine_id`` the default (None: choose automatically)."""
+        """Make ``engine_id`` the default (None: choose automatically) and save that choice.
+
+        Raises:
+            EngineError: ``engine_id`` is not installed.
+            SettingsError: the choice could not be saved (nothing changed).
+        """
         if engine_id:
             self.get(engine_id)
-        self.settings.pinned_engine = engine_id or ""
-        if self._save_settings is not None:
-            self._save_settings()
+        self.settings_service.update(pinned_engine=engine_id or "")
 
     def remove(self, engine_id: str) -> None:
         """Delete an installed engine (a local build's own folder is never touched)."""
@@ -525,20 +530,20 @@ class EngineService:
 
 def create_engine_service(
     paths: AppPaths,
-    settings: Settings,
+    settings_service: SettingsService,
     environ: Mapping[str, str],
     http: httpx.AsyncClient,
     *,
-    save_settings: Callable[[], None] | None = None,
     catalog: EngineCatalog | None = None,
 ) -> EngineService:
     """Wire an :class:`EngineService` from the app's folders and settings (composition roots use this).
 
     ``http`` must follow redirects (release downloads answer 302 to a CDN).
     """
+    settings = settings_service.current
     engines_dir = Path(settings.engines_dir) if settings.engines_dir else paths.engines_dir
     releases = ReleaseClient(http, paths.cache_dir / "releases", api_base=settings.github_api_url,
                              download_base=settings.github_download_url, offline=settings.offline)
     return EngineService(catalog=catalog or load_catalog(), releases=releases, http=http, engines_dir=engines_dir,
-                         downloads_dir=paths.downloads_dir, settings=settings, environ=environ,
-                         save_settings=save_settings)
+                         downloads_dir=paths.downloads_dir, settings_service=settings_service,
+                         environ=environ)

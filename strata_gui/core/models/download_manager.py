@@ -33,9 +33,9 @@ from strata_gui.core.models.downloads import (
     DownloadState,
     DownloadStateError,
     HubCacheDownloader,
-    TokenStore,
 )
 from strata_gui.core.models.hub import ModelDetail, QuantEntry
+from strata_gui.core.models.hub_config import HubTokens
 from strata_gui.core.models.hub_errors import HubAuthError
 from strata_gui.core.progress import Progress, ProgressCallback
 
@@ -121,7 +121,7 @@ class DownloadManager:
         self,
         queue: DownloadQueue,
         downloader: HubCacheDownloader,
-        tokens: TokenStore,
+        tokens: HubTokens,
         *,
         check_online: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,

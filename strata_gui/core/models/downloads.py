@@ -55,42 +55,6 @@ def repo_folder(cache_dir: Path, repo_id: str) -> Path:
     return cache_dir / ("models--" + repo_id.replace("/", "--"))
 
 
-class TokenStore:
-    """The hub's own token store: ``HF_TOKEN`` wins, else the ``token`` file huggingface-cli writes.
-
-    Args:
-        token_file: ``$HF_HOME/token`` (shared with huggingface-cli and other tools).
-        environ: Environment to read ``HF_TOKEN`` from.
-    """
-
-    def __init__(self, token_file: Path, environ: dict[str, str] | None = None) -> None:
-        self.token_file = token_file
-        self._environ = environ if environ is not None else dict(os.environ)
-
-    def get(self) -> str | None:
-        env = self._environ.get("HF_TOKEN", "").strip()
-        if env:
-            return env
-        try:
-            value = self.token_file.read_text(encoding="utf-8").strip()
-        except OSError:
-            return None
-        return value or None
-
-    def set(self, token: str) -> None:
-        """Save ``token`` for later runs (file mode 600)."""
-        token = token.strip()
-        if not token:
-            raise HubError("The access token is empty.", hint="Paste a token from your hub account settings.")
-        try:
-            self.token_file.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(token)
-        except OSError as exc:
-            raise StorageError(f"Could not save the access token: {exc.strerror or exc}") from exc
-
-
 class DownloadState(enum.StrEnum):
     """Where a download is; the values are what the queue file stores."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,6 @@ from strata_gui.core.models.downloads import (
     DownloadQueue,
     DownloadStateError,
     HubCacheDownloader,
-    TokenStore,
 )
 from strata_gui.core.models.fit import (
     MIB,
@@ -33,11 +33,13 @@ from strata_gui.core.models.fit import (
 )
 from strata_gui.core.models.gguf_meta import GGUFMetadata, read_local
 from strata_gui.core.models.hub import HubClient, ModelDetail, QuantEntry, SearchPage
+from strata_gui.core.models.hub_config import HubTokens, SavedHubToken, SecretStore, hf_home, resolve_hub
 from strata_gui.core.models.library import LibraryEntry, ModelLibrary
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.settings import Settings
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 OFFLINE_HINT = "Turn off offline mode in Settings to search and download; the library still works."
 
@@ -75,10 +77,10 @@ class ModelService:
 
     Args:
         client: Shared async HTTP client (the app owns and closes it).
-        endpoint: Hub base URL (Settings.hub_endpoint; mirrors welcome).
+        endpoint: Hub base URL (:func:`~strata_gui.core.models.hub_config.resolve_hub`; mirrors welcome).
         cache_dir: The hub cache (Settings.hf_cache_dir or huggingface_hub's default).
         queue_file: Where unfinished downloads are remembered (e.g. data_dir/downloads.json).
-        token_store: The hub's token store.
+        token_store: The access token: resolved at each request, saved in Strata by :meth:`save_token`.
         model_dirs: Folders the user added (Settings.model_dirs).
         memory_target: Returns the GPU memory to judge fits against (GPU detection or Settings).
         ram_bytes: Total system RAM.
@@ -94,7 +96,7 @@ class ModelService:
         endpoint: str,
         cache_dir: Path,
         queue_file: Path,
-        token_store: TokenStore,
+        token_store: HubTokens,
         model_dirs: list[Path],
         memory_target: Callable[[], MemoryTarget],
         ram_bytes: int,
@@ -190,6 +192,7 @@ class ModelService:
             self.downloads.cancel(job.job_id)
 
     def save_token(self, token: str) -> None:
+        """Keep ``token`` in Strata; it wins over ``HF_TOKEN`` and the hub's token file from now on."""
         self.tokens.set(token)
 
     # -- library
@@ -236,44 +239,43 @@ def default_hub_cache(environ: Mapping[str, str]) -> Path:
     return hf_home(environ) / "hub"
 
 
-def hf_home(environ: Mapping[str, str]) -> Path:
-    if environ.get("HF_HOME"):
-        return Path(environ["HF_HOME"]).expanduser()
-    xdg = environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "huggingface"
-
-
 def build_model_service(
     settings: Settings,
     data_dir: Path,
     client: httpx.AsyncClient,
     environ: Mapping[str, str],
     memory_target: Callable[[], MemoryTarget] | None = None,
+    *,
+    secrets: SecretStore,
 ) -> ModelService:
     """Wire a ModelService from Settings the way the app and the CLI both need it.
 
     Args:
-        settings: hub_endpoint, hf_cache_dir, model_dirs, offline, context_size and the memory
-            fallback/budget (used until a detected GPU's figures are passed as ``memory_target``).
+        settings: hub_endpoint ("" = ``HF_ENDPOINT`` or the hub), hf_cache_dir, model_dirs, offline,
+            context_size and the memory fallback/budget (used until a detected GPU's figures are
+            passed as ``memory_target``).
         data_dir: Strata's data folder (the download queue lives there).
         client: Shared async HTTP client.
-        environ: Environment (HF_HOME, HF_HUB_CACHE, HF_TOKEN, HF_TOKEN_PATH).
+        environ: Environment (HF_ENDPOINT, HF_HOME, HF_HUB_CACHE, HF_TOKEN, HF_TOKEN_PATH ...).
         memory_target: The GPU memory to judge fits against.
+        secrets: The user-only key store, where the token saved in Strata lives.
     """
     import psutil
 
     cache = Path(settings.hf_cache_dir).expanduser() if settings.hf_cache_dir else default_hub_cache(environ)
-    token_file = Path(environ["HF_TOKEN_PATH"]) if environ.get("HF_TOKEN_PATH") else hf_home(environ) / "token"
+    saved = SavedHubToken(secrets)
+    hub = resolve_hub(settings, environ, saved)
+    log.info("%s", hub.describe())
 
     def from_settings() -> MemoryTarget:
         return MemoryTarget.from_settings(settings.fallback_gpu_memory_mb, settings.memory_budget_mb)
 
     return ModelService(
         client=client,
-        endpoint=settings.hub_endpoint,
+        endpoint=hub.endpoint,
         cache_dir=cache,
         queue_file=data_dir / "downloads.json",
-        token_store=TokenStore(token_file, dict(environ)),
+        token_store=HubTokens(saved, environ),
         model_dirs=[Path(d).expanduser() for d in settings.model_dirs],
         memory_target=memory_target or from_settings,
         ram_bytes=int(psutil.virtual_memory().total),

@@ -19,7 +19,7 @@ from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor, SupervisorFactory
-from strata_gui.core.settings import Settings
+from strata_gui.core.settings import Settings, SettingsService
 
 from .workers import (
     DEFAULT_RPC_PORT,
@@ -39,20 +39,18 @@ class RpcPool:
     """The user's RPC workers and the local rpc-server.
 
     Args:
-        settings: ``rpc_workers`` / ``rpc_enabled`` (saved by ``save_settings``).
+        settings_service: Holds ``rpc_workers`` / ``rpc_enabled``; worker changes are saved through it.
         engines: Installed engines, best first (for rpc-server and device listing).
-        save_settings: Persists ``settings``.
         environ: The app's environment (engines inherit it).
         log_dir: Where the local rpc-server writes its log.
         job: Windows job object (processes die with Strata).
     """
 
-    def __init__(self, settings: Settings, engines: Callable[[], list[EngineSpec]], *,
-                 save_settings: Callable[[], None] = lambda: None, environ: Mapping[str, str] | None = None,
+    def __init__(self, settings_service: SettingsService, engines: Callable[[], list[EngineSpec]], *,
+                 environ: Mapping[str, str] | None = None,
                  log_dir: Path | None = None, job: WindowsJob | None = None) -> None:
-        self.settings = settings
+        self.settings_service = settings_service
         self._engines = engines
-        self._save = save_settings
         self._environ = environ
         self._log_dir = log_dir
         self._job = job
@@ -60,6 +58,11 @@ class RpcPool:
         self.in_use: list[str] = []  # workers of the engine launched last
         self.server: RpcServerProcess | None = None
         self.last_status: dict[str, WorkerStatus] = {}
+
+    @property
+    def settings(self) -> Settings:
+        """The live settings (read-only here: worker changes go through the settings service)."""
+        return self.settings_service.current
 
     def use_engines(self, engines: Callable[[], list[EngineSpec]]) -> None:
         """Take rpc-server and device listings from these engines instead (an explicit choice)."""
@@ -76,23 +79,28 @@ class RpcPool:
         return [w for w in self.settings.rpc_workers if w not in self.dropped]
 
     def add_worker(self, address: str) -> str:
+        """Remember a worker (``host[:port]``) and turn RPC on; returns the normalised address.
+
+        Raises:
+            EngineError: the address cannot be parsed.
+            SettingsError: the settings could not be saved (nothing changed).
+        """
         addr = parse_address(address)
-        if addr not in self.settings.rpc_workers:
-            self.settings.rpc_workers = [*self.settings.rpc_workers, addr]
-        self.settings.rpc_enabled = True
+        workers = self.settings.rpc_workers
+        self.settings_service.update(rpc_workers=workers if addr in workers else [*workers, addr],
+                                     rpc_enabled=True)
         self.dropped.discard(addr)
-        self._save()
         return addr
 
     def remove_worker(self, address: str) -> None:
+        """Forget a worker (saved at once)."""
         addr = parse_address(address)
-        self.settings.rpc_workers = [w for w in self.settings.rpc_workers if w != addr]
+        self.settings_service.update(rpc_workers=[w for w in self.settings.rpc_workers if w != addr])
         self.dropped.discard(addr)
-        self._save()
 
     def set_enabled(self, enabled: bool) -> None:
-        self.settings.rpc_enabled = enabled
-        self._save()
+        """Launch the chat's engine over the workers (or not), saved at once."""
+        self.settings_service.update(rpc_enabled=enabled)
 
     def rpc_engine(self) -> EngineSpec | None:
         """The first installed engine whose llama-server can use RPC workers."""

@@ -20,7 +20,7 @@ from strata_gui.core.serve.proxy import (
     generate_api_key,
     is_loopback,
 )
-from strata_gui.core.settings import Settings
+from strata_gui.core.settings import Settings, SettingsService
 
 log = logging.getLogger(__name__)
 
@@ -62,19 +62,17 @@ class ServeService:
     """Starts and stops the local API with the user's settings.
 
     Args:
-        settings: ``serve_port`` and ``serve_lan`` are read at each start.
+        settings_service: ``serve_port`` and ``serve_lan`` are read at each start; :meth:`configure`
+            saves them through it.
         secrets: Keeps the generated API key (never the settings file).
         http: Loopback client for the engine.
         source: The engine requests go to.
         record: Receives each finished request (the dashboard, ``source="api"``).
-        save_settings: Persists ``settings`` after :meth:`configure`.
     """
 
-    def __init__(self, settings: Settings, secrets: SecretStore, http: httpx.AsyncClient,
-                 source: ChatUpstream, record: Recorder | None = None,
-                 save_settings: Callable[[], None] = lambda: None) -> None:
-        self.settings = settings
-        self._save_settings = save_settings
+    def __init__(self, settings_service: SettingsService, secrets: SecretStore, http: httpx.AsyncClient,
+                 source: ChatUpstream, record: Recorder | None = None) -> None:
+        self.settings_service = settings_service
         self._secrets = secrets
         self._http = http
         self._source = source
@@ -82,6 +80,11 @@ class ServeService:
         self.proxy: ApiProxy | None = None
         self._last_counters = Counters()
         self._listeners: list[Recorder] = []
+
+    @property
+    def settings(self) -> Settings:
+        """The live settings (read-only here: :meth:`configure` changes them through the service)."""
+        return self.settings_service.current
 
     def add_listener(self, fn: Recorder) -> None:
         """``fn(request)`` after each finished request (after it was recorded)."""
@@ -124,10 +127,12 @@ class ServeService:
         self._secrets.delete(KEY_NAME)
 
     def configure(self, *, port: int, lan: bool) -> None:
-        """Remember the port and whether to listen on the network (used at the next start)."""
-        self.settings.serve_port = port
-        self.settings.serve_lan = lan
-        self._save_settings()
+        """Remember the port and whether to listen on the network (used at the next start).
+
+        Raises:
+            SettingsError: the port is invalid or the settings could not be saved (nothing changed).
+        """
+        self.settings_service.update(serve_port=port, serve_lan=lan)
 
     async def start(self, *, lan: bool | None = None, port: int | None = None, host: str | None = None) -> str:
         """Listen (loopback unless ``lan``); returns the URL. A running server is restarted."""

@@ -534,7 +534,6 @@ class ChatPage(Page):
 
     def set_model(self, path: Path) -> None:
         self._service.set_model(path)
-        self._service.settings.last_model = str(path)
         self._show_model()
 
     def choose_engine_folder(self) -> None:

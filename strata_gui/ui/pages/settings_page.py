@@ -25,18 +25,30 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.errors import StrataError
+from strata_gui.core.models.hub_config import environment_endpoint
 from strata_gui.core.services import Services
-from strata_gui.core.settings import Settings
+from strata_gui.core.settings import Settings, SettingsChange
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
 
+# Changes to these are read once at start-up (network clients, folders, translations).
+RESTART_KEYS = frozenset({"hub_endpoint", "github_api_url", "github_download_url", "offline", "engines_dir",
+                          "hf_cache_dir"})
+# The fields this page edits; everything else (last model, pinned engine ...) has its own owner.
+PAGE_KEYS = ("theme", "language", "hub_endpoint", "github_api_url", "github_download_url", "offline", "model_dirs",
+             "gfx_override", "memory_budget_mb", "fallback_gpu_memory_mb", "context_size", "gpu_layers",
+             "flash_attention", "threads", "parallel_slots", "auto_fallback")
+
 
 class SettingsPage(Page):
-    """Edits :class:`Settings`; Save writes them atomically and applies the theme at once.
+    """Edits :class:`Settings`; Save writes them through the settings service.
+
+    The theme follows the settings service (any change of ``theme``, from this page or elsewhere,
+    is applied at once); the restart notices name what the save actually changed.
 
     Args:
-        services: Holds the settings, their store and the user folders.
-        apply_theme: Switches the app's theme (called on Save).
+        services: Holds the settings service and the user folders.
+        apply_theme: Switches the app's theme (called when the ``theme`` setting changes).
         open_path: Opens a folder in the file manager.
         choose_folder: Asks the user for a folder; returns None when cancelled.
     """
@@ -61,6 +73,9 @@ class SettingsPage(Page):
         self._open_path = open_path
         self._choose_folder = choose_folder
         self.page_title = self.tr("Settings")
+        unsubscribe = services.settings_service.subscribe(self._settings_changed)
+        # Stop listening when the page goes away (the service outlives every window).
+        self.destroyed.connect(lambda *_: unsubscribe())
 
         self.theme = QComboBox()
         for value, label in (("system", self.tr("Follow system")), ("light", self.tr("Light")),
@@ -72,7 +87,8 @@ class SettingsPage(Page):
             self.language.addItem(label, value)
 
         self.hub_endpoint = QLineEdit()
-        self.hub_endpoint.setPlaceholderText("https://huggingface.co")
+        # Empty means "not set": show what is used then (HF_ENDPOINT or the hub itself).
+        self.hub_endpoint.setPlaceholderText(environment_endpoint(services.environ)[0])
         self.github_api = QLineEdit()
         self.github_api.setPlaceholderText("https://api.github.com")
         self.github_download = QLineEdit()
@@ -271,24 +287,23 @@ class SettingsPage(Page):
         if problems:
             self.status.setText(self.tr("Not saved: ") + " ".join(problems))
             return False
-        old = dataclasses.replace(self.services.settings)
         try:
-            self.services.settings_service.update(
-                **{f.name: getattr(new, f.name) for f in dataclasses.fields(Settings)})
+            changed = self.services.settings_service.update(**{k: getattr(new, k) for k in PAGE_KEYS})
         except StrataError as exc:
             self.status.setText(exc.user_text())
             return False
-        self._apply_theme(new.theme)
-        restart_fields = ("hub_endpoint", "github_api_url", "github_download_url", "offline", "engines_dir",
-                          "hf_cache_dir")
-        if any(getattr(old, f) != getattr(new, f) for f in restart_fields):
+        if changed & RESTART_KEYS:
             self.status.setText(self.tr("Saved. Network and folder changes apply after restarting Strata."))
-        elif old.language != new.language:
+        elif "language" in changed:
             self.status.setText(self.tr("Saved. The new language applies after restarting Strata."))
         else:
             self.status.setText(self.tr("Saved."))
         self.saved.emit(new)
         return True
+
+    def _settings_changed(self, change: SettingsChange) -> None:
+        if "theme" in change.keys:
+            self._apply_theme(change.settings.theme)
 
     def _open_folder(self, key: str) -> None:
         path = Path(self.services.paths.as_dict()[key])
