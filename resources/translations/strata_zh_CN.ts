@@ -162,6 +162,10 @@ Last reply: this computer ({1})</source>
         <translation>选择引擎文件夹</translation>
     </message>
     <message>
+        <source>Check engine folder</source>
+        <translation>检查引擎文件夹</translation>
+    </message>
+    <message>
         <source>Start preferred engine</source>
         <translation>启动首选引擎</translation>
     </message>

@@ -12,7 +12,6 @@ waits, huggingface_hub's sync calls, psutil scans, WMI/PDH).
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -62,10 +61,13 @@ class SerialLane:
     async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None,
                         tb: TracebackType | None) -> None:
         pool, self._pool = self._pool, None
-        if pool is not None:
-            # Waiting for the (at most one) running call keeps files closed before we return.
-            await run_blocking(functools.partial(pool.shutdown, wait=True, cancel_futures=True),
-                               name=f"{self._name}-close")
+        if pool is None:
+            return
+        # No await here: a cancel arriving while we leave must not undo work that completed (a
+        # finished download already renamed into place). On the normal path every submitted call
+        # was awaited, so the worker is idle and joining it is immediate; after an error or a
+        # cancel, queued calls are dropped and the thread ends on its own.
+        pool.shutdown(wait=et is None, cancel_futures=True)
 
     def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Queue ``fn(*args)``; the returned future resolves on the loop."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from strata_gui.core.errors import SettingsError
+from strata_gui.core.events import emit
 
 log = logging.getLogger(__name__)
 
@@ -293,9 +294,4 @@ class SettingsService:
     def _emit(self, keys: frozenset[str], *, persisted: bool) -> None:
         if not keys:
             return
-        change = SettingsChange(keys, self._current, persisted)
-        for fn in list(self._listeners):
-            try:
-                fn(change)
-            except Exception:
-                logging.getLogger("strata.listener").exception("settings listener failed")
+        emit(self._listeners, SettingsChange(keys, self._current, persisted))

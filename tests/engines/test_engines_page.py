@@ -16,6 +16,7 @@ from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.engines_page import EnginesPage
 from tests.engines.conftest import Harness
 from tests.support.engines import TestEngines
+from tests.support.github_server import GitHubServer
 
 SHOTS = Path("/tmp/strata-shots")
 
@@ -79,7 +80,8 @@ def test_setup_shows_rocm_unusable_and_vulkan_chosen(page: EnginesPage, qasync_l
 
 
 def test_cancel_install_leaves_only_the_resumable_part(page: EnginesPage, qasync_loop: asyncio.AbstractEventLoop,
-                                                       harness: Harness) -> None:
+                                                       harness: Harness, published: GitHubServer) -> None:
+    published.state.block_delay = 0.01  # a slow link: the Cancel lands while bytes still flow
     page.refresh_plan()
     _wait(qasync_loop, page)
     assert page.select_candidate("vulkan")

@@ -127,7 +127,8 @@ def test_cancel_during_the_engine_download_installs_nothing(releases: GitHubServ
         guide.primary_button.click()
         handle = guide.engine_handle
         assert handle is not None
-        # The user presses Cancel as soon as the first bytes arrive.
+        # The user presses Cancel as soon as the first bytes arrive (a slow link, so it lands mid-download).
+        releases.state.block_delay = 0.01
         handle.progress.connect(lambda p: guide.engine_progress.cancel_button.click()
                                 if p.done > 0 and guide.engine_progress.cancel_button.isEnabled() else None)
         await handle.wait()
@@ -138,6 +139,7 @@ def test_cancel_during_the_engine_download_installs_nothing(releases: GitHubServ
         assert guide.engine is None and app.services.chat.plan == []
         shoot(guide, "8-engine-cancelled")
         # Trying again completes the install.
+        releases.state.block_delay = 0.0
         assert guide.primary_button.text() == "Download engine" and guide.primary_button.isEnabled()
         guide.primary_button.click()
         assert guide.engine_handle is not None
@@ -151,7 +153,7 @@ def test_cancel_during_the_engine_download_installs_nothing(releases: GitHubServ
 def test_cancel_during_the_model_download_keeps_nothing(releases: GitHubServer, hub: RunningHub,  # type: ignore[no-untyped-def]
                                                         test_starter: StarterModel, make_app) -> None:
     app: App = make_app(github_api_url=releases.api_base, hub_endpoint=hub.url)
-    guide = open_first_run(app.window, app.services, app.bridge, app.hooks, starters=[test_starter])
+    guide = open_first_run(app.ui, starters=[test_starter])
     downloads = app.services.models.downloads
     models_page = app.pages.models
 

@@ -12,6 +12,7 @@ import pytest
 import strata_gui
 from strata_gui.core.errors import SettingsError
 from strata_gui.core.settings import Settings, SettingsChange, SettingsService, SettingsStore
+from tests.conftest import ListenerErrors
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(Settings))
 LIST_MUTATORS = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"})
@@ -108,7 +109,8 @@ def test_override_is_for_this_session_only(tmp_path: Path) -> None:
     assert svc.current.context_size == 512
 
 
-def test_unsubscribe_stops_the_calls_and_a_failing_listener_does_not_stop_others(tmp_path: Path) -> None:
+def test_unsubscribe_stops_the_calls_and_a_failing_listener_does_not_stop_others(
+        tmp_path: Path, _listener_errors: ListenerErrors) -> None:
     svc = _service(tmp_path / "settings.json")
     first: list[frozenset[str]] = []
     second: list[frozenset[str]] = []
@@ -125,6 +127,8 @@ def test_unsubscribe_stops_the_calls_and_a_failing_listener_does_not_stop_others
     svc.update(theme="light")
     assert first == [{"theme"}]
     assert second == [{"theme"}, {"theme"}]
+    assert len(_listener_errors.records) == 2  # the broken listener was reported each time
+    _listener_errors.records.clear()  # ... on purpose here
 
 
 # -- nobody else writes settings ------------------------------------------------------------------

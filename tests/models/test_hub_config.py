@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -12,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from strata_gui.commands import models as models_cmd
+from strata_gui.cli import run_command
 from strata_gui.core.errors import HubError
 from strata_gui.core.models.hub_config import DEFAULT_ENDPOINT, SavedHubToken, resolve_hub
 from strata_gui.core.models.hub_errors import HubAuthError
@@ -25,10 +24,15 @@ NOTHING_LISTENS = "http://127.0.0.1:9"
 
 
 def _cli(services: Services, *argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="strata")
-    models_cmd.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(list(argv))
-    return int(asyncio.run(args.func(args, services)))
+    """`strata ARGV` through the CLI's entry point, in the environment ``services`` was built from."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(services.environ)
+    try:
+        return run_command(list(argv))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _services(**env: str) -> Services:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ class ServerState:
     rate_limit_reset: int | None = None
     cut_after: int | None = None
     fail_next_download: int | None = None
+    block_delay: float = 0.0  # seconds between 256 KiB blocks: a slow link, so a Cancel lands mid-download
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -174,6 +176,8 @@ class _Handler(BaseHTTPRequestHandler):
                 except OSError:
                     break
                 sent += len(block)
+                if st.block_delay:
+                    time.sleep(st.block_delay)
         with st.lock:
             st.body_bytes_sent += sent
 
