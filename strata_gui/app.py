@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     import asyncio
 
     from strata_gui.core.app_services import AppServices
-    from strata_gui.core.models.starters import StarterModel
+    from strata_gui.core.models import StarterModel
     from strata_gui.ui.bridge import AsyncBridge
     from strata_gui.ui.first_run import FirstRunGuide
     from strata_gui.ui.pages.about_page import AboutPage
@@ -205,9 +205,9 @@ def compose(
 def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app: QApplication,
              hooks: UiHooks) -> AppUi:
     """Create every page, add it to ``window`` and connect the pages to each other."""
-    from strata_gui.core.bench.gpu_history import GpuHistory
-    from strata_gui.core.rpc.workers import RpcDevice
-    from strata_gui.core.runtime.supervisor import ServerState
+    from strata_gui.core.bench import GpuHistory
+    from strata_gui.core.rpc import RpcDevice
+    from strata_gui.core.runtime import ServerState
     from strata_gui.ui.pages.about_page import AboutPage
     from strata_gui.ui.pages.chat_page import ChatPage
     from strata_gui.ui.pages.dashboard_page import DashboardPage
@@ -285,7 +285,7 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
 
     ``starters`` replaces the shipped starter list (tests point it at a loopback hub).
     """
-    from strata_gui.core.models.starters import STARTERS_FILE, load_starters
+    from strata_gui.core.models import STARTERS_FILE, load_starters
     from strata_gui.core.resources import kernels_dir
     from strata_gui.ui.first_run import FirstRunGuide
 

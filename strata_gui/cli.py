@@ -77,7 +77,7 @@ def _run_gui(argv: Sequence[str], self_test: bool, exit_when_shown: bool = False
 
 def _environ(args: argparse.Namespace) -> dict[str, str]:
     """The process environment plus replay options given on the command line (``--sysfs-root``)."""
-    from strata_gui.core.gpu.service import ENV_SNAPSHOT, ENV_SYSFS_ROOT
+    from strata_gui.core.gpu import ENV_SNAPSHOT, ENV_SYSFS_ROOT
 
     env = dict(os.environ)
     for attr, var in (("sysfs_root", ENV_SYSFS_ROOT), ("snapshot", ENV_SNAPSHOT)):

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.bench.workload import BenchConfig
+from strata_gui.core.bench import BenchConfig
 from strata_gui.core.errors import StrataError
 from strata_gui.core.progress import Progress
-from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime import EngineSpec
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

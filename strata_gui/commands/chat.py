@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.chat.service import ChatEvent, EngineStatus, MessageDelta, Notice
+from strata_gui.core.chat import ChatEvent, EngineStatus, MessageDelta, Notice
 from strata_gui.core.errors import ChatError
-from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.runtime import SamplingParams
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

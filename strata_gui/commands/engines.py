@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.engines import EngineService, GpuTarget
-from strata_gui.core.engines.records import InstalledEngine, Release
-from strata_gui.core.engines.releases import load_releases_file
+from strata_gui.core.engines import EngineService, GpuTarget, InstalledEngine, Release, load_releases_file
 from strata_gui.core.errors import EngineError
 from strata_gui.core.progress import Progress
 

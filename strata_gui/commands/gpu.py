@@ -15,7 +15,7 @@ from pathlib import Path
 
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.errors import GpuDetectionError
-from strata_gui.core.gpu.model import GpuReport, GpuSample, fmt_opt_bytes, fmt_sample_value
+from strata_gui.core.gpu import GpuReport, GpuSample, fmt_opt_bytes, fmt_sample_value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -15,12 +15,18 @@ from typing import Any
 
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.errors import ModelError
-from strata_gui.core.gpu.model import format_mem
-from strata_gui.core.models.fit import FitEstimate, ModelShape
-from strata_gui.core.models.gguf_meta import format_params, metadata_summary
-from strata_gui.core.models.hub import SORTS, RepoSummary
-from strata_gui.core.models.library import LibraryEntry
-from strata_gui.core.models.service import FitReport, ModelService
+from strata_gui.core.gpu import format_mem
+from strata_gui.core.models import (
+    SORTS,
+    FitEstimate,
+    FitReport,
+    LibraryEntry,
+    ModelService,
+    ModelShape,
+    RepoSummary,
+    format_params,
+    metadata_summary,
+)
 from strata_gui.core.progress import Progress, format_bytes
 
 

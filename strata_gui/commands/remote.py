@@ -9,8 +9,8 @@ import sys
 
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.errors import ChatError
-from strata_gui.core.remote.service import RemoteService, describe
-from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.remote import RemoteService, describe
+from strata_gui.core.runtime import SamplingParams
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

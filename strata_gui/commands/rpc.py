@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.rpc.workers import DEFAULT_RPC_PORT, TRUST_WARNING, WorkerStatus
+from strata_gui.core.rpc import DEFAULT_RPC_PORT, TRUST_WARNING, WorkerStatus
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.serve.proxy import ApiRequest
+from strata_gui.core.serve import ApiRequest
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -33,16 +33,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.engines import EnginePlan, EngineService, InstalledEngine, SetupOutcome
-from strata_gui.core.engines.resolver import EngineResolver
+from strata_gui.core.engines import EnginePlan, EngineResolver, EngineService, InstalledEngine, SetupOutcome
 from strata_gui.core.errors import ModelError, StrataError
-from strata_gui.core.gpu.model import GpuReport
-from strata_gui.core.gpu.service import GpuService
-from strata_gui.core.models.fit import Verdict
-from strata_gui.core.models.service import ModelService
-from strata_gui.core.models.starters import StarterFit, StarterModel, judge_starters, recommend
+from strata_gui.core.gpu import GpuReport, GpuService
+from strata_gui.core.models import ModelService, StarterFit, StarterModel, Verdict, judge_starters, recommend
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes
-from strata_gui.core.runtime.engine import Backend, backend_label
+from strata_gui.core.runtime import Backend, backend_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.widgets import ProgressPanel
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.gpu.model import GpuInfo, GpuSample, RocmVerdict, fmt_opt_bytes, format_mem
+from strata_gui.core.gpu import GpuInfo, GpuSample, RocmVerdict, fmt_opt_bytes, format_mem
 
 VERDICT_COLOURS = {
     RocmVerdict.ROCM: "#15803d",

@@ -14,10 +14,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.models.downloads import DownloadJob, DownloadState
-from strata_gui.core.models.fit import FitEstimate, Verdict
-from strata_gui.core.models.gguf_meta import format_params
-from strata_gui.core.models.hub import RepoSummary
+from strata_gui.core.models import (
+    DownloadJob,
+    DownloadState,
+    FitEstimate,
+    RepoSummary,
+    Verdict,
+    format_params,
+)
 from strata_gui.core.progress import Progress, format_bytes
 
 VERDICT_COLORS = {

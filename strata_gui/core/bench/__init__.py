@@ -1,1 +1,22 @@
 """Throughput history, the backend shoot-out benchmark, and the measured engine choice."""
+
+from strata_gui.core.bench.choice import Recommendation
+from strata_gui.core.bench.gpu_history import GpuHistory
+from strata_gui.core.bench.process_stats import ProcessSampler
+from strata_gui.core.bench.prometheus import ServerCounters
+from strata_gui.core.bench.service import DashboardService
+from strata_gui.core.bench.stats import spread
+from strata_gui.core.bench.store import BenchResult, RequestRecord
+from strata_gui.core.bench.workload import BenchConfig
+
+__all__ = [
+    "BenchConfig",
+    "BenchResult",
+    "DashboardService",
+    "GpuHistory",
+    "ProcessSampler",
+    "Recommendation",
+    "RequestRecord",
+    "ServerCounters",
+    "spread",
+]

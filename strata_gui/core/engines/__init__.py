@@ -13,7 +13,8 @@ from strata_gui.core.engines.launch import VK_DEVICES_OVERRIDE, launch_environme
 from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
 from strata_gui.core.engines.probe import ProbeResult, probe_engine
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine, Release, ReleaseAsset
-from strata_gui.core.engines.releases import ReleaseClient, parse_releases
+from strata_gui.core.engines.releases import ReleaseClient, load_releases_file, parse_releases
+from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.service import EngineService, SetupOutcome, create_engine_service
 from strata_gui.core.engines.tuning import TuningCheck, check_tuning_table, validate_tuning_table
 
@@ -22,6 +23,7 @@ __all__ = [
     "Candidate",
     "EngineCatalog",
     "EnginePlan",
+    "EngineResolver",
     "EngineService",
     "GpuTarget",
     "InstalledEngine",
@@ -35,6 +37,7 @@ __all__ = [
     "create_engine_service",
     "launch_environment",
     "load_catalog",
+    "load_releases_file",
     "parse_catalog",
     "parse_releases",
     "plan_engines",

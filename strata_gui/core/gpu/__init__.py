@@ -12,10 +12,16 @@ from strata_gui.core.gpu.model import (
     GpuSample,
     HostInfo,
     RocmVerdict,
+    fmt_opt_bytes,
+    fmt_sample_value,
+    format_mem,
 )
-from strata_gui.core.gpu.service import GpuService, build_gpu_service
+from strata_gui.core.gpu.service import ENV_SNAPSHOT, ENV_SYSFS_ROOT, GpuService, build_gpu_service
+from strata_gui.core.gpu.telemetry import TelemetrySampler
 
 __all__ = [
+    "ENV_SNAPSHOT",
+    "ENV_SYSFS_ROOT",
     "DriverState",
     "DriverStatus",
     "GpuInfo",
@@ -24,5 +30,9 @@ __all__ = [
     "GpuService",
     "HostInfo",
     "RocmVerdict",
+    "TelemetrySampler",
     "build_gpu_service",
+    "fmt_opt_bytes",
+    "fmt_sample_value",
+    "format_mem",
 ]

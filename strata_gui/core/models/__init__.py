@@ -1,0 +1,46 @@
+"""The public surface of ``strata_gui.core.models``: what the UI and the CLI may import."""
+
+from strata_gui.core.models.download_manager import DownloadEvent, JobFinished, JobProgress, JobStateChanged
+from strata_gui.core.models.downloads import DownloadJob, DownloadState
+from strata_gui.core.models.fit import FitEstimate, ModelShape, Verdict
+from strata_gui.core.models.gguf_meta import format_params, metadata_summary
+from strata_gui.core.models.hub import SORTS, ModelDetail, RepoSummary, SearchPage
+from strata_gui.core.models.hub_config import environment_endpoint
+from strata_gui.core.models.library import LibraryEntry
+from strata_gui.core.models.service import FitReport, ModelService
+from strata_gui.core.models.starters import (
+    STARTERS_FILE,
+    StarterFit,
+    StarterModel,
+    judge_starters,
+    load_starters,
+    recommend,
+)
+
+__all__ = [
+    "SORTS",
+    "STARTERS_FILE",
+    "DownloadEvent",
+    "DownloadJob",
+    "DownloadState",
+    "FitEstimate",
+    "FitReport",
+    "JobFinished",
+    "JobProgress",
+    "JobStateChanged",
+    "LibraryEntry",
+    "ModelDetail",
+    "ModelService",
+    "ModelShape",
+    "RepoSummary",
+    "SearchPage",
+    "StarterFit",
+    "StarterModel",
+    "Verdict",
+    "environment_endpoint",
+    "format_params",
+    "judge_starters",
+    "load_starters",
+    "metadata_summary",
+    "recommend",
+]

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.chat.store import FAILED, INTERRUPTED, STOPPED, STREAMING, Message
+from strata_gui.core.chat import FAILED, INTERRUPTED, STOPPED, STREAMING, Message
 from strata_gui.ui.chat.markdown import Segment, split_segments
 
 

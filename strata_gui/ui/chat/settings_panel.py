@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.runtime import SamplingParams
 
 
 def _double(lo: float, hi: float, step: float) -> QDoubleSpinBox:

@@ -34,21 +34,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.chat.service import (
+from strata_gui.core.chat import (
+    STREAMING,
     ChatEvent,
     ChatService,
     EngineStatus,
+    Message,
     MessageAdded,
     MessageDelta,
     MessageUpdated,
     Notice,
 )
-from strata_gui.core.chat.store import STREAMING, Message
 from strata_gui.core.errors import StrataError
 from strata_gui.core.progress import ProgressCallback
-from strata_gui.core.remote.service import RemoteService
-from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.supervisor import ServerState
+from strata_gui.core.remote import RemoteService
+from strata_gui.core.runtime import EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
 from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.message_widget import MessageWidget

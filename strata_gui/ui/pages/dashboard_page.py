@@ -29,16 +29,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.bench.choice import Recommendation
-from strata_gui.core.bench.process_stats import ProcessSampler
-from strata_gui.core.bench.prometheus import ServerCounters
-from strata_gui.core.bench.service import DashboardService
-from strata_gui.core.bench.stats import spread
-from strata_gui.core.bench.store import BenchResult, RequestRecord
-from strata_gui.core.bench.workload import BenchConfig
+from strata_gui.core.bench import (
+    BenchConfig,
+    BenchResult,
+    DashboardService,
+    ProcessSampler,
+    Recommendation,
+    RequestRecord,
+    ServerCounters,
+    spread,
+)
 from strata_gui.core.errors import StrataError
 from strata_gui.core.progress import ProgressCallback, format_bytes
-from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime import EngineSpec
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
 from strata_gui.ui.pages.base import Page

@@ -35,7 +35,7 @@ from strata_gui.core.engines import (
     SetupOutcome,
 )
 from strata_gui.core.progress import ProgressCallback, format_bytes
-from strata_gui.core.runtime.engine import backend_label
+from strata_gui.core.runtime import backend_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel

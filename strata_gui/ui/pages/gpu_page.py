@@ -23,10 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.gpu.model import DriverState, GpuReport, fmt_opt_bytes
-from strata_gui.core.gpu.service import GpuService
-from strata_gui.core.gpu.telemetry import TelemetrySampler
-from strata_gui.core.rpc.workers import RpcDevice as RemoteDevice
+from strata_gui.core.gpu import DriverState, GpuReport, GpuService, TelemetrySampler, fmt_opt_bytes
+from strata_gui.core.rpc import RpcDevice as RemoteDevice
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.gpu_widgets import GpuCard
 from strata_gui.ui.pages.base import Page

@@ -39,11 +39,20 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.errors import StrataError
-from strata_gui.core.models.download_manager import DownloadEvent, JobFinished, JobProgress, JobStateChanged
-from strata_gui.core.models.downloads import DownloadJob, DownloadState
-from strata_gui.core.models.hub import ModelDetail, RepoSummary, SearchPage
-from strata_gui.core.models.library import LibraryEntry
-from strata_gui.core.models.service import FitReport, ModelService
+from strata_gui.core.models import (
+    DownloadEvent,
+    DownloadJob,
+    DownloadState,
+    FitReport,
+    JobFinished,
+    JobProgress,
+    JobStateChanged,
+    LibraryEntry,
+    ModelDetail,
+    ModelService,
+    RepoSummary,
+    SearchPage,
+)
 from strata_gui.core.progress import format_bytes
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color

@@ -30,10 +30,9 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.errors import StrataError
-from strata_gui.core.remote.service import RemoteEndpoint, RemoteService
-from strata_gui.core.rpc.service import RpcPool
-from strata_gui.core.rpc.workers import DEFAULT_RPC_PORT, WorkerStatus
-from strata_gui.core.serve.service import ServeService
+from strata_gui.core.remote import RemoteEndpoint, RemoteService
+from strata_gui.core.rpc import DEFAULT_RPC_PORT, RpcPool, WorkerStatus
+from strata_gui.core.serve import ServeService
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.errors import StrataError
-from strata_gui.core.models.hub_config import environment_endpoint
+from strata_gui.core.models import environment_endpoint
 from strata_gui.core.services import Services
 from strata_gui.core.settings import Settings, SettingsChange
 from strata_gui.ui.pages.base import Page
