@@ -28,12 +28,12 @@ import httpx
 import qasync
 from PySide6.QtWidgets import QApplication
 
-from strata_gui.core.bench.gpu_history import GpuHistory
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import Benchmark
 from strata_gui.core.chat.service import ChatService, MessageUpdated, default_supervisor_factory
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
+from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.resources import kernels_dir
 from strata_gui.core.runtime.client import SamplingParams
@@ -80,7 +80,7 @@ def main() -> int:
 
             service.subscribe(record)
             gpu = build_gpu_service(kernels_dir(), sysfs_root=ROOT / "tests/data/gpu/linux/strix-halo")
-            history = GpuHistory(gpu)
+            history = GpuTelemetry(gpu)
             bridge = AsyncBridge()
             chat = ChatPage(service, bridge)
             chat.resize(1000, 700)

@@ -205,7 +205,6 @@ def compose(
 def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app: QApplication,
              hooks: UiHooks) -> AppUi:
     """Create every page, add it to ``window`` and connect the pages to each other."""
-    from strata_gui.core.bench import GpuHistory
     from strata_gui.core.rpc import RpcDevice
     from strata_gui.core.runtime import ServerState
     from strata_gui.ui.pages.about_page import AboutPage
@@ -226,8 +225,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         active = services.rpc.active_workers()
         return [d for addr, st in services.rpc.last_status.items() if addr in active for d in st.devices]
 
-    gpu = GpuPage(services.gpu, bridge, remote_devices=remote_devices)
-    gpu_history = GpuHistory(services.gpu)
+    gpu = GpuPage(services.gpu, bridge, remote_devices=remote_devices, telemetry=services.telemetry)
 
     def engine_url() -> str | None:
         sup = services.chat.supervisor
@@ -244,7 +242,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         return paths
 
     dashboard = DashboardPage(
-        services.dashboard, bridge, telemetry=gpu_history, engine_pid=engine_pid, engine_url=engine_url,
+        services.dashboard, bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
         models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path,
     )
     settings = SettingsPage(
@@ -272,7 +270,6 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     gpu.detected.connect(lambda _report: engines.set_gpus(services.resolver.gpu_targets()))
     gpu.detected.connect(lambda _report: services.refresh_chat_plan())
     engines.engines_changed.connect(services.refresh_chat_plan)
-    window.closing.connect(gpu_history.stop)
     window.closing.connect(dashboard.stop)
     window.closing.connect(gpu.stop_sampling)
     if base.settings_notice:

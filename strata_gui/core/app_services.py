@@ -26,6 +26,7 @@ from strata_gui.core.engines import EngineService, create_engine_service
 from strata_gui.core.engines.catalog import load_catalog
 from strata_gui.core.engines.resolver import EngineResolver, Resolution
 from strata_gui.core.errors import StrataError
+from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.fit import MemoryTarget
@@ -78,6 +79,7 @@ class AppServices:
     http: httpx.AsyncClient  # the network: GitHub, the hub (honours proxy settings)
     local_http: httpx.AsyncClient  # loopback engines (never through a proxy)
     gpu: GpuService
+    telemetry: GpuTelemetry  # the one GPU sampler: the GPU page and the dashboard share it
     engines: EngineService
     resolver: EngineResolver  # the only owner of "which engine runs, and why"
     models: ModelService
@@ -150,6 +152,7 @@ class AppServices:
     async def aclose(self) -> None:
         """Stop the engine, worker threads and network client; close databases. Safe twice."""
         try:
+            await run_blocking(self.telemetry.close, name="strata-telemetry-close")
             await self.serve.stop()
             await self.chat.aclose()
             await self.rpc.aclose()
@@ -221,7 +224,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     dashboard = DashboardService(metrics, Benchmark(local, supervisors, metrics), local, resolver=resolver)
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     serve = ServeService(base.settings_service, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
-    app = AppServices(base, client, local, gpu, engines, resolver, models, metrics, dashboard, chat_store, chat,
+    app = AppServices(base, client, local, gpu, GpuTelemetry(gpu), engines, resolver, models, metrics, dashboard, chat_store, chat,
                       remote=remote, serve=serve, rpc=rpc, fit_target=fit_target, gpu_error=gpu_error)
     chat.subscribe(app._record_reply)
     dashboard.add_choice_listener(app.refresh_chat_plan)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from strata_gui.core.bench.gpu_history import GpuHistory
+from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.resources import kernels_dir
 
@@ -14,7 +14,7 @@ TREES = Path(__file__).resolve().parents[1] / "data" / "gpu" / "linux"
 
 def test_history_samples_in_background_and_reports_gtt_on_apus() -> None:
     gpu = build_gpu_service(kernels_dir(), sysfs_root=TREES / "strix-halo")
-    history = GpuHistory(gpu, seconds=60, interval=0.05)
+    history = GpuTelemetry(gpu, seconds=60, interval=0.05)
     history.start()
     try:
         deadline = time.monotonic() + 10
@@ -34,7 +34,7 @@ def test_history_samples_in_background_and_reports_gtt_on_apus() -> None:
 
 def test_no_gpu_machine_has_no_history() -> None:
     gpu = build_gpu_service(kernels_dir(), sysfs_root=TREES / "no-gpu")
-    history = GpuHistory(gpu, interval=0.05)
+    history = GpuTelemetry(gpu, interval=0.05)
     history.start()
     time.sleep(0.2)
     history.stop()

@@ -45,9 +45,8 @@ def make_page(qtbot: QtBot, qapp: QApplication,
 
 
 def _shot(page: GpuPage, qtbot: QtBot, name: str) -> Path:
-    assert page.sampler is not None
     if page.cards:
-        qtbot.waitUntil(lambda: page.sampler is not None and page.sampler.samples_taken >= 2, timeout=5000)
+        qtbot.waitUntil(lambda: page.telemetry.samples_taken >= 2, timeout=5000)
         page.refresh_telemetry()
     qtbot.wait(50)  # let the layout settle before grabbing
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -88,7 +87,7 @@ def test_apu_card_shows_shared_memory_and_na_for_missing_sensor(make_page, qtbot
     igpu, dgpu = page.cards
     assert igpu.shared_bar is not None and dgpu.shared_bar is None
     assert igpu.model_memory is not None and "15.8 GiB" in igpu.model_memory.text()
-    qtbot.waitUntil(lambda: page.sampler is not None and page.sampler.samples_taken >= 1, timeout=5000)
+    qtbot.waitUntil(lambda: page.telemetry.samples_taken >= 1, timeout=5000)
     page.refresh_telemetry()
     assert igpu.power.value_text == "n/a"  # the 780M exposes no power sensor: never "0 W"
     assert dgpu.power.value_text == "92.0 W"
@@ -110,7 +109,7 @@ def test_live_values_update_from_the_background_sampler(make_page, qtbot: QtBot,
     busy.unlink()  # the sensor disappears (device reset, driver reload): shown as n/a
     qtbot.waitUntil(lambda: card.load.value_text == "n/a", timeout=5000)
     page.hide()
-    assert page.sampler is not None and not page.sampler.running
+    assert not page.telemetry.running
 
 
 def test_copy_system_report_is_replayable(make_page, qapp: QApplication, tmp_path: Path) -> None:
@@ -134,7 +133,7 @@ def test_no_gpu_machine_says_so_and_shows_cpu_and_ram(make_page) -> None:
     assert "Chat still works on the CPU engine" in page.banner_text.text()
     assert "Xeon" in page.cpu_label.text()
     assert page.ram_label.text() == "7.7 GiB"
-    assert page.sampler is not None and not page.cards
+    assert not page.cards
 
 
 def test_sleeping_laptop_dgpu_is_shown_asleep(make_page, qtbot: QtBot, tmp_path: Path) -> None:
@@ -142,7 +141,7 @@ def test_sleeping_laptop_dgpu_is_shown_asleep(make_page, qtbot: QtBot, tmp_path:
     shutil.copytree(linux_tree("laptop-780m-rx7600"), tree)
     (tree / "sys/class/drm/card1/device/power/runtime_status").write_text("suspended\n")
     page = make_page(build_gpu_service(kernels_dir(), sysfs_root=tree, family_of=family_of))
-    qtbot.waitUntil(lambda: page.sampler is not None and page.sampler.samples_taken >= 1, timeout=5000)
+    qtbot.waitUntil(lambda: page.telemetry.samples_taken >= 1, timeout=5000)
     page.refresh_telemetry()
     assert page.cards[1].clock.text().startswith("Asleep to save power")
     assert page.cards[1].temperature.value_text == "n/a"

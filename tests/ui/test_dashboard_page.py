@@ -31,10 +31,10 @@ class Telemetry:
         self.series = {k: RingSeries(60) for k in ("load", "vram", "temp", "power", "clock")}
         self.running = False
 
-    def start(self) -> None:
+    def start(self, owner: object = None) -> None:
         self.running = True
 
-    def stop(self) -> None:
+    def stop(self, owner: object = None) -> None:
         self.running = False
 
     def history(self) -> dict[str, dict[str, list[tuple[float, float | None]]]]:

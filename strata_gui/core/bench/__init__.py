@@ -1,7 +1,6 @@
 """Throughput history, the backend shoot-out benchmark, and the measured engine choice."""
 
 from strata_gui.core.bench.choice import Recommendation
-from strata_gui.core.bench.gpu_history import GpuHistory
 from strata_gui.core.bench.process_stats import ProcessSampler
 from strata_gui.core.bench.prometheus import ServerCounters
 from strata_gui.core.bench.service import DashboardService
@@ -13,7 +12,6 @@ __all__ = [
     "BenchConfig",
     "BenchResult",
     "DashboardService",
-    "GpuHistory",
     "ProcessSampler",
     "Recommendation",
     "RequestRecord",

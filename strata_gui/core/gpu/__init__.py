@@ -4,6 +4,7 @@ See :class:`~strata_gui.core.gpu.service.GpuService` and
 :func:`~strata_gui.core.gpu.service.build_gpu_service`.
 """
 
+from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.model import (
     DriverState,
     DriverStatus,
@@ -28,6 +29,7 @@ __all__ = [
     "GpuReport",
     "GpuSample",
     "GpuService",
+    "GpuTelemetry",
     "HostInfo",
     "RocmVerdict",
     "TelemetrySampler",

@@ -59,11 +59,12 @@ GPU_METRICS = (("load", str(QT_TRANSLATE_NOOP("DashboardPage", "Load %"))),
 class TelemetrySource(Protocol):
     """Recent GPU samples: {gpu name: {metric: [(epoch s, value or None)]}} with GPU_METRICS keys.
 
-    Sampled in the background between ``start()`` and ``stop()`` (the page is shown / hidden).
+    Sampled in the background between ``start(owner)`` and ``stop(owner)`` (the page is shown /
+    hidden); the GPU page holds the same source with its own ownership.
     """
 
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
+    def start(self, owner: object = None) -> None: ...
+    def stop(self, owner: object = None) -> None: ...
     def history(self) -> dict[str, dict[str, list[tuple[float, float | None]]]]: ...
 
 
@@ -536,7 +537,7 @@ class DashboardPage(Page):
     # -- page life cycle ---------------------------------------------------------------------------------
     def on_shown(self) -> None:
         if self._telemetry is not None:
-            self._telemetry.start()
+            self._telemetry.start(self)
         self.reload_history()
         self.refresh_choices()
         self.tick()
@@ -545,12 +546,12 @@ class DashboardPage(Page):
     def hideEvent(self, event) -> None:  # type: ignore[no-untyped-def]
         self.timer.stop()
         if self._telemetry is not None:
-            self._telemetry.stop()
+            self._telemetry.stop(self)
         super().hideEvent(event)
 
     def stop(self) -> None:
         self.timer.stop()
         if self._telemetry is not None:
-            self._telemetry.stop()
+            self._telemetry.stop(self)
         if self.bench_task is not None:
             self.bench_task.cancel()

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.gpu import DriverState, GpuReport, GpuService, TelemetrySampler, fmt_opt_bytes
+from strata_gui.core.gpu import DriverState, GpuReport, GpuService, GpuTelemetry, fmt_opt_bytes
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.gpu_widgets import GpuCard
@@ -35,8 +35,9 @@ class GpuPage(Page):
     """What Strata sees: GPUs, gfx targets, memory, ROCm verdicts and live load/temp/power.
 
     Args:
-        gpu_service: The core GPU facade (detection, samplers, system report).
+        gpu_service: The core GPU facade (detection, system report).
         bridge: Runs detection off the UI thread and reports its errors.
+        telemetry: The app's one GPU sampler (shared with the dashboard); a private one if None.
     """
 
     page_title = "GPU"
@@ -44,18 +45,19 @@ class GpuPage(Page):
     detected = Signal(object)  # GpuReport, after each detection
 
     def __init__(self, gpu_service: GpuService, bridge: AsyncBridge, parent: QWidget | None = None,
-                 *, remote_devices: Callable[[], list[RemoteDevice]] | None = None) -> None:
+                 *, remote_devices: Callable[[], list[RemoteDevice]] | None = None,
+                 telemetry: GpuTelemetry | None = None) -> None:
         super().__init__(parent)
         self.page_title = self.tr("GPU")
         self._remote_devices = remote_devices or list
         self._service = gpu_service
         self._bridge = bridge
         self.report: GpuReport | None = None
-        self.sampler: TelemetrySampler | None = None
+        self.telemetry = telemetry if telemetry is not None else GpuTelemetry(gpu_service)
         self.cards: list[GpuCard] = []
         self.detection_handle: TaskHandle | None = None  # the running detection, if any
         self.timer = QTimer(self)
-        self.timer.setInterval(max(100, int(gpu_service.interval * 1000)))
+        self.timer.setInterval(max(100, int(self.telemetry.interval * 1000)))
         self.timer.timeout.connect(self.refresh_telemetry)
 
         self.origin = QLabel()
@@ -235,7 +237,7 @@ class GpuPage(Page):
             card = GpuCard(gpu, report.platform)
             self.cards_layout.addWidget(card)
             self.cards.append(card)
-        self.sampler = self._service.sampler(report.gpus)
+        self.telemetry.use_report(report)
         if self.isVisible():
             self.start_sampling()
         self.show_remote_devices()
@@ -250,26 +252,23 @@ class GpuPage(Page):
         self.remote_box.setVisible(bool(devices))
 
     def start_sampling(self) -> None:
-        if self.sampler is None or not self.cards:
+        if not self.cards:
             return
-        self.sampler.start()
+        self.telemetry.start(self)
         self.timer.start()
 
     def stop_sampling(self) -> None:
         self.timer.stop()
-        if self.sampler is not None:
-            self.sampler.stop()
+        self.telemetry.stop(self)
 
     def refresh_telemetry(self) -> None:
-        """Copy the sampler's newest values into the cards (cheap: no I/O on this thread)."""
-        if self.sampler is None:
-            return
+        """Copy the shared sampler's newest values into the cards (cheap: no I/O on this thread)."""
         for card in self.cards:
-            card.update_samples(self.sampler.history(card.gpu.key))
+            card.update_samples(self.telemetry.samples(card.gpu.key))
 
     def copy_report(self) -> None:
         if self.report is None:
             return
-        samples = self.sampler.latest() if self.sampler is not None else None
+        samples = self.telemetry.latest() or None
         QGuiApplication.clipboard().setText(self._service.system_report(samples))
         self.copied.setText(self.tr("Report copied — paste it into a bug report."))
