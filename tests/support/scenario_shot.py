@@ -64,9 +64,10 @@ def main() -> int:
         window.show_page(pages.engines)
         await asyncio.sleep(1.0)
         shoot("engines")
-        window.close()
+        # Close the window last: closing it quits the app's loop (lastWindowClosed).
         await bridge.shutdown()
         await services.aclose()
+        window.close()
 
     with loop:
         loop.run_until_complete(scenario())

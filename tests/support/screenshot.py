@@ -54,9 +54,10 @@ def main() -> int:
             name = out / f"{i:02d}-{stem}-{theme}.png"
             pix.save(str(name))
             files.append(str(name))
-        window.close()
+        # Close the window last: closing it quits the app's loop (lastWindowClosed).
         await bridge.shutdown()
         await services.aclose()
+        window.close()
 
     with loop:
         loop.run_until_complete(shoot())
