@@ -37,7 +37,7 @@ from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.resources import kernels_dir
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.settings import Settings
+from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.chat_page import ChatPage
 from strata_gui.ui.pages.dashboard_page import DashboardPage
@@ -66,7 +66,8 @@ def main() -> int:
             store = ConversationStore(db).open()
             metrics = MetricsStore(db)
             service = ChatService(store, default_supervisor_factory(http), http,
-                                  Settings(context_size=args.tokens + 512, last_model=str(model)))
+                                  SettingsService(SettingsStore(Path(workdir.name) / "settings.json"),
+                                                  Settings(context_size=args.tokens + 512, last_model=str(model))))
             service.set_plan([stream.bench_spec(engine_dir)])
             dashboard = DashboardService(metrics, Benchmark(http, default_supervisor_factory(http), metrics), http,
                                          resolver=FixedEngines([], "Strix Halo (replay)"))

@@ -31,7 +31,7 @@ from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.runtime.engine import Backend, EngineSpec, server_executable
 from strata_gui.core.serve.service import ChatUpstream, ServeService
-from strata_gui.core.settings import Settings
+from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 
 PROMPT = "Write a long story about a lighthouse keeper."
 
@@ -76,7 +76,8 @@ def main() -> int:
 
     async def run() -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            settings = Settings(context_size=args.tokens + 512, serve_port=0)
+            settings = SettingsService(SettingsStore(Path(tmp) / "settings.json"),
+                                       Settings(context_size=args.tokens + 512, serve_port=0))
             async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, read=None)) as http:
                 chat = ChatService(ConversationStore(Path(tmp) / "db.sqlite3").open(),
                                    default_supervisor_factory(http), http, settings)

@@ -34,7 +34,7 @@ from strata_gui.core.chat.service import ChatService, MessageDelta, default_supe
 from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.engine import Backend, EngineSpec, server_executable
-from strata_gui.core.settings import Settings
+from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.chat_page import ChatPage
 
@@ -154,7 +154,8 @@ def main() -> int:
         async with httpx.AsyncClient(trust_env=False) as http:
             store = ConversationStore(Path(workdir.name) / "bench.sqlite3").open()
             service = ChatService(store, default_supervisor_factory(http), http,
-                                  Settings(context_size=args.tokens + 512, last_model=str(model)))
+                                  SettingsService(SettingsStore(Path(workdir.name) / "settings.json"),
+                                                  Settings(context_size=args.tokens + 512, last_model=str(model))))
             service.set_plan([bench_spec(engine_dir)])
             page = ChatPage(service, AsyncBridge())
             page.resize(1000, 700)
