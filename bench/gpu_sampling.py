@@ -105,8 +105,7 @@ def event_loop_stall(seconds: float) -> tuple[list[float], list[float]]:
         await page.detection_handle.wait()
         await asyncio.sleep(0.3)
         live = await ticker(seconds)
-        assert page.sampler is not None
-        samples = page.sampler.samples_taken
+        samples = page.telemetry.samples_taken
         page.hide()
         await asyncio.sleep(0.1)
         baseline = await ticker(seconds)
@@ -116,7 +115,8 @@ def event_loop_stall(seconds: float) -> tuple[list[float], list[float]]:
         return live, baseline
 
     try:
-        return loop.run_until_complete(scenario())
+        result: tuple[list[float], list[float]] = loop.run_until_complete(scenario())
+        return result
     finally:
         page.close()
         loop.close()

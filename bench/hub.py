@@ -29,10 +29,12 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from strata_gui.core.models.downloads import DownloadJob, TokenStore
+from strata_gui.core.models.downloads import DownloadJob
 from strata_gui.core.models.fit import GIB, MemoryTarget
+from strata_gui.core.models.hub_config import HubTokens, SavedHubToken
 from strata_gui.core.models.service import ModelService
 from strata_gui.core.progress import no_progress
+from strata_gui.core.remote.secrets import FileSecretStore
 
 SERVE = """
 import sys, time
@@ -50,7 +52,7 @@ with running_hub(repos) as hub:
 def _service(client: httpx.AsyncClient, url: str, home: Path) -> ModelService:
     return ModelService(
         client=client, endpoint=url, cache_dir=home / "hub", queue_file=home / "downloads.json",
-        token_store=TokenStore(home / "token", environ={}), model_dirs=[],
+        token_store=HubTokens(SavedHubToken(FileSecretStore(home / "secrets.json")), environ={}), model_dirs=[],
         memory_target=lambda: MemoryTarget("bench", 8 * GIB), ram_bytes=32 * GIB,
     )
 

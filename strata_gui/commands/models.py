@@ -7,13 +7,13 @@ commands then explain how to go online.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from strata_gui.core.app_services import AppServices
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import ModelError
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.models import (
@@ -216,7 +216,7 @@ async def _rm(args: argparse.Namespace, svc: ModelService) -> int:
         if not sys.stdin.isatty():
             raise ModelError("Deleting needs confirmation.", hint="Run with --yes to delete without asking.")
         prompt = f"Delete {entry.display_name} ({format_bytes(entry.size)})? [y/N] "
-        answer = await asyncio.get_running_loop().run_in_executor(None, input, prompt)
+        answer = await run_blocking(input, prompt, name="strata-confirm")
         if answer.strip().lower() not in ("y", "yes"):
             print("kept")
             return 1
