@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from strata_gui.core.engines.devices import GpuPick, choose_devices, pick_gpus
 from strata_gui.core.engines.probe import ProbeResult
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
 from strata_gui.core.engines.service import EngineService
@@ -79,6 +80,7 @@ class Resolution:
     model: str | None = None
     model_key: str | None = None
     notes: tuple[str, ...] = field(default=())
+    gpu_picks: tuple[GpuPick, ...] = field(default=())
 
     @property
     def chosen(self) -> EngineSpec | None:
@@ -96,11 +98,16 @@ class Resolution:
     def report(self) -> str:
         """Every engine, in or out, with its reason (``strata engines resolve``)."""
         lines = [f"GPU: {self.gpu}" + (f" · model: {self.model}" if self.model else "")]
+        lines += [f"  {'uses' if p.chosen else 'not used'}: {p.name} [{p.key}]: {p.reason}" for p in self.gpu_picks]
+        specs = {s.id: s for s in self.specs}
         rank = 0
         for v in self.verdicts:
             if v.included:
                 rank += 1
                 lines.append(f"  {rank}. {v.label} ({v.engine_id}): {v.reason}")
+                spec = specs.get(v.engine_id)
+                if spec is not None and spec.device_reason:
+                    lines.append(f"       devices: {', '.join(spec.devices) or 'engine default'}: {spec.device_reason}")
             else:
                 lines.append(f"  –  {v.label} ({v.engine_id}): not used: {v.reason}")
         if not self.verdicts:
@@ -113,7 +120,14 @@ class Resolution:
                 "chosen": self.chosen.id if self.chosen else None,
                 "reason": self.chosen.reason if self.chosen else self.summary(),
                 "order": [s.id for s in self.specs], "engines": [v.to_json() for v in self.verdicts],
+                "devices": {s.id: {"devices": list(s.devices), "env": {k: v for k, v in s.env.items()
+                                                                       if k in _DEVICE_VARS},
+                                   "reason": s.device_reason} for s in self.specs},
+                "gpus": [p.to_json() for p in self.gpu_picks],
                 "notes": list(self.notes)}
+
+
+_DEVICE_VARS = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GGML_VK_VISIBLE_DEVICES", "LLAMA_ARG_DEVICE")
 
 
 class EngineResolver:
@@ -146,6 +160,10 @@ class EngineResolver:
             ordered = sorted(report.amd_gpus, key=lambda g: g is not primary)
             return [GpuTarget(g.name, g.device_id, g.gfx_target) for g in ordered]
         return self.engines.gpus_from_settings()
+
+    def gpu_picks(self) -> list[GpuPick]:
+        """Which detected GPUs models run on, each with why (the GPU page's device picker)."""
+        return pick_gpus(self.gpus.last_report, self.settings.devices)
 
     def primary_target(self) -> GpuTarget | None:
         targets = self.gpu_targets()
@@ -208,7 +226,7 @@ class EngineResolver:
             raise EngineError(f"The engine in {folder} does not work here: {result.message}.",
                               hint="Choose another build, or leave the engine to Strata.", details=result.details)
         self.one_off = [e for e in self.one_off if e.id != engine.id] + [engine]
-        return self._spec(engine, self._one_off_reason(len(self.one_off) - 1))
+        return self._spec(engine, self._one_off_reason(len(self.one_off) - 1), result)
 
     def clear_one_off(self) -> None:
         """Back to the installed engines only."""
@@ -274,12 +292,12 @@ class EngineResolver:
             ranked.append(((tier, sub, 0 if probe is not None else 1, order.get(backend, 9), -e.installed_at),
                            e, reason))
         ranked.sort(key=lambda t: t[0])
-        specs = tuple(self._spec(e, reason) for _k, e, reason in ranked)
+        specs = tuple(self._spec(e, reason, probes[e.id]) for _k, e, reason in ranked)
         inside = [EngineVerdict(s.id, s.label, s.backend, True, s.reason,
                                 probes[s.id].verdict if probes[s.id] is not None else "not probed")  # type: ignore[union-attr]
                   for s in specs]
         return Resolution(specs, tuple(inside + out), gpu_key, model.name if model is not None else None, key,
-                          tuple(notes))
+                          tuple(notes), tuple(self.gpu_picks()))
 
     def _order_reason(self, backend: Backend, gpu: GpuTarget | None) -> str:
         where = f"for {gpu.gfx}" if gpu is not None and gpu.gfx else "with no AMD GPU detected"
@@ -295,14 +313,19 @@ class EngineResolver:
             return f"{backend.label} (your build: {engine.server_path.parent.name})"
         return f"{backend.label} {engine.tag}".strip()
 
-    def _spec(self, engine: InstalledEngine, reason: str) -> EngineSpec:
+    def _spec(self, engine: InstalledEngine, reason: str, probe: ProbeResult | None) -> EngineSpec:
         env, notices = self.engines.launch_env(engine, self.primary_target())
         for n in notices:
             log.info("engine %s: %s", engine.id, n)
+        # The probe ran with exactly this environment, so its device names are the ones to map.
+        devices = choose_devices(engine.backend, probe.devices if probe is not None else (),
+                                 self.gpus.last_report, self.settings.devices, env, self.engines.os_name)
+        env.update(devices.env)
         base = self.engines.environ
         # Only variables that differ from the app's environment travel with the spec.
         delta = {k: v for k, v in env.items() if base.get(k) != v}
         backend = Backend.parse(engine.backend)
         tuning = ("HIPBLASLT_TUNING_OVERRIDE_FILE" in env) if backend is Backend.ROCM else None
-        return EngineSpec(engine.id, self._label(engine), backend, engine.server_path, delta, reason, tuning)
+        return EngineSpec(engine.id, self._label(engine), backend, engine.server_path, delta, reason, tuning,
+                          devices.devices, devices.reason)
 
