@@ -226,7 +226,8 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         active = services.rpc.active_workers()
         return [d for addr, st in services.rpc.last_status.items() if addr in active for d in st.devices]
 
-    gpu = GpuPage(services.gpu, bridge, remote_devices=remote_devices)
+    gpu = GpuPage(services.gpu, bridge, remote_devices=remote_devices, gpu_picks=services.resolver.gpu_picks,
+                  choose_devices=lambda keys: services.settings.update(devices=keys))
     gpu_history = GpuHistory(services.gpu)
 
     def engine_url() -> str | None:

@@ -1317,6 +1317,18 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>远程设备（RPC 工作节点）</translation>
     </message>
     <message>
+        <source>Models run on</source>
+        <translation>模型运行于</translation>
+    </message>
+    <message>
+        <source>Let Strata choose</source>
+        <translation>由 Strata 选择</translation>
+    </message>
+    <message>
+        <source>The discrete AMD GPU with the most memory; an integrated GPU only when there is no discrete one.</source>
+        <translation>显存最大的 AMD 独立显卡；没有独立显卡时才使用集成显卡。</translation>
+    </message>
+    <message>
         <source>Open this page to detect GPUs.</source>
         <translation>打开此页面以检测 GPU。</translation>
     </message>

@@ -71,10 +71,16 @@ def run(args: argparse.Namespace, app: AppServices) -> int:
               file=sys.stderr)
     sampler = service.sampler(report.gpus, interval=args.interval)
     samples = sampler.sample_once()
+    picks = app.resolver.gpu_picks()  # which GPUs models run on, and why (the GPU page's picker)
     if args.json:
-        print(json.dumps(report.to_dict(samples), indent=2, sort_keys=True))
+        print(json.dumps({**report.to_dict(samples), "devices": [p.to_json() for p in picks]}, indent=2,
+                         sort_keys=True))
     else:
         print(report.report(samples))
+        if picks:
+            print("Models run on:")
+            for pick in picks:
+                print(f"  {'✓' if pick.chosen else '–'} {pick.name} [{pick.key}]: {pick.reason}")
     if not args.watch:
         return 0
     taken = 1

@@ -140,7 +140,7 @@ class AppServices:
         return spec
 
     def _settings_changed(self, change: SettingsChange) -> None:
-        if change.keys & {"pinned_engine", "gfx_override", "engines_dir"}:
+        if change.keys & {"pinned_engine", "gfx_override", "engines_dir", "devices"}:
             self.refresh_chat_plan()
 
     def refresh_chat_plan(self) -> None:

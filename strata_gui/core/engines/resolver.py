@@ -93,7 +93,8 @@ class Resolution:
                 return "No engine is installed."
             return "No installed engine works here: " + "; ".join(
                 f"{v.label}: {v.reason}" for v in self.verdicts)
-        return f"{self.chosen.label}: {self.chosen.reason}"
+        on = f" · on {', '.join(self.chosen.devices)}" if self.chosen.devices else ""
+        return f"{self.chosen.label}: {self.chosen.reason}{on}"
 
     def report(self) -> str:
         """Every engine, in or out, with its reason (``strata engines resolve``)."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QHideEvent
 from PySide6.QtWidgets import (
+    QCheckBox,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -23,6 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.engines import GpuPick
+from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu import DriverState, GpuReport, GpuService, TelemetrySampler, fmt_opt_bytes
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
@@ -37,6 +40,9 @@ class GpuPage(Page):
     Args:
         gpu_service: The core GPU facade (detection, samplers, system report).
         bridge: Runs detection off the UI thread and reports its errors.
+        remote_devices: The RPC workers' devices, as last checked.
+        gpu_picks: Which GPUs models run on, with why (the engine resolver decides).
+        choose_devices: Saves the user's GPU choice (GPU keys; empty: let Strata choose).
     """
 
     page_title = "GPU"
@@ -44,8 +50,12 @@ class GpuPage(Page):
     detected = Signal(object)  # GpuReport, after each detection
 
     def __init__(self, gpu_service: GpuService, bridge: AsyncBridge, parent: QWidget | None = None,
-                 *, remote_devices: Callable[[], list[RemoteDevice]] | None = None) -> None:
+                 *, remote_devices: Callable[[], list[RemoteDevice]] | None = None,
+                 gpu_picks: Callable[[], list[GpuPick]] | None = None,
+                 choose_devices: Callable[[list[str]], object] | None = None) -> None:
         super().__init__(parent)
+        self._gpu_picks = gpu_picks or list
+        self._choose_devices = choose_devices
         self.page_title = self.tr("GPU")
         self._remote_devices = remote_devices or list
         self._service = gpu_service
@@ -118,6 +128,31 @@ class GpuPage(Page):
         remote_layout.addWidget(self.remote_label)
         self.remote_box.hide()
 
+        # Which GPUs models run on: one check box per GPU, with the resolver's reason under it.
+        self.devices_box = QFrame()
+        self.devices_box.setObjectName("card")
+        devices_title = QLabel(self.tr("Models run on"))
+        devices_title.setStyleSheet("font-size: 16px; font-weight: 600;")
+        self.devices_layout = QVBoxLayout(self.devices_box)
+        self.devices_layout.setContentsMargins(16, 10, 16, 12)
+        self.devices_layout.addWidget(devices_title)
+        self.device_rows = QVBoxLayout()
+        self.devices_layout.addLayout(self.device_rows)
+        self.devices_auto = QPushButton(self.tr("Let Strata choose"))
+        self.devices_auto.setToolTip(self.tr("The discrete AMD GPU with the most memory; an integrated GPU only "
+                                             "when there is no discrete one."))
+        self.devices_auto.clicked.connect(lambda: self._save_devices([]))
+        self.devices_error = QLabel()
+        self.devices_error.setWordWrap(True)
+        self.devices_error.hide()
+        auto_row = QHBoxLayout()
+        auto_row.addWidget(self.devices_error, 1)
+        auto_row.addWidget(self.devices_auto)
+        self.devices_layout.addLayout(auto_row)
+        self.device_checks: dict[str, QCheckBox] = {}
+        self.device_reasons: dict[str, QLabel] = {}
+        self.devices_box.hide()
+
         self.empty = QLabel(self.tr("Open this page to detect GPUs."))
         self.empty.setObjectName("muted")
         self.empty.setWordWrap(True)
@@ -136,6 +171,7 @@ class GpuPage(Page):
         content_layout.setSpacing(12)
         content_layout.addWidget(self.banner)
         content_layout.addWidget(self.empty)
+        content_layout.addWidget(self.devices_box)
         content_layout.addWidget(self.cards_box)
         content_layout.addWidget(self.remote_box)
         content_layout.addWidget(self.host_box)
@@ -239,7 +275,47 @@ class GpuPage(Page):
         if self.isVisible():
             self.start_sampling()
         self.show_remote_devices()
+        self.show_device_choice()
         self.detected.emit(report)
+
+    def show_device_choice(self) -> None:
+        """One check box per GPU (checked: models run on it) and why it is in or out."""
+        while self.device_rows.count():
+            item = self.device_rows.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.setParent(None)
+                widget.deleteLater()
+        self.device_checks, self.device_reasons = {}, {}
+        picks = self._gpu_picks()
+        for pick in picks:
+            check = QCheckBox(pick.name)
+            check.setChecked(pick.chosen)
+            check.toggled.connect(self._device_toggled)
+            reason = QLabel(pick.reason)
+            reason.setObjectName("muted")
+            reason.setWordWrap(True)
+            reason.setTextFormat(Qt.TextFormat.PlainText)
+            self.device_rows.addWidget(check)
+            self.device_rows.addWidget(reason)
+            self.device_checks[pick.key] = check
+            self.device_reasons[pick.key] = reason
+        self.devices_box.setVisible(bool(picks) and self._choose_devices is not None)
+
+    def _device_toggled(self, _checked: bool) -> None:
+        self._save_devices([key for key, check in self.device_checks.items() if check.isChecked()])
+
+    def _save_devices(self, keys: list[str]) -> None:
+        if self._choose_devices is None:
+            return
+        try:
+            self._choose_devices(keys)
+        except StrataError as exc:
+            self.devices_error.setText(exc.message)
+            self.devices_error.show()
+            return
+        self.devices_error.hide()
+        self.show_device_choice()
 
     def show_remote_devices(self) -> None:
         """List the RPC workers' devices (address, name, free of total memory)."""
