@@ -227,7 +227,9 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         return [d for addr, st in services.rpc.last_status.items() if addr in active for d in st.devices]
 
     gpu = GpuPage(services.gpu, bridge, remote_devices=remote_devices, gpu_picks=services.resolver.gpu_picks,
-                  choose_devices=lambda keys: services.settings.update(devices=keys))
+                  choose_devices=lambda keys: services.settings.update(devices=keys),
+                  driver_check=services.engines.driver_verdict,
+                  ignore_driver_check=lambda on: services.settings.update(ignore_driver_check=on))
     gpu_history = GpuHistory(services.gpu)
 
     def engine_url() -> str | None:

@@ -10,6 +10,7 @@ Public surface (what other parts of Strata use):
 
 from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, parse_catalog
 from strata_gui.core.engines.devices import DeviceChoice, GpuPick, choose_devices, match_devices, pick_gpus
+from strata_gui.core.engines.drivers import DriverVerdict, check_driver
 from strata_gui.core.engines.launch import VK_DEVICES_OVERRIDE, launch_environment
 from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
 from strata_gui.core.engines.probe import ProbeResult, probe_engine
@@ -23,6 +24,7 @@ __all__ = [
     "VK_DEVICES_OVERRIDE",
     "Candidate",
     "DeviceChoice",
+    "DriverVerdict",
     "EngineCatalog",
     "EnginePlan",
     "EngineResolver",
@@ -37,6 +39,7 @@ __all__ = [
     "Resolution",
     "SetupOutcome",
     "TuningCheck",
+    "check_driver",
     "check_tuning_table",
     "choose_devices",
     "create_engine_service",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from strata_gui.core.engines.devices import GpuPick, choose_devices, pick_gpus
+from strata_gui.core.engines.drivers import DriverVerdict
 from strata_gui.core.engines.probe import ProbeResult
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
 from strata_gui.core.engines.service import EngineService
@@ -81,6 +82,7 @@ class Resolution:
     model_key: str | None = None
     notes: tuple[str, ...] = field(default=())
     gpu_picks: tuple[GpuPick, ...] = field(default=())
+    driver: DriverVerdict | None = None
 
     @property
     def chosen(self) -> EngineSpec | None:
@@ -100,6 +102,10 @@ class Resolution:
         """Every engine, in or out, with its reason (``strata engines resolve``)."""
         lines = [f"GPU: {self.gpu}" + (f" · model: {self.model}" if self.model else "")]
         lines += [f"  {'uses' if p.chosen else 'not used'}: {p.name} [{p.key}]: {p.reason}" for p in self.gpu_picks]
+        if self.driver is not None and not self.driver.ok:
+            lines.append(f"  driver: {self.driver.message}" + (" (you chose to use ROCm anyway)"
+                                                               if self.driver.overridden else ""))
+            lines += [f"    see {link}" for link in self.driver.links]
         specs = {s.id: s for s in self.specs}
         rank = 0
         for v in self.verdicts:
@@ -125,6 +131,7 @@ class Resolution:
                                                                        if k in _DEVICE_VARS},
                                    "reason": s.device_reason} for s in self.specs},
                 "gpus": [p.to_json() for p in self.gpu_picks],
+                "driver": self.driver.to_json() if self.driver is not None else None,
                 "notes": list(self.notes)}
 
 
@@ -263,6 +270,7 @@ class EngineResolver:
         if choice is not None and choice.engine not in ids:
             notes.append(f"The engine chosen for this model ({choice.engine}) is not installed any more.")
 
+        driver = self.engines.driver_verdict()
         ranked: list[tuple[tuple[int, int, int, int, float], InstalledEngine, str]] = []
         out: list[EngineVerdict] = []
         probes: dict[str, ProbeResult | None] = {}
@@ -276,6 +284,10 @@ class EngineResolver:
                 if e.id == pinned:
                     notes.append(f"The pinned engine {label} is not used: {why}.")
                 out.append(EngineVerdict(e.id, label, backend, False, why, probe.verdict))
+                continue
+            if backend is Backend.ROCM and driver is not None and driver.blocks_rocm:
+                out.append(EngineVerdict(e.id, label, backend, False, driver.skip_reason(),
+                                         probe.verdict if probe is not None else "not probed"))
                 continue
             if e.id in one_off_ids:
                 tier, reason = 0, self._one_off_reason(one_off_ids.index(e.id))
@@ -298,7 +310,7 @@ class EngineResolver:
                                 probes[s.id].verdict if probes[s.id] is not None else "not probed")  # type: ignore[union-attr]
                   for s in specs]
         return Resolution(specs, tuple(inside + out), gpu_key, model.name if model is not None else None, key,
-                          tuple(notes), tuple(self.gpu_picks()))
+                          tuple(notes), tuple(self.gpu_picks()), driver)
 
     def _order_reason(self, backend: Backend, gpu: GpuTarget | None) -> str:
         where = f"for {gpu.gfx}" if gpu is not None and gpu.gfx else "with no AMD GPU detected"

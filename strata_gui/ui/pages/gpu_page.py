@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.engines import GpuPick
+from strata_gui.core.engines import DriverVerdict, GpuPick
 from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu import DriverState, GpuReport, GpuService, TelemetrySampler, fmt_opt_bytes
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
@@ -43,6 +43,8 @@ class GpuPage(Page):
         remote_devices: The RPC workers' devices, as last checked.
         gpu_picks: Which GPUs models run on, with why (the engine resolver decides).
         choose_devices: Saves the user's GPU choice (GPU keys; empty: let Strata choose).
+        driver_check: The catalog's driver verdict for the GPU models run on (None: nothing to check).
+        ignore_driver_check: Saves the user's "use ROCm anyway" override.
     """
 
     page_title = "GPU"
@@ -52,8 +54,12 @@ class GpuPage(Page):
     def __init__(self, gpu_service: GpuService, bridge: AsyncBridge, parent: QWidget | None = None,
                  *, remote_devices: Callable[[], list[RemoteDevice]] | None = None,
                  gpu_picks: Callable[[], list[GpuPick]] | None = None,
-                 choose_devices: Callable[[list[str]], object] | None = None) -> None:
+                 choose_devices: Callable[[list[str]], object] | None = None,
+                 driver_check: Callable[[], DriverVerdict | None] | None = None,
+                 ignore_driver_check: Callable[[bool], object] | None = None) -> None:
         super().__init__(parent)
+        self._driver_check = driver_check or (lambda: None)
+        self._ignore_driver_check = ignore_driver_check
         self._gpu_picks = gpu_picks or list
         self._choose_devices = choose_devices
         self.page_title = self.tr("GPU")
@@ -153,6 +159,25 @@ class GpuPage(Page):
         self.device_reasons: dict[str, QLabel] = {}
         self.devices_box.hide()
 
+        # The driver check: a known-bad driver moves ROCm out of the plan; the user may override.
+        self.driver_box = QFrame()
+        self.driver_box.setObjectName("notice")
+        self.driver_box.setProperty("level", "warning")
+        self.driver_text = QLabel()
+        self.driver_text.setWordWrap(True)
+        self.driver_text.setTextFormat(Qt.TextFormat.PlainText)
+        self.driver_links = QLabel()
+        self.driver_links.setWordWrap(True)
+        self.driver_links.setOpenExternalLinks(True)
+        self.driver_override = QCheckBox(self.tr("Use ROCm anyway (I have checked this driver works)"))
+        self.driver_override.toggled.connect(self._driver_override_toggled)
+        driver_layout = QVBoxLayout(self.driver_box)
+        driver_layout.setContentsMargins(12, 10, 12, 10)
+        driver_layout.addWidget(self.driver_text)
+        driver_layout.addWidget(self.driver_links)
+        driver_layout.addWidget(self.driver_override)
+        self.driver_box.hide()
+
         self.empty = QLabel(self.tr("Open this page to detect GPUs."))
         self.empty.setObjectName("muted")
         self.empty.setWordWrap(True)
@@ -171,6 +196,7 @@ class GpuPage(Page):
         content_layout.setSpacing(12)
         content_layout.addWidget(self.banner)
         content_layout.addWidget(self.empty)
+        content_layout.addWidget(self.driver_box)
         content_layout.addWidget(self.devices_box)
         content_layout.addWidget(self.cards_box)
         content_layout.addWidget(self.remote_box)
@@ -276,7 +302,37 @@ class GpuPage(Page):
             self.start_sampling()
         self.show_remote_devices()
         self.show_device_choice()
+        self.show_driver_check()
         self.detected.emit(report)
+
+    def show_driver_check(self) -> None:
+        """Warn when the driver is known to break ROCm builds (with the reports), and offer the override."""
+        verdict = self._driver_check()
+        if verdict is None or verdict.ok:
+            self.driver_box.hide()
+            return
+        if verdict.overridden:
+            text = self.tr("Driver check: %s. You chose to use ROCm anyway.") % verdict.message
+        else:
+            text = self.tr("Driver check: %s. Strata uses the Vulkan engine instead of ROCm.") % verdict.message
+        self.driver_text.setText(text)
+        self.driver_links.setText(" · ".join(f'<a href="{link}">{link}</a>' for link in verdict.links))
+        self.driver_links.setVisible(bool(verdict.links))
+        self.driver_override.blockSignals(True)
+        self.driver_override.setChecked(verdict.overridden)
+        self.driver_override.blockSignals(False)
+        self.driver_override.setVisible(self._ignore_driver_check is not None)
+        self.driver_box.show()
+
+    def _driver_override_toggled(self, checked: bool) -> None:
+        if self._ignore_driver_check is None:
+            return
+        try:
+            self._ignore_driver_check(checked)
+        except StrataError as exc:
+            self.driver_text.setText(exc.message)
+            return
+        self.show_driver_check()
 
     def show_device_choice(self) -> None:
         """One check box per GPU (checked: models run on it) and why it is in or out."""
