@@ -112,6 +112,9 @@ def parse_gpu_table(data: Any) -> GpuIdTable:
             name = raw.get("name")
             if not isinstance(name, str) or not name:
                 raise ValueError(f"{where}: missing name")
+            source = raw.get("source")
+            if not isinstance(source, str) or not source.strip():
+                raise ValueError(f"{where}: missing source (where the id and gfx target were checked)")
             revisions: dict[int, tuple[str | None, str | None]] = {}
             for rev_key, rev in dict(raw.get("revisions", {})).items():
                 rwhere = f"{where}.revisions[{rev_key}]"
