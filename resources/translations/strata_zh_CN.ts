@@ -1583,6 +1583,18 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>未知</translation>
     </message>
     <message>
+        <source>BF16: fast on this GPU</source>
+        <translation>BF16：在此 GPU 上速度快</translation>
+    </message>
+    <message>
+        <source>BF16: slow on this GPU</source>
+        <translation>BF16：在此 GPU 上速度慢</translation>
+    </message>
+    <message>
+        <source>BF16: not supported by this GPU</source>
+        <translation>BF16：此 GPU 不支持</translation>
+    </message>
+    <message>
         <source>This repository has no GGUF files to download.</source>
         <translation>此仓库没有可下载的 GGUF 文件。</translation>
     </message>

@@ -41,6 +41,7 @@ class GpuInfo:
         sources: How each fact was obtained (fact name → source).
         driver_version: The driver's own version (Windows: ``32.0.21013.1000``), or None.
         driver_date: The driver's date, ``YYYY-MM-DD``, or None.
+        bf16: How it runs BF16 models: "fast", "slow", "unsupported" (None: unknown).
     """
 
     key: str
@@ -60,6 +61,7 @@ class GpuInfo:
     sources: dict[str, str] = field(default_factory=dict)
     driver_version: str | None = None
     driver_date: str | None = None
+    bf16: str | None = None
 
     @property
     def is_amd(self) -> bool:
