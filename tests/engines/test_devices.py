@@ -64,7 +64,11 @@ def test_choosing_the_igpu_or_both_changes_the_launch_variables(xtx_igpu: GpuRep
     assert "you chose it" in igpu.reason
     both = choose_devices("rocm", rocm, xtx_igpu, ["7900", "raphael"], {}, "linux")
     assert both.devices == ("ROCm0", "ROCm1")
-    assert both.env == {"ROCR_VISIBLE_DEVICES": "0,1", "HIP_VISIBLE_DEVICES": "0,1"}
+    # Pooling the iGPU only because the user asked: layers split by free memory, the 7900 XTX main.
+    assert both.env == {"ROCR_VISIBLE_DEVICES": "0,1", "HIP_VISIBLE_DEVICES": "0,1",
+                        "LLAMA_ARG_SPLIT_MODE": "layer", "LLAMA_ARG_TENSOR_SPLIT": "24472,396",
+                        "LLAMA_ARG_MAIN_GPU": "0"}
+    assert "layers split over 2 devices by free memory" in both.reason
 
 
 def test_vulkan_names_the_device_unless_the_physical_index_is_known(xtx_igpu: GpuReport) -> None:

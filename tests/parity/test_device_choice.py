@@ -156,6 +156,13 @@ def test_the_chosen_vulkan_device_reaches_the_real_vulkan_engine(
     assert env["GGML_VK_VISIBLE_DEVICES"] == "0"  # Vulkan1 is the second entry of "0,0": physical 0
     assert "using device Vulkan0" in log and "Vulkan1" not in log
     assert reason.startswith("you chose Vulkan1 (llvmpipe")
+    # Both devices: the model is spread by layer, in proportion to free memory, and the real
+    # engine puts weights on each device.
+    env, log, reason = asyncio.run(launch(["Vulkan0", "Vulkan1"]))
+    assert env["GGML_VK_VISIBLE_DEVICES"] == "0,0"
+    assert (env["LLAMA_ARG_SPLIT_MODE"], env["LLAMA_ARG_TENSOR_SPLIT"]) == ("layer", "2048,2048")
+    assert "Vulkan0 model buffer size" in log and "Vulkan1 model buffer size" in log
+    assert "layers split over 2 devices" in reason
     env, log, reason = asyncio.run(launch([]))
     assert env["GGML_VK_VISIBLE_DEVICES"] == "0,0" and "using device Vulkan1" in log
     assert reason.startswith("every Vulkan device this build lists")

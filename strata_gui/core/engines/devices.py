@@ -30,6 +30,8 @@ from strata_gui.core.gpu.model import GpuInfo, GpuReport, format_mem
 ROCM_VISIBILITY = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
 VK_VISIBILITY = "GGML_VK_VISIBLE_DEVICES"
 DEVICE_ARG_ENV = "LLAMA_ARG_DEVICE"  # llama-server's --device, as a variable
+# llama-server's --split-mode / --tensor-split / --main-gpu, as variables (set for two or more devices).
+SPLIT_ENV = ("LLAMA_ARG_SPLIT_MODE", "LLAMA_ARG_TENSOR_SPLIT", "LLAMA_ARG_MAIN_GPU")
 _GENERIC_WORDS = {"amd", "ati", "radeon", "graphics", "gpu", "tm", "r", "series", "radv", "pro"}
 _MIB = 1 << 20
 
@@ -233,6 +235,21 @@ def choose_devices(backend: str, devices: Sequence[Device], report: GpuReport | 
                             + ", ".join(f"{d.name} {d.description}" for d in mine),
                             {n: g.key for n, g in matched.items()})
     order = [d.name for d in mine if d.name in chosen]
-    return DeviceChoice(tuple(order), device_env(backend, order, launch_env, os_name), reason,
-                        {n: g.key for n, g in matched.items()})
+    env = device_env(backend, order, launch_env, os_name)
+    if len(order) > 1:
+        split, how = split_env([d for d in mine if d.name in order])
+        env.update(split)
+        reason += "; " + how
+    return DeviceChoice(tuple(order), env, reason, {n: g.key for n, g in matched.items()})
+
+
+def split_env(devices: Sequence[Device]) -> tuple[dict[str, str], str]:
+    """Spread the model over ``devices`` by layer, in proportion to each one's free memory; the one
+    with the most free memory holds the intermediate results (``--main-gpu``)."""
+    free = [max(d.free_mib, 1) for d in devices]
+    main = free.index(max(free))
+    shares = ", ".join(f"{d.name} {f:,} MiB free" for d, f in zip(devices, free, strict=True))
+    return ({"LLAMA_ARG_SPLIT_MODE": "layer", "LLAMA_ARG_TENSOR_SPLIT": ",".join(map(str, free)),
+             "LLAMA_ARG_MAIN_GPU": str(main)},
+            f"layers split over {len(devices)} devices by free memory ({shares})")
 
