@@ -225,7 +225,11 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         active = services.rpc.active_workers()
         return [d for addr, st in services.rpc.last_status.items() if addr in active for d in st.devices]
 
-    gpu = GpuPage(services.gpu, bridge, remote_devices=remote_devices, telemetry=services.telemetry)
+    gpu = GpuPage(services.gpu, bridge, remote_devices=remote_devices, telemetry=services.telemetry,
+                  gpu_picks=services.resolver.gpu_picks,
+                  choose_devices=lambda keys: services.settings.update(devices=keys),
+                  driver_check=services.engines.driver_verdict,
+                  ignore_driver_check=lambda on: services.settings.update(ignore_driver_check=on))
 
     def engine_url() -> str | None:
         sup = services.chat.supervisor

@@ -1317,6 +1317,22 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>远程设备（RPC 工作节点）</translation>
     </message>
     <message>
+        <source>Models run on</source>
+        <translation>模型运行于</translation>
+    </message>
+    <message>
+        <source>Let Strata choose</source>
+        <translation>由 Strata 选择</translation>
+    </message>
+    <message>
+        <source>The discrete AMD GPU with the most memory; an integrated GPU only when there is no discrete one.</source>
+        <translation>显存最大的 AMD 独立显卡；没有独立显卡时才使用集成显卡。</translation>
+    </message>
+    <message>
+        <source>Use ROCm anyway (I have checked this driver works)</source>
+        <translation>仍然使用 ROCm（我已确认此驱动可用）</translation>
+    </message>
+    <message>
         <source>Open this page to detect GPUs.</source>
         <translation>打开此页面以检测 GPU。</translation>
     </message>
@@ -1351,6 +1367,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>The Vulkan engine may also run on the GPU listed below.</source>
         <translation>Vulkan 引擎也可能在下列 GPU 上运行。</translation>
+    </message>
+    <message>
+        <source>Driver check: %s. You chose to use ROCm anyway.</source>
+        <translation>驱动检查：%s。您已选择仍然使用 ROCm。</translation>
+    </message>
+    <message>
+        <source>Driver check: %s. Strata uses the Vulkan engine instead of ROCm.</source>
+        <translation>驱动检查：%s。Strata 将改用 Vulkan 引擎而不是 ROCm。</translation>
     </message>
     <message>
         <source>%1 on %2 — %3 MiB free of %4 MiB</source>
@@ -1557,6 +1581,18 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>unknown</source>
         <translation>未知</translation>
+    </message>
+    <message>
+        <source>BF16: fast on this GPU</source>
+        <translation>BF16：在此 GPU 上速度快</translation>
+    </message>
+    <message>
+        <source>BF16: slow on this GPU</source>
+        <translation>BF16：在此 GPU 上速度慢</translation>
+    </message>
+    <message>
+        <source>BF16: not supported by this GPU</source>
+        <translation>BF16：此 GPU 不支持</translation>
     </message>
     <message>
         <source>This repository has no GGUF files to download.</source>

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.chat import ChatEvent, EngineStatus, MessageDelta, Notice
 from strata_gui.core.errors import ChatError
@@ -31,6 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--ctx-size", type=int, default=None, help="context size (default: from Settings)")
     p.add_argument("--no-fallback", action="store_true", help="do not try the next engine when one fails")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
+    add_device_option(p)
     # A one-off prompt is not kept with the app's conversations.
     p.set_defaults(func=run, keep_conversations=False)
 
@@ -54,6 +56,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         overrides["auto_fallback"] = False
     if overrides:
         app.settings.override(**overrides)  # this run only: never written to the settings file
+    apply_device_option(args, app)
     model = _model(args, app)
     await app.prepare()
     for folder in _folders(args.engine):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.engines import EngineService, GpuTarget, InstalledEngine, Release, load_releases_file
 from strata_gui.core.errors import EngineError
@@ -41,6 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add("list", "installed engines and their last check on this machine")
     res = add("resolve", "which engine a model would run on, and why (nothing is launched)")
     res.add_argument("--model", "-m", type=Path, help="GGUF file (default: the last model used)")
+    add_device_option(res)
     inst = add("install", "install engines: the first usable one, or one backend")
     gpu_args(inst)
     inst.add_argument("--backend", choices=("rocm", "vulkan", "cpu"),
@@ -129,6 +131,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         return 0
     if action == "resolve":
         model = args.model or (Path(app.settings.current.last_model) if app.settings.current.last_model else None)
+        apply_device_option(args, app)
         await app.resolver.prepare(show)
         resolution = app.resolver.resolve(model.expanduser() if model else None)
         _out(args, resolution.to_json(), resolution.report())

@@ -116,7 +116,8 @@ def _report_json(report: FitReport) -> dict[str, Any]:
              "verdict": f.estimate.describe() if f.estimate else None,
              "gpu_layers": f.estimate.gpu_layers if f.estimate else None,
              "max_context": f.estimate.max_context if f.estimate else None,
-             "memory_bytes": f.estimate.total_bytes if f.estimate else None}
+             "memory_bytes": f.estimate.total_bytes if f.estimate else None,
+             "bf16": f.bf16}
             for f in report.fits
         ],
     }
@@ -139,7 +140,8 @@ async def _info(args: argparse.Namespace, svc: ModelService) -> int:
         mark = "*" if f.is_default else " "
         verdict = f.estimate.describe() if f.estimate else "unknown"
         ctx = f"max ctx {f.estimate.max_context}" if f.estimate and f.estimate.max_context else ""
-        print(f" {mark} {f.entry.label:<10} {format_bytes(f.entry.size):>10}  {verdict:<34} {ctx}  {f.entry.name}")
+        note = f"  [{f.bf16_note()}]" if f.bf16 else ""
+        print(f" {mark} {f.entry.label:<10} {format_bytes(f.entry.size):>10}  {verdict:<34} {ctx}  {f.entry.name}{note}")
     if report.default:
         print("* default pick")
     if args.card and detail.card:

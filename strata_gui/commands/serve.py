@@ -7,6 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.serve import ApiRequest
 
@@ -21,6 +22,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="listen on every network interface (requires an API key; see --new-key)")
     p.add_argument("--new-key", action="store_true", help="generate a new API key, print it once and exit")
     p.add_argument("--show-key", action="store_true", help="print the current API key and exit")
+    add_device_option(p)
     p.add_argument("--preload", action="store_true", help="load the model before the first request")
     p.add_argument("--max-requests", type=int, default=0, help=argparse.SUPPRESS)  # tests: exit after N
     p.set_defaults(func=run)
@@ -45,6 +47,7 @@ def _paths(given: list[str]) -> list[Path]:
 
 async def _choose(app: AppServices, args: argparse.Namespace) -> str:
     """Resolve the engines (one-off folders first, checked) and the model; returns what runs and why."""
+    apply_device_option(args, app)
     await app.prepare()
     for folder in _paths(args.engine):
         await app.resolver.use_folder(folder)

@@ -142,7 +142,7 @@ class AppServices:
         return spec
 
     def _settings_changed(self, change: SettingsChange) -> None:
-        if change.keys & {"pinned_engine", "gfx_override", "engines_dir"}:
+        if change.keys & {"pinned_engine", "gfx_override", "engines_dir", "devices", "ignore_driver_check"}:
             self.refresh_chat_plan()
 
     def refresh_chat_plan(self) -> None:
@@ -210,7 +210,8 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
         log.warning("GPU detection unavailable (%s); continuing without it", exc.message)
         gpu_error = exc
         gpu = build_gpu_service(kernels_dir(), environ={}, family_of=catalog.family_of)
-    engines = create_engine_service(paths, base.settings_service, env, client, catalog=catalog)
+    engines = create_engine_service(paths, base.settings_service, env, client, catalog=catalog,
+                                    gpu_report=lambda: gpu.last_report)
     metrics = MetricsStore(paths.database_file)
     resolver = EngineResolver(engines, gpu, settings, metrics)
     rpc = RpcPool(base.settings_service, resolver.installed_specs, environ=env, log_dir=paths.log_dir, job=job)

@@ -49,6 +49,11 @@ class Settings:
     model_dirs: list[str] = field(default_factory=list)
     # Hardware overrides for machines Strata cannot probe (or bug-report replays).
     gfx_override: str = ""
+    # GPUs models run on (GPU keys such as "card1", PCI buses, part of a name, or an engine's
+    # device name such as "Vulkan0"); empty = Strata chooses (the engine resolver decides).
+    devices: list[str] = field(default_factory=list)
+    # Use ROCm builds even when the driver check (engine catalog "drivers") says the driver breaks them.
+    ignore_driver_check: bool = False
     memory_budget_mb: int = 0  # 0 = no cap beyond the GPU's memory
     fallback_gpu_memory_mb: int = 0  # used when no GPU memory can be detected
     # Engines and runtime.

@@ -21,12 +21,29 @@ from strata_gui.core.resources import kernels_dir
     (0x7550, 0xC0, "gfx1201", "Radeon RX 9070 XT"),
     (0x1586, 0xC1, "gfx1151", "Radeon 8060S / 8050S (Strix Halo)"),
     (0x15BF, None, "gfx1103", "Radeon 780M"),
+    # Rows added for issue 13, each with its source in the table.
+    (0x74A1, 0x00, "gfx942", "Instinct MI300X"),
+    (0x740F, 0x02, "gfx90a", "Instinct MI210"),
+    (0x738C, 0x01, "gfx908", "Instinct MI100"),
+    (0x7499, 0xC0, "gfx1102", "Radeon Pro W7400 / RX 7400 / RX 7300"),
+    (0x73E3, 0x00, "gfx1032", "Radeon Pro W6600"),
+    (0x1114, 0xC2, "gfx1152", "Radeon 860M / 840M"),
+    (0x150E, 0xC1, "gfx1150", "Radeon 890M / 880M (Strix Point)"),
 ])
 def test_lookup_honours_revisions(gpu_table: GpuIdTable, device: int, revision: int | None, gfx: str,
                                   name: str) -> None:
     match = gpu_table.lookup(device, revision)
     assert match is not None
     assert (match.gfx, match.name) == (gfx, name)
+
+
+def test_every_row_names_its_source(tmp_path) -> None:
+    data = json.loads((kernels_dir() / "amd-gpu-ids.json").read_text())
+    assert all(row.get("source") for row in data["devices"])
+    del data["devices"][3]["source"]
+    (tmp_path / "amd-gpu-ids.json").write_text(json.dumps(data))
+    with pytest.raises(GpuDetectionError, match=r"devices\[3\]: missing source"):
+        load_gpu_table(tmp_path)
 
 
 def test_integrated_parts_are_flagged(gpu_table: GpuIdTable) -> None:

@@ -174,3 +174,27 @@ def test_memory_target_from_detected_gpus(captured_gpus: dict[str, Any], model_s
     assert memory_target_for(apu, Settings(memory_budget_mb=32768)).usable_bytes == 32 * GIB
     fallback = memory_target_for(None, Settings(fallback_gpu_memory_mb=12288))
     assert fallback.usable_bytes == 12 * GIB and not fallback.is_apu
+
+
+def test_default_pick_avoids_bf16_where_the_gpu_runs_it_slowly(captured_gpus: dict[str, Any],
+                                                               model_shapes: dict[str, Any]) -> None:
+    """A repo with only full-precision files (BF16 and F16, the same size): BF16 is the default only
+    where the GPU has BF16 matrix instructions (per-gfx table in kernels/amd-gpu-ids.json)."""
+    llama8, card = model_shapes["llama-3.1-8b"], captured_gpus["rx7900xtx"]
+    f16 = estimate_fit(_shape(llama8, "F16"), _target(card), card["ram_bytes"], 8192)
+    choices = [QuantChoice("BF16", llama8["files"]["F16"], f16), QuantChoice("F16", llama8["files"]["F16"], f16)]
+    assert default_pick(choices, bf16="fast").label == "BF16"  # type: ignore[union-attr]
+    assert default_pick(choices, bf16="slow").label == "F16"  # type: ignore[union-attr]
+    assert default_pick(choices, bf16="unsupported").label == "F16"  # type: ignore[union-attr]
+    assert default_pick(choices[:1], bf16="slow").label == "BF16"  # type: ignore[union-attr]  # the only file
+
+
+def test_the_bf16_table_covers_every_known_target() -> None:
+    from strata_gui.core.gpu.ids import load_gpu_table
+    from strata_gui.core.resources import kernels_dir
+
+    table = load_gpu_table(kernels_dir())
+    assert table.bf16_speed("gfx1032") == "slow" and table.bf16_speed("gfx1100") == "fast"
+    assert table.bf16_speed("gfx1201") == "fast" and table.bf16_speed("gfx942") == "fast"
+    known = {e.gfx for e in table.devices.values()}
+    assert known <= set(table.bf16), sorted(known - set(table.bf16))

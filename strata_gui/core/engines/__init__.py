@@ -9,37 +9,47 @@ Public surface (what other parts of Strata use):
 """
 
 from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, parse_catalog
+from strata_gui.core.engines.devices import DeviceChoice, GpuPick, choose_devices, match_devices, pick_gpus
+from strata_gui.core.engines.drivers import DriverVerdict, check_driver
 from strata_gui.core.engines.launch import VK_DEVICES_OVERRIDE, launch_environment
 from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
 from strata_gui.core.engines.probe import ProbeResult, probe_engine
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine, Release, ReleaseAsset
 from strata_gui.core.engines.releases import ReleaseClient, load_releases_file, parse_releases
-from strata_gui.core.engines.resolver import EngineResolver
+from strata_gui.core.engines.resolver import EngineResolver, Resolution
 from strata_gui.core.engines.service import EngineService, SetupOutcome, create_engine_service
 from strata_gui.core.engines.tuning import TuningCheck, check_tuning_table, validate_tuning_table
 
 __all__ = [
     "VK_DEVICES_OVERRIDE",
     "Candidate",
+    "DeviceChoice",
+    "DriverVerdict",
     "EngineCatalog",
     "EnginePlan",
     "EngineResolver",
     "EngineService",
+    "GpuPick",
     "GpuTarget",
     "InstalledEngine",
     "ProbeResult",
     "Release",
     "ReleaseAsset",
     "ReleaseClient",
+    "Resolution",
     "SetupOutcome",
     "TuningCheck",
+    "check_driver",
     "check_tuning_table",
+    "choose_devices",
     "create_engine_service",
     "launch_environment",
     "load_catalog",
     "load_releases_file",
+    "match_devices",
     "parse_catalog",
     "parse_releases",
+    "pick_gpus",
     "plan_engines",
     "probe_engine",
     "validate_tuning_table",

@@ -116,6 +116,60 @@ class TuningEntry:
     sha256: str
 
 
+def driver_version_key(text: str) -> tuple[int, ...]:
+    """``"32.0.21013.1000"`` → ``(32, 0, 21013, 1000)`` (digits only, so "AMD driver 32.0..." works too)."""
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:4])
+
+
+@dataclass(frozen=True)
+class DriverRule:
+    """A driver known to break ROCm builds (``known_bad``) or the oldest one they need (``minimum``).
+
+    Attributes:
+        kind: "known_bad" or "minimum".
+        os: "windows" or "linux".
+        families: ROCm families it concerns (empty: all).
+        release: The driver release as users know it ("AMD Software: Adrenalin Edition 26.5.1 and later").
+        reason: Why ROCm is skipped, in one sentence.
+        links: Where it is reported.
+        version_from, version_to: Inclusive driver version range (known_bad), or the minimum (minimum).
+        date_from, date_to: Inclusive driver date range, ``YYYY-MM-DD`` (known_bad): AMD's Windows driver
+            version has no formula to its release name, but the release name is year.month.
+    """
+
+    kind: str
+    os: str
+    families: tuple[str, ...]
+    release: str
+    reason: str
+    links: tuple[str, ...] = ()
+    version_from: str | None = None
+    version_to: str | None = None
+    date_from: str | None = None
+    date_to: str | None = None
+
+    def concerns(self, os_name: str, family: str | None) -> bool:
+        return self.os == os_name and (not self.families or family in self.families)
+
+    def matches(self, version: str | None, date: str | None) -> bool:
+        """Whether a driver of ``version`` / ``date`` is this known-bad one (or below this minimum)."""
+        v = driver_version_key(version) if version else None
+        if self.kind == "minimum":
+            return v is not None and self.version_from is not None and v < driver_version_key(self.version_from)
+        tests: list[bool] = []
+        if self.version_from or self.version_to:
+            if v is None:
+                return False
+            tests.append((self.version_from is None or v >= driver_version_key(self.version_from))
+                         and (self.version_to is None or v <= driver_version_key(self.version_to)))
+        if self.date_from or self.date_to:
+            if not date:
+                return False
+            tests.append((self.date_from is None or date >= self.date_from)
+                         and (self.date_to is None or date <= self.date_to))
+        return bool(tests) and all(tests)
+
+
 @dataclass(frozen=True)
 class EngineCatalog:
     """The validated catalog."""
@@ -126,6 +180,15 @@ class EngineCatalog:
     backend_order: tuple[str, ...]
     tuning_tables: tuple[TuningEntry, ...]
     origin: str = "<memory>"
+    drivers: tuple[DriverRule, ...] = ()
+
+    def driver_problem(self, os_name: str, family: str | None, version: str | None,
+                       date: str | None) -> DriverRule | None:
+        """The first rule saying this driver cannot run ROCm builds of ``family`` (None: no known problem)."""
+        for rule in self.drivers:
+            if rule.concerns(os_name, family) and rule.matches(version, date):
+                return rule
+        return None
 
     def family_of(self, gfx: str) -> str | None:
         """The ROCm family holding a gfx target (``"gfx1103"`` → ``"gfx110X"``), else None."""
@@ -302,4 +365,44 @@ def parse_catalog(raw: Any, origin: str = "<memory>") -> EngineCatalog:
             raise r.fail(f"{where}.sha256", "must be 64 lowercase hex digits")
         tuning.append(TuningEntry(gfx, r.string(entry.get("hipblaslt_revision"), f"{where}.hipblaslt_revision"),
                                   r.string(entry.get("url"), f"{where}.url"), sha))
-    return EngineCatalog(SCHEMA_VERSION, families, tuple(sources), order, tuple(tuning), origin)
+    drivers = _parse_drivers(r, r.obj(top.get("drivers", {}), "drivers"), families)
+    return EngineCatalog(SCHEMA_VERSION, families, tuple(sources), order, tuple(tuning), origin, drivers)
+
+
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DRIVER_VERSION_RE = re.compile(r"^\d+(\.\d+){1,3}$")
+
+
+def _parse_drivers(r: _Reader, raw: dict[str, Any], families: Mapping[str, Family]) -> tuple[DriverRule, ...]:
+    rules: list[DriverRule] = []
+    for kind in ("known_bad", "minimum"):
+        for i, e_raw in enumerate(r.lst(raw.get(kind, []), f"drivers.{kind}")):
+            where = f"drivers.{kind}[{i}]"
+            e = r.obj(e_raw, where)
+            os_name = r.string(e.get("os"), f"{where}.os")
+            if os_name not in OSES:
+                raise r.fail(f"{where}.os", f"unknown OS '{os_name}' (expected one of {', '.join(OSES)})")
+            fams = r.strings(e.get("families", []), f"{where}.families")
+            for fam in fams:
+                if fam not in families:
+                    raise r.fail(f"{where}.families", f"'{fam}' is not a family in `families`")
+            versions = r.obj(e.get("versions", {}), f"{where}.versions")
+            dates = r.obj(e.get("dates", {}), f"{where}.dates")
+            for key, value in versions.items():
+                if key not in ("from", "to") or not isinstance(value, str) or not _DRIVER_VERSION_RE.match(value):
+                    raise r.fail(f"{where}.versions.{key}", "expected from/to with a version like 32.0.21013.1000")
+            for key, value in dates.items():
+                if key not in ("from", "to") or not isinstance(value, str) or not _DATE_RE.match(value):
+                    raise r.fail(f"{where}.dates.{key}", "expected from/to with a date like 2026-05-01")
+            if kind == "known_bad" and not versions and not dates:
+                raise r.fail(where, "needs a versions or dates range")
+            if kind == "minimum" and (set(versions) != {"from"} or dates):
+                raise r.fail(f"{where}.versions", "a minimum gives exactly versions.from")
+            links = r.strings(e.get("links", []), f"{where}.links")
+            for link in links:
+                if not link.startswith("https://"):
+                    raise r.fail(f"{where}.links", f"'{link}' must be an https:// address")
+            rules.append(DriverRule(kind, os_name, fams, r.string(e.get("release"), f"{where}.release"),
+                                    r.string(e.get("reason"), f"{where}.reason"), links,
+                                    versions.get("from"), versions.get("to"), dates.get("from"), dates.get("to")))
+    return tuple(rules)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from strata_gui.core.engines.devices import GpuPick, choose_devices, pick_gpus
+from strata_gui.core.engines.drivers import DriverVerdict
 from strata_gui.core.engines.probe import ProbeResult
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
 from strata_gui.core.engines.service import EngineService
@@ -79,6 +81,8 @@ class Resolution:
     model: str | None = None
     model_key: str | None = None
     notes: tuple[str, ...] = field(default=())
+    gpu_picks: tuple[GpuPick, ...] = field(default=())
+    driver: DriverVerdict | None = None
 
     @property
     def chosen(self) -> EngineSpec | None:
@@ -91,16 +95,26 @@ class Resolution:
                 return "No engine is installed."
             return "No installed engine works here: " + "; ".join(
                 f"{v.label}: {v.reason}" for v in self.verdicts)
-        return f"{self.chosen.label}: {self.chosen.reason}"
+        on = f" · on {', '.join(self.chosen.devices)}" if self.chosen.devices else ""
+        return f"{self.chosen.label}: {self.chosen.reason}{on}"
 
     def report(self) -> str:
         """Every engine, in or out, with its reason (``strata engines resolve``)."""
         lines = [f"GPU: {self.gpu}" + (f" · model: {self.model}" if self.model else "")]
+        lines += [f"  {'uses' if p.chosen else 'not used'}: {p.name} [{p.key}]: {p.reason}" for p in self.gpu_picks]
+        if self.driver is not None and not self.driver.ok:
+            lines.append(f"  driver: {self.driver.message}" + (" (you chose to use ROCm anyway)"
+                                                               if self.driver.overridden else ""))
+            lines += [f"    see {link}" for link in self.driver.links]
+        specs = {s.id: s for s in self.specs}
         rank = 0
         for v in self.verdicts:
             if v.included:
                 rank += 1
                 lines.append(f"  {rank}. {v.label} ({v.engine_id}): {v.reason}")
+                spec = specs.get(v.engine_id)
+                if spec is not None and spec.device_reason:
+                    lines.append(f"       devices: {', '.join(spec.devices) or 'engine default'}: {spec.device_reason}")
             else:
                 lines.append(f"  –  {v.label} ({v.engine_id}): not used: {v.reason}")
         if not self.verdicts:
@@ -113,7 +127,16 @@ class Resolution:
                 "chosen": self.chosen.id if self.chosen else None,
                 "reason": self.chosen.reason if self.chosen else self.summary(),
                 "order": [s.id for s in self.specs], "engines": [v.to_json() for v in self.verdicts],
+                "devices": {s.id: {"devices": list(s.devices), "env": {k: v for k, v in s.env.items()
+                                                                       if k in _DEVICE_VARS},
+                                   "reason": s.device_reason} for s in self.specs},
+                "gpus": [p.to_json() for p in self.gpu_picks],
+                "driver": self.driver.to_json() if self.driver is not None else None,
                 "notes": list(self.notes)}
+
+
+_DEVICE_VARS = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GGML_VK_VISIBLE_DEVICES", "LLAMA_ARG_DEVICE",
+                "LLAMA_ARG_SPLIT_MODE", "LLAMA_ARG_TENSOR_SPLIT", "LLAMA_ARG_MAIN_GPU")
 
 
 class EngineResolver:
@@ -146,6 +169,10 @@ class EngineResolver:
             ordered = sorted(report.amd_gpus, key=lambda g: g is not primary)
             return [GpuTarget(g.name, g.device_id, g.gfx_target) for g in ordered]
         return self.engines.gpus_from_settings()
+
+    def gpu_picks(self) -> list[GpuPick]:
+        """Which detected GPUs models run on, each with why (the GPU page's device picker)."""
+        return pick_gpus(self.gpus.last_report, self.settings.devices)
 
     def primary_target(self) -> GpuTarget | None:
         targets = self.gpu_targets()
@@ -208,7 +235,7 @@ class EngineResolver:
             raise EngineError(f"The engine in {folder} does not work here: {result.message}.",
                               hint="Choose another build, or leave the engine to Strata.", details=result.details)
         self.one_off = [e for e in self.one_off if e.id != engine.id] + [engine]
-        return self._spec(engine, self._one_off_reason(len(self.one_off) - 1))
+        return self._spec(engine, self._one_off_reason(len(self.one_off) - 1), result)
 
     def clear_one_off(self) -> None:
         """Back to the installed engines only."""
@@ -244,6 +271,7 @@ class EngineResolver:
         if choice is not None and choice.engine not in ids:
             notes.append(f"The engine chosen for this model ({choice.engine}) is not installed any more.")
 
+        driver = self.engines.driver_verdict()
         ranked: list[tuple[tuple[int, int, int, int, float], InstalledEngine, str]] = []
         out: list[EngineVerdict] = []
         probes: dict[str, ProbeResult | None] = {}
@@ -257,6 +285,10 @@ class EngineResolver:
                 if e.id == pinned:
                     notes.append(f"The pinned engine {label} is not used: {why}.")
                 out.append(EngineVerdict(e.id, label, backend, False, why, probe.verdict))
+                continue
+            if backend is Backend.ROCM and driver is not None and driver.blocks_rocm:
+                out.append(EngineVerdict(e.id, label, backend, False, driver.skip_reason(),
+                                         probe.verdict if probe is not None else "not probed"))
                 continue
             if e.id in one_off_ids:
                 tier, reason = 0, self._one_off_reason(one_off_ids.index(e.id))
@@ -274,12 +306,12 @@ class EngineResolver:
             ranked.append(((tier, sub, 0 if probe is not None else 1, order.get(backend, 9), -e.installed_at),
                            e, reason))
         ranked.sort(key=lambda t: t[0])
-        specs = tuple(self._spec(e, reason) for _k, e, reason in ranked)
+        specs = tuple(self._spec(e, reason, probes[e.id]) for _k, e, reason in ranked)
         inside = [EngineVerdict(s.id, s.label, s.backend, True, s.reason,
                                 probes[s.id].verdict if probes[s.id] is not None else "not probed")  # type: ignore[union-attr]
                   for s in specs]
         return Resolution(specs, tuple(inside + out), gpu_key, model.name if model is not None else None, key,
-                          tuple(notes))
+                          tuple(notes), tuple(self.gpu_picks()), driver)
 
     def _order_reason(self, backend: Backend, gpu: GpuTarget | None) -> str:
         where = f"for {gpu.gfx}" if gpu is not None and gpu.gfx else "with no AMD GPU detected"
@@ -295,14 +327,19 @@ class EngineResolver:
             return f"{backend.label} (your build: {engine.server_path.parent.name})"
         return f"{backend.label} {engine.tag}".strip()
 
-    def _spec(self, engine: InstalledEngine, reason: str) -> EngineSpec:
+    def _spec(self, engine: InstalledEngine, reason: str, probe: ProbeResult | None) -> EngineSpec:
         env, notices = self.engines.launch_env(engine, self.primary_target())
         for n in notices:
             log.info("engine %s: %s", engine.id, n)
+        # The probe ran with exactly this environment, so its device names are the ones to map.
+        devices = choose_devices(engine.backend, probe.devices if probe is not None else (),
+                                 self.gpus.last_report, self.settings.devices, env, self.engines.os_name)
+        env.update(devices.env)
         base = self.engines.environ
         # Only variables that differ from the app's environment travel with the spec.
         delta = {k: v for k, v in env.items() if base.get(k) != v}
         backend = Backend.parse(engine.backend)
         tuning = ("HIPBLASLT_TUNING_OVERRIDE_FILE" in env) if backend is Backend.ROCM else None
-        return EngineSpec(engine.id, self._label(engine), backend, engine.server_path, delta, reason, tuning)
+        return EngineSpec(engine.id, self._label(engine), backend, engine.server_path, delta, reason, tuning,
+                          devices.devices, devices.reason)
 

@@ -24,6 +24,7 @@ from strata_gui.core.blocking import run_blocking
 from strata_gui.core.engines.archive import safe_extract
 from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, tag_number
 from strata_gui.core.engines.download import download_file
+from strata_gui.core.engines.drivers import DriverVerdict, check_driver
 from strata_gui.core.engines.launch import current_os, launch_environment
 from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
 from strata_gui.core.engines.probe import ProbeResult, ProcessRunner, probe_engine, run_process
@@ -44,6 +45,7 @@ from strata_gui.core.errors import (
     InsufficientSpaceError,
     StrataError,
 )
+from strata_gui.core.gpu.model import GpuReport
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
 from strata_gui.core.settings import Settings, SettingsService
@@ -127,6 +129,7 @@ class EngineService:
         probe_runner: Runs a binary to completion (injected for tests of Windows behaviour).
         clock: Wall clock (epoch seconds).
         probe_timeout: Seconds ``--version``/``--list-devices`` may take.
+        gpu_report: The last GPU detection (for the driver check; None: nothing detected).
     """
 
     def __init__(
@@ -144,6 +147,7 @@ class EngineService:
         probe_runner: ProcessRunner = run_process,
         clock: Callable[[], float] = time.time,
         probe_timeout: float = 30.0,
+        gpu_report: Callable[[], GpuReport | None] = lambda: None,
     ) -> None:
         self.catalog = catalog
         self.releases = releases
@@ -158,6 +162,7 @@ class EngineService:
         self._clock = clock
         self._probe_timeout = probe_timeout
         self._probes: dict[str, ProbeResult] = {}
+        self._gpu_report = gpu_report
 
     @property
     def settings(self) -> Settings:
@@ -188,7 +193,18 @@ class EngineService:
             releases = {repo: listing.releases for repo, listing in listings.items()}
             notes = [lst.notice for lst in listings.values() if lst.notice]
         plan = plan_engines(self.catalog, gpus, self.os_name, releases)
+        driver = self.driver_verdict()
+        if driver is not None and driver.blocks_rocm:
+            # A known-bad driver: ROCm is not installed, Vulkan is tried first instead.
+            plan = replace(plan, candidates=tuple(
+                replace(c, included=False, reason=driver.skip_reason()) if c.backend == "rocm" and c.included else c
+                for c in plan.candidates))
+            plan = replace(plan, candidates=tuple(sorted(plan.candidates, key=lambda c: not c.included)))
         return replace(plan, notes=plan.notes + tuple(notes))
+
+    def driver_verdict(self) -> DriverVerdict | None:
+        """The driver check for the detected primary GPU (None: nothing to check)."""
+        return check_driver(self._gpu_report(), self.catalog, ignore=self.settings.ignore_driver_check)
 
     def gpus_from_settings(self) -> list[GpuTarget]:
         """The GPU as the gfx override setting describes it (until a detector provides one)."""
@@ -535,6 +551,7 @@ def create_engine_service(
     http: httpx.AsyncClient,
     *,
     catalog: EngineCatalog | None = None,
+    gpu_report: Callable[[], GpuReport | None] = lambda: None,
 ) -> EngineService:
     """Wire an :class:`EngineService` from the app's folders and settings (composition roots use this).
 
@@ -546,4 +563,4 @@ def create_engine_service(
                              download_base=settings.github_download_url, offline=settings.offline)
     return EngineService(catalog=catalog or load_catalog(), releases=releases, http=http, engines_dir=engines_dir,
                          downloads_dir=paths.downloads_dir, settings_service=settings_service,
-                         environ=environ)
+                         environ=environ, gpu_report=gpu_report)

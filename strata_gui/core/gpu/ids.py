@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,9 @@ class IdMatch:
     by_revision: bool
 
 
+BF16_SPEEDS = ("fast", "slow", "unsupported")
+
+
 @dataclass(frozen=True)
 class _Entry:
     gfx: str
@@ -63,6 +66,11 @@ class GpuIdTable:
     other_vendors: dict[int, str]
     windows_driver: WindowsDriverRequirement
     source: str = ""
+    bf16: dict[str, str] = field(default_factory=dict)  # gfx → "fast" | "slow" | "unsupported"
+
+    def bf16_speed(self, gfx: str) -> str | None:
+        """How this gfx target runs BF16 models: "fast", "slow", "unsupported" (None: not in the table)."""
+        return self.bf16.get(gfx.lower())
 
     def lookup(self, device_id: int, revision: int | None) -> IdMatch | None:
         """Return what the table knows about an AMD device, honouring revision overrides."""
@@ -112,6 +120,9 @@ def parse_gpu_table(data: Any) -> GpuIdTable:
             name = raw.get("name")
             if not isinstance(name, str) or not name:
                 raise ValueError(f"{where}: missing name")
+            source = raw.get("source")
+            if not isinstance(source, str) or not source.strip():
+                raise ValueError(f"{where}: missing source (where the id and gfx target were checked)")
             revisions: dict[int, tuple[str | None, str | None]] = {}
             for rev_key, rev in dict(raw.get("revisions", {})).items():
                 rwhere = f"{where}.revisions[{rev_key}]"
@@ -141,6 +152,15 @@ def parse_gpu_table(data: Any) -> GpuIdTable:
             min_release=str(drv.get("min_release", "")),
             hip_runtime_dlls=tuple(str(d) for d in dlls),
         )
+        bf16: dict[str, str] = {}
+        for gfx_key, row in dict(data.get("bf16", {})).items():
+            where = f"bf16.{gfx_key}"
+            _gfx(gfx_key, where)
+            if not isinstance(row, dict) or row.get("speed") not in BF16_SPEEDS:
+                raise ValueError(f"{where}.speed: expected one of {', '.join(BF16_SPEEDS)}")
+            if not isinstance(row.get("source"), str) or not row["source"].strip():
+                raise ValueError(f"{where}: missing source")
+            bf16[gfx_key.lower()] = str(row["speed"])
     except (ValueError, TypeError) as exc:
         raise GpuDetectionError(
             f"The GPU id table is invalid: {exc}",
@@ -151,6 +171,7 @@ def parse_gpu_table(data: Any) -> GpuIdTable:
         other_vendors=others,
         windows_driver=requirement,
         source=str(data.get("source", "")),
+        bf16=bf16,
     )
 
 

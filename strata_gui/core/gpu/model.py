@@ -39,6 +39,9 @@ class GpuInfo:
         pci_bus: ``0000:03:00.0`` (or what the OS reports).
         verdict: Whether ROCm can drive it.
         sources: How each fact was obtained (fact name → source).
+        driver_version: The driver's own version (Windows: ``32.0.21013.1000``), or None.
+        driver_date: The driver's date, ``YYYY-MM-DD``, or None.
+        bf16: How it runs BF16 models: "fast", "slow", "unsupported" (None: unknown).
     """
 
     key: str
@@ -56,6 +59,9 @@ class GpuInfo:
     rocm_family: str | None = None
     verdict: RocmVerdict = RocmVerdict.FAMILY_UNKNOWN
     sources: dict[str, str] = field(default_factory=dict)
+    driver_version: str | None = None
+    driver_date: str | None = None
+    bf16: str | None = None
 
     @property
     def is_amd(self) -> bool:

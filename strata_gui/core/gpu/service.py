@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -127,13 +127,16 @@ class GpuService:
         family_of: gfx target → ROCm build family (from the engines catalog), or None when no
             catalog is available (the verdict then says "ROCm family unknown").
         interval: Default telemetry interval in seconds.
+        bf16_of: gfx target → BF16 speed ("fast"/"slow"/"unsupported"), from the GPU id table.
         gfx_override: The user's "GPU target override" setting: used for AMD GPUs whose target
             could not be detected (detected targets are never overwritten).
     """
 
     def __init__(self, detector: GpuDetector, family_of: FamilyResolver | None = None,
-                 interval: float = 1.0, gfx_override: str | None = None) -> None:
+                 interval: float = 1.0, gfx_override: str | None = None,
+                 bf16_of: Callable[[str], str | None] | None = None) -> None:
         self.detector = detector
+        self.bf16_of = bf16_of
         self.family_of = family_of
         self.interval = interval
         self.gfx_override = normalise_gfx(gfx_override) if gfx_override else None
@@ -147,6 +150,10 @@ class GpuService:
                 gpu.gfx_target = self.gfx_override
                 gpu.sources["gfx_target"] = "settings: GPU target override"
             apply_family(gpu, self.family_of)
+            if gpu.is_amd and gpu.gfx_target and self.bf16_of is not None:
+                gpu.bf16 = self.bf16_of(gpu.gfx_target)
+                if gpu.bf16:
+                    gpu.sources["bf16"] = "GPU id table (bf16)"
         self.last_report = report
         return report
 
@@ -275,4 +282,4 @@ def build_gpu_service(
         detector = WindowsLiveSource(table)
     else:
         detector = NoGpuSource(platform, host or HostInfo("unknown CPU", None, None))
-    return GpuService(detector, family_of=family_of, gfx_override=gfx_override)
+    return GpuService(detector, family_of=family_of, gfx_override=gfx_override, bf16_of=table.bf16_speed)

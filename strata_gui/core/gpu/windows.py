@@ -166,6 +166,23 @@ class WmiController:
     pci: tuple[int, int, int | None] | None
     driver_version: str | None
     adapter_ram: int | None  # uint32: capped at 4 GiB, shown only to explain the cap
+    driver_date: str | None = None  # YYYY-MM-DD
+
+
+def parse_driver_date(value: Any) -> str | None:
+    """WMI ``20250619000000.000000-000``, registry ``6-19-2025`` or JSON ``/Date(1750291200000)/`` → ``2025-06-19``."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if m := re.match(r"^(\d{4})(\d{2})(\d{2})\d*", text):
+        return f"{m[1]}-{m[2]}-{m[3]}"
+    if m := re.match(r"^(\d{1,2})-(\d{1,2})-(\d{4})$", text):
+        return f"{m[3]}-{int(m[1]):02d}-{int(m[2]):02d}"
+    if m := re.match(r"^/Date\((\d+)\)/$", text):
+        import datetime
+
+        return datetime.datetime.fromtimestamp(int(m[1]) / 1000, datetime.UTC).strftime("%Y-%m-%d")
+    return None
 
 
 def parse_wmi_video_controllers(data: Any) -> list[WmiController]:
@@ -183,6 +200,7 @@ def parse_wmi_video_controllers(data: Any) -> list[WmiController]:
             pci=parse_pci_id(pnp),
             driver_version=str(raw["DriverVersion"]) if raw.get("DriverVersion") else None,
             adapter_ram=int(ram) if isinstance(ram, int) else None,
+            driver_date=parse_driver_date(raw.get("DriverDate")),
         ))
     return result
 
@@ -465,6 +483,8 @@ class WindowsSnapshotDetector:
                 driver=(f"{vendor} driver {version}" if version else None),
                 pci_bus=None,
                 sources=sources,
+                driver_version=version,
+                driver_date=wmi_c.driver_date if wmi_c else None,
             ))
         status = None
         if amd_versions:

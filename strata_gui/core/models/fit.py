@@ -39,6 +39,7 @@ class MemoryTarget:
         shared_bytes: GTT: system RAM the GPU can map (what an APU mostly runs from).
         is_apu: Integrated GPU sharing system RAM.
         budget_bytes: User cap on what Strata may use (0 = no cap).
+        bf16: How the GPU runs BF16 models: "fast", "slow", "unsupported" (None: unknown).
     """
 
     name: str
@@ -46,6 +47,7 @@ class MemoryTarget:
     shared_bytes: int = 0
     is_apu: bool = False
     budget_bytes: int = 0
+    bf16: str | None = None
 
     @property
     def usable_bytes(self) -> int:
@@ -221,15 +223,18 @@ def is_preferred_quant(label: str) -> bool:
 
 
 def default_pick(
-    choices: Sequence[QuantChoice], *, closeness: float = 1.3, headroom: float = 0.9
+    choices: Sequence[QuantChoice], *, closeness: float = 1.3, headroom: float = 0.9, bf16: str | None = None,
 ) -> QuantChoice | None:
     """The quant to pre-select: the largest that fits fully on the GPU, but a Q4_K_M-class
     quant when the larger one is close: within ``closeness`` × its size, or using more than
     ``headroom`` of the GPU's memory (little quality gained, no room left for a longer context).
-    Full-precision files are picked only when nothing else fits.
+    Full-precision files are picked only when nothing else fits. BF16 is left out where the GPU
+    runs it slowly or not at all (``bf16``), unless it is the only file that runs.
     Without a full fit: the preferred-class quant that runs at all, else the smallest that does.
     """
     runnable = [c for c in choices if c.estimate.verdict is not Verdict.WONT_FIT]
+    if bf16 in ("slow", "unsupported"):
+        runnable = [c for c in runnable if c.label.upper() != "BF16"] or runnable
     if not runnable:
         return None
     full = [c for c in runnable if c.estimate.verdict is Verdict.FULL_GPU]

@@ -51,6 +51,11 @@ class QuantFit:
     entry: QuantEntry
     estimate: FitEstimate | None
     is_default: bool = False
+    bf16: str | None = None  # BF16 files only: "fast" / "slow" / "unsupported" on this GPU (None: unknown)
+
+    def bf16_note(self) -> str:
+        """``"BF16: slow on this GPU"`` for a BF16 file whose speed here is known, else ""."""
+        return f"BF16: {self.bf16} on this GPU" if self.bf16 else ""
 
 
 @dataclass(frozen=True)
@@ -152,14 +157,15 @@ class ModelService:
         try:
             meta = await self.hub.header(detail.repo_id, detail.commit, source.first.path)
         except ModelError as exc:
-            fits = tuple(QuantFit(q, None) for q in detail.quants)
+            fits = tuple(QuantFit(q, None, bf16=_bf16(q, target)) for q in detail.quants)
             return FitReport(target, ctx, fits, note=f"Could not read the model header: {exc.message}")
         choices = [
             QuantChoice(q.label, q.size, estimate_fit(ModelShape.from_metadata(meta, q.size), target, self.ram_bytes, ctx))
             for q in detail.quants
         ]
-        pick = default_pick(choices)
-        fits = tuple(QuantFit(q, c.estimate, c is pick) for q, c in zip(detail.quants, choices, strict=True))
+        pick = default_pick(choices, bf16=target.bf16)
+        fits = tuple(QuantFit(q, c.estimate, c is pick, _bf16(q, target))
+                     for q, c in zip(detail.quants, choices, strict=True))
         return FitReport(target, min(ctx, meta.context_length or ctx), fits, meta.architecture, meta.context_length or 0)
 
     # -- downloads (thin wrappers over ``self.downloads`` for ``strata models pull`` and old callers)
@@ -284,6 +290,10 @@ def build_model_service(
     )
 
 
+def _bf16(quant: QuantEntry, target: MemoryTarget) -> str | None:
+    return target.bf16 if quant.label.upper() == "BF16" else None
+
+
 def memory_target_for(gpu: GpuInfo | None, settings: Settings) -> MemoryTarget:
     """The memory target for a detected GPU (``GpuReport.primary``), capped by the user budget;
     Settings' fallback figure when no GPU or no memory size was detected."""
@@ -296,4 +306,5 @@ def memory_target_for(gpu: GpuInfo | None, settings: Settings) -> MemoryTarget:
         shared_bytes=gpu.shared_total or 0,
         is_apu=gpu.integrated,
         budget_bytes=budget,
+        bf16=gpu.bf16,
     )

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from strata_gui.core.engines.devices import DEVICE_ARG_ENV, SPLIT_ENV
 from strata_gui.core.errors import EngineError
 from strata_gui.core.models.fit import MIB, MemoryTarget
 from strata_gui.core.runtime.engine import EngineSpec
@@ -141,6 +142,12 @@ class RpcPool:
             self.in_use = workers
             if workers:
                 settings = dataclasses.replace(settings, extra_args=(*settings.extra_args, "--rpc", ",".join(workers)))
+                local_only = (DEVICE_ARG_ENV, *SPLIT_ENV)
+                if any(k in engine.env for k in local_only):
+                    # --device and --tensor-split name local devices only and would leave the workers'
+                    # RPC devices out; the visibility variables still keep a left-out local GPU hidden.
+                    engine = dataclasses.replace(
+                        engine, env={k: v for k, v in engine.env.items() if k not in local_only})
                 log.info("launching %s with RPC workers %s", engine.label, ", ".join(workers))
             return inner(engine, model, settings)
 

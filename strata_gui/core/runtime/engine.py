@@ -58,6 +58,8 @@ class EngineSpec:
         env: Variables set on top of the app's environment when launching it.
         reason: Why it is in the plan at this place (shown to users: "measured fastest for this model").
         tuning_active: ROCm only: a validated hipBLASLt table is passed (None: not applicable).
+        devices: The engine's own device names it runs on (``ROCm0``); empty: the engine's default.
+        device_reason: Why those devices (and which GPUs are left out).
     """
 
     id: str
@@ -67,6 +69,8 @@ class EngineSpec:
     env: dict[str, str] = field(default_factory=dict)
     reason: str = ""
     tuning_active: bool | None = None
+    devices: tuple[str, ...] = ()
+    device_reason: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, Backend):  # accept "rocm" etc. from callers and JSON

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QHideEvent
 from PySide6.QtWidgets import (
+    QCheckBox,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -23,6 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.engines import DriverVerdict, GpuPick
+from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu import DriverState, GpuReport, GpuService, GpuTelemetry, fmt_opt_bytes
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
@@ -38,6 +41,11 @@ class GpuPage(Page):
         gpu_service: The core GPU facade (detection, system report).
         bridge: Runs detection off the UI thread and reports its errors.
         telemetry: The app's one GPU sampler (shared with the dashboard); a private one if None.
+        remote_devices: The RPC workers' devices, as last checked.
+        gpu_picks: Which GPUs models run on, with why (the engine resolver decides).
+        choose_devices: Saves the user's GPU choice (GPU keys; empty: let Strata choose).
+        driver_check: The catalog's driver verdict for the GPU models run on (None: nothing to check).
+        ignore_driver_check: Saves the user's "use ROCm anyway" override.
     """
 
     page_title = "GPU"
@@ -46,8 +54,16 @@ class GpuPage(Page):
 
     def __init__(self, gpu_service: GpuService, bridge: AsyncBridge, parent: QWidget | None = None,
                  *, remote_devices: Callable[[], list[RemoteDevice]] | None = None,
-                 telemetry: GpuTelemetry | None = None) -> None:
+                 telemetry: GpuTelemetry | None = None,
+                 gpu_picks: Callable[[], list[GpuPick]] | None = None,
+                 choose_devices: Callable[[list[str]], object] | None = None,
+                 driver_check: Callable[[], DriverVerdict | None] | None = None,
+                 ignore_driver_check: Callable[[bool], object] | None = None) -> None:
         super().__init__(parent)
+        self._driver_check = driver_check or (lambda: None)
+        self._ignore_driver_check = ignore_driver_check
+        self._gpu_picks = gpu_picks or list
+        self._choose_devices = choose_devices
         self.page_title = self.tr("GPU")
         self._remote_devices = remote_devices or list
         self._service = gpu_service
@@ -120,6 +136,50 @@ class GpuPage(Page):
         remote_layout.addWidget(self.remote_label)
         self.remote_box.hide()
 
+        # Which GPUs models run on: one check box per GPU, with the resolver's reason under it.
+        self.devices_box = QFrame()
+        self.devices_box.setObjectName("card")
+        devices_title = QLabel(self.tr("Models run on"))
+        devices_title.setStyleSheet("font-size: 16px; font-weight: 600;")
+        self.devices_layout = QVBoxLayout(self.devices_box)
+        self.devices_layout.setContentsMargins(16, 10, 16, 12)
+        self.devices_layout.addWidget(devices_title)
+        self.device_rows = QVBoxLayout()
+        self.devices_layout.addLayout(self.device_rows)
+        self.devices_auto = QPushButton(self.tr("Let Strata choose"))
+        self.devices_auto.setToolTip(self.tr("The discrete AMD GPU with the most memory; an integrated GPU only "
+                                             "when there is no discrete one."))
+        self.devices_auto.clicked.connect(lambda: self._save_devices([]))
+        self.devices_error = QLabel()
+        self.devices_error.setWordWrap(True)
+        self.devices_error.hide()
+        auto_row = QHBoxLayout()
+        auto_row.addWidget(self.devices_error, 1)
+        auto_row.addWidget(self.devices_auto)
+        self.devices_layout.addLayout(auto_row)
+        self.device_checks: dict[str, QCheckBox] = {}
+        self.device_reasons: dict[str, QLabel] = {}
+        self.devices_box.hide()
+
+        # The driver check: a known-bad driver moves ROCm out of the plan; the user may override.
+        self.driver_box = QFrame()
+        self.driver_box.setObjectName("notice")
+        self.driver_box.setProperty("level", "warning")
+        self.driver_text = QLabel()
+        self.driver_text.setWordWrap(True)
+        self.driver_text.setTextFormat(Qt.TextFormat.PlainText)
+        self.driver_links = QLabel()
+        self.driver_links.setWordWrap(True)
+        self.driver_links.setOpenExternalLinks(True)
+        self.driver_override = QCheckBox(self.tr("Use ROCm anyway (I have checked this driver works)"))
+        self.driver_override.toggled.connect(self._driver_override_toggled)
+        driver_layout = QVBoxLayout(self.driver_box)
+        driver_layout.setContentsMargins(12, 10, 12, 10)
+        driver_layout.addWidget(self.driver_text)
+        driver_layout.addWidget(self.driver_links)
+        driver_layout.addWidget(self.driver_override)
+        self.driver_box.hide()
+
         self.empty = QLabel(self.tr("Open this page to detect GPUs."))
         self.empty.setObjectName("muted")
         self.empty.setWordWrap(True)
@@ -138,6 +198,8 @@ class GpuPage(Page):
         content_layout.setSpacing(12)
         content_layout.addWidget(self.banner)
         content_layout.addWidget(self.empty)
+        content_layout.addWidget(self.driver_box)
+        content_layout.addWidget(self.devices_box)
         content_layout.addWidget(self.cards_box)
         content_layout.addWidget(self.remote_box)
         content_layout.addWidget(self.host_box)
@@ -241,7 +303,77 @@ class GpuPage(Page):
         if self.isVisible():
             self.start_sampling()
         self.show_remote_devices()
+        self.show_device_choice()
+        self.show_driver_check()
         self.detected.emit(report)
+
+    def show_driver_check(self) -> None:
+        """Warn when the driver is known to break ROCm builds (with the reports), and offer the override."""
+        verdict = self._driver_check()
+        if verdict is None or verdict.ok:
+            self.driver_box.hide()
+            return
+        if verdict.overridden:
+            text = self.tr("Driver check: %s. You chose to use ROCm anyway.") % verdict.message
+        else:
+            text = self.tr("Driver check: %s. Strata uses the Vulkan engine instead of ROCm.") % verdict.message
+        self.driver_text.setText(text)
+        self.driver_links.setText(" · ".join(f'<a href="{link}">{link}</a>' for link in verdict.links))
+        self.driver_links.setVisible(bool(verdict.links))
+        self.driver_override.blockSignals(True)
+        self.driver_override.setChecked(verdict.overridden)
+        self.driver_override.blockSignals(False)
+        self.driver_override.setVisible(self._ignore_driver_check is not None)
+        self.driver_box.show()
+
+    def _driver_override_toggled(self, checked: bool) -> None:
+        if self._ignore_driver_check is None:
+            return
+        try:
+            self._ignore_driver_check(checked)
+        except StrataError as exc:
+            self.driver_text.setText(exc.message)
+            return
+        self.show_driver_check()
+
+    def show_device_choice(self) -> None:
+        """One check box per GPU (checked: models run on it) and why it is in or out."""
+        while self.device_rows.count():
+            item = self.device_rows.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.setParent(None)
+                widget.deleteLater()
+        self.device_checks, self.device_reasons = {}, {}
+        picks = self._gpu_picks()
+        for pick in picks:
+            check = QCheckBox(pick.name)
+            check.setChecked(pick.chosen)
+            check.toggled.connect(self._device_toggled)
+            reason = QLabel(pick.reason)
+            reason.setObjectName("muted")
+            reason.setWordWrap(True)
+            reason.setTextFormat(Qt.TextFormat.PlainText)
+            self.device_rows.addWidget(check)
+            self.device_rows.addWidget(reason)
+            self.device_checks[pick.key] = check
+            self.device_reasons[pick.key] = reason
+        self.devices_box.setVisible(bool(picks) and self._choose_devices is not None)
+
+    def _device_toggled(self, _checked: bool) -> None:
+        self._save_devices([key for key, check in self.device_checks.items() if check.isChecked()])
+
+    def _save_devices(self, keys: list[str]) -> None:
+        if self._choose_devices is None:
+            return
+        try:
+            self._choose_devices(keys)
+        except StrataError as exc:
+            self.devices_error.setText(exc.message)
+            self.devices_error.show()
+            return
+        self.devices_error.hide()
+        self.show_device_choice()
 
     def show_remote_devices(self) -> None:
         """List the RPC workers' devices (address, name, free of total memory)."""

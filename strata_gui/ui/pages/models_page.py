@@ -371,6 +371,9 @@ class ModelsPage(Page):
         for row, fit in enumerate(report.fits):
             label = fit.entry.label + (self.tr("  (recommended)") if fit.is_default else "")
             verdict = fit.estimate.describe() if fit.estimate else self.tr("unknown")
+            if fit.bf16:
+                verdict += " · " + {"fast": self.tr("BF16: fast on this GPU"), "slow": self.tr("BF16: slow on this GPU"),
+                                    "unsupported": self.tr("BF16: not supported by this GPU")}.get(fit.bf16, fit.bf16)
             max_ctx = str(fit.estimate.max_context) if fit.estimate and fit.estimate.max_context else "–"
             cells = [label, format_bytes(fit.entry.size), verdict, max_ctx, fit.entry.name]
             for col, text in enumerate(cells):
