@@ -30,7 +30,7 @@ from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.fit import MemoryTarget
-from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for
+from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for_gpus
 from strata_gui.core.progress import ProgressCallback, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
@@ -47,15 +47,19 @@ log = logging.getLogger(__name__)
 
 
 class FitTarget:
-    """The memory a model must fit in: the primary GPU (or Settings' fallback) plus active RPC workers."""
+    """The memory a model must fit in: the GPUs models run on (the resolver's device choice; two or
+    more are one split target), else Settings' fallback, plus the active RPC workers."""
 
-    def __init__(self, gpu: GpuService, settings: Settings, rpc: RpcPool) -> None:
-        self._gpu, self._settings, self._rpc = gpu, settings, rpc
+    def __init__(self, gpu: GpuService, settings: Settings, rpc: RpcPool, resolver: EngineResolver) -> None:
+        self._gpu, self._settings, self._rpc, self._resolver = gpu, settings, rpc, resolver
 
     def __call__(self) -> MemoryTarget:
         report = self._gpu.last_report
-        target = memory_target_for(report.primary if report is not None else None, self._settings)
-        return self._rpc.extend_target(target)
+        chosen = {p.key for p in self._resolver.gpu_picks() if p.chosen}
+        gpus = [g for g in report.gpus if g.key in chosen] if report is not None else []
+        if not gpus and report is not None and report.primary is not None:
+            gpus = [report.primary]
+        return self._rpc.extend_target(memory_target_for_gpus(gpus, self._settings))
 
 
 class RpcCrashPolicy:
@@ -215,7 +219,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     metrics = MetricsStore(paths.database_file)
     resolver = EngineResolver(engines, gpu, settings, metrics)
     rpc = RpcPool(base.settings_service, resolver.installed_specs, environ=env, log_dir=paths.log_dir, job=job)
-    fit_target = FitTarget(gpu, settings, rpc)
+    fit_target = FitTarget(gpu, settings, rpc, resolver)
     secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
     models = build_model_service(settings, paths.data_dir, client, env, memory_target=fit_target, secrets=secrets)
     chat_store = ConversationStore(paths.database_file if keep_conversations else Path(":memory:")).open()

@@ -198,3 +198,32 @@ def test_the_bf16_table_covers_every_known_target() -> None:
     assert table.bf16_speed("gfx1201") == "fast" and table.bf16_speed("gfx942") == "fast"
     known = {e.gfx for e in table.devices.values()}
     assert known <= set(table.bf16), sorted(known - set(table.bf16))
+
+
+def test_a_model_that_fits_only_across_two_gpus(captured_gpus: dict[str, Any], model_shapes: dict[str, Any]) -> None:
+    """7900 XTX + RX 7600 chosen together: a 32B Q4_K_M at 32K context is more than the 24 GB card
+    holds, but fits spread over both; the verdict says so."""
+    from strata_gui.core.gpu.model import GpuInfo
+    from strata_gui.core.models.service import memory_target_for_gpus
+    from strata_gui.core.settings import Settings
+
+    xtx, small = captured_gpus["rx7900xtx"], captured_gpus["rx7600"]
+    cards = [GpuInfo("card0", "AMD", 0x1002, 0x744C, 0xC8, xtx["name"], "gfx1100", False, xtx["vram_bytes"],
+                     xtx["shared_bytes"], "amdgpu", "0000:03:00.0"),
+             GpuInfo("card1", "AMD", 0x1002, 0x7480, 0xCF, small["name"], "gfx1102", False, small["vram_bytes"],
+                     small["shared_bytes"], "amdgpu", "0000:08:00.0")]
+    both = memory_target_for_gpus(cards, Settings())
+    one = memory_target_for_gpus(cards[:1], Settings())
+    assert both.devices == (xtx["vram_bytes"], small["vram_bytes"]) and " + " in both.name
+    assert both.usable_bytes == xtx["vram_bytes"] + small["vram_bytes"] - 320 * MIB  # the 2nd GPU's own buffers
+    ram = xtx["ram_bytes"]
+    mid = _shape(model_shapes["qwen2.5-32b"], "Q4_K_M")
+    # At 32K context the 24 GB card alone only holds part of it; both cards hold all of it.
+    alone = estimate_fit(mid, one, ram, 32768)
+    spread = estimate_fit(mid, both, ram, 32768)
+    assert alone.verdict is Verdict.PARTIAL
+    assert spread.verdict is Verdict.FULL_GPU and spread.gpu_count == 2
+    assert spread.describe() == "fits across 2 GPUs"
+    # A model one card holds is "fits fully on GPU", not "across 2".
+    small_model = estimate_fit(_shape(model_shapes["llama-3.1-8b"], "Q4_K_M"), both, ram, 8192)
+    assert small_model.gpu_count == 1 and small_model.describe() == "fits fully on GPU"

@@ -139,3 +139,23 @@ def test_gui_and_cli_give_the_same_fit_verdicts(
     assert cli_verdicts == gui_verdicts and len(gui_verdicts) == 3
     if "no-gpu" not in machine and "nvidia" not in machine:
         assert report.target.usable_bytes > 0  # judged against the detected GPU, not "0.0 GB usable"
+
+
+def test_two_chosen_gpus_are_one_split_fit_target_in_gui_and_cli(
+        hub_repos: list[Any], qtbot: QtBot, qapp: Any, qasync_loop: asyncio.AbstractEventLoop,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The laptop's 780M iGPU + RX 7600, both chosen on the GPU page: fits are judged across both."""
+    from tests.support.hub_server import running_hub
+
+    monkeypatch.setenv("STRATA_SYSFS_ROOT", str(DATA / "linux" / "laptop-780m-rx7600"))
+    monkeypatch.delenv("STRATA_GPU_SNAPSHOT", raising=False)
+    with running_hub(hub_repos) as hub:
+        build_services().settings_service.update(hub_endpoint=hub.url, devices=["card0", "card1"])
+        rc, info = cli(capsys, "models", "info", "strata/test-llama-GGUF")
+        assert rc == 0
+        for ui in gui(qtbot, qapp, qasync_loop):
+            qasync_loop.run_until_complete(ui.services.detect_gpus())
+            target = ui.services.fit_target()
+    assert len(target.devices) == 2 and target.name == "AMD Radeon 780M + AMD Radeon RX 7600 series"
+    assert info["fit"]["target"]["name"] == target.name
+    assert info["fit"]["target"]["usable_bytes"] == target.usable_bytes

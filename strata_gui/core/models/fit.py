@@ -40,6 +40,8 @@ class MemoryTarget:
         is_apu: Integrated GPU sharing system RAM.
         budget_bytes: User cap on what Strata may use (0 = no cap).
         bf16: How the GPU runs BF16 models: "fast", "slow", "unsupported" (None: unknown).
+        devices: Usable bytes of each GPU when a model is spread over several (layer split);
+            empty for one GPU. ``vram_bytes`` is then their sum.
     """
 
     name: str
@@ -48,14 +50,26 @@ class MemoryTarget:
     is_apu: bool = False
     budget_bytes: int = 0
     bf16: str | None = None
+    devices: tuple[int, ...] = ()
 
     @property
     def usable_bytes(self) -> int:
-        """VRAM for a discrete card, VRAM + GTT for an APU, capped by the budget."""
+        """VRAM for a discrete card, VRAM + GTT for an APU, capped by the budget. Spread over
+        several GPUs, each extra GPU holds its own backend buffers, which are not model room."""
         total = self.vram_bytes + (self.shared_bytes if self.is_apu else 0)
+        if len(self.devices) > 1:
+            total = sum(self.devices) - (len(self.devices) - 1) * BASE_OVERHEAD
         if self.budget_bytes > 0:
             total = min(total, self.budget_bytes)
         return max(0, total)
+
+    @property
+    def largest_device_bytes(self) -> int:
+        """What the biggest single GPU of the target can hold (the whole target for one GPU)."""
+        if len(self.devices) > 1:
+            biggest = max(self.devices)
+            return min(biggest, self.budget_bytes) if self.budget_bytes > 0 else biggest
+        return self.usable_bytes
 
     @classmethod
     def from_settings(cls, fallback_gpu_memory_mb: int, memory_budget_mb: int) -> MemoryTarget:
@@ -135,6 +149,7 @@ class FitEstimate:
         max_context: Largest context (multiple of 256, at most the trained one) that still gets
             this verdict with all layers on the GPU; for partial/CPU verdicts the largest that
             fits in GPU + system memory. 0 when nothing fits.
+        gpu_count: GPUs the model needs (2+ when it fits only spread over several).
     """
 
     verdict: Verdict
@@ -146,6 +161,7 @@ class FitEstimate:
     compute_bytes: int
     gpu_bytes: int
     max_context: int
+    gpu_count: int = 1
 
     @property
     def total_bytes(self) -> int:
@@ -154,6 +170,8 @@ class FitEstimate:
     def describe(self) -> str:
         if self.verdict is Verdict.PARTIAL:
             return f"partial offload ({self.gpu_layers} of {self.total_layers} layers)"
+        if self.verdict is Verdict.FULL_GPU and self.gpu_count > 1:
+            return f"fits across {self.gpu_count} GPUs"
         return str(self.verdict.value)
 
 
@@ -190,11 +208,14 @@ def estimate_fit(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx:
     per_layer = shape.weights_bytes // (layers + 1) + kv // layers
     fixed_no_kv = shape.weights_bytes + BASE_OVERHEAD + shape.n_vocab * UBATCH * 4 + shape.embedding_length * UBATCH * 16
 
-    def result(verdict: Verdict, gpu_layers: int, max_ctx: int) -> FitEstimate:
-        return FitEstimate(verdict, gpu_layers, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, gpu, max_ctx)
+    def result(verdict: Verdict, gpu_layers: int, max_ctx: int, gpu_count: int = 1) -> FitEstimate:
+        return FitEstimate(verdict, gpu_layers, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, gpu, max_ctx,
+                           gpu_count)
 
     if gpu > 0 and need <= gpu:
-        return result(Verdict.FULL_GPU, shape.n_layers, _largest_context(gpu, fixed_no_kv, shape))
+        # Spread over several GPUs, say so when one of them alone would not hold it.
+        count = len(target.devices) if len(target.devices) > 1 and need > target.largest_device_bytes else 1
+        return result(Verdict.FULL_GPU, shape.n_layers, _largest_context(gpu, fixed_no_kv, shape), count)
     pooled = gpu + ram if not target.is_apu else max(gpu, ram)
     max_pooled = _largest_context(pooled, fixed_no_kv, shape)
     if gpu > compute + per_layer:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -292,6 +292,27 @@ def build_model_service(
 
 def _bf16(quant: QuantEntry, target: MemoryTarget) -> str | None:
     return target.bf16 if quant.label.upper() == "BF16" else None
+
+
+def memory_target_for_gpus(gpus: Sequence[GpuInfo], settings: Settings) -> MemoryTarget:
+    """The memory target for the GPUs models run on: one GPU as :func:`memory_target_for`; two or
+    more as one target whose layers are split over them (the engine resolver launches it so)."""
+    targets = [memory_target_for(g, settings) for g in gpus]
+    if len(targets) < 2:
+        return targets[0] if targets else memory_target_for(None, settings)
+    budget = max(0, settings.memory_budget_mb) * MIB
+    devices = tuple(replace(t, budget_bytes=0).usable_bytes for t in targets)
+    return MemoryTarget(name=" + ".join(t.name for t in targets), vram_bytes=sum(devices), budget_bytes=budget,
+                        bf16=min((t.bf16 for t in targets if t.bf16), key=_bf16_rank, default=None),
+                        devices=devices)
+
+
+_BF16_ORDER = ("unsupported", "slow", "fast")
+
+
+def _bf16_rank(value: str) -> int:
+    """The slowest GPU decides how BF16 runs when a model is spread over several."""
+    return _BF16_ORDER.index(value) if value in _BF16_ORDER else len(_BF16_ORDER)
 
 
 def memory_target_for(gpu: GpuInfo | None, settings: Settings) -> MemoryTarget:
