@@ -7,7 +7,7 @@ widgets. Sampling pauses while the page is hidden.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QHideEvent
@@ -23,7 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.gpu import DriverState, GpuReport, GpuService, TelemetrySampler, fmt_opt_bytes
+from strata_gui.core.engines import ProbeFinding
+from strata_gui.core.gpu import DriverState, GpuInfo, GpuReport, GpuService, TelemetrySampler, fmt_opt_bytes
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.gpu_widgets import GpuCard
@@ -44,8 +45,10 @@ class GpuPage(Page):
     detected = Signal(object)  # GpuReport, after each detection
 
     def __init__(self, gpu_service: GpuService, bridge: AsyncBridge, parent: QWidget | None = None,
-                 *, remote_devices: Callable[[], list[RemoteDevice]] | None = None) -> None:
+                 *, remote_devices: Callable[[], list[RemoteDevice]] | None = None,
+                 rocm_findings: Callable[[GpuInfo], Sequence[ProbeFinding]] | None = None) -> None:
         super().__init__(parent)
+        self._rocm_findings = rocm_findings
         self.page_title = self.tr("GPU")
         self._remote_devices = remote_devices or list
         self._service = gpu_service
@@ -235,11 +238,19 @@ class GpuPage(Page):
             card = GpuCard(gpu, report.platform)
             self.cards_layout.addWidget(card)
             self.cards.append(card)
+        self.show_probe_findings()
         self.sampler = self._service.sampler(report.gpus)
         if self.isVisible():
             self.start_sampling()
         self.show_remote_devices()
         self.detected.emit(report)
+
+    def show_probe_findings(self) -> None:
+        """Tell each card what the ROCm engines' last probes found on it (after installs and probes)."""
+        if self._rocm_findings is None:
+            return
+        for card in self.cards:
+            card.set_probe_findings(self._rocm_findings(card.gpu))
 
     def show_remote_devices(self) -> None:
         """List the RPC workers' devices (address, name, free of total memory)."""
