@@ -36,6 +36,7 @@ from strata_gui.ui.first_run import STEP_MODELS, STEP_READY, STEP_SETUP
 from strata_gui.ui.i18n import install_language, translators_of
 from strata_gui.ui.theme import apply_theme
 from tests.first_run.conftest import GPU_TREES, wait_until
+from tests.support.engines import CACHE as ENGINE_CACHE
 from tests.support.github_server import GitHubServer
 from tests.support.hub_server import RunningHub
 from tests.walkthrough.conftest import Shots, settle
@@ -70,6 +71,9 @@ def start_app(qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop,
     every start is closed at the end (engines stopped, clients closed)."""
     monkeypatch.setenv("STRATA_SYSFS_ROOT", str(GPU_TREES / "rx7900xtx"))
     monkeypatch.setenv("STRATA_VK_VISIBLE_DEVICES", "0")  # Mesa's llvmpipe is this machine's Vulkan device
+    # llvmpipe compiles every Vulkan pipeline at the engine's first start (most of a minute on two
+    # busy cores); its shader cache lives with the test engines so only the first run ever pays.
+    monkeypatch.setenv("MESA_SHADER_CACHE_DIR", str(ENGINE_CACHE / "mesa-shader-cache"))
     runs: list[Run] = []
 
     def start(starters: list[StarterModel], **settings: Any) -> Run:
