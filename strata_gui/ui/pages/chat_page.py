@@ -654,8 +654,9 @@ class ChatPage(Page):
         preferred = self._service.preferred_engine
         if preferred is None:
             return ""
-        lines = [self.tr("Engine: {0} (starts with your first message)").format(preferred.label),
-                 self.tr("Why: {0}").format(preferred.reason)]
+        lines = [self.tr("Engine: {0} (starts with your first message)").format(preferred.label)]
+        if preferred.reason:
+            lines.append(self.tr("Why: {0}").format(preferred.reason))
         resolution = self._resolve(self._service.model) if self._resolve is not None else None
         if resolution is not None:
             lines += [self.tr("Not used: {0} — {1}").format(v.label, v.reason) for v in resolution.left_out]
