@@ -150,6 +150,10 @@ Last reply: this computer ({1})</source>
         <translation>未选择模型</translation>
     </message>
     <message>
+        <source>&lt;h3&gt;Start a conversation&lt;/h3&gt;&lt;p&gt;Type a message below to chat with {0}.&lt;br&gt;Strata starts the engine for you and switches to another engine if one fails.&lt;/p&gt;</source>
+        <translation>&lt;h3&gt;开始对话&lt;/h3&gt;&lt;p&gt;在下方输入消息，与 {0} 对话。&lt;br&gt;Strata 会为你启动引擎；某个引擎出错时会自动换用另一个。&lt;/p&gt;</translation>
+    </message>
+    <message>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>

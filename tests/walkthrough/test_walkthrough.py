@@ -192,6 +192,10 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
         assert tr("ChatPage", "Not used: {0} — {1}").format(ROCM, "") in header
         assert tr("startup", "engine: %1").replace("%1", ENGINE) in window.statusBar().currentMessage()
         assert meter_used(ui) == (0, 1024)
+        assert chat.empty_state.text() == tr(
+            "ChatPage", "<h3>Start a conversation</h3><p>Type a message below to chat with {0}.<br>"
+                        "Strata starts the engine for you and switches to another engine if one fails.</p>"
+        ).format("strata-test-llama-Q4_K_M.gguf")
         await settle()
         shots(window, "chat-announced")
 

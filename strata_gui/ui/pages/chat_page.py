@@ -9,6 +9,7 @@ earlier pages load on demand.
 from __future__ import annotations
 
 import functools
+import html
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -200,9 +201,7 @@ class ChatPage(Page):
         bar = self.scroll_area.verticalScrollBar()
         bar.rangeChanged.connect(self._keep_at_bottom)
         bar.valueChanged.connect(self._track_bottom)
-        self.empty_state = QLabel(self.tr(
-            "<h3>Start a conversation</h3><p>Choose a model (a .gguf file) above, then type a message below.<br>"
-            "Strata starts the engine for you and switches to another engine if one fails.</p>"))
+        self.empty_state = QLabel()
         self.empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_state.setObjectName("muted")
         self.stack = QStackedWidget()
@@ -531,6 +530,16 @@ class ChatPage(Page):
         model = self._service.model
         self.model_label.setText(model.name if model else self.tr("No model chosen"))
         self.model_label.setToolTip(str(model) if model else "")
+        # With a model already chosen (the guide, the last session) asking to choose one misleads.
+        if model is None:
+            self.empty_state.setText(self.tr(
+                "<h3>Start a conversation</h3><p>Choose a model (a .gguf file) above, then type a message below.<br>"
+                "Strata starts the engine for you and switches to another engine if one fails.</p>"))
+        else:
+            self.empty_state.setText(self.tr(
+                "<h3>Start a conversation</h3><p>Type a message below to chat with {0}.<br>"
+                "Strata starts the engine for you and switches to another engine if one fails.</p>")
+                .format(html.escape(model.name)))
 
     def choose_model(self) -> None:
         start = str(self._service.model.parent) if self._service.model else ""
