@@ -489,13 +489,9 @@ class DashboardPage(Page):
         results, rec = self.service.saved_results(model)
         self.show_results(results, rec)
 
-    def engine_name(self, engine_id: str) -> str:
-        """The name people read for an engine id ("Vulkan b7601"); the id when it is not installed now."""
-        return next((s.label for s in self.service.installed_engines() if s.id == engine_id), engine_id)
-
     def show_results(self, results: list[BenchResult], rec: Recommendation) -> None:
         self.last_results, self.last_recommendation = results, rec
-        name = self.engine_name
+        name = self.service.engine_name
         self.results_table.setRowCount(len(results))
 
         def fmt(values: list[float], med: float | None, digits: int) -> str:
@@ -528,10 +524,10 @@ class DashboardPage(Page):
         if choice is None:
             self.choice_label.setText(self.tr("Default engine: from the engine plan (not measured yet)."))
         elif choice.source == "user":
-            self.choice_label.setText(self.tr("Default engine: %s (chosen by you).") % self.engine_name(choice.engine))
+            self.choice_label.setText(self.tr("Default engine: %s (chosen by you).") % self.service.engine_name(choice.engine))
         else:
             self.choice_label.setText(self.tr("Default engine: %s (automatic, from the benchmark).")
-                                      % self.engine_name(choice.engine))
+                                      % self.service.engine_name(choice.engine))
 
     def pin_recommended(self) -> None:
         model = self.current_model()
