@@ -205,6 +205,7 @@ def compose(
 def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app: QApplication,
              hooks: UiHooks) -> AppUi:
     """Create every page, add it to ``window`` and connect the pages to each other."""
+    from strata_gui.core.chat import PlanChanged
     from strata_gui.core.rpc import RpcDevice
     from strata_gui.core.runtime import ServerState
     from strata_gui.ui.pages.about_page import AboutPage
@@ -218,7 +219,8 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
 
     base = services.base
     icon = app_icon()
-    chat = ChatPage(services.chat, bridge, remote=services.remote, use_engine_folder=services.use_engine_folder)
+    chat = ChatPage(services.chat, bridge, remote=services.remote, use_engine_folder=services.use_engine_folder,
+                    resolve=services.resolver.resolve)
     models = ModelsPage(services.models, bridge, open_url=lambda url: hooks.open_path(Path(url.toLocalFile())))
     engines = EnginesPage(services.engines, bridge)
     def remote_devices() -> list[RpcDevice]:
@@ -229,7 +231,8 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
                   gpu_picks=services.resolver.gpu_picks,
                   choose_devices=lambda keys: services.settings.update(devices=keys),
                   driver_check=services.engines.driver_verdict,
-                  ignore_driver_check=lambda on: services.settings.update(ignore_driver_check=on))
+                  ignore_driver_check=lambda on: services.settings.update(ignore_driver_check=on),
+                  rocm_findings=services.resolver.rocm_findings)
 
     def engine_url() -> str | None:
         sup = services.chat.supervisor
@@ -260,6 +263,13 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     network = NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
     ui = AppUi(window, Pages(chat, models, engines, gpu, dashboard, network, settings, about), services, bridge,
                hooks)
+
+    def plan_changed(event: object) -> None:
+        if isinstance(event, PlanChanged) and window.statusBar().currentMessage():
+            show_engine_status(ui)  # once start-up has shown it, it follows every change
+
+    services.chat.subscribe(plan_changed)
+    window.destroyed.connect(lambda *_: services.chat.unsubscribe(plan_changed))
     for page in (chat, models, engines, gpu, dashboard, network, settings, about):
         window.add_page(page, page_icon(page))
     network.remotes_changed.connect(chat.refresh_run_on)
@@ -274,6 +284,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     gpu.detected.connect(lambda _report: engines.set_gpus(services.resolver.gpu_targets()))
     gpu.detected.connect(lambda _report: services.refresh_chat_plan())
     engines.engines_changed.connect(services.refresh_chat_plan)
+    engines.engines_changed.connect(gpu.show_probe_findings)
     window.closing.connect(dashboard.stop)
     window.closing.connect(gpu.stop_sampling)
     if base.settings_notice:
@@ -282,7 +293,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
 
 
 def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> FirstRunGuide:
-    """Show the first-run guide over the window; finishing or skipping it is remembered.
+    """Show the first-run guide in place of the window's pages; finishing or skipping it is remembered.
 
     ``starters`` replaces the shipped starter list (tests point it at a loopback hub).
     """
@@ -293,8 +304,7 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
     window, services, bridge, hooks, pages = ui.window, ui.services, ui.bridge, ui.hooks, ui.pages
     base = services.base
     previous = ui.first_run
-    if previous is not None and previous.isVisible():
-        previous.raise_()
+    if previous is not None and window.covered_by is previous:
         return previous
     if starters is None:
         try:
@@ -309,6 +319,7 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
     def engine_ready(_engine: object) -> None:
         pages.engines.refresh_installed()
         services.refresh_chat_plan()
+        pages.gpu.show_probe_findings()
 
     def chat_with(path: Path) -> None:
         pages.chat.set_model(path)
@@ -316,6 +327,7 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
         window.show_page(pages.chat)
 
     def remember(_result: int) -> None:
+        window.uncover(guide)
         _save_quietly(base, first_run_done=True)
 
     guide.engine_ready.connect(engine_ready)
@@ -323,9 +335,12 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
     guide.finished.connect(remember)
     window.closing.connect(guide.close)
     if previous is not None:
+        window.uncover(previous)
         previous.deleteLater()
     ui.first_run = guide
-    guide.show()
+    window.cover(guide)
+    if not guide.started:  # a guide covering a window not on screen yet still gets going
+        guide.start()
     return guide
 
 
@@ -345,17 +360,26 @@ def _gpu_and_engine_report(services: AppServices) -> str:
     return "\n".join(lines)
 
 
+def show_engine_status(ui: AppUi) -> None:
+    """The status bar's "GPU · engine" line: the resolver's choice for the chat's model, as the chat
+    header announces it (kept current whenever the chat's plan changes, e.g. after the guide installs)."""
+    services = ui.services
+    report = services.gpu.last_report
+    chosen = services.resolver.resolve(services.chat.model).chosen
+    engine = (QCoreApplication.translate("startup", "engine: %1").replace("%1", chosen.label)
+              if chosen else QCoreApplication.translate("startup", "no engine installed yet"))
+    ui.window.statusBar().showMessage(f"{report.label()} · {engine}" if report is not None else engine)
+
+
 async def startup(ui: AppUi) -> None:
     """Background start-up: detect GPUs, probe every installed engine again (drivers may have
     changed since the last run), then show which engine the chat will use."""
     services = ui.services
-    report = await services.detect_gpus()
+    await services.detect_gpus()
     ui.pages.engines.set_gpus(services.resolver.gpu_targets())
-    resolution = await services.prepare(reprobe=True)
-    chosen = resolution.chosen
-    ui.window.statusBar().showMessage(
-        f"{report.label()} · " + (QCoreApplication.translate("startup", "engine: %1").replace("%1", chosen.label)
-                                  if chosen else QCoreApplication.translate("startup", "no engine installed yet")))
+    await services.prepare(reprobe=True)
+    ui.pages.gpu.show_probe_findings()  # the probes just ran: the GPU cards say what they found
+    show_engine_status(ui)
 
 
 async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float = 0.3) -> list[str]:

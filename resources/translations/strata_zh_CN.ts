@@ -150,6 +150,10 @@ Last reply: this computer ({1})</source>
         <translation>未选择模型</translation>
     </message>
     <message>
+        <source>&lt;h3&gt;Start a conversation&lt;/h3&gt;&lt;p&gt;Type a message below to chat with {0}.&lt;br&gt;Strata starts the engine for you and switches to another engine if one fails.&lt;/p&gt;</source>
+        <translation>&lt;h3&gt;开始对话&lt;/h3&gt;&lt;p&gt;在下方输入消息，与 {0} 对话。&lt;br&gt;Strata 会为你启动引擎；某个引擎出错时会自动换用另一个。&lt;/p&gt;</translation>
+    </message>
+    <message>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
@@ -194,6 +198,10 @@ Last reply: this computer ({1})</source>
         <translation>正在 {0} 上加载模型… {1}</translation>
     </message>
     <message>
+        <source>● {0} engine ready, instead of {1} (see the notice above)</source>
+        <translation>● {0} 引擎已就绪，代替了 {1}（原因见上方提示）</translation>
+    </message>
+    <message>
         <source>● {0} engine ready</source>
         <translation>● {0} 引擎已就绪</translation>
     </message>
@@ -208,6 +216,14 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Retry {0}</source>
         <translation>重试 {0}</translation>
+    </message>
+    <message>
+        <source>Why: {0}</source>
+        <translation>原因：{0}</translation>
+    </message>
+    <message>
+        <source>Not used: {0} — {1}</source>
+        <translation>未使用：{0} — {1}</translation>
     </message>
     <message>
         <source>Engine log</source>
@@ -281,14 +297,6 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Load %</source>
         <translation>负载 %</translation>
-    </message>
-    <message>
-        <source>VRAM used (GB)</source>
-        <translation>已用显存 (GB)</translation>
-    </message>
-    <message>
-        <source>Shared used (GB)</source>
-        <translation>已用共享内存 (GB)</translation>
     </message>
     <message>
         <source>Temperature (°C)</source>
@@ -395,8 +403,16 @@ Last reply: this computer ({1})</source>
         <translation>CPU %</translation>
     </message>
     <message>
-        <source>Memory (GB)</source>
-        <translation>内存 (GB)</translation>
+        <source>VRAM used (GiB)</source>
+        <translation>已用显存 (GiB)</translation>
+    </message>
+    <message>
+        <source>Shared used (GiB)</source>
+        <translation>已用共享内存 (GiB)</translation>
+    </message>
+    <message>
+        <source>Memory (GiB)</source>
+        <translation>内存 (GiB)</translation>
     </message>
     <message>
         <source>Engine: CPU %1 % · memory %2</source>
@@ -1256,6 +1272,18 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Strata shows live load, temperature and power for AMD GPUs only.</source>
         <translation>Strata 仅显示 AMD GPU 的实时负载、温度和功耗。</translation>
+    </message>
+    <message>
+        <source>ROCm works: %s passed its check on this GPU</source>
+        <translation>ROCm 可用：%s 已在此 GPU 上通过检查</translation>
+    </message>
+    <message>
+        <source>%s — the installed %s is not checked yet</source>
+        <translation>%s — 已安装的 %s 尚未检查</translation>
+    </message>
+    <message>
+        <source>ROCm does not work here yet: the installed %s failed its check (%s). Strata uses the next engine.</source>
+        <translation>ROCm 目前在此无法使用：已安装的 %s 未通过检查（%s）。Strata 改用下一个引擎。</translation>
     </message>
     <message>
         <source>ROCm via %s build</source>

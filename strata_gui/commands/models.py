@@ -132,8 +132,7 @@ async def _info(args: argparse.Namespace, svc: ModelService) -> int:
     print(f"{detail.repo_id}  ({detail.downloads} downloads, {detail.likes} likes{', gated' if detail.gated else ''})")
     if report.architecture:
         print(f"architecture {report.architecture}, trained context {report.trained_context}")
-    gb = report.target.usable_bytes / 1e9
-    print(f"fit for {report.target.name} ({gb:.1f} GB usable) at context {report.n_ctx}:")
+    print(f"fit for {report.target.name} ({format_bytes(report.target.usable_bytes)} usable) at context {report.n_ctx}:")
     if report.note:
         print(f"  note: {report.note}")
     for f in report.fits:

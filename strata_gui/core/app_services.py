@@ -31,7 +31,7 @@ from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for_gpus
-from strata_gui.core.progress import ProgressCallback, no_progress
+from strata_gui.core.progress import ProgressCallback, format_bytes, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.resources import kernels_dir
@@ -186,8 +186,8 @@ def fit_after_drop(model: Path, target: MemoryTarget) -> str:
     usable = target.usable_bytes
     if usable <= 0 or needed <= usable:
         return ""
-    return (f" The model ({needed / 1e9:.1f} GB) no longer fits in the GPU memory left "
-            f"({usable / 1e9:.1f} GB): part of it will run on the processor, which is slower.")
+    return (f" The model ({format_bytes(needed)}) no longer fits in the GPU memory left "
+            f"({format_bytes(usable)}): part of it will run on the processor, which is slower.")
 
 
 def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,

@@ -41,7 +41,7 @@ class Progress:
         return max(0.0, min(1.0, self.done / self.total))
 
     def describe(self) -> str:
-        """One line such as ``"120.0 MB of 197.0 MB · 25.3 MB/s · 3 s left"``."""
+        """One line such as ``"120.0 MiB of 197.0 MiB · 25.3 MiB/s · 3 s left"``."""
         parts: list[str] = []
         if self.message:
             parts.append(self.message)
@@ -67,13 +67,25 @@ def no_progress(_: Progress) -> None:
 
 
 def format_bytes(n: float) -> str:
-    """Human-readable size with decimal units, as file managers show them."""
+    """Sizes of memory and files in binary units (``24.0 GiB``), the one unit Strata shows.
+
+    Why binary: VRAM is counted in powers of two (a "24 GB" card has 24.0 GiB), and a model's
+    size is read against the VRAM it must fit in, so both must use the same unit.
+    """
     value = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(value) < 1000 or unit == "TB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{value:.1f} TB"  # pragma: no cover - loop always returns
+        value /= 1024
+    return f"{value:.1f} TiB"  # pragma: no cover - loop always returns
+
+
+GIB = 1024**3
+
+
+def to_gib(n: float) -> float:
+    """Bytes → GiB (chart axes and other places that show a bare number next to "GiB")."""
+    return float(n) / GIB
 
 
 def format_duration(seconds: float) -> str:

@@ -69,7 +69,8 @@ def _card() -> tuple[QFrame, QVBoxLayout]:
 
 
 class FirstRunGuide(QDialog):
-    """The guide as a dialog over the main window.
+    """The guide: a dialog that takes over the main window's whole content area while it runs
+    (:meth:`MainWindow.cover`), so no page shows through it; it keeps a dialog's accept/reject/Esc.
 
     Args:
         gpu: Detects the GPUs (its last report is reused when there is one).
@@ -162,7 +163,15 @@ class FirstRunGuide(QDialog):
         line = QFrame()
         line.setFrameShape(QFrame.Shape.HLine)
         line.setFrameShadow(QFrame.Shadow.Sunken)
-        layout = QVBoxLayout(self)
+        # The guide fills the window's content area; its text keeps a readable width in the middle.
+        body = QWidget()
+        body.setMaximumWidth(900)
+        outer = QHBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addStretch(1)
+        outer.addWidget(body, 100)
+        outer.addStretch(1)
+        layout = QVBoxLayout(body)
         layout.setContentsMargins(24, 20, 24, 16)
         layout.setSpacing(10)
         layout.addWidget(self.heading)
@@ -384,6 +393,11 @@ class FirstRunGuide(QDialog):
         super().showEvent(event)
         if not self._started:
             self.start()
+
+    @property
+    def started(self) -> bool:
+        """Whether the checks of step 1 were started."""
+        return self._started
 
     def start(self) -> TaskHandle:
         """Detect GPUs, find a working installed engine and (online) make the engine plan."""

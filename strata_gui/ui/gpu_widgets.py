@@ -17,8 +17,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.engines import ProbeFinding
 from strata_gui.core.gpu import GpuInfo, GpuSample, RocmVerdict, fmt_opt_bytes, format_mem
 
+PROBE_OK, PROBE_FAILED, PROBE_PENDING = "#15803d", "#b91c1c", "#b45309"
 VERDICT_COLOURS = {
     RocmVerdict.ROCM: "#15803d",
     RocmVerdict.VULKAN_ONLY: "#b45309",
@@ -183,13 +185,9 @@ class GpuCard(QFrame):
         header.addStretch(1)
         header.addWidget(kind)
 
-        self.verdict = QLabel(self._verdict_text())
+        self.verdict = QLabel()
         self.verdict.setWordWrap(True)
-        colour = VERDICT_COLOURS.get(gpu.verdict)
-        if colour:
-            self.verdict.setStyleSheet(f"color: {colour}; font-weight: 600;")
-        else:
-            self.verdict.setObjectName("muted")
+        self.set_probe_findings([])
 
         details = QGridLayout()
         details.setHorizontalSpacing(16)
@@ -263,6 +261,29 @@ class GpuCard(QFrame):
             charts.addWidget(chart)
         layout.addLayout(charts)
         layout.addWidget(self.clock)
+
+    def set_probe_findings(self, findings: Sequence[ProbeFinding]) -> None:
+        """Say what the installed ROCm engines' probes found on this GPU (the catalog's verdict only
+        says a build exists for it: a green "ROCm" next to a build that failed here misleads)."""
+        text, colour = self._verdict_text(), VERDICT_COLOURS.get(self.gpu.verdict)
+        if findings and self.gpu.is_amd:
+            best = findings[0]
+            if best.works:
+                text, colour = self.tr("ROCm works: %s passed its check on this GPU") % best.label, PROBE_OK
+            elif best.verdict == "not probed":
+                text = self.tr("%s — the installed %s is not checked yet") % (text, best.label)
+                colour = PROBE_PENDING
+            else:
+                text = self.tr("ROCm does not work here yet: the installed %s failed its check (%s). "
+                               "Strata uses the next engine.") % (best.label, best.message)
+                colour = PROBE_FAILED
+        self.verdict.setText(text)
+        if colour:
+            self.verdict.setObjectName("")
+            self.verdict.setStyleSheet(f"color: {colour}; font-weight: 600;")
+        else:
+            self.verdict.setStyleSheet("")
+            self.verdict.setObjectName("muted")
 
     def _verdict_text(self) -> str:
         gpu = self.gpu

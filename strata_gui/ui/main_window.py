@@ -104,7 +104,10 @@ class MainWindow(QMainWindow):
         layout.setSpacing(0)
         layout.addWidget(side)
         layout.addWidget(right, 1)
-        self.setCentralWidget(central)
+        # Index 0 is the app (sidebar + pages); a cover (the first-run guide) replaces all of it.
+        self.content = QStackedWidget()
+        self.content.addWidget(central)
+        self.setCentralWidget(self.content)
 
         self.busy_label = QLabel()
         self.statusBar().addPermanentWidget(self.busy_label)
@@ -161,6 +164,31 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentIndex(row)
         self._pages[row].on_shown()
         self.page_changed.emit(row)
+
+    # -- covers ------------------------------------------------------------------------------------
+    def cover(self, widget: QWidget) -> None:
+        """Show ``widget`` in place of the sidebar and pages until it hides (a dialog's ``done``).
+
+        A separate window over the app let the page under it show through at its edges (and drew
+        black under Wine); a cover owns the whole content area instead.
+        """
+        widget.setParent(self.content)
+        widget.setWindowFlags(Qt.WindowType.Widget)
+        if self.content.indexOf(widget) < 0:
+            self.content.addWidget(widget)
+        self.content.setCurrentWidget(widget)
+        widget.show()
+
+    def uncover(self, widget: QWidget) -> None:
+        """Back to the pages (``widget`` stays alive until its owner deletes it)."""
+        if self.content.indexOf(widget) > 0:
+            self.content.removeWidget(widget)
+        self.content.setCurrentIndex(0)
+
+    @property
+    def covered_by(self) -> QWidget | None:
+        """The widget covering the pages, or None."""
+        return None if self.content.currentIndex() == 0 else self.content.currentWidget()
 
     # -- notices and errors --------------------------------------------------------------------
     def show_notice(self, text: str, level: str = "info") -> None:

@@ -123,6 +123,11 @@ def test_stop_keeps_partial_reply(page_env, test_engines: Engines) -> None:  # t
     assert handle.was_cancelled
     reply = next(w for w in page.message_widgets.values() if w.message.role == "assistant")
     assert reply.message.status == STOPPED and reply.text and "Stopped" in reply.stats.text()
+    # Said once, with what was generated up to the Stop (the engine's final timings never came).
+    footer = reply.stats.text()
+    assert footer.count("Stopped") == 1 and "stopped" not in footer, footer
+    n = reply.message.stats.predicted_n
+    assert n is not None and n > 0 and f"{n} tokens" in footer and "tok/s" in footer and "CPU" in footer
     assert service.store.message(reply.message.id).content == reply.text
 
 
@@ -130,6 +135,8 @@ def test_stop_keeps_partial_reply(page_env, test_engines: Engines) -> None:  # t
 def test_fallback_notice_and_retry_button(page_env, test_engines: Engines, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     page, service, loop, errors = page_env
     service.set_plan([rocm_without_libraries(test_engines, tmp_path), cpu_spec(test_engines)])
+    # The header follows the new plan at once: it announces the first engine.
+    assert page.engine_state.text() == "Engine: ROCm (starts with your first message)"
     conv_id = page.new_conversation()
     _short(service, conv_id, 4)
     loop.run_until_complete(page.send_text("hi").wait())
@@ -139,6 +146,8 @@ def test_fallback_notice_and_retry_button(page_env, test_engines: Engines, tmp_p
     assert page.notice.text.text().endswith("Continuing on CPU.")
     assert page.notice.details_button.isVisibleTo(page)
     assert page.retry_button.isVisibleTo(page) and page.retry_button.text() == "Retry ROCm"
+    # The header no longer claims the announced engine: it names the one that answered.
+    assert page.engine_state.text() == "● CPU engine ready, instead of ROCm (see the notice above)"
     assert len(page.message_widgets) == 2
 
 

@@ -48,7 +48,7 @@ def test_walk_from_nothing_to_a_chat(releases: GitHubServer, hub: RunningHub, te
         # 1. GPUs and the engine plan.
         await wait_until(lambda: guide.plan is not None)
         assert guide.step == STEP_SETUP
-        assert "Radeon RX 6600" in guide.gpu_label.text() and "8.6 GB VRAM" in guide.gpu_label.text()
+        assert "Radeon RX 6600" in guide.gpu_label.text() and "8.0 GiB VRAM" in guide.gpu_label.text()
         plan = guide.plan_label.text()
         assert "1. CPU (recommended)" in plan and "Not used: ROCm" in plan
         assert guide.primary_button.text() == "Download engine" and guide.primary_button.isEnabled()
@@ -67,11 +67,11 @@ def test_walk_from_nothing_to_a_chat(releases: GitHubServer, hub: RunningHub, te
         shoot_once("3-engine-installed")
         # The app's engine list and chat plan already know the new engine.
         assert [s.backend for s in app.services.chat.plan] == ["cpu"]
-        # 3. Starter models with sizes and fit verdicts for this 8 GB card.
+        # 3. Starter models with sizes and fit verdicts for this 8 GiB card.
         guide.primary_button.click()
         assert guide.step == STEP_MODELS
         rows = _row_texts(guide)
-        assert rows["qwen2.5-0.5b-instruct"][1:] == ("491.0 MB", "Fits fully on the GPU")
+        assert rows["qwen2.5-0.5b-instruct"][1:] == ("468.3 MiB", "Fits fully on the GPU")
         assert rows["qwen2.5-14b-instruct"][2].startswith("Partly on the GPU (")
         recommended = [k for k, (name, _s, _v) in rows.items() if name.endswith("(recommended)")]
         assert recommended == ["gemma-2-9b-it"]  # the largest that fits fully at this context
@@ -195,7 +195,10 @@ def test_cancel_during_the_model_download_keeps_nothing(releases: GitHubServer, 
 def test_skip_is_remembered_and_settings_runs_the_guide_again(make_app) -> None:  # type: ignore[no-untyped-def]
     # GitHub is unreachable here: the guide says so and offers the offline choices.
     app: App = make_app(github_api_url="http://127.0.0.1:9")
+    app.window.show()
     guide = open_first_run(app.ui, starters=[])
+    # The guide owns the window's content area: no page shows through it.
+    assert app.window.covered_by is guide and not app.pages.chat.isVisible()
 
     async def scenario() -> None:
         assert guide.check_handle is not None
@@ -208,6 +211,7 @@ def test_skip_is_remembered_and_settings_runs_the_guide_again(make_app) -> None:
     guide.skip_button.click()
     assert not guide.isVisible()
     assert saved_settings(app)["first_run_done"] is True
+    assert app.window.covered_by is None and app.pages.chat.isVisible()
     assert build_services().settings.first_run_done is True  # a fresh start will not show it
     # Settings → "Run the first-run guide again".
     app.pages.settings.run_guide_button.click()

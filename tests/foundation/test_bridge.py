@@ -39,7 +39,7 @@ def test_progress_reaches_the_panel_and_result_arrives(qtbot: QtBot, qasync_loop
     qasync_loop.run_until_complete(asyncio.sleep(0.05))
     assert panel.isVisibleTo(panel.parentWidget() or panel) or not panel.isHidden()
     assert panel.bar.value() == 250
-    assert "Downloading" in panel.status.text() and "of 1.0 KB" in panel.status.text()
+    assert "Downloading" in panel.status.text() and "of 1000 B" in panel.status.text()
     with qtbot.waitSignal(handle.succeeded) as sig:
         gate.set()
         qasync_loop.run_until_complete(handle.wait())

@@ -47,7 +47,7 @@ def test_search_info_pull_list_rm(services: Services, capsys: pytest.CaptureFixt
     assert entry["quant"] == "F16" and entry["source"] == "hub cache" and entry["chat_template"] is True
 
     assert _cli(services, "models", "rm", "strata-test-llama-Q8_0.gguf", "--yes") == 0
-    assert "freed 9.1 MB" in capsys.readouterr().out
+    assert "freed 8.6 MiB" in capsys.readouterr().out
     assert _cli(services, "models", "list") == 0
     assert "No models yet" in capsys.readouterr().out
 

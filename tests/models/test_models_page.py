@@ -265,7 +265,7 @@ def test_library_broken_open_reveal_delete(harness: Any, tmp_path: Path, test_mo
 
     page.delete_button.click()
     box = page.confirm_box
-    assert box is not None and "frees 9.1 MB" in box.text()
+    assert box is not None and "frees 8.6 MiB" in box.text()
     cancel = box.button(QMessageBox.StandardButton.Cancel)
     cancel.click()
     h.qtbot.wait(20)
@@ -275,6 +275,6 @@ def test_library_broken_open_reveal_delete(harness: Any, tmp_path: Path, test_mo
     assert box is not None
     delete = next(b for b in box.buttons() if b.text() == "Delete")
     delete.click()
-    h.until(lambda: "freed 9.1 MB" in page.library_status.text())
+    h.until(lambda: "freed 8.6 MiB" in page.library_status.text())
     h.until(lambda: "mine-Q8_0.gguf" not in [e.display_name for e in page.library])
     assert not (folder / "mine-Q8_0.gguf").exists()

@@ -8,6 +8,7 @@ the classic sign of the untuned slow path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from strata_gui.core.bench.store import BenchResult
@@ -46,30 +47,33 @@ def rank(results: list[BenchResult]) -> list[BenchResult]:
     return ok
 
 
-def recommend(results: list[BenchResult]) -> Recommendation:
+def recommend(results: list[BenchResult], name: Callable[[str], str] = lambda engine_id: engine_id) -> Recommendation:
+    """The fastest engine of ``results`` and why; ``name`` turns engine ids into the names people read."""
     ranking = rank(results)
-    warnings = _tuning_warnings(results)
+    warnings = _tuning_warnings(results, name)
     failed = [r for r in results if not r.ok]
     for r in failed:
-        warnings.append(f"{r.engine} could not be measured: {r.error or 'no result'}")
+        warnings.append(f"{name(r.engine)} could not be measured: {r.error or 'no result'}")
     if not ranking:
         return Recommendation(None, "No engine finished the benchmark.", ranking, warnings)
     best = ranking[0]
+    first = name(best.engine)
     if len(ranking) == 1:
-        reason = f"{best.engine} is the only engine that ran ({best.decode_median:.1f} tokens/s decode)."
+        reason = f"{first} is the only engine that ran ({best.decode_median:.1f} tokens/s decode)."
     else:
         second = ranking[1]
+        other = name(second.engine)
         bd, sd = best.decode_median or 0.0, second.decode_median or 0.0
         if sd and abs(bd - sd) / max(bd, sd) <= TIE_MARGIN:
-            reason = (f"{best.engine} and {second.engine} decode equally fast ({bd:.1f} vs {sd:.1f} tokens/s); "
-                      f"{best.engine} prefills faster ({best.prefill_median:.0f} vs {second.prefill_median:.0f} tokens/s).")
+            reason = (f"{first} and {other} decode equally fast ({bd:.1f} vs {sd:.1f} tokens/s); "
+                      f"{first} prefills faster ({best.prefill_median:.0f} vs {second.prefill_median:.0f} tokens/s).")
         else:
-            reason = (f"{best.engine} decodes {bd / sd:.2f}× as fast as {second.engine} "
-                      f"({bd:.1f} vs {sd:.1f} tokens/s).") if sd else f"{best.engine} is fastest."
+            reason = (f"{first} decodes {bd / sd:.2f}× as fast as {other} "
+                      f"({bd:.1f} vs {sd:.1f} tokens/s).") if sd else f"{first} is fastest."
     return Recommendation(best.engine, reason, ranking, warnings)
 
 
-def _tuning_warnings(results: list[BenchResult]) -> list[str]:
+def _tuning_warnings(results: list[BenchResult], name: Callable[[str], str]) -> list[str]:
     vulkan = [r for r in results if r.ok and r.backend == "vulkan"]
     out: list[str] = []
     if not vulkan:
@@ -80,7 +84,7 @@ def _tuning_warnings(results: list[BenchResult]) -> list[str]:
             continue
         if (r.prefill_median or 0) < SLOW_PREFILL_RATIO * (best_vk.prefill_median or 0):
             out.append(
-                f"{r.engine} prefills at {r.prefill_median:.0f} tokens/s, far below Vulkan's "
+                f"{name(r.engine)} prefills at {r.prefill_median:.0f} tokens/s, far below Vulkan's "
                 f"{best_vk.prefill_median:.0f}, and no hipBLASLt tuning table is active: prefill is on the "
                 "untuned path. Fetch the tuning table for this GPU on the Engines page (or update the engine "
                 "so its hipBLASLt revision matches the table)."

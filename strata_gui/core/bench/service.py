@@ -109,6 +109,10 @@ class DashboardService:
     def gpu_label(self) -> str:
         return self._resolver.gpu_key()
 
+    def engine_name(self, engine_id: str) -> str:
+        """The name people read for an engine id ("Vulkan b7601"); the id when it does not work here now."""
+        return next((s.label for s in self.installed_engines() if s.id == engine_id), engine_id)
+
     def _key(self, model: Path) -> str:
         key = self._resolver.model_key(model)
         if key is None:
@@ -124,7 +128,7 @@ class DashboardService:
         key, gpu = self._key(model), self.gpu_label()
         results = await self._benchmark.run(model, chosen, gpu=gpu, config=config, on_progress=on_progress,
                                             model_key=key)
-        rec = recommend(results)
+        rec = recommend(results, self.engine_name)
         current = self.store.choice(key, gpu)
         if rec.engine and (current is None or current.source == "measured"):
             self.store.set_choice(key, gpu, rec.engine, "measured", model.name)
@@ -134,7 +138,7 @@ class DashboardService:
     def saved_results(self, model: Path) -> tuple[list[BenchResult], Recommendation]:
         key = self._resolver.model_key(model)
         results = self.store.bench_results(model_key=key, gpu=self.gpu_label()) if key else []
-        return results, recommend(results)
+        return results, recommend(results, self.engine_name)
 
     def default_engine(self, model: Path) -> EngineChoice | None:
         """The engine measured or chosen for this model on this GPU, if any."""

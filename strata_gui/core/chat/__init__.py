@@ -8,6 +8,7 @@ from strata_gui.core.chat.service import (
     MessageDelta,
     MessageUpdated,
     Notice,
+    PlanChanged,
 )
 from strata_gui.core.chat.store import FAILED, INTERRUPTED, STOPPED, STREAMING, Message
 
@@ -24,4 +25,5 @@ __all__ = [
     "MessageDelta",
     "MessageUpdated",
     "Notice",
+    "PlanChanged",
 ]

@@ -59,6 +59,13 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class PlanChanged:
+    """The engines the next reply will try changed (after detection, an install, a probe, a pin)."""
+
+    plan: tuple[EngineSpec, ...]
+
+
+@dataclass(frozen=True)
 class MessageAdded:
     message: Message
 
@@ -74,7 +81,7 @@ class MessageUpdated:
     message: Message
 
 
-ChatEvent = EngineStatus | Notice | MessageAdded | MessageDelta | MessageUpdated
+ChatEvent = EngineStatus | Notice | PlanChanged | MessageAdded | MessageDelta | MessageUpdated
 Listener = Callable[[ChatEvent], None]
 
 
@@ -159,6 +166,8 @@ class ChatService:
         self.plan = list(plan)
         self._engine_index = 0
         self._stale = True
+        # Whoever announces "the engine that will run" must hear that it changed.
+        self._emit(PlanChanged(tuple(self.plan)))
 
     def set_remote(self, remote: RemoteEngine | None) -> None:
         """Answer through ``remote`` (None: the managed local engine again)."""
@@ -374,8 +383,9 @@ class ChatService:
             try:
                 result = await client.stream_chat(history, conv.sampling, on_delta)
             except asyncio.CancelledError:
-                self._finish(reply.id, "".join(pieces), STOPPED,
-                             ReplyStats(finish_reason="stopped", engine=spec.label, backend=spec.backend))
+                stopped = buffer.counted_stats()
+                stopped.finish_reason, stopped.engine, stopped.backend = "stopped", spec.label, spec.backend
+                self._finish(reply.id, "".join(pieces), STOPPED, stopped)
                 raise
             except ServerError as exc:
                 partial = "".join(pieces)
@@ -438,7 +448,8 @@ class ChatService:
         try:
             result = await remote.stream_chat(history, conv.sampling, buffer.add)
         except asyncio.CancelledError:
-            stopped.finish_reason = "stopped"
+            stopped = buffer.counted_stats()
+            stopped.engine, stopped.backend, stopped.finish_reason = remote.label, "remote", "stopped"
             self._finish(reply_id, "".join(buffer.pieces), STOPPED, stopped, ran_on=where)
             raise
         except Exception:
@@ -464,9 +475,13 @@ class ChatService:
         return msg
 
     def context_used(self, conversation_id: int) -> int:
-        """Tokens the conversation filled at its last reply (0 when unknown)."""
+        """Tokens the conversation filled at its last measured reply (0 when unknown).
+
+        A stopped reply only counts its own pieces (the engine's prompt count never arrived), so it
+        is passed over for the last reply the engine measured in full.
+        """
         for m in reversed(self.store.messages(conversation_id, limit=20)):
-            if m.role == "assistant" and m.stats.context_used:
+            if m.role == "assistant" and m.stats.prompt_n is not None and m.stats.context_used:
                 return int(m.stats.context_used)
         return 0
 
@@ -479,15 +494,32 @@ class _ReplyBuffer:
         self.pieces: list[str] = []
         self._service = service
         self._last_save = now
+        self._started = now
+        self._first: float | None = None
+        self._last: float | None = None
 
     def add(self, text: str) -> None:
         self.pieces.append(text)
         svc = self._service
         svc._emit(MessageDelta(self.message_id, text))
         now = svc._clock()
+        if self._first is None:
+            self._first = now
+        self._last = now
         if now - self._last_save >= svc._save_interval:
             self._last_save = now
             svc.store.update_message(self.message_id, content="".join(self.pieces))
+
+    def counted_stats(self) -> ReplyStats:
+        """Statistics of a reply cut short (Stop): the engine's final timings never arrive, so the
+        pieces are counted (llama-server streams one token per piece) and timed here."""
+        n = len(self.pieces)
+        stats = ReplyStats(predicted_n=n)
+        if self._first is not None:
+            stats.ttft_s = self._first - self._started
+        if self._first is not None and self._last is not None and n > 1 and self._last > self._first:
+            stats.decode_tps = (n - 1) / (self._last - self._first)
+        return stats
 
 
 def default_supervisor_factory(http: httpx.AsyncClient, environ: dict[str, str] | None = None,

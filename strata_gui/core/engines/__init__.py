@@ -16,7 +16,7 @@ from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
 from strata_gui.core.engines.probe import ProbeResult, probe_engine
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine, Release, ReleaseAsset
 from strata_gui.core.engines.releases import ReleaseClient, load_releases_file, parse_releases
-from strata_gui.core.engines.resolver import EngineResolver, Resolution
+from strata_gui.core.engines.resolver import EngineResolver, EngineVerdict, ProbeFinding, Resolution
 from strata_gui.core.engines.service import EngineService, SetupOutcome, create_engine_service
 from strata_gui.core.engines.tuning import TuningCheck, check_tuning_table, validate_tuning_table
 
@@ -29,9 +29,11 @@ __all__ = [
     "EnginePlan",
     "EngineResolver",
     "EngineService",
+    "EngineVerdict",
     "GpuPick",
     "GpuTarget",
     "InstalledEngine",
+    "ProbeFinding",
     "ProbeResult",
     "Release",
     "ReleaseAsset",

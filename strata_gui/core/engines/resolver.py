@@ -24,7 +24,7 @@ from strata_gui.core.engines.probe import ProbeResult
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
 from strata_gui.core.engines.service import EngineService
 from strata_gui.core.errors import EngineError
-from strata_gui.core.gpu.model import GpuReport
+from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.models.identity import model_identity
 from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import Backend, EngineSpec
@@ -88,6 +88,11 @@ class Resolution:
     def chosen(self) -> EngineSpec | None:
         return self.specs[0] if self.specs else None
 
+    @property
+    def left_out(self) -> tuple[EngineVerdict, ...]:
+        """Installed engines that will not run, each with why (a failed probe, say)."""
+        return tuple(v for v in self.verdicts if not v.included)
+
     def summary(self) -> str:
         """One line: which engine runs and why (or why none can)."""
         if self.chosen is None:
@@ -135,6 +140,18 @@ class Resolution:
                 "notes": list(self.notes)}
 
 
+@dataclass(frozen=True)
+class ProbeFinding:
+    """What the last probe of one installed engine found for one GPU (the GPU page shows it)."""
+
+    engine_id: str
+    label: str
+    verdict: str  # "works", "no_device", "failed" or "not probed"
+    message: str
+
+    @property
+    def works(self) -> bool:
+        return self.verdict == "works"
 _DEVICE_VARS = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GGML_VK_VISIBLE_DEVICES", "LLAMA_ARG_DEVICE",
                 "LLAMA_ARG_SPLIT_MODE", "LLAMA_ARG_TENSOR_SPLIT", "LLAMA_ARG_MAIN_GPU")
 
@@ -236,6 +253,31 @@ class EngineResolver:
                               hint="Choose another build, or leave the engine to Strata.", details=result.details)
         self.one_off = [e for e in self.one_off if e.id != engine.id] + [engine]
         return self._spec(engine, self._one_off_reason(len(self.one_off) - 1), result)
+
+    def rocm_findings(self, gpu: GpuInfo) -> list[ProbeFinding]:
+        """:meth:`probe_findings` of the ROCm engines built for this GPU's family (none for a GPU
+        no ROCm build targets: a gfx110X build's failure says nothing about a gfx1036 iGPU)."""
+        if not gpu.rocm_family:
+            return []
+        return self.probe_findings(GpuTarget(gpu.name, gpu.device_id, gpu.gfx_target), family=gpu.rocm_family)
+
+    def probe_findings(self, gpu: GpuTarget, backend: Backend = Backend.ROCM, *,
+                       family: str | None = None) -> list[ProbeFinding]:
+        """The last probe verdict of every installed ``backend`` engine on ``gpu``, working ones first.
+
+        Whether a GPU *can* use ROCm comes from the catalog; whether the installed build *does* run
+        on it is only known from its probe, and that is what a user must be told.
+        """
+        out = []
+        for e in self.engines.installed():
+            if Backend.parse(e.backend) is not backend or (family and e.family and e.family != family):
+                continue
+            probe = self.engines.last_probe(e.id, gpu)
+            if probe is None:
+                out.append(ProbeFinding(e.id, self._label(e), "not probed", "not checked on this machine yet"))
+            else:
+                out.append(ProbeFinding(e.id, self._label(e), probe.verdict, probe.message))
+        return sorted(out, key=lambda f: not f.works)
 
     def clear_one_off(self) -> None:
         """Back to the installed engines only."""

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from strata_gui.core.progress import format_bytes
+
 FamilyResolver = Callable[[str], "str | None"]
 
 
@@ -241,12 +243,7 @@ class GpuReport:
 
 def format_mem(value: float) -> str:
     """Memory sizes in binary units, as GPU vendors count them (a 24 GB card → ``24.0 GiB``)."""
-    v = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(v) < 1024:
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1024
-    return f"{v:.1f} TiB"
+    return format_bytes(value)
 
 
 def fmt_opt_bytes(value: int | None) -> str:

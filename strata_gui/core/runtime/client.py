@@ -78,8 +78,12 @@ class ReplyStats:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 
-    def summary(self) -> str:
-        """One line: ``TTFT 42 ms · prefill 3,000 tok/s · decode 760 tok/s · 128 tokens · stop · CPU``."""
+    def summary(self, *, with_reason: bool = True) -> str:
+        """One line: ``TTFT 42 ms · prefill 3,000 tok/s · decode 760 tok/s · 128 tokens · stop · CPU``.
+
+        Args:
+            with_reason: Include the finish reason (left out where a status sentence already says it).
+        """
         parts = []
         if self.ttft_s is not None:
             parts.append(f"TTFT {self.ttft_s * 1000:.0f} ms")
@@ -89,7 +93,7 @@ class ReplyStats:
             parts.append(f"decode {self.decode_tps:,.1f} tok/s")
         if self.predicted_n is not None:
             parts.append(f"{self.predicted_n} tokens")
-        if self.finish_reason:
+        if self.finish_reason and with_reason:
             parts.append(self.finish_reason)
         if self.engine:
             parts.append(self.engine + (f" ({self.backend})" if self.backend and self.backend != self.engine else ""))

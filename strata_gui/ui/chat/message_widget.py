@@ -200,7 +200,8 @@ class MessageWidget(QFrame):
             STOPPED: self.tr("Stopped."),
             FAILED: self.tr("No reply: the engine failed."),
         }.get(message.status, "")
-        summary = message.stats.summary() if message.role == "assistant" else ""
+        # The status sentence already says how it ended: the statistics do not repeat it.
+        summary = message.stats.summary(with_reason=not status) if message.role == "assistant" else ""
         self.stats.setText("  ".join(p for p in (status, summary) if p))
         self.copy_button.setEnabled(message.status != STREAMING)
 

@@ -9,6 +9,7 @@ earlier pages load on demand.
 from __future__ import annotations
 
 import functools
+import html
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -44,7 +45,9 @@ from strata_gui.core.chat import (
     MessageDelta,
     MessageUpdated,
     Notice,
+    PlanChanged,
 )
+from strata_gui.core.engines import Resolution
 from strata_gui.core.errors import StrataError
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.remote import RemoteService
@@ -73,6 +76,9 @@ class ChatPage(Page):
         chat_service: Conversations, the managed engine and fallback (core).
         bridge: Runs replies and engine starts; reports their errors.
         remote: The user's remote engines; when given, the header offers them as the engine.
+        use_engine_folder: Checks an engine folder and puts it first for this session (core).
+        resolve: The engine resolver's answer for a model: the header announces its chosen engine
+            and reason, and the engines it leaves out (the same answer the status bar gives).
     """
 
     page_title = "Chat"
@@ -80,8 +86,10 @@ class ChatPage(Page):
 
     def __init__(self, chat_service: ChatService, bridge: AsyncBridge, parent: QWidget | None = None,
                  remote: RemoteService | None = None,
-                 use_engine_folder: Callable[[Path, ProgressCallback], Awaitable[EngineSpec]] | None = None) -> None:
+                 use_engine_folder: Callable[[Path, ProgressCallback], Awaitable[EngineSpec]] | None = None,
+                 resolve: Callable[[Path | None], Resolution] | None = None) -> None:
         super().__init__(parent)
+        self._resolve = resolve
         self._use_engine_folder = use_engine_folder
         self.page_title = self.tr("Chat")
         self._service = chat_service
@@ -163,11 +171,7 @@ class ChatPage(Page):
         self.load_bar.setFixedHeight(6)
         self.load_bar.hide()
         head = QHBoxLayout()
-        title_col = QVBoxLayout()
-        title_col.setSpacing(2)
-        title_col.addWidget(self.model_label)
-        title_col.addWidget(self.engine_state)
-        head.addLayout(title_col, 1)
+        head.addWidget(self.model_label, 1)
         head.addWidget(self.retry_button)
         head.addWidget(self.run_on)
         head.addWidget(self.model_button)
@@ -197,9 +201,7 @@ class ChatPage(Page):
         bar = self.scroll_area.verticalScrollBar()
         bar.rangeChanged.connect(self._keep_at_bottom)
         bar.valueChanged.connect(self._track_bottom)
-        self.empty_state = QLabel(self.tr(
-            "<h3>Start a conversation</h3><p>Choose a model (a .gguf file) above, then type a message below.<br>"
-            "Strata starts the engine for you and switches to another engine if one fails.</p>"))
+        self.empty_state = QLabel()
         self.empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_state.setObjectName("muted")
         self.stack = QStackedWidget()
@@ -233,6 +235,8 @@ class ChatPage(Page):
         right = QVBoxLayout(main)
         right.setContentsMargins(8, 0, 0, 0)
         right.addLayout(head)
+        # Under the buttons, full width: the engine announcement (engine, why, engines left out).
+        right.addWidget(self.engine_state)
         right.addWidget(self.load_bar)
         right.addWidget(self.notice)
         right.addWidget(self.settings_panel)
@@ -488,6 +492,8 @@ class ChatPage(Page):
                     self._update_meter()
         elif isinstance(event, EngineStatus):
             self._show_engine_state(event.state, event.detail)
+        elif isinstance(event, PlanChanged):
+            self._show_engine_state(self._service.engine_state, "")
         elif isinstance(event, Notice):
             self._notice_details = event.details
             self.notice.show_message(event.text, "warning", has_details=bool(event.details))
@@ -524,6 +530,16 @@ class ChatPage(Page):
         model = self._service.model
         self.model_label.setText(model.name if model else self.tr("No model chosen"))
         self.model_label.setToolTip(str(model) if model else "")
+        # With a model already chosen (the guide, the last session) asking to choose one misleads.
+        if model is None:
+            self.empty_state.setText(self.tr(
+                "<h3>Start a conversation</h3><p>Choose a model (a .gguf file) above, then type a message below.<br>"
+                "Strata starts the engine for you and switches to another engine if one fails.</p>"))
+        else:
+            self.empty_state.setText(self.tr(
+                "<h3>Start a conversation</h3><p>Type a message below to chat with {0}.<br>"
+                "Strata starts the engine for you and switches to another engine if one fails.</p>")
+                .format(html.escape(model.name)))
 
     def choose_model(self) -> None:
         start = str(self._service.model.parent) if self._service.model else ""
@@ -623,14 +639,16 @@ class ChatPage(Page):
             text = self.tr("Starting the {0} engine…").format(label)
         elif state is ServerState.LOADING:
             text = self.tr("Loading the model on {0}… {1}").format(label, detail)
+        elif state is ServerState.READY and self._service.on_fallback_engine and self._service.preferred_engine:
+            # Another engine than the one announced: the notice above says why.
+            text = self.tr("● {0} engine ready, instead of {1} (see the notice above)").format(
+                label, self._service.preferred_engine.label)
         elif state is ServerState.READY:
             text = self.tr("● {0} engine ready").format(label)
         elif state in (ServerState.CRASHED, ServerState.FAILED):
             text = self.tr("{0} engine failed: {1}").format(label, detail)
         else:
-            preferred = self._service.preferred_engine
-            text = self.tr("Engine: {0} (starts with your first message)").format(
-                preferred.label if preferred else "")
+            text = self._announce_engine()
         self.engine_state.setText(text)
         self.load_bar.setVisible(state in (ServerState.STARTING, ServerState.LOADING))
         preferred = self._service.preferred_engine
@@ -639,6 +657,20 @@ class ChatPage(Page):
             self.retry_button.setText(self.tr("Retry {0}").format(preferred.label))
         self.retry_button.setVisible(show_retry)
         self._update_meter()
+
+    def _announce_engine(self) -> str:
+        """Which engine the next reply starts, and why; then the installed engines left out."""
+        preferred = self._service.preferred_engine
+        if preferred is None:
+            return ""
+        lines = [self.tr("Engine: {0} (starts with your first message)").format(preferred.label)]
+        if preferred.reason:
+            lines.append(self.tr("Why: {0}").format(preferred.reason))
+        resolution = self._resolve(self._service.model) if self._resolve is not None else None
+        if resolution is not None:
+            lines += [self.tr("Not used: {0} — {1}").format(v.label, v.reason) for v in resolution.left_out]
+        self.engine_state.setToolTip(resolution.report() if resolution is not None else "")
+        return "\n".join(lines)
 
     def _show_notice_details(self) -> None:
         box = QMessageBox(self)

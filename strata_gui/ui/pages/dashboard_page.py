@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -40,7 +41,7 @@ from strata_gui.core.bench import (
     spread,
 )
 from strata_gui.core.errors import StrataError
-from strata_gui.core.progress import ProgressCallback, format_bytes
+from strata_gui.core.progress import ProgressCallback, format_bytes, to_gib
 from strata_gui.core.runtime import EngineSpec
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
@@ -49,8 +50,8 @@ from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
 ALL = "__all__"
 GPU_METRICS = (("load", str(QT_TRANSLATE_NOOP("DashboardPage", "Load %"))),
-               ("vram", str(QT_TRANSLATE_NOOP("DashboardPage", "VRAM used (GB)"))),
-               ("gtt", str(QT_TRANSLATE_NOOP("DashboardPage", "Shared used (GB)"))),
+               ("vram", str(QT_TRANSLATE_NOOP("DashboardPage", "VRAM used (GiB)"))),
+               ("gtt", str(QT_TRANSLATE_NOOP("DashboardPage", "Shared used (GiB)"))),
                ("temp", str(QT_TRANSLATE_NOOP("DashboardPage", "Temperature (°C)"))),
                ("power", str(QT_TRANSLATE_NOOP("DashboardPage", "Power (W)"))),
                ("clock", str(QT_TRANSLATE_NOOP("DashboardPage", "Core clock (MHz)"))))
@@ -73,6 +74,8 @@ class _Filters(QWidget):
         super().__init__(parent)
         self.model = QComboBox()
         self.engine = QComboBox()
+        # Never taller than its combo boxes: spare height goes to the chart (or the empty message).
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(QLabel(self.tr("Model")))
@@ -192,7 +195,9 @@ class DashboardPage(Page):
         layout = QVBoxLayout(w)
         layout.addWidget(self.filters)
         layout.addWidget(self.aggregates)
-        layout.addWidget(self.empty_label)
+        # With no request yet the chart is hidden and the message takes its room (stretch 1 on both),
+        # so the filters stay at the top instead of floating under an empty band.
+        layout.addWidget(self.empty_label, 1)
         layout.addWidget(self.throughput_chart, 1)
         layout.addLayout(buttons)
         return w
@@ -275,8 +280,8 @@ class DashboardPage(Page):
         self.no_gpu_label.setObjectName("muted")
         self.gpu_layout.addWidget(self.no_gpu_label)
         self.engine_chart = TimeSeriesChart(
-            self.tr("Engine process"), [(self.tr("CPU %"), "left"), (self.tr("Memory (GB)"), "right")],
-            window_s=600, left_label="%", right_label="GB")
+            self.tr("Engine process"), [(self.tr("CPU %"), "left"), (self.tr("Memory (GiB)"), "right")],
+            window_s=600, left_label="%", right_label="GiB")
         self.engine_label = QLabel(self.tr("No engine running."))
         self.engine_label.setObjectName("muted")
         self.gpu_layout.addWidget(self.engine_label)
@@ -324,7 +329,7 @@ class DashboardPage(Page):
                                       .replace("%1", f"{sample.cpu_percent:.0f}")
                                       .replace("%2", format_bytes(sample.rss_bytes or 0)))
             self.engine_chart.append(self.tr("CPU %"), sample.at, sample.cpu_percent)
-            self.engine_chart.append(self.tr("Memory (GB)"), sample.at, (sample.rss_bytes or 0) / 1e9)
+            self.engine_chart.append(self.tr("Memory (GiB)"), sample.at, to_gib(sample.rss_bytes or 0))
         if self._counters_task is None or not self._counters_task.is_running:
             url = self._engine_url()
             self._counters_task = self.bridge.run(lambda _p: self.service.server_counters(url),
@@ -487,6 +492,7 @@ class DashboardPage(Page):
 
     def show_results(self, results: list[BenchResult], rec: Recommendation) -> None:
         self.last_results, self.last_recommendation = results, rec
+        name = self.service.engine_name
         self.results_table.setRowCount(len(results))
 
         def fmt(values: list[float], med: float | None, digits: int) -> str:
@@ -496,16 +502,17 @@ class DashboardPage(Page):
             return f"{med:,.{digits}f}" + (f" ± {s * 100:.0f} %" if s is not None else "")
 
         for row, r in enumerate(results):
-            cells = [r.engine, r.backend, fmt(r.prefill_tps, r.prefill_median, 0),
+            cells = [name(r.engine), r.backend, fmt(r.prefill_tps, r.prefill_median, 0),
                      fmt(r.decode_tps, r.decode_median, 1), self.tr("ok") if r.ok else (r.error or self.tr("failed"))]
             for col, text in enumerate(cells):
                 self.results_table.setItem(row, col, QTableWidgetItem(text))
         ok = [r for r in results if r.ok]
-        self.prefill_bars.set_data([r.engine for r in ok], {self.tr("Prefill"): [r.prefill_median or 0 for r in ok]})
-        self.decode_bars.set_data([r.engine for r in ok], {self.tr("Decode"): [r.decode_median or 0 for r in ok]})
+        self.prefill_bars.set_data([name(r.engine) for r in ok],
+                                   {self.tr("Prefill"): [r.prefill_median or 0 for r in ok]})
+        self.decode_bars.set_data([name(r.engine) for r in ok], {self.tr("Decode"): [r.decode_median or 0 for r in ok]})
         if results:
             self.recommendation_label.setText(
-                (self.tr("Fastest here: %s. ") % rec.engine if rec.engine else "") + rec.reason)
+                (self.tr("Fastest here: %s. ") % name(rec.engine) if rec.engine else "") + rec.reason)
         else:
             self.recommendation_label.setText(self.tr("No benchmark for this model on this machine yet."))
         self.warnings_label.setText("\n".join("⚠ " + w for w in rec.warnings))
@@ -518,9 +525,10 @@ class DashboardPage(Page):
         if choice is None:
             self.choice_label.setText(self.tr("Default engine: from the engine plan (not measured yet)."))
         elif choice.source == "user":
-            self.choice_label.setText(self.tr("Default engine: %s (chosen by you).") % choice.engine)
+            self.choice_label.setText(self.tr("Default engine: %s (chosen by you).") % self.service.engine_name(choice.engine))
         else:
-            self.choice_label.setText(self.tr("Default engine: %s (automatic, from the benchmark).") % choice.engine)
+            self.choice_label.setText(self.tr("Default engine: %s (automatic, from the benchmark).")
+                                      % self.service.engine_name(choice.engine))
 
     def pin_recommended(self) -> None:
         model = self.current_model()

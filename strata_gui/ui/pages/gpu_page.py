@@ -7,7 +7,7 @@ widgets. Sampling pauses while the page is hidden.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QHideEvent
@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.engines import DriverVerdict, GpuPick
+from strata_gui.core.engines import DriverVerdict, GpuPick, ProbeFinding
 from strata_gui.core.errors import StrataError
-from strata_gui.core.gpu import DriverState, GpuReport, GpuService, GpuTelemetry, fmt_opt_bytes
+from strata_gui.core.gpu import DriverState, GpuInfo, GpuReport, GpuService, GpuTelemetry, fmt_opt_bytes
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.gpu_widgets import GpuCard
@@ -58,12 +58,14 @@ class GpuPage(Page):
                  gpu_picks: Callable[[], list[GpuPick]] | None = None,
                  choose_devices: Callable[[list[str]], object] | None = None,
                  driver_check: Callable[[], DriverVerdict | None] | None = None,
-                 ignore_driver_check: Callable[[bool], object] | None = None) -> None:
+                 ignore_driver_check: Callable[[bool], object] | None = None,
+                 rocm_findings: Callable[[GpuInfo], Sequence[ProbeFinding]] | None = None) -> None:
         super().__init__(parent)
         self._driver_check = driver_check or (lambda: None)
         self._ignore_driver_check = ignore_driver_check
         self._gpu_picks = gpu_picks or list
         self._choose_devices = choose_devices
+        self._rocm_findings = rocm_findings
         self.page_title = self.tr("GPU")
         self._remote_devices = remote_devices or list
         self._service = gpu_service
@@ -299,6 +301,7 @@ class GpuPage(Page):
             card = GpuCard(gpu, report.platform)
             self.cards_layout.addWidget(card)
             self.cards.append(card)
+        self.show_probe_findings()
         self.telemetry.use_report(report)
         if self.isVisible():
             self.start_sampling()
@@ -374,6 +377,12 @@ class GpuPage(Page):
             return
         self.devices_error.hide()
         self.show_device_choice()
+    def show_probe_findings(self) -> None:
+        """Tell each card what the ROCm engines' last probes found on it (after installs and probes)."""
+        if self._rocm_findings is None:
+            return
+        for card in self.cards:
+            card.set_probe_findings(self._rocm_findings(card.gpu))
 
     def show_remote_devices(self) -> None:
         """List the RPC workers' devices (address, name, free of total memory)."""

@@ -106,11 +106,11 @@ class SettingsPage(Page):
         self.gfx_override.setPlaceholderText(self.tr("detected automatically, e.g. gfx1100"))
         self.memory_budget = QSpinBox()
         self.memory_budget.setRange(0, 1024 * 1024)
-        self.memory_budget.setSuffix(" MB")
+        self.memory_budget.setSuffix(" MiB")
         self.memory_budget.setSpecialValueText(self.tr("no limit"))
         self.fallback_memory = QSpinBox()
         self.fallback_memory.setRange(0, 1024 * 1024)
-        self.fallback_memory.setSuffix(" MB")
+        self.fallback_memory.setSuffix(" MiB")
         self.fallback_memory.setSpecialValueText(self.tr("use detected memory"))
 
         self.context_size = QSpinBox()

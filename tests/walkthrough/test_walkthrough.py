@@ -1,0 +1,365 @@
+"""A user's first ten minutes, as a test (issue 18).
+
+The composed app (every service and page, as ``run_gui`` builds them) on a replayed Radeon RX 7900
+XTX, with loopback GitHub and hub stand-ins and the real engines: first start → guide → engine →
+model → chat → stop → regenerate → dashboard → benchmark → GPU page → settings → restart. At each
+step the test reads what a person reads (in the language shown) and saves a screenshot under
+``artifacts/screenshots/walkthrough/<language>-<theme>/``.
+
+The release server offers a ROCm gfx110X build that cannot see a ROCm device here (as on a machine
+whose ROCm runtime is broken), then Vulkan and CPU: the guide installs ROCm, its probe rejects it,
+and Vulkan (Mesa's software driver) is installed and used. Every place that names the engine must
+say Vulkan, and say why ROCm is not used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QApplication
+
+from strata_gui.app import AppUi, UiHooks, compose, open_first_run, startup
+from strata_gui.core.app_services import build_app_services
+from strata_gui.core.chat.service import MessageDelta
+from strata_gui.core.chat.store import COMPLETE, STOPPED, SamplingParams
+from strata_gui.core.models.starters import StarterModel
+from strata_gui.core.services import build_services
+from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.chat.message_widget import MessageWidget
+from strata_gui.ui.first_run import STEP_MODELS, STEP_READY, STEP_SETUP
+from strata_gui.ui.i18n import install_language, translators_of
+from strata_gui.ui.theme import apply_theme
+from tests.first_run.conftest import GPU_TREES, wait_until
+from tests.support.engines import CACHE as ENGINE_CACHE
+from tests.support.github_server import GitHubServer
+from tests.support.hub_server import RunningHub
+from tests.walkthrough.conftest import Shots, settle
+
+ENGINE = "Vulkan b7601"
+ROCM = "ROCm b1011"
+DECIMAL_GB = re.compile(r"\d\s?[KMGT]B\b")  # "25.8 GB": the unit Strata no longer shows for memory
+
+
+def tr(context: str, text: str) -> str:
+    """What the user reads for ``text`` in the installed language."""
+    return QCoreApplication.translate(context, text)
+
+
+@dataclass
+class Run:
+    """One start of the app on the test's user folders."""
+
+    ui: AppUi
+    loop: asyncio.AbstractEventLoop
+    closed: bool = False
+
+    @property
+    def window(self):  # type: ignore[no-untyped-def]
+        return self.ui.window
+
+
+@pytest.fixture
+def start_app(qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop,
+              monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Run]]:
+    """Start the app as ``run_gui`` does (settings → language → theme → compose → start-up checks);
+    every start is closed at the end (engines stopped, clients closed)."""
+    monkeypatch.setenv("STRATA_SYSFS_ROOT", str(GPU_TREES / "rx7900xtx"))
+    monkeypatch.setenv("STRATA_VK_VISIBLE_DEVICES", "0")  # Mesa's llvmpipe is this machine's Vulkan device
+    # llvmpipe compiles every Vulkan pipeline at the engine's first start (most of a minute on two
+    # busy cores); its shader cache lives with the test engines so only the first run ever pays.
+    monkeypatch.setenv("MESA_SHADER_CACHE_DIR", str(ENGINE_CACHE / "mesa-shader-cache"))
+    runs: list[Run] = []
+
+    def start(starters: list[StarterModel], **settings: Any) -> Run:
+        base = build_services()
+        if settings:
+            base.settings_service.update(**settings)
+        install_language(qapp, base.settings.language)
+        apply_theme(qapp, base.settings.theme)
+        services = build_app_services(base)
+        hooks = UiHooks(open_path=lambda _p: None, choose_folder=lambda: None, choose_model=lambda: None,
+                        save_path=lambda _n: None)
+        ui = compose(services, AsyncBridge(), qapp, hooks)
+        ui.window.resize(1180, 760)
+        ui.window.show()
+        run = Run(ui, qasync_loop)
+        runs.append(run)
+        ui.bridge.run(lambda _p: startup(ui), name="Start-up checks", show_errors=False)
+        if not base.settings.first_run_done:
+            open_first_run(ui, starters=starters)
+        return run
+
+    yield start
+    for run in runs:
+        close(run)
+    translators_of(qapp).remove(qapp)
+    apply_theme(qapp, "light")
+
+
+def close(run: Run) -> None:
+    """Quit as the user does (the window's close), then let the app shut its services down."""
+    if run.closed:
+        return
+    run.closed = True
+    if run.ui.window.isVisible():
+        run.ui.window.close()
+    run.loop.run_until_complete(run.ui.bridge.shutdown())
+    run.loop.run_until_complete(run.ui.services.aclose())
+    run.ui.window.deleteLater()
+    QApplication.processEvents()
+
+
+def assistant_widgets(ui: AppUi) -> list[MessageWidget]:
+    chat = ui.pages.chat
+    return [chat.message_widgets[i] for i in sorted(chat.message_widgets)
+            if chat.message_widgets[i].message.role == "assistant"]
+
+
+def meter_used(ui: AppUi) -> tuple[int, int]:
+    """The two numbers of the context meter, parsed from the text the user reads."""
+    text = ui.pages.chat.context_meter.text()
+    numbers = [int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", text)]
+    assert len(numbers) == 2, text
+    return numbers[0], numbers[1]
+
+
+VARIANTS = [("en", "light"), ("en", "dark"), ("zh_CN", "light"), ("zh_CN", "dark")]
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize(("language", "theme"), VARIANTS, ids=[f"{lang}-{t}" for lang, t in VARIANTS])
+def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter: StarterModel,
+                           start_app: Callable[..., Run], language: str, theme: str) -> None:
+    # (the servers come first: they stop after the app has closed its connections)
+    shots = Shots(f"{language}-{theme}")
+    run = start_app([test_starter], language=language, theme=theme,
+                    github_api_url=releases.api_base, hub_endpoint=hub.url, context_size=1024)
+    ui, window = run.ui, run.window
+    chat, services = ui.pages.chat, run.ui.services
+    guide = ui.first_run
+    assert guide is not None
+
+    async def first_run() -> None:
+        # 1. First start: the guide owns the window; it shows the GPU (in GiB) and the engine plan.
+        await wait_until(lambda: guide.plan is not None)
+        assert window.covered_by is guide and not chat.isVisible()
+        assert guide.step == STEP_SETUP
+        gpus = guide.gpu_label.text()
+        assert "Radeon RX 7900 XTX" in gpus
+        assert tr("FirstRunGuide", "%s VRAM") % "24.0 GiB" in gpus
+        assert not DECIMAL_GB.search(gpus), gpus
+        plan = guide.plan_label.text()
+        assert plan.index("ROCm") < plan.index("Vulkan") < plan.index("CPU")
+        assert guide.primary_button.text() == tr("FirstRunGuide", "Download engine")
+        await settle()
+        shots(window, "guide-gpu-and-plan")
+
+        # 2. The engine: the ROCm build is installed, fails its check, and Vulkan is installed instead.
+        guide.primary_button.click()
+        assert guide.engine_handle is not None
+        await guide.engine_handle.wait()
+        assert guide.engine is not None and guide.engine.backend == "vulkan", guide.engine_status.text()
+        assert guide.engine_status.text().startswith(tr("FirstRunGuide", "Installed: %s") % ENGINE)
+        await settle()
+        shots(window, "guide-engine-installed")
+
+        # 3. The model: the starter fits the 24 GiB card; it is downloaded from the hub.
+        guide.primary_button.click()
+        assert guide.step == STEP_MODELS
+        assert "24.0 GiB" in guide.target_label.text() and not DECIMAL_GB.search(guide.target_label.text())
+        assert guide.select_starter("strata-test-llama")
+        guide.primary_button.click()
+        assert guide.model_handle is not None
+        await guide.model_handle.wait()
+        assert guide.step == STEP_READY, guide.model_status.text()
+        assert tr("FirstRunGuide", "Engine: %s") % ENGINE in guide.ready_label.text()
+        await settle()
+        shots(window, "guide-ready")
+
+        # 4. Open the chat: the guide is gone; the header announces the engine that will really run,
+        # why, and why ROCm is not used; the status bar says the same engine.
+        guide.primary_button.click()
+        assert window.covered_by is None and window.stack.currentWidget() is chat and chat.isVisible()
+        await wait_until(lambda: not any(h.is_running for h in ui.bridge.running))  # start-up checks done
+        header = chat.engine_state.text()
+        assert header.startswith(tr("ChatPage", "Engine: {0} (starts with your first message)").format(ENGINE))
+        assert tr("ChatPage", "Not used: {0} — {1}").format(ROCM, "") in header
+        assert tr("startup", "engine: %1").replace("%1", ENGINE) in window.statusBar().currentMessage()
+        assert meter_used(ui) == (0, 1024)
+        assert chat.empty_state.text() == tr(
+            "ChatPage", "<h3>Start a conversation</h3><p>Type a message below to chat with {0}.<br>"
+                        "Strata starts the engine for you and switches to another engine if one fails.</p>"
+        ).format("strata-test-llama-Q4_K_M.gguf")
+        await settle()
+        shots(window, "chat-announced")
+
+    run.loop.run_until_complete(first_run())
+
+    deltas: list[MessageDelta] = []
+    services.chat.subscribe(lambda e: deltas.append(e) if isinstance(e, MessageDelta) else None)
+
+    async def chatting() -> None:
+        # 5. A reply: it runs on the announced engine; the meter counts the tokens it filled.
+        conv = chat.new_conversation()
+        services.chat.store.update_settings(conv, sampling=SamplingParams(max_tokens=8, seed=5))
+        reply = chat.send_text("Hello!")
+        assert reply is not None
+        await reply.wait()
+        (first,) = assistant_widgets(ui)
+        assert first.message.status == COMPLETE and first.text
+        assert ENGINE in first.stats.text() and "tokens" in first.stats.text()
+        assert chat.engine_state.text() == tr("ChatPage", "● {0} engine ready").format(ENGINE)
+        used, size = meter_used(ui)
+        assert used > 0 and size == 1024, chat.context_meter.text()
+        # The header moved on from the announcement, and the meter's text is the numbers above.
+        assert chat.context_meter.text() == tr("ChatPage", "Context: {0:,} / {1:,} tokens").format(used, size)
+        await settle()
+        shots(window, "chat-reply")
+
+        # 6. Stop a long reply: "Stopped." once, with the statistics of what was generated.
+        services.chat.store.update_settings(conv, sampling=SamplingParams(max_tokens=4000, seed=7))
+        deltas.clear()
+        long = chat.send_text("Tell me a long story.")
+        assert long is not None
+        await wait_until(lambda: len(deltas) >= 6, timeout=30)
+        chat.stop_button.click()
+        await long.wait()
+        await wait_until(lambda: len(assistant_widgets(ui)) == 2)
+        stopped = assistant_widgets(ui)[-1]
+        footer = stopped.stats.text()
+        assert stopped.message.status == STOPPED
+        assert footer.startswith(tr("MessageWidget", "Stopped.")), footer
+        assert footer.count(tr("MessageWidget", "Stopped.")) == 1 and "stopped" not in footer, footer
+        n = stopped.message.stats.predicted_n
+        assert n is not None and n >= 6 and f"{n} tokens" in footer and "tok/s" in footer, footer
+        assert ENGINE in footer
+        # The engine never reported the prompt of a stopped reply: the meter keeps the last measured count.
+        assert meter_used(ui)[0] == used
+        await settle()
+        shots(window, "chat-stopped")
+
+        # 7. Regenerate: the stopped reply is replaced by a complete one.
+        services.chat.store.update_settings(conv, sampling=SamplingParams(max_tokens=8, seed=9))
+        assert stopped.regenerate_button.isVisible()
+        stopped.regenerate_button.click()
+        assert chat.reply_handle is not None
+        await chat.reply_handle.wait()
+        await wait_until(lambda: len(assistant_widgets(ui)) == 2
+                         and assistant_widgets(ui)[-1].message.status == COMPLETE)
+        again = assistant_widgets(ui)[-1]
+        assert again.text and tr("MessageWidget", "Stopped.") not in again.stats.text()
+        assert meter_used(ui)[0] > 0
+        await settle()
+        shots(window, "chat-regenerated")
+
+    run.loop.run_until_complete(chatting())
+
+    async def dashboard_and_benchmark() -> None:
+        # 8. The dashboard lists the two complete replies, prefill and decode apart.
+        dash = ui.pages.dashboard
+        window.show_page(dash)
+        dash.tabs.setCurrentIndex(0)
+        await asyncio.sleep(0.05)
+        assert dash.throughput_chart.isVisible() and not dash.empty_label.isVisible()
+        assert dash.aggregates.text().startswith(tr("DashboardPage", "%1 requests · prefill median %2, p90 %3 · "
+                                                                     "decode median %4, p90 %5 · time to first "
+                                                                     "token median %6, p90 %7").split("%2")[0]
+                                                 .replace("%1", "2"))
+        await settle()
+        shots(window, "dashboard")
+
+        # 9. A tiny benchmark of the working engines (ROCm, rejected by its probe, is not offered).
+        dash.tabs.setCurrentIndex(2)
+        dash.refresh_choices()
+        assert [s.label for s in dash.selected_engines()] == [ENGINE]
+        dash.prefill_spin.setValue(32)
+        dash.gen_spin.setValue(8)
+        dash.reps_spin.setValue(1)
+        handle = dash.start_benchmark()
+        assert handle is not None
+        await handle.wait()
+        table = dash.results_table
+        assert table.rowCount() == 1 and table.item(0, 0).text() == ENGINE
+        assert table.item(0, 4).text() == tr("DashboardPage", "ok"), table.item(0, 4).text()
+        # Engines by the names people read, never by their ids.
+        assert ENGINE in dash.recommendation_label.text() and "upstream-" not in dash.recommendation_label.text()
+        await settle()
+        shots(window, "benchmark")
+
+        # 10. The GPU page: the 7900 XTX card says what the ROCm probe found, memory in GiB.
+        gpu_page = ui.pages.gpu
+        window.show_page(gpu_page)
+        await wait_until(lambda: bool(gpu_page.cards))
+        card = next(c for c in gpu_page.cards if "7900 XTX" in c.gpu.name)
+        (finding,) = services.resolver.rocm_findings(card.gpu)
+        assert finding.label == ROCM and not finding.works
+        assert card.verdict.text() == tr(
+            "GpuCard", "ROCm does not work here yet: the installed %s failed its check (%s). "
+                       "Strata uses the next engine.") % (ROCM, finding.message)
+        assert "#b91c1c" in card.verdict.styleSheet()  # red, not the catalog's green
+        assert "24.0 GiB" in card.vram_bar.caption.text()
+        # The iGPU has no ROCm build: the gfx110X build's failure is not its verdict.
+        igpu = next(c for c in gpu_page.cards if "Raphael" in c.gpu.name)
+        assert igpu.verdict.text() == tr("GpuCard", "Vulkan only: no ROCm build for %s") % "gfx1036"
+        await settle()
+        shots(window, "gpu")
+
+        # 11. Settings: a larger context, saved.
+        settings = ui.pages.settings
+        window.show_page(settings)
+        settings.context_size.setValue(2048)
+        settings.save_button.click()
+        assert settings.status.text() == tr("SettingsPage", "Saved.")
+        await settle()
+        shots(window, "settings")
+
+    run.loop.run_until_complete(dashboard_and_benchmark())
+    close(run)
+
+    # 12. Restart on the same user folders: no guide, the model, conversation and engine are back.
+    again_run = start_app([test_starter])
+    ui2, window2 = again_run.ui, again_run.window
+    chat2 = ui2.pages.chat
+
+    async def restarted() -> None:
+        assert ui2.first_run is None and window2.covered_by is None
+        await wait_until(lambda: not any(h.is_running for h in ui2.bridge.running))
+        assert chat2.model_label.text() == "strata-test-llama-Q4_K_M.gguf"
+        assert chat2.conversation_list.count() == 1
+        window2.show_page(chat2)
+        assert chat2.conversation_id is not None and len(assistant_widgets(ui2)) == 2
+        assert chat2.engine_state.text().startswith(
+            tr("ChatPage", "Engine: {0} (starts with your first message)").format(ENGINE))
+        assert tr("startup", "engine: %1").replace("%1", ENGINE) in window2.statusBar().currentMessage()
+        used, size = meter_used(ui2)
+        assert used > 0 and size == 2048, chat2.context_meter.text()
+        await settle()
+        shots(window2, "restarted")
+
+    again_run.loop.run_until_complete(restarted())
+    assert shots.saved == ["guide-gpu-and-plan", "guide-engine-installed", "guide-ready", "chat-announced",
+                           "chat-reply", "chat-stopped", "chat-regenerated", "dashboard", "benchmark", "gpu",
+                           "settings", "restarted"]
+
+
+def test_an_empty_dashboard_keeps_its_filters_at_the_top(start_app: Callable[..., Run]) -> None:
+    run = start_app([], language="en", theme="light", first_run_done=True)
+    ui = run.ui
+    dash = ui.pages.dashboard
+    ui.window.show_page(dash)
+    QApplication.processEvents()
+    assert dash.empty_label.isVisible() and not dash.throughput_chart.isVisible()
+    tab = dash.tabs.currentWidget()
+    filters_top = dash.filters.mapTo(tab, dash.filters.rect().topLeft()).y()
+    # No band above the filters: they sit at the top of the tab; the message takes the free height.
+    assert filters_top <= 16, filters_top
+    assert dash.filters.height() <= dash.filters.sizeHint().height()
+    assert dash.empty_label.height() > tab.height() // 2
+    Shots("empty-dashboard")(ui.window, "dashboard")
+    run.loop.run_until_complete(wait_until(lambda: not any(h.is_running for h in ui.bridge.running)))
