@@ -96,7 +96,9 @@ class ReplyStats:
         if self.finish_reason and with_reason:
             parts.append(self.finish_reason)
         if self.engine:
-            parts.append(self.engine + (f" ({self.backend})" if self.backend and self.backend != self.engine else ""))
+            # The engine's label already names its backend ("Vulkan b7601"); say it only when it does not.
+            named = not self.backend or self.engine.lower().startswith(self.backend.lower())
+            parts.append(self.engine + ("" if named else f" ({self.backend})"))
         return " · ".join(parts)
 
 
