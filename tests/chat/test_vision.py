@@ -58,7 +58,7 @@ def test_an_image_reaches_the_engine_and_comes_back_after_a_restart(
     chat = ui.pages.chat
     try:
         ui.window.show()
-        engine, probe = qasync_loop.run_until_complete(services.engines.add_local(test_engines.cpu_dir, "cpu"))
+        _engine, probe = qasync_loop.run_until_complete(services.engines.add_local(test_engines.cpu_dir, "cpu"))
         assert probe.usable, probe.message
         services.refresh_chat_plan()
         chat.set_model(vision_model)
