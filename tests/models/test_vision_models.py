@@ -8,7 +8,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from strata_gui.core.models.library import SOURCE_FOLDER, ModelLibrary, find_projector
+from tests.models.test_models_page import harness  # noqa: F401  (fixture)
 
 REPO = "strata/test-llava-GGUF"
 
@@ -69,3 +72,23 @@ def test_a_folder_pairs_a_model_with_its_projector(tmp_path: Path, vision_model:
     assert entries["llava-Q4_K_M.gguf"].source == SOURCE_FOLDER
     assert entries["plain-F16.gguf"].projector is None and not entries["plain-F16.gguf"].vision
     assert find_projector(folder / "plain-F16.gguf") is None
+
+
+@pytest.fixture
+def hub_repos(vision_model: Path) -> list[Any]:
+    """For the page test below: the loopback hub serves only the vision repo."""
+    return [_repo(vision_model)]
+
+
+def test_models_page_says_the_model_sees_images(harness: Any, hub: Any) -> None:  # noqa: F811
+    h = harness()
+    page = h.page
+    page.on_shown()
+    h.settle(page.search_handle)
+    h.settle(page.library_handle)
+    page.results.setCurrentRow(0)
+    h.settle(page.detail_handle)
+    assert page.detail_title.text() == REPO and "vision: sees images" in page.detail_meta.text()
+    table = page.quant_table
+    assert sorted(table.item(r, 4).text() for r in range(table.rowCount())) == [
+        "test-llava-F16.gguf", "test-llava-Q8_0.gguf"]
