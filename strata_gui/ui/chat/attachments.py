@@ -17,10 +17,11 @@ THUMB = 72
 
 
 def thumbnail(image: ChatImage, size: int = THUMB) -> QPixmap:
-    """The image scaled to fit ``size``×``size`` (an empty pixmap when Qt cannot decode it)."""
+    """The image scaled down to fit ``size``×``size`` (never up: a small picture stays sharp; an
+    empty pixmap when Qt cannot decode it)."""
     pix = QPixmap()
     pix.loadFromData(image.data)
-    if pix.isNull():
+    if pix.isNull() or (pix.width() <= size and pix.height() <= size):
         return pix
     return pix.scaled(size, size, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation)
 
