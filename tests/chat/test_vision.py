@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -138,3 +139,31 @@ def test_cli_sends_an_image(test_engines: TestEngines, vision_model: Path, tmp_p
 def test_cli_refuses_an_image_for_a_text_only_model(test_model: Path, tmp_path: Path) -> None:
     with pytest.raises(ChatError, match="cannot see images"):
         run_command(["chat", "-m", str(test_model), "--image", str(write_png(tmp_path / "p.png")), "Hi"])
+
+
+@pytest.mark.engine
+def test_a_projector_added_later_reloads_the_engine_with_it(test_engines: TestEngines, vision_model: Path,
+                                                           tmp_path: Path) -> None:
+    import shutil
+
+    from strata_gui.core.chat.images import ChatImage
+    from tests.chat.conftest import run_with_service
+    from tests.runtime.conftest import cpu_spec
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    model = Path(shutil.copy(vision_model, folder / "llava-F16.gguf"))
+
+    async def body(svc: Any, _events: list[Any]) -> None:
+        conv = svc.new_conversation()
+        svc.store.update_settings(conv.id, sampling=SamplingParams(max_tokens=4, seed=1))
+        await svc.send(conv.id, "Hi")
+        first = svc.supervisor.pid
+        assert "--mmproj" not in psutil.Process(first).cmdline() and not svc.accepts_images
+        # The projector arrives (a download finished, or the user copied it in).
+        shutil.copy(vision_model.parent / "mmproj-strata-test-llava-F16.gguf", folder / "mmproj-llava-F16.gguf")
+        reply = await svc.send(conv.id, "And this?", images=[ChatImage.from_bytes(png_bytes())])
+        assert svc.supervisor.pid != first and "--mmproj" in psutil.Process(svc.supervisor.pid).cmdline()
+        assert reply.status == "complete" and reply.stats.predicted_n == 4
+
+    run_with_service([cpu_spec(test_engines)], model, body)

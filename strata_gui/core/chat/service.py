@@ -250,7 +250,10 @@ class ChatService:
         """Start the engine if it is not running (falling back along the plan); return its client."""
         async with self._start_lock:
             sup = self._supervisor
-            if sup is not None and sup.state is ServerState.READY and self._client is not None and not self._stale:
+            # A projector put next to the model since the start (downloaded later) needs a reload.
+            same_projector = sup is not None and sup.settings.mmproj == self.launch_settings().mmproj
+            if (sup is not None and sup.state is ServerState.READY and self._client is not None and not self._stale
+                    and same_projector):
                 return self._client
             self._stale = False
             if sup is not None:
