@@ -164,3 +164,12 @@ def qasync_loop(qapp: object) -> Iterator[asyncio.AbstractEventLoop]:
         finally:
             loop.close()
             asyncio.set_event_loop(None)
+
+
+@pytest.fixture(scope="session")
+def vision_model(_models_dir: Path) -> Path:
+    """The test llama model with a random-weight vision projector (``mmproj-*.gguf``) beside it."""
+    folder = _models_dir / "vision"
+    model = gguf_model.write_model(folder / "strata-test-llava-F16.gguf")
+    gguf_model.write_mmproj(folder / "mmproj-strata-test-llava-F16.gguf")
+    return model

@@ -33,6 +33,17 @@
     </message>
 </context>
 <context>
+    <name>AttachmentStrip</name>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Do not send this image</source>
+        <translation>不发送这张图片</translation>
+    </message>
+</context>
+<context>
     <name>ChatInput</name>
     <message>
         <source>Message the model…  (Enter sends, Shift+Enter adds a line)</source>
@@ -90,6 +101,14 @@
         <translation>&lt;h3&gt;开始对话&lt;/h3&gt;&lt;p&gt;先在上方选择一个模型（.gguf 文件），再在下方输入消息。&lt;br&gt;Strata 会为你启动引擎；某个引擎出错时会自动换用另一个。&lt;/p&gt;</translation>
     </message>
     <message>
+        <source>Attach image…</source>
+        <translation>附加图片…</translation>
+    </message>
+    <message>
+        <source>Send pictures to a vision model (you can also paste or drop them)</source>
+        <translation>向视觉模型发送图片（也可以粘贴或拖放）</translation>
+    </message>
+    <message>
         <source>Send</source>
         <translation>发送</translation>
     </message>
@@ -128,6 +147,14 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Delete this conversation and all its messages?</source>
         <translation>删除此对话及其全部消息？</translation>
+    </message>
+    <message>
+        <source>Attach images</source>
+        <translation>附加图片</translation>
+    </message>
+    <message>
+        <source>Images (*.png *.jpg *.jpeg *.gif *.bmp)</source>
+        <translation>图片 (*.png *.jpg *.jpeg *.gif *.bmp)</translation>
     </message>
     <message>
         <source>Edit and resend</source>
@@ -1414,6 +1441,13 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
 </context>
 <context>
+    <name>ImageThumb</name>
+    <message>
+        <source>Pasted image</source>
+        <translation>粘贴的图片</translation>
+    </message>
+</context>
+<context>
     <name>MainWindow</name>
     <message>
         <source>Starting Strata…</source>
@@ -1597,6 +1631,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>gated: needs an access token</source>
         <translation>受限：需要访问令牌</translation>
+    </message>
+    <message>
+        <source>vision: sees images in chat (its projector downloads with the model)</source>
+        <translation>视觉：可在聊天中识别图片（投影器随模型一起下载）</translation>
     </message>
     <message>
         <source>Fit for %1 (%2 usable) at context %3.</source>

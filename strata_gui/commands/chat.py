@@ -1,4 +1,7 @@
-"""`strata chat --model M [--engine DIR] [--json] "prompt"`: one streamed reply and its statistics.
+"""`strata chat --model M [--engine DIR] [--image FILE] [--json] "prompt"`: one streamed reply and its statistics.
+
+With ``--image`` the pictures go with the prompt as OpenAI image content; the model's vision
+projector (``mmproj`` next to it) is loaded with it, as in the app.
 
 The engine comes from the core's resolver, as in the app: engines whose last check failed are never
 launched, the measured or pinned choice is honoured, and the engine used (and why) is printed.
@@ -13,7 +16,8 @@ from pathlib import Path
 
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.chat import ChatEvent, EngineStatus, MessageDelta, Notice
+from strata_gui.core.blocking import run_blocking
+from strata_gui.core.chat import ChatEvent, ChatImage, EngineStatus, MessageDelta, Notice
 from strata_gui.core.errors import ChatError
 from strata_gui.core.runtime import SamplingParams
 
@@ -25,6 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--engine", "-e", action="append", default=[], metavar="DIR",
                    help="use the llama-server in DIR first (checked before use; repeat for more; "
                         "installed engines stay as fallbacks)")
+    p.add_argument("--image", "-i", action="append", default=[], metavar="FILE", type=Path,
+                   help="attach a PNG/JPEG/GIF/BMP image (repeat for more; the model needs its mmproj)")
     p.add_argument("--system", default="", help="system prompt")
     p.add_argument("--max-tokens", type=int, default=None, help="stop after this many tokens")
     p.add_argument("--temperature", type=float, default=None)
@@ -58,6 +64,13 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         app.settings.override(**overrides)  # this run only: never written to the settings file
     apply_device_option(args, app)
     model = _model(args, app)
+    # A bad file fails here, before any engine loads.
+    images = await run_blocking(lambda: [ChatImage.from_file(Path(f).expanduser()) for f in args.image],
+                                name="strata-read-images")
+    service = app.chat
+    service.set_model(model, remember=False)  # a one-off prompt does not change the app's last model
+    if images:
+        service.check_images_accepted()  # before engines are probed: a text-only model fails at once
     await app.prepare()
     for folder in _folders(args.engine):
         await app.resolver.use_folder(folder)
@@ -65,9 +78,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     if resolution.chosen is None:
         raise ChatError(resolution.summary(), hint="Install an engine with `strata engines install`, "
                                                    "or pass --engine DIR.")
-    service = app.chat
     service.set_plan(list(resolution.specs))
-    service.set_model(model, remember=False)  # a one-off prompt does not change the app's last model
     notices: list[str] = []
     stream = not args.json
     if stream:
@@ -90,11 +101,13 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     await service.ensure_engine()
     if stream and sys.stderr.isatty():
         print("\r" + " " * 72 + "\r", end="", file=sys.stderr)
-    reply = await service.send(conv.id, args.prompt)
+    reply = await service.send(conv.id, args.prompt, images=images)
     if args.json:
         print(json.dumps({"reply": reply.content, "stats": reply.stats.to_json(),
                           "context_used": reply.stats.context_used, "notices": notices,
-                          "engine": resolution.to_json()}, indent=2))
+                          "engine": resolution.to_json(),
+                          "projector": str(service.projector) if service.projector else None,
+                          "images": len(images)}, indent=2))
     else:
         print()
         print(reply.stats.summary(), file=sys.stderr)

@@ -89,7 +89,7 @@ def test_migrates_a_version_1_database(db_path: Path) -> None:
     db.commit()
     db.close()
     with ConversationStore(db_path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 3
+        assert store.schema_version() == SCHEMA_VERSION == 4
         [msg] = store.messages(1)
         assert msg.content == "hi" and msg.stats.predicted_n is None and msg.settings == {}
         assert store.db.execute("SELECT version FROM schema_version WHERE component='dashboards'").fetchone()[0] == 7
@@ -106,3 +106,59 @@ def test_damaged_file_is_a_storage_error(db_path: Path) -> None:
     db_path.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StorageError, match="cannot be opened"):
         ConversationStore(db_path).open()
+
+
+def test_images_are_kept_with_their_message_and_go_with_it(db_path: Path) -> None:
+    from strata_gui.core.chat.images import ChatImage
+    from tests.support.images import png_bytes
+
+    first, second = ChatImage.from_bytes(png_bytes(seed=1), "cat.png"), ChatImage.from_bytes(png_bytes(seed=2))
+    with ConversationStore(db_path) as store:
+        conv = store.create_conversation("Look")
+        msg = store.add_message(conv.id, "user", "what is this?", images=[first, second])
+        store.add_message(conv.id, "assistant", "a gradient")
+    with ConversationStore(db_path) as store:  # a restart: the images come back, in order, byte for byte
+        [user, reply] = store.messages(conv.id)
+        assert user.images == (first, second) and user.images[0].mime == "image/png"
+        assert user.images[0].name == "cat.png" and reply.images == ()
+        assert store.message(msg.id).images == (first, second)  # type: ignore[union-attr]
+        # Deleting the conversation drops its images with it (no orphan rows).
+        store.delete_conversation(conv.id)
+        assert store.db.execute("SELECT COUNT(*) FROM chat_images").fetchone()[0] == 0
+
+
+def test_a_version_3_database_gains_images(db_path: Path) -> None:
+    from strata_gui.core.chat.images import ChatImage
+    from tests.support.images import png_bytes
+
+    db = sqlite3.connect(db_path)
+    db.execute("CREATE TABLE schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+    for migration in MIGRATIONS[:3]:
+        for statement in migration:
+            db.execute(statement)
+    db.execute("INSERT INTO schema_version VALUES ('chat', 3)")
+    db.execute("INSERT INTO chat_conversations(title, created_at, updated_at) VALUES ('old', 1, 1)")
+    db.execute("INSERT INTO chat_messages(conversation_id, role, content, created_at) VALUES (1, 'user', 'hi', 1)")
+    db.commit()
+    db.close()
+    with ConversationStore(db_path) as store:
+        assert store.schema_version() == 4
+        [old] = store.messages(1)
+        assert old.content == "hi" and old.images == ()
+        image = ChatImage.from_bytes(png_bytes())
+        store.add_message(1, "user", "", images=[image])
+        assert store.messages(1)[-1].images == (image,)
+
+
+def test_only_images_the_engine_reads_are_accepted(tmp_path: Path) -> None:
+    from strata_gui.core.chat.images import ChatImage
+    from strata_gui.core.errors import ChatError
+    from tests.support.images import write_png
+
+    image = ChatImage.from_file(write_png(tmp_path / "a.png"))
+    assert image.mime == "image/png" and image.data_url().startswith("data:image/png;base64,iVBORw0KGgo")
+    (tmp_path / "a.webp").write_bytes(b"RIFF\x00\x00\x00\x00WEBPVP8 ")
+    with pytest.raises(ChatError, match="not a PNG, JPEG, GIF or BMP"):
+        ChatImage.from_file(tmp_path / "a.webp")
+    with pytest.raises(ChatError, match="Cannot read"):
+        ChatImage.from_file(tmp_path / "missing.png")

@@ -3,7 +3,8 @@
 The model uses the real SentencePiece vocabulary shipped in the pinned llama.cpp source
 (``models/ggml-vocab-llama-spm.gguf``), random weights (deterministic by seed) and a ChatML
 chat template, so a real llama-server loads it and streams replies. Also writes split
-(``-0000N-of-0000M.gguf``) and broken variants.
+(``-0000N-of-0000M.gguf``) and broken variants, and a random-weight multimodal projector
+(``mmproj``, llava-style "mlp" CLIP) that the pinned llama-server loads with ``--mmproj``.
 
 Usable as a script: ``python -m tests.support.gguf_model OUT.gguf [--layers N] [--width W]``.
 """
@@ -147,6 +148,99 @@ def write_model(path: Path, spec: ModelSpec | None = None) -> Path:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+    return path
+
+
+@dataclass(frozen=True)
+class ProjectorSpec:
+    """Shape of a generated CLIP vision projector (llava "mlp" type, the simplest the loader accepts).
+
+    ``text_width`` must equal the text model's embedding width: llama-server refuses a projector
+    whose output width differs. An image becomes ``(image_size // patch_size) ** 2`` tokens.
+    """
+
+    text_width: int = 64
+    width: int = 32
+    ff: int = 64
+    heads: int = 2
+    # The llava graph runs ``layers - 1`` blocks (it takes the second-to-last layer's output).
+    layers: int = 2
+    image_size: int = 32
+    patch_size: int = 8
+    seed: int = 4321
+    name: str = "Strata Test Projector"
+
+    @property
+    def image_tokens(self) -> int:
+        return (self.image_size // self.patch_size) ** 2
+
+
+def _projector_tensors(spec: ProjectorSpec) -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(spec.seed)
+
+    def w(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.02).astype(np.float16)
+
+    def b(n: int) -> np.ndarray:
+        return np.zeros(n, dtype=np.float32)
+
+    d, p = spec.width, spec.patch_size
+    n_pos = spec.image_tokens + 1  # +1: the class embedding
+    out = [
+        # numpy shape (out_ch, in_ch, kh, kw) is GGML's conv kernel ne = [kw, kh, in_ch, out_ch].
+        ("v.patch_embd.weight", w(d, 3, p, p)),
+        ("v.class_embd", (rng.standard_normal(d) * 0.02).astype(np.float32)),
+        ("v.position_embd.weight", w(n_pos, d)),
+        ("v.pre_ln.weight", np.ones(d, dtype=np.float32)),
+        ("v.pre_ln.bias", b(d)),
+    ]
+    for i in range(spec.layers):
+        q = f"v.blk.{i}."
+        out += [
+            (q + "ln1.weight", np.ones(d, dtype=np.float32)), (q + "ln1.bias", b(d)),
+            (q + "attn_q.weight", w(d, d)), (q + "attn_q.bias", b(d)),
+            (q + "attn_k.weight", w(d, d)), (q + "attn_k.bias", b(d)),
+            (q + "attn_v.weight", w(d, d)), (q + "attn_v.bias", b(d)),
+            (q + "attn_out.weight", w(d, d)), (q + "attn_out.bias", b(d)),
+            (q + "ln2.weight", np.ones(d, dtype=np.float32)), (q + "ln2.bias", b(d)),
+            (q + "ffn_up.weight", w(spec.ff, d)), (q + "ffn_up.bias", b(spec.ff)),
+            (q + "ffn_down.weight", w(d, spec.ff)), (q + "ffn_down.bias", b(d)),
+        ]
+    out += [
+        ("mm.0.weight", w(spec.text_width, d)), ("mm.0.bias", b(spec.text_width)),
+        ("mm.2.weight", w(spec.text_width, spec.text_width)), ("mm.2.bias", b(spec.text_width)),
+    ]
+    return out
+
+
+def write_mmproj(path: Path, spec: ProjectorSpec | None = None) -> Path:
+    """Write a random-weight CLIP projector GGUF (``general.architecture = clip``) and return it."""
+    import gguf
+
+    spec = spec or ProjectorSpec()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wr = gguf.GGUFWriter(str(path), "clip")
+    wr.add_name(spec.name)
+    wr.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    wr.add_string("clip.projector_type", "mlp")
+    wr.add_bool("clip.has_vision_encoder", True)
+    wr.add_bool("clip.use_gelu", True)
+    wr.add_uint32("clip.vision.image_size", spec.image_size)
+    wr.add_uint32("clip.vision.patch_size", spec.patch_size)
+    wr.add_uint32("clip.vision.embedding_length", spec.width)
+    wr.add_uint32("clip.vision.feed_forward_length", spec.ff)
+    wr.add_uint32("clip.vision.block_count", spec.layers)
+    wr.add_uint32("clip.vision.projection_dim", spec.text_width)
+    wr.add_uint32("clip.vision.attention.head_count", spec.heads)
+    wr.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
+    wr.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
+    wr.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    for name, data in _projector_tensors(spec):
+        wr.add_tensor(name, data)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
     return path
 
 

@@ -1,5 +1,6 @@
 """Conversations: the SQLite store and the chat session logic (engine fallback included)."""
 
+from strata_gui.core.chat.images import MAX_IMAGE_BYTES, ChatImage
 from strata_gui.core.chat.service import (
     ChatEvent,
     ChatService,
@@ -15,9 +16,11 @@ from strata_gui.core.chat.store import FAILED, INTERRUPTED, STOPPED, STREAMING, 
 __all__ = [
     "FAILED",
     "INTERRUPTED",
+    "MAX_IMAGE_BYTES",
     "STOPPED",
     "STREAMING",
     "ChatEvent",
+    "ChatImage",
     "ChatService",
     "EngineStatus",
     "Message",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import time
@@ -22,6 +23,7 @@ import httpx
 
 from strata_gui.core.errors import ChatError, ServerError, SettingsError
 from strata_gui.core.events import emit
+from strata_gui.core.models.library import find_projector
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, ReplyStats, SamplingParams
 from strata_gui.core.runtime.engine import EngineSpec
@@ -34,6 +36,7 @@ from strata_gui.core.runtime.supervisor import (
 )
 from strata_gui.core.settings import Settings, SettingsService
 
+from .images import ChatImage
 from .store import COMPLETE, FAILED, INTERRUPTED, STOPPED, STREAMING, Conversation, ConversationStore, Message
 
 log = logging.getLogger(__name__)
@@ -91,7 +94,7 @@ class RemoteEngine(Protocol):
     @property
     def label(self) -> str: ...
 
-    async def stream_chat(self, messages: Sequence[Mapping[str, str]], sampling: SamplingParams | None = None,
+    async def stream_chat(self, messages: Sequence[Mapping[str, Any]], sampling: SamplingParams | None = None,
                           on_delta: DeltaCallback | None = None) -> ChatReply: ...
 
 
@@ -216,6 +219,36 @@ class ChatService:
         return self._engine_index > 0
 
     @property
+    def projector(self) -> Path | None:
+        """The chosen model's vision projector (``mmproj`` next to it), loaded with the model."""
+        return find_projector(self.model) if self.model is not None else None
+
+    @property
+    def accepts_images(self) -> bool:
+        """Whether a message may carry images: the local model has a projector, or replies go to
+        a remote endpoint (which answers for itself whether its model sees images)."""
+        return self.remote is not None or self.projector is not None
+
+    def check_images_accepted(self) -> None:
+        """Raise unless images can be sent (so a caller can refuse before loading anything).
+
+        Raises:
+            ChatError: The local model has no vision projector.
+        """
+        if not self.accepts_images:
+            name = self.model.name if self.model is not None else "This model"
+            raise ChatError(f"{name} cannot see images: no vision projector (mmproj) was found next to it.",
+                            hint="Download a vision model from the Models page (its projector comes with it), "
+                                 "or put its mmproj-*.gguf file in the model's folder.")
+
+    def launch_settings(self) -> ServerSettings:
+        """How the next engine start launches llama-server: the settings, plus ``--mmproj`` when
+        the model has a projector."""
+        settings = ServerSettings.from_settings(self.settings)
+        projector = self.projector
+        return dataclasses.replace(settings, mmproj=str(projector)) if projector is not None else settings
+
+    @property
     def context_size(self) -> int:
         if self._supervisor and self._supervisor.n_ctx:
             return self._supervisor.n_ctx
@@ -226,7 +259,10 @@ class ChatService:
         """Start the engine if it is not running (falling back along the plan); return its client."""
         async with self._start_lock:
             sup = self._supervisor
-            if sup is not None and sup.state is ServerState.READY and self._client is not None and not self._stale:
+            # A projector put next to the model since the start (downloaded later) needs a reload.
+            same_projector = sup is not None and sup.settings.mmproj == self.launch_settings().mmproj
+            if (sup is not None and sup.state is ServerState.READY and self._client is not None and not self._stale
+                    and same_projector):
                 return self._client
             self._stale = False
             if sup is not None:
@@ -238,7 +274,7 @@ class ChatService:
             index = min(self._engine_index, len(self.plan) - 1)
             while True:
                 spec = self.plan[index]
-                sup = self._factory(spec, self.model, ServerSettings.from_settings(self.settings))
+                sup = self._factory(spec, self.model, self.launch_settings())
                 sup.add_listener(functools.partial(self._on_state, sup))
                 self._supervisor, self._client = sup, None
                 self._engine_index = index  # before start: listeners of READY see which engine it is
@@ -300,9 +336,15 @@ class ChatService:
     def new_conversation(self, title: str = DEFAULT_TITLE) -> Conversation:
         return self.store.create_conversation(title, model=str(self.model or ""))
 
-    def history(self, conversation: Conversation, upto: int | None = None) -> list[dict[str, str]]:
-        """Messages sent to the engine: system prompt, then every kept turn before ``upto``."""
-        out: list[dict[str, str]] = []
+    def history(self, conversation: Conversation, upto: int | None = None) -> list[dict[str, Any]]:
+        """Messages sent to the engine: system prompt, then every kept turn before ``upto``.
+
+        A message with images becomes OpenAI content parts (its text, then each image as a
+        ``data:`` URL) when the engine accepts images; otherwise only its text is sent, so a
+        conversation with pictures can go on with a text-only model.
+        """
+        out: list[dict[str, Any]] = []
+        with_images = self.accepts_images
         if conversation.system_prompt.strip():
             out.append({"role": "system", "content": conversation.system_prompt})
         for m in self.store.messages(conversation.id):
@@ -310,7 +352,12 @@ class ChatService:
                 break
             if m.status == FAILED or (m.role == "assistant" and not m.content):
                 continue
-            out.append({"role": m.role, "content": m.content})
+            if m.images and with_images:
+                parts: list[dict[str, object]] = [{"type": "text", "text": m.content}] if m.content else []
+                parts += [im.content_part() for im in m.images]
+                out.append({"role": m.role, "content": parts})
+            else:
+                out.append({"role": m.role, "content": m.content})
         return out
 
     def _conversation(self, conversation_id: int) -> Conversation:
@@ -319,13 +366,20 @@ class ChatService:
             raise ChatError("This conversation no longer exists.")
         return conv
 
-    async def send(self, conversation_id: int, text: str, on_progress: ProgressCallback | None = None) -> Message:
-        """Save the user's message, then stream the reply into a new assistant message."""
+    async def send(self, conversation_id: int, text: str, on_progress: ProgressCallback | None = None, *,
+                   images: Sequence[ChatImage] = ()) -> Message:
+        """Save the user's message (with its images), then stream the reply into a new assistant message.
+
+        Raises:
+            ChatError: Images were given but the model has no vision projector (nothing is saved).
+        """
+        if images:
+            self.check_images_accepted()
         conv = self._conversation(conversation_id)
         if conv.title == DEFAULT_TITLE and self.store.count_messages(conv.id) == 0:
-            title = " ".join(text.split())[:48] or DEFAULT_TITLE
+            title = " ".join(text.split())[:48] or (images[0].name if images else "") or DEFAULT_TITLE
             self.store.rename(conv.id, title)
-        user = self.store.add_message(conv.id, "user", text)
+        user = self.store.add_message(conv.id, "user", text, images=images)
         self._emit(MessageAdded(user))
         return await self._reply(conv.id, on_progress)
 
@@ -441,7 +495,7 @@ class ChatService:
             return self._finish(reply.id, result.text, COMPLETE, stats, ran_on=f"local:{spec.label}")
 
     async def _reply_remote(self, remote: RemoteEngine, conv: Conversation, reply_id: int,
-                            history: list[dict[str, str]]) -> Message:
+                            history: list[dict[str, Any]]) -> Message:
         where = f"remote:{remote.label}"
         buffer = _ReplyBuffer(reply_id, self, self._clock())
         stopped = ReplyStats(engine=remote.label, backend="remote")

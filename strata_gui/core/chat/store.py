@@ -4,6 +4,12 @@ Tables are prefixed ``chat_`` because other components keep their own tables in 
 the shared ``schema_version`` table records one version per component. Every write is a single
 short statement (well under a millisecond in WAL mode), so the store is used directly from the
 event loop's thread; a reply that is streaming is written about once a second.
+
+Images attached to messages are BLOBs in ``chat_images`` (not files in the data folder): deleting
+a conversation, or the messages an edit replaces, removes its images in the same transaction by
+``ON DELETE CASCADE``, so no orphan files are left to collect and one file holds a whole chat
+for backup. They live in their own table so listing messages never reads image bytes it does
+not show.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from typing import Any
 
 from strata_gui.core.errors import StorageError
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
+
+from .images import ChatImage
 
 COMPONENT = "chat"
 
@@ -63,6 +71,18 @@ MIGRATIONS: list[Sequence[str]] = [
         "ALTER TABLE chat_conversations ADD COLUMN ran_on TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE chat_messages ADD COLUMN ran_on TEXT NOT NULL DEFAULT ''",
     ),
+    # v4: images attached to user messages (vision models), in the order they were attached.
+    (
+        """CREATE TABLE chat_images (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            message_id INTEGER NOT NULL REFERENCES chat_messages(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            mime TEXT NOT NULL,
+            name TEXT NOT NULL DEFAULT '',
+            data BLOB NOT NULL
+        )""",
+        "CREATE INDEX chat_images_by_message ON chat_images(message_id, position)",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -90,6 +110,7 @@ class Message:
     settings: dict[str, Any] = field(default_factory=dict)
     stats: ReplyStats = field(default_factory=ReplyStats)
     ran_on: str = ""
+    images: tuple[ChatImage, ...] = ()
 
 
 def _loads(text: str | None) -> dict[str, Any]:
@@ -245,15 +266,25 @@ class ConversationStore:
 
     # -- messages -------------------------------------------------------------------------------
     def add_message(self, conversation_id: int, role: str, content: str, *, status: str = COMPLETE,
-                    settings: dict[str, Any] | None = None, stats: ReplyStats | None = None) -> Message:
+                    settings: dict[str, Any] | None = None, stats: ReplyStats | None = None,
+                    images: Sequence[ChatImage] = ()) -> Message:
         now = self._clock()
-        cur = self._write(
-            "INSERT INTO chat_messages(conversation_id, role, content, status, created_at, settings_json, stats_json)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (conversation_id, role, content, status, now, json.dumps(settings or {}),
-             json.dumps((stats or ReplyStats()).to_json())))
-        self._write("UPDATE chat_conversations SET updated_at=? WHERE id=?", (now, conversation_id))
-        msg = self.message(int(cur.lastrowid or 0))
+        try:
+            with self._transaction() as db:
+                cur = db.execute(
+                    "INSERT INTO chat_messages(conversation_id, role, content, status, created_at, settings_json,"
+                    " stats_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (conversation_id, role, content, status, now, json.dumps(settings or {}),
+                     json.dumps((stats or ReplyStats()).to_json())))
+                message_id = int(cur.lastrowid or 0)
+                db.executemany(
+                    "INSERT INTO chat_images(message_id, position, mime, name, data) VALUES (?, ?, ?, ?, ?)",
+                    [(message_id, i, im.mime, im.name, im.data) for i, im in enumerate(images)])
+                db.execute("UPDATE chat_conversations SET updated_at=? WHERE id=?", (now, conversation_id))
+        except sqlite3.Error as exc:
+            raise StorageError(f"Could not save to the conversation database: {exc}",
+                               hint="Check that the disk is not full and the data folder is writable.") from exc
+        msg = self.message(message_id)
         assert msg is not None
         return msg
 
@@ -289,9 +320,24 @@ class ConversationStore:
                        settings=_loads(row["settings_json"]), stats=ReplyStats.from_json(_loads(row["stats_json"])),
                        ran_on=row["ran_on"])
 
+    def _with_images(self, messages: list[Message]) -> list[Message]:
+        """Attach each message's images (one query for the whole page)."""
+        ids = [m.id for m in messages]
+        if not ids:
+            return messages
+        found: dict[int, list[ChatImage]] = {}
+        marks = ",".join("?" * len(ids))
+        for row in self.db.execute(
+                f"SELECT message_id, mime, name, data FROM chat_images WHERE message_id IN ({marks})"
+                " ORDER BY message_id, position", ids):
+            found.setdefault(row["message_id"], []).append(ChatImage(row["mime"], bytes(row["data"]), row["name"]))
+        for m in messages:
+            m.images = tuple(found.get(m.id, ()))
+        return messages
+
     def message(self, message_id: int) -> Message | None:
         row = self.db.execute("SELECT * FROM chat_messages WHERE id=?", (message_id,)).fetchone()
-        return self._message(row) if row else None
+        return self._with_images([self._message(row)])[0] if row else None
 
     def messages(self, conversation_id: int, *, limit: int | None = None, before_id: int | None = None) -> list[Message]:
         """Messages in order. With ``limit``: the last ``limit`` ones (before ``before_id``) — a page."""
@@ -304,7 +350,7 @@ class ConversationStore:
         else:
             rows = self.db.execute(f"SELECT * FROM chat_messages WHERE {where} ORDER BY id DESC LIMIT ?",
                                    (*params, limit)).fetchall()[::-1]
-        return [self._message(r) for r in rows]
+        return self._with_images([self._message(r) for r in rows])
 
     def count_messages(self, conversation_id: int) -> int:
         row = self.db.execute("SELECT COUNT(*) FROM chat_messages WHERE conversation_id=?",

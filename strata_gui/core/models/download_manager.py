@@ -168,13 +168,16 @@ class DownloadManager:
     def enqueue(self, detail: ModelDetail, quant: QuantEntry) -> DownloadJob:
         """Queue ``quant`` of ``detail`` (a split set as one job) and start the queue.
 
+        A vision model's projector (``mmproj``) is part of the same job, so the model arrives
+        able to see images.
+
         The same quant again returns the job already queued; a paused or failed one is queued
         again.
 
         Raises:
             HubError: Offline mode.
         """
-        return self.add(DownloadJob.for_quant(detail.repo_id, detail.commit, quant))
+        return self.add(DownloadJob.for_quant(detail.repo_id, detail.commit, quant, detail.projector_for(quant)))
 
     def add(self, job: DownloadJob) -> DownloadJob:
         """Queue ``job`` (see :meth:`enqueue`); returns the job the queue holds under its id."""

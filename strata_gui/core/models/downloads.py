@@ -128,8 +128,12 @@ class DownloadJob:
         return sum(f.size for f in self.files)
 
     @classmethod
-    def for_quant(cls, repo_id: str, revision: str, quant: QuantEntry) -> DownloadJob:
-        return cls(repo_id, revision, quant.label, quant.name, list(quant.files))
+    def for_quant(cls, repo_id: str, revision: str, quant: QuantEntry,
+                  projector: RemoteFile | None = None) -> DownloadJob:
+        """The job for ``quant``; a vision model's ``projector`` is fetched last, after the shards,
+        so ``files[0]`` (and the first finished path) stays the file to load."""
+        files = list(quant.files) + ([projector] if projector is not None else [])
+        return cls(repo_id, revision, quant.label, quant.name, files)
 
     def to_json(self) -> dict[str, Any]:
         return {"repo_id": self.repo_id, "revision": self.revision, "label": self.label, "name": self.name,

@@ -25,6 +25,7 @@ from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import HubError
 from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, quant_from_filename
 from strata_gui.core.models.hub_errors import check_response, error_for_transport, error_from_hf
+from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.models.remote_header import read_remote_header
 
 SORTS = {"downloads": "downloads", "likes": "likes", "trending": "trendingScore", "updated": "lastModified"}
@@ -114,9 +115,27 @@ class ModelDetail:
     quants: tuple[QuantEntry, ...]
     other_files: tuple[RemoteFile, ...] = field(default=())
 
+    @property
+    def projectors(self) -> tuple[RemoteFile, ...]:
+        """The repo's vision projectors (``mmproj-*.gguf``); empty for a text-only model."""
+        return tuple(f for f in self.other_files if is_projector(f.path))
+
+    @property
+    def vision(self) -> bool:
+        return bool(self.projectors)
+
+    def projector_for(self, quant: QuantEntry) -> RemoteFile | None:
+        """The projector to download with ``quant``: one in the same folder (the preferred
+        precision), else one at the repo root; None when the repo has none."""
+        folder = PurePosixPath(quant.first.path).parent
+        near = [f for f in self.projectors if PurePosixPath(f.path).parent == folder]
+        pool = near or [f for f in self.projectors if PurePosixPath(f.path).parent == PurePosixPath(".")]
+        return min(pool, key=lambda f: projector_rank(f.path)) if pool else None
+
     def to_json(self) -> dict[str, Any]:
         return {"repo_id": self.repo_id, "commit": self.commit, "gated": self.gated, "downloads": self.downloads,
-                "likes": self.likes, "quants": [q.to_json() for q in self.quants]}
+                "likes": self.likes, "quants": [q.to_json() for q in self.quants],
+                "projectors": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in self.projectors]}
 
 
 def _parse_date(value: Any) -> datetime | None:
@@ -145,8 +164,7 @@ def summary_from_json(item: dict[str, Any]) -> RepoSummary:
 
 # mmproj files are vision projectors that go with a model, not models of their own.
 def _is_model_gguf(path: str) -> bool:
-    name = PurePosixPath(path).name.lower()
-    return name.endswith(".gguf") and not name.startswith("mmproj")
+    return PurePosixPath(path).name.lower().endswith(".gguf") and not is_projector(path)
 
 
 def group_quants(files: list[RemoteFile]) -> tuple[list[QuantEntry], list[RemoteFile]]:

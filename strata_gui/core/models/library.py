@@ -23,6 +23,7 @@ from strata_gui.core.models.gguf_meta import (
     format_params,
     read_prefix_file,
 )
+from strata_gui.core.models.projector import is_projector, projector_rank
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,12 @@ class LibraryEntry:
     has_chat_template: bool = False
     name: str = ""
     error: str = ""
+    projector: Path | None = None
+
+    @property
+    def vision(self) -> bool:
+        """A projector was found next to the model: it can be sent images."""
+        return self.projector is not None
 
     @property
     def broken(self) -> bool:
@@ -75,6 +82,7 @@ class LibraryEntry:
             "repo_id": self.repo_id, "size": self.size, "architecture": self.architecture,
             "params": self.params, "quant": self.quant, "context_length": self.context_length,
             "chat_template": self.has_chat_template, "name": self.name, "error": self.error or None,
+            "projector": str(self.projector) if self.projector else None,
         }
 
 
@@ -117,7 +125,22 @@ def describe_model(path: Path, source: str, repo_id: str | None = None) -> Libra
         context_length=head.context_length or 0,
         has_chat_template=head.has_chat_template,
         name=head.name or "",
+        projector=find_projector(first),
     )
+
+
+def find_projector(model: Path) -> Path | None:
+    """The vision projector that goes with ``model``: an ``mmproj*.gguf`` in the same folder.
+
+    Hub repos and llama.cpp's conversions put the projector next to the model files, so a model
+    downloaded by Strata (the hub cache snapshot keeps the repo layout) or copied by hand with its
+    projector is paired the same way.
+    """
+    try:
+        candidates = [p for p in model.parent.iterdir() if is_projector(p.name) and p.is_file()]
+    except OSError:
+        return None
+    return min(candidates, key=lambda p: projector_rank(p.name)) if candidates else None
 
 
 def _model_files(paths: Iterable[Path]) -> list[Path]:
@@ -125,7 +148,7 @@ def _model_files(paths: Iterable[Path]) -> list[Path]:
     out = []
     for p in sorted(paths):
         name = p.name.lower()
-        if not name.endswith(".gguf") or name.startswith("mmproj"):
+        if not name.endswith(".gguf") or is_projector(name):
             continue
         m = SPLIT_RE.match(p.name)
         if m and int(m.group("no")) != 1:

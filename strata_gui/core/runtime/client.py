@@ -133,7 +133,7 @@ class ChatClient:
 
     async def stream_chat(
         self,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         sampling: SamplingParams | None = None,
         on_delta: DeltaCallback | None = None,
         *,

@@ -56,7 +56,8 @@ class ServerState(enum.Enum):
 class ServerSettings:
     """How to launch the server (from :class:`Settings`, overridable per launch).
 
-    ``port`` 0 picks a free loopback port; ``gpu_layers`` is "all", "auto" or a number.
+    ``port`` 0 picks a free loopback port; ``gpu_layers`` is "all", "auto" or a number;
+    ``mmproj`` is the vision projector GGUF to load with the model (empty: text only).
     """
 
     ctx_size: int = 4096
@@ -70,6 +71,7 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 0
     extra_args: tuple[str, ...] = ()
+    mmproj: str = ""
 
     @classmethod
     def from_settings(cls, s: Settings) -> ServerSettings:
@@ -99,6 +101,8 @@ def build_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
         cmd.append("--metrics")
     if settings.api_key:
         cmd += ["--api-key", settings.api_key]
+    if settings.mmproj:
+        cmd += ["--mmproj", settings.mmproj]
     cmd += list(settings.extra_args)
     return cmd
 

@@ -1,20 +1,27 @@
-"""The message input: Enter sends, Shift+Enter inserts a new line."""
+"""The message input: Enter sends, Shift+Enter inserts a new line; pasted or dropped pictures
+become attachments instead of text."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
+
+from strata_gui.ui.chat.attachments import has_images, raw_images
 
 
 class ChatInput(QPlainTextEdit):
     """Plain-text input that grows to a few lines.
 
     Signals:
-        submitted(str): Enter was pressed with non-blank text.
+        submitted(str): Enter was pressed with non-blank text (or with images attached).
+        images_received(list): Pictures were pasted or dropped: ``[(bytes, name), ...]``.
     """
 
     submitted = Signal(str)
+    images_received = Signal(list)
+    # Set by the page: Enter may send a message that is only images.
+    has_attachments = False
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -27,8 +34,20 @@ class ChatInput(QPlainTextEdit):
             event.modifiers() & (Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.AltModifier)
         ):
             text = self.toPlainText()
-            if text.strip():
+            if text.strip() or self.has_attachments:
                 self.submitted.emit(text)
             event.accept()
             return
         super().keyPressEvent(event)
+
+    # Paste and drop both end here (QPlainTextEdit routes drops through insertFromMimeData).
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return has_images(source) or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        if has_images(source):
+            found = raw_images(source)
+            if found:
+                self.images_received.emit(found)
+                return
+        super().insertFromMimeData(source)

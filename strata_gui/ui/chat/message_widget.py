@@ -19,7 +19,10 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.chat import FAILED, INTERRUPTED, STOPPED, STREAMING, Message
+from strata_gui.ui.chat.attachments import ImageThumb
 from strata_gui.ui.chat.markdown import Segment, split_segments
+
+MESSAGE_THUMB = 160
 
 
 class TextBlock(QTextBrowser):
@@ -147,6 +150,16 @@ class MessageWidget(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 6)
         layout.addWidget(self.role)
+        # Attached images sit above the text, as they were sent.
+        self.images: list[ImageThumb] = []
+        if message.images:
+            row = QHBoxLayout()
+            for image in message.images:
+                thumb = ImageThumb(image, MESSAGE_THUMB, self)
+                self.images.append(thumb)
+                row.addWidget(thumb)
+            row.addStretch(1)
+            layout.addLayout(row)
         layout.addLayout(self.body)
         layout.addLayout(actions)
         self.render_text()

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 from strata_gui.core.chat import (
     STREAMING,
     ChatEvent,
+    ChatImage,
     ChatService,
     EngineStatus,
     Message,
@@ -53,6 +54,7 @@ from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.remote import RemoteService
 from strata_gui.core.runtime import EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
+from strata_gui.ui.chat.attachments import AttachmentStrip
 from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
@@ -214,6 +216,12 @@ class ChatPage(Page):
         self.edit_hint.hide()
         self.input = ChatInput()
         self.input.submitted.connect(self.send_text)
+        self.input.images_received.connect(self._add_raw_images)
+        self.attachments = AttachmentStrip()
+        self.attachments.changed.connect(self._on_attachments_changed)
+        self.attach_button = QPushButton(self.tr("Attach image…"))
+        self.attach_button.setToolTip(self.tr("Send pictures to a vision model (you can also paste or drop them)"))
+        self.attach_button.clicked.connect(self.choose_images)
         self.send_button = QPushButton(self.tr("Send"))
         self.send_button.setDefault(True)
         self.send_button.clicked.connect(lambda: self.send_text(self.input.toPlainText()))
@@ -226,6 +234,7 @@ class ChatPage(Page):
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.attach_button)
         buttons.addStretch(1)
         input_row = QHBoxLayout()
         input_row.addWidget(self.input, 1)
@@ -242,6 +251,7 @@ class ChatPage(Page):
         right.addWidget(self.settings_panel)
         right.addWidget(self.stack, 1)
         right.addWidget(self.edit_hint)
+        right.addWidget(self.attachments)
         right.addLayout(input_row)
         right.addWidget(self.context_meter)
 
@@ -393,9 +403,39 @@ class ChatPage(Page):
     def is_busy(self) -> bool:
         return self.reply_handle is not None and self.reply_handle.is_running
 
+    # -- images ----------------------------------------------------------------------------------
+    def choose_images(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self, self.tr("Attach images"), "",
+                                                self.tr("Images (*.png *.jpg *.jpeg *.gif *.bmp)"))
+        self.attach_files([Path(f) for f in files])
+
+    def attach_files(self, files: list[Path]) -> None:
+        """Attach image files to the next message (a file that is not a usable image is reported)."""
+        self._add_raw_images([(f.read_bytes() if f.is_file() else b"", f.name) for f in files])
+
+    def attach_image(self, data: bytes, name: str = "") -> bool:
+        """Attach one image's bytes; False (and a notice saying why) when it cannot be sent."""
+        try:
+            if not self.attachments.images:
+                self._service.check_images_accepted()
+            image = ChatImage.from_bytes(data, name)
+        except StrataError as exc:
+            self.notice.show_message(exc.message + (f" {exc.hint}" if exc.hint else ""), "warning")
+            return False
+        self.attachments.add(image)
+        return True
+
+    def _add_raw_images(self, items: list[tuple[bytes, str]]) -> None:
+        for data, name in items:
+            if not self.attach_image(data, name):
+                break
+
+    def _on_attachments_changed(self) -> None:
+        self.input.has_attachments = bool(self.attachments.images)
+
     def send_text(self, text: str) -> TaskHandle | None:
-        """Send ``text`` (or resend an edited message) in the open conversation."""
-        if self.is_busy or not text.strip():
+        """Send ``text`` with the attached images (or resend an edited message) in the open conversation."""
+        if self.is_busy or not (text.strip() or (self.attachments.images and self.editing_message_id is None)):
             return None
         if self.conversation_id is None:
             self.new_conversation()
@@ -411,7 +451,8 @@ class ChatPage(Page):
                 widget.text = text
                 widget.render_text()
             return self._start(lambda p: svc.edit_and_resend(message_id, text, p), self.tr("Edit and resend"))
-        return self._start(lambda p: svc.send(conv_id, text, p), self.tr("Chat reply"))
+        images = self.attachments.take()
+        return self._start(lambda p: svc.send(conv_id, text, p, images=images), self.tr("Chat reply"))
 
     def regenerate(self) -> TaskHandle | None:
         if self.is_busy or self.conversation_id is None:

@@ -358,6 +358,8 @@ class ModelsPage(Page):
             meta.append(self.tr("trained context %1").replace("%1", str(report.trained_context)))
         if detail.gated:
             meta.append(self.tr("gated: needs an access token"))
+        if detail.vision:
+            meta.append(self.tr("vision: sees images in chat (its projector downloads with the model)"))
         self.detail_meta.setText(" · ".join(meta))
         target = report.target
         note = self.tr("Fit for %1 (%2 usable) at context %3.").replace("%1", target.name).replace(
