@@ -8,6 +8,7 @@ tokens/s, so client overhead does not distort the comparison.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -62,9 +63,13 @@ class Benchmark:
         http: Async HTTP client for the engine's API.
         server_factory: Builds a (not yet started) server for an engine, model and settings.
         store: Where results are saved (per model, engine, GPU).
+        launch_settings: The model's load options (KV-cache types, batch, threads ...): the
+            benchmark measures the model as it will run; the context is sized to the workload.
     """
 
-    def __init__(self, http: httpx.AsyncClient, server_factory: ServerFactory, store: MetricsStore) -> None:
+    def __init__(self, http: httpx.AsyncClient, server_factory: ServerFactory, store: MetricsStore,
+                 launch_settings: Callable[[Path], ServerSettings] | None = None) -> None:
+        self._launch_settings = launch_settings
         self._http = http
         self._server_factory = server_factory
         self._store = store
@@ -103,8 +108,9 @@ class Benchmark:
             result = BenchResult(model=model.name, engine=engine.id, backend=engine.backend, gpu=gpu,
                                  prefill_tokens=cfg.prefill_tokens, gen_tokens=cfg.gen_tokens, reps=cfg.reps,
                                  tuning_active=engine.tuning_active, model_key=model_key)
-            settings = ServerSettings(ctx_size=cfg.prefill_tokens + cfg.gen_tokens + 64, parallel=1,
-                                      jinja=False, metrics=False)
+            base_settings = self._launch_settings(model) if self._launch_settings else ServerSettings()
+            settings = dataclasses.replace(base_settings, ctx_size=cfg.prefill_tokens + cfg.gen_tokens + 64,
+                                           parallel=1, jinja=False, metrics=False, port=0, api_key="")
             server = self._server_factory(engine, model, settings)
             remaining = steps_per_engine
             try:

@@ -57,6 +57,8 @@ class ServerSettings:
     """How to launch the server (from :class:`Settings`, overridable per launch).
 
     ``port`` 0 picks a free loopback port; ``gpu_layers`` is "all", "auto" or a number.
+    ``cache_type_k``/``cache_type_v`` are KV-cache types ("f16", "q8_0", "q4_0"); ``batch_size`` and
+    ``ubatch_size`` 0 keep the engine's defaults; ``mmap`` False loads the model without mapping it.
     """
 
     ctx_size: int = 4096
@@ -70,6 +72,11 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 0
     extra_args: tuple[str, ...] = ()
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    batch_size: int = 0
+    ubatch_size: int = 0
+    mmap: bool = True
 
     @classmethod
     def from_settings(cls, s: Settings) -> ServerSettings:
@@ -99,8 +106,28 @@ def build_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
         cmd.append("--metrics")
     if settings.api_key:
         cmd += ["--api-key", settings.api_key]
+    if settings.cache_type_k != "f16":
+        cmd += ["-ctk", settings.cache_type_k]
+    if settings.cache_type_v != "f16":
+        cmd += ["-ctv", settings.cache_type_v]
+    if settings.batch_size > 0:
+        cmd += ["-b", str(settings.batch_size)]
+    if settings.ubatch_size > 0:
+        cmd += ["-ub", str(settings.ubatch_size)]
     cmd += list(settings.extra_args)
     return cmd
+
+
+def launch_env(settings: ServerSettings) -> dict[str, str]:
+    """Variables for options whose flag differs between builds.
+
+    Memory-mapping is off with ``--no-mmap`` on older builds and ``--load-mode none`` on newer
+    ones, and each rejects the other's flag; llama.cpp reads every option from ``LLAMA_ARG_*``
+    too and ignores variables it does not know, so both spellings go in the environment.
+    """
+    if settings.mmap:
+        return {}
+    return {"LLAMA_ARG_MMAP": "0", "LLAMA_ARG_LOAD_MODE": "none"}
 
 
 def free_loopback_port(host: str = "127.0.0.1") -> int:
@@ -226,7 +253,7 @@ class ServerSupervisor:
         run = self._run = object()
         proc = ManagedProcess(
             build_command(self.engine, self.model, self.settings, self.port),
-            subject=self.subject, env={**self._environ, **self.engine.env}, cwd=self.engine.server_path.parent,
+            subject=self.subject, env={**self._environ, **self.engine.env, **launch_env(self.settings)}, cwd=self.engine.server_path.parent,
             ready=http_ready(self._http, lambda: self.base_url + "/health"), ready_timeout=self._ready_timeout,
             log_lines=self._log_lines, job=self._job, on_line=functools.partial(self._on_line, run),
             on_end=functools.partial(self._on_end, run),
