@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from strata_gui.commands import load_options
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.bench import BenchConfig
 from strata_gui.core.errors import StrataError
@@ -24,6 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--gen", type=int, default=128, help="generated tokens per repetition (default 128)")
     p.add_argument("--reps", type=int, default=3, help="repetitions per engine (default 3)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    load_options.add_arguments(p, ctx=False)  # the workload sizes the context
     p.set_defaults(func=run)
 
 
@@ -32,6 +34,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         raise StrataError(f"Model file not found: {args.model}", hint="Give the path of a .gguf file.")
     config = BenchConfig(args.prefill, args.gen, args.reps)
     config.validate()
+    load_options.apply(args, app)
     await app.prepare()  # engines whose last check failed are never benchmarked
     engines: list[EngineSpec] = app.resolver.installed_specs() if args.engines == "all" else []
     chosen = [await app.resolver.use_folder(folder) for folder in args.engine]
