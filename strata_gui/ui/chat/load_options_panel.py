@@ -1,0 +1,237 @@
+"""The chat's "Load options" panel: how the model is loaded, with the fit verdict kept current.
+
+Every edit is checked and judged by the core (:class:`LoadOptionsService`): the verdict changes as
+the options change (a q8_0 KV cache takes about half the memory of f16), and valid options are saved
+for the model at once. They apply at the next load; the chat reloads the engine for them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from strata_gui.core.errors import StrataError
+from strata_gui.core.gpu import format_mem
+from strata_gui.core.models import (
+    CACHE_TYPES,
+    FitEstimate,
+    LoadOptions,
+    LoadOptionsService,
+    ModelShape,
+    Verdict,
+)
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+
+_VERDICT_COLOURS = {Verdict.FULL_GPU: "#15803d", Verdict.PARTIAL: "#b45309",
+                    Verdict.CPU_ONLY: "#6b7280", Verdict.WONT_FIT: "#b91c1c"}
+
+
+def _spin(lo: int, hi: int, special: str = "", step: int = 1) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(lo, hi)
+    box.setSingleStep(step)
+    if special:
+        box.setSpecialValueText(special)  # shown at the lowest value
+    return box
+
+
+class LoadOptionsPanel(QGroupBox):
+    """Edits the load options of the chat's model and shows the fit verdict for them.
+
+    Signals:
+        saved(): valid options were saved for the model (the next load uses them).
+
+    Args:
+        service: The core owner of load options (saving, checking, the fit).
+        bridge: Reads the model's header off the event loop.
+    """
+
+    saved = Signal()
+
+    def __init__(self, service: LoadOptionsService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTitle(self.tr("Load options"))
+        self._service = service
+        self._bridge = bridge
+        self.model: Path | None = None
+        self.shape: ModelShape | None = None
+        self.estimate: FitEstimate | None = None
+        self.shape_handle: TaskHandle | None = None
+        self._loading = False
+
+        default = self.tr("default")
+        self.ctx_size = _spin(0, 1 << 20, self.tr("from the model"), 256)
+        self.gpu_layers = QComboBox()
+        self.gpu_layers.setEditable(True)
+        self.gpu_layers.addItems(["all", "auto"])
+        self.gpu_layers.setToolTip(self.tr("'all', 'auto' or a number of layers"))
+        self.flash_attention = QComboBox()
+        for value, text in (("auto", self.tr("Auto")), ("on", self.tr("On")), ("off", self.tr("Off"))):
+            self.flash_attention.addItem(text, value)
+        self.cache_type_k = QComboBox()
+        self.cache_type_v = QComboBox()
+        for box in (self.cache_type_k, self.cache_type_v):
+            for value in CACHE_TYPES:
+                box.addItem(value, value)
+        self.batch_size = _spin(0, 1 << 16, default)
+        self.ubatch_size = _spin(0, 1 << 16, default)
+        self.threads = _spin(0, 512, default)
+        self.parallel = _spin(1, 64)
+        self.mmap = QCheckBox(self.tr("Memory-map the model file"))
+        self.verdict = QLabel()
+        self.verdict.setWordWrap(True)
+        self.note = QLabel(self.tr("Saved for this model; used at the next load (the engine reloads)."))
+        self.note.setObjectName("muted")
+        self.note.setWordWrap(True)
+        self.reset_button = QPushButton(self.tr("Use defaults"))
+        self.reset_button.setToolTip(self.tr("Forget this model's options: it follows Settings again"))
+        self.reset_button.clicked.connect(self.reset)
+
+        form = QFormLayout(self)
+        form.addRow(self.tr("Context size"), self.ctx_size)
+        form.addRow(self.tr("GPU layers"), self.gpu_layers)
+        form.addRow(self.tr("Flash attention"), self.flash_attention)
+        kv = QHBoxLayout()
+        kv.addWidget(QLabel(self.tr("K")))
+        kv.addWidget(self.cache_type_k, 1)
+        kv.addWidget(QLabel(self.tr("V")))
+        kv.addWidget(self.cache_type_v, 1)
+        form.addRow(self.tr("KV cache"), kv)
+        form.addRow(self.tr("Batch"), self.batch_size)
+        form.addRow(self.tr("Micro-batch"), self.ubatch_size)
+        form.addRow(self.tr("Threads"), self.threads)
+        form.addRow(self.tr("Parallel slots"), self.parallel)
+        form.addRow("", self.mmap)
+        form.addRow(self.tr("Fit"), self.verdict)
+        row = QHBoxLayout()
+        row.addWidget(self.note, 1)
+        row.addWidget(self.reset_button)
+        form.addRow(row)
+
+        for spin in (self.ctx_size, self.batch_size, self.ubatch_size, self.threads, self.parallel):
+            spin.valueChanged.connect(self._edited)
+        for combo in (self.flash_attention, self.cache_type_k, self.cache_type_v):
+            combo.currentIndexChanged.connect(self._edited)
+        self.gpu_layers.currentTextChanged.connect(self._edited)
+        self.mmap.toggled.connect(self._edited)
+        self.set_model(None)
+
+    # -- model ------------------------------------------------------------------------------------
+    def set_model(self, model: Path | None) -> None:
+        """Show ``model``'s options (saved ones, else Settings') and read its shape for the fit."""
+        self.model, self.shape, self.estimate = model, None, None
+        try:
+            options = self._service.options(model)
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+            options = LoadOptions()
+        self._show(options)
+        self.setEnabled(model is not None)
+        if model is None:
+            self.verdict.setText(self.tr("Choose a model to see whether it fits."))
+            return
+        self.verdict.setText(self.tr("Reading the model…"))
+        service = self._service
+        handle = self._bridge.run(lambda _p: service.shape(model), name=self.tr("Read the model"),
+                                  show_errors=False)
+        handle.succeeded.connect(lambda shape: self._shape_read(model, shape))
+        handle.failed.connect(lambda err: self._shape_failed(model, err))
+        self.shape_handle = handle
+
+    def _shape_read(self, model: Path, shape: ModelShape) -> None:
+        if model == self.model:
+            self.shape = shape
+            self._refresh()
+
+    def _shape_failed(self, model: Path, err: StrataError) -> None:
+        if model == self.model:
+            self.verdict.setText(self.tr("Cannot judge the fit: {0}").format(err.message))
+
+    def _show(self, o: LoadOptions) -> None:
+        self._loading = True
+        try:
+            self.ctx_size.setValue(o.ctx_size)
+            self.gpu_layers.setCurrentText(o.gpu_layers)
+            self.flash_attention.setCurrentIndex(max(0, self.flash_attention.findData(o.flash_attention)))
+            self.cache_type_k.setCurrentIndex(max(0, self.cache_type_k.findData(o.cache_type_k)))
+            self.cache_type_v.setCurrentIndex(max(0, self.cache_type_v.findData(o.cache_type_v)))
+            self.batch_size.setValue(o.batch_size)
+            self.ubatch_size.setValue(o.ubatch_size)
+            self.threads.setValue(o.threads)
+            self.parallel.setValue(o.parallel)
+            self.mmap.setChecked(o.mmap)
+        finally:
+            self._loading = False
+
+    def options(self) -> LoadOptions:
+        """The options as shown."""
+        return LoadOptions(
+            ctx_size=self.ctx_size.value(), gpu_layers=self.gpu_layers.currentText().strip().lower(),
+            flash_attention=str(self.flash_attention.currentData()),
+            cache_type_k=str(self.cache_type_k.currentData()), cache_type_v=str(self.cache_type_v.currentData()),
+            batch_size=self.batch_size.value(), ubatch_size=self.ubatch_size.value(), threads=self.threads.value(),
+            mmap=self.mmap.isChecked(), parallel=self.parallel.value())
+
+    # -- edits --------------------------------------------------------------------------------------
+    def _edited(self) -> None:
+        if self._loading:
+            return
+        problems = self._refresh()
+        if problems or self.model is None:
+            return  # not saved: what is shown cannot load; the verdict line says why
+        try:
+            self._service.save(self.model, self.options())
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+            return
+        self.saved.emit()
+
+    def reset(self) -> None:
+        """Forget the model's options and show Settings' defaults."""
+        if self.model is None:
+            return
+        try:
+            self._service.forget(self.model)
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+        self._show(self._service.options(self.model))
+        self._refresh()
+        self.saved.emit()
+
+    def _refresh(self) -> list[str]:
+        """Show the verdict (or what is wrong) for the options as shown; return the problems."""
+        options = self.options()
+        problems = self._service.problems(self.shape, options) if self.shape is not None else options.problems()
+        if problems:
+            self.estimate = None
+            self.verdict.setStyleSheet("color: #b91c1c;")
+            self.verdict.setText(problems[0])
+            return problems
+        if self.shape is None:
+            return []
+        e = self.estimate = self._service.fit(self.shape, options)
+        self.verdict.setStyleSheet(f"color: {_VERDICT_COLOURS[e.verdict]};")
+        self.verdict.setText(self.tr("{0} · KV cache {1} · total {2} of {3}").format(
+            self._verdict_text(e), format_mem(e.kv_bytes), format_mem(e.total_bytes), format_mem(e.gpu_bytes)))
+        return []
+
+    def _verdict_text(self, e: FitEstimate) -> str:
+        if e.verdict is Verdict.FULL_GPU:
+            return self.tr("Fits fully on the GPU")
+        if e.verdict is Verdict.PARTIAL:
+            return self.tr("Partly on the GPU ({0} of {1} layers)").format(e.gpu_layers, e.total_layers)
+        if e.verdict is Verdict.CPU_ONLY:
+            return self.tr("Runs on the processor")
+        return self.tr("Too large for this computer")
