@@ -35,6 +35,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     config = BenchConfig(args.prefill, args.gen, args.reps)
     config.validate()
     load_options.apply(args, app)
+    await load_options.check(app, args.model)
     await app.prepare()  # engines whose last check failed are never benchmarked
     engines: list[EngineSpec] = app.resolver.installed_specs() if args.engines == "all" else []
     chosen = [await app.resolver.use_folder(folder) for folder in args.engine]

@@ -55,6 +55,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     if overrides:
         app.settings.override(**overrides)  # this run only: never written to the settings file
     model = _model(args, app)
+    await load_options.check(app, model)
     await app.prepare()
     for folder in _folders(args.engine):
         await app.resolver.use_folder(folder)

@@ -7,6 +7,7 @@ run only (the model's saved options and Settings stay as they are).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from strata_gui.core.app_services import AppServices
@@ -29,16 +30,23 @@ def add_arguments(p: argparse.ArgumentParser, *, ctx: bool = True) -> None:
     g.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads")
     g.add_argument("--no-mmap", action="store_true", help="read the model into memory instead of mapping it")
     g.add_argument("--parallel", type=int, default=None, metavar="N", help="server slots")
+    g.add_argument("--model-draft", type=Path, default=None, metavar="FILE",
+                   help="draft model for speculative decoding (same vocabulary as the model)")
+    g.add_argument("--draft-max", type=int, default=None, metavar="N", help="most tokens drafted per step")
+    g.add_argument("--draft-min", type=int, default=None, metavar="N", help="fewest tokens drafted per step")
 
 
 def given(args: argparse.Namespace) -> dict[str, Any]:
     """The load options named on the command line, as :class:`LoadOptions` field names."""
     names = {"ctx_size": "ctx_size", "gpu_layers": "gpu_layers", "flash_attn": "flash_attention",
              "cache_type_k": "cache_type_k", "cache_type_v": "cache_type_v", "batch_size": "batch_size",
-             "ubatch_size": "ubatch_size", "threads": "threads", "parallel": "parallel"}
+             "ubatch_size": "ubatch_size", "threads": "threads", "parallel": "parallel",
+             "draft_max": "draft_max", "draft_min": "draft_min"}
     out = {field: getattr(args, attr) for attr, field in names.items() if getattr(args, attr, None) is not None}
     if getattr(args, "no_mmap", False):
         out["mmap"] = False
+    if getattr(args, "model_draft", None) is not None:
+        out["draft_model"] = str(args.model_draft.expanduser().resolve())
     return out
 
 
@@ -47,3 +55,9 @@ def apply(args: argparse.Namespace, app: AppServices) -> None:
     options = given(args)
     if options:
         app.load_options.override(**options)
+
+
+async def check(app: AppServices, model: Path | None) -> None:
+    """Stop with a clear error before loading when the draft model cannot draft for ``model``."""
+    if model is not None:
+        await app.load_options.check_draft(model, app.load_options.options(model))

@@ -66,6 +66,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         return 0
     load_options.apply(args, app)
     engine = await _choose(app, args)
+    await load_options.check(app, app.chat.model)
     print(f"engine: {engine}", file=sys.stderr, flush=True)
     done = asyncio.Event()
     served = [0]

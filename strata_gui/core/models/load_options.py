@@ -22,6 +22,7 @@ from typing import Any
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import SettingsError
 from strata_gui.core.events import emit
+from strata_gui.core.models.draft import check_draft
 from strata_gui.core.models.fit import (
     KV_CACHE_TYPES,
     UBATCH,
@@ -55,6 +56,8 @@ class LoadOptions:
         threads: CPU threads (0: the engine's default).
         mmap: Memory-map the model file (False: read it into memory).
         parallel: Server slots.
+        draft_model: A smaller model of the same vocabulary for speculative decoding ("" = none).
+        draft_max, draft_min: Tokens drafted per step (0: the engine's default).
     """
 
     ctx_size: int = 4096
@@ -67,6 +70,9 @@ class LoadOptions:
     threads: int = 0
     mmap: bool = True
     parallel: int = 1
+    draft_model: str = ""
+    draft_max: int = 0
+    draft_min: int = 0
 
     @classmethod
     def from_settings(cls, s: Settings) -> LoadOptions:
@@ -100,6 +106,8 @@ class LoadOptions:
             out.append("Batch sizes and threads cannot be negative, and there is at least one slot.")
         if self.batch_size and self.ubatch_size > self.batch_size:
             out.append("The micro-batch cannot be larger than the batch.")
+        if min(self.draft_max, self.draft_min) < 0 or (self.draft_max and self.draft_min > self.draft_max):
+            out.append("Draft limits cannot be negative, and the minimum cannot exceed the maximum.")
         return out
 
     def server_settings(self, base: ServerSettings | None = None) -> ServerSettings:
@@ -108,7 +116,8 @@ class LoadOptions:
             base or ServerSettings(), ctx_size=self.ctx_size, gpu_layers=self.gpu_layers,
             flash_attention=self.flash_attention, cache_type_k=self.cache_type_k, cache_type_v=self.cache_type_v,
             batch_size=self.batch_size, ubatch_size=self.ubatch_size, threads=self.threads, mmap=self.mmap,
-            parallel=self.parallel)
+            parallel=self.parallel, draft_model=self.draft_model, draft_max=self.draft_max,
+            draft_min=self.draft_min)
 
     def layout(self, cpu_only: bool = False) -> CacheLayout:
         """What the fit estimate needs of these options."""
@@ -278,6 +287,12 @@ class LoadOptionsService:
                            f"({block}): use f16 for {which}" + (", or turn flash attention off." if which == "K"
                                                                  else "."))
         return out
+
+    async def check_draft(self, model: Path, options: LoadOptions) -> None:
+        """Raise :class:`ModelError` unless ``options``' draft model shares ``model``'s vocabulary
+        (nothing to check without a draft). The headers are read off the event loop."""
+        if options.draft_model:
+            await run_blocking(check_draft, model, Path(options.draft_model), name="strata-draft-check")
 
     def fit(self, shape: ModelShape, options: LoadOptions, *, cpu_only: bool = False) -> FitEstimate:
         """Where the model runs with ``options`` (the verdict the panel and ``models inspect`` show)."""

@@ -77,6 +77,9 @@ class ServerSettings:
     batch_size: int = 0
     ubatch_size: int = 0
     mmap: bool = True
+    draft_model: str = ""  # a GGUF for speculative decoding ("" = none)
+    draft_max: int = 0  # most tokens drafted per step (0 = the engine's default)
+    draft_min: int = 0
 
     @classmethod
     def from_settings(cls, s: Settings) -> ServerSettings:
@@ -114,6 +117,8 @@ def build_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
         cmd += ["-b", str(settings.batch_size)]
     if settings.ubatch_size > 0:
         cmd += ["-ub", str(settings.ubatch_size)]
+    if settings.draft_model:
+        cmd += ["--model-draft", settings.draft_model]  # every build since speculative decoding spells it so
     cmd += list(settings.extra_args)
     return cmd
 
@@ -124,10 +129,22 @@ def launch_env(settings: ServerSettings) -> dict[str, str]:
     Memory-mapping is off with ``--no-mmap`` on older builds and ``--load-mode none`` on newer
     ones, and each rejects the other's flag; llama.cpp reads every option from ``LLAMA_ARG_*``
     too and ignores variables it does not know, so both spellings go in the environment.
+
+    The draft limits moved from ``--draft-max/--draft-min`` (now a start error) to
+    ``--spec-draft-n-max/-min``, and newer builds need ``--spec-type draft-simple`` to use a plain
+    draft GGUF at all; the new names go in the environment, which older builds ignore (they then
+    draft with their default limits).
     """
-    if settings.mmap:
-        return {}
-    return {"LLAMA_ARG_MMAP": "0", "LLAMA_ARG_LOAD_MODE": "none"}
+    env: dict[str, str] = {}
+    if not settings.mmap:
+        env.update({"LLAMA_ARG_MMAP": "0", "LLAMA_ARG_LOAD_MODE": "none"})
+    if settings.draft_model:
+        env["LLAMA_ARG_SPEC_TYPE"] = "draft-simple"
+        if settings.draft_max > 0:
+            env["LLAMA_ARG_SPEC_DRAFT_N_MAX"] = str(settings.draft_max)
+        if settings.draft_min > 0:
+            env["LLAMA_ARG_SPEC_DRAFT_N_MIN"] = str(settings.draft_min)
+    return env
 
 
 def free_loopback_port(host: str = "127.0.0.1") -> int:

@@ -13,6 +13,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -90,6 +91,18 @@ class LoadOptionsPanel(QGroupBox):
         self.threads = _spin(0, 512, default)
         self.parallel = _spin(1, 64)
         self.mmap = QCheckBox(self.tr("Memory-map the model file"))
+        # Speculative decoding: a small model of the same vocabulary drafts, the model checks.
+        self.draft_label = QLabel()
+        self.draft_label.setWordWrap(True)
+        self.draft_button = QPushButton(self.tr("Choose…"))
+        self.draft_button.setToolTip(self.tr("A smaller model with the same vocabulary drafts tokens the model "
+                                             "then checks (speculative decoding)"))
+        self.draft_button.clicked.connect(self._choose_draft)
+        self.draft_clear = QPushButton(self.tr("None"))
+        self.draft_clear.clicked.connect(lambda: self.set_draft_model(None))
+        self.draft_max = _spin(0, 64, default)
+        self._draft = ""
+        self.draft_handle: TaskHandle | None = None
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
         self.note = QLabel(self.tr("Saved for this model; used at the next load (the engine reloads)."))
@@ -114,13 +127,19 @@ class LoadOptionsPanel(QGroupBox):
         form.addRow(self.tr("Threads"), self.threads)
         form.addRow(self.tr("Parallel slots"), self.parallel)
         form.addRow("", self.mmap)
+        draft = QHBoxLayout()
+        draft.addWidget(self.draft_label, 1)
+        draft.addWidget(self.draft_button)
+        draft.addWidget(self.draft_clear)
+        form.addRow(self.tr("Draft model"), draft)
+        form.addRow(self.tr("Draft tokens"), self.draft_max)
         form.addRow(self.tr("Fit"), self.verdict)
         row = QHBoxLayout()
         row.addWidget(self.note, 1)
         row.addWidget(self.reset_button)
         form.addRow(row)
 
-        for spin in (self.ctx_size, self.batch_size, self.ubatch_size, self.threads, self.parallel):
+        for spin in (self.ctx_size, self.batch_size, self.ubatch_size, self.threads, self.parallel, self.draft_max):
             spin.valueChanged.connect(self._edited)
         for combo in (self.flash_attention, self.cache_type_k, self.cache_type_v):
             combo.currentIndexChanged.connect(self._edited)
@@ -172,6 +191,8 @@ class LoadOptionsPanel(QGroupBox):
             self.threads.setValue(o.threads)
             self.parallel.setValue(o.parallel)
             self.mmap.setChecked(o.mmap)
+            self.draft_max.setValue(o.draft_max)
+            self._show_draft(o.draft_model)
         finally:
             self._loading = False
 
@@ -182,7 +203,53 @@ class LoadOptionsPanel(QGroupBox):
             flash_attention=str(self.flash_attention.currentData()),
             cache_type_k=str(self.cache_type_k.currentData()), cache_type_v=str(self.cache_type_v.currentData()),
             batch_size=self.batch_size.value(), ubatch_size=self.ubatch_size.value(), threads=self.threads.value(),
-            mmap=self.mmap.isChecked(), parallel=self.parallel.value())
+            mmap=self.mmap.isChecked(), parallel=self.parallel.value(), draft_model=self._draft,
+            draft_max=self.draft_max.value())
+
+    # -- draft model ---------------------------------------------------------------------------------
+    def _show_draft(self, path: str) -> None:
+        self._draft = path
+        self.draft_label.setText(Path(path).name if path else self.tr("none"))
+        self.draft_label.setToolTip(path)
+        self.draft_label.setStyleSheet("")
+        self.draft_clear.setEnabled(bool(path))
+
+    def _choose_draft(self) -> None:
+        start = str(self.model.parent) if self.model else ""
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Choose a draft model"), start,
+                                              self.tr("GGUF models (*.gguf)"))
+        if path:
+            self.set_draft_model(Path(path))
+
+    def set_draft_model(self, path: Path | None) -> TaskHandle | None:
+        """Use ``path`` as the draft model once the core confirmed it shares the model's vocabulary
+        (None: no speculative decoding). A draft that cannot draft is named, and not saved."""
+        if self.model is None:
+            return None
+        if path is None:
+            self._show_draft("")
+            self._edited()
+            return None
+        model, service = self.model, self._service
+        wanted = self.options().replace(draft_model=str(path))
+        self.draft_label.setText(self.tr("Checking {0}…").format(path.name))
+        handle = self._bridge.run(lambda _p: service.check_draft(model, wanted), name=self.tr("Check draft model"),
+                                  show_errors=False)
+        handle.succeeded.connect(lambda _r: self._draft_checked(model, str(path)))
+        handle.failed.connect(lambda err: self._draft_refused(model, err))
+        self.draft_handle = handle
+        return handle
+
+    def _draft_checked(self, model: Path, path: str) -> None:
+        if model == self.model:
+            self._show_draft(path)
+            self._edited()
+
+    def _draft_refused(self, model: Path, err: StrataError) -> None:
+        if model == self.model:
+            self._show_draft(self._draft)
+            self.draft_label.setStyleSheet("color: #b91c1c;")
+            self.draft_label.setText(err.message)
 
     # -- edits --------------------------------------------------------------------------------------
     def _edited(self) -> None:
