@@ -34,7 +34,7 @@ def test_vocabulary_is_checked_before_anything_loads(test_model: Path, drafts: d
                                                      test_engines: TestEngines) -> None:
     check_draft(test_model, drafts["small"])  # same tokens: fine
     other = test_engines.llama_src / "models" / "ggml-vocab-gpt-2.gguf"  # a real GPT-2 vocabulary
-    with pytest.raises(ModelError, match="cannot draft for .*vocabulary differs") as info:
+    with pytest.raises(ModelError, match=r"cannot draft for .*vocabulary differs") as info:
         check_draft(test_model, other)
     assert "50,257 tokens" in info.value.message and info.value.hint
 
