@@ -1400,6 +1400,18 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>以内存映射方式加载模型文件</translation>
     </message>
     <message>
+        <source>Choose…</source>
+        <translation>选择…</translation>
+    </message>
+    <message>
+        <source>A smaller model with the same vocabulary drafts tokens the model then checks (speculative decoding)</source>
+        <translation>由词表相同的小模型先起草词元，再由主模型校验（推测解码）</translation>
+    </message>
+    <message>
+        <source>None</source>
+        <translation>不使用</translation>
+    </message>
+    <message>
         <source>Saved for this model; used at the next load (the engine reloads).</source>
         <translation>已为此模型保存；下次加载时生效（引擎会重新加载）。</translation>
     </message>
@@ -1452,6 +1464,14 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>并行槽位</translation>
     </message>
     <message>
+        <source>Draft model</source>
+        <translation>草稿模型</translation>
+    </message>
+    <message>
+        <source>Draft tokens</source>
+        <translation>草稿词元数</translation>
+    </message>
+    <message>
         <source>Fit</source>
         <translation>适配</translation>
     </message>
@@ -1470,6 +1490,26 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Cannot judge the fit: {0}</source>
         <translation>无法判断适配情况：{0}</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Choose a draft model</source>
+        <translation>选择草稿模型</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf)</source>
+        <translation>GGUF 模型 (*.gguf)</translation>
+    </message>
+    <message>
+        <source>Checking {0}…</source>
+        <translation>正在检查 {0}…</translation>
+    </message>
+    <message>
+        <source>Check draft model</source>
+        <translation>检查草稿模型</translation>
     </message>
     <message>
         <source>{0} · KV cache {1} · total {2} of {3}</source>

@@ -105,3 +105,51 @@ def test_panel_verdict_follows_the_options_and_the_engine_loads_with_them(
         qasync_loop.run_until_complete(bridge.shutdown())
         qasync_loop.run_until_complete(services.aclose())
         ui.window.deleteLater()
+
+
+@pytest.mark.engine
+def test_panel_draft_model_is_checked_and_the_reply_shows_the_acceptance(
+        test_engines: TestEngines, test_model: Path, tmp_path: Path, qtbot: QtBot, qapp: Any,
+        qasync_loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STRATA_TEST_LLAMA_SRC", str(test_engines.llama_src))
+    twin = gguf_model.write_model(tmp_path / "draft-twin.gguf")  # the model's vocabulary and weights
+    other_vocab = test_engines.llama_src / "models" / "ggml-vocab-gpt-2.gguf"
+    services = build_app_services(build_services())
+    bridge = AsyncBridge()
+    ui = compose(services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
+                                                 choose_model=lambda: None, save_path=lambda _n: None))
+    try:
+        page = ui.pages.chat
+        qasync_loop.run_until_complete(services.use_engine_folder(test_engines.cpu_dir))
+        page.set_model(test_model)
+        panel = page.load_options_panel
+        assert panel is not None
+        page.load_options_toggle.click()
+        qasync_loop.run_until_complete(_until(lambda: panel.estimate is not None))
+
+        refused = panel.set_draft_model(other_vocab)
+        assert refused is not None
+        qasync_loop.run_until_complete(refused.wait())
+        assert "vocabulary differs" in panel.draft_label.text()
+        assert services.load_options.saved(test_model).get("draft_model", "") == ""
+
+        accepted = panel.set_draft_model(twin)
+        assert accepted is not None
+        qasync_loop.run_until_complete(accepted.wait())
+        assert panel.draft_label.text() == twin.name
+        assert services.load_options.saved(test_model)["draft_model"] == str(twin)
+
+        conv = page.new_conversation()
+        services.chat.store.update_settings(conv, sampling=SamplingParams(max_tokens=24, seed=5, temperature=0.0))
+        page.open_conversation(conv)
+        handle = page.send_text("Count from one to ten")
+        assert handle is not None
+        qasync_loop.run_until_complete(handle.wait())
+        reply = services.chat.store.messages(conv)[-1]
+        assert reply.status == COMPLETE and reply.stats.draft_n
+        assert "draft accepted" in page.message_widgets[reply.id].stats.text()  # what the user reads
+    finally:
+        ui.window.close()
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(services.aclose())
+        ui.window.deleteLater()
