@@ -487,6 +487,10 @@ Last reply: this computer ({1})</source>
         <translation>正在测试 %s</translation>
     </message>
     <message>
+        <source>Draft model on {0}: decode {1:,.1f} → {2:,.1f} tok/s (×{3:.2f})</source>
+        <translation>草稿模型（{0}）：解码 {1:,.1f} → {2:,.1f} tok/s（×{3:.2f}）</translation>
+    </message>
+    <message>
         <source>ok</source>
         <translation>正常</translation>
     </message>
