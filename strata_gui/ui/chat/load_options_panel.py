@@ -70,6 +70,7 @@ class LoadOptionsPanel(QGroupBox):
         self.shape: ModelShape | None = None
         self.estimate: FitEstimate | None = None
         self.shape_handle: TaskHandle | None = None
+        self.active = False  # shown by the user: only then is the model's header read
         self._loading = False
 
         default = self.tr("default")
@@ -162,12 +163,29 @@ class LoadOptionsPanel(QGroupBox):
             self.verdict.setText(self.tr("Choose a model to see whether it fits."))
             return
         self.verdict.setText(self.tr("Reading the model…"))
+        self.shape_handle = None
+        if self.active:
+            self.ensure_shape()
+
+    def activate(self, on: bool) -> None:
+        """Show (``on``) or hide the panel; the model's header is read when it is first shown."""
+        self.active = on
+        self.setVisible(on)
+        if on:
+            self.ensure_shape()
+
+    def ensure_shape(self) -> TaskHandle | None:
+        """Read the model's shape for the fit verdict unless it is read or being read."""
+        model = self.model
+        if model is None or self.shape is not None or (self.shape_handle is not None and self.shape_handle.is_running):
+            return self.shape_handle
         service = self._service
         handle = self._bridge.run(lambda _p: service.shape(model), name=self.tr("Read the model"),
                                   show_errors=False)
         handle.succeeded.connect(lambda shape: self._shape_read(model, shape))
         handle.failed.connect(lambda err: self._shape_failed(model, err))
         self.shape_handle = handle
+        return handle
 
     def _shape_read(self, model: Path, shape: ModelShape) -> None:
         if model == self.model:

@@ -195,7 +195,7 @@ class ChatPage(Page):
             self.load_options_panel = LoadOptionsPanel(self._load_options, self._bridge)
             self.load_options_panel.hide()
             self.load_options_panel.saved.connect(self._update_meter)
-            self.load_options_toggle.toggled.connect(self.load_options_panel.setVisible)
+            self.load_options_toggle.toggled.connect(self.load_options_panel.activate)
         else:
             self.load_options_toggle.hide()
         settings_row = QHBoxLayout()
@@ -547,8 +547,7 @@ class ChatPage(Page):
         self.model_label.setText(model.name if model else self.tr("No model chosen"))
         self.model_label.setToolTip(str(model) if model else "")
         panel = self.load_options_panel
-        if panel is not None and (panel.model != model or (model is not None and panel.shape is None
-                                                            and panel.shape_handle is None)):
+        if panel is not None and panel.model != model:
             panel.set_model(model)
 
     def choose_model(self) -> None:
