@@ -212,7 +212,8 @@ def test_cli_chat_passes_the_options_to_the_running_engine(test_engines: TestEng
     cmd = [sys.executable, "-c", "import sys; from strata_gui.cli import main; sys.exit(main())",
            "chat", "-m", str(wide_model), "-e", str(test_engines.cpu_dir), "--ctx-size", "640",
            "--cache-type-k", "q8_0", "--cache-type-v", "q8_0", "--flash-attn", "on", "--batch-size", "128",
-           "--ubatch-size", "64", "--threads", "1", "--parallel", "1", "--no-mmap", "--max-tokens", "400",
+           "--ubatch-size", "64", "--threads", "1", "--parallel", "1", "--no-mmap", "--max-tokens", "300",
+           "--seed", "1", "--temperature", "0",
            "--json", "Tell me a long story"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: list[str] = []
