@@ -105,6 +105,10 @@
         <translation>附加图片…</translation>
     </message>
     <message>
+        <source>Load options</source>
+        <translation>加载选项</translation>
+    </message>
+    <message>
         <source>Send pictures to a vision model (you can also paste or drop them)</source>
         <translation>向视觉模型发送图片（也可以粘贴或拖放）</translation>
     </message>
@@ -524,6 +528,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Benchmarking %s</source>
         <translation>正在测试 %s</translation>
+    </message>
+    <message>
+        <source>Draft model on {0}: decode {1:,.1f} → {2:,.1f} tok/s (×{3:.2f})</source>
+        <translation>草稿模型（{0}）：解码 {1:,.1f} → {2:,.1f} tok/s（×{3:.2f}）</translation>
     </message>
     <message>
         <source>ok</source>
@@ -1445,6 +1453,173 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Pasted image</source>
         <translation>粘贴的图片</translation>
+    </message>
+</context>
+<context>
+    <name>LoadOptionsPanel</name>
+    <message>
+        <source>Load options</source>
+        <translation>加载选项</translation>
+    </message>
+    <message>
+        <source>default</source>
+        <translation>默认</translation>
+    </message>
+    <message>
+        <source>from the model</source>
+        <translation>使用模型设定</translation>
+    </message>
+    <message>
+        <source>&apos;all&apos;, &apos;auto&apos; or a number of layers</source>
+        <translation>“all”、“auto”或层数</translation>
+    </message>
+    <message>
+        <source>Auto</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>On</source>
+        <translation>开</translation>
+    </message>
+    <message>
+        <source>Off</source>
+        <translation>关</translation>
+    </message>
+    <message>
+        <source>Memory-map the model file</source>
+        <translation>以内存映射方式加载模型文件</translation>
+    </message>
+    <message>
+        <source>Choose…</source>
+        <translation>选择…</translation>
+    </message>
+    <message>
+        <source>A smaller model with the same vocabulary drafts tokens the model then checks (speculative decoding)</source>
+        <translation>由词表相同的小模型先起草词元，再由主模型校验（推测解码）</translation>
+    </message>
+    <message>
+        <source>None</source>
+        <translation>不使用</translation>
+    </message>
+    <message>
+        <source>Saved for this model; used at the next load (the engine reloads).</source>
+        <translation>已为此模型保存；下次加载时生效（引擎会重新加载）。</translation>
+    </message>
+    <message>
+        <source>Use defaults</source>
+        <translation>恢复默认</translation>
+    </message>
+    <message>
+        <source>Forget this model&apos;s options: it follows Settings again</source>
+        <translation>清除此模型的选项：重新使用“设置”中的值</translation>
+    </message>
+    <message>
+        <source>Context size</source>
+        <translation>上下文长度</translation>
+    </message>
+    <message>
+        <source>GPU layers</source>
+        <translation>GPU 层数</translation>
+    </message>
+    <message>
+        <source>Flash attention</source>
+        <translation>Flash Attention</translation>
+    </message>
+    <message>
+        <source>K</source>
+        <translation>键 K</translation>
+    </message>
+    <message>
+        <source>V</source>
+        <translation>值 V</translation>
+    </message>
+    <message>
+        <source>KV cache</source>
+        <translation>KV 缓存</translation>
+    </message>
+    <message>
+        <source>Batch</source>
+        <translation>批大小</translation>
+    </message>
+    <message>
+        <source>Micro-batch</source>
+        <translation>微批大小</translation>
+    </message>
+    <message>
+        <source>Threads</source>
+        <translation>线程数</translation>
+    </message>
+    <message>
+        <source>Parallel slots</source>
+        <translation>并行槽位</translation>
+    </message>
+    <message>
+        <source>Draft model</source>
+        <translation>草稿模型</translation>
+    </message>
+    <message>
+        <source>Draft tokens</source>
+        <translation>草稿词元数</translation>
+    </message>
+    <message>
+        <source>Fit</source>
+        <translation>适配</translation>
+    </message>
+    <message>
+        <source>Choose a model to see whether it fits.</source>
+        <translation>选择一个模型以查看能否装下。</translation>
+    </message>
+    <message>
+        <source>Reading the model…</source>
+        <translation>正在读取模型…</translation>
+    </message>
+    <message>
+        <source>Read the model</source>
+        <translation>读取模型</translation>
+    </message>
+    <message>
+        <source>Cannot judge the fit: {0}</source>
+        <translation>无法判断适配情况：{0}</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Choose a draft model</source>
+        <translation>选择草稿模型</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf)</source>
+        <translation>GGUF 模型 (*.gguf)</translation>
+    </message>
+    <message>
+        <source>Checking {0}…</source>
+        <translation>正在检查 {0}…</translation>
+    </message>
+    <message>
+        <source>Check draft model</source>
+        <translation>检查草稿模型</translation>
+    </message>
+    <message>
+        <source>{0} · KV cache {1} · total {2} of {3}</source>
+        <translation>{0} · KV 缓存 {1} · 共需 {2}，可用 {3}</translation>
+    </message>
+    <message>
+        <source>Fits fully on the GPU</source>
+        <translation>可完全放入 GPU</translation>
+    </message>
+    <message>
+        <source>Partly on the GPU ({0} of {1} layers)</source>
+        <translation>部分放入 GPU（{1} 层中的 {0} 层）</translation>
+    </message>
+    <message>
+        <source>Runs on the processor</source>
+        <translation>在处理器上运行</translation>
+    </message>
+    <message>
+        <source>Too large for this computer</source>
+        <translation>对这台电脑来说太大</translation>
     </message>
 </context>
 <context>

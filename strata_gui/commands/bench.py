@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from strata_gui.commands import load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.bench import BenchConfig
@@ -26,6 +27,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--reps", type=int, default=3, help="repetitions per engine (default 3)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_device_option(p)
+    load_options.add_arguments(p, ctx=False)  # the workload sizes the context
     p.set_defaults(func=run)
 
 
@@ -35,6 +37,8 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     config = BenchConfig(args.prefill, args.gen, args.reps)
     config.validate()
     apply_device_option(args, app)
+    load_options.apply(args, app)
+    await load_options.check(app, args.model)
     await app.prepare()  # engines whose last check failed are never benchmarked
     engines: list[EngineSpec] = app.resolver.installed_specs() if args.engines == "all" else []
     chosen = [await app.resolver.use_folder(folder) for folder in args.engine]
@@ -51,11 +55,14 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
                   flush=True)
 
     results, rec = await app.dashboard.run_benchmark(args.model.resolve(), engines, config, show)
+    # With a draft model in effect, the same workload runs again without it: the speed-up.
+    speedups = await app.dashboard.draft_speedups(args.model.resolve(), results, engines, config, show)
     gpu = app.dashboard.gpu_label()
     if args.json:
         print(json.dumps({"model": args.model.name, "gpu": gpu,
                           "results": [r.to_json() for r in results], "recommended": rec.engine,
-                          "reason": rec.reason, "warnings": rec.warnings}, indent=2))
+                          "reason": rec.reason, "warnings": rec.warnings,
+                          "draft_speedup": [s.to_json() for s in speedups]}, indent=2))
         return 0 if rec.engine else 1
     print(file=sys.stderr)
     print(f"{'engine':<24} {'backend':<8} {'prefill tok/s':>14} {'decode tok/s':>13}  status")
@@ -63,6 +70,9 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         pre = f"{r.prefill_median:,.0f}" if r.prefill_median else "—"
         dec = f"{r.decode_median:,.1f}" if r.decode_median else "—"
         print(f"{r.engine:<24} {r.backend:<8} {pre:>14} {dec:>13}  {'ok' if r.ok else r.error}")
+    for s in speedups:
+        ratio = f"x{s.speedup:.2f}" if s.speedup else "—"
+        print(f"draft model on {s.engine}: decode {s.decode_without:,.1f} -> {s.decode_with:,.1f} tok/s ({ratio})")
     print(f"\n{rec.reason}")
     for w in rec.warnings:
         print(f"warning: {w}")

@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from strata_gui.commands import load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.blocking import run_blocking
@@ -35,10 +36,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--max-tokens", type=int, default=None, help="stop after this many tokens")
     p.add_argument("--temperature", type=float, default=None)
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--ctx-size", type=int, default=None, help="context size (default: from Settings)")
     p.add_argument("--no-fallback", action="store_true", help="do not try the next engine when one fails")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
     add_device_option(p)
+    load_options.add_arguments(p)
     # A one-off prompt is not kept with the app's conversations.
     p.set_defaults(func=run, keep_conversations=False)
 
@@ -55,15 +56,15 @@ def _folders(given: list[str]) -> list[Path]:
 
 
 async def run(args: argparse.Namespace, app: AppServices) -> int:
+    load_options.apply(args, app)
     overrides: dict[str, object] = {}
-    if args.ctx_size is not None:
-        overrides["context_size"] = args.ctx_size
     if args.no_fallback:
         overrides["auto_fallback"] = False
     if overrides:
         app.settings.override(**overrides)  # this run only: never written to the settings file
     apply_device_option(args, app)
     model = _model(args, app)
+    await load_options.check(app, model)
     # A bad file fails here, before any engine loads.
     images = await run_blocking(lambda: [ChatImage.from_file(Path(f).expanduser()) for f in args.image],
                                 name="strata-read-images")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from strata_gui.commands import load_options
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import ModelError
@@ -21,6 +22,7 @@ from strata_gui.core.models import (
     FitEstimate,
     FitReport,
     LibraryEntry,
+    LoadOptions,
     ModelService,
     ModelShape,
     RepoSummary,
@@ -61,20 +63,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     ins = msub.add_parser("inspect", help="read a GGUF file's header and estimate its memory need")
     ins.add_argument("file", type=Path)
-    ins.add_argument("--ctx-size", type=int, default=0, metavar="N",
-                     help="context size for the memory estimate (default: Settings)")
     ins.add_argument("--json", action="store_true", help="machine-readable output")
+    # The fit is judged with the options the model would load with; these change them for the estimate.
+    load_options.add_arguments(ins)
     p.set_defaults(func=run)
 
 
 async def run(args: argparse.Namespace, app: AppServices) -> int:
     if args.models_command in ("info", "pull"):
         await app.detect_gpus()  # fit verdicts judge against the detected GPU, as the Models page does
+    if args.models_command == "inspect":
+        return await _inspect(args, app)
     return await _dispatch(args, app.models)
 
 
 async def _dispatch(args: argparse.Namespace, svc: ModelService) -> int:
-    handlers = {"search": _search, "info": _info, "pull": _pull, "list": _list, "rm": _rm, "inspect": _inspect}
+    handlers = {"search": _search, "info": _info, "pull": _pull, "list": _list, "rm": _rm}
     return await handlers[args.models_command](args, svc)
 
 
@@ -229,13 +233,14 @@ async def _rm(args: argparse.Namespace, svc: ModelService) -> int:
     return 0
 
 
-def _memory(shape: ModelShape, estimate: FitEstimate) -> dict[str, int]:
+def _memory(shape: ModelShape, estimate: FitEstimate, options: LoadOptions) -> dict[str, int]:
     """The memory need in bytes: weights, KV cache (per token, trained and chosen context), compute."""
+    k, v = options.cache_type_k, options.cache_type_v
     return {
         "weights_bytes": shape.weights_bytes,
-        "kv_bytes_per_token": shape.kv_bytes_per_token(),
+        "kv_bytes_per_token": shape.kv_bytes_per_token(k, v),
         "trained_context": shape.trained_context,
-        "kv_bytes_trained_context": shape.kv_bytes(shape.trained_context),
+        "kv_bytes_trained_context": shape.kv_bytes(shape.trained_context, k, v),
         "n_ctx": estimate.n_ctx,
         "kv_bytes_n_ctx": estimate.kv_bytes,
         "compute_bytes": estimate.compute_bytes,
@@ -256,20 +261,27 @@ def _memory_lines(m: dict[str, int]) -> list[str]:
     return [f"    {name:<22} {value:>10}  {note}".rstrip() for name, value, note in rows]
 
 
-async def _inspect(args: argparse.Namespace, svc: ModelService) -> int:
-    if args.ctx_size < 0:
+async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
+    if args.ctx_size is not None and args.ctx_size < 0:
         raise ModelError("The context size cannot be negative.", hint="Pass --ctx-size N with N > 0.")
+    svc = app.models
     meta = await svc.inspect(args.file)
     entry = await svc.open_file(args.file)
-    estimate = svc.fit_for_local(entry, meta, args.ctx_size or None)
-    memory = _memory(ModelShape.from_metadata(meta, entry.size), estimate)
+    load_options.apply(args, app)
+    options = app.load_options.options(args.file)
+    shape = ModelShape.from_metadata(meta, entry.size)
+    estimate = app.load_options.fit(shape, options)
+    memory = _memory(shape, estimate, options)
     if args.json:
         _print_json({
             "file": str(args.file), "architecture": meta.architecture, "name": meta.name, "quant": meta.quant,
             "params": entry.params, "context_length": meta.context_length, "layers": meta.block_count,
             "kv_heads": meta.kv_heads_per_layer, "key_length": meta.key_length, "value_length": meta.value_length,
             "chat_template": meta.has_chat_template, "size": entry.size, "tensors": len(meta.tensors),
-            "fit": {"verdict": estimate.describe(), "max_context": estimate.max_context, "n_ctx": estimate.n_ctx},
+            "fit": {"verdict": estimate.describe(), "max_context": estimate.max_context, "n_ctx": estimate.n_ctx,
+                    "gpu_layers": estimate.gpu_layers},
+            "load_options": options.to_json(),
+            "problems": app.load_options.problems(shape, options),
             "memory": memory,
             "metadata": metadata_summary(meta, drop=("tokenizer.chat_template",)),
         })
@@ -283,6 +295,9 @@ async def _inspect(args: argparse.Namespace, svc: ModelService) -> int:
     print(f"  chat template  {'yes' if meta.has_chat_template else 'no'}")
     print(f"  size           {format_bytes(entry.size)} in {len(entry.files)} file(s)")
     print(f"  fit            {estimate.describe()} at context {estimate.n_ctx} (largest context that fits: {estimate.max_context})")
+    print(f"  KV cache       K {options.cache_type_k}, V {options.cache_type_v}")
+    for problem in app.load_options.problems(shape, options):
+        print(f"  problem        {problem}")
     print("  memory")
     for line in _memory_lines(memory):
         print(line)

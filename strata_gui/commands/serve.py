@@ -7,6 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from strata_gui.commands import load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.serve import ApiRequest
@@ -24,6 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--show-key", action="store_true", help="print the current API key and exit")
     add_device_option(p)
     p.add_argument("--preload", action="store_true", help="load the model before the first request")
+    load_options.add_arguments(p)
     p.add_argument("--max-requests", type=int, default=0, help=argparse.SUPPRESS)  # tests: exit after N
     p.set_defaults(func=run)
 
@@ -65,7 +67,9 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     if args.show_key:
         print(serve.api_key() or "no API key set (generate one with --new-key)")
         return 0
+    load_options.apply(args, app)
     engine = await _choose(app, args)
+    await load_options.check(app, app.chat.model)
     print(f"engine: {engine}", file=sys.stderr, flush=True)
     done = asyncio.Event()
     served = [0]

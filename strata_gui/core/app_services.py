@@ -30,6 +30,7 @@ from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.fit import MemoryTarget
+from strata_gui.core.models.load_options import LoadOptionsService
 from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for_gpus
 from strata_gui.core.progress import ProgressCallback, format_bytes, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
@@ -95,6 +96,7 @@ class AppServices:
     serve: ServeService  # "Serve to other apps": the local API in front of the chat's engine
     rpc: RpcPool  # llama.cpp RPC workers for the chat's engine, and lending this machine
     fit_target: FitTarget
+    load_options: LoadOptionsService  # per-model load options: the chat launch, bench, the panel's fit
     gpu_error: StrataError | None = None  # why the configured GPU source could not be used
 
     @property
@@ -224,13 +226,19 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     models = build_model_service(settings, paths.data_dir, client, env, memory_target=fit_target, secrets=secrets)
     chat_store = ConversationStore(paths.database_file if keep_conversations else Path(":memory:")).open()
     supervisors = default_supervisor_factory(local, env, job=job)
+    load_options = LoadOptionsService(paths.data_dir / "load_options.json", base.settings_service, fit_target,
+                                      models.ram_bytes)
     chat = ChatService(chat_store, rpc.wrap(supervisors), local, base.settings_service,
-                       plan_provider=resolver.plan_for, crash_handler=RpcCrashPolicy(rpc, fit_target))
-    dashboard = DashboardService(metrics, Benchmark(local, supervisors, metrics), local, resolver=resolver)
+                       plan_provider=resolver.plan_for, crash_handler=RpcCrashPolicy(rpc, fit_target),
+                       launch_settings=load_options.server_settings)
+    load_options.subscribe(lambda model: chat.options_changed() if model == chat.model else None)
+    bench = Benchmark(local, supervisors, metrics, launch_settings=load_options.server_settings)
+    dashboard = DashboardService(metrics, bench, local, resolver=resolver)
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     serve = ServeService(base.settings_service, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
     app = AppServices(base, client, local, gpu, GpuTelemetry(gpu), engines, resolver, models, metrics, dashboard, chat_store, chat,
-                      remote=remote, serve=serve, rpc=rpc, fit_target=fit_target, gpu_error=gpu_error)
+                      remote=remote, serve=serve, rpc=rpc, fit_target=fit_target, load_options=load_options,
+                      gpu_error=gpu_error)
     chat.subscribe(app._record_reply)
     dashboard.add_choice_listener(app.refresh_chat_plan)
     base.settings_service.subscribe(app._settings_changed)

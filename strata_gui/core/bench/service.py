@@ -7,6 +7,7 @@ import io
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -23,6 +24,25 @@ from strata_gui.core.runtime.engine import EngineSpec
 
 REQUEST_COLUMNS = ("at", "model", "engine", "backend", "source", "prompt_tokens", "cached_tokens",
                    "output_tokens", "prefill_tps", "decode_tps", "ttft_s")
+
+
+@dataclass(frozen=True)
+class DraftSpeedup:
+    """Decode speed of one engine with and without the model's draft model."""
+
+    engine: str
+    backend: str
+    decode_with: float
+    decode_without: float
+
+    @property
+    def speedup(self) -> float | None:
+        """``decode_with / decode_without`` (above 1: the draft helps)."""
+        return self.decode_with / self.decode_without if self.decode_without > 0 else None
+
+    def to_json(self) -> dict[str, object]:
+        return {"engine": self.engine, "backend": self.backend, "decode_with_draft": self.decode_with,
+                "decode_without_draft": self.decode_without, "speedup": self.speedup}
 
 
 class EngineSource(Protocol):
@@ -134,6 +154,23 @@ class DashboardService:
             self.store.set_choice(key, gpu, rec.engine, "measured", model.name)
             self._choice_changed()
         return results, rec
+
+    async def draft_speedups(self, model: Path, results: Sequence[BenchResult],
+                             engines: Sequence[EngineSpec] | None = None, config: BenchConfig | None = None,
+                             on_progress: ProgressCallback = no_progress) -> list[DraftSpeedup]:
+        """What the model's draft model gains: ``results`` (measured with it) against the same
+        workload without it (measured now, not saved). Empty when the model has no draft model."""
+        if not self._benchmark.launch_settings(model).draft_model:
+            return []
+        chosen = [e for e in (list(engines) if engines is not None else self.installed_engines())
+                  if any(r.engine == e.id and r.ok for r in results)]
+        if not chosen:
+            return []
+        baseline = await self._benchmark.run(model, chosen, gpu=self.gpu_label(), config=config,
+                                             on_progress=on_progress, use_draft=False, save=False)
+        without = {r.engine: r for r in baseline if r.ok}
+        return [DraftSpeedup(r.engine, r.backend, r.decode_median or 0.0, without[r.engine].decode_median or 0.0)
+                for r in results if r.ok and r.engine in without]
 
     def saved_results(self, model: Path) -> tuple[list[BenchResult], Recommendation]:
         key = self._resolver.model_key(model)

@@ -8,6 +8,7 @@ tokens/s, so client overhead does not distort the comparison.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -62,9 +63,13 @@ class Benchmark:
         http: Async HTTP client for the engine's API.
         server_factory: Builds a (not yet started) server for an engine, model and settings.
         store: Where results are saved (per model, engine, GPU).
+        launch_settings: The model's load options (KV-cache types, batch, threads ...): the
+            benchmark measures the model as it will run; the context is sized to the workload.
     """
 
-    def __init__(self, http: httpx.AsyncClient, server_factory: ServerFactory, store: MetricsStore) -> None:
+    def __init__(self, http: httpx.AsyncClient, server_factory: ServerFactory, store: MetricsStore,
+                 launch_settings: Callable[[Path], ServerSettings] | None = None) -> None:
+        self._launch_settings = launch_settings
         self._http = http
         self._server_factory = server_factory
         self._store = store
@@ -78,10 +83,16 @@ class Benchmark:
         config: BenchConfig | None = None,
         on_progress: ProgressCallback = no_progress,
         model_key: str = "",
+        use_draft: bool = True,
+        save: bool = True,
     ) -> list[BenchResult]:
         """Benchmark every engine in turn; an engine that fails gets a result with ``error`` set.
 
         Cancelling stops the running engine and saves nothing for the unfinished engine.
+
+        Args:
+            use_draft: False measures without the model's draft model (the speed-up's baseline).
+            save: False keeps the results out of the store (a baseline is not the model's result).
         """
         cfg = config or BenchConfig()
         cfg.validate()
@@ -103,8 +114,10 @@ class Benchmark:
             result = BenchResult(model=model.name, engine=engine.id, backend=engine.backend, gpu=gpu,
                                  prefill_tokens=cfg.prefill_tokens, gen_tokens=cfg.gen_tokens, reps=cfg.reps,
                                  tuning_active=engine.tuning_active, model_key=model_key)
-            settings = ServerSettings(ctx_size=cfg.prefill_tokens + cfg.gen_tokens + 64, parallel=1,
-                                      jinja=False, metrics=False)
+            settings = dataclasses.replace(self.launch_settings(model), ctx_size=cfg.prefill_tokens + cfg.gen_tokens + 64,
+                                           parallel=1, jinja=False, metrics=False, port=0, api_key="")
+            if not use_draft:
+                settings = dataclasses.replace(settings, draft_model="")
             server = self._server_factory(engine, model, settings)
             remaining = steps_per_engine
             try:
@@ -133,8 +146,12 @@ class Benchmark:
                 on_progress(Progress(done, total, f"{name}: failed — {exc.message}"))
             finally:
                 await server.stop()
-            results.append(self._store.save_bench(result))
+            results.append(self._store.save_bench(result) if save else result)
         return results
+
+    def launch_settings(self, model: Path) -> ServerSettings:
+        """How ``model`` is launched (its load options), before the workload sizes the context."""
+        return self._launch_settings(model) if self._launch_settings else ServerSettings()
 
     async def _prompt_tokens(self, base: str, n: int) -> list[int]:
         data = await self._post(base, "/tokenize", {"content": _SEED_TEXT * 4})

@@ -113,6 +113,7 @@ class ChatService:
             when the model changes. Without it the plan is whatever :meth:`set_plan` was given.
         crash_handler: Asked when a reply failed with an engine error (e.g. an RPC worker dropped);
             when it returns a notice, the engine is reloaded and the request sent again (once per reply).
+        launch_settings: How to launch a model (its saved load options); without it, Settings'.
     """
 
     def __init__(
@@ -126,8 +127,10 @@ class ChatService:
         save_interval: float = 1.0,
         plan_provider: Callable[[Path | None], list[EngineSpec]] | None = None,
         crash_handler: Callable[[Outcome | None, Path | None], Awaitable[str | None]] | None = None,
+        launch_settings: Callable[[Path], ServerSettings] | None = None,
     ) -> None:
         self.store = store
+        self._launch_settings = launch_settings
         self.crash_handler = crash_handler
         self._plan_provider = plan_provider
         self._factory = supervisor_factory
@@ -241,18 +244,34 @@ class ChatService:
                             hint="Download a vision model from the Models page (its projector comes with it), "
                                  "or put its mmproj-*.gguf file in the model's folder.")
 
-    def launch_settings(self) -> ServerSettings:
-        """How the next engine start launches llama-server: the settings, plus ``--mmproj`` when
-        the model has a projector."""
-        settings = ServerSettings.from_settings(self.settings)
-        projector = self.projector
-        return dataclasses.replace(settings, mmproj=str(projector)) if projector is not None else settings
-
     @property
     def context_size(self) -> int:
         if self._supervisor and self._supervisor.n_ctx:
             return self._supervisor.n_ctx
+        if self._launch_settings is not None and self.model is not None:
+            try:
+                return self._launch_settings(self.model).ctx_size
+            except OSError:  # the model file went away: the meter falls back to Settings
+                pass
         return self.settings.context_size
+
+    def launch_settings(self) -> ServerSettings:
+        """What the next engine start uses for the current model: its load options (else Settings'),
+        plus ``--mmproj`` when the model has a projector.
+
+        Raises:
+            OSError: the model file cannot be read (its load options are keyed by its identity).
+        """
+        if self._launch_settings is not None and self.model is not None:
+            settings = self._launch_settings(self.model)
+        else:
+            settings = ServerSettings.from_settings(self.settings)
+        projector = self.projector
+        return dataclasses.replace(settings, mmproj=str(projector)) if projector is not None else settings
+
+    def options_changed(self) -> None:
+        """The model's load options changed: the next request reloads the engine with them."""
+        self._stale = True
 
     # -- engine ----------------------------------------------------------------------------------
     async def ensure_engine(self, on_progress: ProgressCallback | None = None) -> ChatClient:
@@ -260,7 +279,8 @@ class ChatService:
         async with self._start_lock:
             sup = self._supervisor
             # A projector put next to the model since the start (downloaded later) needs a reload.
-            same_projector = sup is not None and sup.settings.mmproj == self.launch_settings().mmproj
+            projector = self.projector
+            same_projector = sup is not None and sup.settings.mmproj == (str(projector) if projector else "")
             if (sup is not None and sup.state is ServerState.READY and self._client is not None and not self._stale
                     and same_projector):
                 return self._client
@@ -274,7 +294,12 @@ class ChatService:
             index = min(self._engine_index, len(self.plan) - 1)
             while True:
                 spec = self.plan[index]
-                sup = self._factory(spec, self.model, self.launch_settings())
+                try:
+                    launch = self.launch_settings()
+                except OSError as exc:
+                    raise ChatError(f"Cannot read the model file: {exc.strerror or exc}.",
+                                    hint="Choose the model again in the header.") from exc
+                sup = self._factory(spec, self.model, launch)
                 sup.add_listener(functools.partial(self._on_state, sup))
                 self._supervisor, self._client = sup, None
                 self._engine_index = index  # before start: listeners of READY see which engine it is

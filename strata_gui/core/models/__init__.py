@@ -7,6 +7,7 @@ from strata_gui.core.models.gguf_meta import format_params, metadata_summary
 from strata_gui.core.models.hub import SORTS, ModelDetail, RepoSummary, SearchPage
 from strata_gui.core.models.hub_config import environment_endpoint
 from strata_gui.core.models.library import LibraryEntry
+from strata_gui.core.models.load_options import CACHE_TYPES, FLASH_ATTENTION, LoadOptions, LoadOptionsService
 from strata_gui.core.models.service import FitReport, ModelService
 from strata_gui.core.models.starters import (
     STARTERS_FILE,
@@ -18,6 +19,8 @@ from strata_gui.core.models.starters import (
 )
 
 __all__ = [
+    "CACHE_TYPES",
+    "FLASH_ATTENTION",
     "SORTS",
     "STARTERS_FILE",
     "DownloadEvent",
@@ -29,6 +32,8 @@ __all__ = [
     "JobProgress",
     "JobStateChanged",
     "LibraryEntry",
+    "LoadOptions",
+    "LoadOptionsService",
     "ModelDetail",
     "ModelService",
     "ModelShape",

@@ -1,7 +1,9 @@
 """Will a model fit? Weights + KV cache + compute overhead against a GPU's memory.
 
 The KV cache (f16) takes ``n_ctx × Σ_layers head_count_kv × (key_length + value_length) × 2``
-bytes, which the tests check against the KV buffer size a real llama-server reports. Memory on
+bytes, which the tests check against the KV buffer size a real llama-server reports. A quantised
+cache stores blocks of 32 values: q8_0 in 34 bytes (32 int8 + an f16 scale), q4_0 in 18 bytes, so
+q8_0 takes exactly 34/64 of the f16 bytes and q4_0 18/64. Memory on
 an APU is its (small) VRAM carve-out plus GTT (system RAM the GPU may map); a user budget caps
 either. Sliding-window and MLA attention are estimated with the full-attention rule, which
 over-estimates their KV cache (the safe direction).
@@ -27,6 +29,14 @@ RAM_RESERVE = 2 * GIB
 # Quants a user should get by default when several fit (good quality per byte).
 PREFERRED_QUANTS = ("Q4_K_M", "Q4_K_L", "Q4_K_XL", "Q4_K_S", "IQ4_XS", "IQ4_NL", "Q4_0")
 FULL_PRECISION = ("F32", "F16", "BF16")
+# KV-cache types llama-server accepts for -ctk/-ctv that Strata offers: (bytes per block, values per block).
+KV_CACHE_TYPES: dict[str, tuple[int, int]] = {"f16": (2, 1), "q8_0": (34, 32), "q4_0": (18, 32)}
+
+
+def kv_row_bytes(cache_type: str, n_values: int) -> int:
+    """Bytes of ``n_values`` cache values stored as ``cache_type`` (whole blocks: rounded up)."""
+    block_bytes, block_values = KV_CACHE_TYPES.get(cache_type, KV_CACHE_TYPES["f16"])
+    return -(-n_values // block_values) * block_bytes
 
 
 @dataclass(frozen=True)
@@ -109,22 +119,23 @@ class ModelShape:
             weights_bytes=weights_bytes,
         )
 
-    def kv_bytes_per_token(self) -> int:
-        """f16 K and V for every layer, per context position."""
-        return sum(h * (self.key_length + self.value_length) * 2 for h in self.kv_heads_per_layer)
+    def kv_bytes_per_token(self, cache_type_k: str = "f16", cache_type_v: str = "f16") -> int:
+        """K and V for every layer, per context position, in the given cache types."""
+        return sum(kv_row_bytes(cache_type_k, h * self.key_length) + kv_row_bytes(cache_type_v, h * self.value_length)
+                   for h in self.kv_heads_per_layer)
 
-    def kv_bytes(self, n_ctx: int) -> int:
-        return n_ctx * self.kv_bytes_per_token()
+    def kv_bytes(self, n_ctx: int, cache_type_k: str = "f16", cache_type_v: str = "f16") -> int:
+        return n_ctx * self.kv_bytes_per_token(cache_type_k, cache_type_v)
 
-    def compute_bytes(self, n_ctx: int) -> int:
+    def compute_bytes(self, n_ctx: int, ubatch: int = UBATCH) -> int:
         """Compute buffers: fixed runtime cost + logits and activations of one micro-batch.
 
         llama.cpp's scheduler buffer holds the logits (``n_vocab × ubatch`` f32) and the
         attention scores of a micro-batch against the whole context.
         """
-        logits = self.n_vocab * UBATCH * 4
-        activations = self.embedding_length * UBATCH * 4 * 4
-        attention = n_ctx * UBATCH * 4
+        logits = self.n_vocab * ubatch * 4
+        activations = self.embedding_length * ubatch * 4 * 4
+        attention = n_ctx * ubatch * 4
         return BASE_OVERHEAD + logits + activations + attention
 
 
@@ -175,9 +186,28 @@ class FitEstimate:
         return str(self.verdict.value)
 
 
-def _largest_context(budget: int, fixed: int, shape: ModelShape) -> int:
+@dataclass(frozen=True)
+class CacheLayout:
+    """How the KV cache and compute buffers are laid out (the load options the fit depends on).
+
+    Attributes:
+        cache_type_k, cache_type_v: KV-cache types (keys of :data:`KV_CACHE_TYPES`).
+        ubatch: Micro-batch size (the compute buffers scale with it).
+        gpu_layers: Layers the user asked to put on the GPU (None: as many as fit).
+    """
+
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    ubatch: int = UBATCH
+    gpu_layers: int | None = None
+
+
+DEFAULT_LAYOUT = CacheLayout()
+
+
+def _largest_context(budget: int, fixed: int, shape: ModelShape, layout: CacheLayout = DEFAULT_LAYOUT) -> int:
     """Largest context such that fixed + kv(ctx) + attention(ctx) <= budget."""
-    per_token = shape.kv_bytes_per_token() + UBATCH * 4
+    per_token = shape.kv_bytes_per_token(layout.cache_type_k, layout.cache_type_v) + layout.ubatch * 4
     if per_token <= 0:
         return shape.trained_context
     room = budget - fixed
@@ -187,7 +217,8 @@ def _largest_context(budget: int, fixed: int, shape: ModelShape) -> int:
     return int(ctx - ctx % CONTEXT_STEP) if ctx >= CONTEXT_STEP else 0
 
 
-def estimate_fit(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx: int) -> FitEstimate:
+def estimate_fit(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx: int,
+                 layout: CacheLayout = DEFAULT_LAYOUT) -> FitEstimate:
     """Estimate where a model runs at context ``n_ctx``.
 
     Args:
@@ -195,38 +226,42 @@ def estimate_fit(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx:
         target: The GPU's memory (``usable_bytes`` 0 means no GPU).
         ram_bytes: Total system RAM.
         n_ctx: Context size the user wants.
+        layout: KV-cache types, micro-batch and a user cap on GPU layers (the load options).
     """
     n_ctx = max(1, min(n_ctx, shape.trained_context))
     gpu = target.usable_bytes
     # APU GTT is the same RAM the CPU uses: what the GPU holds is not available to the CPU.
     ram = max(0, ram_bytes - RAM_RESERVE)
-    kv = shape.kv_bytes(n_ctx)
-    compute = shape.compute_bytes(n_ctx)
+    ub = max(1, layout.ubatch)
+    kv = shape.kv_bytes(n_ctx, layout.cache_type_k, layout.cache_type_v)
+    compute = shape.compute_bytes(n_ctx, ub)
     need = shape.weights_bytes + kv + compute
     layers = max(1, shape.n_layers)
     # Embeddings/output count as one extra "layer" of weights that may stay on the host.
     per_layer = shape.weights_bytes // (layers + 1) + kv // layers
-    fixed_no_kv = shape.weights_bytes + BASE_OVERHEAD + shape.n_vocab * UBATCH * 4 + shape.embedding_length * UBATCH * 16
+    fixed_no_kv = shape.weights_bytes + BASE_OVERHEAD + shape.n_vocab * ub * 4 + shape.embedding_length * ub * 16
+    cap = shape.n_layers if layout.gpu_layers is None else max(0, min(layout.gpu_layers, shape.n_layers))
 
     def result(verdict: Verdict, gpu_layers: int, max_ctx: int, gpu_count: int = 1) -> FitEstimate:
         return FitEstimate(verdict, gpu_layers, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, gpu, max_ctx,
                            gpu_count)
 
-    if gpu > 0 and need <= gpu:
+    if gpu > 0 and need <= gpu and cap >= shape.n_layers:
         # Spread over several GPUs, say so when one of them alone would not hold it.
         count = len(target.devices) if len(target.devices) > 1 and need > target.largest_device_bytes else 1
-        return result(Verdict.FULL_GPU, shape.n_layers, _largest_context(gpu, fixed_no_kv, shape), count)
+        return result(Verdict.FULL_GPU, shape.n_layers, _largest_context(gpu, fixed_no_kv, shape, layout), count)
     pooled = gpu + ram if not target.is_apu else max(gpu, ram)
-    max_pooled = _largest_context(pooled, fixed_no_kv, shape)
-    if gpu > compute + per_layer:
-        n_gpu = min(shape.n_layers - 1, (gpu - compute) // per_layer)
+    max_pooled = _largest_context(pooled, fixed_no_kv, shape, layout)
+    if gpu > compute + per_layer and cap > 0:
+        # The user's cap wins over what would fit (asked for fewer layers on the GPU).
+        n_gpu = min(shape.n_layers - 1, (gpu - compute) // per_layer, cap)
         host_part = need - n_gpu * per_layer - compute
         host_room = ram - (n_gpu * per_layer + compute if target.is_apu else 0)
         if host_part <= host_room:
             return result(Verdict.PARTIAL, int(n_gpu), max_pooled)
         return result(Verdict.WONT_FIT, 0, 0)
     if need <= ram:
-        return result(Verdict.CPU_ONLY, 0, _largest_context(ram, fixed_no_kv, shape))
+        return result(Verdict.CPU_ONLY, 0, _largest_context(ram, fixed_no_kv, shape, layout))
     return result(Verdict.WONT_FIT, 0, 0)
 
 

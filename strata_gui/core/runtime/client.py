@@ -62,6 +62,15 @@ class ReplyStats:
     engine: str | None = None
     backend: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    draft_n: int | None = None  # tokens the draft model proposed (speculative decoding)
+    draft_accepted: int | None = None  # of those, accepted by the model
+
+    @property
+    def acceptance(self) -> float | None:
+        """Share of drafted tokens the model accepted (None without speculative decoding)."""
+        if not self.draft_n or self.draft_accepted is None:
+            return None
+        return self.draft_accepted / self.draft_n
 
     @property
     def context_used(self) -> int | None:
@@ -93,6 +102,8 @@ class ReplyStats:
             parts.append(f"decode {self.decode_tps:,.1f} tok/s")
         if self.predicted_n is not None:
             parts.append(f"{self.predicted_n} tokens")
+        if self.acceptance is not None:
+            parts.append(f"draft accepted {self.acceptance:.0%} ({self.draft_accepted}/{self.draft_n})")
         if self.finish_reason and with_reason:
             parts.append(self.finish_reason)
         if self.engine:
@@ -276,6 +287,8 @@ def _fill_stats(stats: ReplyStats, timings: Mapping[str, Any], usage: Mapping[st
     stats.predicted_n = num("predicted_n") if num("predicted_n") is not None else usage.get("completion_tokens")
     stats.prefill_tps = num("prompt_per_second")
     stats.decode_tps = num("predicted_per_second")
+    stats.draft_n = num("draft_n")
+    stats.draft_accepted = num("draft_n_accepted")
 
 
 def _error_from_body(err: Any, status: int | None) -> ChatError | ServerError:

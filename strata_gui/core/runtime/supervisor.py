@@ -58,6 +58,8 @@ class ServerSettings:
 
     ``port`` 0 picks a free loopback port; ``gpu_layers`` is "all", "auto" or a number;
     ``mmproj`` is the vision projector GGUF to load with the model (empty: text only).
+    ``cache_type_k``/``cache_type_v`` are KV-cache types ("f16", "q8_0", "q4_0"); ``batch_size`` and
+    ``ubatch_size`` 0 keep the engine's defaults; ``mmap`` False loads the model without mapping it.
     """
 
     ctx_size: int = 4096
@@ -72,6 +74,14 @@ class ServerSettings:
     port: int = 0
     extra_args: tuple[str, ...] = ()
     mmproj: str = ""
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    batch_size: int = 0
+    ubatch_size: int = 0
+    mmap: bool = True
+    draft_model: str = ""  # a GGUF for speculative decoding ("" = none)
+    draft_max: int = 0  # most tokens drafted per step (0 = the engine's default)
+    draft_min: int = 0
 
     @classmethod
     def from_settings(cls, s: Settings) -> ServerSettings:
@@ -103,8 +113,42 @@ def build_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
         cmd += ["--api-key", settings.api_key]
     if settings.mmproj:
         cmd += ["--mmproj", settings.mmproj]
+    if settings.cache_type_k != "f16":
+        cmd += ["-ctk", settings.cache_type_k]
+    if settings.cache_type_v != "f16":
+        cmd += ["-ctv", settings.cache_type_v]
+    if settings.batch_size > 0:
+        cmd += ["-b", str(settings.batch_size)]
+    if settings.ubatch_size > 0:
+        cmd += ["-ub", str(settings.ubatch_size)]
+    if settings.draft_model:
+        cmd += ["--model-draft", settings.draft_model]  # every build since speculative decoding spells it so
     cmd += list(settings.extra_args)
     return cmd
+
+
+def launch_env(settings: ServerSettings) -> dict[str, str]:
+    """Variables for options whose flag differs between builds.
+
+    Memory-mapping is off with ``--no-mmap`` on older builds and ``--load-mode none`` on newer
+    ones, and each rejects the other's flag; llama.cpp reads every option from ``LLAMA_ARG_*``
+    too and ignores variables it does not know, so both spellings go in the environment.
+
+    The draft limits moved from ``--draft-max/--draft-min`` (now a start error) to
+    ``--spec-draft-n-max/-min``, and newer builds need ``--spec-type draft-simple`` to use a plain
+    draft GGUF at all; the new names go in the environment, which older builds ignore (they then
+    draft with their default limits).
+    """
+    env: dict[str, str] = {}
+    if not settings.mmap:
+        env.update({"LLAMA_ARG_MMAP": "0", "LLAMA_ARG_LOAD_MODE": "none"})
+    if settings.draft_model:
+        env["LLAMA_ARG_SPEC_TYPE"] = "draft-simple"
+        if settings.draft_max > 0:
+            env["LLAMA_ARG_SPEC_DRAFT_N_MAX"] = str(settings.draft_max)
+        if settings.draft_min > 0:
+            env["LLAMA_ARG_SPEC_DRAFT_N_MIN"] = str(settings.draft_min)
+    return env
 
 
 def free_loopback_port(host: str = "127.0.0.1") -> int:
@@ -230,7 +274,7 @@ class ServerSupervisor:
         run = self._run = object()
         proc = ManagedProcess(
             build_command(self.engine, self.model, self.settings, self.port),
-            subject=self.subject, env={**self._environ, **self.engine.env}, cwd=self.engine.server_path.parent,
+            subject=self.subject, env={**self._environ, **self.engine.env, **launch_env(self.settings)}, cwd=self.engine.server_path.parent,
             ready=http_ready(self._http, lambda: self.base_url + "/health"), ready_timeout=self._ready_timeout,
             log_lines=self._log_lines, job=self._job, on_line=functools.partial(self._on_line, run),
             on_end=functools.partial(self._on_end, run),

@@ -50,12 +50,14 @@ from strata_gui.core.chat import (
 )
 from strata_gui.core.engines import Resolution
 from strata_gui.core.errors import StrataError
+from strata_gui.core.models import LoadOptionsService
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.remote import RemoteService
 from strata_gui.core.runtime import EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
 from strata_gui.ui.chat.attachments import AttachmentStrip
 from strata_gui.ui.chat.input_box import ChatInput
+from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
 from strata_gui.ui.pages.base import Page
@@ -81,6 +83,7 @@ class ChatPage(Page):
         use_engine_folder: Checks an engine folder and puts it first for this session (core).
         resolve: The engine resolver's answer for a model: the header announces its chosen engine
             and reason, and the engines it leaves out (the same answer the status bar gives).
+        load_options: Per-model load options; when given, a "Load options" panel edits them.
     """
 
     page_title = "Chat"
@@ -89,9 +92,11 @@ class ChatPage(Page):
     def __init__(self, chat_service: ChatService, bridge: AsyncBridge, parent: QWidget | None = None,
                  remote: RemoteService | None = None,
                  use_engine_folder: Callable[[Path, ProgressCallback], Awaitable[EngineSpec]] | None = None,
-                 resolve: Callable[[Path | None], Resolution] | None = None) -> None:
+                 resolve: Callable[[Path | None], Resolution] | None = None,
+                 load_options: LoadOptionsService | None = None) -> None:
         super().__init__(parent)
         self._resolve = resolve
+        self._load_options = load_options
         self._use_engine_folder = use_engine_folder
         self.page_title = self.tr("Chat")
         self._service = chat_service
@@ -167,6 +172,9 @@ class ChatPage(Page):
         self.settings_toggle = QToolButton()
         self.settings_toggle.setText(self.tr("Settings"))
         self.settings_toggle.setCheckable(True)
+        self.load_options_toggle = QToolButton()
+        self.load_options_toggle.setText(self.tr("Load options"))
+        self.load_options_toggle.setCheckable(True)
         self.load_bar = QProgressBar()
         self.load_bar.setRange(0, 0)
         self.load_bar.setTextVisible(False)
@@ -179,6 +187,7 @@ class ChatPage(Page):
         head.addWidget(self.model_button)
         head.addWidget(self.engine_button)
         head.addWidget(self.settings_toggle)
+        head.addWidget(self.load_options_toggle)
 
         self.notice = NoticeBanner()
         self.notice.details_requested.connect(self._show_notice_details)
@@ -186,6 +195,19 @@ class ChatPage(Page):
         self.settings_panel.hide()
         self.settings_panel.changed.connect(self._save_conversation_settings)
         self.settings_toggle.toggled.connect(self.settings_panel.setVisible)
+        # Load options sit next to the conversation settings: both are shown before a load.
+        self.load_options_panel: LoadOptionsPanel | None = None
+        if self._load_options is not None:
+            self.load_options_panel = LoadOptionsPanel(self._load_options, self._bridge)
+            self.load_options_panel.hide()
+            self.load_options_panel.saved.connect(self._update_meter)
+            self.load_options_toggle.toggled.connect(self.load_options_panel.activate)
+        else:
+            self.load_options_toggle.hide()
+        settings_row = QHBoxLayout()
+        settings_row.addWidget(self.settings_panel, 1)
+        if self.load_options_panel is not None:
+            settings_row.addWidget(self.load_options_panel, 1)
 
         # Messages: a scroll area holding the loaded page of messages.
         self.earlier_button = QPushButton(self.tr("Show earlier messages"))
@@ -248,7 +270,7 @@ class ChatPage(Page):
         right.addWidget(self.engine_state)
         right.addWidget(self.load_bar)
         right.addWidget(self.notice)
-        right.addWidget(self.settings_panel)
+        right.addLayout(settings_row)
         right.addWidget(self.stack, 1)
         right.addWidget(self.edit_hint)
         right.addWidget(self.attachments)
@@ -581,6 +603,9 @@ class ChatPage(Page):
                 "<h3>Start a conversation</h3><p>Type a message below to chat with {0}.<br>"
                 "Strata starts the engine for you and switches to another engine if one fails.</p>")
                 .format(html.escape(model.name)))
+        panel = self.load_options_panel
+        if panel is not None and panel.model != model:
+            panel.set_model(model)
 
     def choose_model(self) -> None:
         start = str(self._service.model.parent) if self._service.model else ""

@@ -3,7 +3,7 @@ benchmark that compares engines on this machine and sets the model's default eng
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -34,6 +34,7 @@ from strata_gui.core.bench import (
     BenchConfig,
     BenchResult,
     DashboardService,
+    DraftSpeedup,
     ProcessSampler,
     Recommendation,
     RequestRecord,
@@ -371,6 +372,9 @@ class DashboardPage(Page):
         self.recommendation_label = QLabel()
         self.recommendation_label.setWordWrap(True)
         self.warnings_label = QLabel()
+        self.draft_label = QLabel()  # the draft model's speed-up, when the model has one
+        self.draft_label.setWordWrap(True)
+        self.draft_label.hide()
         self.warnings_label.setWordWrap(True)
         self.warnings_label.setObjectName("muted")
         self.choice_label = QLabel()
@@ -411,6 +415,7 @@ class DashboardPage(Page):
         layout.addLayout(bars, 1)
         layout.addWidget(self.recommendation_label)
         layout.addWidget(self.warnings_label)
+        layout.addWidget(self.draft_label)
         layout.addLayout(choice)
         self.model_combo.currentIndexChanged.connect(self._show_saved)
         return w
@@ -473,8 +478,12 @@ class DashboardPage(Page):
             return None
         config = BenchConfig(self.prefill_spin.value(), self.gen_spin.value(), self.reps_spin.value())
 
-        def make(on_progress: ProgressCallback):  # type: ignore[no-untyped-def]
-            return self.service.run_benchmark(model, engines, config, on_progress)
+        service = self.service
+
+        async def make(on_progress: ProgressCallback) -> tuple[list[BenchResult], Recommendation, list[DraftSpeedup]]:
+            results, rec = await service.run_benchmark(model, engines, config, on_progress)
+            speedups = await service.draft_speedups(model, results, engines, config, on_progress)
+            return results, rec, speedups
 
         self.bench_task = self.bridge.run(make, name=f"Benchmark {model.name}")
         self.progress.attach(self.bench_task, self.tr("Benchmarking %s") % model.name)
@@ -490,8 +499,13 @@ class DashboardPage(Page):
         results, rec = self.service.saved_results(model)
         self.show_results(results, rec)
 
-    def show_results(self, results: list[BenchResult], rec: Recommendation) -> None:
+    def show_results(self, results: list[BenchResult], rec: Recommendation,
+                     speedups: Sequence[DraftSpeedup] = ()) -> None:
         self.last_results, self.last_recommendation = results, rec
+        lines = [self.tr("Draft model on {0}: decode {1:,.1f} → {2:,.1f} tok/s (×{3:.2f})").format(
+            s.engine, s.decode_without, s.decode_with, s.speedup or 0.0) for s in speedups]
+        self.draft_label.setText("\n".join(lines))
+        self.draft_label.setVisible(bool(lines))
         name = self.service.engine_name
         self.results_table.setRowCount(len(results))
 

@@ -1,0 +1,66 @@
+"""Draft models for speculative decoding: the draft must speak the main model's vocabulary.
+
+llama-server checks this itself at load time, but only in its log, after the main model was loaded;
+Strata checks the GGUF headers first (the tokenizer's token list must be the same) and says so in a
+sentence before anything starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from strata_gui.core.errors import GGUFError, ModelError
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """A tokenizer's identity: its kind, size and a digest of every token in order."""
+
+    model: str
+    size: int
+    digest: str
+
+
+def read_vocabulary(path: Path) -> Vocabulary:
+    """The vocabulary of the GGUF at ``path`` (reads the header's token list; blocking).
+
+    Raises:
+        ModelError: the file cannot be read or has no token list.
+    """
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(path)
+    except (OSError, ValueError) as exc:
+        raise GGUFError(f"Cannot read {path.name}: {exc}.", hint="Choose a complete .gguf file.") from exc
+    tokens = reader.fields.get("tokenizer.ggml.tokens")
+    if tokens is None:
+        raise ModelError(f"{path.name} has no vocabulary.", hint="Choose a language model in GGUF format.")
+    kind = reader.fields.get("tokenizer.ggml.model")
+    digest = hashlib.sha256()
+    for index in tokens.data:
+        digest.update(bytes(tokens.parts[index]))
+        digest.update(b"\0")
+    model = bytes(kind.parts[kind.data[0]]).decode("utf-8", "replace") if kind is not None else ""
+    return Vocabulary(model, len(tokens.data), digest.hexdigest())
+
+
+def check_draft(model: Path, draft: Path) -> None:
+    """Raise unless ``draft`` can draft for ``model`` (the same tokens, in the same order).
+
+    Raises:
+        ModelError: the vocabularies differ (with what differs), or a file cannot be read.
+    """
+    if not draft.is_file():
+        raise ModelError(f"The draft model {draft.name} was not found.", hint="Choose the draft model again.")
+    main, small = read_vocabulary(model), read_vocabulary(draft)
+    if main == small:
+        return
+    if main.model != small.model or main.size != small.size:
+        what = f"{small.model or 'unknown'} tokenizer, {small.size:,} tokens vs {main.model or 'unknown'}, {main.size:,}"
+    else:
+        what = "the same number of tokens, but different ones"
+    raise ModelError(f"{draft.name} cannot draft for {model.name}: its vocabulary differs ({what}).",
+                     hint="Pick a smaller model of the same family (same tokenizer), e.g. a 0.5B for a 7B.")

@@ -1,0 +1,310 @@
+"""Load options per model: how llama-server loads a model, saved under the model's identity.
+
+Context, GPU layers, flash attention, the KV-cache types, batch and micro-batch, threads, mmap and
+parallel slots. Options a user never set for a model follow Settings (context, GPU layers, flash
+attention, threads, slots) or the engine's defaults. The chat launch, the benchmark, ``strata
+chat|serve|bench`` and the chat's "Load options" panel all read them here, and the fit verdict the
+panel shows is computed from the same options (the KV-cache types change the KV bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from strata_gui.core.blocking import run_blocking
+from strata_gui.core.errors import SettingsError
+from strata_gui.core.events import emit
+from strata_gui.core.models.draft import check_draft
+from strata_gui.core.models.fit import (
+    KV_CACHE_TYPES,
+    UBATCH,
+    CacheLayout,
+    FitEstimate,
+    MemoryTarget,
+    ModelShape,
+    estimate_fit,
+)
+from strata_gui.core.models.gguf_meta import read_local
+from strata_gui.core.models.identity import model_identity
+from strata_gui.core.runtime.supervisor import ServerSettings
+from strata_gui.core.settings import Settings, SettingsService
+
+log = logging.getLogger(__name__)
+
+CACHE_TYPES = tuple(KV_CACHE_TYPES)  # f16, q8_0, q4_0: what the panel and the CLI offer
+FLASH_ATTENTION = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How one model is loaded.
+
+    Attributes:
+        ctx_size: Context size in tokens.
+        gpu_layers: "all", "auto" or a number of layers.
+        flash_attention: "auto", "on" or "off".
+        cache_type_k, cache_type_v: KV-cache types ("f16", "q8_0", "q4_0").
+        batch_size, ubatch_size: Logical and physical batch (0: the engine's default).
+        threads: CPU threads (0: the engine's default).
+        mmap: Memory-map the model file (False: read it into memory).
+        parallel: Server slots.
+        draft_model: A smaller model of the same vocabulary for speculative decoding ("" = none).
+        draft_max, draft_min: Tokens drafted per step (0: the engine's default).
+    """
+
+    ctx_size: int = 4096
+    gpu_layers: str = "all"
+    flash_attention: str = "auto"
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    batch_size: int = 0
+    ubatch_size: int = 0
+    threads: int = 0
+    mmap: bool = True
+    parallel: int = 1
+    draft_model: str = ""
+    draft_max: int = 0
+    draft_min: int = 0
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> LoadOptions:
+        """The options of a model nobody configured: Settings' runtime defaults."""
+        return cls(ctx_size=s.context_size, gpu_layers=s.gpu_layers, flash_attention=s.flash_attention,
+                   threads=s.threads, parallel=max(1, s.parallel_slots))
+
+    def replace(self, **changes: Any) -> LoadOptions:
+        """A copy with ``changes`` (unknown names raise :class:`SettingsError`)."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise SettingsError(f"Unknown load option: {', '.join(sorted(unknown))}.")
+        return dataclasses.replace(self, **changes)
+
+    def problems(self) -> list[str]:
+        """What stops llama-server from loading with these options, as sentences (empty: fine)."""
+        out = []
+        if self.ctx_size < 0:
+            out.append("The context size cannot be negative.")
+        if self.gpu_layers not in ("all", "auto") and not self.gpu_layers.isdigit():
+            out.append("GPU layers must be 'all', 'auto' or a number.")
+        if self.flash_attention not in FLASH_ATTENTION:
+            out.append("Flash attention must be on, off or auto.")
+        for which, value in (("K", self.cache_type_k), ("V", self.cache_type_v)):
+            if value not in KV_CACHE_TYPES:
+                out.append(f"The {which} cache type must be one of {', '.join(CACHE_TYPES)}.")
+        # llama.cpp refuses a quantised V cache without flash attention (llama-context.cpp).
+        if self.cache_type_v != "f16" and self.flash_attention == "off":
+            out.append("A quantised V cache needs flash attention: set flash attention to on or auto.")
+        if min(self.batch_size, self.ubatch_size, self.threads) < 0 or self.parallel < 1:
+            out.append("Batch sizes and threads cannot be negative, and there is at least one slot.")
+        if self.batch_size and self.ubatch_size > self.batch_size:
+            out.append("The micro-batch cannot be larger than the batch.")
+        if min(self.draft_max, self.draft_min) < 0 or (self.draft_max and self.draft_min > self.draft_max):
+            out.append("Draft limits cannot be negative, and the minimum cannot exceed the maximum.")
+        return out
+
+    def server_settings(self, base: ServerSettings | None = None) -> ServerSettings:
+        """``base`` (or the defaults) with these options applied."""
+        return dataclasses.replace(
+            base or ServerSettings(), ctx_size=self.ctx_size, gpu_layers=self.gpu_layers,
+            flash_attention=self.flash_attention, cache_type_k=self.cache_type_k, cache_type_v=self.cache_type_v,
+            batch_size=self.batch_size, ubatch_size=self.ubatch_size, threads=self.threads, mmap=self.mmap,
+            parallel=self.parallel, draft_model=self.draft_model, draft_max=self.draft_max,
+            draft_min=self.draft_min)
+
+    def layout(self, cpu_only: bool = False) -> CacheLayout:
+        """What the fit estimate needs of these options."""
+        ub = self.ubatch_size or UBATCH
+        if self.batch_size:
+            ub = min(ub, self.batch_size)
+        layers = 0 if cpu_only else (int(self.gpu_layers) if self.gpu_layers.isdigit() else None)
+        return CacheLayout(self.cache_type_k, self.cache_type_v, ub, layers)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def known(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """The entries of ``raw`` that are options with the right type (a hand-edited file may hold others)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            value = raw.get(f.name)
+            default = getattr(cls(), f.name)
+            if value is not None and type(value) is type(default):
+                out[f.name] = value
+        return out
+
+
+OptionsListener = Callable[[Path], None]
+
+
+class LoadOptionsService:
+    """The one owner of per-model load options: saved, this-run overrides, launch settings, fit.
+
+    Args:
+        path: The JSON file (``load_options.json`` in the data folder), keyed by model identity.
+        settings: The settings service (defaults for options a model has no saved value for).
+        memory_target: The memory the fit is judged against (the GPU, RPC workers included).
+        ram_bytes: Total system RAM.
+        identity: Model identity function (the same key for a renamed or moved file).
+    """
+
+    def __init__(self, path: Path, settings: SettingsService, memory_target: Callable[[], MemoryTarget],
+                 ram_bytes: int, identity: Callable[[Path], str] = model_identity) -> None:
+        self.path = path
+        self._settings = settings
+        self._memory_target = memory_target
+        self._ram = ram_bytes
+        self._identity = identity
+        self._ids: dict[tuple[Path, int, int], str] = {}
+        self._shapes: dict[tuple[Path, int, int], ModelShape] = {}
+        self._overrides: dict[str, Any] = {}
+        self._listeners: list[OptionsListener] = []
+        self._saved = self._read()
+
+    # -- storage ---------------------------------------------------------------------------------
+    def _read(self) -> dict[str, dict[str, Any]]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            # Options are a convenience: an unreadable file means defaults, never a failed start.
+            log.warning("ignoring unreadable load options file %s", self.path, exc_info=True)
+            return {}
+        if not isinstance(raw, dict) or not isinstance(raw.get("models"), dict):
+            return {}
+        return {k: LoadOptions.known(v) for k, v in raw["models"].items() if isinstance(v, dict)}
+
+    def _write(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"version": 1, "models": self._saved}, indent=2), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise SettingsError(f"Could not save the load options: {exc.strerror or exc}.",
+                                hint=f"Check that {self.path.parent} is writable.") from exc
+
+    def key(self, model: Path) -> str:
+        """The model's identity (cached per file version: hashing reads up to 2 MiB)."""
+        st = model.stat()
+        k = (model.resolve(), st.st_size, st.st_mtime_ns)
+        if k not in self._ids:
+            self._ids[k] = self._identity(model)
+        return self._ids[k]
+
+    # -- options ---------------------------------------------------------------------------------
+    def subscribe(self, fn: OptionsListener) -> None:
+        """Call ``fn(model)`` after a model's saved options changed."""
+        self._listeners.append(fn)
+
+    def defaults(self) -> LoadOptions:
+        return LoadOptions.from_settings(self._settings.current)
+
+    def saved(self, model: Path) -> dict[str, Any]:
+        """The options saved for ``model`` (only those the user set; {} when none or unreadable)."""
+        try:
+            return dict(self._saved.get(self.key(model), {}))
+        except OSError:
+            return {}
+
+    def options(self, model: Path | None) -> LoadOptions:
+        """What ``model`` loads with: Settings' defaults, its saved options, then this run's overrides."""
+        saved = self.saved(model) if model is not None else {}
+        return self.defaults().replace(**{**saved, **self._overrides})
+
+    def override(self, **changes: Any) -> None:
+        """Options for this run only (command-line flags), for every model; never saved."""
+        LoadOptions().replace(**changes)  # unknown names raise
+        self._overrides.update(changes)
+        self._check(self.options(None))
+
+    @staticmethod
+    def _check(options: LoadOptions) -> None:
+        problems = options.problems()
+        if problems:
+            raise SettingsError(problems[0], hint=" ".join(problems[1:]) or None)
+
+    def save(self, model: Path, options: LoadOptions) -> None:
+        """Remember ``options`` for ``model`` (the next load uses them).
+
+        Raises:
+            SettingsError: The options cannot load (see :meth:`LoadOptions.problems`), or the
+                file could not be written.
+        """
+        self._check(options)
+        self._saved[self.key(model)] = options.to_json()
+        self._write()
+        emit(self._listeners, model)
+
+    def forget(self, model: Path) -> None:
+        """Drop what was saved for ``model``: it follows Settings again."""
+        if self._saved.pop(self.key(model), None) is not None:
+            self._write()
+            emit(self._listeners, model)
+
+    def server_settings(self, model: Path | None) -> ServerSettings:
+        """The launch settings of ``model`` (what the chat and ``strata serve`` start it with)."""
+        return self.options(model).server_settings()
+
+    # -- fit ---------------------------------------------------------------------------------------
+    def _shape_now(self, model: Path) -> ModelShape:
+        st = model.stat()
+        k = (model.resolve(), st.st_size, st.st_mtime_ns)
+        if k not in self._shapes:
+            self._shapes[k] = ModelShape.from_metadata(read_local(model), _model_bytes(model))
+        return self._shapes[k]
+
+    async def shape(self, model: Path) -> ModelShape:
+        """The model's shape (its header read off the event loop, then cached)."""
+        return await run_blocking(self._shape_now, model, name="strata-load-options")
+
+    @staticmethod
+    def problems(shape: ModelShape, options: LoadOptions) -> list[str]:
+        """What stops this model from loading with ``options`` (the options' own problems first).
+
+        With flash attention on or auto, llama.cpp stores the cache in blocks along each head, so a
+        quantised type needs the head size to be a multiple of its block (32 values).
+        """
+        out = options.problems()
+        if options.flash_attention == "off":
+            return out
+        for which, cache_type, head in (("K", options.cache_type_k, shape.key_length),
+                                        ("V", options.cache_type_v, shape.value_length)):
+            block = KV_CACHE_TYPES.get(cache_type, (2, 1))[1]
+            if head and head % block:
+                out.append(f"This model's heads hold {head} values, not a multiple of the {cache_type} block "
+                           f"({block}): use f16 for {which}" + (", or turn flash attention off." if which == "K"
+                                                                 else "."))
+        return out
+
+    async def check_draft(self, model: Path, options: LoadOptions) -> None:
+        """Raise :class:`ModelError` unless ``options``' draft model shares ``model``'s vocabulary
+        (nothing to check without a draft). The headers are read off the event loop."""
+        if options.draft_model:
+            await run_blocking(check_draft, model, Path(options.draft_model), name="strata-draft-check")
+
+    def fit(self, shape: ModelShape, options: LoadOptions, *, cpu_only: bool = False) -> FitEstimate:
+        """Where the model runs with ``options`` (the verdict the panel and ``models inspect`` show)."""
+        target = MemoryTarget("CPU", 0) if cpu_only else self._memory_target()
+        return estimate_fit(shape, target, self._ram, options.ctx_size or shape.trained_context,
+                            options.layout(cpu_only))
+
+
+def _model_bytes(model: Path) -> int:
+    """Size on disk, all shards of a split set included (the weights the fit counts)."""
+    import re
+
+    m = re.match(r"(.*)-(\d{5})-of-(\d{5})\.gguf$", model.name)
+    files = sorted(model.parent.glob(f"{m.group(1)}-*-of-{m.group(3)}.gguf")) if m else [model]
+    return sum(f.stat().st_size for f in files if f.is_file())

@@ -1,0 +1,322 @@
+"""The chat's "Load options" panel: how the model is loaded, with the fit verdict kept current.
+
+Every edit is checked and judged by the core (:class:`LoadOptionsService`): the verdict changes as
+the options change (a q8_0 KV cache takes about half the memory of f16), and valid options are saved
+for the model at once. They apply at the next load; the chat reloads the engine for them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from strata_gui.core.errors import StrataError
+from strata_gui.core.gpu import format_mem
+from strata_gui.core.models import (
+    CACHE_TYPES,
+    FitEstimate,
+    LoadOptions,
+    LoadOptionsService,
+    ModelShape,
+    Verdict,
+)
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+
+_VERDICT_COLOURS = {Verdict.FULL_GPU: "#15803d", Verdict.PARTIAL: "#b45309",
+                    Verdict.CPU_ONLY: "#6b7280", Verdict.WONT_FIT: "#b91c1c"}
+
+
+def _spin(lo: int, hi: int, special: str = "", step: int = 1) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(lo, hi)
+    box.setSingleStep(step)
+    if special:
+        box.setSpecialValueText(special)  # shown at the lowest value
+    return box
+
+
+class LoadOptionsPanel(QGroupBox):
+    """Edits the load options of the chat's model and shows the fit verdict for them.
+
+    Signals:
+        saved(): valid options were saved for the model (the next load uses them).
+
+    Args:
+        service: The core owner of load options (saving, checking, the fit).
+        bridge: Reads the model's header off the event loop.
+    """
+
+    saved = Signal()
+
+    def __init__(self, service: LoadOptionsService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTitle(self.tr("Load options"))
+        self._service = service
+        self._bridge = bridge
+        self.model: Path | None = None
+        self.shape: ModelShape | None = None
+        self.estimate: FitEstimate | None = None
+        self.shape_handle: TaskHandle | None = None
+        self.active = False  # shown by the user: only then is the model's header read
+        self._loading = False
+
+        default = self.tr("default")
+        self.ctx_size = _spin(0, 1 << 20, self.tr("from the model"), 256)
+        self.gpu_layers = QComboBox()
+        self.gpu_layers.setEditable(True)
+        self.gpu_layers.addItems(["all", "auto"])
+        self.gpu_layers.setToolTip(self.tr("'all', 'auto' or a number of layers"))
+        self.flash_attention = QComboBox()
+        for value, text in (("auto", self.tr("Auto")), ("on", self.tr("On")), ("off", self.tr("Off"))):
+            self.flash_attention.addItem(text, value)
+        self.cache_type_k = QComboBox()
+        self.cache_type_v = QComboBox()
+        for box in (self.cache_type_k, self.cache_type_v):
+            for value in CACHE_TYPES:
+                box.addItem(value, value)
+        self.batch_size = _spin(0, 1 << 16, default)
+        self.ubatch_size = _spin(0, 1 << 16, default)
+        self.threads = _spin(0, 512, default)
+        self.parallel = _spin(1, 64)
+        self.mmap = QCheckBox(self.tr("Memory-map the model file"))
+        # Speculative decoding: a small model of the same vocabulary drafts, the model checks.
+        self.draft_label = QLabel()
+        self.draft_label.setWordWrap(True)
+        self.draft_button = QPushButton(self.tr("Choose…"))
+        self.draft_button.setToolTip(self.tr("A smaller model with the same vocabulary drafts tokens the model "
+                                             "then checks (speculative decoding)"))
+        self.draft_button.clicked.connect(self._choose_draft)
+        self.draft_clear = QPushButton(self.tr("None"))
+        self.draft_clear.clicked.connect(lambda: self.set_draft_model(None))
+        self.draft_max = _spin(0, 64, default)
+        self._draft = ""
+        self.draft_handle: TaskHandle | None = None
+        self.verdict = QLabel()
+        self.verdict.setWordWrap(True)
+        self.note = QLabel(self.tr("Saved for this model; used at the next load (the engine reloads)."))
+        self.note.setObjectName("muted")
+        self.note.setWordWrap(True)
+        self.reset_button = QPushButton(self.tr("Use defaults"))
+        self.reset_button.setToolTip(self.tr("Forget this model's options: it follows Settings again"))
+        self.reset_button.clicked.connect(self.reset)
+
+        form = QFormLayout(self)
+        form.addRow(self.tr("Context size"), self.ctx_size)
+        form.addRow(self.tr("GPU layers"), self.gpu_layers)
+        form.addRow(self.tr("Flash attention"), self.flash_attention)
+        kv = QHBoxLayout()
+        kv.addWidget(QLabel(self.tr("K")))
+        kv.addWidget(self.cache_type_k, 1)
+        kv.addWidget(QLabel(self.tr("V")))
+        kv.addWidget(self.cache_type_v, 1)
+        form.addRow(self.tr("KV cache"), kv)
+        form.addRow(self.tr("Batch"), self.batch_size)
+        form.addRow(self.tr("Micro-batch"), self.ubatch_size)
+        form.addRow(self.tr("Threads"), self.threads)
+        form.addRow(self.tr("Parallel slots"), self.parallel)
+        form.addRow("", self.mmap)
+        draft = QHBoxLayout()
+        draft.addWidget(self.draft_label, 1)
+        draft.addWidget(self.draft_button)
+        draft.addWidget(self.draft_clear)
+        form.addRow(self.tr("Draft model"), draft)
+        form.addRow(self.tr("Draft tokens"), self.draft_max)
+        form.addRow(self.tr("Fit"), self.verdict)
+        row = QHBoxLayout()
+        row.addWidget(self.note, 1)
+        row.addWidget(self.reset_button)
+        form.addRow(row)
+
+        for spin in (self.ctx_size, self.batch_size, self.ubatch_size, self.threads, self.parallel, self.draft_max):
+            spin.valueChanged.connect(self._edited)
+        for combo in (self.flash_attention, self.cache_type_k, self.cache_type_v):
+            combo.currentIndexChanged.connect(self._edited)
+        self.gpu_layers.currentTextChanged.connect(self._edited)
+        self.mmap.toggled.connect(self._edited)
+        self.set_model(None)
+
+    # -- model ------------------------------------------------------------------------------------
+    def set_model(self, model: Path | None) -> None:
+        """Show ``model``'s options (saved ones, else Settings') and read its shape for the fit."""
+        self.model, self.shape, self.estimate = model, None, None
+        try:
+            options = self._service.options(model)
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+            options = LoadOptions()
+        self._show(options)
+        self.setEnabled(model is not None)
+        if model is None:
+            self.verdict.setText(self.tr("Choose a model to see whether it fits."))
+            return
+        self.verdict.setText(self.tr("Reading the model…"))
+        self.shape_handle = None
+        if self.active:
+            self.ensure_shape()
+
+    def activate(self, on: bool) -> None:
+        """Show (``on``) or hide the panel; the model's header is read when it is first shown."""
+        self.active = on
+        self.setVisible(on)
+        if on:
+            self.ensure_shape()
+
+    def ensure_shape(self) -> TaskHandle | None:
+        """Read the model's shape for the fit verdict unless it is read or being read."""
+        model = self.model
+        if model is None or self.shape is not None or (self.shape_handle is not None and self.shape_handle.is_running):
+            return self.shape_handle
+        service = self._service
+        handle = self._bridge.run(lambda _p: service.shape(model), name=self.tr("Read the model"),
+                                  show_errors=False)
+        handle.succeeded.connect(lambda shape: self._shape_read(model, shape))
+        handle.failed.connect(lambda err: self._shape_failed(model, err))
+        self.shape_handle = handle
+        return handle
+
+    def _shape_read(self, model: Path, shape: ModelShape) -> None:
+        if model == self.model:
+            self.shape = shape
+            self._refresh()
+
+    def _shape_failed(self, model: Path, err: StrataError) -> None:
+        if model == self.model:
+            self.verdict.setText(self.tr("Cannot judge the fit: {0}").format(err.message))
+
+    def _show(self, o: LoadOptions) -> None:
+        self._loading = True
+        try:
+            self.ctx_size.setValue(o.ctx_size)
+            self.gpu_layers.setCurrentText(o.gpu_layers)
+            self.flash_attention.setCurrentIndex(max(0, self.flash_attention.findData(o.flash_attention)))
+            self.cache_type_k.setCurrentIndex(max(0, self.cache_type_k.findData(o.cache_type_k)))
+            self.cache_type_v.setCurrentIndex(max(0, self.cache_type_v.findData(o.cache_type_v)))
+            self.batch_size.setValue(o.batch_size)
+            self.ubatch_size.setValue(o.ubatch_size)
+            self.threads.setValue(o.threads)
+            self.parallel.setValue(o.parallel)
+            self.mmap.setChecked(o.mmap)
+            self.draft_max.setValue(o.draft_max)
+            self._show_draft(o.draft_model)
+        finally:
+            self._loading = False
+
+    def options(self) -> LoadOptions:
+        """The options as shown."""
+        return LoadOptions(
+            ctx_size=self.ctx_size.value(), gpu_layers=self.gpu_layers.currentText().strip().lower(),
+            flash_attention=str(self.flash_attention.currentData()),
+            cache_type_k=str(self.cache_type_k.currentData()), cache_type_v=str(self.cache_type_v.currentData()),
+            batch_size=self.batch_size.value(), ubatch_size=self.ubatch_size.value(), threads=self.threads.value(),
+            mmap=self.mmap.isChecked(), parallel=self.parallel.value(), draft_model=self._draft,
+            draft_max=self.draft_max.value())
+
+    # -- draft model ---------------------------------------------------------------------------------
+    def _show_draft(self, path: str) -> None:
+        self._draft = path
+        self.draft_label.setText(Path(path).name if path else self.tr("none"))
+        self.draft_label.setToolTip(path)
+        self.draft_label.setStyleSheet("")
+        self.draft_clear.setEnabled(bool(path))
+
+    def _choose_draft(self) -> None:
+        start = str(self.model.parent) if self.model else ""
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Choose a draft model"), start,
+                                              self.tr("GGUF models (*.gguf)"))
+        if path:
+            self.set_draft_model(Path(path))
+
+    def set_draft_model(self, path: Path | None) -> TaskHandle | None:
+        """Use ``path`` as the draft model once the core confirmed it shares the model's vocabulary
+        (None: no speculative decoding). A draft that cannot draft is named, and not saved."""
+        if self.model is None:
+            return None
+        if path is None:
+            self._show_draft("")
+            self._edited()
+            return None
+        model, service = self.model, self._service
+        wanted = self.options().replace(draft_model=str(path))
+        self.draft_label.setText(self.tr("Checking {0}…").format(path.name))
+        handle = self._bridge.run(lambda _p: service.check_draft(model, wanted), name=self.tr("Check draft model"),
+                                  show_errors=False)
+        handle.succeeded.connect(lambda _r: self._draft_checked(model, str(path)))
+        handle.failed.connect(lambda err: self._draft_refused(model, err))
+        self.draft_handle = handle
+        return handle
+
+    def _draft_checked(self, model: Path, path: str) -> None:
+        if model == self.model:
+            self._show_draft(path)
+            self._edited()
+
+    def _draft_refused(self, model: Path, err: StrataError) -> None:
+        if model == self.model:
+            self._show_draft(self._draft)
+            self.draft_label.setStyleSheet("color: #b91c1c;")
+            self.draft_label.setText(err.message)
+
+    # -- edits --------------------------------------------------------------------------------------
+    def _edited(self) -> None:
+        if self._loading:
+            return
+        problems = self._refresh()
+        if problems or self.model is None:
+            return  # not saved: what is shown cannot load; the verdict line says why
+        try:
+            self._service.save(self.model, self.options())
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+            return
+        self.saved.emit()
+
+    def reset(self) -> None:
+        """Forget the model's options and show Settings' defaults."""
+        if self.model is None:
+            return
+        try:
+            self._service.forget(self.model)
+        except StrataError as exc:
+            self._bridge.error_occurred.emit(exc)
+        self._show(self._service.options(self.model))
+        self._refresh()
+        self.saved.emit()
+
+    def _refresh(self) -> list[str]:
+        """Show the verdict (or what is wrong) for the options as shown; return the problems."""
+        options = self.options()
+        problems = self._service.problems(self.shape, options) if self.shape is not None else options.problems()
+        if problems:
+            self.estimate = None
+            self.verdict.setStyleSheet("color: #b91c1c;")
+            self.verdict.setText(problems[0])
+            return problems
+        if self.shape is None:
+            return []
+        e = self.estimate = self._service.fit(self.shape, options)
+        self.verdict.setStyleSheet(f"color: {_VERDICT_COLOURS[e.verdict]};")
+        self.verdict.setText(self.tr("{0} · KV cache {1} · total {2} of {3}").format(
+            self._verdict_text(e), format_mem(e.kv_bytes), format_mem(e.total_bytes), format_mem(e.gpu_bytes)))
+        return []
+
+    def _verdict_text(self, e: FitEstimate) -> str:
+        if e.verdict is Verdict.FULL_GPU:
+            return self.tr("Fits fully on the GPU")
+        if e.verdict is Verdict.PARTIAL:
+            return self.tr("Partly on the GPU ({0} of {1} layers)").format(e.gpu_layers, e.total_layers)
+        if e.verdict is Verdict.CPU_ONLY:
+            return self.tr("Runs on the processor")
+        return self.tr("Too large for this computer")
