@@ -37,6 +37,14 @@ SCRIPTS: dict[str, list[bytes]] = {
         b'data: {"error": {"code": 500, "message": "llama_decode failed", "type": "server_error"}}\n\n',
     ],
     "drop": [chunk("partial")],
+    # JSON allows U+2028/U+2029/U+0085 unescaped in strings, and llama-server sends them so.
+    "unicode-separators": [
+        'data: {"choices": [{"index": 0, "delta": {"content": "a\u2028b"}, "finish_reason": null}]}\n\n'.encode(),
+        'data: {"choices": [{"index": 0, "delta": {"content": "c\u2029d\u0085e"}, "finish_reason": null}]}\n\n'
+        .encode(),
+        chunk(None, "stop"),
+        b"data: [DONE]\n\n",
+    ],
 }
 
 

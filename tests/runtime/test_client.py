@@ -83,6 +83,17 @@ def test_comment_lines_usage_and_timings() -> None:
         asyncio.run(scenario(base, requests))
 
 
+def test_unicode_line_separators_inside_a_reply_are_text() -> None:
+    """A random (or real) model can emit U+2028: it is part of the reply, not the end of an SSE line."""
+    async def scenario(base: str) -> None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            reply = await ChatClient(http, base).stream_chat(HELLO)
+        assert reply.text == "a\u2028bc\u2029d\u0085e"
+
+    with sse_server("unicode-separators") as (base, _requests):
+        asyncio.run(scenario(base))
+
+
 @pytest.mark.parametrize(("script", "error", "text"), [
     ("midstream-error", ServerError, "llama_decode failed"),
     ("unauthorized", ChatError, "rejected the API key"),

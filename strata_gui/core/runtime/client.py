@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -213,7 +213,7 @@ class ChatClient:
         failure: ServerError | ChatError | None = None
         # The body is always read to its end (never ``break``): leaving httpx's async
         # generators suspended makes their clean-up run outside the loop under qasync.
-        async for line in resp.aiter_lines():
+        async for line in _sse_lines(resp):
             if done or failure is not None:
                 continue
             if line.startswith(":"):
@@ -321,3 +321,21 @@ def _http_error(resp: httpx.Response) -> ChatError | ServerError:
     if isinstance(err, dict):
         err.setdefault("code", resp.status_code)
     return _error_from_body(err, resp.status_code)
+
+
+async def _sse_lines(resp: httpx.Response) -> AsyncIterator[str]:
+    """The body's lines, split on line feeds only.
+
+    httpx's ``aiter_lines`` also splits on U+2028/U+2029/U+0085, which JSON allows unescaped inside
+    strings and llama-server sends as is: a reply holding one would be cut in two and unreadable.
+    """
+    pending = ""
+    async for text in resp.aiter_text():
+        pending += text
+        if "\n" not in text:
+            continue
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            yield line.removesuffix("\r")
+    if pending:
+        yield pending.removesuffix("\r")
