@@ -220,7 +220,9 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     base = services.base
     icon = app_icon()
     chat = ChatPage(services.chat, bridge, remote=services.remote, use_engine_folder=services.use_engine_folder,
-                    resolve=services.resolver.resolve, load_options=services.load_options)
+                    resolve=services.resolver.resolve, load_options=services.load_options,
+                    gpu_picks=services.resolver.gpu_picks,
+                    choose_devices=lambda keys: services.settings.update(devices=keys))
     models = ModelsPage(services.models, bridge, open_url=lambda url: hooks.open_path(Path(url.toLocalFile())))
     engines = EnginesPage(services.engines, bridge)
     def remote_devices() -> list[RpcDevice]:

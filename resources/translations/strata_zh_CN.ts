@@ -1514,6 +1514,14 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>清除此模型的选项：重新使用“设置”中的值</translation>
     </message>
     <message>
+        <source>The GPU models run on (also on the GPU page); the engine reloads</source>
+        <translation>模型运行所用的 GPU（与 GPU 页面相同）；引擎会重新加载</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
         <source>Context size</source>
         <translation>上下文长度</translation>
     </message>
@@ -1564,6 +1572,18 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Fit</source>
         <translation>适配</translation>
+    </message>
+    <message>
+        <source>Automatic</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source> (integrated)</source>
+        <translation>（集成显卡）</translation>
+    </message>
+    <message>
+        <source>All of them (split the model)</source>
+        <translation>全部（拆分模型）</translation>
     </message>
     <message>
         <source>Choose a model to see whether it fits.</source>

@@ -153,3 +153,43 @@ def test_panel_draft_model_is_checked_and_the_reply_shows_the_acceptance(
         qasync_loop.run_until_complete(bridge.shutdown())
         qasync_loop.run_until_complete(services.aclose())
         ui.window.deleteLater()
+
+
+def test_panel_gpu_row_is_the_device_choice_the_resolver_uses(qtbot: QtBot, qapp: Any, test_model: Path,
+                                                              qasync_loop: asyncio.AbstractEventLoop,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """7900 XTX + Raphael iGPU: the chat's GPU row shows the 7900 XTX chosen and why; picking the iGPU
+    there is the GPU page's setting too, and the fit is judged against the iGPU from then on."""
+    trees = Path(__file__).resolve().parents[1] / "data" / "gpu" / "linux"
+    monkeypatch.setenv("STRATA_SYSFS_ROOT", str(trees / "rx7900xtx"))
+    services = build_app_services(build_services())
+    bridge = AsyncBridge()
+    ui = compose(services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
+                                                 choose_model=lambda: None, save_path=lambda _n: None))
+    try:
+        qasync_loop.run_until_complete(services.detect_gpus())
+        page = ui.pages.chat
+        page.set_model(test_model)
+        panel = page.load_options_panel
+        assert panel is not None
+        panel.activate(True)
+        names = [panel.device.itemText(i) for i in range(panel.device.count())]
+        assert names == ["Automatic", "AMD Radeon RX 7900 XTX", "AMD Radeon Graphics (Raphael) (integrated)",
+                         "All of them (split the model)"]
+        assert panel.device.currentText() == "AMD Radeon RX 7900 XTX"
+        assert "discrete" in panel.device_reason.text()
+        assert services.fit_target().name == "AMD Radeon RX 7900 XTX"
+        panel.device.setCurrentIndex(2)
+        panel.device.activated.emit(2)
+        assert build_services().settings.devices == ["card1"]  # saved: the GPU page shows the same choice
+        assert [p.key for p in services.resolver.gpu_picks() if p.chosen] == ["card1"]
+        assert panel.device.currentText() == "AMD Radeon Graphics (Raphael) (integrated)"
+        assert services.fit_target().name == "AMD Radeon Graphics (Raphael)"
+        panel.device.setCurrentIndex(3)
+        panel.device.activated.emit(3)
+        assert len(services.fit_target().devices) == 2  # both: one split target
+    finally:
+        ui.window.close()
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(services.aclose())
+        ui.window.deleteLater()

@@ -45,10 +45,11 @@ class GpuPick:
     chosen: bool
     reason: str
     integrated: bool = False
+    amd: bool = True  # only AMD GPUs can be chosen for models
 
     def to_json(self) -> dict[str, object]:
         return {"key": self.key, "name": self.name, "chosen": self.chosen, "reason": self.reason,
-                "integrated": self.integrated}
+                "integrated": self.integrated, "amd": self.amd}
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def pick_gpus(report: GpuReport | None, wanted: Sequence[str]) -> list[GpuPick]:
             if g in chosen_by_user:
                 out.append(GpuPick(g.key, g.name, True, "you chose it", g.integrated))
             elif not g.is_amd:
-                out.append(GpuPick(g.key, g.name, False, f"not an AMD GPU ({g.vendor})", g.integrated))
+                out.append(GpuPick(g.key, g.name, False, f"not an AMD GPU ({g.vendor})", g.integrated, amd=False))
             else:
                 out.append(GpuPick(g.key, g.name, False, f"left out: you chose {names}", g.integrated))
         return out
@@ -102,7 +103,7 @@ def pick_gpus(report: GpuReport | None, wanted: Sequence[str]) -> list[GpuPick]:
     best = discrete[0] if discrete else max(amd, key=lambda g: g.model_memory or 0, default=None)
     for g in report.gpus:
         if not g.is_amd:
-            out.append(GpuPick(g.key, g.name, False, f"not an AMD GPU ({g.vendor})", g.integrated))
+            out.append(GpuPick(g.key, g.name, False, f"not an AMD GPU ({g.vendor})", g.integrated, amd=False))
         elif g is best and not g.integrated:
             extra = " with the most memory" if len(discrete) > 1 else ""
             out.append(GpuPick(g.key, g.name, True, f"the discrete AMD GPU{extra}", False))

@@ -7,6 +7,7 @@ for the model at once. They apply at the next load; the chat reloads the engine 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.engines import GpuPick
 from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.models import (
@@ -61,11 +63,15 @@ class LoadOptionsPanel(QGroupBox):
 
     saved = Signal()
 
-    def __init__(self, service: LoadOptionsService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+    def __init__(self, service: LoadOptionsService, bridge: AsyncBridge, parent: QWidget | None = None, *,
+                 gpu_picks: Callable[[], list[GpuPick]] | None = None,
+                 choose_devices: Callable[[list[str]], object] | None = None) -> None:
         super().__init__(parent)
         self.setTitle(self.tr("Load options"))
         self._service = service
         self._bridge = bridge
+        self._gpu_picks = gpu_picks or list
+        self._choose_devices = choose_devices
         self.model: Path | None = None
         self.shape: ModelShape | None = None
         self.estimate: FitEstimate | None = None
@@ -113,7 +119,16 @@ class LoadOptionsPanel(QGroupBox):
         self.reset_button.setToolTip(self.tr("Forget this model's options: it follows Settings again"))
         self.reset_button.clicked.connect(self.reset)
 
+        # Which GPU the model runs on: the same choice as the GPU page's "Models run on".
+        self.device = QComboBox()
+        self.device.setToolTip(self.tr("The GPU models run on (also on the GPU page); the engine reloads"))
+        self.device_reason = QLabel()
+        self.device_reason.setObjectName("muted")
+        self.device_reason.setWordWrap(True)
+
         form = QFormLayout(self)
+        form.addRow(self.tr("GPU"), self.device)
+        form.addRow("", self.device_reason)
         form.addRow(self.tr("Context size"), self.ctx_size)
         form.addRow(self.tr("GPU layers"), self.gpu_layers)
         form.addRow(self.tr("Flash attention"), self.flash_attention)
@@ -146,7 +161,44 @@ class LoadOptionsPanel(QGroupBox):
             combo.currentIndexChanged.connect(self._edited)
         self.gpu_layers.currentTextChanged.connect(self._edited)
         self.mmap.toggled.connect(self._edited)
+        self.device.activated.connect(self._device_chosen)
+        self.show_devices()
         self.set_model(None)
+
+    # -- device -------------------------------------------------------------------------------------
+    def show_devices(self) -> None:
+        """List the AMD GPUs with the one(s) models run on selected, and why (the resolver decides)."""
+        picks = [p for p in self._gpu_picks() if p.amd]
+        chosen = [p for p in picks if p.chosen]
+        self.device.blockSignals(True)
+        self.device.clear()
+        self.device.addItem(self.tr("Automatic"), "")
+        for p in picks:
+            self.device.addItem(p.name + (self.tr(" (integrated)") if p.integrated else ""), p.key)
+        if len(picks) > 1:
+            self.device.addItem(self.tr("All of them (split the model)"), "*")
+        if len(chosen) == 1:
+            self.device.setCurrentIndex(max(0, self.device.findData(chosen[0].key)))
+        elif len(chosen) > 1:
+            self.device.setCurrentIndex(self.device.count() - 1)
+        self.device.blockSignals(False)
+        self.device_reason.setText("; ".join(f"{p.name}: {p.reason}" for p in chosen))
+        visible = bool(picks) and self._choose_devices is not None
+        self.device.setVisible(visible)
+        self.device_reason.setVisible(visible)
+
+    def _device_chosen(self, index: int) -> None:
+        if self._choose_devices is None:
+            return
+        key = str(self.device.itemData(index) or "")
+        keys = [p.key for p in self._gpu_picks() if p.amd] if key == "*" else ([key] if key else [])
+        try:
+            self._choose_devices(keys)
+        except StrataError as exc:
+            self.device_reason.setText(exc.message)
+            return
+        self.show_devices()
+        self._refresh()
 
     # -- model ------------------------------------------------------------------------------------
     def set_model(self, model: Path | None) -> None:
@@ -172,6 +224,7 @@ class LoadOptionsPanel(QGroupBox):
         self.active = on
         self.setVisible(on)
         if on:
+            self.show_devices()
             self.ensure_shape()
 
     def ensure_shape(self) -> TaskHandle | None:

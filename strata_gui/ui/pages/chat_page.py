@@ -48,7 +48,7 @@ from strata_gui.core.chat import (
     Notice,
     PlanChanged,
 )
-from strata_gui.core.engines import Resolution
+from strata_gui.core.engines import GpuPick, Resolution
 from strata_gui.core.errors import StrataError
 from strata_gui.core.models import LoadOptionsService
 from strata_gui.core.progress import ProgressCallback
@@ -84,6 +84,8 @@ class ChatPage(Page):
         resolve: The engine resolver's answer for a model: the header announces its chosen engine
             and reason, and the engines it leaves out (the same answer the status bar gives).
         load_options: Per-model load options; when given, a "Load options" panel edits them.
+        gpu_picks: Which GPUs models run on and why (the resolver); the panel's GPU row shows them.
+        choose_devices: Saves the user's GPU choice (the same setting the GPU page writes).
     """
 
     page_title = "Chat"
@@ -93,10 +95,14 @@ class ChatPage(Page):
                  remote: RemoteService | None = None,
                  use_engine_folder: Callable[[Path, ProgressCallback], Awaitable[EngineSpec]] | None = None,
                  resolve: Callable[[Path | None], Resolution] | None = None,
-                 load_options: LoadOptionsService | None = None) -> None:
+                 load_options: LoadOptionsService | None = None,
+                 gpu_picks: Callable[[], list[GpuPick]] | None = None,
+                 choose_devices: Callable[[list[str]], object] | None = None) -> None:
         super().__init__(parent)
         self._resolve = resolve
         self._load_options = load_options
+        self._gpu_picks = gpu_picks
+        self._choose_devices = choose_devices
         self._use_engine_folder = use_engine_folder
         self.page_title = self.tr("Chat")
         self._service = chat_service
@@ -198,7 +204,8 @@ class ChatPage(Page):
         # Load options sit next to the conversation settings: both are shown before a load.
         self.load_options_panel: LoadOptionsPanel | None = None
         if self._load_options is not None:
-            self.load_options_panel = LoadOptionsPanel(self._load_options, self._bridge)
+            self.load_options_panel = LoadOptionsPanel(self._load_options, self._bridge, gpu_picks=self._gpu_picks,
+                                                       choose_devices=self._choose_devices)
             self.load_options_panel.hide()
             self.load_options_panel.saved.connect(self._update_meter)
             self.load_options_toggle.toggled.connect(self.load_options_panel.activate)
