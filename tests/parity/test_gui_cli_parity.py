@@ -159,3 +159,33 @@ def test_two_chosen_gpus_are_one_split_fit_target_in_gui_and_cli(
     assert len(target.devices) == 2 and target.name == "AMD Radeon 780M + AMD Radeon RX 7600 series"
     assert info["fit"]["target"]["name"] == target.name
     assert info["fit"]["target"]["usable_bytes"] == target.usable_bytes
+
+
+def test_two_discrete_gpus_default_and_split_in_gui_and_cli(
+        hub_repos: list[Any], qtbot: QtBot, qapp: Any, qasync_loop: asyncio.AbstractEventLoop,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """7900 XTX + RX 7600 + iGPU: the 7900 XTX by default (the 7600 and the iGPU left out with why);
+    both discrete cards chosen: one split fit target, and `engines resolve` says both devices."""
+    from tests.support.hub_server import running_hub
+
+    monkeypatch.setenv("STRATA_SYSFS_ROOT", str(DATA / "linux" / "rx7900xtx-rx7600-igpu"))
+    monkeypatch.delenv("STRATA_GPU_SNAPSHOT", raising=False)
+    _rc, gpu = cli(capsys, "gpu")
+    picks = {p["key"]: p for p in gpu["devices"]}
+    assert "has more memory" in picks["card1"]["reason"] and picks["card2"]["integrated"]
+    with running_hub(hub_repos) as hub:
+        build_services().settings_service.update(hub_endpoint=hub.url)
+        for ui in gui(qtbot, qapp, qasync_loop):
+            qasync_loop.run_until_complete(ui.services.detect_gpus())
+            chosen = [p.key for p in ui.services.resolver.gpu_picks() if p.chosen]
+            assert chosen == ["card0"]
+            assert ui.services.fit_target().name == "AMD Radeon RX 7900 XTX"
+        assert [k for k, p in picks.items() if p["chosen"]] == ["card0"]  # the CLI agrees
+        build_services().settings_service.update(devices=["card0", "card1"])
+        rc, info = cli(capsys, "models", "info", "strata/test-llama-GGUF")
+        assert rc == 0
+        for ui in gui(qtbot, qapp, qasync_loop):
+            qasync_loop.run_until_complete(ui.services.detect_gpus())
+            target = ui.services.fit_target()
+    assert target.name == "AMD Radeon RX 7900 XTX + AMD Radeon RX 7600 series" and len(target.devices) == 2
+    assert info["fit"]["target"] == {"name": target.name, "usable_bytes": target.usable_bytes}

@@ -139,6 +139,32 @@ def laptop_780m_7600(root: Path) -> None:
     kfd(root, 2, gfx_target_version=110002, vendor=4098, device=0x7480, location=0x0300, render_minor=129, simd=64)
 
 
+def two_discrete(root: Path) -> None:
+    """A desktop with two discrete cards (RX 7900 XTX + RX 7600) and a Raphael iGPU: models go to the
+    7900 XTX by default; both discrete cards can be chosen and the model split over them."""
+    host(root, "AMD Ryzen 9 7950X 16-Core Processor", 32, 65_511_224)
+    card(root, 0, vendor=0x1002, device=0x744C, revision=0xC8, slot="0000:03:00.0", driver="amdgpu",
+         vram=25753026560, vram_used=1_402_994_688, gtt=33_541_775_360, gtt_used=28_286_976, busy=12,
+         pp_sclk=sclk([500, 1780, 2526], 1),
+         hwmon=amd_hwmon(44000, 71_000_000, junction=52000, mem=60000, freq_hz=1_780_000_000),
+         connectors=("DP-1", "DP-2"), boot_vga=1)
+    card(root, 1, vendor=0x1002, device=0x7480, revision=0xCF, slot="0000:08:00.0", driver="amdgpu",
+         vram=8_573_157_376, vram_used=402_653_184, gtt=33_541_775_360, gtt_used=8_388_608, busy=0,
+         pp_sclk=sclk([500, 1300, 2625], 0), hwmon=amd_hwmon(38000, 9_000_000, junction=40000, mem=42000),
+         connectors=("DP-3",), render_minor=129)
+    card(root, 2, vendor=0x1002, device=0x164E, revision=0xC1, slot="0000:13:00.0", driver="amdgpu",
+         vram=536_870_912, vram_used=24_870_912, gtt=33_541_775_360, gtt_used=9_437_184, busy=0,
+         pp_sclk=sclk([600, 2200], 0), hwmon=amd_hwmon(41000, None, power_file="power1_input"),
+         connectors=("HDMI-A-1",), render_minor=130)
+    kfd(root, 0, gfx_target_version=0, cpu_cores=32)
+    kfd(root, 1, gfx_target_version=110000, vendor=4098, device=0x744C, location=0x0300, render_minor=128,
+        simd=192)
+    kfd(root, 2, gfx_target_version=110002, vendor=4098, device=0x7480, location=0x0800, render_minor=129,
+        simd=64)
+    kfd(root, 3, gfx_target_version=100306, vendor=4098, device=0x164E, location=0x1300, render_minor=130,
+        simd=4)
+
+
 def rx9070xt(root: Path) -> None:
     host(root, "Intel(R) Core(TM) i7-14700K", 28, 32_585_044)
     card(root, 0, vendor=0x8086, device=0xA780, revision=0x04, slot="0000:00:02.0", driver="i915",
@@ -185,6 +211,7 @@ def no_gpu(root: Path) -> None:
 
 CASES = {
     "rx7900xtx": rx7900xtx,
+    "rx7900xtx-rx7600-igpu": two_discrete,
     "strix-halo": strix_halo,
     "laptop-780m-rx7600": laptop_780m_7600,
     "rx9070xt-intel-igpu": rx9070xt,
