@@ -26,6 +26,19 @@ EXPECTED = {
         ("card1", "AMD Radeon Graphics (Raphael)", "gfx1036", True, 536870912, 33541775360,
          "Vulkan only: no ROCm build for gfx1036"),
     ],
+    "rx7900xtx-rx7600-igpu": [
+        ("card0", "AMD Radeon RX 7900 XTX", "gfx1100", False, 25753026560, 33541775360,
+         "ROCm via gfx110X build"),
+        ("card1", "AMD Radeon RX 7600 series", "gfx1102", False, 8573157376, 33541775360,
+         "ROCm via gfx110X build"),
+        ("card2", "AMD Radeon Graphics (Raphael)", "gfx1036", True, 536870912, 33541775360,
+         "Vulkan only: no ROCm build for gfx1036"),
+    ],
+    "w7900-igpu": [
+        ("card0", "AMD Radeon Pro W7900", "gfx1100", False, 51522830336, 67083550720, "ROCm via gfx110X build"),
+        ("card1", "AMD Radeon Graphics (Raphael)", "gfx1036", True, 536870912, 67083550720,
+         "Vulkan only: no ROCm build for gfx1036"),
+    ],
     "strix-halo": [
         ("card1", "AMD Radeon 8060S / 8050S (Strix Halo)", "gfx1151", True, 536870912, 96 * GIB,
          "ROCm via gfx1151 build"),

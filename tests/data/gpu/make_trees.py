@@ -165,6 +165,25 @@ def two_discrete(root: Path) -> None:
         simd=4)
 
 
+def w7900_igpu(root: Path) -> None:
+    """A workstation: Radeon Pro W7900 (48 GB) next to a Raphael iGPU."""
+    host(root, "AMD Ryzen 9 7950X3D 16-Core Processor", 32, 131_022_448)
+    card(root, 0, vendor=0x1002, device=0x7448, revision=0x00, slot="0000:03:00.0", driver="amdgpu",
+         vram=51_522_830_336, vram_used=1_107_296_256, gtt=67_083_550_720, gtt_used=31_457_280, busy=5,
+         pp_sclk=sclk([500, 1600, 2400], 1),
+         hwmon=amd_hwmon(39000, 41_000_000, junction=45000, mem=50000, freq_hz=1_600_000_000),
+         connectors=("DP-1", "DP-2", "DP-3", "DP-4"), boot_vga=1)
+    card(root, 1, vendor=0x1002, device=0x164E, revision=0xC1, slot="0000:13:00.0", driver="amdgpu",
+         vram=536_870_912, vram_used=24_870_912, gtt=67_083_550_720, gtt_used=9_437_184, busy=0,
+         pp_sclk=sclk([600, 2200], 0), hwmon=amd_hwmon(40000, None, power_file="power1_input"),
+         connectors=("HDMI-A-1",), render_minor=129)
+    kfd(root, 0, gfx_target_version=0, cpu_cores=32)
+    kfd(root, 1, gfx_target_version=110000, vendor=4098, device=0x7448, location=0x0300, render_minor=128,
+        simd=192)
+    kfd(root, 2, gfx_target_version=100306, vendor=4098, device=0x164E, location=0x1300, render_minor=129,
+        simd=4)
+
+
 def rx9070xt(root: Path) -> None:
     host(root, "Intel(R) Core(TM) i7-14700K", 28, 32_585_044)
     card(root, 0, vendor=0x8086, device=0xA780, revision=0x04, slot="0000:00:02.0", driver="i915",
@@ -212,6 +231,7 @@ def no_gpu(root: Path) -> None:
 CASES = {
     "rx7900xtx": rx7900xtx,
     "rx7900xtx-rx7600-igpu": two_discrete,
+    "w7900-igpu": w7900_igpu,
     "strix-halo": strix_halo,
     "laptop-780m-rx7600": laptop_780m_7600,
     "rx9070xt-intel-igpu": rx9070xt,
