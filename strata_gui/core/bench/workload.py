@@ -5,14 +5,14 @@ For every engine: start llama-server on the model, warm up, then two passes on t
 Depth 0: R repetitions of a prefill of P tokens (prompt cache off, so every repetition really
 prefills) followed by a generation of exactly G tokens (end-of-sequence ignored).
 
-Depth N (like llama-bench's ``-d N``; skipped when N is 0): the context is first filled with N
-tokens of filler (one request, prompt cache on, its timings discarded). Then each of the R
-repetitions sends the same N filler tokens followed by P workload tokens and generates G tokens,
-prompt cache on: the server reuses the N cached tokens, so the prefill measured is the P tokens
-appended after N, and the decode measured is G tokens generated after N + P. Each repetition's
-workload starts with a different token, so the cache never holds a previous repetition's workload
-(the server re-evaluates everything after the filler). A repetition in which the server re-read
-more than the workload (the filler fell out of the cache) is an error, not a result.
+Depth N (like llama-bench's ``-d N``; skipped when N is 0): before each of the R repetitions the
+N filler tokens are sent alone with the prompt cache on and one token generated (timings
+discarded): the first time this fills the context, afterwards it re-reads only the filler's last
+token and drops the previous repetition's workload from the cache. Then the same N filler tokens
+followed by the same P workload tokens as at depth 0 are sent, prompt cache on, and G tokens
+generated: the server reuses the N cached tokens, so the prefill measured is the P tokens appended
+after N, and the decode measured is G tokens generated after N + P. A repetition in which the
+server re-read more than the workload (the filler fell out of the cache) is an error, not a result.
 
 The server's own ``timings`` give prefill and decode tokens/s, so client overhead does not distort
 the comparison. The context is sized to N + P + G plus a margin, for both passes.
@@ -156,21 +156,22 @@ class Benchmark:
                 on_progress(Progress(done, total, f"{name}: loading the model"))
                 base = await server.start()
                 step(f"{name}: loaded")
-                prompt = await self._prompt_tokens(base, cfg.prefill_tokens + cfg.reps)
+                prompt = await self._prompt_tokens(base, cfg.prefill_tokens)
                 if cfg.warmup:
                     await self._complete(base, prompt[: min(32, len(prompt))], 8)
                     step(f"{name}: warmed up")
+                work = prompt[: cfg.prefill_tokens]
                 for result in per_depth:
                     current = result
                     at = f" at depth {result.depth}" if result.depth else ""
-                    filler: list[int] = []
-                    if result.depth:
-                        filler = await self._prompt_tokens(base, result.depth)
-                        await self._complete(base, filler, 1, cache=True)
-                        step(f"{name}: context filled to depth {result.depth}")
+                    filler = await self._prompt_tokens(base, result.depth) if result.depth else []
                     for rep in range(cfg.reps):
-                        # A different first token per repetition: the cache keeps only the filler.
-                        work = prompt[rep:rep + cfg.prefill_tokens]
+                        if filler:
+                            # The cache now holds exactly the filler (the first time it is read in full,
+                            # afterwards only its last token): the workload is measured after it.
+                            await self._complete(base, filler, 1, cache=True)
+                            if rep == 0:
+                                step(f"{name}: context filled to depth {result.depth}")
                         timings = await self._complete(base, filler + work, cfg.gen_tokens, cache=bool(filler))
                         pre, dec = timings.get("prompt_per_second"), timings.get("predicted_per_second")
                         if not isinstance(pre, int | float) or not isinstance(dec, int | float):
