@@ -177,6 +177,10 @@ Last reply: this computer ({1})</source>
         <translation>正在编辑你的消息：按 Enter 重新发送，并替换其后的回复。</translation>
     </message>
     <message>
+        <source>Switch to %s</source>
+        <translation>切换到 %s</translation>
+    </message>
+    <message>
         <source>No model chosen</source>
         <translation>未选择模型</translation>
     </message>
@@ -199,6 +203,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Check engine folder</source>
         <translation>检查引擎文件夹</translation>
+    </message>
+    <message>
+        <source>Switch engine</source>
+        <translation>切换引擎</translation>
     </message>
     <message>
         <source>Start preferred engine</source>

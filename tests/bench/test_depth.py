@@ -18,15 +18,18 @@ import httpx
 import pytest
 from pytestqt.qtbot import QtBot
 
-from strata_gui.app import AppUi, UiHooks, compose
+from strata_gui.app import AppUi, UiHooks, compose, startup
 from strata_gui.cli import main
 from strata_gui.core.app_services import build_app_services
 from strata_gui.core.bench.service import DashboardService
-from strata_gui.core.bench.store import MetricsStore
+from strata_gui.core.bench.store import BenchResult, MetricsStore
 from strata_gui.core.bench.workload import Benchmark
+from strata_gui.core.chat.service import EngineSwitchOffer
+from strata_gui.core.chat.store import COMPLETE
+from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor
+from strata_gui.core.runtime.supervisor import ServerSettings, ServerState, ServerSupervisor
 from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.dashboard_page import DashboardPage
@@ -181,3 +184,71 @@ def test_depth_profile_crossover_and_clear_gain() -> None:
     assert start is not None and c.depth < start < 8192
     assert (profile.decode_at("rocm", start) or 0) >= 1.1 * (profile.decode_at("vulkan", start) or 0) - 0.01
     assert profile.clearly_faster_from("rocm", "vulkan") == 0  # Vulkan is 20 % faster at depth 0
+
+
+@pytest.mark.engine
+@pytest.mark.vulkan
+def test_chat_offers_the_engine_that_is_clearly_faster_once_the_conversation_is_deep_enough(
+        engines_added: dict[str, str], test_model: Path, qtbot: QtBot, qapp: Any,
+        qasync_loop: asyncio.AbstractEventLoop, capsys: pytest.CaptureFixture[str]) -> None:
+    cpu, vulkan = engines_added["cpu"], engines_added["vulkan"]
+    for ui in gui(qtbot, qapp, qasync_loop):
+        services, page = ui.services, ui.pages.chat
+        services.chat.set_model(test_model)
+        qasync_loop.run_until_complete(startup(ui))
+        # Measurements as a benchmark at depths 0 and 64 would save them (written to the real store,
+        # with the engines' real ids): CPU faster in an empty context, Vulkan faster at 64 tokens.
+        key, gpu = services.resolver.model_key(test_model), services.resolver.gpu_key()
+        assert key is not None
+        for engine, backend, speeds in ((cpu, "cpu", (100.0, 40.0)), (vulkan, "vulkan", (50.0, 60.0))):
+            for depth, decode in zip((0, 64), speeds, strict=True):
+                services.metrics.save_bench(BenchResult(test_model.name, engine, backend, gpu, 32, 8, 1, [500.0],
+                                                        [decode], model_key=key, depth=depth))
+        services.metrics.set_choice(key, gpu, cpu, "measured", test_model.name)
+        services.refresh_chat_plan()
+        assert services.chat.plan[0].id == cpu
+        offers: list[EngineSwitchOffer] = []
+        services.chat.subscribe(lambda e, seen=offers: seen.append(e) if isinstance(e, EngineSwitchOffer) else None)
+
+        page.on_shown()
+        conv_id = page.new_conversation()
+        services.chat.store.update_settings(conv_id, sampling=SamplingParams(max_tokens=4, seed=5))
+        qasync_loop.run_until_complete(page.send_text("hi").wait())
+        shallow = services.chat.context_used(conv_id)
+        assert 0 < shallow < 46 and services.chat.engine is not None and services.chat.engine.id == cpu
+        assert offers == [] and not page.notice.action_button.isVisibleTo(page)  # CPU is still faster here
+
+        words = " ".join(f"word{i}" for i in range(60))
+        qasync_loop.run_until_complete(page.send_text(words).wait())
+        depth = services.chat.context_used(conv_id)
+        assert depth > 64
+        # Past the crossover (46 tokens: 100 - 60t = 50 + 10t) and past 10 % (51 tokens): offered once.
+        [offer] = offers
+        assert offer.engine.id == vulkan and offer.depth == depth
+        assert page.notice.isVisibleTo(page) and page.notice.action_button.isVisibleTo(page)
+        text = page.notice.text.text()
+        assert "60.0 vs 40.0 tokens/s" in text and "from about 51 tokens" in text and "reloads the model" in text
+        assert offer.engine.label in page.notice.action_button.text()
+
+        gui_plan = services.resolver.resolve(test_model, depth=depth).to_json()
+
+        # Accepting re-plans at this depth and reloads the model on Vulkan.
+        page.notice.action_button.click()
+        handle = page.engine_handle
+        assert handle is not None
+        qasync_loop.run_until_complete(handle.wait())
+        assert handle.error is None, handle.error
+        assert services.chat.plan[0].id == vulkan and services.chat.engine is not None
+        assert services.chat.engine.id == vulkan and services.chat.engine_state is ServerState.READY
+        assert not page.notice.isVisibleTo(page)
+        qasync_loop.run_until_complete(page.send_text("and now?").wait())
+        last = services.chat.store.messages(conv_id)[-1]
+        assert last.status == COMPLETE and last.stats.backend == "vulkan"
+        assert len(offers) == 1  # Vulkan is the fastest here: nothing more to offer
+
+    # The CLI gives the same choice at this depth, for the same reason, with the crossover.
+    rc, plan = cli(capsys, "engines", "resolve", "--model", str(test_model), "--depth", str(depth))
+    assert rc == 0 and plan["chosen"] == vulkan
+    assert plan["crossovers"] == [{"depth": 46, "before": cpu, "after": vulkan}]
+    assert plan["reason"] == gui_plan["reason"] and plan["order"] == gui_plan["order"]
+    assert "measured fastest at 64 depth" in plan["reason"] and "crossover at about 46 tokens" in plan["reason"]
