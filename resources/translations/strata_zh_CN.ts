@@ -177,6 +177,10 @@ Last reply: this computer ({1})</source>
         <translation>正在编辑你的消息：按 Enter 重新发送，并替换其后的回复。</translation>
     </message>
     <message>
+        <source>Switch to %s</source>
+        <translation>切换到 %s</translation>
+    </message>
+    <message>
         <source>No model chosen</source>
         <translation>未选择模型</translation>
     </message>
@@ -199,6 +203,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Check engine folder</source>
         <translation>检查引擎文件夹</translation>
+    </message>
+    <message>
+        <source>Switch engine</source>
+        <translation>切换引擎</translation>
     </message>
     <message>
         <source>Start preferred engine</source>
@@ -454,6 +462,14 @@ Last reply: this computer ({1})</source>
         <translation>浏览…</translation>
     </message>
     <message>
+        <source>off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <source>Also measure with this many tokens already in the context: which engine is fastest deep into a long conversation. 0 turns it off.</source>
+        <translation>另外在上下文中已有这么多 tokens 时测量：看长对话深处哪个引擎最快。设为 0 则关闭。</translation>
+    </message>
+    <message>
         <source>Benchmark this model</source>
         <translation>对此模型做基准测试</translation>
     </message>
@@ -464,6 +480,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Backend</source>
         <translation>后端</translation>
+    </message>
+    <message>
+        <source>Depth</source>
+        <translation>深度</translation>
     </message>
     <message>
         <source>Prefill tok/s</source>

@@ -10,7 +10,7 @@ from pathlib import Path
 from strata_gui.commands import load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.bench import BenchConfig
+from strata_gui.core.bench import DEFAULT_DEPTH, BenchConfig
 from strata_gui.core.errors import StrataError
 from strata_gui.core.progress import Progress
 from strata_gui.core.runtime import EngineSpec
@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--prefill", type=int, default=512, help="prompt tokens per repetition (default 512)")
     p.add_argument("--gen", type=int, default=128, help="generated tokens per repetition (default 128)")
     p.add_argument("--reps", type=int, default=3, help="repetitions per engine (default 3)")
+    p.add_argument("--depth", type=int, default=DEFAULT_DEPTH, metavar="TOKENS",
+                   help=f"also measure with this many tokens already in the context, like llama-bench -d "
+                        f"(default {DEFAULT_DEPTH}; 0: depth 0 only)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_device_option(p)
     load_options.add_arguments(p, ctx=False)  # the workload sizes the context
@@ -34,7 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 async def run(args: argparse.Namespace, app: AppServices) -> int:
     if not args.model.is_file():
         raise StrataError(f"Model file not found: {args.model}", hint="Give the path of a .gguf file.")
-    config = BenchConfig(args.prefill, args.gen, args.reps)
+    config = BenchConfig(args.prefill, args.gen, args.reps, depth=args.depth)
     config.validate()
     apply_device_option(args, app)
     load_options.apply(args, app)
@@ -61,19 +64,21 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     if args.json:
         print(json.dumps({"model": args.model.name, "gpu": gpu,
                           "results": [r.to_json() for r in results], "recommended": rec.engine,
-                          "reason": rec.reason, "warnings": rec.warnings,
+                          "reason": rec.reason, "depth_note": rec.depth_note, "warnings": rec.warnings,
                           "draft_speedup": [s.to_json() for s in speedups]}, indent=2))
         return 0 if rec.engine else 1
     print(file=sys.stderr)
-    print(f"{'engine':<24} {'backend':<8} {'prefill tok/s':>14} {'decode tok/s':>13}  status")
+    print(f"{'engine':<24} {'backend':<8} {'depth':>6} {'prefill tok/s':>14} {'decode tok/s':>13}  status")
     for r in results:
         pre = f"{r.prefill_median:,.0f}" if r.prefill_median else "—"
         dec = f"{r.decode_median:,.1f}" if r.decode_median else "—"
-        print(f"{r.engine:<24} {r.backend:<8} {pre:>14} {dec:>13}  {'ok' if r.ok else r.error}")
+        print(f"{r.engine:<24} {r.backend:<8} {r.depth:>6} {pre:>14} {dec:>13}  {'ok' if r.ok else r.error}")
     for s in speedups:
         ratio = f"x{s.speedup:.2f}" if s.speedup else "—"
         print(f"draft model on {s.engine}: decode {s.decode_without:,.1f} -> {s.decode_with:,.1f} tok/s ({ratio})")
     print(f"\n{rec.reason}")
+    if rec.depth_note:
+        print(rec.depth_note)
     for w in rec.warnings:
         print(f"warning: {w}")
     if rec.engine:

@@ -42,6 +42,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add("list", "installed engines and their last check on this machine")
     res = add("resolve", "which engine a model would run on, and why (nothing is launched)")
     res.add_argument("--model", "-m", type=Path, help="GGUF file (default: the last model used)")
+    res.add_argument("--depth", type=int, metavar="TOKENS",
+                     help="tokens already in the conversation: choose the engine measured fastest there")
     add_device_option(res)
     inst = add("install", "install engines: the first usable one, or one backend")
     gpu_args(inst)
@@ -133,7 +135,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         model = args.model or (Path(app.settings.current.last_model) if app.settings.current.last_model else None)
         apply_device_option(args, app)
         await app.resolver.prepare(show)
-        resolution = app.resolver.resolve(model.expanduser() if model else None)
+        resolution = app.resolver.resolve(model.expanduser() if model else None, depth=args.depth)
         _out(args, resolution.to_json(), resolution.report())
         return 0 if resolution.chosen else 1
     if action == "install":

@@ -229,7 +229,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     load_options = LoadOptionsService(paths.data_dir / "load_options.json", base.settings_service, fit_target,
                                       models.ram_bytes)
     chat = ChatService(chat_store, rpc.wrap(supervisors), local, base.settings_service,
-                       plan_provider=resolver.plan_for, crash_handler=RpcCrashPolicy(rpc, fit_target),
+                       plan_provider=resolver.plan_for, depth_advisor=resolver, crash_handler=RpcCrashPolicy(rpc, fit_target),
                        launch_settings=load_options.server_settings)
     load_options.subscribe(lambda model: chat.options_changed() if model == chat.model else None)
     bench = Benchmark(local, supervisors, metrics, launch_settings=load_options.server_settings)

@@ -109,6 +109,7 @@ class NoticeBanner(QFrame):
 
     dismissed = Signal()
     details_requested = Signal()
+    action_requested = Signal()  # the optional action button (shown when show_message names one)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -119,21 +120,28 @@ class NoticeBanner(QFrame):
         self.text.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.details_button = QPushButton(self.tr("Details…"))
         self.details_button.clicked.connect(self.details_requested)
+        self.action_button = QPushButton()
+        self.action_button.clicked.connect(self.action_requested)
+        self.action_button.hide()
         self.close_button = QPushButton(self.tr("Dismiss"))
         self.close_button.clicked.connect(self._dismiss)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(12, 8, 8, 8)
         layout.addWidget(self.text, 1)
         layout.addWidget(self.details_button)
+        layout.addWidget(self.action_button)
         layout.addWidget(self.close_button)
         self.hide()
 
-    def show_message(self, text: str, level: str = "info", *, has_details: bool = False) -> None:
+    def show_message(self, text: str, level: str = "info", *, has_details: bool = False, action: str = "") -> None:
+        """Show ``text``; ``action`` names a button that emits :attr:`action_requested` (none when empty)."""
         self.setProperty("level", level)
         self.style().unpolish(self)
         self.style().polish(self)
         self.text.setText(text)
         self.details_button.setVisible(has_details)
+        self.action_button.setText(action)
+        self.action_button.setVisible(bool(action))
         self.show()
 
     def _dismiss(self) -> None:

@@ -135,7 +135,7 @@ def test_cli_bench_prints_json_and_saves(test_engines: TestEngines, test_model: 
     from strata_gui.cli import main
 
     rc = main(["bench", "--model", str(test_model), "--engines", "none", "--engine", str(test_engines.cpu_dir),
-               "--prefill", "32", "--gen", "8", "--reps", "2", "--json"])
+               "--prefill", "32", "--gen", "8", "--reps", "2", "--depth", "0", "--json"])
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert data["recommended"] == f"local-cpu-{test_engines.cpu_dir.name}"  # a one-off local engine

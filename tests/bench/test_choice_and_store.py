@@ -76,3 +76,45 @@ garbage line
     c = ServerCounters.from_metrics(parse_prometheus(text))
     assert c.prefill_tps == 2048 and c.decode_tps == 150 and c.requests_processing == 1
     assert c.requests_deferred == 0
+
+
+def test_results_saved_before_depths_existed_read_as_depth_zero(tmp_path: Path) -> None:
+    import json
+    import sqlite3
+
+    from strata_gui.core.bench import store as store_module
+
+    db = tmp_path / "old.sqlite3"
+    # A database as the previous release left it: metrics schema 2, one benchmark row.
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+    for version in (1, 2):
+        con.executescript(store_module._MIGRATIONS[version])
+    con.execute("INSERT INTO schema_version VALUES ('metrics', 2)")
+    con.execute("INSERT INTO bench_results (at, model, engine, backend, gpu, prefill_tokens, gen_tokens, reps,"
+                " prefill_tps_json, decode_tps_json, model_key) VALUES (1, 'm.gguf', 'vk', 'vulkan', 'gfx1151',"
+                " 512, 128, 1, ?, ?, 'sha:1')", (json.dumps([900.0]), json.dumps([40.0])))
+    con.commit()
+    con.close()
+    store = MetricsStore(db)
+    try:
+        [old] = store.bench_results(model_key="sha:1")
+        assert old.depth == 0 and old.decode_median == 40.0
+        store.save_bench(BenchResult("m.gguf", "vk", "vulkan", "gfx1151", 512, 128, 1, [300.0], [30.0],
+                                     model_key="sha:1", depth=8192))
+        store.save_bench(BenchResult("m.gguf", "rocm", "rocm", "gfx1151", 512, 128, 1, [800.0], [35.0],
+                                     model_key="sha:1"))
+        store.save_bench(BenchResult("m.gguf", "rocm", "rocm", "gfx1151", 512, 128, 1, [500.0], [38.0],
+                                     model_key="sha:1", depth=8192))
+        # The latest result per engine *and depth*: the old depth-0 row still counts.
+        assert sorted((r.engine, r.depth) for r in store.bench_results(model_key="sha:1")) == [
+            ("rocm", 0), ("rocm", 8192), ("vk", 0), ("vk", 8192)]
+        profile = store.depth_profile("sha:1", "gfx1151")
+        assert [e for e, _ in profile.ranking_at(0)] == ["vk", "rocm"]
+        assert [e for e, _ in profile.ranking_at(8192)] == ["rocm", "vk"]
+        rec = recommend(store.bench_results(model_key="sha:1"))
+        assert rec.engine == "vk"  # the default is chosen at depth 0
+        assert "At 8K depth rocm decodes fastest (38.0 vs 30.0 tokens/s for vk)" in rec.depth_note
+        assert "Crossover at about" in rec.depth_note
+    finally:
+        store.close()

@@ -36,7 +36,7 @@ def twin(tmp_path_factory: pytest.TempPathFactory, test_engines: TestEngines) ->
 def test_cli_bench_reports_the_draft_speedup(test_engines: TestEngines, test_model: Path, twin: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     args = ["bench", "--model", str(test_model), "--engines", "none", "--engine", str(test_engines.cpu_dir),
-            "--prefill", "32", "--gen", "32", "--reps", "1"]
+            "--prefill", "32", "--gen", "32", "--reps", "1", "--depth", "0"]
     capsys.readouterr()
     assert main([*args, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["draft_speedup"] == []  # no draft model: nothing to compare
@@ -69,6 +69,7 @@ def test_dashboard_shows_the_draft_speedup(qtbot: QtBot, tmp_path: Path, test_en
         page.prefill_spin.setValue(32)
         page.gen_spin.setValue(16)
         page.reps_spin.setValue(1)
+        page.depth_spin.setValue(0)
         page.run_button.click()
         handle = page.bench_task
         assert handle is not None

@@ -118,6 +118,7 @@ def test_benchmark_from_the_page_sets_the_default_engine(
     page.prefill_spin.setValue(64)
     page.gen_spin.setValue(16)
     page.reps_spin.setValue(2)
+    page.depth_spin.setValue(0)
     assert page.run_button.isEnabled()
     page.run_button.click()
     handle = page.bench_task
@@ -125,7 +126,7 @@ def test_benchmark_from_the_page_sets_the_default_engine(
     qasync_loop.run_until_complete(handle.wait())
     assert handle.error is None, handle.error
     assert page.results_table.rowCount() == 1
-    assert page.results_table.item(0, 4).text() == "ok"
+    assert page.results_table.item(0, 5).text() == "ok"
     # Engines by the names people read (the id stays in the saved results and the export).
     assert page.results_table.item(0, 0).text() == "CPU"
     assert page.decode_bars.categories == ["CPU"] and page.decode_bars.values["Decode"][0] > 0

@@ -6,9 +6,10 @@ from strata_gui.core.bench.prometheus import ServerCounters
 from strata_gui.core.bench.service import DashboardService, DraftSpeedup
 from strata_gui.core.bench.stats import spread
 from strata_gui.core.bench.store import BenchResult, RequestRecord
-from strata_gui.core.bench.workload import BenchConfig
+from strata_gui.core.bench.workload import DEFAULT_DEPTH, BenchConfig
 
 __all__ = [
+    "DEFAULT_DEPTH",
     "BenchConfig",
     "BenchResult",
     "DashboardService",

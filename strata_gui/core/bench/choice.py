@@ -4,6 +4,10 @@ Decode speed decides (it is what a user feels during a chat) unless engines are 
 each other on decode, in which case prefill breaks the tie. A ROCm engine whose prefill is far
 below the Vulkan engine's while its hipBLASLt tuning table is not active is called out: that is
 the classic sign of the untuned slow path.
+
+The default engine is chosen at depth 0 (an empty context, where every conversation starts);
+results measured at a long depth add a note on which engine is fastest there and the crossover
+depth (the engine resolver uses them to choose by the conversation's depth).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from strata_gui.core.bench.store import BenchResult
+from strata_gui.core.runtime.depth import DepthPoint, DepthProfile, depth_label
 
 TIE_MARGIN = 0.05
 SLOW_PREFILL_RATIO = 0.5
@@ -25,6 +30,7 @@ class Recommendation:
     reason: str
     ranking: list[BenchResult]
     warnings: list[str]
+    depth_note: str = ""  # the fastest engine at the long depth and the crossover, when measured
 
 
 def _key(r: BenchResult) -> tuple[float, float]:
@@ -48,14 +54,18 @@ def rank(results: list[BenchResult]) -> list[BenchResult]:
 
 
 def recommend(results: list[BenchResult], name: Callable[[str], str] = lambda engine_id: engine_id) -> Recommendation:
-    """The fastest engine of ``results`` and why; ``name`` turns engine ids into the names people read."""
+    """The fastest engine of ``results`` at depth 0 and why; ``name`` turns engine ids into the names
+    people read. Results at other depths only feed :attr:`Recommendation.depth_note`."""
+    note = depth_note(results, name)
+    failed = [r for r in results if not r.ok]
+    results = [r for r in results if r.depth == 0]
     ranking = rank(results)
     warnings = _tuning_warnings(results, name)
-    failed = [r for r in results if not r.ok]
     for r in failed:
-        warnings.append(f"{name(r.engine)} could not be measured: {r.error or 'no result'}")
+        at = f" at depth {r.depth}" if r.depth else ""
+        warnings.append(f"{name(r.engine)} could not be measured{at}: {r.error or 'no result'}")
     if not ranking:
-        return Recommendation(None, "No engine finished the benchmark.", ranking, warnings)
+        return Recommendation(None, "No engine finished the benchmark.", ranking, warnings, note)
     best = ranking[0]
     first = name(best.engine)
     if len(ranking) == 1:
@@ -70,7 +80,29 @@ def recommend(results: list[BenchResult], name: Callable[[str], str] = lambda en
         else:
             reason = (f"{first} decodes {bd / sd:.2f}× as fast as {other} "
                       f"({bd:.1f} vs {sd:.1f} tokens/s).") if sd else f"{first} is fastest."
-    return Recommendation(best.engine, reason, ranking, warnings)
+    return Recommendation(best.engine, reason, ranking, warnings, note)
+
+
+def depth_note(results: list[BenchResult], name: Callable[[str], str] = lambda engine_id: engine_id) -> str:
+    """The fastest engine at each long measured depth and where the fastest engine changes ("" when
+    fewer than two engines were measured at two depths)."""
+    profile = DepthProfile(DepthPoint(r.engine, r.depth, r.decode_median or 0.0, r.prefill_median or 0.0)
+                           for r in results if r.ok)
+    if not profile.usable():
+        return ""
+    parts = []
+    for depth in profile.depths[1:]:
+        ranking = profile.ranking_at(depth)
+        (first, a), (second, b) = ranking[0], ranking[1]
+        parts.append(f"At {depth_label(depth)} depth {name(first)} decodes fastest ({a:.1f} vs {b:.1f} tokens/s "
+                     f"for {name(second)}).")
+    crossings = profile.crossovers()
+    if crossings:
+        parts += [f"Crossover at about {depth_label(c.depth)} tokens of context: {name(c.before)} is faster "
+                  f"below, {name(c.after)} from there." for c in crossings]
+    else:
+        parts.append(f"{name(profile.ranking_at(0)[0][0])} stays fastest at every measured depth.")
+    return " ".join(parts)
 
 
 def _tuning_warnings(results: list[BenchResult], name: Callable[[str], str]) -> list[str]:

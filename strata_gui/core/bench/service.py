@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import time
@@ -159,9 +160,12 @@ class DashboardService:
                              engines: Sequence[EngineSpec] | None = None, config: BenchConfig | None = None,
                              on_progress: ProgressCallback = no_progress) -> list[DraftSpeedup]:
         """What the model's draft model gains: ``results`` (measured with it) against the same
-        workload without it (measured now, not saved). Empty when the model has no draft model."""
+        workload without it (measured now, not saved), at depth 0 only. Empty when the model has no
+        draft model."""
         if not self._benchmark.launch_settings(model).draft_model:
             return []
+        results = [r for r in results if r.depth == 0]
+        config = dataclasses.replace(config or BenchConfig(), depth=0)
         chosen = [e for e in (list(engines) if engines is not None else self.installed_engines())
                   if any(r.engine == e.id and r.ok for r in results)]
         if not chosen:

@@ -18,8 +18,9 @@ from typing import Any
 
 from strata_gui.core.bench.stats import median, percentile
 from strata_gui.core.errors import StorageError
+from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -77,6 +78,10 @@ _MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (model_key, gpu)
     );
     """,
+    # The benchmark measures at a context depth too (0: an empty context, as before this column).
+    3: """
+    ALTER TABLE bench_results ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+    """,
 }
 
 
@@ -116,7 +121,11 @@ class Aggregates:
 
 @dataclass
 class BenchResult:
-    """One engine's benchmark on one model and GPU."""
+    """One engine's benchmark on one model and GPU at one context depth.
+
+    ``depth`` is how many tokens were already in the context when the prefill of
+    ``prefill_tokens`` and the decode of ``gen_tokens`` were measured (0: an empty context).
+    """
 
     model: str
     engine: str
@@ -132,6 +141,7 @@ class BenchResult:
     at: float = 0.0
     id: int | None = None
     model_key: str = ""
+    depth: int = 0
 
     @property
     def ok(self) -> bool:
@@ -272,18 +282,18 @@ class MetricsStore:
         with self._tx() as db:
             cur = db.execute(
                 "INSERT INTO bench_results (at, model, engine, backend, gpu, prefill_tokens, gen_tokens, reps,"
-                " prefill_tps_json, decode_tps_json, error, tuning_active, model_key)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " prefill_tps_json, decode_tps_json, error, tuning_active, model_key, depth)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (res.at, res.model, res.engine, str(res.backend), res.gpu, res.prefill_tokens, res.gen_tokens,
                  res.reps, json.dumps(res.prefill_tps), json.dumps(res.decode_tps), res.error,
-                 None if res.tuning_active is None else int(res.tuning_active), res.model_key),
+                 None if res.tuning_active is None else int(res.tuning_active), res.model_key, res.depth),
             )
         res.id = cur.lastrowid
         return res
 
     def bench_results(self, *, model: str | None = None, gpu: str | None = None,
                       latest_only: bool = True, model_key: str | None = None) -> list[BenchResult]:
-        """Saved results, newest first; with ``latest_only`` one per (model, engine, gpu)."""
+        """Saved results, newest first; with ``latest_only`` one per (model, engine, gpu, depth)."""
         where: list[str] = []
         args: list[object] = []
         if model:
@@ -296,24 +306,31 @@ class MetricsStore:
             where.append("gpu = ?")
             args.append(gpu)
         sql = ("SELECT id, at, model, engine, backend, gpu, prefill_tokens, gen_tokens, reps, prefill_tps_json,"
-               " decode_tps_json, error, tuning_active, model_key FROM bench_results")
+               " decode_tps_json, error, tuning_active, model_key, depth FROM bench_results")
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY at DESC, id DESC"
         with self._lock:
             rows = self._db.execute(sql, args).fetchall()
         out: list[BenchResult] = []
-        seen: set[tuple[str, str, str]] = set()
+        seen: set[tuple[str, str, str, int]] = set()
         for r in rows:
-            key = (r[2], r[3], r[5])
+            key = (r[2], r[3], r[5], r[14])
             if latest_only and key in seen:
                 continue
             seen.add(key)
             out.append(BenchResult(id=r[0], at=r[1], model=r[2], engine=r[3], backend=r[4], gpu=r[5],
                                    prefill_tokens=r[6], gen_tokens=r[7], reps=r[8],
                                    prefill_tps=json.loads(r[9]), decode_tps=json.loads(r[10]), error=r[11],
-                                   tuning_active=None if r[12] is None else bool(r[12]), model_key=r[13]))
+                                   tuning_active=None if r[12] is None else bool(r[12]), model_key=r[13],
+                                   depth=r[14]))
         return out
+
+    def depth_profile(self, model_key: str, gpu: str) -> DepthProfile:
+        """Decode speed per engine and depth for a model on a GPU, from its latest benchmark of each
+        engine at each depth (engines measured at one depth only do not take part)."""
+        return DepthProfile(DepthPoint(r.engine, r.depth, r.decode_median or 0.0, r.prefill_median or 0.0)
+                            for r in self.bench_results(model_key=model_key, gpu=gpu) if r.ok)
 
     # -- per-model engine choice ----------------------------------------------------------------------
     def set_choice(self, model_key: str, gpu: str, engine: str, source: str, model_name: str = "") -> EngineChoice:

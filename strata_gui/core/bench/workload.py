@@ -1,9 +1,21 @@
 """The backend shoot-out: the same fixed workload through each engine, measured on this machine.
 
-For every engine: start llama-server on the model, warm up, then R repetitions of a prefill of
-P tokens (prompt cache off, so every repetition really prefills) followed by a generation of
-exactly G tokens (end-of-sequence ignored). The server's own ``timings`` give prefill and decode
-tokens/s, so client overhead does not distort the comparison.
+For every engine: start llama-server on the model, warm up, then two passes on the same server.
+
+Depth 0: R repetitions of a prefill of P tokens (prompt cache off, so every repetition really
+prefills) followed by a generation of exactly G tokens (end-of-sequence ignored).
+
+Depth N (like llama-bench's ``-d N``; skipped when N is 0): before each of the R repetitions the
+N filler tokens are sent alone with the prompt cache on and one token generated (timings
+discarded): the first time this fills the context, afterwards it re-reads only the filler's last
+token and drops the previous repetition's workload from the cache. Then the same N filler tokens
+followed by the same P workload tokens as at depth 0 are sent, prompt cache on, and G tokens
+generated: the server reuses the N cached tokens, so the prefill measured is the P tokens appended
+after N, and the decode measured is G tokens generated after N + P. A repetition in which the
+server re-read more than the workload (the filler fell out of the cache) is an error, not a result.
+
+The server's own ``timings`` give prefill and decode tokens/s, so client overhead does not distort
+the comparison. The context is sized to N + P + G plus a margin, for both passes.
 """
 
 from __future__ import annotations
@@ -40,10 +52,21 @@ class BenchConfig:
     gen_tokens: int = 128
     reps: int = 3
     warmup: bool = True
+    depth: int = 0  # the long depth measured after depth 0 (0: depth 0 only); people get DEFAULT_DEPTH
 
     def validate(self) -> None:
         if self.prefill_tokens < 1 or self.gen_tokens < 1 or self.reps < 1:
             raise StrataError("Benchmark sizes must be at least 1.")
+        if self.depth < 0:
+            raise StrataError("The benchmark depth cannot be negative.", hint="Use 0 to measure at depth 0 only.")
+
+    @property
+    def depths(self) -> tuple[int, ...]:
+        """The depths measured, in order."""
+        return (0, self.depth) if self.depth > 0 else (0,)
+
+
+DEFAULT_DEPTH = 8192  # like the published long-depth runs (llama-bench -d 8192)
 
 
 class Server(Protocol):
@@ -86,7 +109,9 @@ class Benchmark:
         use_draft: bool = True,
         save: bool = True,
     ) -> list[BenchResult]:
-        """Benchmark every engine in turn; an engine that fails gets a result with ``error`` set.
+        """Benchmark every engine in turn at each of ``config.depths``: one result per engine and
+        depth, in that order. An engine that fails gets results with ``error`` set (from the depth it
+        failed at on).
 
         Cancelling stops the running engine and saves nothing for the unfinished engine.
 
@@ -98,55 +123,78 @@ class Benchmark:
         cfg.validate()
         if not engines:
             raise StrataError("No engine to benchmark.", hint="Install an engine on the Engines page first.")
-        steps_per_engine = 1 + (1 if cfg.warmup else 0) + cfg.reps
+        depths = cfg.depths
+        # load, warm-up, the depth-0 repetitions, then per long depth the fill and its repetitions
+        steps_per_engine = 1 + (1 if cfg.warmup else 0) + cfg.reps + (len(depths) - 1) * (1 + cfg.reps)
         total = steps_per_engine * len(engines)
         done = 0
         results: list[BenchResult] = []
+        remaining = 0  # steps of the current engine not done yet (skipped when it fails)
 
         def step(message: str) -> None:
-            nonlocal done
+            nonlocal done, remaining
             done += 1
+            remaining -= 1
             on_progress(Progress(done, total, message))
 
         on_progress(Progress(0, total, "Preparing benchmark"))
         for engine in engines:
             name = engine.label or engine.backend.label
-            result = BenchResult(model=model.name, engine=engine.id, backend=engine.backend, gpu=gpu,
-                                 prefill_tokens=cfg.prefill_tokens, gen_tokens=cfg.gen_tokens, reps=cfg.reps,
-                                 tuning_active=engine.tuning_active, model_key=model_key)
-            settings = dataclasses.replace(self.launch_settings(model), ctx_size=cfg.prefill_tokens + cfg.gen_tokens + 64,
+            per_depth = [BenchResult(model=model.name, engine=engine.id, backend=engine.backend, gpu=gpu,
+                                     prefill_tokens=cfg.prefill_tokens, gen_tokens=cfg.gen_tokens, reps=cfg.reps,
+                                     tuning_active=engine.tuning_active, model_key=model_key, depth=d)
+                         for d in depths]
+            settings = dataclasses.replace(self.launch_settings(model),
+                                           ctx_size=max(depths) + cfg.prefill_tokens + cfg.gen_tokens + 64,
                                            parallel=1, jinja=False, metrics=False, port=0, api_key="")
             if not use_draft:
                 settings = dataclasses.replace(settings, draft_model="")
             server = self._server_factory(engine, model, settings)
             remaining = steps_per_engine
+            current = per_depth[0]
             try:
                 on_progress(Progress(done, total, f"{name}: loading the model"))
                 base = await server.start()
                 step(f"{name}: loaded")
-                remaining -= 1
                 prompt = await self._prompt_tokens(base, cfg.prefill_tokens)
                 if cfg.warmup:
                     await self._complete(base, prompt[: min(32, len(prompt))], 8)
                     step(f"{name}: warmed up")
-                    remaining -= 1
-                for rep in range(cfg.reps):
-                    timings = await self._complete(base, prompt, cfg.gen_tokens)
-                    pre, dec = timings.get("prompt_per_second"), timings.get("predicted_per_second")
-                    if not isinstance(pre, int | float) or not isinstance(dec, int | float):
-                        raise ServerError(f"{name} engine returned no timings.")
-                    result.prefill_tps.append(float(pre))
-                    result.decode_tps.append(float(dec))
-                    step(f"{name}: repetition {rep + 1} of {cfg.reps}")
-                    remaining -= 1
+                work = prompt[: cfg.prefill_tokens]
+                for result in per_depth:
+                    current = result
+                    at = f" at depth {result.depth}" if result.depth else ""
+                    filler = await self._prompt_tokens(base, result.depth) if result.depth else []
+                    for rep in range(cfg.reps):
+                        if filler:
+                            # The cache now holds exactly the filler (the first time it is read in full,
+                            # afterwards only its last token): the workload is measured after it.
+                            await self._complete(base, filler, 1, cache=True)
+                            if rep == 0:
+                                step(f"{name}: context filled to depth {result.depth}")
+                        timings = await self._complete(base, filler + work, cfg.gen_tokens, cache=bool(filler))
+                        pre, dec = timings.get("prompt_per_second"), timings.get("predicted_per_second")
+                        if not isinstance(pre, int | float) or not isinstance(dec, int | float):
+                            raise ServerError(f"{name} engine returned no timings.")
+                        read = timings.get("prompt_n")
+                        if filler and isinstance(read, int) and read > len(work) + 8:
+                            raise ServerError(f"{name} re-read {read} prompt tokens instead of {len(work)}: the "
+                                              f"filled context was not kept, so depth {result.depth} was not measured.")
+                        result.prefill_tps.append(float(pre))
+                        result.decode_tps.append(float(dec))
+                        step(f"{name}: repetition {rep + 1} of {cfg.reps}{at}")
             except StrataError as exc:
                 log.warning("benchmark of %s failed: %s", engine.id, exc)
-                result.error = exc.message
+                for result in per_depth:
+                    if result is current or result.depth > current.depth:
+                        result.error = exc.message
+                        result.prefill_tps.clear()
+                        result.decode_tps.clear()
                 done += remaining
                 on_progress(Progress(done, total, f"{name}: failed — {exc.message}"))
             finally:
                 await server.stop()
-            results.append(self._store.save_bench(result) if save else result)
+            results.extend(self._store.save_bench(r) if save else r for r in per_depth)
         return results
 
     def launch_settings(self, model: Path) -> ServerSettings:
@@ -161,9 +209,9 @@ class Benchmark:
         ids = [int(t) for t in tokens if isinstance(t, int)]
         return (ids * (n // len(ids) + 1))[:n]
 
-    async def _complete(self, base: str, prompt: list[int], n_predict: int) -> dict[str, Any]:
+    async def _complete(self, base: str, prompt: list[int], n_predict: int, *, cache: bool = False) -> dict[str, Any]:
         data = await self._post(base, "/completion", {
-            "prompt": prompt, "n_predict": n_predict, "cache_prompt": False, "ignore_eos": True,
+            "prompt": prompt, "n_predict": n_predict, "cache_prompt": cache, "ignore_eos": True,
             "temperature": 0.0, "seed": 1,
         })
         timings = data.get("timings")

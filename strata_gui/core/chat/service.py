@@ -62,6 +62,16 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class EngineSwitchOffer:
+    """The conversation went deep enough that another engine is clearly faster (by the benchmark):
+    the user may switch, which reloads the model. :meth:`ChatService.accept_depth_switch` does it."""
+
+    text: str
+    engine: EngineSpec
+    depth: int
+
+
+@dataclass(frozen=True)
 class PlanChanged:
     """The engines the next reply will try changed (after detection, an install, a probe, a pin)."""
 
@@ -84,7 +94,7 @@ class MessageUpdated:
     message: Message
 
 
-ChatEvent = EngineStatus | Notice | PlanChanged | MessageAdded | MessageDelta | MessageUpdated
+ChatEvent = EngineStatus | Notice | EngineSwitchOffer | PlanChanged | MessageAdded | MessageDelta | MessageUpdated
 Listener = Callable[[ChatEvent], None]
 
 
@@ -96,6 +106,23 @@ class RemoteEngine(Protocol):
 
     async def stream_chat(self, messages: Sequence[Mapping[str, Any]], sampling: SamplingParams | None = None,
                           on_delta: DeltaCallback | None = None) -> ChatReply: ...
+
+
+class DepthSwitchAdvice(Protocol):
+    """Another engine is clearly faster at the conversation's depth."""
+
+    @property
+    def engine(self) -> EngineSpec: ...
+
+    def message(self) -> str: ...
+
+
+class DepthAdvisor(Protocol):
+    """Who knows which engine is fastest at a depth (the engine resolver)."""
+
+    def depth_switch(self, model: Path, depth: int, current: str) -> DepthSwitchAdvice | None: ...
+
+    def plan_for(self, model: Path | None, depth: int | None = None) -> list[EngineSpec]: ...
 
 
 class ChatService:
@@ -114,6 +141,9 @@ class ChatService:
         crash_handler: Asked when a reply failed with an engine error (e.g. an RPC worker dropped);
             when it returns a notice, the engine is reloaded and the request sent again (once per reply).
         launch_settings: How to launch a model (its saved load options); without it, Settings'.
+        depth_advisor: Asked after each reply whether another engine is clearly faster at the
+            conversation's depth (then an :class:`EngineSwitchOffer` is emitted, once per engine
+            pair and model), and for the plan at that depth when the offer is accepted.
     """
 
     def __init__(
@@ -128,8 +158,11 @@ class ChatService:
         plan_provider: Callable[[Path | None], list[EngineSpec]] | None = None,
         crash_handler: Callable[[Outcome | None, Path | None], Awaitable[str | None]] | None = None,
         launch_settings: Callable[[Path], ServerSettings] | None = None,
+        depth_advisor: DepthAdvisor | None = None,
     ) -> None:
         self.store = store
+        self._depth_advisor = depth_advisor
+        self._offered: set[tuple[str, str, str]] = set()  # (model, running engine, offered engine)
         self._launch_settings = launch_settings
         self.crash_handler = crash_handler
         self._plan_provider = plan_provider
@@ -517,7 +550,30 @@ class ChatService:
             self._served_ok = True
             stats = result.stats
             stats.engine, stats.backend = spec.label, spec.backend
-            return self._finish(reply.id, result.text, COMPLETE, stats, ran_on=f"local:{spec.label}")
+            done = self._finish(reply.id, result.text, COMPLETE, stats, ran_on=f"local:{spec.label}")
+            self._offer_depth_switch(conv.id, spec)
+            return done
+
+    def _offer_depth_switch(self, conversation_id: int, running: EngineSpec) -> None:
+        if self._depth_advisor is None or self.model is None:
+            return
+        depth = self.context_used(conversation_id)
+        advice = self._depth_advisor.depth_switch(self.model, depth, running.id)
+        if advice is None:
+            return
+        key = (str(self.model), running.id, advice.engine.id)
+        if key in self._offered:  # asked once; a refusal is not repeated at every reply
+            return
+        self._offered.add(key)
+        self._emit(EngineSwitchOffer(advice.message(), advice.engine, depth))
+
+    async def accept_depth_switch(self, depth: int, on_progress: ProgressCallback | None = None) -> None:
+        """Re-plan for a conversation ``depth`` tokens deep and reload the model on the new plan's
+        first engine (the cost the offer named)."""
+        if self._depth_advisor is None:
+            return
+        self.set_plan(self._depth_advisor.plan_for(self.model, depth))
+        await self.restart(on_progress)
 
     async def _reply_remote(self, remote: RemoteEngine, conv: Conversation, reply_id: int,
                             history: list[dict[str, Any]]) -> Message:

@@ -16,13 +16,20 @@ from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
 from strata_gui.core.engines.probe import ProbeResult, probe_engine
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine, Release, ReleaseAsset
 from strata_gui.core.engines.releases import ReleaseClient, load_releases_file, parse_releases
-from strata_gui.core.engines.resolver import EngineResolver, EngineVerdict, ProbeFinding, Resolution
+from strata_gui.core.engines.resolver import (
+    DepthSwitch,
+    EngineResolver,
+    EngineVerdict,
+    ProbeFinding,
+    Resolution,
+)
 from strata_gui.core.engines.service import EngineService, SetupOutcome, create_engine_service
 from strata_gui.core.engines.tuning import TuningCheck, check_tuning_table, validate_tuning_table
 
 __all__ = [
     "VK_DEVICES_OVERRIDE",
     "Candidate",
+    "DepthSwitch",
     "DeviceChoice",
     "DriverVerdict",
     "EngineCatalog",

@@ -27,6 +27,7 @@ from strata_gui.core.errors import EngineError
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.models.identity import model_identity
 from strata_gui.core.progress import Progress, ProgressCallback, no_progress
+from strata_gui.core.runtime.depth import CLEARLY_FASTER, Crossover, DepthProfile, depth_label
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 from strata_gui.core.settings import Settings
 
@@ -45,6 +46,10 @@ class ChoiceLookup(Protocol):
     """Where measured / user engine choices per (model identity, GPU) are kept (the metrics store)."""
 
     def choice(self, model_key: str, gpu: str) -> ChoiceRecord | None: ...
+
+    def depth_profile(self, model_key: str, gpu: str) -> DepthProfile:
+        """Measured decode speed per engine and context depth (the benchmark's depth passes)."""
+        ...
 
 
 class GpuReports(Protocol):
@@ -83,6 +88,9 @@ class Resolution:
     notes: tuple[str, ...] = field(default=())
     gpu_picks: tuple[GpuPick, ...] = field(default=())
     driver: DriverVerdict | None = None
+    depth: int | None = None  # the conversation's depth the choice was made for (None: not given)
+    crossovers: tuple[Crossover, ...] = field(default=())  # where the measured fastest engine changes
+    depth_choice: str | None = None  # the engine measured fastest at ``depth``, when that decided
 
     @property
     def chosen(self) -> EngineSpec | None:
@@ -105,7 +113,8 @@ class Resolution:
 
     def report(self) -> str:
         """Every engine, in or out, with its reason (``strata engines resolve``)."""
-        lines = [f"GPU: {self.gpu}" + (f" · model: {self.model}" if self.model else "")]
+        lines = [f"GPU: {self.gpu}" + (f" · model: {self.model}" if self.model else "")
+                 + (f" · context depth: {self.depth} tokens" if self.depth is not None else "")]
         lines += [f"  {'uses' if p.chosen else 'not used'}: {p.name} [{p.key}]: {p.reason}" for p in self.gpu_picks]
         if self.driver is not None and not self.driver.ok:
             lines.append(f"  driver: {self.driver.message}" + (" (you chose to use ROCm anyway)"
@@ -124,6 +133,9 @@ class Resolution:
                 lines.append(f"  –  {v.label} ({v.engine_id}): not used: {v.reason}")
         if not self.verdicts:
             lines.append("  No engine is installed (strata engines install).")
+        labels = {v.engine_id: v.label for v in self.verdicts}
+        lines += [f"  crossover: at about {c.depth} tokens of context the fastest engine changes from "
+                  f"{labels.get(c.before, c.before)} to {labels.get(c.after, c.after)}" for c in self.crossovers]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -137,7 +149,33 @@ class Resolution:
                                    "reason": s.device_reason} for s in self.specs},
                 "gpus": [p.to_json() for p in self.gpu_picks],
                 "driver": self.driver.to_json() if self.driver is not None else None,
+                "depth": self.depth, "depth_choice": self.depth_choice,
+                "crossovers": [{"depth": c.depth, "before": c.before, "after": c.after} for c in self.crossovers],
                 "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class DepthSwitch:
+    """Another engine is clearly faster than the running one at the conversation's depth."""
+
+    engine: EngineSpec  # the faster engine (first of the plan at this depth)
+    current: str  # the running engine's id
+    depth: int
+    decode_tps: float  # the faster engine's decode at ``depth``
+    current_decode_tps: float
+    threshold: int  # the depth from which ``engine`` is at least 10 % faster
+
+    @property
+    def gain(self) -> float:
+        """How many times as fast (1.25: 25 % faster)."""
+        return self.decode_tps / self.current_decode_tps
+
+    def message(self) -> str:
+        """What the chat says: who is faster, by how much, from which depth, and the cost."""
+        return (f"At {self.depth} tokens of context, {self.engine.label} decodes {self.gain:.2f}× as fast as the "
+                f"running engine ({self.decode_tps:.1f} vs {self.current_decode_tps:.1f} tokens/s, measured by "
+                f"the benchmark; it is at least 10 % faster from about {depth_label(self.threshold)} tokens). "
+                "Switching reloads the model.")
 
 
 @dataclass(frozen=True)
@@ -292,12 +330,18 @@ class EngineResolver:
         """Engines that did not fail their probe, best first, with no model preference."""
         return list(self.resolve(None).specs)
 
-    def plan_for(self, model: Path | None) -> list[EngineSpec]:
-        """The launch order for ``model`` (the chat's plan provider)."""
-        return list(self.resolve(model).specs)
+    def plan_for(self, model: Path | None, depth: int | None = None) -> list[EngineSpec]:
+        """The launch order for ``model`` at a conversation ``depth`` (the chat's plan provider)."""
+        return list(self.resolve(model, depth=depth).specs)
 
-    def resolve(self, model: Path | None) -> Resolution:
-        """Decide the engines for ``model`` (None: no model preference). Never launches anything."""
+    def resolve(self, model: Path | None, *, depth: int | None = None) -> Resolution:
+        """Decide the engines for ``model`` (None: no model preference). Never launches anything.
+
+        Args:
+            depth: Tokens already in the conversation's context. When the model was benchmarked at
+                two depths or more, the measured choice is the engine fastest (decode) at this
+                depth instead of at depth 0; a choice of your own or a pin still comes first.
+        """
         gpu = self.primary_target()
         gpu_key = self.gpu_key()
         order = {b: i for i, b in enumerate(self.engines.catalog.backend_order)}
@@ -314,6 +358,14 @@ class EngineResolver:
             notes.append(f"The engine chosen for this model ({choice.engine}) is not installed any more.")
 
         driver = self.engines.driver_verdict()
+        by_depth: tuple[str, str] | None = None  # (engine, reason) measured fastest at ``depth``
+        crossovers: tuple[Crossover, ...] = ()
+        if key and depth is not None and (choice is None or choice.source == "measured"):
+            runnable = [e.id for e in installed if self._runnable(e, gpu, driver)]
+            profile = self.choices.depth_profile(key, gpu_key)
+            if profile.usable(runnable):
+                by_depth = self._depth_reason(profile, depth, runnable)
+                crossovers = tuple(profile.crossovers(runnable))
         ranked: list[tuple[tuple[int, int, int, int, float], InstalledEngine, str]] = []
         out: list[EngineVerdict] = []
         probes: dict[str, ProbeResult | None] = {}
@@ -338,6 +390,8 @@ class EngineResolver:
                 tier, reason = 1, "you chose it for this model on this GPU"
             elif e.id == pinned:
                 tier, reason = 2, "pinned (strata engines pin / Engines page)"
+            elif by_depth is not None:
+                tier, reason = (3, by_depth[1]) if e.id == by_depth[0] else (4, self._order_reason(backend, gpu))
             elif choice is not None and e.id == choice.engine:
                 tier, reason = 3, "measured fastest for this model on this GPU"
             else:
@@ -353,7 +407,53 @@ class EngineResolver:
                                 probes[s.id].verdict if probes[s.id] is not None else "not probed")  # type: ignore[union-attr]
                   for s in specs]
         return Resolution(specs, tuple(inside + out), gpu_key, model.name if model is not None else None, key,
-                          tuple(notes), tuple(self.gpu_picks()), driver)
+                          tuple(notes), tuple(self.gpu_picks()), driver, depth, crossovers,
+                          by_depth[0] if by_depth is not None else None)
+
+    def depth_switch(self, model: Path, depth: int, current: str) -> DepthSwitch | None:
+        """Whether another engine is clearly faster (at least 10 % more decode) than ``current`` at
+        ``depth``, by this model's measurements: the chat offers the switch (it costs a reload).
+
+        None when the measured choice does not apply (the user chose an engine for the model, a
+        pin), when the model was not measured at two depths, or when ``current`` stays fine.
+        """
+        resolution = self.resolve(model, depth=depth)
+        best = resolution.chosen
+        key = resolution.model_key
+        # Only when the plan follows the measurements by depth (no choice of the user's is above them).
+        if best is None or key is None or best.id == current or best.id != resolution.depth_choice:
+            return None
+        profile = self.choices.depth_profile(key, resolution.gpu)
+        ours, theirs = profile.decode_at(current, depth), profile.decode_at(best.id, depth)
+        if not ours or not theirs or theirs < (1 + CLEARLY_FASTER) * ours:
+            return None
+        threshold = profile.clearly_faster_from(current, best.id) or 0
+        return DepthSwitch(best, current, depth, theirs, ours, threshold)
+
+    def _runnable(self, engine: InstalledEngine, gpu: GpuTarget | None, driver: DriverVerdict | None) -> bool:
+        probe = self.engines.last_probe(engine.id, gpu)
+        if probe is not None and not probe.usable:
+            return False
+        return not (Backend.parse(engine.backend) is Backend.ROCM and driver is not None and driver.blocks_rocm)
+
+    def _depth_reason(self, profile: DepthProfile, depth: int, among: list[str]) -> tuple[str, str]:
+        ranking = profile.ranking_at(depth, among)
+        (first, a), (second, b) = ranking[0], ranking[1]
+        names = {e.id: self._label(e) for e in self.engines.installed() + self.one_off}
+        measured = profile.depths
+        if depth in measured or depth >= measured[-1] or depth <= measured[0]:
+            where = f"measured fastest at {depth_label(profile.nearest_measured(depth))} depth"
+        else:
+            lo = max(d for d in measured if d < depth)
+            hi = min(d for d in measured if d > depth)
+            where = (f"fastest at {depth_label(depth)} depth between the measurements at {depth_label(lo)} "
+                     f"and {depth_label(hi)}")
+        reason = f"{where} for this model on this GPU ({a:.1f} vs {b:.1f} tokens/s decode for {names.get(second, second)})"
+        crossings = profile.crossovers(among)
+        if crossings:
+            reason += "; " + "; ".join(f"crossover at about {depth_label(c.depth)} tokens: {names.get(c.before, c.before)} "
+                                       f"below, {names.get(c.after, c.after)} from there" for c in crossings)
+        return first, reason
 
     def _order_reason(self, backend: Backend, gpu: GpuTarget | None) -> str:
         where = f"for {gpu.gfx}" if gpu is not None and gpu.gfx else "with no AMD GPU detected"

@@ -41,6 +41,7 @@ from strata_gui.core.chat import (
     ChatImage,
     ChatService,
     EngineStatus,
+    EngineSwitchOffer,
     Message,
     MessageAdded,
     MessageDelta,
@@ -197,6 +198,8 @@ class ChatPage(Page):
 
         self.notice = NoticeBanner()
         self.notice.details_requested.connect(self._show_notice_details)
+        self.notice.action_requested.connect(self.accept_engine_switch)
+        self._switch_offer: EngineSwitchOffer | None = None  # the offer the notice's action accepts
         self.settings_panel = ConversationSettingsPanel()
         self.settings_panel.hide()
         self.settings_panel.changed.connect(self._save_conversation_settings)
@@ -564,7 +567,11 @@ class ChatPage(Page):
             self._show_engine_state(event.state, event.detail)
         elif isinstance(event, PlanChanged):
             self._show_engine_state(self._service.engine_state, "")
+        elif isinstance(event, EngineSwitchOffer):
+            self._switch_offer = event
+            self.notice.show_message(event.text, "info", action=self.tr("Switch to %s") % event.engine.label)
         elif isinstance(event, Notice):
+            self._switch_offer = None
             self._notice_details = event.details
             self.notice.show_message(event.text, "warning", has_details=bool(event.details))
 
@@ -639,6 +646,17 @@ class ChatPage(Page):
         handle.succeeded.connect(lambda _spec: self._show_engine_state(ServerState.STOPPED, ""))
         self.engine_handle = handle
         return handle
+
+    def accept_engine_switch(self) -> TaskHandle | None:
+        """Switch to the engine the depth offer named: re-plan at that depth and reload now."""
+        offer, self._switch_offer = self._switch_offer, None
+        if offer is None or self.is_busy:
+            return None
+        self.notice.hide()
+        svc = self._service
+        self.engine_handle = self._bridge.run(lambda p: svc.accept_depth_switch(offer.depth, p),
+                                              name=self.tr("Switch engine"))
+        return self.engine_handle
 
     def retry_preferred_engine(self) -> TaskHandle | None:
         if self.is_busy:

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.bench import (
+    DEFAULT_DEPTH,
     BenchConfig,
     BenchResult,
     DashboardService,
@@ -43,7 +44,7 @@ from strata_gui.core.bench import (
 )
 from strata_gui.core.errors import StrataError
 from strata_gui.core.progress import ProgressCallback, format_bytes, to_gib
-from strata_gui.core.runtime import EngineSpec
+from strata_gui.core.runtime import EngineSpec, depth_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
 from strata_gui.ui.pages.base import Page
@@ -355,12 +356,19 @@ class DashboardPage(Page):
         self.reps_spin = QSpinBox()
         self.reps_spin.setRange(1, 20)
         self.reps_spin.setValue(3)
+        self.depth_spin = QSpinBox()  # the long depth, like llama-bench -d (0: depth 0 only)
+        self.depth_spin.setRange(0, 262144)
+        self.depth_spin.setSingleStep(1024)
+        self.depth_spin.setValue(DEFAULT_DEPTH)
+        self.depth_spin.setSpecialValueText(self.tr("off"))
+        self.depth_spin.setToolTip(self.tr("Also measure with this many tokens already in the context: which engine "
+                                           "is fastest deep into a long conversation. 0 turns it off."))
         self.run_button = QPushButton(self.tr("Benchmark this model"))
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(self.start_benchmark)
         self.progress = ProgressPanel()
-        self.results_table = QTableWidget(0, 5)
-        self.results_table.setHorizontalHeaderLabels([self.tr("Engine"), self.tr("Backend"),
+        self.results_table = QTableWidget(0, 6)
+        self.results_table.setHorizontalHeaderLabels([self.tr("Engine"), self.tr("Backend"), self.tr("Depth"),
                                                       self.tr("Prefill tok/s"), self.tr("Decode tok/s"),
                                                       self.tr("Status")])
         self.results_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
@@ -394,7 +402,7 @@ class DashboardPage(Page):
         form.addRow(self.tr("Engines"), self.engine_list)
         sizes = QHBoxLayout()
         for label, spin in ((self.tr("Prompt tokens"), self.prefill_spin), (self.tr("Generated tokens"), self.gen_spin),
-                            (self.tr("Repetitions"), self.reps_spin)):
+                            (self.tr("Repetitions"), self.reps_spin), (self.tr("Depth"), self.depth_spin)):
             sizes.addWidget(QLabel(label))
             sizes.addWidget(spin)
         sizes.addStretch(1)
@@ -476,7 +484,8 @@ class DashboardPage(Page):
         engines = self.selected_engines()
         if model is None or not engines:
             return None
-        config = BenchConfig(self.prefill_spin.value(), self.gen_spin.value(), self.reps_spin.value())
+        config = BenchConfig(self.prefill_spin.value(), self.gen_spin.value(), self.reps_spin.value(),
+                             depth=self.depth_spin.value())
 
         service = self.service
 
@@ -516,17 +525,18 @@ class DashboardPage(Page):
             return f"{med:,.{digits}f}" + (f" ± {s * 100:.0f} %" if s is not None else "")
 
         for row, r in enumerate(results):
-            cells = [name(r.engine), r.backend, fmt(r.prefill_tps, r.prefill_median, 0),
+            cells = [name(r.engine), r.backend, depth_label(r.depth), fmt(r.prefill_tps, r.prefill_median, 0),
                      fmt(r.decode_tps, r.decode_median, 1), self.tr("ok") if r.ok else (r.error or self.tr("failed"))]
             for col, text in enumerate(cells):
                 self.results_table.setItem(row, col, QTableWidgetItem(text))
-        ok = [r for r in results if r.ok]
+        ok = [r for r in results if r.ok and r.depth == 0]  # the bars compare engines at depth 0
         self.prefill_bars.set_data([name(r.engine) for r in ok],
                                    {self.tr("Prefill"): [r.prefill_median or 0 for r in ok]})
         self.decode_bars.set_data([name(r.engine) for r in ok], {self.tr("Decode"): [r.decode_median or 0 for r in ok]})
         if results:
             self.recommendation_label.setText(
-                (self.tr("Fastest here: %s. ") % name(rec.engine) if rec.engine else "") + rec.reason)
+                (self.tr("Fastest here: %s. ") % name(rec.engine) if rec.engine else "") + rec.reason
+                + (" " + rec.depth_note if rec.depth_note else ""))
         else:
             self.recommendation_label.setText(self.tr("No benchmark for this model on this machine yet."))
         self.warnings_label.setText("\n".join("⚠ " + w for w in rec.warnings))
