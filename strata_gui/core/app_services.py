@@ -43,6 +43,7 @@ from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
 from strata_gui.core.services import Services
 from strata_gui.core.settings import Settings, SettingsChange, SettingsService
+from strata_gui.core.transfer import network_client
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +203,8 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
         keep_conversations: False for one-off CLI prompts: conversations live in memory only.
     """
     settings, paths, env = base.settings, base.paths, dict(base.environ)
-    client = http or httpx.AsyncClient(follow_redirects=True, timeout=httpx.Timeout(30.0, read=60.0))
+    # Big socket reads: engine and model downloads then run at the disk's pace, not httpcore's.
+    client = http or network_client(follow_redirects=True, timeout=httpx.Timeout(30.0, read=60.0))
     # llama-server drops idle keep-alive connections after 5 s: expire ours well before that.
     local = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, read=None),
                               limits=httpx.Limits(keepalive_expiry=2.0))

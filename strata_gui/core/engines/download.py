@@ -3,13 +3,12 @@
 The file grows as ``<name>.part`` in the downloads folder; an interrupted download (network
 cut, Cancel, app restart) continues from there with an HTTP ``Range`` request. SHA-256 is
 computed while streaming (the bytes already on disk are hashed first when resuming), and
-writing + hashing run on a :class:`~strata_gui.core.blocking.SerialLane` (one worker thread, in
+writing + hashing run on a :class:`~strata_gui.core.transfer.FileSink` (one writer thread, in
 order) so they overlap with the network reads.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import os
@@ -19,9 +18,10 @@ from typing import BinaryIO
 
 import httpx
 
-from strata_gui.core.blocking import SerialLane
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import ChecksumMismatchError, EngineDownloadError, StorageError
 from strata_gui.core.progress import ProgressCallback, RateMeter
+from strata_gui.core.transfer import PROGRESS_INTERVAL, FileSink, stream_to_sink
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +61,6 @@ def _open(path: Path, append: bool) -> BinaryIO:
     return open(path, "ab") if append else open(path, "wb")
 
 
-def _write(fh: BinaryIO, h: hashlib._Hash, chunks: list[bytes]) -> None:
-    for chunk in chunks:
-        fh.write(chunk)
-        h.update(chunk)
-
-
 async def download_file(
     http: httpx.AsyncClient,
     url: str,
@@ -84,35 +78,13 @@ async def download_file(
         ChecksumMismatchError: the bytes do not match ``expected_sha256`` (the file is deleted).
         StorageError: the file could not be written.
     """
-    # Writing + hashing run on one worker thread (both release the GIL) while the loop reads the
-    # next batch from the network. (Two workers were slower on a 2-core machine.) Leaving the
-    # lane waits for that thread, so no write is still running when this returns.
-    async with SerialLane("strata-download") as lane:
-        return await _download(http, url, dest, lane, expected_size=expected_size,
-                               expected_sha256=expected_sha256, on_progress=on_progress, message=message)
-
-
-async def _download(
-    http: httpx.AsyncClient,
-    url: str,
-    dest: Path,
-    lane: SerialLane,
-    *,
-    expected_size: int | None,
-    expected_sha256: str | None,
-    on_progress: ProgressCallback,
-    message: str,
-) -> DownloadResult:
     part = dest.with_name(dest.name + ".part")
-
-    def consume(fh: BinaryIO, batch: list[bytes]) -> asyncio.Future[None]:
-        return lane.submit(_write, fh, hasher, batch)
 
     try:
         part.parent.mkdir(parents=True, exist_ok=True)
         have, hasher = (0, hashlib.sha256())
         if part.exists():
-            have, hasher = await lane.submit(_hash_existing, part)
+            have, hasher = await run_blocking(_hash_existing, part, name="strata-download-hash")
             if expected_size is not None and have > expected_size:
                 part.unlink()
                 have, hasher = 0, hashlib.sha256()
@@ -137,35 +109,14 @@ async def _download(
                         if total is None:
                             length = resp.headers.get("content-length")
                             total = have + int(length) if length and length.isdigit() else None
-                        meter = RateMeter(total, on_progress, message=message, start=have)
+                        meter = RateMeter(total, on_progress, message=message, start=have,
+                                          min_interval=PROGRESS_INTERVAL)
                         meter.update(0, force=True)
-                        fh = await lane.submit(_open, part, bool(have))
-                        pending: asyncio.Future[None] | None = None
-                        batch: list[bytes] = []
-                        batched = 0
-                        try:
-                            # Chunks are handed to the worker in ~1 MiB batches without joining them
-                            # (no copy); the next batch is read while the worker writes and hashes.
-                            async for chunk in resp.aiter_raw():
-                                batch.append(chunk)
-                                batched += len(chunk)
-                                received += len(chunk)
-                                if batched >= CHUNK:
-                                    if pending is not None:
-                                        # Shielded: a cancel must not drop a batch not yet written.
-                                        await asyncio.shield(pending)
-                                    pending = consume(fh, batch)
-                                    meter.update(batched)
-                                    batch, batched = [], 0
-                            meter.update(batched)
-                        finally:
-                            # Whatever arrived is kept, also when the connection broke or the user
-                            # cancelled: a resume then starts after it.
-                            if pending is not None:
-                                await asyncio.shield(pending)
-                            if batch:
-                                await asyncio.shield(consume(fh, batch))
-                            fh.close()
+                        with _open(part, bool(have)) as fh:  # opening is instant
+                            # Whatever arrived is written before the sink closes, also when the
+                            # connection broke or the user cancelled: a resume starts after it.
+                            async with FileSink(fh, hasher, name="strata-download") as sink:
+                                received = await stream_to_sink(resp, sink, meter)
                         meter.finish()
             except httpx.TransportError as exc:
                 raise EngineDownloadError(

@@ -29,7 +29,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from strata_gui.core.blocking import SerialLane, run_blocking
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import (
     ChecksumMismatchError,
     HubError,
@@ -41,11 +41,11 @@ from strata_gui.core.errors import (
 from strata_gui.core.models.hub import QuantEntry, RemoteFile
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
 from strata_gui.core.progress import ProgressCallback, RateMeter, format_bytes
+from strata_gui.core.transfer import PROGRESS_INTERVAL, FileSink, stream_to_sink
 
 log = logging.getLogger(__name__)
 
 CHUNK = 1024 * 1024
-PIPE_BATCH = 4 * 1024 * 1024
 SPACE_MARGIN = 200 * 1024 * 1024
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -369,7 +369,8 @@ class HubCacheDownloader:
         total = sum(p.resolved.size for p in plans)
         have = sum(p.have for p in plans)
         self._check_space(total - have)
-        meter = RateMeter(total, on_progress, message=f"Downloading {job.name}", start=have)
+        meter = RateMeter(total, on_progress, message=f"Downloading {job.name}", start=have,
+                          min_interval=PROGRESS_INTERVAL)
         meter.update(0, force=True)
         for plan in plans:
             if not plan.done:
@@ -415,11 +416,15 @@ class HubCacheDownloader:
                         await resp.aread()
                         check_response(resp, plan.file.path, self.endpoint)
                         raise HubError(f"Unexpected answer {resp.status_code} for {plan.file.path}.")
-                    # Opening is instant; the writes and hashing run on a SerialLane (below).
+                    # Opening is instant; the writes and hashing run on the sink's thread, which
+                    # writes everything that arrived before it closes (a pause or a dropped
+                    # connection keeps every received byte for the resume; after a failed write
+                    # nothing more lands, so the file never has a hole).
                     with open(partial, "r+b" if start else "wb") as fh:  # noqa: ASYNC230
                         fh.seek(start)
                         fh.truncate()
-                        await self._pipe(resp, fh, sha, meter)
+                        async with FileSink(fh, sha, name="strata-hub-write") as sink:
+                            await stream_to_sink(resp, sink, meter)
             except httpx.TransportError as exc:
                 got = partial.stat().st_size if partial.exists() else 0
                 if got > plan.have:
@@ -447,40 +452,6 @@ class HubCacheDownloader:
                 details=f"expected {expected}, got {actual}",
             )
         os.replace(partial, blob)
-
-    async def _pipe(self, resp: httpx.Response, fh: Any, sha: Any, meter: RateMeter) -> None:
-        """Stream the body into ``fh`` and ``sha``. Hashing and writing a batch run on one worker
-        thread (hashlib and file writes release the GIL) while the loop reads the next batch."""
-        pending: asyncio.Future[None] | None = None
-        batch: list[bytes] = []
-        size = 0
-
-        def sink(chunks: list[bytes]) -> None:
-            for c in chunks:
-                fh.write(c)
-                sha.update(c)
-
-        async with SerialLane("strata-hub-write") as lane:
-            try:
-                async for chunk in resp.aiter_bytes():
-                    batch.append(chunk)
-                    size += len(chunk)
-                    if size >= PIPE_BATCH:
-                        if pending is not None:
-                            # Shielded: a pause must never cancel a batch not yet written, or the
-                            # file would get a hole before the bytes that follow.
-                            await asyncio.shield(pending)
-                        pending = lane.submit(sink, batch)
-                        meter.update(size)
-                        batch, size = [], 0
-            finally:
-                # Runs on success, failure and cancel: what arrived is written in order, so a
-                # dropped connection or a pause keeps every received byte for the resume.
-                if pending is not None:
-                    await _settle(pending)
-                    pending.result()  # a failed write stops here, before the tail lands after it
-                await _settle(lane.submit(sink, batch))
-                meter.update(size)
 
     def _link(self, plan: _Plan, repo_dir: Path, ref: str) -> None:
         try:

@@ -1,0 +1,159 @@
+"""The bulk download path: the app's client reads big blocks, the sink writes in order and stops
+at a full disk, and progress arrives a few times per second, through the fake GitHub on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import os
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from strata_gui.core.engines.download import download_file
+from strata_gui.core.errors import StorageError
+from strata_gui.core.progress import Progress, RateMeter, no_progress
+from strata_gui.core.transfer import PROGRESS_INTERVAL, FileSink, network_client, stream_to_sink
+from tests.support.github_server import github_server
+
+STOCK_READ = 64 * 1024  # what httpcore asks the socket for per read
+
+
+def _asset(tmp_path: Path, mib: int) -> tuple[Path, str]:
+    src = tmp_path / "llama-b9999-bin-ubuntu-vulkan-x64.tar.gz"
+    src.write_bytes(os.urandom(mib << 20))
+    return src, hashlib.sha256(src.read_bytes()).hexdigest()
+
+
+async def _chunk_sizes(client: httpx.AsyncClient, url: str) -> tuple[list[int], bytes]:
+    sizes, parts = [], []
+    async with client, client.stream("GET", url) as resp:
+        async for chunk in resp.aiter_raw():
+            sizes.append(len(chunk))
+            parts.append(chunk)
+    return sizes, b"".join(parts)
+
+
+def test_app_client_hands_over_the_body_in_blocks_bigger_than_httpcores(tmp_path: Path) -> None:
+    src, _ = _asset(tmp_path, 16)
+    with github_server() as gh:
+        gh.add_release("ggml-org/llama.cpp", "b9999", [src])
+        url = f"{gh.base}/ggml-org/llama.cpp/releases/download/b9999/{src.name}"
+        stock, stock_body = asyncio.run(_chunk_sizes(httpx.AsyncClient(follow_redirects=True), url))
+        ours, our_body = asyncio.run(_chunk_sizes(network_client(follow_redirects=True), url))
+    assert stock_body == our_body == src.read_bytes()
+    assert max(stock) <= STOCK_READ
+    # Fewer, bigger trips through httpcore for the same bytes: what makes downloads cheaper per byte.
+    assert max(ours) > STOCK_READ
+    assert len(ours) < len(stock)
+
+
+def test_progress_of_a_download_arrives_a_few_times_per_second(tmp_path: Path) -> None:
+    src, sha = _asset(tmp_path, 8)
+    seen: list[tuple[float, Progress]] = []
+
+    def on_progress(p: Progress) -> None:
+        seen.append((time.monotonic(), p))
+
+    async def body(url: str) -> None:
+        async with network_client(follow_redirects=True) as http:
+            result = await download_file(http, url, tmp_path / "out.tar.gz", expected_size=src.stat().st_size,
+                                         expected_sha256=sha, on_progress=on_progress)
+        assert result.sha256 == sha and result.verified
+
+    with github_server() as gh:
+        gh.add_release("ggml-org/llama.cpp", "b9999", [src])
+        gh.state.block_delay = 0.03  # 32 blocks of 256 KiB: a slow link of ~1 s
+        asyncio.run(body(f"{gh.base}/ggml-org/llama.cpp/releases/download/b9999/{src.name}"))
+    # First and last snapshots are forced; between them at least PROGRESS_INTERVAL passes.
+    times = [t for t, _ in seen[:-1]]
+    assert len(times) >= 3  # the bar moves while the bytes arrive
+    assert all(b - a >= PROGRESS_INTERVAL * 0.99 for a, b in itertools.pairwise(times))
+    assert seen[0][1].done == 0 and seen[-1][1].done == src.stat().st_size
+    assert [p.done for _, p in seen] == sorted(p.done for _, p in seen)
+
+
+def test_sink_on_a_full_disk_raises_and_writes_nothing_after_the_failure() -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full (a device that is always out of space)")
+    hashed: list[int] = []
+
+    class Counting:
+        def update(self, data: bytes, /) -> None:
+            hashed.append(len(data))
+
+    async def body() -> None:
+        with open("/dev/full", "wb", buffering=0) as fh:  # noqa: ASYNC230 (a device: opening is instant)
+            async with FileSink(fh, Counting()) as sink:
+                await sink.put([b"x" * 1024] * 4, 4096)
+                while sink.error is None:  # the writer thread meets the full disk
+                    await asyncio.sleep(0.01)
+                with pytest.raises(OSError):  # and the next batch is refused
+                    await sink.put([b"y" * 1024], 1024)
+
+    with pytest.raises(OSError) as info:
+        asyncio.run(body())
+    assert "No space" in str(info.value) or getattr(info.value, "errno", None) == 28
+    assert hashed == []  # the failed block is not counted as written, and nothing followed it
+
+
+def test_cancel_mid_download_keeps_every_received_byte_in_order(tmp_path: Path) -> None:
+    src, sha = _asset(tmp_path, 8)
+    part = tmp_path / "out.tar.gz.part"
+
+    async def body(url: str) -> None:
+        async with network_client(follow_redirects=True) as http:
+            task = asyncio.ensure_future(download_file(
+                http, url, tmp_path / "out.tar.gz", expected_size=src.stat().st_size, expected_sha256=sha,
+                on_progress=no_progress))
+            while not part.exists() or part.stat().st_size < (1 << 20):
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    with github_server() as gh:
+        gh.add_release("ggml-org/llama.cpp", "b9999", [src])
+        gh.state.block_delay = 0.02
+        asyncio.run(body(f"{gh.base}/ggml-org/llama.cpp/releases/download/b9999/{src.name}"))
+        kept = part.read_bytes()
+    assert 0 < len(kept) < src.stat().st_size
+    assert kept == src.read_bytes()[:len(kept)]
+
+
+def test_stream_to_sink_counts_what_arrived(tmp_path: Path) -> None:
+    src, sha = _asset(tmp_path, 3)
+    out = tmp_path / "copy.bin"
+
+    async def body(url: str) -> int:
+        h = hashlib.sha256()
+        async with network_client(follow_redirects=True) as http, http.stream("GET", url) as resp:
+            with open(out, "wb") as fh:  # noqa: ASYNC230 (opening is instant)
+                async with FileSink(fh, h) as sink:
+                    n = await stream_to_sink(resp, sink, RateMeter(None, no_progress))
+        assert h.hexdigest() == sha
+        return n
+
+    with github_server() as gh:
+        gh.add_release("ggml-org/llama.cpp", "b9999", [src])
+        n = asyncio.run(body(f"{gh.base}/ggml-org/llama.cpp/releases/download/b9999/{src.name}"))
+    assert n == src.stat().st_size and out.read_bytes() == src.read_bytes()
+
+
+def test_download_into_an_unwritable_folder_is_a_storage_error(tmp_path: Path) -> None:
+    src, sha = _asset(tmp_path, 1)
+    blocker = tmp_path / "file-not-folder"
+    blocker.write_text("x")
+
+    async def body(url: str) -> None:
+        async with network_client(follow_redirects=True) as http:
+            await download_file(http, url, blocker / "out.tar.gz", expected_size=src.stat().st_size,
+                                expected_sha256=sha, on_progress=no_progress)
+
+    with github_server() as gh:
+        gh.add_release("ggml-org/llama.cpp", "b9999", [src])
+        with pytest.raises(StorageError):
+            asyncio.run(body(f"{gh.base}/ggml-org/llama.cpp/releases/download/b9999/{src.name}"))
