@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QIcon
@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     from strata_gui.ui.bridge import AsyncBridge
     from strata_gui.ui.first_run import FirstRunGuide
     from strata_gui.ui.pages.about_page import AboutPage
+    from strata_gui.ui.pages.base import Page
     from strata_gui.ui.pages.chat_page import ChatPage
     from strata_gui.ui.pages.dashboard_page import DashboardPage
     from strata_gui.ui.pages.engines_page import EnginesPage
@@ -58,7 +59,11 @@ def open_in_os(path: Path) -> bool:
 
 def page_icon(page: object) -> QIcon:
     """The sidebar icon for a page: ``resources/icons/<name>.svg`` by the page's class name."""
-    name = type(page).__name__.removesuffix("Page").lower()
+    return icon_named(type(page).__name__.removesuffix("Page").lower())
+
+
+def icon_named(name: str) -> QIcon:
+    """``resources/icons/<name>.svg`` as an icon (empty if there is no such file)."""
     f = resources_dir() / "icons" / f"{name}.svg"
     return QIcon(str(f)) if f.exists() else QIcon()
 
@@ -152,18 +157,67 @@ class CrashReporter(QObject):
         dialog.show()
 
 
-@dataclass
 class Pages:
-    """The composed window's pages, by role (tests and cross-page wiring use them)."""
+    """The composed window's pages, by role; each is built on its first visit or first use here.
 
-    chat: ChatPage
-    models: ModelsPage
-    engines: EnginesPage
-    gpu: GpuPage
-    dashboard: DashboardPage
-    network: NetworkPage
-    settings: SettingsPage
-    about: AboutPage
+    ``compose`` registers one factory per sidebar entry (:meth:`register`); a page added later
+    (say an Images page) registers the same way. Reading ``pages.models`` builds the Models page if
+    nobody opened it yet, so tests and cross-page wiring can use any page; :meth:`built` asks
+    without building (wiring that only matters once a page exists).
+    """
+
+    def __init__(self, window: MainWindow) -> None:
+        self._window = window
+        self._index: dict[str, int] = {}
+
+    def register(self, role: str, title: str, icon: QIcon, factory: Callable[[], Page]) -> None:
+        """Add a sidebar entry for ``role`` whose page ``factory`` builds (and wires) on first use."""
+        self._index[role] = self._window.add_lazy_page(title, icon, factory)
+
+    def get(self, role: str) -> Page:
+        """The page for ``role``, built now if needed."""
+        return self._window.page_at(self._index[role])
+
+    def built(self, role: str) -> Page | None:
+        """The page for ``role`` if it was built already, else None (nothing is built)."""
+        index = self._index.get(role)
+        return self._window.page_at(index) if index is not None and self._window.is_built(index) else None
+
+    @property
+    def roles(self) -> list[str]:
+        return list(self._index)
+
+    @property
+    def chat(self) -> ChatPage:
+        return cast("ChatPage", self.get("chat"))
+
+    @property
+    def models(self) -> ModelsPage:
+        return cast("ModelsPage", self.get("models"))
+
+    @property
+    def engines(self) -> EnginesPage:
+        return cast("EnginesPage", self.get("engines"))
+
+    @property
+    def gpu(self) -> GpuPage:
+        return cast("GpuPage", self.get("gpu"))
+
+    @property
+    def dashboard(self) -> DashboardPage:
+        return cast("DashboardPage", self.get("dashboard"))
+
+    @property
+    def network(self) -> NetworkPage:
+        return cast("NetworkPage", self.get("network"))
+
+    @property
+    def settings(self) -> SettingsPage:
+        return cast("SettingsPage", self.get("settings"))
+
+    @property
+    def about(self) -> AboutPage:
+        return cast("AboutPage", self.get("about"))
 
 
 @dataclass
@@ -204,37 +258,75 @@ def compose(
 
 def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app: QApplication,
              hooks: UiHooks) -> AppUi:
-    """Create every page, add it to ``window`` and connect the pages to each other."""
+    """Register every page with ``window`` (the chat page is built now, the rest on first visit)
+    and connect the pages to each other as they get built."""
     from strata_gui.core.chat import PlanChanged
     from strata_gui.core.rpc import RpcDevice
     from strata_gui.core.runtime import ServerState
-    from strata_gui.ui.pages.about_page import AboutPage
-    from strata_gui.ui.pages.chat_page import ChatPage
-    from strata_gui.ui.pages.dashboard_page import DashboardPage
-    from strata_gui.ui.pages.engines_page import EnginesPage
-    from strata_gui.ui.pages.gpu_page import GpuPage
-    from strata_gui.ui.pages.models_page import ModelsPage
-    from strata_gui.ui.pages.network_page import NetworkPage
-    from strata_gui.ui.pages.settings_page import SettingsPage
 
     base = services.base
-    icon = app_icon()
-    chat = ChatPage(services.chat, bridge, remote=services.remote, use_engine_folder=services.use_engine_folder,
-                    resolve=services.resolver.resolve, load_options=services.load_options,
-                    gpu_picks=services.resolver.gpu_picks,
-                    choose_devices=lambda keys: services.settings.update(devices=keys))
-    models = ModelsPage(services.models, bridge, open_url=lambda url: hooks.open_path(Path(url.toLocalFile())))
-    engines = EnginesPage(services.engines, bridge)
+    pages = Pages(window)
+    ui = AppUi(window, pages, services, bridge, hooks)
+
+    def build_chat() -> Page:
+        from strata_gui.ui.pages.chat_page import ChatPage
+
+        return ChatPage(services.chat, bridge, remote=services.remote, use_engine_folder=services.use_engine_folder,
+                        resolve=services.resolver.resolve, load_options=services.load_options,
+                        gpu_picks=services.resolver.gpu_picks,
+                        choose_devices=lambda keys: services.settings.update(devices=keys))
+
+    def chat_with(path: Path) -> None:
+        pages.chat.set_model(path)  # the chat service remembers it as the last model
+        window.show_page(pages.chat)
+
+    def build_models() -> Page:
+        from strata_gui.ui.pages.models_page import ModelsPage
+
+        page = ModelsPage(services.models, bridge, open_url=lambda url: hooks.open_path(Path(url.toLocalFile())))
+        page.use_model.connect(chat_with)
+        return page
+
+    def build_engines() -> Page:
+        from strata_gui.ui.pages.engines_page import EnginesPage
+
+        page = EnginesPage(services.engines, bridge)
+        if services.gpu.last_report is not None:  # detected before this page was opened
+            page.set_gpus(services.resolver.gpu_targets())
+        page.engines_changed.connect(services.refresh_chat_plan)
+
+        def show_findings() -> None:
+            gpu = pages.built("gpu")
+            if gpu is not None:
+                cast("GpuPage", gpu).show_probe_findings()
+
+        page.engines_changed.connect(show_findings)
+        return page
+
     def remote_devices() -> list[RpcDevice]:
         active = services.rpc.active_workers()
         return [d for addr, st in services.rpc.last_status.items() if addr in active for d in st.devices]
 
-    gpu = GpuPage(services.gpu, bridge, remote_devices=remote_devices, telemetry=services.telemetry,
-                  gpu_picks=services.resolver.gpu_picks,
-                  choose_devices=lambda keys: services.settings.update(devices=keys),
-                  driver_check=services.engines.driver_verdict,
-                  ignore_driver_check=lambda on: services.settings.update(ignore_driver_check=on),
-                  rocm_findings=services.resolver.rocm_findings)
+    def build_gpu() -> Page:
+        from strata_gui.ui.pages.gpu_page import GpuPage
+
+        page = GpuPage(services.gpu, bridge, remote_devices=remote_devices, telemetry=services.telemetry,
+                       gpu_picks=services.resolver.gpu_picks,
+                       choose_devices=lambda keys: services.settings.update(devices=keys),
+                       driver_check=services.engines.driver_verdict,
+                       ignore_driver_check=lambda on: services.settings.update(ignore_driver_check=on),
+                       rocm_findings=services.resolver.rocm_findings)
+
+        def detected(_report: object) -> None:
+            # Plans and verdicts follow what the GPU page detects.
+            engines = pages.built("engines")
+            if engines is not None:
+                cast("EnginesPage", engines).set_gpus(services.resolver.gpu_targets())
+            services.refresh_chat_plan()
+
+        page.detected.connect(detected)
+        window.closing.connect(page.stop_sampling)
+        return page
 
     def engine_url() -> str | None:
         sup = services.chat.supervisor
@@ -245,26 +337,57 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         return sup.pid if sup is not None and not sup.state.is_terminal else None
 
     def model_choices() -> list[Path]:
-        paths = models.library_paths()
+        models = pages.built("models")  # its library is scanned when it is shown
+        paths = cast("ModelsPage", models).library_paths() if models is not None else []
         if services.chat.model is not None and services.chat.model not in paths:
             paths.insert(0, services.chat.model)
         return paths
 
-    dashboard = DashboardPage(
-        services.dashboard, bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
-        models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path,
-    )
-    settings = SettingsPage(
-        base,
-        apply_theme=lambda theme: apply_theme(app, theme),
-        open_path=hooks.open_path,
-        choose_folder=hooks.choose_folder,
-    )
-    about = AboutPage(base.paths, open_path=hooks.open_path, icon=icon,
-                      extra_report=lambda: _gpu_and_engine_report(services))
-    network = NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
-    ui = AppUi(window, Pages(chat, models, engines, gpu, dashboard, network, settings, about), services, bridge,
-               hooks)
+    def build_dashboard() -> Page:
+        from strata_gui.ui.pages.dashboard_page import DashboardPage
+
+        page = DashboardPage(
+            services.dashboard, bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
+            models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path,
+        )
+        window.closing.connect(page.stop)
+        return page
+
+    def build_network() -> Page:
+        from strata_gui.ui.pages.network_page import NetworkPage
+
+        page = NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
+        page.remotes_changed.connect(pages.chat.refresh_run_on)
+        return page
+
+    def build_settings() -> Page:
+        from strata_gui.ui.pages.settings_page import SettingsPage
+
+        page = SettingsPage(
+            base,
+            apply_theme=lambda theme: apply_theme(app, theme),
+            open_path=hooks.open_path,
+            choose_folder=hooks.choose_folder,
+        )
+        page.run_guide_requested.connect(lambda: open_first_run(ui))
+        return page
+
+    def build_about() -> Page:
+        from strata_gui.ui.pages.about_page import AboutPage
+
+        return AboutPage(base.paths, open_path=hooks.open_path, icon=app_icon(),
+                         extra_report=lambda: _gpu_and_engine_report(services))
+
+    # Titles in each page's own translation context, so the sidebar reads as the page will.
+    pages.register("chat", QCoreApplication.translate("ChatPage", "Chat"), icon_named("chat"), build_chat)
+    pages.register("models", QCoreApplication.translate("ModelsPage", "Models"), icon_named("models"), build_models)
+    pages.register("engines", QCoreApplication.translate("EnginesPage", "Engines"), icon_named("engines"), build_engines)
+    pages.register("gpu", QCoreApplication.translate("GpuPage", "GPU"), icon_named("gpu"), build_gpu)
+    pages.register("dashboard", QCoreApplication.translate("DashboardPage", "Dashboard"), icon_named("dashboard"), build_dashboard)
+    pages.register("network", QCoreApplication.translate("NetworkPage", "Network"), icon_named("network"), build_network)
+    pages.register("settings", QCoreApplication.translate("SettingsPage", "Settings"), icon_named("settings"), build_settings)
+    pages.register("about", QCoreApplication.translate("AboutPage", "About"), icon_named("about"), build_about)
+    pages.get("chat")  # the first page on screen (registering the first entry selected it)
 
     def plan_changed(event: object) -> None:
         if isinstance(event, PlanChanged) and window.statusBar().currentMessage():
@@ -272,23 +395,6 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
 
     services.chat.subscribe(plan_changed)
     window.destroyed.connect(lambda *_: services.chat.unsubscribe(plan_changed))
-    for page in (chat, models, engines, gpu, dashboard, network, settings, about):
-        window.add_page(page, page_icon(page))
-    network.remotes_changed.connect(chat.refresh_run_on)
-
-    def chat_with(path: Path) -> None:
-        chat.set_model(path)  # the chat service remembers it as the last model
-        window.show_page(chat)
-
-    models.use_model.connect(chat_with)
-    settings.run_guide_requested.connect(lambda: open_first_run(ui))
-    # Plans and verdicts follow what the GPU page detects.
-    gpu.detected.connect(lambda _report: engines.set_gpus(services.resolver.gpu_targets()))
-    gpu.detected.connect(lambda _report: services.refresh_chat_plan())
-    engines.engines_changed.connect(services.refresh_chat_plan)
-    engines.engines_changed.connect(gpu.show_probe_findings)
-    window.closing.connect(dashboard.stop)
-    window.closing.connect(gpu.stop_sampling)
     if base.settings_notice:
         window.show_notice(base.settings_notice, "warning")
     return ui
@@ -319,9 +425,12 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
                           choose_folder=hooks.choose_folder, choose_model=hooks.choose_model, parent=window)
 
     def engine_ready(_engine: object) -> None:
-        pages.engines.refresh_installed()
+        engines, gpu = pages.built("engines"), pages.built("gpu")  # pages not opened yet read it when built
+        if engines is not None:
+            cast("EnginesPage", engines).refresh_installed()
         services.refresh_chat_plan()
-        pages.gpu.show_probe_findings()
+        if gpu is not None:
+            cast("GpuPage", gpu).show_probe_findings()
 
     def chat_with(path: Path) -> None:
         pages.chat.set_model(path)
@@ -378,9 +487,13 @@ async def startup(ui: AppUi) -> None:
     changed since the last run), then show which engine the chat will use."""
     services = ui.services
     await services.detect_gpus()
-    ui.pages.engines.set_gpus(services.resolver.gpu_targets())
+    engines = ui.pages.built("engines")  # a page built later reads the targets itself
+    if engines is not None:
+        cast("EnginesPage", engines).set_gpus(services.resolver.gpu_targets())
     await services.prepare(reprobe=True)
-    ui.pages.gpu.show_probe_findings()  # the probes just ran: the GPU cards say what they found
+    gpu = ui.pages.built("gpu")
+    if gpu is not None:  # the probes just ran: the GPU cards say what they found
+        cast("GpuPage", gpu).show_probe_findings()
     show_engine_status(ui)
 
 
@@ -392,8 +505,9 @@ async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float
 
     problems: list[str] = []
     errors_before = len(window.errors_shown)
-    for index, page in enumerate(window.pages):
-        window.show_page_index(index)
+    for index in range(len(window.page_titles())):
+        window.show_page_index(index)  # builds the page on this first visit, as a user's click does
+        page = window.page_at(index)
         await asyncio.sleep(dwell)
         title = window.page_titles()[index]
         if window.stack.currentWidget() is not page or not page.isVisible():
@@ -469,7 +583,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
             for p in problems:
                 print(f"self-test FAILED: {p}", file=sys.stderr, flush=True)
             if not problems:
-                print(f"self-test passed: {len(window.pages)} pages", flush=True)
+                print(f"self-test passed: {len(window.page_titles())} pages", flush=True)
             window.close()
             return 1 if problems else 0
         await closed.wait()

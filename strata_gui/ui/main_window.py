@@ -1,8 +1,14 @@
-"""The main window: a sidebar of pages, a notice banner, and the one place errors are shown."""
+"""The main window: a sidebar of pages, a notice banner, and the one place errors are shown.
+
+Pages can be added built (:meth:`MainWindow.add_page`) or as a factory (:meth:`MainWindow.add_lazy_page`):
+the sidebar entry appears at once and the page is built the first time it is shown or asked for
+(:meth:`MainWindow.page_at`), so start-up pays only for the page on screen.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +36,15 @@ if TYPE_CHECKING:  # asyncio and the bridge load after the first paint (see app.
     from strata_gui.ui.bridge import AsyncBridge
 
 
+@dataclass
+class _Entry:
+    """One sidebar entry: its page once built, else the factory and the empty stand-in in the stack."""
+
+    factory: Callable[[], Page] | None
+    page: Page | None
+    slot: QWidget
+
+
 class MainWindow(QMainWindow):
     """Sidebar navigation over pages; shows bridge errors once, in one place.
 
@@ -41,6 +56,7 @@ class MainWindow(QMainWindow):
     """
 
     page_changed = Signal(int)
+    page_built = Signal(int)  # a lazily added page was just built (its sidebar index)
     closing = Signal()
 
     def __init__(
@@ -57,7 +73,7 @@ class MainWindow(QMainWindow):
         self._log_file = log_file
         self._open_path = open_path
         self._state_file = state_file
-        self._pages: list[Page] = []
+        self._entries: list[_Entry] = []
         self.errors_shown: list[StrataError] = []
         self._last_error: StrataError | None = None
         self._dialog: ErrorDialog | None = None
@@ -132,37 +148,73 @@ class MainWindow(QMainWindow):
         if icon is None or icon.isNull():
             pixmap = getattr(QStyle.StandardPixmap, page.page_icon, QStyle.StandardPixmap.SP_FileIcon)
             icon = self.style().standardIcon(pixmap)
+        self._append(_Entry(None, page, page), title, icon)
+
+    def add_lazy_page(self, title: str, icon: QIcon, factory: Callable[[], Page]) -> int:
+        """Append a sidebar entry whose page ``factory`` builds on first visit; returns its index."""
+        return self._append(_Entry(factory, None, QWidget()), title, icon)
+
+    def _append(self, entry: _Entry, title: str, icon: QIcon) -> int:
+        index = len(self._entries)
         item = QListWidgetItem(icon, title)
-        item.setToolTip(f"{title} (Ctrl+{len(self._pages) + 1})" if len(self._pages) < 9 else title)
+        item.setToolTip(f"{title} (Ctrl+{index + 1})" if index < 9 else title)
         if self._loading is not None:
             self.stack.removeWidget(self._loading)
             self._loading.deleteLater()
             self._loading = None
+        self.stack.addWidget(entry.slot)
+        self._entries.append(entry)
         self.sidebar.addItem(item)
-        self.stack.addWidget(page)
-        self._pages.append(page)
-        if len(self._pages) == 1:
+        if index == 0:
             self.sidebar.setCurrentRow(0)
+        return index
+
+    def page_at(self, index: int) -> Page:
+        """The page at sidebar ``index``, built now if it was added lazily and not built yet."""
+        entry = self._entries[index]
+        if entry.page is None:
+            assert entry.factory is not None
+            page = entry.factory()
+            entry.page, entry.factory = page, None
+            slot, entry.slot = entry.slot, page
+            self.stack.insertWidget(self.stack.indexOf(slot), page)
+            if self.stack.currentWidget() is slot:
+                self.stack.setCurrentWidget(page)
+            self.stack.removeWidget(slot)
+            slot.deleteLater()
+            if page.page_title:
+                self.sidebar.item(index).setText(page.page_title)
+            self.page_built.emit(index)
+        return entry.page
+
+    def is_built(self, index: int) -> bool:
+        return self._entries[index].page is not None
 
     @property
     def pages(self) -> list[Page]:
-        return list(self._pages)
+        """Every page, in sidebar order (building the ones not built yet)."""
+        return [self.page_at(i) for i in range(len(self._entries))]
+
+    def built_pages(self) -> list[Page]:
+        """The pages built so far, in sidebar order."""
+        return [e.page for e in self._entries if e.page is not None]
 
     def page_titles(self) -> list[str]:
         return [self.sidebar.item(i).text() for i in range(self.sidebar.count())]
 
     def show_page_index(self, index: int) -> None:
-        if 0 <= index < len(self._pages):
+        if 0 <= index < len(self._entries):
             self.sidebar.setCurrentRow(index)
 
     def show_page(self, page: Page) -> None:
-        self.show_page_index(self._pages.index(page))
+        self.show_page_index(next(i for i, e in enumerate(self._entries) if e.page is page))
 
     def _on_row_changed(self, row: int) -> None:
         if row < 0:
             return
-        self.stack.setCurrentIndex(row)
-        self._pages[row].on_shown()
+        page = self.page_at(row)
+        self.stack.setCurrentWidget(page)
+        page.on_shown()
         self.page_changed.emit(row)
 
     # -- covers ------------------------------------------------------------------------------------

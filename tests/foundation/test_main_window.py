@@ -206,3 +206,26 @@ def test_unhandled_exception_shows_dialog_and_app_keeps_running(
         dialog.close()
     finally:
         reporter.uninstall()
+
+
+def test_only_the_chat_page_is_built_at_start_the_rest_on_first_visit(qtbot: QtBot, qapp: QApplication,
+                                                                      composed) -> None:
+    from strata_gui.ui.pages.chat_page import ChatPage
+    from strata_gui.ui.pages.network_page import NetworkPage
+
+    _, _, window = composed(Recorder())
+    window.show()
+    # Every entry is in the sidebar at once; only the page on screen was built.
+    assert window.page_titles() == ["Chat", "Models", "Engines", "GPU", "Dashboard", "Network", "Settings", "About"]
+    assert [type(p) for p in window.built_pages()] == [ChatPage]
+    assert isinstance(window.stack.currentWidget(), ChatPage)
+    built: list[int] = []
+    window.page_built.connect(built.append)
+    window.show_page_index(5)  # a click on "Network" builds it, shows it, and only it
+    network = window.stack.currentWidget()
+    assert isinstance(network, NetworkPage) and network.isVisible()
+    assert built == [5]
+    assert [type(p) for p in window.built_pages()] == [ChatPage, NetworkPage]
+    window.show_page_index(0)
+    window.show_page_index(5)  # a second visit reuses the page
+    assert window.stack.currentWidget() is network and built == [5]
