@@ -39,6 +39,10 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 7
     env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
     env["STRATA_HOME"] = tempfile.mkdtemp(prefix="strata-bench-")
+    # Users run from bytecode (pip compiles on install, PyInstaller bundles .pyc): a shell with
+    # PYTHONDONTWRITEBYTECODE would make every run compile every module. Cache it outside the tree.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(env["STRATA_HOME"], "pycache")
     strata = [sys.executable, "-m", "strata_gui", "--exit-when-shown"]
     minimal = [sys.executable, "-c", MINIMAL]
     _measure(strata, env), _measure(minimal, env)  # warm the OS file cache
