@@ -35,6 +35,7 @@ from strata_gui.core.models.hub_config import HubTokens, SavedHubToken
 from strata_gui.core.models.service import ModelService
 from strata_gui.core.progress import no_progress
 from strata_gui.core.remote.secrets import FileSecretStore
+from strata_gui.core.transfer import network_client
 
 SERVE = """
 import sys, time
@@ -123,7 +124,8 @@ def _rendered_search(url: str, home: Path, n: int) -> float:
 async def _download_bench(url: str, home: Path, rounds: int, size: int) -> tuple[float, float]:
     file_url = f"{url}/bench/big-GGUF/resolve/main/big-Q4_K_M.gguf"
     raw_rates, our_rates = [], []
-    async with httpx.AsyncClient(timeout=60) as client:
+    # Raw: a stock httpx client. Ours: the client build_app_services gives ModelService.
+    async with httpx.AsyncClient(timeout=60) as client, network_client(timeout=60) as app_client:
 
         async def raw() -> None:
             t = time.perf_counter()
@@ -134,7 +136,7 @@ async def _download_bench(url: str, home: Path, rounds: int, size: int) -> tuple
             raw_rates.append(got / (time.perf_counter() - t))
 
         async def ours(r: int) -> None:
-            svc = _service(client, url, home / f"round-{r}")
+            svc = _service(app_client, url, home / f"round-{r}")
             try:
                 detail = await svc.detail("bench/big-GGUF")
                 job = DownloadJob.for_quant(detail.repo_id, detail.commit, detail.quants[0])

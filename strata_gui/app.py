@@ -486,6 +486,7 @@ async def startup(ui: AppUi) -> None:
     """Background start-up: detect GPUs, probe every installed engine again (drivers may have
     changed since the last run), then show which engine the chat will use."""
     services = ui.services
+    await services.warm_network()
     await services.detect_gpus()
     engines = ui.pages.built("engines")  # a page built later reads the targets itself
     if engines is not None:

@@ -43,7 +43,7 @@ from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
 from strata_gui.core.services import Services
 from strata_gui.core.settings import Settings, SettingsChange, SettingsService
-from strata_gui.core.transfer import network_client
+from strata_gui.core.transfer import TlsContext, loopback_client, network_client
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,13 @@ class AppServices:
     fit_target: FitTarget
     load_options: LoadOptionsService  # per-model load options: the chat launch, bench, the panel's fit
     gpu_error: StrataError | None = None  # why the configured GPU source could not be used
+    tls: TlsContext | None = None  # the clients' TLS context, loaded on first use
+
+    async def warm_network(self) -> None:
+        """Load the CA bundle on a worker thread (it releases the GIL), so the first request made
+        from the window does not stall it; start-up calls this once the window is usable."""
+        if self.tls is not None:
+            await run_blocking(self.tls.get, name="strata-tls")
 
     @property
     def settings(self) -> SettingsService:
@@ -203,14 +210,15 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
         keep_conversations: False for one-off CLI prompts: conversations live in memory only.
     """
     settings, paths, env = base.settings, base.paths, dict(base.environ)
-    # One TLS context for both clients: loading the CA bundle takes tens of ms, each client made
-    # its own (measured with cProfile on start-up: 2 x load_verify_locations, a quarter of it).
-    tls = httpx.create_ssl_context()
+    # One TLS context for both clients, loaded on first use: each client loaded the CA bundle
+    # when made (cProfile of start-up: 2 x load_verify_locations), and both transports (with the
+    # httpcore import) are made on the first request, not before the window is usable.
+    tls = TlsContext()
     # Big socket reads: engine and model downloads then run at the disk's pace, not httpcore's.
-    client = http or network_client(follow_redirects=True, timeout=httpx.Timeout(30.0, read=60.0), verify=tls)
+    client = http or network_client(tls, follow_redirects=True, timeout=httpx.Timeout(30.0, read=60.0))
     # llama-server drops idle keep-alive connections after 5 s: expire ours well before that.
-    local = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, read=None),
-                              limits=httpx.Limits(keepalive_expiry=2.0), verify=tls)
+    local = loopback_client(tls, trust_env=False, timeout=httpx.Timeout(30.0, read=None),
+                            limits=httpx.Limits(keepalive_expiry=2.0))
     job = WindowsJob()  # one job object: every engine dies with the app on Windows
     catalog = load_catalog()
     gpu_error: StrataError | None = None
@@ -243,7 +251,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     serve = ServeService(base.settings_service, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
     app = AppServices(base, client, local, gpu, GpuTelemetry(gpu), engines, resolver, models, metrics, dashboard, chat_store, chat,
                       remote=remote, serve=serve, rpc=rpc, fit_target=fit_target, load_options=load_options,
-                      gpu_error=gpu_error)
+                      gpu_error=gpu_error, tls=tls)
     chat.subscribe(app._record_reply)
     dashboard.add_choice_listener(app.refresh_chat_plan)
     base.settings_service.subscribe(app._settings_changed)

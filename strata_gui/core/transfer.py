@@ -19,13 +19,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import ssl
 import threading
 import typing
-from collections.abc import AsyncIterator
-from typing import Any, BinaryIO, Protocol
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
-import httpcore
 import httpx
+
+if TYPE_CHECKING:  # httpcore loads with the first request (DeferredTransport), not at start-up
+    import httpcore
 
 from strata_gui.core.progress import RateMeter
 
@@ -42,7 +45,7 @@ PROGRESS_INTERVAL = 0.25
 """Seconds between two progress snapshots of a download (a few per second is enough to watch)."""
 
 
-class _BulkStream(httpcore.AsyncNetworkStream):
+class _BulkStream:
     """A network stream that reads big blocks whatever size httpcore asks for.
 
     httpcore's HTTP/1.1 parser accepts any amount of data per read, so reading more per call is
@@ -66,7 +69,7 @@ class _BulkStream(httpcore.AsyncNetworkStream):
     async def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
                         timeout: float | None = None) -> httpcore.AsyncNetworkStream:
         inner = await self._inner.start_tls(ssl_context, server_hostname, timeout)
-        return _BulkStream(inner, self._read_size)
+        return typing.cast("httpcore.AsyncNetworkStream", _BulkStream(inner, self._read_size))
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
@@ -85,10 +88,15 @@ def _widen_receive(stream: object, read_size: int) -> None:
         transport.max_size = max(transport.max_size, read_size)  # type: ignore[attr-defined]
 
 
-class BulkNetworkBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's default async backend with streams that read ``read_size`` bytes per call."""
+class BulkNetworkBackend:
+    """httpcore's default async backend with streams that read ``read_size`` bytes per call.
+
+    (httpcore's network interfaces are protocols in practice: it only calls these methods.)
+    """
 
     def __init__(self, read_size: int = READ_SIZE, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
+        import httpcore
+
         self._inner = inner or httpcore.AnyIOBackend()
         self._read_size = read_size
 
@@ -96,12 +104,12 @@ class BulkNetworkBackend(httpcore.AsyncNetworkBackend):
                           local_address: str | None = None,
                           socket_options: typing.Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
         stream = await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        return _BulkStream(stream, self._read_size)
+        return typing.cast("httpcore.AsyncNetworkStream", _BulkStream(stream, self._read_size))
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None,
                                   socket_options: typing.Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
         stream = await self._inner.connect_unix_socket(path, timeout, socket_options)
-        return _BulkStream(stream, self._read_size)
+        return typing.cast("httpcore.AsyncNetworkStream", _BulkStream(stream, self._read_size))
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
@@ -118,14 +126,80 @@ class BulkTransport(httpx.AsyncHTTPTransport):
         pool._network_backend = BulkNetworkBackend(read_size)
 
 
-def network_client(**kwargs: Any) -> httpx.AsyncClient:
+class TlsContext:
+    """The app's one TLS context, made on first use (loading the CA bundle takes tens of ms)."""
+
+    def __init__(self, make: Callable[[], ssl.SSLContext] = httpx.create_ssl_context) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._ctx: ssl.SSLContext | None = None
+
+    def get(self) -> ssl.SSLContext:
+        """The context (thread-safe: :meth:`warm_up` may be making it on another thread)."""
+        with self._lock:
+            if self._ctx is None:
+                self._ctx = self._make()
+            return self._ctx
+
+
+class DeferredTransport(httpx.AsyncBaseTransport):
+    """Makes the real transport on the first request.
+
+    Creating an httpx transport imports httpcore and loads the CA bundle (~80 ms on this machine,
+    a fifth of the way to a usable window); a client made at start-up but first used seconds
+    later should not pay that before the window is usable.
+    """
+
+    def __init__(self, make: Callable[[], httpx.AsyncBaseTransport]) -> None:
+        self._make: Callable[[], httpx.AsyncBaseTransport] | None = make
+        self._inner: httpx.AsyncBaseTransport | None = None
+
+    @property
+    def inner(self) -> httpx.AsyncBaseTransport:
+        """The real transport (made now if no request was sent yet)."""
+        if self._inner is None:
+            assert self._make is not None
+            # No await between the check and the assignment: concurrent first requests share one.
+            self._inner, self._make = self._make(), None
+        return self._inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self._inner is not None:
+            await self._inner.aclose()
+
+
+_TRANSPORT_OPTIONS = ("cert", "trust_env", "http1", "http2", "limits")
+
+
+def network_client(tls: TlsContext | None = None, **kwargs: Any) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` (same keyword arguments) whose transport reads in big blocks.
 
-    Proxies from the environment keep working: httpx mounts its own transports for them.
+    The transport is made on the first request (:class:`DeferredTransport`) with ``tls`` (or
+    ``verify=`` if given). Proxies from the environment keep working: httpx mounts its own
+    transports for them.
     """
-    transport_opts = {k: kwargs[k] for k in ("verify", "cert", "trust_env", "http1", "http2", "limits")
-                      if k in kwargs}
-    return httpx.AsyncClient(transport=BulkTransport(**transport_opts), **kwargs)
+    opts = {k: kwargs[k] for k in _TRANSPORT_OPTIONS if k in kwargs}
+    verify = kwargs.get("verify")
+
+    def make() -> httpx.AsyncBaseTransport:
+        return BulkTransport(verify=verify if verify is not None else (tls.get() if tls else True), **opts)
+
+    return httpx.AsyncClient(transport=DeferredTransport(make), **kwargs)
+
+
+def loopback_client(tls: TlsContext | None = None, **kwargs: Any) -> httpx.AsyncClient:
+    """A plain ``httpx.AsyncClient`` (same keyword arguments) whose transport is made on first use."""
+    opts = {k: kwargs[k] for k in _TRANSPORT_OPTIONS if k in kwargs}
+    verify = kwargs.get("verify")
+
+    def make() -> httpx.AsyncBaseTransport:
+        return httpx.AsyncHTTPTransport(verify=verify if verify is not None else (tls.get() if tls else True),
+                                        **opts)
+
+    return httpx.AsyncClient(transport=DeferredTransport(make), **kwargs)
 
 
 class Hasher(Protocol):
