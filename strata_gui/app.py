@@ -27,7 +27,6 @@ from strata_gui.core.errors import StrataError, describe
 from strata_gui.core.logging_setup import close_logging, configure_logging
 from strata_gui.core.resources import resources_dir
 from strata_gui.core.services import Services, build_services
-from strata_gui.ui.dialogs import ErrorDialog
 from strata_gui.ui.i18n import install_language
 from strata_gui.ui.main_window import MainWindow
 from strata_gui.ui.theme import apply_theme
@@ -38,6 +37,7 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     from strata_gui.core.app_services import AppServices
     from strata_gui.core.models import StarterModel
     from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.dialogs import ErrorDialog
     from strata_gui.ui.first_run import FirstRunGuide
     from strata_gui.ui.pages.about_page import AboutPage
     from strata_gui.ui.pages.base import Page
@@ -149,6 +149,8 @@ class CrashReporter(QObject):
             log.error("asyncio: %s", context.get("message"))
 
     def _show(self, err: StrataError) -> None:
+        from strata_gui.ui.dialogs import ErrorDialog
+
         dialog = ErrorDialog(err, log_file=self._log_file, open_path=self._open_path)
         dialog.setWindowTitle(f"{APP_NAME} — {dialog.windowTitle()}")  # keeps the translated title
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -532,8 +534,6 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     users see Strata at once even on a slow disk.
     """
     services = build_services()
-    configure_logging(services.paths.log_file)
-    log.info("Strata %s starting (self-test=%s)", __version__, self_test)
     QApplication.setApplicationName(APP_NAME)
     QApplication.setOrganizationName(ORG_NAME)
     QApplication.setApplicationVersion(__version__)
@@ -549,6 +549,10 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     app.processEvents()  # the first paint
     if exit_when_shown:
         print(f"shown-at {time.time():.6f}", flush=True)
+    # The log file after the first paint: its handler module costs ~9 ms; records logged before
+    # (none on the normal path) still reach stderr through logging's last-resort handler.
+    configure_logging(services.paths.log_file)
+    log.info("Strata %s starting (self-test=%s)", __version__, self_test)
 
     import asyncio
 

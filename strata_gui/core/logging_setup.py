@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import logging.handlers
 from pathlib import Path
 
 LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
@@ -17,6 +16,8 @@ def configure_logging(log_file: Path, *, verbose: bool = False, to_stderr: bool 
         verbose: Log DEBUG records too.
         to_stderr: Also print WARNING and above on stderr (CLI).
     """
+    import logging.handlers  # socket, pickle, queue: ~9 ms the GUI pays after its first paint
+
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "_strata", False):

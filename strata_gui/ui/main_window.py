@@ -21,19 +21,18 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMainWindow,
     QStackedWidget,
-    QStyle,
     QVBoxLayout,
     QWidget,
 )
 
 from strata_gui import APP_NAME
 from strata_gui.core.errors import StrataError
-from strata_gui.ui.dialogs import ErrorDialog
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import NoticeBanner
 
-if TYPE_CHECKING:  # asyncio and the bridge load after the first paint (see app.run_gui)
+if TYPE_CHECKING:  # asyncio, the bridge and the dialogs load after the first paint (see app.run_gui)
     from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.dialogs import ErrorDialog
 
 
 @dataclass
@@ -146,6 +145,8 @@ class MainWindow(QMainWindow):
         """Append a page. ``icon`` overrides the page's ``page_icon`` (a QStyle standard pixmap name)."""
         title = page.page_title or type(page).__name__
         if icon is None or icon.isNull():
+            from PySide6.QtWidgets import QStyle  # its enums take ~5 ms to load: not before the first paint
+
             pixmap = getattr(QStyle.StandardPixmap, page.page_icon, QStyle.StandardPixmap.SP_FileIcon)
             icon = self.style().standardIcon(pixmap)
         self._append(_Entry(None, page, page), title, icon)
@@ -256,6 +257,8 @@ class MainWindow(QMainWindow):
     def _show_last_error_dialog(self) -> None:
         if self._last_error is None:
             return
+        from strata_gui.ui.dialogs import ErrorDialog
+
         self._dialog = ErrorDialog(self._last_error, log_file=self._log_file, open_path=self._open_path,
                                    parent=self)
         self._dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
