@@ -6,12 +6,11 @@ Headless commands never import Qt; the GUI module is loaded only when it is need
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 
 from strata_gui import __version__
 from strata_gui.core.errors import StrataError
@@ -96,7 +95,7 @@ async def _run_command(args: argparse.Namespace, services: Services) -> int:
     app = build_app_services(services, keep_conversations=getattr(args, "keep_conversations", True))
     try:
         result = args.func(args, app)
-        if asyncio.iscoroutine(result):
+        if isinstance(result, Coroutine):
             result = await result
         return int(result or 0)
     finally:
@@ -116,6 +115,9 @@ def run_command(argv: Sequence[str]) -> int:
     services = build_services(_environ(args))
     if services.settings_notice:
         print(f"note: {services.settings_notice}", file=sys.stderr)
+    # Imported here: the GUI path loads asyncio after its first paint (~20 ms with ssl and socket).
+    import asyncio
+
     return asyncio.run(_run_command(args, services))
 
 
