@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import itertools
 import os
+import ssl
 import time
 from pathlib import Path
 
@@ -16,7 +17,14 @@ import pytest
 from strata_gui.core.engines.download import download_file
 from strata_gui.core.errors import StorageError
 from strata_gui.core.progress import Progress, RateMeter, no_progress
-from strata_gui.core.transfer import PROGRESS_INTERVAL, FileSink, network_client, stream_to_sink
+from strata_gui.core.transfer import (
+    PROGRESS_INTERVAL,
+    FileSink,
+    TlsContext,
+    loopback_client,
+    network_client,
+    stream_to_sink,
+)
 from tests.support.github_server import github_server
 
 STOCK_READ = 64 * 1024  # what httpcore asks the socket for per read
@@ -157,3 +165,29 @@ def test_download_into_an_unwritable_folder_is_a_storage_error(tmp_path: Path) -
         gh.add_release("ggml-org/llama.cpp", "b9999", [src])
         with pytest.raises(StorageError):
             asyncio.run(body(f"{gh.base}/ggml-org/llama.cpp/releases/download/b9999/{src.name}"))
+
+
+def test_app_clients_make_their_transport_on_the_first_request_and_share_one_tls_context(tmp_path: Path) -> None:
+    src, _ = _asset(tmp_path, 1)
+    made: list[str] = []
+
+    def make_tls() -> ssl.SSLContext:
+        made.append("tls")
+        return ssl.create_default_context()
+
+    tls = TlsContext(make_tls)
+    app_client = network_client(tls, follow_redirects=True)
+    engine_client = loopback_client(tls, trust_env=False, follow_redirects=True)
+    assert made == []  # nothing loaded while the window is being built
+
+    async def body(url: str) -> list[int]:
+        async with app_client, engine_client:
+            # Concurrent first requests share the one transport each client makes.
+            got = await asyncio.gather(app_client.get(url), app_client.get(url), engine_client.get(url))
+            return [len(r.content) for r in got]
+
+    with github_server() as gh:
+        gh.add_release("ggml-org/llama.cpp", "b9999", [src])
+        sizes = asyncio.run(body(f"{gh.base}/ggml-org/llama.cpp/releases/download/b9999/{src.name}"))
+    assert sizes == [src.stat().st_size] * 3
+    assert made == ["tls"]  # one CA bundle load for both clients
