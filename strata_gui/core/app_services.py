@@ -104,8 +104,12 @@ class AppServices:
     async def warm_network(self) -> None:
         """Load the CA bundle on a worker thread (it releases the GIL), so the first request made
         from the window does not stall it; start-up calls this once the window is usable."""
-        if self.tls is not None:
+        if self.tls is None:
+            return
+        try:
             await run_blocking(self.tls.get, name="strata-tls")
+        except Exception:  # the first request meets the same problem and reports it where it matters
+            log.warning("could not load the TLS certificates ahead of the first request", exc_info=True)
 
     @property
     def settings(self) -> SettingsService:
