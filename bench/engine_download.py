@@ -7,7 +7,10 @@ Prints:
   streaming, through the same fake GitHub 302 redirect, on the app's client), and their ratio (goal >= 0.9);
 - the rate of writing + hashing the same bytes with no network, since over loopback the disk
   can be slower than the socket, and the fetcher's ratio against the slower of the two;
-- for a download cut at 40 %: bytes the resume re-sent beyond the missing remainder (goal 0).
+- for a download cut at 40 %: bytes the resume re-sent beyond the missing remainder (goal 0);
+- CPU seconds this process spent per GB for the raw stream and the fetcher (all threads). Unlike
+  the rates, this does not swing with what else runs on the machine: on a busy machine the
+  fetcher can only keep up with the raw stream if it costs about as much CPU per byte.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import asyncio
 import hashlib
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -42,6 +46,18 @@ with github_server() as gh:
     print(gh.base, flush=True)
     sys.stdin.read()
 """
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(run: object) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of ``asyncio.run(run)``."""
+    c0 = _cpu()
+    wall = asyncio.run(run)  # type: ignore[arg-type]
+    return wall, _cpu() - c0
 
 
 async def raw_stream(url: str) -> float:
@@ -114,11 +130,15 @@ def main() -> int:
             assert server.stdout is not None
             base = server.stdout.readline().strip()
             url = f"{base}/ggml-org/llama.cpp/releases/download/b9999/{src.name}"
-            raw_t, fetch_t = [], []
+            raw_t, fetch_t, raw_cpu, fetch_cpu = [], [], [], []
             for _ in range(args.rounds):  # interleaved so both see the same machine load
-                raw_t.append(asyncio.run(raw_stream(url)))
+                wall, cpu = timed(raw_stream(url))
+                raw_t.append(wall)
+                raw_cpu.append(cpu)
                 (d / "out.tar.gz").unlink(missing_ok=True)
-                fetch_t.append(asyncio.run(fetcher(url, d / "out.tar.gz", size, sha)))
+                wall, cpu = timed(fetcher(url, d / "out.tar.gz", size, sha))
+                fetch_t.append(wall)
+                fetch_cpu.append(cpu)
             raw_best, fetch_best = min(raw_t), min(fetch_t)
             floor_best = min(local_floor(src, d / "floor.bin") for _ in range(args.rounds))
         finally:
@@ -136,6 +156,9 @@ def main() -> int:
     print(f"disk write + sha256 alone:   {mb / floor_best:8.1f} MB/s (no network: the ceiling on this disk)")
     print(f"fetcher / min(raw, disk):    {max(raw_best, floor_best) / fetch_best:8.2f}")
     print(f"resume after cut at {had / 1e6:.0f} MB: bytes re-sent beyond the remainder = {extra}")
+    gb = size / 1e9
+    print(f"CPU per GB (this process, min of {args.rounds}): raw {min(raw_cpu) / gb:.2f} s, "
+          f"fetcher {min(fetch_cpu) / gb:.2f} s (ratio raw/fetcher {min(raw_cpu) / min(fetch_cpu):.2f})")
     return 0
 
 
