@@ -62,6 +62,10 @@ SCRIPTS: dict[str, list[bytes]] = {
         PAUSE,
         b"data: [DONE]\r\n\r\n",
     ],
+    # 40 tokens in four bursts: each burst arrives in one read, as when the engine outpaces the loop.
+    "bursts": [part for burst in range(4)
+               for part in (b"".join(chunk(f"t{i} ") for i in range(burst * 10, burst * 10 + 10)), PAUSE)]
+    + [chunk(None, "stop"), b"data: [DONE]\n\n"],
 }
 
 
