@@ -124,6 +124,7 @@ class MessageWidget(QFrame):
         super().__init__(parent)
         self.message = message
         self.text = message.content
+        self.rendered_text = ""  # what the widgets show: text appended since shows at the next render
         self.setObjectName("userMessage" if message.role == "user" else "assistantMessage")
         self._background = (QPalette.ColorRole.AlternateBase if message.role == "user"
                             else QPalette.ColorRole.Window)
@@ -178,6 +179,7 @@ class MessageWidget(QFrame):
 
     def render_text(self) -> None:
         """Bring the widgets in line with :attr:`text`, touching only segments that changed."""
+        self.rendered_text = self.text
         segments = split_segments(self.text)
         if not segments and self.message.status == STREAMING:
             segments = [Segment("text", "…")]
