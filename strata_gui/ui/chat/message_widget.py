@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QResizeEvent, QWheelEvent
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QResizeEvent, QTextCursor, QWheelEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from strata_gui.core.chat import FAILED, INTERRUPTED, STOPPED, STREAMING, Message
 from strata_gui.ui.chat.attachments import ImageThumb
-from strata_gui.ui.chat.markdown import Segment, split_segments
+from strata_gui.ui.chat.markdown import Segment, plain_extension, split_segments
 
 MESSAGE_THUMB = 160
 
@@ -51,10 +51,20 @@ class TextBlock(QTextBrowser):
         self.set_segment(Segment("text", text))
 
     def set_segment(self, segment: Segment) -> None:
-        if segment != self.segment:
-            self.segment = segment
+        if segment == self.segment:
+            return
+        old = self.segment
+        # A streaming reply mostly grows by plain words on its last line: append them instead of
+        # parsing and rebuilding the whole document; Qt then re-lays out only the last paragraph.
+        extra = plain_extension(old.text, segment.text) if old is not None and old.kind == "text" else None
+        if extra is None:
             self.setMarkdown(segment.text)
-            self._fit()
+        elif extra:
+            cursor = QTextCursor(self.document())
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertText(extra)
+        self.segment = segment
+        self._fit()
 
     def _fit(self) -> None:
         doc = self.document()
