@@ -256,8 +256,9 @@ def main() -> int:
             print(f"{name:8} {med(x[0] for x in rows) * 1000:9.1f} {med(x[1] for x in rows):13.1f}"
                   f" {max(x[2] for x in rows) * 1000:15.1f} {med(x[4] for x in rows):13.1f}"
                   f" {med(x[5] for x in rows) * 1000:13.1f}")
-        print("pairs (decode ratio, TTFT diff ms):",
-              " ".join(f"{s[1] / r[1]:.3f}/{(s[0] - r[0]) * 1000:+.1f}" for r, s in zip(raw, strata, strict=True)))
+        print("pairs (decode ratio / TTFT diff ms / engine tok/s raw:strata):")
+        print("  " + "  ".join(f"{s[1] / r[1]:.3f}/{(s[0] - r[0]) * 1000:+.1f}/{r[4]:.0f}:{s[4]:.0f}"
+                               for r, s in zip(raw, strata, strict=True)))
         pair_ratio = med(s[1] / r[1] for r, s in zip(raw, strata, strict=True))
         pair_ttft = med(s[0] - r[0] for r, s in zip(raw, strata, strict=True))
         print(f"decode ratio strata/raw: {s_dec / r_dec:.3f} (medians), {pair_ratio:.3f} (median of"
