@@ -160,6 +160,7 @@ async def strata_once(service: ChatService, page: ChatPage, sampling: SamplingPa
                       recorder: PaintRecorder) -> Sample:
     conv_id = page.new_conversation()
     service.store.update_settings(conv_id, sampling=sampling)
+    await asyncio.sleep(0.05)  # the new conversation is painted before the user sends, as in use
     recorder.reset()
     before = set(page.message_widgets)
 

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import math
+import time
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QResizeEvent, QTextCursor, QWheelEvent
+from PySide6.QtGui import (
+    QFontDatabase,
+    QGuiApplication,
+    QPaintEvent,
+    QPalette,
+    QResizeEvent,
+    QTextCursor,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -47,8 +56,14 @@ class TextBlock(QTextBrowser):
         palette.setColor(QPalette.ColorRole.Base, palette.color(background))
         self.setPalette(palette)
         self.document().setDocumentMargin(0)
+        self.paint_cost = 0.0  # CPU seconds spent painting (the chat page paces streaming renders by it)
         self.segment: Segment | None = None
         self.set_segment(Segment("text", text))
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        started = time.thread_time()
+        super().paintEvent(event)
+        self.paint_cost += time.thread_time() - started
 
     def set_segment(self, segment: Segment) -> None:
         if segment == self.segment:
@@ -213,6 +228,15 @@ class MessageWidget(QFrame):
             self.body.removeWidget(old)
             old.deleteLater()
         del self.blocks[len(segments):]
+
+    def take_paint_cost(self) -> float:
+        """CPU seconds its text blocks spent painting since the last call."""
+        cost = 0.0
+        for block in self.blocks:
+            if isinstance(block, TextBlock):
+                cost += block.paint_cost
+                block.paint_cost = 0.0
+        return cost
 
     def set_message(self, message: Message) -> None:
         """A saved state of the message (finished, interrupted, reset for a retry)."""

@@ -3,10 +3,10 @@
 Streaming stays smooth at hundreds of tokens per second: the chat service batches the streamed
 text (about one event per frame), each batch is appended to its message widget's text, and the
 messages that grew are re-rendered at once (only the Markdown segments that changed) unless the
-last render was less than a frame ago, or rendering and painting would take more than a quarter of the time;
-then a timer renders the text gathered meanwhile. The first text of a reply is therefore painted
-as soon as it arrives. Long conversations open on their last page of messages; earlier pages
-load on demand.
+last render was less than a frame ago, or rendering and painting would take more than a tenth of
+the CPU; then a timer renders the text gathered meanwhile. The first text of a reply is therefore
+painted as soon as it arrives. Long conversations open on their last page of messages; earlier
+pages load on demand.
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ QLabel#messageRole { font-weight: bold; }
 QFrame#codeBlock { background: palette(base); border: 1px solid palette(mid); border-radius: 6px; }
 """
 FRAME_S = 0.016  # renders of a streaming reply are at least one 60 Hz frame apart ...
-RENDER_SHARE = 8  # ... and 8x the last render's CPU time apart: rendering, and painting what it
-# changed (which costs about as much), take at most a quarter of the time ...
+RENDER_SHARE = 10  # ... and 10x the CPU time of the last frame (render + paint) apart: on a machine
+# where the engine uses every core, showing the stream takes at most a tenth of one ...
 MAX_RENDER_GAP_S = 0.1  # ... but a long reply still moves at least 10 times a second
 
 
@@ -507,6 +507,7 @@ class ChatPage(Page):
     def _start(self, make: CoroutineFactory, name: str) -> TaskHandle:
         handle = self._bridge.run(make, name=name)
         self.reply_handle = handle
+        self._next_render = 0.0  # the new reply's first text renders at once, however the last one ended
         handle.finished.connect(lambda: self._on_reply_finished() if self.reply_handle is handle else None)
         self._update_actions()
         return handle
@@ -608,14 +609,17 @@ class ChatPage(Page):
         if not self._dirty:
             return
         started, cpu = time.perf_counter(), time.thread_time()
+        painted = 0.0
         for message_id in self._dirty:
             widget = self.message_widgets.get(message_id)
             if widget is not None:
+                painted += widget.take_paint_cost()  # painting the previous render
                 widget.render_text()
         self._dirty.clear()
-        # A long paragraph costs more to lay out: space renders so they stay a small share of the
-        # time. CPU time, not wall time: a render the OS preempted did not cost more.
-        cost = time.thread_time() - cpu
+        # A long paragraph costs more to lay out and paint: space frames so they stay a small share
+        # of the CPU, which the engine needs. CPU time, not wall time: a render the OS preempted
+        # did not cost more.
+        cost = time.thread_time() - cpu + painted
         self._next_render = started + min(MAX_RENDER_GAP_S, max(FRAME_S, RENDER_SHARE * cost))
 
     def _keep_at_bottom(self, _min: int, maximum: int) -> None:
