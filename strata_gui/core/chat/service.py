@@ -192,6 +192,8 @@ class ChatService:
         self._stale = False  # model or plan changed since the engine started
         self.last_outcome: Outcome | None = None
         self.remote: RemoteEngine | None = None  # when set, replies go there instead
+        self._projector_key: tuple[Path, int] | None = None
+        self._projector: Path | None = None
 
     @property
     def settings(self) -> Settings:
@@ -265,8 +267,20 @@ class ChatService:
 
     @property
     def projector(self) -> Path | None:
-        """The chosen model's vision projector (``mmproj`` next to it), loaded with the model."""
-        return find_projector(self.model) if self.model is not None else None
+        """The chosen model's vision projector (``mmproj`` next to it), loaded with the model.
+
+        The folder is listed again only when it changed (its modification time): a projector
+        downloaded later is still found, and a message does not pay for listing a big folder.
+        """
+        if self.model is None:
+            return None
+        try:
+            key = (self.model, self.model.parent.stat().st_mtime_ns)
+        except OSError:
+            return None
+        if key != self._projector_key:
+            self._projector_key, self._projector = key, find_projector(self.model)
+        return self._projector
 
     @property
     def accepts_images(self) -> bool:
