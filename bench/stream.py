@@ -94,7 +94,7 @@ class PaintRecorder:
     def __init__(self) -> None:
         self.paints: list[tuple[float, int]] = []  # (time, length of the rendered reply text)
         self.ends: list[int] = []  # cumulative text length after each token
-        self.message_widget: MessageWidget | None = None
+        self.earlier: set[int] = set()  # messages shown before the reply (theirs are not its paints)
         recorder = self
         for cls in (TextBlock, CodeBlock):
             base_paint = cls.paintEvent
@@ -102,7 +102,8 @@ class PaintRecorder:
             def paint(widget: Any, event: Any, _base: Any = base_paint) -> None:
                 _base(widget, event)
                 owner = widget.parentWidget()
-                if owner is not None and owner is recorder.message_widget:
+                if (isinstance(owner, MessageWidget) and owner.message.role == "assistant"
+                        and owner.message.id not in recorder.earlier):
                     recorder.paints.append((time.perf_counter(), len(owner.rendered_text)))
 
             cls.paintEvent = paint  # type: ignore[method-assign]
@@ -118,8 +119,8 @@ class PaintRecorder:
 
         ChatClient.stream_chat = counted  # type: ignore[method-assign]
 
-    def reset(self) -> None:
-        self.paints, self.ends, self.message_widget = [], [], None
+    def reset(self, earlier: set[int]) -> None:
+        self.paints, self.ends, self.earlier = [], [], earlier
 
     def stamps(self) -> list[float]:
         """When each token was first painted."""
@@ -161,24 +162,13 @@ async def strata_once(service: ChatService, page: ChatPage, sampling: SamplingPa
     conv_id = page.new_conversation()
     service.store.update_settings(conv_id, sampling=sampling)
     await asyncio.sleep(0.05)  # the new conversation is painted before the user sends, as in use
-    recorder.reset()
-    before = set(page.message_widgets)
-
-    def find_reply() -> None:  # the reply's widget is built on a loop turn after the send
-        new = [w for i, w in page.message_widgets.items() if i not in before and w.message.role == "assistant"]
-        if new:
-            recorder.message_widget = new[0]
-
+    recorder.reset(set(page.message_widgets))
     with StallProbe() as probe:
         cpu = time.process_time()
         start = time.perf_counter()
         handle = page.send_text(PROMPT)
         assert handle is not None
-        while handle.is_running and recorder.message_widget is None:
-            await asyncio.sleep(0)
-            find_reply()
         await handle.wait()
-        find_reply()
         await asyncio.sleep(0.05)  # the last text is painted after the reply is saved
         cpu = time.process_time() - cpu
     if handle.error is not None:
