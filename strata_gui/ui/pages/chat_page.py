@@ -516,7 +516,8 @@ class ChatPage(Page):
         self.reply_handle = None
         self._flush_renders()
         self._update_actions()
-        self._update_meter()
+        # The meter already moved with the reply's final update (MessageUpdated): the end of a
+        # reply is the longest moment the loop is busy, so it is not read from SQLite again.
         self.refresh_conversations()
 
     def stop(self) -> None:
