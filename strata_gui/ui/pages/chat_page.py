@@ -517,9 +517,10 @@ class ChatPage(Page):
         self.reply_handle = None
         self._flush_renders()
         self._update_actions()
-        # The meter already moved with the reply's final update (MessageUpdated): the end of a
-        # reply is the longest moment the loop is busy, so it is not read from SQLite again.
-        self.refresh_conversations()
+        # The end of a reply is the loop's longest busy moment: the reply's last text is painted
+        # first, the conversation list (title, where it ran) is rebuilt on the next turn, and the
+        # meter already moved with the reply's final update (MessageUpdated).
+        QTimer.singleShot(0, self, self.refresh_conversations)
 
     def stop(self) -> None:
         if self.reply_handle is not None:
