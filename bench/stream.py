@@ -3,9 +3,13 @@
 Interleaved repetitions on the same llama-server and prompt:
   * raw:    httpx streaming + minimal SSE parsing, nothing else;
   * strata: ChatService -> ChatClient -> events -> ChatPage widgets (offscreen Qt, qasync loop).
-Both are timed on the client: time to first token (TTFT) and decode rate (pieces after the first
-divided by the time from the first to the last piece). While each stream runs, a probe task
-measures how late the event loop wakes it (the longest stall the UI would feel).
+Each token is stamped when the client can show it: for raw, when its piece is parsed; for strata,
+when the message's text widget first *paints* with that token in its rendered text (what the user
+sees, so batching and frame pacing are charged to Strata). TTFT is the first stamp after the
+request starts; the decode rate is the tokens after the first divided by the time from the first
+to the last stamp. While each stream runs, a probe task measures how late the event loop wakes it
+(the longest stall the UI would feel), and the process CPU time per reply is recorded (less noisy
+than rates when other work loads the machine).
 
 Usage: python bench/stream.py [--engine DIR] [--model FILE] [--reps 5] [--tokens 512]
 Defaults: the CPU test engine from ~/.cache/strata-dev/engines.env and the generated test model.
@@ -16,12 +20,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -30,12 +36,13 @@ import httpx
 import qasync
 from PySide6.QtWidgets import QApplication
 
-from strata_gui.core.chat.service import ChatService, MessageDelta, default_supervisor_factory
+from strata_gui.core.chat.service import ChatService, default_supervisor_factory
 from strata_gui.core.chat.store import ConversationStore
-from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.runtime.client import ChatClient, SamplingParams
 from strata_gui.core.runtime.engine import Backend, EngineSpec, server_executable
 from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
 from strata_gui.ui.pages.chat_page import ChatPage
 
 PROMPT = "Write a long story about a lighthouse keeper."
@@ -66,17 +73,74 @@ class StallProbe:
 
 def rates(stamps: list[float], start: float) -> tuple[float, float]:
     ttft = stamps[0] - start
-    decode = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else 0.0
+    span = stamps[-1] - stamps[0]
+    # A reply that appeared in one paint did not stream at all: rate 0, not infinity.
+    decode = (len(stamps) - 1) / span if len(stamps) > 1 and span > 0 else 0.0
     return ttft, decode
 
 
-Sample = tuple[float, float, float, int, float]  # ttft s, decode tok/s, worst stall s, pieces, server tok/s
+Sample = tuple[float, float, float, int, float, float]
+# ttft s, decode tok/s, worst stall s, pieces, server tok/s, process CPU s
+
+
+class PaintRecorder:
+    """Records when the reply's text is painted, and how much of it each paint showed.
+
+    Installed once, before any message widget exists: the text blocks' ``paintEvent`` is wrapped
+    at class level (one Python call per paint, nothing per token), and the client's ``on_delta``
+    is wrapped to learn where each token ends in the reply text.
+    """
+
+    def __init__(self) -> None:
+        self.paints: list[tuple[float, int]] = []  # (time, length of the rendered reply text)
+        self.ends: list[int] = []  # cumulative text length after each token
+        self.earlier: set[int] = set()  # messages shown before the reply (theirs are not its paints)
+        recorder = self
+        for cls in (TextBlock, CodeBlock):
+            base_paint = cls.paintEvent
+
+            def paint(widget: Any, event: Any, _base: Any = base_paint) -> None:
+                _base(widget, event)
+                owner = widget.parentWidget()
+                if (isinstance(owner, MessageWidget) and owner.message.role == "assistant"
+                        and owner.message.id not in recorder.earlier):
+                    recorder.paints.append((time.perf_counter(), len(owner.rendered_text)))
+
+            cls.paintEvent = paint  # type: ignore[method-assign]
+        stream_chat = ChatClient.stream_chat
+
+        async def counted(client: ChatClient, messages: Any, sampling: Any = None, on_delta: Any = None,
+                          **kw: Any) -> Any:
+            def delta(text: str) -> None:
+                recorder.ends.append((recorder.ends[-1] if recorder.ends else 0) + len(text))
+                on_delta(text)
+
+            return await stream_chat(client, messages, sampling, delta if on_delta else None, **kw)
+
+        ChatClient.stream_chat = counted  # type: ignore[method-assign]
+
+    def reset(self, earlier: set[int]) -> None:
+        self.paints, self.ends, self.earlier = [], [], earlier
+
+    def stamps(self) -> list[float]:
+        """When each token was first painted."""
+        out: list[float] = []
+        paints = iter(self.paints)
+        t, shown = next(paints, (math.inf, 0))
+        for end in self.ends:
+            while shown < end:
+                t, shown = next(paints, (math.inf, 1 << 62))
+            out.append(t)
+        if out and out[-1] == math.inf:
+            raise SystemExit("the end of the reply was never painted")
+        return out
 
 
 async def raw_once(http: httpx.AsyncClient, base: str, sampling: SamplingParams) -> Sample:
     body = {"messages": [{"role": "user", "content": PROMPT}], "stream": True, **sampling.to_request()}
     stamps: list[float] = []
     server_rate = 0.0
+    cpu = time.process_time()
     with StallProbe() as probe:
         start = time.perf_counter()
         async with http.stream("POST", base + "/v1/chat/completions", json=body, timeout=None) as resp:
@@ -88,32 +152,29 @@ async def raw_once(http: httpx.AsyncClient, base: str, sampling: SamplingParams)
                         stamps.append(time.perf_counter())
                     if "timings" in chunk:
                         server_rate = chunk["timings"]["predicted_per_second"]
+    cpu = time.process_time() - cpu
     ttft, decode = rates(stamps, start)
-    return ttft, decode, probe.worst, len(stamps), server_rate
+    return ttft, decode, probe.worst, len(stamps), server_rate, cpu
 
 
-async def strata_once(service: ChatService, page: ChatPage, sampling: SamplingParams) -> Sample:
+async def strata_once(service: ChatService, page: ChatPage, sampling: SamplingParams,
+                      recorder: PaintRecorder) -> Sample:
     conv_id = page.new_conversation()
     service.store.update_settings(conv_id, sampling=sampling)
-    stamps: list[float] = []
-
-    def on_event(event: object) -> None:
-        if isinstance(event, MessageDelta):
-            stamps.append(time.perf_counter())
-
-    service.subscribe(on_event)  # after the page: stamps include the widget update
-    try:
-        with StallProbe() as probe:
-            start = time.perf_counter()
-            handle = page.send_text(PROMPT)
-            assert handle is not None
-            await handle.wait()
-    finally:
-        service.unsubscribe(on_event)
+    await asyncio.sleep(0.05)  # the new conversation is painted before the user sends, as in use
+    recorder.reset(set(page.message_widgets))
+    with StallProbe() as probe:
+        cpu = time.process_time()
+        start = time.perf_counter()
+        handle = page.send_text(PROMPT)
+        assert handle is not None
+        await handle.wait()
+        await asyncio.sleep(0.05)  # the last text is painted after the reply is saved
+        cpu = time.process_time() - cpu
     if handle.error is not None:
         raise SystemExit(f"strata path failed: {handle.error}")
-    ttft, decode = rates(stamps, start)
-    return ttft, decode, probe.worst, len(stamps), float(handle.result.stats.decode_tps or 0.0)
+    ttft, decode = rates(recorder.stamps(), start)
+    return ttft, decode, probe.worst, len(recorder.ends), float(handle.result.stats.decode_tps or 0.0), cpu
 
 
 def default_engine_and_model() -> tuple[Path, Path]:
@@ -157,6 +218,7 @@ def main() -> int:
                                   SettingsService(SettingsStore(Path(workdir.name) / "settings.json"),
                                                   Settings(context_size=args.tokens + 512, last_model=str(model))))
             service.set_plan([bench_spec(engine_dir)])
+            recorder = PaintRecorder()
             page = ChatPage(service, AsyncBridge())
             page.resize(1000, 700)
             page.show()
@@ -166,12 +228,12 @@ def main() -> int:
                 assert sup is not None
                 sampling = SamplingParams(max_tokens=args.tokens, seed=7, temperature=1.0)
                 await raw_once(http, sup.base_url, sampling)  # warm-up: prompt cache, page-in
-                await strata_once(service, page, sampling)
+                await strata_once(service, page, sampling, recorder)
                 raw: list[Sample] = []
                 strata: list[Sample] = []
                 for _ in range(args.reps):
                     raw.append(await raw_once(http, sup.base_url, sampling))
-                    strata.append(await strata_once(service, page, sampling))
+                    strata.append(await strata_once(service, page, sampling, recorder))
             finally:
                 await service.aclose()
                 page.deleteLater()
@@ -179,10 +241,15 @@ def main() -> int:
         r_ttft, s_ttft = med(x[0] for x in raw), med(x[0] for x in strata)
         r_dec, s_dec = med(x[1] for x in raw), med(x[1] for x in strata)
         print(f"engine {engine_dir}  model {model.name}  reps {args.reps}  tokens/reply ~{strata[0][3]}")
-        print(f"{'path':8} {'TTFT ms':>9} {'decode tok/s':>13} {'worst stall ms':>15} {'engine tok/s':>13}")
+        print(f"{'path':8} {'TTFT ms':>9} {'decode tok/s':>13} {'worst stall ms':>15} {'engine tok/s':>13}"
+              f" {'CPU ms/reply':>13}")
         for name, rows in (("raw", raw), ("strata", strata)):
             print(f"{name:8} {med(x[0] for x in rows) * 1000:9.1f} {med(x[1] for x in rows):13.1f}"
-                  f" {max(x[2] for x in rows) * 1000:15.1f} {med(x[4] for x in rows):13.1f}")
+                  f" {max(x[2] for x in rows) * 1000:15.1f} {med(x[4] for x in rows):13.1f}"
+                  f" {med(x[5] for x in rows) * 1000:13.1f}")
+        print("pairs (decode ratio / TTFT diff ms / engine tok/s raw:strata):")
+        print("  " + "  ".join(f"{s[1] / r[1]:.3f}/{(s[0] - r[0]) * 1000:+.1f}/{r[4]:.0f}:{s[4]:.0f}"
+                               for r, s in zip(raw, strata, strict=True)))
         pair_ratio = med(s[1] / r[1] for r, s in zip(raw, strata, strict=True))
         pair_ttft = med(s[0] - r[0] for r, s in zip(raw, strata, strict=True))
         print(f"decode ratio strata/raw: {s_dec / r_dec:.3f} (medians), {pair_ratio:.3f} (median of"

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import httpx
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QGuiApplication
 
-from strata_gui.core.chat.service import ChatService, default_supervisor_factory
+from strata_gui.core.chat.service import ChatEvent, ChatService, MessageDelta, default_supervisor_factory
 from strata_gui.core.chat.store import COMPLETE, STOPPED, ConversationStore, Message
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.markdown import split_segments
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget
-from strata_gui.ui.pages.chat_page import PAGE_SIZE, ChatPage
+from strata_gui.ui.pages.chat_page import FRAME_S, PAGE_SIZE, ChatPage
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import engines as _engines
 from tests.support.settings import settings_service
@@ -216,3 +216,56 @@ def test_markdown_code_blocks_render_and_copy(qtbot) -> None:  # type: ignore[no
     w2.render_text()
     assert w2.blocks[0] is intro and isinstance(w2.blocks[1], CodeBlock)
     assert w2.blocks[1].code.text() == "line1\nline2"
+
+
+class PaintLog(QObject):
+    """Records each paint of a message's text block, with the length of the text it showed."""
+
+    def __init__(self, widget: MessageWidget) -> None:
+        super().__init__()
+        self.widget = widget
+        self.paints: list[tuple[float, int]] = []
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            self.paints.append((asyncio.get_running_loop().time(), len(self.widget.rendered_text)))
+        return False
+
+
+@pytest.mark.engine
+def test_first_text_is_rendered_at_once_then_at_most_once_per_frame(  # type: ignore[no-untyped-def]
+        page_env, test_engines: Engines) -> None:
+    page, service, loop, errors = page_env
+    service.set_plan([cpu_spec(test_engines)])
+    conv_id = page.new_conversation()
+    service.store.update_settings(conv_id, sampling=SamplingParams(max_tokens=300, seed=7, temperature=1.0))
+    shown_at_first_delta: list[tuple[str, str]] = []
+    logs: list[PaintLog] = []
+
+    def on_event(event: ChatEvent) -> None:  # subscribed after the page: it sees what the page did
+        if isinstance(event, MessageDelta) and not shown_at_first_delta:
+            widget = page.message_widgets[event.message_id]
+            shown_at_first_delta.append((widget.rendered_text, event.text))
+            log = PaintLog(widget)
+            widget.blocks[0].viewport().installEventFilter(log)
+            logs.append(log)
+
+    service.subscribe(on_event)
+    handle = page.send_text("Write a long story")
+    assert handle is not None
+    started = loop.time()
+    loop.run_until_complete(handle.wait())
+    reply = page.message_widgets[max(page.message_widgets)]
+    assert not errors and reply.message.status == COMPLETE and reply.rendered_text == reply.text
+    # The end of the reply is painted promptly after it arrived.
+    loop.run_until_complete(wait_until(lambda: bool(logs[0].paints) and logs[0].paints[-1][1] == len(reply.text),
+                                       timeout=1.0))
+    duration = loop.time() - started
+    service.unsubscribe(on_event)
+    # The first text was rendered by the event that brought it (painted on the next loop turn).
+    (shown, first), = shown_at_first_delta
+    assert shown == first
+    # It streamed visibly, and no more renders were painted than frames passed.
+    painted = sorted({length for _t, length in logs[0].paints})
+    assert len(painted) >= 2
+    assert len(painted) <= duration / FRAME_S + 2

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+PAUSE = b""  # in a script: wait a moment, so the next part arrives in a read of its own
 
 
 def chunk(content: str | None = None, finish: str | None = None, **extra: Any) -> bytes:
@@ -45,6 +48,24 @@ SCRIPTS: dict[str, list[bytes]] = {
         chunk(None, "stop"),
         b"data: [DONE]\n\n",
     ],
+    # Events cut anywhere by the network: inside a UTF-8 character, inside the JSON, between CR and
+    # LF; CRLF line ends; one event's data on two lines; several events in one read.
+    "split-crlf": [
+        'data: {"choices": [{"index": 0, "delta": {"content": "ét'.encode()[:-2],
+        PAUSE,
+        'data: {"choices": [{"index": 0, "delta": {"content": "ét'.encode()[-2:]
+        + b'\\u00e9"}, "finish_reason": null}]}\r',
+        PAUSE,
+        b"\n\r\n",
+        b'data: {"choices": [{"index": 0,\r\ndata: "delta": {"content": " \xe2\x80\xa8ok"}}]}\r\n\r\n'
+        + chunk(" two") + chunk(None, "stop"),
+        PAUSE,
+        b"data: [DONE]\r\n\r\n",
+    ],
+    # 40 tokens in four bursts: each burst arrives in one read, as when the engine outpaces the loop.
+    "bursts": [part for burst in range(4)
+               for part in (b"".join(chunk(f"t{i} ") for i in range(burst * 10, burst * 10 + 10)), PAUSE)]
+    + [chunk(None, "stop"), b"data: [DONE]\n\n"],
 }
 
 
@@ -73,6 +94,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         for part in SCRIPTS[script]:
+            if part == PAUSE:
+                time.sleep(0.05)
+                continue
             self.wfile.write(part)
             self.wfile.flush()
         self.close_connection = True

@@ -94,6 +94,20 @@ def test_unicode_line_separators_inside_a_reply_are_text() -> None:
         asyncio.run(scenario(base))
 
 
+def test_events_cut_anywhere_by_the_network_read_whole() -> None:
+    """Reads that end inside a character, a JSON object or a CRLF pair, CRLF line ends and an
+    event whose data spans two lines still give the reply's exact text, one piece per event."""
+    async def scenario(base: str) -> None:
+        pieces: list[str] = []
+        async with httpx.AsyncClient(trust_env=False) as http:
+            reply = await ChatClient(http, base).stream_chat(HELLO, None, pieces.append)
+        assert pieces == ["\u00e9t\u00e9", " \u2028ok", " two"]
+        assert reply.text == "\u00e9t\u00e9 \u2028ok two" and reply.stats.finish_reason == "stop"
+
+    with sse_server("split-crlf") as (base, _requests):
+        asyncio.run(scenario(base))
+
+
 @pytest.mark.parametrize(("script", "error", "text"), [
     ("midstream-error", ServerError, "llama_decode failed"),
     ("unauthorized", ChatError, "rejected the API key"),

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from .store import COMPLETE, FAILED, INTERRUPTED, STOPPED, STREAMING, Conversati
 log = logging.getLogger(__name__)
 
 DEFAULT_TITLE = "New chat"
+DELTA_INTERVAL = 0.016  # s: one frame at 60 Hz; streamed text reaches listeners at most this often
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,9 @@ class MessageAdded:
 
 @dataclass(frozen=True)
 class MessageDelta:
+    """Text a streaming reply received since the previous delta (one or more tokens; at most
+    about one delta per ``delta_interval``)."""
+
     message_id: int
     text: str
 
@@ -134,8 +139,10 @@ class ChatService:
         http: Shared HTTP client for the chat API.
         settings_service: User settings (read at each engine start: auto_fallback, context ...);
             :meth:`set_model` records the last model through it.
-        clock: Monotonic clock (save throttling).
+        clock: Monotonic clock (save throttling, delta batching, statistics of a stopped reply).
         save_interval: Seconds between saves of a reply that is streaming.
+        delta_interval: Shortest time between two :class:`MessageDelta` events of a streaming
+            reply (the text in between is batched): about one display frame.
         plan_provider: Gives the engine plan for a model (a benchmarked engine first); consulted
             when the model changes. Without it the plan is whatever :meth:`set_plan` was given.
         crash_handler: Asked when a reply failed with an engine error (e.g. an RPC worker dropped);
@@ -155,6 +162,7 @@ class ChatService:
         *,
         clock: Callable[[], float] = time.monotonic,
         save_interval: float = 1.0,
+        delta_interval: float = DELTA_INTERVAL,
         plan_provider: Callable[[Path | None], list[EngineSpec]] | None = None,
         crash_handler: Callable[[Outcome | None, Path | None], Awaitable[str | None]] | None = None,
         launch_settings: Callable[[Path], ServerSettings] | None = None,
@@ -171,6 +179,7 @@ class ChatService:
         self.settings_service = settings_service
         self._clock = clock
         self._save_interval = save_interval
+        self._delta_interval = delta_interval
         self._listeners: list[Listener] = []
         self.plan: list[EngineSpec] = []
         last = settings_service.current.last_model
@@ -183,6 +192,8 @@ class ChatService:
         self._stale = False  # model or plan changed since the engine started
         self.last_outcome: Outcome | None = None
         self.remote: RemoteEngine | None = None  # when set, replies go there instead
+        self._projector_key: tuple[Path, int] | None = None
+        self._projector: Path | None = None
 
     @property
     def settings(self) -> Settings:
@@ -256,8 +267,20 @@ class ChatService:
 
     @property
     def projector(self) -> Path | None:
-        """The chosen model's vision projector (``mmproj`` next to it), loaded with the model."""
-        return find_projector(self.model) if self.model is not None else None
+        """The chosen model's vision projector (``mmproj`` next to it), loaded with the model.
+
+        The folder is listed again only when it changed (its modification time): a projector
+        downloaded later is still found, and a message does not pay for listing a big folder.
+        """
+        if self.model is None:
+            return None
+        try:
+            key = (self.model, self.model.parent.stat().st_mtime_ns)
+        except OSError:
+            return None
+        if key != self._projector_key:
+            self._projector_key, self._projector = key, find_projector(self.model)
+        return self._projector
 
     @property
     def accepts_images(self) -> bool:
@@ -493,7 +516,10 @@ class ChatService:
             on_delta = buffer.add
 
             try:
-                result = await client.stream_chat(history, conv.sampling, on_delta)
+                try:
+                    result = await client.stream_chat(history, conv.sampling, on_delta)
+                finally:
+                    buffer.flush()  # listeners get all the text before the final update
             except asyncio.CancelledError:
                 stopped = buffer.counted_stats()
                 stopped.finish_reason, stopped.engine, stopped.backend = "stopped", spec.label, spec.backend
@@ -581,7 +607,10 @@ class ChatService:
         buffer = _ReplyBuffer(reply_id, self, self._clock())
         stopped = ReplyStats(engine=remote.label, backend="remote")
         try:
-            result = await remote.stream_chat(history, conv.sampling, buffer.add)
+            try:
+                result = await remote.stream_chat(history, conv.sampling, buffer.add)
+            finally:
+                buffer.flush()
         except asyncio.CancelledError:
             stopped = buffer.counted_stats()
             stopped.engine, stopped.backend, stopped.finish_reason = remote.label, "remote", "stopped"
@@ -622,28 +651,58 @@ class ChatService:
 
 
 class _ReplyBuffer:
-    """Collects a streaming reply, forwards each piece, saves it about once per interval."""
+    """Collects a streaming reply, forwards its text in batches, saves it about once per interval.
+
+    Pieces arrive once per token (hundreds per second); listeners (the chat page's repaint, the
+    CLI's print) need the text at most once per frame. The first piece goes out at once (time to
+    first token is what the user waits for); later ones are sent together when ``delta_interval``
+    has passed since the last event, by a timer when none arrives to carry them.
+    """
 
     def __init__(self, message_id: int, service: ChatService, now: float) -> None:
         self.message_id = message_id
         self.pieces: list[str] = []
         self._service = service
+        self._interval = service._delta_interval
         self._last_save = now
         self._started = now
         self._first: float | None = None
         self._last: float | None = None
+        self._sent = 0  # pieces already emitted
+        self._last_emit = -math.inf
+        self._timer: asyncio.TimerHandle | None = None
 
     def add(self, text: str) -> None:
         self.pieces.append(text)
         svc = self._service
-        svc._emit(MessageDelta(self.message_id, text))
         now = svc._clock()
         if self._first is None:
             self._first = now
         self._last = now
+        if self._timer is None:
+            wait = self._last_emit + self._interval - now
+            if wait <= 0:
+                self._emit(now)
+            else:
+                self._timer = asyncio.get_running_loop().call_later(wait, self.flush)
         if now - self._last_save >= svc._save_interval:
             self._last_save = now
             svc.store.update_message(self.message_id, content="".join(self.pieces))
+
+    def flush(self) -> None:
+        """Emit the text not sent yet (the timer's callback, and before the reply is finished)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._sent < len(self.pieces):
+            self._emit(self._service._clock())
+
+    def _emit(self, now: float) -> None:
+        pieces = self.pieces
+        text = pieces[-1] if self._sent == len(pieces) - 1 else "".join(pieces[self._sent:])
+        self._sent = len(pieces)
+        self._last_emit = now
+        self._service._emit(MessageDelta(self.message_id, text))
 
     def counted_stats(self) -> ReplyStats:
         """Statistics of a reply cut short (Stop): the engine's final timings never arrive, so the

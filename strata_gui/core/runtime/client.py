@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -204,42 +204,41 @@ class ChatClient:
     async def _read_stream(self, resp: httpx.Response, stats: ReplyStats, pieces: list[str],
                            timings: dict[str, Any], usage: dict[str, Any], started: float,
                            on_delta: DeltaCallback | None) -> None:
-        """Read the SSE body into ``pieces``/``stats`` (raises on HTTP and in-stream errors)."""
+        """Read the SSE body into ``pieces``/``stats`` (raises on HTTP and in-stream errors).
+
+        This runs once per streamed token on the UI's event loop, so it works on the raw bytes:
+        one ``split(b"\n")`` per network read, ``json.loads`` straight on the data payload, and
+        no per-line objects beyond the slices themselves.
+        """
         if resp.status_code != 200:
             await resp.aread()
             raise _http_error(resp)
-        data_lines: list[str] = []
+        events = _SseEvents()
         done = False
         failure: ServerError | ChatError | None = None
         # The body is always read to its end (never ``break``): leaving httpx's async
         # generators suspended makes their clean-up run outside the loop under qasync.
-        async for line in _sse_lines(resp):
+        async for raw in resp.aiter_bytes():
             if done or failure is not None:
                 continue
-            if line.startswith(":"):
-                continue  # comment / keep-alive ping
-            if line.startswith("data:"):
-                data_lines.append(line[5:].removeprefix(" "))
-                continue
-            if line.strip() or not data_lines:
-                continue  # event:/id:/retry: fields are not used by llama-server
-            payload = "\n".join(data_lines)  # a blank line ends the event
-            data_lines = []
-            if payload.strip() == "[DONE]":
-                done = True
-                continue
-            try:
-                chunk = _parse_chunk(payload)
-            except (ServerError, ChatError) as exc:
-                failure = exc
-                continue
-            text = _apply_chunk(chunk, stats, timings, usage)
-            if text:
-                if stats.ttft_s is None:
-                    stats.ttft_s = self._clock() - started
-                pieces.append(text)
-                if on_delta is not None:
-                    on_delta(text)
+            for payload in events.feed(raw):
+                if done or failure is not None:
+                    break
+                if payload.strip() == b"[DONE]":
+                    done = True
+                    break
+                try:
+                    chunk = _parse_chunk(payload)
+                except (ServerError, ChatError) as exc:
+                    failure = exc
+                    break
+                text = _apply_chunk(chunk, stats, timings, usage)
+                if text:
+                    if stats.ttft_s is None:
+                        stats.ttft_s = self._clock() - started
+                    pieces.append(text)
+                    if on_delta is not None:
+                        on_delta(text)
         if failure is not None:
             raise failure
         if not done and stats.finish_reason is None:
@@ -247,13 +246,49 @@ class ChatClient:
                               hint="The engine probably crashed; the partial reply was kept.")
 
 
-def _parse_chunk(payload: str) -> dict[str, Any]:
+class _SseEvents:
+    """Splits a Server-Sent Events byte stream into the data payloads of its events.
+
+    Lines are split on line feeds only: httpx's ``aiter_lines`` also splits on U+2028/U+2029/U+0085,
+    which JSON allows unescaped inside strings and llama-server sends as is (a reply holding one
+    would be cut in two). Working on bytes makes that rule free: those characters are multi-byte
+    UTF-8 sequences that never contain the byte 0x0A.
+    """
+
+    __slots__ = ("_data", "_pending")
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self._data: list[bytes] = []  # data lines of the event being read
+
+    def feed(self, raw: bytes) -> list[bytes]:
+        """The payloads of the events completed by ``raw`` (``data:`` lines joined by line feeds)."""
+        if self._pending:
+            raw = self._pending + raw
+        lines = raw.split(b"\n")
+        self._pending = lines.pop()
+        out: list[bytes] = []
+        data = self._data
+        for line in lines:
+            if line.startswith(b"data:"):
+                # One optional space after the colon; a trailing CR (CRLF streams) is JSON whitespace.
+                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+            elif (not line or line == b"\r") and data:  # a blank line ends the event
+                out.append(data[0] if len(data) == 1 else b"\n".join(d.removesuffix(b"\r") for d in data))
+                data.clear()
+            # comments (":"), event:/id:/retry: fields are not used by llama-server
+        return out
+
+
+def _parse_chunk(payload: bytes) -> dict[str, Any]:
     try:
         chunk = json.loads(payload)
     except ValueError as exc:
-        raise ServerError("The engine sent a reply Strata cannot read.", details=payload[:500]) from exc
+        raise ServerError("The engine sent a reply Strata cannot read.",
+                          details=payload[:500].decode(errors="replace")) from exc
     if not isinstance(chunk, dict):
-        raise ServerError("The engine sent a reply Strata cannot read.", details=payload[:500])
+        raise ServerError("The engine sent a reply Strata cannot read.",
+                          details=payload[:500].decode(errors="replace"))
     err = chunk.get("error")
     if err:
         raise _error_from_body(err, status=None)
@@ -321,21 +356,3 @@ def _http_error(resp: httpx.Response) -> ChatError | ServerError:
     if isinstance(err, dict):
         err.setdefault("code", resp.status_code)
     return _error_from_body(err, resp.status_code)
-
-
-async def _sse_lines(resp: httpx.Response) -> AsyncIterator[str]:
-    """The body's lines, split on line feeds only.
-
-    httpx's ``aiter_lines`` also splits on U+2028/U+2029/U+0085, which JSON allows unescaped inside
-    strings and llama-server sends as is: a reply holding one would be cut in two and unreadable.
-    """
-    pending = ""
-    async for text in resp.aiter_text():
-        pending += text
-        if "\n" not in text:
-            continue
-        *lines, pending = pending.split("\n")
-        for line in lines:
-            yield line.removesuffix("\r")
-    if pending:
-        yield pending.removesuffix("\r")

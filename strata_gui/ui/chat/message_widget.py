@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import math
+import time
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QResizeEvent, QWheelEvent
+from PySide6.QtGui import (
+    QFontDatabase,
+    QGuiApplication,
+    QPaintEvent,
+    QPalette,
+    QResizeEvent,
+    QTextCursor,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -20,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from strata_gui.core.chat import FAILED, INTERRUPTED, STOPPED, STREAMING, Message
 from strata_gui.ui.chat.attachments import ImageThumb
-from strata_gui.ui.chat.markdown import Segment, split_segments
+from strata_gui.ui.chat.markdown import Segment, plain_extension, split_segments
 
 MESSAGE_THUMB = 160
 
@@ -47,14 +56,30 @@ class TextBlock(QTextBrowser):
         palette.setColor(QPalette.ColorRole.Base, palette.color(background))
         self.setPalette(palette)
         self.document().setDocumentMargin(0)
+        self.paint_cost = 0.0  # CPU seconds spent painting (the chat page paces streaming renders by it)
         self.segment: Segment | None = None
         self.set_segment(Segment("text", text))
 
+    def paintEvent(self, event: QPaintEvent) -> None:
+        started = time.thread_time()
+        super().paintEvent(event)
+        self.paint_cost += time.thread_time() - started
+
     def set_segment(self, segment: Segment) -> None:
-        if segment != self.segment:
-            self.segment = segment
+        if segment == self.segment:
+            return
+        old = self.segment
+        # A streaming reply mostly grows by plain words on its last line: append them instead of
+        # parsing and rebuilding the whole document; Qt then re-lays out only the last paragraph.
+        extra = plain_extension(old.text, segment.text) if old is not None and old.kind == "text" else None
+        if extra is None:
             self.setMarkdown(segment.text)
-            self._fit()
+        elif extra:
+            cursor = QTextCursor(self.document())
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertText(extra)
+        self.segment = segment
+        self._fit()
 
     def _fit(self) -> None:
         doc = self.document()
@@ -124,6 +149,7 @@ class MessageWidget(QFrame):
         super().__init__(parent)
         self.message = message
         self.text = message.content
+        self.rendered_text = ""  # what the widgets show: text appended since shows at the next render
         self.setObjectName("userMessage" if message.role == "user" else "assistantMessage")
         self._background = (QPalette.ColorRole.AlternateBase if message.role == "user"
                             else QPalette.ColorRole.Window)
@@ -178,6 +204,7 @@ class MessageWidget(QFrame):
 
     def render_text(self) -> None:
         """Bring the widgets in line with :attr:`text`, touching only segments that changed."""
+        self.rendered_text = self.text
         segments = split_segments(self.text)
         if not segments and self.message.status == STREAMING:
             segments = [Segment("text", "…")]
@@ -201,6 +228,15 @@ class MessageWidget(QFrame):
             self.body.removeWidget(old)
             old.deleteLater()
         del self.blocks[len(segments):]
+
+    def take_paint_cost(self) -> float:
+        """CPU seconds its text blocks spent painting since the last call."""
+        cost = 0.0
+        for block in self.blocks:
+            if isinstance(block, TextBlock):
+                cost += block.paint_cost
+                block.paint_cost = 0.0
+        return cost
 
     def set_message(self, message: Message) -> None:
         """A saved state of the message (finished, interrupted, reset for a retry)."""
