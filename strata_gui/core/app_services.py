@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from strata_gui.core.bench.service import DashboardService
-from strata_gui.core.bench.store import MetricsStore
+from strata_gui.core.bench.store import ImageRun, MetricsStore
 from strata_gui.core.bench.workload import Benchmark
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.chat.service import ChatEvent, ChatService, MessageUpdated, default_supervisor_factory
@@ -29,6 +30,8 @@ from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
+from strata_gui.core.images.gallery import Gallery
+from strata_gui.core.images.service import ImageRecord, ImageService
 from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.load_options import LoadOptionsService
 from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for_gpus
@@ -97,6 +100,7 @@ class AppServices:
     rpc: RpcPool  # llama.cpp RPC workers for the chat's engine, and lending this machine
     fit_target: FitTarget
     load_options: LoadOptionsService  # per-model load options: the chat launch, bench, the panel's fit
+    images: ImageService  # image generation (sd-server engines from the resolver's image plan) and the gallery
     gpu_error: StrataError | None = None  # why the configured GPU source could not be used
 
     @property
@@ -160,6 +164,7 @@ class AppServices:
         try:
             await run_blocking(self.telemetry.close, name="strata-telemetry-close")
             await self.serve.stop()
+            await self.images.aclose()
             await self.chat.aclose()
             await self.rpc.aclose()
         finally:
@@ -190,6 +195,16 @@ def fit_after_drop(model: Path, target: MemoryTarget) -> str:
         return ""
     return (f" The model ({format_bytes(needed)}) no longer fits in the GPU memory left "
             f"({format_bytes(usable)}): part of it will run on the processor, which is slower.")
+
+
+def image_recorder(metrics: MetricsStore) -> Callable[[ImageRecord], None]:
+    """Keep each finished image batch in the metrics store, beside the text requests."""
+
+    def record(rec: ImageRecord) -> None:
+        metrics.record_image(ImageRun(rec.model, rec.engine, rec.backend, rec.width, rec.height, rec.steps,
+                                      rec.images, rec.seconds_per_step, rec.seconds_per_image, rec.source, rec.at))
+
+    return record
 
 
 def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
@@ -236,9 +251,11 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     dashboard = DashboardService(metrics, bench, local, resolver=resolver)
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     serve = ServeService(base.settings_service, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
+    images = ImageService(resolver.image_plan, local, Gallery(paths.data_dir / "images"), environ=env,
+                          recorder=image_recorder(metrics), log_dir=paths.log_dir, job=job)
     app = AppServices(base, client, local, gpu, GpuTelemetry(gpu), engines, resolver, models, metrics, dashboard, chat_store, chat,
                       remote=remote, serve=serve, rpc=rpc, fit_target=fit_target, load_options=load_options,
-                      gpu_error=gpu_error)
+                      images=images, gpu_error=gpu_error)
     chat.subscribe(app._record_reply)
     dashboard.add_choice_listener(app.refresh_chat_plan)
     base.settings_service.subscribe(app._settings_changed)
