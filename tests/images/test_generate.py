@@ -8,10 +8,13 @@ import signal
 from pathlib import Path
 
 import psutil
+import pytest
 
 from strata_gui.core.images import ImageNotice, ImageProgress, ImageRequest, read_settings
 from strata_gui.core.images.png import image_size
 from tests.images.conftest import CRASH_DURING_LOAD, MISSING_LIBRARY, fake_rocm_engine, image_core
+
+pytestmark = pytest.mark.engine
 
 TINY = ImageRequest("a red fox in the snow", negative_prompt="blurry", width=64, height=64, steps=2,
                     cfg_scale=5.0, sampler="euler", seed=1234)

@@ -225,7 +225,7 @@ class ImageService:
         if not plan:
             given = "; ".join(f"{k}: {v}" for k, v in self._failed.items())
             raise ImageError("No image engine can run here." + (f" ({given})" if given else ""),
-                             hint="Install an image engine: strata engines setup --images (or the Engines page).")
+                             hint="Install an image engine: strata engines install --images (or the Engines page).")
         notices: list[str] = []
         load_seconds = 0.0
         for i, spec in enumerate(plan):
