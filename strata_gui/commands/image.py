@@ -17,8 +17,16 @@ import sys
 from pathlib import Path
 
 from strata_gui.core.app_services import AppServices
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import ImageError
-from strata_gui.core.images import ImageEvent, ImageNotice, ImageProgress, ImageRequest, parse_size, read_settings
+from strata_gui.core.images import (
+    ImageEvent,
+    ImageNotice,
+    ImageProgress,
+    ImageRequest,
+    parse_size,
+    read_settings,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,14 +73,32 @@ def _outputs(out: Path, count: int) -> list[Path]:
     return [out] + [out.with_name(f"{out.stem}-{i}{out.suffix or '.png'}") for i in range(2, count + 1)]
 
 
-async def run(args: argparse.Namespace, app: AppServices) -> int:
-    request = request_from_args(args)
+def _folder(text: str) -> Path:
+    return Path(text).expanduser()
+
+
+def _model(args: argparse.Namespace) -> Path:
     model = Path(args.model).expanduser()
     if not model.is_file():
         raise ImageError(f"The model file {model} does not exist.", hint="Pass --model FILE.")
+    return model
+
+
+def _copy_out(sources: list[Path], out: Path) -> list[Path]:
+    written = []
+    for src, dest in zip(sources, _outputs(out.expanduser(), len(sources)), strict=True):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+        written.append(dest)
+    return written
+
+
+async def run(args: argparse.Namespace, app: AppServices) -> int:
+    request = request_from_args(args)
+    model = _model(args)
     await app.prepare()
     for folder in args.engine:
-        await app.resolver.use_folder(Path(folder).expanduser(), kind="image")
+        await app.resolver.use_folder(_folder(folder), kind="image")
     resolution = app.resolver.resolve(model, kind="image")
     if resolution.chosen is None:
         raise ImageError(resolution.summary().replace("engine", "image engine", 1),
@@ -103,10 +129,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
             print("\r" + " " * 78 + "\r", end="", file=sys.stderr)
     written: list[Path] = []
     if args.out is not None:
-        for img, dest in zip(result.images, _outputs(args.out.expanduser(), len(result.images)), strict=True):
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(img.path, dest)
-            written.append(dest)
+        written = await run_blocking(_copy_out, [i.path for i in result.images], args.out, name="strata-copy-image")
     if args.json:
         data = result.to_json()
         data["out"] = [str(p) for p in written]
