@@ -425,12 +425,16 @@ class EngineService:
         """Install and probe the plan's candidates in order until one sees a usable device.
 
         ``kind`` "image": the image engines (stable-diffusion.cpp) instead of the text engines.
+        ``sd-server`` cannot list its devices, so a GPU image build that starts is only known to
+        work once a model loads; image setup therefore also installs the next usable build (Vulkan,
+        else CPU) as the fallback the image service switches to, and stops at a CPU build.
         """
         plan = await self.plan(gpus, releases, kind)
         have = {e.id: e for e in self.installed()}
         attempts: list[Attempt] = []
         chosen: InstalledEngine | None = None
         gpu = gpus[0] if gpus else None
+        wanted = 2 if kind == "image" else 1
         for cand in plan.included:
             try:
                 engine = have.get(cand.engine_id) or await self.install(cand, on_progress, gpu)
@@ -442,8 +446,10 @@ class EngineService:
             result = await self.probe(engine, gpu)
             attempts.append(Attempt(cand, engine, result))
             if result.usable:
-                chosen = engine
-                break
+                chosen = chosen or engine
+                wanted -= 1
+                if wanted <= 0 or engine.backend == "cpu":
+                    break
         return SetupOutcome(plan, tuple(attempts), chosen, tuple(a.summary for a in attempts))
 
     # -- manage ------------------------------------------------------------------------
