@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     from strata_gui.ui.pages.dashboard_page import DashboardPage
     from strata_gui.ui.pages.engines_page import EnginesPage
     from strata_gui.ui.pages.gpu_page import GpuPage
+    from strata_gui.ui.pages.images_page import ImagesPage
     from strata_gui.ui.pages.models_page import ModelsPage
     from strata_gui.ui.pages.network_page import NetworkPage
     from strata_gui.ui.pages.settings_page import SettingsPage
@@ -85,6 +86,11 @@ class UiHooks:
         default=lambda: QFileDialog.getOpenFileName(
             None, QCoreApplication.translate("UiHooks", "Choose a model"), "",
             QCoreApplication.translate("UiHooks", "GGUF models (*.gguf)"))[0] or None
+    )
+    choose_image_model: Callable[[], str | None] = field(
+        default=lambda: QFileDialog.getOpenFileName(
+            None, QCoreApplication.translate("UiHooks", "Choose an image model"), "",
+            QCoreApplication.translate("UiHooks", "Image models (*.gguf *.safetensors *.ckpt)"))[0] or None
     )
     save_path: Callable[[str], str | None] = field(
         default=lambda name: QFileDialog.getSaveFileName(
@@ -164,6 +170,7 @@ class Pages:
     network: NetworkPage
     settings: SettingsPage
     about: AboutPage
+    images: ImagesPage
 
 
 @dataclass
@@ -213,6 +220,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     from strata_gui.ui.pages.dashboard_page import DashboardPage
     from strata_gui.ui.pages.engines_page import EnginesPage
     from strata_gui.ui.pages.gpu_page import GpuPage
+    from strata_gui.ui.pages.images_page import ImagesPage
     from strata_gui.ui.pages.models_page import ModelsPage
     from strata_gui.ui.pages.network_page import NetworkPage
     from strata_gui.ui.pages.settings_page import SettingsPage
@@ -263,8 +271,10 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     about = AboutPage(base.paths, open_path=hooks.open_path, icon=icon,
                       extra_report=lambda: _gpu_and_engine_report(services))
     network = NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
-    ui = AppUi(window, Pages(chat, models, engines, gpu, dashboard, network, settings, about), services, bridge,
-               hooks)
+    images = ImagesPage(services.images, bridge, models=lambda: [], choose_model=hooks.choose_image_model,
+                        open_path=hooks.open_path)
+    ui = AppUi(window, Pages(chat, models, engines, gpu, dashboard, network, settings, about, images), services,
+               bridge, hooks)
 
     def plan_changed(event: object) -> None:
         if isinstance(event, PlanChanged) and window.statusBar().currentMessage():
@@ -272,7 +282,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
 
     services.chat.subscribe(plan_changed)
     window.destroyed.connect(lambda *_: services.chat.unsubscribe(plan_changed))
-    for page in (chat, models, engines, gpu, dashboard, network, settings, about):
+    for page in (chat, images, models, engines, gpu, dashboard, network, settings, about):
         window.add_page(page, page_icon(page))
     network.remotes_changed.connect(chat.refresh_run_on)
 
