@@ -116,6 +116,7 @@ class ImagesPage(Page):
         size_row.addWidget(self.width_box)
         size_row.addWidget(QLabel("×"))
         size_row.addWidget(self.height_box)
+        size_row.addStretch(1)
         self.steps = QSpinBox()
         self.steps.setRange(1, 500)
         self.steps.setValue(20)
@@ -263,6 +264,7 @@ class ImagesPage(Page):
         box.setSingleStep(64)
         box.setValue(value)
         box.setSuffix(" px")
+        box.setMinimumWidth(96)
         return box
 
     def refresh_models(self) -> None:
