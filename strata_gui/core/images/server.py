@@ -26,6 +26,7 @@ import httpx
 
 from strata_gui.core.errors import ImageError
 from strata_gui.core.images.params import ImageRequest
+from strata_gui.core.models.image_models import model_parts
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.outcome import Outcome, ProcessEnded
 from strata_gui.core.runtime.process import ManagedProcess, http_ready
@@ -46,6 +47,13 @@ class StepLine:
     step: int
     steps: int
     seconds_per_step: float
+
+
+def launch_args(model: Path) -> list[str]:
+    """The model options for ``model``: ``--model`` for a complete file, else ``--diffusion-model``
+    with the text encoder / VAE files found beside it (blocking: reads the file's header)."""
+    parts = model_parts(model) if model.is_file() else None
+    return parts.launch_args(model) if parts is not None else ["--model", str(model)]
 
 
 def parse_step(line: str) -> StepLine | None:
@@ -91,19 +99,21 @@ class SdServer:
         on_line: Every output line (the service parses progress from it).
         on_end: The outcome when the process ends.
         ready_timeout: Seconds the model may take to load.
+        model_args: sd-server's model options (:func:`launch_args`); default ``--model MODEL``.
     """
 
     def __init__(self, engine: EngineSpec, model: Path, http: httpx.AsyncClient, *,
                  environ: Mapping[str, str], threads: int | None = None, log_file: Path | None = None,
                  job: WindowsJob | None = None, on_line: Callable[[str], None] | None = None,
-                 on_end: Callable[[Outcome], None] | None = None, ready_timeout: float = 600.0) -> None:
+                 on_end: Callable[[Outcome], None] | None = None, ready_timeout: float = 600.0,
+                 model_args: list[str] | None = None) -> None:
         self.engine = engine
         self.model = model
         self._http = http
         self.port = free_loopback_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
-        cmd = [str(engine.server_path), "--model", str(model), "--listen-ip", "127.0.0.1",
-               "--listen-port", str(self.port)]
+        model_args = model_args or ["--model", str(model)]
+        cmd = [str(engine.server_path), *model_args, "--listen-ip", "127.0.0.1", "--listen-port", str(self.port)]
         if threads:
             cmd += ["--threads", str(threads)]
         self.process = ManagedProcess(

@@ -22,11 +22,12 @@ from typing import Any
 
 import httpx
 
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import ImageError
 from strata_gui.core.events import emit
 from strata_gui.core.images.gallery import Gallery, GalleryImage
 from strata_gui.core.images.params import ImageRequest
-from strata_gui.core.images.server import SdServer, parse_image_start, parse_load, parse_step
+from strata_gui.core.images.server import SdServer, launch_args, parse_image_start, parse_load, parse_step
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, ProcessEnded, describe_outcome
 from strata_gui.core.runtime.process_guard import WindowsJob
@@ -264,8 +265,9 @@ class ImageService:
             return current
         await self.unload()
         log_file = self._log_dir / f"sd-server-{spec.id}.log" if self._log_dir is not None else None
+        args = await run_blocking(launch_args, model, name="strata-image-model")
         server = SdServer(spec, model, self._http, environ=self._environ, threads=self.threads, log_file=log_file,
-                          job=self._job, on_line=self._on_line, ready_timeout=self._ready_timeout)
+                          job=self._job, on_line=self._on_line, ready_timeout=self._ready_timeout, model_args=args)
         self._server = server
         emit(self._listeners, ImageProgress(spec.label, "loading"))
         await server.start()
