@@ -271,7 +271,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     about = AboutPage(base.paths, open_path=hooks.open_path, icon=icon,
                       extra_report=lambda: _gpu_and_engine_report(services))
     network = NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
-    images = ImagesPage(services.images, bridge, models=lambda: [], choose_model=hooks.choose_image_model,
+    images = ImagesPage(services.images, bridge, models=lambda: models.library_paths("image"), choose_model=hooks.choose_image_model,
                         open_path=hooks.open_path)
     ui = AppUi(window, Pages(chat, models, engines, gpu, dashboard, network, settings, about, images), services,
                bridge, hooks)
@@ -291,6 +291,12 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         window.show_page(chat)
 
     models.use_model.connect(chat_with)
+
+    def draw_with(path: Path) -> None:
+        images.set_model(path)
+        window.show_page(images)
+
+    models.make_images.connect(draw_with)
     settings.run_guide_requested.connect(lambda: open_first_run(ui))
     # Plans and verdicts follow what the GPU page detects.
     gpu.detected.connect(lambda _report: engines.set_gpus(services.resolver.gpu_targets()))

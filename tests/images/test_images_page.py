@@ -184,3 +184,23 @@ def test_killed_engine_mid_job_shows_the_notice_and_the_next_engine_finishes(
     (img,) = page.gallery_entries()
     assert services.images.engine is not None and services.images.engine.id != first.id
     assert read_settings(img.path).request.seed == 7 and "image" in page.status.text()
+
+
+def test_an_image_model_in_the_library_opens_the_images_page_not_the_chat(
+        qasync_loop: asyncio.AbstractEventLoop, make_app, image_model: Path, test_model: Path) -> None:
+    services, ui = make_app()
+    models, images = ui.pages.models, ui.pages.images
+    for path in (image_model, test_model):
+        qasync_loop.run_until_complete(services.models.open_file(path))
+    ui.window.show_page(models)
+    models.refresh_library()
+    _finish(qasync_loop, models.library_handle)
+    assert models.library_paths("image") == [image_model] and models.library_paths() == [test_model]
+    row = [e.path for e in models.library].index(image_model)
+    models.library_table.selectRow(row)
+    assert models.chat_button.text() == "Make images with this model"
+    assert models.library_table.item(row, 6).text() == "image model"
+    models.chat_button.click()
+    assert ui.window.stack.currentWidget() is images and images.current_model() == image_model
+    assert [images.model.itemData(i) for i in range(images.model.count())] == [str(image_model)]
+    assert "Draws on" in images.engine_line.text()
