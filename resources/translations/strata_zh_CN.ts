@@ -652,6 +652,14 @@ Last reply: this computer ({1})</source>
         <translation>刷新计划</translation>
     </message>
     <message>
+        <source>Text engines (llama.cpp)</source>
+        <translation>文本引擎（llama.cpp）</translation>
+    </message>
+    <message>
+        <source>Image engines (stable-diffusion.cpp)</source>
+        <translation>图像引擎（stable-diffusion.cpp）</translation>
+    </message>
+    <message>
         <source>Order</source>
         <translation>顺序</translation>
     </message>
@@ -756,6 +764,10 @@ Last reply: this computer ({1})</source>
         <translation>正在设置最佳引擎</translation>
     </message>
     <message>
+        <source>Setting up the image engines</source>
+        <translation>正在设置图像引擎</translation>
+    </message>
+    <message>
         <source>Using {engine}.</source>
         <translation>正在使用 {engine}。</translation>
     </message>
@@ -806,6 +818,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Folder holding llama-server</source>
         <translation>llama-server 所在的文件夹</translation>
+    </message>
+    <message>
+        <source>Folder holding sd-server</source>
+        <translation>包含 sd-server 的文件夹</translation>
     </message>
     <message>
         <source>Add local build</source>
