@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from strata_gui.core.bench.service import DashboardService
+from strata_gui.core.bench.service import DashboardService, ImageBenchmarkRunner
 from strata_gui.core.bench.store import ImageRun, MetricsStore
 from strata_gui.core.bench.workload import Benchmark
 from strata_gui.core.blocking import run_blocking
@@ -31,11 +32,12 @@ from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.images.gallery import Gallery
+from strata_gui.core.images.params import ImageRequest
 from strata_gui.core.images.service import ImageRecord, ImageService
 from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.load_options import LoadOptionsService
 from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for_gpus
-from strata_gui.core.progress import ProgressCallback, format_bytes, no_progress
+from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.resources import kernels_dir
@@ -207,6 +209,20 @@ def image_recorder(metrics: MetricsStore) -> Callable[[ImageRecord], None]:
     return record
 
 
+def image_benchmark_runner(images: ImageService) -> ImageBenchmarkRunner:
+    """"Benchmark this model" for image models: the image service's benchmark with the dashboards'
+    progress type (the bench layer cannot import the images layer)."""
+
+    async def run(model: Path, reps: int, on_progress: ProgressCallback, settings: Mapping[str, Any]) -> list[object]:
+        def show(done: int, total: int, message: str) -> None:
+            on_progress(Progress(done, total, message))
+
+        request = ImageRequest(**{"prompt": "a lighthouse on a cliff at dusk", "seed": 42, **settings})
+        return list(await images.benchmark(model, request, reps=reps, on_progress=show))
+
+    return run
+
+
 def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
                        keep_conversations: bool = True) -> AppServices:
     """Build the core from the base services (paths, settings, environment) and one HTTP client.
@@ -253,6 +269,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     serve = ServeService(base.settings_service, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
     images = ImageService(resolver.image_plan, local, Gallery(paths.data_dir / "images"), environ=env,
                           recorder=image_recorder(metrics), log_dir=paths.log_dir, job=job)
+    dashboard.image_benchmark = image_benchmark_runner(images)
     app = AppServices(base, client, local, gpu, GpuTelemetry(gpu), engines, resolver, models, metrics, dashboard, chat_store, chat,
                       remote=remote, serve=serve, rpc=rpc, fit_target=fit_target, load_options=load_options,
                       images=images, gpu_error=gpu_error)

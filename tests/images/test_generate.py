@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from strata_gui.core.errors import ImageError
 from strata_gui.core.images import ImageNotice, ImageProgress, ImageRequest, read_settings
 from strata_gui.core.images.png import image_size
 from tests.images.conftest import CRASH_DURING_LOAD, MISSING_LIBRARY, fake_rocm_engine, image_core
@@ -141,3 +142,20 @@ def test_cancel_mid_job_frees_the_engine_and_the_next_job_runs(sd_dir: Path, ima
     assert ok
     assert len(result.images) == 1  # type: ignore[attr-defined]
     assert count == 1  # the cancelled job left nothing in the gallery
+
+
+def test_a_text_model_is_a_bad_model_not_an_engine_fault(sd_dir: Path, test_model: Path) -> None:
+    events: list[object] = []
+
+    async def scenario() -> tuple[str, dict[str, str]]:
+        async with image_core([(sd_dir, "cpu", "sd-a"), (sd_dir, "cpu", "sd-b")]) as app:
+            app.images.subscribe(events.append)
+            try:
+                await app.images.generate(test_model, TINY)
+            except ImageError as exc:
+                return exc.message, app.images.given_up()
+            return "", {}
+
+    message, given_up = asyncio.run(scenario())
+    assert "is not an image model stable-diffusion.cpp can load" in message
+    assert given_up == {} and not [e for e in events if isinstance(e, ImageNotice)]  # no engine blamed

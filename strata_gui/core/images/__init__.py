@@ -3,6 +3,7 @@
 from strata_gui.core.images.gallery import Gallery, GalleryImage, read_settings
 from strata_gui.core.images.params import ImageRequest, ParsedParameters, parse_parameters, parse_size
 from strata_gui.core.images.service import (
+    ImageBenchEntry,
     ImageEvent,
     ImageNotice,
     ImageProgress,
@@ -14,6 +15,7 @@ from strata_gui.core.images.service import (
 __all__ = [
     "Gallery",
     "GalleryImage",
+    "ImageBenchEntry",
     "ImageEvent",
     "ImageNotice",
     "ImageProgress",

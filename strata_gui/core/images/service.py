@@ -125,6 +125,36 @@ class ImageResult:
                 "seconds_per_image": self.seconds_per_image, "notices": list(self.notices)}
 
 
+@dataclass(frozen=True)
+class ImageBenchEntry:
+    """One engine's result in "Benchmark this model" (medians over the timed runs)."""
+
+    engine: str
+    label: str
+    backend: str
+    seconds_per_image: float | None
+    seconds_per_step: float | None
+    images: int
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and self.seconds_per_image is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": self.engine, "label": self.label, "backend": self.backend,
+                "seconds_per_image": self.seconds_per_image, "seconds_per_step": self.seconds_per_step,
+                "images": self.images, "error": self.error or None}
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 ImageEvent = ImageProgress | ImageNotice
 ImageListener = Callable[[ImageEvent], None]
 PlanProvider = Callable[[Path], Sequence[EngineSpec]]
@@ -200,14 +230,17 @@ class ImageService:
         self._failed.clear()
 
     # -- work -----------------------------------------------------------------------------------
-    async def generate(self, model: Path, request: ImageRequest, *, source: str = "images") -> ImageResult:
+    async def generate(self, model: Path, request: ImageRequest, *, source: str = "images",
+                       engines: Sequence[EngineSpec] | None = None, keep: bool = True) -> ImageResult:
         """Make ``request.count`` images with ``model`` and save them in the gallery.
 
         Cancel the awaiting task to cancel: a queued job is withdrawn, a running one stops the
         engine (freeing it; the next job starts it again).
 
         Args:
-            source: What the metrics record calls it ("images", "bench").
+            source: What the metrics record calls it ("images", "bench", "cli").
+            engines: Try exactly these engines, in this order (the benchmark); default: the plan.
+            keep: False: the images are not saved in the gallery (``images`` is then empty).
 
         Raises:
             ImageError: bad settings, no image engine, the model is not an image model sd.cpp
@@ -217,12 +250,51 @@ class ImageService:
         async with self._lock:
             self.busy = True
             try:
-                return await self._generate(model, request, source)
+                return await self._generate(model, request, source, engines, keep)
             finally:
                 self.busy = False
 
-    async def _generate(self, model: Path, request: ImageRequest, source: str) -> ImageResult:
-        plan = self.plan(model)
+    async def benchmark(self, model: Path, request: ImageRequest | None = None, *, reps: int = 2,
+                        engines: Sequence[EngineSpec] | None = None,
+                        on_progress: Callable[[int, int, str], None] | None = None) -> list[ImageBenchEntry]:
+        """"Benchmark this model": the same request ``reps`` times on each engine (after one warm-up
+        job that loads the model), recorded in the metrics store as ``source="bench"``.
+
+        Engines that fail are reported with why; nothing is saved in the gallery.
+        """
+        req = (request or ImageRequest("a lighthouse on a cliff at dusk", width=512, height=512, steps=20,
+                                       seed=42)).validate().with_seed()
+        chosen = list(engines) if engines is not None else self.plan(model)
+        out: list[ImageBenchEntry] = []
+        total = len(chosen) * (reps + 1)
+        done = 0
+        for spec in chosen:
+            times: list[float] = []
+            steps: list[float] = []
+            error = ""
+            for rep in range(reps + 1):
+                if on_progress is not None:
+                    on_progress(done, total, f"{spec.label}: {'loading, warm-up' if rep == 0 else f'run {rep}/{reps}'}")
+                try:
+                    res = await self.generate(model, req, source="bench" if rep else "bench-warmup",
+                                              engines=[spec], keep=False)
+                except ImageError as exc:
+                    error = exc.message
+                    break
+                finally:
+                    done += 1
+                if rep:
+                    times.append(res.seconds_per_image)
+                    if res.seconds_per_step:
+                        steps.append(res.seconds_per_step)
+            out.append(ImageBenchEntry(spec.id, spec.label, str(spec.backend), _median(times), _median(steps),
+                                       len(times) * req.count, error))
+        await self.unload()
+        return out
+
+    async def _generate(self, model: Path, request: ImageRequest, source: str,
+                        engines: Sequence[EngineSpec] | None = None, keep: bool = True) -> ImageResult:
+        plan = list(engines) if engines is not None else self.plan(model)
         if not plan:
             given = "; ".join(f"{k}: {v}" for k, v in self._failed.items())
             raise ImageError("No image engine can run here." + (f" ({given})" if given else ""),
@@ -236,7 +308,7 @@ class ImageService:
                 server = await self._ensure_server(spec, model)
                 load_seconds += self._clock() - t0
                 sent = True
-                return await self._run_job(server, model, request, source, load_seconds, notices)
+                return await self._run_job(server, model, request, source, load_seconds, notices, keep)
             except ProcessEnded as exc:
                 outcome = exc.outcome
                 if outcome.kind is OutcomeKind.BAD_MODEL and outcome.exit_code is not None:
@@ -274,7 +346,7 @@ class ImageService:
         return server
 
     async def _run_job(self, server: SdServer, model: Path, request: ImageRequest, source: str,
-                       load_seconds: float, notices: list[str]) -> ImageResult:
+                       load_seconds: float, notices: list[str], keep: bool = True) -> ImageResult:
         samplers = server.samplers
         if samplers and request.sampler not in samplers:
             raise ImageError(f"The sampler '{request.sampler}' is not one this engine knows.",
@@ -300,7 +372,7 @@ class ImageService:
         per_image = seconds / request.count
         saved = tuple(self.gallery.save(png, request, seed=request.seed + n, model=model.name,
                                         engine=server.engine.label, seconds=per_image)
-                      for n, png in enumerate(result.images))
+                      for n, png in enumerate(result.images)) if keep else ()
         spp = self._last_spp
         if self._recorder is not None:
             rec = ImageRecord(model.name, server.engine.id, str(server.engine.backend), request.width, request.height,
