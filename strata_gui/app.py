@@ -215,6 +215,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     from strata_gui.core.chat import PlanChanged
     from strata_gui.core.rpc import RpcDevice
     from strata_gui.core.runtime import ServerState
+    from strata_gui.ui.image_dashboard import ImageDashboard
     from strata_gui.ui.pages.about_page import AboutPage
     from strata_gui.ui.pages.chat_page import ChatPage
     from strata_gui.ui.pages.dashboard_page import DashboardPage
@@ -258,9 +259,11 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
             paths.insert(0, services.chat.model)
         return paths
 
+    image_stats = ImageDashboard(services.dashboard, bridge, models=lambda: models.library_paths("image"),
+                                 choose_model=hooks.choose_image_model)
     dashboard = DashboardPage(
         services.dashboard, bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
-        models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path,
+        models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path, images_tab=image_stats,
     )
     settings = SettingsPage(
         base,
@@ -297,6 +300,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         window.show_page(images)
 
     models.make_images.connect(draw_with)
+    images.image_made.connect(lambda _r: image_stats.refresh())
     settings.run_guide_requested.connect(lambda: open_first_run(ui))
     # Plans and verdicts follow what the GPU page detects.
     gpu.detected.connect(lambda _report: engines.set_gpus(services.resolver.gpu_targets()))

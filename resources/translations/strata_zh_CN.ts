@@ -450,6 +450,10 @@ Last reply: this computer ({1})</source>
         <translation>已用共享内存 (GiB)</translation>
     </message>
     <message>
+        <source>Images</source>
+        <translation>图像</translation>
+    </message>
+    <message>
         <source>Memory (GiB)</source>
         <translation>内存 (GiB)</translation>
     </message>
@@ -1486,6 +1490,101 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Report copied — paste it into a bug report.</source>
         <translation>报告已复制——请粘贴到问题报告中。</translation>
+    </message>
+</context>
+<context>
+    <name>ImageDashboard</name>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Backend</source>
+        <translation>后端</translation>
+    </message>
+    <message>
+        <source>Images</source>
+        <translation>图像</translation>
+    </message>
+    <message>
+        <source>Seconds per image</source>
+        <translation>每张秒数</translation>
+    </message>
+    <message>
+        <source>Seconds per step</source>
+        <translation>每步秒数</translation>
+    </message>
+    <message>
+        <source>No images yet. Make one on the Images page and its speed appears here.</source>
+        <translation>还没有图像。在“图像”页生成一张，速度会显示在这里。</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Image size (square)</source>
+        <translation>图像尺寸（正方形）</translation>
+    </message>
+    <message>
+        <source>Steps</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <source>Timed runs per engine</source>
+        <translation>每个引擎的计时次数</translation>
+    </message>
+    <message>
+        <source>Benchmark this model</source>
+        <translation>对此模型进行基准测试</translation>
+    </message>
+    <message>
+        <source>Each image engine makes the same image: one warm-up, then the timed runs. Nothing is added to the gallery.</source>
+        <translation>每个图像引擎生成同一张图像：先预热一次，然后计时运行。不会添加到图库。</translation>
+    </message>
+    <message>
+        <source>Images per minute (benchmark)</source>
+        <translation>每分钟图像数（基准测试）</translation>
+    </message>
+    <message>
+        <source>images/min</source>
+        <translation>张/分钟</translation>
+    </message>
+    <message>
+        <source>Copy chart</source>
+        <translation>复制图表</translation>
+    </message>
+    <message>
+        <source>Measured while you made images</source>
+        <translation>生成图像时的测量结果</translation>
+    </message>
+    <message>
+        <source>Benchmark an image model</source>
+        <translation>图像模型基准测试</translation>
+    </message>
+    <message>
+        <source>Choose an image model first (the library&apos;s image models are listed).</source>
+        <translation>请先选择一个图像模型（列出的是模型库中的图像模型）。</translation>
+    </message>
+    <message>
+        <source>Benchmarking %1</source>
+        <translation>正在测试 %1</translation>
+    </message>
+    <message>
+        <source>Benchmark cancelled.</source>
+        <translation>基准测试已取消。</translation>
+    </message>
+    <message>
+        <source>No image engine finished the benchmark: see the engine logs.</source>
+        <translation>没有图像引擎完成基准测试：请查看引擎日志。</translation>
+    </message>
+    <message>
+        <source>Fastest here: %1, %2 s per image (%3 s per step).</source>
+        <translation>本机最快：%1，每张 %2 秒（每步 %3 秒）。</translation>
     </message>
 </context>
 <context>

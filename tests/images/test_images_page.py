@@ -204,3 +204,33 @@ def test_an_image_model_in_the_library_opens_the_images_page_not_the_chat(
     assert ui.window.stack.currentWidget() is images and images.current_model() == image_model
     assert [images.model.itemData(i) for i in range(images.model.count())] == [str(image_model)]
     assert "Draws on" in images.engine_line.text()
+
+
+def test_dashboard_images_tab_shows_everyday_speed_and_benchmarks_an_image_model(
+        qasync_loop: asyncio.AbstractEventLoop, make_app, image_model: Path) -> None:
+    services, ui = make_app(("sd-a", "sd-b"))
+    page, dash = ui.pages.images, ui.pages.dashboard
+    tab = dash.images_tab
+    assert tab is not None
+    ui.window.show_page(dash)
+    dash.tabs.setCurrentWidget(tab)
+    assert tab.usage_empty.isVisible() and not tab.usage_table.isVisible()
+    _fill(page, image_model, "a boat", steps=2)
+    _finish(qasync_loop, page.generate())
+    assert tab.usage_table.rowCount() == 1  # refreshed when the image was made
+    assert float(tab.usage_table.item(0, 4).text()) > 0 and tab.usage_table.item(0, 2).text() == "1"
+
+    tab._select(image_model)
+    tab.size_spin.setValue(64)
+    tab.steps_spin.setValue(1)
+    tab.reps_spin.setValue(1)
+    handle = tab.start_benchmark()
+    assert handle is not None and tab.progress.isVisibleTo(tab)
+    _finish(qasync_loop, handle)
+    assert handle.error is None, handle.error
+    engines = {tab.bench_table.item(r, 0).text() for r in range(tab.bench_table.rowCount())}
+    assert engines == {s.id for s in services.images.plan(image_model)}
+    assert len(tab.bars.categories) == 2 and all(v > 0 for v in tab.bars.values["images/min"])
+    assert tab.summary.text().startswith("Fastest here:")
+    assert len(page.gallery_entries()) == 1  # benchmark images are not kept
+    assert tab.usage_table.rowCount() == 1  # and not counted as everyday use
