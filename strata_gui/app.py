@@ -259,7 +259,8 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
             paths.insert(0, services.chat.model)
         return paths
 
-    image_stats = ImageDashboard(services.dashboard, bridge, models=lambda: models.library_paths("image"),
+    image_stats = ImageDashboard(services.dashboard, bridge,
+                                 models=lambda: services.models.usable_models("image"),
                                  choose_model=hooks.choose_image_model)
     dashboard = DashboardPage(
         services.dashboard, bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
@@ -274,7 +275,8 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     about = AboutPage(base.paths, open_path=hooks.open_path, icon=icon,
                       extra_report=lambda: _gpu_and_engine_report(services))
     network = NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
-    images = ImagesPage(services.images, bridge, models=lambda: models.library_paths("image"), choose_model=hooks.choose_image_model,
+    images = ImagesPage(services.images, bridge, models=lambda: services.models.usable_models("image"),
+                        choose_model=hooks.choose_image_model,
                         open_path=hooks.open_path)
     ui = AppUi(window, Pages(chat, models, engines, gpu, dashboard, network, settings, about, images), services,
                bridge, hooks)

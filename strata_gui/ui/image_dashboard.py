@@ -4,7 +4,7 @@ picture made on the Images page), and "Benchmark this model" for image models.""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -36,11 +36,11 @@ class ImageDashboard(QWidget):
     Args:
         service: The Qt-free dashboard facade (image statistics and the image benchmark).
         bridge: Runs the benchmark.
-        models: Image model files the library knows.
+        models: Reads the library's image model files.
         choose_model: Asks the user for an image model file (None when cancelled).
     """
 
-    def __init__(self, service: DashboardService, bridge: AsyncBridge, *, models: Callable[[], list[Path]],
+    def __init__(self, service: DashboardService, bridge: AsyncBridge, *, models: Callable[[], Awaitable[list[Path]]],
                  choose_model: Callable[[], str | None], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.service = service
@@ -48,6 +48,7 @@ class ImageDashboard(QWidget):
         self._models = models
         self._choose_model = choose_model
         self.bench_task: TaskHandle | None = None
+        self.models_task: TaskHandle | None = None
         self.last_results: list[ImageEngineStats] = []
 
         self.usage_table = self._table([self.tr("Engine"), self.tr("Backend"), self.tr("Images"),
@@ -132,16 +133,22 @@ class ImageDashboard(QWidget):
     # -- showing ------------------------------------------------------------------------------------
     def refresh(self) -> None:
         """Re-read the recorded image batches and the image models on offer."""
-        current = self.model_combo.currentData()
-        self.model_combo.clear()
-        for p in self._models():
-            self.model_combo.addItem(p.name, str(p))
-        if current:
-            self._select(Path(current))
+        if self.models_task is None or not self.models_task.is_running:
+            self.models_task = self.bridge.run(lambda _p: self._models(), name="Find image models",
+                                               show_errors=False)
+            self.models_task.succeeded.connect(self._offer_models)
         stats = self.service.image_stats(source="images")
         self._fill(self.usage_table, stats)
         self.usage_table.setVisible(bool(stats))
         self.usage_empty.setVisible(not stats)
+
+    def _offer_models(self, library: list[Path]) -> None:
+        current = self.model_combo.currentData()
+        self.model_combo.clear()
+        for p in library:
+            self.model_combo.addItem(p.name, str(p))
+        if current:
+            self._select(Path(current))
 
     def _fill(self, table: QTableWidget, stats: list[ImageEngineStats]) -> None:
         table.setRowCount(len(stats))

@@ -192,6 +192,10 @@ def test_an_image_model_in_the_library_opens_the_images_page_not_the_chat(
     models, images = ui.pages.models, ui.pages.images
     for path in (image_model, test_model):
         qasync_loop.run_until_complete(services.models.open_file(path))
+    ui.window.show_page(images)  # lists the library's image models without a visit to the Models page
+    _finish(qasync_loop, images.models_task)
+    assert [images.model.itemData(i) for i in range(images.model.count())] == [str(image_model)]
+    images.model.clear()
     ui.window.show_page(models)
     models.refresh_library()
     _finish(qasync_loop, models.library_handle)

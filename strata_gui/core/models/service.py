@@ -215,6 +215,10 @@ class ModelService:
     async def scan_library(self) -> list[LibraryEntry]:
         return await self._off_loop(self.library.scan)
 
+    async def usable_models(self, kind: str = "text") -> list[Path]:
+        """The library's models of one kind that can run ("text": llama.cpp, "image": stable-diffusion.cpp)."""
+        return [e.path for e in await self.scan_library() if e.kind == kind and not e.broken]
+
     async def open_file(self, path: Path) -> LibraryEntry:
         return await self._off_loop(self.library.open_file, path)
 

@@ -8,7 +8,7 @@ settings embedded, so "Use these settings again" works on any of them, even afte
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt, Signal
@@ -61,7 +61,7 @@ class ImagesPage(Page):
     Args:
         images: The core's image service (engines, jobs, gallery).
         bridge: Runs the jobs and the gallery scan off the paint path.
-        models: Image model files the library knows (newest choice first).
+        models: Reads the library's image model files (off the event loop's paint path).
         choose_model: Asks the user for an image model file (None when cancelled).
         open_path: Opens a file or folder in the OS (the gallery folder).
     """
@@ -70,7 +70,7 @@ class ImagesPage(Page):
     page_icon = "SP_DesktopIcon"
     image_made = Signal(object)  # ImageResult (tests and the dashboard follow it)
 
-    def __init__(self, images: ImageService, bridge: AsyncBridge, *, models: Callable[[], list[Path]],
+    def __init__(self, images: ImageService, bridge: AsyncBridge, *, models: Callable[[], Awaitable[list[Path]]],
                  choose_model: Callable[[], str | None], open_path: Callable[[Path], object],
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -82,6 +82,7 @@ class ImagesPage(Page):
         self._open_path = open_path
         self._handle: TaskHandle | None = None
         self._scan: TaskHandle | None = None
+        self.models_task: TaskHandle | None = None
         self._entries: dict[str, GalleryImage] = {}
         self._loaded_once = False
 
@@ -247,7 +248,7 @@ class ImagesPage(Page):
         unsubscribe = images.subscribe(self._on_event)
         self.destroyed.connect(lambda *_: unsubscribe())
         self._set_selected(None)
-        self.refresh_models()
+        self._show_plan()
 
     # -- Page ---------------------------------------------------------------------------------------
     def on_shown(self) -> None:
@@ -267,11 +268,20 @@ class ImagesPage(Page):
         box.setMinimumWidth(96)
         return box
 
-    def refresh_models(self) -> None:
-        """Offer the library's image models (keeping the current choice and files chosen by hand)."""
+    def refresh_models(self) -> TaskHandle | None:
+        """Read the library's image models, then offer them (the current choice and files chosen by
+        hand stay)."""
+        if self.models_task is not None and self.models_task.is_running:
+            return self.models_task
+        handle = self._bridge.run(lambda _p: self._models(), name="Find image models", show_errors=False)
+        handle.succeeded.connect(self._offer_models)
+        self.models_task = handle
+        return handle
+
+    def _offer_models(self, library: list[Path]) -> None:
         current = self.current_model()
         known = [Path(self.model.itemData(i)) for i in range(self.model.count())]
-        paths = list(dict.fromkeys([*self._models(), *(p for p in known if p.exists())]))
+        paths = list(dict.fromkeys([*library, *(p for p in known if p.exists())]))
         self.model.blockSignals(True)
         self.model.clear()
         for p in paths:
