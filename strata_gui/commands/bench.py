@@ -12,6 +12,7 @@ from strata_gui.commands.device_option import add_device_option, apply_device_op
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.bench import DEFAULT_DEPTH, BenchConfig
 from strata_gui.core.errors import StrataError
+from strata_gui.core.images import parse_size
 from strata_gui.core.progress import Progress
 from strata_gui.core.runtime import EngineSpec
 
@@ -29,14 +30,44 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help=f"also measure with this many tokens already in the context, like llama-bench -d "
                         f"(default {DEFAULT_DEPTH}; 0: depth 0 only)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--images", action="store_true",
+                   help="an image model: seconds per image and per step on each image engine")
+    p.add_argument("--size", default="512x512", help="image size for --images (default 512x512)")
+    p.add_argument("--steps", type=int, default=20, help="sampling steps for --images (default 20)")
     add_device_option(p)
     load_options.add_arguments(p, ctx=False)  # the workload sizes the context
     p.set_defaults(func=run)
 
 
+async def run_images(args: argparse.Namespace, app: AppServices) -> int:
+    """`strata bench --images`: "Benchmark this model" for an image model, through the dashboards."""
+    width, height = parse_size(args.size)
+    await app.prepare()
+    for folder in args.engine:
+        await app.resolver.use_folder(folder, kind="image")
+
+    def show(p: Progress) -> None:
+        if not args.json:
+            print(f"\r[{int(p.done)}/{int(p.total or 0)}] {p.message[:70]:<70}", end="", file=sys.stderr, flush=True)
+
+    stats = await app.dashboard.run_image_benchmark(args.model, args.reps, show,
+                                                    {"width": width, "height": height, "steps": args.steps})
+    if args.json:
+        print(json.dumps({"model": args.model.name, "engines": [s.to_json() for s in stats]}, indent=2))
+    else:
+        print(file=sys.stderr)
+        for s in stats:
+            spi = f"{s.seconds_per_image:.2f} s/image" if s.seconds_per_image is not None else "failed"
+            sps = f", {s.seconds_per_step:.3f} s/step" if s.seconds_per_step is not None else ""
+            print(f"{app.dashboard.engine_name(s.engine)}: {spi}{sps} ({s.images} images)")
+    return 0 if stats else 1
+
+
 async def run(args: argparse.Namespace, app: AppServices) -> int:
     if not args.model.is_file():
         raise StrataError(f"Model file not found: {args.model}", hint="Give the path of a .gguf file.")
+    if args.images:
+        return await run_images(args, app)
     config = BenchConfig(args.prefill, args.gen, args.reps, depth=args.depth)
     config.validate()
     apply_device_option(args, app)

@@ -34,8 +34,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ap.add_argument("--gfx", action="append", default=[], metavar="GFX",
                         help="plan for this gfx target (repeatable; default: the detected GPUs)")
 
+    def images_arg(ap: argparse.ArgumentParser) -> None:
+        ap.add_argument("--images", action="store_true",
+                        help="image engines (stable-diffusion.cpp's sd-server) instead of llama.cpp's")
+
     plan = add("plan", "which builds would be tried for this GPU, and why")
     gpu_args(plan)
+    images_arg(plan)
     plan.add_argument("--os", choices=("windows", "linux"), help="plan for another OS")
     plan.add_argument("--releases-json", action="append", default=[], type=Path, metavar="FILE",
                       help="use saved GitHub release JSON instead of the network (repeatable)")
@@ -45,8 +50,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     res.add_argument("--depth", type=int, metavar="TOKENS",
                      help="tokens already in the conversation: choose the engine measured fastest there")
     add_device_option(res)
+    images_arg(res)
     inst = add("install", "install engines: the first usable one, or one backend")
     gpu_args(inst)
+    images_arg(inst)
     inst.add_argument("--backend", choices=("rocm", "vulkan", "cpu"),
                       help="install only the first candidate of this backend (default: try in order until one works)")
     upd = add("update", "install newer releases of installed engines")
@@ -65,11 +72,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="default: told from its libraries, else from the devices it lists")
     local.add_argument("--name", help="name for the list (default: the folder name)")
     gpu_args(local)
+    images_arg(local)
     tune = add("check-tuning", "check a hipBLASLt tuning table against an engine and GPU")
     tune.add_argument("file", type=Path)
     tune.add_argument("--engine", required=True, metavar="ID")
     tune.add_argument("--gfx", help="the GPU's gfx target (default: the detected GPU)")
     tune.add_argument("--table-gfx", help="gfx target the table was made for (default: the GPU's)")
+
+
+def _kind(args: argparse.Namespace) -> str:
+    return "image" if getattr(args, "images", False) else "text"
 
 
 def _gpus(args: argparse.Namespace, app: AppServices) -> list[GpuTarget]:
@@ -120,7 +132,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
             for f in args.releases_json:
                 repo, rels = load_releases_file(f)
                 releases[repo] = releases.get(repo, ()) + rels
-        plan = await svc.plan(_gpus(args, app), releases)
+        plan = await svc.plan(_gpus(args, app), releases, _kind(args))
         _out(args, plan.to_json(), plan.report())
         return 0
     gpus = _gpus(args, app)
@@ -135,12 +147,13 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         model = args.model or (Path(app.settings.current.last_model) if app.settings.current.last_model else None)
         apply_device_option(args, app)
         await app.resolver.prepare(show)
-        resolution = app.resolver.resolve(model.expanduser() if model else None, depth=args.depth)
+        resolution = app.resolver.resolve(model.expanduser() if model else None, depth=args.depth,
+                                          kind=_kind(args))
         _out(args, resolution.to_json(), resolution.report())
         return 0 if resolution.chosen else 1
     if action == "install":
         if args.backend:
-            plan = await svc.plan(gpus)
+            plan = await svc.plan(gpus, kind=_kind(args))
             cand = next((c for c in plan.included if c.backend == args.backend), None)
             if cand is None:
                 raise EngineError(f"The plan has no {args.backend} build for this machine.",
@@ -149,7 +162,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
             result = await svc.probe(engine, gpu)
             _out(args, _engine_json(engine, svc, gpu), f"\ninstalled {engine.id}: {result.verdict}: {result.message}")
             return 0 if result.usable else 1
-        outcome = await svc.setup(gpus, show)
+        outcome = await svc.setup(gpus, show, kind=_kind(args))
         data = {"plan": outcome.plan.to_json(), "attempts": list(outcome.notices),
                 "chosen": outcome.chosen.id if outcome.chosen else None}
         text = "\n".join(outcome.notices) + (
@@ -187,7 +200,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         _out(args, results, text)
         return 0 if any(v["verdict"] == "works" for v in results.values()) else 1
     if action == "add-local":
-        engine, result = await svc.add_local(args.folder, args.backend, gpu, args.name)
+        engine, result = await svc.add_local(args.folder, args.backend, gpu, args.name, _kind(args))
         _out(args, {**_engine_json(engine, svc, gpu), "probe": result.to_json()},
              f"added {engine.id} ({engine.backend}): {result.verdict}: {result.message}")
         return 0 if result.usable else 1

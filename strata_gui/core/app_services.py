@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from strata_gui.core.bench.service import DashboardService
-from strata_gui.core.bench.store import MetricsStore
+from strata_gui.core.bench.service import DashboardService, ImageBenchmarkRunner
+from strata_gui.core.bench.store import ImageRun, MetricsStore
 from strata_gui.core.bench.workload import Benchmark
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.chat.service import ChatEvent, ChatService, MessageUpdated, default_supervisor_factory
@@ -29,10 +31,13 @@ from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
+from strata_gui.core.images.gallery import Gallery
+from strata_gui.core.images.params import ImageRequest
+from strata_gui.core.images.service import ImageRecord, ImageService
 from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.load_options import LoadOptionsService
 from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for_gpus
-from strata_gui.core.progress import ProgressCallback, format_bytes, no_progress
+from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.resources import kernels_dir
@@ -98,6 +103,7 @@ class AppServices:
     rpc: RpcPool  # llama.cpp RPC workers for the chat's engine, and lending this machine
     fit_target: FitTarget
     load_options: LoadOptionsService  # per-model load options: the chat launch, bench, the panel's fit
+    images: ImageService  # image generation (sd-server engines from the resolver's image plan) and the gallery
     gpu_error: StrataError | None = None  # why the configured GPU source could not be used
     tls: TlsContext | None = None  # the clients' TLS context, loaded on first use
 
@@ -172,6 +178,7 @@ class AppServices:
         try:
             await run_blocking(self.telemetry.close, name="strata-telemetry-close")
             await self.serve.stop()
+            await self.images.aclose()
             await self.chat.aclose()
             await self.rpc.aclose()
         finally:
@@ -202,6 +209,30 @@ def fit_after_drop(model: Path, target: MemoryTarget) -> str:
         return ""
     return (f" The model ({format_bytes(needed)}) no longer fits in the GPU memory left "
             f"({format_bytes(usable)}): part of it will run on the processor, which is slower.")
+
+
+def image_recorder(metrics: MetricsStore) -> Callable[[ImageRecord], None]:
+    """Keep each finished image batch in the metrics store, beside the text requests."""
+
+    def record(rec: ImageRecord) -> None:
+        metrics.record_image(ImageRun(rec.model, rec.engine, rec.backend, rec.width, rec.height, rec.steps,
+                                      rec.images, rec.seconds_per_step, rec.seconds_per_image, rec.source, rec.at))
+
+    return record
+
+
+def image_benchmark_runner(images: ImageService) -> ImageBenchmarkRunner:
+    """"Benchmark this model" for image models: the image service's benchmark with the dashboards'
+    progress type (the bench layer cannot import the images layer)."""
+
+    async def run(model: Path, reps: int, on_progress: ProgressCallback, settings: Mapping[str, Any]) -> list[object]:
+        def show(done: int, total: int, message: str) -> None:
+            on_progress(Progress(done, total, message))
+
+        request = ImageRequest(**{"prompt": "a lighthouse on a cliff at dusk", "seed": 42, **settings})
+        return list(await images.benchmark(model, request, reps=reps, on_progress=show))
+
+    return run
 
 
 def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
@@ -253,9 +284,12 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     dashboard = DashboardService(metrics, bench, local, resolver=resolver)
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     serve = ServeService(base.settings_service, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
+    images = ImageService(resolver.image_plan, local, Gallery(paths.data_dir / "images"), environ=env,
+                          recorder=image_recorder(metrics), log_dir=paths.log_dir, job=job)
+    dashboard.image_benchmark = image_benchmark_runner(images)
     app = AppServices(base, client, local, gpu, GpuTelemetry(gpu), engines, resolver, models, metrics, dashboard, chat_store, chat,
                       remote=remote, serve=serve, rpc=rpc, fit_target=fit_target, load_options=load_options,
-                      gpu_error=gpu_error, tls=tls)
+                      images=images, gpu_error=gpu_error, tls=tls)
     chat.subscribe(app._record_reply)
     dashboard.add_choice_listener(app.refresh_chat_plan)
     base.settings_service.subscribe(app._settings_changed)

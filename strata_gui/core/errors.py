@@ -123,6 +123,12 @@ class ChatError(StrataError):
     title = "Chat problem"
 
 
+class ImageError(StrataError):
+    """An image could not be made (no image engine, a bad request, the engine failed the job)."""
+
+    title = "Image problem"
+
+
 class InternalError(StrataError):
     """A bug in Strata (an exception nobody expected), shown so the user can report it.
 

@@ -173,7 +173,8 @@ class GgufDropArea(QWidget):
     def gguf_paths(mime: QMimeData) -> list[str]:
         if not mime.hasUrls():
             return []
-        return [u.toLocalFile() for u in mime.urls() if u.isLocalFile() and u.toLocalFile().lower().endswith(".gguf")]
+        return [u.toLocalFile() for u in mime.urls()
+                if u.isLocalFile() and u.toLocalFile().lower().endswith((".gguf", ".safetensors"))]
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if self.gguf_paths(event.mimeData()):

@@ -57,11 +57,12 @@ def _page(window, cls):
 def test_window_has_its_pages_and_keyboard_navigation(qtbot: QtBot, qapp: QApplication, composed) -> None:
     _, _, window = composed(Recorder())
     window.show()
-    assert window.page_titles() == ["Chat", "Models", "Engines", "GPU", "Dashboard", "Network", "Settings", "About"]
+    assert window.page_titles() == ["Chat", "Images", "Models", "Engines", "GPU", "Dashboard", "Network", "Settings",
+                                    "About"]
     about = _page(window, AboutPage)
     window.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
-    qtbot.keyClick(window, Qt.Key.Key_8, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(window, Qt.Key.Key_9, Qt.KeyboardModifier.ControlModifier)
     assert window.stack.currentWidget() is about
     window.show_page(about)
     assert about.isVisible()

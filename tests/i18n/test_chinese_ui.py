@@ -20,8 +20,8 @@ from strata_gui.ui.pages.about_page import AboutPage
 from strata_gui.ui.pages.engines_page import EnginesPage
 from strata_gui.ui.pages.settings_page import SettingsPage
 
-CHINESE_TITLES = ["聊天", "模型", "引擎", "GPU", "仪表盘", "设置", "关于"]
-ENGLISH_TITLES = ["Chat", "Models", "Engines", "Dashboard", "Settings", "About"]
+CHINESE_TITLES = ["聊天", "图像", "模型", "引擎", "GPU", "仪表盘", "设置", "关于"]
+ENGLISH_TITLES = ["Chat", "Images", "Models", "Engines", "Dashboard", "Settings", "About"]
 
 
 @pytest.mark.parametrize(("setting", "system", "expected"), [

@@ -18,13 +18,28 @@ CACHE = Path(os.environ.get("STRATA_DEV_CACHE", Path.home() / ".cache" / "strata
 
 @dataclass(frozen=True)
 class TestEngines:
-    """Folders holding a real ``llama-server``: the CPU build and the prebuilt Vulkan build."""
+    """Folders holding a real ``llama-server``: the CPU build and the prebuilt Vulkan build, and
+    the CPU ``sd-server`` + ``sd-cli`` of stable-diffusion.cpp (None when not built yet)."""
 
     __test__ = False  # not a pytest test class
 
     cpu_dir: Path
     vulkan_dir: Path
     llama_src: Path
+    sd_dir: Path | None = None
+
+    @property
+    def sd_server(self) -> Path:
+        """The CPU ``sd-server``; raises with the fix when scripts/test-engines.sh did not build it."""
+        if self.sd_dir is None or not (self.sd_dir / "sd-server").exists():
+            raise FileNotFoundError("sd-server missing: run scripts/test-engines.sh")
+        return self.sd_dir / "sd-server"
+
+    @property
+    def sd_cli(self) -> Path:
+        if self.sd_dir is None or not (self.sd_dir / "sd-cli").exists():
+            raise FileNotFoundError("sd-cli missing: run scripts/test-engines.sh")
+        return self.sd_dir / "sd-cli"
 
     @property
     def cpu_server(self) -> Path:
@@ -57,6 +72,7 @@ def locate() -> TestEngines:
             Path(values["STRATA_TEST_CPU_ENGINE"]),
             Path(values["STRATA_TEST_VULKAN_ENGINE"]),
             Path(values["STRATA_TEST_LLAMA_SRC"]),
+            Path(values["STRATA_TEST_SD_ENGINE"]) if values.get("STRATA_TEST_SD_ENGINE") else None,
         )
     except KeyError as exc:
         raise FileNotFoundError(f"test engines not set up ({exc}): run scripts/test-engines.sh") from exc

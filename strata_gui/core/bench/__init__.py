@@ -3,7 +3,7 @@
 from strata_gui.core.bench.choice import Recommendation
 from strata_gui.core.bench.process_stats import ProcessSampler
 from strata_gui.core.bench.prometheus import ServerCounters
-from strata_gui.core.bench.service import DashboardService, DraftSpeedup
+from strata_gui.core.bench.service import DashboardService, DraftSpeedup, ImageEngineStats
 from strata_gui.core.bench.stats import spread
 from strata_gui.core.bench.store import BenchResult, RequestRecord
 from strata_gui.core.bench.workload import DEFAULT_DEPTH, BenchConfig
@@ -14,6 +14,7 @@ __all__ = [
     "BenchResult",
     "DashboardService",
     "DraftSpeedup",
+    "ImageEngineStats",
     "ProcessSampler",
     "Recommendation",
     "RequestRecord",

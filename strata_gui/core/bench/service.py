@@ -7,16 +7,17 @@ import dataclasses
 import io
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 
 from strata_gui.core.bench.choice import Recommendation, recommend
 from strata_gui.core.bench.prometheus import ServerCounters, parse_prometheus
-from strata_gui.core.bench.store import BenchResult, EngineChoice, MetricsStore, RequestRecord
+from strata_gui.core.bench.stats import median
+from strata_gui.core.bench.store import BenchResult, EngineChoice, ImageRun, MetricsStore, RequestRecord
 from strata_gui.core.bench.workload import BenchConfig, Benchmark
 from strata_gui.core.errors import StorageError
 from strata_gui.core.events import emit
@@ -44,6 +45,34 @@ class DraftSpeedup:
     def to_json(self) -> dict[str, object]:
         return {"engine": self.engine, "backend": self.backend, "decode_with_draft": self.decode_with,
                 "decode_without_draft": self.decode_without, "speedup": self.speedup}
+
+
+@dataclass(frozen=True)
+class ImageEngineStats:
+    """Image generation on one engine, from the recorded batches (the dashboards' image view).
+
+    Attributes:
+        engine, backend: Who made them.
+        batches, images: How many jobs and images were recorded.
+        seconds_per_image, seconds_per_step: Medians over those batches.
+        last_at: When the latest one finished (epoch seconds).
+    """
+
+    engine: str
+    backend: str
+    batches: int
+    images: int
+    seconds_per_image: float | None
+    seconds_per_step: float | None
+    last_at: float
+
+    def to_json(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+ImageBenchmarkRunner = Callable[[Path, int, ProgressCallback, Mapping[str, Any]], Awaitable[Sequence[object]]]
+"""Runs "Benchmark this model" for an image model (the image service's benchmark, injected):
+model, repetitions, progress, request settings (``ImageRequest`` fields; empty: its defaults)."""
 
 
 class EngineSource(Protocol):
@@ -76,7 +105,9 @@ class DashboardService:
         *,
         resolver: EngineSource,
         clock: Callable[[], float] = time.time,
+        image_benchmark: ImageBenchmarkRunner | None = None,
     ) -> None:
+        self.image_benchmark = image_benchmark
         self.store = store
         self._benchmark = benchmark
         self._http = http
@@ -200,6 +231,34 @@ class DashboardService:
         choice = self.store.set_choice(key, gpu, rec.engine, "measured", model.name) if rec.engine else None
         self._choice_changed()
         return choice
+
+    # -- images ------------------------------------------------------------------------------------
+    def image_stats(self, *, model: str | None = None, source: str | None = None,
+                    since: float | None = None) -> list[ImageEngineStats]:
+        """Seconds per image and per step for each engine, from the recorded image batches."""
+        groups: dict[str, list[ImageRun]] = {}
+        for run in self.store.image_runs(model=model, source=source, since=since):
+            groups.setdefault(run.engine, []).append(run)
+        out = []
+        for engine, runs in groups.items():
+            per_step = [r.seconds_per_step for r in runs if r.seconds_per_step is not None]
+            out.append(ImageEngineStats(engine, runs[0].backend, len(runs), sum(r.images for r in runs),
+                                        median([r.seconds_per_image for r in runs]),
+                                        median(per_step) if per_step else None, max(r.at for r in runs)))
+        return sorted(out, key=lambda s: (s.seconds_per_image is None, s.seconds_per_image or 0.0))
+
+    async def run_image_benchmark(self, model: Path, reps: int = 2, on_progress: ProgressCallback = no_progress,
+                                  settings: Mapping[str, Any] | None = None) -> list[ImageEngineStats]:
+        """"Benchmark this model" for an image model: each image engine, then its measured figures.
+
+        Raises:
+            StorageError: no image benchmark is wired (a core built without images).
+        """
+        if self.image_benchmark is None:
+            raise StorageError("Image benchmarks are not available in this build.")
+        since = self._clock()
+        await self.image_benchmark(model, reps, on_progress, dict(settings or {}))
+        return self.image_stats(model=model.name, source="bench", since=since)
 
     # -- export ------------------------------------------------------------------------------------
     def requests_csv(self, records: Sequence[RequestRecord]) -> str:

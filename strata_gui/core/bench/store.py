@@ -20,7 +20,7 @@ from strata_gui.core.bench.stats import median, percentile
 from strata_gui.core.errors import StorageError
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -81,6 +81,25 @@ _MIGRATIONS: dict[int, str] = {
     # The benchmark measures at a context depth too (0: an empty context, as before this column).
     3: """
     ALTER TABLE bench_results ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+    """,
+    # Image generation: seconds per step and per image, per engine (the Images page and the
+    # image benchmark write here; dashboards read it next to the text requests).
+    4: """
+    CREATE TABLE IF NOT EXISTS image_runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL,
+        model TEXT NOT NULL,
+        engine TEXT NOT NULL,
+        backend TEXT NOT NULL DEFAULT '',
+        source TEXT NOT NULL DEFAULT 'images',
+        width INTEGER NOT NULL,
+        height INTEGER NOT NULL,
+        steps INTEGER NOT NULL,
+        images INTEGER NOT NULL,
+        seconds_per_step REAL,
+        seconds_per_image REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS image_runs_key ON image_runs(model, engine, at);
     """,
 }
 
@@ -163,6 +182,24 @@ class BenchResult:
 
 
 @dataclass(frozen=True)
+class ImageRun:
+    """One image batch as stored: who made it, its size and steps, and how long it took."""
+
+    model: str
+    engine: str
+    backend: str
+    width: int
+    height: int
+    steps: int
+    images: int
+    seconds_per_step: float | None
+    seconds_per_image: float
+    source: str = "images"
+    at: float = 0.0
+    id: int | None = None
+
+
+@dataclass(frozen=True)
 class EngineChoice:
     """The engine chosen for one model (by identity) on one GPU."""
 
@@ -223,6 +260,39 @@ class MetricsStore:
                 self._db.executescript(_MIGRATIONS[version])
                 self._db.execute("INSERT OR REPLACE INTO schema_version (component, version) VALUES ('metrics', ?)",
                                  (version,))
+
+    # -- image runs ----------------------------------------------------------------------------------
+    def record_image(self, rec: ImageRun) -> ImageRun:
+        """Keep one finished image batch (seconds per step and per image on one engine)."""
+        at = rec.at or self._clock()
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO image_runs (at, model, engine, backend, source, width, height, steps, images,"
+                " seconds_per_step, seconds_per_image) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (at, rec.model, rec.engine, rec.backend, rec.source, rec.width, rec.height, rec.steps, rec.images,
+                 rec.seconds_per_step, rec.seconds_per_image))
+        return ImageRun(**{**asdict(rec), "at": at, "id": cur.lastrowid})
+
+    def image_runs(self, *, model: str | None = None, engine: str | None = None, since: float | None = None,
+                   source: str | None = None, limit: int = 1000) -> list[ImageRun]:
+        """Image batches, newest first."""
+        where: list[str] = []
+        args: list[object] = []
+        for col, val in (("model", model), ("engine", engine), ("source", source)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        if since is not None:
+            where.append("at >= ?")
+            args.append(since)
+        sql = ("SELECT id, at, model, engine, backend, source, width, height, steps, images, seconds_per_step,"
+               " seconds_per_image FROM image_runs" + (" WHERE " + " AND ".join(where) if where else "")
+               + " ORDER BY at DESC LIMIT ?")
+        with self._tx() as db:
+            rows = db.execute(sql, (*args, limit)).fetchall()
+        return [ImageRun(model=r[2], engine=r[3], backend=r[4], source=r[5], width=r[6], height=r[7], steps=r[8],
+                         images=r[9], seconds_per_step=r[10], seconds_per_image=r[11], at=r[1], id=r[0])
+                for r in rows]
 
     # -- request history ---------------------------------------------------------------------------
     def record_request(self, rec: RequestRecord) -> RequestRecord:

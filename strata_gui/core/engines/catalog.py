@@ -19,14 +19,16 @@ from strata_gui.core.errors import EngineCatalogError
 SCHEMA_VERSION = 1
 BACKENDS = ("rocm", "vulkan", "cpu")
 OSES = ("windows", "linux")
+ENGINE_KINDS = ("text", "image")
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 def tag_number(tag: str) -> int | None:
-    """The build number of a ``b<N>`` tag (``"b6000"`` → 6000), else None."""
-    m = re.fullmatch(r"b(\d+)", tag.strip())
-    return int(m.group(1)) if m else None
+    """The build number of a tag: llama.cpp's ``b<N>`` (``"b6000"`` → 6000) or stable-diffusion.cpp's
+    ``master-<commit count>-<hash>`` (``"master-929-3f8527a"`` → 929), else None."""
+    m = re.fullmatch(r"b(\d+)|master-(\d+)-[0-9a-f]+", tag.strip())
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ class AssetRule:
 
 @dataclass(frozen=True)
 class Source:
-    """A GitHub repository publishing llama.cpp builds."""
+    """A GitHub repository publishing engine builds: llama.cpp's (``kind`` "text") or
+    stable-diffusion.cpp's (``kind`` "image", whose archives hold ``sd-server``)."""
 
     id: str
     repo: str
@@ -93,6 +96,7 @@ class Source:
     pinned_tag: str | None = None
     pinned_sha256: Mapping[str, str] = field(default_factory=dict)
     hipblaslt_revisions: Mapping[str, str] = field(default_factory=dict)
+    kind: str = "text"
 
     def accepts_tag(self, tag: str) -> bool:
         """Whether a release tag is allowed by the pin / minimum."""
@@ -335,7 +339,7 @@ def parse_catalog(raw: Any, origin: str = "<memory>") -> EngineCatalog:
                 raise r.fail(aw, "a ROCm asset needs 'targets' or a (?P<family>)/(?P<target>) group")
             required = r.strings(a.get("required"), f"{aw}.required")
             if not required:
-                raise r.fail(f"{aw}.required", "must name at least the llama-server binary")
+                raise r.fail(f"{aw}.required", "must name at least the server binary")
             ratio = a.get("unpacked_ratio", 3.0)
             if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or ratio < 1:
                 raise r.fail(f"{aw}.unpacked_ratio", "must be a number >= 1")
@@ -347,8 +351,11 @@ def parse_catalog(raw: Any, origin: str = "<memory>") -> EngineCatalog:
         min_tag = r.opt_string(s.get("min_tag"), f"{where}.min_tag")
         pinned_tag = r.opt_string(s.get("pinned_tag"), f"{where}.pinned_tag")
         revisions = r.str_map(s.get("hipblaslt_revisions", {}), f"{where}.hipblaslt_revisions")
+        kind = r.string(s.get("kind", "text"), f"{where}.kind")
+        if kind not in ENGINE_KINDS:
+            raise r.fail(f"{where}.kind", f"unknown kind '{kind}' (text or image)")
         sources.append(Source(sid, repo, str(s.get("title") or repo), tuple(rules), min_tag, pinned_tag, pins,
-                              revisions))
+                              revisions, kind))
     ids = [s.id for s in sources]
     if len(set(ids)) != len(ids):
         raise r.fail("sources", "source ids must be unique")

@@ -7,7 +7,7 @@ listings, so a plan can be made offline from saved release JSON and attached to 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from strata_gui.core.engines.catalog import AssetRule, EngineCatalog, Source, tag_number
@@ -26,6 +26,7 @@ class Candidate:
         gfx_targets: Targets the build contains (ROCm only).
         family: ROCm family, if any.
         gpu: Label of the GPU it serves (ROCm only).
+        kind: "text" (llama-server) or "image" (sd-server), from its source.
     """
 
     backend: str
@@ -40,6 +41,7 @@ class Candidate:
     gpu: str | None = None
     required: tuple[str, ...] = ()
     unpacked_ratio: float = 3.0
+    kind: str = "text"
 
     @property
     def engine_id(self) -> str:
@@ -64,6 +66,7 @@ class Candidate:
             "family": self.family,
             "gpu": self.gpu,
             "engine_id": self.engine_id if self.asset else None,
+            "kind": self.kind,
         }
 
 
@@ -137,6 +140,7 @@ def plan_engines(
     gpus: Sequence[GpuTarget],
     os_name: str,
     releases: Mapping[str, Sequence[Release]],
+    kind: str = "text",
 ) -> EnginePlan:
     """Order the builds to try: ROCm for each GPU's family, then Vulkan, then CPU.
 
@@ -145,7 +149,10 @@ def plan_engines(
         gpus: AMD GPUs found (or given with ``--gfx``); may be empty.
         os_name: "windows" or "linux".
         releases: Release lists keyed by repository ("owner/name").
+        kind: "text" plans llama.cpp builds, "image" stable-diffusion.cpp builds (only the
+            catalog's sources of that kind are looked at).
     """
+    catalog = replace(catalog, sources=tuple(s for s in catalog.sources if s.kind == kind))
     candidates: list[Candidate] = []
     notes: list[str] = []
     seen_assets: set[str] = set()
@@ -182,7 +189,7 @@ def plan_engines(
                 why = f"{gfx} is among this build's targets"
             candidates.append(Candidate(
                 "rocm", True, f"{why}: {src.repo} {rel.tag}", src.id, src.repo, rel.tag, asset,
-                targets, fam or family, label, rule.required, rule.unpacked_ratio))
+                targets, fam or family, label, rule.required, rule.unpacked_ratio, kind))
         if not found:
             where = f" (family {family})" if family else ""
             has_any = any(r.os == os_name and r.backend == "rocm" for s in catalog.sources for r in s.rules)
@@ -210,7 +217,7 @@ def plan_engines(
         why = ("works on any GPU with a Vulkan driver" if backend == "vulkan"
                else "last resort: runs on the processor (several times slower)")
         candidates.append(Candidate(backend, True, f"{why}: {src.repo} {rel.tag}", src.id, src.repo,
-                                    rel.tag, asset, (), None, None, rule.required, rule.unpacked_ratio))
+                                    rel.tag, asset, (), None, None, rule.required, rule.unpacked_ratio, kind))
 
     if not any(releases.get(s.repo) for s in catalog.sources):
         notes.append("No release listings available: connect once, or pass --releases-json files.")

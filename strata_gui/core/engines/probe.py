@@ -172,3 +172,30 @@ async def probe_engine(server: Path, backend: str, env: Mapping[str, str], *,
         return judge(backend, version_run, runner([str(server), "--list-devices"], env, timeout))
 
     return await run_blocking(work, name="strata-probe")
+
+
+def judge_image(backend: str, version_run: ProcessRun) -> ProbeResult:
+    """Verdict on an ``sd-server`` build from its ``--version`` run (pure).
+
+    stable-diffusion.cpp has no device list, so a build that starts "works"; whether its GPU
+    backend runs shows when a model loads, and the image service then falls back to the next one.
+    """
+    details = "\n".join(x for x in (version_run.stdout, version_run.stderr) if x)[-4000:]
+    if version_run.error is not None or version_run.returncode != 0:
+        return ProbeResult("failed", f"won't start: {_loader_message(version_run)}", details=details)
+    text = (version_run.stdout + "\n" + version_run.stderr).strip()
+    version = text.splitlines()[0].strip() if text else None
+    what = "runs on the processor" if backend == "cpu" else "starts (its GPU is checked when a model loads)"
+    return ProbeResult("works", what, version, (), details)
+
+
+async def probe_image_engine(server: Path, backend: str, env: Mapping[str, str], *,
+                             runner: ProcessRunner = run_process, timeout: float = 30.0) -> ProbeResult:
+    """Run ``sd-server --version`` with ``env`` and judge it (:func:`judge_image`)."""
+
+    def work() -> ProbeResult:
+        if not server.exists():
+            return ProbeResult("failed", f"won't start: {server} is missing")
+        return judge_image(backend, runner([str(server), "--version"], env, timeout))
+
+    return await run_blocking(work, name="strata-probe")

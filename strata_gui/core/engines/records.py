@@ -104,6 +104,8 @@ class InstalledEngine:
         tuning: The tuning table fetched with it, if any.
         installed_at: Epoch seconds.
         verified: Whether the download was checked against a digest or pin.
+        kind: What it runs: "text" (llama.cpp's ``llama-server``) or "image" (stable-diffusion.cpp's
+            ``sd-server``); manifests written before image engines existed are "text".
     """
 
     id: str
@@ -122,6 +124,7 @@ class InstalledEngine:
     tuning: TuningRef | None = None
     installed_at: float = 0.0
     verified: bool = False
+    kind: str = "text"
 
     @property
     def library_dir(self) -> Path:
@@ -159,6 +162,7 @@ class InstalledEngine:
                 tuning=tuning,
                 installed_at=float(data.get("installed_at", 0.0)),
                 verified=bool(data.get("verified", False)),
+                kind=str(data.get("kind", "text")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise EngineInstallError(f"The install manifest in {folder} is damaged ({exc}).",

@@ -271,7 +271,7 @@ class EngineResolver:
             await self.engines.probe(engine, gpu)
 
     async def use_folder(self, folder: Path, on_progress: ProgressCallback = no_progress, *,
-                         need_device: bool = True) -> EngineSpec:
+                         need_device: bool = True, kind: str = "text") -> EngineSpec:
         """Put the llama-server in ``folder`` first for this session (probed first; installed engines
         stay behind it as fallbacks). Calling it again adds the next folder after the previous ones.
 
@@ -284,7 +284,7 @@ class EngineResolver:
         """
         on_progress(Progress(0, None, f"Checking {folder}"))
         gpu = self.primary_target()
-        engine = await self.engines.local_engine(folder, None, gpu)
+        engine = await self.engines.local_engine(folder, None, gpu, kind=kind)
         result = await self.engines.probe(engine, gpu)
         if not result.usable and (need_device or result.verdict == "failed"):
             raise EngineError(f"The engine in {folder} does not work here: {result.message}.",
@@ -308,7 +308,7 @@ class EngineResolver:
         """
         out = []
         for e in self.engines.installed():
-            if Backend.parse(e.backend) is not backend or (family and e.family and e.family != family):
+            if e.kind != "text" or Backend.parse(e.backend) is not backend or (family and e.family and e.family != family):
                 continue
             probe = self.engines.last_probe(e.id, gpu)
             if probe is None:
@@ -334,23 +334,32 @@ class EngineResolver:
         """The launch order for ``model`` at a conversation ``depth`` (the chat's plan provider)."""
         return list(self.resolve(model, depth=depth).specs)
 
-    def resolve(self, model: Path | None, *, depth: int | None = None) -> Resolution:
+    def image_plan(self, model: Path | None) -> list[EngineSpec]:
+        """The launch order of image engines (``sd-server``) for ``model`` (the image service's plan)."""
+        return list(self.resolve(model, kind="image").specs)
+
+    def resolve(self, model: Path | None, *, depth: int | None = None, kind: str = "text") -> Resolution:
         """Decide the engines for ``model`` (None: no model preference). Never launches anything.
 
         Args:
             depth: Tokens already in the conversation's context. When the model was benchmarked at
                 two depths or more, the measured choice is the engine fastest (decode) at this
                 depth instead of at depth 0; a choice of your own or a pin still comes first.
+            kind: "text" (llama-server builds) or "image" (stable-diffusion.cpp's sd-server builds).
+                Image engines follow the same order (a one-off folder, ROCm → Vulkan → CPU, failed
+                probes left out); the pin and the measured choices are about text engines.
         """
         gpu = self.primary_target()
         gpu_key = self.gpu_key()
         order = {b: i for i, b in enumerate(self.engines.catalog.backend_order)}
         key = self.model_key(model) if model is not None else None
-        choice = self.choices.choice(key, gpu_key) if key else None
-        pinned = self.settings.pinned_engine
+        text = kind == "text"
+        choice = self.choices.choice(key, gpu_key) if key and text else None
+        pinned = self.settings.pinned_engine if text else ""
         notes: list[str] = []
-        one_off_ids = [e.id for e in self.one_off]
-        installed = [e for e in self.engines.installed() if e.id not in one_off_ids] + self.one_off
+        one_off = [e for e in self.one_off if e.kind == kind]
+        one_off_ids = [e.id for e in one_off]
+        installed = [e for e in self.engines.installed() if e.id not in one_off_ids and e.kind == kind] + one_off
         ids = {e.id for e in installed}
         if pinned and pinned not in ids:
             notes.append(f"The pinned engine {pinned} is not installed; choosing automatically.")
@@ -360,7 +369,7 @@ class EngineResolver:
         driver = self.engines.driver_verdict()
         by_depth: tuple[str, str] | None = None  # (engine, reason) measured fastest at ``depth``
         crossovers: tuple[Crossover, ...] = ()
-        if key and depth is not None and (choice is None or choice.source == "measured"):
+        if text and key and depth is not None and (choice is None or choice.source == "measured"):
             runnable = [e.id for e in installed if self._runnable(e, gpu, driver)]
             profile = self.choices.depth_profile(key, gpu_key)
             if profile.usable(runnable):
@@ -483,5 +492,5 @@ class EngineResolver:
         backend = Backend.parse(engine.backend)
         tuning = ("HIPBLASLT_TUNING_OVERRIDE_FILE" in env) if backend is Backend.ROCM else None
         return EngineSpec(engine.id, self._label(engine), backend, engine.server_path, delta, reason, tuning,
-                          devices.devices, devices.reason)
+                          devices.devices, devices.reason, kind=engine.kind)
 

@@ -27,7 +27,13 @@ from strata_gui.core.engines.download import download_file
 from strata_gui.core.engines.drivers import DriverVerdict, check_driver
 from strata_gui.core.engines.launch import current_os, launch_environment
 from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
-from strata_gui.core.engines.probe import ProbeResult, ProcessRunner, probe_engine, run_process
+from strata_gui.core.engines.probe import (
+    ProbeResult,
+    ProcessRunner,
+    probe_engine,
+    probe_image_engine,
+    run_process,
+)
 from strata_gui.core.engines.records import (
     MANIFEST_NAME,
     GpuTarget,
@@ -170,12 +176,14 @@ class EngineService:
         return self.settings_service.current
 
     # -- releases and plan -------------------------------------------------------------
-    async def fetch_releases(self) -> dict[str, ReleaseListing]:
-        """Listings of every catalog source (cached ones flagged); sources that fail are left out
-        when at least one answers, else the first error is raised."""
+    async def fetch_releases(self, kind: str = "text") -> dict[str, ReleaseListing]:
+        """Listings of every catalog source of ``kind`` (cached ones flagged); sources that fail are
+        left out when at least one answers, else the first error is raised."""
         out: dict[str, ReleaseListing] = {}
         errors: list[StrataError] = []
         for src in self.catalog.sources:
+            if src.kind != kind:
+                continue
             try:
                 out[src.repo] = await self.releases.list_releases(src.repo)
             except StrataError as exc:
@@ -185,14 +193,17 @@ class EngineService:
         return out
 
     async def plan(self, gpus: Sequence[GpuTarget],
-                   releases: Mapping[str, Sequence[Release]] | None = None) -> EnginePlan:
-        """Plan for these GPUs; release listings are fetched unless given."""
+                   releases: Mapping[str, Sequence[Release]] | None = None, kind: str = "text") -> EnginePlan:
+        """Plan for these GPUs; release listings are fetched unless given.
+
+        ``kind`` "image" plans stable-diffusion.cpp builds (``sd-server``) instead of llama.cpp's.
+        """
         notes: list[str] = []
         if releases is None:
-            listings = await self.fetch_releases()
+            listings = await self.fetch_releases(kind)
             releases = {repo: listing.releases for repo, listing in listings.items()}
             notes = [lst.notice for lst in listings.values() if lst.notice]
-        plan = plan_engines(self.catalog, gpus, self.os_name, releases)
+        plan = plan_engines(self.catalog, gpus, self.os_name, releases, kind)
         driver = self.driver_verdict()
         if driver is not None and driver.blocks_rocm:
             # A known-bad driver: ROCm is not installed, Vulkan is tried first instead.
@@ -301,8 +312,10 @@ class EngineService:
                     f"{folder} has {format_bytes(free)} free.",
                     hint="Free some space, or choose another engines folder in Settings.")
 
-    def _server_name(self, os_name: str) -> str:
-        return "llama-server.exe" if os_name == "windows" else "llama-server"
+    @staticmethod
+    def _server_name(os_name: str, kind: str = "text") -> str:
+        base = "sd-server" if kind == "image" else "llama-server"
+        return base + ".exe" if os_name == "windows" else base
 
     async def install(self, cand: Candidate, on_progress: ProgressCallback = no_progress,
                       gpu: GpuTarget | None = None) -> InstalledEngine:
@@ -329,7 +342,7 @@ class EngineService:
         try:
             on_progress(Progress(0, None, f"Unpacking {asset.name}"))
             await run_blocking(lambda: safe_extract(archive, staging), name="strata-extract")
-            server = self._find_server(staging, self._server_name(self.os_name))
+            server = self._find_server(staging, self._server_name(self.os_name, cand.kind))
             self._check_required(server.parent, cand, asset.name)
             rel = server.relative_to(staging)
             revision = source.hipblaslt_revisions.get(cand.tag) if cand.backend == "rocm" else None
@@ -338,7 +351,8 @@ class EngineService:
                 id=cand.engine_id, backend=cand.backend, folder=final, server_path=final / rel, tag=cand.tag,
                 gfx_targets=cand.gfx_targets, family=cand.family, source=cand.source_id, asset=asset.name,
                 sha256=result.sha256, os=self.os_name, env=family.env_for(self.os_name) if family else {},
-                hipblaslt_revision=revision, tuning=None, installed_at=self._clock(), verified=result.verified)
+                hipblaslt_revision=revision, tuning=None, installed_at=self._clock(), verified=result.verified,
+                kind=cand.kind)
             if revision and gpu and gpu.gfx:
                 engine = await self._fetch_tuning(engine, gpu.gfx, revision, staging, on_progress)
             engine.write_manifest(staging)
@@ -396,20 +410,31 @@ class EngineService:
     async def probe(self, engine: InstalledEngine, gpu: GpuTarget | None = None) -> ProbeResult:
         """Run the engine's ``--version``/``--list-devices`` with its launch environment."""
         env, _notices = self.launch_env(engine, gpu)
-        result = await probe_engine(engine.server_path, engine.backend, env, runner=self._runner,
-                                    timeout=self._probe_timeout)
+        if engine.kind == "image":
+            result = await probe_image_engine(engine.server_path, engine.backend, env, runner=self._runner,
+                                              timeout=self._probe_timeout)
+        else:
+            result = await probe_engine(engine.server_path, engine.backend, env, runner=self._runner,
+                                        timeout=self._probe_timeout)
         self._probes[engine.id] = result
         self._save_probe(engine, gpu, result)
         return result
 
     async def setup(self, gpus: Sequence[GpuTarget], on_progress: ProgressCallback = no_progress,
-                    releases: Mapping[str, Sequence[Release]] | None = None) -> SetupOutcome:
-        """Install and probe the plan's candidates in order until one sees a usable device."""
-        plan = await self.plan(gpus, releases)
+                    releases: Mapping[str, Sequence[Release]] | None = None, kind: str = "text") -> SetupOutcome:
+        """Install and probe the plan's candidates in order until one sees a usable device.
+
+        ``kind`` "image": the image engines (stable-diffusion.cpp) instead of the text engines.
+        ``sd-server`` cannot list its devices, so a GPU image build that starts is only known to
+        work once a model loads; image setup therefore also installs the next usable build (Vulkan,
+        else CPU) as the fallback the image service switches to, and stops at a CPU build.
+        """
+        plan = await self.plan(gpus, releases, kind)
         have = {e.id: e for e in self.installed()}
         attempts: list[Attempt] = []
         chosen: InstalledEngine | None = None
         gpu = gpus[0] if gpus else None
+        wanted = 2 if kind == "image" else 1
         for cand in plan.included:
             try:
                 engine = have.get(cand.engine_id) or await self.install(cand, on_progress, gpu)
@@ -421,8 +446,10 @@ class EngineService:
             result = await self.probe(engine, gpu)
             attempts.append(Attempt(cand, engine, result))
             if result.usable:
-                chosen = engine
-                break
+                chosen = chosen or engine
+                wanted -= 1
+                if wanted <= 0 or engine.backend == "cpu":
+                    break
         return SetupOutcome(plan, tuple(attempts), chosen, tuple(a.summary for a in attempts))
 
     # -- manage ------------------------------------------------------------------------
@@ -481,37 +508,43 @@ class EngineService:
         return out
 
     async def add_local(self, folder: Path, backend: str | None = None, gpu: GpuTarget | None = None,
-                        name: str | None = None) -> tuple[InstalledEngine, ProbeResult]:
+                        name: str | None = None, kind: str = "text") -> tuple[InstalledEngine, ProbeResult]:
         """Register a folder with a llama-server the user built (kept across runs), and probe it.
 
         ``backend`` None: told from the libraries next to the server (ggml-hip / ggml-vulkan), else
         from the devices its ``--list-devices`` shows.
         """
-        engine = await self.local_engine(folder, backend, gpu, name)
+        engine = await self.local_engine(folder, backend, gpu, name, kind)
         engine.folder.mkdir(parents=True, exist_ok=True)
         engine.write_manifest()
         self._probes.pop(engine.id, None)
         return engine, await self.probe(engine, gpu)
 
     async def local_engine(self, folder: Path, backend: str | None = None, gpu: GpuTarget | None = None,
-                           name: str | None = None) -> InstalledEngine:
-        """Describe the llama-server build in ``folder`` without registering it (one-off engines)."""
-        server_name = self._server_name(self.os_name)
+                           name: str | None = None, kind: str = "text") -> InstalledEngine:
+        """Describe the llama-server build in ``folder`` without registering it (one-off engines).
+
+        ``kind`` "image": a stable-diffusion.cpp build (``sd-server``) instead.
+        """
+        server_name = self._server_name(self.os_name, kind)
         folder, server = self._locate_local(folder, server_name)
         if server is None:
+            project = "stable-diffusion.cpp" if kind == "image" else "llama.cpp"
             raise EngineInstallError(f"{folder} holds no {server_name}.",
-                                     hint="Choose the folder your llama.cpp build put llama-server in (build/bin).")
+                                     hint=f"Choose the folder your {project} build put {server_name} in (build/bin).")
         if backend is None:
-            backend = await self.detect_backend(server)
+            # sd-server cannot list its devices: its libraries tell, else it is a processor build.
+            backend = (backend_from_libraries(server.parent) or "cpu") if kind == "image" \
+                else await self.detect_backend(server)
         if backend not in ("rocm", "vulkan", "cpu"):
             raise EngineInstallError(f"Unknown backend '{backend}': choose rocm, vulkan or cpu.")
         slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in (name or folder.name))
-        engine_id = f"local-{backend}-{slug}"
+        engine_id = f"local-{'image-' if kind == 'image' else ''}{backend}-{slug}"
         gfx = gpu.gfx if gpu and gpu.gfx else None
         return InstalledEngine(id=engine_id, backend=backend, folder=self.engines_dir / engine_id,
                                server_path=server, tag="local",
                                gfx_targets=(gfx,) if gfx and backend == "rocm" else (), source="local",
-                               os=self.os_name, installed_at=self._clock())
+                               os=self.os_name, installed_at=self._clock(), kind=kind)
 
     async def detect_backend(self, server: Path) -> str:
         """"rocm", "vulkan" or "cpu" for a llama-server build, from its libraries or its device list."""

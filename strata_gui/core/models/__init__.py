@@ -6,6 +6,7 @@ from strata_gui.core.models.fit import FitEstimate, ModelShape, Verdict
 from strata_gui.core.models.gguf_meta import format_params, metadata_summary
 from strata_gui.core.models.hub import SORTS, ModelDetail, RepoSummary, SearchPage
 from strata_gui.core.models.hub_config import environment_endpoint
+from strata_gui.core.models.image_models import ImageFit, ImageModelParts, model_parts
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.models.load_options import CACHE_TYPES, FLASH_ATTENTION, LoadOptions, LoadOptionsService
 from strata_gui.core.models.service import FitReport, ModelService
@@ -28,6 +29,8 @@ __all__ = [
     "DownloadState",
     "FitEstimate",
     "FitReport",
+    "ImageFit",
+    "ImageModelParts",
     "JobFinished",
     "JobProgress",
     "JobStateChanged",
@@ -47,5 +50,6 @@ __all__ = [
     "judge_starters",
     "load_starters",
     "metadata_summary",
+    "model_parts",
     "recommend",
 ]

@@ -23,6 +23,7 @@ from strata_gui.core.models.gguf_meta import (
     format_params,
     read_prefix_file,
 )
+from strata_gui.core.models.image_models import ImageModelParts, image_parts, model_parts
 from strata_gui.core.models.projector import is_projector, projector_rank
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,10 @@ class LibraryEntry:
         repo_id: Hub repo for hub-cache entries.
         size: Bytes on disk.
         error: Why the model cannot be used (empty when fine).
+        kind: "text" (a llama.cpp model) or "image" (a stable-diffusion.cpp model, GGUF or safetensors).
+        image_family: For image models: "Stable Diffusion", "SDXL", "FLUX", ...
+        image_missing: For image models: parts neither in the file nor found beside it.
+        companions: For image models: the text encoder / VAE files found beside it.
     """
 
     path: Path
@@ -58,6 +63,10 @@ class LibraryEntry:
     name: str = ""
     error: str = ""
     projector: Path | None = None
+    kind: str = "text"
+    image_family: str = ""
+    image_missing: tuple[str, ...] = ()
+    companions: tuple[Path, ...] = ()
 
     @property
     def vision(self) -> bool:
@@ -83,6 +92,8 @@ class LibraryEntry:
             "params": self.params, "quant": self.quant, "context_length": self.context_length,
             "chat_template": self.has_chat_template, "name": self.name, "error": self.error or None,
             "projector": str(self.projector) if self.projector else None,
+            "kind": self.kind, "image_family": self.image_family or None,
+            "image_missing": list(self.image_missing), "companions": [str(c) for c in self.companions],
         }
 
 
@@ -93,8 +104,31 @@ def _size(p: Path) -> int:
         return 0
 
 
+def _image_entry(path: Path, source: str, repo_id: str | None, size: int, parts: ImageModelParts,
+                 params: int = 0, quant: str = "", name: str = "") -> LibraryEntry:
+    companions = tuple(parts.companions.values())
+    total = size + sum(_size(c) for c in companions)
+    error = ""
+    if parts.missing:
+        error = (f"This {parts.family} model needs its {' and '.join(parts.missing)}: put the file(s) in the "
+                 "same folder (downloads from its repository).")
+    return LibraryEntry(path, (path,), source, total, repo_id, architecture=parts.family, params=params, quant=quant,
+                        name=name, error=error, kind="image", image_family=parts.family,
+                        image_missing=parts.missing, companions=companions)
+
+
 def describe_model(path: Path, source: str, repo_id: str | None = None) -> LibraryEntry:
-    """Read ``path`` (and its sibling shards) into a LibraryEntry; errors become ``error``."""
+    """Read ``path`` (and its sibling shards) into a LibraryEntry; errors become ``error``.
+
+    Image models (Stable Diffusion and relatives, GGUF or safetensors) are recognised by their
+    tensor names and described with the parts they hold and the companion files beside them.
+    """
+    if path.suffix.lower() == ".safetensors":
+        parts = model_parts(path)
+        if parts is None:
+            return LibraryEntry(path, (path,), source, _size(path), repo_id,
+                                error="Not a model Strata can run (a safetensors file that is no image model).")
+        return _image_entry(path, source, repo_id, _size(path), parts)
     m = SPLIT_RE.match(path.name)
     files = [path]
     missing: list[str] = []
@@ -117,6 +151,10 @@ def describe_model(path: Path, source: str, repo_id: str | None = None) -> Libra
         head = metas[0]
     except ModelError as exc:
         return LibraryEntry(first, tuple(files), source, size, repo_id, error=exc.message)
+    parts = image_parts((t.name for t in head.tensors), first)
+    if parts is not None:
+        return _image_entry(first, source, repo_id, size, parts, sum(mm.parameter_count for mm in metas),
+                            head.quant or "", head.name or "")
     return LibraryEntry(
         first, tuple(files), source, size, repo_id,
         architecture=head.architecture,
@@ -144,10 +182,16 @@ def find_projector(model: Path) -> Path | None:
 
 
 def _model_files(paths: Iterable[Path]) -> list[Path]:
-    """GGUF files to list: shard 1 stands for its set; other shards, mmproj files are skipped."""
+    """GGUF files to list: shard 1 stands for its set; other shards, mmproj files are skipped.
+    safetensors files are listed when they are image models (their companions are not)."""
     out = []
     for p in sorted(paths):
         name = p.name.lower()
+        if name.endswith(".safetensors"):
+            parts = model_parts(p)
+            if parts is not None and parts.diffusion:
+                out.append(p)
+            continue
         if not name.endswith(".gguf") or is_projector(name):
             continue
         m = SPLIT_RE.match(p.name)
@@ -284,7 +328,7 @@ def _walk(folder: Path) -> list[Path]:
     out: list[Path] = []
     try:
         for root, _dirs, names in os.walk(folder):
-            out.extend(Path(root) / n for n in names if n.lower().endswith(".gguf"))
+            out.extend(Path(root) / n for n in names if n.lower().endswith((".gguf", ".safetensors")))
     except OSError as exc:
         log.warning("cannot scan %s: %s", folder, exc)
     return out

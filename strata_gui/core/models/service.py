@@ -34,6 +34,7 @@ from strata_gui.core.models.fit import (
 from strata_gui.core.models.gguf_meta import GGUFMetadata, read_local
 from strata_gui.core.models.hub import HubClient, ModelDetail, QuantEntry, SearchPage
 from strata_gui.core.models.hub_config import HubTokens, SavedHubToken, SecretStore, hf_home, resolve_hub
+from strata_gui.core.models.image_models import ImageFit, estimate_image_fit
 from strata_gui.core.models.library import LibraryEntry, ModelLibrary
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.settings import Settings
@@ -214,6 +215,10 @@ class ModelService:
     async def scan_library(self) -> list[LibraryEntry]:
         return await self._off_loop(self.library.scan)
 
+    async def usable_models(self, kind: str = "text") -> list[Path]:
+        """The library's models of one kind that can run ("text": llama.cpp, "image": stable-diffusion.cpp)."""
+        return [e.path for e in await self.scan_library() if e.kind == kind and not e.broken]
+
     async def open_file(self, path: Path) -> LibraryEntry:
         return await self._off_loop(self.library.open_file, path)
 
@@ -225,6 +230,11 @@ class ModelService:
 
     def set_model_dirs(self, dirs: list[Path]) -> None:
         self.library.folders = list(dirs)
+
+    def image_fit(self, entry: LibraryEntry) -> ImageFit:
+        """Where an image model runs (GPU, system memory, too large), from all its files' size and
+        the same memory target text models are judged against."""
+        return estimate_image_fit(entry.size, self.memory_target(), self.ram_bytes)
 
     def fit_for_local(self, entry: LibraryEntry, meta: GGUFMetadata, n_ctx: int | None = None) -> FitEstimate:
         shape = ModelShape.from_metadata(meta, entry.size)

@@ -60,6 +60,7 @@ class EngineSpec:
         tuning_active: ROCm only: a validated hipBLASLt table is passed (None: not applicable).
         devices: The engine's own device names it runs on (``ROCm0``); empty: the engine's default.
         device_reason: Why those devices (and which GPUs are left out).
+        kind: "text" for a ``llama-server``, "image" for stable-diffusion.cpp's ``sd-server``.
     """
 
     id: str
@@ -71,6 +72,7 @@ class EngineSpec:
     tuning_active: bool | None = None
     devices: tuple[str, ...] = ()
     device_reason: str = ""
+    kind: str = "text"
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, Backend):  # accept "rocm" etc. from callers and JSON
@@ -81,3 +83,8 @@ def server_executable(folder: Path) -> Path:
     """The llama-server inside ``folder`` (``llama-server.exe`` on Windows)."""
     name = "llama-server.exe" if sys.platform == "win32" else "llama-server"
     return folder / name
+
+
+def sd_server_executable(folder: Path) -> Path:
+    """The stable-diffusion.cpp ``sd-server`` inside ``folder`` (``sd-server.exe`` on Windows)."""
+    return folder / ("sd-server.exe" if sys.platform == "win32" else "sd-server")

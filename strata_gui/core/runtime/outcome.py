@@ -57,7 +57,9 @@ _MISSING_LIB_RE = re.compile(
 )
 _BAD_MODEL_RE = re.compile(
     r"error loading model|failed to load model|invalid magic|gguf_init_from_file|tensor data is not within"
-    r"|unknown model architecture|failed to read",
+    r"|unknown model architecture|failed to read"
+    # stable-diffusion.cpp's sd-server: the file is not a model it knows, or lacks tensors.
+    r"|new_sd_ctx_t failed|get sd version from file failed|load tensors from model loader failed",
     re.IGNORECASE,
 )
 _OOM_RE = re.compile(

@@ -47,6 +47,7 @@ from strata_gui.core.progress import ProgressCallback, format_bytes, to_gib
 from strata_gui.core.runtime import EngineSpec, depth_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
+from strata_gui.ui.image_dashboard import ImageDashboard
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
@@ -130,6 +131,7 @@ class DashboardPage(Page):
         models: Callable[[], list[Path]] = list,
         choose_model: Callable[[], str | None] = lambda: None,
         save_path: Callable[[str], str | None] = lambda _name: None,
+        images_tab: ImageDashboard | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -153,6 +155,9 @@ class DashboardPage(Page):
         self.tabs.addTab(self._build_throughput(), self.tr("Throughput"))
         self.tabs.addTab(self._build_gpu(), self.tr("GPU and engine"))
         self.tabs.addTab(self._build_benchmark(), self.tr("Benchmark"))
+        self.images_tab = images_tab
+        if images_tab is not None:
+            self.tabs.addTab(images_tab, self.tr("Images"))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(PageHeader(self.tr("Dashboard"),
@@ -572,6 +577,8 @@ class DashboardPage(Page):
             self._telemetry.start(self)
         self.reload_history()
         self.refresh_choices()
+        if self.images_tab is not None:
+            self.images_tab.refresh()
         self.tick()
         self.timer.start()
 

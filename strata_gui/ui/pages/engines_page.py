@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QInputDialog,
     QLabel,
     QPushButton,
+    QTabBar,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -80,6 +81,8 @@ class EnginesPage(Page):
         # Rows refer to these lists by index: Python objects are not stored in Qt item data.
         self._plan_rows: list[Candidate] = []
         self._engine_rows: list[InstalledEngine] = []
+        self._kind = "text"  # which engines the page shows: "text" (llama.cpp) or "image" (stable-diffusion.cpp)
+        self._plans: dict[str, EnginePlan] = {}
 
         header = PageHeader(self.tr("Engines"), self.tr(
             "The llama.cpp builds Strata runs models with. Strata picks the fastest one that really "
@@ -91,6 +94,11 @@ class EnginesPage(Page):
         self.setup_button.clicked.connect(self.setup_automatically)
         self.refresh_button = QPushButton(self.tr("Refresh plan"))
         self.refresh_button.clicked.connect(self.refresh_plan)
+        self.kind_tabs = QTabBar()
+        self.kind_tabs.addTab(self.tr("Text engines (llama.cpp)"))
+        self.kind_tabs.addTab(self.tr("Image engines (stable-diffusion.cpp)"))
+        self.kind_tabs.setExpanding(False)
+        self.kind_tabs.currentChanged.connect(lambda i: self.show_kind("image" if i == 1 else "text"))
         tools = QHBoxLayout()
         tools.addWidget(self.gpu_label, 1)
         tools.addWidget(self.refresh_button)
@@ -151,6 +159,7 @@ class EnginesPage(Page):
         layout.setContentsMargins(24, 20, 24, 20)
         layout.setSpacing(10)
         layout.addWidget(header)
+        layout.addWidget(self.kind_tabs)
         layout.addLayout(tools)
         layout.addWidget(self.progress)
         layout.addWidget(self.notes)
@@ -175,6 +184,32 @@ class EnginesPage(Page):
         self.refresh_installed()
         if self.plan is None and not self._busy():
             self.refresh_plan()
+
+    @property
+    def kind(self) -> str:
+        """The engines shown: "text" (llama.cpp, for chat) or "image" (stable-diffusion.cpp, for Images)."""
+        return self._kind
+
+    def show_kind(self, kind: str) -> None:
+        """Show the text or the image engines: their plan, set-up and installed builds."""
+        if kind == self._kind:
+            return
+        self._kind = kind
+        self.kind_tabs.blockSignals(True)
+        self.kind_tabs.setCurrentIndex(1 if kind == "image" else 0)
+        self.kind_tabs.blockSignals(False)
+        self.plan = None
+        self.plan_tree.clear()
+        self._plan_rows = []
+        self.notes.hide()
+        plan = self._plans.get(kind)
+        if plan is not None:
+            self._show_plan(plan)
+        else:
+            self.plan_empty.show()
+            self.refresh_installed()
+            if self.isVisible() and not self._busy():
+                self.refresh_plan()
 
     def _show_gpus(self) -> None:
         if self._gpus:
@@ -212,13 +247,18 @@ class EnginesPage(Page):
     # -- plan ---------------------------------------------------------------------------
     def refresh_plan(self) -> TaskHandle | None:
         gpus = list(self._gpus)
+        kind = self._kind
 
         async def work(_p: ProgressCallback) -> EnginePlan:
-            return await self._service.plan(gpus)
+            return await self._service.plan(gpus, kind=kind)
 
         return self._start(work, self.tr("Reading releases"), self._show_plan)
 
     def _show_plan(self, plan: EnginePlan) -> None:
+        kind = plan.candidates[0].kind if plan.candidates else self._kind
+        self._plans[kind] = plan
+        if kind != self._kind:  # the user switched while it was read: kept for when they come back
+            return
         self.plan = plan
         self.plan_tree.clear()
         self._plan_rows = list(plan.candidates)
@@ -278,11 +318,13 @@ class EnginesPage(Page):
 
     def setup_automatically(self) -> TaskHandle | None:
         gpus = list(self._gpus)
+        kind = self._kind
 
         async def work(p: ProgressCallback) -> SetupOutcome:
-            return await self._service.setup(gpus, p)
+            return await self._service.setup(gpus, p, kind=kind)
 
-        return self._start(work, self.tr("Setting up the best engine"), self._show_outcome)
+        title = self.tr("Setting up the image engines") if kind == "image" else self.tr("Setting up the best engine")
+        return self._start(work, title, self._show_outcome)
 
     def _show_outcome(self, outcome: SetupOutcome) -> None:
         self._show_plan(outcome.plan)
@@ -299,7 +341,7 @@ class EnginesPage(Page):
         selected = self.selected_engine()
         keep = selected.id if selected else None
         self.installed_tree.clear()
-        engines = self._service.installed()
+        engines = [e for e in self._service.installed() if e.kind == self._kind]
         self._engine_rows = engines
         for e in engines:
             probe = self._service.last_probe(e.id)
@@ -346,7 +388,7 @@ class EnginesPage(Page):
 
     def probe_selected(self) -> TaskHandle | None:
         engine = self.selected_engine()
-        engines = [engine] if engine else self._service.installed()
+        engines = [engine] if engine else list(self._engine_rows)
         gpu = self._gpu
 
         async def work(_p: ProgressCallback) -> None:
@@ -397,7 +439,8 @@ class EnginesPage(Page):
         return removed
 
     def _ask_local_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, self.tr("Folder holding llama-server"))
+        folder = QFileDialog.getExistingDirectory(
+            self, self.tr("Folder holding sd-server") if self._kind == "image" else self.tr("Folder holding llama-server"))
         if not folder:
             return
         backends = ["rocm", "vulkan", "cpu"]
@@ -408,9 +451,10 @@ class EnginesPage(Page):
 
     def add_local_folder(self, folder: Path, backend: str) -> TaskHandle | None:
         gpu = self._gpu
+        kind = self._kind
 
         async def work(_p: ProgressCallback) -> object:
-            return await self._service.add_local(folder, backend, gpu)
+            return await self._service.add_local(folder, backend, gpu, kind=kind)
 
         return self._start(work, self.tr("Testing {folder}").format(folder=folder.name), lambda _r: None)
 
@@ -422,9 +466,10 @@ class EnginesPage(Page):
         self.refresh_button.setEnabled(not busy)
         self.add_local_button.setEnabled(not busy)
         for b in (self.probe_button,):
-            b.setEnabled(not busy and bool(self._service.installed()))
+            b.setEnabled(not busy and bool(self._engine_rows))
         for b in (self.pin_button, self.remove_button):
             b.setEnabled(not busy and engine is not None)
         self.update_button.setEnabled(not busy and engine is not None and engine.id in self._updates)
+        self.pin_button.setVisible(self._kind == "text")  # the pin is the chat's engine choice
         pinned = engine is not None and self._service.settings.pinned_engine == engine.id
         self.pin_button.setText(self.tr("Choose automatically") if pinned else self.tr("Always use"))

@@ -75,6 +75,7 @@ class ModelsPage(Page):
     page_title = "Models"
     page_icon = "SP_DriveHDIcon"
     use_model = Signal(object)  # Path of a library model the user wants to chat with
+    make_images = Signal(object)  # Path of a library image model the user wants to draw with
 
     def __init__(self, model_service: ModelService, bridge: AsyncBridge, parent: QWidget | None = None,
                  *, open_url: Callable[[QUrl], Any] | None = None) -> None:
@@ -598,15 +599,18 @@ class ModelsPage(Page):
         self.reveal_button.setEnabled(has)
         self.delete_button.setEnabled(has)
         self.chat_button.setEnabled(entry is not None and not entry.broken)
+        image = entry is not None and entry.kind == "image"
+        self.chat_button.setText(self.tr("Make images with this model") if image else self.tr("Chat with this model"))
 
     def _chat_with_selected(self) -> None:
         entry = self.selected_entry()
         if entry is not None and not entry.broken:
-            self.use_model.emit(entry.path)
+            (self.make_images if entry.kind == "image" else self.use_model).emit(entry.path)
 
-    def library_paths(self) -> list[Path]:
-        """Usable models from the last library scan (for other pages' model pickers)."""
-        return [e.path for e in self.library if not e.broken]
+    def library_paths(self, kind: str = "text") -> list[Path]:
+        """Usable models of one kind ("text": llama.cpp models, "image": Stable Diffusion and relatives)
+        from the last library scan (for other pages' model pickers)."""
+        return [e.path for e in self.library if not e.broken and e.kind == kind]
 
     def refresh_library(self) -> None:
         if self.library_handle is not None and self.library_handle.is_running:
@@ -623,9 +627,10 @@ class ModelsPage(Page):
         table.setRowCount(len(entries))
         for row, e in enumerate(entries):
             where = e.repo_id or str(e.path.parent) if not e.broken else self.tr("Broken: %1").replace("%1", e.error)
+            template = "" if e.broken else (self.tr("image model") if e.kind == "image" else
+                                            self.tr("yes") if e.has_chat_template else self.tr("no"))
             cells = [e.display_name, e.architecture, e.params_text, e.quant,
-                     str(e.context_length) if e.context_length else "", format_bytes(e.size),
-                     (self.tr("yes") if e.has_chat_template else self.tr("no")) if not e.broken else "", where]
+                     str(e.context_length) if e.context_length else "", format_bytes(e.size), template, where]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip(str(e.path) if col == 0 else text)
@@ -649,7 +654,8 @@ class ModelsPage(Page):
         return self.library[rows[0].row()]
 
     def choose_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, self.tr("Open GGUF model"), "", self.tr("GGUF models (*.gguf)"))
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Open model"), "",
+                                              self.tr("Models (*.gguf *.safetensors)"))
         if path:
             self.open_files([Path(path)])
 

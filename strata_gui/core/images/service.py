@@ -1,0 +1,416 @@
+"""Making images: the engine plan, the running ``sd-server``, fallback, progress, the gallery, metrics.
+
+:class:`ImageService` is the one place the GUI's Images page and ``strata image`` ask. It takes
+the image engines in the resolver's order (ROCm → Vulkan → CPU, failed probes left out), keeps one
+``sd-server`` with the model loaded between jobs, and when an engine cannot load the model or dies
+during a job (a ROCm build missing a library, a crash, out of memory) it tells its listeners with an
+:class:`ImageNotice`, starts the next engine and sends the same job again. Engines that failed are
+skipped for the rest of the session. Cancel (cancelling the ``generate`` task) frees the engine:
+sd-server cannot stop a running generation, so the process is stopped and the next job starts a
+new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from strata_gui.core.blocking import run_blocking
+from strata_gui.core.errors import ImageError
+from strata_gui.core.events import emit
+from strata_gui.core.images.gallery import Gallery, GalleryImage
+from strata_gui.core.images.params import ImageRequest
+from strata_gui.core.images.server import SdServer, launch_args, parse_image_start, parse_load, parse_step
+from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, ProcessEnded, describe_outcome
+from strata_gui.core.runtime.process_guard import WindowsJob
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ImageProgress:
+    """Where the running job is.
+
+    Attributes:
+        engine: The engine's label.
+        phase: "loading" (the model loads), "sampling" (``step`` of ``steps`` of image ``image``
+            of ``images``) or "saving".
+        image, images: 1-based image of the batch, batch size.
+        step, steps: Sampling step done, steps per image.
+        seconds_per_step: sd.cpp's running average for this image (None before the first step).
+        fraction: Of the whole batch, 0..1 (loading counts as 0).
+    """
+
+    engine: str
+    phase: str
+    image: int = 0
+    images: int = 0
+    step: int = 0
+    steps: int = 0
+    seconds_per_step: float | None = None
+    fraction: float = 0.0
+
+    def message(self) -> str:
+        if self.phase == "loading":
+            return f"Loading the model on {self.engine}…"
+        if self.phase == "saving":
+            return "Saving…"
+        rate = f" · {self.seconds_per_step:.2f} s/step" if self.seconds_per_step else ""
+        return f"Image {self.image}/{self.images} · step {self.step}/{self.steps}{rate}"
+
+
+@dataclass(frozen=True)
+class ImageNotice:
+    """Something the user must be told: an engine failed and the next one takes over."""
+
+    message: str
+    outcome: Outcome | None = None
+    failed_engine: str = ""
+    next_engine: str = ""
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    """One finished batch, as the metrics store keeps it (seconds per step and per image, per engine)."""
+
+    model: str
+    engine: str
+    backend: str
+    width: int
+    height: int
+    steps: int
+    images: int
+    seconds_per_step: float | None
+    seconds_per_image: float
+    source: str = "images"
+    at: float = 0.0
+
+
+@dataclass(frozen=True)
+class ImageResult:
+    """What a ``generate`` made.
+
+    Attributes:
+        images: The saved gallery entries, in seed order.
+        engine: The engine that made them.
+        seconds: Wall time of the job on that engine (model loading excluded).
+        load_seconds: Time spent starting engines and loading the model for this job (0: it was loaded).
+        seconds_per_step: sd.cpp's average step time of the last image.
+        notices: The fallbacks that happened on the way.
+    """
+
+    images: tuple[GalleryImage, ...]
+    engine: EngineSpec
+    seconds: float
+    load_seconds: float = 0.0
+    seconds_per_step: float | None = None
+    notices: tuple[str, ...] = field(default=())
+
+    @property
+    def seconds_per_image(self) -> float:
+        return self.seconds / max(len(self.images), 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"images": [i.to_json() for i in self.images], "engine": self.engine.id,
+                "engine_label": self.engine.label, "backend": str(self.engine.backend), "seconds": self.seconds,
+                "load_seconds": self.load_seconds, "seconds_per_step": self.seconds_per_step,
+                "seconds_per_image": self.seconds_per_image, "notices": list(self.notices)}
+
+
+@dataclass(frozen=True)
+class ImageBenchEntry:
+    """One engine's result in "Benchmark this model" (medians over the timed runs)."""
+
+    engine: str
+    label: str
+    backend: str
+    seconds_per_image: float | None
+    seconds_per_step: float | None
+    images: int
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and self.seconds_per_image is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": self.engine, "label": self.label, "backend": self.backend,
+                "seconds_per_image": self.seconds_per_image, "seconds_per_step": self.seconds_per_step,
+                "images": self.images, "error": self.error or None}
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+ImageEvent = ImageProgress | ImageNotice
+ImageListener = Callable[[ImageEvent], None]
+PlanProvider = Callable[[Path], Sequence[EngineSpec]]
+Recorder = Callable[[ImageRecord], None]
+
+
+class ImageService:
+    """Generates images with stable-diffusion.cpp engines; one job at a time.
+
+    Args:
+        plan: Image engines for a model, best first (the resolver's ``image_plan``).
+        http: Loopback HTTP client (no proxy).
+        gallery: Where images are saved.
+        environ: The environment engines start from.
+        recorder: Receives one :class:`ImageRecord` per finished batch (the metrics store).
+        log_dir: Where each engine run's log is mirrored (``sd-server-<engine>.log``).
+        job: The app's Windows job object.
+        threads: CPU threads for sd.cpp (None: its default, the physical cores).
+        ready_timeout: Seconds a model may take to load.
+        clock: Monotonic clock (seconds).
+    """
+
+    def __init__(self, plan: PlanProvider, http: httpx.AsyncClient, gallery: Gallery, *,
+                 environ: Mapping[str, str], recorder: Recorder | None = None, log_dir: Path | None = None,
+                 job: WindowsJob | None = None, threads: int | None = None, ready_timeout: float = 600.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._plan = plan
+        self._http = http
+        self.gallery = gallery
+        self._environ = dict(environ)
+        self._recorder = recorder
+        self._log_dir = log_dir
+        self._job = job
+        self.threads = threads
+        self._ready_timeout = ready_timeout
+        self._clock = clock
+        self._listeners: list[ImageListener] = []
+        self._server: SdServer | None = None
+        self._lock = asyncio.Lock()
+        self._failed: dict[str, str] = {}  # engine id → why it was given up on (this session)
+        self._batch = (1, 1)
+        self._image = 1  # the image of the batch sd.cpp is sampling (from its log)
+        self._last_spp: float | None = None
+        self.busy = False
+
+    # -- observation -----------------------------------------------------------------------------
+    def subscribe(self, listener: ImageListener) -> Callable[[], None]:
+        """Receive :class:`ImageProgress` and :class:`ImageNotice` events; returns the unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    @property
+    def engine(self) -> EngineSpec | None:
+        """The engine whose ``sd-server`` is running (model loaded), if any."""
+        server = self._server
+        return server.engine if server is not None and server.running else None
+
+    @property
+    def loaded_model(self) -> Path | None:
+        server = self._server
+        return server.model if server is not None and server.running else None
+
+    def plan(self, model: Path) -> list[EngineSpec]:
+        """The engines a job for ``model`` would try, in order (engines that failed this session left out)."""
+        return [s for s in self._plan(model) if s.id not in self._failed]
+
+    def given_up(self) -> dict[str, str]:
+        """Engines left out for this session, each with why."""
+        return dict(self._failed)
+
+    def forget_failures(self) -> None:
+        """Try every engine again (after an engine was reinstalled or a driver updated)."""
+        self._failed.clear()
+
+    # -- work -----------------------------------------------------------------------------------
+    async def generate(self, model: Path, request: ImageRequest, *, source: str = "images",
+                       engines: Sequence[EngineSpec] | None = None, keep: bool = True) -> ImageResult:
+        """Make ``request.count`` images with ``model`` and save them in the gallery.
+
+        Cancel the awaiting task to cancel: a queued job is withdrawn, a running one stops the
+        engine (freeing it; the next job starts it again).
+
+        Args:
+            source: What the metrics record calls it ("images", "bench", "cli").
+            engines: Try exactly these engines, in this order (the benchmark); default: the plan.
+            keep: False: the images are not saved in the gallery (``images`` is then empty).
+
+        Raises:
+            ImageError: bad settings, no image engine, the model is not an image model sd.cpp
+                knows, or every engine failed.
+        """
+        request = request.validate().with_seed()
+        async with self._lock:
+            self.busy = True
+            try:
+                return await self._generate(model, request, source, engines, keep)
+            finally:
+                self.busy = False
+
+    async def benchmark(self, model: Path, request: ImageRequest | None = None, *, reps: int = 2,
+                        engines: Sequence[EngineSpec] | None = None,
+                        on_progress: Callable[[int, int, str], None] | None = None) -> list[ImageBenchEntry]:
+        """"Benchmark this model": the same request ``reps`` times on each engine (after one warm-up
+        job that loads the model), recorded in the metrics store as ``source="bench"``.
+
+        Engines that fail are reported with why; nothing is saved in the gallery.
+        """
+        req = (request or ImageRequest("a lighthouse on a cliff at dusk", width=512, height=512, steps=20,
+                                       seed=42)).validate().with_seed()
+        chosen = list(engines) if engines is not None else self.plan(model)
+        out: list[ImageBenchEntry] = []
+        total = len(chosen) * (reps + 1)
+        done = 0
+        for spec in chosen:
+            times: list[float] = []
+            steps: list[float] = []
+            error = ""
+            for rep in range(reps + 1):
+                if on_progress is not None:
+                    on_progress(done, total, f"{spec.label}: {'loading, warm-up' if rep == 0 else f'run {rep}/{reps}'}")
+                try:
+                    res = await self.generate(model, req, source="bench" if rep else "bench-warmup",
+                                              engines=[spec], keep=False)
+                except ImageError as exc:
+                    error = exc.message
+                    break
+                finally:
+                    done += 1
+                if rep:
+                    times.append(res.seconds_per_image)
+                    if res.seconds_per_step:
+                        steps.append(res.seconds_per_step)
+            out.append(ImageBenchEntry(spec.id, spec.label, str(spec.backend), _median(times), _median(steps),
+                                       len(times) * req.count, error))
+        await self.unload()
+        return out
+
+    async def _generate(self, model: Path, request: ImageRequest, source: str,
+                        engines: Sequence[EngineSpec] | None = None, keep: bool = True) -> ImageResult:
+        plan = list(engines) if engines is not None else self.plan(model)
+        if not plan:
+            given = "; ".join(f"{k}: {v}" for k, v in self._failed.items())
+            raise ImageError("No image engine can run here." + (f" ({given})" if given else ""),
+                             hint="Install an image engine: strata engines install --images (or the Engines page).")
+        notices: list[str] = []
+        load_seconds = 0.0
+        for i, spec in enumerate(plan):
+            sent = False
+            try:
+                t0 = self._clock()
+                server = await self._ensure_server(spec, model)
+                load_seconds += self._clock() - t0
+                sent = True
+                return await self._run_job(server, model, request, source, load_seconds, notices, keep)
+            except ProcessEnded as exc:
+                outcome = exc.outcome
+                if outcome.kind is OutcomeKind.BAD_MODEL and outcome.exit_code is not None:
+                    raise ImageError(f"{model.name} is not an image model stable-diffusion.cpp can load.",
+                                     hint="Choose a Stable Diffusion model (GGUF or safetensors).",
+                                     details=outcome.details()) from exc
+                if outcome.kind is OutcomeKind.STOPPED:
+                    raise ImageError("The image engine was stopped.") from exc
+                why = describe_outcome(outcome, activity="making the image")
+                self._failed[spec.id] = why
+                nxt = plan[i + 1] if i + 1 < len(plan) else None
+                if nxt is None:
+                    raise ImageError(f"No image engine could make the image. {why}",
+                                     hint="See the engine log; try a smaller size or another model.",
+                                     details=outcome.details()) from exc
+                again = " and sending the job again" if sent else ""
+                message = f"{why} Switching to {nxt.label}{again}."
+                notices.append(message)
+                log.warning("image engine %s failed (%s); next: %s", spec.id, outcome.kind.value, nxt.id)
+                emit(self._listeners, ImageNotice(message, outcome, spec.label, nxt.label))
+        raise ImageError("No image engine could make the image.")  # not reached: the loop returns or raises
+
+    async def _ensure_server(self, spec: EngineSpec, model: Path) -> SdServer:
+        current = self._server
+        if current is not None and current.running and current.engine.id == spec.id and current.model == model:
+            return current
+        await self.unload()
+        log_file = self._log_dir / f"sd-server-{spec.id}.log" if self._log_dir is not None else None
+        args = await run_blocking(launch_args, model, name="strata-image-model")
+        server = SdServer(spec, model, self._http, environ=self._environ, threads=self.threads, log_file=log_file,
+                          job=self._job, on_line=self._on_line, ready_timeout=self._ready_timeout, model_args=args)
+        self._server = server
+        emit(self._listeners, ImageProgress(spec.label, "loading"))
+        await server.start()
+        return server
+
+    async def _run_job(self, server: SdServer, model: Path, request: ImageRequest, source: str,
+                       load_seconds: float, notices: list[str], keep: bool = True) -> ImageResult:
+        samplers = server.samplers
+        if samplers and request.sampler not in samplers:
+            raise ImageError(f"The sampler '{request.sampler}' is not one this engine knows.",
+                             hint="Choose one of: " + ", ".join(samplers))
+        self._batch = (request.count, request.steps)
+        self._image = 1
+        self._last_spp = None
+        t0 = self._clock()
+        job_id = await server.submit(request)
+        try:
+            result = await server.wait(job_id)
+        except asyncio.CancelledError:
+            # Withdraw a queued job; a generating one can only be stopped with its engine.
+            if not await asyncio.shield(server.cancel_queued(job_id)):
+                await asyncio.shield(self.unload())
+            raise
+        seconds = self._clock() - t0
+        if len(result.images) != request.count:
+            raise ImageError(f"The engine made {len(result.images)} of {request.count} images.",
+                             details="\n".join(server.process.log_tail()))
+        emit(self._listeners, ImageProgress(server.engine.label, "saving", request.count, request.count,
+                                            request.steps, request.steps, self._last_spp, 1.0))
+        per_image = seconds / request.count
+        saved = tuple(self.gallery.save(png, request, seed=request.seed + n, model=model.name,
+                                        engine=server.engine.label, seconds=per_image)
+                      for n, png in enumerate(result.images)) if keep else ()
+        spp = self._last_spp
+        if self._recorder is not None:
+            rec = ImageRecord(model.name, server.engine.id, str(server.engine.backend), request.width, request.height,
+                              request.steps, request.count, spp, per_image, source)
+            try:
+                self._recorder(rec)
+            except Exception:  # statistics must never cost the user the images
+                log.warning("could not record image statistics", exc_info=True)
+        return ImageResult(saved, server.engine, seconds, load_seconds, spp, tuple(notices))
+
+    def _on_line(self, line: str) -> None:
+        server = self._server
+        if server is None:
+            return
+        label = server.engine.label
+        step = parse_step(line)
+        if step is not None:
+            images, _steps = self._batch
+            image = self._image
+            self._last_spp = step.seconds_per_step
+            done = (image - 1) * step.steps + step.step
+            emit(self._listeners, ImageProgress(label, "sampling", image, images, step.step, step.steps,
+                                                step.seconds_per_step, done / max(images * step.steps, 1)))
+            return
+        start = parse_image_start(line)
+        if start is not None:
+            self._image = start[0]
+            return
+        loaded = parse_load(line)
+        if loaded is not None:
+            emit(self._listeners, ImageProgress(label, "loading", step=loaded[0], steps=loaded[1]))
+
+    async def unload(self) -> None:
+        """Stop the running ``sd-server`` (frees the model's memory)."""
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop()
+
+    async def aclose(self) -> None:
+        """Stop the engine. Safe twice."""
+        await self.unload()
