@@ -907,6 +907,10 @@ Last reply: this computer ({1})</source>
         <translation>聊天问题</translation>
     </message>
     <message>
+        <source>Image problem</source>
+        <translation>图像生成问题</translation>
+    </message>
+    <message>
         <source>Show details</source>
         <translation>显示详情</translation>
     </message>

@@ -41,6 +41,7 @@ _TITLES = (
     QT_TRANSLATE_NOOP("ErrorDialog", "Hugging Face hub problem"),
     QT_TRANSLATE_NOOP("ErrorDialog", "Engine server problem"),
     QT_TRANSLATE_NOOP("ErrorDialog", "Chat problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Image problem"),
 )
 
 
