@@ -110,7 +110,8 @@ def _engine_line(e: InstalledEngine, svc: EngineService, gpu: GpuTarget | None) 
     probe = svc.last_probe(e.id, gpu)
     state = f"{probe.verdict}: {probe.message}" if probe else "not checked on this machine yet (strata engines probe)"
     pin = " (pinned)" if e.id == svc.settings.pinned_engine else ""
-    return f"{e.id}{pin}\n    {e.backend} {e.tag}  {e.server_path}\n    {state}"
+    kind = " (images)" if e.kind == "image" else ""
+    return f"{e.id}{pin}{kind}\n    {e.backend} {e.tag}  {e.server_path}\n    {state}"
 
 
 def _out(args: argparse.Namespace, data: Any, text: str) -> None:

@@ -159,3 +159,20 @@ def test_a_text_model_is_a_bad_model_not_an_engine_fault(sd_dir: Path, test_mode
     message, given_up = asyncio.run(scenario())
     assert "is not an image model stable-diffusion.cpp can load" in message
     assert given_up == {} and not [e for e in events if isinstance(e, ImageNotice)]  # no engine blamed
+
+
+def test_a_batch_saves_each_image_with_its_own_seed_and_reports_which_image(sd_dir: Path, image_model: Path) -> None:
+    events: list[object] = []
+
+    async def scenario() -> object:
+        async with image_core([(sd_dir, "cpu", "sd")]) as app:
+            app.images.subscribe(events.append)
+            return await app.images.generate(image_model, ImageRequest("two boats", width=64, height=64, steps=1,
+                                                                       sampler="euler", seed=500, count=2))
+
+    result = asyncio.run(scenario())
+    assert [read_settings(i.path).request.seed for i in result.images] == [500, 501]  # type: ignore[attr-defined]
+    sampling = [(e.image, e.images, e.step) for e in events if isinstance(e, ImageProgress) and e.phase == "sampling"]
+    assert sampling == [(1, 2, 1), (2, 2, 1)]
+    fractions = [e.fraction for e in events if isinstance(e, ImageProgress) and e.phase == "sampling"]
+    assert fractions == [0.5, 1.0]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from strata_gui.cli import run_command
+from strata_gui.core.errors import EngineError
 from strata_gui.core.services import build_services
 from tests.images.conftest import MISSING_LIBRARY
 from tests.support.github_server import GitHubServer, github_server
@@ -83,6 +84,8 @@ def test_install_then_generate_falls_back_from_rocm_to_cpu(published: GitHubServ
     assert {e["backend"] for e in engines.values()} == {"rocm", "cpu"}
     assert all(e["kind"] == "image" and e["probe"]["verdict"] == "works" for e in engines.values())
 
+    with pytest.raises(EngineError, match="is an image engine; the pin chooses the text engine"):
+        run_command(["engines", "pin", installed["chosen"]])
     assert run_command(["engines", "resolve", "--images", "--model", str(image_model), "--json"]) == 0
     order = json.loads(capsys.readouterr().out)["order"]
     assert [engines[i]["backend"] for i in order] == ["rocm", "cpu"]

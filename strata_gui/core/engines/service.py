@@ -457,11 +457,13 @@ class EngineService:
         """Make ``engine_id`` the default (None: choose automatically) and save that choice.
 
         Raises:
-            EngineError: ``engine_id`` is not installed.
+            EngineError: ``engine_id`` is not installed, or is an image engine.
             SettingsError: the choice could not be saved (nothing changed).
         """
-        if engine_id:
-            self.get(engine_id)
+        if engine_id and self.get(engine_id).kind == "image":
+            # The pin is the chat's engine; an image engine there would only hide the text engines.
+            raise EngineError(f"{engine_id} is an image engine; the pin chooses the text engine.",
+                              hint="Image engines are tried ROCm → Vulkan → CPU (strata engines resolve --images).")
         self.settings_service.update(pinned_engine=engine_id or "")
 
     def remove(self, engine_id: str) -> None:
