@@ -69,7 +69,7 @@ def test_self_test_opens_every_page_and_exits_zero() -> None:
                          text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "self-test passed" in res.stdout
-    for title in ("Chat", "Models", "Engines", "GPU", "Dashboard", "Network", "Settings", "About"):
+    for title in ("Chat", "Images", "Models", "Engines", "GPU", "Dashboard", "Network", "Settings", "About"):
         assert f"visited {title}" in res.stdout
 
 

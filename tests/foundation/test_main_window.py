@@ -217,16 +217,17 @@ def test_only_the_chat_page_is_built_at_start_the_rest_on_first_visit(qtbot: QtB
     _, _, window = composed(Recorder())
     window.show()
     # Every entry is in the sidebar at once; only the page on screen was built.
-    assert window.page_titles() == ["Chat", "Models", "Engines", "GPU", "Dashboard", "Network", "Settings", "About"]
+    assert window.page_titles() == ["Chat", "Images", "Models", "Engines", "GPU", "Dashboard", "Network", "Settings",
+                                    "About"]
     assert [type(p) for p in window.built_pages()] == [ChatPage]
     assert isinstance(window.stack.currentWidget(), ChatPage)
     built: list[int] = []
     window.page_built.connect(built.append)
-    window.show_page_index(5)  # a click on "Network" builds it, shows it, and only it
+    window.show_page_index(6)  # a click on "Network" builds it, shows it, and only it
     network = window.stack.currentWidget()
     assert isinstance(network, NetworkPage) and network.isVisible()
-    assert built == [5]
+    assert built == [6]
     assert [type(p) for p in window.built_pages()] == [ChatPage, NetworkPage]
     window.show_page_index(0)
-    window.show_page_index(5)  # a second visit reuses the page
-    assert window.stack.currentWidget() is network and built == [5]
+    window.show_page_index(6)  # a second visit reuses the page
+    assert window.stack.currentWidget() is network and built == [6]

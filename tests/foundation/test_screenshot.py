@@ -36,7 +36,8 @@ def test_main_window_screenshot(tmp_path: Path, theme: str) -> None:
                              cwd=Path(__file__).resolve().parents[2])
     assert res.returncode == 0, res.stderr[-3000:]
     data = json.loads(res.stdout.strip().splitlines()[-1])
-    assert data["pages"] == ["Chat", "Models", "Engines", "GPU", "Dashboard", "Network", "Settings", "About"]
+    assert data["pages"] == ["Chat", "Images", "Models", "Engines", "GPU", "Dashboard", "Network", "Settings",
+                             "About"]
     assert len(data["files"]) == len(data["pages"])
     for f in map(Path, data["files"]):
         img = QImage(str(f))
