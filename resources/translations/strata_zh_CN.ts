@@ -744,6 +744,10 @@ Last reply: this computer ({1})</source>
         <translation>已安装的引擎</translation>
     </message>
     <message>
+        <source>The stable-diffusion.cpp builds the Images page draws with. Strata tries them in the same order: ROCm for your GPU&apos;s family, then Vulkan, then the processor, and moves to the next one when a build cannot load a model.</source>
+        <translation>“图像”页用来绘图的 stable-diffusion.cpp 构建。Strata 按同样的顺序尝试：先是适合你 GPU 系列的 ROCm，然后是 Vulkan，最后是处理器；某个构建无法加载模型时会换用下一个。</translation>
+    </message>
+    <message>
         <source>Planning for: {gpus}</source>
         <translation>规划目标：{gpus}</translation>
     </message>

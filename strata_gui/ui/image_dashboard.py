@@ -58,7 +58,7 @@ class ImageDashboard(QWidget):
         self.usage_empty.setWordWrap(True)
 
         self.model_combo = QComboBox()
-        self.model_combo.setMinimumWidth(280)
+        self.model_combo.setMinimumWidth(360)
         self.browse_button = QPushButton(self.tr("Browse…"))
         self.browse_button.clicked.connect(self._browse)
         model_row = QHBoxLayout()
@@ -75,7 +75,10 @@ class ImageDashboard(QWidget):
         self.reps_spin = QSpinBox()
         self.reps_spin.setRange(1, 10)
         self.reps_spin.setValue(2)
+        for spin in (self.size_spin, self.steps_spin, self.reps_spin):
+            spin.setMaximumWidth(140)
         form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         form.addRow(self.tr("Model"), model_row)
         form.addRow(self.tr("Image size (square)"), self.size_spin)
         form.addRow(self.tr("Steps"), self.steps_spin)

@@ -84,9 +84,8 @@ class EnginesPage(Page):
         self._kind = "text"  # which engines the page shows: "text" (llama.cpp) or "image" (stable-diffusion.cpp)
         self._plans: dict[str, EnginePlan] = {}
 
-        header = PageHeader(self.tr("Engines"), self.tr(
-            "The llama.cpp builds Strata runs models with. Strata picks the fastest one that really "
-            "works on this machine: ROCm for your GPU's family, then Vulkan, then the processor."))
+        header = PageHeader(self.tr("Engines"), self._subtitle("text"))
+        self.header = header
         self.gpu_label = QLabel()
         self.gpu_label.setObjectName("muted")
         self.setup_button = QPushButton(self.tr("Set up automatically"))
@@ -190,11 +189,20 @@ class EnginesPage(Page):
         """The engines shown: "text" (llama.cpp, for chat) or "image" (stable-diffusion.cpp, for Images)."""
         return self._kind
 
+    def _subtitle(self, kind: str) -> str:
+        if kind == "image":
+            return self.tr("The stable-diffusion.cpp builds the Images page draws with. Strata tries them in the same "
+                           "order: ROCm for your GPU's family, then Vulkan, then the processor, and moves to the next "
+                           "one when a build cannot load a model.")
+        return self.tr("The llama.cpp builds Strata runs models with. Strata picks the fastest one that really "
+                       "works on this machine: ROCm for your GPU's family, then Vulkan, then the processor.")
+
     def show_kind(self, kind: str) -> None:
         """Show the text or the image engines: their plan, set-up and installed builds."""
         if kind == self._kind:
             return
         self._kind = kind
+        self.header.subtitle.setText(self._subtitle(kind))
         self.kind_tabs.blockSignals(True)
         self.kind_tabs.setCurrentIndex(1 if kind == "image" else 0)
         self.kind_tabs.blockSignals(False)
