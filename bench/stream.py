@@ -122,6 +122,10 @@ class PaintRecorder:
     def reset(self, earlier: set[int]) -> None:
         self.paints, self.ends, self.earlier = [], [], earlier
 
+    def shown_all(self) -> bool:
+        """Whether the whole reply has been painted."""
+        return bool(self.ends and self.paints) and self.paints[-1][1] >= self.ends[-1]
+
     def stamps(self) -> list[float]:
         """When each token was first painted."""
         out: list[float] = []
@@ -169,7 +173,9 @@ async def strata_once(service: ChatService, page: ChatPage, sampling: SamplingPa
         handle = page.send_text(PROMPT)
         assert handle is not None
         await handle.wait()
-        await asyncio.sleep(0.05)  # the last text is painted after the reply is saved
+        deadline = time.perf_counter() + 1.0
+        while not recorder.shown_all() and time.perf_counter() < deadline:
+            await asyncio.sleep(0.002)  # the last text is painted after the reply is saved
         cpu = time.process_time() - cpu
     if handle.error is not None:
         raise SystemExit(f"strata path failed: {handle.error}")
