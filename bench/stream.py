@@ -11,7 +11,13 @@ to the last stamp. While each stream runs, a probe task measures how late the ev
 (the longest stall the UI would feel), and the process CPU time per reply is recorded (less noisy
 than rates when other work loads the machine).
 
-Usage: python bench/stream.py [--engine DIR] [--model FILE] [--reps 5] [--tokens 512]
+With --replay RATE, one reply of the engine is recorded and both paths then read it from a
+loopback server (its own process) that sends it at RATE tokens/s: the engine no longer competes for
+the CPU, so the figures show the client's own overhead even while other work loads the machine
+(the streamed text is the same; Strata answers through its remote-engine path; the engine tok/s
+column is then the recorded reply's).
+
+Usage: python bench/stream.py [--engine DIR] [--model FILE] [--reps 5] [--tokens 512] [--replay 1000]
 Defaults: the CPU test engine from ~/.cache/strata-dev/engines.env and the generated test model.
 """
 
@@ -22,7 +28,9 @@ import asyncio
 import json
 import math
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -122,6 +130,10 @@ class PaintRecorder:
     def reset(self, earlier: set[int]) -> None:
         self.paints, self.ends, self.earlier = [], [], earlier
 
+    def shown_all(self) -> bool:
+        """Whether the whole reply has been painted."""
+        return bool(self.ends and self.paints) and self.paints[-1][1] >= self.ends[-1]
+
     def stamps(self) -> list[float]:
         """When each token was first painted."""
         out: list[float] = []
@@ -169,7 +181,9 @@ async def strata_once(service: ChatService, page: ChatPage, sampling: SamplingPa
         handle = page.send_text(PROMPT)
         assert handle is not None
         await handle.wait()
-        await asyncio.sleep(0.05)  # the last text is painted after the reply is saved
+        deadline = time.perf_counter() + 1.0
+        while not recorder.shown_all() and time.perf_counter() < deadline:
+            await asyncio.sleep(0.002)  # the last text is painted after the reply is saved
         cpu = time.process_time() - cpu
     if handle.error is not None:
         raise SystemExit(f"strata path failed: {handle.error}")
@@ -195,12 +209,75 @@ def bench_spec(engine_dir: Path) -> EngineSpec:
                       {"LD_LIBRARY_PATH": str(engine_dir)})
 
 
+class ReplayEngine:
+    """Strata's seam for an engine it does not manage, pointed at the replay server."""
+
+    label = "replay"
+
+    def __init__(self, http: httpx.AsyncClient, base: str) -> None:
+        self._client = ChatClient(http, base)
+
+    async def stream_chat(self, messages: Any, sampling: Any = None, on_delta: Any = None) -> Any:
+        return await self._client.stream_chat(messages, sampling, on_delta)
+
+
+async def record_reply(http: httpx.AsyncClient, base: str, sampling: SamplingParams) -> bytes:
+    body = {"messages": [{"role": "user", "content": PROMPT}], "stream": True,
+            "stream_options": {"include_usage": True}, **sampling.to_request()}
+    async with http.stream("POST", base + "/v1/chat/completions", json=body, timeout=None) as resp:
+        return await resp.aread()
+
+
+def serve_replay(recording: Path, port_file: Path, rate: float) -> None:
+    """Serve the recorded SSE reply to every POST, one event per 1/rate s (runs in its own process)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    events = [e + b"\n\n" for e in recording.read_bytes().split(b"\n\n") if e.strip()]
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def setup(self) -> None:
+            super().setup()
+            # One small write per token: without this, Nagle's algorithm holds the first event
+            # until the client's delayed ACK (40 ms), which the engine's replies never showed.
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            start = time.perf_counter()
+            for i, event in enumerate(events):
+                wait = start + i / rate - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port_file.write_text(str(server.server_address[1]))
+    server.serve_forever()
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--serve-replay"]:
+        serve_replay(Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", type=Path)
     ap.add_argument("--model", type=Path)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--tokens", type=int, default=512)
+    ap.add_argument("--replay", type=float, metavar="RATE",
+                    help="replay one recorded reply at RATE tokens/s instead of asking the engine each time")
     args = ap.parse_args()
     engine_dir, model = default_engine_and_model() if not (args.engine and args.model) else (args.engine, args.model)
     engine_dir = args.engine or engine_dir
@@ -219,6 +296,7 @@ def main() -> int:
                                                   Settings(context_size=args.tokens + 512, last_model=str(model))))
             service.set_plan([bench_spec(engine_dir)])
             recorder = PaintRecorder()
+            replay: subprocess.Popen[bytes] | None = None
             page = ChatPage(service, AsyncBridge())
             page.resize(1000, 700)
             page.show()
@@ -227,20 +305,36 @@ def main() -> int:
                 sup = service.supervisor
                 assert sup is not None
                 sampling = SamplingParams(max_tokens=args.tokens, seed=7, temperature=1.0)
-                await raw_once(http, sup.base_url, sampling)  # warm-up: prompt cache, page-in
+                base = sup.base_url
+                if args.replay:
+                    recording = Path(workdir.name) / "reply.sse"
+                    recording.write_bytes(await record_reply(http, base, sampling))
+                    await service.stop_engine()
+                    port_file = Path(workdir.name) / "replay.port"
+                    replay = subprocess.Popen([sys.executable, __file__, "--serve-replay",  # noqa: ASYNC220 (starts at once)
+                                               str(recording), str(port_file), str(args.replay)])
+                    while not port_file.exists() or not port_file.read_text():
+                        await asyncio.sleep(0.05)
+                    base = f"http://127.0.0.1:{port_file.read_text()}"
+                    service.set_remote(ReplayEngine(http, base))
+                await raw_once(http, base, sampling)  # warm-up: prompt cache, page-in
                 await strata_once(service, page, sampling, recorder)
                 raw: list[Sample] = []
                 strata: list[Sample] = []
                 for _ in range(args.reps):
-                    raw.append(await raw_once(http, sup.base_url, sampling))
+                    raw.append(await raw_once(http, base, sampling))
                     strata.append(await strata_once(service, page, sampling, recorder))
             finally:
+                if replay is not None:
+                    replay.terminate()
+                    replay.wait()
                 await service.aclose()
                 page.deleteLater()
         med = statistics.median
         r_ttft, s_ttft = med(x[0] for x in raw), med(x[0] for x in strata)
         r_dec, s_dec = med(x[1] for x in raw), med(x[1] for x in strata)
-        print(f"engine {engine_dir}  model {model.name}  reps {args.reps}  tokens/reply ~{strata[0][3]}")
+        source = f"replayed at {args.replay:,.0f} tok/s" if args.replay else f"engine {engine_dir}"
+        print(f"{source}  model {model.name}  reps {args.reps}  tokens/reply ~{strata[0][3]}")
         print(f"{'path':8} {'TTFT ms':>9} {'decode tok/s':>13} {'worst stall ms':>15} {'engine tok/s':>13}"
               f" {'CPU ms/reply':>13}")
         for name, rows in (("raw", raw), ("strata", strata)):
