@@ -386,6 +386,13 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
                 cast("DashboardPage", dashboard).images_tab.refresh()  # type: ignore[union-attr]
 
         page.image_made.connect(made)
+
+        def set_up_engines() -> None:
+            engines = pages.engines
+            window.show_page(engines)
+            engines.show_kind("image")
+
+        page.engines_requested.connect(set_up_engines)
         return page
 
     def build_network() -> Page:

@@ -1613,6 +1613,10 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>浏览…</translation>
     </message>
     <message>
+        <source>Set up image engines…</source>
+        <translation>设置图像引擎…</translation>
+    </message>
+    <message>
         <source>A lighthouse on a cliff at dawn, oil painting</source>
         <translation>黎明时悬崖上的灯塔，油画</translation>
     </message>

@@ -238,3 +238,13 @@ def test_dashboard_images_tab_shows_everyday_speed_and_benchmarks_an_image_model
     assert tab.summary.text().startswith("Fastest here:")
     assert len(page.gallery_entries()) == 1  # benchmark images are not kept
     assert tab.usage_table.rowCount() == 1  # and not counted as everyday use
+
+
+def test_no_image_engine_offers_to_set_one_up_on_the_engines_page(make_app, image_model: Path) -> None:
+    _, ui = make_app(())
+    page = ui.pages.images
+    ui.window.show_page(page)
+    page.set_model(image_model)
+    assert "No image engine installed" in page.engine_line.text() and page.setup_button.isVisible()
+    page.setup_button.click()
+    assert ui.window.stack.currentWidget() is ui.pages.engines and ui.pages.engines.kind == "image"

@@ -69,6 +69,7 @@ class ImagesPage(Page):
     page_title = "Images"
     page_icon = "SP_DesktopIcon"
     image_made = Signal(object)  # ImageResult (tests and the dashboard follow it)
+    engines_requested = Signal()  # "Set up image engines…": the Engines page's image tab
 
     def __init__(self, images: ImageService, bridge: AsyncBridge, *, models: Callable[[], Awaitable[list[Path]]],
                  choose_model: Callable[[], str | None], open_path: Callable[[Path], object],
@@ -103,6 +104,9 @@ class ImagesPage(Page):
         model_row.addWidget(self.browse)
         self.engine_line = ElidedLabel()
         self.engine_line.setObjectName("muted")
+        self.setup_button = QPushButton(self.tr("Set up image engines…"))
+        self.setup_button.clicked.connect(self.engines_requested)
+        self.setup_button.hide()
         self.prompt = QPlainTextEdit()
         self.prompt.setPlaceholderText(self.tr("A lighthouse on a cliff at dawn, oil painting"))
         self.prompt.setTabChangesFocus(True)
@@ -140,6 +144,7 @@ class ImagesPage(Page):
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow(self.tr("Model"), model_row)
         form.addRow("", self.engine_line)
+        form.addRow("", self.setup_button)
         form.addRow(self.tr("Prompt"), self.prompt)
         form.addRow(self.tr("Negative prompt"), self.negative)
         form.addRow(self.tr("Size"), size_row)
@@ -313,6 +318,7 @@ class ImagesPage(Page):
 
     def _show_plan(self) -> None:
         model = self.current_model()
+        self.setup_button.setVisible(model is not None and not self._images.plan(model))
         if model is None:
             self.engine_line.setText(self.tr("No image model yet: get one on the Models page, or Browse… for a "
                                              "file (.gguf or .safetensors)."))
