@@ -1,7 +1,7 @@
 """A loopback Hugging Face hub: the endpoints huggingface_hub 2.4 and Strata call, real files.
 
 Answers (as the hub does, checked against huggingface_hub's source):
-- ``GET /api/models?filter=&search=&sort=&limit=&expand=`` with ``Link: <...>; rel="next"`` paging;
+- ``GET /api/models?filter=&pipeline_tag=&search=&sort=&limit=&expand=`` with ``Link: <...>; rel="next"`` paging;
 - ``GET /api/models/{repo}`` (and ``/revision/{rev}``): info with ``siblings`` (size, ``lfs.sha256``);
 - ``GET /api/models/{repo}/tree/{rev}``: files with size, oid and ``lfs``;
 - ``HEAD``/``GET /{repo}/resolve/{rev}/{file}``: ``ETag`` (the sha256 for LFS files),
@@ -40,6 +40,8 @@ class HubRepo:
     gated: bool = False
     params: int | None = None
     tags: list[str] = field(default_factory=lambda: ["gguf", "text-generation"])
+    pipeline_tag: str = "text-generation"
+    library_name: str = "gguf"
 
     def data(self, name: str) -> bytes:
         src = self.files[name]
@@ -74,7 +76,8 @@ class HubState:
         if key not in self._infos:
             data = repo.data(name)
             git_oid = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-            self._infos[key] = _FileInfo(len(data), hashlib.sha256(data).hexdigest(), git_oid, name.endswith(".gguf"))
+            lfs = name.endswith((".gguf", ".safetensors"))  # as the hub's .gitattributes sends them to LFS
+            self._infos[key] = _FileInfo(len(data), hashlib.sha256(data).hexdigest(), git_oid, lfs)
         return self._infos[key]
 
     def take_failure(self, path: str) -> int | None:
@@ -101,8 +104,8 @@ def _model_json(state: HubState, repo: HubRepo, *, siblings: bool) -> dict[str, 
         "gated": "manual" if repo.gated else False,
         "disabled": False,
         "tags": repo.tags,
-        "pipeline_tag": "text-generation",
-        "library_name": "gguf",
+        "pipeline_tag": repo.pipeline_tag,
+        "library_name": repo.library_name,
     }
     if repo.params is not None:
         out["gguf"] = {"total": repo.params, "architecture": "llama", "context_length": 4096}
@@ -197,7 +200,9 @@ class _Handler(BaseHTTPRequestHandler):
         sort = (query.get("sort") or ["downloads"])[0]
         limit = int((query.get("limit") or ["1000"])[0])
         offset = int((query.get("cursor") or ["0"])[0])
-        repos = [r for r in state.repos.values() if all(f in r.tags for f in filters) and text in r.repo_id.lower()]
+        pipeline = (query.get("pipeline_tag") or [""])[0]
+        repos = [r for r in state.repos.values() if all(f in r.tags for f in filters) and text in r.repo_id.lower()
+                 and (not pipeline or r.pipeline_tag == pipeline)]
         keys = {"downloads": lambda r: r.downloads, "likes": lambda r: r.likes,
                 "lastModified": lambda r: r.last_modified, "trendingScore": lambda r: r.likes + r.downloads}
         repos.sort(key=keys.get(sort, keys["downloads"]), reverse=True)
