@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from strata_gui.core.errors import HubError
 from strata_gui.core.models.fit import GIB, MemoryTarget
 from strata_gui.core.models.image_models import image_work_bytes
 from tests.support.safetensors_file import CLIP_L, FLUX_DIFFUSION, SD15_FULL, T5XXL, VAE, write_safetensors
@@ -43,6 +44,14 @@ def image_repos(folder: Path) -> list[Any]:
     sd = HubRepo(SD_REPO, {"sd15-test.safetensors": st("sd15.safetensors", SD15_FULL, 1_000)}, downloads=400,
                  tags=image_tags, pipeline_tag="text-to-image", library_name="diffusers")
     return [flux, alone, sd]
+
+
+@pytest.fixture(scope="session")
+def image_model() -> Path:
+    """The random-weight SDXS-512-DS GGUF (cached in ~/.cache/strata-dev)."""
+    from tests.support.image_model import cached_image_model
+
+    return cached_image_model()
 
 
 @pytest.fixture
@@ -114,3 +123,57 @@ def test_a_repo_without_the_parts_says_which_and_where(make_service: Any, hub: A
                 "VAE: get it from black-forest-labs/FLUX.1-schnell (ae.safetensors)"]
 
     asyncio.run(go())
+
+
+def test_a_cut_companion_resumes_and_the_model_is_then_complete(make_service: Any, hub: Any) -> None:
+    part = "text_encoders/t5xxl_fp8_e4m3fn.safetensors"
+    hub.state.cut_after[part] = 10_000
+
+    async def first() -> None:
+        async with make_service(hub) as svc:
+            detail = await svc.detail(FLUX_REPO)
+            fp8 = (await svc.image_report(detail)).fits[0]
+            with pytest.raises(HubError, match="stopped at"):
+                await svc.download(svc.enqueue_image(detail, fp8), lambda p: None)
+            assert [j.state for j in svc.pending_downloads()] == ["failed"]
+            [entry] = await svc.scan_library()  # half there: the library says what is missing
+            assert entry.image_missing == ("VAE",)  # clip_l arrived, the T5 was cut, the VAE never started
+
+    async def after_restart() -> None:
+        async with make_service(hub) as svc:
+            (job,) = svc.pending_downloads()
+            assert job.state == "failed"
+            paths = await svc.download(job, lambda p: None)
+            assert len(paths) == 4
+            [entry] = await svc.scan_library()
+            assert entry.image_missing == () and len(entry.companions) == 3
+
+    asyncio.run(first())
+    asyncio.run(after_restart())
+    ranges = [h.get("Range") for m, p, h in hub.state.requests if m == "GET" and p.endswith("t5xxl_fp8_e4m3fn.safetensors")]
+    assert ranges[-1] == "bytes=10000-"  # continued from what had arrived, not from the start
+
+
+def test_the_real_test_image_model_as_a_hub_repo(make_service: Any, image_model: Path) -> None:
+    """The random-weight SDXS GGUF that sd.cpp runs: one file holding every part, judged at 512²."""
+    from tests.support.hub_server import HubRepo, running_hub
+
+    repo = HubRepo("strata/sdxs-test-GGUF", {"sdxs-512-ds-Q4_0.gguf": image_model}, tags=["gguf", "text-to-image"],
+                   pipeline_tag="text-to-image", library_name="gguf")
+
+    size = image_model.stat().st_size
+
+    async def go(hub: Any) -> None:
+        async with make_service(hub) as svc:
+            report = await svc.image_report(await svc.detail(repo.repo_id))
+            [variant] = report.fits
+            assert (report.family, report.width, variant.entry.label) == ("Stable Diffusion", 512, "Q4_0")
+            assert variant.companions == () and variant.missing == () and variant.is_default
+            assert variant.fit is not None and variant.fit.verdict == "gpu"
+            assert variant.size == size
+
+    with running_hub([repo]) as hub:
+        asyncio.run(go(hub))
+    read = sum(int(h["Range"].split("-")[1]) - int(h["Range"].split("=")[1].split("-")[0]) + 1
+               for m, p, h in hub.state.requests if "Range" in h)
+    assert read < size // 100  # a header read, not a download

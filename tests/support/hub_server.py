@@ -47,6 +47,16 @@ class HubRepo:
         src = self.files[name]
         return src if isinstance(src, bytes) else src.read_bytes()
 
+    def read(self, name: str, start: int, end: int) -> bytes:
+        """Bytes ``start..end`` (inclusive) of a file; a file on disk is not read whole (a header
+        read of a 500 MB model asks for a few hundred KB)."""
+        src = self.files[name]
+        if isinstance(src, bytes):
+            return src[start:end + 1]
+        with open(src, "rb") as f:
+            f.seek(start)
+            return f.read(end - start + 1)
+
 
 @dataclass
 class _FileInfo:
@@ -74,10 +84,15 @@ class HubState:
     def info(self, repo: HubRepo, name: str) -> _FileInfo:
         key = (repo.repo_id, name)
         if key not in self._infos:
-            data = repo.data(name)
-            git_oid = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+            src = repo.files[name]
+            size = len(src) if isinstance(src, bytes) else src.stat().st_size
+            sha1, sha256 = hashlib.sha1(b"blob %d\0" % size), hashlib.sha256()
+            for i in range(0, size, 8 << 20):  # in pieces: model files can be hundreds of MB
+                piece = repo.read(name, i, min(size, i + (8 << 20)) - 1)
+                sha1.update(piece)
+                sha256.update(piece)
             lfs = name.endswith((".gguf", ".safetensors"))  # as the hub's .gitattributes sends them to LFS
-            self._infos[key] = _FileInfo(len(data), hashlib.sha256(data).hexdigest(), git_oid, lfs)
+            self._infos[key] = _FileInfo(size, sha256.hexdigest(), sha1.hexdigest(), lfs)
         return self._infos[key]
 
     def take_failure(self, path: str) -> int | None:
@@ -241,23 +256,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(401, "Access to model is restricted. You must have access to it and be authenticated.", "GatedRepo")
             return
         fi = state.info(repo, name)
-        data = repo.data(name)
-        if name in state.corrupt:
-            data = data[:-1] + bytes([data[-1] ^ 0xFF])
+        size = fi.size
         etag = f'"{fi.sha256}"' if fi.lfs else f'"{fi.git_oid}"'
-        start, end = 0, len(data) - 1
+        start, end = 0, size - 1
         status = 200
         rng = self.headers.get("Range")
         if rng:
             m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng.strip())
-            if not m or int(m.group(1)) >= len(data):
+            if not m or int(m.group(1)) >= size:
                 self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{len(data)}")
+                self.send_header("Content-Range", f"bytes */{size}")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
             start = int(m.group(1))
-            end = min(int(m.group(2)), len(data) - 1) if m.group(2) else len(data) - 1
+            end = min(int(m.group(2)), size - 1) if m.group(2) else size - 1
             status = 206
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
@@ -266,11 +279,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("X-Repo-Commit", repo.commit)
         self.send_header("Accept-Ranges", "bytes")
         if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
         self.end_headers()
         if self.command == "HEAD":
             return
-        body = memoryview(data)[start:end + 1]
+        data = repo.read(name, start, end)
+        if name in state.corrupt and end == size - 1:
+            data = data[:-1] + bytes([data[-1] ^ 0xFF])
+        body = memoryview(data)
         cut = state.cut_after.pop(name, None)
         if cut is not None:
             self.wfile.write(body[: max(0, cut - start)])
