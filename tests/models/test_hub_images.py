@@ -117,6 +117,7 @@ def test_a_repo_without_the_parts_says_which_and_where(make_service: Any, hub: A
             report = await svc.image_report(await svc.detail(ALONE_REPO))
             [variant] = report.fits
             assert report.default is None and variant.companions == ()
+            assert variant.fit is not None and variant.fit.message.endswith("not counting the missing parts")
             assert [m.describe() for m in variant.missing] == [
                 "CLIP-L text encoder: get it from comfyanonymous/flux_text_encoders (clip_l.safetensors)",
                 "T5-XXL text encoder: get it from comfyanonymous/flux_text_encoders (t5xxl_fp16.safetensors)",

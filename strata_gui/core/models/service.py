@@ -225,8 +225,10 @@ class ModelService:
         for q in detail.images:
             companions, missing = plan_companions(parts.family, parts.text_encoder, parts.vae, q.first, detail.files)
             size = q.size + sum(c.size for c in companions)
-            fits_list.append(ImageVariantFit(q, companions, missing,
-                                             estimate_image_fit(size, target, self.ram_bytes, width, height)))
+            fit = estimate_image_fit(size, target, self.ram_bytes, width, height)
+            if missing:  # their size is unknown here: the verdict may be too kind
+                fit = replace(fit, message=fit.message + ", not counting the missing parts")
+            fits_list.append(ImageVariantFit(q, companions, missing, fit))
         pick = pick_image_default([f for f in fits_list if not f.missing]) if any(
             not f.missing for f in fits_list) else None
         if pick is not None:
