@@ -2084,6 +2084,14 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>最近更新</translation>
     </message>
     <message>
+        <source>Text models</source>
+        <translation>文本模型</translation>
+    </message>
+    <message>
+        <source>Image models</source>
+        <translation>图像模型</translation>
+    </message>
+    <message>
         <source>Type a model name above, or browse the most downloaded GGUF models.</source>
         <translation>在上方输入模型名称，或浏览下载最多的 GGUF 模型。</translation>
     </message>
@@ -2124,12 +2132,20 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>离线模式已开启：不会连接 Hub。模型库仍可使用；如需搜索和下载，请在“设置”中关闭离线模式。</translation>
     </message>
     <message>
+        <source>Search image models (e.g. flux, stable diffusion)</source>
+        <translation>搜索图像模型（例如 flux、stable diffusion）</translation>
+    </message>
+    <message>
         <source>Searching…</source>
         <translation>正在搜索…</translation>
     </message>
     <message>
         <source>Loading more…</source>
         <translation>正在加载更多…</translation>
+    </message>
+    <message>
+        <source>No image models match “%1”. Try fewer or other words.</source>
+        <translation>没有与“%1”匹配的图像模型。请减少关键词或换用其他词。</translation>
     </message>
     <message>
         <source>No GGUF models match “%1”. Try fewer or other words.</source>
@@ -2202,6 +2218,50 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>*This repository has no model card.*</source>
         <translation>*此仓库没有模型卡片。*</translation>
+    </message>
+    <message>
+        <source>image model: %1</source>
+        <translation>图像模型：%1</translation>
+    </message>
+    <message>
+        <source>Fit for %1 (%2 usable) making %3×%4 images, with the parts each file needs.</source>
+        <translation>按 %1（可用 %2）生成 %3×%4 图像评估，已计入每个文件所需的组件。</translation>
+    </message>
+    <message>
+        <source>This repository has no single-file image model (.gguf or .safetensors) to download.</source>
+        <translation>此仓库没有可下载的单文件图像模型（.gguf 或 .safetensors）。</translation>
+    </message>
+    <message>
+        <source>Variant</source>
+        <translation>版本</translation>
+    </message>
+    <message>
+        <source>Size with parts</source>
+        <translation>含组件大小</translation>
+    </message>
+    <message>
+        <source>Downloads with it</source>
+        <translation>一并下载</translation>
+    </message>
+    <message>
+        <source>Download model and parts</source>
+        <translation>下载模型及组件</translation>
+    </message>
+    <message>
+        <source>missing: %1</source>
+        <translation>缺少：%1</translation>
+    </message>
+    <message>
+        <source>everything is in this file</source>
+        <translation>全部包含在此文件中</translation>
+    </message>
+    <message>
+        <source>%1 needs parts this repository does not have:</source>
+        <translation>%1 需要此仓库中没有的组件：</translation>
+    </message>
+    <message>
+        <source>Downloads %1 file(s), %2 in total: %3</source>
+        <translation>将下载 %1 个文件，共 %2：%3</translation>
     </message>
     <message>
         <source>No downloads. Pick a quant in “Browse the hub” and press Download.</source>

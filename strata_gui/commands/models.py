@@ -19,10 +19,14 @@ from strata_gui.core.errors import ModelError
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.models import (
     SORTS,
+    DownloadJob,
     FitEstimate,
     FitReport,
+    ImageReport,
+    ImageVariantFit,
     LibraryEntry,
     LoadOptions,
+    ModelDetail,
     ModelService,
     ModelShape,
     RepoSummary,
@@ -36,21 +40,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("models", help="search the hub, download GGUF models, manage the local library")
     msub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
 
-    s = msub.add_parser("search", help="search GGUF models on the hub")
+    s = msub.add_parser("search", help="search GGUF models (or, with --images, image models) on the hub")
     s.add_argument("query", nargs="?", default="", help="free text (empty: most downloaded)")
+    s.add_argument("--images", action="store_true", help="text-to-image models (GGUF or safetensors checkpoints)")
     s.add_argument("--sort", choices=sorted(SORTS), default="downloads")
     s.add_argument("--limit", type=int, default=20, help="number of results (default 20)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
 
-    i = msub.add_parser("info", help="files of a repo grouped by quant, with fit verdicts")
+    i = msub.add_parser("info", help="files of a repo grouped by quant (image repos: model files), with fit verdicts")
     i.add_argument("repo", help="repo id, e.g. bartowski/Qwen2.5-7B-Instruct-GGUF")
     i.add_argument("--ctx", type=int, default=0, help="context size to judge fits at (default: Settings)")
     i.add_argument("--card", action="store_true", help="also print the model card")
     i.add_argument("--json", action="store_true", help="machine-readable output")
 
-    pl = msub.add_parser("pull", help="download a quant into the hub cache (resumes an interrupted one)")
+    pl = msub.add_parser("pull", help="download a quant into the hub cache (resumes an interrupted one); "
+                                      "an image model comes with the text encoders and VAE it needs")
     pl.add_argument("repo")
-    pl.add_argument("quant", nargs="?", default="", help="quant label (Q4_K_M ...) or file name; default: the best fit")
+    pl.add_argument("quant", nargs="?", default="",
+                    help="quant label (Q4_K_M ...) or file name; default: the best fit")
     pl.add_argument("--json", action="store_true", help="machine-readable output")
 
     ls = msub.add_parser("list", help="models in the hub cache, your folders and opened files")
@@ -90,7 +97,7 @@ async def _search(args: argparse.Namespace, svc: ModelService) -> int:
     items: list[RepoSummary] = []
     next_url: str | None = None
     while len(items) < args.limit:
-        page = await svc.search(args.query, args.sort, next_url)
+        page = await svc.search(args.query, args.sort, next_url, kind="image" if args.images else "text")
         items.extend(page.items)
         next_url = page.next_url
         if next_url is None:
@@ -100,7 +107,7 @@ async def _search(args: argparse.Namespace, svc: ModelService) -> int:
         _print_json([i.to_json() for i in items])
         return 0
     if not items:
-        print("No GGUF models found.")
+        print("No image models found." if args.images else "No GGUF models found.")
         return 0
     print(f"{'REPO':<56} {'DOWNLOADS':>10} {'LIKES':>6} {'PARAMS':>7}  UPDATED")
     for i in items:
@@ -127,8 +134,45 @@ def _report_json(report: FitReport) -> dict[str, Any]:
     }
 
 
+def _variant_line(f: ImageVariantFit) -> str:
+    mark = "*" if f.is_default else " "
+    verdict = f.fit.message if f.fit else "unknown"
+    return f" {mark} {f.entry.label:<14} {format_bytes(f.size):>10}  {verdict}  {f.entry.name}"
+
+
+def _print_image_report(report: ImageReport) -> None:
+    if report.family:
+        print(f"image model, {report.family}; fit for {report.target.name} "
+              f"({format_bytes(report.target.usable_bytes)} usable) at {report.width}x{report.height}:")
+    if report.note:
+        print(f"  note: {report.note}")
+    for f in report.fits:
+        print(_variant_line(f))
+        for c in f.companions:
+            print(f"      + {c.path} ({format_bytes(c.size)})")
+        for m in f.missing:
+            print(f"      missing {m.describe()}")
+    if report.default:
+        print("* default pick (sizes include the parts that download with it)")
+
+
+async def _image_info(args: argparse.Namespace, svc: ModelService, detail: ModelDetail) -> int:
+    report = await svc.image_report(detail)
+    if args.json:
+        _print_json({**detail.to_json(), "image_fit": report.to_json(), "card": detail.card if args.card else None})
+        return 0
+    print(f"{detail.repo_id}  ({detail.downloads} downloads, {detail.likes} likes{', gated' if detail.gated else ''})")
+    _print_image_report(report)
+    if args.card and detail.card:
+        print()
+        print(detail.card)
+    return 0
+
+
 async def _info(args: argparse.Namespace, svc: ModelService) -> int:
     detail = await svc.detail(args.repo)
+    if detail.kind == "image":
+        return await _image_info(args, svc, detail)
     report = await svc.fit_report(detail, args.ctx or None)
     if args.json:
         _print_json({**detail.to_json(), "fit": _report_json(report), "card": detail.card if args.card else None})
@@ -153,8 +197,53 @@ async def _info(args: argparse.Namespace, svc: ModelService) -> int:
     return 0
 
 
+async def _image_pull(args: argparse.Namespace, svc: ModelService, detail: ModelDetail) -> int:
+    report = await svc.image_report(detail)
+    wanted = args.quant.strip()
+    if wanted:
+        matches = [f for f in report.fits
+                   if f.entry.label.upper() == wanted.upper() or wanted in (f.entry.name, f.entry.first.path)]
+        if not matches:
+            labels = ", ".join(f.entry.label for f in report.fits) or "none"
+            raise ModelError(f"{args.repo} has no image model file '{wanted}'.", hint=f"Available: {labels}")
+        variant = matches[0]
+    else:
+        if not report.fits:
+            raise ModelError(f"{args.repo} has no single-file image model.",
+                             hint="Pick a repository with .gguf or .safetensors checkpoints.")
+        variant = report.default or report.fits[0]
+    if variant.missing:
+        raise ModelError(f"{variant.entry.name} needs parts this repository does not have.",
+                         hint="; ".join(m.describe() for m in variant.missing))
+    if not args.json:
+        parts = ", ".join(f.path for f in variant.files)
+        print(f"downloading {len(variant.files)} file(s), {format_bytes(variant.size)}: {parts}", file=sys.stderr)
+    paths = await _wait(svc, svc.enqueue_image(detail, variant))
+    if args.json:
+        _print_json({"repo_id": detail.repo_id, "label": variant.entry.label, "kind": "image",
+                     "files": [str(p) for p in paths], "size": variant.size})
+    else:
+        print(f"downloaded {variant.entry.label} ({format_bytes(variant.size)}) to {paths[0]}")
+    return 0
+
+
+async def _wait(svc: ModelService, job: DownloadJob) -> list[Path]:
+    interactive = sys.stderr.isatty()
+
+    def show(p: Progress) -> None:
+        if interactive:
+            print(f"\r{p.describe():<100}", end="", file=sys.stderr, flush=True)
+
+    paths = await svc.download(job, show)
+    if interactive:
+        print(file=sys.stderr)
+    return paths
+
+
 async def _pull(args: argparse.Namespace, svc: ModelService) -> int:
     detail = await svc.detail(args.repo)
+    if detail.kind == "image":
+        return await _image_pull(args, svc, detail)
     if not detail.quants:
         raise ModelError(f"{args.repo} has no GGUF files.", hint="Pick a repository whose name ends in -GGUF.")
     wanted = args.quant.strip()
@@ -168,16 +257,7 @@ async def _pull(args: argparse.Namespace, svc: ModelService) -> int:
     else:
         report = await svc.fit_report(detail)
         quant = report.default.entry if report.default else min(detail.quants, key=lambda q: q.size)
-    job = svc.enqueue(detail, quant)
-    interactive = sys.stderr.isatty()
-
-    def show(p: Progress) -> None:
-        if interactive:
-            print(f"\r{p.describe():<100}", end="", file=sys.stderr, flush=True)
-
-    paths = await svc.download(job, show)
-    if interactive:
-        print(file=sys.stderr)
+    paths = await _wait(svc, svc.enqueue(detail, quant))
     if args.json:
         _print_json({"repo_id": detail.repo_id, "label": quant.label, "files": [str(p) for p in paths], "size": quant.size})
     else:

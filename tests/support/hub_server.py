@@ -1,7 +1,7 @@
 """A loopback Hugging Face hub: the endpoints huggingface_hub 2.4 and Strata call, real files.
 
 Answers (as the hub does, checked against huggingface_hub's source):
-- ``GET /api/models?filter=&search=&sort=&limit=&expand=`` with ``Link: <...>; rel="next"`` paging;
+- ``GET /api/models?filter=&pipeline_tag=&search=&sort=&limit=&expand=`` with ``Link: <...>; rel="next"`` paging;
 - ``GET /api/models/{repo}`` (and ``/revision/{rev}``): info with ``siblings`` (size, ``lfs.sha256``);
 - ``GET /api/models/{repo}/tree/{rev}``: files with size, oid and ``lfs``;
 - ``HEAD``/``GET /{repo}/resolve/{rev}/{file}``: ``ETag`` (the sha256 for LFS files),
@@ -40,10 +40,22 @@ class HubRepo:
     gated: bool = False
     params: int | None = None
     tags: list[str] = field(default_factory=lambda: ["gguf", "text-generation"])
+    pipeline_tag: str = "text-generation"
+    library_name: str = "gguf"
 
     def data(self, name: str) -> bytes:
         src = self.files[name]
         return src if isinstance(src, bytes) else src.read_bytes()
+
+    def read(self, name: str, start: int, end: int) -> bytes:
+        """Bytes ``start..end`` (inclusive) of a file; a file on disk is not read whole (a header
+        read of a 500 MB model asks for a few hundred KB)."""
+        src = self.files[name]
+        if isinstance(src, bytes):
+            return src[start:end + 1]
+        with open(src, "rb") as f:
+            f.seek(start)
+            return f.read(end - start + 1)
 
 
 @dataclass
@@ -72,9 +84,15 @@ class HubState:
     def info(self, repo: HubRepo, name: str) -> _FileInfo:
         key = (repo.repo_id, name)
         if key not in self._infos:
-            data = repo.data(name)
-            git_oid = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-            self._infos[key] = _FileInfo(len(data), hashlib.sha256(data).hexdigest(), git_oid, name.endswith(".gguf"))
+            src = repo.files[name]
+            size = len(src) if isinstance(src, bytes) else src.stat().st_size
+            sha1, sha256 = hashlib.sha1(b"blob %d\0" % size), hashlib.sha256()
+            for i in range(0, size, 8 << 20):  # in pieces: model files can be hundreds of MB
+                piece = repo.read(name, i, min(size, i + (8 << 20)) - 1)
+                sha1.update(piece)
+                sha256.update(piece)
+            lfs = name.endswith((".gguf", ".safetensors"))  # as the hub's .gitattributes sends them to LFS
+            self._infos[key] = _FileInfo(size, sha256.hexdigest(), sha1.hexdigest(), lfs)
         return self._infos[key]
 
     def take_failure(self, path: str) -> int | None:
@@ -101,8 +119,8 @@ def _model_json(state: HubState, repo: HubRepo, *, siblings: bool) -> dict[str, 
         "gated": "manual" if repo.gated else False,
         "disabled": False,
         "tags": repo.tags,
-        "pipeline_tag": "text-generation",
-        "library_name": "gguf",
+        "pipeline_tag": repo.pipeline_tag,
+        "library_name": repo.library_name,
     }
     if repo.params is not None:
         out["gguf"] = {"total": repo.params, "architecture": "llama", "context_length": 4096}
@@ -197,7 +215,9 @@ class _Handler(BaseHTTPRequestHandler):
         sort = (query.get("sort") or ["downloads"])[0]
         limit = int((query.get("limit") or ["1000"])[0])
         offset = int((query.get("cursor") or ["0"])[0])
-        repos = [r for r in state.repos.values() if all(f in r.tags for f in filters) and text in r.repo_id.lower()]
+        pipeline = (query.get("pipeline_tag") or [""])[0]
+        repos = [r for r in state.repos.values() if all(f in r.tags for f in filters) and text in r.repo_id.lower()
+                 and (not pipeline or r.pipeline_tag == pipeline)]
         keys = {"downloads": lambda r: r.downloads, "likes": lambda r: r.likes,
                 "lastModified": lambda r: r.last_modified, "trendingScore": lambda r: r.likes + r.downloads}
         repos.sort(key=keys.get(sort, keys["downloads"]), reverse=True)
@@ -236,23 +256,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(401, "Access to model is restricted. You must have access to it and be authenticated.", "GatedRepo")
             return
         fi = state.info(repo, name)
-        data = repo.data(name)
-        if name in state.corrupt:
-            data = data[:-1] + bytes([data[-1] ^ 0xFF])
+        size = fi.size
         etag = f'"{fi.sha256}"' if fi.lfs else f'"{fi.git_oid}"'
-        start, end = 0, len(data) - 1
+        start, end = 0, size - 1
         status = 200
         rng = self.headers.get("Range")
         if rng:
             m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng.strip())
-            if not m or int(m.group(1)) >= len(data):
+            if not m or int(m.group(1)) >= size:
                 self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{len(data)}")
+                self.send_header("Content-Range", f"bytes */{size}")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
             start = int(m.group(1))
-            end = min(int(m.group(2)), len(data) - 1) if m.group(2) else len(data) - 1
+            end = min(int(m.group(2)), size - 1) if m.group(2) else size - 1
             status = 206
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
@@ -261,11 +279,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("X-Repo-Commit", repo.commit)
         self.send_header("Accept-Ranges", "bytes")
         if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
         self.end_headers()
         if self.command == "HEAD":
             return
-        body = memoryview(data)[start:end + 1]
+        data = repo.read(name, start, end)
+        if name in state.corrupt and end == size - 1:
+            data = data[:-1] + bytes([data[-1] ^ 0xFF])
+        body = memoryview(data)
         cut = state.cut_after.pop(name, None)
         if cut is not None:
             self.wfile.write(body[: max(0, cut - start)])

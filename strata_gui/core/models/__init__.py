@@ -6,10 +6,11 @@ from strata_gui.core.models.fit import FitEstimate, ModelShape, Verdict
 from strata_gui.core.models.gguf_meta import format_params, metadata_summary
 from strata_gui.core.models.hub import SORTS, ModelDetail, RepoSummary, SearchPage
 from strata_gui.core.models.hub_config import environment_endpoint
+from strata_gui.core.models.hub_images import ImageVariantFit, MissingPart
 from strata_gui.core.models.image_models import ImageFit, ImageModelParts, model_parts
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.models.load_options import CACHE_TYPES, FLASH_ATTENTION, LoadOptions, LoadOptionsService
-from strata_gui.core.models.service import FitReport, ModelService
+from strata_gui.core.models.service import FitReport, ImageReport, ModelService
 from strata_gui.core.models.starters import (
     STARTERS_FILE,
     StarterFit,
@@ -31,12 +32,15 @@ __all__ = [
     "FitReport",
     "ImageFit",
     "ImageModelParts",
+    "ImageReport",
+    "ImageVariantFit",
     "JobFinished",
     "JobProgress",
     "JobStateChanged",
     "LibraryEntry",
     "LoadOptions",
     "LoadOptionsService",
+    "MissingPart",
     "ModelDetail",
     "ModelService",
     "ModelShape",

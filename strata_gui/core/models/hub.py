@@ -114,6 +114,13 @@ class ModelDetail:
     likes: int
     quants: tuple[QuantEntry, ...]
     other_files: tuple[RemoteFile, ...] = field(default=())
+    kind: str = "text"  # "image": a text-to-image repo; its model files are ``images``, not ``quants``
+    images: tuple[QuantEntry, ...] = field(default=())
+
+    @property
+    def files(self) -> list[RemoteFile]:
+        """Every file of the repo."""
+        return [f for q in self.quants + self.images for f in q.files] + list(self.other_files)
 
     @property
     def projectors(self) -> tuple[RemoteFile, ...]:
@@ -134,7 +141,8 @@ class ModelDetail:
 
     def to_json(self) -> dict[str, Any]:
         return {"repo_id": self.repo_id, "commit": self.commit, "gated": self.gated, "downloads": self.downloads,
-                "likes": self.likes, "quants": [q.to_json() for q in self.quants],
+                "likes": self.likes, "kind": self.kind, "quants": [q.to_json() for q in self.quants],
+                "images": [q.to_json() for q in self.images],
                 "projectors": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in self.projectors]}
 
 
@@ -220,10 +228,16 @@ class HubClient:
         return f"{self.endpoint}/{repo_id}/resolve/{quote(revision, safe='')}/{quote(path)}"
 
     async def search(self, text: str = "", sort: str = "downloads", *, page_size: int = PAGE_SIZE,
-                     next_url: str | None = None) -> SearchPage:
-        """One page of GGUF repos matching ``text`` (``next_url`` from the previous page continues)."""
+                     next_url: str | None = None, kind: str = "text") -> SearchPage:
+        """One page of repos matching ``text`` (``next_url`` from the previous page continues).
+
+        ``kind`` "text": GGUF repos (``filter=gguf``). "image": text-to-image repos, asked for the
+        way ``HfApi.list_models(pipeline_tag="text-to-image")`` does; they publish GGUF or
+        safetensors checkpoints, so no file-format filter (the hub ANDs filters).
+        """
         if next_url is None:
-            params: list[tuple[str, str | int | float | bool | None]] = [("filter", "gguf"), ("sort", SORTS.get(sort, sort)),
+            kind_filter = ("pipeline_tag", "text-to-image") if kind == "image" else ("filter", "gguf")
+            params: list[tuple[str, str | int | float | bool | None]] = [kind_filter, ("sort", SORTS.get(sort, sort)),
                                              ("limit", str(page_size)),
                                              ("expand", "downloads"), ("expand", "likes"),
                                              ("expand", "lastModified"), ("expand", "gguf"),
@@ -264,12 +278,20 @@ class HubClient:
             RemoteFile(s.rfilename, int(s.size or (s.lfs.size if s.lfs else 0) or 0), s.lfs.sha256 if s.lfs else None)
             for s in (info.siblings or [])
         ]
-        quants, others = group_quants(files)
+        from strata_gui.core.models.hub_images import image_variants, is_image_repo
+
+        kind = "image" if is_image_repo(info.pipeline_tag, list(info.tags or ())) else "text"
+        images: list[QuantEntry] = []
+        if kind == "image":
+            images, others = image_variants(files)
+            quants: list[QuantEntry] = []
+        else:
+            quants, others = group_quants(files)
         card = ""
         if any(f.path == "README.md" for f in files):
             card = await self._card(repo_id, info.sha or revision)
         return ModelDetail(repo_id, info.sha or revision, card, bool(info.gated), int(info.downloads or 0),
-                           int(info.likes or 0), tuple(quants), tuple(others))
+                           int(info.likes or 0), tuple(quants), tuple(others), kind, tuple(images))
 
     async def _card(self, repo_id: str, revision: str) -> str:
         try:
@@ -292,6 +314,17 @@ class HubClient:
                                            endpoint=self.endpoint)
         self._headers[key] = meta
         return meta
+
+
+    async def tensor_names(self, repo_id: str, commit: str, path: str) -> list[str]:
+        """Tensor names of a repo's GGUF or safetensors file, read with Range requests."""
+        if path.lower().endswith(".gguf"):
+            return [t.name for t in (await self.header(repo_id, commit, path)).tensors]
+        from strata_gui.core.models.hub_images import read_remote_safetensors_names
+
+        return await read_remote_safetensors_names(self._client, self.resolve_url(repo_id, path, commit),
+                                                   headers=self.auth_headers(), label=os.path.basename(path),
+                                                   endpoint=self.endpoint)
 
 
 def strip_front_matter(text: str) -> str:

@@ -46,6 +46,8 @@ _COMPANIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("llm", "--llm", ("qwen", "mistral", "gemma", "llm")),
 )
 MODEL_SUFFIXES = (".gguf", ".safetensors")
+# Role -> name fragments, for matching repo files before they are downloaded (hub_images).
+COMPANION_FRAGMENTS: tuple[tuple[str, tuple[str, ...]], ...] = tuple((r, f) for r, _o, f in _COMPANIONS)
 
 
 @dataclass(frozen=True)
@@ -179,14 +181,25 @@ class ImageFit:
     needed_bytes: int
 
 
-# Working memory of sd.cpp beyond the weights at 512x512 to 1024x1024 (activations, VAE decode):
-# about 1.5 GiB on top of weights for SD1.x/SDXL-sized models, measured loosely; a margin, not a model.
-_WORK_BYTES = 1536 << 20
+# Working memory of sd.cpp beyond the weights: a fixed part (backend buffers, the text encoders'
+# activations) plus a part that grows with the pixels (the diffusion model's and the VAE decoder's
+# activations scale with the latent and image area). Chosen so that 512x512 keeps the earlier
+# 1.5 GiB margin (loosely measured for SD1.x/SDXL-sized models) and 1024x1024 asks for about
+# 3 GiB, the order of the VAE decode buffers sd.cpp logs at that size without tiling: a safe
+# margin, not a model of each network.
+_WORK_FIXED = 1024 << 20
+_WORK_PER_MEGAPIXEL = 2048 << 20
 
 
-def estimate_image_fit(weights_bytes: int, target: MemoryTarget, ram_bytes: int) -> ImageFit:
-    """Judge an image model (all its files' bytes) against the GPU memory and system RAM."""
-    need = int(weights_bytes * 1.05) + _WORK_BYTES
+def image_work_bytes(width: int = 512, height: int = 512) -> int:
+    """Compute allowance of one image of ``width`` x ``height`` on top of the weights."""
+    return _WORK_FIXED + int(_WORK_PER_MEGAPIXEL * (width * height) / (1 << 20))
+
+
+def estimate_image_fit(weights_bytes: int, target: MemoryTarget, ram_bytes: int,
+                       width: int = 512, height: int = 512) -> ImageFit:
+    """Judge an image model (all its files' bytes) at one image size against the GPU memory and system RAM."""
+    need = int(weights_bytes * 1.05) + image_work_bytes(width, height)
     gib = 1 << 30
     if target.usable_bytes and need <= target.usable_bytes:
         return ImageFit("gpu", f"fits in {target.name} ({need / gib:.1f} of {target.usable_bytes / gib:.1f} GiB)",

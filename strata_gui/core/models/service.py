@@ -34,7 +34,13 @@ from strata_gui.core.models.fit import (
 from strata_gui.core.models.gguf_meta import GGUFMetadata, read_local
 from strata_gui.core.models.hub import HubClient, ModelDetail, QuantEntry, SearchPage
 from strata_gui.core.models.hub_config import HubTokens, SavedHubToken, SecretStore, hf_home, resolve_hub
-from strata_gui.core.models.image_models import ImageFit, estimate_image_fit
+from strata_gui.core.models.hub_images import (
+    ImageVariantFit,
+    native_resolution,
+    pick_image_default,
+    plan_companions,
+)
+from strata_gui.core.models.image_models import ImageFit, estimate_image_fit, image_parts
 from strata_gui.core.models.library import LibraryEntry, ModelLibrary
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.settings import Settings
@@ -73,6 +79,27 @@ class FitReport:
     @property
     def default(self) -> QuantFit | None:
         return next((f for f in self.fits if f.is_default), None)
+
+
+@dataclass(frozen=True)
+class ImageReport:
+    """Every model file of an image repo, with what downloads with it and its fit verdict."""
+
+    target: MemoryTarget
+    family: str
+    width: int
+    height: int
+    fits: tuple[ImageVariantFit, ...]
+    note: str = ""
+
+    @property
+    def default(self) -> ImageVariantFit | None:
+        return next((f for f in self.fits if f.is_default), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": {"name": self.target.name, "usable_bytes": self.target.usable_bytes},
+                "family": self.family or None, "resolution": [self.width, self.height], "note": self.note or None,
+                "variants": [f.to_json() for f in self.fits]}
 
 
 class ModelService:
@@ -135,9 +162,11 @@ class ModelService:
         if self.offline:
             raise HubError("Strata is in offline mode.", hint=OFFLINE_HINT)
 
-    async def search(self, text: str = "", sort: str = "downloads", next_url: str | None = None) -> SearchPage:
+    async def search(self, text: str = "", sort: str = "downloads", next_url: str | None = None,
+                     kind: str = "text") -> SearchPage:
+        """One page of hub repos: ``kind`` "text" (GGUF models) or "image" (text-to-image models)."""
         self._online()
-        return await self.hub.search(text, sort, next_url=next_url)
+        return await self.hub.search(text, sort, next_url=next_url, kind=kind)
 
     async def detail(self, repo_id: str) -> ModelDetail:
         self._online()
@@ -168,6 +197,52 @@ class ModelService:
         fits = tuple(QuantFit(q, c.estimate, c is pick, _bf16(q, target))
                      for q, c in zip(detail.quants, choices, strict=True))
         return FitReport(target, min(ctx, meta.context_length or ctx), fits, meta.architecture, meta.context_length or 0)
+
+    async def image_report(self, detail: ModelDetail, target: MemoryTarget | None = None) -> ImageReport:
+        """Judge every model file of an image repo at its family's native size.
+
+        One header read (the smallest file) tells the family and which parts the files hold;
+        each verdict counts the file plus the companions that download with it.
+        """
+        self._online()
+        target = target or self.memory_target()
+        if not detail.images:
+            return ImageReport(target, "", 0, 0, (), note="This repository has no single-file image model.")
+        source = detail.images[0].first
+        label = source.path.rsplit("/", 1)[-1]
+        try:
+            names = await self.hub.tensor_names(detail.repo_id, detail.commit, source.path)
+        except ModelError as exc:
+            fits = tuple(ImageVariantFit(q, (), (), None) for q in detail.images)
+            return ImageReport(target, "", 0, 0, fits, note=f"Could not read the model header: {exc.message}")
+        parts = image_parts(names)
+        if parts is None:
+            fits = tuple(ImageVariantFit(q, (), (), None) for q in detail.images)
+            return ImageReport(target, "", 0, 0, fits,
+                               note=f"{label} is not an image model stable-diffusion.cpp recognises.")
+        width, height = native_resolution(parts.family)
+        fits_list = []
+        for q in detail.images:
+            companions, missing = plan_companions(parts.family, parts.text_encoder, parts.vae, q.first, detail.files)
+            size = q.size + sum(c.size for c in companions)
+            fit = estimate_image_fit(size, target, self.ram_bytes, width, height)
+            if missing:  # their size is unknown here: the verdict may be too kind
+                fit = replace(fit, message=fit.message + ", not counting the missing parts")
+            fits_list.append(ImageVariantFit(q, companions, missing, fit))
+        pick = pick_image_default([f for f in fits_list if not f.missing]) if any(
+            not f.missing for f in fits_list) else None
+        if pick is not None:
+            complete = [f for f in fits_list if not f.missing]
+            fits_list[fits_list.index(complete[pick])] = replace(complete[pick], is_default=True)
+        return ImageReport(target, parts.family, width, height, tuple(fits_list))
+
+    def enqueue_image(self, detail: ModelDetail, variant: ImageVariantFit) -> DownloadJob:
+        """Queue an image model file with its companions as one job: they land in the same
+        snapshot folder, where the library pairs them (the model file stays ``files[0]``)."""
+        extra = f" + {len(variant.companions)} parts" if variant.companions else ""
+        job = DownloadJob(detail.repo_id, detail.commit, variant.entry.label, variant.entry.name + extra,
+                          list(variant.files))
+        return self.downloads.add(job)
 
     # -- downloads (thin wrappers over ``self.downloads`` for ``strata models pull`` and old callers)
     def enqueue(self, detail: ModelDetail, quant: QuantEntry) -> DownloadJob:

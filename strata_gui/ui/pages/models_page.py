@@ -44,6 +44,8 @@ from strata_gui.core.models import (
     DownloadJob,
     DownloadState,
     FitReport,
+    ImageReport,
+    ImageVariantFit,
     JobFinished,
     JobProgress,
     JobStateChanged,
@@ -94,6 +96,7 @@ class ModelsPage(Page):
         self.next_url: str | None = None
         self.detail: ModelDetail | None = None
         self.report: FitReport | None = None
+        self.image_report: ImageReport | None = None  # set instead of ``report`` for an image repo
         self.library: list[LibraryEntry] = []
         self.download_rows: dict[str, DownloadRow] = {}
         self.confirm_box: QMessageBox | None = None
@@ -132,8 +135,14 @@ class ModelsPage(Page):
         self.search_box.textChanged.connect(lambda _t: self.debounce.start())
         self.search_box.returnPressed.connect(self.start_search)
         self.sort_box.currentIndexChanged.connect(lambda _i: self.start_search())
+        # Text (GGUF for llama.cpp) or image models (text-to-image for stable-diffusion.cpp).
+        self.kind_box = QComboBox()
+        self.kind_box.addItem(self.tr("Text models"), "text")
+        self.kind_box.addItem(self.tr("Image models"), "image")
+        self.kind_box.currentIndexChanged.connect(self._on_kind_changed)
         bar = QHBoxLayout()
         bar.addWidget(self.search_box, 1)
+        bar.addWidget(self.kind_box)
         bar.addWidget(self.sort_box)
 
         self.results = QListWidget()
@@ -174,8 +183,12 @@ class ModelsPage(Page):
         self.download_button = QPushButton(self.tr("Download selected quant"))
         self.download_button.setEnabled(False)
         self.download_button.clicked.connect(self.download_selected)
-        self.quant_table.itemSelectionChanged.connect(
-            lambda: self.download_button.setEnabled(bool(self.quant_table.selectedItems())))
+        self.quant_table.itemSelectionChanged.connect(self._on_quant_selection)
+        # Image repos: what one download fetches (model + text encoders + VAE) or which part is missing.
+        self.image_plan = QLabel()
+        self.image_plan.setWordWrap(True)
+        self.image_plan.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.image_plan.hide()
         self.card_view = QTextBrowser()
         self.card_view.setOpenExternalLinks(True)
         self.card_view.setMinimumHeight(160)
@@ -187,6 +200,7 @@ class ModelsPage(Page):
         dl.addWidget(self.detail_meta)
         dl.addWidget(self.fit_note)
         dl.addWidget(self.quant_table, 2)
+        dl.addWidget(self.image_plan)
         row = QHBoxLayout()
         row.addStretch(1)
         row.addWidget(self.download_button)
@@ -227,7 +241,7 @@ class ModelsPage(Page):
         """Show the offline notice and keep hub controls off while Settings.offline is set."""
         offline = self.service.offline
         self.offline_notice.setVisible(offline)
-        for w in (self.search_box, self.sort_box, self.results, self.download_button):
+        for w in (self.search_box, self.kind_box, self.sort_box, self.results, self.download_button):
             w.setEnabled(not offline)
         if offline:
             self.tabs.setCurrentIndex(2)
@@ -245,6 +259,17 @@ class ModelsPage(Page):
         if not self.service.offline:
             self.start_search()
 
+    @property
+    def search_kind(self) -> str:
+        """"text" or "image": what the browse tab searches for."""
+        return str(self.kind_box.currentData())
+
+    def _on_kind_changed(self, _index: int) -> None:
+        self.search_box.setPlaceholderText(
+            self.tr("Search image models (e.g. flux, stable diffusion)") if self.search_kind == "image"
+            else self.tr("Search GGUF models (e.g. qwen 7b instruct)"))
+        self.start_search()
+
     def start_search(self) -> None:
         """Search for the current text and sort; an older search still running is dropped."""
         if self.service.offline:
@@ -256,9 +281,11 @@ class ModelsPage(Page):
             self.search_handle.cancel()
         text = self.search_box.text()
         sort = str(self.sort_box.currentData())
+        kind = self.search_kind
         self.next_url = None
         self.results_status.setText(self.tr("Searching…"))
-        handle = self.bridge.run(lambda _p: self.service.search(text, sort), name="Search models", show_errors=False)
+        handle = self.bridge.run(lambda _p: self.service.search(text, sort, kind=kind), name="Search models",
+                                 show_errors=False)
         handle.succeeded.connect(lambda page: self._on_search_page(generation, page, replace=True))
         handle.failed.connect(lambda err: self._on_search_failed(generation, err))
         self.search_handle = handle
@@ -291,8 +318,9 @@ class ModelsPage(Page):
         self.next_url = page.next_url
         count = self.results.count()
         if count == 0:
-            self.results_empty.setText(self.tr("No GGUF models match “%1”. Try fewer or other words.")
-                                       .replace("%1", self.search_box.text()))
+            empty = (self.tr("No image models match “%1”. Try fewer or other words.") if self.search_kind == "image"
+                     else self.tr("No GGUF models match “%1”. Try fewer or other words."))
+            self.results_empty.setText(empty.replace("%1", self.search_box.text()))
             self.results_stack.setCurrentWidget(self.results_empty)
         else:
             self.results_stack.setCurrentWidget(self.results)
@@ -330,13 +358,15 @@ class ModelsPage(Page):
         self.detail_meta.setText(self.tr("Loading files and reading the model header…"))
         self.fit_note.clear()
         self.quant_table.setRowCount(0)
+        self.image_plan.hide()
         self.card_view.clear()
         self.download_button.setEnabled(False)
 
-        async def load(_p: object) -> tuple[ModelDetail, FitReport]:
+        async def load(_p: object) -> tuple[ModelDetail, FitReport | ImageReport]:
             detail = await self.service.detail(repo_id)
-            report = await self.service.fit_report(detail)
-            return detail, report
+            if detail.kind == "image":
+                return detail, await self.service.image_report(detail)
+            return detail, await self.service.fit_report(detail)
 
         handle = self.bridge.run(load, name=f"Model {repo_id}")
         handle.succeeded.connect(lambda res: self._on_detail(generation, *res))
@@ -347,10 +377,16 @@ class ModelsPage(Page):
         if generation == self._detail_generation:
             self.detail_meta.setText(err.user_text())
 
-    def _on_detail(self, generation: int, detail: ModelDetail, report: FitReport) -> None:
+    def _on_detail(self, generation: int, detail: ModelDetail, report: FitReport | ImageReport) -> None:
         if generation != self._detail_generation:
             return
-        self.detail, self.report = detail, report
+        if isinstance(report, ImageReport):
+            self._show_image_detail(detail, report)
+            return
+        self.detail, self.report, self.image_report = detail, report, None
+        self.quant_table.setHorizontalHeaderLabels([self.tr("Quant"), self.tr("Size"), self.tr("Fit"),
+                                                    self.tr("Max context"), self.tr("File")])
+        self.download_button.setText(self.tr("Download selected quant"))
         meta = [self.tr("%1 downloads").replace("%1", str(detail.downloads)),
                 self.tr("%1 likes").replace("%1", str(detail.likes))]
         if report.architecture:
@@ -393,6 +429,89 @@ class ModelsPage(Page):
             self.fit_note.setText(self.tr("This repository has no GGUF files to download."))
         self.card_view.setMarkdown(detail.card or self.tr("*This repository has no model card.*"))
         self.download_button.setEnabled(bool(self.quant_table.selectedItems()) and not self.service.offline)
+
+    def _show_image_detail(self, detail: ModelDetail, report: ImageReport) -> None:
+        """An image repo: its model files, each with the parts that download with it and a fit verdict."""
+        self.detail, self.report, self.image_report = detail, None, report
+        meta = [self.tr("%1 downloads").replace("%1", str(detail.downloads)),
+                self.tr("%1 likes").replace("%1", str(detail.likes))]
+        if report.family:
+            meta.append(self.tr("image model: %1").replace("%1", report.family))
+        if detail.gated:
+            meta.append(self.tr("gated: needs an access token"))
+        self.detail_meta.setText(" · ".join(meta))
+        note = ""
+        if report.family:
+            note = self.tr("Fit for %1 (%2 usable) making %3×%4 images, with the parts each file needs.").replace(
+                "%1", report.target.name).replace("%2", format_bytes(report.target.usable_bytes)).replace(
+                "%3", str(report.width)).replace("%4", str(report.height))
+        if report.note:
+            note = (note + " " + report.note).strip()
+        if not report.fits:
+            note = self.tr("This repository has no single-file image model (.gguf or .safetensors) to download.")
+        self.fit_note.setText(note)
+        self.quant_table.setHorizontalHeaderLabels([self.tr("Variant"), self.tr("Size with parts"), self.tr("Fit"),
+                                                    self.tr("Downloads with it"), self.tr("File")])
+        self.download_button.setText(self.tr("Download model and parts"))
+        self.quant_table.setRowCount(len(report.fits))
+        bold = QFont()
+        bold.setBold(True)
+        colors = {"gpu": "#15803d", "cpu": "#475569", "too_large": "#b91c1c"}
+        for row, fit in enumerate(report.fits):
+            label = fit.entry.label + (self.tr("  (recommended)") if fit.is_default else "")
+            verdict = fit.fit.message if fit.fit else self.tr("unknown")
+            cells = [label, format_bytes(fit.size), verdict, self._parts_text(fit), fit.entry.name]
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if col == 2:
+                    item.setForeground(QColor(colors.get(fit.fit.verdict, "#475569") if fit.fit else "#475569"))
+                if col == 3 and fit.missing:
+                    item.setForeground(QColor("#b91c1c"))
+                if fit.is_default:
+                    item.setFont(bold)
+                self.quant_table.setItem(row, col, item)
+            if fit.is_default:
+                self.quant_table.selectRow(row)
+        self.quant_table.resizeColumnsToContents()
+        self.card_view.setMarkdown(detail.card or self.tr("*This repository has no model card.*"))
+        self._on_quant_selection()
+
+    def _parts_text(self, fit: ImageVariantFit) -> str:
+        if fit.missing:
+            return self.tr("missing: %1").replace("%1", ", ".join(m.name for m in fit.missing))
+        if not fit.companions:
+            return self.tr("everything is in this file")
+        return ", ".join(c.path.rsplit("/", 1)[-1] for c in fit.companions)
+
+    def selected_variant(self) -> ImageVariantFit | None:
+        """The image model file picked in the table (None for a text repo or no selection)."""
+        rows = self.quant_table.selectionModel().selectedRows()
+        if self.image_report is None or not rows or rows[0].row() >= len(self.image_report.fits):
+            return None
+        return self.image_report.fits[rows[0].row()]
+
+    def _on_quant_selection(self) -> None:
+        """Enable Download for a selection; for an image file, say what it fetches or what is missing."""
+        selected = bool(self.quant_table.selectedItems()) and not self.service.offline
+        if self.image_report is None:
+            self.image_plan.hide()
+            self.download_button.setEnabled(selected)
+            return
+        variant = self.selected_variant()
+        if variant is None:
+            self.image_plan.hide()
+            self.download_button.setEnabled(False)
+            return
+        if variant.missing:
+            text = self.tr("%1 needs parts this repository does not have:").replace("%1", variant.entry.name)
+            text += "\n" + "\n".join("• " + m.describe() for m in variant.missing)
+        else:
+            names = [f.path for f in variant.files]
+            text = self.tr("Downloads %1 file(s), %2 in total: %3").replace("%1", str(len(names))).replace(
+                "%2", format_bytes(variant.size)).replace("%3", ", ".join(names))
+        self.image_plan.setText(text)
+        self.image_plan.show()
+        self.download_button.setEnabled(selected and not variant.missing)
 
     # ------------------------------------------------------------------ downloads tab
     def _build_downloads(self) -> QWidget:
@@ -492,14 +611,21 @@ class ModelsPage(Page):
 
     def download_selected(self) -> None:
         """Queue the selected quant (a split set as one unit); the manager starts it in turn."""
-        if self.detail is None or self.report is None:
+        if self.detail is None:
             return
         rows = self.quant_table.selectionModel().selectedRows()
         if not rows:
             return
-        fit = self.report.fits[rows[0].row()]
         try:
-            job = self.downloads.enqueue(self.detail, fit.entry)
+            if self.image_report is not None:
+                variant = self.selected_variant()
+                if variant is None or variant.missing:
+                    return
+                job = self.service.enqueue_image(self.detail, variant)
+            elif self.report is not None:
+                job = self.downloads.enqueue(self.detail, self.report.fits[rows[0].row()].entry)
+            else:
+                return
         except StrataError as err:
             self.bridge.error_occurred.emit(err)
             return
