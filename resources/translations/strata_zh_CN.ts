@@ -2048,8 +2048,8 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>模型</translation>
     </message>
     <message>
-        <source>Find GGUF models on the Hugging Face hub, see which quantisation fits your GPU, and manage the models on this computer.</source>
-        <translation>在 Hugging Face Hub 上查找 GGUF 模型，查看哪种量化适合你的 GPU，并管理本机上的模型。</translation>
+        <source>Find chat and image models on the Hugging Face hub, see which file fits your GPU, and manage the models on this computer.</source>
+        <translation>在 Hugging Face Hub 上查找聊天和图像模型，查看哪个文件适合你的 GPU，并管理本机上的模型。</translation>
     </message>
     <message>
         <source>Browse the hub</source>

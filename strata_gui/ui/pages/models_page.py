@@ -103,7 +103,7 @@ class ModelsPage(Page):
         self._shown_once = False
 
         self.header = PageHeader(self.tr("Models"), self.tr(
-            "Find GGUF models on the Hugging Face hub, see which quantisation fits your GPU, "
+            "Find chat and image models on the Hugging Face hub, see which file fits your GPU, "
             "and manage the models on this computer."))
         self.tabs = QTabWidget()
         self.tabs.addTab(self._build_browse(), self.tr("Browse the hub"))
