@@ -210,7 +210,15 @@ if [[ " $STEPS " == *" build "* ]]; then
   echo "   bundle: $(du -sm "$bundle" | cut -f1) MB, $(find "$bundle" -type f | wc -l) files"
 
   phase "installer (makensis around the Windows payload)"
-  PAYLOAD="$bundle" OUTFILE="$setup_exe" COMPRESSOR="${COMPRESSOR:-zlib}" bash scripts/build-installer.sh
+  nsi_hash="$(cat installer/strata.nsi installer/lang/* scripts/build-installer.sh resources/strata.ico \
+    | sha256sum | cut -c1-16)-${COMPRESSOR:-zlib}"
+  if [ ! -f "$cached/setup-$nsi_hash.exe" ]; then
+    PAYLOAD="$bundle" OUTFILE="$setup_exe" COMPRESSOR="${COMPRESSOR:-zlib}" bash scripts/build-installer.sh
+    rm -f "$cached"/setup-*.exe && cp "$setup_exe" "$cached/setup-$nsi_hash.exe"
+  else
+    mkdir -p "$out_dir" && cp "$cached/setup-$nsi_hash.exe" "$setup_exe"
+    echo "   cached: $setup_exe"
+  fi
 fi
 
 [[ " $STEPS " == *" cycle "* ]] || { phase "done"; exit 0; }
