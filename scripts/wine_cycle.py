@@ -205,6 +205,24 @@ def run_cli_checks() -> None:
           f"strata-cli.exe --self-test visits {EXPECTED_PAGES} pages ({time.monotonic() - t0:.0f}s)")
 
 
+def run_chat_check() -> None:
+    """One chat reply streamed by the Windows build through a Windows llama-server.exe."""
+    engine, model = os.environ.get("STRATA_WIN_ENGINE"), os.environ.get("STRATA_WIN_MODEL")
+    if not engine or not model:
+        print("   skipped: no Windows llama-server.exe (STRATA_WIN_ENGINE)", flush=True)
+        return
+    t0 = time.monotonic()
+    rc, out, err = cli("chat", "--engine", winpath(Path(engine)), "--model", winpath(Path(model)),
+                       "--max-tokens", "8", "--seed", "1", "--no-fallback", "Say hello", timeout=600)
+    summary["chat"] = {"reply": out.strip(), "stderr_tail": err.strip().splitlines()[-3:]}
+    print(f"   reply: {out.strip()[:120]!r}", flush=True)
+    for line in err.strip().splitlines()[-3:]:
+        print(f"   {line[:200]}", flush=True)
+    check(rc == 0 and out.strip() != "", f"strata-cli.exe chat streamed a reply from llama-server.exe "
+          f"({time.monotonic() - t0:.0f}s)")
+    check("your build" in err and "CPU" in err, "the reply came from the Windows CPU engine folder given")
+
+
 def run_gui_check() -> None:
     report = scratch / "ui-report.json"
     env = {**os.environ, "STRATA_UI_REPORT": winpath(report), "STRATA_UI_REPORT_CLOSE": "1"}
@@ -284,6 +302,8 @@ def main() -> int:
             check_installed("install")
         with timed("installed CLI"):
             run_cli_checks()
+        with timed("chat through llama-server.exe"):
+            run_chat_check()
         with timed("Strata.exe window"):
             run_gui_check()
         DATA_DIR.mkdir(parents=True, exist_ok=True)
