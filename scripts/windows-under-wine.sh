@@ -44,6 +44,9 @@ die() { echo "error: $*" >&2; exit 1; }
 for tool in wine wineserver makensis Xvfb xdotool import x86_64-w64-mingw32-gcc x86_64-w64-mingw32-g++-posix; do
   command -v "$tool" >/dev/null || die "$tool is missing (run scripts/setup-system.sh as root)"
 done
+if command -v dpkg-query >/dev/null && ! dpkg-query -W -f='${Status}' wine32:i386 2>/dev/null | grep -q "ok installed"; then
+  die "wine32 is missing: the NSIS installer is a 32-bit program (run scripts/setup-system.sh as root)"
+fi
 wine_version="$(wine --version | sed 's/^wine-//; s/[^A-Za-z0-9.]/_/g')"
 base="$CACHE/wine-$wine_version-py$WINPY_VERSION"
 mkdir -p "$base"
