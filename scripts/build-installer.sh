@@ -56,7 +56,7 @@ native() {  # makensis on Windows wants Windows paths
   if [ "$windows" = 1 ]; then cygpath -w "$1"; else echo "$1"; fi
 }
 
-if [ "$windows" = 0 ]; then
+if [ "$windows" = 0 ] && [ ! -f "$payload/Strata.exe" ]; then
   echo "note: packing the Linux bundle: this proves installer/strata.nsi, not a Windows payload"
 fi
 t0=$SECONDS

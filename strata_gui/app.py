@@ -8,6 +8,7 @@ exercise exactly the wiring users get.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -629,6 +630,11 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
         bridge.run(lambda _p: startup(ui), name="Start-up checks", show_errors=False)
         if not self_test and not app_services.base.settings.first_run_done:
             open_first_run(ui)
+        if not self_test:
+            from strata_gui.ui.ui_report import ENV_UI_REPORT, ENV_UI_REPORT_CLOSE, schedule_ui_report
+
+            schedule_ui_report(window, os.environ.get(ENV_UI_REPORT),
+                               close=os.environ.get(ENV_UI_REPORT_CLOSE) == "1")
         if self_test:
             problems = await run_self_test(window, bridge)
             for p in problems:

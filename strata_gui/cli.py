@@ -35,6 +35,7 @@ COMMAND_MODULES = {
     "remote": "strata_gui.commands.remote",
     "serve": "strata_gui.commands.serve",
     "rpc": "strata_gui.commands.rpc",
+    "platform-check": "strata_gui.commands.platform_check",
 }
 
 
@@ -122,8 +123,25 @@ def run_command(argv: Sequence[str]) -> int:
     return asyncio.run(_run_command(args, services))
 
 
+def _utf8_when_redirected() -> None:
+    """Write UTF-8 to files and pipes on Windows.
+
+    There Python encodes redirected output in the ANSI code page (cp1252), so a model name or
+    user folder with letters outside it made `strata ... --json > file` crash with
+    UnicodeEncodeError (found running the Windows build under Wine). Consoles are left alone:
+    Python writes to them in UTF-16 already.
+    """
+    if sys.platform != "win32":
+        return
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and not stream.isatty():
+            reconfigure(encoding="utf-8", errors="replace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `strata` console script."""
+    _utf8_when_redirected()
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_requested_command(args_list))
     args = parser.parse_args(args_list)

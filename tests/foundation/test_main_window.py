@@ -231,3 +231,44 @@ def test_only_the_chat_page_is_built_at_start_the_rest_on_first_visit(qtbot: QtB
     window.show_page_index(0)
     window.show_page_index(6)  # a second visit reuses the page
     assert window.stack.currentWidget() is network and built == [6]
+
+
+def test_ui_report_describes_the_window_a_script_cannot_see(
+        qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop, tmp_path: Path) -> None:
+    """STRATA_UI_REPORT: what scripts/windows-under-wine.sh reads to know the Windows build drew."""
+    from strata_gui.app import open_first_run
+    from strata_gui.ui.ui_report import describe_window, schedule_ui_report
+
+    app_services = build_app_services(build_services())
+    bridge = AsyncBridge()
+    ui = compose(app_services, bridge, qapp, Recorder().hooks())
+    window = ui.window
+    try:
+        window.resize(1000, 700)
+        window.show()
+        qtbot.waitExposed(window)
+        before = describe_window(window)
+        assert before["title"] == "Strata" and before["visible"] is True
+        assert before["pages"] == window.page_titles() and len(before["pages"]) == 9
+        assert before["cover"] is None
+        assert before["black_fraction"] < 0.2 and before["distinct_colours"] > 8
+
+        open_first_run(ui, starters=[])
+        target = tmp_path / "report dir ü" / "ui.json"
+        target.parent.mkdir()
+        schedule_ui_report(window, str(target), delay_ms=50, close=True)
+        qtbot.waitUntil(target.exists, timeout=5000)
+        assert window.isVisible()  # the screenshot a script takes comes first
+        report = json.loads(target.read_text(encoding="utf-8"))
+        assert report["title"] == "Strata" and report["size"] == [1000, 700]
+        assert report["cover"] == "FirstRunGuide" and report["cover_visible"] is True
+        # The guide itself is drawn: no black panel (what Wine showed before it became a cover).
+        assert report["black_fraction"] < 0.2 and report["distinct_colours"] > 8
+        grab = target.with_name("ui.json.png")
+        assert grab.is_file() and grab.stat().st_size > 1000
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=6000)  # then it closes, as asked
+    finally:
+        window.close()
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(app_services.aclose())
+        window.deleteLater()

@@ -177,3 +177,18 @@ def test_snapshot_without_dxgi_falls_back_to_wmi() -> None:
     (gpu,) = report.gpus
     assert (gpu.device_id, gpu.vram_total, gpu.gfx_target) == (0x1586, 64 * GIB, "gfx1151")
     assert any("using WMI" in n for n in report.notes)
+
+
+def test_what_wine_reports_degrades_to_na_without_a_crash(windows_snapshot_file) -> None:
+    """Captured from the Windows build under Wine 8.0: registry without PCI ids, no WMI/HIP/PDH."""
+    report = detect(windows_snapshot_file("wine-8.0"))
+    (gpu,) = report.gpus  # Wine's invented DXGI adapter; the "Wine Adapter" registry key adds nothing
+    assert (gpu.name, gpu.vendor, gpu.gfx_target, gpu.driver) == ("NVIDIA GeForce GTX 470", "NVIDIA", None, None)
+    assert gpu.sources["vram_total"] == "DXGI DedicatedVideoMemory"
+    assert gpu.verdict_text() == "Not ROCm-eligible (NVIDIA GPU); Vulkan may work"
+    assert report.primary is None
+    # Telemetry from PDH's empty answer: nothing measured is n/a, nothing is invented.
+    service = build_gpu_service(kernels_dir(), snapshot_file=windows_snapshot_file("wine-8.0"))
+    sample = service.sampler(service.detect().gpus).sample_once()
+    (only,) = sample.values()
+    assert (only.load_percent, only.vram_used, only.temperature_c) == (None, None, None)

@@ -1,0 +1,59 @@
+"""`strata platform-check`: the OS layers run for real (here Linux; Wine runs the Windows build).
+
+scripts/windows-under-wine.sh runs the same command in the frozen Windows build under Wine and
+checks its JSON (DPAPI, the job object, the Windows GPU probe).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from strata_gui.core.paths import AppPaths
+from strata_gui.core.platform_check import AWKWARD_NAME, check_job, check_secrets, run_checks
+
+
+def test_the_command_reports_every_linux_check_passing(_user_dirs_in_tmp: Path) -> None:
+    res = subprocess.run([sys.executable, "-m", "strata_gui", "platform-check", "--json"],
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert res.returncode == 0, res.stdout + res.stderr
+    report = json.loads(res.stdout)
+    assert report["platform"] == sys.platform and report["ok"] is True
+    checks = {c["name"]: c for c in report["checks"]}
+    assert set(checks) == {"paths", "secrets", "job"}  # the GPU probe check is Windows-only
+    assert checks["paths"]["detail"]["data_dir"].startswith(str(_user_dirs_in_tmp))
+    assert AWKWARD_NAME in checks["paths"]["detail"]["awkward_file"]
+    assert checks["job"]["detail"]["mechanism"] == "parent-death signal"
+    assert checks["job"]["detail"]["child_alive_before_kill"] is True
+    assert checks["job"]["detail"]["child_alive_after_kill"] is False
+    # Without the guard the same child outlives its app: the guard is what kills it.
+    assert checks["job"]["detail"]["control_child_without_guard_survived"] is True
+
+
+def test_the_engine_child_dies_when_its_app_is_killed(tmp_path: Path) -> None:
+    result = check_job(tmp_path)
+    assert result.ok, result.detail
+    for name in ("engine-guarded.pid", "engine-control.pid"):  # neither is left running
+        child = int((tmp_path / name).read_text())
+        assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_key_store_round_trips_in_a_folder_with_spaces_and_non_ascii_letters(tmp_path: Path) -> None:
+    result = check_secrets(tmp_path)
+    assert result.ok and result.detail["round_trip"] and result.detail["deleted"]
+    # Off Windows the file permission is the protection: no encryption is claimed.
+    assert result.detail["protector"] == "PlainProtector"
+    assert (tmp_path / AWKWARD_NAME / "secrets.json").is_file()
+
+
+def test_the_text_report_names_each_check(tmp_path: Path) -> None:
+    report = run_checks(AppPaths.from_environment({"STRATA_HOME": str(tmp_path / "home")}))
+    text = report.report()
+    assert report.ok
+    for name in ("paths", "secrets", "job"):
+        assert f"ok   {name}:" in text
