@@ -35,7 +35,7 @@ START_MENU_LNK = USER_DIR / "AppData" / "Roaming" / "Microsoft" / "Windows" / "S
 DESKTOP_LNK = USER_DIR / "Desktop" / "Strata.lnk"
 APP_KEY = r"HKCU\Software\Strata"
 UNINST_KEY = r"HKCU\Software\Microsoft\Windows\CurrentVersion\Uninstall\Strata"
-EXPECTED_PAGES = 8
+EXPECTED_PAGES = 9  # Chat, Images, Models, Engines, GPU, Dashboard, Network, Settings, About
 
 scratch = Path(tempfile.mkdtemp(prefix="strata-wine-"))
 timings: dict[str, float] = {}
