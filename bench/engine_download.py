@@ -24,7 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -53,10 +55,10 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(run: object) -> tuple[float, float]:
+def timed(run: Coroutine[Any, Any, float]) -> tuple[float, float]:
     """(wall seconds, CPU seconds of this process) of ``asyncio.run(run)``."""
     c0 = _cpu()
-    wall = asyncio.run(run)  # type: ignore[arg-type]
+    wall = asyncio.run(run)
     return wall, _cpu() - c0
 
 

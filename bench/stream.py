@@ -125,7 +125,7 @@ class PaintRecorder:
 
             return await stream_chat(client, messages, sampling, delta if on_delta else None, **kw)
 
-        ChatClient.stream_chat = counted  # type: ignore[method-assign]
+        ChatClient.stream_chat = counted  # type: ignore[method-assign,assignment]
 
     def reset(self, earlier: set[int]) -> None:
         self.paints, self.ends, self.earlier = [], [], earlier
