@@ -16,6 +16,8 @@ from strata_gui.core.resources import kernels_dir
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 LINUX_CASES = sorted(p.name for p in (DATA / "linux").iterdir() if p.is_dir())
 WINDOWS_CASES = sorted(p.name for p in (DATA / "windows").iterdir() if p.is_dir())
+# Captures from real Windows machines with an AMD GPU; Wine's capture reports its host's card instead.
+WINDOWS_AMD_CASES = [c for c in WINDOWS_CASES if not c.startswith("wine-")]
 
 # The lemonade per-family ROCm builds (shared reference engine-releases.md), standing in for the
 # engines catalog's resolver.

@@ -16,7 +16,7 @@ from strata_gui.core.resources import kernels_dir
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.gpu_page import GpuPage
 from strata_gui.ui.theme import apply_theme
-from tests.gpu.conftest import LINUX_CASES, WINDOWS_CASES, family_of, linux_tree
+from tests.gpu.conftest import LINUX_CASES, WINDOWS_AMD_CASES, family_of, linux_tree
 
 SHOTS = Path("/tmp/strata-shots")
 
@@ -71,7 +71,7 @@ def test_page_renders_each_captured_linux_machine(case: str, make_page, qtbot: Q
     _shot(page, qtbot, case)
 
 
-@pytest.mark.parametrize("case", WINDOWS_CASES)
+@pytest.mark.parametrize("case", WINDOWS_AMD_CASES)
 def test_page_renders_each_captured_windows_machine(case: str, make_page, qtbot: QtBot,
                                                     windows_snapshot_file) -> None:
     service = build_gpu_service(kernels_dir(), snapshot_file=windows_snapshot_file(case), family_of=family_of)

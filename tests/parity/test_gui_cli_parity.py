@@ -137,7 +137,7 @@ def test_gui_and_cli_give_the_same_fit_verdicts(
                     for f in report.fits}
     cli_verdicts = {f["label"]: (f["verdict"], f["default"]) for f in fit["quants"]}
     assert cli_verdicts == gui_verdicts and len(gui_verdicts) == 3
-    if "no-gpu" not in machine and "nvidia" not in machine:
+    if "no-gpu" not in machine and "nvidia" not in machine and "wine" not in machine:  # Wine: its host's card
         assert report.target.usable_bytes > 0  # judged against the detected GPU, not "0.0 GB usable"
 
 
