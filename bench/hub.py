@@ -159,19 +159,28 @@ async def _download_bench(url: str, home: Path, rounds: int, size: int) -> tuple
     return statistics.median(raw_rates), statistics.median(our_rates)
 
 
-def _local_write_hash(src: Path, dst: Path) -> float:
-    """Rate of writing + SHA-256 of the same bytes with no network (the disk/CPU ceiling)."""
+def _local_write_hash(src: Path, dst: Path, rounds: int) -> float:
+    """Best rate of writing + SHA-256 of the same bytes with no network (the disk/CPU ceiling).
+
+    The bytes are in memory first and go out in 1 MiB blocks, as the app's sink gets them from the
+    network (the same floor as bench/engine_download.py): reading the source file in the timed loop
+    would charge the ceiling for a read the download never does.
+    """
     import hashlib
 
-    sha = hashlib.sha256()
-    t = time.perf_counter()
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
-        while chunk := fin.read(4 * 1024 * 1024):
-            fout.write(chunk)
-            sha.update(chunk)
-    rate = src.stat().st_size / (time.perf_counter() - t)
-    dst.unlink()
-    return rate
+    data = memoryview(src.read_bytes())
+    best = 0.0
+    for _ in range(rounds):
+        sha = hashlib.sha256()
+        t = time.perf_counter()
+        with open(dst, "wb") as fout:
+            for i in range(0, len(data), 1 << 20):
+                block = data[i:i + (1 << 20)]
+                fout.write(block)
+                sha.update(block)
+        best = max(best, len(data) / (time.perf_counter() - t))
+        dst.unlink()
+    return best
 
 
 def main() -> None:
@@ -198,7 +207,7 @@ def main() -> None:
                   f"ModelService.search {ours_s * 1000:.1f} ms (ratio raw/ours {raw_s / ours_s:.2f}), "
                   f"search-to-rendered page {rendered * 1000:.1f} ms (ratio raw/rendered {raw_s / rendered:.2f})")
             raw_d, ours_d = asyncio.run(_download_bench(url, home / "d", args.rounds, big.stat().st_size))
-            local = _local_write_hash(big, home / "copy.bin")
+            local = _local_write_hash(big, home / "copy.bin", args.rounds)
             ceiling = min(raw_d, local)
             print(f"download {args.size_mb} MB (median of {args.rounds}): raw httpx stream {raw_d / 1e6:.0f} MB/s, "
                   f"ModelService.download {ours_d / 1e6:.0f} MB/s (write + SHA-256 + verify), "
