@@ -421,8 +421,12 @@ class HubCacheDownloader:
                     # connection keeps every received byte for the resume; after a failed write
                     # nothing more lands, so the file never has a hole).
                     with open(partial, "r+b" if start else "wb") as fh:  # noqa: ASYNC230
-                        fh.seek(start)
-                        fh.truncate()
+                        if start:  # drop anything past the verified prefix
+                            fh.seek(start)
+                            fh.truncate()
+                        # (Not on a fresh file: ext4 takes a truncate to 0 followed by writes
+                        # as a rewrite in place and flushes the whole file to disk on close,
+                        # ~30 ms per 128 MB that the user waits for at the end.)
                         async with FileSink(fh, sha, name="strata-hub-write") as sink:
                             await stream_to_sink(resp, sink, meter)
             except httpx.TransportError as exc:
