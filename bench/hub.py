@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -121,33 +122,45 @@ def _rendered_search(url: str, home: Path, n: int) -> float:
     return statistics.median(times)
 
 
-async def _download_bench(url: str, home: Path, rounds: int, size: int) -> tuple[float, float]:
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _download_bench(url: str, home: Path, rounds: int, size: int) -> tuple[float, float, float, float]:
+    """Median rates (raw, ours) in bytes/s and least CPU seconds per GB (raw, ours), all threads."""
     file_url = f"{url}/bench/big-GGUF/resolve/main/big-Q4_K_M.gguf"
-    raw_rates, our_rates = [], []
+    raw_rates: list[float] = []
+    our_rates: list[float] = []
+    raw_cpu: list[float] = []
+    our_cpu: list[float] = []
     # Raw: a stock httpx client. Ours: the client build_app_services gives ModelService.
     async with httpx.AsyncClient(timeout=60) as client, network_client(timeout=60) as app_client:
 
         async def raw() -> None:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), _cpu()
             got = 0
             async with client.stream("GET", file_url) as resp:
                 async for chunk in resp.aiter_bytes():
                     got += len(chunk)
             raw_rates.append(got / (time.perf_counter() - t))
+            raw_cpu.append((_cpu() - c) / (got / 1e9))
 
         async def ours(r: int) -> None:
             svc = _service(app_client, url, home / f"round-{r}")
             try:
                 detail = await svc.detail("bench/big-GGUF")
                 job = DownloadJob.for_quant(detail.repo_id, detail.commit, detail.quants[0])
-                t = time.perf_counter()
+                t, c = time.perf_counter(), _cpu()
                 await svc.download(job, no_progress)
                 our_rates.append(size / (time.perf_counter() - t))
+                our_cpu.append((_cpu() - c) / (size / 1e9))
             finally:
                 await svc.aclose()
 
         await raw()  # warm-up: page cache and server, not counted
         raw_rates.clear()
+        raw_cpu.clear()
         for r in range(rounds):
             # Alternate the order so neither side always runs on a warmer system.
             if r % 2:
@@ -156,7 +169,7 @@ async def _download_bench(url: str, home: Path, rounds: int, size: int) -> tuple
             else:
                 await raw()
                 await ours(r)
-    return statistics.median(raw_rates), statistics.median(our_rates)
+    return statistics.median(raw_rates), statistics.median(our_rates), min(raw_cpu), min(our_cpu)
 
 
 def _local_write_hash(src: Path, dst: Path, rounds: int) -> float:
@@ -206,13 +219,15 @@ def main() -> None:
             print(f"search latency (median of {args.searches}): raw httpx {raw_s * 1000:.1f} ms, "
                   f"ModelService.search {ours_s * 1000:.1f} ms (ratio raw/ours {raw_s / ours_s:.2f}), "
                   f"search-to-rendered page {rendered * 1000:.1f} ms (ratio raw/rendered {raw_s / rendered:.2f})")
-            raw_d, ours_d = asyncio.run(_download_bench(url, home / "d", args.rounds, big.stat().st_size))
+            raw_d, ours_d, raw_c, ours_c = asyncio.run(_download_bench(url, home / "d", args.rounds, big.stat().st_size))
             local = _local_write_hash(big, home / "copy.bin", args.rounds)
             ceiling = min(raw_d, local)
             print(f"download {args.size_mb} MB (median of {args.rounds}): raw httpx stream {raw_d / 1e6:.0f} MB/s, "
                   f"ModelService.download {ours_d / 1e6:.0f} MB/s (write + SHA-256 + verify), "
                   f"ratio ours/raw {ours_d / raw_d:.2f}; write+hash without network {local / 1e6:.0f} MB/s, "
                   f"ratio ours/min(raw, local) {ours_d / ceiling:.2f}")
+            print(f"download CPU per GB (this process, all threads, least of {args.rounds}): raw {raw_c:.2f} s, "
+                  f"ours {ours_c:.2f} s (ours pays SHA-256 + the write on top; raw/ours {raw_c / ours_c:.2f})")
         finally:
             if proc.stdin:
                 proc.stdin.close()

@@ -72,7 +72,7 @@ _M_MMAP_THRESHOLD = -3
 def _glibc() -> Any | None:
     """The C library if it is glibc (whose ``mallopt``/``malloc_trim`` these settings are), else None."""
     if not sys.platform.startswith("linux"):
-        return None  # Windows' heap serves blocks under ~1 MiB from the heap already
+        return None  # Windows: the proactor loop reads 64 KiB at a time, which its heap reuses
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):
             return None
