@@ -527,10 +527,14 @@ def show_engine_status(ui: AppUi) -> None:
 
 
 async def startup(ui: AppUi) -> None:
-    """Background start-up: detect GPUs, probe every installed engine again (drivers may have
-    changed since the last run), then show which engine the chat will use."""
+    """Background start-up: build the services left for later, detect GPUs, probe every installed
+    engine again (drivers may have changed since the last run), then show which engine the chat
+    will use."""
     services = ui.services
     await services.warm_network()
+    # The services only other pages use were left for after the first paint: build them now, so a
+    # first visit or the first reply (it records to the dashboard) finds them ready.
+    await services.warm_up()
     await services.detect_gpus()
     engines = ui.pages.built("engines")  # a page built later reads the targets itself
     if engines is not None:

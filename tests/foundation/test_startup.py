@@ -1,0 +1,95 @@
+"""Start-up stays light: the chat's services load without the hub, downloads, dashboard, images or
+serve modules; those are built on first use or by the warm-up, and the package surfaces still
+export every name they list."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import strata_gui.core as core
+from strata_gui.core.app_services import AppServices
+
+LAZY_PACKAGES = sorted(
+    p.parent.name for p in Path(core.__path__[0]).glob("*/__init__.py") if "lazy_exports(" in p.read_text()
+)
+
+
+def _type_checking_imports(init: Path) -> dict[str, list[str]]:
+    """What the ``if TYPE_CHECKING:`` block of a package ``__init__`` imports, by submodule."""
+    tree = ast.parse(init.read_text())
+    found: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module is not None
+                found.setdefault(imp.module.rsplit(".", 1)[1], []).extend(a.name for a in imp.names)
+    return found
+
+
+def _lazy_map(init: Path) -> dict[str, list[str]]:
+    tree = ast.parse(init.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            call = node.value
+            if isinstance(call.func, ast.Name) and call.func.id == "lazy_exports":
+                return dict(ast.literal_eval(call.args[1]))
+    raise AssertionError(f"{init}: no lazy_exports(...) call")
+
+
+def test_the_heavy_packages_export_lazily() -> None:
+    assert {"models", "bench", "engines", "gpu", "images", "serve"} <= set(LAZY_PACKAGES)
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_a_lazy_package_exports_every_name_it_lists(package: str) -> None:
+    init = Path(core.__path__[0]) / package / "__init__.py"
+    mapping = _lazy_map(init)
+    # The names type checkers see are the names the package hands out, from the same modules.
+    assert _type_checking_imports(init) == mapping
+    module = importlib.import_module(f"strata_gui.core.{package}")
+    assert sorted(module.__all__) == sorted(n for names in mapping.values() for n in names)
+    for sub, names in mapping.items():
+        source = importlib.import_module(f"strata_gui.core.{package}.{sub}")
+        for name in names:
+            assert getattr(module, name) is getattr(source, name)
+    assert set(module.__all__) <= set(dir(module))
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        _ = module.NoSuchName
+
+
+def test_the_chat_starts_without_the_services_only_other_pages_use(tmp_path: Path) -> None:
+    """In a fresh interpreter, as at start-up: build the core, check what was imported, then warm
+    the rest up and close everything."""
+    later_modules = ", ".join(repr(m) for m in AppServices.LATER_MODULES)
+    code = f"""
+import asyncio, sys
+from strata_gui.core.services import build_services
+from strata_gui.core.app_services import build_app_services
+app = build_app_services(build_services())
+assert app.chat.store is not None and app.resolver is not None
+loaded = [m for m in ({later_modules}, 'strata_gui.core.models.hub', 'strata_gui.core.models.download_manager')
+          if m in sys.modules]
+print('LOADED=' + ','.join(loaded))
+print('BUILT=' + ','.join(n for n in app.LATER if app.built(n)))
+
+async def main():
+    await app.warm_up()
+    print('WARM=' + ','.join(n for n in app.LATER if app.built(n)))
+    await app.aclose()
+
+asyncio.run(main())
+"""
+    env = dict(os.environ, STRATA_HOME=str(tmp_path / "home"))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    lines = dict(line.split("=", 1) for line in res.stdout.splitlines() if "=" in line)
+    assert lines["LOADED"] == ""
+    assert lines["BUILT"] == ""
+    assert lines["WARM"].split(",") == list(AppServices.LATER)
