@@ -25,7 +25,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 
 from strata_gui import APP_NAME, ORG_NAME, __version__
 from strata_gui.core.errors import StrataError, describe
-from strata_gui.core.logging_setup import close_logging, configure_logging
+from strata_gui.core.logging_setup import close_logging, configure_logging, keep_early_records
 from strata_gui.core.resources import resources_dir
 from strata_gui.core.services import Services, build_services
 from strata_gui.ui.i18n import install_language
@@ -595,9 +595,16 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     app.processEvents()  # the first paint
     if exit_when_shown:
         print(f"shown-at {time.time():.6f}", flush=True)
-    # The log file after the first paint: its handler module costs ~9 ms; records logged before
-    # (none on the normal path) still reach stderr through logging's last-resort handler.
-    configure_logging(services.paths.log_file)
+    # The log file once the chat page is up (its handler module costs ~9 ms); what is logged before
+    # is kept in memory and written there first.
+    keep_early_records()
+    log_opened: list[bool] = []
+
+    def open_log() -> None:
+        if not log_opened:
+            log_opened.append(True)
+            configure_logging(services.paths.log_file)
+
     log.info("Strata %s starting (self-test=%s)", __version__, self_test)
 
     import asyncio
@@ -625,12 +632,14 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
             app.processEvents()
             # Usable: every sidebar entry is there and the chat page is built and painted.
             print(f"ready-at {time.time():.6f}", flush=True)
+            open_log()
             for index in range(len(window.page_titles())):  # what visiting every page would build
                 window.page_at(index)
             app.processEvents()
             print(f"built-at {time.time():.6f}", flush=True)
             window.close()
             return 0
+        asyncio.get_running_loop().call_soon(open_log)  # after the chat page's first paint
         bridge.run(lambda _p: startup(ui), name="Start-up checks", show_errors=False)
         if not self_test and not app_services.base.settings.first_run_done:
             open_first_run(ui)
@@ -664,6 +673,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
         for s in built:
             s.chat.kill_engine_now()  # never leave an engine behind, whatever happened
         crash.uninstall()
+        open_log()
         log.info("Strata exiting with %s", exit_code)
         close_logging()
     return exit_code

@@ -335,6 +335,13 @@ def image_benchmark_runner(images: Callable[[], ImageService]) -> ImageBenchmark
     return run
 
 
+def total_ram() -> int:
+    """The machine's RAM (psutil loads on the first fit judged, not at start-up)."""
+    import psutil
+
+    return int(psutil.virtual_memory().total)
+
+
 def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
                        keep_conversations: bool = True) -> AppServices:
     """Build the core from the base services (paths, settings, environment) and one HTTP client.
@@ -344,8 +351,6 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
         http: The network client (tests pass one bound to loopback servers); made here if None.
         keep_conversations: False for one-off CLI prompts: conversations live in memory only.
     """
-    import psutil
-
     settings, paths, env = base.settings, base.paths, dict(base.environ)
     # One TLS context for both clients, loaded on first use: each client loaded the CA bundle
     # when made (cProfile of start-up: 2 x load_verify_locations), and both transports (with the
@@ -376,7 +381,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     chat_store = ConversationStore(paths.database_file if keep_conversations else Path(":memory:")).open()
     supervisors = default_supervisor_factory(local, env, job=job)
     load_options = LoadOptionsService(paths.data_dir / "load_options.json", base.settings_service, fit_target,
-                                      int(psutil.virtual_memory().total))
+                                      total_ram)
     chat = ChatService(chat_store, rpc.wrap(supervisors), local, base.settings_service,
                        plan_provider=resolver.plan_for, depth_advisor=resolver, crash_handler=RpcCrashPolicy(rpc, fit_target),
                        launch_settings=load_options.server_settings)

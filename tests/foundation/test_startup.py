@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import logging
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 import strata_gui.core as core
 from strata_gui.core.app_services import AppServices
+from strata_gui.core.logging_setup import EarlyRecords, close_logging, configure_logging, keep_early_records
 
 LAZY_PACKAGES = sorted(
     p.parent.name for p in Path(core.__path__[0]).glob("*/__init__.py") if "lazy_exports(" in p.read_text()
@@ -93,3 +95,22 @@ asyncio.run(main())
     assert lines["LOADED"] == ""
     assert lines["BUILT"] == ""
     assert lines["WARM"].split(",") == list(AppServices.LATER)
+
+
+def test_what_is_logged_before_the_log_file_opens_is_written_to_it(tmp_path: Path) -> None:
+    """The GUI opens its log file once the window is usable; nothing logged before is lost."""
+    root = logging.getLogger()
+    level = root.level
+    try:
+        keep_early_records()
+        logging.getLogger("strata_gui.test").info("starting up")
+        logging.getLogger("strata_gui.test").warning("the GPU replay file is unreadable")
+        configure_logging(tmp_path / "strata.log")
+        logging.getLogger("strata_gui.test").info("window ready")
+    finally:
+        close_logging()
+        root.setLevel(level)
+    lines = (tmp_path / "strata.log").read_text(encoding="utf-8").splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == [
+        "starting up", "the GPU replay file is unreadable", "window ready"]
+    assert not [h for h in root.handlers if isinstance(h, EarlyRecords)]
