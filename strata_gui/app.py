@@ -28,6 +28,7 @@ from strata_gui.core.errors import StrataError, describe
 from strata_gui.core.logging_setup import close_logging, configure_logging, keep_early_records
 from strata_gui.core.resources import resources_dir
 from strata_gui.core.services import Services, build_services
+from strata_gui.ui import pyside_import_check
 from strata_gui.ui.i18n import install_language
 from strata_gui.ui.main_window import MainWindow
 from strata_gui.ui.theme import apply_theme
@@ -579,6 +580,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     The window is painted first; the event loop, services and pages are set up right after, so
     users see Strata at once even on a slow disk.
     """
+    pyside_import_check.install()  # ~250 modules are imported from here on (see that module)
     services = build_services()
     QApplication.setApplicationName(APP_NAME)
     QApplication.setOrganizationName(ORG_NAME)
