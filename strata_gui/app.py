@@ -7,6 +7,7 @@ exercise exactly the wiring users get.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -500,6 +501,14 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
     return guide
 
 
+def collect_garbage_again() -> None:
+    """Turn the cyclic garbage collector back on once the window is usable (``strata`` turns it off
+    for start-up). What start-up built lives as long as the app: frozen, later collections, during a
+    streaming reply say, no longer walk it."""
+    gc.freeze()
+    gc.enable()
+
+
 def _save_quietly(base: Services, **changes: Any) -> None:
     """Save settings the user did not edit by hand; a failure is logged, not shown."""
     try:
@@ -634,6 +643,8 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
             app.processEvents()
             # Usable: every sidebar entry is there and the chat page is built and painted.
             print(f"ready-at {time.time():.6f}", flush=True)
+        collect_garbage_again()
+        if exit_when_shown:
             open_log()
             for index in range(len(window.page_titles())):  # what visiting every page would build
                 window.page_at(index)
@@ -675,6 +686,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
         for s in built:
             s.chat.kill_engine_now()  # never leave an engine behind, whatever happened
         crash.uninstall()
+        gc.enable()  # if start-up failed before the window was usable
         open_log()
         log.info("Strata exiting with %s", exit_code)
         close_logging()
