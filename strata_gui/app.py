@@ -7,6 +7,7 @@ exercise exactly the wiring users get.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -25,9 +26,10 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 
 from strata_gui import APP_NAME, ORG_NAME, __version__
 from strata_gui.core.errors import StrataError, describe
-from strata_gui.core.logging_setup import close_logging, configure_logging
+from strata_gui.core.logging_setup import close_logging, configure_logging, keep_early_records
 from strata_gui.core.resources import resources_dir
 from strata_gui.core.services import Services, build_services
+from strata_gui.ui import pyside_import_check
 from strata_gui.ui.i18n import install_language
 from strata_gui.ui.main_window import MainWindow
 from strata_gui.ui.theme import apply_theme
@@ -499,6 +501,14 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
     return guide
 
 
+def collect_garbage_again() -> None:
+    """Turn the cyclic garbage collector back on once the window is usable (``strata`` turns it off
+    for start-up). What start-up built lives as long as the app: frozen, later collections, during a
+    streaming reply say, no longer walk it."""
+    gc.freeze()
+    gc.enable()
+
+
 def _save_quietly(base: Services, **changes: Any) -> None:
     """Save settings the user did not edit by hand; a failure is logged, not shown."""
     try:
@@ -527,10 +537,14 @@ def show_engine_status(ui: AppUi) -> None:
 
 
 async def startup(ui: AppUi) -> None:
-    """Background start-up: detect GPUs, probe every installed engine again (drivers may have
-    changed since the last run), then show which engine the chat will use."""
+    """Background start-up: build the services left for later, detect GPUs, probe every installed
+    engine again (drivers may have changed since the last run), then show which engine the chat
+    will use."""
     services = ui.services
     await services.warm_network()
+    # The services only other pages use were left for after the first paint: build them now, so a
+    # first visit or the first reply (it records to the dashboard) finds them ready.
+    await services.warm_up()
     await services.detect_gpus()
     engines = ui.pages.built("engines")  # a page built later reads the targets itself
     if engines is not None:
@@ -575,6 +589,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     The window is painted first; the event loop, services and pages are set up right after, so
     users see Strata at once even on a slow disk.
     """
+    pyside_import_check.install()  # ~250 modules are imported from here on (see that module)
     services = build_services()
     QApplication.setApplicationName(APP_NAME)
     QApplication.setOrganizationName(ORG_NAME)
@@ -591,9 +606,16 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     app.processEvents()  # the first paint
     if exit_when_shown:
         print(f"shown-at {time.time():.6f}", flush=True)
-    # The log file after the first paint: its handler module costs ~9 ms; records logged before
-    # (none on the normal path) still reach stderr through logging's last-resort handler.
-    configure_logging(services.paths.log_file)
+    # The log file once the chat page is up (its handler module costs ~9 ms); what is logged before
+    # is kept in memory and written there first.
+    keep_early_records()
+    log_opened: list[bool] = []
+
+    def open_log() -> None:
+        if not log_opened:
+            log_opened.append(True)
+            configure_logging(services.paths.log_file)
+
     log.info("Strata %s starting (self-test=%s)", __version__, self_test)
 
     import asyncio
@@ -621,12 +643,16 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
             app.processEvents()
             # Usable: every sidebar entry is there and the chat page is built and painted.
             print(f"ready-at {time.time():.6f}", flush=True)
+        collect_garbage_again()
+        if exit_when_shown:
+            open_log()
             for index in range(len(window.page_titles())):  # what visiting every page would build
                 window.page_at(index)
             app.processEvents()
             print(f"built-at {time.time():.6f}", flush=True)
             window.close()
             return 0
+        asyncio.get_running_loop().call_soon(open_log)  # after the chat page's first paint
         bridge.run(lambda _p: startup(ui), name="Start-up checks", show_errors=False)
         if not self_test and not app_services.base.settings.first_run_done:
             open_first_run(ui)
@@ -660,6 +686,8 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
         for s in built:
             s.chat.kill_engine_now()  # never leave an engine behind, whatever happened
         crash.uninstall()
+        gc.enable()  # if start-up failed before the window was usable
+        open_log()
         log.info("Strata exiting with %s", exit_code)
         close_logging()
     return exit_code

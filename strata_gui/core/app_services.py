@@ -9,34 +9,31 @@ only connects them; it holds no policy of its own.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from strata_gui.core.bench.service import DashboardService, ImageBenchmarkRunner
 from strata_gui.core.bench.store import ImageRun, MetricsStore
-from strata_gui.core.bench.workload import Benchmark
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.chat.service import ChatEvent, ChatService, MessageUpdated, default_supervisor_factory
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
-from strata_gui.core.engines import EngineService, create_engine_service
 from strata_gui.core.engines.catalog import load_catalog
 from strata_gui.core.engines.resolver import EngineResolver, Resolution
+from strata_gui.core.engines.service import EngineService, create_engine_service
 from strata_gui.core.errors import StrataError
-from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
-from strata_gui.core.images.gallery import Gallery
-from strata_gui.core.images.params import ImageRequest
-from strata_gui.core.images.service import ImageRecord, ImageService
 from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.load_options import LoadOptionsService
-from strata_gui.core.models.service import ModelService, build_model_service, memory_target_for_gpus
+from strata_gui.core.models.targets import memory_target_for_gpus
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
@@ -45,10 +42,17 @@ from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.process_guard import WindowsJob
-from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
+from strata_gui.core.runtime.supervisor import SupervisorFactory
 from strata_gui.core.services import Services
 from strata_gui.core.settings import Settings, SettingsChange, SettingsService
 from strata_gui.core.transfer import TlsContext, loopback_client, network_client
+
+if TYPE_CHECKING:  # built on first use (see AppServices): their modules load then, not at start-up
+    from strata_gui.core.bench.service import DashboardService, ImageBenchmarkRunner
+    from strata_gui.core.gpu.history import GpuTelemetry
+    from strata_gui.core.images.service import ImageRecord, ImageService
+    from strata_gui.core.models.service import ModelService
+    from strata_gui.core.serve.service import ServeService
 
 log = logging.getLogger(__name__)
 
@@ -82,30 +86,120 @@ class RpcCrashPolicy:
         return notice
 
 
-@dataclass
-class AppServices:
-    """Every service, built once. ``base`` holds paths, settings and the environment."""
+@dataclass(frozen=True)
+class LaterParts:
+    """What the services built on first use are made from (shared with the ones built at once)."""
 
-    base: Services
-    http: httpx.AsyncClient  # the network: GitHub, the hub (honours proxy settings)
-    local_http: httpx.AsyncClient  # loopback engines (never through a proxy)
-    gpu: GpuService
-    telemetry: GpuTelemetry  # the one GPU sampler: the GPU page and the dashboard share it
-    engines: EngineService
-    resolver: EngineResolver  # the only owner of "which engine runs, and why"
-    models: ModelService
-    metrics: MetricsStore
-    dashboard: DashboardService
-    chat_store: ConversationStore
-    chat: ChatService
-    remote: RemoteService  # remote OpenAI-compatible engines (keys in the user-only key store)
-    serve: ServeService  # "Serve to other apps": the local API in front of the chat's engine
-    rpc: RpcPool  # llama.cpp RPC workers for the chat's engine, and lending this machine
-    fit_target: FitTarget
-    load_options: LoadOptionsService  # per-model load options: the chat launch, bench, the panel's fit
-    images: ImageService  # image generation (sd-server engines from the resolver's image plan) and the gallery
-    gpu_error: StrataError | None = None  # why the configured GPU source could not be used
-    tls: TlsContext | None = None  # the clients' TLS context, loaded on first use
+    environ: dict[str, str]
+    job: WindowsJob  # one job object: every engine dies with the app on Windows
+    secrets: FileSecretStore
+    supervisors: SupervisorFactory
+
+
+class AppServices:
+    """Every service, built once. ``base`` holds paths, settings and the environment.
+
+    What the chat needs is built by :func:`build_app_services`; the services only other pages and
+    commands use (models, telemetry, dashboard, serve, images) are built, and their modules
+    imported, the first time they are read: the window is usable before they exist, and the GUI
+    warms them in the background right after (:meth:`warm_up`). Callers read them as plain
+    attributes either way.
+    """
+
+    def __init__(self, base: Services, http: httpx.AsyncClient, local_http: httpx.AsyncClient, *,
+                 gpu: GpuService, engines: EngineService, resolver: EngineResolver, metrics: MetricsStore,
+                 chat_store: ConversationStore, chat: ChatService, remote: RemoteService, rpc: RpcPool,
+                 fit_target: FitTarget, load_options: LoadOptionsService, later: LaterParts,
+                 gpu_error: StrataError | None = None, tls: TlsContext | None = None) -> None:
+        self.base = base
+        self.http = http  # the network: GitHub, the hub (honours proxy settings)
+        self.local_http = local_http  # loopback engines (never through a proxy)
+        self.gpu = gpu
+        self.engines = engines
+        self.resolver = resolver  # the only owner of "which engine runs, and why"
+        self.metrics = metrics
+        self.chat_store = chat_store
+        self.chat = chat
+        self.remote = remote  # remote OpenAI-compatible engines (keys in the user-only key store)
+        self.rpc = rpc  # llama.cpp RPC workers for the chat's engine, and lending this machine
+        self.fit_target = fit_target
+        self.load_options = load_options  # per-model load options: the chat launch, bench, the panel's fit
+        self.gpu_error = gpu_error  # why the configured GPU source could not be used
+        self.tls = tls  # the clients' TLS context, loaded on first use
+        self._later = later
+
+    # -- built on first use ---------------------------------------------------------------------------
+    @cached_property
+    def telemetry(self) -> GpuTelemetry:
+        """The one GPU sampler: the GPU page and the dashboard share it."""
+        from strata_gui.core.gpu.history import GpuTelemetry
+
+        return GpuTelemetry(self.gpu)
+
+    @cached_property
+    def models(self) -> ModelService:
+        """The hub, downloads and the model library."""
+        from strata_gui.core.models.service import build_model_service
+
+        return build_model_service(self.base.settings, self.base.paths.data_dir, self.http, self._later.environ,
+                                   memory_target=self.fit_target, secrets=self._later.secrets)
+
+    @cached_property
+    def dashboard(self) -> DashboardService:
+        """Throughput history and benchmarks."""
+        from strata_gui.core.bench.service import DashboardService
+        from strata_gui.core.bench.workload import Benchmark
+
+        bench = Benchmark(self.local_http, self._later.supervisors, self.metrics,
+                          launch_settings=self.load_options.server_settings)
+        dashboard = DashboardService(self.metrics, bench, self.local_http, resolver=self.resolver)
+        dashboard.image_benchmark = image_benchmark_runner(lambda: self.images)
+        dashboard.add_choice_listener(self.refresh_chat_plan)
+        return dashboard
+
+    @cached_property
+    def serve(self) -> ServeService:
+        """"Serve to other apps": the local API in front of the chat's engine."""
+        from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
+
+        return ServeService(self.settings, self._later.secrets, self.local_http, ChatUpstream(self.chat),
+                            dashboard_recorder(self.dashboard))
+
+    @cached_property
+    def images(self) -> ImageService:
+        """Image generation (sd-server engines from the resolver's image plan) and the gallery."""
+        from strata_gui.core.images.gallery import Gallery
+        from strata_gui.core.images.service import ImageService
+
+        paths = self.base.paths
+        return ImageService(self.resolver.image_plan, self.local_http, Gallery(paths.data_dir / "images"),
+                            environ=self._later.environ, recorder=image_recorder(self.metrics),
+                            log_dir=paths.log_dir, job=self._later.job)
+
+    LATER = ("telemetry", "models", "dashboard", "serve", "images")
+    # The modules those need beyond what the chat loaded (importing them is most of their cost).
+    LATER_MODULES = ("strata_gui.core.gpu.history", "strata_gui.core.models.service", "strata_gui.core.bench.service",
+                     "strata_gui.core.bench.workload", "strata_gui.core.serve.service",
+                     "strata_gui.core.images.gallery", "strata_gui.core.images.service")
+
+    def built(self, name: str) -> bool:
+        """Whether the service built on first use called ``name`` exists yet (nothing is built)."""
+        return name in self.__dict__
+
+    async def warm_up(self) -> None:
+        """Build the services not built yet without stalling the event loop: their modules are
+        imported on a worker thread (the loop keeps the GIL's turns), then each is built on the
+        loop, one per turn. Start-up calls this once the window is usable, so opening a page or the
+        first reply (which records to the dashboard) does not pay for it."""
+
+        def import_later() -> None:
+            for module in self.LATER_MODULES:
+                importlib.import_module(module)
+
+        await run_blocking(import_later, name="strata-warm-up")
+        for name in self.LATER:
+            getattr(self, name)
+            await asyncio.sleep(0)
 
     async def warm_network(self) -> None:
         """Load the CA bundle on a worker thread (it releases the GIL), so the first request made
@@ -175,15 +269,19 @@ class AppServices:
 
     async def aclose(self) -> None:
         """Stop the engine, worker threads and network client; close databases. Safe twice."""
-        try:
-            await run_blocking(self.telemetry.close, name="strata-telemetry-close")
-            await self.serve.stop()
-            await self.images.aclose()
+        try:  # services never built have nothing to stop
+            if self.built("telemetry"):
+                await run_blocking(self.telemetry.close, name="strata-telemetry-close")
+            if self.built("serve"):
+                await self.serve.stop()
+            if self.built("images"):
+                await self.images.aclose()
             await self.chat.aclose()
             await self.rpc.aclose()
         finally:
             try:
-                await self.models.aclose()
+                if self.built("models"):
+                    await self.models.aclose()
             finally:
                 await self.http.aclose()
                 await self.local_http.aclose()
@@ -221,7 +319,7 @@ def image_recorder(metrics: MetricsStore) -> Callable[[ImageRecord], None]:
     return record
 
 
-def image_benchmark_runner(images: ImageService) -> ImageBenchmarkRunner:
+def image_benchmark_runner(images: Callable[[], ImageService]) -> ImageBenchmarkRunner:
     """"Benchmark this model" for image models: the image service's benchmark with the dashboards'
     progress type (the bench layer cannot import the images layer)."""
 
@@ -229,10 +327,19 @@ def image_benchmark_runner(images: ImageService) -> ImageBenchmarkRunner:
         def show(done: int, total: int, message: str) -> None:
             on_progress(Progress(done, total, message))
 
+        from strata_gui.core.images.params import ImageRequest
+
         request = ImageRequest(**{"prompt": "a lighthouse on a cliff at dusk", "seed": 42, **settings})
-        return list(await images.benchmark(model, request, reps=reps, on_progress=show))
+        return list(await images().benchmark(model, request, reps=reps, on_progress=show))
 
     return run
+
+
+def total_ram() -> int:
+    """The machine's RAM (psutil loads on the first fit judged, not at start-up)."""
+    import psutil
+
+    return int(psutil.virtual_memory().total)
 
 
 def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
@@ -271,27 +378,20 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     rpc = RpcPool(base.settings_service, resolver.installed_specs, environ=env, log_dir=paths.log_dir, job=job)
     fit_target = FitTarget(gpu, settings, rpc, resolver)
     secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
-    models = build_model_service(settings, paths.data_dir, client, env, memory_target=fit_target, secrets=secrets)
     chat_store = ConversationStore(paths.database_file if keep_conversations else Path(":memory:")).open()
     supervisors = default_supervisor_factory(local, env, job=job)
     load_options = LoadOptionsService(paths.data_dir / "load_options.json", base.settings_service, fit_target,
-                                      models.ram_bytes)
+                                      total_ram)
     chat = ChatService(chat_store, rpc.wrap(supervisors), local, base.settings_service,
                        plan_provider=resolver.plan_for, depth_advisor=resolver, crash_handler=RpcCrashPolicy(rpc, fit_target),
                        launch_settings=load_options.server_settings)
     load_options.subscribe(lambda model: chat.options_changed() if model == chat.model else None)
-    bench = Benchmark(local, supervisors, metrics, launch_settings=load_options.server_settings)
-    dashboard = DashboardService(metrics, bench, local, resolver=resolver)
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
-    serve = ServeService(base.settings_service, secrets, local, ChatUpstream(chat), dashboard_recorder(dashboard))
-    images = ImageService(resolver.image_plan, local, Gallery(paths.data_dir / "images"), environ=env,
-                          recorder=image_recorder(metrics), log_dir=paths.log_dir, job=job)
-    dashboard.image_benchmark = image_benchmark_runner(images)
-    app = AppServices(base, client, local, gpu, GpuTelemetry(gpu), engines, resolver, models, metrics, dashboard, chat_store, chat,
-                      remote=remote, serve=serve, rpc=rpc, fit_target=fit_target, load_options=load_options,
-                      images=images, gpu_error=gpu_error, tls=tls)
+    app = AppServices(base, client, local, gpu=gpu, engines=engines, resolver=resolver, metrics=metrics,
+                      chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, fit_target=fit_target,
+                      load_options=load_options, later=LaterParts(env, job, secrets, supervisors),
+                      gpu_error=gpu_error, tls=tls)
     chat.subscribe(app._record_reply)
-    dashboard.add_choice_listener(app.refresh_chat_plan)
     base.settings_service.subscribe(app._settings_changed)
     app.refresh_chat_plan()
     return app

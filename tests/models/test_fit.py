@@ -161,7 +161,7 @@ def test_default_pick(captured_gpus: dict[str, Any], model_shapes: dict[str, Any
 
 def test_memory_target_from_detected_gpus(captured_gpus: dict[str, Any], model_shapes: dict[str, Any]) -> None:
     from strata_gui.core.gpu.model import GpuInfo
-    from strata_gui.core.models.service import memory_target_for
+    from strata_gui.core.models.targets import memory_target_for
     from strata_gui.core.settings import Settings
 
     halo = captured_gpus["strix_halo"]
@@ -204,7 +204,7 @@ def test_a_model_that_fits_only_across_two_gpus(captured_gpus: dict[str, Any], m
     """7900 XTX + RX 7600 chosen together: a 32B Q4_K_M at 32K context is more than the 24 GB card
     holds, but fits spread over both; the verdict says so."""
     from strata_gui.core.gpu.model import GpuInfo
-    from strata_gui.core.models.service import memory_target_for_gpus
+    from strata_gui.core.models.targets import memory_target_for_gpus
     from strata_gui.core.settings import Settings
 
     xtx, small = captured_gpus["rx7900xtx"], captured_gpus["rx7600"]

@@ -1,12 +1,17 @@
 """Throughput history, the backend shoot-out benchmark, and the measured engine choice."""
 
-from strata_gui.core.bench.choice import Recommendation
-from strata_gui.core.bench.process_stats import ProcessSampler
-from strata_gui.core.bench.prometheus import ServerCounters
-from strata_gui.core.bench.service import DashboardService, DraftSpeedup, ImageEngineStats
-from strata_gui.core.bench.stats import spread
-from strata_gui.core.bench.store import BenchResult, RequestRecord
-from strata_gui.core.bench.workload import DEFAULT_DEPTH, BenchConfig
+from typing import TYPE_CHECKING
+
+from strata_gui.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from strata_gui.core.bench.choice import Recommendation
+    from strata_gui.core.bench.process_stats import ProcessSampler
+    from strata_gui.core.bench.prometheus import ServerCounters
+    from strata_gui.core.bench.service import DashboardService, DraftSpeedup, ImageEngineStats
+    from strata_gui.core.bench.stats import spread
+    from strata_gui.core.bench.store import BenchResult, RequestRecord
+    from strata_gui.core.bench.workload import DEFAULT_DEPTH, BenchConfig
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -21,3 +26,14 @@ __all__ = [
     "ServerCounters",
     "spread",
 ]
+
+# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "choice": ["Recommendation"],
+    "process_stats": ["ProcessSampler"],
+    "prometheus": ["ServerCounters"],
+    "service": ["DashboardService", "DraftSpeedup", "ImageEngineStats"],
+    "stats": ["spread"],
+    "store": ["BenchResult", "RequestRecord"],
+    "workload": ["DEFAULT_DEPTH", "BenchConfig"],
+})

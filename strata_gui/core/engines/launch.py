@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
-from strata_gui.core.engines.tuning import check_tuning_table
 from strata_gui.core.settings import Settings
 
 # llama.cpp hides CPU-type Vulkan devices (Mesa llvmpipe) unless GGML_VK_VISIBLE_DEVICES names
@@ -73,6 +72,8 @@ def launch_environment(
             table = Path(engine.tuning.path)
             if not table.is_absolute():
                 table = engine.folder / table
+            from strata_gui.core.engines.tuning import check_tuning_table  # csv: only for a tuned engine
+
             check = check_tuning_table(table, table_gfx=engine.tuning.gfx, gpu_gfx=gfx,
                                        engine_revision=engine.hipblaslt_revision)
             if check.ok:

@@ -13,17 +13,15 @@ import logging
 import os
 import shutil
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
 from strata_gui.core.blocking import run_blocking
-from strata_gui.core.engines.archive import safe_extract
 from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, tag_number
-from strata_gui.core.engines.download import download_file
 from strata_gui.core.engines.drivers import DriverVerdict, check_driver
 from strata_gui.core.engines.launch import current_os, launch_environment
 from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
@@ -44,7 +42,6 @@ from strata_gui.core.engines.records import (
     read_manifest,
 )
 from strata_gui.core.engines.releases import ReleaseClient
-from strata_gui.core.engines.tuning import TuningCheck, check_tuning_table
 from strata_gui.core.errors import (
     EngineError,
     EngineInstallError,
@@ -56,7 +53,15 @@ from strata_gui.core.paths import AppPaths
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
 from strata_gui.core.settings import Settings, SettingsService
 
+if TYPE_CHECKING:
+    from strata_gui.core.engines.tuning import TuningCheck
+
 log = logging.getLogger(__name__)
+
+def _suffix() -> str:
+    """A short random name part for staging and trash folders (uuid would cost ~5 ms of start-up)."""
+    return os.urandom(4).hex()
+
 
 PROBE_FILE = "strata-probe.json"
 SPACE_MARGIN = 64 << 20
@@ -334,10 +339,14 @@ class EngineService:
         already = part.stat().st_size if part.exists() else 0
         self._check_space(cand, already)
         expected = asset.sha256 or source.pinned_sha256.get(asset.name)
+        # Install-only modules (tarfile, zipfile, the fetcher) load here, not at start-up.
+        from strata_gui.core.engines.archive import safe_extract
+        from strata_gui.core.engines.download import download_file
+
         result = await download_file(self._http, asset.download_url, archive, expected_size=asset.size or None,
                                      expected_sha256=expected, on_progress=on_progress,
                                      message=f"Downloading {asset.name}")
-        staging = self.engines_dir / f".staging-{cand.engine_id}-{uuid.uuid4().hex[:8]}"
+        staging = self.engines_dir / f".staging-{cand.engine_id}-{_suffix()}"
         final = self.engines_dir / cand.engine_id
         try:
             on_progress(Progress(0, None, f"Unpacking {asset.name}"))
@@ -370,6 +379,8 @@ class EngineService:
             return engine
         rel = Path("tuning") / f"hipblaslt-{gfx}-{revision}.csv"
         dest = staging / rel
+        from strata_gui.core.engines.download import download_file
+
         await download_file(self._http, self.releases.rewrite_url(entry.url), dest, expected_size=None,
                             expected_sha256=entry.sha256, on_progress=on_progress,
                             message="Downloading hipBLASLt tuning table")
@@ -392,7 +403,7 @@ class EngineService:
     def _swap_in(self, staging: Path, final: Path) -> None:
         trash = None
         if final.exists():
-            trash = self.engines_dir / f".trash-{final.name}-{uuid.uuid4().hex[:8]}"
+            trash = self.engines_dir / f".trash-{final.name}-{_suffix()}"
             os.replace(final, trash)
         try:
             os.replace(staging, final)
@@ -472,7 +483,7 @@ class EngineService:
         folder = engine.folder
         if folder.parent.resolve() != self.engines_dir.resolve():
             raise EngineError(f"{folder} is not inside Strata's engines folder; not removing it.")
-        trash = self.engines_dir / f".trash-{engine_id}-{uuid.uuid4().hex[:8]}"
+        trash = self.engines_dir / f".trash-{engine_id}-{_suffix()}"
         try:
             os.replace(folder, trash)
             shutil.rmtree(trash)
@@ -574,6 +585,8 @@ class EngineService:
     def check_tuning(self, table: Path, engine: InstalledEngine, gpu_gfx: str | None,
                      table_gfx: str | None = None) -> TuningCheck:
         """Check a tuning table against an engine and GPU (``strata engines check-tuning``)."""
+        from strata_gui.core.engines.tuning import check_tuning_table
+
         gfx = gpu_gfx or self.settings.gfx_override or None
         return check_tuning_table(table, table_gfx=table_gfx or gfx or "unknown", gpu_gfx=gfx,
                                   engine_revision=engine.hipblaslt_revision)

@@ -11,6 +11,7 @@ from typing import Any
 from strata_gui.core.progress import format_bytes
 
 FamilyResolver = Callable[[str], "str | None"]
+SNAPSHOT_FORMAT = "strata-gpu-snapshot"  # marks a replayable GPU snapshot (Linux or Windows)
 
 
 class RocmVerdict(enum.Enum):

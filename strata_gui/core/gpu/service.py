@@ -11,22 +11,25 @@ import json
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import GpuDetectionError
-from strata_gui.core.gpu.engine_output import resolve_unknown_targets
 from strata_gui.core.gpu.ids import GpuIdTable, load_gpu_table, normalise_gfx
 from strata_gui.core.gpu.linux import LinuxGpuDetector, LinuxTelemetrySource, capture_linux_tree
-from strata_gui.core.gpu.model import FamilyResolver, GpuInfo, GpuReport, GpuSample, HostInfo, apply_family
-from strata_gui.core.gpu.telemetry import TelemetrySampler, TelemetrySource
-from strata_gui.core.gpu.tree import DirTree, MappingTree
-from strata_gui.core.gpu.windows import (
+from strata_gui.core.gpu.model import (
     SNAPSHOT_FORMAT,
-    PdhTelemetrySource,
-    WindowsSnapshotDetector,
-    cycle_samples,
+    FamilyResolver,
+    GpuInfo,
+    GpuReport,
+    GpuSample,
+    HostInfo,
+    apply_family,
 )
+from strata_gui.core.gpu.tree import DirTree, MappingTree
+
+if TYPE_CHECKING:  # the Windows replay, telemetry and engine-output parsers load when used: start-up needs none
+    from strata_gui.core.gpu.telemetry import TelemetrySampler, TelemetrySource
 
 SNAPSHOT_VERSION = 1
 REPORT_SNAPSHOT_MARKER = "----- replayable GPU snapshot (strata gpu --snapshot FILE) -----"
@@ -83,6 +86,8 @@ class WindowsSnapshotSource:
     platform = "windows"
 
     def __init__(self, snapshot: dict[str, Any], table: GpuIdTable, origin: str) -> None:
+        from strata_gui.core.gpu.windows import WindowsSnapshotDetector
+
         self.snapshot = snapshot
         self.detector = WindowsSnapshotDetector(snapshot, table, origin)
 
@@ -90,6 +95,8 @@ class WindowsSnapshotSource:
         return self.detector.detect()
 
     def telemetry_source(self, gpus: list[GpuInfo]) -> TelemetrySource:
+        from strata_gui.core.gpu.windows import PdhTelemetrySource, cycle_samples
+
         return PdhTelemetrySource(gpus, cycle_samples([str(s) for s in self.snapshot.get("pdh") or []]))
 
     def capture(self) -> dict[str, Any]:
@@ -167,11 +174,15 @@ class GpuService:
 
     def sampler(self, gpus: list[GpuInfo], interval: float | None = None, history: int = 120) -> TelemetrySampler:
         """A (not yet started) background sampler for these GPUs."""
+        from strata_gui.core.gpu.telemetry import TelemetrySampler
+
         return TelemetrySampler(self.detector.telemetry_source(gpus),
                                 interval=self.interval if interval is None else interval, history=history)
 
     def resolve_from_engine_output(self, text: str) -> GpuReport:
         """Fill unknown gfx targets from engine output (ROCm start-up lines); updates the last report."""
+        from strata_gui.core.gpu.engine_output import resolve_unknown_targets
+
         report = self.last_report or self.detect()
         report.gpus = resolve_unknown_targets(report.gpus, text, self.family_of)
         return report

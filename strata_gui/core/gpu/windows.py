@@ -19,6 +19,7 @@ from typing import Any
 
 from strata_gui.core.gpu.ids import AMD_VENDOR_ID, GpuIdTable, WindowsDriverRequirement, normalise_gfx
 from strata_gui.core.gpu.model import (
+    SNAPSHOT_FORMAT,
     DriverState,
     DriverStatus,
     GpuInfo,
@@ -346,9 +347,6 @@ def driver_verdict(
             " package). The Vulkan engine works meanwhile.",
         )
     return DriverStatus(DriverState.OK, version, hip.dll, f"AMD driver {version} with HIP runtime {hip.dll}.")
-
-
-SNAPSHOT_FORMAT = "strata-gpu-snapshot"
 
 
 def make_windows_snapshot(

@@ -22,17 +22,22 @@ stable-diffusion.cpp knows euler, euler_a, heun, dpm2, dpm++2s_a, dpm++2m, dpm++
 ipndm_v, lcm, ddim_trailing, tcd, res_multistep, res_2s and er_sde (the pinned 0.4.7 build).
 """
 
-from strata_gui.core.images.gallery import Gallery, GalleryImage, read_settings
-from strata_gui.core.images.params import ImageRequest, ParsedParameters, parse_parameters, parse_size
-from strata_gui.core.images.service import (
-    ImageBenchEntry,
-    ImageEvent,
-    ImageNotice,
-    ImageProgress,
-    ImageRecord,
-    ImageResult,
-    ImageService,
-)
+from typing import TYPE_CHECKING
+
+from strata_gui.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from strata_gui.core.images.gallery import Gallery, GalleryImage, read_settings
+    from strata_gui.core.images.params import ImageRequest, ParsedParameters, parse_parameters, parse_size
+    from strata_gui.core.images.service import (
+        ImageBenchEntry,
+        ImageEvent,
+        ImageNotice,
+        ImageProgress,
+        ImageRecord,
+        ImageResult,
+        ImageService,
+    )
 
 __all__ = [
     "Gallery",
@@ -50,3 +55,10 @@ __all__ = [
     "parse_size",
     "read_settings",
 ]
+
+# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "gallery": ["Gallery", "GalleryImage", "read_settings"],
+    "params": ["ImageRequest", "ParsedParameters", "parse_parameters", "parse_size"],
+    "service": ["ImageBenchEntry", "ImageEvent", "ImageNotice", "ImageProgress", "ImageRecord", "ImageResult", "ImageService"],
+})

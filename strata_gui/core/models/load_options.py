@@ -152,16 +152,17 @@ class LoadOptionsService:
         path: The JSON file (``load_options.json`` in the data folder), keyed by model identity.
         settings: The settings service (defaults for options a model has no saved value for).
         memory_target: The memory the fit is judged against (the GPU, RPC workers included).
-        ram_bytes: Total system RAM.
+        ram_bytes: Total system RAM, or a function that reads it when a fit is first judged.
         identity: Model identity function (the same key for a renamed or moved file).
     """
 
     def __init__(self, path: Path, settings: SettingsService, memory_target: Callable[[], MemoryTarget],
-                 ram_bytes: int, identity: Callable[[Path], str] = model_identity) -> None:
+                 ram_bytes: int | Callable[[], int], identity: Callable[[Path], str] = model_identity) -> None:
         self.path = path
         self._settings = settings
         self._memory_target = memory_target
-        self._ram = ram_bytes
+        self._ram_source = ram_bytes
+        self._ram: int | None = ram_bytes if isinstance(ram_bytes, int) else None
         self._identity = identity
         self._ids: dict[tuple[Path, int, int], str] = {}
         self._shapes: dict[tuple[Path, int, int], ModelShape] = {}
@@ -294,10 +295,18 @@ class LoadOptionsService:
         if options.draft_model:
             await run_blocking(check_draft, model, Path(options.draft_model), name="strata-draft-check")
 
+    @property
+    def ram_bytes(self) -> int:
+        """Total system RAM (read once)."""
+        if self._ram is None:
+            source = self._ram_source
+            self._ram = source if isinstance(source, int) else source()
+        return self._ram
+
     def fit(self, shape: ModelShape, options: LoadOptions, *, cpu_only: bool = False) -> FitEstimate:
         """Where the model runs with ``options`` (the verdict the panel and ``models inspect`` show)."""
         target = MemoryTarget("CPU", 0) if cpu_only else self._memory_target()
-        return estimate_fit(shape, target, self._ram, options.ctx_size or shape.trained_context,
+        return estimate_fit(shape, target, self.ram_bytes, options.ctx_size or shape.trained_context,
                             options.layout(cpu_only))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,7 +14,6 @@ import httpx
 
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import HubError, ModelError
-from strata_gui.core.gpu.model import GpuInfo
 from strata_gui.core.models.download_manager import DownloadManager
 from strata_gui.core.models.downloads import (
     DownloadJob,
@@ -23,7 +22,6 @@ from strata_gui.core.models.downloads import (
     HubCacheDownloader,
 )
 from strata_gui.core.models.fit import (
-    MIB,
     FitEstimate,
     MemoryTarget,
     ModelShape,
@@ -378,39 +376,3 @@ def build_model_service(
 def _bf16(quant: QuantEntry, target: MemoryTarget) -> str | None:
     return target.bf16 if quant.label.upper() == "BF16" else None
 
-
-def memory_target_for_gpus(gpus: Sequence[GpuInfo], settings: Settings) -> MemoryTarget:
-    """The memory target for the GPUs models run on: one GPU as :func:`memory_target_for`; two or
-    more as one target whose layers are split over them (the engine resolver launches it so)."""
-    targets = [memory_target_for(g, settings) for g in gpus]
-    if len(targets) < 2:
-        return targets[0] if targets else memory_target_for(None, settings)
-    budget = max(0, settings.memory_budget_mb) * MIB
-    devices = tuple(replace(t, budget_bytes=0).usable_bytes for t in targets)
-    return MemoryTarget(name=" + ".join(t.name for t in targets), vram_bytes=sum(devices), budget_bytes=budget,
-                        bf16=min((t.bf16 for t in targets if t.bf16), key=_bf16_rank, default=None),
-                        devices=devices)
-
-
-_BF16_ORDER = ("unsupported", "slow", "fast")
-
-
-def _bf16_rank(value: str) -> int:
-    """The slowest GPU decides how BF16 runs when a model is spread over several."""
-    return _BF16_ORDER.index(value) if value in _BF16_ORDER else len(_BF16_ORDER)
-
-
-def memory_target_for(gpu: GpuInfo | None, settings: Settings) -> MemoryTarget:
-    """The memory target for a detected GPU (``GpuReport.primary``), capped by the user budget;
-    Settings' fallback figure when no GPU or no memory size was detected."""
-    budget = max(0, settings.memory_budget_mb) * MIB
-    if gpu is None or (gpu.vram_total is None and gpu.shared_total is None):
-        return MemoryTarget.from_settings(settings.fallback_gpu_memory_mb, settings.memory_budget_mb)
-    return MemoryTarget(
-        name=gpu.name,
-        vram_bytes=gpu.vram_total or 0,
-        shared_bytes=gpu.shared_total or 0,
-        is_apu=gpu.integrated,
-        budget_bytes=budget,
-        bf16=gpu.bf16,
-    )

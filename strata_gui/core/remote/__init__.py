@@ -1,9 +1,19 @@
 """Remote OpenAI-compatible engines (vLLM, SGLang, another llama-server or Strata)."""
 
-from strata_gui.core.remote.service import RemoteEndpoint, RemoteService, describe
+from typing import TYPE_CHECKING
+
+from strata_gui.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from strata_gui.core.remote.service import RemoteEndpoint, RemoteService, describe
 
 __all__ = [
     "RemoteEndpoint",
     "RemoteService",
     "describe",
 ]
+
+# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "service": ["RemoteEndpoint", "RemoteService", "describe"],
+})

@@ -1,9 +1,14 @@
 """Running engines: the managed-process type and its outcome, the llama-server supervisor, the OpenAI-compatible client."""
 
-from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.runtime.depth import depth_label
-from strata_gui.core.runtime.engine import Backend, EngineSpec, backend_label
-from strata_gui.core.runtime.supervisor import ServerState
+from typing import TYPE_CHECKING
+
+from strata_gui.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from strata_gui.core.runtime.client import SamplingParams
+    from strata_gui.core.runtime.depth import depth_label
+    from strata_gui.core.runtime.engine import Backend, EngineSpec, backend_label
+    from strata_gui.core.runtime.supervisor import ServerState
 
 __all__ = [
     "Backend",
@@ -13,3 +18,11 @@ __all__ = [
     "backend_label",
     "depth_label",
 ]
+
+# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "client": ["SamplingParams"],
+    "depth": ["depth_label"],
+    "engine": ["Backend", "EngineSpec", "backend_label"],
+    "supervisor": ["ServerState"],
+})

@@ -23,14 +23,16 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import httpx
-import psutil
 
 from strata_gui.core.events import emit
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, classify_exit
 from strata_gui.core.runtime.process_guard import WindowsJob, linux_preexec
+
+if TYPE_CHECKING:  # psutil (~8 ms) loads when a process tree is first stopped, not at start-up
+    import psutil
 
 log = logging.getLogger(__name__)
 
@@ -328,6 +330,8 @@ class ManagedProcess:
             return
         if proc.poll() is None and self.outcome is None:
             self.phase = Phase.STOPPING
+        import psutil  # loaded when an engine is first stopped, not at start-up
+
         procs = _tree(proc.pid)
         for p in procs:
             with contextlib.suppress(psutil.Error):
@@ -358,6 +362,8 @@ class ManagedProcess:
             return
         if self.outcome is None:
             self.phase = Phase.STOPPING
+        import psutil
+
         for p in _tree(proc.pid):
             with contextlib.suppress(psutil.Error):
                 p.kill()
@@ -375,6 +381,8 @@ def _post(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) 
 
 
 def _tree(pid: int) -> list[psutil.Process]:
+    import psutil
+
     try:
         root = psutil.Process(pid)
         return [root, *root.children(recursive=True)]
@@ -383,6 +391,8 @@ def _tree(pid: int) -> list[psutil.Process]:
 
 
 def _alive(p: psutil.Process) -> bool:
+    import psutil
+
     try:
         return bool(p.is_running() and p.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:

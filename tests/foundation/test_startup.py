@@ -1,0 +1,146 @@
+"""Start-up stays light: the chat's services load without the hub, downloads, dashboard, images or
+serve modules; those are built on first use or by the warm-up, and the package surfaces still
+export every name they list."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import strata_gui.core as core
+from strata_gui.core.app_services import AppServices
+from strata_gui.core.logging_setup import EarlyRecords, close_logging, configure_logging, keep_early_records
+
+LAZY_PACKAGES = sorted(
+    p.parent.name for p in Path(core.__path__[0]).glob("*/__init__.py") if "lazy_exports(" in p.read_text()
+)
+
+
+def _type_checking_imports(init: Path) -> dict[str, list[str]]:
+    """What the ``if TYPE_CHECKING:`` block of a package ``__init__`` imports, by submodule."""
+    tree = ast.parse(init.read_text())
+    found: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module is not None
+                found.setdefault(imp.module.rsplit(".", 1)[1], []).extend(a.name for a in imp.names)
+    return found
+
+
+def _lazy_map(init: Path) -> dict[str, list[str]]:
+    tree = ast.parse(init.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            call = node.value
+            if isinstance(call.func, ast.Name) and call.func.id == "lazy_exports":
+                return dict(ast.literal_eval(call.args[1]))
+    raise AssertionError(f"{init}: no lazy_exports(...) call")
+
+
+def test_the_heavy_packages_export_lazily() -> None:
+    assert {"models", "bench", "engines", "gpu", "images", "serve"} <= set(LAZY_PACKAGES)
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_a_lazy_package_exports_every_name_it_lists(package: str) -> None:
+    init = Path(core.__path__[0]) / package / "__init__.py"
+    mapping = _lazy_map(init)
+    # The names type checkers see are the names the package hands out, from the same modules.
+    assert _type_checking_imports(init) == mapping
+    module = importlib.import_module(f"strata_gui.core.{package}")
+    assert sorted(module.__all__) == sorted(n for names in mapping.values() for n in names)
+    for sub, names in mapping.items():
+        source = importlib.import_module(f"strata_gui.core.{package}.{sub}")
+        for name in names:
+            assert getattr(module, name) is getattr(source, name)
+    assert set(module.__all__) <= set(dir(module))
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        _ = module.NoSuchName
+
+
+def test_the_chat_starts_without_the_services_only_other_pages_use(tmp_path: Path) -> None:
+    """In a fresh interpreter, as at start-up: build the core, check what was imported, then warm
+    the rest up and close everything."""
+    later_modules = ", ".join(repr(m) for m in AppServices.LATER_MODULES)
+    code = f"""
+import asyncio, sys
+from strata_gui.core.services import build_services
+from strata_gui.core.app_services import build_app_services
+app = build_app_services(build_services())
+assert app.chat.store is not None and app.resolver is not None
+# Nothing the chat does not use: the hub, downloads, the process-tree killer's psutil, the
+# engine installer's archive readers, the Windows GPU replay.
+loaded = [m for m in ({later_modules}, 'strata_gui.core.models.hub', 'strata_gui.core.models.download_manager',
+                      'psutil', 'statistics', 'uuid', 'tarfile', 'strata_gui.core.gpu.windows')
+          if m in sys.modules]
+print('LOADED=' + ','.join(loaded))
+print('BUILT=' + ','.join(n for n in app.LATER if app.built(n)))
+
+async def main():
+    await app.warm_up()
+    print('WARM=' + ','.join(n for n in app.LATER if app.built(n)))
+    await app.aclose()
+
+asyncio.run(main())
+"""
+    env = dict(os.environ, STRATA_HOME=str(tmp_path / "home"))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    lines = dict(line.split("=", 1) for line in res.stdout.splitlines() if "=" in line)
+    assert lines["LOADED"] == ""
+    assert lines["BUILT"] == ""
+    assert lines["WARM"].split(",") == list(AppServices.LATER)
+
+
+def test_what_is_logged_before_the_log_file_opens_is_written_to_it(tmp_path: Path) -> None:
+    """The GUI opens its log file once the window is usable; nothing logged before is lost."""
+    root = logging.getLogger()
+    level = root.level
+    try:
+        keep_early_records()
+        logging.getLogger("strata_gui.test").info("starting up")
+        logging.getLogger("strata_gui.test").warning("the GPU replay file is unreadable")
+        configure_logging(tmp_path / "strata.log")
+        logging.getLogger("strata_gui.test").info("window ready")
+    finally:
+        close_logging()
+        root.setLevel(level)
+    lines = (tmp_path / "strata.log").read_text(encoding="utf-8").splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == [
+        "starting up", "the GPU replay file is unreadable", "window ready"]
+    assert not [h for h in root.handlers if isinstance(h, EarlyRecords)]
+
+
+def test_pyside_learns_which_modules_use_it_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cheaper check gives PySide6's own answer for every loaded module, and PySide6 records
+    it for modules imported afterwards (a module naming PySide6 gets 0, any other -1)."""
+    import PySide6.QtCore  # noqa: F401  (loads PySide6's import hook)
+
+    from strata_gui.ui import pyside_import_check
+
+    feature = sys.modules["shibokensupport.feature"]
+    assert pyside_import_check.install()
+    check = feature._mod_uses_pyside
+    original = check._strata_bytes_check
+    modules = [m for m in list(sys.modules.values()) if isinstance(getattr(m, "__file__", None), str)]
+    answers = [check(m) for m in modules]
+    assert answers == [original(m) for m in modules]
+    assert any(answers) and not all(answers)
+    assert pyside_import_check.install() and feature._mod_uses_pyside is check  # installed once
+
+    (tmp_path / "strata_probe_qt.py").write_text("from PySide6 import QtCore\n")
+    (tmp_path / "strata_probe_plain.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("strata_probe_qt", "strata_probe_plain"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+        __import__(name)
+    assert feature.pyside_feature_dict["strata_probe_qt"] == 0
+    assert feature.pyside_feature_dict["strata_probe_plain"] == -1
