@@ -17,7 +17,7 @@ from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.markdown import split_segments
-from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget
+from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
 from strata_gui.ui.pages.chat_page import FRAME_S, PAGE_SIZE, ChatPage
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import engines as _engines
@@ -103,6 +103,41 @@ def test_enter_sends_and_the_reply_streams_with_stats(page_env, test_engines: En
     assert [(m.role, m.status) for m in msgs] == [("user", COMPLETE), ("assistant", COMPLETE)]
     assert msgs[0].content == "edited question" and page.message_widgets[msgs[0].id].text == "edited question"
     assert sorted(page.message_widgets) == [m.id for m in msgs]
+
+
+def _looks(page: ChatPage) -> list[tuple[object, ...]]:
+    """What the user sees of each message bubble."""
+    return [(w.objectName(), w.role.text(), w.text, w.stats.text(), w.edit_button.isVisibleTo(page),
+             w.regenerate_button.isVisibleTo(page), w.copy_button.isEnabled(),
+             [(type(b).__name__, b.toHtml() if isinstance(b, TextBlock) else b.code.text(), b.height())
+              for b in w.blocks])
+            for w in page.message_widgets.values()]
+
+
+@pytest.mark.engine
+def test_bubbles_prepared_ahead_look_like_bubbles_built_for_the_conversation(  # type: ignore[no-untyped-def]
+        page_env, test_engines: Engines) -> None:
+    """While idle the page prepares a bubble per role, so a send only fills them in (time to first
+    token): the conversation looks the same as when it is opened again."""
+    page, service, loop, errors = page_env
+    service.set_plan([cpu_spec(test_engines)])
+    page.on_shown()
+    conv_id = page.new_conversation()
+    _short(service, conv_id, 12)
+    loop.run_until_complete(wait_until(lambda: page.spares_ready, timeout=5.0))
+    handle = page.send_text("A **bold** question, long enough to wrap over more than one line of the bubble "
+                            "when the page is as wide as this one, and then some more words.")
+    assert handle is not None
+    loop.run_until_complete(handle.wait())
+    assert not errors and not page.spares_ready  # the send took them
+    loop.run_until_complete(asyncio.sleep(0.1))  # laid out and painted
+    sent = _looks(page)
+    page.open_conversation(conv_id)
+    loop.run_until_complete(asyncio.sleep(0.1))
+    assert _looks(page) == sent
+    assert [row[1] for row in sent] == ["You", "Assistant"] and sent[0][4] and sent[1][5]
+    # And they are prepared again for the next message, once the reply is over.
+    loop.run_until_complete(wait_until(lambda: page.spares_ready, timeout=5.0))
 
 
 @pytest.mark.engine
