@@ -835,6 +835,12 @@ class ChatPage(Page):
     def _update_meter(self) -> None:
         size = max(1, self._service.context_size)
         used = self._service.context_used(self.conversation_id) if self.conversation_id is not None else 0
-        self.context_meter.setRange(0, size)
-        self.context_meter.setValue(min(used, size))
-        self.context_meter.setFormat(self.tr("Context: {0:,} / {1:,} tokens").format(used, size))
+        meter = self.context_meter
+        # QProgressBar repaints at once when its value changes, and that repaint paints every
+        # pending change of the window with it (at a reply's end, its last text): with updates
+        # off meanwhile, turning them on asks for an ordinary paint on the next frame instead.
+        meter.setUpdatesEnabled(False)
+        meter.setRange(0, size)
+        meter.setValue(min(used, size))
+        meter.setFormat(self.tr("Context: {0:,} / {1:,} tokens").format(used, size))
+        meter.setUpdatesEnabled(True)
