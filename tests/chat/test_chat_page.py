@@ -11,7 +11,13 @@ import pytest
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QGuiApplication
 
-from strata_gui.core.chat.service import ChatEvent, ChatService, MessageDelta, default_supervisor_factory
+from strata_gui.core.chat.service import (
+    ChatEvent,
+    ChatService,
+    MessageDelta,
+    MessageUpdated,
+    default_supervisor_factory,
+)
 from strata_gui.core.chat.store import COMPLETE, STOPPED, ConversationStore, Message
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
@@ -276,8 +282,11 @@ def test_first_text_is_rendered_at_once_then_at_most_once_per_frame(  # type: ig
     service.store.update_settings(conv_id, sampling=SamplingParams(max_tokens=300, seed=7, temperature=1.0))
     shown_at_first_delta: list[tuple[str, str]] = []
     logs: list[PaintLog] = []
+    painted_when_saved: list[int] = []
 
     def on_event(event: ChatEvent) -> None:  # subscribed after the page: it sees what the page did
+        if isinstance(event, MessageUpdated) and event.message.status == COMPLETE:
+            painted_when_saved.append(logs[0].paints[-1][1] if logs[0].paints else 0)
         if isinstance(event, MessageDelta) and not shown_at_first_delta:
             widget = page.message_widgets[event.message_id]
             shown_at_first_delta.append((widget.rendered_text, event.text))
@@ -297,6 +306,8 @@ def test_first_text_is_rendered_at_once_then_at_most_once_per_frame(  # type: ig
                                        timeout=1.0))
     duration = loop.time() - started
     service.unsubscribe(on_event)
+    # The whole reply was on screen before it was saved and its statistics shown (that work waits).
+    assert painted_when_saved == [len(reply.text)]
     # The first text was rendered by the event that brought it (painted on the next loop turn).
     (shown, first), = shown_at_first_delta
     assert shown == first

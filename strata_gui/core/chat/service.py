@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TITLE = "New chat"
 DELTA_INTERVAL = 0.016  # s: one frame at 60 Hz; streamed text reaches listeners at most this often
+YIELD_S = 0.001  # s: a turn of the loop that lets it serve timers and input: under qasync a 0 s sleep
+# runs before Qt's other timers (it chains with the work before and after it, one long busy stretch)
 ANNOUNCE_WAIT = 0.03  # s: new messages are announced at the latest this long after a send (a slow
 # connection to a remote engine must not keep the user's message off the screen)
 
@@ -96,10 +98,13 @@ class MessageAdded:
 @dataclass(frozen=True)
 class MessageDelta:
     """Text a streaming reply received since the previous delta (one or more tokens; at most
-    about one delta per ``delta_interval``)."""
+    about one delta per ``delta_interval``). ``complete``: the engine finished the reply, this is
+    its last text (maybe empty); the reply's saved state follows on a later loop turn, so a
+    listener shows this text at once (the reply's end is painted before the saving work)."""
 
     message_id: int
     text: str
+    complete: bool = False
 
 
 @dataclass(frozen=True)
@@ -560,6 +565,7 @@ class ChatService:
             try:
                 try:
                     result = await client.stream_chat(history, conv.sampling, on_delta, on_sent=self._announce)
+                    await buffer.complete()
                 finally:
                     buffer.flush()  # listeners get all the text before the final update
             except asyncio.CancelledError:
@@ -651,6 +657,7 @@ class ChatService:
         try:
             try:
                 result = await remote.stream_chat(history, conv.sampling, buffer.add, on_sent=self._announce)
+                await buffer.complete()
             finally:
                 buffer.flush()
         except asyncio.CancelledError:
@@ -739,12 +746,22 @@ class _ReplyBuffer:
         if self._sent < len(self.pieces):
             self._emit(self._service._clock())
 
-    def _emit(self, now: float) -> None:
+    async def complete(self) -> None:
+        """The engine finished: send the last text as complete, then give the loop a turn, so the
+        reply's end is painted before it is saved and its statistics are shown (that work, in the
+        same busy stretch, delayed the last paint and made the end the stream's longest stall)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._emit(self._service._clock(), complete=True)
+        await asyncio.sleep(YIELD_S)
+
+    def _emit(self, now: float, *, complete: bool = False) -> None:
         pieces = self.pieces
         text = pieces[-1] if self._sent == len(pieces) - 1 else "".join(pieces[self._sent:])
         self._sent = len(pieces)
         self._last_emit = now
-        self._service._emit(MessageDelta(self.message_id, text))
+        self._service._emit(MessageDelta(self.message_id, text, complete))
 
     def counted_stats(self) -> ReplyStats:
         """Statistics of a reply cut short (Stop): the engine's final timings never arrive, so the

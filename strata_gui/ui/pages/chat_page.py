@@ -82,6 +82,8 @@ RENDER_SHARE = 16  # ... and 16x the CPU time of the last frame (render + paint)
 # engine uses every core (a CPU engine on a small machine), showing the stream takes at most about
 # 6 % of one; measured on 2 cores at 1,000 tokens/s, 10x left 1.4x the extra CPU per reply of 20x ...
 MAX_RENDER_GAP_S = 0.1  # ... but a long reply still moves at least 10 times a second
+YIELD_MS = 1  # later work in a turn of its own: a 0 ms timer chains with the turn before it (see
+# the chat service's YIELD_S), so timers and input would wait for both
 SPARE_DELAY_MS = 300  # spare bubbles are built this long after the page is shown or a reply ended (idle)
 
 
@@ -447,7 +449,7 @@ class ChatPage(Page):
         return len(self._spares) == 2
 
     def _prepare_spares_later(self, delay_ms: int = SPARE_DELAY_MS) -> None:
-        QTimer.singleShot(delay_ms, self, self._prepare_spare)
+        QTimer.singleShot(max(YIELD_MS, delay_ms), self, self._prepare_spare)
 
     def _prepare_spare(self) -> None:
         """Build and style one hidden bubble for a role that has none (idle work), so sending a
@@ -559,7 +561,7 @@ class ChatPage(Page):
         # The end of a reply is the loop's longest busy moment: the reply's last text is painted
         # first, the conversation list (title, where it ran) is rebuilt on the next turn, and the
         # meter already moved with the reply's final update (MessageUpdated).
-        QTimer.singleShot(0, self, self.refresh_conversations)
+        QTimer.singleShot(YIELD_MS, self, self.refresh_conversations)
         self._prepare_spares_later()
 
     def stop(self) -> None:
@@ -594,7 +596,10 @@ class ChatPage(Page):
             if widget is not None:
                 widget.append(event.text)
                 self._dirty.add(event.message_id)
-                self._schedule_render()
+                if event.complete:
+                    self._flush_renders()  # the reply's end is shown at once, whatever the pacing
+                else:
+                    self._schedule_render()
         elif isinstance(event, MessageAdded):
             # The core announces a reply's messages once its request is sent: building their
             # bubbles here overlaps the engine's prompt processing.
