@@ -530,7 +530,7 @@ class ChatService:
             raise
         # Held back until the request is sent: building a reply's widgets takes milliseconds
         # that the engine can spend on the prompt meanwhile (time to first token).
-        self._unannounced = [m for m in (user, reply) if m is not None]
+        self._unannounced += [m for m in (user, reply) if m is not None]
         deadline = asyncio.get_running_loop().call_later(ANNOUNCE_WAIT, self._announce)
         try:
             return await self._stream_reply(conv, reply, on_progress)

@@ -647,6 +647,12 @@ class ChatPage(Page):
             if widget is not None:
                 painted += widget.take_paint_cost()  # painting the previous render
                 widget.render_text()
+                # Lay out the bubble and the list now: left to posted events, each nesting level
+                # took a turn of its own, with a paint in between (the text, then again scrolled).
+                bubble_layout = widget.layout()
+                if bubble_layout is not None:
+                    bubble_layout.activate()
+        self.messages_layout.activate()
         self._dirty.clear()
         # A long paragraph costs more to lay out and paint: space frames so they stay a small share
         # of the CPU, which the engine needs. CPU time, not wall time: a render the OS preempted
