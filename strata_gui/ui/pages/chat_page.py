@@ -5,8 +5,9 @@ text (about one event per frame), each batch is appended to its message widget's
 messages that grew are re-rendered at once (only the Markdown segments that changed) unless the
 last render was less than a frame ago, or rendering and painting would take more than about 6 % of
 the CPU; then a timer renders the text gathered meanwhile. The first text of a reply is therefore
-painted as soon as it arrives. Long conversations open on their last page of messages; earlier
-pages load on demand.
+painted as soon as it arrives, and so is its last (the core marks it complete). A send fills in
+bubbles prepared while idle, once the core announces that the request is on its way. Long
+conversations open on their last page of messages; earlier pages load on demand.
 """
 
 from __future__ import annotations
