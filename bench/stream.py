@@ -217,8 +217,8 @@ class ReplayEngine:
     def __init__(self, http: httpx.AsyncClient, base: str) -> None:
         self._client = ChatClient(http, base)
 
-    async def stream_chat(self, messages: Any, sampling: Any = None, on_delta: Any = None) -> Any:
-        return await self._client.stream_chat(messages, sampling, on_delta)
+    async def stream_chat(self, messages: Any, sampling: Any = None, on_delta: Any = None, **kw: Any) -> Any:
+        return await self._client.stream_chat(messages, sampling, on_delta, **kw)  # as RemoteChat passes them
 
 
 async def record_reply(http: httpx.AsyncClient, base: str, sampling: SamplingParams) -> bytes:

@@ -11,13 +11,19 @@ import pytest
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QGuiApplication
 
-from strata_gui.core.chat.service import ChatEvent, ChatService, MessageDelta, default_supervisor_factory
+from strata_gui.core.chat.service import (
+    ChatEvent,
+    ChatService,
+    MessageDelta,
+    MessageUpdated,
+    default_supervisor_factory,
+)
 from strata_gui.core.chat.store import COMPLETE, STOPPED, ConversationStore, Message
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.markdown import split_segments
-from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget
+from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
 from strata_gui.ui.pages.chat_page import FRAME_S, PAGE_SIZE, ChatPage
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import engines as _engines
@@ -103,6 +109,41 @@ def test_enter_sends_and_the_reply_streams_with_stats(page_env, test_engines: En
     assert [(m.role, m.status) for m in msgs] == [("user", COMPLETE), ("assistant", COMPLETE)]
     assert msgs[0].content == "edited question" and page.message_widgets[msgs[0].id].text == "edited question"
     assert sorted(page.message_widgets) == [m.id for m in msgs]
+
+
+def _looks(page: ChatPage) -> list[tuple[object, ...]]:
+    """What the user sees of each message bubble."""
+    return [(w.objectName(), w.role.text(), w.text, w.stats.text(), w.edit_button.isVisibleTo(page),
+             w.regenerate_button.isVisibleTo(page), w.copy_button.isEnabled(),
+             [(type(b).__name__, b.toHtml() if isinstance(b, TextBlock) else b.code.text(), b.height())
+              for b in w.blocks])
+            for w in page.message_widgets.values()]
+
+
+@pytest.mark.engine
+def test_bubbles_prepared_ahead_look_like_bubbles_built_for_the_conversation(  # type: ignore[no-untyped-def]
+        page_env, test_engines: Engines) -> None:
+    """While idle the page prepares a bubble per role, so a send only fills them in (time to first
+    token): the conversation looks the same as when it is opened again."""
+    page, service, loop, errors = page_env
+    service.set_plan([cpu_spec(test_engines)])
+    page.on_shown()
+    conv_id = page.new_conversation()
+    _short(service, conv_id, 12)
+    loop.run_until_complete(wait_until(lambda: page.spares_ready, timeout=5.0))
+    handle = page.send_text("A **bold** question, long enough to wrap over more than one line of the bubble "
+                            "when the page is as wide as this one, and then some more words.")
+    assert handle is not None
+    loop.run_until_complete(handle.wait())
+    assert not errors and not page.spares_ready  # the send took them
+    loop.run_until_complete(asyncio.sleep(0.1))  # laid out and painted
+    sent = _looks(page)
+    page.open_conversation(conv_id)
+    loop.run_until_complete(asyncio.sleep(0.1))
+    assert _looks(page) == sent
+    assert [row[1] for row in sent] == ["You", "Assistant"] and sent[0][4] and sent[1][5]
+    # And they are prepared again for the next message, once the reply is over.
+    loop.run_until_complete(wait_until(lambda: page.spares_ready, timeout=5.0))
 
 
 @pytest.mark.engine
@@ -241,8 +282,11 @@ def test_first_text_is_rendered_at_once_then_at_most_once_per_frame(  # type: ig
     service.store.update_settings(conv_id, sampling=SamplingParams(max_tokens=300, seed=7, temperature=1.0))
     shown_at_first_delta: list[tuple[str, str]] = []
     logs: list[PaintLog] = []
+    painted_when_saved: list[int] = []
 
     def on_event(event: ChatEvent) -> None:  # subscribed after the page: it sees what the page did
+        if isinstance(event, MessageUpdated) and event.message.status == COMPLETE:
+            painted_when_saved.append(logs[0].paints[-1][1] if logs[0].paints else 0)
         if isinstance(event, MessageDelta) and not shown_at_first_delta:
             widget = page.message_widgets[event.message_id]
             shown_at_first_delta.append((widget.rendered_text, event.text))
@@ -262,6 +306,8 @@ def test_first_text_is_rendered_at_once_then_at_most_once_per_frame(  # type: ig
                                        timeout=1.0))
     duration = loop.time() - started
     service.unsubscribe(on_event)
+    # The whole reply was on screen before it was saved and its statistics shown (that work waits).
+    assert painted_when_saved == [len(reply.text)]
     # The first text was rendered by the event that brought it (painted on the next loop turn).
     (shown, first), = shown_at_first_delta
     assert shown == first

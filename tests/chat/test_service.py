@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from strata_gui.core.chat.service import ChatService, EngineStatus, MessageAdded, MessageDelta, Notice
@@ -43,6 +45,10 @@ def test_send_streams_saves_and_reports_stats(test_engines: Engines, test_model:
         assert len(deltas) > 1 and "".join(d.text for d in deltas) == reply.content
         assert [type(e) for e in events if isinstance(e, MessageAdded)] == [MessageAdded, MessageAdded]
         assert any(isinstance(e, EngineStatus) and e.state is ServerState.READY for e in events)
+        # The engine starts with the first message: the user sees it (and the reply's place) first.
+        kinds = [type(e) for e in events]
+        assert kinds.index(MessageAdded) < kinds.index(EngineStatus)
+        assert max(i for i, k in enumerate(kinds) if k is MessageAdded) < kinds.index(MessageDelta)
         assert svc.context_used(conv.id) == reply.stats.context_used > 16
         assert svc.context_size == 1024
         return conv.id
@@ -53,6 +59,38 @@ def test_send_streams_saves_and_reports_stats(test_engines: Engines, test_model:
         conv = store.conversation(conv_id)
         assert conv is not None and conv.title == "Tell me about the moon"
         assert [m.role for m in store.messages(conv_id)] == ["user", "assistant"]
+
+
+def test_a_running_engine_has_the_request_before_the_messages_are_announced(test_engines: Engines,
+                                                                            test_model: Path) -> None:
+    """Listeners build widgets for new messages: with the engine running, that work comes after the
+    request reached it, so it overlaps the prompt's processing instead of delaying it."""
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        conv = svc.new_conversation()
+        _short(svc, conv.id, max_tokens=4)
+        await svc.send(conv.id, "warm up")
+        sup = svc.supervisor
+        assert sup is not None
+        tasks_before = {s["id"]: s.get("id_task") for s in (await svc._http.get(sup.base_url + "/slots")).json()}
+        engine_had_it: list[bool] = []
+
+        def on_event(event: object) -> None:
+            if isinstance(event, MessageAdded):
+                # Blocking the loop here: only a request already written can reach the engine.
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    slots = httpx.get(sup.base_url + "/slots").json()
+                    if any(s.get("id_task") != tasks_before[s["id"]] for s in slots):
+                        break
+                    time.sleep(0.002)
+                engine_had_it.append(time.monotonic() < deadline)
+
+        svc.subscribe(on_event)
+        reply = await svc.send(conv.id, "and again")
+        assert reply.status == COMPLETE
+        assert engine_had_it == [True, True]
+
+    run_with_service([cpu_spec(test_engines)], test_model, body)
 
 
 def test_stop_keeps_the_partial_reply_and_frees_the_slot(test_engines: Engines, test_model: Path) -> None:

@@ -11,7 +11,13 @@ from typing import Any
 import httpx
 import pytest
 
-from strata_gui.core.chat.service import ChatEvent, ChatService, MessageDelta, default_supervisor_factory
+from strata_gui.core.chat.service import (
+    ChatEvent,
+    ChatService,
+    MessageAdded,
+    MessageDelta,
+    default_supervisor_factory,
+)
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, SamplingParams
@@ -30,8 +36,8 @@ class LoopbackEngine:
         self._client = ChatClient(http, base)
 
     async def stream_chat(self, messages: Sequence[Mapping[str, Any]], sampling: SamplingParams | None = None,
-                          on_delta: DeltaCallback | None = None) -> ChatReply:
-        return await self._client.stream_chat(messages, sampling, on_delta)
+                          on_delta: DeltaCallback | None = None, **kw: Any) -> ChatReply:
+        return await self._client.stream_chat(messages, sampling, on_delta, **kw)
 
 
 def test_text_events_are_batched_and_the_first_token_goes_out_alone() -> None:
@@ -69,6 +75,52 @@ def test_text_events_are_batched_and_the_first_token_goes_out_alone() -> None:
 
     with sse_server("bursts") as (base, _requests):
         asyncio.run(main(base))
+
+
+class SlowToConnectEngine(LoopbackEngine):
+    """A remote engine whose connection takes a while to open (a slow network)."""
+
+    async def stream_chat(self, messages: Sequence[Mapping[str, Any]], sampling: SamplingParams | None = None,
+                          on_delta: DeltaCallback | None = None, **kw: Any) -> ChatReply:
+        await asyncio.sleep(0.5)
+        return await super().stream_chat(messages, sampling, on_delta, **kw)
+
+
+@pytest.mark.parametrize("engine", [LoopbackEngine, SlowToConnectEngine])
+def test_the_users_message_is_announced_once_sent_or_soon_if_the_engine_is_slow_to_reach(engine: type) -> None:
+    """New messages are announced after the request left (widget work overlaps the engine's), but a
+    remote engine slow to reach does not keep the user's message off the screen meanwhile."""
+    added: list[tuple[float, str]] = []
+    first_text: list[float] = []
+
+    async def main(base: str) -> None:
+        paths = AppPaths.from_environment()
+        paths.ensure()
+        async with httpx.AsyncClient(trust_env=False) as http:
+            svc = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http),
+                              http, settings_service())
+            svc.set_remote(engine(http, base))
+            loop = asyncio.get_running_loop()
+
+            def on_event(event: ChatEvent) -> None:
+                if isinstance(event, MessageAdded):
+                    added.append((loop.time() - sent, event.message.role))
+                elif isinstance(event, MessageDelta) and not first_text:
+                    first_text.append(loop.time() - sent)
+
+            svc.subscribe(on_event)
+            conv = svc.new_conversation()
+            sent = loop.time()
+            try:
+                await svc.send(conv.id, "hello")
+            finally:
+                await svc.aclose()
+
+    with sse_server("ok") as (base, _requests):
+        asyncio.run(main(base))
+    assert [role for _t, role in added] == ["user", "assistant"]
+    assert added[-1][0] <= first_text[0]
+    assert added[-1][0] < 0.25  # well before the slow engine is reached (0.5 s)
 
 
 MARKDOWN = (

@@ -12,9 +12,10 @@ from strata_gui.core.chat.service import (
     Notice,
     PlanChanged,
 )
-from strata_gui.core.chat.store import FAILED, INTERRUPTED, STOPPED, STREAMING, Message
+from strata_gui.core.chat.store import COMPLETE, FAILED, INTERRUPTED, STOPPED, STREAMING, Message
 
 __all__ = [
+    "COMPLETE",
     "FAILED",
     "INTERRUPTED",
     "MAX_IMAGE_BYTES",

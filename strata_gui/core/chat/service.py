@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TITLE = "New chat"
 DELTA_INTERVAL = 0.016  # s: one frame at 60 Hz; streamed text reaches listeners at most this often
+YIELD_S = 0.001  # s: a turn of the loop that lets it serve timers and input: under qasync a 0 s sleep
+# runs before Qt's other timers (it chains with the work before and after it, one long busy stretch)
+ANNOUNCE_WAIT = 0.03  # s: new messages are announced at the latest this long after a send (a slow
+# connection to a remote engine must not keep the user's message off the screen)
 
 
 @dataclass(frozen=True)
@@ -82,16 +86,25 @@ class PlanChanged:
 
 @dataclass(frozen=True)
 class MessageAdded:
+    """A message was saved. A reply's messages (the user's and the new reply) are announced once
+    its request has left for the engine, or sooner when something is to wait for (an engine start,
+    a slow connection: :data:`ANNOUNCE_WAIT` at most): the listeners' work (building widgets) then
+    overlaps the engine's prompt processing instead of delaying the request. Always before any
+    other event about them."""
+
     message: Message
 
 
 @dataclass(frozen=True)
 class MessageDelta:
     """Text a streaming reply received since the previous delta (one or more tokens; at most
-    about one delta per ``delta_interval``)."""
+    about one delta per ``delta_interval``). ``complete``: the engine finished the reply, this is
+    its last text (maybe empty); the reply's saved state follows on a later loop turn, so a
+    listener shows this text at once (the reply's end is painted before the saving work)."""
 
     message_id: int
     text: str
+    complete: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,7 +123,8 @@ class RemoteEngine(Protocol):
     def label(self) -> str: ...
 
     async def stream_chat(self, messages: Sequence[Mapping[str, Any]], sampling: SamplingParams | None = None,
-                          on_delta: DeltaCallback | None = None) -> ChatReply: ...
+                          on_delta: DeltaCallback | None = None, *,
+                          on_sent: Callable[[], None] | None = None) -> ChatReply: ...
 
 
 class DepthSwitchAdvice(Protocol):
@@ -181,6 +195,7 @@ class ChatService:
         self._save_interval = save_interval
         self._delta_interval = delta_interval
         self._listeners: list[Listener] = []
+        self._unannounced: list[Message] = []  # saved messages whose MessageAdded waits for the request
         self.plan: list[EngineSpec] = []
         last = settings_service.current.last_model
         self.model: Path | None = Path(last) if last else None
@@ -209,7 +224,15 @@ class ChatService:
             self._listeners.remove(fn)
 
     def _emit(self, event: ChatEvent) -> None:
+        if self._unannounced:
+            self._announce()  # listeners hear of a message before anything else about it
         emit(self._listeners, event)
+
+    def _announce(self) -> None:
+        """Emit the MessageAdded events held back until the reply's request left."""
+        pending, self._unannounced = self._unannounced, []
+        for message in pending:
+            emit(self._listeners, MessageAdded(message))
 
     def set_plan(self, plan: list[EngineSpec]) -> None:
         """Engines to try, best first. Takes effect at the next engine start."""
@@ -330,15 +353,20 @@ class ChatService:
         self._stale = True
 
     # -- engine ----------------------------------------------------------------------------------
+    def _serving(self) -> bool:
+        """Whether the running engine serves the current model and settings as they are."""
+        sup = self._supervisor
+        # A projector put next to the model since the start (downloaded later) needs a reload.
+        projector = self.projector
+        same_projector = sup is not None and sup.settings.mmproj == (str(projector) if projector else "")
+        return (sup is not None and sup.state is ServerState.READY and self._client is not None and not self._stale
+                and same_projector)
+
     async def ensure_engine(self, on_progress: ProgressCallback | None = None) -> ChatClient:
         """Start the engine if it is not running (falling back along the plan); return its client."""
         async with self._start_lock:
             sup = self._supervisor
-            # A projector put next to the model since the start (downloaded later) needs a reload.
-            projector = self.projector
-            same_projector = sup is not None and sup.settings.mmproj == (str(projector) if projector else "")
-            if (sup is not None and sup.state is ServerState.READY and self._client is not None and not self._stale
-                    and same_projector):
+            if self._serving() and self._client is not None:
                 return self._client
             self._stale = False
             if sup is not None:
@@ -461,8 +489,7 @@ class ChatService:
             title = " ".join(text.split())[:48] or (images[0].name if images else "") or DEFAULT_TITLE
             self.store.rename(conv.id, title)
         user = self.store.add_message(conv.id, "user", text, images=images)
-        self._emit(MessageAdded(user))
-        return await self._reply(conv.id, on_progress)
+        return await self._reply(conv.id, on_progress, user)
 
     async def regenerate(self, conversation_id: int, on_progress: ProgressCallback | None = None) -> Message:
         """Drop the replies after the last user message and answer it again."""
@@ -486,20 +513,40 @@ class ChatService:
         return await self._reply(msg.conversation_id, on_progress)
 
     # -- one reply, with fallback ---------------------------------------------------------------
-    async def _reply(self, conversation_id: int, on_progress: ProgressCallback | None) -> Message:
-        conv = self._conversation(conversation_id)
-        settings = {"system_prompt": conv.system_prompt, "sampling": conv.sampling.to_json(),
-                    "model": str(self.model or "")}
-        remote = self.remote
-        if remote is not None:
-            settings["model"] = remote.label
-        reply = self.store.add_message(conv.id, "assistant", "", status=STREAMING, settings=settings)
-        self._emit(MessageAdded(reply))
+    async def _reply(self, conversation_id: int, on_progress: ProgressCallback | None,
+                     user: Message | None = None) -> Message:
+        """Stream a new reply; ``user`` (just saved) and the reply are announced with it."""
+        try:
+            conv = self._conversation(conversation_id)
+            settings = {"system_prompt": conv.system_prompt, "sampling": conv.sampling.to_json(),
+                        "model": str(self.model or "")}
+            remote = self.remote
+            if remote is not None:
+                settings["model"] = remote.label
+            reply = self.store.add_message(conv.id, "assistant", "", status=STREAMING, settings=settings)
+        except BaseException:
+            if user is not None:
+                self._emit(MessageAdded(user))
+            raise
+        # Held back until the request is sent: building a reply's widgets takes milliseconds
+        # that the engine can spend on the prompt meanwhile (time to first token).
+        self._unannounced += [m for m in (user, reply) if m is not None]
+        deadline = asyncio.get_running_loop().call_later(ANNOUNCE_WAIT, self._announce)
+        try:
+            return await self._stream_reply(conv, reply, on_progress)
+        finally:
+            deadline.cancel()
+            self._announce()
+
+    async def _stream_reply(self, conv: Conversation, reply: Message, on_progress: ProgressCallback | None) -> Message:
         history = self.history(conv, upto=reply.id)
+        remote = self.remote
         if remote is not None:
             return await self._reply_remote(remote, conv, reply.id, history)
         recovered = False
         while True:
+            if self._start_lock.locked() or not self._serving():
+                self._announce()  # the engine starts first: the user sees their message meanwhile
             try:
                 client = await self.ensure_engine(on_progress)
             except asyncio.CancelledError:
@@ -517,7 +564,8 @@ class ChatService:
 
             try:
                 try:
-                    result = await client.stream_chat(history, conv.sampling, on_delta)
+                    result = await client.stream_chat(history, conv.sampling, on_delta, on_sent=self._announce)
+                    await buffer.complete()
                 finally:
                     buffer.flush()  # listeners get all the text before the final update
             except asyncio.CancelledError:
@@ -608,7 +656,8 @@ class ChatService:
         stopped = ReplyStats(engine=remote.label, backend="remote")
         try:
             try:
-                result = await remote.stream_chat(history, conv.sampling, buffer.add)
+                result = await remote.stream_chat(history, conv.sampling, buffer.add, on_sent=self._announce)
+                await buffer.complete()
             finally:
                 buffer.flush()
         except asyncio.CancelledError:
@@ -697,12 +746,22 @@ class _ReplyBuffer:
         if self._sent < len(self.pieces):
             self._emit(self._service._clock())
 
-    def _emit(self, now: float) -> None:
+    async def complete(self) -> None:
+        """The engine finished: send the last text as complete, then give the loop a turn, so the
+        reply's end is painted before it is saved and its statistics are shown (that work, in the
+        same busy stretch, delayed the last paint and made the end the stream's longest stall)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._emit(self._service._clock(), complete=True)
+        await asyncio.sleep(YIELD_S)
+
+    def _emit(self, now: float, *, complete: bool = False) -> None:
         pieces = self.pieces
         text = pieces[-1] if self._sent == len(pieces) - 1 else "".join(pieces[self._sent:])
         self._sent = len(pieces)
         self._last_emit = now
-        self._service._emit(MessageDelta(self.message_id, text))
+        self._service._emit(MessageDelta(self.message_id, text, complete))
 
     def counted_stats(self) -> ReplyStats:
         """Statistics of a reply cut short (Stop): the engine's final timings never arrive, so the

@@ -210,7 +210,8 @@ class RemoteChat:
         return self.endpoint.label
 
     async def stream_chat(self, messages: Sequence[Mapping[str, str]], sampling: SamplingParams | None = None,
-                          on_delta: DeltaCallback | None = None) -> ChatReply:
+                          on_delta: DeltaCallback | None = None, *,
+                          on_sent: Callable[[], None] | None = None) -> ChatReply:
         first: list[float] = []
         count = [0]
 
@@ -221,7 +222,8 @@ class RemoteChat:
             if on_delta is not None:
                 on_delta(text)
 
-        reply = await self._client.stream_chat(messages, sampling, delta, model=self.endpoint.model or "default")
+        reply = await self._client.stream_chat(messages, sampling, delta, model=self.endpoint.model or "default",
+                                               on_sent=on_sent)
         s = reply.stats
         s.engine, s.backend = self.endpoint.label, BACKEND
         if s.decode_tps is None and s.total_s is not None and s.ttft_s is not None:

@@ -149,8 +149,17 @@ class ChatClient:
         on_delta: DeltaCallback | None = None,
         *,
         model: str = "local",
+        on_sent: Callable[[], None] | None = None,
     ) -> ChatReply:
         """Send ``messages`` and stream the reply, calling ``on_delta(text)`` per piece.
+
+        Args:
+            messages: The conversation, OpenAI style.
+            sampling: The conversation's sampling (None: the server's defaults).
+            on_delta: Called with each streamed piece of text.
+            model: The model name sent (a remote endpoint may serve several).
+            on_sent: Called once the request has left (its body is written to the connection):
+                work done then overlaps the engine's prompt processing instead of delaying it.
 
         Raises:
             ServerError: The engine is unreachable, died mid-reply, or failed internally.
@@ -171,10 +180,11 @@ class ChatClient:
         usage: dict[str, Any] = {}
         url = self.base_url + "/v1/chat/completions"
         answered = False
+        extensions = {"trace": _SentTrace(on_sent)} if on_sent is not None else None
         for attempt in (1, 2):
             try:
                 async with self._http.stream("POST", url, json=body, headers=self._headers(),
-                                             timeout=httpx.Timeout(10.0, read=None)) as resp:
+                                             timeout=httpx.Timeout(10.0, read=None), extensions=extensions) as resp:
                     answered = True
                     await self._read_stream(resp, stats, pieces, timings, usage, started, on_delta)
                 break
@@ -244,6 +254,21 @@ class ChatClient:
         if not done and stats.finish_reason is None:
             raise ServerError("The engine stopped answering in the middle of the reply.",
                               hint="The engine probably crashed; the partial reply was kept.")
+
+
+class _SentTrace:
+    """httpcore's ``trace`` extension, reduced to one call: the request is on its way."""
+
+    __slots__ = ("_on_sent",)
+
+    def __init__(self, on_sent: Callable[[], None]) -> None:
+        self._on_sent: Callable[[], None] | None = on_sent
+
+    async def __call__(self, name: str, info: Mapping[str, Any]) -> None:
+        # "http11.send_request_body.complete" (or http2's): the engine has the request.
+        if self._on_sent is not None and name.endswith("send_request_body.complete"):
+            on_sent, self._on_sent = self._on_sent, None
+            on_sent()
 
 
 class _SseEvents:

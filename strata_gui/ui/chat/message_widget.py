@@ -83,7 +83,9 @@ class TextBlock(QTextBrowser):
 
     def _fit(self) -> None:
         doc = self.document()
-        doc.setTextWidth(max(50, self.viewport().width()))
+        width = max(50, self.viewport().width())
+        if doc.textWidth() != width:  # setting it lays the whole document out again, even unchanged
+            doc.setTextWidth(width)
         height = math.ceil(doc.size().height()) + 2
         if self.height() != height:
             self.setFixedHeight(height)

@@ -5,8 +5,9 @@ text (about one event per frame), each batch is appended to its message widget's
 messages that grew are re-rendered at once (only the Markdown segments that changed) unless the
 last render was less than a frame ago, or rendering and painting would take more than about 6 % of
 the CPU; then a timer renders the text gathered meanwhile. The first text of a reply is therefore
-painted as soon as it arrives. Long conversations open on their last page of messages; earlier
-pages load on demand.
+painted as soon as it arrives, and so is its last (the core marks it complete). A send fills in
+bubbles prepared while idle, once the core announces that the request is on its way. Long
+conversations open on their last page of messages; earlier pages load on demand.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.chat import (
+    COMPLETE,
     STREAMING,
     ChatEvent,
     ChatImage,
@@ -81,6 +83,9 @@ RENDER_SHARE = 16  # ... and 16x the CPU time of the last frame (render + paint)
 # engine uses every core (a CPU engine on a small machine), showing the stream takes at most about
 # 6 % of one; measured on 2 cores at 1,000 tokens/s, 10x left 1.4x the extra CPU per reply of 20x ...
 MAX_RENDER_GAP_S = 0.1  # ... but a long reply still moves at least 10 times a second
+YIELD_MS = 1  # later work in a turn of its own: a 0 ms timer chains with the turn before it (see
+# the chat service's YIELD_S), so timers and input would wait for both
+SPARE_DELAY_MS = 300  # spare bubbles are built this long after the page is shown or a reply ended (idle)
 
 
 class ChatPage(Page):
@@ -124,8 +129,8 @@ class ChatPage(Page):
         self.engine_handle: TaskHandle | None = None
         self.editing_message_id: int | None = None
         self._dirty: set[int] = set()
-        self._early_text: dict[int, str] = {}  # streamed text of messages whose widget is not built yet
-        self._early_updates: dict[int, Message] = {}
+        # One bubble per role built ahead while idle: a send only fills them (time to first token).
+        self._spares: dict[str, MessageWidget] = {}
         self._notice_details = ""
         self._stick_to_bottom = True
         self._loaded_all = True
@@ -309,6 +314,7 @@ class ChatPage(Page):
 
     # -- navigation ------------------------------------------------------------------------------
     def on_shown(self) -> None:
+        self._prepare_spares_later()
         self.refresh_run_on()
         self.refresh_conversations()
         if self.conversation_id is None and self.conversation_list.count():
@@ -418,17 +424,53 @@ class ChatPage(Page):
             w.deleteLater()
         self.message_widgets.clear()
         self._dirty.clear()
-        self._early_text.clear()
-        self._early_updates.clear()
 
     def _add_widget(self, msg: Message, index: int | None = None) -> MessageWidget:
+        spare = self._spares.pop(msg.role, None) if not msg.images else None
+        if spare is not None:
+            spare.set_message(msg)
+        w = spare or self._new_widget(msg)
+        position = self.messages_layout.count() - 1 if index is None else index  # before the stretch
+        self.messages_layout.insertWidget(position, w)
+        if spare is not None:
+            spare.show()  # hidden on purpose while spare, so the layout does not show it by itself
+            self._prepare_spares_later()
+        self.message_widgets[msg.id] = w
+        return w
+
+    def _new_widget(self, msg: Message) -> MessageWidget:
         w = MessageWidget(msg, self.messages_box)
         w.edit_requested.connect(self.begin_edit)
         w.regenerate_requested.connect(lambda _id: self.regenerate())
-        position = self.messages_layout.count() - 1 if index is None else index  # before the stretch
-        self.messages_layout.insertWidget(position, w)
-        self.message_widgets[msg.id] = w
         return w
+
+    @property
+    def spares_ready(self) -> bool:
+        """Whether the next message and its reply get bubbles prepared ahead (a quicker send)."""
+        return len(self._spares) == 2
+
+    def _prepare_spares_later(self, delay_ms: int = SPARE_DELAY_MS) -> None:
+        QTimer.singleShot(max(YIELD_MS, delay_ms), self, self._prepare_spare)
+
+    def _prepare_spare(self) -> None:
+        """Build and style one hidden bubble for a role that has none (idle work), so sending a
+        message only fills them; the next one is built on a later loop turn.
+
+        Building, styling and laying out the two bubbles of a send took about 10 ms on 2 cores;
+        done at send time it delayed the request and the reply's first paint.
+        """
+        if self.is_busy:
+            return  # not while a reply streams: the reply's end prepares them
+        role = next((r for r in ("user", "assistant") if r not in self._spares), None)
+        if role is None:
+            return
+        placeholder = Message(-1, -1, role, "…", STREAMING if role == "assistant" else COMPLETE, 0.0)
+        spare = self._new_widget(placeholder)
+        spare.hide()
+        spare.resize(self.messages_box.width(), spare.sizeHint().height())
+        spare.ensurePolished()
+        self._spares[role] = spare
+        self._prepare_spares_later(0)
 
     def _update_actions(self) -> None:
         busy = self.is_busy
@@ -520,7 +562,8 @@ class ChatPage(Page):
         # The end of a reply is the loop's longest busy moment: the reply's last text is painted
         # first, the conversation list (title, where it ran) is rebuilt on the next turn, and the
         # meter already moved with the reply's final update (MessageUpdated).
-        QTimer.singleShot(0, self, self.refresh_conversations)
+        QTimer.singleShot(YIELD_MS, self, self.refresh_conversations)
+        self._prepare_spares_later()
 
     def stop(self) -> None:
         if self.reply_handle is not None:
@@ -551,26 +594,24 @@ class ChatPage(Page):
     def _on_event(self, event: ChatEvent) -> None:
         if isinstance(event, MessageDelta):
             widget = self.message_widgets.get(event.message_id)
-            if widget is None and event.message_id in self._early_text:
-                self._early_text[event.message_id] += event.text
-            elif widget is not None:
+            if widget is not None:
                 widget.append(event.text)
                 self._dirty.add(event.message_id)
-                self._schedule_render()
+                if event.complete:
+                    self._flush_renders()  # the reply's end is shown at once, whatever the pacing
+                else:
+                    self._schedule_render()
         elif isinstance(event, MessageAdded):
+            # The core announces a reply's messages once its request is sent: building their
+            # bubbles here overlaps the engine's prompt processing.
             msg = event.message
             if msg.conversation_id == self.conversation_id and msg.id not in self.message_widgets:
-                # Built on the next loop turn: the request goes out first, so the widget work
-                # overlaps the engine's prompt processing instead of delaying the first token.
-                self._early_text[msg.id] = ""
-                QTimer.singleShot(0, functools.partial(self._add_new_message, msg))
+                self._add_widget(msg)
+                self._stick_to_bottom = True
+                self._update_actions()
         elif isinstance(event, MessageUpdated):
             widget = self.message_widgets.get(event.message.id)
-            if widget is None and event.message.id in self._early_text:
-                self._early_updates[event.message.id] = event.message
-                if event.message.status != STREAMING or not event.message.content:
-                    self._early_text[event.message.id] = ""
-            elif widget is not None:
+            if widget is not None:
                 self._dirty.discard(event.message.id)
                 widget.set_message(event.message)
                 if event.message.status != STREAMING:
@@ -586,17 +627,6 @@ class ChatPage(Page):
             self._switch_offer = None
             self._notice_details = event.details
             self.notice.show_message(event.text, "warning", has_details=bool(event.details))
-
-    def _add_new_message(self, msg: Message) -> None:
-        early = self._early_text.pop(msg.id, None)
-        if early is None or msg.conversation_id != self.conversation_id or msg.id in self.message_widgets:
-            return
-        widget = self._add_widget(self._early_updates.pop(msg.id, msg))
-        if early and widget.message.status == STREAMING:
-            widget.append(early)
-            widget.render_text()
-        self._stick_to_bottom = True
-        self._update_actions()
 
     def _schedule_render(self) -> None:
         if self._render_timer.isActive():
@@ -618,6 +648,12 @@ class ChatPage(Page):
             if widget is not None:
                 painted += widget.take_paint_cost()  # painting the previous render
                 widget.render_text()
+                # Lay out the bubble and the list now: left to posted events, each nesting level
+                # took a turn of its own, with a paint in between (the text, then again scrolled).
+                bubble_layout = widget.layout()
+                if bubble_layout is not None:
+                    bubble_layout.activate()
+        self.messages_layout.activate()
         self._dirty.clear()
         # A long paragraph costs more to lay out and paint: space frames so they stay a small share
         # of the CPU, which the engine needs. CPU time, not wall time: a render the OS preempted
@@ -811,6 +847,12 @@ class ChatPage(Page):
     def _update_meter(self) -> None:
         size = max(1, self._service.context_size)
         used = self._service.context_used(self.conversation_id) if self.conversation_id is not None else 0
-        self.context_meter.setRange(0, size)
-        self.context_meter.setValue(min(used, size))
-        self.context_meter.setFormat(self.tr("Context: {0:,} / {1:,} tokens").format(used, size))
+        meter = self.context_meter
+        # QProgressBar repaints at once when its value changes, and that repaint paints every
+        # pending change of the window with it (at a reply's end, its last text): with updates
+        # off meanwhile, turning them on asks for an ordinary paint on the next frame instead.
+        meter.setUpdatesEnabled(False)
+        meter.setRange(0, size)
+        meter.setValue(min(used, size))
+        meter.setFormat(self.tr("Context: {0:,} / {1:,} tokens").format(used, size))
+        meter.setUpdatesEnabled(True)
