@@ -25,6 +25,7 @@ from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.markdown import split_segments
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
 from strata_gui.ui.pages.chat_page import FRAME_S, PAGE_SIZE, ChatPage
+from tests.chat.conftest import until
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import engines as _engines
 from tests.support.settings import settings_service
@@ -82,8 +83,20 @@ def test_enter_sends_and_the_reply_streams_with_stats(page_env, test_engines: En
     qtbot.keyClicks(page.input, "second line")
     assert page.input.toPlainText() == "first line\nsecond line"
     qtbot.keyClick(page.input, Qt.Key.Key_Return)
-    assert page.input.toPlainText() == "" and page.is_busy and page.stop_button.isVisibleTo(page)
-    loop.run_until_complete(page.reply_handle.wait())
+    assert page.is_busy
+    handle = page.reply_handle
+    assert handle is not None
+    seen: list[tuple[str, bool, str]] = []
+
+    async def shown_then_done() -> None:
+        # The text leaves the input as it shows in the conversation (once the request is sent).
+        await until(lambda: bool(page.message_widgets))
+        seen.append((page.input.toPlainText(), page.stop_button.isVisibleTo(page),
+                     next(iter(page.message_widgets.values())).text))
+        await handle.wait()
+
+    loop.run_until_complete(shown_then_done())
+    assert seen == [("", True, "first line\nsecond line")]
     assert not errors
     widgets = list(page.message_widgets.values())
     assert [w.message.role for w in widgets] == ["user", "assistant"]

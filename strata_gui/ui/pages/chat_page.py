@@ -128,6 +128,9 @@ class ChatPage(Page):
         self.reply_handle: TaskHandle | None = None
         self.engine_handle: TaskHandle | None = None
         self.editing_message_id: int | None = None
+        # What the input held when a message was sent: it leaves the input when the message shows
+        # in the conversation (see _on_event), and stays there if the send fails before that.
+        self._sent_input: str | None = None
         self._dirty: set[int] = set()
         # One bubble per role built ahead while idle: a send only fills them (time to first token).
         self._spares: dict[str, MessageWidget] = {}
@@ -525,7 +528,7 @@ class ChatPage(Page):
             self.new_conversation()
         assert self.conversation_id is not None
         conv_id, svc = self.conversation_id, self._service
-        self.input.clear()
+        self._sent_input = self.input.toPlainText()
         if self.editing_message_id is not None:
             message_id = self.editing_message_id
             self._cancel_edit()
@@ -552,11 +555,13 @@ class ChatPage(Page):
         self.reply_handle = handle
         self._next_render = 0.0  # the new reply's first text renders at once, however the last one ended
         handle.finished.connect(lambda: self._on_reply_finished() if self.reply_handle is handle else None)
-        self._update_actions()
+        # The input and the Stop button change when the core announces the messages, right after
+        # the request left: repainting them here would delay the request by a paint.
         return handle
 
     def _on_reply_finished(self) -> None:
         self.reply_handle = None
+        self._sent_input = None  # not announced (the send failed first): the text stays to send again
         self._flush_renders()
         self._update_actions()
         # The end of a reply is the loop's longest busy moment: the reply's last text is painted
@@ -608,6 +613,10 @@ class ChatPage(Page):
             if msg.conversation_id == self.conversation_id and msg.id not in self.message_widgets:
                 self._add_widget(msg)
                 self._stick_to_bottom = True
+                if self._sent_input is not None:  # the sent text moves from the input to the conversation
+                    if self.input.toPlainText() == self._sent_input:
+                        self.input.clear()
+                    self._sent_input = None
                 self._update_actions()
         elif isinstance(event, MessageUpdated):
             widget = self.message_widgets.get(event.message.id)
