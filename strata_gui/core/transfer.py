@@ -8,10 +8,10 @@ Two costs dominate a download in Python, measured with py-spy on 200 MB over loo
   builds the app's one client on a network backend whose streams read up to :data:`READ_SIZE` per
   call: the same bytes in 4–16x fewer trips through httpcore/anyio, and no slicing copies.
 - **Per-chunk hops between the loop and a worker.** An executor future per batch costs a
-  self-pipe wake-up of the loop and a Future per batch. :class:`FileSink` is one writer thread fed
-  by a queue: the loop enqueues batches of received chunks and only waits (and only gets woken)
-  when more than :data:`MAX_IN_FLIGHT` bytes are not written yet. The thread writes and hashes
-  (both release the GIL), so both overlap the next network reads.
+  self-pipe wake-up of the loop and a Future per batch. :class:`FileSink` is a writer thread and
+  a hasher thread fed by queues: the loop enqueues batches of received chunks and only waits (and
+  only gets woken) when more than :data:`MAX_IN_FLIGHT` bytes are not written and hashed yet. Both
+  release the GIL for their work, so they overlap each other and the next network reads.
 - **Page faults on every block (glibc).** A block of 1 MiB is above glibc's mmap threshold, and
   freeing the blocks a download keeps in flight leaves more free memory at the top of the heap
   than glibc's trim threshold: every new block came back from the kernel as fresh pages, ~130
@@ -46,10 +46,10 @@ READ_SIZE = 1 << 20
 """Bytes asked of the socket per read (asyncio hands over at most 256 KiB per receive anyway)."""
 
 BATCH = 1 << 20
-"""Bytes of received chunks handed to the writer thread at once."""
+"""Bytes of received chunks handed to the writer and hasher threads at once."""
 
 MAX_IN_FLIGHT = 16 << 20
-"""Bytes received but not yet written after which the network reads wait for the disk."""
+"""Bytes received but not yet written (or hashed) after which the network reads wait for the disk."""
 
 PROGRESS_INTERVAL = 0.25
 """Seconds between two progress snapshots of a download (a few per second is enough to watch)."""
@@ -266,48 +266,58 @@ class Hasher(Protocol):
 
 
 class FileSink:
-    """Writes and hashes chunks on one thread, in order, while the event loop keeps reading.
+    """Writes and hashes chunks on two threads, each in order, while the event loop keeps reading.
 
     Use as ``async with FileSink(fh, hasher) as sink`` and call :meth:`put` with lists of chunks.
-    Leaving the block waits until every queued byte is written (also when leaving by an error or
-    a cancel, so a resume starts after everything that arrived), then re-raises a write error.
-    After a write error the thread drops later batches: nothing lands after a hole.
+    Leaving the block waits until every queued byte is written and hashed (also when leaving by an
+    error or a cancel, so a resume starts after everything that arrived), then re-raises a write
+    error. After a write error the writer drops later batches: nothing lands after a hole.
+
+    Writing and hashing each run on their own thread because with one thread doing both, that
+    thread was the download's bottleneck (py-spy and per-thread CPU in bench/engine_download.py:
+    busy all the time, a quarter of it waiting for the GIL between calls); apart, the slower of the
+    two (SHA-256) sets the pace. Both release the GIL for the bulk of their work.
 
     Args:
         fh: Binary file open for writing at the right offset (the sink does not close it).
         hasher: Fed with the same bytes, in the same order (e.g. ``hashlib.sha256()``).
-        max_in_flight: Bytes queued but not written after which :meth:`put` waits.
-        name: Thread name.
+        max_in_flight: Bytes queued but not both written and hashed after which :meth:`put` waits.
+        name: Thread name (the hasher's gets "-hash" added).
     """
 
     def __init__(self, fh: BinaryIO, hasher: Hasher, *, max_in_flight: int = MAX_IN_FLIGHT,
                  name: str = "strata-file-sink") -> None:
         self._fh = fh
         self._hasher = hasher
-        self._max = max_in_flight
+        self._max = 2 * max_in_flight  # each batch is counted once per thread
         self._name = name
-        self._queue: queue.SimpleQueue[list[bytes] | None] = queue.SimpleQueue()
+        self._queues: tuple[queue.SimpleQueue[list[bytes] | None], ...] = (queue.SimpleQueue(), queue.SimpleQueue())
         self._lock = threading.Lock()
         self._in_flight = 0
         self._waiter: asyncio.Future[None] | None = None
-        self._finished: asyncio.Future[None] | None = None
+        self._finished: list[asyncio.Future[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self.error: BaseException | None = None
         self.written = 0
 
     async def __aenter__(self) -> FileSink:
         self._loop = asyncio.get_running_loop()
-        self._finished = self._loop.create_future()
-        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-        self._thread.start()
+        write, update = self._fh.write, self._hasher.update
+        for q, work, suffix in ((self._queues[0], write, ""), (self._queues[1], update, "-hash")):
+            done = self._loop.create_future()
+            thread = threading.Thread(target=self._run, args=(q, work, work is write, done),
+                                      name=self._name + suffix, daemon=True)
+            self._finished.append(done)
+            self._threads.append(thread)
+            thread.start()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     async def put(self, chunks: list[bytes], size: int) -> None:
-        """Queue ``chunks`` (``size`` bytes in all); wait only if the disk is far behind.
+        """Queue ``chunks`` (``size`` bytes in all); wait only if the disk or the hash is far behind.
 
         The chunks are queued before any wait, so a cancel during the wait loses nothing.
 
@@ -317,31 +327,35 @@ class FileSink:
         if self.error is not None:
             raise self.error
         with self._lock:
-            self._in_flight += size
+            self._in_flight += 2 * size
             wait = self._in_flight > self._max
             if wait:
                 assert self._loop is not None
                 self._waiter = self._loop.create_future()
             waiter = self._waiter
-        self._queue.put(chunks)
+        for q in self._queues:
+            q.put(chunks)
         if wait and waiter is not None:
             await waiter
             if self.error is not None:
                 raise self.error
 
     async def close(self) -> None:
-        """Wait for the thread to write everything queued (cancel-safe), then raise a write error."""
-        if self._thread is None or self._finished is None:
+        """Wait for both threads to finish everything queued (cancel-safe), then raise a write error."""
+        if not self._threads:
             return
-        self._queue.put(None)
+        for q in self._queues:
+            q.put(None)
         cancelled = False
-        while not self._finished.done():
-            try:
-                await asyncio.shield(self._finished)
-            except asyncio.CancelledError:
-                cancelled = True
-        self._thread.join()
-        self._thread = None
+        for done in self._finished:
+            while not done.done():
+                try:
+                    await asyncio.shield(done)
+                except asyncio.CancelledError:
+                    cancelled = True
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
         # Not at once: the next download (a model's next file, an engine's fallback build) would
         # fault the same memory in again. An idle app gives it back a moment later.
         asyncio.get_running_loop().call_later(RELEASE_DELAY, release_memory)
@@ -350,25 +364,26 @@ class FileSink:
         if self.error is not None:
             raise self.error
 
-    def _run(self) -> None:
-        write, update = self._fh.write, self._hasher.update
+    def _run(self, q: queue.SimpleQueue[list[bytes] | None], work: Callable[[bytes], object], writes: bool,
+             done: asyncio.Future[None]) -> None:
         try:
-            while (chunks := self._queue.get()) is not None:
+            while (chunks := q.get()) is not None:
                 total = sum(map(len, chunks))
-                if self.error is None:
+                if self.error is None:  # after a failure nothing more lands (and the hash is moot)
                     try:
                         for chunk in chunks:
-                            write(chunk)
-                            update(chunk)
+                            work(chunk)
                     except BaseException as exc:  # handed to the loop by put() / close()
-                        self.error = exc
+                        with self._lock:
+                            self.error = self.error or exc
                     else:
-                        self.written += total
+                        if writes:
+                            self.written += total
                 self._release(total)
         finally:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-                assert self._loop is not None and self._finished is not None
-                self._loop.call_soon_threadsafe(_resolve, self._finished)
+                assert self._loop is not None
+                self._loop.call_soon_threadsafe(_resolve, done)
 
     def _release(self, size: int) -> None:
         with self._lock:

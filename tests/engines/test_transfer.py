@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import itertools
 import os
 import resource
 import ssl
 import time
+import typing
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import httpx
 import pytest
@@ -89,25 +92,38 @@ def test_progress_of_a_download_arrives_a_few_times_per_second(tmp_path: Path) -
 def test_sink_on_a_full_disk_raises_and_writes_nothing_after_the_failure() -> None:
     if not Path("/dev/full").exists():
         pytest.skip("needs /dev/full (a device that is always out of space)")
-    hashed: list[int] = []
+    written: list[int] = []
 
-    class Counting:
-        def update(self, data: bytes, /) -> None:
-            hashed.append(len(data))
+    class Full(io.RawIOBase):
+        """/dev/full, counting what it was asked to write."""
 
-    async def body() -> None:
-        with open("/dev/full", "wb", buffering=0) as fh:  # noqa: ASYNC230 (a device: opening is instant)
-            async with FileSink(fh, Counting()) as sink:
-                await sink.put([b"x" * 1024] * 4, 4096)
-                while sink.error is None:  # the writer thread meets the full disk
-                    await asyncio.sleep(0.01)
-                with pytest.raises(OSError):  # and the next batch is refused
-                    await sink.put([b"y" * 1024], 1024)
+        def __init__(self) -> None:
+            self.dev = open("/dev/full", "wb", buffering=0)  # noqa: SIM115 (closed in close())
 
-    with pytest.raises(OSError) as info:
-        asyncio.run(body())
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: Any) -> int:
+            written.append(len(data))
+            return self.dev.write(data) or 0
+
+        def close(self) -> None:
+            self.dev.close()
+            super().close()
+
+    async def body(fh: BinaryIO) -> None:
+        async with FileSink(fh, hashlib.sha256()) as sink:
+            await sink.put([b"x" * 1024] * 4, 4096)
+            while sink.error is None:  # the writer thread meets the full disk
+                await asyncio.sleep(0.01)
+            with pytest.raises(OSError):  # and the next batch is refused
+                await sink.put([b"y" * 1024], 1024)
+            assert sink.written == 0  # the failed block is not counted as written
+
+    with Full() as fh, pytest.raises(OSError) as info:
+        asyncio.run(body(typing.cast(BinaryIO, fh)))
     assert "No space" in str(info.value) or getattr(info.value, "errno", None) == 28
-    assert hashed == []  # the failed block is not counted as written, and nothing followed it
+    assert written == [1024]  # nothing was tried after the failure
 
 
 def test_cancel_mid_download_keeps_every_received_byte_in_order(tmp_path: Path) -> None:
