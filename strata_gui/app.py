@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QUrl, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QIcon
 from PySide6.QtWidgets import QApplication, QFileDialog
 
@@ -32,7 +32,7 @@ from strata_gui.core.services import Services, build_services
 from strata_gui.ui import pyside_import_check
 from strata_gui.ui.i18n import install_language
 from strata_gui.ui.main_window import MainWindow
-from strata_gui.ui.theme import apply_theme
+from strata_gui.ui.theme import apply_first_theme, apply_theme, remembered_dark, settle_theme
 
 if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see run_gui)
     import asyncio
@@ -115,6 +115,8 @@ class CrashReporter(QObject):
     crashed = Signal(object)  # StrataError
 
     def __init__(self, log_file: Path, open_path: Callable[[Path], object], parent: QObject | None = None):
+        from PySide6.QtCore import Qt  # not at import: nothing before the first paint names a Qt.* enum
+
         super().__init__(parent)
         self._log_file = log_file
         self._open_path = open_path
@@ -158,6 +160,8 @@ class CrashReporter(QObject):
             log.error("asyncio: %s", context.get("message"))
 
     def _show(self, err: StrataError) -> None:
+        from PySide6.QtCore import Qt
+
         from strata_gui.ui.dialogs import ErrorDialog
 
         dialog = ErrorDialog(err, log_file=self._log_file, open_path=self._open_path)
@@ -598,7 +602,9 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     app = QApplication.instance() or QApplication([sys.argv[0], *argv])
     assert isinstance(app, QApplication)
     app.setWindowIcon(app_icon())
-    apply_theme(app, services.settings.theme)
+    appearance = services.paths.config_dir / "appearance"
+    theme = services.settings.theme
+    shown_dark = apply_first_theme(app, theme, remembered_dark(appearance))
     install_language(app, services.settings.language)  # before any widget is built
     hooks = UiHooks()
     window = create_window(services, None, hooks)
@@ -606,6 +612,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     app.processEvents()  # the first paint
     if exit_when_shown:
         print(f"shown-at {time.time():.6f}", flush=True)
+    settle_theme(app, theme, shown_dark, appearance)
     # The log file once the chat page is up (its handler module costs ~9 ms); what is logged before
     # is kept in memory and written there first.
     keep_early_records()

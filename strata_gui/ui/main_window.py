@@ -7,14 +7,16 @@ the sidebar entry appears at once and the page is built the first time it is sho
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QSize, Signal
 from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QFrame,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -89,7 +91,9 @@ class MainWindow(QMainWindow):
         self.sidebar.currentRowChanged.connect(self._on_row_changed)
         brand = QLabel(APP_NAME)
         brand.setObjectName("brand")
-        side = QWidget()
+        # A QFrame paints its style-sheet background without a Qt.WidgetAttribute: nothing before
+        # the first paint names a Qt.* enum (see ui/theme.py for why).
+        side = QFrame()
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(0, 0, 0, 0)
         side_layout.setSpacing(0)
@@ -97,12 +101,11 @@ class MainWindow(QMainWindow):
         side_layout.addWidget(self.sidebar, 1)
         side.setFixedWidth(200)
         side.setObjectName("sidebarPanel")
-        side.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
 
         self.stack = QStackedWidget()
         # Shown for the moment between the window appearing and the pages being built.
-        self._loading: QLabel | None = QLabel(self.tr("Starting Strata…"))
-        self._loading.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        # Centred by its paragraph, not Qt.AlignmentFlag (see above); a label centres vertically.
+        self._loading: QLabel | None = QLabel(f'<p align="center">{html.escape(self.tr("Starting Strata…"))}</p>')
         self._loading.setObjectName("muted")
         self.stack.addWidget(self._loading)
         self.banner = NoticeBanner()
@@ -226,6 +229,8 @@ class MainWindow(QMainWindow):
         black under Wine); a cover owns the whole content area instead.
         """
         widget.setParent(self.content)
+        from PySide6.QtCore import Qt  # not at import: see __init__
+
         widget.setWindowFlags(Qt.WindowType.Widget)
         if self.content.indexOf(widget) < 0:
             self.content.addWidget(widget)
@@ -257,6 +262,8 @@ class MainWindow(QMainWindow):
     def _show_last_error_dialog(self) -> None:
         if self._last_error is None:
             return
+        from PySide6.QtCore import Qt  # not at import: see __init__
+
         from strata_gui.ui.dialogs import ErrorDialog
 
         self._dialog = ErrorDialog(self._last_error, log_file=self._log_file, open_path=self._open_path,

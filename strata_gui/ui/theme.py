@@ -1,8 +1,16 @@
-"""Light / dark / system appearance: Fusion style, Qt's colour scheme, one small style sheet."""
+"""Light / dark / system appearance: Fusion style, Qt's colour scheme, one small style sheet.
+
+Asking Qt for the system's colour scheme (or naming any ``Qt.*`` enum) makes PySide6 create the 94
+enums of its ``Qt`` namespace: 12-14 ms here, a tenth of the time to the first window. So the
+first paint uses the darkness the system had on the last run (:func:`apply_first_theme`, kept in a
+small file) and :func:`settle_theme` asks Qt right after it, correcting the palette in the rare
+case the system switched in between. The first run asks at once.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from pathlib import Path
+
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -28,13 +36,6 @@ QFrame#notice QLabel { color: inherit; }
 QProgressBar { border: none; border-radius: 4px; background: palette(mid); }
 QProgressBar::chunk { border-radius: 4px; background: palette(highlight); }
 """
-
-_SCHEMES = {
-    "light": Qt.ColorScheme.Light,
-    "dark": Qt.ColorScheme.Dark,
-    "system": Qt.ColorScheme.Unknown,
-}
-
 
 def _dark_palette() -> QPalette:
     p = QPalette()
@@ -79,13 +80,72 @@ def effective_dark(theme: str) -> bool:
         return True
     if theme == "light":
         return False
+    from PySide6.QtCore import Qt  # see the module's docstring
+
     return QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark
+
+
+def _tell_qt(theme: str) -> None:
+    """Qt's own colour scheme (native title bars and dialogs) for ``theme``."""
+    from PySide6.QtCore import Qt  # see the module's docstring
+
+    schemes = {"light": Qt.ColorScheme.Light, "dark": Qt.ColorScheme.Dark}
+    QGuiApplication.styleHints().setColorScheme(schemes.get(theme, Qt.ColorScheme.Unknown))
+
+
+def _paint_with(app: QApplication, dark: bool) -> None:
+    app.setStyle("Fusion")
+    app.setPalette(_dark_palette() if dark else _light_palette())
+    app.setStyleSheet(STYLE_SHEET)
 
 
 def apply_theme(app: QApplication, theme: str) -> None:
     """Switch the whole app to ``theme`` ("system", "light" or "dark") at once."""
-    app.setStyle("Fusion")
-    hints = QGuiApplication.styleHints()
-    hints.setColorScheme(_SCHEMES.get(theme, Qt.ColorScheme.Unknown))
-    app.setPalette(_dark_palette() if effective_dark(theme) else _light_palette())
-    app.setStyleSheet(STYLE_SHEET)
+    _tell_qt(theme)
+    _paint_with(app, effective_dark(theme))
+
+
+def remembered_dark(file: Path) -> bool | None:
+    """The system's darkness saved by :func:`settle_theme` on the last run (None: never saved)."""
+    try:
+        value = file.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return {"dark": True, "light": False}.get(value)
+
+
+def apply_first_theme(app: QApplication, theme: str, remembered: bool | None) -> bool:
+    """The theme for the first paint, without asking Qt when ``remembered`` can answer; returns its darkness.
+
+    Args:
+        theme: "system", "light" or "dark".
+        remembered: The system's darkness on the last run (:func:`remembered_dark`), for "system".
+    """
+    if theme == "system" and remembered is None:
+        apply_theme(app, theme)  # the first run: ask now
+        return effective_dark(theme)
+    dark = theme == "dark" or (theme == "system" and bool(remembered))
+    _paint_with(app, dark)
+    return dark
+
+
+def settle_theme(app: QApplication, theme: str, shown_dark: bool, file: Path) -> bool:
+    """After the first paint: tell Qt the scheme, repaint if the system's darkness changed, remember it.
+
+    Returns:
+        Whether the app is dark now.
+    """
+    _tell_qt(theme)
+    dark = effective_dark(theme)
+    if dark != shown_dark:
+        _paint_with(app, dark)
+    elif theme != "system":  # Qt's scheme just changed under the palette: build it on top of that
+        app.setPalette(_dark_palette() if dark else _light_palette())
+    if theme == "system":
+        try:
+            if remembered_dark(file) != dark:
+                file.parent.mkdir(parents=True, exist_ok=True)
+                file.write_text("dark" if dark else "light", encoding="ascii")
+        except OSError:
+            pass  # only the next start's first frame could be off; the settled theme is right
+    return dark

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -116,7 +116,7 @@ class NoticeBanner(QFrame):
         self.setObjectName("notice")
         self.text = QLabel()
         self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._selectable = False  # made selectable with its first message (see show_message)
         self.text.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.details_button = QPushButton(self.tr("Details…"))
         self.details_button.clicked.connect(self.details_requested)
@@ -135,6 +135,13 @@ class NoticeBanner(QFrame):
 
     def show_message(self, text: str, level: str = "info", *, has_details: bool = False, action: str = "") -> None:
         """Show ``text``; ``action`` names a button that emits :attr:`action_requested` (none when empty)."""
+        if not self._selectable:
+            # Not in __init__: the main window builds a banner before its first paint, and naming a
+            # Qt.* enum then costs 12 ms (see ui/theme.py).
+            from PySide6.QtCore import Qt
+
+            self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self._selectable = True
         self.setProperty("level", level)
         self.style().unpolish(self)
         self.style().polish(self)
@@ -174,6 +181,8 @@ class ElidedLabel(QLabel):
         self._elide()
 
     def _elide(self) -> None:
+        from PySide6.QtCore import Qt  # not at import: see NoticeBanner.show_message
+
         width = max(0, self.width())
         shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, width) if width else self._full
         super().setText(shown)
