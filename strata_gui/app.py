@@ -20,9 +20,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import QCoreApplication, QObject, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QIcon
-from PySide6.QtWidgets import QApplication, QFileDialog
+from PySide6.QtCore import QCoreApplication, QObject, Signal
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication
 
 from strata_gui import APP_NAME, ORG_NAME, __version__
 from strata_gui.core.errors import StrataError, describe
@@ -36,6 +36,8 @@ from strata_gui.ui.theme import apply_first_theme, apply_theme, remembered_dark,
 
 if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see run_gui)
     import asyncio
+
+    from PySide6.QtWidgets import QFileDialog
 
     from strata_gui.core.app_services import AppServices
     from strata_gui.core.models import StarterModel
@@ -58,7 +60,16 @@ log = logging.getLogger(__name__)
 
 def open_in_os(path: Path) -> bool:
     """Open a file or folder with the OS's default application."""
+    from PySide6.QtCore import QUrl  # (Qt classes whose enums the first window does not need load late)
+    from PySide6.QtGui import QDesktopServices
+
     return bool(QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
+
+
+def _file_dialog() -> type[QFileDialog]:
+    from PySide6.QtWidgets import QFileDialog  # its enums load when a dialog opens, not at start-up
+
+    return QFileDialog
 
 
 def page_icon(page: object) -> QIcon:
@@ -87,21 +98,21 @@ class UiHooks:
 
     open_path: Callable[[Path], object] = open_in_os
     choose_folder: Callable[[], str | None] = field(
-        default=lambda: QFileDialog.getExistingDirectory(
+        default=lambda: _file_dialog().getExistingDirectory(
             None, QCoreApplication.translate("UiHooks", "Choose a folder")) or None
     )
     choose_model: Callable[[], str | None] = field(
-        default=lambda: QFileDialog.getOpenFileName(
+        default=lambda: _file_dialog().getOpenFileName(
             None, QCoreApplication.translate("UiHooks", "Choose a model"), "",
             QCoreApplication.translate("UiHooks", "GGUF models (*.gguf)"))[0] or None
     )
     choose_image_model: Callable[[], str | None] = field(
-        default=lambda: QFileDialog.getOpenFileName(
+        default=lambda: _file_dialog().getOpenFileName(
             None, QCoreApplication.translate("UiHooks", "Choose an image model"), "",
             QCoreApplication.translate("UiHooks", "Image models (*.gguf *.safetensors *.ckpt)"))[0] or None
     )
     save_path: Callable[[str], str | None] = field(
-        default=lambda name: QFileDialog.getSaveFileName(
+        default=lambda name: _file_dialog().getSaveFileName(
             None, QCoreApplication.translate("UiHooks", "Export"), name)[0] or None
     )
 
@@ -284,6 +295,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     from strata_gui.core.runtime import ServerState
 
     base = services.base
+    window.add_shortcuts()
     pages = Pages(window)
     ui = AppUi(window, pages, services, bridge, hooks)
 
@@ -599,12 +611,15 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     QApplication.setOrganizationName(ORG_NAME)
     QApplication.setApplicationVersion(__version__)
     QApplication.setDesktopFileName("strata")  # lets Wayland match the window to strata.desktop
-    app = QApplication.instance() or QApplication([sys.argv[0], *argv])
+    existing = QApplication.instance()
+    # The style as an argument: QApplication.setStyle hands back the QStyle, and wrapping it makes
+    # PySide6 create QStyle's enums (~6 ms) before the first paint.
+    app = existing or QApplication([sys.argv[0], "-style", "Fusion", *argv])
     assert isinstance(app, QApplication)
     app.setWindowIcon(app_icon())
     appearance = services.paths.config_dir / "appearance"
     theme = services.settings.theme
-    shown_dark = apply_first_theme(app, theme, remembered_dark(appearance))
+    shown_dark = apply_first_theme(app, theme, remembered_dark(appearance), set_style=existing is not None)
     install_language(app, services.settings.language)  # before any widget is built
     hooks = UiHooks()
     window = create_window(services, None, hooks)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSize, Signal
-from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
+from PySide6.QtGui import QCloseEvent, QIcon
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -132,10 +132,16 @@ class MainWindow(QMainWindow):
         if bridge is not None:
             self.set_bridge(bridge)
 
+        self._restore_state()
+
+    def add_shortcuts(self) -> None:
+        """Quit and Ctrl+1…9 for the pages (the app adds them with the pages, after the first paint:
+        QKeySequence's enums take ~4 ms to load)."""
+        from PySide6.QtGui import QKeySequence, QShortcut
+
         QShortcut(QKeySequence(QKeySequence.StandardKey.Quit), self, self.close)
         for n in range(1, 10):
             QShortcut(QKeySequence(f"Ctrl+{n}"), self, lambda n=n: self.show_page_index(n - 1))
-        self._restore_state()
 
     def set_bridge(self, bridge: AsyncBridge) -> None:
         """Show this bridge's errors and busy count (the app attaches it after the first paint)."""

@@ -93,8 +93,9 @@ def _tell_qt(theme: str) -> None:
     QGuiApplication.styleHints().setColorScheme(schemes.get(theme, Qt.ColorScheme.Unknown))
 
 
-def _paint_with(app: QApplication, dark: bool) -> None:
-    app.setStyle("Fusion")
+def _paint_with(app: QApplication, dark: bool, *, set_style: bool = True) -> None:
+    if set_style:
+        app.setStyle("Fusion")
     app.setPalette(_dark_palette() if dark else _light_palette())
     app.setStyleSheet(STYLE_SHEET)
 
@@ -114,18 +115,19 @@ def remembered_dark(file: Path) -> bool | None:
     return {"dark": True, "light": False}.get(value)
 
 
-def apply_first_theme(app: QApplication, theme: str, remembered: bool | None) -> bool:
+def apply_first_theme(app: QApplication, theme: str, remembered: bool | None, *, set_style: bool = True) -> bool:
     """The theme for the first paint, without asking Qt when ``remembered`` can answer; returns its darkness.
 
     Args:
         theme: "system", "light" or "dark".
         remembered: The system's darkness on the last run (:func:`remembered_dark`), for "system".
+        set_style: False when the app was made with ``-style Fusion`` already.
     """
     if theme == "system" and remembered is None:
         apply_theme(app, theme)  # the first run: ask now
         return effective_dark(theme)
     dark = theme == "dark" or (theme == "system" and bool(remembered))
-    _paint_with(app, dark)
+    _paint_with(app, dark, set_style=set_style)
     return dark
 
 
@@ -135,7 +137,8 @@ def settle_theme(app: QApplication, theme: str, shown_dark: bool, file: Path) ->
     Returns:
         Whether the app is dark now.
     """
-    _tell_qt(theme)
+    if theme != "system":  # (Qt starts on the system's scheme: telling it so would restyle the window)
+        _tell_qt(theme)
     dark = effective_dark(theme)
     if dark != shown_dark:
         _paint_with(app, dark)
