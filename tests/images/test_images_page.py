@@ -145,12 +145,22 @@ def test_cancel_mid_job_stops_the_engine_and_the_next_job_runs(
     ui.window.show_page(page)
     _fill(page, image_model, "a slow one", steps=60)
     handle = page.generate()
-    _until(qasync_loop, lambda: "step 1 of 60" in page.status.text() or "step 2 of 60" in page.status.text())
-    server = services.images._server
-    pid = server.process.pid if server is not None else None
-    page.cancel()
-    _finish(qasync_loop, handle)
-    assert handle is not None and handle.was_cancelled
+    assert handle is not None
+    pids: list[int | None] = []
+
+    async def cancel_while_sampling() -> None:
+        # One run of the loop for the whole exchange: the job's HTTP polls are mid-flight when
+        # Cancel is pressed, and qasync must be running when their cancellation unwinds.
+        while not ("step 1 of 60" in page.status.text() or "step 2 of 60" in page.status.text()):
+            await asyncio.sleep(0.02)
+        server = services.images._server
+        pids.append(server.process.pid if server is not None else None)
+        page.cancel()
+        await handle.wait()
+
+    qasync_loop.run_until_complete(asyncio.wait_for(cancel_while_sampling(), 180))
+    pid = pids[0]
+    assert handle.was_cancelled
     assert "Cancelled" in page.status.text() and page.generate_button.isEnabled()
     assert services.images.engine is None and pid is not None and not psutil.pid_exists(pid)
     assert page.gallery_entries() == []
