@@ -292,7 +292,8 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     and connect the pages to each other as they get built."""
     from strata_gui.core.chat import PlanChanged
     from strata_gui.core.rpc import RpcDevice
-    from strata_gui.core.runtime import ServerState
+    from strata_gui.core.runtime import IMAGE, ServerState
+    from strata_gui.ui.bridge import follow
 
     base = services.base
     window.add_shortcuts()
@@ -329,14 +330,9 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         page = EnginesPage(services.engines, bridge)
         if services.gpu.last_report is not None:  # detected before this page was opened
             page.set_gpus(services.resolver.gpu_targets())
-        page.engines_changed.connect(services.refresh_chat_plan)
-
-        def show_findings() -> None:
-            gpu = pages.built("gpu")
-            if gpu is not None:
-                cast("GpuPage", gpu).show_probe_findings()
-
-        page.engines_changed.connect(show_findings)
+        # Plans follow the GPUs and the engines on their own (the resolver listens); the page too.
+        follow(page, services.gpu.events, lambda _e: page.set_gpus(services.resolver.gpu_targets()))
+        follow(page, services.engines.events, lambda _e: page.refresh_installed())
         return page
 
     def remote_devices() -> list[RpcDevice]:
@@ -353,14 +349,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
                        ignore_driver_check=lambda on: services.settings.update(ignore_driver_check=on),
                        rocm_findings=services.resolver.rocm_findings)
 
-        def detected(_report: object) -> None:
-            # Plans and verdicts follow what the GPU page detects.
-            engines = pages.built("engines")
-            if engines is not None:
-                cast("EnginesPage", engines).set_gpus(services.resolver.gpu_targets())
-            services.refresh_chat_plan()
-
-        page.detected.connect(detected)
+        follow(page, services.engines.events, lambda _e: page.show_probe_findings())
         window.closing.connect(page.stop_sampling)
         return page
 
@@ -384,7 +373,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         from strata_gui.ui.pages.dashboard_page import DashboardPage
 
         image_stats = ImageDashboard(services.dashboard, bridge,
-                                     models=lambda: services.models.usable_models("image"),
+                                     models=lambda: services.models.usable_models(IMAGE),
                                      choose_model=hooks.choose_image_model)
         page = DashboardPage(
             services.dashboard, bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
@@ -396,7 +385,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     def build_images() -> Page:
         from strata_gui.ui.pages.images_page import ImagesPage
 
-        page = ImagesPage(services.images, bridge, models=lambda: services.models.usable_models("image"),
+        page = ImagesPage(services.images, bridge, models=lambda: services.models.usable_models(IMAGE),
                           choose_model=hooks.choose_image_model, open_path=hooks.open_path)
 
         def made(_result: object) -> None:
@@ -417,9 +406,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     def build_network() -> Page:
         from strata_gui.ui.pages.network_page import NetworkPage
 
-        page = NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
-        page.remotes_changed.connect(pages.chat.refresh_run_on)
-        return page
+        return NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
 
     def build_settings() -> Page:
         from strata_gui.ui.pages.settings_page import SettingsPage
@@ -486,24 +473,14 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
                           resolver=services.resolver, offline=base.settings.offline,
                           choose_folder=hooks.choose_folder, choose_model=hooks.choose_model, parent=window)
 
-    def engine_ready(_engine: object) -> None:
-        engines, gpu = pages.built("engines"), pages.built("gpu")  # pages not opened yet read it when built
-        if engines is not None:
-            cast("EnginesPage", engines).refresh_installed()
-        services.refresh_chat_plan()
-        if gpu is not None:
-            cast("GpuPage", gpu).show_probe_findings()
-
     def chat_with(path: Path) -> None:
         pages.chat.set_model(path)
-        services.refresh_chat_plan()
         window.show_page(pages.chat)
 
     def remember(_result: int) -> None:
         window.uncover(guide)
         _save_quietly(base, first_run_done=True)
 
-    guide.engine_ready.connect(engine_ready)
     guide.chat_requested.connect(chat_with)
     guide.finished.connect(remember)
     window.closing.connect(guide.close)
@@ -706,7 +683,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
         exit_code = 1
     finally:
         for s in built:
-            s.chat.kill_engine_now()  # never leave an engine behind, whatever happened
+            s.kill_engines_now()  # never leave an engine behind, whatever happened
         crash.uninstall()
         gc.enable()  # if start-up failed before the window was usable
         open_log()

@@ -14,7 +14,7 @@ from strata_gui.core.bench import DEFAULT_DEPTH, BenchConfig
 from strata_gui.core.errors import StrataError
 from strata_gui.core.images import parse_size
 from strata_gui.core.progress import Progress
-from strata_gui.core.runtime import EngineSpec
+from strata_gui.core.runtime import IMAGE, EngineSpec
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,7 +44,7 @@ async def run_images(args: argparse.Namespace, app: AppServices) -> int:
     width, height = parse_size(args.size)
     await app.prepare()
     for folder in args.engine:
-        await app.resolver.use_folder(folder, kind="image")
+        await app.resolver.use_folder(folder, kind=IMAGE)
 
     def show(p: Progress) -> None:
         if not args.json:

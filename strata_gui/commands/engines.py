@@ -18,6 +18,7 @@ from strata_gui.core.app_services import AppServices
 from strata_gui.core.engines import EngineService, GpuTarget, InstalledEngine, Release, load_releases_file
 from strata_gui.core.errors import EngineError
 from strata_gui.core.progress import Progress
+from strata_gui.core.runtime import IMAGE, TEXT, EngineKind
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -80,8 +81,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tune.add_argument("--table-gfx", help="gfx target the table was made for (default: the GPU's)")
 
 
-def _kind(args: argparse.Namespace) -> str:
-    return "image" if getattr(args, "images", False) else "text"
+def _kind(args: argparse.Namespace) -> EngineKind:
+    return IMAGE if getattr(args, "images", False) else TEXT
 
 
 def _gpus(args: argparse.Namespace, app: AppServices) -> list[GpuTarget]:
@@ -110,7 +111,7 @@ def _engine_line(e: InstalledEngine, svc: EngineService, gpu: GpuTarget | None) 
     probe = svc.last_probe(e.id, gpu)
     state = f"{probe.verdict}: {probe.message}" if probe else "not checked on this machine yet (strata engines probe)"
     pin = " (pinned)" if e.id == svc.settings.pinned_engine else ""
-    kind = " (images)" if e.kind == "image" else ""
+    kind = "" if e.kind.follows_choices else f" ({e.kind.label} engine)"
     return f"{e.id}{pin}{kind}\n    {e.backend} {e.tag}  {e.server_path}\n    {state}"
 
 

@@ -27,6 +27,7 @@ from strata_gui.core.images import (
     parse_size,
     read_settings,
 )
+from strata_gui.core.runtime import IMAGE
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -98,8 +99,8 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     model = _model(args)
     await app.prepare()
     for folder in args.engine:
-        await app.resolver.use_folder(_folder(folder), kind="image")
-    resolution = app.resolver.resolve(model, kind="image")
+        await app.resolver.use_folder(_folder(folder), kind=IMAGE)
+    resolution = app.resolver.resolve(model, kind=IMAGE)
     if resolution.chosen is None:
         raise ImageError(resolution.summary().replace("engine", "image engine", 1),
                          hint="Install one with `strata engines install --images`, or pass --engine DIR.")

@@ -34,6 +34,7 @@ from strata_gui.core.models import (
     metadata_summary,
 )
 from strata_gui.core.progress import Progress, format_bytes
+from strata_gui.core.runtime import IMAGE, TEXT
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -97,7 +98,7 @@ async def _search(args: argparse.Namespace, svc: ModelService) -> int:
     items: list[RepoSummary] = []
     next_url: str | None = None
     while len(items) < args.limit:
-        page = await svc.search(args.query, args.sort, next_url, kind="image" if args.images else "text")
+        page = await svc.search(args.query, args.sort, next_url, kind=IMAGE if args.images else TEXT)
         items.extend(page.items)
         next_url = page.next_url
         if next_url is None:
@@ -171,7 +172,7 @@ async def _image_info(args: argparse.Namespace, svc: ModelService, detail: Model
 
 async def _info(args: argparse.Namespace, svc: ModelService) -> int:
     detail = await svc.detail(args.repo)
-    if detail.kind == "image":
+    if detail.kind is IMAGE:
         return await _image_info(args, svc, detail)
     report = await svc.fit_report(detail, args.ctx or None)
     if args.json:
@@ -242,7 +243,7 @@ async def _wait(svc: ModelService, job: DownloadJob) -> list[Path]:
 
 async def _pull(args: argparse.Namespace, svc: ModelService) -> int:
     detail = await svc.detail(args.repo)
-    if detail.kind == "image":
+    if detail.kind is IMAGE:
         return await _image_pull(args, svc, detail)
     if not detail.quants:
         raise ModelError(f"{args.repo} has no GGUF files.", hint="Pick a repository whose name ends in -GGUF.")

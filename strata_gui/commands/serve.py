@@ -55,7 +55,6 @@ async def _choose(app: AppServices, args: argparse.Namespace) -> str:
         await app.resolver.use_folder(folder)
     if args.model:
         app.chat.set_model(_paths([args.model])[0])
-    app.refresh_chat_plan()
     return app.resolver.resolve(app.chat.model).summary()
 
 

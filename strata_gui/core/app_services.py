@@ -3,8 +3,8 @@
 Both faces use it: ``app.py`` (the GUI) and every ``strata`` command build exactly this, so they
 make the same decisions. Each decision has one owner inside: which engine runs belongs to the
 :class:`~strata_gui.core.engines.resolver.EngineResolver`; what a setting is, to the
-:class:`~strata_gui.core.settings.SettingsService`; the GPU facts, to the GPU service. This module
-only connects them; it holds no policy of its own.
+:class:`~strata_gui.core.settings.SettingsService`; the GPU facts, to the GPU service. The engine pool
+is the only owner of running engines. This module only connects them; it holds no policy of its own.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,7 +22,7 @@ import httpx
 
 from strata_gui.core.bench.store import ImageRun, MetricsStore
 from strata_gui.core.blocking import run_blocking
-from strata_gui.core.chat.service import ChatEvent, ChatService, MessageUpdated, default_supervisor_factory
+from strata_gui.core.chat.service import ChatEvent, ChatService, MessageUpdated
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.engines.catalog import load_catalog
 from strata_gui.core.engines.resolver import EngineResolver, Resolution
@@ -31,20 +30,20 @@ from strata_gui.core.engines.service import EngineService, create_engine_service
 from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
-from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.load_options import LoadOptionsService
-from strata_gui.core.models.targets import memory_target_for_gpus
-from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
+from strata_gui.core.pool.memory import FitTarget, PoolMemory
+from strata_gui.core.pool.pool import EnginePool
+from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.resources import kernels_dir
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.outcome import Outcome
+from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.process_guard import WindowsJob
-from strata_gui.core.runtime.supervisor import SupervisorFactory
+from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.services import Services
-from strata_gui.core.settings import Settings, SettingsChange, SettingsService
+from strata_gui.core.settings import SettingsService
 from strata_gui.core.transfer import TlsContext, loopback_client, network_client
 
 if TYPE_CHECKING:  # built on first use (see AppServices): their modules load then, not at start-up
@@ -57,43 +56,12 @@ if TYPE_CHECKING:  # built on first use (see AppServices): their modules load th
 log = logging.getLogger(__name__)
 
 
-class FitTarget:
-    """The memory a model must fit in: the GPUs models run on (the resolver's device choice; two or
-    more are one split target), else Settings' fallback, plus the active RPC workers."""
-
-    def __init__(self, gpu: GpuService, settings: Settings, rpc: RpcPool, resolver: EngineResolver) -> None:
-        self._gpu, self._settings, self._rpc, self._resolver = gpu, settings, rpc, resolver
-
-    def __call__(self) -> MemoryTarget:
-        report = self._gpu.last_report
-        chosen = {p.key for p in self._resolver.gpu_picks() if p.chosen}
-        gpus = [g for g in report.gpus if g.key in chosen] if report is not None else []
-        if not gpus and report is not None and report.primary is not None:
-            gpus = [report.primary]
-        return self._rpc.extend_target(memory_target_for_gpus(gpus, self._settings))
-
-
-class RpcCrashPolicy:
-    """A reply failed: ask the RPC pool whether a worker dropped, and say if the model still fits."""
-
-    def __init__(self, rpc: RpcPool, fit_target: FitTarget) -> None:
-        self._rpc, self._fit_target = rpc, fit_target
-
-    async def __call__(self, outcome: Outcome | None, model: Path | None) -> str | None:
-        notice = await self._rpc.after_crash(outcome, model)
-        if notice and model is not None:
-            notice += fit_after_drop(model, self._fit_target())
-        return notice
-
-
 @dataclass(frozen=True)
 class LaterParts:
     """What the services built on first use are made from (shared with the ones built at once)."""
 
     environ: dict[str, str]
-    job: WindowsJob  # one job object: every engine dies with the app on Windows
     secrets: FileSecretStore
-    supervisors: SupervisorFactory
 
 
 class AppServices:
@@ -109,7 +77,7 @@ class AppServices:
     def __init__(self, base: Services, http: httpx.AsyncClient, local_http: httpx.AsyncClient, *,
                  gpu: GpuService, engines: EngineService, resolver: EngineResolver, metrics: MetricsStore,
                  chat_store: ConversationStore, chat: ChatService, remote: RemoteService, rpc: RpcPool,
-                 fit_target: FitTarget, load_options: LoadOptionsService, later: LaterParts,
+                 pool: EnginePool, fit_target: FitTarget, load_options: LoadOptionsService, later: LaterParts,
                  gpu_error: StrataError | None = None, tls: TlsContext | None = None) -> None:
         self.base = base
         self.http = http  # the network: GitHub, the hub (honours proxy settings)
@@ -122,6 +90,7 @@ class AppServices:
         self.chat = chat
         self.remote = remote  # remote OpenAI-compatible engines (keys in the user-only key store)
         self.rpc = rpc  # llama.cpp RPC workers for the chat's engine, and lending this machine
+        self.pool = pool  # the one owner of every running engine: chat, bench, API and images borrow
         self.fit_target = fit_target
         self.load_options = load_options  # per-model load options: the chat launch, bench, the panel's fit
         self.gpu_error = gpu_error  # why the configured GPU source could not be used
@@ -150,11 +119,9 @@ class AppServices:
         from strata_gui.core.bench.service import DashboardService
         from strata_gui.core.bench.workload import Benchmark
 
-        bench = Benchmark(self.local_http, self._later.supervisors, self.metrics,
-                          launch_settings=self.load_options.server_settings)
+        bench = Benchmark(self.local_http, self.pool, self.metrics, launch_settings=self.load_options.server_settings)
         dashboard = DashboardService(self.metrics, bench, self.local_http, resolver=self.resolver)
         dashboard.image_benchmark = image_benchmark_runner(lambda: self.images)
-        dashboard.add_choice_listener(self.refresh_chat_plan)
         return dashboard
 
     @cached_property
@@ -171,10 +138,8 @@ class AppServices:
         from strata_gui.core.images.gallery import Gallery
         from strata_gui.core.images.service import ImageService
 
-        paths = self.base.paths
-        return ImageService(self.resolver.image_plan, self.local_http, Gallery(paths.data_dir / "images"),
-                            environ=self._later.environ, recorder=image_recorder(self.metrics),
-                            log_dir=paths.log_dir, job=self._later.job)
+        return ImageService(self.resolver.image_plan, self.pool, self.local_http,
+                            Gallery(self.base.paths.data_dir / "images"), recorder=image_recorder(self.metrics))
 
     LATER = ("telemetry", "models", "dashboard", "serve", "images")
     # The modules those need beyond what the chat loaded (importing them is most of their cost).
@@ -223,7 +188,7 @@ class AppServices:
         """The GPU report, detected off the loop the first time."""
         if self.gpu.last_report is not None:
             return self.gpu.last_report
-        return await run_blocking(self.gpu.detect, name="strata-gpu-detect")
+        return await self.gpu.detect_async()
 
     async def prepare(self, on_progress: ProgressCallback = no_progress, *, reprobe: bool = False) -> Resolution:
         """Detect GPUs, probe engines without a current verdict, and order the chat's plan.
@@ -232,7 +197,6 @@ class AppServices:
         """
         await self.detect_gpus()
         await self.resolver.prepare(on_progress, reprobe=reprobe)
-        self.refresh_chat_plan()
         return self.resolver.resolve(self.chat.model)
 
     # -- chat → dashboard ---------------------------------------------------------------------------
@@ -254,21 +218,16 @@ class AppServices:
             log.warning("could not record request statistics", exc_info=True)
 
     async def use_engine_folder(self, folder: Path, on_progress: ProgressCallback = no_progress) -> EngineSpec:
-        """The chat's "Engine folder…": check the build there, then put it first for this session."""
-        spec = await self.resolver.use_folder(folder, on_progress)
-        self.refresh_chat_plan()
-        return spec
+        """The chat's "Engine folder…": check the build there, then put it first for this session
+        (the resolver announces the change; the chat re-plans)."""
+        return await self.resolver.use_folder(folder, on_progress)
 
-    def _settings_changed(self, change: SettingsChange) -> None:
-        if change.keys & {"pinned_engine", "gfx_override", "engines_dir", "devices", "ignore_driver_check"}:
-            self.refresh_chat_plan()
-
-    def refresh_chat_plan(self) -> None:
-        """Re-resolve the chat's engines (after detection, installs, probes, a benchmark, a pin)."""
-        self.chat.set_plan(self.resolver.plan_for(self.chat.model))
+    def kill_engines_now(self) -> None:
+        """Blocking kill of every engine (exit paths where the loop no longer runs)."""
+        self.pool.kill_now()
 
     async def aclose(self) -> None:
-        """Stop the engine, worker threads and network client; close databases. Safe twice."""
+        """Stop the engines, worker threads and network client; close databases. Safe twice."""
         try:  # services never built have nothing to stop
             if self.built("telemetry"):
                 await run_blocking(self.telemetry.close, name="strata-telemetry-close")
@@ -277,7 +236,7 @@ class AppServices:
             if self.built("images"):
                 await self.images.aclose()
             await self.chat.aclose()
-            await self.rpc.aclose()
+            await self.pool.aclose()
         finally:
             try:
                 if self.built("models"):
@@ -287,26 +246,6 @@ class AppServices:
                 await self.local_http.aclose()
                 self.chat_store.close()
                 self.metrics.close()
-
-
-def model_bytes(model: Path) -> int:
-    """Size on disk of a model, all shards of a split set included."""
-    m = re.match(r"(.*)-(\d{5})-of-(\d{5})\.gguf$", model.name)
-    files = sorted(model.parent.glob(f"{m.group(1)}-*-of-{m.group(3)}.gguf")) if m else [model]
-    return sum(f.stat().st_size for f in files if f.is_file())
-
-
-def fit_after_drop(model: Path, target: MemoryTarget) -> str:
-    """" It no longer fits ..." when the model outgrows the GPU memory left (else "")."""
-    try:
-        needed = model_bytes(model)
-    except OSError:
-        return ""
-    usable = target.usable_bytes
-    if usable <= 0 or needed <= usable:
-        return ""
-    return (f" The model ({format_bytes(needed)}) no longer fits in the GPU memory left "
-            f"({format_bytes(usable)}): part of it will run on the processor, which is slower.")
 
 
 def image_recorder(metrics: MetricsStore) -> Callable[[ImageRecord], None]:
@@ -374,24 +313,32 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     engines = create_engine_service(paths, base.settings_service, env, client, catalog=catalog,
                                     gpu_report=lambda: gpu.last_report)
     metrics = MetricsStore(paths.database_file)
-    resolver = EngineResolver(engines, gpu, settings, metrics)
+    resolver = EngineResolver(engines, gpu, settings, metrics, settings_events=base.settings_service.events)
     rpc = RpcPool(base.settings_service, resolver.installed_specs, environ=env, log_dir=paths.log_dir, job=job)
-    fit_target = FitTarget(gpu, settings, rpc, resolver)
-    secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
-    chat_store = ConversationStore(paths.database_file if keep_conversations else Path(":memory:")).open()
-    supervisors = default_supervisor_factory(local, env, job=job)
+    fit_target = FitTarget(gpu, settings, resolver, rpc.extend_target)
     load_options = LoadOptionsService(paths.data_dir / "load_options.json", base.settings_service, fit_target,
                                       total_ram)
-    chat = ChatService(chat_store, rpc.wrap(supervisors), local, base.settings_service,
-                       plan_provider=resolver.plan_for, depth_advisor=resolver, crash_handler=RpcCrashPolicy(rpc, fit_target),
+
+    def launch(engine: EngineSpec, model: Path, launch: ServerSettings) -> ServerSupervisor:
+        log_file = paths.log_dir / f"{engine.kind.binary}-{engine.id}.log"
+        return ServerSupervisor(engine, model, launch, http=local, environ=env, job=job, log_file=log_file,
+                                ready_timeout=engine.kind.load_timeout)
+
+    def idle_timeout() -> float | None:
+        minutes = base.settings.engine_idle_minutes
+        return minutes * 60.0 if minutes > 0 else None
+
+    pool = EnginePool(rpc.wrap(launch), memory=PoolMemory(load_options.shape_now, fit_target, total_ram,
+                                                           lambda: base.settings),
+                      idle_timeout=idle_timeout, advisor=rpc.advisor(fit_target))
+    rpc.pool = pool
+    secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
+    chat_store = ConversationStore(paths.database_file if keep_conversations else Path(":memory:")).open()
+    chat = ChatService(chat_store, pool, local, base.settings_service, plans=resolver,
                        launch_settings=load_options.server_settings)
-    load_options.subscribe(lambda model: chat.options_changed() if model == chat.model else None)
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     app = AppServices(base, client, local, gpu=gpu, engines=engines, resolver=resolver, metrics=metrics,
-                      chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, fit_target=fit_target,
-                      load_options=load_options, later=LaterParts(env, job, secrets, supervisors),
-                      gpu_error=gpu_error, tls=tls)
+                      chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, pool=pool, fit_target=fit_target,
+                      load_options=load_options, later=LaterParts(env, secrets), gpu_error=gpu_error, tls=tls)
     chat.subscribe(app._record_reply)
-    base.settings_service.subscribe(app._settings_changed)
-    app.refresh_chat_plan()
     return app

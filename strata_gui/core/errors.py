@@ -119,6 +119,18 @@ class ServerError(StrataError):
     title = "Engine server problem"
 
 
+class EngineBusyError(ServerError):
+    """The engine pool cannot start another engine now (memory is held by engines in use) and the
+    caller asked not to wait. ``retry_after`` is a guess in seconds (the local API's Retry-After)."""
+
+    title = "Engines busy"
+
+    def __init__(self, message: str, *, hint: str | None = None, details: str | None = None,
+                 retry_after: float = 5.0) -> None:
+        super().__init__(message, hint=hint, details=details)
+        self.retry_after = retry_after
+
+
 class ChatError(StrataError):
     title = "Chat problem"
 

@@ -8,9 +8,10 @@ suite fails any test during which such a record appears (tests/conftest.py).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
-from typing import ParamSpec
+from typing import Generic, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 
@@ -36,3 +37,39 @@ def _name(fn: Callable[..., object]) -> str:
 
 def _event_name(args: tuple[object, ...]) -> str:
     return type(args[0]).__name__ if args else "an event"
+
+
+E = TypeVar("E")
+
+
+class Listeners(Generic[E]):
+    """The one listener list every core service announces its changes through.
+
+    ``subscribe`` returns the unsubscribe function (so a page that goes away can let go); the
+    events are delivered by :func:`emit`, so one broken listener never stops the others or the
+    service. Events are objects (one small frozen dataclass per kind of change), never bare
+    arguments: a listener can ``isinstance``-check what it cares about.
+    """
+
+    __slots__ = ("_fns",)
+
+    def __init__(self) -> None:
+        self._fns: list[Callable[[E], object]] = []
+
+    def subscribe(self, fn: Callable[[E], object]) -> Callable[[], None]:
+        """Call ``fn(event)`` for every event from now on; returns the unsubscribe."""
+        self._fns.append(fn)
+        return lambda: self.unsubscribe(fn)
+
+    def unsubscribe(self, fn: Callable[[E], object]) -> None:
+        """Stop calling ``fn`` (no error when it was not subscribed)."""
+        with contextlib.suppress(ValueError):
+            self._fns.remove(fn)
+
+    def emit(self, event: E) -> None:
+        """Deliver ``event`` to every listener (see :func:`emit`)."""
+        if self._fns:
+            emit(self._fns, event)
+
+    def __len__(self) -> int:
+        return len(self._fns)

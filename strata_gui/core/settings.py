@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from strata_gui.core.errors import SettingsError
-from strata_gui.core.events import emit
+from strata_gui.core.events import Listeners
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,10 @@ class Settings:
     # Engines and runtime.
     pinned_engine: str = ""
     auto_fallback: bool = True
+    # The engine pool: unload an engine nobody used for this long (0 = keep it until needed),
+    # and what all loaded engines may hold together (0 = the GPU's memory, or the machine's RAM).
+    engine_idle_minutes: int = 30
+    engine_memory_mb: int = 0
     context_size: int = 4096
     gpu_layers: str = "all"  # "all", "auto" or a number
     flash_attention: str = "auto"  # on | off | auto
@@ -94,7 +98,7 @@ class Settings:
             problems.append("flash attention must be on, off or auto")
         if self.gpu_layers not in ("all", "auto") and not self.gpu_layers.isdigit():
             problems.append("GPU layers must be 'all', 'auto' or a number")
-        if self.context_size < 0 or self.memory_budget_mb < 0:
+        if min(self.context_size, self.memory_budget_mb, self.engine_idle_minutes, self.engine_memory_mb) < 0:
             problems.append("sizes cannot be negative")
         return problems
 
@@ -234,7 +238,7 @@ class SettingsService:
         self._current = settings if settings is not None else Settings()
         # A deep copy: list fields (model_dirs, rpc_workers) must not be shared with ``current``.
         self._persisted = copy.deepcopy(self._current)
-        self._listeners: list[SettingsListener] = []
+        self.events: Listeners[SettingsChange] = Listeners()
 
     @classmethod
     def load(cls, store: SettingsStore) -> SettingsService:
@@ -250,12 +254,7 @@ class SettingsService:
 
     def subscribe(self, fn: SettingsListener) -> Callable[[], None]:
         """Call ``fn`` after every change; returns a function that unsubscribes."""
-        self._listeners.append(fn)
-
-        def unsubscribe() -> None:
-            if fn in self._listeners:
-                self._listeners.remove(fn)
-        return unsubscribe
+        return self.events.subscribe(fn)
 
     def _check(self, changes: dict[str, Any]) -> Settings:
         names = {f.name for f in dataclasses.fields(Settings)}
@@ -299,4 +298,4 @@ class SettingsService:
     def _emit(self, keys: frozenset[str], *, persisted: bool) -> None:
         if not keys:
             return
-        emit(self._listeners, SettingsChange(keys, self._current, persisted))
+        self.events.emit(SettingsChange(keys, self._current, persisted))

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
 from strata_gui.core.errors import StrataError, describe
+from strata_gui.core.events import Listeners
 from strata_gui.core.progress import Progress, ProgressCallback
 
 log = logging.getLogger(__name__)
@@ -144,3 +145,14 @@ class AsyncBridge(QObject):
             t.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
+
+
+E = TypeVar("E")
+
+
+def follow(widget: QObject, listeners: Listeners[E], fn: Callable[[E], object]) -> None:
+    """Call ``fn(event)`` for each core event while ``widget`` lives (pages subscribe to the core's
+    changes themselves; nothing relays them). Core events arrive on the loop's thread, which is the
+    GUI thread, so ``fn`` may touch widgets."""
+    unsubscribe = listeners.subscribe(fn)
+    widget.destroyed.connect(lambda *_: unsubscribe())

@@ -14,6 +14,7 @@ from strata_gui.core.bench.choice import recommend
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import BenchConfig, Benchmark
 from strata_gui.core.errors import StrataError
+from strata_gui.core.pool import EnginePool
 from strata_gui.core.progress import Progress
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor
@@ -38,7 +39,7 @@ async def _run(db: Path, engines: list[EngineSpec], model: Path, progress: list[
             return ServerSupervisor(engine, m, settings, http=http, ready_timeout=120)
 
         try:
-            return await Benchmark(http, factory, store).run(model, engines, gpu="llvmpipe", config=config,
+            return await Benchmark(http, EnginePool(factory), store).run(model, engines, gpu="llvmpipe", config=config,
                                                               on_progress=progress.append)
         finally:
             store.close()

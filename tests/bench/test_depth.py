@@ -26,6 +26,7 @@ from strata_gui.core.bench.store import BenchResult, MetricsStore
 from strata_gui.core.bench.workload import Benchmark
 from strata_gui.core.chat.service import EngineSwitchOffer
 from strata_gui.core.chat.store import COMPLETE
+from strata_gui.core.pool import EnginePool
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
 from strata_gui.core.runtime.engine import EngineSpec
@@ -142,7 +143,7 @@ def test_dashboard_benchmark_runs_the_depth_pass(qtbot: QtBot, tmp_path: Path, t
     def factory(engine: EngineSpec, model: Path, settings: ServerSettings) -> ServerSupervisor:
         return ServerSupervisor(engine, model, settings, http=http, ready_timeout=120)
 
-    service = DashboardService(store, Benchmark(http, factory, store), http, resolver=FixedEngines([cpu]))
+    service = DashboardService(store, Benchmark(http, EnginePool(factory), store), http, resolver=FixedEngines([cpu]))
     bridge = AsyncBridge()
     page = DashboardPage(service, bridge, models=lambda: [test_model])
     qtbot.addWidget(page)
@@ -205,7 +206,6 @@ def test_chat_offers_the_engine_that_is_clearly_faster_once_the_conversation_is_
                 services.metrics.save_bench(BenchResult(test_model.name, engine, backend, gpu, 32, 8, 1, [500.0],
                                                         [decode], model_key=key, depth=depth))
         services.metrics.set_choice(key, gpu, cpu, "measured", test_model.name)
-        services.refresh_chat_plan()
         assert services.chat.plan[0].id == cpu
         offers: list[EngineSwitchOffer] = []
         services.chat.subscribe(lambda e, seen=offers: seen.append(e) if isinstance(e, EngineSwitchOffer) else None)

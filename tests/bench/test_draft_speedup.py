@@ -16,6 +16,7 @@ from strata_gui.cli import main
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import Benchmark
+from strata_gui.core.pool import EnginePool
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor
 from strata_gui.ui.bridge import AsyncBridge
@@ -59,7 +60,7 @@ def test_dashboard_shows_the_draft_speedup(qtbot: QtBot, tmp_path: Path, test_en
         return ServerSupervisor(engine, model, settings, http=http, ready_timeout=120)
 
     cpu = EngineSpec("cpu-b11434", "CPU", "cpu", test_engines.cpu_server)
-    bench = Benchmark(http, factory, store, launch_settings=lambda _m: ServerSettings(draft_model=str(twin)))
+    bench = Benchmark(http, EnginePool(factory), store, launch_settings=lambda _m: ServerSettings(draft_model=str(twin)))
     service = DashboardService(store, bench, http, resolver=FixedEngines([cpu]))
     try:
         page = DashboardPage(service, AsyncBridge(), models=lambda: [test_model])

@@ -9,10 +9,11 @@ from typing import Any, TypeVar
 
 import httpx
 
-from strata_gui.core.chat.service import ChatEvent, ChatService, default_supervisor_factory
+from strata_gui.core.chat.service import ChatEvent, ChatService
 from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.engine import EngineSpec
+from tests.support.pool import real_pool
 from tests.support.settings import settings_service
 
 T = TypeVar("T")
@@ -29,8 +30,8 @@ def run_with_service(
         paths.ensure()
         s = settings_service(context_size=settings.pop("context_size", 1024), **settings)
         async with httpx.AsyncClient(trust_env=False) as http:
-            svc = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http),
-                              http, s)
+            pool = real_pool(http)
+            svc = ChatService(ConversationStore(paths.database_file).open(), pool, http, s)
             svc.set_plan(plan)
             svc.set_model(model)
             events: list[ChatEvent] = []
@@ -39,6 +40,7 @@ def run_with_service(
                 return await body(svc, events)
             finally:
                 await svc.aclose()
+                await pool.aclose()
 
     return asyncio.run(main())
 

@@ -16,7 +16,6 @@ from strata_gui.core.chat.service import (
     ChatService,
     MessageDelta,
     MessageUpdated,
-    default_supervisor_factory,
 )
 from strata_gui.core.chat.store import COMPLETE, STOPPED, ConversationStore, Message
 from strata_gui.core.paths import AppPaths
@@ -28,6 +27,7 @@ from strata_gui.ui.pages.chat_page import FRAME_S, PAGE_SIZE, ChatPage
 from tests.chat.conftest import until
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import engines as _engines
+from tests.support.pool import real_pool
 from tests.support.settings import settings_service
 
 Engines = _engines.TestEngines
@@ -47,7 +47,7 @@ def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop, test_model: Path) ->
     paths = AppPaths.from_environment()
     paths.ensure()
     http = httpx.AsyncClient(trust_env=False)
-    service = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http), http,
+    service = ChatService(ConversationStore(paths.database_file).open(), real_pool(http), http,
                           settings_service(context_size=1024, last_model=str(test_model)))
     bridge = AsyncBridge()
     errors: list = []
@@ -61,6 +61,7 @@ def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop, test_model: Path) ->
     finally:
         qasync_loop.run_until_complete(bridge.shutdown())
         qasync_loop.run_until_complete(service.aclose())
+        qasync_loop.run_until_complete(service.pool.aclose())
         qasync_loop.run_until_complete(http.aclose())
 
 

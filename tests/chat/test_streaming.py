@@ -16,7 +16,6 @@ from strata_gui.core.chat.service import (
     ChatService,
     MessageAdded,
     MessageDelta,
-    default_supervisor_factory,
 )
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.paths import AppPaths
@@ -24,6 +23,7 @@ from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback,
 from strata_gui.ui.chat.markdown import Segment, plain_extension
 from strata_gui.ui.chat.message_widget import TextBlock
 from tests.runtime.sse_server import sse_server
+from tests.support.pool import real_pool
 from tests.support.settings import settings_service
 
 
@@ -51,7 +51,7 @@ def test_text_events_are_batched_and_the_first_token_goes_out_alone() -> None:
         paths = AppPaths.from_environment()
         paths.ensure()
         async with httpx.AsyncClient(trust_env=False) as http:
-            svc = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http),
+            svc = ChatService(ConversationStore(paths.database_file).open(), real_pool(http),
                               http, settings_service(), delta_interval=interval)
             svc.set_remote(LoopbackEngine(http, base))
             loop = asyncio.get_running_loop()
@@ -66,6 +66,7 @@ def test_text_events_are_batched_and_the_first_token_goes_out_alone() -> None:
                 reply = await svc.send(svc.new_conversation().id, "count")
             finally:
                 await svc.aclose()
+                await svc.pool.aclose()
         assert reply.status == COMPLETE and reply.content == "".join(f"t{i} " for i in range(40))
         assert "".join(d.text for d in deltas) == reply.content
         assert deltas[0].text == "t0 "
@@ -97,7 +98,7 @@ def test_the_users_message_is_announced_once_sent_or_soon_if_the_engine_is_slow_
         paths = AppPaths.from_environment()
         paths.ensure()
         async with httpx.AsyncClient(trust_env=False) as http:
-            svc = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http),
+            svc = ChatService(ConversationStore(paths.database_file).open(), real_pool(http),
                               http, settings_service())
             svc.set_remote(engine(http, base))
             loop = asyncio.get_running_loop()
@@ -115,6 +116,7 @@ def test_the_users_message_is_announced_once_sent_or_soon_if_the_engine_is_slow_
                 await svc.send(conv.id, "hello")
             finally:
                 await svc.aclose()
+                await svc.pool.aclose()
 
     with sse_server("ok") as (base, _requests):
         asyncio.run(main(base))

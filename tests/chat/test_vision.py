@@ -61,7 +61,6 @@ def test_an_image_reaches_the_engine_and_comes_back_after_a_restart(
         ui.window.show()
         _engine, probe = qasync_loop.run_until_complete(services.engines.add_local(test_engines.cpu_dir, "cpu"))
         assert probe.usable, probe.message
-        services.refresh_chat_plan()
         chat.set_model(vision_model)
         # The same words without and with a picture: the picture adds exactly its image tokens.
         _, plain = _send(qasync_loop, ui, services, "What is in the picture?")

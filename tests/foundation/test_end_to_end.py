@@ -31,7 +31,6 @@ def test_engine_to_chat_to_dashboard(qtbot: QtBot, qapp: QApplication, qasync_lo
         window.show()
         engine, probe = qasync_loop.run_until_complete(services.engines.add_local(test_engines.cpu_dir, "cpu"))
         assert probe.usable, probe.message
-        services.refresh_chat_plan()
         assert [s.id for s in services.chat.plan] == [engine.id]
         pages.chat.set_model(test_model)
         assert services.base.settings.last_model == str(test_model)

@@ -152,7 +152,6 @@ def test_every_option_reaches_the_running_engine(test_engines: TestEngines, wide
         try:
             await app.prepare()
             await app.resolver.use_folder(test_engines.cpu_dir)
-            app.refresh_chat_plan()
             app.load_options.save(wide_model, LoadOptions(
                 ctx_size=768, flash_attention="on", cache_type_k="q8_0", cache_type_v="q4_0", batch_size=256,
                 ubatch_size=128, threads=2, mmap=False, parallel=2))

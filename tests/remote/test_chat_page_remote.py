@@ -6,12 +6,13 @@ import asyncio
 
 import httpx
 
-from strata_gui.core.chat.service import ChatService, default_supervisor_factory
+from strata_gui.core.chat.service import ChatService
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.service import build_remote_service
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.chat_page import ChatPage
+from tests.support.pool import real_pool
 from tests.support.remote_server import WORDS, openai_like_server
 from tests.support.settings import settings_service
 
@@ -20,7 +21,7 @@ def test_choose_remote_engine_and_chat(qtbot, qasync_loop: asyncio.AbstractEvent
     paths = AppPaths.from_environment()
     paths.ensure()
     http = httpx.AsyncClient(trust_env=False)
-    service = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http), http,
+    service = ChatService(ConversationStore(paths.database_file).open(), real_pool(http), http,
                           settings_service())
     remote = build_remote_service(paths.config_dir, http)
     bridge = AsyncBridge()
@@ -62,4 +63,5 @@ def test_choose_remote_engine_and_chat(qtbot, qasync_loop: asyncio.AbstractEvent
     finally:
         qasync_loop.run_until_complete(bridge.shutdown())
         qasync_loop.run_until_complete(service.aclose())
+        qasync_loop.run_until_complete(service.pool.aclose())
         qasync_loop.run_until_complete(http.aclose())

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata_gui.core.chat.service import ChatService, MessageDelta, default_supervisor_factory
+from strata_gui.core.chat.service import ChatService, MessageDelta
 from strata_gui.core.chat.store import COMPLETE, FAILED, ConversationStore
 from strata_gui.core.errors import ChatError, NetworkError
 from strata_gui.core.logging_setup import close_logging, configure_logging
@@ -21,6 +21,7 @@ from strata_gui.core.remote.service import RemoteService, normalize_base_url
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.settings import Settings, SettingsStore
 from tests.support.engines import TestEngines, running_server
+from tests.support.pool import real_pool
 from tests.support.remote_server import WORDS, openai_like_server
 from tests.support.settings import settings_service
 
@@ -82,7 +83,7 @@ def test_right_key_lists_models_and_chats_with_stats(keyed_server: str) -> None:
             models = await remote.list_models(ep)
             assert models
             ep = remote.set_model(ep, models[0])
-            chat = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http),
+            chat = ChatService(ConversationStore(paths.database_file).open(), real_pool(http),
                                http, settings_service())
             chat.set_remote(remote.client(ep))
             deltas: list[str] = []
@@ -93,6 +94,7 @@ def test_right_key_lists_models_and_chats_with_stats(keyed_server: str) -> None:
                 msg = await chat.send(conv.id, "Say hello")
             finally:
                 await chat.aclose()
+                await chat.pool.aclose()
             assert msg.status == COMPLETE and msg.content and "".join(deltas) == msg.content
             assert msg.stats.decode_tps and msg.stats.ttft_s is not None and msg.stats.predicted_n
             assert msg.stats.backend == "remote" and msg.stats.engine == ep.label
@@ -120,7 +122,7 @@ def test_wrong_key_is_a_clear_error(keyed_server: str) -> None:
             ep = remote.add("second box", keyed_server, "sk-wrong")
             with pytest.raises(ChatError, match="rejected the API key"):
                 await remote.list_models(ep)
-            chat = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http),
+            chat = ChatService(ConversationStore(paths.database_file).open(), real_pool(http),
                                http, settings_service())
             chat.set_remote(remote.client(ep))
             conv = chat.new_conversation()
@@ -131,6 +133,7 @@ def test_wrong_key_is_a_clear_error(keyed_server: str) -> None:
                 assert last.status == FAILED and last.ran_on.startswith("remote:")
             finally:
                 await chat.aclose()
+                await chat.pool.aclose()
 
     asyncio.run(main())
 

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from strata_gui.core.rpc.workers import RpcServerProcess, rpc_server_executable
+from strata_gui.core.rpc.workers import rpc_server_executable
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.rpc_server import RpcServerProcess
 from tests.support.engines import TestEngines, free_port
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from strata_gui import cli
-from strata_gui.core.rpc.workers import RpcServerProcess
+from strata_gui.core.runtime.rpc_server import RpcServerProcess
 from tests.support.engines import TestEngines, free_port
 
 pytestmark = pytest.mark.engine

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strata_gui.core.app_services import fit_after_drop, model_bytes
 from strata_gui.core.models.fit import MemoryTarget
+from strata_gui.core.models.load_options import model_bytes
+from strata_gui.core.rpc.service import fit_after_drop
 
 
 def test_split_model_size_counts_every_shard(split_model: list[Path]) -> None:

@@ -9,19 +9,20 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata_gui.core.chat.service import ChatService, default_supervisor_factory
+from strata_gui.core.chat.service import ChatService
 from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.rpc.service import RpcPool
-from strata_gui.core.rpc.workers import RpcServerProcess
+from strata_gui.core.runtime.rpc_server import RpcServerProcess
 from strata_gui.core.serve.service import ChatUpstream, ServeService
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.network_page import NetworkPage
 from tests.rpc.conftest import rpc_spec
 from tests.serve.test_network_page import finish
 from tests.support.engines import TestEngines, free_port
+from tests.support.pool import real_pool
 from tests.support.settings import settings_service
 
 pytestmark = pytest.mark.engine
@@ -33,10 +34,10 @@ def test_add_check_workers_and_lend(qtbot, qasync_loop: asyncio.AbstractEventLoo
     paths.ensure()
     http = httpx.AsyncClient(trust_env=False)
     settings = settings_service()
-    chat = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http), http,
-                       settings)
+    engines = real_pool(http)
+    chat = ChatService(ConversationStore(paths.database_file).open(), engines, http, settings)
     secrets = FileSecretStore(paths.config_dir / "secrets.json")
-    rpc = RpcPool(settings, lambda: [rpc_spec(test_engines)])
+    rpc = RpcPool(settings, lambda: [rpc_spec(test_engines)], pool=engines)
     bridge = AsyncBridge()
     errors: list = []  # type: ignore[type-arg]
     bridge.error_occurred.connect(errors.append)
@@ -77,4 +78,5 @@ def test_add_check_workers_and_lend(qtbot, qasync_loop: asyncio.AbstractEventLoo
         qasync_loop.run_until_complete(bridge.shutdown())
         qasync_loop.run_until_complete(rpc.aclose())
         qasync_loop.run_until_complete(chat.aclose())
+        qasync_loop.run_until_complete(engines.aclose())
         qasync_loop.run_until_complete(http.aclose())

@@ -10,16 +10,19 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata_gui.core.chat.service import ChatService, MessageDelta, Notice, default_supervisor_factory
+from strata_gui.core.chat.service import ChatService, MessageDelta, Notice
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.errors import EngineError, ServerError
 from strata_gui.core.models.fit import MIB, MemoryTarget
 from strata_gui.core.paths import AppPaths
+from strata_gui.core.pool import EnginePool
 from strata_gui.core.rpc.service import RpcPool
-from strata_gui.core.rpc.workers import RpcServerProcess, parse_address, parse_devices
+from strata_gui.core.rpc.workers import parse_address, parse_devices
 from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.runtime.rpc_server import RpcServerProcess
 from tests.rpc.conftest import make_worker, rpc_spec
 from tests.support.engines import TestEngines
+from tests.support.pool import launcher
 from tests.support.settings import settings_service
 
 pytestmark = pytest.mark.engine
@@ -67,12 +70,14 @@ def test_check_workers_lists_their_devices(two_workers: list[RpcServerProcess], 
 
 
 def test_lending_refuses_a_taken_port(test_engines: TestEngines, two_workers: list[RpcServerProcess]) -> None:
-    pool = RpcPool(settings_service(), lambda: [rpc_spec(test_engines)])
-
     async def main() -> None:
-        with pytest.raises(ServerError, match="Cannot lend this computer"):
-            await pool.serve("127.0.0.1", two_workers[0].port, devices=["CPU"])
-        assert pool.server is None
+        async with httpx.AsyncClient(trust_env=False) as http:
+            engines = EnginePool(launcher(http))
+            pool = RpcPool(settings_service(), lambda: [rpc_spec(test_engines)], pool=engines)
+            with pytest.raises(ServerError, match="Cannot lend this computer"):
+                await pool.serve("127.0.0.1", two_workers[0].port, devices=["CPU"])
+            assert pool.server is None
+            await engines.aclose()
 
     asyncio.run(main())
 
@@ -89,9 +94,9 @@ def test_chat_spreads_over_workers_and_recovers_when_one_drops(
 
     async def main() -> None:
         async with httpx.AsyncClient(trust_env=False) as http:
-            chat = ChatService(ConversationStore(paths.database_file).open(),
-                               pool.wrap(default_supervisor_factory(http)), http, settings,
-                               crash_handler=pool.after_crash)
+            engines = EnginePool(pool.wrap(launcher(http)), advisor=pool.advisor())
+            pool.pool = engines
+            chat = ChatService(ConversationStore(paths.database_file).open(), engines, http, settings)
             chat.set_plan([rpc_spec(test_engines)])
             chat.set_model(test_model)
             events: list[object] = []
@@ -128,6 +133,7 @@ def test_chat_spreads_over_workers_and_recovers_when_one_drops(
                 assert pool.dropped == {victim.address}
             finally:
                 await chat.aclose()
+                await engines.aclose()
 
     asyncio.run(main())
 

@@ -16,10 +16,12 @@ import psutil
 import pytest
 
 from strata_gui.core.errors import ServerError
-from strata_gui.core.rpc.workers import RpcServerProcess, rpc_server_executable
+from strata_gui.core.rpc.workers import rpc_server_executable
+from strata_gui.core.runtime.kinds import llama_command as build_command
+from strata_gui.core.runtime.launch import ServerSettings, free_loopback_port
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, describe_outcome
 from strata_gui.core.runtime.process import ManagedProcess, http_ready
-from strata_gui.core.runtime.supervisor import ServerSettings, build_command, free_loopback_port
+from strata_gui.core.runtime.rpc_server import RpcServerProcess
 from tests.rpc.conftest import rpc_env
 from tests.runtime.conftest import cpu_spec
 from tests.support import engines as _engines
@@ -185,7 +187,7 @@ def test_rpc_server_stop_ends_the_whole_tree(test_engines: Engines, tmp_path: Pa
     assert server.process is not None and server.process.outcome is not None
     assert server.process.outcome.kind is OutcomeKind.STOPPED
     # Its output was kept in the tail and mirrored to the log file.
-    assert server.log_tail() and log_file.read_text().splitlines()[-1] == server.log_tail().splitlines()[-1]
+    assert server.log_text() and log_file.read_text().splitlines()[-1] == server.log_text().splitlines()[-1]
 
 
 def test_rpc_server_that_exits_at_once_says_so(test_engines: Engines) -> None:

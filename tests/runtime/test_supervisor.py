@@ -76,7 +76,7 @@ def test_command_line_carries_the_settings(test_engines: Engines, test_model: Pa
     settings = ServerSettings(ctx_size=1024, gpu_layers="20", flash_attention="off", threads=2, parallel=2,
                               api_key="k1")
     from strata_gui.core.runtime.engine import EngineSpec
-    from strata_gui.core.runtime.supervisor import build_command
+    from strata_gui.core.runtime.kinds import llama_command as build_command
 
     cmd = build_command(EngineSpec("v", "Vulkan", "vulkan", Path("/e/llama-server")), test_model, settings, 4242)
     joined = " ".join(cmd)

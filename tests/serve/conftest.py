@@ -13,13 +13,14 @@ import httpx
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import Benchmark
-from strata_gui.core.chat.service import ChatService, default_supervisor_factory
+from strata_gui.core.chat.service import ChatService
 from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
 from tests.support.fixed_engines import FixedEngines
+from tests.support.pool import real_pool
 from tests.support.settings import settings_service
 
 T = TypeVar("T")
@@ -40,13 +41,13 @@ def run_serving(plan: list[EngineSpec], model: Path | None, body: Callable[[Env]
         paths.ensure()
         s = settings_service(context_size=1024, serve_port=0, **settings)
         async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, read=None)) as http:
-            supervisors = default_supervisor_factory(http)
-            chat = ChatService(ConversationStore(paths.database_file).open(), supervisors, http, s)
+            pool = real_pool(http)
+            chat = ChatService(ConversationStore(paths.database_file).open(), pool, http, s)
             chat.set_plan(plan)
             if model is not None:
                 chat.set_model(model)
             metrics = MetricsStore(paths.database_file)
-            dashboard = DashboardService(metrics, Benchmark(http, supervisors, metrics), http,
+            dashboard = DashboardService(metrics, Benchmark(http, pool, metrics), http,
                                          resolver=FixedEngines(plan))
             serve = ServeService(s, FileSecretStore(paths.config_dir / "secrets.json"), http, ChatUpstream(chat),
                                  dashboard_recorder(dashboard))
@@ -55,6 +56,7 @@ def run_serving(plan: list[EngineSpec], model: Path | None, body: Callable[[Env]
             finally:
                 await serve.stop()
                 await chat.aclose()
+                await pool.aclose()
                 metrics.close()
 
     return asyncio.run(main())

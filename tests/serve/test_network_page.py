@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata_gui.core.chat.service import ChatService, default_supervisor_factory
+from strata_gui.core.chat.service import ChatService
 from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
@@ -18,6 +18,7 @@ from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.serve.service import ChatUpstream, ServeService
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.pages.network_page import NetworkPage
+from tests.support.pool import real_pool
 from tests.support.remote_server import openai_like_server
 from tests.support.settings import settings_service
 
@@ -45,7 +46,7 @@ def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop) -> Iterator[tuple]: 
     paths.ensure()
     http = httpx.AsyncClient(trust_env=False)
     settings = settings_service(serve_port=0)
-    chat = ChatService(ConversationStore(paths.database_file).open(), default_supervisor_factory(http), http,
+    chat = ChatService(ConversationStore(paths.database_file).open(), real_pool(http), http,
                        settings)
     secrets = FileSecretStore(paths.config_dir / "secrets.json")
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, http)
@@ -64,6 +65,7 @@ def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop) -> Iterator[tuple]: 
         qasync_loop.run_until_complete(bridge.shutdown())
         qasync_loop.run_until_complete(serve.stop())
         qasync_loop.run_until_complete(chat.aclose())
+        qasync_loop.run_until_complete(chat.pool.aclose())
         qasync_loop.run_until_complete(http.aclose())
 
 

@@ -48,7 +48,6 @@ def main() -> int:
 
     async def scenario() -> None:
         await services.engines.add_local(engine_dir, "cpu")
-        services.refresh_chat_plan()
         pages.chat.set_model(model)
         conv = pages.chat.new_conversation()
         services.chat.store.update_settings(conv, sampling=SamplingParams(max_tokens=160, seed=5))

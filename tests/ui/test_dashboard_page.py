@@ -16,6 +16,7 @@ from strata_gui.core.bench.process_stats import RingSeries
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import Benchmark
+from strata_gui.core.pool import EnginePool
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor
 from strata_gui.ui.bridge import AsyncBridge
@@ -50,7 +51,7 @@ def env(tmp_path: Path, qasync_loop: asyncio.AbstractEventLoop, test_engines: Te
         return ServerSupervisor(engine, model, settings, http=http, ready_timeout=120)
 
     cpu = EngineSpec("cpu-b11434", "CPU", "cpu", test_engines.cpu_server)
-    service = DashboardService(store, Benchmark(http, factory, store), http, resolver=FixedEngines([cpu]),
+    service = DashboardService(store, Benchmark(http, EnginePool(factory), store), http, resolver=FixedEngines([cpu]),
                                clock=iter(range(1_800_000_000, 1_900_000_000)).__next__)
     yield service
     qasync_loop.run_until_complete(http.aclose())

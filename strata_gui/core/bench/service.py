@@ -20,7 +20,7 @@ from strata_gui.core.bench.stats import median
 from strata_gui.core.bench.store import BenchResult, EngineChoice, ImageRun, MetricsStore, RequestRecord
 from strata_gui.core.bench.workload import BenchConfig, Benchmark
 from strata_gui.core.errors import StorageError
-from strata_gui.core.events import emit
+from strata_gui.core.events import Listeners
 from strata_gui.core.progress import ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import EngineSpec
 
@@ -113,13 +113,13 @@ class DashboardService:
         self._http = http
         self._resolver = resolver
         self._clock = clock
-        self._listeners: list[Callable[[RequestRecord], None]] = []
-        self._choice_listeners: list[Callable[[], None]] = []
+        self.requests: Listeners[RequestRecord] = Listeners()
 
     # -- request history --------------------------------------------------------------------------
-    def add_listener(self, fn: Callable[[RequestRecord], None]) -> None:
-        """``fn(record)`` after every recorded request (the dashboard appends a point)."""
-        self._listeners.append(fn)
+    def add_listener(self, fn: Callable[[RequestRecord], None]) -> Callable[[], None]:
+        """``fn(record)`` after every recorded request (the dashboard appends a point); returns
+        the unsubscribe."""
+        return self.requests.subscribe(fn)
 
     def record(self, *, model: str, engine: str, backend: str, source: str = "chat",
                prompt_tokens: int | None = None, cached_tokens: int | None = None,
@@ -129,7 +129,7 @@ class DashboardService:
             at=self._clock(), model=model, engine=engine, backend=backend, source=source,
             prompt_tokens=prompt_tokens, cached_tokens=cached_tokens, output_tokens=output_tokens,
             prefill_tps=prefill_tps, decode_tps=decode_tps, ttft_s=ttft_s))
-        emit(self._listeners, rec)
+        self.requests.emit(rec)
         return rec
 
     async def server_counters(self, base_url: str | None, headers: dict[str, str] | None = None
@@ -144,14 +144,6 @@ class DashboardService:
         if resp.status_code != 200:
             return None
         return ServerCounters.from_metrics(parse_prometheus(resp.text))
-
-    def add_choice_listener(self, fn: Callable[[], None]) -> None:
-        """``fn()`` after a model's engine choice changed (the chat re-resolves its engines)."""
-        self._choice_listeners.append(fn)
-
-    def _choice_changed(self) -> None:
-        for fn in list(self._choice_listeners):
-            fn()
 
     # -- benchmark ----------------------------------------------------------------------------------
     def installed_engines(self) -> list[EngineSpec]:
@@ -184,7 +176,6 @@ class DashboardService:
         current = self.store.choice(key, gpu)
         if rec.engine and (current is None or current.source == "measured"):
             self.store.set_choice(key, gpu, rec.engine, "measured", model.name)
-            self._choice_changed()
         return results, rec
 
     async def draft_speedups(self, model: Path, results: Sequence[BenchResult],
@@ -220,7 +211,6 @@ class DashboardService:
     def pin_engine(self, model: Path, engine: str) -> EngineChoice:
         """The user confirmed an engine for this model: benchmarks no longer change it."""
         choice = self.store.set_choice(self._key(model), self.gpu_label(), engine, "user", model.name)
-        self._choice_changed()
         return choice
 
     def automatic_engine(self, model: Path) -> EngineChoice | None:
@@ -229,7 +219,6 @@ class DashboardService:
         self.store.clear_choice(key, gpu)
         rec = recommend(self.store.bench_results(model_key=key, gpu=gpu))
         choice = self.store.set_choice(key, gpu, rec.engine, "measured", model.name) if rec.engine else None
-        self._choice_changed()
         return choice
 
     # -- images ------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 
 from strata_gui.core.bench.stats import median, percentile
 from strata_gui.core.errors import StorageError
+from strata_gui.core.events import Listeners
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
 
 SCHEMA_VERSION = 4
@@ -211,6 +212,14 @@ class EngineChoice:
     gpu: str = ""
 
 
+@dataclass(frozen=True)
+class ChoicesChanged:
+    """A model's engine choice or benchmark results changed (on ``gpu``)."""
+
+    model_key: str
+    gpu: str
+
+
 class MetricsStore:
     """Thread-safe access to the metrics tables.
 
@@ -223,6 +232,8 @@ class MetricsStore:
         self.path = path
         self._clock = clock
         self._lock = threading.Lock()
+        # Engine choices and benchmark results decide the chat's engine: the resolver listens.
+        self.events: Listeners[ChoicesChanged] = Listeners()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=10)
@@ -359,6 +370,7 @@ class MetricsStore:
                  None if res.tuning_active is None else int(res.tuning_active), res.model_key, res.depth),
             )
         res.id = cur.lastrowid
+        self.events.emit(ChoicesChanged(res.model_key, res.gpu))
         return res
 
     def bench_results(self, *, model: str | None = None, gpu: str | None = None,
@@ -408,11 +420,13 @@ class MetricsStore:
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO engine_choice (model_key, gpu, model_name, engine, source, at)"
                        " VALUES (?,?,?,?,?,?)", (model_key, gpu, model_name, engine, source, choice.at))
+        self.events.emit(ChoicesChanged(model_key, gpu))
         return choice
 
     def clear_choice(self, model_key: str, gpu: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM engine_choice WHERE model_key = ? AND gpu = ?", (model_key, gpu))
+        self.events.emit(ChoicesChanged(model_key, gpu))
 
     def choice(self, model_key: str, gpu: str) -> EngineChoice | None:
         with self._lock:

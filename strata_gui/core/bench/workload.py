@@ -25,15 +25,16 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
 from strata_gui.core.bench.store import BenchResult, MetricsStore
 from strata_gui.core.errors import ServerError, StrataError
+from strata_gui.core.pool import EnginePool, Lease, PoolEvent, Waiting
 from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.supervisor import ServerSettings
+from strata_gui.core.runtime.launch import ServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -69,32 +70,29 @@ class BenchConfig:
 DEFAULT_DEPTH = 8192  # like the published long-depth runs (llama-bench -d 8192)
 
 
-class Server(Protocol):
-    """What the benchmark needs from a running engine (ServerSupervisor satisfies it)."""
-
-    async def start(self, on_progress: ProgressCallback | None = None) -> str: ...
-    async def stop(self, timeout: float = 5.0) -> None: ...
-
-
-ServerFactory = Callable[[EngineSpec, Path, ServerSettings], Server]
-
-
 class Benchmark:
     """Runs :class:`BenchConfig` through engines and saves each :class:`BenchResult`.
 
+    The engines come from the engine pool: an engine of the model loaded with other settings (the
+    chat's) is unloaded first (after the reply it is answering), so the machine holds one copy of
+    the model, and the benchmark's engine is unloaded when it is done (the chat reloads its own on
+    the next message).
+
     Args:
         http: Async HTTP client for the engine's API.
-        server_factory: Builds a (not yet started) server for an engine, model and settings.
+        pool: Where engines are borrowed.
         store: Where results are saved (per model, engine, GPU).
         launch_settings: The model's load options (KV-cache types, batch, threads ...): the
             benchmark measures the model as it will run; the context is sized to the workload.
     """
 
-    def __init__(self, http: httpx.AsyncClient, server_factory: ServerFactory, store: MetricsStore,
+    USER = "benchmark"
+
+    def __init__(self, http: httpx.AsyncClient, pool: EnginePool, store: MetricsStore,
                  launch_settings: Callable[[Path], ServerSettings] | None = None) -> None:
         self._launch_settings = launch_settings
         self._http = http
-        self._server_factory = server_factory
+        self._pool = pool
         self._store = store
 
     async def run(
@@ -138,63 +136,80 @@ class Benchmark:
             on_progress(Progress(done, total, message))
 
         on_progress(Progress(0, total, "Preparing benchmark"))
-        for engine in engines:
-            name = engine.label or engine.backend.label
-            per_depth = [BenchResult(model=model.name, engine=engine.id, backend=engine.backend, gpu=gpu,
-                                     prefill_tokens=cfg.prefill_tokens, gen_tokens=cfg.gen_tokens, reps=cfg.reps,
-                                     tuning_active=engine.tuning_active, model_key=model_key, depth=d)
-                         for d in depths]
-            settings = dataclasses.replace(self.launch_settings(model),
-                                           ctx_size=max(depths) + cfg.prefill_tokens + cfg.gen_tokens + 64,
-                                           parallel=1, jinja=False, metrics=False, port=0, api_key="")
-            if not use_draft:
-                settings = dataclasses.replace(settings, draft_model="")
-            server = self._server_factory(engine, model, settings)
-            remaining = steps_per_engine
-            current = per_depth[0]
-            try:
-                on_progress(Progress(done, total, f"{name}: loading the model"))
-                base = await server.start()
-                step(f"{name}: loaded")
-                prompt = await self._prompt_tokens(base, cfg.prefill_tokens)
-                if cfg.warmup:
-                    await self._complete(base, prompt[: min(32, len(prompt))], 8)
-                    step(f"{name}: warmed up")
-                work = prompt[: cfg.prefill_tokens]
-                for result in per_depth:
-                    current = result
-                    at = f" at depth {result.depth}" if result.depth else ""
-                    filler = await self._prompt_tokens(base, result.depth) if result.depth else []
-                    for rep in range(cfg.reps):
-                        if filler:
-                            # The cache now holds exactly the filler (the first time it is read in full,
-                            # afterwards only its last token): the workload is measured after it.
-                            await self._complete(base, filler, 1, cache=True)
-                            if rep == 0:
-                                step(f"{name}: context filled to depth {result.depth}")
-                        timings = await self._complete(base, filler + work, cfg.gen_tokens, cache=bool(filler))
-                        pre, dec = timings.get("prompt_per_second"), timings.get("predicted_per_second")
-                        if not isinstance(pre, int | float) or not isinstance(dec, int | float):
-                            raise ServerError(f"{name} engine returned no timings.")
-                        read = timings.get("prompt_n")
-                        if filler and isinstance(read, int) and read > len(work) + 8:
-                            raise ServerError(f"{name} re-read {read} prompt tokens instead of {len(work)}: the "
-                                              f"filled context was not kept, so depth {result.depth} was not measured.")
-                        result.prefill_tps.append(float(pre))
-                        result.decode_tps.append(float(dec))
-                        step(f"{name}: repetition {rep + 1} of {cfg.reps}{at}")
-            except StrataError as exc:
-                log.warning("benchmark of %s failed: %s", engine.id, exc)
-                for result in per_depth:
-                    if result is current or result.depth > current.depth:
-                        result.error = exc.message
-                        result.prefill_tps.clear()
-                        result.decode_tps.clear()
-                done += remaining
-                on_progress(Progress(done, total, f"{name}: failed — {exc.message}"))
-            finally:
-                await server.stop()
-            results.extend(self._store.save_bench(r) if save else r for r in per_depth)
+
+        def waiting(event: PoolEvent) -> None:
+            # The chat (or the local API) holds the model with other settings: say what we wait for.
+            if isinstance(event, Waiting) and event.user == self.USER:
+                on_progress(Progress(done, total, event.reason))
+
+        unsubscribe = self._pool.events.subscribe(waiting)
+        try:
+            for engine in engines:
+                name = engine.label or engine.backend.label
+                per_depth = [BenchResult(model=model.name, engine=engine.id, backend=engine.backend, gpu=gpu,
+                                         prefill_tokens=cfg.prefill_tokens, gen_tokens=cfg.gen_tokens, reps=cfg.reps,
+                                         tuning_active=engine.tuning_active, model_key=model_key, depth=d)
+                             for d in depths]
+                settings = dataclasses.replace(self.launch_settings(model),
+                                               ctx_size=max(depths) + cfg.prefill_tokens + cfg.gen_tokens + 64,
+                                               parallel=1, jinja=False, metrics=False, port=0, api_key="")
+                if not use_draft:
+                    settings = dataclasses.replace(settings, draft_model="")
+                remaining = steps_per_engine
+                current = per_depth[0]
+                lease: Lease | None = None
+                try:
+                    on_progress(Progress(done, total, f"{name}: loading the model"))
+                    lease = await self._pool.acquire(engine, model, settings, user=self.USER)
+                    base = lease.base_url
+                    step(f"{name}: loaded")
+                    prompt = await self._prompt_tokens(base, cfg.prefill_tokens)
+                    if cfg.warmup:
+                        await self._complete(base, prompt[: min(32, len(prompt))], 8)
+                        step(f"{name}: warmed up")
+                    work = prompt[: cfg.prefill_tokens]
+                    for result in per_depth:
+                        current = result
+                        at = f" at depth {result.depth}" if result.depth else ""
+                        filler = await self._prompt_tokens(base, result.depth) if result.depth else []
+                        for rep in range(cfg.reps):
+                            if filler:
+                                # The cache now holds exactly the filler (the first time it is read in full,
+                                # afterwards only its last token): the workload is measured after it.
+                                await self._complete(base, filler, 1, cache=True)
+                                if rep == 0:
+                                    step(f"{name}: context filled to depth {result.depth}")
+                            timings = await self._complete(base, filler + work, cfg.gen_tokens, cache=bool(filler))
+                            pre, dec = timings.get("prompt_per_second"), timings.get("predicted_per_second")
+                            if not isinstance(pre, int | float) or not isinstance(dec, int | float):
+                                raise ServerError(f"{name} engine returned no timings.")
+                            read = timings.get("prompt_n")
+                            if filler and isinstance(read, int) and read > len(work) + 8:
+                                raise ServerError(f"{name} re-read {read} prompt tokens instead of {len(work)}: the "
+                                                  f"filled context was not kept, so depth {result.depth} was not "
+                                                  "measured.")
+                            result.prefill_tps.append(float(pre))
+                            result.decode_tps.append(float(dec))
+                            step(f"{name}: repetition {rep + 1} of {cfg.reps}{at}")
+                    lease.succeeded()
+                except StrataError as exc:
+                    log.warning("benchmark of %s failed: %s", engine.id, exc)
+                    for result in per_depth:
+                        if result is current or result.depth > current.depth:
+                            result.error = exc.message
+                            result.prefill_tps.clear()
+                            result.decode_tps.clear()
+                    done += remaining
+                    on_progress(Progress(done, total, f"{name}: failed — {exc.message}"))
+                finally:
+                    if lease is not None:
+                        lease.release()
+                        # Unloaded once measured (unless another user shares it): the chat gets its
+                        # memory back and reloads its own engine at its next message.
+                        await self._pool.unload(lease.engine, "the benchmark is done", wait=False)
+                results.extend(self._store.save_bench(r) if save else r for r in per_depth)
+        finally:
+            unsubscribe()
         return results
 
     def launch_settings(self, model: Path) -> ServerSettings:

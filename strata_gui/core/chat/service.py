@@ -1,48 +1,57 @@
-"""The chat session: one managed engine, conversations, streaming replies, and engine fallback.
+"""The chat session: conversations, streaming replies, and where they run.
 
 The UI (or the CLI) calls the ``async`` methods and listens to :class:`ChatEvent` objects, which
-are delivered on the event loop's thread. When the engine fails to start, dies, or the first
-request on it fails with an engine error, the next engine of the plan is started, the
-interrupted request is sent again, and a :class:`Notice` tells the user what happened.
+are delivered on the event loop's thread. Replies run on an engine borrowed from the engine pool
+through its one fallback loop: when the engine fails to start, dies, or the first request on it
+fails with an engine error, the next engine of the plan is started, the interrupted request is
+sent again, and a :class:`Notice` tells the user what happened.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import functools
 import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
 from strata_gui.core.errors import ChatError, ServerError, SettingsError
-from strata_gui.core.events import emit
+from strata_gui.core.events import Listeners
 from strata_gui.core.models.library import find_projector
+from strata_gui.core.pool import (
+    EnginePool,
+    EngineStateChanged,
+    EngineUnloaded,
+    FailedOver,
+    Lease,
+    PooledEngine,
+    PoolEvent,
+    run_along_plan,
+)
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, ReplyStats, SamplingParams
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, describe_outcome
-from strata_gui.core.runtime.supervisor import (
-    ServerSettings,
-    ServerState,
-    ServerSupervisor,
-    SupervisorFactory,
-)
+from strata_gui.core.runtime.kinds import TEXT
+from strata_gui.core.runtime.launch import ServerSettings, ServerState
+from strata_gui.core.runtime.outcome import Outcome, ProcessEnded
 from strata_gui.core.settings import Settings, SettingsService
 
+from .conversations import DEFAULT_TITLE, Conversations
 from .images import ChatImage
 from .store import COMPLETE, FAILED, INTERRUPTED, STOPPED, STREAMING, Conversation, ConversationStore, Message
 
+if TYPE_CHECKING:
+    from strata_gui.core.runtime.supervisor import ServerSupervisor
+
 log = logging.getLogger(__name__)
 
-DEFAULT_TITLE = "New chat"
+T = TypeVar("T")
 DELTA_INTERVAL = 0.016  # s: one frame at 60 Hz; streamed text reaches listeners at most this often
 YIELD_S = 0.001  # s: a turn of the loop that lets it serve timers and input: under qasync a 0 s sleep
 # runs before Qt's other timers (it chains with the work before and after it, one long busy stretch)
@@ -136,79 +145,86 @@ class DepthSwitchAdvice(Protocol):
     def message(self) -> str: ...
 
 
-class DepthAdvisor(Protocol):
-    """Who knows which engine is fastest at a depth (the engine resolver)."""
+class PlanSource(Protocol):
+    """Who decides the chat's engines (the engine resolver): the plan for a model (at a depth),
+    whether another engine is clearly faster at a depth, and an event whenever its answers may
+    have changed (an install, a probe, a pin, a benchmark, new GPUs)."""
 
-    def depth_switch(self, model: Path, depth: int, current: str) -> DepthSwitchAdvice | None: ...
+    @property
+    def events(self) -> Listeners[Any]: ...
 
     def plan_for(self, model: Path | None, depth: int | None = None) -> list[EngineSpec]: ...
 
+    def depth_switch(self, model: Path, depth: int, current: str) -> DepthSwitchAdvice | None: ...
+
 
 class ChatService:
-    """Conversations plus the engine they run on.
+    """Conversations plus running their replies on an engine borrowed from the pool.
+
+    The chat never owns an engine: each reply borrows the chat model's engine from the
+    :class:`~strata_gui.core.pool.EnginePool` along the plan (the pool's one fallback loop moves to
+    the next engine when one fails) and gives it back; the engine stays loaded, shared with the
+    local API and the benchmark, until the pool unloads it.
 
     Args:
         store: Conversation persistence.
-        supervisor_factory: Makes a :class:`ServerSupervisor` for (engine, model, settings).
+        pool: Where engines are borrowed.
         http: Shared HTTP client for the chat API.
-        settings_service: User settings (read at each engine start: auto_fallback, context ...);
-            :meth:`set_model` records the last model through it.
+        settings_service: User settings (read at each reply: auto_fallback ...); :meth:`set_model`
+            records the last model through it.
+        plans: The engine resolver: the plan for the chat's model, re-asked whenever it announces a
+            change and when the model changes; it also says when another engine is clearly faster
+            at a conversation's depth (an :class:`EngineSwitchOffer`, once per engine pair and model).
+            Without it the plan is whatever :meth:`set_plan` was given.
         clock: Monotonic clock (save throttling, delta batching, statistics of a stopped reply).
         save_interval: Seconds between saves of a reply that is streaming.
         delta_interval: Shortest time between two :class:`MessageDelta` events of a streaming
             reply (the text in between is batched): about one display frame.
-        plan_provider: Gives the engine plan for a model (a benchmarked engine first); consulted
-            when the model changes. Without it the plan is whatever :meth:`set_plan` was given.
-        crash_handler: Asked when a reply failed with an engine error (e.g. an RPC worker dropped);
-            when it returns a notice, the engine is reloaded and the request sent again (once per reply).
         launch_settings: How to launch a model (its saved load options); without it, Settings'.
-        depth_advisor: Asked after each reply whether another engine is clearly faster at the
-            conversation's depth (then an :class:`EngineSwitchOffer` is emitted, once per engine
-            pair and model), and for the plan at that depth when the offer is accepted.
     """
+
+    USER = "chat"
 
     def __init__(
         self,
         store: ConversationStore,
-        supervisor_factory: SupervisorFactory,
+        pool: EnginePool,
         http: httpx.AsyncClient,
         settings_service: SettingsService,
         *,
+        plans: PlanSource | None = None,
         clock: Callable[[], float] = time.monotonic,
         save_interval: float = 1.0,
         delta_interval: float = DELTA_INTERVAL,
-        plan_provider: Callable[[Path | None], list[EngineSpec]] | None = None,
-        crash_handler: Callable[[Outcome | None, Path | None], Awaitable[str | None]] | None = None,
         launch_settings: Callable[[Path], ServerSettings] | None = None,
-        depth_advisor: DepthAdvisor | None = None,
     ) -> None:
         self.store = store
-        self._depth_advisor = depth_advisor
+        self.conversations = Conversations(store)
+        self.pool = pool
+        self._plans = plans
         self._offered: set[tuple[str, str, str]] = set()  # (model, running engine, offered engine)
         self._launch_settings = launch_settings
-        self.crash_handler = crash_handler
-        self._plan_provider = plan_provider
-        self._factory = supervisor_factory
         self._http = http
         self.settings_service = settings_service
         self._clock = clock
         self._save_interval = save_interval
         self._delta_interval = delta_interval
-        self._listeners: list[Listener] = []
+        self.events: Listeners[ChatEvent] = Listeners()
         self._unannounced: list[Message] = []  # saved messages whose MessageAdded waits for the request
         self.plan: list[EngineSpec] = []
         last = settings_service.current.last_model
         self.model: Path | None = Path(last) if last else None
         self._engine_index = 0
-        self._supervisor: ServerSupervisor | None = None
-        self._client: ChatClient | None = None
-        self._served_ok = False
-        self._start_lock = asyncio.Lock()
-        self._stale = False  # model or plan changed since the engine started
+        self._engine: PooledEngine | None = None  # the engine the last reply (or load) ran on
         self.last_outcome: Outcome | None = None
         self.remote: RemoteEngine | None = None  # when set, replies go there instead
         self._projector_key: tuple[Path, int] | None = None
         self._projector: Path | None = None
+        self._unsubscribe = [pool.events.subscribe(self._on_pool_event)]
+        if plans is not None:
+            self._unsubscribe.append(plans.events.subscribe(lambda _event: self.replan()))
+            if self.model is not None:
+                self.plan = plans.plan_for(self.model)
 
     @property
     def settings(self) -> Settings:
@@ -216,38 +232,45 @@ class ChatService:
         return self.settings_service.current
 
     # -- configuration --------------------------------------------------------------------------
-    def subscribe(self, fn: Listener) -> None:
-        self._listeners.append(fn)
+    def subscribe(self, fn: Listener) -> Callable[[], None]:
+        """Receive every :data:`ChatEvent` on the loop's thread; returns the unsubscribe."""
+        return self.events.subscribe(fn)
 
     def unsubscribe(self, fn: Listener) -> None:
-        with contextlib.suppress(ValueError):
-            self._listeners.remove(fn)
+        self.events.unsubscribe(fn)
 
     def _emit(self, event: ChatEvent) -> None:
         if self._unannounced:
             self._announce()  # listeners hear of a message before anything else about it
-        emit(self._listeners, event)
+        self.events.emit(event)
 
     def _announce(self) -> None:
         """Emit the MessageAdded events held back until the reply's request left."""
         pending, self._unannounced = self._unannounced, []
         for message in pending:
-            emit(self._listeners, MessageAdded(message))
+            self.events.emit(MessageAdded(message))
 
     def set_plan(self, plan: list[EngineSpec]) -> None:
-        """Engines to try, best first. Takes effect at the next engine start."""
+        """Engines to try, best first. Takes effect at the next reply (the pool then swaps the
+        model onto the new first engine)."""
+        if list(plan) == self.plan:
+            return
         self.plan = list(plan)
         self._engine_index = 0
-        self._stale = True
         # Whoever announces "the engine that will run" must hear that it changed.
         self._emit(PlanChanged(tuple(self.plan)))
+
+    def replan(self) -> None:
+        """Ask the resolver again for the current model (the one place the chat's plan is decided)."""
+        if self._plans is not None:
+            self.set_plan(self._plans.plan_for(self.model))
 
     def set_remote(self, remote: RemoteEngine | None) -> None:
         """Answer through ``remote`` (None: the managed local engine again)."""
         self.remote = remote
 
     def set_model(self, model: Path, *, remember: bool = True) -> None:
-        """The GGUF to chat with. A running engine is restarted with it at the next request.
+        """The GGUF to chat with; the next reply loads it.
 
         Args:
             model: The GGUF file (the first shard of a split set).
@@ -257,9 +280,8 @@ class ChatService:
         changed = model != self.model
         self.model = model
         if changed:
-            self._stale = True
-            if self._plan_provider is not None:
-                self.set_plan(self._plan_provider(model))
+            self._engine = None
+            self.replan()
         if remember:
             try:
                 self.settings_service.update(last_model=str(model))
@@ -267,17 +289,39 @@ class ChatService:
                 # Remembering is a convenience: a read-only config folder must not stop the chat.
                 log.warning("could not remember the chosen model", exc_info=True)
 
+    # -- the engine (the pool's) --------------------------------------------------------------------
     @property
-    def engine(self) -> EngineSpec | None:
-        return self._supervisor.engine if self._supervisor else None
-
-    @property
-    def engine_state(self) -> ServerState:
-        return self._supervisor.state if self._supervisor else ServerState.STOPPED
+    def running_engine(self) -> PooledEngine | None:
+        """The pool's engine for the chat's model, when one is loaded or loading."""
+        if self.model is None:
+            return None
+        engine = self._engine
+        if engine is not None and engine.model == self.model and not engine.closing \
+                and not engine.state.is_terminal:
+            return engine
+        return self.pool.engine_for(self.model, TEXT)
 
     @property
     def supervisor(self) -> ServerSupervisor | None:
-        return self._supervisor
+        """The running engine's server (its pid, address and log), if any."""
+        engine = self.running_engine
+        return engine.server if engine is not None else None
+
+    @property
+    def engine(self) -> EngineSpec | None:
+        engine = self.running_engine
+        return engine.spec if engine is not None else None
+
+    @property
+    def engine_state(self) -> ServerState:
+        """The running engine's state; after a crash, the crash (until the next start)."""
+        engine = self.running_engine
+        if engine is not None:
+            return engine.state
+        last = self._engine
+        if last is not None and last.model == self.model and last.state in (ServerState.CRASHED, ServerState.FAILED):
+            return last.state
+        return ServerState.STOPPED
 
     @property
     def preferred_engine(self) -> EngineSpec | None:
@@ -287,6 +331,17 @@ class ChatService:
     def on_fallback_engine(self) -> bool:
         """True when running on a later engine than the preferred one."""
         return self._engine_index > 0
+
+    def _on_pool_event(self, event: PoolEvent) -> None:
+        if isinstance(event, EngineStateChanged):
+            engine = event.engine
+            if engine.kind == TEXT and engine.model == self.model:
+                self._emit(EngineStatus(event.state, engine.spec, event.detail))
+        elif isinstance(event, EngineUnloaded):
+            engine = event.engine
+            if engine.kind == TEXT and engine.model == self.model and engine.state is ServerState.STOPPED \
+                    and self.pool.engine_for(engine.model, TEXT) is None:
+                self._emit(EngineStatus(ServerState.STOPPED, engine.spec, f"Unloaded: {event.reason}"))
 
     @property
     def projector(self) -> Path | None:
@@ -325,8 +380,9 @@ class ChatService:
 
     @property
     def context_size(self) -> int:
-        if self._supervisor and self._supervisor.n_ctx:
-            return self._supervisor.n_ctx
+        server = self.supervisor
+        if server is not None and server.n_ctx:
+            return server.n_ctx
         if self._launch_settings is not None and self.model is not None:
             try:
                 return self._launch_settings(self.model).ctx_size
@@ -349,131 +405,96 @@ class ChatService:
         return dataclasses.replace(settings, mmproj=str(projector)) if projector is not None else settings
 
     def options_changed(self) -> None:
-        """The model's load options changed: the next request reloads the engine with them."""
-        self._stale = True
+        """The model's load options changed: the next reply reloads the model with them (the pool
+        keys engines by their settings, so nothing needs doing here; kept for callers)."""
 
-    # -- engine ----------------------------------------------------------------------------------
-    def _serving(self) -> bool:
-        """Whether the running engine serves the current model and settings as they are."""
-        sup = self._supervisor
-        # A projector put next to the model since the start (downloaded later) needs a reload.
-        projector = self.projector
-        same_projector = sup is not None and sup.settings.mmproj == (str(projector) if projector else "")
-        return (sup is not None and sup.state is ServerState.READY and self._client is not None and not self._stale
-                and same_projector)
+    def _checked_launch_settings(self) -> ServerSettings:
+        try:
+            return self.launch_settings()
+        except OSError as exc:
+            raise ChatError(f"Cannot read the model file: {exc.strerror or exc}.",
+                            hint="Choose the model again in the header.") from exc
+
+    def _may_fall_back(self, outcome: Outcome) -> bool:
+        return self.settings.auto_fallback and outcome.engine_fault
+
+    def _failed_over(self, event: FailedOver) -> None:
+        # Before the next engine starts: listeners of its READY see which engine of the plan it is.
+        self._engine_index = next((i for i, s in enumerate(self.plan) if s.id == event.next.id), self._engine_index)
+        self._emit(Notice(event.text, event.details))
+
+    async def _run(self, job: Callable[[Lease], Awaitable[T]], on_progress: ProgressCallback | None,
+                   activity: str = "running") -> T:
+        """Run ``job`` on the chat model's engine along the plan (the pool's fallback loop)."""
+        if self.model is None:
+            raise ChatError("No model chosen.", hint="Pick a GGUF model in the header first.")
+        if not self.plan:
+            raise ChatError("No engine to run the model.", hint="Install an engine on the Engines page.")
+        model = self.model
+        launch = self._checked_launch_settings()
+        start = min(self._engine_index, len(self.plan) - 1)
+
+        async def tracked(lease: Lease) -> T:
+            self._engine = lease.engine
+            return await job(lease)
+
+        try:
+            ran = await run_along_plan(self.pool, self.plan, model, lambda _spec: launch, tracked, user=self.USER,
+                                       start=start, may_fall_back=self._may_fall_back, activity=activity,
+                                       on_failover=self._failed_over, on_progress=on_progress)
+        except ProcessEnded as exc:
+            self.last_outcome = exc.outcome
+            raise
+        self._engine_index = ran.index
+        return ran.value
 
     async def ensure_engine(self, on_progress: ProgressCallback | None = None) -> ChatClient:
-        """Start the engine if it is not running (falling back along the plan); return its client."""
-        async with self._start_lock:
-            sup = self._supervisor
-            if self._serving() and self._client is not None:
-                return self._client
-            self._stale = False
-            if sup is not None:
-                await sup.stop()
-            if self.model is None:
-                raise ChatError("No model chosen.", hint="Pick a GGUF model in the header first.")
-            if not self.plan:
-                raise ChatError("No engine to run the model.", hint="Install an engine on the Engines page.")
-            index = min(self._engine_index, len(self.plan) - 1)
-            while True:
-                spec = self.plan[index]
-                try:
-                    launch = self.launch_settings()
-                except OSError as exc:
-                    raise ChatError(f"Cannot read the model file: {exc.strerror or exc}.",
-                                    hint="Choose the model again in the header.") from exc
-                sup = self._factory(spec, self.model, launch)
-                sup.add_listener(functools.partial(self._on_state, sup))
-                self._supervisor, self._client = sup, None
-                self._engine_index = index  # before start: listeners of READY see which engine it is
-                try:
-                    base = await sup.start(on_progress)
-                except ServerError:
-                    outcome = sup.outcome
-                    self.last_outcome = outcome
-                    await sup.stop()
-                    if outcome is not None and self._may_fall_back(outcome, index):
-                        index += 1
-                        self._notify_fallback(outcome, self.plan[index])
-                        continue
-                    raise
-                self._engine_index = index
-                self._served_ok = False
-                self._client = ChatClient(self._http, base, sup.settings.api_key or None)
-                return self._client
+        """Load the chat's model now (falling back along the plan); returns a client of its engine.
 
-    def _may_fall_back(self, outcome: Outcome, index: int) -> bool:
-        return self.settings.auto_fallback and outcome.engine_fault and index + 1 < len(self.plan)
+        The engine stays loaded in the pool after this returns (the next reply finds it ready).
+        """
 
-    def _notify_fallback(self, outcome: Outcome, nxt: EngineSpec) -> None:
-        text = f"{describe_outcome(outcome)} Continuing on {nxt.label}."
-        log.warning("%s", text)
-        self._emit(Notice(text, outcome.details()))
+        async def client(lease: Lease) -> ChatClient:
+            return ChatClient(self._http, lease.base_url, lease.api_key or None)
 
-    def _on_state(self, sup: ServerSupervisor, state: ServerState, detail: str) -> None:
-        if sup is self._supervisor:
-            self._emit(EngineStatus(state, sup.engine, detail))
+        return await self._run(client, on_progress)
 
     async def retry_preferred_engine(self, on_progress: ProgressCallback | None = None) -> None:
-        """Stop the current engine and start again from the first one of the plan."""
+        """Unload the current engine and start again from the first one of the plan."""
         await self.stop_engine()
         self._engine_index = 0
         await self.ensure_engine(on_progress)
 
     async def restart(self, on_progress: ProgressCallback | None = None) -> None:
-        """Apply a new model or settings: stop and start (same engine of the plan)."""
+        """Reload the model (same engine of the plan)."""
         await self.stop_engine()
         await self.ensure_engine(on_progress)
 
     async def stop_engine(self) -> None:
-        if self._supervisor is not None:
-            await self._supervisor.stop()
-        self._client = None
-
-    def kill_engine_now(self) -> None:
-        """Blocking kill of the engine tree, for exit paths where the loop no longer runs."""
-        if self._supervisor is not None:
-            self._supervisor.kill_now()
-        self._client = None
+        """Unload the chat model's engine (once the jobs running on it are done)."""
+        engine = self.running_engine
+        self._engine = None
+        if engine is not None:
+            await self.pool.unload(engine, "unloaded from the chat")
 
     async def aclose(self) -> None:
-        await self.stop_engine()
+        """Let go of the pool's events and close the store (the pool stops the engines)."""
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
         self.store.close()
 
     # -- conversations --------------------------------------------------------------------------
     def new_conversation(self, title: str = DEFAULT_TITLE) -> Conversation:
-        return self.store.create_conversation(title, model=str(self.model or ""))
+        return self.conversations.new(title, model=str(self.model or ""))
 
     def history(self, conversation: Conversation, upto: int | None = None) -> list[dict[str, Any]]:
-        """Messages sent to the engine: system prompt, then every kept turn before ``upto``.
+        """Messages sent to the engine (see :meth:`Conversations.history`); images go along when
+        the engine accepts them."""
+        return self.conversations.history(conversation, upto, with_images=self.accepts_images)
 
-        A message with images becomes OpenAI content parts (its text, then each image as a
-        ``data:`` URL) when the engine accepts images; otherwise only its text is sent, so a
-        conversation with pictures can go on with a text-only model.
-        """
-        out: list[dict[str, Any]] = []
-        with_images = self.accepts_images
-        if conversation.system_prompt.strip():
-            out.append({"role": "system", "content": conversation.system_prompt})
-        for m in self.store.messages(conversation.id):
-            if upto is not None and m.id >= upto:
-                break
-            if m.status == FAILED or (m.role == "assistant" and not m.content):
-                continue
-            if m.images and with_images:
-                parts: list[dict[str, object]] = [{"type": "text", "text": m.content}] if m.content else []
-                parts += [im.content_part() for im in m.images]
-                out.append({"role": m.role, "content": parts})
-            else:
-                out.append({"role": m.role, "content": m.content})
-        return out
-
-    def _conversation(self, conversation_id: int) -> Conversation:
-        conv = self.store.conversation(conversation_id)
-        if conv is None:
-            raise ChatError("This conversation no longer exists.")
-        return conv
+    def context_used(self, conversation_id: int) -> int:
+        return self.conversations.context_used(conversation_id)
 
     async def send(self, conversation_id: int, text: str, on_progress: ProgressCallback | None = None, *,
                    images: Sequence[ChatImage] = ()) -> Message:
@@ -484,40 +505,26 @@ class ChatService:
         """
         if images:
             self.check_images_accepted()
-        conv = self._conversation(conversation_id)
-        if conv.title == DEFAULT_TITLE and self.store.count_messages(conv.id) == 0:
-            title = " ".join(text.split())[:48] or (images[0].name if images else "") or DEFAULT_TITLE
-            self.store.rename(conv.id, title)
-        user = self.store.add_message(conv.id, "user", text, images=images)
-        return await self._reply(conv.id, on_progress, user)
+        user = self.conversations.add_user_message(conversation_id, text, images)
+        return await self._reply(conversation_id, on_progress, user)
 
     async def regenerate(self, conversation_id: int, on_progress: ProgressCallback | None = None) -> Message:
         """Drop the replies after the last user message and answer it again."""
-        msgs = self.store.messages(conversation_id)
-        last_user = next((m for m in reversed(msgs) if m.role == "user"), None)
-        if last_user is None:
-            raise ChatError("There is no message to answer yet.")
-        later = [m for m in msgs if m.id > last_user.id]
-        if later:
-            self.store.delete_messages_from(conversation_id, later[0].id)
+        self.conversations.drop_replies_to_last_question(conversation_id)
         return await self._reply(conversation_id, on_progress)
 
     async def edit_and_resend(self, message_id: int, text: str,
                               on_progress: ProgressCallback | None = None) -> Message:
         """Replace a user message's text, drop everything after it, and answer again."""
-        msg = self.store.message(message_id)
-        if msg is None or msg.role != "user":
-            raise ChatError("Only your own messages can be edited.")
-        self.store.update_message(message_id, content=text)
-        self.store.delete_messages_from(msg.conversation_id, message_id + 1)
-        return await self._reply(msg.conversation_id, on_progress)
+        conversation_id = self.conversations.edit(message_id, text)
+        return await self._reply(conversation_id, on_progress)
 
-    # -- one reply, with fallback ---------------------------------------------------------------
+    # -- one reply --------------------------------------------------------------------------------
     async def _reply(self, conversation_id: int, on_progress: ProgressCallback | None,
                      user: Message | None = None) -> Message:
         """Stream a new reply; ``user`` (just saved) and the reply are announced with it."""
         try:
-            conv = self._conversation(conversation_id)
+            conv = self.conversations.get(conversation_id)
             settings = {"system_prompt": conv.system_prompt, "sampling": conv.sampling.to_json(),
                         "model": str(self.model or "")}
             remote = self.remote
@@ -543,96 +550,83 @@ class ChatService:
         remote = self.remote
         if remote is not None:
             return await self._reply_remote(remote, conv, reply.id, history)
-        recovered = False
-        while True:
-            if self._start_lock.locked() or not self._serving():
-                self._announce()  # the engine starts first: the user sees their message meanwhile
-            try:
-                client = await self.ensure_engine(on_progress)
-            except asyncio.CancelledError:
-                self._finish(reply.id, "", STOPPED, ReplyStats(finish_reason="stopped"))
-                raise
-            except Exception:
-                self._finish(reply.id, "", FAILED, ReplyStats(finish_reason="engine failed"))
-                raise
-            sup = self._supervisor
-            assert sup is not None
-            spec = sup.engine
-            buffer = _ReplyBuffer(reply.id, self, self._clock())
-            pieces = buffer.pieces
-            on_delta = buffer.add
+        if self.model is not None and not self._loaded_for_reply():
+            self._announce()  # the engine starts first: the user sees their message meanwhile
+        attempts = 0
+        job_failed = False  # the last attempt's request failed (its partial reply is kept)
+        spec: EngineSpec | None = None
 
+        async def answer(lease: Lease) -> Message:
+            nonlocal attempts, job_failed, spec
+            attempts += 1
+            spec = lease.spec
+            if attempts > 1:  # the last engine failed: start the reply afresh on this one
+                self.store.update_message(reply.id, content="", status=STREAMING)
+                again = self.store.message(reply.id)
+                assert again is not None
+                self._emit(MessageUpdated(again))
+            job_failed = False
+            client = ChatClient(self._http, lease.base_url, lease.api_key or None)
+            buffer = _ReplyBuffer(reply.id, self, self._clock())
             try:
                 try:
-                    result = await client.stream_chat(history, conv.sampling, on_delta, on_sent=self._announce)
+                    result = await client.stream_chat(history, conv.sampling, buffer.add, on_sent=self._announce)
                     await buffer.complete()
                 finally:
                     buffer.flush()  # listeners get all the text before the final update
             except asyncio.CancelledError:
                 stopped = buffer.counted_stats()
                 stopped.finish_reason, stopped.engine, stopped.backend = "stopped", spec.label, spec.backend
-                self._finish(reply.id, "".join(pieces), STOPPED, stopped)
+                self._finish(reply.id, "".join(buffer.pieces), STOPPED, stopped)
                 raise
-            except ServerError as exc:
-                partial = "".join(pieces)
-                died = await self._engine_died(sup)
-                first = not self._served_ok
-                self._finish(reply.id, partial, INTERRUPTED,
+            except ServerError:
+                job_failed = True
+                self._finish(reply.id, "".join(buffer.pieces), INTERRUPTED,
                              ReplyStats(finish_reason="interrupted", engine=spec.label, backend=spec.backend))
-                outcome = sup.outcome if died else None
-                # A dropped RPC worker can make the engine abort or send garbage: ask either way.
-                if not recovered and self.crash_handler is not None:
-                    text = await self.crash_handler(outcome, self.model)
-                    if text:
-                        recovered = True
-                        await sup.stop()
-                        self._client = None
-                        self._emit(Notice(text, outcome.details() if outcome else ""))
-                        self.store.update_message(reply.id, content="", status=STREAMING)
-                        updated = self.store.message(reply.id)
-                        assert updated is not None
-                        self._emit(MessageUpdated(updated))
-                        continue
-                if died or first:
-                    await sup.stop()
-                    self._client = None
-                    blamed = outcome or Outcome(OutcomeKind.CRASHED, Phase.RUNNING, subject=sup.subject)
-                    if self._may_fall_back(blamed, self._engine_index):
-                        self._engine_index += 1
-                        nxt = self.plan[self._engine_index]
-                        if outcome is not None:
-                            # It ended while a reply was streaming: say so, not "while running".
-                            base = describe_outcome(outcome, activity="answering")
-                        else:
-                            base = f"{spec.label} engine failed on the first request: {exc.message.rstrip('.')}."
-                        self._emit(Notice(f"{base} Continuing on {nxt.label}.",
-                                          outcome.details() if outcome else (exc.details or "")))
-                        self.store.update_message(reply.id, content="", status=STREAMING)
-                        updated = self.store.message(reply.id)
-                        assert updated is not None
-                        self._emit(MessageUpdated(updated))
-                        continue
-                if outcome is not None:
-                    self.last_outcome = outcome
-                    raise ServerError(f"{describe_outcome(outcome, activity='answering')} The partial reply was kept.",
-                                      hint="Send again to restart the engine.", details=outcome.details()) from exc
                 raise
             except Exception:
-                self._finish(reply.id, "".join(pieces), FAILED,
+                self._finish(reply.id, "".join(buffer.pieces), FAILED,
                              ReplyStats(finish_reason="error", engine=spec.label, backend=spec.backend))
                 raise
-            self._served_ok = True
             stats = result.stats
             stats.engine, stats.backend = spec.label, spec.backend
-            done = self._finish(reply.id, result.text, COMPLETE, stats, ran_on=f"local:{spec.label}")
+            return self._finish(reply.id, result.text, COMPLETE, stats, ran_on=f"local:{spec.label}")
+
+        def unanswered() -> bool:
+            """No attempt settled the reply (an engine never started for it)."""
+            current = self.store.message(reply.id)
+            return current is not None and current.status == STREAMING
+
+        try:
+            done = await self._run(answer, on_progress, activity="answering")
+        except asyncio.CancelledError:
+            if unanswered():  # stopped while the engine was loading
+                self._finish(reply.id, "", STOPPED, ReplyStats(finish_reason="stopped"))
+            raise
+        except ProcessEnded as exc:
+            if job_failed:  # it died while answering and no other engine may take over
+                raise ServerError(f"{exc.message.rstrip('.')}. The partial reply was kept.",
+                                  hint="Send again to restart the engine.", details=exc.details) from exc
+            if unanswered():
+                self._finish(reply.id, "", FAILED, ReplyStats(finish_reason="engine failed"))
+            raise
+        except Exception:
+            if unanswered():
+                self._finish(reply.id, "", FAILED, ReplyStats(finish_reason="engine failed"))
+            raise
+        if spec is not None:
             self._offer_depth_switch(conv.id, spec)
-            return done
+        return done
+
+    def _loaded_for_reply(self) -> bool:
+        engine = self.running_engine
+        return engine is not None and engine.ready
 
     def _offer_depth_switch(self, conversation_id: int, running: EngineSpec) -> None:
-        if self._depth_advisor is None or self.model is None:
+        if self._plans is None or self.model is None:
             return
         depth = self.context_used(conversation_id)
-        advice = self._depth_advisor.depth_switch(self.model, depth, running.id)
+        advice = self._plans.depth_switch(self.model, depth, running.id)
         if advice is None:
             return
         key = (str(self.model), running.id, advice.engine.id)
@@ -642,12 +636,12 @@ class ChatService:
         self._emit(EngineSwitchOffer(advice.message(), advice.engine, depth))
 
     async def accept_depth_switch(self, depth: int, on_progress: ProgressCallback | None = None) -> None:
-        """Re-plan for a conversation ``depth`` tokens deep and reload the model on the new plan's
-        first engine (the cost the offer named)."""
-        if self._depth_advisor is None:
+        """Re-plan for a conversation ``depth`` tokens deep and load the model on the new plan's
+        first engine (the cost the offer named: the pool swaps the model over)."""
+        if self._plans is None:
             return
-        self.set_plan(self._depth_advisor.plan_for(self.model, depth))
-        await self.restart(on_progress)
+        self.set_plan(self._plans.plan_for(self.model, depth))
+        await self.ensure_engine(on_progress)
 
     async def _reply_remote(self, remote: RemoteEngine, conv: Conversation, reply_id: int,
                             history: list[dict[str, Any]]) -> Message:
@@ -671,14 +665,6 @@ class ChatService:
             raise
         return self._finish(reply_id, result.text, COMPLETE, result.stats, ran_on=where)
 
-    async def _engine_died(self, sup: ServerSupervisor, grace: float = 2.0) -> bool:
-        """Whether the engine process is gone (waits briefly: the exit is noticed a moment later)."""
-        if sup.state in (ServerState.CRASHED, ServerState.FAILED):
-            return True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(sup.wait_exited(), grace)
-        return sup.state in (ServerState.CRASHED, ServerState.FAILED)
-
     def _finish(self, message_id: int, content: str, status: str, stats: ReplyStats,
                 ran_on: str | None = None) -> Message:
         self.store.update_message(message_id, content=content, status=status, stats=stats, ran_on=ran_on)
@@ -686,17 +672,6 @@ class ChatService:
         assert msg is not None
         self._emit(MessageUpdated(msg))
         return msg
-
-    def context_used(self, conversation_id: int) -> int:
-        """Tokens the conversation filled at its last measured reply (0 when unknown).
-
-        A stopped reply only counts its own pieces (the engine's prompt count never arrived), so it
-        is passed over for the last reply the engine measured in full.
-        """
-        for m in reversed(self.store.messages(conversation_id, limit=20)):
-            if m.role == "assistant" and m.stats.prompt_n is not None and m.stats.context_used:
-                return int(m.stats.context_used)
-        return 0
 
 
 class _ReplyBuffer:
@@ -773,13 +748,3 @@ class _ReplyBuffer:
         if self._first is not None and self._last is not None and n > 1 and self._last > self._first:
             stats.decode_tps = (n - 1) / (self._last - self._first)
         return stats
-
-
-def default_supervisor_factory(http: httpx.AsyncClient, environ: dict[str, str] | None = None,
-                               **kwargs: Any) -> SupervisorFactory:
-    """The factory the app uses: real processes, shared HTTP client and environment."""
-
-    def make(engine: EngineSpec, model: Path, settings: ServerSettings) -> ServerSupervisor:
-        return ServerSupervisor(engine, model, settings, http=http, environ=environ, **kwargs)
-
-    return make

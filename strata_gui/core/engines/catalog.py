@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from strata_gui.core.errors import EngineCatalogError
+from strata_gui.core.runtime.kinds import INSTALLABLE, TEXT, EngineKind
 
 SCHEMA_VERSION = 1
 BACKENDS = ("rocm", "vulkan", "cpu")
 OSES = ("windows", "linux")
-ENGINE_KINDS = ("text", "image")
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
@@ -85,8 +85,8 @@ class AssetRule:
 
 @dataclass(frozen=True)
 class Source:
-    """A GitHub repository publishing engine builds: llama.cpp's (``kind`` "text") or
-    stable-diffusion.cpp's (``kind`` "image", whose archives hold ``sd-server``)."""
+    """A GitHub repository publishing engine builds of one kind (``kind``: llama.cpp's builds run
+    the chat, stable-diffusion.cpp's hold ``sd-server``); the catalog stores the kind's name."""
 
     id: str
     repo: str
@@ -96,7 +96,7 @@ class Source:
     pinned_tag: str | None = None
     pinned_sha256: Mapping[str, str] = field(default_factory=dict)
     hipblaslt_revisions: Mapping[str, str] = field(default_factory=dict)
-    kind: str = "text"
+    kind: EngineKind = TEXT
 
     def accepts_tag(self, tag: str) -> bool:
         """Whether a release tag is allowed by the pin / minimum."""
@@ -351,9 +351,11 @@ def parse_catalog(raw: Any, origin: str = "<memory>") -> EngineCatalog:
         min_tag = r.opt_string(s.get("min_tag"), f"{where}.min_tag")
         pinned_tag = r.opt_string(s.get("pinned_tag"), f"{where}.pinned_tag")
         revisions = r.str_map(s.get("hipblaslt_revisions", {}), f"{where}.hipblaslt_revisions")
-        kind = r.string(s.get("kind", "text"), f"{where}.kind")
-        if kind not in ENGINE_KINDS:
-            raise r.fail(f"{where}.kind", f"unknown kind '{kind}' (text or image)")
+        kind_name = r.string(s.get("kind", TEXT.name), f"{where}.kind")
+        installable = {k.name: k for k in INSTALLABLE}
+        if kind_name not in installable:
+            raise r.fail(f"{where}.kind", f"unknown kind '{kind_name}' ({' or '.join(installable)})")
+        kind = installable[kind_name]
         sources.append(Source(sid, repo, str(s.get("title") or repo), tuple(rules), min_tag, pinned_tag, pins,
                               revisions, kind))
     ids = [s.id for s in sources]

@@ -12,6 +12,7 @@ from typing import Any
 
 from strata_gui.core.engines.catalog import AssetRule, EngineCatalog, Source, tag_number
 from strata_gui.core.engines.records import GpuTarget, Release, ReleaseAsset
+from strata_gui.core.runtime.kinds import TEXT, EngineKind
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Candidate:
         gfx_targets: Targets the build contains (ROCm only).
         family: ROCm family, if any.
         gpu: Label of the GPU it serves (ROCm only).
-        kind: "text" (llama-server) or "image" (sd-server), from its source.
+        kind: What the build runs, from its source (:mod:`strata_gui.core.runtime.kinds`).
     """
 
     backend: str
@@ -41,7 +42,7 @@ class Candidate:
     gpu: str | None = None
     required: tuple[str, ...] = ()
     unpacked_ratio: float = 3.0
-    kind: str = "text"
+    kind: EngineKind = TEXT
 
     @property
     def engine_id(self) -> str:
@@ -66,7 +67,7 @@ class Candidate:
             "family": self.family,
             "gpu": self.gpu,
             "engine_id": self.engine_id if self.asset else None,
-            "kind": self.kind,
+            "kind": self.kind.name,
         }
 
 
@@ -140,7 +141,7 @@ def plan_engines(
     gpus: Sequence[GpuTarget],
     os_name: str,
     releases: Mapping[str, Sequence[Release]],
-    kind: str = "text",
+    kind: EngineKind = TEXT,
 ) -> EnginePlan:
     """Order the builds to try: ROCm for each GPU's family, then Vulkan, then CPU.
 
@@ -149,8 +150,7 @@ def plan_engines(
         gpus: AMD GPUs found (or given with ``--gfx``); may be empty.
         os_name: "windows" or "linux".
         releases: Release lists keyed by repository ("owner/name").
-        kind: "text" plans llama.cpp builds, "image" stable-diffusion.cpp builds (only the
-            catalog's sources of that kind are looked at).
+        kind: Plans the builds of this kind (only the catalog's sources of that kind are looked at).
     """
     catalog = replace(catalog, sources=tuple(s for s in catalog.sources if s.kind == kind))
     candidates: list[Candidate] = []

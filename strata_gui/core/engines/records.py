@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from strata_gui.core.errors import EngineInstallError
+from strata_gui.core.runtime.kinds import TEXT, EngineKind, kind_named
 
 MANIFEST_NAME = "strata-engine.json"
 MANIFEST_VERSION = 1
@@ -104,8 +105,8 @@ class InstalledEngine:
         tuning: The tuning table fetched with it, if any.
         installed_at: Epoch seconds.
         verified: Whether the download was checked against a digest or pin.
-        kind: What it runs: "text" (llama.cpp's ``llama-server``) or "image" (stable-diffusion.cpp's
-            ``sd-server``); manifests written before image engines existed are "text".
+        kind: What its builds run (:mod:`strata_gui.core.runtime.kinds`), stored by name; manifests
+            written before kinds existed are the chat's.
     """
 
     id: str
@@ -124,7 +125,7 @@ class InstalledEngine:
     tuning: TuningRef | None = None
     installed_at: float = 0.0
     verified: bool = False
-    kind: str = "text"
+    kind: EngineKind = TEXT
 
     @property
     def library_dir(self) -> Path:
@@ -137,6 +138,7 @@ class InstalledEngine:
         data["server_path"] = str(self.server_path.relative_to(self.folder)) if self.server_path.is_relative_to(
             self.folder) else str(self.server_path)
         data["gfx_targets"] = list(self.gfx_targets)
+        data["kind"] = self.kind.name
         return data
 
     @classmethod
@@ -162,7 +164,7 @@ class InstalledEngine:
                 tuning=tuning,
                 installed_at=float(data.get("installed_at", 0.0)),
                 verified=bool(data.get("verified", False)),
-                kind=str(data.get("kind", "text")),
+                kind=kind_named(str(data.get("kind") or "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise EngineInstallError(f"The install manifest in {folder} is damaged ({exc}).",

@@ -24,12 +24,14 @@ from strata_gui.core.engines.probe import ProbeResult
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
 from strata_gui.core.engines.service import EngineService
 from strata_gui.core.errors import EngineError
+from strata_gui.core.events import Listeners
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.models.identity import model_identity
 from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.runtime.depth import CLEARLY_FASTER, Crossover, DepthProfile, depth_label
 from strata_gui.core.runtime.engine import Backend, EngineSpec
-from strata_gui.core.settings import Settings
+from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
+from strata_gui.core.settings import Settings, SettingsChange
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +45,11 @@ class ChoiceRecord(Protocol):
 
 
 class ChoiceLookup(Protocol):
-    """Where measured / user engine choices per (model identity, GPU) are kept (the metrics store)."""
+    """Where measured / user engine choices per (model identity, GPU) are kept (the metrics store);
+    its ``events`` say when they changed."""
+
+    @property
+    def events(self) -> Listeners[Any]: ...
 
     def choice(self, model_key: str, gpu: str) -> ChoiceRecord | None: ...
 
@@ -53,11 +59,16 @@ class ChoiceLookup(Protocol):
 
 
 class GpuReports(Protocol):
-    """What the resolver needs of the GPU service."""
+    """What the resolver needs of the GPU service (``events``: a detection finished)."""
 
     last_report: GpuReport | None
 
+    @property
+    def events(self) -> Listeners[Any]: ...
+
     def detect(self) -> GpuReport: ...
+
+    async def detect_async(self) -> GpuReport: ...
 
 
 @dataclass(frozen=True)
@@ -194,8 +205,24 @@ _DEVICE_VARS = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GGML_VK_VISIBLE_
                 "LLAMA_ARG_SPLIT_MODE", "LLAMA_ARG_TENSOR_SPLIT", "LLAMA_ARG_MAIN_GPU")
 
 
+@dataclass(frozen=True)
+class PlansChanged:
+    """Something the resolver decides from changed (``why``): engines, GPUs, a choice, a setting.
+    Whoever keeps a plan asks again (the chat, the Images page, the status bar)."""
+
+    why: str
+
+
+# Settings the resolution reads: a change to one of them changes plans.
+PLAN_SETTINGS = frozenset({"pinned_engine", "gfx_override", "engines_dir", "devices", "ignore_driver_check"})
+
+
 class EngineResolver:
     """Decides which engines run, in which order, and why.
+
+    Its answers follow everything they are made from: it listens to the engine service, the GPU
+    service, the choice store and the settings, and announces :class:`PlansChanged` on
+    :attr:`events` whenever one of them changed, so plans are re-decided in one place.
 
     Args:
         engines: Installed engines, probes and launch environments.
@@ -203,10 +230,12 @@ class EngineResolver:
         settings: The live settings (pin, gfx override).
         choices: Measured / user choices per (model identity, GPU).
         identity: Model file → identity key (injected for tests of renamed files).
+        settings_events: The settings service's changes (the pin, devices ...); None: not followed.
     """
 
     def __init__(self, engines: EngineService, gpus: GpuReports, settings: Settings, choices: ChoiceLookup,
-                 *, identity: Callable[[Path], str] = model_identity) -> None:
+                 *, identity: Callable[[Path], str] = model_identity,
+                 settings_events: Listeners[SettingsChange] | None = None) -> None:
         self.engines = engines
         self.gpus = gpus
         self.settings = settings
@@ -214,6 +243,17 @@ class EngineResolver:
         self._identity = identity
         self._identities: dict[tuple[str, int, int], str] = {}
         self.one_off: list[InstalledEngine] = []  # engine folders chosen for this session, in order
+        self.events: Listeners[PlansChanged] = Listeners()
+        engines.events.subscribe(lambda e: self._changed(f"engine {e.engine} {e.what}"))
+        gpus.events.subscribe(lambda _e: self._changed("GPUs detected"))
+        choices.events.subscribe(lambda _e: self._changed("engine choice or benchmark results"))
+        if settings_events is not None:
+            settings_events.subscribe(
+                lambda c: self._changed("settings: " + ", ".join(sorted(c.keys & PLAN_SETTINGS)))
+                if c.keys & PLAN_SETTINGS else None)
+
+    def _changed(self, why: str) -> None:
+        self.events.emit(PlansChanged(why))
 
     # -- the machine ------------------------------------------------------------------------------
     def gpu_targets(self) -> list[GpuTarget]:
@@ -259,9 +299,7 @@ class EngineResolver:
     async def prepare(self, on_progress: ProgressCallback = no_progress, *, reprobe: bool = False) -> None:
         """Detect GPUs (once) and probe every engine that has no current verdict (all with ``reprobe``)."""
         if self.gpus.last_report is None:
-            from strata_gui.core.blocking import run_blocking
-
-            await run_blocking(self.gpus.detect, name="strata-gpu-detect")
+            await self.gpus.detect_async()
         gpu = self.primary_target()
         engines = self.engines.installed()
         for i, engine in enumerate(engines):
@@ -271,7 +309,7 @@ class EngineResolver:
             await self.engines.probe(engine, gpu)
 
     async def use_folder(self, folder: Path, on_progress: ProgressCallback = no_progress, *,
-                         need_device: bool = True, kind: str = "text") -> EngineSpec:
+                         need_device: bool = True, kind: EngineKind = TEXT) -> EngineSpec:
         """Put the llama-server in ``folder`` first for this session (probed first; installed engines
         stay behind it as fallbacks). Calling it again adds the next folder after the previous ones.
 
@@ -290,7 +328,8 @@ class EngineResolver:
             raise EngineError(f"The engine in {folder} does not work here: {result.message}.",
                               hint="Choose another build, or leave the engine to Strata.", details=result.details)
         self.one_off = [e for e in self.one_off if e.id != engine.id] + [engine]
-        return self._spec(engine, self._one_off_reason(len(self.one_off) - 1), result)
+        self._changed(f"engine folder {folder}")
+        return self._spec(engine, self._one_off_reason(len(self.one_off) - 1), result, kind)
 
     def rocm_findings(self, gpu: GpuInfo) -> list[ProbeFinding]:
         """:meth:`probe_findings` of the ROCm engines built for this GPU's family (none for a GPU
@@ -300,7 +339,7 @@ class EngineResolver:
         return self.probe_findings(GpuTarget(gpu.name, gpu.device_id, gpu.gfx_target), family=gpu.rocm_family)
 
     def probe_findings(self, gpu: GpuTarget, backend: Backend = Backend.ROCM, *,
-                       family: str | None = None) -> list[ProbeFinding]:
+                       family: str | None = None, kind: EngineKind = TEXT) -> list[ProbeFinding]:
         """The last probe verdict of every installed ``backend`` engine on ``gpu``, working ones first.
 
         Whether a GPU *can* use ROCm comes from the catalog; whether the installed build *does* run
@@ -308,7 +347,8 @@ class EngineResolver:
         """
         out = []
         for e in self.engines.installed():
-            if e.kind != "text" or Backend.parse(e.backend) is not backend or (family and e.family and e.family != family):
+            if e.kind.name != kind.builds or Backend.parse(e.backend) is not backend \
+                    or (family and e.family and e.family != family):
                 continue
             probe = self.engines.last_probe(e.id, gpu)
             if probe is None:
@@ -319,47 +359,51 @@ class EngineResolver:
 
     def clear_one_off(self) -> None:
         """Back to the installed engines only."""
-        self.one_off = []
+        if self.one_off:
+            self.one_off = []
+            self._changed("engine folders cleared")
 
     @staticmethod
     def _one_off_reason(index: int) -> str:
         return "you chose this engine folder" if index == 0 else "your next engine folder"
 
     # -- deciding ------------------------------------------------------------------------------------
-    def installed_specs(self) -> list[EngineSpec]:
+    def installed_specs(self, kind: EngineKind = TEXT) -> list[EngineSpec]:
         """Engines that did not fail their probe, best first, with no model preference."""
-        return list(self.resolve(None).specs)
+        return list(self.resolve(None, kind=kind).specs)
 
-    def plan_for(self, model: Path | None, depth: int | None = None) -> list[EngineSpec]:
+    def plan_for(self, model: Path | None, depth: int | None = None, *, kind: EngineKind = TEXT) -> list[EngineSpec]:
         """The launch order for ``model`` at a conversation ``depth`` (the chat's plan provider)."""
-        return list(self.resolve(model, depth=depth).specs)
+        return list(self.resolve(model, depth=depth, kind=kind).specs)
 
     def image_plan(self, model: Path | None) -> list[EngineSpec]:
         """The launch order of image engines (``sd-server``) for ``model`` (the image service's plan)."""
-        return list(self.resolve(model, kind="image").specs)
+        return list(self.resolve(model, kind=IMAGE).specs)
 
-    def resolve(self, model: Path | None, *, depth: int | None = None, kind: str = "text") -> Resolution:
+    def resolve(self, model: Path | None, *, depth: int | None = None, kind: EngineKind = TEXT) -> Resolution:
         """Decide the engines for ``model`` (None: no model preference). Never launches anything.
 
         Args:
             depth: Tokens already in the conversation's context. When the model was benchmarked at
                 two depths or more, the measured choice is the engine fastest (decode) at this
                 depth instead of at depth 0; a choice of your own or a pin still comes first.
-            kind: "text" (llama-server builds) or "image" (stable-diffusion.cpp's sd-server builds).
-                Image engines follow the same order (a one-off folder, ROCm → Vulkan → CPU, failed
-                probes left out); the pin and the measured choices are about text engines.
+            kind: What the engines will run (:mod:`strata_gui.core.runtime.kinds`): the installed
+                builds of ``kind.builds`` in the same order (a one-off folder, ROCm → Vulkan → CPU,
+                failed probes left out); the pin and the measured choices order only kinds that
+                follow them (``kind.follows_choices``).
         """
         gpu = self.primary_target()
         gpu_key = self.gpu_key()
         order = {b: i for i, b in enumerate(self.engines.catalog.backend_order)}
         key = self.model_key(model) if model is not None else None
-        text = kind == "text"
+        text = kind.follows_choices
         choice = self.choices.choice(key, gpu_key) if key and text else None
         pinned = self.settings.pinned_engine if text else ""
         notes: list[str] = []
-        one_off = [e for e in self.one_off if e.kind == kind]
+        one_off = [e for e in self.one_off if e.kind.name == kind.builds]
         one_off_ids = [e.id for e in one_off]
-        installed = [e for e in self.engines.installed() if e.id not in one_off_ids and e.kind == kind] + one_off
+        installed = [e for e in self.engines.installed()
+                     if e.id not in one_off_ids and e.kind.name == kind.builds] + one_off
         ids = {e.id for e in installed}
         if pinned and pinned not in ids:
             notes.append(f"The pinned engine {pinned} is not installed; choosing automatically.")
@@ -411,7 +455,7 @@ class EngineResolver:
             ranked.append(((tier, sub, 0 if probe is not None else 1, order.get(backend, 9), -e.installed_at),
                            e, reason))
         ranked.sort(key=lambda t: t[0])
-        specs = tuple(self._spec(e, reason, probes[e.id]) for _k, e, reason in ranked)
+        specs = tuple(self._spec(e, reason, probes[e.id], kind) for _k, e, reason in ranked)
         inside = [EngineVerdict(s.id, s.label, s.backend, True, s.reason,
                                 probes[s.id].verdict if probes[s.id] is not None else "not probed")  # type: ignore[union-attr]
                   for s in specs]
@@ -478,7 +522,8 @@ class EngineResolver:
             return f"{backend.label} (your build: {engine.server_path.parent.name})"
         return f"{backend.label} {engine.tag}".strip()
 
-    def _spec(self, engine: InstalledEngine, reason: str, probe: ProbeResult | None) -> EngineSpec:
+    def _spec(self, engine: InstalledEngine, reason: str, probe: ProbeResult | None,
+              kind: EngineKind = TEXT) -> EngineSpec:
         env, notices = self.engines.launch_env(engine, self.primary_target())
         for n in notices:
             log.info("engine %s: %s", engine.id, n)
@@ -492,5 +537,5 @@ class EngineResolver:
         backend = Backend.parse(engine.backend)
         tuning = ("HIPBLASLT_TUNING_OVERRIDE_FILE" in env) if backend is Backend.ROCM else None
         return EngineSpec(engine.id, self._label(engine), backend, engine.server_path, delta, reason, tuning,
-                          devices.devices, devices.reason, kind=engine.kind)
+                          devices.devices, devices.reason, kind=kind)
 

@@ -48,9 +48,11 @@ from strata_gui.core.errors import (
     InsufficientSpaceError,
     StrataError,
 )
+from strata_gui.core.events import Listeners
 from strata_gui.core.gpu.model import GpuReport
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
+from strata_gui.core.runtime.kinds import TEXT, EngineKind
 from strata_gui.core.settings import Settings, SettingsService
 
 if TYPE_CHECKING:
@@ -124,6 +126,14 @@ class SetupOutcome:
     notices: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class EnginesChanged:
+    """An engine was installed, removed or probed (``what``; ``engine`` its id)."""
+
+    what: str
+    engine: str
+
+
 class EngineService:
     """Everything about engines, for the UI and the CLI.
 
@@ -174,6 +184,8 @@ class EngineService:
         self._probe_timeout = probe_timeout
         self._probes: dict[str, ProbeResult] = {}
         self._gpu_report = gpu_report
+        # Installs, removals and probe verdicts: the resolver re-decides, the pages refresh.
+        self.events: Listeners[EnginesChanged] = Listeners()
 
     @property
     def settings(self) -> Settings:
@@ -181,7 +193,7 @@ class EngineService:
         return self.settings_service.current
 
     # -- releases and plan -------------------------------------------------------------
-    async def fetch_releases(self, kind: str = "text") -> dict[str, ReleaseListing]:
+    async def fetch_releases(self, kind: EngineKind = TEXT) -> dict[str, ReleaseListing]:
         """Listings of every catalog source of ``kind`` (cached ones flagged); sources that fail are
         left out when at least one answers, else the first error is raised."""
         out: dict[str, ReleaseListing] = {}
@@ -198,10 +210,10 @@ class EngineService:
         return out
 
     async def plan(self, gpus: Sequence[GpuTarget],
-                   releases: Mapping[str, Sequence[Release]] | None = None, kind: str = "text") -> EnginePlan:
+                   releases: Mapping[str, Sequence[Release]] | None = None, kind: EngineKind = TEXT) -> EnginePlan:
         """Plan for these GPUs; release listings are fetched unless given.
 
-        ``kind`` "image" plans stable-diffusion.cpp builds (``sd-server``) instead of llama.cpp's.
+        ``kind``: whose builds to plan (the image kind plans stable-diffusion.cpp's ``sd-server``).
         """
         notes: list[str] = []
         if releases is None:
@@ -318,9 +330,8 @@ class EngineService:
                     hint="Free some space, or choose another engines folder in Settings.")
 
     @staticmethod
-    def _server_name(os_name: str, kind: str = "text") -> str:
-        base = "sd-server" if kind == "image" else "llama-server"
-        return base + ".exe" if os_name == "windows" else base
+    def _server_name(os_name: str, kind: EngineKind = TEXT) -> str:
+        return kind.executable(Path(), windows=os_name == "windows").name
 
     async def install(self, cand: Candidate, on_progress: ProgressCallback = no_progress,
                       gpu: GpuTarget | None = None) -> InstalledEngine:
@@ -366,6 +377,7 @@ class EngineService:
                 engine = await self._fetch_tuning(engine, gpu.gfx, revision, staging, on_progress)
             engine.write_manifest(staging)
             self._swap_in(staging, final)
+            self.events.emit(EnginesChanged("installed", engine.id))
             return engine
         finally:
             if staging.exists():
@@ -421,31 +433,28 @@ class EngineService:
     async def probe(self, engine: InstalledEngine, gpu: GpuTarget | None = None) -> ProbeResult:
         """Run the engine's ``--version``/``--list-devices`` with its launch environment."""
         env, _notices = self.launch_env(engine, gpu)
-        if engine.kind == "image":
-            result = await probe_image_engine(engine.server_path, engine.backend, env, runner=self._runner,
-                                              timeout=self._probe_timeout)
-        else:
-            result = await probe_engine(engine.server_path, engine.backend, env, runner=self._runner,
-                                        timeout=self._probe_timeout)
+        # A build that can list its devices is judged by them; one that cannot, by starting at all.
+        probe = probe_engine if engine.kind.lists_devices else probe_image_engine
+        result = await probe(engine.server_path, engine.backend, env, runner=self._runner, timeout=self._probe_timeout)
         self._probes[engine.id] = result
         self._save_probe(engine, gpu, result)
+        self.events.emit(EnginesChanged("probed", engine.id))
         return result
 
     async def setup(self, gpus: Sequence[GpuTarget], on_progress: ProgressCallback = no_progress,
-                    releases: Mapping[str, Sequence[Release]] | None = None, kind: str = "text") -> SetupOutcome:
+                    releases: Mapping[str, Sequence[Release]] | None = None, kind: EngineKind = TEXT) -> SetupOutcome:
         """Install and probe the plan's candidates in order until one sees a usable device.
 
-        ``kind`` "image": the image engines (stable-diffusion.cpp) instead of the text engines.
-        ``sd-server`` cannot list its devices, so a GPU image build that starts is only known to
-        work once a model loads; image setup therefore also installs the next usable build (Vulkan,
-        else CPU) as the fallback the image service switches to, and stops at a CPU build.
+        ``kind``: whose builds to set up. A kind whose builds cannot list their devices (sd-server)
+        is only known to work once a model loads; its setup therefore also installs the next usable
+        build (Vulkan, else CPU) as the fallback the job switches to, and stops at a CPU build.
         """
         plan = await self.plan(gpus, releases, kind)
         have = {e.id: e for e in self.installed()}
         attempts: list[Attempt] = []
         chosen: InstalledEngine | None = None
         gpu = gpus[0] if gpus else None
-        wanted = 2 if kind == "image" else 1
+        wanted = 1 if kind.lists_devices else 2
         for cand in plan.included:
             try:
                 engine = have.get(cand.engine_id) or await self.install(cand, on_progress, gpu)
@@ -471,9 +480,10 @@ class EngineService:
             EngineError: ``engine_id`` is not installed, or is an image engine.
             SettingsError: the choice could not be saved (nothing changed).
         """
-        if engine_id and self.get(engine_id).kind == "image":
+        if engine_id and not self.get(engine_id).kind.follows_choices:
             # The pin is the chat's engine; an image engine there would only hide the text engines.
-            raise EngineError(f"{engine_id} is an image engine; the pin chooses the text engine.",
+            kind = self.get(engine_id).kind
+            raise EngineError(f"{engine_id} is an {kind.label} engine; the pin chooses the chat engine.",
                               hint="Image engines are tried ROCm → Vulkan → CPU (strata engines resolve --images).")
         self.settings_service.update(pinned_engine=engine_id or "")
 
@@ -493,6 +503,7 @@ class EngineService:
         self._probes.pop(engine_id, None)
         if self.settings.pinned_engine == engine_id:
             self.pin(None)
+        self.events.emit(EnginesChanged("removed", engine_id))
 
     def garbage_collect(self) -> list[str]:
         """Remove older tags of each (source, backend, family), keeping the newest and the pinned."""
@@ -521,7 +532,7 @@ class EngineService:
         return out
 
     async def add_local(self, folder: Path, backend: str | None = None, gpu: GpuTarget | None = None,
-                        name: str | None = None, kind: str = "text") -> tuple[InstalledEngine, ProbeResult]:
+                        name: str | None = None, kind: EngineKind = TEXT) -> tuple[InstalledEngine, ProbeResult]:
         """Register a folder with a llama-server the user built (kept across runs), and probe it.
 
         ``backend`` None: told from the libraries next to the server (ggml-hip / ggml-vulkan), else
@@ -534,25 +545,25 @@ class EngineService:
         return engine, await self.probe(engine, gpu)
 
     async def local_engine(self, folder: Path, backend: str | None = None, gpu: GpuTarget | None = None,
-                           name: str | None = None, kind: str = "text") -> InstalledEngine:
+                           name: str | None = None, kind: EngineKind = TEXT) -> InstalledEngine:
         """Describe the llama-server build in ``folder`` without registering it (one-off engines).
 
-        ``kind`` "image": a stable-diffusion.cpp build (``sd-server``) instead.
+        ``kind``: whose build it is (the image kind: a stable-diffusion.cpp ``sd-server``).
         """
         server_name = self._server_name(self.os_name, kind)
         folder, server = self._locate_local(folder, server_name)
         if server is None:
-            project = "stable-diffusion.cpp" if kind == "image" else "llama.cpp"
+            project = kind.project
             raise EngineInstallError(f"{folder} holds no {server_name}.",
                                      hint=f"Choose the folder your {project} build put {server_name} in (build/bin).")
         if backend is None:
-            # sd-server cannot list its devices: its libraries tell, else it is a processor build.
-            backend = (backend_from_libraries(server.parent) or "cpu") if kind == "image" \
-                else await self.detect_backend(server)
+            # A build that cannot list its devices: its libraries tell, else it is a processor build.
+            backend = (await self.detect_backend(server) if kind.lists_devices
+                       else backend_from_libraries(server.parent) or "cpu")
         if backend not in ("rocm", "vulkan", "cpu"):
             raise EngineInstallError(f"Unknown backend '{backend}': choose rocm, vulkan or cpu.")
         slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in (name or folder.name))
-        engine_id = f"local-{'image-' if kind == 'image' else ''}{backend}-{slug}"
+        engine_id = f"local-{kind.id_prefix}{backend}-{slug}"
         gfx = gpu.gfx if gpu and gpu.gfx else None
         return InstalledEngine(id=engine_id, backend=backend, folder=self.engines_dir / engine_id,
                                server_path=server, tag="local",

@@ -10,11 +10,13 @@ import datetime
 import json
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import GpuDetectionError
+from strata_gui.core.events import Listeners
 from strata_gui.core.gpu.ids import GpuIdTable, load_gpu_table, normalise_gfx
 from strata_gui.core.gpu.linux import LinuxGpuDetector, LinuxTelemetrySource, capture_linux_tree
 from strata_gui.core.gpu.model import (
@@ -126,6 +128,13 @@ class _EmptyTelemetry:
         return {}
 
 
+@dataclass(frozen=True)
+class GpusDetected:
+    """GPU detection finished: ``report`` is the new :attr:`GpuService.last_report`."""
+
+    report: GpuReport
+
+
 class GpuService:
     """Detects GPUs, resolves their ROCm family, and hands out telemetry samplers.
 
@@ -148,6 +157,8 @@ class GpuService:
         self.interval = interval
         self.gfx_override = normalise_gfx(gfx_override) if gfx_override else None
         self.last_report: GpuReport | None = None
+        # Told on the loop after each :meth:`detect_async` (the plans and pages follow the GPUs).
+        self.events: Listeners[GpusDetected] = Listeners()
 
     def detect(self) -> GpuReport:
         """Blocking detection (CLI, executors)."""
@@ -169,8 +180,11 @@ class GpuService:
         return (self.last_report or self.detect()).label()
 
     async def detect_async(self) -> GpuReport:
-        """Detection off the event loop (registry/WMI/sysfs reads can block)."""
-        return await run_blocking(self.detect, name="strata-gpu-detect")
+        """Detection off the event loop (registry/WMI/sysfs reads can block); then a
+        :class:`GpusDetected` event on the loop."""
+        report = await run_blocking(self.detect, name="strata-gpu-detect")
+        self.events.emit(GpusDetected(report))
+        return report
 
     def sampler(self, gpus: list[GpuInfo], interval: float | None = None, history: int = 120) -> TelemetrySampler:
         """A (not yet started) background sampler for these GPUs."""

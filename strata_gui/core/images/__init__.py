@@ -12,12 +12,12 @@ For the Images page and ``strata image`` (``app`` is the composed ``AppServices`
     task.cancel()            # Cancel: withdraws a queued job or stops the engine (frees it)
     app.images.gallery.images()                      # the gallery, newest first
     read_settings(png).request                       # "use these settings again" (any A1111 PNG)
-    app.resolver.resolve(model, kind="image")        # which image engine runs, and why
+    app.resolver.resolve(model, kind=IMAGE)          # which image engine runs, and why
     app.models.image_fit(entry)                      # GPU / CPU / too large (library entries with
-                                                     # entry.kind == "image")
+                                                     # entry.kind is IMAGE)
     await app.dashboard.run_image_benchmark(model)   # "Benchmark this model"; .image_stats() for charts
 
-Sampler names for ``ImageRequest.sampler`` come from the running engine (``SdServer.samplers``);
+Sampler names for ``ImageRequest.sampler`` come from the running engine (``SdJobs.samplers``);
 stable-diffusion.cpp knows euler, euler_a, heun, dpm2, dpm++2s_a, dpm++2m, dpm++2mv2, ipndm,
 ipndm_v, lcm, ddim_trailing, tcd, res_multistep, res_2s and er_sde (the pinned 0.4.7 build).
 """

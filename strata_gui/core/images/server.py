@@ -1,8 +1,8 @@
-"""One running stable-diffusion.cpp ``sd-server`` for one model on one engine.
+"""stable-diffusion.cpp's ``sd-server``: its launch options, its log lines and its job API.
 
-It is a :class:`~strata_gui.core.runtime.process.ManagedProcess` like every engine: a free
-loopback port, readiness over HTTP (sd-server loads the model before it listens, so the first
-answer means "loaded"), a log tail and a typed outcome. Jobs go through the native async API
+The process is an engine like every other (the image kind in :mod:`strata_gui.core.runtime.kinds`;
+the engine pool starts it: sd-server loads the model before it listens, so its first answer means
+"loaded"). Jobs go through the native async API
 (``POST /sdcpp/v1/img_gen``, ``GET /sdcpp/v1/jobs/{id}``); sd-server reports no step progress over
 HTTP, so the steps are read from its log, where stable-diffusion.cpp prints a progress bar
 (``|=====>   | 3/20 - 1.52s/it``) after each sampling step. A job that is already generating
@@ -17,21 +17,19 @@ import base64
 import contextlib
 import logging
 import re
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 
 from strata_gui.core.errors import ImageError
 from strata_gui.core.images.params import ImageRequest
 from strata_gui.core.models.image_models import model_parts
-from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.outcome import Outcome, ProcessEnded
-from strata_gui.core.runtime.process import ManagedProcess, http_ready
-from strata_gui.core.runtime.process_guard import WindowsJob
-from strata_gui.core.runtime.supervisor import free_loopback_port
+from strata_gui.core.runtime.outcome import ProcessEnded
+
+if TYPE_CHECKING:
+    from strata_gui.core.runtime.supervisor import ServerSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -85,66 +83,26 @@ class JobResult:
     images: tuple[bytes, ...]
 
 
-class SdServer:
-    """A managed ``sd-server`` with ``model`` loaded on ``engine``.
+class SdJobs:
+    """stable-diffusion.cpp's job API on a running ``sd-server`` (borrowed from the engine pool).
 
     Args:
-        engine: The image engine (from the resolver's image plan).
-        model: The image model file.
         http: Loopback HTTP client (no proxy).
-        environ: The app's environment; ``engine.env`` is laid over it.
-        threads: CPU threads for sd.cpp (None: its default).
-        log_file: Mirror of the server's output (for bug reports).
-        job: The app's Windows job object.
-        on_line: Every output line (the service parses progress from it).
-        on_end: The outcome when the process ends.
-        ready_timeout: Seconds the model may take to load.
-        model_args: sd-server's model options (:func:`launch_args`); default ``--model MODEL``.
+        server: The running engine (its address, capabilities, process and log).
     """
 
-    def __init__(self, engine: EngineSpec, model: Path, http: httpx.AsyncClient, *,
-                 environ: Mapping[str, str], threads: int | None = None, log_file: Path | None = None,
-                 job: WindowsJob | None = None, on_line: Callable[[str], None] | None = None,
-                 on_end: Callable[[Outcome], None] | None = None, ready_timeout: float = 600.0,
-                 model_args: list[str] | None = None) -> None:
-        self.engine = engine
-        self.model = model
+    def __init__(self, http: httpx.AsyncClient, server: ServerSupervisor) -> None:
         self._http = http
-        self.port = free_loopback_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        model_args = model_args or ["--model", str(model)]
-        cmd = [str(engine.server_path), *model_args, "--listen-ip", "127.0.0.1", "--listen-port", str(self.port)]
-        if threads:
-            cmd += ["--threads", str(threads)]
-        self.process = ManagedProcess(
-            cmd, subject=f"The {engine.label} image engine", env={**environ, **engine.env},
-            cwd=engine.server_path.parent, ready=http_ready(http, self.base_url + "/sdcpp/v1/capabilities"),
-            ready_timeout=ready_timeout, log_file=log_file, job=job, on_line=on_line, on_end=on_end)
-        self.capabilities: dict[str, Any] = {}
-
-    @property
-    def running(self) -> bool:
-        return self.process.running and self.process.outcome is None
-
-    async def start(self) -> None:
-        """Launch it and wait until the model is loaded.
-
-        Raises:
-            ProcessEnded: it could not start or load the model (its outcome says why).
-        """
-        if not self.model.is_file():
-            raise ImageError(f"The model file {self.model} does not exist.", hint="Choose another image model.")
-        await self.process.start()
-        try:
-            resp = await self._http.get(self.base_url + "/sdcpp/v1/capabilities", timeout=10.0)
-            self.capabilities = resp.json() if resp.status_code == 200 else {}
-        except (httpx.HTTPError, ValueError):
-            self.capabilities = {}
+        self.server = server
+        self.base_url = server.base_url
 
     @property
     def samplers(self) -> list[str]:
-        value = self.capabilities.get("samplers")
+        value = self.server.props.get("samplers")
         return [str(s) for s in value] if isinstance(value, list) else []
+
+    def _log(self) -> str:
+        return "\n".join(self.server.log_tail())
 
     async def submit(self, request: ImageRequest) -> str:
         """Queue a job; returns its id.
@@ -182,9 +140,9 @@ class SdServer:
             if status in ("failed", "cancelled") or resp.status_code in (404, 410):
                 err = data.get("error") or {}
                 raise ImageError(f"The image engine could not make the image: {err.get('message') or status}.",
-                                 hint="The engine log has details.", details="\n".join(self.process.log_tail()))
+                                 hint="The engine log has details.", details=self._log())
             try:
-                await asyncio.wait_for(self.process.wait_exited(), poll)
+                await asyncio.wait_for(self.server.wait_exited(), poll)
             except TimeoutError:
                 continue
             raise await self._gone(None)
@@ -197,18 +155,15 @@ class SdServer:
             return False
         return resp.status_code == 200
 
-    async def stop(self) -> None:
-        await self.process.stop()
-
     async def _gone(self, exc: BaseException | None) -> Exception:
         # A refused connection usually means the process just died: let its exit arrive first.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.process.wait_exited(), 3.0)
-        outcome = self.process.outcome
+            await asyncio.wait_for(self.server.wait_exited(), 3.0)
+        outcome = self.server.outcome
         if outcome is not None:
             return ProcessEnded(outcome)
         return ImageError(f"The image engine stopped answering ({exc}).", hint="Try again; the engine log has details.",
-                          details="\n".join(self.process.log_tail()))
+                          details=self._log())
 
 
 def _error_text(resp: httpx.Response) -> str:

@@ -1,21 +1,22 @@
-"""Making images: the engine plan, the running ``sd-server``, fallback, progress, the gallery, metrics.
+"""Making images: the engine plan, fallback, progress, the gallery, metrics.
 
 :class:`ImageService` is the one place the GUI's Images page and ``strata image`` ask. It takes
-the image engines in the resolver's order (ROCm → Vulkan → CPU, failed probes left out), keeps one
-``sd-server`` with the model loaded between jobs, and when an engine cannot load the model or dies
-during a job (a ROCm build missing a library, a crash, out of memory) it tells its listeners with an
-:class:`ImageNotice`, starts the next engine and sends the same job again. Engines that failed are
-skipped for the rest of the session. Cancel (cancelling the ``generate`` task) frees the engine:
-sd-server cannot stop a running generation, so the process is stopped and the next job starts a
-new one.
+the image engines in the resolver's order (ROCm → Vulkan → CPU, failed probes left out) and runs
+each job through the engine pool's fallback loop: the pool keeps the ``sd-server`` with the model
+loaded between jobs, and when an engine cannot load the model or dies during a job (a ROCm build
+missing a library, a crash, out of memory) the listeners hear an :class:`ImageNotice`, the next
+engine starts and the same job is sent again. Engines that failed are skipped for the rest of the
+session. Cancel (cancelling the ``generate`` task) frees the engine: sd-server cannot stop a
+running generation, so the process is stopped and the next job starts a new one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,14 +24,24 @@ from typing import Any
 import httpx
 
 from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import ImageError
-from strata_gui.core.events import emit
+from strata_gui.core.errors import ImageError, ServerError
+from strata_gui.core.events import Listeners
 from strata_gui.core.images.gallery import Gallery, GalleryImage
 from strata_gui.core.images.params import ImageRequest
-from strata_gui.core.images.server import SdServer, launch_args, parse_image_start, parse_load, parse_step
+from strata_gui.core.images.server import SdJobs, launch_args, parse_image_start, parse_load, parse_step
+from strata_gui.core.pool import (
+    EnginePool,
+    EngineStateChanged,
+    FailedOver,
+    Lease,
+    PooledEngine,
+    PoolEvent,
+    run_along_plan,
+)
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.kinds import IMAGE
+from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, ProcessEnded, describe_outcome
-from strata_gui.core.runtime.process_guard import WindowsJob
 
 log = logging.getLogger(__name__)
 
@@ -162,60 +173,61 @@ Recorder = Callable[[ImageRecord], None]
 
 
 class ImageService:
-    """Generates images with stable-diffusion.cpp engines; one job at a time.
+    """Generates images with stable-diffusion.cpp engines borrowed from the engine pool; one job at
+    a time.
 
     Args:
         plan: Image engines for a model, best first (the resolver's ``image_plan``).
+        pool: Where engines are borrowed (the model stays loaded between jobs, shared with the
+            local API's image requests).
         http: Loopback HTTP client (no proxy).
         gallery: Where images are saved.
-        environ: The environment engines start from.
         recorder: Receives one :class:`ImageRecord` per finished batch (the metrics store).
-        log_dir: Where each engine run's log is mirrored (``sd-server-<engine>.log``).
-        job: The app's Windows job object.
         threads: CPU threads for sd.cpp (None: its default, the physical cores).
-        ready_timeout: Seconds a model may take to load.
         clock: Monotonic clock (seconds).
     """
 
-    def __init__(self, plan: PlanProvider, http: httpx.AsyncClient, gallery: Gallery, *,
-                 environ: Mapping[str, str], recorder: Recorder | None = None, log_dir: Path | None = None,
-                 job: WindowsJob | None = None, threads: int | None = None, ready_timeout: float = 600.0,
+    USER = "images"
+
+    def __init__(self, plan: PlanProvider, pool: EnginePool, http: httpx.AsyncClient, gallery: Gallery, *,
+                 recorder: Recorder | None = None, threads: int | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._plan = plan
+        self.pool = pool
         self._http = http
         self.gallery = gallery
-        self._environ = dict(environ)
         self._recorder = recorder
-        self._log_dir = log_dir
-        self._job = job
         self.threads = threads
-        self._ready_timeout = ready_timeout
         self._clock = clock
-        self._listeners: list[ImageListener] = []
-        self._server: SdServer | None = None
+        self.events: Listeners[ImageEvent] = Listeners()
         self._lock = asyncio.Lock()
         self._failed: dict[str, str] = {}  # engine id → why it was given up on (this session)
+        self._job_model: Path | None = None  # the model of the running job (its engine's lines are read)
+        self._watching: tuple[PooledEngine, Callable[[], None]] | None = None
         self._batch = (1, 1)
         self._image = 1  # the image of the batch sd.cpp is sampling (from its log)
         self._last_spp: float | None = None
         self.busy = False
+        self._unsubscribe = pool.events.subscribe(self._on_pool_event)
 
     # -- observation -----------------------------------------------------------------------------
     def subscribe(self, listener: ImageListener) -> Callable[[], None]:
         """Receive :class:`ImageProgress` and :class:`ImageNotice` events; returns the unsubscribe."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        return self.events.subscribe(listener)
+
+    def _loaded(self) -> PooledEngine | None:
+        return next((e for e in self.pool.engines(kind=IMAGE) if e.ready), None)
 
     @property
     def engine(self) -> EngineSpec | None:
         """The engine whose ``sd-server`` is running (model loaded), if any."""
-        server = self._server
-        return server.engine if server is not None and server.running else None
+        loaded = self._loaded()
+        return loaded.spec if loaded is not None else None
 
     @property
     def loaded_model(self) -> Path | None:
-        server = self._server
-        return server.model if server is not None and server.running else None
+        loaded = self._loaded()
+        return loaded.model if loaded is not None else None
 
     def plan(self, model: Path) -> list[EngineSpec]:
         """The engines a job for ``model`` would try, in order (engines that failed this session left out)."""
@@ -253,6 +265,8 @@ class ImageService:
                 return await self._generate(model, request, source, engines, keep)
             finally:
                 self.busy = False
+                self._job_model = None
+                self._unwatch()
 
     async def benchmark(self, model: Path, request: ImageRequest | None = None, *, reps: int = 2,
                         engines: Sequence[EngineSpec] | None = None,
@@ -292,6 +306,9 @@ class ImageService:
         await self.unload()
         return out
 
+    def _settings(self, model_args: list[str]) -> ServerSettings:
+        return ServerSettings(threads=self.threads or 0, model_args=tuple(model_args))
+
     async def _generate(self, model: Path, request: ImageRequest, source: str,
                         engines: Sequence[EngineSpec] | None = None, keep: bool = True) -> ImageResult:
         plan = list(engines) if engines is not None else self.plan(model)
@@ -299,55 +316,53 @@ class ImageService:
             given = "; ".join(f"{k}: {v}" for k, v in self._failed.items())
             raise ImageError("No image engine can run here." + (f" ({given})" if given else ""),
                              hint="Install an image engine: strata engines install --images (or the Engines page).")
+        settings = self._settings(await run_blocking(_model_args, model, name="strata-image-model"))
         notices: list[str] = []
-        load_seconds = 0.0
-        for i, spec in enumerate(plan):
-            sent = False
+        started = self._clock()
+        waited = 0.0  # time spent on jobs that failed (not loading)
+        self._job_model = model
+
+        def failed_over(event: FailedOver) -> None:
+            self._failed[event.failed.id] = event.reason
+            again = " and sending the job again" if event.during_job else ""
+            message = f"{event.reason} Switching to {event.next.label}{again}."
+            notices.append(message)
+            self.events.emit(ImageNotice(message, None, event.failed.label, event.next.label))
+
+        async def job(lease: Lease) -> ImageResult:
+            nonlocal waited
+            t0 = self._clock()
+            load_seconds = t0 - started - waited
             try:
-                t0 = self._clock()
-                server = await self._ensure_server(spec, model)
-                load_seconds += self._clock() - t0
-                sent = True
-                return await self._run_job(server, model, request, source, load_seconds, notices, keep)
-            except ProcessEnded as exc:
-                outcome = exc.outcome
-                if outcome.kind is OutcomeKind.BAD_MODEL and outcome.exit_code is not None:
-                    raise ImageError(f"{model.name} is not an image model stable-diffusion.cpp can load.",
-                                     hint="Choose a Stable Diffusion model (GGUF or safetensors).",
-                                     details=outcome.details()) from exc
-                if outcome.kind is OutcomeKind.STOPPED:
-                    raise ImageError("The image engine was stopped.") from exc
-                why = describe_outcome(outcome, activity="making the image")
-                self._failed[spec.id] = why
-                nxt = plan[i + 1] if i + 1 < len(plan) else None
-                if nxt is None:
-                    raise ImageError(f"No image engine could make the image. {why}",
-                                     hint="See the engine log; try a smaller size or another model.",
-                                     details=outcome.details()) from exc
-                again = " and sending the job again" if sent else ""
-                message = f"{why} Switching to {nxt.label}{again}."
-                notices.append(message)
-                log.warning("image engine %s failed (%s); next: %s", spec.id, outcome.kind.value, nxt.id)
-                emit(self._listeners, ImageNotice(message, outcome, spec.label, nxt.label))
-        raise ImageError("No image engine could make the image.")  # not reached: the loop returns or raises
+                return await self._run_job(lease, model, request, source, load_seconds, notices, keep)
+            except ServerError:
+                waited += self._clock() - t0
+                raise
 
-    async def _ensure_server(self, spec: EngineSpec, model: Path) -> SdServer:
-        current = self._server
-        if current is not None and current.running and current.engine.id == spec.id and current.model == model:
-            return current
-        await self.unload()
-        log_file = self._log_dir / f"sd-server-{spec.id}.log" if self._log_dir is not None else None
-        args = await run_blocking(launch_args, model, name="strata-image-model")
-        server = SdServer(spec, model, self._http, environ=self._environ, threads=self.threads, log_file=log_file,
-                          job=self._job, on_line=self._on_line, ready_timeout=self._ready_timeout, model_args=args)
-        self._server = server
-        emit(self._listeners, ImageProgress(spec.label, "loading"))
-        await server.start()
-        return server
+        try:
+            ran = await run_along_plan(self.pool, plan, model, lambda _spec: settings, job, user=self.USER,
+                                       may_fall_back=_image_fallback, activity="making the image",
+                                       on_failover=failed_over)
+        except ProcessEnded as exc:
+            outcome = exc.outcome
+            if outcome.kind is OutcomeKind.BAD_MODEL and outcome.exit_code is not None:
+                raise ImageError(f"{model.name} is not an image model stable-diffusion.cpp can load.",
+                                 hint="Choose a Stable Diffusion model (GGUF or safetensors).",
+                                 details=outcome.details()) from exc
+            if outcome.kind is OutcomeKind.STOPPED:
+                raise ImageError("The image engine was stopped.") from exc
+            why = describe_outcome(outcome, activity="making the image")
+            self._failed[plan[-1].id] = why
+            raise ImageError(f"No image engine could make the image. {why}",
+                             hint="See the engine log; try a smaller size or another model.",
+                             details=outcome.details()) from exc
+        return ran.value
 
-    async def _run_job(self, server: SdServer, model: Path, request: ImageRequest, source: str,
+    async def _run_job(self, lease: Lease, model: Path, request: ImageRequest, source: str,
                        load_seconds: float, notices: list[str], keep: bool = True) -> ImageResult:
-        samplers = server.samplers
+        self._watch(lease.engine)
+        jobs = SdJobs(self._http, lease.server)
+        samplers = jobs.samplers
         if samplers and request.sampler not in samplers:
             raise ImageError(f"The sampler '{request.sampler}' is not one this engine knows.",
                              hint="Choose one of: " + ", ".join(samplers))
@@ -355,47 +370,65 @@ class ImageService:
         self._image = 1
         self._last_spp = None
         t0 = self._clock()
-        job_id = await server.submit(request)
+        job_id = await jobs.submit(request)
         try:
-            result = await server.wait(job_id)
+            result = await jobs.wait(job_id)
         except asyncio.CancelledError:
             # Withdraw a queued job; a generating one can only be stopped with its engine.
-            if not await asyncio.shield(server.cancel_queued(job_id)):
-                await asyncio.shield(self.unload())
+            if not await asyncio.shield(jobs.cancel_queued(job_id)):
+                await asyncio.shield(self.pool.discard(lease.engine, "the image was cancelled"))
             raise
         seconds = self._clock() - t0
+        engine = lease.spec
         if len(result.images) != request.count:
             raise ImageError(f"The engine made {len(result.images)} of {request.count} images.",
-                             details="\n".join(server.process.log_tail()))
-        emit(self._listeners, ImageProgress(server.engine.label, "saving", request.count, request.count,
-                                            request.steps, request.steps, self._last_spp, 1.0))
+                             details="\n".join(lease.server.log_tail()))
+        self.events.emit(ImageProgress(engine.label, "saving", request.count, request.count,
+                                       request.steps, request.steps, self._last_spp, 1.0))
         per_image = seconds / request.count
         saved = tuple(self.gallery.save(png, request, seed=request.seed + n, model=model.name,
-                                        engine=server.engine.label, seconds=per_image)
+                                        engine=engine.label, seconds=per_image)
                       for n, png in enumerate(result.images)) if keep else ()
         spp = self._last_spp
         if self._recorder is not None:
-            rec = ImageRecord(model.name, server.engine.id, str(server.engine.backend), request.width, request.height,
+            rec = ImageRecord(model.name, engine.id, str(engine.backend), request.width, request.height,
                               request.steps, request.count, spp, per_image, source)
             try:
                 self._recorder(rec)
             except Exception:  # statistics must never cost the user the images
                 log.warning("could not record image statistics", exc_info=True)
-        return ImageResult(saved, server.engine, seconds, load_seconds, spp, tuple(notices))
+        return ImageResult(saved, engine, seconds, max(0.0, load_seconds), spp, tuple(notices))
 
-    def _on_line(self, line: str) -> None:
-        server = self._server
-        if server is None:
+    # -- the engine's log (progress) ------------------------------------------------------------------
+    def _on_pool_event(self, event: PoolEvent) -> None:
+        if not isinstance(event, EngineStateChanged) or event.engine.kind != IMAGE:
             return
-        label = server.engine.label
+        if event.engine.model != self._job_model:
+            return
+        if event.state is ServerState.STARTING:
+            self._watch(event.engine)  # its loading lines arrive before the job has a lease
+            self.events.emit(ImageProgress(event.engine.spec.label, "loading"))
+
+    def _watch(self, engine: PooledEngine) -> None:
+        if self._watching is not None and self._watching[0] is engine:
+            return
+        self._unwatch()
+        self._watching = (engine, engine.server.lines.subscribe(functools.partial(self._on_line, engine.spec.label)))
+
+    def _unwatch(self) -> None:
+        if self._watching is not None:
+            self._watching[1]()
+            self._watching = None
+
+    def _on_line(self, label: str, line: str) -> None:
         step = parse_step(line)
         if step is not None:
             images, _steps = self._batch
             image = self._image
             self._last_spp = step.seconds_per_step
             done = (image - 1) * step.steps + step.step
-            emit(self._listeners, ImageProgress(label, "sampling", image, images, step.step, step.steps,
-                                                step.seconds_per_step, done / max(images * step.steps, 1)))
+            self.events.emit(ImageProgress(label, "sampling", image, images, step.step, step.steps,
+                                           step.seconds_per_step, done / max(images * step.steps, 1)))
             return
         start = parse_image_start(line)
         if start is not None:
@@ -403,14 +436,27 @@ class ImageService:
             return
         loaded = parse_load(line)
         if loaded is not None:
-            emit(self._listeners, ImageProgress(label, "loading", step=loaded[0], steps=loaded[1]))
+            self.events.emit(ImageProgress(label, "loading", step=loaded[0], steps=loaded[1]))
 
     async def unload(self) -> None:
-        """Stop the running ``sd-server`` (frees the model's memory)."""
-        server, self._server = self._server, None
-        if server is not None:
-            await server.stop()
+        """Unload the image engines (frees the model's memory), once their jobs are done."""
+        for engine in self.pool.engines(kind=IMAGE):
+            await self.pool.unload(engine, "unloaded from Images")
 
     async def aclose(self) -> None:
-        """Stop the engine. Safe twice."""
-        await self.unload()
+        """Let go of the pool's events (the pool stops the engines). Safe twice."""
+        self._unwatch()
+        self._unsubscribe()
+
+
+def _model_args(model: Path) -> list[str]:
+    """sd-server's model options (blocking: reads the model's header)."""
+    if not model.is_file():
+        raise ImageError(f"The model file {model} does not exist.", hint="Choose another image model.")
+    return launch_args(model)
+
+
+def _image_fallback(outcome: Outcome) -> bool:
+    """Image jobs move on after any ending but a model sd.cpp cannot read or a stop (Cancel)."""
+    bad_model = outcome.kind is OutcomeKind.BAD_MODEL and outcome.exit_code is not None
+    return not bad_model and outcome.kind is not OutcomeKind.STOPPED

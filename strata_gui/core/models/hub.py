@@ -27,6 +27,7 @@ from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, quant_from_
 from strata_gui.core.models.hub_errors import check_response, error_for_transport, error_from_hf
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.models.remote_header import read_remote_header
+from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
 
 SORTS = {"downloads": "downloads", "likes": "likes", "trending": "trendingScore", "updated": "lastModified"}
 PAGE_SIZE = 30
@@ -114,7 +115,7 @@ class ModelDetail:
     likes: int
     quants: tuple[QuantEntry, ...]
     other_files: tuple[RemoteFile, ...] = field(default=())
-    kind: str = "text"  # "image": a text-to-image repo; its model files are ``images``, not ``quants``
+    kind: EngineKind = TEXT  # IMAGE: a text-to-image repo; its model files are ``images``, not ``quants``
     images: tuple[QuantEntry, ...] = field(default=())
 
     @property
@@ -141,7 +142,7 @@ class ModelDetail:
 
     def to_json(self) -> dict[str, Any]:
         return {"repo_id": self.repo_id, "commit": self.commit, "gated": self.gated, "downloads": self.downloads,
-                "likes": self.likes, "kind": self.kind, "quants": [q.to_json() for q in self.quants],
+                "likes": self.likes, "kind": self.kind.name, "quants": [q.to_json() for q in self.quants],
                 "images": [q.to_json() for q in self.images],
                 "projectors": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in self.projectors]}
 
@@ -228,16 +229,14 @@ class HubClient:
         return f"{self.endpoint}/{repo_id}/resolve/{quote(revision, safe='')}/{quote(path)}"
 
     async def search(self, text: str = "", sort: str = "downloads", *, page_size: int = PAGE_SIZE,
-                     next_url: str | None = None, kind: str = "text") -> SearchPage:
+                     next_url: str | None = None, kind: EngineKind = TEXT) -> SearchPage:
         """One page of repos matching ``text`` (``next_url`` from the previous page continues).
 
-        ``kind`` "text": GGUF repos (``filter=gguf``). "image": text-to-image repos, asked for the
-        way ``HfApi.list_models(pipeline_tag="text-to-image")`` does; they publish GGUF or
-        safetensors checkpoints, so no file-format filter (the hub ANDs filters).
+        ``kind``: repos of that kind's models, with its hub filters (``kind.hub_search``: GGUF repos
+        for the chat, text-to-image repos for images, asked for the way ``HfApi.list_models`` does).
         """
         if next_url is None:
-            kind_filter = ("pipeline_tag", "text-to-image") if kind == "image" else ("filter", "gguf")
-            params: list[tuple[str, str | int | float | bool | None]] = [kind_filter, ("sort", SORTS.get(sort, sort)),
+            params: list[tuple[str, str | int | float | bool | None]] = [*kind.hub_search, ("sort", SORTS.get(sort, sort)),
                                              ("limit", str(page_size)),
                                              ("expand", "downloads"), ("expand", "likes"),
                                              ("expand", "lastModified"), ("expand", "gguf"),
@@ -280,9 +279,9 @@ class HubClient:
         ]
         from strata_gui.core.models.hub_images import image_variants, is_image_repo
 
-        kind = "image" if is_image_repo(info.pipeline_tag, list(info.tags or ())) else "text"
+        kind = IMAGE if is_image_repo(info.pipeline_tag, list(info.tags or ())) else TEXT
         images: list[QuantEntry] = []
-        if kind == "image":
+        if kind is IMAGE:
             images, others = image_variants(files)
             quants: list[QuantEntry] = []
         else:

@@ -25,6 +25,7 @@ from strata_gui.core.models.gguf_meta import (
 )
 from strata_gui.core.models.image_models import ImageModelParts, image_parts, model_parts
 from strata_gui.core.models.projector import is_projector, projector_rank
+from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, TEXT, EngineKind
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,8 @@ class LibraryEntry:
         repo_id: Hub repo for hub-cache entries.
         size: Bytes on disk.
         error: Why the model cannot be used (empty when fine).
-        kind: "text" (a llama.cpp model) or "image" (a stable-diffusion.cpp model, GGUF or safetensors).
+        kind: The engine kind that runs it: a chat model, an embedding model (an encoder, or a GGUF
+            with a pooling type) or an image model (stable-diffusion.cpp, GGUF or safetensors).
         image_family: For image models: "Stable Diffusion", "SDXL", "FLUX", ...
         image_missing: For image models: parts neither in the file nor found beside it.
         companions: For image models: the text encoder / VAE files found beside it.
@@ -63,7 +65,7 @@ class LibraryEntry:
     name: str = ""
     error: str = ""
     projector: Path | None = None
-    kind: str = "text"
+    kind: EngineKind = TEXT
     image_family: str = ""
     image_missing: tuple[str, ...] = ()
     companions: tuple[Path, ...] = ()
@@ -92,7 +94,7 @@ class LibraryEntry:
             "params": self.params, "quant": self.quant, "context_length": self.context_length,
             "chat_template": self.has_chat_template, "name": self.name, "error": self.error or None,
             "projector": str(self.projector) if self.projector else None,
-            "kind": self.kind, "image_family": self.image_family or None,
+            "kind": self.kind.name, "image_family": self.image_family or None,
             "image_missing": list(self.image_missing), "companions": [str(c) for c in self.companions],
         }
 
@@ -113,7 +115,7 @@ def _image_entry(path: Path, source: str, repo_id: str | None, size: int, parts:
         error = (f"This {parts.family} model needs its {' and '.join(parts.missing)}: put the file(s) in the "
                  "same folder (downloads from its repository).")
     return LibraryEntry(path, (path,), source, total, repo_id, architecture=parts.family, params=params, quant=quant,
-                        name=name, error=error, kind="image", image_family=parts.family,
+                        name=name, error=error, kind=IMAGE, image_family=parts.family,
                         image_missing=parts.missing, companions=companions)
 
 
@@ -164,7 +166,20 @@ def describe_model(path: Path, source: str, repo_id: str | None = None) -> Libra
         has_chat_template=head.has_chat_template,
         name=head.name or "",
         projector=find_projector(first),
+        kind=EMBEDDING if is_embedding_model(head) else TEXT,
     )
+
+
+# Encoder-only architectures: they embed text, they do not chat.
+ENCODER_ARCHITECTURES = frozenset({"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3",
+                                   "modern-bert", "neo-bert", "t5encoder"})
+
+
+def is_embedding_model(meta: GGUFMetadata) -> bool:
+    """An embedding model: an encoder architecture, or a model converted with a pooling type
+    (``<arch>.pooling_type``, which llama.cpp's converter writes only for embedding models)."""
+    arch = meta.architecture
+    return arch in ENCODER_ARCHITECTURES or meta.get(f"{arch}.pooling_type") is not None
 
 
 def find_projector(model: Path) -> Path | None:

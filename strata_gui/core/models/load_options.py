@@ -34,7 +34,7 @@ from strata_gui.core.models.fit import (
 )
 from strata_gui.core.models.gguf_meta import read_local
 from strata_gui.core.models.identity import model_identity
-from strata_gui.core.runtime.supervisor import ServerSettings
+from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.settings import Settings, SettingsService
 
 log = logging.getLogger(__name__)
@@ -259,16 +259,17 @@ class LoadOptionsService:
         return self.options(model).server_settings()
 
     # -- fit ---------------------------------------------------------------------------------------
-    def _shape_now(self, model: Path) -> ModelShape:
+    def shape_now(self, model: Path) -> ModelShape:
+        """The model's shape, read now (blocking: reads its header once per file version)."""
         st = model.stat()
         k = (model.resolve(), st.st_size, st.st_mtime_ns)
         if k not in self._shapes:
-            self._shapes[k] = ModelShape.from_metadata(read_local(model), _model_bytes(model))
+            self._shapes[k] = ModelShape.from_metadata(read_local(model), model_bytes(model))
         return self._shapes[k]
 
     async def shape(self, model: Path) -> ModelShape:
         """The model's shape (its header read off the event loop, then cached)."""
-        return await run_blocking(self._shape_now, model, name="strata-load-options")
+        return await run_blocking(self.shape_now, model, name="strata-load-options")
 
     @staticmethod
     def problems(shape: ModelShape, options: LoadOptions) -> list[str]:
@@ -310,7 +311,7 @@ class LoadOptionsService:
                             options.layout(cpu_only))
 
 
-def _model_bytes(model: Path) -> int:
+def model_bytes(model: Path) -> int:
     """Size on disk, all shards of a split set included (the weights the fit counts)."""
     import re
 

@@ -41,6 +41,7 @@ from strata_gui.core.models.hub_images import (
 from strata_gui.core.models.image_models import ImageFit, estimate_image_fit, image_parts
 from strata_gui.core.models.library import LibraryEntry, ModelLibrary
 from strata_gui.core.progress import ProgressCallback
+from strata_gui.core.runtime.kinds import TEXT, EngineKind
 from strata_gui.core.settings import Settings
 
 T = TypeVar("T")
@@ -161,8 +162,8 @@ class ModelService:
             raise HubError("Strata is in offline mode.", hint=OFFLINE_HINT)
 
     async def search(self, text: str = "", sort: str = "downloads", next_url: str | None = None,
-                     kind: str = "text") -> SearchPage:
-        """One page of hub repos: ``kind`` "text" (GGUF models) or "image" (text-to-image models)."""
+                     kind: EngineKind = TEXT) -> SearchPage:
+        """One page of hub repos with models of ``kind`` (GGUF chat models, text-to-image models ...)."""
         self._online()
         return await self.hub.search(text, sort, next_url=next_url, kind=kind)
 
@@ -288,8 +289,8 @@ class ModelService:
     async def scan_library(self) -> list[LibraryEntry]:
         return await self._off_loop(self.library.scan)
 
-    async def usable_models(self, kind: str = "text") -> list[Path]:
-        """The library's models of one kind that can run ("text": llama.cpp, "image": stable-diffusion.cpp)."""
+    async def usable_models(self, kind: EngineKind = TEXT) -> list[Path]:
+        """The library's models of one kind that can run (chat, image or embedding models)."""
         return [e.path for e in await self.scan_library() if e.kind == kind and not e.broken]
 
     async def open_file(self, path: Path) -> LibraryEntry:

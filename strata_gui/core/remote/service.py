@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from strata_gui.core.errors import ChatError, NetworkError, StorageError
+from strata_gui.core.events import Listeners
 from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, SamplingParams
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,13 @@ def normalize_base_url(url: str) -> str:
     return url
 
 
+@dataclass(frozen=True)
+class RemotesChanged:
+    """The user's remote engines changed (``endpoints`` is the saved list)."""
+
+    endpoints: tuple[RemoteEndpoint, ...]
+
+
 class RemoteService:
     """The user's remote endpoints.
 
@@ -80,6 +88,7 @@ class RemoteService:
         self._secrets = secrets
         self._http = http
         self._clock = clock
+        self.events: Listeners[RemotesChanged] = Listeners()  # added, changed or removed endpoints
 
     # -- persistence ---------------------------------------------------------------------------
     def endpoints(self) -> list[RemoteEndpoint]:
@@ -104,6 +113,7 @@ class RemoteService:
             os.replace(tmp, self.path)
         except OSError as exc:
             raise StorageError(f"Could not save the remote engines: {exc.strerror or exc}") from exc
+        self.events.emit(RemotesChanged(tuple(endpoints)))
 
     def get(self, name_or_id: str) -> RemoteEndpoint:
         for e in self.endpoints():

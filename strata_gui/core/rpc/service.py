@@ -1,9 +1,10 @@
-"""RPC pooling for the chat: launch llama-server with ``--rpc`` over the user's workers, lend this
-machine's devices with an ``rpc-server``, and drop a worker that stopped answering.
+"""RPC pooling: launch llama-server with ``--rpc`` over the user's workers, lend this machine's
+devices with an ``rpc-server``, and drop a worker that stopped answering.
 
-A dropped worker makes llama-server abort mid-reply. The chat then asks :meth:`RpcPool.after_crash`
-which workers still answer; the dead ones are left out of the next launch, and the chat reloads
-the model without them and sends the interrupted request again.
+A dropped worker makes llama-server abort mid-reply. The engine pool's fallback loop then asks
+this pool's crash advisor (:meth:`RpcPool.advisor`) which workers still answer; the dead ones are
+left out of the next launch, and the same engine is reloaded without them and the job sent again.
+The rpc-server that lends this machine runs in the engine pool like every engine process.
 """
 
 from __future__ import annotations
@@ -12,19 +13,23 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from strata_gui.core.engines.devices import DEVICE_ARG_ENV, SPLIT_ENV
 from strata_gui.core.errors import EngineError
 from strata_gui.core.models.fit import MIB, MemoryTarget
+from strata_gui.core.models.load_options import model_bytes
+from strata_gui.core.pool import CrashAdvisor, EnginePool, Launcher
+from strata_gui.core.progress import format_bytes
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.process_guard import WindowsJob
-from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor, SupervisorFactory
+from strata_gui.core.runtime.rpc_server import RpcServerProcess
 from strata_gui.core.settings import Settings, SettingsService
 
 from .workers import (
     DEFAULT_RPC_PORT,
-    RpcServerProcess,
     WorkerStatus,
     check_worker,
     parse_address,
@@ -32,6 +37,9 @@ from .workers import (
     supports_rpc,
     tcp_reachable,
 )
+
+if TYPE_CHECKING:
+    from strata_gui.core.runtime.supervisor import ServerSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +53,17 @@ class RpcPool:
         environ: The app's environment (engines inherit it).
         log_dir: Where the local rpc-server writes its log.
         job: Windows job object (processes die with Strata).
+        pool: The engine pool the lending rpc-server runs in (set by the app once the pool exists:
+            the pool's launcher is this class's :meth:`wrap`).
     """
+
+    SERVICE = "rpc-server"
 
     def __init__(self, settings_service: SettingsService, engines: Callable[[], list[EngineSpec]], *,
                  environ: Mapping[str, str] | None = None,
-                 log_dir: Path | None = None, job: WindowsJob | None = None) -> None:
+                 log_dir: Path | None = None, job: WindowsJob | None = None,
+                 pool: EnginePool | None = None) -> None:
+        self.pool = pool
         self.settings_service = settings_service
         self._engines = engines
         self._environ = environ
@@ -57,7 +71,6 @@ class RpcPool:
         self._job = job
         self.dropped: set[str] = set()
         self.in_use: list[str] = []  # workers of the engine launched last
-        self.server: RpcServerProcess | None = None
         self.last_status: dict[str, WorkerStatus] = {}
 
     @property
@@ -134,8 +147,8 @@ class RpcPool:
             budget_bytes=target.budget_bytes + extra if target.budget_bytes else 0)
 
     # -- the chat's engine ----------------------------------------------------------------------------
-    def wrap(self, inner: SupervisorFactory) -> SupervisorFactory:
-        """A supervisor factory that adds ``--rpc`` with the active workers to engines that support it."""
+    def wrap(self, inner: Launcher) -> Launcher:
+        """The engine pool's launcher, adding ``--rpc`` with the active workers to engines that support it."""
 
         def make(engine: EngineSpec, model: Path, settings: ServerSettings) -> ServerSupervisor:
             workers = self.active_workers() if supports_rpc(engine) else []
@@ -153,6 +166,18 @@ class RpcPool:
 
         return make
 
+    def advisor(self, target: Callable[[], MemoryTarget] | None = None) -> CrashAdvisor:
+        """The engine pool's crash advisor: :meth:`after_crash`, and when the model no longer fits
+        in the memory left without the dropped worker (``target``), says so."""
+
+        async def advise(outcome: Outcome | None, model: Path) -> str | None:
+            notice = await self.after_crash(outcome, model)
+            if notice and target is not None:
+                notice += fit_after_drop(model, target())
+            return notice
+
+        return advise
+
     async def after_crash(self, outcome: Outcome | None, model: Path | None = None) -> str | None:
         """A reply failed: drop workers that no longer answer; say so (None: no worker to blame)."""
         if not self.in_use:
@@ -169,9 +194,18 @@ class RpcPool:
                 f"(on {where}) and sending the message again.")
 
     # -- lending this machine ---------------------------------------------------------------------------
+    @property
+    def server(self) -> RpcServerProcess | None:
+        """The rpc-server lending this machine, while it runs."""
+        process = self.pool.service(self.SERVICE) if self.pool is not None else None
+        return process if isinstance(process, RpcServerProcess) else None
+
     async def serve(self, host: str = "127.0.0.1", port: int = DEFAULT_RPC_PORT, *, engine: EngineSpec | None = None,
                     devices: list[str] | None = None, env: Mapping[str, str] | None = None) -> RpcServerProcess:
-        """Start an rpc-server from ``engine`` (default: the first installed engine that ships one)."""
+        """Start an rpc-server from ``engine`` (default: the first installed engine that ships one)
+        in the engine pool (a running one is stopped first)."""
+        if self.pool is None:
+            raise EngineError("Lending this computer needs the engine pool.")
         await self.stop_serving()
         spec = engine or next((e for e in self._engines() if rpc_server_executable(e.server_path.parent)), None)
         exe = rpc_server_executable(spec.server_path.parent) if spec is not None else None
@@ -181,15 +215,27 @@ class RpcPool:
         log_file = self._log_dir / "rpc-server.log" if self._log_dir is not None else None
         server = RpcServerProcess(exe, host, port, env={**spec.env, **(env or {})}, environ=self._environ,
                                   devices=devices, log_file=log_file, job=self._job)
-        await server.start()
-        self.server = server
+        await self.pool.start_service(self.SERVICE, server, server.start)
         log.info("rpc-server lending this machine on %s", server.address)
         return server
 
     async def stop_serving(self) -> None:
-        server, self.server = self.server, None
-        if server is not None:
-            await server.stop()
+        if self.pool is not None:
+            await self.pool.stop_service(self.SERVICE)
 
     async def aclose(self) -> None:
+        """Stop lending this machine (the pool stops the engines)."""
         await self.stop_serving()
+
+
+def fit_after_drop(model: Path, target: MemoryTarget) -> str:
+    """" It no longer fits ..." when the model outgrows the GPU memory left (else "")."""
+    try:
+        needed = model_bytes(model)
+    except OSError:
+        return ""
+    usable = target.usable_bytes
+    if usable <= 0 or needed <= usable:
+        return ""
+    return (f" The model ({format_bytes(needed)}) no longer fits in the GPU memory left "
+            f"({format_bytes(usable)}): part of it will run on the processor, which is slower.")

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import os
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -18,11 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import EngineError, ServerError
+from strata_gui.core.errors import EngineError
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, ProcessEnded
-from strata_gui.core.runtime.process import ManagedProcess, tcp_ready
-from strata_gui.core.runtime.process_guard import WindowsJob
 
 DEFAULT_RPC_PORT = 50052
 TRUST_WARNING = ("rpc-server has no password and no encryption: anyone who can reach this port can use "
@@ -129,116 +125,7 @@ async def check_worker(address: str, engine: EngineSpec | None, environ: Mapping
     return WorkerStatus(address, True, devices, "" if devices else "it did not report any device")
 
 
-def _bind_problem(host: str, port: int) -> str:
-    """"" when ``host:port`` is free to listen on, else why not."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((host, port))
-        except OSError as exc:
-            return str(exc.strerror or exc)
-    return ""
-
-
 def _run_quiet(cmd: list[str], env: dict[str, str], timeout: float) -> str:
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, check=False)
     return proc.stdout + proc.stderr
-
-
-class RpcServerProcess:
-    """One ``rpc-server`` lending this machine's devices: a thin user of :class:`ManagedProcess`.
-
-    Args:
-        executable: The engine's rpc-server.
-        host: Interface to bind; anything but loopback is reachable by the whole network.
-        port: TCP port.
-        env: Variables added to ``environ`` (the engine's library path, device selection).
-        environ: Base environment (default: Strata's).
-        devices: ``-d`` list (e.g. ``["Vulkan0"]`` or ``["CPU"]``); empty: the server's default.
-        threads: ``-t`` (0: the server's default).
-        log_file: Where its output is also written.
-        job: Windows job object (the server dies with Strata).
-    """
-
-    def __init__(self, executable: Path, host: str, port: int, *, env: Mapping[str, str] | None = None,
-                 environ: Mapping[str, str] | None = None, devices: list[str] | None = None,
-                 threads: int = 0, log_file: Path | None = None, job: WindowsJob | None = None) -> None:
-        self.executable = executable
-        self.host, self.port = host, port
-        self._env = {**(environ if environ is not None else os.environ), **(env or {})}
-        self.devices = devices or []
-        self.threads = threads
-        self.log_file = log_file
-        self._job = job
-        self._process: ManagedProcess | None = None
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.running
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
-    @property
-    def process(self) -> ManagedProcess | None:
-        """The process of the last start (its :attr:`ManagedProcess.outcome` says how it ended)."""
-        return self._process
-
-    def command(self) -> list[str]:
-        cmd = [str(self.executable), "-H", self.host, "-p", str(self.port)]
-        if self.devices:
-            cmd += ["-d", ",".join(self.devices)]
-        if self.threads:
-            cmd += ["-t", str(self.threads)]
-        return cmd
-
-    async def start(self, timeout: float = 15.0) -> None:
-        """Start and wait until the port accepts connections.
-
-        Raises:
-            ServerError: It could not be launched, exited (port taken, bad device) or never listened.
-        """
-        if self.running:
-            return
-        busy = _bind_problem(self.host, self.port)
-        if busy:
-            raise ServerError(f"Cannot lend this computer on {self.address}: {busy}",
-                              hint="Another program (or another RPC server) uses this port; choose another one.")
-        probe = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
-        process = ManagedProcess(self.command(), subject="RPC server", env=self._env,
-                                 ready=tcp_ready(probe, self.port), ready_timeout=timeout,
-                                 log_file=self.log_file, job=self._job)
-        self._process = process
-        try:
-            await process.start()
-        except ProcessEnded as exc:
-            raise _start_error(exc.outcome, self.executable, self.port) from exc
-
-    def log_tail(self, lines: int = 30) -> str:
-        """The last ``lines`` lines it printed (of the current or last run)."""
-        if self._process is None:
-            return ""
-        return "\n".join(self._process.log_tail()[-lines:])
-
-    async def stop(self, timeout: float = 5.0) -> None:
-        """Terminate its process tree, wait up to ``timeout``, then kill what is left."""
-        if self._process is not None:
-            await self._process.stop(timeout)
-
-
-def _start_error(outcome: Outcome, executable: Path, port: int) -> ServerError:
-    """rpc-server's own words for a start that failed (it has no model to load, only a port to bind)."""
-    details = outcome.details() or None
-    if outcome.kind is OutcomeKind.NOT_FOUND:
-        why = outcome.reason or f"{outcome.path} is missing"
-        return ServerError(f"Could not start {executable.name}: {why}", hint="Reinstall the engine on the Engines page.")
-    if outcome.kind is OutcomeKind.TIMEOUT:
-        return ServerError("The RPC server did not start listening.", details=details)
-    return ServerError(f"The RPC server stopped at once (exit code {outcome.exit_code}).",
-                       hint=f"Is port {port} already in use, or the device name wrong?", details=details)

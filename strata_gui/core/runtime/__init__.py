@@ -8,15 +8,32 @@ if TYPE_CHECKING:
     from strata_gui.core.runtime.client import SamplingParams
     from strata_gui.core.runtime.depth import depth_label
     from strata_gui.core.runtime.engine import Backend, EngineSpec, backend_label
-    from strata_gui.core.runtime.supervisor import ServerState
+    from strata_gui.core.runtime.kinds import (
+        EMBEDDING,
+        IMAGE,
+        INSTALLABLE,
+        KINDS,
+        TEXT,
+        EngineKind,
+        kind_named,
+    )
+    from strata_gui.core.runtime.launch import ServerSettings, ServerState
 
 __all__ = [
+    "EMBEDDING",
+    "IMAGE",
+    "INSTALLABLE",
+    "KINDS",
+    "TEXT",
     "Backend",
+    "EngineKind",
     "EngineSpec",
     "SamplingParams",
+    "ServerSettings",
     "ServerState",
     "backend_label",
     "depth_label",
+    "kind_named",
 ]
 
 # Each module loads when one of its names is first read (see strata_gui.core.lazy).
@@ -24,5 +41,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "client": ["SamplingParams"],
     "depth": ["depth_label"],
     "engine": ["Backend", "EngineSpec", "backend_label"],
-    "supervisor": ["ServerState"],
+    "launch": ["ServerSettings", "ServerState"],
+    "kinds": ["EMBEDDING", "IMAGE", "INSTALLABLE", "KINDS", "TEXT", "EngineKind", "kind_named"],
 })

@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 import enum
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from strata_gui.core.runtime.kinds import TEXT, EngineKind, kind_named
 
 
 class Backend(enum.StrEnum):
@@ -60,7 +61,8 @@ class EngineSpec:
         tuning_active: ROCm only: a validated hipBLASLt table is passed (None: not applicable).
         devices: The engine's own device names it runs on (``ROCm0``); empty: the engine's default.
         device_reason: Why those devices (and which GPUs are left out).
-        kind: "text" for a ``llama-server``, "image" for stable-diffusion.cpp's ``sd-server``.
+        kind: What it runs as (:mod:`strata_gui.core.runtime.kinds`): its command line, readiness
+            and job APIs.
     """
 
     id: str
@@ -72,19 +74,10 @@ class EngineSpec:
     tuning_active: bool | None = None
     devices: tuple[str, ...] = ()
     device_reason: str = ""
-    kind: str = "text"
+    kind: EngineKind = TEXT
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, Backend):  # accept "rocm" etc. from callers and JSON
             object.__setattr__(self, "backend", Backend(self.backend))
-
-
-def server_executable(folder: Path) -> Path:
-    """The llama-server inside ``folder`` (``llama-server.exe`` on Windows)."""
-    name = "llama-server.exe" if sys.platform == "win32" else "llama-server"
-    return folder / name
-
-
-def sd_server_executable(folder: Path) -> Path:
-    """The stable-diffusion.cpp ``sd-server`` inside ``folder`` (``sd-server.exe`` on Windows)."""
-    return folder / ("sd-server.exe" if sys.platform == "win32" else "sd-server")
+        if not isinstance(self.kind, EngineKind):  # a stored kind name
+            object.__setattr__(self, "kind", kind_named(self.kind))

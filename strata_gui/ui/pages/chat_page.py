@@ -12,7 +12,6 @@ conversations open on their last page of messages; earlier pages load on demand.
 
 from __future__ import annotations
 
-import functools
 import html
 import math
 import time
@@ -62,7 +61,7 @@ from strata_gui.core.models import LoadOptionsService
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.remote import RemoteService
 from strata_gui.core.runtime import EngineSpec, ServerState
-from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
 from strata_gui.ui.chat.attachments import AttachmentStrip
 from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
@@ -143,9 +142,9 @@ class ChatPage(Page):
         self._next_render = 0.0  # perf_counter() time before which a streaming reply is not re-rendered
         self._build()
         self.setStyleSheet(RENDER_STYLE)
-        listener = self._on_event
-        chat_service.subscribe(listener)
-        self.destroyed.connect(functools.partial(chat_service.unsubscribe, listener))
+        follow(self, chat_service.events, self._on_event)
+        if remote is not None:  # endpoints added or removed on the Network page
+            follow(self, remote.events, lambda _e: self.refresh_run_on())
         self._show_model()
         self._show_engine_state(chat_service.engine_state, "")
 

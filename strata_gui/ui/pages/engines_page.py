@@ -36,7 +36,7 @@ from strata_gui.core.engines import (
     SetupOutcome,
 )
 from strata_gui.core.progress import ProgressCallback, format_bytes
-from strata_gui.core.runtime import backend_label
+from strata_gui.core.runtime import IMAGE, INSTALLABLE, TEXT, EngineKind, backend_label, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
@@ -81,10 +81,10 @@ class EnginesPage(Page):
         # Rows refer to these lists by index: Python objects are not stored in Qt item data.
         self._plan_rows: list[Candidate] = []
         self._engine_rows: list[InstalledEngine] = []
-        self._kind = "text"  # which engines the page shows: "text" (llama.cpp) or "image" (stable-diffusion.cpp)
-        self._plans: dict[str, EnginePlan] = {}
+        self._kind: EngineKind = TEXT  # which engines the page shows: the chat's (llama.cpp) or the images' (stable-diffusion.cpp)
+        self._plans: dict[EngineKind, EnginePlan] = {}
 
-        header = PageHeader(self.tr("Engines"), self._subtitle("text"))
+        header = PageHeader(self.tr("Engines"), self._subtitle(TEXT))
         self.header = header
         self.gpu_label = QLabel()
         self.gpu_label.setObjectName("muted")
@@ -97,7 +97,7 @@ class EnginesPage(Page):
         self.kind_tabs.addTab(self.tr("Text engines (llama.cpp)"))
         self.kind_tabs.addTab(self.tr("Image engines (stable-diffusion.cpp)"))
         self.kind_tabs.setExpanding(False)
-        self.kind_tabs.currentChanged.connect(lambda i: self.show_kind("image" if i == 1 else "text"))
+        self.kind_tabs.currentChanged.connect(lambda i: self.show_kind(INSTALLABLE[i]))
         tools = QHBoxLayout()
         tools.addWidget(self.gpu_label, 1)
         tools.addWidget(self.refresh_button)
@@ -185,26 +185,27 @@ class EnginesPage(Page):
             self.refresh_plan()
 
     @property
-    def kind(self) -> str:
-        """The engines shown: "text" (llama.cpp, for chat) or "image" (stable-diffusion.cpp, for Images)."""
+    def kind(self) -> EngineKind:
+        """The engines shown: the chat's (llama.cpp) or the images' (stable-diffusion.cpp)."""
         return self._kind
 
-    def _subtitle(self, kind: str) -> str:
-        if kind == "image":
+    def _subtitle(self, kind: EngineKind) -> str:
+        if kind is IMAGE:
             return self.tr("The stable-diffusion.cpp builds the Images page draws with. Strata tries them in the same "
                            "order: ROCm for your GPU's family, then Vulkan, then the processor, and moves to the next "
                            "one when a build cannot load a model.")
         return self.tr("The llama.cpp builds Strata runs models with. Strata picks the fastest one that really "
                        "works on this machine: ROCm for your GPU's family, then Vulkan, then the processor.")
 
-    def show_kind(self, kind: str) -> None:
+    def show_kind(self, kind: EngineKind | str) -> None:
         """Show the text or the image engines: their plan, set-up and installed builds."""
+        kind = kind_named(kind)
         if kind == self._kind:
             return
         self._kind = kind
         self.header.subtitle.setText(self._subtitle(kind))
         self.kind_tabs.blockSignals(True)
-        self.kind_tabs.setCurrentIndex(1 if kind == "image" else 0)
+        self.kind_tabs.setCurrentIndex(INSTALLABLE.index(kind))
         self.kind_tabs.blockSignals(False)
         self.plan = None
         self.plan_tree.clear()
@@ -331,7 +332,7 @@ class EnginesPage(Page):
         async def work(p: ProgressCallback) -> SetupOutcome:
             return await self._service.setup(gpus, p, kind=kind)
 
-        title = self.tr("Setting up the image engines") if kind == "image" else self.tr("Setting up the best engine")
+        title = self.tr("Setting up the image engines") if kind is IMAGE else self.tr("Setting up the best engine")
         return self._start(work, title, self._show_outcome)
 
     def _show_outcome(self, outcome: SetupOutcome) -> None:
@@ -448,7 +449,7 @@ class EnginesPage(Page):
 
     def _ask_local_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(
-            self, self.tr("Folder holding sd-server") if self._kind == "image" else self.tr("Folder holding llama-server"))
+            self, self.tr("Folder holding sd-server") if self._kind is IMAGE else self.tr("Folder holding llama-server"))
         if not folder:
             return
         backends = ["rocm", "vulkan", "cpu"]
@@ -478,6 +479,6 @@ class EnginesPage(Page):
         for b in (self.pin_button, self.remove_button):
             b.setEnabled(not busy and engine is not None)
         self.update_button.setEnabled(not busy and engine is not None and engine.id in self._updates)
-        self.pin_button.setVisible(self._kind == "text")  # the pin is the chat's engine choice
+        self.pin_button.setVisible(self._kind.follows_choices)  # the pin is the chat's engine choice
         pinned = engine is not None and self._service.settings.pinned_engine == engine.id
         self.pin_button.setText(self.tr("Choose automatically") if pinned else self.tr("Always use"))

@@ -56,6 +56,7 @@ from strata_gui.core.models import (
     SearchPage,
 )
 from strata_gui.core.progress import format_bytes
+from strata_gui.core.runtime import EMBEDDING, IMAGE, TEXT, EngineKind
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color
 from strata_gui.ui.pages.base import Page
@@ -137,8 +138,8 @@ class ModelsPage(Page):
         self.sort_box.currentIndexChanged.connect(lambda _i: self.start_search())
         # Text (GGUF for llama.cpp) or image models (text-to-image for stable-diffusion.cpp).
         self.kind_box = QComboBox()
-        self.kind_box.addItem(self.tr("Text models"), "text")
-        self.kind_box.addItem(self.tr("Image models"), "image")
+        self.kind_box.addItem(self.tr("Text models"), TEXT)
+        self.kind_box.addItem(self.tr("Image models"), IMAGE)
         self.kind_box.currentIndexChanged.connect(self._on_kind_changed)
         bar = QHBoxLayout()
         bar.addWidget(self.search_box, 1)
@@ -260,13 +261,14 @@ class ModelsPage(Page):
             self.start_search()
 
     @property
-    def search_kind(self) -> str:
-        """"text" or "image": what the browse tab searches for."""
-        return str(self.kind_box.currentData())
+    def search_kind(self) -> EngineKind:
+        """What the browse tab searches for: chat (GGUF) or image models."""
+        kind = self.kind_box.currentData()
+        return kind if isinstance(kind, EngineKind) else TEXT
 
     def _on_kind_changed(self, _index: int) -> None:
         self.search_box.setPlaceholderText(
-            self.tr("Search image models (e.g. flux, stable diffusion)") if self.search_kind == "image"
+            self.tr("Search image models (e.g. flux, stable diffusion)") if self.search_kind is IMAGE
             else self.tr("Search GGUF models (e.g. qwen 7b instruct)"))
         self.start_search()
 
@@ -318,7 +320,7 @@ class ModelsPage(Page):
         self.next_url = page.next_url
         count = self.results.count()
         if count == 0:
-            empty = (self.tr("No image models match “%1”. Try fewer or other words.") if self.search_kind == "image"
+            empty = (self.tr("No image models match “%1”. Try fewer or other words.") if self.search_kind is IMAGE
                      else self.tr("No GGUF models match “%1”. Try fewer or other words."))
             self.results_empty.setText(empty.replace("%1", self.search_box.text()))
             self.results_stack.setCurrentWidget(self.results_empty)
@@ -364,7 +366,7 @@ class ModelsPage(Page):
 
         async def load(_p: object) -> tuple[ModelDetail, FitReport | ImageReport]:
             detail = await self.service.detail(repo_id)
-            if detail.kind == "image":
+            if detail.kind is IMAGE:
                 return detail, await self.service.image_report(detail)
             return detail, await self.service.fit_report(detail)
 
@@ -724,17 +726,18 @@ class ModelsPage(Page):
         has = entry is not None
         self.reveal_button.setEnabled(has)
         self.delete_button.setEnabled(has)
-        self.chat_button.setEnabled(entry is not None and not entry.broken)
-        image = entry is not None and entry.kind == "image"
+        # Embedding models answer other apps (the local API), not a chat.
+        self.chat_button.setEnabled(entry is not None and not entry.broken and entry.kind is not EMBEDDING)
+        image = entry is not None and entry.kind is IMAGE
         self.chat_button.setText(self.tr("Make images with this model") if image else self.tr("Chat with this model"))
 
     def _chat_with_selected(self) -> None:
         entry = self.selected_entry()
-        if entry is not None and not entry.broken:
-            (self.make_images if entry.kind == "image" else self.use_model).emit(entry.path)
+        if entry is not None and not entry.broken and entry.kind is not EMBEDDING:
+            (self.make_images if entry.kind is IMAGE else self.use_model).emit(entry.path)
 
-    def library_paths(self, kind: str = "text") -> list[Path]:
-        """Usable models of one kind ("text": llama.cpp models, "image": Stable Diffusion and relatives)
+    def library_paths(self, kind: EngineKind = TEXT) -> list[Path]:
+        """Usable models of one kind (chat models by default; Stable Diffusion and relatives ...)
         from the last library scan (for other pages' model pickers)."""
         return [e.path for e in self.library if not e.broken and e.kind == kind]
 
@@ -753,7 +756,8 @@ class ModelsPage(Page):
         table.setRowCount(len(entries))
         for row, e in enumerate(entries):
             where = e.repo_id or str(e.path.parent) if not e.broken else self.tr("Broken: %1").replace("%1", e.error)
-            template = "" if e.broken else (self.tr("image model") if e.kind == "image" else
+            template = "" if e.broken else (self.tr("image model") if e.kind is IMAGE else
+                                            self.tr("embedding model") if e.kind is EMBEDDING else
                                             self.tr("yes") if e.has_chat_template else self.tr("no"))
             cells = [e.display_name, e.architecture, e.params_text, e.quant,
                      str(e.context_length) if e.context_length else "", format_bytes(e.size), template, where]

@@ -1,0 +1,110 @@
+"""Conversations, apart from running replies: what is saved, what is sent, what to answer again.
+
+:class:`Conversations` owns the store's view of a chat: new conversations and their titles, the
+history sent to an engine (system prompt, kept turns, images as OpenAI content parts), which
+messages a regenerate or an edit replaces, and how full the context is. It never talks to an
+engine; :class:`~strata_gui.core.chat.service.ChatService` runs the replies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from strata_gui.core.errors import ChatError
+
+from .images import ChatImage
+from .store import FAILED, Conversation, ConversationStore, Message
+
+DEFAULT_TITLE = "New chat"
+
+
+class Conversations:
+    """The chat's conversations in the store.
+
+    Args:
+        store: Where conversations and messages are kept.
+    """
+
+    def __init__(self, store: ConversationStore) -> None:
+        self.store = store
+
+    def new(self, title: str = DEFAULT_TITLE, *, model: str = "") -> Conversation:
+        return self.store.create_conversation(title, model=model)
+
+    def get(self, conversation_id: int) -> Conversation:
+        """The conversation, or a clear error when it was deleted meanwhile."""
+        conv = self.store.conversation(conversation_id)
+        if conv is None:
+            raise ChatError("This conversation no longer exists.")
+        return conv
+
+    def add_user_message(self, conversation_id: int, text: str, images: Sequence[ChatImage] = ()) -> Message:
+        """Save the user's message; the first one names a new conversation."""
+        conv = self.get(conversation_id)
+        if conv.title == DEFAULT_TITLE and self.store.count_messages(conv.id) == 0:
+            title = " ".join(text.split())[:48] or (images[0].name if images else "") or DEFAULT_TITLE
+            self.store.rename(conv.id, title)
+        return self.store.add_message(conv.id, "user", text, images=images)
+
+    def drop_replies_to_last_question(self, conversation_id: int) -> None:
+        """Regenerate: delete what came after the last user message.
+
+        Raises:
+            ChatError: There is no user message to answer.
+        """
+        msgs = self.store.messages(conversation_id)
+        last_user = next((m for m in reversed(msgs) if m.role == "user"), None)
+        if last_user is None:
+            raise ChatError("There is no message to answer yet.")
+        later = [m for m in msgs if m.id > last_user.id]
+        if later:
+            self.store.delete_messages_from(conversation_id, later[0].id)
+
+    def edit(self, message_id: int, text: str) -> int:
+        """Replace a user message's text and drop everything after it; returns its conversation.
+
+        Raises:
+            ChatError: It is not the user's message (or is gone).
+        """
+        msg = self.store.message(message_id)
+        if msg is None or msg.role != "user":
+            raise ChatError("Only your own messages can be edited.")
+        self.store.update_message(message_id, content=text)
+        self.store.delete_messages_from(msg.conversation_id, message_id + 1)
+        return msg.conversation_id
+
+    def history(self, conversation: Conversation, upto: int | None = None, *,
+                with_images: bool = False) -> list[dict[str, Any]]:
+        """Messages sent to the engine: system prompt, then every kept turn before ``upto``.
+
+        A message with images becomes OpenAI content parts (its text, then each image as a
+        ``data:`` URL) when ``with_images``; otherwise only its text is sent, so a conversation
+        with pictures can go on with a text-only model.
+        """
+        out: list[dict[str, Any]] = []
+        if conversation.system_prompt.strip():
+            out.append({"role": "system", "content": conversation.system_prompt})
+        for m in self.store.messages(conversation.id):
+            if upto is not None and m.id >= upto:
+                break
+            if m.status == FAILED or (m.role == "assistant" and not m.content):
+                continue
+            if m.images and with_images:
+                parts: list[dict[str, object]] = [{"type": "text", "text": m.content}] if m.content else []
+                parts += [im.content_part() for im in m.images]
+                out.append({"role": m.role, "content": parts})
+            else:
+                out.append({"role": m.role, "content": m.content})
+        return out
+
+    def context_used(self, conversation_id: int) -> int:
+        """Tokens the conversation filled at its last measured reply (0 when unknown).
+
+        A stopped reply only counts its own pieces (the engine's prompt count never arrived), so it
+        is passed over for the last reply the engine measured in full.
+        """
+        for m in reversed(self.store.messages(conversation_id, limit=20)):
+            if m.role == "assistant" and m.stats.prompt_n is not None and m.stats.context_used:
+                return int(m.stats.context_used)
+        return 0

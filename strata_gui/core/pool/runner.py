@@ -1,0 +1,168 @@
+"""The one fallback loop: run a job along the resolver's plan, moving to the next engine when one
+fails, and say so.
+
+Chat replies, image jobs and the local API all run their work through :func:`run_along_plan`:
+
+- an engine that cannot start (a missing library, out of memory, a crash while loading) is
+  skipped for the next one of the plan, when the caller's ``may_fall_back`` agrees (not for a
+  damaged model, which no other engine will load either);
+- a job that fails with an engine error is sent again on the next engine when the engine died
+  during it, or when it was the engine's first job (an engine that starts but cannot serve);
+- before that, a crash advisor may explain the failure (an RPC worker that stopped answering):
+  the same engine is then reloaded (without the worker) and the job sent again, once per run.
+
+Each move is a :class:`~strata_gui.core.pool.pool.FailedOver` event, given to the caller (who
+tells its user in its own words) and announced on the pool's events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from strata_gui.core.errors import ServerError
+from strata_gui.core.progress import ProgressCallback
+from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.launch import ServerSettings, ServerState
+from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, describe_outcome
+from strata_gui.core.runtime.supervisor import ServerSupervisor
+
+from .pool import CrashAdvisor, EnginePool, FailedOver, Lease
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Ran(Generic[T]):
+    """What a job returned, and the plan's engine that ran it (``index`` into the plan)."""
+
+    value: T
+    index: int
+    engine: EngineSpec
+
+
+def engine_fault(outcome: Outcome) -> bool:
+    """The default ``may_fall_back``: another engine may do better (not a bad model, not a stop)."""
+    return outcome.engine_fault
+
+
+async def run_along_plan(
+    pool: EnginePool,
+    plan: Sequence[EngineSpec],
+    model: Path,
+    settings: Callable[[EngineSpec], ServerSettings],
+    job: Callable[[Lease], Awaitable[T]],
+    *,
+    user: str,
+    start: int = 0,
+    may_fall_back: Callable[[Outcome], bool] = engine_fault,
+    activity: str = "running",
+    advisor: CrashAdvisor | None = None,
+    on_failover: Callable[[FailedOver], None] | None = None,
+    on_progress: ProgressCallback | None = None,
+    keep_alive: float | None = None,
+    died_grace: float = 2.0,
+) -> Ran[T]:
+    """Run ``job`` on the first engine of ``plan`` (from ``start``) that can do it.
+
+    Args:
+        pool: Where engines are borrowed.
+        plan: Engines to try, best first (the resolver's order).
+        model: The model every engine loads.
+        settings: The launch settings for an engine of the plan.
+        job: The work, given a lease on a ready engine; called again on the next engine after a
+            failure (it must start afresh each time). Engine trouble must surface as
+            :class:`ServerError`; any other exception ends the run as it is.
+        user: Who runs it ("chat", "images", "api"): the pool's events name it.
+        start: Index of the first engine to try (the chat stays on the engine it fell back to).
+        may_fall_back: Whether an ending justifies the next engine (default: an engine fault).
+        activity: What a ready engine was doing, for the sentence about a crash ("answering").
+        advisor: Explains failures a reload fixes (default: the pool's, see :class:`CrashAdvisor`).
+        on_failover: Told each move before the job is sent again.
+        on_progress: Load progress of engines this run starts.
+        keep_alive: The lease's idle time-out (see :meth:`EnginePool.acquire`).
+        died_grace: Seconds to wait for the exit of an engine whose job failed (it is noticed a
+            moment after the connection drops).
+
+    Returns:
+        The job's value, and which engine of the plan ran it.
+
+    Raises:
+        ServerError: No engine in the plan (from ``start``).
+        ProcessEnded: The last engine tried could not start, or died during the job, and no other
+            may take over (its outcome says why; the message names ``activity``).
+        Exception: What the job raised otherwise (its engine stays loaded).
+    """
+    if not plan or start >= len(plan):
+        raise ServerError("No engine to run the model.", hint="Install an engine on the Engines page.")
+    index = start
+    advised = False
+    advisor = advisor if advisor is not None else pool.advisor
+
+    def move(failed: EngineSpec, nxt: EngineSpec, reason: str, details: str, during_job: bool) -> None:
+        event = FailedOver(user, model, failed, nxt, reason, details, during_job)
+        log.warning("%s", event.text)
+        if on_failover is not None:
+            on_failover(event)
+        pool.events.emit(event)
+
+    while True:
+        spec = plan[index]
+        nxt = plan[index + 1] if index + 1 < len(plan) else None
+        try:
+            lease = await pool.acquire(spec, model, settings(spec), user=user, keep_alive=keep_alive,
+                                       on_progress=on_progress)
+        except ProcessEnded as exc:
+            if nxt is not None and may_fall_back(exc.outcome):
+                move(spec, nxt, describe_outcome(exc.outcome), exc.outcome.details(), False)
+                index += 1
+                continue
+            raise
+        try:
+            first = lease.first_job
+            try:
+                value = await job(lease)
+            except ServerError as exc:
+                server = lease.server
+                died = await _died(server, died_grace)
+                outcome = server.outcome if died else None
+                if not advised and advisor is not None:
+                    text = await advisor(outcome, model)
+                    if text:
+                        advised = True
+                        await pool.discard(lease.engine, "reloaded after a failure")
+                        move(spec, spec, text, outcome.details() if outcome else "", True)
+                        continue
+                if died or first:
+                    await pool.discard(lease.engine, "failed")
+                    blamed = outcome or Outcome(OutcomeKind.CRASHED, Phase.RUNNING, subject=server.subject)
+                    if nxt is not None and may_fall_back(blamed):
+                        if outcome is not None:
+                            reason = describe_outcome(outcome, activity=activity)
+                        else:
+                            reason = f"{spec.label} engine failed on the first request: {exc.message.rstrip('.')}."
+                        move(spec, nxt, reason, outcome.details() if outcome else (exc.details or ""), True)
+                        index += 1
+                        continue
+                if outcome is not None:
+                    raise ProcessEnded(outcome, message=describe_outcome(outcome, activity=activity)) from exc
+                raise
+            lease.succeeded()
+            return Ran(value, index, spec)
+        finally:
+            lease.release()
+
+
+async def _died(server: ServerSupervisor, grace: float) -> bool:
+    """Whether the engine process is gone (waits briefly: the exit is noticed a moment later)."""
+    if server.state not in (ServerState.CRASHED, ServerState.FAILED):
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(server.wait_exited(), grace)
+    return server.state in (ServerState.CRASHED, ServerState.FAILED)

@@ -1,0 +1,222 @@
+"""Engine kinds as data: one small descriptor per kind of engine Strata runs.
+
+A kind says everything that differs between, say, a chat engine (llama.cpp's ``llama-server``)
+and an image engine (stable-diffusion.cpp's ``sd-server``): which builds run it (the catalog's
+release sources of that name), the server binary, how its probe asks it for devices, its command
+line, how it tells it is ready, and which job APIs it answers. Code that starts, probes, plans or
+shares engines reads these fields; nothing compares a kind's name. Adding a kind (speech with
+whisper.cpp, rerankers) is a new descriptor here (and its page), nothing else.
+
+The names are stored in engine manifests, the catalog (``"kind"`` of a release source) and JSON
+output, so they never change once shipped.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from strata_gui.core.runtime.engine import EngineSpec
+    from strata_gui.core.runtime.launch import ServerSettings
+
+CommandBuilder = Callable[["EngineSpec", Path, "ServerSettings", int], list[str]]
+"""(engine, model, settings, port) → the server's command line."""
+EnvironmentBuilder = Callable[["ServerSettings"], dict[str, str]]
+"""Variables a launch adds for options some builds spell differently (see :func:`llama_env`)."""
+
+# The job APIs a running server answers (the local API passes them through; a pool user asks for one).
+OPENAI_CHAT = "openai"  # /v1/chat/completions, /v1/completions, /v1/models
+ANTHROPIC = "anthropic"  # /v1/messages, /v1/messages/count_tokens
+RESPONSES = "responses"  # /v1/responses
+EMBEDDINGS = "embeddings"  # /v1/embeddings
+RERANK = "rerank"  # /v1/rerank
+SDCPP = "sdcpp"  # /sdcpp/v1/img_gen and its job API
+OPENAI_IMAGES = "openai-images"  # /v1/images/generations
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    """What one kind of engine is and how it runs.
+
+    Attributes:
+        name: Stable identifier, stored in manifests, the catalog and JSON ("text").
+        label: What users read for it ("chat").
+        builds: The name of the kind whose installed builds run this one: an embedding engine is
+            a llama.cpp build, installed for text, started another way.
+        binary: The server executable's name, without ``.exe``.
+        project: Whose builds these are ("llama.cpp"), as the install pages name it.
+        lists_devices: The probe can ask the build for its devices (``--list-devices``); builds
+            that cannot are only known to work once a model loads, so setting them up also
+            installs the next usable build as a fallback.
+        ready_path: The HTTP path that answers 200 once the model is loaded.
+        command: The server's command line (:data:`CommandBuilder`).
+        environment: Extra launch variables (:data:`EnvironmentBuilder`).
+        apis: The job APIs the running server answers.
+        subject: How outcomes name a running engine of this kind; ``{engine}`` is its label.
+        follows_choices: The global pin and the benchmark's measured choices order its builds.
+        kv_cache: Its memory grows with the context (weights plus a KV cache per token, read
+            from the GGUF header); else it is about the model files' size.
+        id_prefix: Put after ``local-`` in the ids of local builds of this kind (the chat's have
+            none, as they had before kinds existed).
+        load_timeout: Seconds a model may take to load before the start counts as failed.
+        hub_search: The Hugging Face hub's search filters for repos of this kind's models.
+    """
+
+    name: str
+    label: str
+    builds: str
+    binary: str
+    project: str
+    lists_devices: bool
+    ready_path: str
+    command: CommandBuilder
+    environment: EnvironmentBuilder = field(default=lambda _settings: {})
+    apis: frozenset[str] = frozenset()
+    subject: str = "{engine} engine"
+    follows_choices: bool = False
+    kv_cache: bool = False
+    id_prefix: str = ""
+    load_timeout: float = 300.0
+    hub_search: tuple[tuple[str, str], ...] = (("filter", "gguf"),)
+
+    def executable(self, folder: Path, *, windows: bool | None = None) -> Path:
+        """The server inside ``folder`` (``.exe`` on Windows)."""
+        win = sys.platform == "win32" if windows is None else windows
+        return folder / (self.binary + (".exe" if win else ""))
+
+    def subject_for(self, engine_label: str) -> str:
+        """"ROCm b1136 engine", "Vulkan image engine": how outcomes name it."""
+        return self.subject.format(engine=engine_label)
+
+    def serves(self, api: str) -> bool:
+        return api in self.apis
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# -- command lines ---------------------------------------------------------------------------------
+def llama_command(engine: EngineSpec, model: Path, settings: ServerSettings, port: int) -> list[str]:
+    """The llama-server command line. Flags that equal the engine's default are left out, so
+    builds that spell them differently still start. Never the server's own tools (``--tools``,
+    ``--agent``, ``--mcp-servers-config``): they run with the engine's rights and ask nobody."""
+    cmd = [str(engine.server_path), "-m", str(model), "--host", settings.host, "--port", str(port),
+           "-c", str(max(0, settings.ctx_size))]
+    if engine.backend != "cpu":
+        if settings.gpu_layers == "all":
+            cmd += ["-ngl", "999"]
+        elif settings.gpu_layers.isdigit():
+            cmd += ["-ngl", settings.gpu_layers]
+    if settings.flash_attention in ("on", "off"):
+        cmd += ["-fa", settings.flash_attention]
+    if settings.threads > 0:
+        cmd += ["-t", str(settings.threads)]
+    if settings.parallel > 0:
+        cmd += ["-np", str(settings.parallel)]
+    if settings.jinja:
+        cmd.append("--jinja")
+    if settings.metrics:
+        cmd.append("--metrics")
+    if settings.api_key:
+        cmd += ["--api-key", settings.api_key]
+    if settings.mmproj:
+        cmd += ["--mmproj", settings.mmproj]
+    if settings.cache_type_k != "f16":
+        cmd += ["-ctk", settings.cache_type_k]
+    if settings.cache_type_v != "f16":
+        cmd += ["-ctv", settings.cache_type_v]
+    if settings.batch_size > 0:
+        cmd += ["-b", str(settings.batch_size)]
+    if settings.ubatch_size > 0:
+        cmd += ["-ub", str(settings.ubatch_size)]
+    if settings.draft_model:
+        cmd += ["--model-draft", settings.draft_model]  # every build since speculative decoding spells it so
+    cmd += list(settings.extra_args)
+    return cmd
+
+
+def embedding_command(engine: EngineSpec, model: Path, settings: ServerSettings, port: int) -> list[str]:
+    """llama-server serving ``/v1/embeddings``: the chat command plus ``--embedding``."""
+    return [*llama_command(engine, model, settings, port), "--embedding"]
+
+
+def sd_command(engine: EngineSpec, model: Path, settings: ServerSettings, port: int) -> list[str]:
+    """stable-diffusion.cpp's sd-server: the model options (``settings.model_args``, else
+    ``--model``) and a loopback port; sd-server takes no chat options."""
+    model_args = list(settings.model_args) or ["--model", str(model)]
+    cmd = [str(engine.server_path), *model_args, "--listen-ip", settings.host, "--listen-port", str(port)]
+    if settings.threads > 0:
+        cmd += ["--threads", str(settings.threads)]
+    return cmd
+
+
+def llama_env(settings: ServerSettings) -> dict[str, str]:
+    """Variables for options whose flag differs between llama.cpp builds.
+
+    Memory-mapping is off with ``--no-mmap`` on older builds and ``--load-mode none`` on newer
+    ones, and each rejects the other's flag; llama.cpp reads every option from ``LLAMA_ARG_*``
+    too and ignores variables it does not know, so both spellings go in the environment.
+
+    The draft limits moved from ``--draft-max/--draft-min`` (now a start error) to
+    ``--spec-draft-n-max/-min``, and newer builds need ``--spec-type draft-simple`` to use a plain
+    draft GGUF at all; the new names go in the environment, which older builds ignore (they then
+    draft with their default limits).
+    """
+    env: dict[str, str] = {}
+    if not settings.mmap:
+        env.update({"LLAMA_ARG_MMAP": "0", "LLAMA_ARG_LOAD_MODE": "none"})
+    if settings.draft_model:
+        env["LLAMA_ARG_SPEC_TYPE"] = "draft-simple"
+        if settings.draft_max > 0:
+            env["LLAMA_ARG_SPEC_DRAFT_N_MAX"] = str(settings.draft_max)
+        if settings.draft_min > 0:
+            env["LLAMA_ARG_SPEC_DRAFT_N_MIN"] = str(settings.draft_min)
+    return env
+
+
+# -- the kinds ----------------------------------------------------------------------------------------
+TEXT = EngineKind(
+    name="text", label="chat", builds="text", binary="llama-server", project="llama.cpp", lists_devices=True,
+    ready_path="/health", command=llama_command, environment=llama_env,
+    apis=frozenset({OPENAI_CHAT, ANTHROPIC, RESPONSES, RERANK}), follows_choices=True, kv_cache=True,
+)
+IMAGE = EngineKind(
+    name="image", label="image", builds="image", binary="sd-server", project="stable-diffusion.cpp",
+    # sd-server listens only once the model is loaded: its first answer means "ready".
+    lists_devices=False, ready_path="/sdcpp/v1/capabilities", command=sd_command,
+    apis=frozenset({SDCPP, OPENAI_IMAGES}), subject="{engine} image engine", id_prefix="image-",
+    load_timeout=600.0,  # diffusion models with their text encoders load slowly on a CPU
+    # GGUF or safetensors checkpoints: no file-format filter (the hub ANDs its filters).
+    hub_search=(("pipeline_tag", "text-to-image"),),
+)
+EMBEDDING = EngineKind(
+    name="embedding", label="embedding", builds="text", binary="llama-server", project="llama.cpp",
+    lists_devices=True, ready_path="/health", command=embedding_command, environment=llama_env,
+    apis=frozenset({EMBEDDINGS}), subject="{engine} embedding engine", kv_cache=True,
+    hub_search=(("filter", "gguf"), ("pipeline_tag", "feature-extraction")),
+)
+KINDS: tuple[EngineKind, ...] = (TEXT, IMAGE, EMBEDDING)
+"""The kinds Strata ships (what stored names are read back as)."""
+INSTALLABLE: tuple[EngineKind, ...] = tuple(k for k in KINDS if k.builds == k.name)
+"""The kinds that have builds of their own to install (the others borrow another kind's)."""
+
+
+def kind_named(name: str | EngineKind | None, default: EngineKind = TEXT) -> EngineKind:
+    """The shipped kind stored as ``name`` (``default`` for None or "", as in manifests written
+    before kinds existed).
+
+    Raises:
+        ValueError: no shipped kind has that name.
+    """
+    if isinstance(name, EngineKind):
+        return name
+    if not name:
+        return default
+    for kind in KINDS:
+        if kind.name == name:
+            return kind
+    raise ValueError(f"unknown engine kind {name!r} (known: {', '.join(k.name for k in KINDS)})")
