@@ -129,6 +129,18 @@ class ImageError(StrataError):
     title = "Image problem"
 
 
+class ToolError(StrataError):
+    """An MCP tool server could not be configured, started, listed or called."""
+
+    title = "Tool problem"
+
+
+class ToolConfigError(ToolError):
+    """An ``mcpServers`` configuration (a file, or one server in it) is not usable."""
+
+    title = "Tool server configuration problem"
+
+
 class InternalError(StrataError):
     """A bug in Strata (an exception nobody expected), shown so the user can report it.
 
