@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,9 +89,44 @@ class ServerSettings:
                    threads=s.threads, parallel=max(1, s.parallel_slots))
 
 
+# llama-server's own experimental agent tools (common/arg.cpp of the pinned source): built-in file and
+# shell tools, stdio MCP servers and a CORS proxy, all run with the engine's privileges and no
+# approval. Strata's tools go through its own MCP host, which asks first; an engine never gets these.
+# Flags that take a value, then switches. Builds read "--a_b" as "--a-b".
+AGENT_TOOL_VALUE_FLAGS = frozenset({"--tools", "--tools-runtime", "--mcp-servers-config", "--mcp-servers-json"})
+AGENT_TOOL_SWITCHES = frozenset({"-ag", "--agent", "--ui-mcp-proxy", "--webui-mcp-proxy"})
+# The same options as environment variables (llama.cpp reads every option from LLAMA_ARG_*).
+AGENT_TOOL_ENV = ("LLAMA_ARG_TOOLS", "LLAMA_ARG_TOOLS_RUNTIME", "LLAMA_ARG_MCP_SERVERS_CONFIG",
+                  "LLAMA_ARG_MCP_SERVERS_JSON", "LLAMA_ARG_AGENT", "LLAMA_ARG_UI_MCP_PROXY")
+
+
+def without_agent_tools(args: Sequence[str]) -> list[str]:
+    """``args`` without llama-server's agent-tool flags (and their values)."""
+    out: list[str] = []
+    skip_value = False
+    for arg in args:
+        if skip_value:
+            skip_value = False
+            continue
+        flag = arg.replace("_", "-") if arg.startswith("--") else arg
+        if flag in AGENT_TOOL_VALUE_FLAGS:
+            skip_value = True
+        elif flag not in AGENT_TOOL_SWITCHES:
+            out.append(arg)
+            continue
+        log.warning("dropped the engine option %s: Strata runs tools itself, after asking", arg)
+    return out
+
+
+def without_agent_tools_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without the variables that would turn llama-server's agent tools on."""
+    return {k: v for k, v in env.items() if k.upper() not in AGENT_TOOL_ENV}
+
+
 def build_command(engine: EngineSpec, model: Path, settings: ServerSettings, port: int) -> list[str]:
     """The llama-server command line. Flags that equal the engine's default are left out, so
-    builds that spell them differently still start."""
+    builds that spell them differently still start. llama-server's own agent tools are never
+    turned on (:func:`without_agent_tools`)."""
     cmd = [str(engine.server_path), "-m", str(model), "--host", settings.host, "--port", str(port),
            "-c", str(max(0, settings.ctx_size))]
     if engine.backend != "cpu":
@@ -123,7 +158,7 @@ def build_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
         cmd += ["-ub", str(settings.ubatch_size)]
     if settings.draft_model:
         cmd += ["--model-draft", settings.draft_model]  # every build since speculative decoding spells it so
-    cmd += list(settings.extra_args)
+    cmd += without_agent_tools(settings.extra_args)
     return cmd
 
 
@@ -274,7 +309,8 @@ class ServerSupervisor:
         run = self._run = object()
         proc = ManagedProcess(
             build_command(self.engine, self.model, self.settings, self.port),
-            subject=self.subject, env={**self._environ, **self.engine.env, **launch_env(self.settings)}, cwd=self.engine.server_path.parent,
+            subject=self.subject, cwd=self.engine.server_path.parent,
+            env=without_agent_tools_env({**self._environ, **self.engine.env, **launch_env(self.settings)}),
             ready=http_ready(self._http, lambda: self.base_url + "/health"), ready_timeout=self._ready_timeout,
             log_lines=self._log_lines, job=self._job, on_line=functools.partial(self._on_line, run),
             on_end=functools.partial(self._on_end, run),
