@@ -138,6 +138,22 @@ def test_crash_is_reported_and_the_next_call_starts_the_server_again(run: Runner
     run(main())
 
 
+def test_a_server_that_died_while_idle_is_started_again_for_the_next_call(tmp_path: Path) -> None:
+    async def main() -> None:
+        host = McpHost([_stdio()], log_dir=tmp_path)
+        try:
+            before = int((await host.call_tool("tools", "pid")).text)
+            os.kill(before, signal.SIGKILL)
+            assert _gone(before)
+            await asyncio.sleep(1.0)  # time for the SDK's reader to see the pipe close (it takes ms)
+            after = await host.call_tool("tools", "pid")
+            assert after.outcome is ToolOutcome.OK and int(after.text) != before
+        finally:
+            await host.aclose()
+
+    asyncio.run(main())
+
+
 def test_hang_hits_the_time_limit_and_the_server_is_replaced(tmp_path: Path) -> None:
     async def main() -> None:
         host = McpHost([_stdio()], log_dir=tmp_path, call_timeout=1.0)

@@ -29,12 +29,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -297,7 +299,13 @@ class _Connection:
 
     @property
     def alive(self) -> bool:
-        return self.client is not None and not self._stop.is_set()
+        """Whether the session can take a call: started, not stopping, and its transport still open
+        (a server that exited while idle is noticed here, before a call is lost to it)."""
+        if self.client is None or self._stop.is_set():
+            return False
+        # The SDK has no public "connection closed" flag; its dispatcher's is read when present.
+        dispatcher = getattr(self.client.session, "_dispatcher", None)
+        return not getattr(dispatcher, "_closed", False)
 
     async def open(self, host: McpHost) -> Client:
         loop = asyncio.get_running_loop()
@@ -314,7 +322,10 @@ class _Connection:
                 await self._stop.wait()
         except BaseException as exc:
             if not ready.done():
-                ready.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    ready.cancel()
+                else:
+                    ready.set_exception(exc)
             elif not isinstance(exc, asyncio.CancelledError):
                 log.debug("tool server %s: session ended with %r", self.config.name, exc)
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
@@ -585,8 +596,8 @@ class McpHost:
             raise ToolError(f"The program '{config.command}' of the tool server '{config.name}' was not found.",
                             hint=_install_hint(command))
         args = list(config.args)
-        if self.guard_children and sys.platform.startswith("linux"):
-            setpriv = shutil.which("setpriv")
+        if self.guard_children:
+            setpriv = _pdeathsig_wrapper()
             if setpriv is not None:
                 return setpriv, ["--pdeathsig", "KILL", "--", found, *args]
         return found, args
@@ -831,6 +842,29 @@ def _install_hint(command: str) -> str:
         return f"Install {base}, or give the full path of the program."
     return "Install it, or give the full path of the program in the server's settings."
 
+
+
+@functools.cache
+def _pdeathsig_wrapper() -> str | None:
+    """``setpriv`` when it can set the parent-death signal (Linux, util-linux 2.33+), else None.
+
+    The SDK starts a stdio server in a session of its own and offers no ``preexec_fn``, so the
+    signal cannot be armed in the child as the engines' guard does (runtime/process_guard.py);
+    ``setpriv`` arms it and then runs the server in its place (the signal survives ``exec``). It
+    fires when the thread that started the server ends: the host's worker thread, which lives
+    until :meth:`McpHost.aclose` has stopped every server, or Strata dying.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    try:
+        help_text = subprocess.run([setpriv, "--help"], capture_output=True, text=True, timeout=10,
+                                   check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return setpriv if "--pdeathsig" in help_text else None
 
 
 def _is_loopback(url: str) -> bool:
