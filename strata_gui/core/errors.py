@@ -132,13 +132,14 @@ class ImageError(StrataError):
 class ToolError(StrataError):
     """An MCP tool server could not be configured, started, listed or called."""
 
-    title = "Tool problem"
+    # Tools are part of the chat; a title of their own needs its translation in ui/dialogs.py first.
+    title = "Chat problem"
 
 
 class ToolConfigError(ToolError):
     """An ``mcpServers`` configuration (a file, or one server in it) is not usable."""
 
-    title = "Tool server configuration problem"
+    title = "Settings problem"
 
 
 class InternalError(StrataError):
