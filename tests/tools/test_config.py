@@ -103,6 +103,13 @@ def test_secrets_stay_out_of_repr_describe_and_entry() -> None:
     assert brave.to_entry(with_secrets=True)["env"] == {"BRAVE_API_KEY": "BSA-secret-123"}
 
 
+def test_redact_hides_every_secret_value() -> None:
+    s = McpServerConfig("r", HTTP, url="https://me:pa55word@h/mcp?key=k-query&x=1", headers={
+        "Authorization": "Bearer tok-123456"}, env={"DEBUG": "1"})
+    text = "Bearer tok-123456 / tok-123456 / pa55word / key=k-query / DEBUG=1"
+    assert s.redact(text) == "*** / *** / *** / key=*** / DEBUG=1"
+
+
 def test_config_is_a_frozen_value() -> None:
     s = McpServerConfig("a", STDIO, command="x", env={"K": "v"})
     with pytest.raises(TypeError):

@@ -243,7 +243,8 @@ class _DictSecrets:
 
 def test_servers_that_cannot_start_are_reported_and_the_others_still_work(tmp_path: Path) -> None:
     quitter = McpServerConfig("quitter", STDIO, command=sys.executable, args=(
-        "-c", "import sys; sys.stderr.write('boom: BRAVE_API_KEY is not set\\n'); sys.exit(2)"))
+        "-c", "import os, sys; sys.stderr.write('boom: ' + os.environ['BRAVE_API_KEY'] + ' is refused\\n'); sys.exit(2)"),
+        env={"BRAVE_API_KEY": "BSA-quit-secret"})
     missing = McpServerConfig("missing", STDIO, command="strata-no-such-program-xyz")
     npx = McpServerConfig("npx-less", STDIO, command="npx", env={"PATH": str(tmp_path)})
     lost = McpServerConfig("lost", STDIO, command=sys.executable, cwd=str(tmp_path / "nowhere"))
@@ -258,7 +259,8 @@ def test_servers_that_cannot_start_are_reported_and_the_others_still_work(tmp_pa
             problems = {p.server: p.error for p in catalog.problems}
             assert set(problems) == {"quitter", "missing", "npx-less", "lost", "closed-port"}  # "off" is off
             assert problems["quitter"].message == (
-                "The tool server 'quitter' stopped while starting: boom: BRAVE_API_KEY is not set")
+                "The tool server 'quitter' stopped while starting: boom: *** is refused")  # the key is hidden
+            assert "BSA-quit-secret" not in (problems["quitter"].details or "")
             assert problems["missing"].message == (
                 "The program 'strata-no-such-program-xyz' of the tool server 'missing' was not found.")
             assert "Node.js" in (problems["npx-less"].hint or "")
@@ -271,7 +273,7 @@ def test_servers_that_cannot_start_are_reported_and_the_others_still_work(tmp_pa
             unknown = await host.call_tool("nobody", "add")
             assert unknown.outcome is ToolOutcome.UNAVAILABLE and "no tool server named 'nobody'" in unknown.text
             assert (await host.call_tool("tools", "add", {"a": 1, "b": 2})).text == "3"
-            assert "boom: BRAVE_API_KEY is not set" in (tmp_path / "mcp-quitter.log").read_text(encoding="utf-8")
+            assert "boom: BSA-quit-secret is refused" in (tmp_path / "mcp-quitter.log").read_text(encoding="utf-8")
         finally:
             await host.aclose()
 
@@ -443,3 +445,52 @@ def test_result_text_of_every_content_kind() -> None:
     assert result_text([], {"answer": 42}) == '{"answer": 42}'
 
 
+
+
+def test_the_app_core_runs_the_saved_servers_and_follows_the_store(tmp_path: Path) -> None:
+    from strata_gui.core.app_services import build_app_services
+    from strata_gui.core.services import build_services
+
+    async def main() -> None:
+        app = build_app_services(build_services())
+        try:
+            assert await app.tools.list_tools() == ToolCatalog()  # nothing saved: nothing started
+            app.tool_servers.add(_stdio("saved", env={"STRATA_TEST_KEY": "from-the-key-store"}))
+            result = await app.tools.call_tool("saved", "env", {"name": "STRATA_TEST_KEY"})
+            assert result.text == "from-the-key-store"
+            pid = int((await app.tools.call_tool("saved", "pid")).text)
+            app.tool_servers.set_enabled("saved", False)
+            assert (await app.tools.call_tool("saved", "pid")).outcome is ToolOutcome.UNAVAILABLE
+            assert _gone(pid)
+        finally:
+            await app.aclose()
+
+    asyncio.run(main())
+
+
+def test_secrets_stay_out_of_the_log_even_when_verbose(tmp_path: Path) -> None:
+    from strata_gui.core.logging_setup import close_logging, configure_logging
+
+    log_file = tmp_path / "logs" / "strata.log"
+
+    async def main(url: str) -> None:
+        host = McpHost([McpServerConfig("remote", HTTP, url=url + "?token=q-secret",
+                                        headers={"X-Api-Key": "h-secret"}),
+                        _stdio("local", env={"STRATA_TEST_KEY": "e-secret"})], log_dir=tmp_path / "logs")
+        try:
+            assert (await host.call_tool("remote", "add", {"a": 1, "b": 2})).text == "3"
+            assert (await host.call_tool("local", "env", {"name": "STRATA_TEST_KEY"})).text == "e-secret"
+            assert (await host.call_tool("remote", "crash")).outcome is ToolOutcome.CRASHED  # errors logged too
+        finally:
+            await host.aclose()
+
+    configure_logging(log_file, verbose=True)
+    try:
+        with http_server(require_header="X-Api-Key=h-secret") as url:
+            asyncio.run(main(url))
+    finally:
+        close_logging()
+    text = log_file.read_text(encoding="utf-8")
+    assert "starting tool server local" in text and "connecting to tool server remote" in text
+    for secret in ("q-secret", "h-secret", "e-secret"):
+        assert secret not in text

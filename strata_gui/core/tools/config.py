@@ -88,6 +88,24 @@ class McpServerConfig:
         parts = urlsplit(self.url)
         return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
+    def secret_values(self) -> list[str]:
+        """Every secret this server's config holds (env and header values, a bearer token, the
+        password and query of its address), longest first; values under 4 characters are not
+        secrets worth hiding ("1", "true")."""
+        values = [*self.env.values(), *self.headers.values()]
+        values += [v.split(None, 1)[1] for v in self.headers.values() if len(v.split(None, 1)) == 2]
+        if self.url:
+            parts = urlsplit(self.url)
+            values += [parts.password or "", parts.query, parts.fragment]
+            values += [pair.partition("=")[2] for pair in parts.query.split("&")]
+        return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        """``text`` with this server's secret values replaced by ``***`` (for messages and logs)."""
+        for value in self.secret_values():
+            text = text.replace(value, "***")
+        return text
+
     def identity(self) -> tuple[object, ...]:
         """What the server *is*: approvals given to it are forgotten when this changes."""
         return (self.transport, self.command, self.args, self.cwd, self.url)

@@ -327,7 +327,8 @@ class _Connection:
                 else:
                     ready.set_exception(exc)
             elif not isinstance(exc, asyncio.CancelledError):
-                log.debug("tool server %s: session ended with %r", self.config.name, exc)
+                log.debug("tool server %s: session ended with %s", self.config.name,
+                          self.config.redact(repr(exc)))
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
                 raise
         finally:
@@ -425,8 +426,10 @@ class McpHost:
         """List the tools of every enabled server (started as needed, all at once).
 
         A server that fails is reported in :attr:`ToolCatalog.problems`; the others' tools are
-        still listed.
+        still listed. With no enabled server nothing is started.
         """
+        if not any(c.enabled for c in self._configs.values()):
+            return ToolCatalog()
         return await self._thread.run(self._track(self._list_all()))
 
     async def list_server_tools(self, server: str) -> list[McpTool]:
@@ -641,7 +644,8 @@ class McpHost:
         leaf = _root_cause(exc)
         tail = self._log_tail(conn)
         code = getattr(leaf, "code", None)
-        details = f"{type(leaf).__name__}: {leaf}" + (f"\n{tail}" if tail else "")
+        tail = config.redact(tail)
+        details = config.redact(f"{type(leaf).__name__}: {leaf}" + (f"\n{tail}" if tail else ""))
         if config.transport == STDIO:
             if code == _REQUEST_TIMEOUT:
                 return ToolError(f"The tool server '{name}' did not answer within {self.connect_timeout:.0f} s "
@@ -706,7 +710,8 @@ class McpHost:
             leaf = _root_cause(exc)
             raise ToolError(f"The tool server '{name}' could not list its tools.",
                             hint="It may have stopped; the next try starts it again.",
-                            details=f"{type(leaf).__name__}: {leaf}\n{self._log_tail(conn)}".strip()) from None
+                            details=conn.config.redact(f"{type(leaf).__name__}: {leaf}\n{self._log_tail(conn)}"
+                                                       .strip())) from None
 
     def _drop(self, conn: _Connection) -> None:
         if self._conns.get(conn.config.name) is conn:
@@ -750,10 +755,11 @@ class McpHost:
             tail = self._log_tail(conn)
             return ToolResult(server, tool, ToolOutcome.CRASHED,
                               f"The tool server '{server}' stopped during the call of '{tool}'.", elapsed,
-                              details=(f"{type(leaf).__name__}: {leaf}" + (f"\n{tail}" if tail else "")))
+                              details=conn.config.redact(f"{type(leaf).__name__}: {leaf}"
+                                                         + (f"\n{tail}" if tail else "")))
         # The server answered with a JSON-RPC error (unknown tool, invalid arguments): it is fine.
-        return ToolResult(server, tool, ToolOutcome.TOOL_ERROR, f"The tool '{tool}' of '{server}' failed: {leaf}",
-                          elapsed)
+        return ToolResult(server, tool, ToolOutcome.TOOL_ERROR,
+                          conn.config.redact(f"The tool '{tool}' of '{server}' failed: {leaf}"), elapsed)
 
 
 _CONNECTION_CLOSED = -32000
