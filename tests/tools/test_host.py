@@ -106,6 +106,20 @@ def test_lists_and_calls_over_stdio(run: Runner[Any], tmp_path: Path) -> None:
     run(main())
 
 
+def test_concurrent_calls_share_one_start(tmp_path: Path) -> None:
+    async def main() -> None:
+        host = McpHost([_stdio()], log_dir=tmp_path)
+        try:
+            results = await asyncio.gather(*(host.call_tool("tools", "pid") for _ in range(5)),
+                                           *(host.call_tool("tools", "add", {"a": i, "b": 1}) for i in range(5)))
+            assert len({r.text for r in results[:5]}) == 1  # one server process answered them all
+            assert [r.text for r in results[5:]] == ["1", "2", "3", "4", "5"]
+        finally:
+            await host.aclose()
+
+    asyncio.run(main())
+
+
 def test_env_secrets_reach_the_server_and_long_output_is_cut(tmp_path: Path) -> None:
     async def main() -> None:
         host = McpHost([_stdio(env={"STRATA_TEST_KEY": "sk-123"})], log_dir=tmp_path, max_result_chars=10)
@@ -119,6 +133,7 @@ def test_env_secrets_reach_the_server_and_long_output_is_cut(tmp_path: Path) -> 
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_crash_is_reported_and_the_next_call_starts_the_server_again(run: Runner[Any], tmp_path: Path) -> None:
     async def main() -> None:
         host = McpHost([_stdio()], log_dir=tmp_path)
@@ -138,6 +153,7 @@ def test_crash_is_reported_and_the_next_call_starts_the_server_again(run: Runner
     run(main())
 
 
+@pytest.mark.slow
 def test_a_server_that_died_while_idle_is_started_again_for_the_next_call(tmp_path: Path) -> None:
     async def main() -> None:
         host = McpHost([_stdio()], log_dir=tmp_path)
@@ -154,6 +170,7 @@ def test_a_server_that_died_while_idle_is_started_again_for_the_next_call(tmp_pa
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_hang_hits_the_time_limit_and_the_server_is_replaced(tmp_path: Path) -> None:
     async def main() -> None:
         host = McpHost([_stdio()], log_dir=tmp_path, call_timeout=1.0)
@@ -173,6 +190,7 @@ def test_hang_hits_the_time_limit_and_the_server_is_replaced(tmp_path: Path) -> 
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_cancelling_the_awaiting_task_cancels_the_call(run: Runner[Any], tmp_path: Path) -> None:
     async def main() -> None:
         host = McpHost([_stdio()], log_dir=tmp_path, call_timeout=300)
@@ -194,6 +212,15 @@ def test_cancelling_the_awaiting_task_cancels_the_call(run: Runner[Any], tmp_pat
             with pytest.raises(asyncio.CancelledError):
                 await starting
             assert (await host.call_tool("other", "add", {"a": 1, "b": 2})).text == "3"
+            # Two calls wait for one start; the first is stopped, the second still gets its answer.
+            host.set_servers([_stdio("third")])
+            first = asyncio.ensure_future(host.call_tool("third", "pid"))
+            second = asyncio.ensure_future(host.call_tool("third", "add", {"a": 2, "b": 2}))
+            await asyncio.sleep(0.05)
+            first.cancel()
+            assert (await second).text == "4"
+            with pytest.raises(asyncio.CancelledError):
+                await first
         finally:
             await host.aclose()
 
@@ -328,6 +355,7 @@ def test_run_call_asks_first_and_never_runs_a_denied_call(tmp_path: Path) -> Non
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_removed_and_changed_servers_are_stopped(tmp_path: Path) -> None:
     async def main() -> None:
         host = McpHost([_stdio("a"), _stdio("b")], log_dir=tmp_path)
@@ -347,6 +375,7 @@ def test_removed_and_changed_servers_are_stopped(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_aclose_cancels_running_calls_and_the_host_can_start_again(tmp_path: Path) -> None:
     async def main() -> None:
         host = McpHost([_stdio()], log_dir=tmp_path, call_timeout=300)
@@ -380,6 +409,7 @@ APP = textwrap.dedent("""
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("setpriv") is None,
                     reason="setpriv --pdeathsig is Linux's (util-linux)")
+@pytest.mark.slow
 def test_a_stdio_server_dies_with_a_killed_app() -> None:
     def server_of_killed_app(mode: str) -> int:
         app = subprocess.Popen([sys.executable, "-c", APP, str(SCRIPT), mode], cwd=REPO,

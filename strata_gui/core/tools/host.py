@@ -520,9 +520,14 @@ class McpHost:
         if conn is not None:
             del self._conns[name]
             self._close_later(conn)
-        starting = self._starting.get(name)
-        if starting is not None:  # someone is starting it: wait for that start
-            return await asyncio.shield(starting)
+        while (starting := self._starting.get(name)) is not None:  # someone is starting it: share that start
+            try:
+                return await asyncio.shield(starting)
+            except asyncio.CancelledError:
+                me = asyncio.current_task()
+                if starting.cancelled() and me is not None and me.cancelling() == 0:
+                    continue  # its caller gave up (Stop), this one did not: start it again
+                raise
         fut: asyncio.Future[_Connection] = asyncio.get_running_loop().create_future()
         self._starting[name] = fut
         try:
