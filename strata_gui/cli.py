@@ -34,6 +34,7 @@ COMMAND_MODULES = {
     "image": "strata_gui.commands.image",
     "bench": "strata_gui.commands.bench",
     "remote": "strata_gui.commands.remote",
+    "mcp": "strata_gui.commands.mcp",
     "serve": "strata_gui.commands.serve",
     "rpc": "strata_gui.commands.rpc",
     "platform-check": "strata_gui.commands.platform_check",

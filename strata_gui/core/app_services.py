@@ -52,6 +52,8 @@ if TYPE_CHECKING:  # built on first use (see AppServices): their modules load th
     from strata_gui.core.images.service import ImageRecord, ImageService
     from strata_gui.core.models.service import ModelService
     from strata_gui.core.serve.service import ServeService
+    from strata_gui.core.tools.host import McpHost
+    from strata_gui.core.tools.store import McpServerStore
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +142,24 @@ class AppServices:
 
         return ImageService(self.resolver.image_plan, self.pool, self.local_http,
                             Gallery(self.base.paths.data_dir / "images"), recorder=image_recorder(self.metrics))
+
+    @cached_property
+    def tool_servers(self) -> McpServerStore:
+        """The user's MCP tool servers (``mcp_servers.json``; secret values in the key store)."""
+        from strata_gui.core.tools.store import McpServerStore
+
+        return McpServerStore(self.base.paths.config_dir / "mcp_servers.json", self._later.secrets)
+
+    @cached_property
+    def tools(self) -> McpHost:
+        """The MCP host running the saved tool servers (started one by one on first use); it follows
+        the store's changes. Not warmed up: nothing starts before the chat asks for tools."""
+        from strata_gui.core.tools.host import McpHost
+
+        store = self.tool_servers
+        host = McpHost(store.servers(), log_dir=self.base.paths.log_dir)
+        store.add_listener(lambda: host.set_servers(store.servers()))
+        return host
 
     LATER = ("telemetry", "models", "dashboard", "serve", "images")
     # The modules those need beyond what the chat loaded (importing them is most of their cost).
@@ -235,6 +255,8 @@ class AppServices:
                 await self.serve.stop()
             if self.built("images"):
                 await self.images.aclose()
+            if self.built("tools"):
+                await self.tools.aclose()
             await self.chat.aclose()
             await self.pool.aclose()
         finally:

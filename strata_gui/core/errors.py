@@ -141,6 +141,19 @@ class ImageError(StrataError):
     title = "Image problem"
 
 
+class ToolError(StrataError):
+    """An MCP tool server could not be configured, started, listed or called."""
+
+    # Tools are part of the chat; a title of their own needs its translation in ui/dialogs.py first.
+    title = "Chat problem"
+
+
+class ToolConfigError(ToolError):
+    """An ``mcpServers`` configuration (a file, or one server in it) is not usable."""
+
+    title = "Settings problem"
+
+
 class InternalError(StrataError):
     """A bug in Strata (an exception nobody expected), shown so the user can report it.
 

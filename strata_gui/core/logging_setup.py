@@ -72,9 +72,11 @@ def configure_logging(log_file: Path, *, verbose: bool = False, to_stderr: bool 
         root.addHandler(err)
     for record in early:
         root.handle(record)
-    # httpx logs every request at INFO; keep the file readable.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    logging.getLogger("httpcore").setLevel(logging.WARNING)
+    # httpx logs every request at INFO; keep the file readable. httpx2 (the MCP SDK's client) does
+    # too, with the full address, and the SDK logs addresses and session ids: a tool server's
+    # address may carry a key in its query string.
+    for name in ("httpx", "httpcore", "httpx2", "httpcore2", "mcp"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def close_logging() -> None:

@@ -13,8 +13,9 @@ output, so they never change once shipped.
 
 from __future__ import annotations
 
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,10 +24,14 @@ if TYPE_CHECKING:
     from strata_gui.core.runtime.engine import EngineSpec
     from strata_gui.core.runtime.launch import ServerSettings
 
+log = logging.getLogger(__name__)
+
 CommandBuilder = Callable[["EngineSpec", Path, "ServerSettings", int], list[str]]
 """(engine, model, settings, port) → the server's command line."""
 EnvironmentBuilder = Callable[["ServerSettings"], dict[str, str]]
 """Variables a launch adds for options some builds spell differently (see :func:`llama_env`)."""
+EnvironmentFilter = Callable[[Mapping[str, str]], dict[str, str]]
+"""The whole launch environment, less what must never reach this kind of engine."""
 
 # The job APIs a running server answers (the local API passes them through; a pool user asks for one).
 OPENAI_CHAT = "openai"  # /v1/chat/completions, /v1/completions, /v1/models
@@ -64,6 +69,8 @@ class EngineKind:
             none, as they had before kinds existed).
         load_timeout: Seconds a model may take to load before the start counts as failed.
         hub_search: The Hugging Face hub's search filters for repos of this kind's models.
+        scrub_env: Applied to the whole launch environment last (llama.cpp reads every option from
+            ``LLAMA_ARG_*``, so a user's shell must not turn on what the command line leaves off).
     """
 
     name: str
@@ -82,6 +89,7 @@ class EngineKind:
     id_prefix: str = ""
     load_timeout: float = 300.0
     hub_search: tuple[tuple[str, str], ...] = (("filter", "gguf"),)
+    scrub_env: EnvironmentFilter = field(default=dict)
 
     def executable(self, folder: Path, *, windows: bool | None = None) -> Path:
         """The server inside ``folder`` (``.exe`` on Windows)."""
@@ -99,11 +107,47 @@ class EngineKind:
         return self.name
 
 
+# -- llama-server's own agent tools: never on --------------------------------------------------------
+# llama-server's experimental agent tools (common/arg.cpp of the pinned source): built-in file and
+# shell tools, stdio MCP servers and a CORS proxy, all run with the engine's privileges and no
+# approval. Strata's tools go through its own MCP host, which asks first; an engine never gets these.
+# Flags that take a value, then switches. Builds read "--a_b" as "--a-b".
+AGENT_TOOL_VALUE_FLAGS = frozenset({"--tools", "--tools-runtime", "--mcp-servers-config", "--mcp-servers-json"})
+AGENT_TOOL_SWITCHES = frozenset({"-ag", "--agent", "--ui-mcp-proxy", "--webui-mcp-proxy"})
+# The same options as environment variables (llama.cpp reads every option from LLAMA_ARG_*).
+AGENT_TOOL_ENV = ("LLAMA_ARG_TOOLS", "LLAMA_ARG_TOOLS_RUNTIME", "LLAMA_ARG_MCP_SERVERS_CONFIG",
+                  "LLAMA_ARG_MCP_SERVERS_JSON", "LLAMA_ARG_AGENT", "LLAMA_ARG_UI_MCP_PROXY")
+
+
+def without_agent_tools(args: Sequence[str]) -> list[str]:
+    """``args`` without llama-server's agent-tool flags (and their values)."""
+    out: list[str] = []
+    skip_value = False
+    for arg in args:
+        if skip_value:
+            skip_value = False
+            continue
+        flag = arg.replace("_", "-") if arg.startswith("--") else arg
+        if flag in AGENT_TOOL_VALUE_FLAGS:
+            skip_value = True
+        elif flag not in AGENT_TOOL_SWITCHES:
+            out.append(arg)
+            continue
+        log.warning("dropped the engine option %s: Strata runs tools itself, after asking", arg)
+    return out
+
+
+def without_agent_tools_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without the variables that would turn llama-server's agent tools on."""
+    return {k: v for k, v in env.items() if k.upper() not in AGENT_TOOL_ENV}
+
+
 # -- command lines ---------------------------------------------------------------------------------
 def llama_command(engine: EngineSpec, model: Path, settings: ServerSettings, port: int) -> list[str]:
     """The llama-server command line. Flags that equal the engine's default are left out, so
     builds that spell them differently still start. Never the server's own tools (``--tools``,
-    ``--agent``, ``--mcp-servers-config``): they run with the engine's rights and ask nobody."""
+    ``--agent``, ``--mcp-servers-config``: :func:`without_agent_tools`): they run with the engine's
+    rights and ask nobody."""
     cmd = [str(engine.server_path), "-m", str(model), "--host", settings.host, "--port", str(port),
            "-c", str(max(0, settings.ctx_size))]
     if engine.backend != "cpu":
@@ -135,7 +179,7 @@ def llama_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
         cmd += ["-ub", str(settings.ubatch_size)]
     if settings.draft_model:
         cmd += ["--model-draft", settings.draft_model]  # every build since speculative decoding spells it so
-    cmd += list(settings.extra_args)
+    cmd += without_agent_tools(settings.extra_args)
     return cmd
 
 
@@ -181,7 +225,7 @@ def llama_env(settings: ServerSettings) -> dict[str, str]:
 # -- the kinds ----------------------------------------------------------------------------------------
 TEXT = EngineKind(
     name="text", label="chat", builds="text", binary="llama-server", project="llama.cpp", lists_devices=True,
-    ready_path="/health", command=llama_command, environment=llama_env,
+    ready_path="/health", command=llama_command, environment=llama_env, scrub_env=without_agent_tools_env,
     apis=frozenset({OPENAI_CHAT, ANTHROPIC, RESPONSES, RERANK}), follows_choices=True, kv_cache=True,
 )
 IMAGE = EngineKind(
@@ -196,6 +240,7 @@ IMAGE = EngineKind(
 EMBEDDING = EngineKind(
     name="embedding", label="embedding", builds="text", binary="llama-server", project="llama.cpp",
     lists_devices=True, ready_path="/health", command=embedding_command, environment=llama_env,
+    scrub_env=without_agent_tools_env,
     apis=frozenset({EMBEDDINGS}), subject="{engine} embedding engine", kv_cache=True,
     hub_search=(("filter", "gguf"), ("pipeline_tag", "feature-extraction")),
 )

@@ -206,7 +206,7 @@ class ServerSupervisor(EngineProcess):
         proc = ManagedProcess(
             self.kind.command(self.engine, self.model, self.settings, self.port),
             subject=self.subject,
-            env={**self._environ, **self.engine.env, **self.kind.environment(self.settings)},
+            env=self.kind.scrub_env({**self._environ, **self.engine.env, **self.kind.environment(self.settings)}),
             cwd=self.engine.server_path.parent,
             ready=http_ready(self._http, lambda: self.base_url + self.kind.ready_path),
             ready_timeout=self._ready_timeout, log_lines=self._log_lines, log_file=self._log_file, job=self._job,
