@@ -13,6 +13,7 @@ from strata_gui.core.chat.service import ChatEvent, ChatService
 from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.engine import EngineSpec
+from tests.support.poll import until  # noqa: F401 (the chat tests' import of it)
 from tests.support.pool import real_pool
 from tests.support.settings import settings_service
 
@@ -43,13 +44,3 @@ def run_with_service(
                 await pool.aclose()
 
     return asyncio.run(main())
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-    """Poll ``predicate`` on the loop (events arrive from the engine's stream)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise TimeoutError("condition not met")
-        await asyncio.sleep(0.01)

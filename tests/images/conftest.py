@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from strata_gui.core.app_services import AppServices, build_app_services
+from strata_gui.core.runtime.kinds import IMAGE
 from strata_gui.core.services import build_services
 from tests.support.engines import TestEngines
 from tests.support.image_model import cached_image_model
@@ -56,7 +57,7 @@ async def image_core(engines: list[tuple[Path, str | None, str]], **settings: An
     app = build_app_services(base)
     try:
         for folder, backend, name in engines:
-            await app.engines.add_local(folder, backend, None, name, kind="image")
+            await app.engines.add_local(folder, backend, None, name, kind=IMAGE)
         app.images.threads = 2
         yield app
     finally:

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from strata_gui.app import UiHooks, compose
 from strata_gui.core.app_services import build_app_services
+from strata_gui.core.runtime.kinds import IMAGE
 from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from tests.images.test_install import CPU_ASSET, REPO, ROCM_ASSET, TAG, pack_sd_cpu_zip, pack_sd_fake_rocm_zip
@@ -46,7 +47,7 @@ def test_set_up_image_engines_on_the_engines_page_then_draw_with_the_fallback(
         assert engines.last_handle is not None
         qasync_loop.run_until_complete(engines.last_handle.wait())  # the text plan
         engines.kind_tabs.setCurrentIndex(1)
-        assert engines.kind == "image" and engines.last_handle is not None
+        assert engines.kind is IMAGE and engines.last_handle is not None
         qasync_loop.run_until_complete(engines.last_handle.wait())
         rows = [[engines.plan_tree.topLevelItem(i).text(c) for c in range(4)]
                 for i in range(engines.plan_tree.topLevelItemCount())]

@@ -94,11 +94,11 @@ def test_killing_sd_server_mid_job_finishes_the_job_on_the_next_engine(sd_dir: P
 
             def on_event(e: object) -> None:
                 events.append(e)
-                server = app.images._server
-                if (isinstance(e, ImageProgress) and e.phase == "sampling" and not killed and server is not None
-                        and server.process.pid is not None):
-                    killed.append(server.process.pid)
-                    os.kill(server.process.pid, signal.SIGKILL)  # as a user would with a task manager
+                engine = app.images.loaded_engine
+                if (isinstance(e, ImageProgress) and e.phase == "sampling" and not killed and engine is not None
+                        and engine.pid is not None):
+                    killed.append(engine.pid)
+                    os.kill(engine.pid, signal.SIGKILL)  # as a user would with a task manager
 
             app.images.subscribe(on_event)
             request = ImageRequest("a lighthouse", width=64, height=64, steps=3, sampler="euler", seed=7)
@@ -127,7 +127,7 @@ def test_cancel_mid_job_frees_the_engine_and_the_next_job_runs(sd_dir: Path, ima
             slow = ImageRequest("a slow one", width=64, height=64, steps=50, sampler="euler", seed=3)
             task = asyncio.create_task(app.images.generate(image_model, slow))
             await asyncio.wait_for(started.wait(), 120)
-            pid = app.images._server.process.pid if app.images._server else None
+            pid = app.images.loaded_engine.pid if app.images.loaded_engine else None
             task.cancel()
             cancelled = False
             try:

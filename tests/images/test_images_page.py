@@ -17,6 +17,7 @@ from pytestqt.qtbot import QtBot
 from strata_gui.app import AppUi, UiHooks, compose
 from strata_gui.core.app_services import AppServices, build_app_services
 from strata_gui.core.images import ImageProgress, read_settings
+from strata_gui.core.runtime.kinds import IMAGE
 from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.pages.images_page import ImagesPage
@@ -42,7 +43,7 @@ def make_app(qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop, sd_dir:
         ui = compose(services, bridge, qapp, hooks)
         made.append((services, bridge, ui))
         for name in engines:
-            qasync_loop.run_until_complete(services.engines.add_local(sd_dir, "cpu", None, name, kind="image"))
+            qasync_loop.run_until_complete(services.engines.add_local(sd_dir, "cpu", None, name, kind=IMAGE))
         ui.window.show()
         return services, ui
 
@@ -153,8 +154,8 @@ def test_cancel_mid_job_stops_the_engine_and_the_next_job_runs(
         # Cancel is pressed, and qasync must be running when their cancellation unwinds.
         while not ("step 1 of 60" in page.status.text() or "step 2 of 60" in page.status.text()):
             await asyncio.sleep(0.02)
-        server = services.images._server
-        pids.append(server.process.pid if server is not None else None)
+        engine = services.images.loaded_engine
+        pids.append(engine.pid if engine is not None else None)
         page.cancel()
         await handle.wait()
 
@@ -180,11 +181,11 @@ def test_killed_engine_mid_job_shows_the_notice_and_the_next_engine_finishes(
     killed: list[int] = []
 
     def kill(event: object) -> None:
-        server = services.images._server
-        if (isinstance(event, ImageProgress) and event.phase == "sampling" and not killed and server is not None
-                and server.process.pid is not None):
-            killed.append(server.process.pid)
-            os.kill(server.process.pid, signal.SIGKILL)  # as a user would with a task manager
+        engine = services.images.loaded_engine
+        if (isinstance(event, ImageProgress) and event.phase == "sampling" and not killed and engine is not None
+                and engine.pid is not None):
+            killed.append(engine.pid)
+            os.kill(engine.pid, signal.SIGKILL)  # as a user would with a task manager
 
     services.images.subscribe(kill)
     handle = page.generate()
@@ -209,7 +210,7 @@ def test_an_image_model_in_the_library_opens_the_images_page_not_the_chat(
     ui.window.show_page(models)
     models.refresh_library()
     _finish(qasync_loop, models.library_handle)
-    assert models.library_paths("image") == [image_model] and models.library_paths() == [test_model]
+    assert models.library_paths(IMAGE) == [image_model] and models.library_paths() == [test_model]
     row = [e.path for e in models.library].index(image_model)
     models.library_table.selectRow(row)
     assert models.chat_button.text() == "Make images with this model"
@@ -257,4 +258,4 @@ def test_no_image_engine_offers_to_set_one_up_on_the_engines_page(make_app, imag
     page.set_model(image_model)
     assert "No image engine installed" in page.engine_line.text() and page.setup_button.isVisible()
     page.setup_button.click()
-    assert ui.window.stack.currentWidget() is ui.pages.engines and ui.pages.engines.kind == "image"
+    assert ui.window.stack.currentWidget() is ui.pages.engines and ui.pages.engines.kind is IMAGE

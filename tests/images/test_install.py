@@ -84,7 +84,7 @@ def test_install_then_generate_falls_back_from_rocm_to_cpu(published: GitHubServ
     assert {e["backend"] for e in engines.values()} == {"rocm", "cpu"}
     assert all(e["kind"] == "image" and e["probe"]["verdict"] == "works" for e in engines.values())
 
-    with pytest.raises(EngineError, match="is an image engine; the pin chooses the text engine"):
+    with pytest.raises(EngineError, match="is an image engine; the pin chooses the chat engine"):
         run_command(["engines", "pin", installed["chosen"]])
     assert run_command(["engines", "resolve", "--images", "--model", str(image_model), "--json"]) == 0
     order = json.loads(capsys.readouterr().out)["order"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from strata_gui.core.models.fit import MemoryTarget
 from strata_gui.core.models.image_models import estimate_image_fit, model_parts
 from strata_gui.core.models.library import ModelLibrary, describe_model
+from strata_gui.core.runtime.kinds import IMAGE, TEXT
 
 GIB = 1 << 30
 
@@ -37,9 +38,9 @@ def test_the_test_sd_model_is_an_image_model_in_one_file(image_model: Path, tmp_
     (folder / test_model.name).symlink_to(test_model)
     entries = {e.path.name: e for e in ModelLibrary(tmp_path / "hub", [folder]).scan()}
     img, txt = entries[image_model.name], entries[test_model.name]
-    assert (img.kind, img.image_family, img.error, img.image_missing) == ("image", "Stable Diffusion", "", ())
+    assert (img.kind, img.image_family, img.error, img.image_missing) == (IMAGE, "Stable Diffusion", "", ())
     assert img.params > 400_000_000 and img.to_json()["kind"] == "image"
-    assert txt.kind == "text" and txt.architecture == "llama"
+    assert txt.kind is TEXT and txt.architecture == "llama"
     parts = model_parts(image_model)
     assert parts is not None and parts.single_file
     assert parts.launch_args(image_model) == ["--model", str(image_model)]
@@ -49,7 +50,7 @@ def test_a_diffusion_only_repo_finds_its_text_encoders_and_vae(tmp_path: Path) -
     repo = tmp_path / "flux-repo"
     model = write_safetensors(repo / "flux1-schnell.safetensors", FLUX_NAMES)
     alone = describe_model(model, "folder")
-    assert alone.kind == "image" and alone.image_family == "FLUX"
+    assert alone.kind is IMAGE and alone.image_family == "FLUX"
     assert alone.image_missing == ("text encoder", "VAE") and "needs its text encoder and VAE" in alone.error
 
     vae = write_safetensors(repo / "ae.safetensors", ["decoder.conv_in.weight"])

@@ -13,6 +13,7 @@ import pytest
 from strata_gui.core.errors import HubError
 from strata_gui.core.models.fit import GIB, MemoryTarget
 from strata_gui.core.models.image_models import image_work_bytes
+from strata_gui.core.runtime.kinds import IMAGE
 from tests.support.safetensors_file import CLIP_L, FLUX_DIFFUSION, SD15_FULL, T5XXL, VAE, write_safetensors
 
 FLUX_REPO = "strata/flux-test"
@@ -63,11 +64,11 @@ def hub_repos(hub_repos: list[Any], tmp_path: Path) -> list[Any]:
 def test_search_finds_image_repos_only_when_asked(make_service: Any, hub: Any) -> None:
     async def go() -> None:
         async with make_service(hub) as svc:
-            images = await svc.search("", kind="image")
+            images = await svc.search("", kind=IMAGE)
             assert [h.repo_id for h in images.items] == [FLUX_REPO, SD_REPO, ALONE_REPO]
             text = await svc.search("strata")
             assert FLUX_REPO not in [h.repo_id for h in text.items]
-            assert [h.repo_id for h in (await svc.search("sd15", kind="image")).items] == [SD_REPO]
+            assert [h.repo_id for h in (await svc.search("sd15", kind=IMAGE)).items] == [SD_REPO]
 
     asyncio.run(go())
     searches = [p for m, p, _ in hub.state.requests if p.startswith("/api/models?")]
@@ -78,7 +79,7 @@ def test_variants_with_companions_and_a_fit_at_the_family_size(make_service: Any
     async def go() -> None:
         async with make_service(hub) as svc:
             detail = await svc.detail(FLUX_REPO)
-            assert detail.kind == "image" and detail.quants == ()
+            assert detail.kind is IMAGE and detail.quants == ()
             # Companions and the diffusers folder are no variants.
             assert [q.name for q in detail.images] == ["flux1-test-fp8.safetensors", "flux1-test-fp16.safetensors"]
             report = await svc.image_report(detail)
@@ -103,10 +104,10 @@ def test_variants_with_companions_and_a_fit_at_the_family_size(make_service: Any
             assert paths[0].name == "flux1-test-fp8.safetensors" and len(paths) == 4
             assert paths[0].read_bytes() == (tmp_path / "image-files" / "flux-fp8.safetensors").read_bytes()
             [entry] = await svc.scan_library()  # one image entry, its parts paired beside it
-            assert (entry.kind, entry.image_family, entry.image_missing, entry.error) == ("image", "FLUX", (), "")
+            assert (entry.kind, entry.image_family, entry.image_missing, entry.error) == (IMAGE, "FLUX", (), "")
             assert sorted(p.name for p in entry.companions) == [
                 "ae.safetensors", "clip_l.safetensors", "t5xxl_fp8_e4m3fn.safetensors"]
-            assert await svc.usable_models("image") == [paths[0]]
+            assert await svc.usable_models(IMAGE) == [paths[0]]
 
     asyncio.run(go())
 

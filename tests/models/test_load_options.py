@@ -26,6 +26,7 @@ from strata_gui.core.runtime import ServerState
 from strata_gui.core.services import build_services
 from tests.support import gguf_model
 from tests.support.engines import TestEngines, free_port
+from tests.support.poll import until
 from tests.support.settings import settings_service
 
 KV_LINE = re.compile(r"KV buffer size\s*=\s*([0-9.]+)\s*MiB")
@@ -167,8 +168,9 @@ def test_every_option_reaches_the_running_engine(test_engines: TestEngines, wide
                     "-np": "2"}
             # mmap off goes by environment: the pinned builds disagree on the flag's spelling.
             assert proc.environ().get("LLAMA_ARG_LOAD_MODE") == "none"
-            log = "\n".join(sup.log_tail())
-            assert "n_threads = 2" in log and "n_slots = 2" in log
+            # (the log is read on its own thread: the lines may land a moment after ready)
+            await until(lambda: "n_slots = 2" in "\n".join(sup.log_tail()), 10)
+            assert "n_threads = 2" in "\n".join(sup.log_tail())
             # Changing the options reloads the engine at the next message, with the new ones.
             app.load_options.save(wide_model, app.load_options.options(wide_model).replace(cache_type_k="f16"))
             await app.chat.ensure_engine()

@@ -13,6 +13,7 @@ import pytest
 
 from strata_gui.cli import run_command
 from strata_gui.core.models import DownloadState
+from strata_gui.core.runtime.kinds import IMAGE
 from strata_gui.core.services import build_services
 from tests.models.test_hub_images import ALONE_REPO, FLUX_REPO, SD_REPO, image_repos
 from tests.models.test_models_page import harness  # noqa: F401  (fixture)
@@ -34,7 +35,7 @@ def test_browse_pick_and_download_an_image_model(harness: Any, hub: Any,  # noqa
     h.settle(page.search_handle)
     h.settle(page.library_handle)
     assert page.hit_ids() == ["strata/test-llama-GGUF"]
-    page.kind_box.setCurrentIndex(page.kind_box.findData("image"))
+    page.kind_box.setCurrentIndex(page.kind_box.findData(IMAGE.name))
     h.settle(page.search_handle)
     assert page.hit_ids() == [FLUX_REPO, SD_REPO, ALONE_REPO]
     assert "image models" in page.search_box.placeholderText()
@@ -68,7 +69,7 @@ def test_browse_pick_and_download_an_image_model(harness: Any, hub: Any,  # noqa
     h.until_shown(row.job.job_id, DownloadState.DONE)
     h.until(lambda: bool(page.library))
     [entry] = page.library
-    assert (entry.kind, entry.image_family, entry.image_missing) == ("image", "FLUX", ())
+    assert (entry.kind, entry.image_family, entry.image_missing) == (IMAGE, "FLUX", ())
     assert len(entry.companions) == 3
 
     # A repo that has the diffusion model only: the parts it lacks, and where to get them.

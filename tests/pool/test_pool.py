@@ -32,6 +32,7 @@ from strata_gui.core.runtime.outcome import OutcomeKind, ProcessEnded
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import gguf_model
 from tests.support.engines import TestEngines
+from tests.support.poll import until
 from tests.support.pool import launcher
 
 pytestmark = pytest.mark.engine
@@ -175,19 +176,13 @@ def test_idle_engines_unload_after_the_time_out_and_keep_alive_wins(test_engines
         lease.release()
         await asyncio.sleep(0.6)
         assert pool.engines() and engines_of(test_model)  # the pool's time-out is 1.5 s
-        for _ in range(100):
-            if not pool.engines():
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: not pool.engines(), 10)
         assert not pool.engines() and not engines_of(test_model)
         assert [e.reason.startswith("idle for") for e in events if isinstance(e, EngineUnloaded)] == [True]
         # keep_alive 0 (Ollama's "unload after this request") unloads at once after the release.
         lease = await pool.acquire(spec, test_model, SMALL, user="api", keep_alive=0)
         lease.release()
-        for _ in range(100):
-            if not pool.engines():
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: not pool.engines(), 10)
         assert not pool.engines()
 
     with_pool(body, idle_timeout=lambda: 1.5)
@@ -215,18 +210,12 @@ def test_cancelling_the_only_waiter_stops_the_load(test_engines: TestEngines, te
 
     async def body(pool: EnginePool, _events: list[PoolEvent]) -> None:
         task = asyncio.create_task(pool.acquire(spec, test_model, SMALL, user="chat"))
-        for _ in range(200):
-            if engines_of(test_model):
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: engines_of(test_model), 10)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert pool.engines() == []
-        for _ in range(100):
-            if not engines_of(test_model):
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: not engines_of(test_model), 10)
         assert not engines_of(test_model)
 
     with_pool(body)
@@ -302,10 +291,7 @@ def test_a_fourth_kind_is_a_descriptor_and_nothing_else(test_engines: TestEngine
         assert resp.status_code == 200 and resp.json()["tokens"]
         one.release()
         two.release()
-        for _ in range(100):
-            if not pool.engines():
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: not pool.engines(), 10)
         assert not pool.engines() and not engines_of(test_model)
         assert [e.reason.startswith("idle") for e in events if isinstance(e, EngineUnloaded)] == [True]
         three = await pool.acquire(spec, test_model, SMALL, user="a")

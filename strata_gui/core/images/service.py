@@ -215,18 +215,20 @@ class ImageService:
         """Receive :class:`ImageProgress` and :class:`ImageNotice` events; returns the unsubscribe."""
         return self.events.subscribe(listener)
 
-    def _loaded(self) -> PooledEngine | None:
+    @property
+    def loaded_engine(self) -> PooledEngine | None:
+        """The pool's image engine with a model loaded, if any (its pid, its server's log)."""
         return next((e for e in self.pool.engines(kind=IMAGE) if e.ready), None)
 
     @property
     def engine(self) -> EngineSpec | None:
         """The engine whose ``sd-server`` is running (model loaded), if any."""
-        loaded = self._loaded()
+        loaded = self.loaded_engine
         return loaded.spec if loaded is not None else None
 
     @property
     def loaded_model(self) -> Path | None:
-        loaded = self._loaded()
+        loaded = self.loaded_engine
         return loaded.model if loaded is not None else None
 
     def plan(self, model: Path) -> list[EngineSpec]:

@@ -34,9 +34,10 @@ from strata_gui.core.models.downloads import (
     DownloadStateError,
     HubCacheDownloader,
 )
-from strata_gui.core.models.hub import ModelDetail, QuantEntry
+from strata_gui.core.models.hub import ModelDetail
 from strata_gui.core.models.hub_config import HubTokens
 from strata_gui.core.models.hub_errors import HubAuthError
+from strata_gui.core.models.hub_files import QuantEntry
 from strata_gui.core.progress import Progress, ProgressCallback
 
 log = logging.getLogger(__name__)

@@ -38,8 +38,8 @@ from strata_gui.core.errors import (
     StorageError,
     StrataError,
 )
-from strata_gui.core.models.hub import QuantEntry, RemoteFile
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
+from strata_gui.core.models.hub_files import QuantEntry, RemoteFile
 from strata_gui.core.progress import ProgressCallback, RateMeter, format_bytes
 from strata_gui.core.transfer import PROGRESS_INTERVAL, FileSink, stream_to_sink
 

@@ -25,6 +25,7 @@ from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import HubError
 from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, quant_from_filename
 from strata_gui.core.models.hub_errors import check_response, error_for_transport, error_from_hf
+from strata_gui.core.models.hub_files import QuantEntry, RemoteFile
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.models.remote_header import read_remote_header
 from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
@@ -61,46 +62,6 @@ class SearchPage:
 
     items: tuple[RepoSummary, ...]
     next_url: str | None
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    """A file in a repo, with the hash the hub published for it."""
-
-    path: str
-    size: int
-    sha256: str | None
-
-
-@dataclass(frozen=True)
-class QuantEntry:
-    """A downloadable unit: one GGUF file, or all shards of a split set.
-
-    Attributes:
-        label: Quantisation (``Q4_K_M``) or the file name when none can be told.
-        name: What the user sees (file name, or ``prefix (3 parts)``).
-        files: The files, shard 1 first.
-    """
-
-    label: str
-    name: str
-    files: tuple[RemoteFile, ...]
-
-    @property
-    def size(self) -> int:
-        return sum(f.size for f in self.files)
-
-    @property
-    def is_split(self) -> bool:
-        return len(self.files) > 1
-
-    @property
-    def first(self) -> RemoteFile:
-        return self.files[0]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "name": self.name, "size": self.size,
-                "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in self.files]}
 
 
 @dataclass(frozen=True)

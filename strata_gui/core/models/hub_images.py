@@ -23,8 +23,8 @@ import httpx
 
 from strata_gui.core.errors import HubError, ModelError
 from strata_gui.core.models.gguf_meta import quant_from_filename
-from strata_gui.core.models.hub import QuantEntry, RemoteFile
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
+from strata_gui.core.models.hub_files import QuantEntry, RemoteFile
 from strata_gui.core.models.image_models import COMPANION_FRAGMENTS, MODEL_SUFFIXES, ImageFit
 
 IMAGE_PIPELINES = ("text-to-image",)

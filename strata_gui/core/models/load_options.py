@@ -21,7 +21,7 @@ from typing import Any
 
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import SettingsError
-from strata_gui.core.events import emit
+from strata_gui.core.events import Listeners
 from strata_gui.core.models.draft import check_draft
 from strata_gui.core.models.fit import (
     KV_CACHE_TYPES,
@@ -167,7 +167,7 @@ class LoadOptionsService:
         self._ids: dict[tuple[Path, int, int], str] = {}
         self._shapes: dict[tuple[Path, int, int], ModelShape] = {}
         self._overrides: dict[str, Any] = {}
-        self._listeners: list[OptionsListener] = []
+        self.events: Listeners[Path] = Listeners()  # the model whose saved options changed
         self._saved = self._read()
 
     # -- storage ---------------------------------------------------------------------------------
@@ -205,9 +205,9 @@ class LoadOptionsService:
         return self._ids[k]
 
     # -- options ---------------------------------------------------------------------------------
-    def subscribe(self, fn: OptionsListener) -> None:
-        """Call ``fn(model)`` after a model's saved options changed."""
-        self._listeners.append(fn)
+    def subscribe(self, fn: OptionsListener) -> Callable[[], None]:
+        """Call ``fn(model)`` after a model's saved options changed; returns the unsubscribe."""
+        return self.events.subscribe(fn)
 
     def defaults(self) -> LoadOptions:
         return LoadOptions.from_settings(self._settings.current)
@@ -246,13 +246,13 @@ class LoadOptionsService:
         self._check(options)
         self._saved[self.key(model)] = options.to_json()
         self._write()
-        emit(self._listeners, model)
+        self.events.emit(model)
 
     def forget(self, model: Path) -> None:
         """Drop what was saved for ``model``: it follows Settings again."""
         if self._saved.pop(self.key(model), None) is not None:
             self._write()
-            emit(self._listeners, model)
+            self.events.emit(model)
 
     def server_settings(self, model: Path | None) -> ServerSettings:
         """The launch settings of ``model`` (what the chat and ``strata serve`` start it with)."""

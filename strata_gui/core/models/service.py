@@ -30,8 +30,9 @@ from strata_gui.core.models.fit import (
     estimate_fit,
 )
 from strata_gui.core.models.gguf_meta import GGUFMetadata, read_local
-from strata_gui.core.models.hub import HubClient, ModelDetail, QuantEntry, SearchPage
+from strata_gui.core.models.hub import HubClient, ModelDetail, SearchPage
 from strata_gui.core.models.hub_config import HubTokens, SavedHubToken, SecretStore, hf_home, resolve_hub
+from strata_gui.core.models.hub_files import QuantEntry
 from strata_gui.core.models.hub_images import (
     ImageVariantFit,
     native_resolution,

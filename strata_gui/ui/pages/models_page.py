@@ -56,7 +56,7 @@ from strata_gui.core.models import (
     SearchPage,
 )
 from strata_gui.core.progress import format_bytes
-from strata_gui.core.runtime import EMBEDDING, IMAGE, TEXT, EngineKind
+from strata_gui.core.runtime import EMBEDDING, IMAGE, TEXT, EngineKind, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color
 from strata_gui.ui.pages.base import Page
@@ -138,8 +138,8 @@ class ModelsPage(Page):
         self.sort_box.currentIndexChanged.connect(lambda _i: self.start_search())
         # Text (GGUF for llama.cpp) or image models (text-to-image for stable-diffusion.cpp).
         self.kind_box = QComboBox()
-        self.kind_box.addItem(self.tr("Text models"), TEXT)
-        self.kind_box.addItem(self.tr("Image models"), IMAGE)
+        self.kind_box.addItem(self.tr("Text models"), TEXT.name)  # Qt keeps plain data: the kind's name
+        self.kind_box.addItem(self.tr("Image models"), IMAGE.name)
         self.kind_box.currentIndexChanged.connect(self._on_kind_changed)
         bar = QHBoxLayout()
         bar.addWidget(self.search_box, 1)
@@ -263,8 +263,7 @@ class ModelsPage(Page):
     @property
     def search_kind(self) -> EngineKind:
         """What the browse tab searches for: chat (GGUF) or image models."""
-        kind = self.kind_box.currentData()
-        return kind if isinstance(kind, EngineKind) else TEXT
+        return kind_named(str(self.kind_box.currentData() or ""))
 
     def _on_kind_changed(self, _index: int) -> None:
         self.search_box.setPlaceholderText(

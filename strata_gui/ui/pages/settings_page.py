@@ -37,7 +37,7 @@ RESTART_KEYS = frozenset({"hub_endpoint", "github_api_url", "github_download_url
 # The fields this page edits; everything else (last model, pinned engine ...) has its own owner.
 PAGE_KEYS = ("theme", "language", "hub_endpoint", "github_api_url", "github_download_url", "offline", "model_dirs",
              "gfx_override", "memory_budget_mb", "fallback_gpu_memory_mb", "context_size", "gpu_layers",
-             "flash_attention", "threads", "parallel_slots", "auto_fallback")
+             "flash_attention", "threads", "parallel_slots", "auto_fallback", "engine_idle_minutes", "engine_memory_mb")
 
 
 class SettingsPage(Page):
@@ -129,6 +129,19 @@ class SettingsPage(Page):
         self.parallel = QSpinBox()
         self.parallel.setRange(1, 64)
         self.auto_fallback = QCheckBox(self.tr("If an engine fails, continue on the next one (Vulkan, then CPU)"))
+        self.engine_idle = QSpinBox()
+        self.engine_idle.setRange(0, 24 * 60)
+        self.engine_idle.setSuffix(self.tr(" min"))
+        self.engine_idle.setSpecialValueText(self.tr("keep loaded"))
+        self.engine_idle.setToolTip(self.tr("An engine nobody used for this long is unloaded to free its memory; "
+                                            "the next message loads the model again."))
+        self.engine_memory = QSpinBox()
+        self.engine_memory.setRange(0, 1024 * 1024)
+        self.engine_memory.setSingleStep(1024)
+        self.engine_memory.setSuffix(" MiB")
+        self.engine_memory.setSpecialValueText(self.tr("GPU memory (or RAM)"))
+        self.engine_memory.setToolTip(self.tr("What all loaded models may hold together. When a model does not fit "
+                                              "beside the others, the least recently used one is unloaded first."))
 
         self.status = QLabel()
         self.status.setObjectName("muted")
@@ -197,6 +210,8 @@ class SettingsPage(Page):
         runtime.addRow(self.tr("CPU threads"), self.threads)
         runtime.addRow(self.tr("Parallel requests"), self.parallel)
         runtime.addRow("", self.auto_fallback)
+        runtime.addRow(self.tr("Unload idle models after"), self.engine_idle)
+        runtime.addRow(self.tr("Memory for loaded models"), self.engine_memory)
 
         body = QWidget()
         body_layout = QVBoxLayout(body)
@@ -255,6 +270,8 @@ class SettingsPage(Page):
         self.threads.setValue(s.threads)
         self.parallel.setValue(s.parallel_slots)
         self.auto_fallback.setChecked(s.auto_fallback)
+        self.engine_idle.setValue(s.engine_idle_minutes)
+        self.engine_memory.setValue(s.engine_memory_mb)
         for key, path in self.services.paths.as_dict().items():
             self.folder_labels[key].setText(path)
 
@@ -278,6 +295,8 @@ class SettingsPage(Page):
             threads=self.threads.value(),
             parallel_slots=self.parallel.value(),
             auto_fallback=self.auto_fallback.isChecked(),
+            engine_idle_minutes=self.engine_idle.value(),
+            engine_memory_mb=self.engine_memory.value(),
         )
 
     def save(self) -> bool:
