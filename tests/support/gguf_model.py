@@ -12,6 +12,7 @@ Usable as a script: ``python -m tests.support.gguf_model OUT.gguf [--layers N] [
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ def vocab_path(vocab: str = "llama-spm") -> Path:
     return path
 
 
+@functools.cache  # reading Qwen2's 151,936 tokens and merges takes seconds; models share them
 def _vocab(vocab: str = "llama-spm") -> dict[str, object]:
     import gguf
 

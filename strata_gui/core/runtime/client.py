@@ -57,6 +57,8 @@ DEFAULT_MAX_TOKENS: Final = 8192
 a model that never stops (a looping reply, thinking that never ends) is cut here instead of
 generating until the context is full. ``max_tokens=-1`` asks for no limit."""
 
+_OWN_FIELDS = ("model", "messages", "stream", "stream_options")
+
 THINK_OPEN: Final = "<think>"
 THINK_CLOSE: Final = "</think>"
 
@@ -161,6 +163,8 @@ class RequestOptions:
         max_tokens: Output limit; None: the sampling's, else :data:`DEFAULT_MAX_TOKENS`; -1: none.
         split_thinking: Client side, never sent: split a leading ``<think>…</think>`` out of the
             answer text. False shows the text exactly as the server sent it.
+        extra: Server-specific fields sent as they are (llama-server's ``logit_bias``, ``grammar``,
+            ...); the fields above win over them.
     """
 
     thinking: bool | None = None
@@ -172,10 +176,11 @@ class RequestOptions:
     tool_choice: str | Mapping[str, Any] | None = None
     max_tokens: int | None = None
     split_thinking: bool = True
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_request(self) -> dict[str, Any]:
         """The request-body fields these options set (merged over the sampling's)."""
-        body: dict[str, Any] = {}
+        body: dict[str, Any] = dict(self.extra)
         if self.thinking is not None:
             body["chat_template_kwargs"] = {"enable_thinking": self.thinking}
         if self.thinking is False:
@@ -426,7 +431,10 @@ class ChatClient:
         """
         options = options or RequestOptions()
         body = self._body(messages, sampling, model)
-        body.update(options.to_request())
+        extra = options.to_request()
+        for key in _OWN_FIELDS:  # what makes this a streamed chat request is not the options' to change
+            extra.pop(key, None)
+        body.update(extra)
         if body.get("max_tokens") is None:
             body["max_tokens"] = DEFAULT_MAX_TOKENS
         elif body["max_tokens"] == -1:
@@ -649,8 +657,11 @@ class _Reader:
             return
         reasoning = delta.get("reasoning_content")
         if reasoning and isinstance(reasoning, str):
-            if (self._split == _UNDECIDED and not self._tail) or self._split == _WATCH:
-                self._split = _PLAIN  # the server splits the thinking itself
+            # The server splits the thinking itself: its answer starts after blank lines, if any.
+            if self._split == _UNDECIDED and not self._tail:
+                self._split = _AFTER_THINK
+            elif self._split == _WATCH:
+                self._split = _PLAIN
             self._thinking(reasoning)
         content = delta.get("content")
         if content and isinstance(content, str):
