@@ -74,7 +74,7 @@ def test_thinking_split_by_the_server_then_the_answer() -> None:
         pieces, reply = run_stream(base)
     assert isinstance(reply, ChatReply)
     assert kinds(pieces) == [(THINKING, "\nThinking"), (THINKING, " hard"), (ANSWER, "Done"), (ANSWER, ".")]
-    assert [(p.count, p.total) for p in pieces] == [(1, 1), (2, 2), (1, 3), (2, 4)]
+    assert [(p.tokens, p.total) for p in pieces] == [(1, 1), (2, 2), (1, 3), (2, 4)]
     assert reply.thinking == "Thinking hard" and reply.text == "Done."
     s = reply.stats
     assert s.thinking_n == 2 and s.ttft_s is not None and s.answer_s is not None and s.answer_s >= s.ttft_s
@@ -132,7 +132,7 @@ def test_tool_calls_are_assembled_from_their_pieces() -> None:
         (TOOL_CALL, 0, "get_weather", ""), (TOOL_CALL, 0, "get_weather", '{"ci'),
         (TOOL_CALL, 1, "search", '{"q": '), (TOOL_CALL, 0, "get_weather", 'ty": "Pa'),
         (TOOL_CALL, 1, "search", '"x"}'), (TOOL_CALL, 0, "get_weather", 'ris"}')]
-    assert [p.count for p in pieces] == [1, 2, 3, 4, 4, 5]  # one chunk, one token
+    assert [p.tokens for p in pieces] == [1, 2, 3, 4, 4, 5]  # one chunk, one token
     assert reply.tool_calls == (ToolCall("a1", "get_weather", '{"city": "Paris"}'),
                                 ToolCall("b2", "search", '{"q": "x"}'))
     assert reply.stats.finish_reason == "tool_calls" and reply.text == ""
@@ -245,7 +245,7 @@ def test_a_reasoning_template_streams_thinking(r1_server: str) -> None:
     pieces, reply = run_stream(r1_server, sampling=SamplingParams(max_tokens=24, seed=1))
     assert isinstance(reply, ChatReply)
     assert len(pieces) > 1 and {p.kind for p in pieces} == {THINKING}
-    assert [p.count for p in pieces] == list(range(1, len(pieces) + 1))
+    assert [p.tokens for p in pieces] == list(range(1, len(pieces) + 1))
     assert reply.text == "" and reply.thinking == "".join(p.text for p in pieces).strip()
     s = reply.stats
     assert s.ttft_s is not None and s.answer_s is None and s.thinking_s is not None

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from types import UnionType
-from typing import Any, Final, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 import httpx
 
@@ -202,9 +202,10 @@ class RequestOptions:
         return body
 
 
-@dataclass(frozen=True, slots=True)
-class StreamPiece:
+class StreamPiece(NamedTuple):
     """One streamed piece of a reply, as :meth:`ChatClient.stream` hands it to ``on_piece``.
+
+    A named tuple: one is made per token, and a tuple is the cheapest immutable record to make.
 
     Token counts are the server's chunks (llama-server sends one token per chunk), so they are
     live counters, not the engine's final figures (:class:`ReplyStats` has those).
@@ -213,7 +214,7 @@ class StreamPiece:
         kind: ``"thinking"``, ``"answer"`` or ``"tool_call"``.
         text: The new text; for a tool call, the next piece of its JSON arguments (may be empty
             on the piece that names the call).
-        count: Tokens of this kind so far, this one included.
+        tokens: Tokens of this kind so far, this one included.
         total: Tokens of every kind so far.
         tool_index: Which tool call (0, 1, ...) a ``"tool_call"`` piece belongs to, else -1.
         tool_name: The called function's name on tool-call pieces (empty until the server sent it).
@@ -221,7 +222,7 @@ class StreamPiece:
 
     kind: PieceKind
     text: str
-    count: int
+    tokens: int
     total: int
     tool_index: int = -1
     tool_name: str = ""
@@ -611,8 +612,9 @@ class _Reader:
     timings) costs a few dictionary look-ups and one callback.
     """
 
-    __slots__ = ("_clock", "_closed_at", "_on_delta", "_on_piece", "_recent", "_split", "_tail", "_tools", "answer",
-                 "answer_n", "started", "stats", "think_t0", "thinking", "thinking_n", "timings", "tool_n", "usage")
+    __slots__ = ("_answering", "_clock", "_closed_at", "_on_delta", "_on_piece", "_split", "_tail", "_tools", "answer",
+                 "answer_n", "started", "stats", "think_t0", "thinking", "thinking_n", "timings", "tool_n", "total",
+                 "usage")
 
     def __init__(self, clock: Callable[[], float], on_delta: DeltaCallback | None, on_piece: PieceCallback | None,
                  split_thinking: bool) -> None:
@@ -621,7 +623,6 @@ class _Reader:
         self._on_piece = on_piece
         self._split = _UNDECIDED if split_thinking else _PLAIN
         self._tail = ""  # text held back while a <think> tag may be arriving in pieces
-        self._recent = ""  # the answer's last characters, while watching for a lone </think>
         self._closed_at: tuple[float, int] | None = None  # when it came, after how many answer pieces
         self._tools: dict[int, _ToolCallParts] = {}
         self.started = clock()
@@ -631,6 +632,8 @@ class _Reader:
         self.answer_n = 0
         self.thinking_n = 0
         self.tool_n = 0
+        self.total = 0
+        self._answering = False  # the answer (or a tool call) has started
         self.think_t0: float | None = None
         self.timings: dict[str, Any] = {}
         self.usage: dict[str, Any] = {}
@@ -665,8 +668,13 @@ class _Reader:
             self._thinking(reasoning)
         content = delta.get("content")
         if content and isinstance(content, str):
-            if self._split == _PLAIN:
+            split = self._split
+            if split == _PLAIN:
                 self._answer(content)
+            elif split == _WATCH:
+                self._answer(content)
+                if ">" in content:  # the piece that completes a "</think>" holds its ">"
+                    self._check_close()
             else:
                 self._split_content(content)
         calls = delta.get("tool_calls")
@@ -680,21 +688,31 @@ class _Reader:
                 self.stats.ttft_s = now - self.started
         self.thinking.append(text)
         self.thinking_n += 1
+        self.total += 1
         if self._on_piece is not None:
-            self._on_piece(StreamPiece(THINKING, text, self.thinking_n, self.thinking_n + self.answer_n + self.tool_n))
+            self._on_piece(StreamPiece(THINKING, text, self.thinking_n, self.total))
 
     def _answer(self, text: str) -> None:
-        if self.stats.answer_s is None:
+        if not self._answering:
             self._first_answer()
         self.answer.append(text)
         self.answer_n += 1
+        self.total += 1
         if self._on_delta is not None:
             self._on_delta(text)
         if self._on_piece is not None:
-            self._on_piece(StreamPiece(ANSWER, text, self.answer_n, self.thinking_n + self.answer_n + self.tool_n))
+            self._on_piece(StreamPiece(ANSWER, text, self.answer_n, self.total))
+
+    def _check_close(self) -> None:
+        """Whether the answer so far just completed a lone ``</think>`` (the tag's pieces are among
+        the last few: each holds at least one character)."""
+        if THINK_CLOSE in "".join(self.answer[-len(THINK_CLOSE):]):
+            self._closed_at = (self._clock(), self.answer_n)
+            self._split = _PLAIN
 
     def _first_answer(self) -> None:
         """The answer (or a tool call) starts: the thinking, if any, is over."""
+        self._answering = True
         now = self._clock()
         self.stats.answer_s = now - self.started
         if self.stats.ttft_s is None:
@@ -710,12 +728,8 @@ class _Reader:
         """
         if self._split == _WATCH:
             self._answer(text)
-            recent = self._recent + text
-            if THINK_CLOSE in recent:
-                self._closed_at = (self._clock(), self.answer_n)
-                self._split = _PLAIN
-            else:
-                self._recent = recent[1 - len(THINK_CLOSE):]
+            if ">" in text:
+                self._check_close()
             return
         text = self._tail + text
         self._tail = ""
@@ -735,7 +749,7 @@ class _Reader:
         if self._split == _IN_THINK:
             end = text.find(THINK_CLOSE)
             if end < 0:
-                keep = _partial_suffix(text, THINK_CLOSE)
+                keep = _cut_tag(text, THINK_CLOSE)
                 if keep:
                     self._tail = text[-keep:]
                     text = text[:-keep]
@@ -753,9 +767,10 @@ class _Reader:
             self._answer(text)
 
     def _tool_calls(self, calls: list[Any]) -> None:
-        if self.stats.answer_s is None:
+        if not self._answering:
             self._first_answer()
         self.tool_n += 1
+        self.total += 1
         for item in calls:
             if not isinstance(item, dict):
                 continue
@@ -780,8 +795,7 @@ class _Reader:
                 if piece:
                     parts.args.append(piece)
             if self._on_piece is not None:
-                self._on_piece(StreamPiece(TOOL_CALL, piece, self.tool_n, self.thinking_n + self.answer_n + self.tool_n,
-                                           index, parts.name))
+                self._on_piece(StreamPiece(TOOL_CALL, piece, self.tool_n, self.total, index, parts.name))
 
     # -- at the end ------------------------------------------------------------------------------
     def reply(self) -> ChatReply:
@@ -814,11 +828,13 @@ class _Reader:
         return ChatReply(text, stats, thinking, calls)
 
 
-def _partial_suffix(text: str, tag: str) -> int:
-    """Length of the longest end of ``text`` that is the start of ``tag`` (a tag cut by the network)."""
-    for n in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:n]):
-            return n
+def _cut_tag(text: str, tag: str) -> int:
+    """Length of the end of ``text`` that is the start of ``tag`` (a tag cut by the network), else 0."""
+    at = text.rfind(tag[0], max(0, len(text) - len(tag) + 1))  # one look-up for the usual "no"
+    while at >= 0:
+        if tag.startswith(text[at:]):
+            return len(text) - at
+        at = text.rfind(tag[0], max(0, len(text) - len(tag) + 1), at)
     return 0
 
 
