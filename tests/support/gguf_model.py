@@ -2,7 +2,10 @@
 
 The model uses the real SentencePiece vocabulary shipped in the pinned llama.cpp source
 (``models/ggml-vocab-llama-spm.gguf``), random weights (deterministic by seed) and a ChatML
-chat template, so a real llama-server loads it and streams replies. Also writes split
+chat template, so a real llama-server loads it and streams replies. ``ModelSpec.vocab`` picks
+another of the source's real tokenizers (``"qwen2"``: the byte-level BPE of Qwen2 and the
+DeepSeek-R1 distills) and ``ModelSpec.chat_template`` another template (e.g. one of
+``models/templates/*.jinja``). Also writes split
 (``-0000N-of-0000M.gguf``) and broken variants, and a random-weight multimodal projector
 (``mmproj``, llava-style "mlp" CLIP) that the pinned llama-server loads with ``--mmproj``.
 

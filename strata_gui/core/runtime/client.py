@@ -785,8 +785,10 @@ class _Reader:
             function = item.get("function")
             piece = ""
             if isinstance(function, dict):
-                if function.get("name"):
-                    parts.name += str(function["name"])
+                name = function.get("name")
+                if name and isinstance(name, str) and name != parts.name:
+                    # Sent once by llama-server and OpenAI; in pieces, or repeated whole, by others.
+                    parts.name = name if not parts.name or name.startswith(parts.name) else parts.name + name
                 args = function.get("arguments")
                 if isinstance(args, str):
                     piece = args
