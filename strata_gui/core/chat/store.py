@@ -38,7 +38,6 @@ from strata_gui.core.runtime.client import (
     SamplingParams,
     ToolCall,
 )
-from strata_gui.core.runtime.structured import load_schema
 
 from .images import ChatImage
 
@@ -194,6 +193,8 @@ class StructuredOutput:
         if self.mode == OUTPUT_JSON:
             return ResponseFormat()
         if self.mode == OUTPUT_SCHEMA:
+            from strata_gui.core.runtime.structured import load_schema  # jsonschema, only when used
+
             return ResponseFormat(load_schema(self.schema))
         return None
 

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-
 from strata_gui.core.errors import ChatError
+
+# jsonschema is imported where it is used: it takes ~60 ms to import, and the chat store (loaded
+# at start-up) imports this module for load_schema.
 
 MAX_PROBLEMS = 20  # a reply wrong everywhere lists this many places, then a count
 
@@ -53,6 +53,9 @@ def load_schema(text: str) -> dict[str, Any]:
     Raises:
         ChatError: It is not JSON, not an object, or not a valid schema (with where and why).
     """
+    import jsonschema
+    from jsonschema.exceptions import SchemaError
+
     try:
         schema = json.loads(text)
     except ValueError as exc:
@@ -91,6 +94,8 @@ def check_json(text: str, schema: Mapping[str, Any] | None = None) -> JsonCheck:
     pretty = json.dumps(value, indent=2, ensure_ascii=False)
     if schema is None:
         return JsonCheck(value, pretty)
+    import jsonschema
+
     validator_cls = jsonschema.validators.validator_for(schema)
     validator = validator_cls(schema, format_checker=validator_cls.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message))
