@@ -286,10 +286,18 @@ def test_thinking_off_answers_and_json_schema_output_checks(r1_server: str) -> N
     assert check.ok, check.summary()
     assert check.value["city"] in ("Paris", "Rome") and check.pretty.startswith("{\n  ")
 
-    _, any_json = run_stream(r1_server, options=RequestOptions(thinking=False, max_tokens=300,
+    # Any JSON object: the grammar lets random weights open a string they never close, so the reply
+    # may hit the limit; either way it is JSON from its first character (random text would not be).
+    _, any_json = run_stream(r1_server, options=RequestOptions(thinking=False, max_tokens=100,
                                                                response_format=ResponseFormat()),
                              sampling=SamplingParams(seed=3))
-    assert isinstance(any_json, ChatReply) and check_json(any_json.text).ok
+    assert isinstance(any_json, ChatReply) and any_json.text.startswith("{")
+    check = check_json(any_json.text)
+    if any_json.stats.finish_reason == "stop":
+        assert check.ok and isinstance(check.value, dict)
+    else:
+        assert any_json.stats.finish_reason == "length"
+        assert check.problems == ("The reply ends before its JSON does (cut short?)",)
 
 
 @pytest.mark.engine

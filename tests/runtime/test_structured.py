@@ -44,6 +44,10 @@ def test_a_cut_reply_and_plain_text_say_why_they_are_not_json() -> None:
     cut = check_json('{"name": "a", "items": [')
     assert cut.problems == ("The reply ends before its JSON does (cut short?)",) and cut.value is None
     assert cut.pretty == '{"name": "a", "items": ['
+    for unfinished in ('{"name": "a long na', '{"ok": tr', '{"n": 1.', '{"n": -', '{"name"'):
+        assert check_json(unfinished).problems == ("The reply ends before its JSON does (cut short?)",), unfinished
+    assert check_json('{"n": 1 2}').problems == ("Not valid JSON at line 1, column 9: Expecting ',' delimiter",)
+    assert check_json('{"n": 1} and more').problems == ("Not valid JSON at line 1, column 10: Extra data",)
     prose = check_json("Sure! Here is the JSON you asked for")
     assert prose.problems == ("Not valid JSON at line 1, column 1: Expecting value",)
     assert check_json("").problems == ("Not valid JSON at line 1, column 1: Expecting value",)

@@ -9,6 +9,7 @@ engine ignores them). :func:`check_json` says which, where, in words a user can 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -84,12 +85,9 @@ def check_json(text: str, schema: Mapping[str, Any] | None = None) -> JsonCheck:
     body = _unfenced(text)
     try:
         value = json.loads(body)
-    except ValueError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else "?"
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        cut = isinstance(exc, json.JSONDecodeError) and exc.pos >= len(body.rstrip())
-        problem = ("The reply ends before its JSON does (cut short?)" if cut and body.strip()
-                   else f"Not valid JSON at {where}: {reason}")
+    except json.JSONDecodeError as exc:
+        problem = ("The reply ends before its JSON does (cut short?)" if body and _cut_short(body, exc)
+                   else f"Not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
         return JsonCheck(None, text, (problem,))
     pretty = json.dumps(value, indent=2, ensure_ascii=False)
     if schema is None:
@@ -111,6 +109,21 @@ def _where(path: Iterable[Any]) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if str(part).isidentifier() else f"[{part!r}]")
     return out
+
+
+_PARTIAL_NUMBER = re.compile(r"-?\d*\.?\d*(?:[eE][+-]?\d*)?")
+
+
+def _cut_short(body: str, exc: json.JSONDecodeError) -> bool:
+    """Whether ``body`` is the start of some JSON (a reply cut off), not JSON gone wrong: the
+    parser stopped in an open string, or at a literal or number that was still being written."""
+    if exc.msg.startswith("Unterminated string"):
+        return True
+    if exc.msg.startswith("Extra data"):
+        return False
+    rest = body[exc.pos:].rstrip()
+    return not rest or any(w.startswith(rest) for w in ("true", "false", "null")) \
+        or _PARTIAL_NUMBER.fullmatch(rest) is not None
 
 
 def _unfenced(text: str) -> str:
