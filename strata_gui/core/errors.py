@@ -15,6 +15,8 @@ Two different things are shown the same way, and must never be told apart by the
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class StrataError(Exception):
     """Base of every error Strata shows to a user.
@@ -133,6 +135,32 @@ class EngineBusyError(ServerError):
 
 class ChatError(StrataError):
     title = "Chat problem"
+
+
+class ChatFormatError(ChatError):
+    """The engine's chat-format parser rejected the model's output mid-reply.
+
+    llama-server (``--jinja``) reads the model's text with its chat format (thinking, answer,
+    tool calls) and reports a 500 "server_error" when the text does not fit ("The model produced
+    output that does not match the expected peg-native format"). The engine is fine: the model
+    wrote something its format does not allow, so this is never a :class:`ServerError`.
+
+    Args:
+        message: What the user reads (a default says it in plain words).
+        hint: What to do (default: retry, or turn the format parsing off).
+        details: The engine's own message.
+        partial: What had arrived before the failure (a ``runtime.client.ChatReply`` when the
+            chat client raises it: answer, thinking, tool calls, statistics), so nothing is lost.
+    """
+
+    title = "Reply does not fit the chat format"
+
+    def __init__(self, message: str = "The model's output did not match its chat format.", *,
+                 hint: str | None = ("Send it again; if it keeps happening, turn off chat-format parsing for "
+                                     "this model (its thinking and tool calls then arrive as plain text)."),
+                 details: str | None = None, partial: Any = None) -> None:
+        super().__init__(message, hint=hint, details=details)
+        self.partial: Any = partial
 
 
 class ImageError(StrataError):

@@ -89,7 +89,7 @@ def test_migrates_a_version_1_database(db_path: Path) -> None:
     db.commit()
     db.close()
     with ConversationStore(db_path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 4
+        assert store.schema_version() == SCHEMA_VERSION == 5
         [msg] = store.messages(1)
         assert msg.content == "hi" and msg.stats.predicted_n is None and msg.settings == {}
         assert store.db.execute("SELECT version FROM schema_version WHERE component='dashboards'").fetchone()[0] == 7
@@ -142,7 +142,7 @@ def test_a_version_3_database_gains_images(db_path: Path) -> None:
     db.commit()
     db.close()
     with ConversationStore(db_path) as store:
-        assert store.schema_version() == 4
+        assert store.schema_version() == SCHEMA_VERSION
         [old] = store.messages(1)
         assert old.content == "hi" and old.images == ()
         image = ChatImage.from_bytes(png_bytes())
@@ -162,3 +162,155 @@ def test_only_images_the_engine_reads_are_accepted(tmp_path: Path) -> None:
         ChatImage.from_file(tmp_path / "a.webp")
     with pytest.raises(ChatError, match="Cannot read"):
         ChatImage.from_file(tmp_path / "missing.png")
+
+
+def _v4_database(path: Path) -> None:
+    """A database as Strata wrote it at schema 4: every table filled, an image, stats, settings."""
+    from tests.support.images import png_bytes
+
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+    for migration in MIGRATIONS[:4]:
+        for statement in migration:
+            db.execute(statement)
+    db.execute("INSERT INTO schema_version VALUES ('chat', 4)")
+    db.execute("INSERT INTO chat_conversations(title, created_at, updated_at, system_prompt, sampling_json, model,"
+               " ran_on) VALUES ('old', 1, 2, 'Be brief', '{\"temperature\": 0.2, \"seed\": 7}', 'm.gguf', 'local:CPU')")
+    db.execute("INSERT INTO chat_messages(conversation_id, role, content, status, created_at) VALUES (1, 'user', 'hi', "
+               "'complete', 1)")
+    db.execute("INSERT INTO chat_images(message_id, position, mime, name, data) VALUES (1, 0, 'image/png', 'a.png', ?)",
+               (png_bytes(seed=3),))
+    db.execute("INSERT INTO chat_messages(conversation_id, role, content, status, created_at, settings_json, stats_json,"
+               " ran_on) VALUES (1, 'assistant', 'hello', 'stopped', 2, '{\"model\": \"m.gguf\"}',"
+               " '{\"ttft_s\": 0.05, \"predicted_n\": 3, \"finish_reason\": \"stopped\"}', 'local:CPU')")
+    db.commit()
+    db.close()
+
+
+def test_a_version_4_database_upgrades_with_nothing_lost(db_path: Path) -> None:
+    from strata_gui.core.chat.store import (
+        OUTPUT_OFF,
+        StructuredOutput,
+        ThinkingSettings,
+        ToolCallRecord,
+    )
+    from tests.support.images import png_bytes
+
+    _v4_database(db_path)
+    with ConversationStore(db_path) as store:
+        assert store.schema_version() == SCHEMA_VERSION == 5
+        [conv] = store.conversations()
+        assert (conv.title, conv.system_prompt, conv.model, conv.ran_on) == ("old", "Be brief", "m.gguf", "local:CPU")
+        assert conv.sampling == SamplingParams(temperature=0.2, seed=7) and (conv.created_at, conv.updated_at) == (1, 2)
+        assert conv.structured_output == StructuredOutput() and conv.structured_output.mode == OUTPUT_OFF
+        assert conv.thinking == ThinkingSettings()
+        user, reply = store.messages(conv.id)
+        assert (user.role, user.content, user.status) == ("user", "hi", COMPLETE)
+        assert [(im.mime, im.name, im.data) for im in user.images] == [("image/png", "a.png", png_bytes(seed=3))]
+        assert (reply.content, reply.status, reply.ran_on, reply.settings) == ("hello", "stopped", "local:CPU",
+                                                                                {"model": "m.gguf"})
+        assert reply.stats == ReplyStats(ttft_s=0.05, predicted_n=3, finish_reason="stopped")
+        assert (reply.thinking, reply.tool_calls, reply.tool_call_id, reply.tool_name) == ("", (), "", "")
+        # The upgraded file takes the new fields.
+        store.update_message(reply.id, thinking="Let me see", tool_calls=[ToolCallRecord("c1", "f", "{}")])
+    with ConversationStore(db_path) as store:
+        reply = store.messages(1)[-1]
+        assert reply.thinking == "Let me see" and reply.tool_calls == (ToolCallRecord("c1", "f", "{}"),)
+        assert reply.content == "hello"
+
+
+def test_thinking_tool_calls_and_settings_survive_a_restart(db_path: Path) -> None:
+    from strata_gui.core.chat.store import (
+        OUTPUT_JSON,
+        OUTPUT_SCHEMA,
+        TOOL_ALLOWED,
+        TOOL_DENIED,
+        TOOL_PENDING,
+        StructuredOutput,
+        ThinkingSettings,
+        ToolCallRecord,
+    )
+    from strata_gui.core.runtime.client import ResponseFormat, ToolCall
+
+    schema_text = '{"type": "object", "properties": {"city": {"type": "string"}}}'
+    with ConversationStore(db_path) as store:
+        conv = store.create_conversation("Tools", thinking=ThinkingSettings(enabled=True, effort="high", budget=512))
+        store.update_settings(conv.id, structured_output=StructuredOutput(OUTPUT_SCHEMA, schema_text))
+        store.add_message(conv.id, "user", "weather in Paris and Rome?")
+        calls = [ToolCall("c1", "get_weather", '{"city": "Paris"}'), ToolCall("c2", "get_weather", '{"city": "Rome"}')]
+        reply = store.add_message(conv.id, "assistant", "", status=STREAMING, thinking="Two cities",
+                                  tool_calls=[ToolCallRecord.from_call(c) for c in calls])
+        store.update_message(reply.id, status=COMPLETE,
+                             stats=ReplyStats(ttft_s=0.1, answer_s=1.5, thinking_n=40, thinking_s=1.4))
+        store.update_tool_call(reply.id, ToolCallRecord("c1", "get_weather", '{"city": "Paris"}', "18 C",
+                                                        TOOL_ALLOWED, 0.25))
+        store.update_tool_call(reply.id, ToolCallRecord("c2", "get_weather", '{"city": "Rome"}', None, TOOL_DENIED))
+        store.add_message(conv.id, "tool", "18 C", tool_call_id="c1", tool_name="get_weather")
+    with ConversationStore(db_path) as store:
+        conv2 = store.conversation(conv.id)
+        assert conv2 is not None
+        assert conv2.thinking == ThinkingSettings(True, "high", 512)
+        assert conv2.structured_output == StructuredOutput(OUTPUT_SCHEMA, schema_text)
+        options = conv2.request_options(max_tokens=64)
+        assert options.response_format == ResponseFormat({"type": "object", "properties": {"city": {"type": "string"}}})
+        assert (options.thinking, options.effort, options.thinking_budget, options.max_tokens) == (True, "high", 512, 64)
+        _, reply2, result = store.messages(conv.id)
+        assert reply2.thinking == "Two cities" and reply2.stats.thinking_n == 40 and reply2.stats.answer_s == 1.5
+        assert "thought 40 tokens in 1.4 s" in reply2.stats.summary()
+        assert [(c.id, c.result, c.status, c.duration_s) for c in reply2.tool_calls] == [
+            ("c1", "18 C", TOOL_ALLOWED, 0.25), ("c2", None, TOOL_DENIED, None)]
+        assert [c.call() for c in reply2.tool_calls] == calls
+        assert (result.role, result.content, result.tool_call_id, result.tool_name) == ("tool", "18 C", "c1",
+                                                                                       "get_weather")
+        store.update_tool_call(reply2.id, ToolCallRecord("c3", "other"))  # an id not there yet is added
+        assert store.message(reply2.id).tool_calls[-1] == ToolCallRecord("c3", "other", "", None,  # type: ignore[union-attr]
+                                                                        TOOL_PENDING)
+        store.update_settings(conv.id, structured_output=StructuredOutput(OUTPUT_JSON, schema_text))
+        json_conv = store.conversation(conv.id)
+        assert json_conv is not None and json_conv.request_options().response_format == ResponseFormat()
+        assert json_conv.structured_output.schema == schema_text  # kept for switching back
+
+
+def test_damaged_values_read_as_defaults(db_path: Path) -> None:
+    from strata_gui.core.chat.store import (
+        TOOL_PENDING,
+        StructuredOutput,
+        ThinkingSettings,
+        ToolCallRecord,
+    )
+
+    with ConversationStore(db_path) as store:
+        conv = store.create_conversation("x")
+        msg = store.add_message(conv.id, "assistant", "text")
+        store.db.execute(
+            "UPDATE chat_conversations SET output_json='{\"mode\": \"yaml\", \"schema\": 5}',"
+            " thinking_json='{\"enabled\": \"yes\", \"effort\": \"max\", \"budget\": -3}',"
+            " sampling_json='[1, 2]' WHERE id=?", (conv.id,))
+        store.db.execute(
+            "UPDATE chat_messages SET tool_calls_json=?, stats_json=?, thinking=?, tool_call_id=? WHERE id=?",
+            ('[{"id": "a", "name": "f", "arguments": 7, "status": "exploded", "duration_s": "long"},'
+             ' {"name": "no id"}, 3, {"id": "b", "name": "g", "result": "ok", "status": "allowed"}]',
+             '{"thinking_n": "many", "thinking_s": null, "predicted_n": 4}', b"\xff", b"\x00", msg.id))
+        got = store.message(msg.id)
+        assert got is not None
+        assert got.tool_calls == (ToolCallRecord("a", "f", "", None, TOOL_PENDING, None),
+                                  ToolCallRecord("b", "g", "", "ok", "allowed", None))
+        assert got.stats == ReplyStats(predicted_n=4) and got.thinking == "" and got.tool_call_id == ""
+        store.db.execute("UPDATE chat_messages SET tool_calls_json='not json', stats_json='{' WHERE id=?", (msg.id,))
+        got = store.message(msg.id)
+        assert got is not None and got.tool_calls == () and got.stats == ReplyStats() and got.content == "text"
+        conv2 = store.conversation(conv.id)
+        assert conv2 is not None
+        assert conv2.structured_output == StructuredOutput() and conv2.thinking == ThinkingSettings()
+        assert conv2.sampling == SamplingParams()
+
+
+def test_an_invalid_schema_is_a_chat_error_when_the_request_is_built() -> None:
+    from strata_gui.core.chat.store import OUTPUT_SCHEMA, StructuredOutput
+    from strata_gui.core.errors import ChatError
+
+    with pytest.raises(ChatError, match="not valid JSON"):
+        StructuredOutput(OUTPUT_SCHEMA, "{type: object}").response_format()
+    with pytest.raises(ChatError, match=r"The schema is not valid: \$\.type"):
+        StructuredOutput(OUTPUT_SCHEMA, '{"type": 12}').response_format()
+    assert StructuredOutput().response_format() is None

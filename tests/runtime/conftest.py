@@ -65,3 +65,26 @@ def rocm_crashing_during_load(engines: Engines, root: Path) -> EngineSpec:
 @pytest.fixture
 def env_base() -> dict[str, str]:
     return dict(os.environ)
+
+
+def templated_model(folder: Path, llama_src: Path, template: str) -> Path:
+    """A random-weight model with Qwen2's real BPE vocab and one of the source's real chat templates
+    (``models/templates/<template>.jinja``)."""
+    from tests.support import gguf_model
+
+    text = (llama_src / "models" / "templates" / f"{template}.jinja").read_text()
+    spec = gguf_model.ModelSpec(vocab="qwen2", chat_template=text, name=template)
+    return gguf_model.write_model(folder / f"{template}.gguf", spec)
+
+
+@pytest.fixture(scope="session")
+def r1_model(_models_dir: Path, test_engines: Engines) -> Path:
+    """DeepSeek-R1-Distill-Qwen: its generation prompt opens ``<think>``, so every token is thinking."""
+    return templated_model(_models_dir, test_engines.llama_src, "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B")
+
+
+@pytest.fixture(scope="session")
+def functionary_model(_models_dir: Path, test_engines: Engines) -> Path:
+    """Functionary v3.2: with ``tool_choice: "required"`` its grammar starts the reply with a tool call;
+    without tools, random text fails its chat-format parser at once (the engine's "peg-native" error)."""
+    return templated_model(_models_dir, test_engines.llama_src, "meetkai-functionary-medium-v3.2")

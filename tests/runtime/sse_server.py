@@ -17,11 +17,32 @@ from typing import Any
 PAUSE = b""  # in a script: wait a moment, so the next part arrives in a read of its own
 
 
-def chunk(content: str | None = None, finish: str | None = None, **extra: Any) -> bytes:
-    delta = {} if content is None else {"content": content}
+def chunk(content: str | None = None, finish: str | None = None, *, reasoning: str | None = None,
+          tool_calls: list[dict[str, Any]] | None = None, **extra: Any) -> bytes:
+    delta: dict[str, Any] = {} if content is None else {"content": content}
+    if reasoning is not None:
+        delta["reasoning_content"] = reasoning
+    if tool_calls is not None:
+        delta["tool_calls"] = tool_calls
     body = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             **extra}
     return f"data: {json.dumps(body)}\n\n".encode()
+
+
+def call_piece(index: int, arguments: str, *, name: str | None = None, call_id: str | None = None) -> dict[str, Any]:
+    """One ``delta.tool_calls`` entry as llama-server streams it (id, type and name on the first)."""
+    item: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+    if name is not None:
+        item["function"]["name"] = name
+        item["id"] = call_id or f"call-{index}"
+        item["type"] = "function"
+    return item
+
+
+# What the pinned llama-server sends when its chat-format parser rejects the model's text
+# (reproduced with the gpt-oss and functionary-v3.2 templates on a random-weight model).
+FORMAT_FAILURE = {"code": 500, "message": "The model produced output that does not match the expected peg-native"
+                  " format", "type": "server_error"}
 
 
 SCRIPTS: dict[str, list[bytes]] = {
@@ -62,6 +83,36 @@ SCRIPTS: dict[str, list[bytes]] = {
         PAUSE,
         b"data: [DONE]\r\n\r\n",
     ],
+    # A server that leaves the thinking in the text (reasoning_format "none", remote engines), the
+    # tags cut across reads and chunks: "<thi" + "nk>", "</th" + "ink>".
+    "think-tags": [
+        chunk("\n<thi"), PAUSE, chunk("nk>\nLet me"), chunk(" see.</th"), PAUSE, chunk("ink>\n\n"),
+        chunk("Hello"), chunk(" <b>there</b>"), chunk(None, "stop"), b"data: [DONE]\n\n",
+    ],
+    # The prompt opened the thinking: only the closing tag arrives.
+    "think-close-only": [
+        chunk("Hmm"), chunk(", fine.</"), chunk("think>\n\nYes."), chunk(None, "stop"), b"data: [DONE]\n\n",
+    ],
+    # llama-server's own split: reasoning_content, then content.
+    "reasoning": [
+        chunk(None, reasoning="\nThinking"), chunk(None, reasoning=" hard"), chunk("\n\nDone"), chunk("."),
+        chunk(None, "stop", timings={"prompt_n": 4, "predicted_n": 4, "predicted_per_second": 40.0}),
+        b"data: [DONE]\n\n",
+    ],
+    # Two tool calls, arguments in pieces, the second's pieces interleaved with the first's.
+    "tool-calls": [
+        chunk(None, tool_calls=[call_piece(0, "", name="get_weather", call_id="a1")]),
+        chunk(None, tool_calls=[call_piece(0, '{"ci')]),
+        chunk(None, tool_calls=[call_piece(1, '{"q": ', name="search", call_id="b2")]),
+        chunk(None, tool_calls=[call_piece(0, 'ty": "Pa'), call_piece(1, '"x"}')]),
+        chunk(None, tool_calls=[call_piece(0, 'ris"}')]),
+        chunk(None, "tool_calls"), b"data: [DONE]\n\n",
+    ],
+    # The parser gives up after some thinking and answer text: an error event, no [DONE].
+    "format-failure": [
+        chunk(None, reasoning="Thinking"), chunk("Half an ans"), chunk("wer"),
+        f"data: {json.dumps({'error': FORMAT_FAILURE})}\n\n".encode(),
+    ],
     # 40 tokens in four bursts: each burst arrives in one read, as when the engine outpaces the loop.
     "bursts": [part for burst in range(4)
                for part in (b"".join(chunk(f"t{i} ") for i in range(burst * 10, burst * 10 + 10)), PAUSE)]
@@ -80,10 +131,12 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         self.server.requests.append(body)  # type: ignore[attr-defined]
         script = self.server.script  # type: ignore[attr-defined]
-        if script == "unauthorized":
-            payload = json.dumps({"error": {"code": 401, "message": "Invalid API Key",
-                                            "type": "authentication_error"}}).encode()
-            self.send_response(401)
+        if script in ("unauthorized", "format-failure-http"):
+            # The parse fails on the first result: llama-server answers with an HTTP error.
+            status, error = ((401, {"code": 401, "message": "Invalid API Key", "type": "authentication_error"})
+                             if script == "unauthorized" else (500, FORMAT_FAILURE))
+            payload = json.dumps({"error": error}).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()

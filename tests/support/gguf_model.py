@@ -2,7 +2,10 @@
 
 The model uses the real SentencePiece vocabulary shipped in the pinned llama.cpp source
 (``models/ggml-vocab-llama-spm.gguf``), random weights (deterministic by seed) and a ChatML
-chat template, so a real llama-server loads it and streams replies. Also writes split
+chat template, so a real llama-server loads it and streams replies. ``ModelSpec.vocab`` picks
+another of the source's real tokenizers (``"qwen2"``: the byte-level BPE of Qwen2 and the
+DeepSeek-R1 distills) and ``ModelSpec.chat_template`` another template (e.g. one of
+``models/templates/*.jinja``). Also writes split
 (``-0000N-of-0000M.gguf``) and broken variants, and a random-weight multimodal projector
 (``mmproj``, llava-style "mlp" CLIP) that the pinned llama-server loads with ``--mmproj``.
 
@@ -12,6 +15,7 @@ Usable as a script: ``python -m tests.support.gguf_model OUT.gguf [--layers N] [
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 from dataclasses import dataclass
@@ -39,10 +43,14 @@ class ModelSpec:
     context: int = 4096
     seed: int = 1234
     name: str = "Strata Test Llama"
+    # Which real tokenizer (``models/ggml-vocab-<vocab>.gguf``) and chat template the model carries.
+    vocab: str = "llama-spm"
+    chat_template: str = CHATML_TEMPLATE
 
 
-def vocab_path() -> Path:
-    """The SentencePiece vocab GGUF from the pinned llama.cpp source (built by scripts/test-engines.sh)."""
+def vocab_path(vocab: str = "llama-spm") -> Path:
+    """A vocab GGUF from the pinned llama.cpp source (built by scripts/test-engines.sh): by default
+    the SentencePiece one; ``"qwen2"`` is the byte-level BPE of Qwen2 and the DeepSeek-R1 distills."""
     src = os.environ.get("STRATA_TEST_LLAMA_SRC")
     if not src:
         env_file = Path(os.environ.get("STRATA_DEV_CACHE", Path.home() / ".cache/strata-dev")) / "engines.env"
@@ -52,25 +60,30 @@ def vocab_path() -> Path:
                     src = line.split("=", 1)[1]
     if not src:
         raise FileNotFoundError("llama.cpp source not found: run scripts/test-engines.sh first")
-    path = Path(src) / "models" / "ggml-vocab-llama-spm.gguf"
+    path = Path(src) / "models" / f"ggml-vocab-{vocab}.gguf"
     if not path.exists():
         raise FileNotFoundError(f"{path} missing: re-run scripts/test-engines.sh")
     return path
 
 
-def _vocab() -> dict[str, object]:
+@functools.cache  # reading Qwen2's 151,936 tokens and merges takes seconds; models share them
+def _vocab(vocab: str = "llama-spm") -> dict[str, object]:
     import gguf
 
-    reader = gguf.GGUFReader(str(vocab_path()))
+    reader = gguf.GGUFReader(str(vocab_path(vocab)))
 
     def field(name: str) -> object:
-        f = reader.fields[name]
-        return f.contents()
+        f = reader.fields.get(name)
+        return None if f is None else f.contents()
 
+    # A BPE vocab (qwen2) has merges and no scores or unknown token; SentencePiece the reverse.
     return {
+        "model": field("tokenizer.ggml.model"),
+        "pre": field("tokenizer.ggml.pre") or "default",
         "tokens": field("tokenizer.ggml.tokens"),
         "scores": field("tokenizer.ggml.scores"),
         "token_type": field("tokenizer.ggml.token_type"),
+        "merges": field("tokenizer.ggml.merges"),
         "bos": field("tokenizer.ggml.bos_token_id"),
         "eos": field("tokenizer.ggml.eos_token_id"),
         "unk": field("tokenizer.ggml.unknown_token_id"),
@@ -120,17 +133,21 @@ def _writer_common(writer: object, spec: ModelSpec, vocab: dict[str, object]) ->
     wr.add_rope_dimension_count(spec.width // spec.heads)
     wr.add_layer_norm_rms_eps(1e-5)
     wr.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    wr.add_tokenizer_model("llama")
-    wr.add_tokenizer_pre("default")
+    wr.add_tokenizer_model(str(vocab["model"]))
+    wr.add_tokenizer_pre(str(vocab["pre"]))
     wr.add_token_list(vocab["tokens"])  # type: ignore[arg-type]
-    wr.add_token_scores(vocab["scores"])  # type: ignore[arg-type]
+    if vocab["scores"] is not None:
+        wr.add_token_scores(vocab["scores"])  # type: ignore[arg-type]
     wr.add_token_types(vocab["token_type"])  # type: ignore[arg-type]
+    if vocab["merges"] is not None:
+        wr.add_token_merges(vocab["merges"])  # type: ignore[arg-type]
     wr.add_bos_token_id(int(vocab["bos"]))  # type: ignore[call-overload]
     wr.add_eos_token_id(int(vocab["eos"]))  # type: ignore[call-overload]
-    wr.add_unk_token_id(int(vocab["unk"]))  # type: ignore[call-overload]
-    wr.add_add_bos_token(True)
+    if vocab["unk"] is not None:
+        wr.add_unk_token_id(int(vocab["unk"]))  # type: ignore[call-overload]
+    wr.add_add_bos_token(vocab["model"] == "llama")  # SentencePiece models add BOS; Qwen2's BPE does not
     wr.add_add_eos_token(False)
-    wr.add_chat_template(CHATML_TEMPLATE)
+    wr.add_chat_template(spec.chat_template)
 
 
 def write_model(path: Path, spec: ModelSpec | None = None) -> Path:
@@ -138,7 +155,7 @@ def write_model(path: Path, spec: ModelSpec | None = None) -> Path:
     import gguf
 
     spec = spec or ModelSpec()
-    vocab = _vocab()
+    vocab = _vocab(spec.vocab)
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = gguf.GGUFWriter(str(path), "llama")
     _writer_common(writer, spec, vocab)
@@ -249,7 +266,7 @@ def write_split_model(directory: Path, stem: str, parts: int = 3, spec: ModelSpe
     import gguf
 
     spec = spec or ModelSpec()
-    vocab = _vocab()
+    vocab = _vocab(spec.vocab)
     directory.mkdir(parents=True, exist_ok=True)
     tensors = _tensors(spec, len(vocab["tokens"]))  # type: ignore[arg-type]
     # Spread the tensors over `parts` shards of roughly equal size.

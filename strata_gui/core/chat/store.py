@@ -10,6 +10,12 @@ a conversation, or the messages an edit replaces, removes its images in the same
 ``ON DELETE CASCADE``, so no orphan files are left to collect and one file holds a whole chat
 for backup. They live in their own table so listing messages never reads image bytes it does
 not show.
+
+Since v5 a reply also keeps its thinking (``thinking``; its token count and duration are in the
+statistics), the tool calls it asked for with what became of them (``tool_calls_json``), and a
+``tool`` message carries one call's result (``tool_call_id``, ``tool_name``). A conversation keeps
+its structured-output and thinking settings as JSON. Every JSON value is read defensively: a
+damaged one reads as its default, never as an error.
 """
 
 from __future__ import annotations
@@ -24,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from strata_gui.core.errors import StorageError
-from strata_gui.core.runtime.client import ReplyStats, SamplingParams
+from strata_gui.core.runtime.client import (
+    Effort,
+    ReplyStats,
+    RequestOptions,
+    ResponseFormat,
+    SamplingParams,
+    ToolCall,
+)
 
 from .images import ChatImage
 
@@ -36,6 +49,20 @@ STREAMING = "streaming"
 INTERRUPTED = "interrupted"  # the engine died or the app closed mid-reply
 STOPPED = "stopped"  # the user pressed Stop
 FAILED = "error"
+
+# What became of a tool call the model asked for.
+TOOL_PENDING = "pending"  # asked, not run yet (waiting for the user's approval)
+TOOL_ALLOWED = "allowed"  # the user (or a rule) allowed it and it ran; ``result`` holds its output
+TOOL_DENIED = "denied"  # the user refused it
+TOOL_ERROR = "error"  # it ran and failed; ``result`` holds the error
+TOOL_STATUSES = (TOOL_PENDING, TOOL_ALLOWED, TOOL_DENIED, TOOL_ERROR)
+
+# Structured output of a conversation.
+OUTPUT_OFF = "off"
+OUTPUT_JSON = "json"  # any JSON object
+OUTPUT_SCHEMA = "schema"  # JSON following the conversation's schema
+OUTPUT_MODES = (OUTPUT_OFF, OUTPUT_JSON, OUTPUT_SCHEMA)
+EFFORTS = ("low", "medium", "high")
 
 MIGRATIONS: list[Sequence[str]] = [
     # v1: conversations and plain messages.
@@ -83,8 +110,130 @@ MIGRATIONS: list[Sequence[str]] = [
         )""",
         "CREATE INDEX chat_images_by_message ON chat_images(message_id, position)",
     ),
+    # v5: thinking, tool calls and tool results per message; structured output and thinking settings
+    # per conversation.
+    (
+        "ALTER TABLE chat_messages ADD COLUMN thinking TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE chat_messages ADD COLUMN tool_calls_json TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE chat_messages ADD COLUMN tool_call_id TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE chat_messages ADD COLUMN tool_name TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE chat_conversations ADD COLUMN output_json TEXT NOT NULL DEFAULT '{}'",
+        "ALTER TABLE chat_conversations ADD COLUMN thinking_json TEXT NOT NULL DEFAULT '{}'",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """A tool call a reply asked for, and what became of it.
+
+    Attributes:
+        id: The call's id (a ``tool`` message quotes it as ``tool_call_id``).
+        name: The function's name.
+        arguments: The arguments as the model wrote them (JSON text).
+        result: What the tool returned (or the error, for :data:`TOOL_ERROR`); None until it ran.
+        status: :data:`TOOL_PENDING`, :data:`TOOL_ALLOWED`, :data:`TOOL_DENIED` or :data:`TOOL_ERROR`.
+        duration_s: How long the tool ran.
+    """
+
+    id: str
+    name: str
+    arguments: str = ""
+    result: str | None = None
+    status: str = TOOL_PENDING
+    duration_s: float | None = None
+
+    @classmethod
+    def from_call(cls, call: ToolCall) -> ToolCallRecord:
+        return cls(call.id, call.name, call.arguments)
+
+    def call(self) -> ToolCall:
+        """The call as the client returned it (to send the history back to the model)."""
+        return ToolCall(self.id, self.name, self.arguments)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments, "result": self.result,
+                "status": self.status, "duration_s": self.duration_s}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ToolCallRecord | None:
+        """Read a stored record; None when it is too damaged to name a call."""
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not isinstance(data.get("name"), str):
+            return None
+        arguments, result, status = data.get("arguments"), data.get("result"), data.get("status")
+        return cls(data["id"], data["name"], arguments if isinstance(arguments, str) else "",
+                   result if isinstance(result, str) else None,
+                   status if status in TOOL_STATUSES else TOOL_PENDING, _number(data.get("duration_s")))
+
+
+@dataclass(frozen=True)
+class StructuredOutput:
+    """A conversation's structured-output setting.
+
+    Attributes:
+        mode: :data:`OUTPUT_OFF`, :data:`OUTPUT_JSON` (any JSON object) or :data:`OUTPUT_SCHEMA`.
+        schema: The JSON schema as the user wrote it (kept while the mode is off or plain JSON, so
+            switching back does not lose it).
+    """
+
+    mode: str = OUTPUT_OFF
+    schema: str = ""
+
+    def response_format(self) -> ResponseFormat | None:
+        """What the request carries for this setting (None when off).
+
+        Raises:
+            ChatError: The mode is :data:`OUTPUT_SCHEMA` and the schema is not a valid JSON schema.
+        """
+        if self.mode == OUTPUT_JSON:
+            return ResponseFormat()
+        if self.mode == OUTPUT_SCHEMA:
+            from strata_gui.core.runtime.structured import load_schema  # jsonschema, only when used
+
+            return ResponseFormat(load_schema(self.schema))
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "schema": self.schema}
+
+    @classmethod
+    def from_json(cls, data: Any) -> StructuredOutput:
+        if not isinstance(data, dict):
+            return cls()
+        mode, schema = data.get("mode"), data.get("schema")
+        return cls(mode if mode in OUTPUT_MODES else OUTPUT_OFF, schema if isinstance(schema, str) else "")
+
+
+@dataclass(frozen=True)
+class ThinkingSettings:
+    """A conversation's thinking settings (None: the model's default).
+
+    Attributes:
+        enabled: Thinking on or off, for models that can switch it.
+        effort: ``"low"``, ``"medium"`` or ``"high"``, for models that take an effort level.
+        budget: Most thinking tokens per reply.
+    """
+
+    enabled: bool | None = None
+    effort: Effort | None = None
+    budget: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "effort": self.effort, "budget": self.budget}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ThinkingSettings:
+        if not isinstance(data, dict):
+            return cls()
+        enabled, effort, budget = data.get("enabled"), data.get("effort"), data.get("budget")
+        return cls(enabled if isinstance(enabled, bool) else None,
+                   effort if effort in EFFORTS else None,
+                   budget if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0 else None)
 
 
 @dataclass
@@ -97,10 +246,28 @@ class Conversation:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     model: str = ""
     ran_on: str = ""
+    structured_output: StructuredOutput = field(default_factory=StructuredOutput)
+    thinking: ThinkingSettings = field(default_factory=ThinkingSettings)
+
+    def request_options(self, **more: Any) -> RequestOptions:
+        """The request options its settings ask for (``more``: further :class:`RequestOptions` fields).
+
+        Raises:
+            ChatError: Its schema is not a valid JSON schema (structured output by schema).
+        """
+        t = self.thinking
+        return RequestOptions(thinking=t.enabled, effort=t.effort, thinking_budget=t.budget,
+                              response_format=self.structured_output.response_format(), **more)
 
 
 @dataclass
 class Message:
+    """A stored message.
+
+    ``role`` is ``"user"``, ``"assistant"``, ``"system"`` or ``"tool"``; a ``tool`` message's
+    ``content`` is a call's result, ``tool_call_id`` and ``tool_name`` say which call.
+    """
+
     id: int
     conversation_id: int
     role: str
@@ -111,14 +278,36 @@ class Message:
     stats: ReplyStats = field(default_factory=ReplyStats)
     ran_on: str = ""
     images: tuple[ChatImage, ...] = ()
+    thinking: str = ""
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    tool_call_id: str = ""
+    tool_name: str = ""
 
 
 def _loads(text: str | None) -> dict[str, Any]:
     try:
         value = json.loads(text or "{}")
-    except ValueError:
+    except (ValueError, TypeError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _tool_calls(text: str | None) -> tuple[ToolCallRecord, ...]:
+    try:
+        value = json.loads(text or "[]")
+    except (ValueError, TypeError):
+        return ()
+    if not isinstance(value, list):
+        return ()
+    return tuple(r for r in map(ToolCallRecord.from_json, value) if r is not None)
+
+
+def _dump_calls(calls: Sequence[ToolCallRecord]) -> str:
+    return json.dumps([c.to_json() for c in calls])
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 class ConversationStore:
@@ -214,12 +403,16 @@ class ConversationStore:
 
     # -- conversations --------------------------------------------------------------------------
     def create_conversation(self, title: str = "New chat", *, system_prompt: str = "",
-                            sampling: SamplingParams | None = None, model: str = "") -> Conversation:
+                            sampling: SamplingParams | None = None, model: str = "",
+                            structured_output: StructuredOutput | None = None,
+                            thinking: ThinkingSettings | None = None) -> Conversation:
         now = self._clock()
         cur = self._write(
-            "INSERT INTO chat_conversations(title, created_at, updated_at, system_prompt, sampling_json, model)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (title, now, now, system_prompt, json.dumps((sampling or SamplingParams()).to_json()), model))
+            "INSERT INTO chat_conversations(title, created_at, updated_at, system_prompt, sampling_json, model,"
+            " output_json, thinking_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (title, now, now, system_prompt, json.dumps((sampling or SamplingParams()).to_json()), model,
+             json.dumps((structured_output or StructuredOutput()).to_json()),
+             json.dumps((thinking or ThinkingSettings()).to_json())))
         conv = self.conversation(int(cur.lastrowid or 0))
         assert conv is not None
         return conv
@@ -229,7 +422,9 @@ class ConversationStore:
         return Conversation(id=row["id"], title=row["title"], created_at=row["created_at"],
                             updated_at=row["updated_at"], system_prompt=row["system_prompt"],
                             sampling=SamplingParams.from_json(_loads(row["sampling_json"])), model=row["model"],
-                            ran_on=row["ran_on"])
+                            ran_on=row["ran_on"],
+                            structured_output=StructuredOutput.from_json(_loads(row["output_json"])),
+                            thinking=ThinkingSettings.from_json(_loads(row["thinking_json"])))
 
     def conversation(self, conversation_id: int) -> Conversation | None:
         row = self.db.execute("SELECT * FROM chat_conversations WHERE id=?", (conversation_id,)).fetchone()
@@ -252,7 +447,9 @@ class ConversationStore:
         self._write("UPDATE chat_conversations SET title=? WHERE id=?", (title.strip() or "Untitled", conversation_id))
 
     def update_settings(self, conversation_id: int, *, system_prompt: str | None = None,
-                        sampling: SamplingParams | None = None, model: str | None = None) -> None:
+                        sampling: SamplingParams | None = None, model: str | None = None,
+                        structured_output: StructuredOutput | None = None,
+                        thinking: ThinkingSettings | None = None) -> None:
         if system_prompt is not None:
             self._write("UPDATE chat_conversations SET system_prompt=? WHERE id=?", (system_prompt, conversation_id))
         if sampling is not None:
@@ -260,6 +457,12 @@ class ConversationStore:
                         (json.dumps(sampling.to_json()), conversation_id))
         if model is not None:
             self._write("UPDATE chat_conversations SET model=? WHERE id=?", (model, conversation_id))
+        if structured_output is not None:
+            self._write("UPDATE chat_conversations SET output_json=? WHERE id=?",
+                        (json.dumps(structured_output.to_json()), conversation_id))
+        if thinking is not None:
+            self._write("UPDATE chat_conversations SET thinking_json=? WHERE id=?",
+                        (json.dumps(thinking.to_json()), conversation_id))
 
     def delete_conversation(self, conversation_id: int) -> None:
         self._write("DELETE FROM chat_conversations WHERE id=?", (conversation_id,))
@@ -267,15 +470,26 @@ class ConversationStore:
     # -- messages -------------------------------------------------------------------------------
     def add_message(self, conversation_id: int, role: str, content: str, *, status: str = COMPLETE,
                     settings: dict[str, Any] | None = None, stats: ReplyStats | None = None,
-                    images: Sequence[ChatImage] = ()) -> Message:
+                    images: Sequence[ChatImage] = (), thinking: str = "",
+                    tool_calls: Sequence[ToolCallRecord] = (), tool_call_id: str = "",
+                    tool_name: str = "") -> Message:
+        """Save a message (and its images) in one transaction.
+
+        Args:
+            tool_calls: The calls an assistant reply asked for.
+            tool_call_id: For a ``tool`` message: the call whose result ``content`` is.
+            tool_name: For a ``tool`` message: the function's name.
+        """
         now = self._clock()
         try:
             with self._transaction() as db:
                 cur = db.execute(
                     "INSERT INTO chat_messages(conversation_id, role, content, status, created_at, settings_json,"
-                    " stats_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    " stats_json, thinking, tool_calls_json, tool_call_id, tool_name)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (conversation_id, role, content, status, now, json.dumps(settings or {}),
-                     json.dumps((stats or ReplyStats()).to_json())))
+                     json.dumps((stats or ReplyStats()).to_json()), thinking, _dump_calls(tool_calls),
+                     tool_call_id, tool_name))
                 message_id = int(cur.lastrowid or 0)
                 db.executemany(
                     "INSERT INTO chat_images(message_id, position, mime, name, data) VALUES (?, ?, ?, ?, ?)",
@@ -299,11 +513,14 @@ class ConversationStore:
 
     def update_message(self, message_id: int, *, content: str | None = None, status: str | None = None,
                        stats: ReplyStats | None = None, settings: dict[str, Any] | None = None,
-                       ran_on: str | None = None) -> None:
+                       ran_on: str | None = None, thinking: str | None = None,
+                       tool_calls: Sequence[ToolCallRecord] | None = None) -> None:
         sets, params = [], []
         for column, value in (("content", content), ("status", status), ("ran_on", ran_on),
                               ("stats_json", json.dumps(stats.to_json()) if stats else None),
-                              ("settings_json", json.dumps(settings) if settings is not None else None)):
+                              ("settings_json", json.dumps(settings) if settings is not None else None),
+                              ("thinking", thinking),
+                              ("tool_calls_json", _dump_calls(tool_calls) if tool_calls is not None else None)):
             if value is not None:
                 sets.append(f"{column}=?")
                 params.append(value)
@@ -313,12 +530,32 @@ class ConversationStore:
             self._write("UPDATE chat_conversations SET ran_on=? WHERE id="
                         "(SELECT conversation_id FROM chat_messages WHERE id=?)", (ran_on, message_id))
 
+    def update_tool_call(self, message_id: int, record: ToolCallRecord) -> None:
+        """Replace the reply's call with ``record``'s id (its status, result, duration), or add it."""
+        try:
+            with self._transaction() as db:
+                row = db.execute("SELECT tool_calls_json FROM chat_messages WHERE id=?", (message_id,)).fetchone()
+                if row is None:
+                    return
+                calls = list(_tool_calls(row[0]))
+                at = next((i for i, c in enumerate(calls) if c.id == record.id), None)
+                if at is None:
+                    calls.append(record)
+                else:
+                    calls[at] = record
+                db.execute("UPDATE chat_messages SET tool_calls_json=? WHERE id=?", (_dump_calls(calls), message_id))
+        except sqlite3.Error as exc:
+            raise StorageError(f"Could not save to the conversation database: {exc}",
+                               hint="Check that the disk is not full and the data folder is writable.") from exc
+
     @staticmethod
     def _message(row: sqlite3.Row) -> Message:
         return Message(id=row["id"], conversation_id=row["conversation_id"], role=row["role"],
                        content=row["content"], status=row["status"], created_at=row["created_at"],
                        settings=_loads(row["settings_json"]), stats=ReplyStats.from_json(_loads(row["stats_json"])),
-                       ran_on=row["ran_on"])
+                       ran_on=row["ran_on"], thinking=_text(row["thinking"]),
+                       tool_calls=_tool_calls(row["tool_calls_json"]), tool_call_id=_text(row["tool_call_id"]),
+                       tool_name=_text(row["tool_name"]))
 
     def _with_images(self, messages: list[Message]) -> list[Message]:
         """Attach each message's images (one query for the whole page)."""

@@ -1,11 +1,19 @@
-"""Running engines: the managed-process type and its outcome, the llama-server supervisor, the OpenAI-compatible client."""
+"""Running engines: the managed-process type and its outcome, the engine servers and their kinds,
+the OpenAI-compatible client and structured output."""
 
 from typing import TYPE_CHECKING
 
 from strata_gui.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from strata_gui.core.runtime.client import SamplingParams
+    from strata_gui.core.runtime.client import (
+        ChatReply,
+        RequestOptions,
+        ResponseFormat,
+        SamplingParams,
+        StreamPiece,
+        ToolCall,
+    )
     from strata_gui.core.runtime.depth import depth_label
     from strata_gui.core.runtime.engine import Backend, EngineSpec, backend_label
     from strata_gui.core.runtime.kinds import (
@@ -18,6 +26,7 @@ if TYPE_CHECKING:
         kind_named,
     )
     from strata_gui.core.runtime.launch import ServerSettings, ServerState
+    from strata_gui.core.runtime.structured import JsonCheck, check_json, load_schema
 
 __all__ = [
     "EMBEDDING",
@@ -26,21 +35,30 @@ __all__ = [
     "KINDS",
     "TEXT",
     "Backend",
+    "ChatReply",
     "EngineKind",
     "EngineSpec",
+    "JsonCheck",
+    "RequestOptions",
+    "ResponseFormat",
     "SamplingParams",
     "ServerSettings",
     "ServerState",
+    "StreamPiece",
+    "ToolCall",
     "backend_label",
+    "check_json",
     "depth_label",
     "kind_named",
+    "load_schema",
 ]
 
 # Each module loads when one of its names is first read (see strata_gui.core.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "client": ["SamplingParams"],
+    "client": ["ChatReply", "RequestOptions", "ResponseFormat", "SamplingParams", "StreamPiece", "ToolCall"],
     "depth": ["depth_label"],
     "engine": ["Backend", "EngineSpec", "backend_label"],
-    "launch": ["ServerSettings", "ServerState"],
     "kinds": ["EMBEDDING", "IMAGE", "INSTALLABLE", "KINDS", "TEXT", "EngineKind", "kind_named"],
+    "launch": ["ServerSettings", "ServerState"],
+    "structured": ["JsonCheck", "check_json", "load_schema"],
 })

@@ -3,24 +3,95 @@
 It only needs a base URL and an optional API key, so the same client talks to a managed local
 engine or a remote endpoint. Replies stream as Server-Sent Events; cancelling the awaiting task
 closes the HTTP stream at once, which makes llama-server stop generating and free its slot.
+
+A reply has up to three parts, streamed in any order and told apart here:
+
+- **thinking**: ``delta.reasoning_content`` (llama-server with ``--jinja`` splits a reasoning
+  model's thinking out), or a leading ``<think>…</think>`` block inside ``delta.content`` from a
+  server that does not split it (remote engines, ``reasoning_format: "none"``);
+- **answer**: the rest of ``delta.content``;
+- **tool calls**: ``delta.tool_calls``, whose arguments stream in pieces.
+
+Two ways to read a reply:
+
+- :meth:`ChatClient.stream` (the full API): ``on_piece(StreamPiece)`` per streamed piece, with
+  its kind and running token counts; :class:`RequestOptions` for thinking, structured output,
+  tools and the output limit; the :class:`ChatReply` carries thinking and tool calls.
+- :meth:`ChatClient.stream_chat` (the original API, kept for its callers): ``on_delta(text)``
+  with answer text only.
+
+Errors: :class:`~strata_gui.core.errors.ServerError` when the engine is unreachable or fails;
+:class:`~strata_gui.core.errors.ChatFormatError` when the engine's chat-format parser rejects the
+model's output (the model's doing, not the engine's: its ``partial`` holds the reply so far);
+:class:`~strata_gui.core.errors.ChatError` when the request is refused.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from functools import cache
+from types import UnionType
+from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 import httpx
 
-from strata_gui.core.errors import ChatError, ServerError
+from strata_gui.core.errors import ChatError, ChatFormatError, ServerError
 
 log = logging.getLogger(__name__)
 
 DeltaCallback = Callable[[str], None]
+
+# The kinds of streamed pieces (plain strings: compared once per token).
+THINKING: Final = "thinking"
+ANSWER: Final = "answer"
+TOOL_CALL: Final = "tool_call"
+PieceKind = Literal["thinking", "answer", "tool_call"]
+
+DEFAULT_MAX_TOKENS: Final = 8192
+"""Output limit of :meth:`ChatClient.stream` when neither the options nor the sampling set one:
+a model that never stops (a looping reply, thinking that never ends) is cut here instead of
+generating until the context is full. ``max_tokens=-1`` asks for no limit."""
+
+_OWN_FIELDS = ("model", "messages", "stream", "stream_options")
+
+THINK_OPEN: Final = "<think>"
+THINK_CLOSE: Final = "</think>"
+
+
+def _json_fields(cls: type, data: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The known fields of ``data`` whose values have the field's type (a damaged value is left
+    out, so the field keeps its default): stored JSON may come from an older or broken writer."""
+    if not isinstance(data, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    for name, accepts in _field_types(cls).items():
+        if name in data:
+            value = data[name]
+            if value is None or (isinstance(value, accepts) and not (isinstance(value, bool) and bool not in accepts)):
+                out[name] = value
+            elif isinstance(value, float) and int in accepts and float not in accepts and value.is_integer():
+                out[name] = int(value)
+    return out
+
+
+@cache
+def _field_types(cls: type) -> dict[str, tuple[type, ...]]:
+    """Per dataclass field, the plain types its annotation allows (``float | None`` → float, int)."""
+    out: dict[str, tuple[type, ...]] = {}
+    for name, hint in get_type_hints(cls).items():
+        if name not in cls.__dataclass_fields__:  # type: ignore[attr-defined]
+            continue
+        args = get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,)
+        types = tuple(t for t in (get_origin(a) or a for a in args) if isinstance(t, type) and t is not type(None))
+        if float in types and int not in types:
+            types += (int,)  # JSON writes 2.0 as 2
+        out[name] = types
+    return out
 
 
 @dataclass
@@ -42,14 +113,169 @@ class SamplingParams:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> SamplingParams:
-        data = data or {}
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """Read stored settings; unknown keys and values of the wrong type are left out."""
+        return cls(**_json_fields(cls, data))
+
+
+@dataclass(frozen=True)
+class ResponseFormat:
+    """Structured output: the reply must be JSON (``schema`` None: any JSON object), enforced by
+    the engine with a grammar. See :mod:`strata_gui.core.runtime.structured` to check a reply.
+
+    Args:
+        schema: A JSON schema the reply must follow, or None for any JSON object.
+        name: The schema's name (OpenAI requires one; llama-server ignores it).
+    """
+
+    schema: Mapping[str, Any] | None = None
+    name: str = "reply"
+
+    def to_request(self) -> dict[str, Any]:
+        if self.schema is None:
+            return {"type": "json_object"}
+        return {"type": "json_schema", "json_schema": {"name": self.name, "schema": dict(self.schema)}}
+
+
+Effort = Literal["low", "medium", "high"]
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """What one request may carry beyond sampling; None (or empty) leaves the server's default and
+    is not sent. Only :meth:`to_request`'s fields reach the server.
+
+    Args:
+        thinking: Thinking on or off for templates that can switch it
+            (``chat_template_kwargs.enable_thinking``; off also sends ``reasoning_effort: "none"``,
+            which templates that take an effort level read as off).
+        effort: How hard a reasoning model thinks (``reasoning_effort``; gpt-oss and others).
+            Ignored when ``thinking`` is False.
+        thinking_budget: Most thinking tokens before the engine ends the thinking
+            (``thinking_budget_tokens``; llama-server applies it where the template marks its
+            thinking with tags it knows).
+        reasoning_format: ``"none"`` keeps the thinking inside the text (the engine does not
+            split it; :attr:`split_thinking` may still split it here), ``"deepseek"`` splits it.
+        response_format: JSON output (:class:`ResponseFormat`).
+        tools: OpenAI-style tool definitions (``{"type": "function", "function": {...}}``).
+        tool_choice: ``"auto"``, ``"none"``, ``"required"`` (llama-server then constrains the
+            output to a tool call), or an OpenAI ``{"type": "function", ...}`` object (remote
+            servers; llama-server reads only the strings).
+        max_tokens: Output limit; None: the sampling's, else :data:`DEFAULT_MAX_TOKENS`; -1: none.
+        split_thinking: Client side, never sent: split a leading ``<think>…</think>`` out of the
+            answer text. False shows the text exactly as the server sent it.
+        extra: Server-specific fields sent as they are (llama-server's ``logit_bias``, ``grammar``,
+            ...); the fields above win over them.
+    """
+
+    thinking: bool | None = None
+    effort: Effort | None = None
+    thinking_budget: int | None = None
+    reasoning_format: str | None = None
+    response_format: ResponseFormat | None = None
+    tools: Sequence[Mapping[str, Any]] = ()
+    tool_choice: str | Mapping[str, Any] | None = None
+    max_tokens: int | None = None
+    split_thinking: bool = True
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_request(self) -> dict[str, Any]:
+        """The request-body fields these options set (merged over the sampling's)."""
+        body: dict[str, Any] = dict(self.extra)
+        if self.thinking is not None:
+            body["chat_template_kwargs"] = {"enable_thinking": self.thinking}
+        if self.thinking is False:
+            body["reasoning_effort"] = "none"
+        elif self.effort is not None:
+            body["reasoning_effort"] = self.effort
+        if self.thinking_budget is not None:
+            body["thinking_budget_tokens"] = self.thinking_budget
+        if self.reasoning_format is not None:
+            body["reasoning_format"] = self.reasoning_format
+        if self.response_format is not None:
+            body["response_format"] = self.response_format.to_request()
+        if self.tools:
+            body["tools"] = [dict(t) for t in self.tools]
+            if self.tool_choice is not None:
+                body["tool_choice"] = self.tool_choice if isinstance(self.tool_choice, str) else dict(self.tool_choice)
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        return body
+
+
+class StreamPiece(NamedTuple):
+    """One streamed piece of a reply, as :meth:`ChatClient.stream` hands it to ``on_piece``.
+
+    A named tuple: one is made per token, and a tuple is the cheapest immutable record to make.
+
+    Token counts are the server's chunks (llama-server sends one token per chunk), so they are
+    live counters, not the engine's final figures (:class:`ReplyStats` has those).
+
+    Attributes:
+        kind: ``"thinking"``, ``"answer"`` or ``"tool_call"``.
+        text: The new text; for a tool call, the next piece of its JSON arguments (may be empty
+            on the piece that names the call).
+        tokens: Tokens of this kind so far, this one included.
+        total: Tokens of every kind so far.
+        tool_index: Which tool call (0, 1, ...) a ``"tool_call"`` piece belongs to, else -1.
+        tool_name: The called function's name on tool-call pieces (empty until the server sent it).
+    """
+
+    kind: PieceKind
+    text: str
+    tokens: int
+    total: int
+    tool_index: int = -1
+    tool_name: str = ""
+
+
+PieceCallback = Callable[[StreamPiece], None]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model asked for (complete once the reply ended).
+
+    Attributes:
+        id: The call's id, which the tool result quotes (``tool_call_id``).
+        name: The function's name.
+        arguments: Its arguments as the model wrote them (JSON text, maybe invalid).
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a JSON object.
+
+        Raises:
+            ChatError: They are not a JSON object.
+        """
+        try:
+            value = json.loads(self.arguments or "{}")
+        except ValueError as exc:
+            raise ChatError(f"The model called {self.name} with arguments that are not valid JSON: {exc}",
+                            details=self.arguments[:2000]) from exc
+        if not isinstance(value, dict):
+            raise ChatError(f"The model called {self.name} with arguments that are not a JSON object.",
+                            details=self.arguments[:2000])
+        return value
+
+    def to_openai(self) -> dict[str, Any]:
+        """The call as an assistant message's ``tool_calls`` entry (to send the history back)."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
 
 @dataclass
 class ReplyStats:
-    """What the user sees under a reply."""
+    """What the user sees under a reply.
+
+    Times are seconds from the moment the request was sent. ``ttft_s`` counts the first token of
+    any kind (thinking included); ``answer_s`` the first token of the answer itself (or of a
+    tool call); ``thinking_s`` how long the thinking lasted (first thinking token to the answer,
+    or to the end when the reply never got past it). ``thinking_n`` counts the thinking tokens
+    as streamed (``predicted_n`` includes them).
+    """
 
     ttft_s: float | None = None
     total_s: float | None = None
@@ -64,6 +290,9 @@ class ReplyStats:
     extra: dict[str, Any] = field(default_factory=dict)
     draft_n: int | None = None  # tokens the draft model proposed (speculative decoding)
     draft_accepted: int | None = None  # of those, accepted by the model
+    answer_s: float | None = None
+    thinking_n: int | None = None
+    thinking_s: float | None = None
 
     @property
     def acceptance(self) -> float | None:
@@ -83,12 +312,12 @@ class ReplyStats:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> ReplyStats:
-        data = data or {}
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """Read stored statistics; unknown keys and values of the wrong type are left out."""
+        return cls(**_json_fields(cls, data))
 
     def summary(self, *, with_reason: bool = True) -> str:
-        """One line: ``TTFT 42 ms · prefill 3,000 tok/s · decode 760 tok/s · 128 tokens · stop · CPU``.
+        """One line: ``TTFT 42 ms · thought 840 tokens in 12 s · prefill 3,000 tok/s · decode 760 tok/s
+        · 1,128 tokens · stop · CPU``.
 
         Args:
             with_reason: Include the finish reason (left out where a status sentence already says it).
@@ -96,6 +325,11 @@ class ReplyStats:
         parts = []
         if self.ttft_s is not None:
             parts.append(f"TTFT {self.ttft_s * 1000:.0f} ms")
+        if self.thinking_n:
+            thought = f"thought {self.thinking_n:,} tokens"
+            if self.thinking_s is not None:
+                thought += f" in {_duration(self.thinking_s)}"
+            parts.append(thought)
         if self.prefill_tps:
             parts.append(f"prefill {self.prefill_tps:,.0f} tok/s")
         if self.decode_tps:
@@ -113,10 +347,31 @@ class ReplyStats:
         return " · ".join(parts)
 
 
+def _duration(seconds: float) -> str:
+    """``0.4 s``, ``12 s``, ``2 min 5 s``: as precise as a reader needs."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+
+
 @dataclass
 class ChatReply:
+    """A finished (or, on :attr:`ChatFormatError.partial`, interrupted) reply.
+
+    Attributes:
+        text: The answer (thinking excluded).
+        stats: Timing and token figures.
+        thinking: The model's thinking ("" when it had none or did not show it).
+        tool_calls: The tool calls it asked for, in order (finish reason ``"tool_calls"``).
+    """
+
     text: str
     stats: ReplyStats
+    thinking: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class ChatClient:
@@ -142,6 +397,51 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
 
+    async def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        sampling: SamplingParams | None = None,
+        options: RequestOptions | None = None,
+        on_piece: PieceCallback | None = None,
+        model: str = "local",
+        on_sent: Callable[[], None] | None = None,
+    ) -> ChatReply:
+        """Send ``messages`` and stream the reply: thinking, answer and tool calls.
+
+        ``on_piece`` runs once per streamed token on the caller's loop: keep it cheap (append,
+        count; batch the repaint). The returned reply is authoritative: where a server left the
+        thinking in the text without its opening tag (the template's prompt opened it), the
+        pieces went out as answer and the reply splits it after the fact.
+
+        Args:
+            messages: The conversation, OpenAI style (``tool`` messages carry ``tool_call_id``).
+            sampling: The conversation's sampling (None: the server's defaults).
+            options: Thinking, structured output, tools, output limit (None: defaults, and the
+                output limit :data:`DEFAULT_MAX_TOKENS` unless the sampling sets one).
+            on_piece: Called with each :class:`StreamPiece`.
+            model: The model name sent (a remote endpoint may serve several).
+            on_sent: Called once the request has left (its body is written to the connection).
+
+        Raises:
+            ServerError: The engine is unreachable, died mid-reply, or failed internally.
+            ChatFormatError: The engine's chat-format parser rejected the model's output; its
+                ``partial`` is the :class:`ChatReply` received until then.
+            ChatError: The request was refused (bad key, too long for the context ...).
+            asyncio.CancelledError: Stop: the stream is closed before this propagates.
+        """
+        options = options or RequestOptions()
+        body = self._body(messages, sampling, model)
+        extra = options.to_request()
+        for key in _OWN_FIELDS:  # what makes this a streamed chat request is not the options' to change
+            extra.pop(key, None)
+        body.update(extra)
+        if body.get("max_tokens") is None:
+            body["max_tokens"] = DEFAULT_MAX_TOKENS
+        elif body["max_tokens"] == -1:
+            del body["max_tokens"]
+        return await self._stream(body, _Reader(self._clock, None, on_piece, options.split_thinking), on_sent)
+
     async def stream_chat(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -151,7 +451,11 @@ class ChatClient:
         model: str = "local",
         on_sent: Callable[[], None] | None = None,
     ) -> ChatReply:
-        """Send ``messages`` and stream the reply, calling ``on_delta(text)`` per piece.
+        """Send ``messages`` and stream the reply, calling ``on_delta(text)`` per piece of the answer.
+
+        The original API: the answer text only reaches ``on_delta`` (thinking is split out into
+        :attr:`ChatReply.thinking`, tool calls into :attr:`ChatReply.tool_calls`); no options, no
+        output limit beyond the sampling's. :meth:`stream` is the full one.
 
         Args:
             messages: The conversation, OpenAI style.
@@ -163,30 +467,34 @@ class ChatClient:
 
         Raises:
             ServerError: The engine is unreachable, died mid-reply, or failed internally.
+            ChatFormatError: The engine's chat-format parser rejected the model's output.
             ChatError: The request was refused (bad key, too long for the context ...).
             asyncio.CancelledError: Stop: the stream is closed before this propagates.
         """
-        body: dict[str, Any] = {
+        body = self._body(messages, sampling, model)
+        return await self._stream(body, _Reader(self._clock, on_delta, None, True), on_sent)
+
+    @staticmethod
+    def _body(messages: Sequence[Mapping[str, Any]], sampling: SamplingParams | None, model: str) -> dict[str, Any]:
+        return {
             "model": model,
             "messages": [dict(m) for m in messages],
             "stream": True,
             "stream_options": {"include_usage": True},
             **(sampling or SamplingParams()).to_request(),
         }
-        stats = ReplyStats()
-        pieces: list[str] = []
-        started = self._clock()
-        timings: dict[str, Any] = {}
-        usage: dict[str, Any] = {}
+
+    async def _stream(self, body: dict[str, Any], reader: _Reader, on_sent: Callable[[], None] | None) -> ChatReply:
         url = self.base_url + "/v1/chat/completions"
         answered = False
         extensions = {"trace": _SentTrace(on_sent)} if on_sent is not None else None
+        reader.started = self._clock()
         for attempt in (1, 2):
             try:
                 async with self._http.stream("POST", url, json=body, headers=self._headers(),
                                              timeout=httpx.Timeout(10.0, read=None), extensions=extensions) as resp:
                     answered = True
-                    await self._read_stream(resp, stats, pieces, timings, usage, started, on_delta)
+                    await self._read_stream(resp, reader)
                 break
             except httpx.RemoteProtocolError as exc:
                 # llama-server closes idle keep-alive connections after a few seconds; a request
@@ -207,14 +515,13 @@ class ChatClient:
                                   details=str(exc)) from exc
             except httpx.TimeoutException as exc:
                 raise ServerError("The engine did not answer in time.", details=str(exc)) from exc
-        stats.total_s = self._clock() - started
-        _fill_stats(stats, timings, usage)
-        return ChatReply("".join(pieces), stats)
+            except ChatFormatError as exc:
+                exc.partial = reader.reply()
+                raise
+        return reader.reply()
 
-    async def _read_stream(self, resp: httpx.Response, stats: ReplyStats, pieces: list[str],
-                           timings: dict[str, Any], usage: dict[str, Any], started: float,
-                           on_delta: DeltaCallback | None) -> None:
-        """Read the SSE body into ``pieces``/``stats`` (raises on HTTP and in-stream errors).
+    async def _read_stream(self, resp: httpx.Response, reader: _Reader) -> None:
+        """Read the SSE body into ``reader`` (raises on HTTP and in-stream errors).
 
         This runs once per streamed token on the UI's event loop, so it works on the raw bytes:
         one ``split(b"\n")`` per network read, ``json.loads`` straight on the data payload, and
@@ -226,34 +533,311 @@ class ChatClient:
         events = _SseEvents()
         done = False
         failure: ServerError | ChatError | None = None
+        apply = reader.apply
         # The body is always read to its end (never ``break``): leaving httpx's async
         # generators suspended makes their clean-up run outside the loop under qasync.
         async for raw in resp.aiter_bytes():
             if done or failure is not None:
                 continue
             for payload in events.feed(raw):
-                if done or failure is not None:
-                    break
                 if payload.strip() == b"[DONE]":
                     done = True
                     break
                 try:
-                    chunk = _parse_chunk(payload)
+                    apply(_parse_chunk(payload))
                 except (ServerError, ChatError) as exc:
                     failure = exc
                     break
-                text = _apply_chunk(chunk, stats, timings, usage)
-                if text:
-                    if stats.ttft_s is None:
-                        stats.ttft_s = self._clock() - started
-                    pieces.append(text)
-                    if on_delta is not None:
-                        on_delta(text)
         if failure is not None:
             raise failure
-        if not done and stats.finish_reason is None:
+        if not done and reader.stats.finish_reason is None:
             raise ServerError("The engine stopped answering in the middle of the reply.",
                               hint="The engine probably crashed; the partial reply was kept.")
+
+    async def decoded_tokens(self) -> int | None:
+        """How many tokens the engine has generated so far for the reply it is working on.
+
+        Reads llama-server's ``GET /slots`` (``next_token[0].n_decoded`` of a slot with
+        ``is_processing``): progress a caller can show while nothing visible streams (a long
+        thinking the server does not stream, a grammar that holds text back). With several
+        requests in progress (parallel slots), the largest count.
+
+        Returns:
+            The count; None when no slot is working or the server has no such endpoint (a remote
+            engine, ``--no-slots``) or does not answer; progress is optional, so this never raises.
+        """
+        try:
+            resp = await self._http.get(self.base_url + "/slots", headers=self._headers(), timeout=2.0)
+            slots = resp.json() if resp.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        if not isinstance(slots, list):
+            return None
+        found: int | None = None
+        for slot in slots:
+            if not isinstance(slot, dict) or not slot.get("is_processing"):
+                continue
+            nxt = slot.get("next_token")
+            # A list of one entry per sequence on the pinned build; a plain object on older ones.
+            entries = nxt if isinstance(nxt, list) else [nxt]
+            for entry in entries:
+                n = entry.get("n_decoded") if isinstance(entry, dict) else None
+                if isinstance(n, int) and not isinstance(n, bool) and (found is None or n > found):
+                    found = n
+        return found
+
+
+class _ToolCallParts:
+    """A tool call being streamed: its arguments arrive in pieces."""
+
+    __slots__ = ("args", "id", "name")
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.args: list[str] = []
+
+
+# States of the <think> splitter for servers that leave the thinking in the text: undecided (the
+# text so far may be the start of "<think>"), inside the thinking, right after it (blank lines),
+# watching an answer that did not open with the tag for a lone "</think>" (the template's prompt
+# opened the thinking), plain answer.
+_UNDECIDED, _IN_THINK, _AFTER_THINK, _WATCH, _PLAIN = range(5)
+
+
+class _Reader:
+    """Turns parsed chunks into the reply: thinking, answer, tool calls, statistics.
+
+    :meth:`apply` runs once per token: the common case (one answer or thinking piece, no
+    timings) costs a few dictionary look-ups and one callback.
+    """
+
+    __slots__ = ("_answering", "_clock", "_closed_at", "_on_delta", "_on_piece", "_split", "_tail", "_tools", "answer",
+                 "answer_n", "started", "stats", "think_t0", "thinking", "thinking_n", "timings", "tool_n", "total",
+                 "usage")
+
+    def __init__(self, clock: Callable[[], float], on_delta: DeltaCallback | None, on_piece: PieceCallback | None,
+                 split_thinking: bool) -> None:
+        self._clock = clock
+        self._on_delta = on_delta
+        self._on_piece = on_piece
+        self._split = _UNDECIDED if split_thinking else _PLAIN
+        self._tail = ""  # text held back while a <think> tag may be arriving in pieces
+        self._closed_at: tuple[float, int] | None = None  # when it came, after how many answer pieces
+        self._tools: dict[int, _ToolCallParts] = {}
+        self.started = clock()
+        self.stats = ReplyStats()
+        self.answer: list[str] = []
+        self.thinking: list[str] = []
+        self.answer_n = 0
+        self.thinking_n = 0
+        self.tool_n = 0
+        self.total = 0
+        self._answering = False  # the answer (or a tool call) has started
+        self.think_t0: float | None = None
+        self.timings: dict[str, Any] = {}
+        self.usage: dict[str, Any] = {}
+
+    # -- per chunk ------------------------------------------------------------------------------
+    def apply(self, chunk: Mapping[str, Any]) -> None:
+        timings = chunk.get("timings")
+        if timings is not None and isinstance(timings, dict):
+            self.timings.update(timings)
+        usage = chunk.get("usage")
+        if usage is not None and isinstance(usage, dict):
+            self.usage.update(usage)
+        choices = chunk.get("choices")
+        if not choices or not isinstance(choices, list):
+            return
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            return
+        finish = choice.get("finish_reason")
+        if finish:
+            self.stats.finish_reason = str(finish)
+        delta = choice.get("delta")
+        if not delta or not isinstance(delta, dict):
+            return
+        reasoning = delta.get("reasoning_content")
+        if reasoning and isinstance(reasoning, str):
+            # The server splits the thinking itself: its answer starts after blank lines, if any.
+            if self._split == _UNDECIDED and not self._tail:
+                self._split = _AFTER_THINK
+            elif self._split == _WATCH:
+                self._split = _PLAIN
+            self._thinking(reasoning)
+        content = delta.get("content")
+        if content and isinstance(content, str):
+            split = self._split
+            if split == _PLAIN:
+                self._answer(content)
+            elif split == _WATCH:
+                self._answer(content)
+                if ">" in content:  # the piece that completes a "</think>" holds its ">"
+                    self._check_close()
+            else:
+                self._split_content(content)
+        calls = delta.get("tool_calls")
+        if calls and isinstance(calls, list):
+            self._tool_calls(calls)
+
+    def _thinking(self, text: str) -> None:
+        if self.think_t0 is None:
+            self.think_t0 = now = self._clock()
+            if self.stats.ttft_s is None:
+                self.stats.ttft_s = now - self.started
+        self.thinking.append(text)
+        self.thinking_n += 1
+        self.total += 1
+        if self._on_piece is not None:
+            self._on_piece(StreamPiece(THINKING, text, self.thinking_n, self.total))
+
+    def _answer(self, text: str) -> None:
+        if not self._answering:
+            self._first_answer()
+        self.answer.append(text)
+        self.answer_n += 1
+        self.total += 1
+        if self._on_delta is not None:
+            self._on_delta(text)
+        if self._on_piece is not None:
+            self._on_piece(StreamPiece(ANSWER, text, self.answer_n, self.total))
+
+    def _check_close(self) -> None:
+        """Whether the answer so far just completed a lone ``</think>`` (the tag's pieces are among
+        the last few: each holds at least one character)."""
+        if THINK_CLOSE in "".join(self.answer[-len(THINK_CLOSE):]):
+            self._closed_at = (self._clock(), self.answer_n)
+            self._split = _PLAIN
+
+    def _first_answer(self) -> None:
+        """The answer (or a tool call) starts: the thinking, if any, is over."""
+        self._answering = True
+        now = self._clock()
+        self.stats.answer_s = now - self.started
+        if self.stats.ttft_s is None:
+            self.stats.ttft_s = self.stats.answer_s
+        if self.think_t0 is not None and self.stats.thinking_s is None:
+            self.stats.thinking_s = now - self.think_t0
+
+    def _split_content(self, text: str) -> None:
+        """Content from a server that may have left a ``<think>…</think>`` block at its start.
+
+        Tags may arrive cut anywhere (``"<thi"`` + ``"nk>"``): text that may still be part of
+        one is held back until the next piece settles it.
+        """
+        if self._split == _WATCH:
+            self._answer(text)
+            if ">" in text:
+                self._check_close()
+            return
+        text = self._tail + text
+        self._tail = ""
+        if self._split == _UNDECIDED:
+            head = text.lstrip()
+            if len(head) < len(THINK_OPEN) and THINK_OPEN.startswith(head):
+                self._tail = text  # "", "<", "<thi": wait for more
+                return
+            if not head.startswith(THINK_OPEN):
+                self._split = _WATCH
+                self._split_content(text)
+                return
+            self._split = _IN_THINK
+            text = head[len(THINK_OPEN):].lstrip("\n")
+            if not text:
+                return
+        if self._split == _IN_THINK:
+            end = text.find(THINK_CLOSE)
+            if end < 0:
+                keep = _cut_tag(text, THINK_CLOSE)
+                if keep:
+                    self._tail = text[-keep:]
+                    text = text[:-keep]
+                if text:
+                    self._thinking(text)
+                return
+            if end:
+                self._thinking(text[:end])
+            self._split = _AFTER_THINK
+            text = text[end + len(THINK_CLOSE):]
+        # _AFTER_THINK: the blank lines between the thinking and the answer are not the answer's.
+        text = text.lstrip()
+        if text:
+            self._split = _PLAIN
+            self._answer(text)
+
+    def _tool_calls(self, calls: list[Any]) -> None:
+        if not self._answering:
+            self._first_answer()
+        self.tool_n += 1
+        self.total += 1
+        for item in calls:
+            if not isinstance(item, dict):
+                continue
+            index = item.get("index")
+            if not isinstance(index, int):
+                index = len(self._tools) - 1 if self._tools and not item.get("id") else len(self._tools)
+            parts = self._tools.get(index)
+            if parts is None:
+                parts = self._tools[index] = _ToolCallParts()
+            if item.get("id"):
+                parts.id = str(item["id"])
+            function = item.get("function")
+            piece = ""
+            if isinstance(function, dict):
+                name = function.get("name")
+                if name and isinstance(name, str) and name != parts.name:
+                    # Sent once by llama-server and OpenAI; in pieces, or repeated whole, by others.
+                    parts.name = name if not parts.name or name.startswith(parts.name) else parts.name + name
+                args = function.get("arguments")
+                if isinstance(args, str):
+                    piece = args
+                elif isinstance(args, dict):  # some servers send the arguments as an object
+                    piece = json.dumps(args, ensure_ascii=False)
+                if piece:
+                    parts.args.append(piece)
+            if self._on_piece is not None:
+                self._on_piece(StreamPiece(TOOL_CALL, piece, self.tool_n, self.total, index, parts.name))
+
+    # -- at the end ------------------------------------------------------------------------------
+    def reply(self) -> ChatReply:
+        """The reply so far (complete after the stream ended), with its statistics filled in."""
+        if self._tail:  # a stream that ended inside a possible tag: the text is what it is
+            tail, self._tail = self._tail, ""
+            if self._split == _IN_THINK:
+                self._thinking(tail)
+            elif tail.strip():
+                self._answer(tail)
+        stats = self.stats
+        end = self._clock()
+        stats.total_s = end - self.started
+        if self.think_t0 is not None and stats.thinking_s is None:
+            stats.thinking_s = end - self.think_t0
+        text = "".join(self.answer)
+        thinking = "".join(self.thinking).strip()
+        if self._closed_at is not None and not thinking and THINK_OPEN not in text.split(THINK_CLOSE, 1)[0]:
+            # The template's prompt opened the thinking and the server left it in the text: only its
+            # closing tag arrived. The pieces went out as answer; the reply tells them apart.
+            thinking, text = (part.strip() for part in text.split(THINK_CLOSE, 1))
+            closed, self.thinking_n = self._closed_at
+            if stats.answer_s is not None:
+                stats.thinking_s = closed - self.started - stats.answer_s
+                stats.answer_s = closed - self.started if text else None
+        if self.thinking_n:
+            stats.thinking_n = self.thinking_n
+        _fill_stats(stats, self.timings, self.usage)
+        calls = tuple(ToolCall(p.id, p.name, "".join(p.args)) for _, p in sorted(self._tools.items()))
+        return ChatReply(text, stats, thinking, calls)
+
+
+def _cut_tag(text: str, tag: str) -> int:
+    """Length of the end of ``text`` that is the start of ``tag`` (a tag cut by the network), else 0."""
+    at = text.rfind(tag[0], max(0, len(text) - len(tag) + 1))  # one look-up for the usual "no"
+    while at >= 0:
+        if tag.startswith(text[at:]):
+            return len(text) - at
+        at = text.rfind(tag[0], max(0, len(text) - len(tag) + 1), at)
+    return 0
 
 
 class _SentTrace:
@@ -309,32 +893,20 @@ def _parse_chunk(payload: bytes) -> dict[str, Any]:
     try:
         chunk = json.loads(payload)
     except ValueError as exc:
-        raise ServerError("The engine sent a reply Strata cannot read.",
-                          details=payload[:500].decode(errors="replace")) from exc
+        raise _unreadable(payload) from exc
     if not isinstance(chunk, dict):
-        raise ServerError("The engine sent a reply Strata cannot read.",
-                          details=payload[:500].decode(errors="replace"))
+        raise _unreadable(payload)
     err = chunk.get("error")
     if err:
         raise _error_from_body(err, status=None)
     return chunk
 
 
-def _apply_chunk(chunk: Mapping[str, Any], stats: ReplyStats, timings: dict[str, Any],
-                 usage: dict[str, Any]) -> str:
-    if isinstance(chunk.get("timings"), dict):
-        timings.update(chunk["timings"])
-    if isinstance(chunk.get("usage"), dict):
-        usage.update(chunk["usage"])
-    choices = chunk.get("choices") or []
-    if not choices or not isinstance(choices[0], dict):
-        return ""
-    choice = choices[0]
-    if choice.get("finish_reason"):
-        stats.finish_reason = str(choice["finish_reason"])
-    delta = choice.get("delta") or {}
-    content = delta.get("content")
-    return content if isinstance(content, str) else ""
+def _unreadable(payload: bytes) -> ServerError | ChatFormatError:
+    text = payload[:500].decode(errors="replace")
+    if _is_format_failure(text):  # a server that reports its parser's failure as plain text
+        return _format_error(text)
+    return ServerError("The engine sent a reply Strata cannot read.", details=text)
 
 
 def _fill_stats(stats: ReplyStats, timings: Mapping[str, Any], usage: Mapping[str, Any]) -> None:
@@ -351,6 +923,20 @@ def _fill_stats(stats: ReplyStats, timings: Mapping[str, Any], usage: Mapping[st
     stats.draft_accepted = num("draft_n_accepted")
 
 
+# llama-server (common/chat.cpp): "The model produced output that does not match the expected
+# peg-native format" (the format's name varies: peg-native, peg-gemma4, ...); older builds said
+# "Failed to parse input at pos N".
+_FORMAT_FAILURE = re.compile(r"does not match the expected [\w.-]+ format|failed to parse input at pos", re.I)
+
+
+def _is_format_failure(message: str) -> bool:
+    return _FORMAT_FAILURE.search(message) is not None
+
+
+def _format_error(message: str) -> ChatFormatError:
+    return ChatFormatError(details=message)
+
+
 def _error_from_body(err: Any, status: int | None) -> ChatError | ServerError:
     if isinstance(err, dict):
         message = str(err.get("message") or "unknown error")
@@ -358,6 +944,9 @@ def _error_from_body(err: Any, status: int | None) -> ChatError | ServerError:
         kind = str(err.get("type") or "")
     else:
         message, code, kind = str(err), status, ""
+    if _is_format_failure(message):
+        # Sent as a 500 "server_error", but the engine is fine: the model's text broke the format.
+        return _format_error(message)
     if code == 401 or kind == "authentication_error":
         return ChatError("The server rejected the API key.", hint="Check the API key in Settings.",
                          details=message)
