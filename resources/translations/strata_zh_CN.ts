@@ -935,6 +935,18 @@ Last reply: this computer ({1})</source>
         <translation>图像问题</translation>
     </message>
     <message>
+        <source>Engines busy</source>
+        <translation>引擎繁忙</translation>
+    </message>
+    <message>
+        <source>Tool problem</source>
+        <translation>工具问题</translation>
+    </message>
+    <message>
+        <source>Reply does not fit the chat format</source>
+        <translation>回复不符合聊天格式</translation>
+    </message>
+    <message>
         <source>Show details</source>
         <translation>显示详情</translation>
     </message>
@@ -1984,10 +1996,6 @@ Add a local build from the Engines page, or try again later.</source>
 </context>
 <context>
     <name>MainWindow</name>
-    <message>
-        <source>Starting Strata…</source>
-        <translation>正在启动 Strata…</translation>
-    </message>
     <message numerus="yes">
         <source>%n task(s) running</source>
         <translation>
@@ -2342,6 +2350,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>image model</source>
         <translation>图像模型</translation>
+    </message>
+    <message>
+        <source>embedding model</source>
+        <translation>嵌入模型</translation>
     </message>
     <message>
         <source>yes</source>
@@ -2759,6 +2771,26 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>引擎出错时，改用下一个（先 Vulkan，再 CPU）</translation>
     </message>
     <message>
+        <source> min</source>
+        <translation> 分钟</translation>
+    </message>
+    <message>
+        <source>keep loaded</source>
+        <translation>保持加载</translation>
+    </message>
+    <message>
+        <source>An engine nobody used for this long is unloaded to free its memory; the next message loads the model again.</source>
+        <translation>超过这段时间无人使用的引擎会被卸载以释放内存；下一条消息会重新加载模型。</translation>
+    </message>
+    <message>
+        <source>GPU memory (or RAM)</source>
+        <translation>GPU 显存（或内存）</translation>
+    </message>
+    <message>
+        <source>What all loaded models may hold together. When a model does not fit beside the others, the least recently used one is unloaded first.</source>
+        <translation>所有已加载模型合计可占用的内存。当一个模型放不下时，先卸载最久未使用的那个。</translation>
+    </message>
+    <message>
         <source>Save</source>
         <translation>保存</translation>
     </message>
@@ -2853,6 +2885,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Parallel requests</source>
         <translation>并行请求数</translation>
+    </message>
+    <message>
+        <source>Unload idle models after</source>
+        <translation>闲置多久后卸载模型</translation>
+    </message>
+    <message>
+        <source>Memory for loaded models</source>
+        <translation>已加载模型的内存</translation>
     </message>
     <message>
         <source>Appearance</source>

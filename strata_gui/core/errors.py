@@ -172,8 +172,7 @@ class ImageError(StrataError):
 class ToolError(StrataError):
     """An MCP tool server could not be configured, started, listed or called."""
 
-    # Tools are part of the chat; a title of their own needs its translation in ui/dialogs.py first.
-    title = "Chat problem"
+    title = "Tool problem"
 
 
 class ToolConfigError(ToolError):
