@@ -31,12 +31,14 @@ from PySide6.QtWidgets import QApplication
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import Benchmark
-from strata_gui.core.chat.service import ChatService, MessageUpdated, default_supervisor_factory
+from strata_gui.core.chat.service import ChatService, MessageUpdated
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.service import build_gpu_service
+from strata_gui.core.pool import EnginePool
 from strata_gui.core.resources import kernels_dir
 from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.chat_page import ChatPage
@@ -65,11 +67,12 @@ def main() -> int:
             db = Path(workdir.name) / "bench.sqlite3"
             store = ConversationStore(db).open()
             metrics = MetricsStore(db)
-            service = ChatService(store, default_supervisor_factory(http), http,
+            pool = EnginePool(lambda e, m, s: ServerSupervisor(e, m, s, http=http))
+            service = ChatService(store, pool, http,
                                   SettingsService(SettingsStore(Path(workdir.name) / "settings.json"),
                                                   Settings(context_size=args.tokens + 512, last_model=str(model))))
             service.set_plan([stream.bench_spec(engine_dir)])
-            dashboard = DashboardService(metrics, Benchmark(http, default_supervisor_factory(http), metrics), http,
+            dashboard = DashboardService(metrics, Benchmark(http, pool, metrics), http,
                                          resolver=FixedEngines([], "Strix Halo (replay)"))
 
             def record(event: object) -> None:
@@ -111,6 +114,7 @@ def main() -> int:
                 dash.stop()
                 await bridge.shutdown()
                 await service.aclose()
+                await pool.aclose()
                 metrics.close()
                 chat.deleteLater()
                 dash.deleteLater()

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from strata_gui.core.app_services import build_app_services
 from strata_gui.core.images import ImageRequest, parse_size
+from strata_gui.core.runtime.kinds import IMAGE
 from strata_gui.core.services import build_services
 
 _GEN_RE = re.compile(r"generate_image completed in ([0-9.]+)s")
@@ -70,7 +71,7 @@ async def strata_runs(sd_dir: Path, model: Path, req: ImageRequest, threads: int
     base = build_services()
     app = build_app_services(base)
     try:
-        await app.resolver.use_folder(sd_dir, kind="image")
+        await app.resolver.use_folder(sd_dir, kind=IMAGE)
         app.images.threads = threads
         t0 = time.perf_counter()
         first = await app.images.generate(model, req, source="bench")

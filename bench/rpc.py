@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx
 
 from bench.serve import once
-from strata_gui.core.rpc.workers import RpcServerProcess, rpc_server_executable
+from strata_gui.core.rpc.workers import rpc_server_executable
+from strata_gui.core.runtime.rpc_server import RpcServerProcess
 from tests.support.engines import free_port, locate, running_server
 
 

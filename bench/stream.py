@@ -44,10 +44,13 @@ import httpx
 import qasync
 from PySide6.QtWidgets import QApplication
 
-from strata_gui.core.chat.service import ChatService, default_supervisor_factory
+from strata_gui.core.chat.service import ChatService
 from strata_gui.core.chat.store import ConversationStore
+from strata_gui.core.pool import EnginePool
 from strata_gui.core.runtime.client import ChatClient, SamplingParams
-from strata_gui.core.runtime.engine import Backend, EngineSpec, server_executable
+from strata_gui.core.runtime.engine import Backend, EngineSpec
+from strata_gui.core.runtime.kinds import TEXT
+from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
@@ -205,7 +208,7 @@ def default_engine_and_model() -> tuple[Path, Path]:
 
 def bench_spec(engine_dir: Path) -> EngineSpec:
     """The raw CPU test engine as a launch spec (the benchmark measures the chat path, not the resolver)."""
-    return EngineSpec("bench-cpu", "CPU", Backend.CPU, server_executable(engine_dir),
+    return EngineSpec("bench-cpu", "CPU", Backend.CPU, TEXT.executable(engine_dir),
                       {"LD_LIBRARY_PATH": str(engine_dir)})
 
 
@@ -291,7 +294,8 @@ def main() -> int:
     async def run() -> None:
         async with httpx.AsyncClient(trust_env=False) as http:
             store = ConversationStore(Path(workdir.name) / "bench.sqlite3").open()
-            service = ChatService(store, default_supervisor_factory(http), http,
+            pool = EnginePool(lambda e, m, s: ServerSupervisor(e, m, s, http=http))
+            service = ChatService(store, pool, http,
                                   SettingsService(SettingsStore(Path(workdir.name) / "settings.json"),
                                                   Settings(context_size=args.tokens + 512, last_model=str(model))))
             service.set_plan([bench_spec(engine_dir)])
@@ -329,6 +333,7 @@ def main() -> int:
                     replay.terminate()
                     replay.wait()
                 await service.aclose()
+                await pool.aclose()
                 page.deleteLater()
         med = statistics.median
         r_ttft, s_ttft = med(x[0] for x in raw), med(x[0] for x in strata)
