@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         Waiting,
         memory_group,
     )
-    from strata_gui.core.pool.runner import Ran, engine_fault, run_along_plan
+    from strata_gui.core.pool.runner import Ran, acquire_along_plan, engine_fault, run_along_plan
 
 __all__ = [
     "CrashAdvisor",
@@ -39,6 +39,7 @@ __all__ = [
     "PooledEngine",
     "Ran",
     "Waiting",
+    "acquire_along_plan",
     "engine_fault",
     "memory_group",
     "run_along_plan",
@@ -48,5 +49,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "memory": ["FitTarget", "PoolMemory"],
     "pool": ["CrashAdvisor", "EngineKey", "EnginePool", "EngineStateChanged", "EngineUnloaded", "FailedOver",
              "Launcher", "Lease", "MemoryPolicy", "PooledEngine", "PoolEvent", "Waiting", "memory_group"],
-    "runner": ["Ran", "engine_fault", "run_along_plan"],
+    "runner": ["Ran", "acquire_along_plan", "engine_fault", "run_along_plan"],
 })

@@ -160,6 +160,46 @@ async def run_along_plan(
             lease.release()
 
 
+async def acquire_along_plan(
+    pool: EnginePool,
+    plan: Sequence[EngineSpec],
+    model: Path,
+    settings: Callable[[EngineSpec], ServerSettings],
+    *,
+    user: str,
+    may_fall_back: Callable[[Outcome], bool] = engine_fault,
+    on_failover: Callable[[FailedOver], None] | None = None,
+    on_progress: ProgressCallback | None = None,
+    keep_alive: float | None = None,
+    wait: bool = True,
+) -> Lease:
+    """Borrow the first engine of ``plan`` that starts (the start half of :func:`run_along_plan`),
+    for work the caller runs itself while it holds the lease (a request of the local API, whose
+    reply streams to its client as it comes: it cannot be sent again on another engine).
+
+    Raises:
+        ServerError: No engine in the plan.
+        ProcessEnded: The last engine tried could not start, and no other may take over.
+        EngineBusyError: ``wait`` is False and the pool has no room now.
+    """
+    if not plan:
+        raise ServerError("No engine to run the model.", hint="Install an engine on the Engines page.")
+    for index, spec in enumerate(plan):
+        nxt = plan[index + 1] if index + 1 < len(plan) else None
+        try:
+            return await pool.acquire(spec, model, settings(spec), user=user, keep_alive=keep_alive, wait=wait,
+                                      on_progress=on_progress)
+        except ProcessEnded as exc:
+            if nxt is None or not may_fall_back(exc.outcome):
+                raise
+            event = FailedOver(user, model, spec, nxt, describe_outcome(exc.outcome), exc.outcome.details(), False)
+            log.warning("%s", event.text)
+            if on_failover is not None:
+                on_failover(event)
+            pool.events.emit(event)
+    raise ServerError("No engine to run the model.")  # not reached: the last engine returns or raises
+
+
 async def _died(server: ServerSupervisor, grace: float) -> bool:
     """Whether the engine process is gone (waits briefly: the exit is noticed a moment later)."""
     if server.state not in (ServerState.CRASHED, ServerState.FAILED):
