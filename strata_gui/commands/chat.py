@@ -1,7 +1,10 @@
 """`strata chat --model M [--engine DIR] [--image FILE] [--json] "prompt"`: one streamed reply and its statistics.
 
 With ``--image`` the pictures go with the prompt as OpenAI image content; the model's vision
-projector (``mmproj`` next to it) is loaded with it, as in the app.
+projector (``mmproj`` next to it) is loaded with it, as in the app. Thinking, structured output and
+tools (``--think``, ``--json-schema``, ``--mcp-config``) are described in
+:mod:`strata_gui.commands.chat_session`; thinking is printed on standard error (dimmed on a
+terminal), the answer on standard output.
 
 The engine comes from the core's resolver, as in the app: engines whose last check failed are never
 launched, the measured or pinned choice is honoured, and the engine used (and why) is printed.
@@ -14,12 +17,12 @@ import json
 import sys
 from pathlib import Path
 
-from strata_gui.commands import load_options
+from strata_gui.commands import chat_session, load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.blocking import run_blocking
-from strata_gui.core.chat import ChatEvent, ChatImage, EngineStatus, MessageDelta, Notice
-from strata_gui.core.errors import ChatError
+from strata_gui.core.chat import ChatEvent, ChatImage, EngineStatus, Notice
+from strata_gui.core.errors import ChatError, ChatFormatError
 from strata_gui.core.runtime import SamplingParams
 
 
@@ -38,6 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--no-fallback", action="store_true", help="do not try the next engine when one fails")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
+    chat_session.add_arguments(p)
     add_device_option(p)
     load_options.add_arguments(p)
     # A one-off prompt is not kept with the app's conversations.
@@ -65,6 +69,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     apply_device_option(args, app)
     model = _model(args, app)
     await load_options.check(app, model)
+    structured = chat_session.structured_output(args.json_schema)  # a bad schema fails before any load
     # A bad file fails here, before any engine loads.
     images = await run_blocking(lambda: [ChatImage.from_file(Path(f).expanduser()) for f in args.image],
                                 name="strata-read-images")
@@ -80,36 +85,56 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         raise ChatError(resolution.summary(), hint="Install an engine with `strata engines install`, "
                                                    "or pass --engine DIR.")
     service.set_plan(list(resolution.specs))
-    notices: list[str] = []
     stream = not args.json
+    printer = chat_session.Printer(sys.stdout, sys.stderr, quiet=not stream)
     if stream:
         print(f"engine: {resolution.summary()}", file=sys.stderr)
 
     def on_event(event: ChatEvent) -> None:
-        if isinstance(event, MessageDelta) and stream:
-            sys.stdout.write(event.text)
-            sys.stdout.flush()
-        elif isinstance(event, Notice):
-            notices.append(event.text)
-            print(f"note: {event.text}", file=sys.stderr)
+        if isinstance(event, Notice):
+            printer.say(event.text)
         elif isinstance(event, EngineStatus) and stream and sys.stderr.isatty():
             print(f"\r{event.detail[:70]:<70}", end="", file=sys.stderr, flush=True)
+        else:
+            printer.on_event(event)
 
     service.subscribe(on_event)
-    conv = service.new_conversation()
-    service.store.update_settings(conv.id, system_prompt=args.system, sampling=SamplingParams(
-        max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed))
-    await service.ensure_engine()
-    if stream and sys.stderr.isatty():
-        print("\r" + " " * 72 + "\r", end="", file=sys.stderr)
-    reply = await service.send(conv.id, args.prompt, images=images)
+    host = chat_session.configure(service, args, printer, app.base.paths.log_dir)
+    try:
+        conv = service.new_conversation()
+        service.store.update_settings(conv.id, system_prompt=args.system, sampling=SamplingParams(
+            max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed),
+            thinking=chat_session.thinking(args.think), structured_output=structured)
+        await service.ensure_engine()
+        if stream and sys.stderr.isatty():
+            print("\r" + " " * 72 + "\r", end="", file=sys.stderr)
+        failure: ChatFormatError | None = None
+        try:
+            reply = await service.send(conv.id, args.prompt, images=images)
+        except ChatFormatError as exc:
+            failure = exc
+            reply = service.store.messages(conv.id)[-1]
+        messages = chat_session.turn(service, conv.id, after=min(m.id for m in service.store.messages(conv.id)))
+    finally:
+        if host is not None:
+            await host.aclose()
     if args.json:
-        print(json.dumps({"reply": reply.content, "stats": reply.stats.to_json(),
-                          "context_used": reply.stats.context_used, "notices": notices,
-                          "engine": resolution.to_json(),
-                          "projector": str(service.projector) if service.projector else None,
-                          "images": len(images)}, indent=2))
+        out = {**chat_session.result_json(messages), "stats": reply.stats.to_json(),
+               "context_used": reply.stats.context_used, "notices": printer.notices,
+               "engine": resolution.to_json(),
+               "projector": str(service.projector) if service.projector else None,
+               "images": len(images)}
+        if failure is not None:
+            out["error"] = {"message": failure.message, "hint": _parsing_hint(), "details": failure.details}
+        print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         print()
         print(reply.stats.summary(), file=sys.stderr)
+    if failure is not None:
+        raise ChatFormatError(failure.message, hint=_parsing_hint(), details=failure.details)
     return 0
+
+
+def _parsing_hint() -> str:
+    return ("Send it again; if it keeps happening, add --no-chat-parsing (the engine then leaves the model's "
+            "text as written: thinking and tool calls arrive as plain text).")

@@ -16,7 +16,7 @@ from strata_gui.core.models import CACHE_TYPES, FLASH_ATTENTION
 
 def add_arguments(p: argparse.ArgumentParser, *, ctx: bool = True) -> None:
     """Add ``--ctx-size --gpu-layers --flash-attn --cache-type-k/v --batch-size --ubatch-size
-    --threads --no-mmap --parallel`` to ``p`` (``ctx`` False when the command sizes the context itself)."""
+    --threads --no-mmap --parallel --model-draft --draft-max/min --no-chat-parsing`` to ``p`` (``ctx`` False when the command sizes the context itself)."""
     g = p.add_argument_group("load options (this run only; default: the model's saved options, else Settings)")
     if ctx:
         g.add_argument("--ctx-size", type=int, default=None, metavar="N", help="context size in tokens")
@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser, *, ctx: bool = True) -> None:
                    help="draft model for speculative decoding (same vocabulary as the model)")
     g.add_argument("--draft-max", type=int, default=None, metavar="N", help="most tokens drafted per step")
     g.add_argument("--draft-min", type=int, default=None, metavar="N", help="fewest tokens drafted per step")
+    g.add_argument("--no-chat-parsing", action="store_true",
+                   help="start the engine with --skip-chat-parsing: the model's text arrives as written (for a "
+                        "model whose output keeps failing its chat format; no tool calls then)")
 
 
 def given(args: argparse.Namespace) -> dict[str, Any]:
@@ -45,6 +48,8 @@ def given(args: argparse.Namespace) -> dict[str, Any]:
     out = {field: getattr(args, attr) for attr, field in names.items() if getattr(args, attr, None) is not None}
     if getattr(args, "no_mmap", False):
         out["mmap"] = False
+    if getattr(args, "no_chat_parsing", False):
+        out["chat_parsing"] = False
     if getattr(args, "model_draft", None) is not None:
         out["draft_model"] = str(args.model_draft.expanduser().resolve())
     return out

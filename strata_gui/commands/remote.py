@@ -1,4 +1,9 @@
-"""`strata remote add|list|models|remove|chat`: OpenAI-compatible endpoints on other machines."""
+"""`strata remote add|list|models|remove|chat`: OpenAI-compatible endpoints on other machines.
+
+``strata remote chat NAME "prompt"`` runs the reply through the same chat service as the app and
+`strata chat` (thinking, ``--json-schema``, ``--mcp-config`` tools: see
+:mod:`strata_gui.commands.chat_session`); its ``--json`` object has ``text`` (the answer) as well.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,9 @@ import json
 import os
 import sys
 
+from strata_gui.commands import chat_session
 from strata_gui.core.app_services import AppServices
+from strata_gui.core.chat import Notice
 from strata_gui.core.errors import ChatError
 from strata_gui.core.remote import RemoteService, describe
 from strata_gui.core.runtime import SamplingParams
@@ -35,7 +42,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat.add_argument("name")
     chat.add_argument("prompt")
     chat.add_argument("--max-tokens", type=int, default=None)
+    chat.add_argument("--system", default="", help="system prompt")
     chat.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
+    chat_session.add_arguments(chat)
+    chat.set_defaults(keep_conversations=False)  # a one-off prompt is not kept with the app's conversations
     p.set_defaults(func=run)
 
 
@@ -51,6 +61,8 @@ def _key(args: argparse.Namespace) -> str | None:
 
 
 async def run(args: argparse.Namespace, app: AppServices) -> int:
+    if args.remote_command == "chat":
+        return await _chat(args, app)
     return await _run(args, app.remote)
 
 
@@ -83,18 +95,30 @@ async def _run(args: argparse.Namespace, remote: RemoteService) -> int:
         remote.remove(endpoint)
         print(f"removed {endpoint.name}")
         return 0
-    # chat
-    streaming = not args.json
+    raise ChatError(f"Unknown action {action}.")
 
-    def on_delta(text: str) -> None:
-        if streaming:
-            sys.stdout.write(text)
-            sys.stdout.flush()
 
-    reply = await remote.client(endpoint).stream_chat([{"role": "user", "content": args.prompt}],
-                                                      SamplingParams(max_tokens=args.max_tokens), on_delta)
+async def _chat(args: argparse.Namespace, app: AppServices) -> int:
+    endpoint = app.remote.get(args.name)
+    structured = chat_session.structured_output(args.json_schema)
+    service = app.chat
+    service.set_remote(app.remote.client(endpoint))
+    printer = chat_session.Printer(sys.stdout, sys.stderr, quiet=args.json)
+    service.subscribe(lambda e: printer.say(e.text) if isinstance(e, Notice) else printer.on_event(e))
+    host = chat_session.configure(service, args, printer, app.base.paths.log_dir)
+    try:
+        conv = service.new_conversation()
+        service.store.update_settings(conv.id, system_prompt=args.system,
+                                      sampling=SamplingParams(max_tokens=args.max_tokens),
+                                      thinking=chat_session.thinking(args.think), structured_output=structured)
+        reply = await service.send(conv.id, args.prompt)
+        messages = chat_session.turn(service, conv.id, after=min(m.id for m in service.store.messages(conv.id)))
+    finally:
+        if host is not None:
+            await host.aclose()
     if args.json:
-        print(json.dumps({"text": reply.text, "stats": reply.stats.to_json()}))
+        print(json.dumps({"text": reply.content, **chat_session.result_json(messages), "stats": reply.stats.to_json(),
+                          "notices": printer.notices}, ensure_ascii=False))
     else:
         print()
         print(reply.stats.summary(), file=sys.stderr)

@@ -22,7 +22,7 @@ import httpx
 
 from strata_gui.core.bench.store import ImageRun, MetricsStore
 from strata_gui.core.blocking import run_blocking
-from strata_gui.core.chat.service import ChatEvent, ChatService, MessageUpdated
+from strata_gui.core.chat.service import ChatEvent, ChatService, ChatTools, MessageUpdated
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.engines.catalog import load_catalog
 from strata_gui.core.engines.resolver import EngineResolver, Resolution
@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # built on first use (see AppServices): their modules load th
     from strata_gui.core.images.service import ImageRecord, ImageService
     from strata_gui.core.models.service import ModelService
     from strata_gui.core.serve.service import ServeService
+    from strata_gui.core.tools.approvals import ToolPolicy
     from strata_gui.core.tools.host import McpHost
     from strata_gui.core.tools.store import McpServerStore
 
@@ -160,6 +161,20 @@ class AppServices:
         host = McpHost(store.servers(), log_dir=self.base.paths.log_dir)
         store.add_listener(lambda: host.set_servers(store.servers()))
         return host
+
+    @cached_property
+    def tool_policy(self) -> ToolPolicy:
+        """Asks before every tool call unless the user chose "Always allow" (kept with the servers)."""
+        from strata_gui.core.tools.approvals import ToolPolicy
+
+        return ToolPolicy(self.tool_servers)
+
+    def chat_tools(self) -> ChatTools | None:
+        """The tools the chat offers its models: the enabled saved servers' (None when none is on).
+        Nothing is started here; listing the tools starts them."""
+        if not any(s.enabled for s in self.tools.servers):
+            return None
+        return ChatTools(self.tools, self.tool_policy)
 
     LATER = ("telemetry", "models", "dashboard", "serve", "images")
     # The modules those need beyond what the chat loaded (importing them is most of their cost).
@@ -357,10 +372,12 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
     chat_store = ConversationStore(paths.database_file if keep_conversations else Path(":memory:")).open()
     chat = ChatService(chat_store, pool, local, base.settings_service, plans=resolver,
-                       launch_settings=load_options.server_settings)
+                       launch_settings=load_options.server_settings, model_options=load_options.options,
+                       save_model_options=load_options.save)
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     app = AppServices(base, client, local, gpu=gpu, engines=engines, resolver=resolver, metrics=metrics,
                       chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, pool=pool, fit_target=fit_target,
                       load_options=load_options, later=LaterParts(env, secrets), gpu_error=gpu_error, tls=tls)
     chat.subscribe(app._record_reply)
+    chat.tools = app.chat_tools
     return app

@@ -19,7 +19,7 @@ from strata_gui.core.chat.service import (
 )
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
 from strata_gui.core.paths import AppPaths
-from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, SamplingParams
+from strata_gui.core.runtime.client import ChatClient, ChatReply
 from strata_gui.ui.chat.markdown import Segment, plain_extension
 from strata_gui.ui.chat.message_widget import TextBlock
 from tests.runtime.sse_server import sse_server
@@ -35,9 +35,8 @@ class LoopbackEngine:
     def __init__(self, http: httpx.AsyncClient, base: str) -> None:
         self._client = ChatClient(http, base)
 
-    async def stream_chat(self, messages: Sequence[Mapping[str, Any]], sampling: SamplingParams | None = None,
-                          on_delta: DeltaCallback | None = None, **kw: Any) -> ChatReply:
-        return await self._client.stream_chat(messages, sampling, on_delta, **kw)
+    async def stream(self, messages: Sequence[Mapping[str, Any]], **kw: Any) -> ChatReply:
+        return await self._client.stream(messages, **kw)
 
 
 def test_text_events_are_batched_and_the_first_token_goes_out_alone() -> None:
@@ -81,10 +80,9 @@ def test_text_events_are_batched_and_the_first_token_goes_out_alone() -> None:
 class SlowToConnectEngine(LoopbackEngine):
     """A remote engine whose connection takes a while to open (a slow network)."""
 
-    async def stream_chat(self, messages: Sequence[Mapping[str, Any]], sampling: SamplingParams | None = None,
-                          on_delta: DeltaCallback | None = None, **kw: Any) -> ChatReply:
+    async def stream(self, messages: Sequence[Mapping[str, Any]], **kw: Any) -> ChatReply:
         await asyncio.sleep(0.5)
-        return await super().stream_chat(messages, sampling, on_delta, **kw)
+        return await super().stream(messages, **kw)
 
 
 @pytest.mark.parametrize("engine", [LoopbackEngine, SlowToConnectEngine])

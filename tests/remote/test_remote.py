@@ -176,7 +176,7 @@ def test_server_without_timings_gets_client_side_stats() -> None:
                 ep = remote.add("vllm", base)
                 assert await remote.list_models(ep) == ["org/Model-7B"]
                 ep = remote.set_model(ep, "org/Model-7B")
-                reply = await remote.client(ep).stream_chat([{"role": "user", "content": "hi"}])
+                reply = await remote.client(ep).stream([{"role": "user", "content": "hi"}])
         assert reply.text == "".join(WORDS)
         s = reply.stats
         assert s.prefill_tps is None  # the server did not say

@@ -206,6 +206,11 @@ def test_stats_summary_and_damaged_stored_stats() -> None:
     assert stats.summary() == "TTFT 42 ms · thought 840 tokens in 12 s · decode 760.0 tok/s · 1128 tokens · stop"
     assert "thought 3 tokens in 0.4 s" in ReplyStats(thinking_n=3, thinking_s=0.41).summary()
     assert "in 2 min 5 s" in ReplyStats(thinking_n=3, thinking_s=125).summary()
+    assert "thought 3 tokens in 12 s · answer after 12 s" in ReplyStats(thinking_n=3, thinking_s=12.1,
+                                                                        answer_s=12.3).summary()
+    cut = ReplyStats(predicted_n=8192, finish_reason="length", extra={"output_limit": 8192})
+    assert cut.summary(with_reason=False) == "8192 tokens · stopped at the output limit (8,192 tokens)"
+    assert ReplyStats(finish_reason="length").summary() == "length"  # no limit known: the engine's word
     assert ReplyStats.from_json(stats.to_json()) == stats
     damaged = ReplyStats.from_json({"thinking_n": "lots", "ttft_s": [1], "predicted_n": 7.0, "decode_tps": 3,
                                     "finish_reason": 5, "extra": "x", "answer_s": True, "unknown": 1})

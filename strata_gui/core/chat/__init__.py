@@ -1,9 +1,11 @@
-"""Conversations: the SQLite store and the chat session logic (engine fallback included)."""
+"""Conversations: the SQLite store and the chat session logic (engine fallback, thinking, tools)."""
 
 from strata_gui.core.chat.images import MAX_IMAGE_BYTES, ChatImage
 from strata_gui.core.chat.service import (
+    ChatApprover,
     ChatEvent,
     ChatService,
+    ChatTools,
     EngineStatus,
     EngineSwitchOffer,
     MessageAdded,
@@ -11,19 +13,53 @@ from strata_gui.core.chat.service import (
     MessageUpdated,
     Notice,
     PlanChanged,
+    ReplyProgress,
+    ToolApproval,
 )
-from strata_gui.core.chat.store import COMPLETE, FAILED, INTERRUPTED, STOPPED, STREAMING, Message
+from strata_gui.core.chat.store import (
+    COMPLETE,
+    FAILED,
+    FORMAT_FAILED,
+    INTERRUPTED,
+    OUTPUT_JSON,
+    OUTPUT_MODES,
+    OUTPUT_OFF,
+    OUTPUT_SCHEMA,
+    STOPPED,
+    STREAMING,
+    TOOL_ALLOWED,
+    TOOL_DENIED,
+    TOOL_ERROR,
+    TOOL_PENDING,
+    TOOL_RUNNING,
+    Message,
+    StructuredOutput,
+    ThinkingSettings,
+    ToolCallRecord,
+)
 
 __all__ = [
     "COMPLETE",
     "FAILED",
+    "FORMAT_FAILED",
     "INTERRUPTED",
     "MAX_IMAGE_BYTES",
+    "OUTPUT_JSON",
+    "OUTPUT_MODES",
+    "OUTPUT_OFF",
+    "OUTPUT_SCHEMA",
     "STOPPED",
     "STREAMING",
+    "TOOL_ALLOWED",
+    "TOOL_DENIED",
+    "TOOL_ERROR",
+    "TOOL_PENDING",
+    "TOOL_RUNNING",
+    "ChatApprover",
     "ChatEvent",
     "ChatImage",
     "ChatService",
+    "ChatTools",
     "EngineStatus",
     "EngineSwitchOffer",
     "Message",
@@ -32,4 +68,9 @@ __all__ = [
     "MessageUpdated",
     "Notice",
     "PlanChanged",
+    "ReplyProgress",
+    "StructuredOutput",
+    "ThinkingSettings",
+    "ToolApproval",
+    "ToolCallRecord",
 ]

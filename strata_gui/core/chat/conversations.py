@@ -14,9 +14,10 @@ from typing import Any
 from strata_gui.core.errors import ChatError
 
 from .images import ChatImage
-from .store import FAILED, Conversation, ConversationStore, Message
+from .store import FAILED, FORMAT_FAILED, Conversation, ConversationStore, Message
 
 DEFAULT_TITLE = "New chat"
+UNSENT = (FAILED, FORMAT_FAILED)  # replies that never go back to the model (no answer, or broken output)
 
 
 class Conversations:
@@ -75,20 +76,45 @@ class Conversations:
         return msg.conversation_id
 
     def history(self, conversation: Conversation, upto: int | None = None, *,
-                with_images: bool = False) -> list[dict[str, Any]]:
+                with_images: bool = False, with_reasoning: bool = False) -> list[dict[str, Any]]:
         """Messages sent to the engine: system prompt, then every kept turn before ``upto``.
 
         A message with images becomes OpenAI content parts (its text, then each image as a
         ``data:`` URL) when ``with_images``; otherwise only its text is sent, so a conversation
-        with pictures can go on with a text-only model.
+        with pictures can go on with a text-only model. A reply's tool calls go with it, each
+        followed by its ``tool`` result (a call without a result, say one stopped before it was
+        answered, is left out: templates refuse an unanswered call). A reply's thinking is sent
+        back (``reasoning_content``) only ``with_reasoning``: most templates drop earlier turns'
+        reasoning, and some break on it; those that keep it ask for it.
         """
         out: list[dict[str, Any]] = []
         if conversation.system_prompt.strip():
             out.append({"role": "system", "content": conversation.system_prompt})
-        for m in self.store.messages(conversation.id):
-            if upto is not None and m.id >= upto:
-                break
-            if m.status == FAILED or (m.role == "assistant" and not m.content):
+        messages = [m for m in self.store.messages(conversation.id) if upto is None or m.id < upto]
+        answered = {m.tool_call_id for m in messages if m.role == "tool"}
+        offered: set[str] = set()  # calls sent so far: a result must follow its call
+        for m in messages:
+            if m.status in UNSENT:
+                continue
+            if m.role == "tool":
+                if m.tool_call_id in offered:
+                    item: dict[str, Any] = {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+                    if m.tool_name:
+                        item["name"] = m.tool_name  # some templates name the tool beside its result
+                    out.append(item)
+                continue
+            if m.role == "assistant":
+                calls = [c.call().to_openai() for c in m.tool_calls if c.id in answered]
+                reasoning = m.thinking if with_reasoning else ""
+                if not (m.content or calls or reasoning):
+                    continue
+                item = {"role": "assistant", "content": m.content}
+                if calls:
+                    item["tool_calls"] = calls
+                    offered.update(c["id"] for c in calls)
+                if reasoning:
+                    item["reasoning_content"] = reasoning
+                out.append(item)
                 continue
             if m.images and with_images:
                 parts: list[dict[str, object]] = [{"type": "text", "text": m.content}] if m.content else []

@@ -21,9 +21,17 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
-from strata_gui.core.errors import ChatError, ServerError, SettingsError
+from strata_gui.core.errors import (
+    ChatError,
+    ChatFormatError,
+    ServerError,
+    SettingsError,
+    StrataError,
+    ToolError,
+)
 from strata_gui.core.events import Listeners
 from strata_gui.core.models.library import find_projector
+from strata_gui.core.models.load_options import EFFORTS, LoadOptions
 from strata_gui.core.pool import (
     EnginePool,
     EngineStateChanged,
@@ -35,19 +43,49 @@ from strata_gui.core.pool import (
     run_along_plan,
 )
 from strata_gui.core.progress import ProgressCallback
-from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, ReplyStats, SamplingParams
+from strata_gui.core.runtime.client import (
+    ANSWER,
+    DEFAULT_MAX_TOKENS,
+    THINKING,
+    ChatClient,
+    ChatReply,
+    PieceCallback,
+    ReplyStats,
+    RequestOptions,
+    SamplingParams,
+    StreamPiece,
+)
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome, ProcessEnded
 from strata_gui.core.settings import Settings, SettingsService
+from strata_gui.core.tools.approvals import ApprovalRequest, Approver, Decision, ToolPolicy
 
 from .conversations import DEFAULT_TITLE, Conversations
 from .images import ChatImage
-from .store import COMPLETE, FAILED, INTERRUPTED, STOPPED, STREAMING, Conversation, ConversationStore, Message
+from .store import (
+    COMPLETE,
+    FAILED,
+    FORMAT_FAILED,
+    INTERRUPTED,
+    OUTPUT_OFF,
+    STOPPED,
+    STREAMING,
+    TOOL_ALLOWED,
+    TOOL_DENIED,
+    TOOL_ERROR,
+    TOOL_PENDING,
+    TOOL_RUNNING,
+    Conversation,
+    ConversationStore,
+    Message,
+    ToolCallRecord,
+)
 
 if TYPE_CHECKING:
     from strata_gui.core.runtime.supervisor import ServerSupervisor
+    from strata_gui.core.tools.host import ToolCatalog, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +93,9 @@ T = TypeVar("T")
 DELTA_INTERVAL = 0.016  # s: one frame at 60 Hz; streamed text reaches listeners at most this often
 YIELD_S = 0.001  # s: a turn of the loop that lets it serve timers and input: under qasync a 0 s sleep
 # runs before Qt's other timers (it chains with the work before and after it, one long busy stretch)
+WATCH_INTERVAL = 1.0  # s between looks at the engine's progress while nothing streams
+SILENCE_NOTICE_S = 15.0  # s of the engine generating with nothing arriving before the reply says so
+MAX_TOOL_ROUNDS = 8  # tool-call rounds per reply; the last one asks the model to answer in words
 ANNOUNCE_WAIT = 0.03  # s: new messages are announced at the latest this long after a send (a slow
 # connection to a remote engine must not keep the user's message off the screen)
 
@@ -106,14 +147,26 @@ class MessageAdded:
 
 @dataclass(frozen=True)
 class MessageDelta:
-    """Text a streaming reply received since the previous delta (one or more tokens; at most
+    """What a streaming reply received since the previous delta (one or more tokens; at most
     about one delta per ``delta_interval``). ``complete``: the engine finished the reply, this is
     its last text (maybe empty); the reply's saved state follows on a later loop turn, so a
-    listener shows this text at once (the reply's end is painted before the saving work)."""
+    listener shows this text at once (the reply's end is painted before the saving work).
+
+    Attributes:
+        message_id: The reply.
+        text: New answer text.
+        complete: The engine finished the reply.
+        thinking: New thinking text (the model's reasoning, shown apart from the answer).
+        tokens: Tokens of every kind streamed so far (thinking, answer, tool calls): the live counter.
+        tool: The function a tool call being written names ("" when none is).
+    """
 
     message_id: int
     text: str
     complete: bool = False
+    thinking: str = ""
+    tokens: int = 0
+    tool: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,19 +174,111 @@ class MessageUpdated:
     message: Message
 
 
-ChatEvent = EngineStatus | Notice | EngineSwitchOffer | PlanChanged | MessageAdded | MessageDelta | MessageUpdated
+@dataclass(frozen=True)
+class ReplyProgress:
+    """Nothing visible has arrived for a while: what the engine says it is doing.
+
+    Sent about once per ``watch_interval`` while a reply streams nothing (a long prompt, thinking
+    the server holds back, a tool call or a grammar-bound reply being written), with the count the
+    engine reports (llama-server's ``/slots``), so a long think never looks frozen.
+
+    Attributes:
+        message_id: The reply.
+        tokens: The best count known: the engine's, or the streamed one if higher.
+        silent_s: Seconds since the last streamed piece (or since the request, before the first).
+        decoded: Tokens the engine has generated for this reply (None: it does not say).
+        silent: The engine has been generating for ``silence_notice_s`` or longer and none of it
+            arrived: the reply says so.
+    """
+
+    message_id: int
+    tokens: int
+    silent_s: float
+    decoded: int | None
+    silent: bool = False
+
+    @property
+    def text(self) -> str:
+        """The notice, in words (the CLI's; the app says it in the user's language)."""
+        if not self.silent:
+            return ""
+        return (f"The engine has generated {self.tokens:,} tokens, but nothing has arrived for "
+                f"{self.silent_s:.0f} s: the model may be writing something its chat format holds back "
+                "(a tool call, a structured reply) or thinking the server does not stream. Stop keeps "
+                "what arrived.")
+
+
+@dataclass(frozen=True)
+class ToolApproval:
+    """A tool call waiting for the user's answer: "Allow once / Always allow this tool / Deny".
+
+    Attributes:
+        message_id: The reply that asked for the call.
+        call_id: The call (its :class:`~strata_gui.core.chat.store.ToolCallRecord` id).
+        request: Which tool of which server, with which arguments.
+    """
+
+    message_id: int
+    call_id: str
+    request: ApprovalRequest
+
+
+# Asks the user about one tool call (the app's inline buttons, the CLI's prompt).
+ChatApprover = Callable[[ToolApproval], Awaitable[Decision]]
+
+
+class ToolHost(Protocol):
+    """Where tools come from and run (:class:`~strata_gui.core.tools.McpHost`)."""
+
+    async def list_tools(self) -> ToolCatalog: ...
+
+    async def run_call(self, catalog: ToolCatalog, name: str, arguments: str | Mapping[str, Any] | None, *,
+                       policy: ToolPolicy, approver: Approver, timeout: float | None = None) -> ToolResult: ...
+
+
+@dataclass(frozen=True)
+class ChatTools:
+    """The tools replies may call: the servers' host and who decides whether a call runs.
+
+    Attributes:
+        host: Lists the enabled servers' tools and runs calls.
+        policy: "Always allow" memory; every other call asks the chat's approver.
+    """
+
+    host: ToolHost
+    policy: ToolPolicy
+
+
+class TemplateInfo(Protocol):
+    """What the chat needs to know of a model's chat template
+    (:class:`~strata_gui.core.models.chat_template.TemplateCapabilities`)."""
+
+    @property
+    def tools(self) -> bool: ...
+
+    @property
+    def keeps_past_reasoning(self) -> bool: ...
+
+
+ChatEvent = (EngineStatus | Notice | EngineSwitchOffer | PlanChanged | MessageAdded | MessageDelta | MessageUpdated
+             | ReplyProgress)
 Listener = Callable[[ChatEvent], None]
 
 
-class RemoteEngine(Protocol):
+class ReplyClient(Protocol):
+    """What streams one reply: :class:`~strata_gui.core.runtime.client.ChatClient` for the local
+    engine, :class:`~strata_gui.core.remote.service.RemoteChat` for a remote one."""
+
+    async def stream(self, messages: Sequence[Mapping[str, Any]], *, sampling: SamplingParams | None = None,
+                     options: RequestOptions | None = None, on_piece: PieceCallback | None = None,
+                     on_sent: Callable[[], None] | None = None) -> ChatReply: ...
+
+
+class RemoteEngine(ReplyClient, Protocol):
     """An engine Strata does not manage (a remote OpenAI-compatible endpoint)."""
 
     @property
     def label(self) -> str: ...
-
-    async def stream_chat(self, messages: Sequence[Mapping[str, Any]], sampling: SamplingParams | None = None,
-                          on_delta: DeltaCallback | None = None, *,
-                          on_sent: Callable[[], None] | None = None) -> ChatReply: ...
 
 
 class DepthSwitchAdvice(Protocol):
@@ -181,6 +326,17 @@ class ChatService:
         delta_interval: Shortest time between two :class:`MessageDelta` events of a streaming
             reply (the text in between is batched): about one display frame.
         launch_settings: How to launch a model (its saved load options); without it, Settings'.
+        model_options: A model's saved options (its reply limit, thinking, chat-format parsing);
+            without it, the defaults.
+        save_model_options: Saves a model's options ("Retry without format parsing" turns the
+            parsing off for the model); without it, that lasts for this session.
+        template: What the model's chat template supports (tools, past reasoning); None when unknown.
+        tools: The tools replies may call (built on first use: listing them starts the servers);
+            None or returning None: no tools.
+        watch_interval: Seconds between looks at the engine's progress while nothing streams.
+        silence_notice_s: After this long with the engine generating and nothing arriving, the
+            reply says so (:class:`ReplyProgress`).
+        max_tool_rounds: Tool calls answered in one reply before the model must answer in words.
     """
 
     USER = "chat"
@@ -197,6 +353,13 @@ class ChatService:
         save_interval: float = 1.0,
         delta_interval: float = DELTA_INTERVAL,
         launch_settings: Callable[[Path], ServerSettings] | None = None,
+        model_options: Callable[[Path], LoadOptions] | None = None,
+        save_model_options: Callable[[Path, LoadOptions], None] | None = None,
+        template: Callable[[Path], TemplateInfo | None] | None = None,
+        tools: Callable[[], ChatTools | None] | None = None,
+        watch_interval: float = WATCH_INTERVAL,
+        silence_notice_s: float = SILENCE_NOTICE_S,
+        max_tool_rounds: int = MAX_TOOL_ROUNDS,
     ) -> None:
         self.store = store
         self.conversations = Conversations(store)
@@ -204,6 +367,15 @@ class ChatService:
         self._plans = plans
         self._offered: set[tuple[str, str, str]] = set()  # (model, running engine, offered engine)
         self._launch_settings = launch_settings
+        self._model_options = model_options
+        self._save_model_options = save_model_options
+        self._template = template
+        self.tools = tools
+        self.approver: ChatApprover | None = None  # asks the user about a tool call; None: calls are denied
+        self._watch_interval = watch_interval
+        self._silence_notice_s = silence_notice_s
+        self._max_tool_rounds = max_tool_rounds
+        self._unparsed: set[Path] = set()  # models answering without chat-format parsing (this session)
         self._http = http
         self.settings_service = settings_service
         self._clock = clock
@@ -402,7 +574,30 @@ class ChatService:
         else:
             settings = ServerSettings.from_settings(self.settings)
         projector = self.projector
-        return dataclasses.replace(settings, mmproj=str(projector)) if projector is not None else settings
+        if projector is not None:
+            settings = dataclasses.replace(settings, mmproj=str(projector))
+        if self.model in self._unparsed:
+            settings = dataclasses.replace(settings, chat_parsing=False)
+        return settings
+
+    def model_options(self) -> LoadOptions:
+        """The chat model's options (reply limit, thinking, chat-format parsing): saved, else defaults."""
+        if self._model_options is not None and self.model is not None:
+            try:
+                return self._model_options(self.model)
+            except OSError:  # the file went away: the launch reports it
+                pass
+        return LoadOptions()
+
+    def template_info(self) -> TemplateInfo | None:
+        """What the chat model's template supports (None: unknown, or replies go to a remote engine)."""
+        if self._template is None or self.model is None or self.remote is not None:
+            return None
+        try:
+            return self._template(self.model)
+        except (OSError, StrataError):  # an unreadable header: nothing special is assumed
+            log.warning("could not read the chat template of %s", self.model, exc_info=True)
+            return None
 
     def options_changed(self) -> None:
         """The model's load options changed: the next reply reloads the model with them (the pool
@@ -522,15 +717,12 @@ class ChatService:
     # -- one reply --------------------------------------------------------------------------------
     async def _reply(self, conversation_id: int, on_progress: ProgressCallback | None,
                      user: Message | None = None) -> Message:
-        """Stream a new reply; ``user`` (just saved) and the reply are announced with it."""
+        """Stream a new reply (answering tool calls on the way); ``user`` (just saved) and the
+        reply are announced with it."""
         try:
             conv = self.conversations.get(conversation_id)
-            settings = {"system_prompt": conv.system_prompt, "sampling": conv.sampling.to_json(),
-                        "model": str(self.model or "")}
-            remote = self.remote
-            if remote is not None:
-                settings["model"] = remote.label
-            reply = self.store.add_message(conv.id, "assistant", "", status=STREAMING, settings=settings)
+            options = self.request_options(conv)  # a bad schema fails here, before anything is saved
+            reply = self._new_reply(conv)
         except BaseException:
             if user is not None:
                 self._emit(MessageAdded(user))
@@ -540,16 +732,159 @@ class ChatService:
         self._unannounced += [m for m in (user, reply) if m is not None]
         deadline = asyncio.get_running_loop().call_later(ANNOUNCE_WAIT, self._announce)
         try:
-            return await self._stream_reply(conv, reply, on_progress)
+            return await self._converse(conv, reply, options, on_progress)
         finally:
             deadline.cancel()
             self._announce()
 
-    async def _stream_reply(self, conv: Conversation, reply: Message, on_progress: ProgressCallback | None) -> Message:
-        history = self.history(conv, upto=reply.id)
+    def _new_reply(self, conv: Conversation) -> Message:
+        settings: dict[str, Any] = {"system_prompt": conv.system_prompt, "sampling": conv.sampling.to_json(),
+                                    "model": str(self.model or "")}
         remote = self.remote
         if remote is not None:
-            return await self._reply_remote(remote, conv, reply.id, history)
+            settings["model"] = remote.label
+        if conv.structured_output.mode != OUTPUT_OFF:
+            settings["output"] = conv.structured_output.to_json()
+        return self.store.add_message(conv.id, "assistant", "", status=STREAMING, settings=settings)
+
+    def request_options(self, conv: Conversation) -> RequestOptions:
+        """What a reply in ``conv`` asks of the engine: the conversation's thinking settings over the
+        model's, its structured output, and the output limit (the conversation's "Max tokens", else
+        the model's limit, else :data:`~strata_gui.core.runtime.client.DEFAULT_MAX_TOKENS`).
+
+        Raises:
+            ChatError: The conversation's JSON schema is not valid.
+        """
+        model = self.model_options() if self.remote is None else LoadOptions()
+        mine = conv.thinking
+        enabled = mine.enabled if mine.enabled is not None else {"on": True, "off": False}.get(model.thinking)
+        effort = mine.effort or (model.effort or None)
+        budget = mine.budget if mine.budget is not None else (model.thinking_budget if model.thinking_budget >= 0
+                                                              else None)
+        limit = conv.sampling.max_tokens or model.max_output_tokens or DEFAULT_MAX_TOKENS
+        return RequestOptions(thinking=enabled, effort=effort if effort in EFFORTS else None,  # type: ignore[arg-type]
+                              thinking_budget=budget, response_format=conv.structured_output.response_format(),
+                              max_tokens=limit)
+
+    def _chat_tools(self) -> ChatTools | None:
+        """The tools to offer this reply: none without a tool host, when the engine does not parse
+        the chat format (a tool call would arrive as text), or when the template has no tools."""
+        if self.tools is None:
+            return None
+        if self.remote is None:
+            if not self.launch_settings_or_default().chat_parsing:
+                return None
+            template = self.template_info()
+            if template is not None and not template.tools:
+                return None
+        return self.tools()
+
+    def launch_settings_or_default(self) -> ServerSettings:
+        try:
+            return self.launch_settings()
+        except OSError:
+            return ServerSettings()
+
+    async def _tool_catalog(self, tools: ChatTools) -> ToolCatalog | None:
+        catalog = await tools.host.list_tools()
+        for problem in catalog.problems:  # the others' tools are still offered: the chat goes on
+            err = problem.error
+            self._emit(Notice(err.message + (f" {err.hint}" if err.hint else ""), err.details or ""))
+        return catalog if catalog.tools else None
+
+    async def _converse(self, conv: Conversation, reply: Message, options: RequestOptions,
+                        on_progress: ProgressCallback | None) -> Message:
+        """Stream the reply; while it asks for tools, run them (each asked about first), save their
+        results and let the model go on, until it answers in words."""
+        tools = self._chat_tools()
+        catalog: ToolCatalog | None = None
+        if tools is not None:
+            try:
+                catalog = await self._tool_catalog(tools)
+            except BaseException as exc:
+                stopped = isinstance(exc, asyncio.CancelledError)
+                self._finish(reply.id, "", STOPPED if stopped else FAILED,
+                             ReplyStats(finish_reason="stopped" if stopped else "error"))
+                raise
+        rounds = 0
+        while True:
+            last = rounds >= self._max_tool_rounds
+            offered = options
+            if catalog is not None:
+                # The last round still shows the tools (the history holds calls of them) but asks for words.
+                offered = dataclasses.replace(options, tools=catalog.openai_tools(),
+                                              tool_choice="none" if last else "auto")
+            done = await self._stream_reply(conv, reply, offered, on_progress)
+            if catalog is None or tools is None or last or done.status != COMPLETE or not done.tool_calls:
+                return done
+            await self._run_tools(done, catalog, tools)
+            rounds += 1
+            reply = self._new_reply(conv)
+            self._emit(MessageAdded(reply))
+
+    async def _run_tools(self, reply: Message, catalog: ToolCatalog, tools: ChatTools) -> None:
+        """Run each call ``reply`` asked for, in order: ask (unless always allowed), call, save the
+        result as a ``tool`` message. A server that fails gives a result saying so; Stop cancels
+        the call running and is raised after the call and the reply are saved as stopped."""
+        for record in reply.tool_calls:
+            if record.status != TOOL_PENDING:
+                continue
+            await self._run_tool(reply, record, catalog, tools)
+
+    async def _run_tool(self, reply: Message, record: ToolCallRecord, catalog: ToolCatalog, tools: ChatTools) -> None:
+        def update(changed: ToolCallRecord) -> None:
+            self.store.update_tool_call(reply.id, changed)
+            msg = self.store.message(reply.id)
+            if msg is not None:
+                self._emit(MessageUpdated(msg))
+
+        async def approve(request: ApprovalRequest) -> Decision:
+            approver = self.approver
+            if approver is None:
+                log.info("tool call %s denied: nobody to ask", record.name)
+                return Decision.DENY
+            decision = await approver(ToolApproval(reply.id, record.id, request))
+            if decision.allowed:
+                update(dataclasses.replace(record, status=TOOL_RUNNING))
+            return decision
+
+        try:
+            tool = catalog.resolve(record.name)
+        except ToolError:
+            tool = None
+        if tool is not None and tools.policy.is_always_allowed(tool.server, tool.name):
+            update(dataclasses.replace(record, status=TOOL_RUNNING))
+        try:
+            result = await tools.host.run_call(catalog, record.name, record.arguments, policy=tools.policy,
+                                               approver=approve)
+        except asyncio.CancelledError:
+            stopped = "Stopped by the user before the tool finished."
+            update(dataclasses.replace(record, status=TOOL_ERROR, result=stopped))
+            self._add_tool_message(reply, record, stopped, {"outcome": "stopped"})
+            raise
+        from strata_gui.core.tools.host import ToolOutcome  # loaded with the host, when tools are used
+
+        status = {ToolOutcome.OK: TOOL_ALLOWED, ToolOutcome.DENIED: TOOL_DENIED}.get(result.outcome, TOOL_ERROR)
+        update(dataclasses.replace(record, status=status, result=result.text, duration_s=result.duration_s))
+        info: dict[str, Any] = {"server": result.server, "tool": result.tool, "outcome": result.outcome.value}
+        if result.details:
+            info["details"] = result.details
+        self._add_tool_message(reply, record, result.text, info)
+
+    def _add_tool_message(self, reply: Message, record: ToolCallRecord, text: str, info: dict[str, Any]) -> None:
+        msg = self.store.add_message(reply.conversation_id, "tool", text, settings=info, tool_call_id=record.id,
+                                     tool_name=record.name)
+        self._emit(MessageAdded(msg))
+
+    async def _stream_reply(self, conv: Conversation, reply: Message, options: RequestOptions,
+                            on_progress: ProgressCallback | None) -> Message:
+        template = self.template_info()
+        history = self.conversations.history(conv, upto=reply.id, with_images=self.accepts_images,
+                                             with_reasoning=template is not None and template.keeps_past_reasoning)
+        remote = self.remote
+        if remote is not None:
+            where = _Where(remote.label, "remote", f"remote:{remote.label}", FAILED, "error")
+            return await self._stream_into(reply.id, remote, history, conv, options, where)
         if self.model is not None and not self._loaded_for_reply():
             self._announce()  # the engine starts first: the user sees their message meanwhile
         attempts = 0
@@ -561,36 +896,18 @@ class ChatService:
             attempts += 1
             spec = lease.spec
             if attempts > 1:  # the last engine failed: start the reply afresh on this one
-                self.store.update_message(reply.id, content="", status=STREAMING)
+                self.store.update_message(reply.id, content="", thinking="", status=STREAMING)
                 again = self.store.message(reply.id)
                 assert again is not None
                 self._emit(MessageUpdated(again))
             job_failed = False
             client = ChatClient(self._http, lease.base_url, lease.api_key or None)
-            buffer = _ReplyBuffer(reply.id, self, self._clock())
+            where = _Where(spec.label, spec.backend, f"local:{spec.label}", INTERRUPTED, "interrupted")
             try:
-                try:
-                    result = await client.stream_chat(history, conv.sampling, buffer.add, on_sent=self._announce)
-                    await buffer.complete()
-                finally:
-                    buffer.flush()  # listeners get all the text before the final update
-            except asyncio.CancelledError:
-                stopped = buffer.counted_stats()
-                stopped.finish_reason, stopped.engine, stopped.backend = "stopped", spec.label, spec.backend
-                self._finish(reply.id, "".join(buffer.pieces), STOPPED, stopped)
-                raise
+                return await self._stream_into(reply.id, client, history, conv, options, where)
             except ServerError:
                 job_failed = True
-                self._finish(reply.id, "".join(buffer.pieces), INTERRUPTED,
-                             ReplyStats(finish_reason="interrupted", engine=spec.label, backend=spec.backend))
                 raise
-            except Exception:
-                self._finish(reply.id, "".join(buffer.pieces), FAILED,
-                             ReplyStats(finish_reason="error", engine=spec.label, backend=spec.backend))
-                raise
-            stats = result.stats
-            stats.engine, stats.backend = spec.label, spec.backend
-            return self._finish(reply.id, result.text, COMPLETE, stats, ran_on=f"local:{spec.label}")
 
         def unanswered() -> bool:
             """No attempt settled the reply (an engine never started for it)."""
@@ -618,9 +935,122 @@ class ChatService:
             self._offer_depth_switch(conv.id, spec)
         return done
 
+    async def _stream_into(self, reply_id: int, client: ReplyClient, history: list[dict[str, Any]],
+                           conv: Conversation, options: RequestOptions, where: _Where) -> Message:
+        """Stream one request's reply into the saved message ``reply_id`` and settle it.
+
+        Whatever arrived is kept however the stream ends: Stop, the engine failing, or its
+        chat-format parser rejecting the model's output (:class:`ChatFormatError`, raised after the
+        partial reply is saved; never an engine failure).
+        """
+        buffer = _ReplyBuffer(reply_id, self, self._clock())
+        watch = self._watch(buffer, client)
+        try:
+            try:
+                result = await client.stream(history, sampling=conv.sampling, options=options, on_piece=buffer.add,
+                                             on_sent=self._announce)
+                await buffer.complete()
+            finally:
+                if watch is not None:
+                    watch.cancel()
+                buffer.flush()  # listeners get all the text before the final update
+        except asyncio.CancelledError:
+            self._finish(reply_id, buffer.text, STOPPED, where.stats(buffer.counted_stats(), "stopped"),
+                         thinking=buffer.thinking_text, ran_on=where.ran_on)
+            raise
+        except ChatFormatError as exc:
+            partial = exc.partial if isinstance(exc.partial, ChatReply) else None
+            if partial is None:
+                partial = ChatReply(buffer.text, buffer.counted_stats(), buffer.thinking_text)
+            self._finish(reply_id, partial.text, FORMAT_FAILED, where.stats(partial.stats, "chat format"),
+                         thinking=partial.thinking, tool_calls=[ToolCallRecord.from_call(c) for c in partial.tool_calls],
+                         ran_on=where.ran_on)
+            raise
+        except ServerError:
+            self._finish(reply_id, buffer.text, where.broken, where.stats(ReplyStats(), where.broken_reason),
+                         thinking=buffer.thinking_text, ran_on=where.ran_on)
+            raise
+        except Exception:
+            self._finish(reply_id, buffer.text, FAILED, where.stats(ReplyStats(), "error"),
+                         thinking=buffer.thinking_text, ran_on=where.ran_on)
+            raise
+        stats = result.stats
+        stats.engine, stats.backend = where.engine, where.backend
+        if options.max_tokens is not None and options.max_tokens > 0:
+            stats.extra["output_limit"] = options.max_tokens
+        settings = self._checked_output(reply_id, conv, result.text, stats.finish_reason)
+        return self._finish(reply_id, result.text, COMPLETE, stats, thinking=result.thinking,
+                            tool_calls=[ToolCallRecord.from_call(c) for c in result.tool_calls],
+                            ran_on=where.ran_on, settings=settings)
+
+    def _checked_output(self, reply_id: int, conv: Conversation, text: str,
+                        finish_reason: str | None) -> dict[str, Any] | None:
+        """The reply's settings with the structured-output check added (None: no structured output)."""
+        output = conv.structured_output
+        if output.mode == OUTPUT_OFF or finish_reason == "tool_calls":
+            return None
+        from strata_gui.core.runtime.structured import check_json  # jsonschema, only when used
+
+        fmt = output.response_format()
+        check = check_json(text, fmt.schema if fmt is not None else None)
+        msg = self.store.message(reply_id)
+        settings = dict(msg.settings) if msg is not None else {}
+        settings["structured"] = {"mode": output.mode, "ok": check.ok, "problems": list(check.problems)}
+        return settings
+
+    def _watch(self, buffer: _ReplyBuffer, client: ReplyClient) -> asyncio.Task[None] | None:
+        """Start looking at the engine's progress while nothing streams (None: it cannot say)."""
+        progress = getattr(client, "decoded_tokens", None)
+        if progress is None:
+            return None
+        return asyncio.get_running_loop().create_task(self._watch_progress(buffer, progress))
+
+    async def _watch_progress(self, buffer: _ReplyBuffer, progress: Callable[[], Awaitable[int | None]]) -> None:
+        """While no piece arrives for two looks in a row, ask the engine how far it is and tell the
+        listeners (the counter moves on); after ``silence_notice_s`` of that, the reply says so."""
+        interval = self._watch_interval
+        while True:
+            await asyncio.sleep(interval)
+            silent = self._clock() - buffer.last_seen
+            if silent < 2 * interval:
+                continue  # streaming: the pieces carry the count
+            decoded = await progress()
+            if decoded is None:
+                continue
+            tokens = max(decoded, buffer.tokens)
+            notice = silent >= self._silence_notice_s and decoded > buffer.tokens
+            self._emit(ReplyProgress(buffer.message_id, tokens, silent, decoded, notice))
+
     def _loaded_for_reply(self) -> bool:
         engine = self.running_engine
         return engine is not None and engine.ready
+
+    async def retry_without_format_parsing(self, conversation_id: int,
+                                           on_progress: ProgressCallback | None = None) -> Message:
+        """Answer the last question again with the engine's chat-format parsing off for this model
+        (llama-server's ``--skip-chat-parsing``): the model's text then arrives as written, its
+        thinking split here when it opens with ``<think>``. The model's engine is reloaded with
+        that flag (the pool swaps it in); the choice is saved with the model's options.
+
+        Raises:
+            ChatError: Replies go to a remote engine (its chat format is the server's to change),
+                or no model is chosen.
+        """
+        if self.remote is not None:
+            raise ChatError("A remote engine's chat-format parsing cannot be changed from here.",
+                            hint="Change it on the server that runs the model.")
+        model = self.model
+        if model is None:
+            raise ChatError("No model chosen.", hint="Pick a GGUF model in the header first.")
+        if self._save_model_options is not None and self._model_options is not None:
+            try:
+                self._save_model_options(model, self._model_options(model).replace(chat_parsing=False))
+            except (OSError, StrataError):
+                log.warning("could not save the model's options; parsing is off for this session", exc_info=True)
+                self._unparsed.add(model)
+        else:
+            self._unparsed.add(model)
+        return await self.regenerate(conversation_id, on_progress)
 
     def _offer_depth_switch(self, conversation_id: int, running: EngineSpec) -> None:
         if self._plans is None or self.model is None:
@@ -643,66 +1073,94 @@ class ChatService:
         self.set_plan(self._plans.plan_for(self.model, depth))
         await self.ensure_engine(on_progress)
 
-    async def _reply_remote(self, remote: RemoteEngine, conv: Conversation, reply_id: int,
-                            history: list[dict[str, Any]]) -> Message:
-        where = f"remote:{remote.label}"
-        buffer = _ReplyBuffer(reply_id, self, self._clock())
-        stopped = ReplyStats(engine=remote.label, backend="remote")
-        try:
-            try:
-                result = await remote.stream_chat(history, conv.sampling, buffer.add, on_sent=self._announce)
-                await buffer.complete()
-            finally:
-                buffer.flush()
-        except asyncio.CancelledError:
-            stopped = buffer.counted_stats()
-            stopped.engine, stopped.backend, stopped.finish_reason = remote.label, "remote", "stopped"
-            self._finish(reply_id, "".join(buffer.pieces), STOPPED, stopped, ran_on=where)
-            raise
-        except Exception:
-            stopped.finish_reason = "error"
-            self._finish(reply_id, "".join(buffer.pieces), FAILED, stopped, ran_on=where)
-            raise
-        return self._finish(reply_id, result.text, COMPLETE, result.stats, ran_on=where)
-
-    def _finish(self, message_id: int, content: str, status: str, stats: ReplyStats,
-                ran_on: str | None = None) -> Message:
-        self.store.update_message(message_id, content=content, status=status, stats=stats, ran_on=ran_on)
+    def _finish(self, message_id: int, content: str, status: str, stats: ReplyStats, ran_on: str | None = None, *,
+                thinking: str | None = None, tool_calls: Sequence[ToolCallRecord] | None = None,
+                settings: dict[str, Any] | None = None) -> Message:
+        self.store.update_message(message_id, content=content, status=status, stats=stats, ran_on=ran_on,
+                                  thinking=thinking, tool_calls=tool_calls or None, settings=settings)
         msg = self.store.message(message_id)
         assert msg is not None
         self._emit(MessageUpdated(msg))
         return msg
 
 
+@dataclass(frozen=True)
+class _Where:
+    """Where a reply runs, and what an engine failure makes of it."""
+
+    engine: str
+    backend: str
+    ran_on: str
+    broken: str  # the status of a reply the engine failed (INTERRUPTED locally: it may be retried)
+    broken_reason: str
+
+    def stats(self, stats: ReplyStats, reason: str) -> ReplyStats:
+        stats.finish_reason, stats.engine, stats.backend = reason, self.engine, self.backend
+        return stats
+
+
 class _ReplyBuffer:
-    """Collects a streaming reply, forwards its text in batches, saves it about once per interval.
+    """Collects a streaming reply, forwards it in batches, saves it about once per interval.
 
     Pieces arrive once per token (hundreds per second); listeners (the chat page's repaint, the
     CLI's print) need the text at most once per frame. The first piece goes out at once (time to
     first token is what the user waits for); later ones are sent together when ``delta_interval``
-    has passed since the last event, by a timer when none arrives to carry them.
+    has passed since the last event, by a timer when none arrives to carry them. Thinking and
+    answer are kept apart; tool-call pieces only move the counter (the calls are saved whole).
     """
+
+    __slots__ = ("_first", "_first_answer", "_interval", "_last", "_last_emit", "_last_save", "_sent", "_sent_thinking",
+                 "_service", "_started", "_think_first", "_timer", "last_seen", "message_id", "pieces", "thinking",
+                 "tokens", "tool")
 
     def __init__(self, message_id: int, service: ChatService, now: float) -> None:
         self.message_id = message_id
-        self.pieces: list[str] = []
+        self.pieces: list[str] = []  # the answer
+        self.thinking: list[str] = []
+        self.tokens = 0  # of every kind
+        self.tool = ""  # the function a tool call being written names
         self._service = service
         self._interval = service._delta_interval
         self._last_save = now
         self._started = now
+        self.last_seen = now  # when the last piece arrived (the request's start before the first)
         self._first: float | None = None
+        self._first_answer: float | None = None
+        self._think_first: float | None = None
         self._last: float | None = None
-        self._sent = 0  # pieces already emitted
+        self._sent = 0  # answer pieces already emitted
+        self._sent_thinking = 0
         self._last_emit = -math.inf
         self._timer: asyncio.TimerHandle | None = None
 
-    def add(self, text: str) -> None:
-        self.pieces.append(text)
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    @property
+    def thinking_text(self) -> str:
+        return "".join(self.thinking).strip()
+
+    def add(self, piece: StreamPiece) -> None:
+        kind = piece[0]
+        if kind == ANSWER:
+            self.pieces.append(piece[1])
+            if self._first_answer is None:
+                self._first_answer = self._service._clock()
+        elif kind == THINKING:
+            self.thinking.append(piece[1])
+            if self._think_first is None:
+                self._think_first = self._service._clock()
+        else:
+            self.tool = piece[5]
+            if self._first_answer is None:
+                self._first_answer = self._service._clock()
+        self.tokens = piece[3]
         svc = self._service
         now = svc._clock()
         if self._first is None:
             self._first = now
-        self._last = now
+        self._last = self.last_seen = now
         if self._timer is None:
             wait = self._last_emit + self._interval - now
             if wait <= 0:
@@ -711,14 +1169,14 @@ class _ReplyBuffer:
                 self._timer = asyncio.get_running_loop().call_later(wait, self.flush)
         if now - self._last_save >= svc._save_interval:
             self._last_save = now
-            svc.store.update_message(self.message_id, content="".join(self.pieces))
+            svc.store.update_message(self.message_id, content=self.text, thinking=self.thinking_text)
 
     def flush(self) -> None:
-        """Emit the text not sent yet (the timer's callback, and before the reply is finished)."""
+        """Emit what was not sent yet (the timer's callback, and before the reply is finished)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._sent < len(self.pieces):
+        if self._sent < len(self.pieces) or self._sent_thinking < len(self.thinking):
             self._emit(self._service._clock())
 
     async def complete(self) -> None:
@@ -732,19 +1190,33 @@ class _ReplyBuffer:
         await asyncio.sleep(YIELD_S)
 
     def _emit(self, now: float, *, complete: bool = False) -> None:
-        pieces = self.pieces
-        text = pieces[-1] if self._sent == len(pieces) - 1 else "".join(pieces[self._sent:])
+        pieces, sent = self.pieces, self._sent
+        text = pieces[-1] if sent == len(pieces) - 1 else "".join(pieces[sent:])
         self._sent = len(pieces)
+        thinking = ""
+        if self._sent_thinking < len(self.thinking):
+            thinking = "".join(self.thinking[self._sent_thinking:])
+            self._sent_thinking = len(self.thinking)
         self._last_emit = now
-        self._service._emit(MessageDelta(self.message_id, text, complete))
+        self._service._emit(MessageDelta(self.message_id, text, complete, thinking, self.tokens, self.tool))
 
     def counted_stats(self) -> ReplyStats:
-        """Statistics of a reply cut short (Stop): the engine's final timings never arrive, so the
-        pieces are counted (llama-server streams one token per piece) and timed here."""
-        n = len(self.pieces)
+        """Statistics of a reply cut short (Stop, a format failure): the engine's final timings
+        never arrive, so the pieces are counted (llama-server streams one token per piece) and
+        timed here."""
+        n = self.tokens
         stats = ReplyStats(predicted_n=n)
-        if self._first is not None:
-            stats.ttft_s = self._first - self._started
-        if self._first is not None and self._last is not None and n > 1 and self._last > self._first:
-            stats.decode_tps = (n - 1) / (self._last - self._first)
+        first, last = self._first, self._last
+        if first is not None:
+            stats.ttft_s = first - self._started
+        if self._first_answer is not None:
+            stats.answer_s = self._first_answer - self._started
+        if self.thinking:
+            stats.thinking_n = len(self.thinking)
+            if self._think_first is not None:
+                end = self._first_answer if self._first_answer is not None else last
+                if end is not None:
+                    stats.thinking_s = end - self._think_first
+        if first is not None and last is not None and n > 1 and last > first:
+            stats.decode_tps = (n - 1) / (last - first)
         return stats

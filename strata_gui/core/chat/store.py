@@ -49,13 +49,15 @@ STREAMING = "streaming"
 INTERRUPTED = "interrupted"  # the engine died or the app closed mid-reply
 STOPPED = "stopped"  # the user pressed Stop
 FAILED = "error"
+FORMAT_FAILED = "format_error"  # the engine's chat-format parser rejected the model's output (kept as it came)
 
 # What became of a tool call the model asked for.
 TOOL_PENDING = "pending"  # asked, not run yet (waiting for the user's approval)
+TOOL_RUNNING = "running"  # allowed, and running now
 TOOL_ALLOWED = "allowed"  # the user (or a rule) allowed it and it ran; ``result`` holds its output
 TOOL_DENIED = "denied"  # the user refused it
-TOOL_ERROR = "error"  # it ran and failed; ``result`` holds the error
-TOOL_STATUSES = (TOOL_PENDING, TOOL_ALLOWED, TOOL_DENIED, TOOL_ERROR)
+TOOL_ERROR = "error"  # it ran and failed (or was stopped); ``result`` holds the error
+TOOL_STATUSES = (TOOL_PENDING, TOOL_RUNNING, TOOL_ALLOWED, TOOL_DENIED, TOOL_ERROR)
 
 # Structured output of a conversation.
 OUTPUT_OFF = "off"
@@ -137,7 +139,8 @@ class ToolCallRecord:
         name: The function's name.
         arguments: The arguments as the model wrote them (JSON text).
         result: What the tool returned (or the error, for :data:`TOOL_ERROR`); None until it ran.
-        status: :data:`TOOL_PENDING`, :data:`TOOL_ALLOWED`, :data:`TOOL_DENIED` or :data:`TOOL_ERROR`.
+        status: :data:`TOOL_PENDING`, :data:`TOOL_RUNNING`, :data:`TOOL_ALLOWED`, :data:`TOOL_DENIED` or
+            :data:`TOOL_ERROR`.
         duration_s: How long the tool ran.
     """
 

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from strata_gui.core.models.library import LibraryEntry
     from strata_gui.core.models.load_options import (
         CACHE_TYPES,
+        EFFORTS,
         FLASH_ATTENTION,
+        THINKING,
         LoadOptions,
         LoadOptionsService,
     )
@@ -37,9 +39,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_TYPES",
+    "EFFORTS",
     "FLASH_ATTENTION",
     "SORTS",
     "STARTERS_FILE",
+    "THINKING",
     "DownloadEvent",
     "DownloadJob",
     "DownloadState",
@@ -84,7 +88,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "hub_images": ["ImageVariantFit", "MissingPart"],
     "image_models": ["ImageFit", "ImageModelParts", "model_parts"],
     "library": ["LibraryEntry"],
-    "load_options": ["CACHE_TYPES", "FLASH_ATTENTION", "LoadOptions", "LoadOptionsService"],
+    "load_options": ["CACHE_TYPES", "EFFORTS", "FLASH_ATTENTION", "THINKING", "LoadOptions", "LoadOptionsService"],
     "service": ["FitReport", "ImageReport", "ModelService"],
     "starters": ["STARTERS_FILE", "StarterFit", "StarterModel", "judge_starters", "load_starters", "recommend"],
 })

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 CACHE_TYPES = tuple(KV_CACHE_TYPES)  # f16, q8_0, q4_0: what the panel and the CLI offer
 FLASH_ATTENTION = ("auto", "on", "off")
+THINKING = ("auto", "on", "off")  # "auto": what the model's template does by default
+EFFORTS = ("", "low", "medium", "high")  # "": the template's default level
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,17 @@ class LoadOptions:
         parallel: Server slots.
         draft_model: A smaller model of the same vocabulary for speculative decoding ("" = none).
         draft_max, draft_min: Tokens drafted per step (0: the engine's default).
+        chat_parsing: Let the engine read thinking and tool calls out of the model's text (its
+            chat format). False starts it with ``--skip-chat-parsing``: for a model whose output
+            keeps failing its format; the text then arrives as written.
+        max_output_tokens: The reply limit in tokens (0: Strata's default,
+            :data:`~strata_gui.core.runtime.client.DEFAULT_MAX_TOKENS`). A conversation's own
+            "Max tokens" wins over it.
+        thinking: ``"auto"`` (the template's default), ``"on"`` or ``"off"``, for templates with a
+            thinking switch; sent with each request, so changing it needs no reload.
+        effort: ``""`` (the template's default), ``"low"``, ``"medium"`` or ``"high"``, for
+            templates that take an effort level (gpt-oss).
+        thinking_budget: Most thinking tokens per reply (-1: no limit).
     """
 
     ctx_size: int = 4096
@@ -73,6 +86,11 @@ class LoadOptions:
     draft_model: str = ""
     draft_max: int = 0
     draft_min: int = 0
+    chat_parsing: bool = True
+    max_output_tokens: int = 0
+    thinking: str = "auto"
+    effort: str = ""
+    thinking_budget: int = -1
 
     @classmethod
     def from_settings(cls, s: Settings) -> LoadOptions:
@@ -108,6 +126,14 @@ class LoadOptions:
             out.append("The micro-batch cannot be larger than the batch.")
         if min(self.draft_max, self.draft_min) < 0 or (self.draft_max and self.draft_min > self.draft_max):
             out.append("Draft limits cannot be negative, and the minimum cannot exceed the maximum.")
+        if self.max_output_tokens < 0:
+            out.append("The reply limit cannot be negative (0 means Strata's default).")
+        if self.thinking not in THINKING:
+            out.append("Thinking must be auto, on or off.")
+        if self.effort not in EFFORTS:
+            out.append("The thinking effort must be low, medium or high (or empty for the model's default).")
+        if self.thinking_budget < -1:
+            out.append("The thinking budget must be a number of tokens, or -1 for no limit.")
         return out
 
     def server_settings(self, base: ServerSettings | None = None) -> ServerSettings:
@@ -117,7 +143,7 @@ class LoadOptions:
             flash_attention=self.flash_attention, cache_type_k=self.cache_type_k, cache_type_v=self.cache_type_v,
             batch_size=self.batch_size, ubatch_size=self.ubatch_size, threads=self.threads, mmap=self.mmap,
             parallel=self.parallel, draft_model=self.draft_model, draft_max=self.draft_max,
-            draft_min=self.draft_min)
+            draft_min=self.draft_min, chat_parsing=self.chat_parsing)
 
     def layout(self, cpu_only: bool = False) -> CacheLayout:
         """What the fit estimate needs of these options."""

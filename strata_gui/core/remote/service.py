@@ -22,7 +22,14 @@ import httpx
 
 from strata_gui.core.errors import ChatError, NetworkError, StorageError
 from strata_gui.core.events import Listeners
-from strata_gui.core.runtime.client import ChatClient, ChatReply, DeltaCallback, SamplingParams
+from strata_gui.core.runtime.client import (
+    ChatClient,
+    ChatReply,
+    PieceCallback,
+    RequestOptions,
+    SamplingParams,
+    StreamPiece,
+)
 
 log = logging.getLogger(__name__)
 
@@ -219,30 +226,38 @@ class RemoteChat:
     def label(self) -> str:
         return self.endpoint.label
 
-    async def stream_chat(self, messages: Sequence[Mapping[str, str]], sampling: SamplingParams | None = None,
-                          on_delta: DeltaCallback | None = None, *,
-                          on_sent: Callable[[], None] | None = None) -> ChatReply:
-        first: list[float] = []
+    async def stream(self, messages: Sequence[Mapping[str, Any]], *, sampling: SamplingParams | None = None,
+                     options: RequestOptions | None = None, on_piece: PieceCallback | None = None,
+                     on_sent: Callable[[], None] | None = None) -> ChatReply:
+        """Stream one reply through the endpoint (see :meth:`ChatClient.stream`): thinking, answer
+        and tool calls; a server that does not time its replies gets a client-side decode rate.
+
+        Raises:
+            ServerError, ChatFormatError, ChatError: As :meth:`ChatClient.stream`.
+        """
         count = [0]
 
-        def delta(text: str) -> None:
-            if not first:
-                first.append(self._clock())
-            count[0] += 1
-            if on_delta is not None:
-                on_delta(text)
+        def piece(p: StreamPiece) -> None:
+            count[0] = p.total
+            if on_piece is not None:
+                on_piece(p)
 
-        reply = await self._client.stream_chat(messages, sampling, delta, model=self.endpoint.model or "default",
-                                               on_sent=on_sent)
+        reply = await self._client.stream(messages, sampling=sampling, options=options, on_piece=piece,
+                                          model=self.endpoint.model or "default", on_sent=on_sent)
         s = reply.stats
         s.engine, s.backend = self.endpoint.label, BACKEND
         if s.decode_tps is None and s.total_s is not None and s.ttft_s is not None:
+            # Without the server's count, the pieces streamed (one token each on llama.cpp and vLLM).
             tokens = s.predicted_n if s.predicted_n is not None else count[0]
             span = s.total_s - s.ttft_s
             if tokens > 1 and span > 0:
                 s.decode_tps = (tokens - 1) / span
                 s.extra["client_side"] = True
         return reply
+
+    async def decoded_tokens(self) -> int | None:
+        """The endpoint's progress on the reply it is writing, when it says (a llama-server does)."""
+        return await self._client.decoded_tokens()
 
 
 def _checked_name(name: str) -> str:

@@ -316,8 +316,9 @@ class ReplyStats:
         return cls(**_json_fields(cls, data))
 
     def summary(self, *, with_reason: bool = True) -> str:
-        """One line: ``TTFT 42 ms · thought 840 tokens in 12 s · prefill 3,000 tok/s · decode 760 tok/s
-        · 1,128 tokens · stop · CPU``.
+        """One line: ``TTFT 42 ms · thought 840 tokens in 12 s · answer after 12 s · prefill 3,000 tok/s
+        · decode 760 tok/s · 1,128 tokens · stop · CPU``. A reply cut by its output limit (the
+        limit in ``extra["output_limit"]``) says so: ``stopped at the output limit (8,192 tokens)``.
 
         Args:
             with_reason: Include the finish reason (left out where a status sentence already says it).
@@ -330,6 +331,8 @@ class ReplyStats:
             if self.thinking_s is not None:
                 thought += f" in {_duration(self.thinking_s)}"
             parts.append(thought)
+            if self.answer_s is not None:
+                parts.append(f"answer after {_duration(self.answer_s)}")
         if self.prefill_tps:
             parts.append(f"prefill {self.prefill_tps:,.0f} tok/s")
         if self.decode_tps:
@@ -338,7 +341,11 @@ class ReplyStats:
             parts.append(f"{self.predicted_n} tokens")
         if self.acceptance is not None:
             parts.append(f"draft accepted {self.acceptance:.0%} ({self.draft_accepted}/{self.draft_n})")
-        if self.finish_reason and with_reason:
+        limit = self.extra.get("output_limit")
+        if self.finish_reason == "length" and isinstance(limit, int) and limit > 0:
+            # Said even where a status sentence is shown: it is why the reply is short, and how to fix it.
+            parts.append(f"stopped at the output limit ({limit:,} tokens)")
+        elif self.finish_reason and with_reason:
             parts.append(self.finish_reason)
         if self.engine:
             # The engine's label already names its backend ("Vulkan b7601"); say it only when it does not.

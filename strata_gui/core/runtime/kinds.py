@@ -163,6 +163,8 @@ def llama_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
         cmd += ["-np", str(settings.parallel)]
     if settings.jinja:
         cmd.append("--jinja")
+        if not settings.chat_parsing:
+            cmd.append("--skip-chat-parsing")
     if settings.metrics:
         cmd.append("--metrics")
     if settings.api_key:

@@ -32,6 +32,9 @@ class ServerSettings:
     ``mmproj`` is the vision projector GGUF to load with the model (empty: text only).
     ``cache_type_k``/``cache_type_v`` are KV-cache types ("f16", "q8_0", "q4_0"); ``batch_size`` and
     ``ubatch_size`` 0 keep the engine's defaults; ``mmap`` False loads the model without mapping it.
+    ``chat_parsing`` False starts llama-server with ``--skip-chat-parsing``: the model's text arrives
+    as it is written (thinking tags and tool calls included), for a model whose output keeps failing
+    its chat format; the engine has no per-request switch for it.
     """
 
     ctx_size: int = 4096
@@ -54,6 +57,7 @@ class ServerSettings:
     draft_model: str = ""  # a GGUF for speculative decoding ("" = none)
     draft_max: int = 0  # most tokens drafted per step (0 = the engine's default)
     draft_min: int = 0
+    chat_parsing: bool = True
     model_args: tuple[str, ...] = ()  # image engines: the model options (text encoder, VAE ...) in place of -m
 
     @classmethod
