@@ -12,7 +12,10 @@ header stored as a secret reached the server). :func:`http_server` runs it for a
 Tools: ``add(a, b)``, ``echo(text)``, ``fail()`` (a tool error), ``crash()`` (the process exits
 mid-call), ``hang()`` (never returns), ``env(name)`` (a variable of the server's environment),
 ``pid()`` (the server's process id), ``write(path, text)`` (a side effect), ``picture()`` (an image,
-not text). ``stdio --linger`` keeps the process alive after its client has gone.
+not text), ``weather(city)`` (its argument an enum: a random-weight model forced to call it writes
+short, valid arguments). ``stdio --linger`` keeps the process alive after its client has gone;
+``--only weather,add`` offers only those tools (a model that picks a tool at random then picks a
+harmless one).
 
 This file imports nothing from Strata or the test suite: it runs as a plain script.
 """
@@ -26,9 +29,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from mcp.server.mcpserver import Image, MCPServer
@@ -42,8 +45,11 @@ PNG_1X1 = bytes.fromhex(
     "1f15c4890000000d49444154789c63000100000500010d0a2db40000000049454e44ae426082")
 
 
-def build_server(name: str = "strata-test-tools") -> MCPServer:
-    """The test tool server."""
+TOOLS = ("add", "echo", "fail", "crash", "hang", "env", "pid", "write", "picture", "weather")
+
+
+def build_server(name: str = "strata-test-tools", only: frozenset[str] | None = None) -> MCPServer:
+    """The test tool server (``only``: offer just these tools)."""
     server = MCPServer(name, log_level="WARNING")
 
     @server.tool(description="Add two integers.")
@@ -86,6 +92,13 @@ def build_server(name: str = "strata-test-tools") -> MCPServer:
     def picture() -> Image:
         return Image(data=PNG_1X1, format="png")
 
+    @server.tool(description="The weather in a city.")
+    def weather(city: Literal["Paris", "Rome"]) -> str:
+        return f"Sunny in {city}, 21 °C"
+
+    for tool in TOOLS:
+        if only is not None and tool not in only:
+            server.remove_tool(tool)
     return server
 
 
@@ -119,9 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--require-header", metavar="NAME=VALUE", default=None)
     parser.add_argument("--linger", action="store_true",
                         help="stay alive after stdin closes (a server that does not exit with its client)")
+    parser.add_argument("--only", default=None, metavar="NAMES", help="offer only these tools (comma-separated)")
     args = parser.parse_args(argv)
+    only = frozenset(args.only.split(",")) if args.only else None
     if args.transport == "stdio":
-        build_server().run("stdio")
+        build_server(only=only).run("stdio")
         if args.linger:
             time.sleep(3600)
         return 0
@@ -130,9 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def stdio_entry(name: str = "tools", **extra: Any) -> dict[str, Any]:
-    """This server as one entry of an ``mcpServers`` JSON (Claude Desktop's spelling)."""
-    return {"command": sys.executable, "args": [str(SCRIPT), "stdio"], **extra}
+def stdio_entry(name: str = "tools", *, only: Sequence[str] = (), **extra: Any) -> dict[str, Any]:
+    """This server as one entry of an ``mcpServers`` JSON (Claude Desktop's spelling); ``only``:
+    offer just these tools."""
+    args = [str(SCRIPT), "stdio"] + (["--only", ",".join(only)] if only else [])
+    return {"command": sys.executable, "args": args, **extra}
 
 
 @contextlib.contextmanager

@@ -72,7 +72,7 @@ def test_lists_and_calls_over_stdio(run: Runner[Any], tmp_path: Path) -> None:
             catalog = await host.list_tools()
             assert catalog.problems == ()
             assert [t.name for t in catalog.tools] == ["add", "echo", "fail", "crash", "hang", "env", "pid",
-                                                       "write", "picture"]
+                                                       "write", "picture", "weather"]
             add = catalog.resolve("add")
             assert (add.server, add.description) == ("tools", "Add two integers.")
             assert add.to_openai() == {"type": "function", "function": {

@@ -372,6 +372,10 @@ class ChatService:
         self._template = template
         self.tools = tools
         self.approver: ChatApprover | None = None  # asks the user about a tool call; None: calls are denied
+        # "required": the first request of a reply must call a tool (later ones may answer); "auto": the model chooses.
+        self.tool_choice = "auto"
+        # Server-specific fields sent with every request as they are (llama-server's logit_bias, grammar, ...).
+        self.request_extra: dict[str, Any] = {}
         self._watch_interval = watch_interval
         self._silence_notice_s = silence_notice_s
         self._max_tool_rounds = max_tool_rounds
@@ -764,7 +768,7 @@ class ChatService:
         limit = conv.sampling.max_tokens or model.max_output_tokens or DEFAULT_MAX_TOKENS
         return RequestOptions(thinking=enabled, effort=effort if effort in EFFORTS else None,  # type: ignore[arg-type]
                               thinking_budget=budget, response_format=conv.structured_output.response_format(),
-                              max_tokens=limit)
+                              max_tokens=limit, extra=dict(self.request_extra))
 
     def _chat_tools(self) -> ChatTools | None:
         """The tools to offer this reply: none without a tool host, when the engine does not parse
@@ -812,8 +816,8 @@ class ChatService:
             offered = options
             if catalog is not None:
                 # The last round still shows the tools (the history holds calls of them) but asks for words.
-                offered = dataclasses.replace(options, tools=catalog.openai_tools(),
-                                              tool_choice="none" if last else "auto")
+                choice = "none" if last else self.tool_choice if rounds == 0 else "auto"
+                offered = dataclasses.replace(options, tools=catalog.openai_tools(), tool_choice=choice)
             done = await self._stream_reply(conv, reply, offered, on_progress)
             if catalog is None or tools is None or last or done.status != COMPLETE or not done.tool_calls:
                 return done
