@@ -136,5 +136,5 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
 
 
 def _parsing_hint() -> str:
-    return ("Send it again; if it keeps happening, add --no-chat-parsing (the engine then leaves the model's "
-            "text as written: thinking and tool calls arrive as plain text).")
+    return ("Send it again; if it keeps happening, add --no-chat-parsing (the model's text then arrives as "
+            "written: thinking and tool calls as plain text).")

@@ -8,10 +8,12 @@ tool calls and structured output behave the same in both and in the app:
   the effort, for templates that take one);
 - ``--json-schema FILE`` asks for JSON that follows the schema (the engine enforces it with a
   grammar); the reply is checked against it;
-- ``--mcp-config FILE`` offers the tools of the servers in an ``mcpServers`` JSON file. Every call
-  is asked about first: ``--allow-tool NAME`` (repeatable) and ``--allow-all-tools`` answer in
-  advance; otherwise the command asks on the terminal when it is interactive and denies the call
-  when it is not (a pipe, a script), saying so.
+- ``--mcp-config FILE`` offers the tools of the servers in an ``mcpServers`` JSON file (the servers
+  saved in the app are not used). Every call is asked about first: ``--allow-tool NAME``
+  (repeatable) and ``--allow-all-tools`` answer in advance; otherwise the command asks on the
+  terminal when it is interactive and denies the call when it is not (a pipe, a script), saying
+  so. ``--tool-choice required`` makes the model's first step a tool call;
+- ``--extra-body JSON`` sends server-specific fields with every request (``logit_bias`` ...).
 
 Printing: the answer goes to standard output, the thinking to standard error (dimmed on a
 terminal), and tool calls, notices and statistics to standard error. ``--json`` prints one object
@@ -67,6 +69,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--allow-all-tools", action="store_true",
                    help="let every tool run without asking. Without this or --allow-tool, a terminal is asked "
                         "and anything else is denied")
+    g.add_argument("--tool-choice", choices=("auto", "required"), default="auto",
+                   help="required: the model must call a tool first (later it may answer); default auto")
+    p.add_argument("--extra-body", default=None, metavar="JSON",
+                   help='fields sent with every request as they are, e.g. \'{"logit_bias": [["a", false]]}\' '
+                        "(llama-server's logit_bias, grammar, n_probs, ...)")
 
 
 def thinking(choice: str | None) -> ThinkingSettings:
@@ -166,14 +173,34 @@ class Printer:
         self.err.flush()
 
 
+def extra_body(text: str | None) -> dict[str, Any]:
+    """``--extra-body JSON`` as a dict.
+
+    Raises:
+        ChatError: It is not a JSON object.
+    """
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ChatError(f"--extra-body is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ChatError("--extra-body must be a JSON object, e.g. '{\"n_probs\": 3}'.")
+    return value
+
+
 def configure(service: ChatService, args: argparse.Namespace, printer: Printer,
               log_dir: Path | None = None) -> McpHost | None:
-    """Give ``service`` the run's tools and the way to approve their calls; returns the host to
-    close afterwards (None without ``--mcp-config``).
+    """Give ``service`` the run's request fields, tools and the way to approve their calls;
+    returns the host to close afterwards (None without ``--mcp-config``).
 
     Raises:
         ToolConfigError: The ``--mcp-config`` file is not usable.
+        ChatError: ``--extra-body`` is not a JSON object.
     """
+    service.request_extra = extra_body(args.extra_body)
+    service.tool_choice = args.tool_choice
     if args.mcp_config is None:
         service.tools = None
         return None
