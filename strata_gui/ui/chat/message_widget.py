@@ -1,7 +1,9 @@
-"""One message: role, Markdown body with copyable code blocks, a statistics line, actions."""
+"""One message: role, the model's thinking (folded), Markdown body with copyable code blocks, tool
+calls with their approval, a statistics line (a live token counter while it streams), actions."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
 
@@ -27,11 +29,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.chat import FAILED, INTERRUPTED, STOPPED, STREAMING, Message
+from strata_gui.core.chat import (
+    COMPLETE,
+    FAILED,
+    FORMAT_FAILED,
+    INTERRUPTED,
+    STOPPED,
+    STREAMING,
+    Message,
+    ReplyProgress,
+)
 from strata_gui.ui.chat.attachments import ImageThumb
 from strata_gui.ui.chat.markdown import Segment, plain_extension, split_segments
+from strata_gui.ui.chat.reply_parts import ThinkingBlock, ToolCallBox, ToolResultView, duration_text
 
 MESSAGE_THUMB = 160
+COUNTER_GAP_S = 0.25  # the live token counter changes at most this often (a label's relayout per token is waste)
 
 
 class TextBlock(QTextBrowser):
@@ -140,22 +153,39 @@ class CodeBlock(QFrame):
 class MessageWidget(QFrame):
     """A message bubble. ``append`` + ``render`` are cheap: only changed segments are updated.
 
+    A reply's thinking, tool calls and notices are built only when it has them.
+
     Signals:
-        copy_requested(int), edit_requested(int), regenerate_requested(int): message id.
+        edit_requested(int), regenerate_requested(int): message id.
+        retry_unparsed_requested(int): "Retry without format parsing" (message id).
+        tool_decided(int, str, str): the user answered a tool call (message id, call id, decision).
     """
 
     edit_requested = Signal(int)
     regenerate_requested = Signal(int)
+    retry_unparsed_requested = Signal(int)
+    tool_decided = Signal(int, str, str)
 
     def __init__(self, message: Message, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.message = message
         self.text = message.content
         self.rendered_text = ""  # what the widgets show: text appended since shows at the next render
-        self.setObjectName("userMessage" if message.role == "user" else "assistantMessage")
-        self._background = (QPalette.ColorRole.AlternateBase if message.role == "user"
+        self.thinking_block: ThinkingBlock | None = None
+        self.tool_boxes: dict[str, ToolCallBox] = {}
+        self.result_view: ToolResultView | None = None
+        self.notice: QLabel | None = None  # nothing arriving, a format failure
+        self.retry_unparsed_button: QPushButton | None = None
+        self.check: QLabel | None = None  # the structured-output check
+        self.live_tokens = 0
+        self._counter_at = 0.0
+        self._silent = False
+        self._pending_thinking = ""
+        role = message.role
+        self.setObjectName({"user": "userMessage", "tool": "toolMessage"}.get(role, "assistantMessage"))
+        self._background = (QPalette.ColorRole.AlternateBase if role == "user"
                             else QPalette.ColorRole.Window)
-        self.role = QLabel(self.tr("You") if message.role == "user" else self.tr("Assistant"))
+        self.role = QLabel({"user": self.tr("You"), "tool": self.tr("Tool")}.get(role, self.tr("Assistant")))
         self.role.setObjectName("messageRole")
         self.body = QVBoxLayout()
         self.body.setSpacing(6)
@@ -168,7 +198,7 @@ class MessageWidget(QFrame):
         self.edit_button = self._action(self.tr("Edit"), lambda: self.edit_requested.emit(self.message.id))
         self.regenerate_button = self._action(self.tr("Regenerate"),
                                               lambda: self.regenerate_requested.emit(self.message.id))
-        self.edit_button.setVisible(message.role == "user")
+        self.edit_button.setVisible(role == "user")
         self.regenerate_button.setVisible(False)
         actions = QHBoxLayout()
         actions.addWidget(self.stats, 1)
@@ -188,8 +218,18 @@ class MessageWidget(QFrame):
                 row.addWidget(thumb)
             row.addStretch(1)
             layout.addLayout(row)
+        self.parts = QVBoxLayout()  # thinking (above the answer)
+        self.parts.setSpacing(4)
+        layout.addLayout(self.parts)
         layout.addLayout(self.body)
+        self.tools = QVBoxLayout()  # tool calls and notices (below the answer)
+        self.tools.setSpacing(4)
+        layout.addLayout(self.tools)
         layout.addLayout(actions)
+        if role == "tool":
+            self.result_view = ToolResultView(message, self)
+            self.tools.addWidget(self.result_view)
+            self.copy_button.hide()  # the result has its own Copy
         self.render_text()
         self.set_message(message)
 
@@ -200,16 +240,105 @@ class MessageWidget(QFrame):
         b.clicked.connect(slot)
         return b
 
+    # -- streaming -------------------------------------------------------------------------------
     def append(self, text: str) -> None:
-        """Add streamed text (rendered at the next :meth:`render_text`)."""
+        """Add streamed answer text (rendered at the next :meth:`render_text`)."""
         self.text += text
+
+    def append_thinking(self, text: str) -> None:
+        """Add streamed thinking (rendered at the next :meth:`render_text`)."""
+        self._pending_thinking += text
+
+    @property
+    def thinking_text(self) -> str:
+        block = self.thinking_block
+        return (block.text if block is not None else "") + self._pending_thinking
+
+    def _thinking(self) -> ThinkingBlock:
+        if self.thinking_block is None:
+            self.thinking_block = ThinkingBlock(self)
+            self.parts.addWidget(self.thinking_block)
+        return self.thinking_block
+
+    def set_live(self, tokens: int, tool: str = "") -> None:
+        """The live counter under a streaming reply (tokens of every kind so far)."""
+        self.live_tokens = tokens
+        now = time.monotonic()
+        if now - self._counter_at < COUNTER_GAP_S or self.message.status != STREAMING:
+            return
+        self._counter_at = now
+        self._show_counter(tool)
+
+    def _show_counter(self, tool: str = "") -> None:
+        if tool:
+            text = self.tr("Writing a call to {0}… {1:,} tokens").format(tool, self.live_tokens)
+        else:
+            text = self.tr("Generating… {0:,} tokens").format(self.live_tokens)
+        self.stats.setText(text)
+        block = self.thinking_block
+        if block is not None and not self.text:
+            block.show_live(self.live_tokens)
+
+    def set_progress(self, progress: ReplyProgress) -> None:
+        """What the engine says while nothing arrives: the counter moves on; after a while, a notice."""
+        if self.message.status != STREAMING:
+            return
+        self.live_tokens = max(self.live_tokens, progress.tokens)
+        self._counter_at = time.monotonic()
+        self._show_counter()
+        if progress.silent:
+            self._silent = True
+            self._show_notice(self.tr(
+                "The engine has generated {0:,} tokens, but nothing has arrived for {1}. The model may be writing "
+                "something its chat format holds back (a tool call, a structured reply) or thinking the server does "
+                "not stream. Stop keeps what arrived.").format(progress.tokens, duration_text(progress.silent_s)))
+
+    def _show_notice(self, text: str, *, retry: bool = False) -> None:
+        if self.notice is None:
+            self.notice = QLabel()
+            self.notice.setObjectName("replyNotice")
+            self.notice.setWordWrap(True)
+            self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.tools.addWidget(self.notice)
+        self.notice.setText(text)
+        self.notice.show()
+        if retry and self.retry_unparsed_button is None:
+            self.retry_unparsed_button = QPushButton(self.tr("Retry without format parsing"))
+            self.retry_unparsed_button.setToolTip(self.tr(
+                "Reload this model's engine without chat-format parsing and answer again: the model's text then "
+                "arrives as written (thinking and tool calls as plain text). Saved for this model; the Load options "
+                "panel turns it back on."))
+            self.retry_unparsed_button.clicked.connect(lambda: self.retry_unparsed_requested.emit(self.message.id))
+            row = QHBoxLayout()
+            row.addWidget(self.retry_unparsed_button)
+            row.addStretch(1)
+            self.tools.addLayout(row)
+        if self.retry_unparsed_button is not None:
+            self.retry_unparsed_button.setVisible(retry)
+
+    def _hide_notice(self) -> None:
+        if self.notice is not None:
+            self.notice.hide()
+        if self.retry_unparsed_button is not None:
+            self.retry_unparsed_button.hide()
 
     def render_text(self) -> None:
         """Bring the widgets in line with :attr:`text`, touching only segments that changed."""
+        if self._pending_thinking:
+            thinking = self._thinking()
+            thinking.append(self._pending_thinking)
+            self._pending_thinking = ""
+            thinking.render_text()
         self.rendered_text = self.text
-        segments = split_segments(self.text)
-        if not segments and self.message.status == STREAMING:
+        structured = self._structured()
+        if structured is not None:
+            segments = [Segment("code", structured, "json")]
+        else:
+            segments = split_segments(self.text)
+        if not segments and self.message.status == STREAMING and self.thinking_block is None:
             segments = [Segment("text", "…")]
+        elif segments and self.thinking_block is not None and self.message.status == STREAMING:
+            self.thinking_block.answer_started()
         for i, seg in enumerate(segments):
             if i < len(self.blocks):
                 block = self.blocks[i]
@@ -231,6 +360,16 @@ class MessageWidget(QFrame):
             old.deleteLater()
         del self.blocks[len(segments):]
 
+    def _structured(self) -> str | None:
+        """The reply as indented JSON, when it is a finished structured-output reply that parses."""
+        msg = self.message
+        if msg.status != COMPLETE or "structured" not in msg.settings or not self.text:
+            return None
+        try:
+            return json.dumps(json.loads(_unfenced(self.text)), indent=2, ensure_ascii=False)
+        except ValueError:
+            return None
+
     def take_paint_cost(self) -> float:
         """CPU seconds its text blocks spent painting since the last call."""
         cost = 0.0
@@ -240,21 +379,117 @@ class MessageWidget(QFrame):
                 block.paint_cost = 0.0
         return cost
 
+    # -- saved states ------------------------------------------------------------------------------
     def set_message(self, message: Message) -> None:
-        """A saved state of the message (finished, interrupted, reset for a retry)."""
+        """A saved state of the message (finished, interrupted, reset for a retry, a tool call's news)."""
         self.message = message
         if message.status != STREAMING or not message.content:
             self.text = message.content  # final text, or a reply restarted on another engine
+        if message.status != STREAMING or message.thinking:
+            self._set_thinking(message)
         self.render_text()
+        if self.result_view is not None:
+            self.result_view.set_message(message)
+        self._show_tool_calls(message)
         status = {
             INTERRUPTED: self.tr("Interrupted: the engine stopped before the reply finished."),
             STOPPED: self.tr("Stopped."),
             FAILED: self.tr("No reply: the engine failed."),
+            FORMAT_FAILED: self.tr("The reply stopped here."),
         }.get(message.status, "")
-        # The status sentence already says how it ended: the statistics do not repeat it.
-        summary = message.stats.summary(with_reason=not status) if message.role == "assistant" else ""
-        self.stats.setText("  ".join(p for p in (status, summary) if p))
+        if message.status == FORMAT_FAILED:
+            # The model's doing, not the engine's: said in plain words, everything received kept.
+            self._show_notice(self.tr(
+                "The model's output did not match its chat format, so the engine could not read it as thinking, "
+                "answer or tool calls. Everything that arrived is kept above."),
+                retry=message.ran_on.startswith("local:"))
+        elif message.status == STREAMING:
+            if not self._silent:
+                self._hide_notice()
+        else:
+            self._silent = False
+            self._hide_notice()
+        if message.role != "assistant":
+            summary = ""
+        elif message.status == STREAMING:
+            summary = ""
+            self._show_counter()
+        else:
+            # The status sentence already says how it ended: the statistics do not repeat it.
+            summary = message.stats.summary(with_reason=not status)
+        if message.status != STREAMING:
+            self.stats.setText("  ".join(p for p in (status, summary) if p))
+        self._show_check(message)
         self.copy_button.setEnabled(message.status != STREAMING)
 
+    def _set_thinking(self, message: Message) -> None:
+        if not message.thinking and self.thinking_block is None:
+            return
+        thinking = self._thinking()
+        self._pending_thinking = ""
+        if thinking.text.strip() != message.thinking:
+            thinking.text = message.thinking
+        thinking.render_text()
+        thinking.setVisible(bool(message.thinking))
+        if message.status != STREAMING:
+            thinking.show_done(message.stats.thinking_s, message.stats.thinking_n or None)
+
+    def _show_tool_calls(self, message: Message) -> None:
+        for record in message.tool_calls:
+            box = self.tool_boxes.get(record.id)
+            if box is None:
+                box = ToolCallBox(record, self)
+                box.decided.connect(lambda call_id, decision: self.tool_decided.emit(self.message.id, call_id,
+                                                                                      decision))
+                self.tool_boxes[record.id] = box
+                self.tools.insertWidget(len(self.tool_boxes) - 1, box)
+            else:
+                box.set_record(record)
+
+    def ask_tool(self, call_id: str, server: str, description: str) -> bool:
+        """Show "Allow once / Always allow this tool / Deny" on the call (False: no such call shown)."""
+        box = self.tool_boxes.get(call_id)
+        if box is None:
+            return False
+        box.ask(server, description)
+        return True
+
+    def stop_asking(self, call_id: str) -> None:
+        box = self.tool_boxes.get(call_id)
+        if box is not None:
+            box.stop_asking()
+
+    def _show_check(self, message: Message) -> None:
+        check = message.settings.get("structured")
+        if not isinstance(check, dict) or message.status != COMPLETE:
+            if self.check is not None:
+                self.check.hide()
+            return
+        if self.check is None:
+            self.check = QLabel()
+            self.check.setObjectName("jsonCheck")
+            self.check.setWordWrap(True)
+            self.check.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.tools.addWidget(self.check)
+        problems = [str(p) for p in check.get("problems") or []]
+        schema = check.get("mode") == "schema"
+        if not problems:
+            text = self.tr("✓ Valid JSON that follows the schema.") if schema else self.tr("✓ Valid JSON.")
+        else:
+            head = self.tr("The reply does not match the schema:") if schema else self.tr("The reply is not valid JSON:")
+            text = "\n".join([head] + [f"• {p}" for p in problems])
+        self.check.setText(text)
+        self.check.setProperty("ok", not problems)
+        self.check.show()
+
     def copy(self) -> None:
-        QGuiApplication.clipboard().setText(self.text)
+        QGuiApplication.clipboard().setText(self._structured() or self.text)
+
+
+def _unfenced(text: str) -> str:
+    """A reply's JSON without the Markdown fence some remote servers wrap it in."""
+    body = text.strip()
+    if body.startswith("```") and body.endswith("```") and "\n" in body:
+        return body[body.index("\n") + 1:-3]
+    return body
+

@@ -1,17 +1,21 @@
-"""Per-conversation system prompt and sampling settings."""
+"""Per-conversation system prompt, sampling and reply format (plain, JSON, JSON following a schema)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, Signal
 from PySide6.QtWidgets import (
+    QComboBox,
     QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
+    QLabel,
     QPlainTextEdit,
     QSpinBox,
     QWidget,
 )
 
+from strata_gui.core.chat import OUTPUT_JSON, OUTPUT_OFF, OUTPUT_SCHEMA, StructuredOutput
+from strata_gui.core.errors import StrataError
 from strata_gui.core.runtime import SamplingParams
 
 
@@ -34,9 +38,11 @@ def _int(lo: int, hi: int) -> QSpinBox:
 
 
 class ConversationSettingsPanel(QGroupBox):
-    """Edits a conversation's system prompt and sampling; emits ``changed`` when edited.
+    """Edits a conversation's system prompt, sampling and reply format; emits ``changed`` when edited.
 
-    A spin box at its lowest value shows "default" and leaves the engine's default in place.
+    A spin box at its lowest value shows "default" and leaves the engine's default in place. The
+    reply format asks the engine for JSON (any object, or following the schema written here,
+    enforced with a grammar); the reply is then shown indented and checked.
     """
 
     changed = Signal()
@@ -61,18 +67,65 @@ class ConversationSettingsPanel(QGroupBox):
         form.addRow(self.tr("Min-p"), self.min_p)
         form.addRow(self.tr("Max tokens"), self.max_tokens)
         form.addRow(self.tr("Seed"), self.seed)
+        self.max_tokens.setToolTip(self.tr("Longest reply in tokens; default: the model's reply limit "
+                                           "(Load options), else 8,192"))
+        self.output_mode = QComboBox()
+        for mode, text in ((OUTPUT_OFF, self.tr("Text")), (OUTPUT_JSON, self.tr("JSON")),
+                           (OUTPUT_SCHEMA, self.tr("JSON following a schema"))):
+            self.output_mode.addItem(text, mode)
+        self.schema = QPlainTextEdit()
+        self.schema.setPlaceholderText('{"type": "object", "properties": {"city": {"type": "string"}}, '
+                                       '"required": ["city"]}')
+        self.schema.setMaximumHeight(90)
+        self.schema_problem = QLabel()
+        self.schema_problem.setObjectName("error")
+        self.schema_problem.setWordWrap(True)
+        form.addRow(self.tr("Reply format"), self.output_mode)
+        form.addRow(self.tr("Schema"), self.schema)
+        form.addRow("", self.schema_problem)
+        self._form = form
         self._loading = False
         for box in (self.temperature, self.top_p, self.top_k, self.min_p, self.max_tokens, self.seed):
             box.valueChanged.connect(self._emit)
         self.system_prompt.textChanged.connect(self._emit)
+        self.output_mode.currentIndexChanged.connect(self._output_changed)
+        self.schema.textChanged.connect(self._output_changed)
+        self._show_schema_row()
 
     def _emit(self) -> None:
         if not self._loading:
             self.changed.emit()
 
-    def load(self, system_prompt: str, sampling: SamplingParams) -> None:
+    def _show_schema_row(self) -> None:
+        on = self.output_mode.currentData() == OUTPUT_SCHEMA
+        self._form.setRowVisible(self.schema, on)
+        self._form.setRowVisible(self.schema_problem, on and bool(self.schema_problem.text()))
+
+    def _output_changed(self) -> None:
+        problem = ""
+        output = self.structured_output()
+        if output.mode == OUTPUT_SCHEMA:
+            try:
+                output.response_format()
+            except StrataError as exc:
+                problem = exc.message
+        self.schema_problem.setText(problem)
+        self._show_schema_row()
+        self._emit()
+
+    def structured_output(self) -> StructuredOutput:
+        """The reply format as shown (the schema text is kept even while another mode is chosen)."""
+        return StructuredOutput(str(self.output_mode.currentData() or OUTPUT_OFF), self.schema.toPlainText())
+
+    def load(self, system_prompt: str, sampling: SamplingParams,
+             structured: StructuredOutput | None = None) -> None:
         self._loading = True
         try:
+            output = structured or StructuredOutput()
+            self.output_mode.setCurrentIndex(max(0, self.output_mode.findData(output.mode)))
+            self.schema.setPlainText(output.schema)
+            self.schema_problem.setText("")
+            self._show_schema_row()
             self.system_prompt.setPlainText(system_prompt)
             for box, value in ((self.temperature, sampling.temperature), (self.top_p, sampling.top_p),
                                (self.top_k, sampling.top_k), (self.min_p, sampling.min_p),

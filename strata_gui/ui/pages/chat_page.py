@@ -12,11 +12,13 @@ conversations open on their last page of messages; earlier pages load on demand.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import math
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
@@ -54,9 +56,11 @@ from strata_gui.core.chat import (
     MessageUpdated,
     Notice,
     PlanChanged,
+    ReplyProgress,
+    ToolApproval,
 )
 from strata_gui.core.engines import GpuPick, Resolution
-from strata_gui.core.errors import StrataError
+from strata_gui.core.errors import ChatFormatError, StrataError
 from strata_gui.core.models import LoadOptionsService
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.remote import RemoteService
@@ -70,12 +74,22 @@ from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
 
+if TYPE_CHECKING:
+    from strata_gui.core.tools import ApprovalRequest, Decision, McpHost, McpServerStore
+    from strata_gui.ui.chat.tools_panel import ToolsPanel
+
 PAGE_SIZE = 60
 RENDER_STYLE = """
 QFrame#userMessage { background: palette(alternate-base); border-radius: 8px; }
 QFrame#assistantMessage { border-radius: 8px; }
 QLabel#messageRole { font-weight: bold; }
 QFrame#codeBlock { background: palette(base); border: 1px solid palette(mid); border-radius: 6px; }
+QFrame#toolMessage { border: 1px dashed palette(mid); border-radius: 8px; }
+QFrame#toolCall { border: 1px solid palette(mid); border-radius: 6px; }
+QLabel#toolCallTitle { font-weight: bold; }
+QLabel#replyNotice { color: #b45309; }
+QLabel#jsonCheck[ok="true"] { color: #15803d; }
+QLabel#jsonCheck[ok="false"] { color: #b91c1c; }
 """
 FRAME_S = 0.016  # renders of a streaming reply are at least one 60 Hz frame apart ...
 RENDER_SHARE = 16  # ... and 16x the CPU time of the last frame (render + paint) apart: where the
@@ -100,6 +114,8 @@ class ChatPage(Page):
         load_options: Per-model load options; when given, a "Load options" panel edits them.
         gpu_picks: Which GPUs models run on and why (the resolver); the panel's GPU row shows them.
         choose_devices: Saves the user's GPU choice (the same setting the GPU page writes).
+        tools: The saved tool servers and their host (read when the "Tools" panel is first shown);
+            without it, no panel.
     """
 
     page_title = "Chat"
@@ -111,8 +127,13 @@ class ChatPage(Page):
                  resolve: Callable[[Path | None], Resolution] | None = None,
                  load_options: LoadOptionsService | None = None,
                  gpu_picks: Callable[[], list[GpuPick]] | None = None,
-                 choose_devices: Callable[[list[str]], object] | None = None) -> None:
+                 choose_devices: Callable[[list[str]], object] | None = None,
+                 tools: Callable[[], tuple[McpServerStore, McpHost]] | None = None) -> None:
         super().__init__(parent)
+        self._tools = tools
+        self.tools_panel: ToolsPanel | None = None  # built when first shown
+        # Tool calls waiting for the user's answer: (message id, call id) -> (answer, question).
+        self._approvals: dict[tuple[int, str], tuple[asyncio.Future[Decision], ApprovalRequest]] = {}
         self._resolve = resolve
         self._load_options = load_options
         self._gpu_picks = gpu_picks
@@ -143,6 +164,7 @@ class ChatPage(Page):
         self._build()
         self.setStyleSheet(RENDER_STYLE)
         follow(self, chat_service.events, self._on_event)
+        chat_service.approver = self._approve  # the inline "Allow once / Always allow / Deny"
         if remote is not None:  # endpoints added or removed on the Network page
             follow(self, remote.events, lambda _e: self.refresh_run_on())
         self._show_model()
@@ -199,6 +221,12 @@ class ChatPage(Page):
         self.load_options_toggle = QToolButton()
         self.load_options_toggle.setText(self.tr("Load options"))
         self.load_options_toggle.setCheckable(True)
+        self.tools_toggle = QToolButton()
+        self.tools_toggle.setText(self.tr("Tools"))
+        self.tools_toggle.setToolTip(self.tr("MCP tool servers the model may call (every call asks you first)"))
+        self.tools_toggle.setCheckable(True)
+        self.tools_toggle.toggled.connect(self.show_tools)
+        self.tools_toggle.setVisible(self._tools is not None)
         self.load_bar = QProgressBar()
         self.load_bar.setRange(0, 0)
         self.load_bar.setTextVisible(False)
@@ -212,6 +240,7 @@ class ChatPage(Page):
         head.addWidget(self.engine_button)
         head.addWidget(self.settings_toggle)
         head.addWidget(self.load_options_toggle)
+        head.addWidget(self.tools_toggle)
 
         self.notice = NoticeBanner()
         self.notice.details_requested.connect(self._show_notice_details)
@@ -235,6 +264,7 @@ class ChatPage(Page):
         settings_row.addWidget(self.settings_panel, 1)
         if self.load_options_panel is not None:
             settings_row.addWidget(self.load_options_panel, 1)
+        self._settings_row = settings_row
 
         # Messages: a scroll area holding the loaded page of messages.
         self.earlier_button = QPushButton(self.tr("Show earlier messages"))
@@ -401,7 +431,7 @@ class ChatPage(Page):
         for msg in page:
             self._add_widget(msg)
         self.earlier_button.setVisible(not self._loaded_all)
-        self.settings_panel.load(conv.system_prompt, conv.sampling)
+        self.settings_panel.load(conv.system_prompt, conv.sampling, conv.structured_output)
         self.stack.setCurrentWidget(self.scroll_area)
         self._stick_to_bottom = True
         self._update_actions()
@@ -438,12 +468,17 @@ class ChatPage(Page):
             spare.show()  # hidden on purpose while spare, so the layout does not show it by itself
             self._prepare_spares_later()
         self.message_widgets[msg.id] = w
+        for message_id, call_id in self._approvals:  # a question asked while another conversation was open
+            if message_id == msg.id:
+                self._show_question(message_id, call_id)
         return w
 
     def _new_widget(self, msg: Message) -> MessageWidget:
         w = MessageWidget(msg, self.messages_box)
         w.edit_requested.connect(self.begin_edit)
         w.regenerate_requested.connect(lambda _id: self.regenerate())
+        w.retry_unparsed_requested.connect(lambda _id: self.retry_without_format_parsing())
+        w.tool_decided.connect(self._tool_decided)
         return w
 
     @property
@@ -549,8 +584,22 @@ class ChatPage(Page):
             self._drop_widgets_from(last_user + 1)
         return self._start(lambda p: svc.regenerate(conv_id, p), self.tr("Regenerate reply"))
 
+    def retry_without_format_parsing(self) -> TaskHandle | None:
+        """Answer the last question again with the model's engine reloaded without chat-format parsing."""
+        if self.is_busy or self.conversation_id is None:
+            return None
+        conv_id, svc = self.conversation_id, self._service
+        last_user = max((i for i, w in self.message_widgets.items() if w.message.role == "user"), default=None)
+        if last_user is not None:
+            self._drop_widgets_from(last_user + 1)
+        return self._start(lambda p: svc.retry_without_format_parsing(conv_id, p),
+                           self.tr("Retry without format parsing"))
+
     def _start(self, make: CoroutineFactory, name: str) -> TaskHandle:
-        handle = self._bridge.run(make, name=name)
+        # Errors are shown here, except a format failure: the reply itself says it, with its retry.
+        handle = self._bridge.run(make, name=name, show_errors=False)
+        handle.failed.connect(lambda err: None if isinstance(err, ChatFormatError)
+                              else self._bridge.error_occurred.emit(err))
         self.reply_handle = handle
         self._next_render = 0.0  # the new reply's first text renders at once, however the last one ended
         handle.finished.connect(lambda: self._on_reply_finished() if self.reply_handle is handle else None)
@@ -600,6 +649,9 @@ class ChatPage(Page):
             widget = self.message_widgets.get(event.message_id)
             if widget is not None:
                 widget.append(event.text)
+                if event.thinking:
+                    widget.append_thinking(event.thinking)
+                widget.set_live(event.tokens, event.tool)
                 self._dirty.add(event.message_id)
                 if event.complete:
                     self._flush_renders()  # the reply's end is shown at once, whatever the pacing
@@ -624,6 +676,10 @@ class ChatPage(Page):
                 widget.set_message(event.message)
                 if event.message.status != STREAMING:
                     self._update_meter()
+        elif isinstance(event, ReplyProgress):
+            widget = self.message_widgets.get(event.message_id)
+            if widget is not None:
+                widget.set_progress(event)
         elif isinstance(event, EngineStatus):
             self._show_engine_state(event.state, event.detail)
         elif isinstance(event, PlanChanged):
@@ -845,12 +901,68 @@ class ChatPage(Page):
         box.setDetailedText(self._notice_details)
         box.open()
 
+    # -- tools ---------------------------------------------------------------------------------------
+    async def _approve(self, approval: ToolApproval) -> Decision:
+        """Ask about one tool call in the conversation, under the call, and wait for the answer.
+
+        Stop cancels the wait (the reply's task is cancelled): the question goes away with it."""
+        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        key = (approval.message_id, approval.call_id)
+        self._approvals[key] = (future, approval.request)
+        self._show_question(*key)
+        try:
+            return await future
+        finally:
+            self._approvals.pop(key, None)
+            widget = self.message_widgets.get(approval.message_id)
+            if widget is not None:
+                widget.stop_asking(approval.call_id)
+
+    def _show_question(self, message_id: int, call_id: str) -> None:
+        entry = self._approvals.get((message_id, call_id))
+        widget = self.message_widgets.get(message_id)
+        if entry is not None and widget is not None:
+            request = entry[1]
+            widget.ask_tool(call_id, request.server, request.description)
+
+    @property
+    def pending_approvals(self) -> list[tuple[int, str]]:
+        """Tool calls waiting for an answer: (message id, call id)."""
+        return list(self._approvals)
+
+    def answer_tool_call(self, message_id: int, call_id: str, decision: str) -> None:
+        """The user's answer to a tool call: ``"allow_once"``, ``"always"`` or ``"deny"``."""
+        self._tool_decided(message_id, call_id, decision)
+
+    def _tool_decided(self, message_id: int, call_id: str, decision: str) -> None:
+        from strata_gui.core.tools import Decision
+
+        entry = self._approvals.get((message_id, call_id))
+        if entry is not None and not entry[0].done():
+            entry[0].set_result(Decision(decision))
+
+    def show_tools(self, on: bool = True) -> ToolsPanel | None:
+        """Show (``on``) or hide the Tools panel; it is built (and the servers read) when first shown."""
+        if self._tools is None:
+            return None
+        if on and self.tools_panel is None:
+            from strata_gui.ui.chat.tools_panel import ToolsPanel
+
+            store, host = self._tools()
+            self.tools_panel = ToolsPanel(store, host, self._bridge)
+            self._settings_row.addWidget(self.tools_panel, 1)
+        if self.tools_panel is not None:
+            self.tools_panel.setVisible(on)
+        if self.tools_toggle.isChecked() != on:
+            self.tools_toggle.setChecked(on)
+        return self.tools_panel
+
     # -- settings and context ----------------------------------------------------------------------
     def _save_conversation_settings(self) -> None:
         if self.conversation_id is not None:
             self._service.store.update_settings(
                 self.conversation_id, system_prompt=self.settings_panel.system_prompt.toPlainText(),
-                sampling=self.settings_panel.sampling())
+                sampling=self.settings_panel.sampling(), structured_output=self.settings_panel.structured_output())
 
     def _update_meter(self) -> None:
         size = max(1, self._service.context_size)

@@ -1,0 +1,328 @@
+"""Parts of a reply besides its answer: the model's thinking, the tool calls it asked for, a tool's
+result, and the reply's notices (nothing arriving, a format failure, a JSON check).
+
+Each part is built only when a reply has it, so a plain reply costs nothing more than before.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from PySide6.QtCore import QCoreApplication, Qt, Signal
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from strata_gui.core.chat import (
+    TOOL_ALLOWED,
+    TOOL_DENIED,
+    TOOL_ERROR,
+    TOOL_PENDING,
+    TOOL_RUNNING,
+    Message,
+    ToolCallRecord,
+)
+
+MAX_SHOWN_CHARS = 20_000  # a tool result longer than this is cut in the view (Copy takes it all)
+
+
+def duration_text(seconds: float) -> str:
+    """``0.4 s``, ``12 s``, ``2 min 5 s``, in the user's language."""
+    tr = QCoreApplication.translate
+    if seconds < 10:
+        return tr("ReplyParts", "{0:.1f} s").format(seconds)
+    if seconds < 60:
+        return tr("ReplyParts", "{0:.0f} s").format(seconds)
+    minutes, rest = divmod(round(seconds), 60)
+    if not rest:
+        return tr("ReplyParts", "{0} min").format(minutes)
+    return tr("ReplyParts", "{0} min {1} s").format(minutes, rest)
+
+
+def _plain_view(text: str, max_height: int = 260) -> QPlainTextEdit:
+    """Read-only plain text that scrolls inside itself when long (thinking, tool results)."""
+    view = QPlainTextEdit()
+    view.setReadOnly(True)
+    view.setFrameShape(QFrame.Shape.NoFrame)
+    view.setPlainText(text)
+    view.setMaximumHeight(max_height)
+    view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+    palette = view.palette()
+    palette.setColor(QPalette.ColorRole.Base, palette.color(QPalette.ColorRole.Window))
+    palette.setColor(QPalette.ColorRole.Text, palette.color(QPalette.ColorRole.PlaceholderText))
+    view.setPalette(palette)
+    return view
+
+
+class ThinkingBlock(QFrame):
+    """The model's thinking, above its answer: open while it thinks, folded once the answer starts
+    (unless the reader opened or closed it), with its length and Copy.
+
+    The header reads "Thinking… 120 tokens" while it streams, "Thought for 12 s · 840 tokens" after.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("thinkingBlock")
+        self.text = ""
+        self._shown = ""
+        self._started = time.monotonic()
+        self._ended: float | None = None
+        self._tokens = 0
+        self.user_chose = False  # the reader opened or folded it: the answer no longer folds it
+        self.toggle = QToolButton()
+        self.toggle.setObjectName("thinkingToggle")
+        self.toggle.setCheckable(True)
+        self.toggle.setChecked(True)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow)
+        self.toggle.setAutoRaise(True)
+        self.toggle.clicked.connect(self._clicked)
+        self.copy_button = QToolButton()
+        self.copy_button.setText(self.tr("Copy"))
+        self.copy_button.setToolTip(self.tr("Copy the thinking"))
+        self.copy_button.setAutoRaise(True)
+        self.copy_button.clicked.connect(self.copy)
+        self.view = _plain_view("")
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.addWidget(self.toggle)
+        top.addStretch(1)
+        top.addWidget(self.copy_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(top)
+        layout.addWidget(self.view)
+        self.show_live(0)
+
+    @property
+    def expanded(self) -> bool:
+        return self.toggle.isChecked()
+
+    def set_expanded(self, on: bool) -> None:
+        self.toggle.setChecked(on)
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        self.view.setVisible(on)
+
+    def _clicked(self, on: bool) -> None:
+        self.user_chose = True
+        self.set_expanded(on)
+
+    def append(self, text: str) -> None:
+        self.text += text
+
+    def render_text(self) -> None:
+        """Show the text gathered since the last render (appended, not re-laid out)."""
+        if self.text == self._shown:
+            return
+        if self.text.startswith(self._shown):
+            self.view.moveCursor(self.view.textCursor().MoveOperation.End)
+            self.view.insertPlainText(self.text[len(self._shown):])
+        else:
+            self.view.setPlainText(self.text)
+        self._shown = self.text
+        bar = self.view.verticalScrollBar()
+        bar.setValue(bar.maximum())  # the newest thinking in view while it streams
+
+    def show_live(self, tokens: int) -> None:
+        """While thinking: "Thinking… N tokens"."""
+        self._tokens = tokens
+        self.toggle.setText(self.tr("Thinking… {0:,} tokens").format(tokens) if tokens else self.tr("Thinking…"))
+
+    def answer_started(self) -> None:
+        """The answer began: the thinking is over; fold it unless the reader chose otherwise."""
+        if self._ended is None:
+            self._ended = time.monotonic()
+            self.toggle.setText(self.tr("Thought for {0}").format(duration_text(self._ended - self._started)))
+        if not self.user_chose:
+            self.set_expanded(False)
+
+    def show_done(self, seconds: float | None, tokens: int | None, *, streaming: bool = False) -> None:
+        """The thinking as saved: "Thought for 12 s · 840 tokens" (folded unless the reader opened it)."""
+        parts = []
+        if seconds is not None:
+            parts.append(self.tr("Thought for {0}").format(duration_text(seconds)))
+        else:
+            parts.append(self.tr("Thinking"))
+        if tokens:
+            parts.append(self.tr("{0:,} tokens").format(tokens))
+        self.toggle.setText(" · ".join(parts))
+        if not streaming and not self.user_chose:
+            self.set_expanded(False)
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.text.strip())
+
+
+class ToolCallBox(QFrame):
+    """One tool call a reply asked for: the tool, its arguments, what became of it, and while it
+    waits for the user, "Allow once / Always allow this tool / Deny".
+
+    Signals:
+        decided(str call_id, str decision): ``"allow_once"``, ``"always"`` or ``"deny"``.
+    """
+
+    decided = Signal(str, str)
+
+    def __init__(self, record: ToolCallRecord, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolCall")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.record = record
+        self.title = QLabel()
+        self.title.setObjectName("toolCallTitle")
+        self.state = QLabel()
+        self.state.setObjectName("muted")
+        self.state.setWordWrap(True)
+        self.arguments = QLabel()
+        self.arguments.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.arguments.setTextFormat(Qt.TextFormat.PlainText)
+        self.arguments.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.arguments.setWordWrap(True)
+        self.question = QLabel()
+        self.question.setWordWrap(True)
+        self.allow_button = QPushButton(self.tr("Allow once"))
+        self.always_button = QPushButton(self.tr("Always allow this tool"))
+        self.deny_button = QPushButton(self.tr("Deny"))
+        self.allow_button.clicked.connect(lambda: self._decide("allow_once"))
+        self.always_button.clicked.connect(lambda: self._decide("always"))
+        self.deny_button.clicked.connect(lambda: self._decide("deny"))
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.question, 1)
+        buttons.addWidget(self.allow_button)
+        buttons.addWidget(self.always_button)
+        buttons.addWidget(self.deny_button)
+        self.approval = QWidget()
+        self.approval.setLayout(buttons)
+        buttons.setContentsMargins(0, 0, 0, 0)
+        self.approval.hide()
+        head = QHBoxLayout()
+        head.addWidget(self.title)
+        head.addWidget(self.state, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.addLayout(head)
+        layout.addWidget(self.arguments)
+        layout.addWidget(self.approval)
+        self.set_record(record)
+
+    @property
+    def asking(self) -> bool:
+        return not self.approval.isHidden()
+
+    def set_record(self, record: ToolCallRecord, server: str = "") -> None:
+        self.record = record
+        self.title.setText(self.tr("Tool call: {0}").format(record.name))
+        try:
+            args = json.dumps(json.loads(record.arguments or "{}"), indent=2, ensure_ascii=False)
+        except ValueError:
+            args = record.arguments
+        self.arguments.setText(args)
+        texts = {
+            TOOL_PENDING: self.tr("waiting for your answer"),
+            TOOL_RUNNING: self.tr("running…"),
+            TOOL_ALLOWED: self.tr("done in {0}").format(duration_text(record.duration_s or 0.0)),
+            TOOL_DENIED: self.tr("denied"),
+            TOOL_ERROR: self.tr("failed"),
+        }
+        self.state.setText(texts.get(record.status, record.status))
+        if record.status != TOOL_PENDING:
+            self.approval.hide()
+
+    def ask(self, server: str, description: str) -> None:
+        """Show the question and the three answers (nothing runs unasked)."""
+        text = self.tr("Run {0} of the tool server {1}?").format(self.record.name, server)
+        if description:
+            text += "\n" + description.strip().splitlines()[0]
+        self.question.setText(text)
+        self.approval.show()
+        self.allow_button.setFocus()
+
+    def stop_asking(self) -> None:
+        self.approval.hide()
+
+    def _decide(self, decision: str) -> None:
+        self.approval.hide()
+        self.decided.emit(self.record.id, decision)
+
+
+class ToolResultView(QFrame):
+    """A ``tool`` message: the result of one call, folded to one line until opened."""
+
+    def __init__(self, message: Message, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolResult")
+        self.toggle = QToolButton()
+        self.toggle.setCheckable(True)
+        self.toggle.setAutoRaise(True)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.toggle.toggled.connect(self.set_expanded)
+        self.copy_button = QToolButton()
+        self.copy_button.setText(self.tr("Copy"))
+        self.copy_button.setAutoRaise(True)
+        self.copy_button.clicked.connect(self.copy)
+        self.details = QLabel()
+        self.details.setObjectName("muted")
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.view = _plain_view("", 200)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.addWidget(self.toggle, 1)
+        top.addWidget(self.copy_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addWidget(self.view)
+        layout.addWidget(self.details)
+        self.message: Message = message
+        self.set_message(message)
+        self.set_expanded(False)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.message.settings.get("outcome", "ok") != "ok")
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.message.content)
+
+    def set_message(self, message: Message) -> None:
+        self.message = message
+        server = str(message.settings.get("server") or "")
+        outcome = str(message.settings.get("outcome") or "ok")
+        name = message.tool_name or self.tr("tool")
+        if outcome == "ok":
+            head = self.tr("Result of {0}").format(name) + (f" ({server})" if server else "")
+        elif outcome == "denied":
+            head = self.tr("{0} was not run: you denied it").format(name)
+        elif outcome == "stopped":
+            head = self.tr("{0} was stopped").format(name)
+        else:
+            # A server that crashed, hung or failed: said here, in the conversation; the chat goes on.
+            head = self.tr("{0} failed: {1}").format(name, message.content.splitlines()[0] if message.content else "")
+        self.toggle.setText(head)
+        self.toggle.setToolTip(head)
+        shown = message.content if len(message.content) <= MAX_SHOWN_CHARS else (
+            message.content[:MAX_SHOWN_CHARS] + "\n…")
+        self.view.setPlainText(shown)
+        details = str(message.settings.get("details") or "")
+        self.details.setText(details)
+
+    def set_expanded(self, on: bool) -> None:
+        if self.toggle.isChecked() != on:
+            self.toggle.setChecked(on)
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        self.view.setVisible(on)
+        self.details.setVisible(on and bool(self.details.text()))
