@@ -1,8 +1,9 @@
 """Writes small but real llama-architecture GGUF models for tests.
 
-The model uses the real SentencePiece vocabulary shipped in the pinned llama.cpp source
-(``models/ggml-vocab-llama-spm.gguf``), random weights (deterministic by seed) and a ChatML
-chat template, so a real llama-server loads it and streams replies. Also writes split
+The model uses a real vocabulary shipped in the pinned llama.cpp source (by default the
+SentencePiece ``models/ggml-vocab-llama-spm.gguf``; any ``ggml-vocab-*.gguf`` by name, BPE ones
+with their pre-tokenizer and merges), random weights (deterministic by seed) and a chat template
+(ChatML by default), so a real llama-server loads it and streams replies. Also writes split
 (``-0000N-of-0000M.gguf``) and broken variants, and a random-weight multimodal projector
 (``mmproj``, llava-style "mlp" CLIP) that the pinned llama-server loads with ``--mmproj``.
 
@@ -12,10 +13,13 @@ Usable as a script: ``python -m tests.support.gguf_model OUT.gguf [--layers N] [
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +33,17 @@ CHATML_TEMPLATE = (
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Shape of a generated test model."""
+    """Shape of a generated test model.
+
+    ``vocab`` names a ``models/ggml-vocab-<vocab>.gguf`` of the pinned llama.cpp source; its
+    ``tokenizer.*`` keys are copied as they are (SPM, BPE with ``pre`` and ``merges``, special
+    token ids), so the engine tokenizes exactly as for the real model family. ``added_tokens``
+    become single tokens (in the vocabulary's unused ``[PAD…]`` slots, else appended), as the real
+    models have their template's markers (``<think>``, ``<tool_call>``) as added tokens.
+    ``tie_embeddings`` drops ``output.weight`` (llama reuses ``token_embd``) and
+    ``embedding_type`` may quantise ``token_embd`` (``Q4_0``/``Q8_0``): both keep models with
+    150k-token vocabularies a few MB.
+    """
 
     layers: int = 2
     width: int = 64
@@ -39,10 +53,15 @@ class ModelSpec:
     context: int = 4096
     seed: int = 1234
     name: str = "Strata Test Llama"
+    vocab: str = "llama-spm"
+    chat_template: str = CHATML_TEMPLATE
+    added_tokens: tuple[str, ...] = ()
+    tie_embeddings: bool = False
+    embedding_type: str = "F16"
 
 
-def vocab_path() -> Path:
-    """The SentencePiece vocab GGUF from the pinned llama.cpp source (built by scripts/test-engines.sh)."""
+def llama_src() -> Path:
+    """The pinned llama.cpp source tree (``STRATA_TEST_LLAMA_SRC`` or ``engines.env``)."""
     src = os.environ.get("STRATA_TEST_LLAMA_SRC")
     if not src:
         env_file = Path(os.environ.get("STRATA_DEV_CACHE", Path.home() / ".cache/strata-dev")) / "engines.env"
@@ -52,32 +71,152 @@ def vocab_path() -> Path:
                     src = line.split("=", 1)[1]
     if not src:
         raise FileNotFoundError("llama.cpp source not found: run scripts/test-engines.sh first")
-    path = Path(src) / "models" / "ggml-vocab-llama-spm.gguf"
+    return Path(src)
+
+
+def vocab_path(name: str = "llama-spm") -> Path:
+    """A vocab GGUF from the pinned llama.cpp source (built by scripts/test-engines.sh)."""
+    path = llama_src() / "models" / f"ggml-vocab-{name}.gguf"
     if not path.exists():
         raise FileNotFoundError(f"{path} missing: re-run scripts/test-engines.sh")
     return path
 
 
-def _vocab() -> dict[str, object]:
+# A vocabulary file's keys that describe its own (absent) chat template or model, not the tokenizer.
+_NOT_COPIED = ("tokenizer.chat_template", "tokenizer.chat_templates")
+# Token types (llama.cpp's llama_token_type): what an added marker becomes.
+_USER_DEFINED = 4
+_CONTROL = 3
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """The ``tokenizer.*`` key/values of a real vocabulary, ready to copy into a model.
+
+    Attributes:
+        name: The vocab file's name part (``qwen2`` for ``ggml-vocab-qwen2.gguf``).
+        fields: ``(key, value, value type, array item type)`` in file order.
+        n_tokens: Tokens in the vocabulary (rows of ``token_embd``).
+    """
+
+    name: str
+    fields: tuple[tuple[str, Any, Any, Any], ...]
+    n_tokens: int
+
+    def value(self, key: str) -> Any:
+        for k, v, _, _ in self.fields:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+
+# GGUF value types (gguf.GGUFValueType) and their struct formats, for the header reader below.
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_NP = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?", 10: "<u8", 11: "<i8", 12: "<f8"}
+
+
+def _read_kv(data: bytes) -> list[tuple[str, Any, int, int | None]]:
+    """Every key/value of a GGUF header as ``(key, value, type, array item type)``.
+
+    ``gguf.GGUFReader`` takes ~15 s on a 150k-token vocabulary (a numpy view per string); this
+    walks the bytes once (~0.3 s), so writing a zoo model stays quick.
+    """
+    import struct
+
+    mv = memoryview(data)
+    pos = 24
+    n_kv = struct.unpack_from("<Q", mv, 16)[0]
+
+    def string(at: int) -> tuple[str, int]:
+        n = struct.unpack_from("<Q", mv, at)[0]
+        return bytes(mv[at + 8:at + 8 + n]).decode("utf-8", errors="surrogateescape"), at + 8 + n
+
+    out: list[tuple[str, Any, int, int | None]] = []
+    for _ in range(n_kv):
+        key, pos = string(pos)
+        vtype = struct.unpack_from("<I", mv, pos)[0]
+        pos += 4
+        if vtype == 8:
+            value, pos = string(pos)
+            out.append((key, value, vtype, None))
+        elif vtype == 9:
+            sub, count = struct.unpack_from("<IQ", mv, pos)
+            pos += 12
+            if sub == 8:
+                items = []
+                for _ in range(count):
+                    item, pos = string(pos)
+                    items.append(item)
+                out.append((key, items, vtype, sub))
+            else:
+                arr = np.frombuffer(mv, dtype=_NP[sub], count=count, offset=pos)
+                pos += arr.nbytes
+                out.append((key, arr.tolist(), vtype, sub))
+        else:
+            fmt = _SCALARS[vtype]
+            out.append((key, struct.unpack_from(fmt, mv, pos)[0], vtype, None))
+            pos += struct.calcsize(fmt)
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _read_vocab(name: str) -> Vocab:
     import gguf
 
-    reader = gguf.GGUFReader(str(vocab_path()))
-
-    def field(name: str) -> object:
-        f = reader.fields[name]
-        return f.contents()
-
-    return {
-        "tokens": field("tokenizer.ggml.tokens"),
-        "scores": field("tokenizer.ggml.scores"),
-        "token_type": field("tokenizer.ggml.token_type"),
-        "bos": field("tokenizer.ggml.bos_token_id"),
-        "eos": field("tokenizer.ggml.eos_token_id"),
-        "unk": field("tokenizer.ggml.unknown_token_id"),
-    }
+    fields = tuple(
+        (key, value, gguf.GGUFValueType(vtype), None if sub is None else gguf.GGUFValueType(sub))
+        for key, value, vtype, sub in _read_kv(vocab_path(name).read_bytes())
+        if key.startswith("tokenizer.") and not key.startswith(_NOT_COPIED)
+    )
+    vocab = Vocab(name, fields, 0)
+    return Vocab(name, fields, len(vocab.value("tokenizer.ggml.tokens")))
 
 
-def _tensors(spec: ModelSpec, n_vocab: int) -> list[tuple[str, np.ndarray]]:
+def load_vocab(name: str = "llama-spm", added_tokens: tuple[str, ...] = ()) -> Vocab:
+    """The real vocabulary ``name``, with ``added_tokens`` it lacks made single tokens.
+
+    An added token takes the first unused ``[PAD…]`` slot (BPE vocabularies are padded to a round
+    size, and the real models put their added tokens there), else it is appended. Markers written
+    ``<|…|>`` (``<｜…｜>``) become control tokens, the rest user-defined, as the real models have
+    them (Qwen3's ``<think>`` is not special; gpt-oss's ``<|channel|>`` is).
+    """
+    base = _read_vocab(name)
+    tokens: list[str] = list(base.value("tokenizer.ggml.tokens"))
+    present = set(tokens)
+    missing = [t for t in dict.fromkeys(added_tokens) if t not in present]
+    if not missing:
+        return base
+    types: list[int] = list(base.value("tokenizer.ggml.token_type"))
+    scores: list[float] | None = None
+    try:
+        scores = list(base.value("tokenizer.ggml.scores"))
+    except KeyError:
+        pass
+    pads = (i for i, t in enumerate(tokens) if t.startswith("[PAD") and t.endswith("]"))
+    for marker in missing:
+        kind = _CONTROL if re.fullmatch(r"<[|｜].*[|｜]>", marker) else _USER_DEFINED
+        slot = next(pads, None)
+        if slot is None:
+            tokens.append(marker)
+            types.append(kind)
+            if scores is not None:
+                scores.append(0.0)
+        else:
+            tokens[slot] = marker
+            types[slot] = kind
+            if scores is not None:
+                scores[slot] = 0.0
+    replaced = {"tokenizer.ggml.tokens": tokens, "tokenizer.ggml.token_type": types}
+    if scores is not None:
+        replaced["tokenizer.ggml.scores"] = scores
+    fields = tuple((k, replaced.get(k, v), t, s) for k, v, t, s in base.fields)
+    return Vocab(name, fields, len(tokens))
+
+
+def _tensors(spec: ModelSpec, n_vocab: int) -> list[tuple[str, np.ndarray, Any]]:
+    """``(name, data, raw type or None)``; ``token_embd`` quantised when the spec says so."""
+    import gguf
+
     rng = np.random.default_rng(spec.seed)
     head_dim = spec.width // spec.heads
 
@@ -88,25 +227,52 @@ def _tensors(spec: ModelSpec, n_vocab: int) -> list[tuple[str, np.ndarray]]:
         return np.ones(n, dtype=np.float32)
 
     # numpy shapes are (rows, cols) = GGUF dims reversed.
-    out = [("token_embd.weight", w(n_vocab, spec.width))]
+    if spec.embedding_type == "F16":
+        out: list[tuple[str, np.ndarray, Any]] = [("token_embd.weight", w(n_vocab, spec.width), None)]
+    else:
+        qtype = gguf.GGMLQuantizationType[spec.embedding_type]
+        out = [("token_embd.weight", _random_quantized(rng, n_vocab, spec.width, qtype), qtype)]
     for i in range(spec.layers):
         p = f"blk.{i}."
         out += [
-            (p + "attn_norm.weight", norm(spec.width)),
-            (p + "attn_q.weight", w(spec.width, spec.width)),
-            (p + "attn_k.weight", w(spec.kv_heads * head_dim, spec.width)),
-            (p + "attn_v.weight", w(spec.kv_heads * head_dim, spec.width)),
-            (p + "attn_output.weight", w(spec.width, spec.width)),
-            (p + "ffn_norm.weight", norm(spec.width)),
-            (p + "ffn_gate.weight", w(spec.ff, spec.width)),
-            (p + "ffn_up.weight", w(spec.ff, spec.width)),
-            (p + "ffn_down.weight", w(spec.width, spec.ff)),
+            (p + "attn_norm.weight", norm(spec.width), None),
+            (p + "attn_q.weight", w(spec.width, spec.width), None),
+            (p + "attn_k.weight", w(spec.kv_heads * head_dim, spec.width), None),
+            (p + "attn_v.weight", w(spec.kv_heads * head_dim, spec.width), None),
+            (p + "attn_output.weight", w(spec.width, spec.width), None),
+            (p + "ffn_norm.weight", norm(spec.width), None),
+            (p + "ffn_gate.weight", w(spec.ff, spec.width), None),
+            (p + "ffn_up.weight", w(spec.ff, spec.width), None),
+            (p + "ffn_down.weight", w(spec.width, spec.ff), None),
         ]
-    out += [("output_norm.weight", norm(spec.width)), ("output.weight", w(n_vocab, spec.width))]
+    out.append(("output_norm.weight", norm(spec.width), None))
+    if not spec.tie_embeddings:
+        out.append(("output.weight", w(n_vocab, spec.width), None))
     return out
 
 
-def _writer_common(writer: object, spec: ModelSpec, vocab: dict[str, object]) -> None:
+def _random_quantized(rng: np.random.Generator, rows: int, cols: int, qtype: Any) -> np.ndarray:
+    """Random weights written straight in a block format (quantising 150k rows in numpy is slow).
+
+    A ``Q8_0`` block is an f16 scale and 32 int8 values; a ``Q4_0`` block an f16 scale and 32
+    4-bit values stored offset by 8. The scale keeps values near the f16 weights' spread (±0.05).
+    """
+    import gguf
+
+    if cols % 32:
+        raise ValueError(f"a quantised row needs a multiple of 32 values, not {cols}")
+    blocks = rows * cols // 32
+    if qtype == gguf.GGMLQuantizationType.Q8_0:
+        scale, body = np.float16(0.05 / 127), rng.integers(-127, 128, (blocks, 32), dtype=np.int8).view(np.uint8)
+    elif qtype == gguf.GGMLQuantizationType.Q4_0:
+        scale, body = np.float16(0.05 / 8), rng.integers(0, 256, (blocks, 16), dtype=np.uint8)
+    else:
+        raise ValueError(f"unsupported embedding type {qtype!r}")
+    head = np.full((blocks, 1), scale, dtype=np.float16).view(np.uint8)
+    return np.concatenate([head, body], axis=1).reshape(rows, -1)
+
+
+def _writer_common(writer: object, spec: ModelSpec, vocab: Vocab) -> None:
     import gguf
 
     wr: gguf.GGUFWriter = writer  # type: ignore[assignment]
@@ -120,17 +286,17 @@ def _writer_common(writer: object, spec: ModelSpec, vocab: dict[str, object]) ->
     wr.add_rope_dimension_count(spec.width // spec.heads)
     wr.add_layer_norm_rms_eps(1e-5)
     wr.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    wr.add_tokenizer_model("llama")
-    wr.add_tokenizer_pre("default")
-    wr.add_token_list(vocab["tokens"])  # type: ignore[arg-type]
-    wr.add_token_scores(vocab["scores"])  # type: ignore[arg-type]
-    wr.add_token_types(vocab["token_type"])  # type: ignore[arg-type]
-    wr.add_bos_token_id(int(vocab["bos"]))  # type: ignore[call-overload]
-    wr.add_eos_token_id(int(vocab["eos"]))  # type: ignore[call-overload]
-    wr.add_unk_token_id(int(vocab["unk"]))  # type: ignore[call-overload]
-    wr.add_add_bos_token(True)
-    wr.add_add_eos_token(False)
-    wr.add_chat_template(CHATML_TEMPLATE)
+    for key, value, vtype, sub in vocab.fields:
+        wr.add_key_value(key, value, vtype, sub)
+    wr.add_chat_template(spec.chat_template)
+
+
+def _write_tensors(writer: object, spec: ModelSpec, vocab: Vocab) -> None:
+    import gguf
+
+    wr: gguf.GGUFWriter = writer  # type: ignore[assignment]
+    for name, data, raw in _tensors(spec, vocab.n_tokens):
+        wr.add_tensor(name, data, raw_dtype=raw)
 
 
 def write_model(path: Path, spec: ModelSpec | None = None) -> Path:
@@ -138,12 +304,11 @@ def write_model(path: Path, spec: ModelSpec | None = None) -> Path:
     import gguf
 
     spec = spec or ModelSpec()
-    vocab = _vocab()
+    vocab = load_vocab(spec.vocab, spec.added_tokens)
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = gguf.GGUFWriter(str(path), "llama")
     _writer_common(writer, spec, vocab)
-    for name, data in _tensors(spec, len(vocab["tokens"])):  # type: ignore[arg-type]
-        writer.add_tensor(name, data)
+    _write_tensors(writer, spec, vocab)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -249,9 +414,9 @@ def write_split_model(directory: Path, stem: str, parts: int = 3, spec: ModelSpe
     import gguf
 
     spec = spec or ModelSpec()
-    vocab = _vocab()
+    vocab = load_vocab(spec.vocab, spec.added_tokens)
     directory.mkdir(parents=True, exist_ok=True)
-    tensors = _tensors(spec, len(vocab["tokens"]))  # type: ignore[arg-type]
+    tensors = _tensors(spec, vocab.n_tokens)
     # Spread the tensors over `parts` shards of roughly equal size.
     per = -(-len(tensors) // parts)
     base = directory / f"{stem}.gguf"
@@ -261,8 +426,8 @@ def write_split_model(directory: Path, stem: str, parts: int = 3, spec: ModelSpe
         split_max_tensors=per,
     )
     _writer_common(writer, spec, vocab)
-    for name, data in tensors:
-        writer.add_tensor(name, data)
+    for name, data, raw in tensors:
+        writer.add_tensor(name, data, raw_dtype=raw)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
