@@ -176,7 +176,7 @@ def tool_calls(calls: Sequence[tuple[str, str]], *, pieces: int = 4, content: st
     for index, (name, arguments) in enumerate(calls):
         step = max(1, -(-len(arguments) // pieces))
         chunks = [arguments[i:i + step] for i in range(0, len(arguments), step)] or [""]
-        call_id = f"call{index}" + "x" * 28
+        call_id = f"zooToolCall{index}".ljust(32, "0")  # the engine's ids: 32 random letters and digits
         parts.append(m.chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
                                               "function": {"name": name, "arguments": chunks[0]}}]}))
         for piece in chunks[1:]:
@@ -247,6 +247,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def version_string(self) -> str:
+        return "llama.cpp"
+
     def _json(self, status: int, body: Any) -> None:
         payload = _dumps(body).encode()
         self.send_response(status)
@@ -300,6 +303,8 @@ class _Handler(BaseHTTPRequestHandler):
         with self.state.lock:
             self.state.decoding_since = time.monotonic()
             self.state.decoded_before = 0
+        # One reply per connection, like the existing test servers: closing it ends the body.
+        self.close_connection = True
         try:
             for part in script.parts:
                 if isinstance(part, Pause):
@@ -316,7 +321,6 @@ class _Handler(BaseHTTPRequestHandler):
             with self.state.lock:
                 self.state.decoded_before = script.tokens
                 self.state.decoding_since = None
-        self.close_connection = True
 
 
 def _aggregate(script: Script) -> dict[str, Any]:

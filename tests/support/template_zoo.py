@@ -54,7 +54,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -398,11 +398,10 @@ def is_json(text: str) -> bool:
 
 
 def _caps_json(caps: TemplateCapabilities) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in caps.__dict__.items():
-        if v not in (False, None, ()) or k == "system_role" and v is False:
-            out[k] = list(v) if isinstance(v, tuple) else v
-    return out
+    """The fields that differ from a template that supports nothing special."""
+    default = TemplateCapabilities()
+    return {f.name: list(v) if isinstance(v, tuple) else v for f in fields(caps)
+            if (v := getattr(caps, f.name)) != getattr(default, f.name) or type(v) is not type(getattr(default, f.name))}
 
 
 def run_survey(names: list[str] | None = None, out: Path = FINDINGS) -> dict[str, Any]:
@@ -422,9 +421,31 @@ def run_survey(names: list[str] | None = None, out: Path = FINDINGS) -> dict[str
               f"{json.dumps({k: v.get('kinds') or v.get('errors') for k, v in templates[model.name].get('requests', {}).items()})[:300]}",
               flush=True)
     findings["templates"] = dict(sorted(templates.items()))
+    findings["summary"] = summarize(findings["templates"])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(findings, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return findings
+
+
+def summarize(templates: dict[str, Any]) -> dict[str, Any]:
+    """Which templates load, what each request kind streamed, and which ones failed how."""
+    summary: dict[str, Any] = {
+        "templates": len(templates),
+        "loaded": sorted(n for n, t in templates.items() if "load_error" not in t),
+        "load_errors": {n: t["load_error"] for n, t in templates.items() if "load_error" in t},
+    }
+    by_request: dict[str, dict[str, list[str]]] = {}
+    for name, record in templates.items():
+        for label, r in record.get("requests", {}).items():
+            if r["status"] != 200:
+                outcome = f"HTTP {r['status']}: {r['errors'][0].get('error', {}).get('message', '')}"
+            elif r.get("errors"):
+                outcome = "error event: " + r["errors"][0]["error"]["message"]
+            else:
+                outcome = "+".join(r["kinds"]) or "nothing visible"
+            by_request.setdefault(label, {}).setdefault(outcome, []).append(name)
+    summary["outcomes"] = {label: dict(sorted(o.items())) for label, o in sorted(by_request.items())}
+    return summary
 
 
 def _engine_version(exe: Path) -> str:
