@@ -11,6 +11,7 @@ tests (through the app's chat service) can reuse the loop.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,3 +120,56 @@ def _starts_with(result: zoo.StreamResult, kind: str) -> None:
     assert result.kinds[:1] == [kind]
     assert set(result.kinds) <= {"content", "reasoning_content"}
     assert result.text(kind)
+
+
+def _refusals() -> list[tuple[str, str]]:
+    """(template, what it refuses) for every refusal the template reader reports."""
+    try:
+        models = zoo.zoo_models()
+    except FileNotFoundError:
+        return []
+    out = []
+    for model in models:
+        caps = model.capabilities
+        out += [(model.name, kind) for kind, present in (
+            ("alternating_roles", caps.alternating_roles), ("tool_call_id_length", caps.tool_call_id_length),
+            ("single_tool_call", caps.single_tool_call), ("no_system_role", not caps.system_role)) if present]
+    return out
+
+
+def _raised(template: str, words: str) -> str:
+    """The template's own message for a refusal (its ``raise_exception`` text containing ``words``)."""
+    for m in re.finditer(r"raise_exception\(\s*(['\"])(.*?)\1\s*\)", template):
+        if words in m.group(2):
+            return m.group(2)
+    raise AssertionError(f"no raise_exception about {words!r}")
+
+
+@pytest.mark.parametrize(("name", "refusal"), _refusals(), ids=str)
+def test_what_the_reader_says_a_template_refuses_the_engine_refuses(
+        name: str, refusal: str, test_engines: engines.TestEngines) -> None:
+    model = zoo.zoo_model(name)
+    caps = model.capabilities
+    bad: list[dict[str, Any]] | None
+    if refusal == "alternating_roles":
+        bad, good = [*zoo.HELLO, {"role": "user", "content": "Still there?"}], zoo.HELLO
+        words = "alternate"
+    elif refusal == "tool_call_id_length":
+        # The engine makes 32-character ids; these templates take only their own length.
+        bad, good = zoo.tool_history(), zoo.tool_history(id_length=caps.tool_call_id_length or 0)
+        words = f"length {caps.tool_call_id_length}"
+    elif refusal == "single_tool_call":
+        bad, good = zoo.tool_history(calls=2), zoo.tool_history(calls=1)
+        words = "single tool-calls"
+    else:
+        # The engine folds a system message into the first user turn for these templates.
+        bad, good = None, [{"role": "system", "content": "Be brief."}, *zoo.HELLO]
+        words = ""
+    with zoo.serving(model, test_engines.cpu_server) as base:
+        if bad is not None:
+            refused = zoo.stream_chat(base, {**zoo.basic_request(max_tokens=4), "messages": bad})
+            assert refused.status in (400, 500)
+            message = refused.errors[0]["error"]["message"]
+            assert message.endswith("Error: Jinja Exception: " + _raised(model.template, words))
+        accepted = zoo.stream_chat(base, {**zoo.basic_request(max_tokens=4), "messages": good})
+        assert accepted.status == 200 and accepted.done and accepted.kinds == ["content"]

@@ -7,7 +7,9 @@ with their pre-tokenizer and merges), random weights (deterministic by seed) and
 (``-0000N-of-0000M.gguf``) and broken variants, and a random-weight multimodal projector
 (``mmproj``, llava-style "mlp" CLIP) that the pinned llama-server loads with ``--mmproj``.
 
-Usable as a script: ``python -m tests.support.gguf_model OUT.gguf [--layers N] [--width W]``.
+Usable as a script: ``python -m tests.support.gguf_model OUT.gguf [--layers N] [--width W]
+[--vocab qwen2] [--template FILE.jinja]``. The chat-template zoo (one model per real template) is
+``tests/support/template_zoo.py``.
 """
 
 from __future__ import annotations
@@ -272,6 +274,39 @@ def _random_quantized(rng: np.random.Generator, rows: int, cols: int, qtype: Any
     return np.concatenate([head, body], axis=1).reshape(rows, -1)
 
 
+def _fast_writer(path: str, arch: str, **kw: Any) -> Any:
+    """A ``gguf.GGUFWriter`` that packs long arrays in one step.
+
+    Its own packer builds each of a 150k-token vocabulary's strings (tokens and merges: ~1.3M
+    values for Gemma 4) one call at a time, 2-4 s per model; the zoo writes 71 of them.
+    """
+    import struct
+
+    import gguf
+
+    numpy_types = {gguf.GGUFValueType.UINT8: "<u1", gguf.GGUFValueType.INT8: "<i1",
+                   gguf.GGUFValueType.UINT16: "<u2", gguf.GGUFValueType.INT16: "<i2",
+                   gguf.GGUFValueType.UINT32: "<u4", gguf.GGUFValueType.INT32: "<i4",
+                   gguf.GGUFValueType.FLOAT32: "<f4", gguf.GGUFValueType.UINT64: "<u8",
+                   gguf.GGUFValueType.INT64: "<i8", gguf.GGUFValueType.FLOAT64: "<f8"}
+
+    class FastWriter(gguf.GGUFWriter):  # type: ignore[misc]
+        def _pack_val(self, val: Any, vtype: Any, add_vtype: bool, sub_type: Any = None) -> bytes:
+            if (vtype != gguf.GGUFValueType.ARRAY or sub_type is None or len(val) < 1024
+                    or self.endianess != gguf.GGUFEndian.LITTLE):
+                return bytes(super()._pack_val(val, vtype, add_vtype, sub_type))
+            head = struct.pack("<I", vtype) if add_vtype else b""
+            head += struct.pack("<IQ", sub_type, len(val))
+            if sub_type == gguf.GGUFValueType.STRING:
+                encoded = [v.encode("utf-8") if isinstance(v, str) else v for v in val]
+                lengths = np.array([len(e) for e in encoded], dtype="<u8")
+                body = b"".join(n + e for n, e in zip((x.tobytes() for x in lengths), encoded, strict=True))
+                return head + body
+            return head + np.asarray(val, dtype=numpy_types[sub_type]).tobytes()
+
+    return FastWriter(path, arch, **kw)
+
+
 def _writer_common(writer: object, spec: ModelSpec, vocab: Vocab) -> None:
     import gguf
 
@@ -301,12 +336,11 @@ def _write_tensors(writer: object, spec: ModelSpec, vocab: Vocab) -> None:
 
 def write_model(path: Path, spec: ModelSpec | None = None) -> Path:
     """Write a single-file test model to ``path`` and return it."""
-    import gguf
 
     spec = spec or ModelSpec()
     vocab = load_vocab(spec.vocab, spec.added_tokens)
     path.parent.mkdir(parents=True, exist_ok=True)
-    writer = gguf.GGUFWriter(str(path), "llama")
+    writer = _fast_writer(str(path), "llama")
     _writer_common(writer, spec, vocab)
     _write_tensors(writer, spec, vocab)
     writer.write_header_to_file()
@@ -411,7 +445,6 @@ def write_mmproj(path: Path, spec: ProjectorSpec | None = None) -> Path:
 
 def write_split_model(directory: Path, stem: str, parts: int = 3, spec: ModelSpec | None = None) -> list[Path]:
     """Write a split model as ``{stem}-0000N-of-0000M.gguf`` files; returns them in order."""
-    import gguf
 
     spec = spec or ModelSpec()
     vocab = load_vocab(spec.vocab, spec.added_tokens)
@@ -420,11 +453,7 @@ def write_split_model(directory: Path, stem: str, parts: int = 3, spec: ModelSpe
     # Spread the tensors over `parts` shards of roughly equal size.
     per = -(-len(tensors) // parts)
     base = directory / f"{stem}.gguf"
-    writer = gguf.GGUFWriter(
-        str(base),
-        "llama",
-        split_max_tensors=per,
-    )
+    writer = _fast_writer(str(base), "llama", split_max_tensors=per)
     _writer_common(writer, spec, vocab)
     for name, data, raw in tensors:
         writer.add_tensor(name, data, raw_dtype=raw)
@@ -460,8 +489,11 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--split", type=int, default=0, help="write N shards into OUT's folder")
+    ap.add_argument("--vocab", default="llama-spm", help="a ggml-vocab-<NAME>.gguf of the pinned source")
+    ap.add_argument("--template", type=Path, help="a .jinja chat template file (default: ChatML)")
     args = ap.parse_args()
-    spec = ModelSpec(layers=args.layers, width=args.width, seed=args.seed)
+    spec = ModelSpec(layers=args.layers, width=args.width, seed=args.seed, vocab=args.vocab,
+                     chat_template=args.template.read_text(encoding="utf-8") if args.template else CHATML_TEMPLATE)
     if args.split:
         for f in write_split_model(args.out.parent, args.out.stem, args.split, spec):
             print(f)

@@ -11,7 +11,7 @@ single tokens where the vocabulary lacks them, as they are in the real models.
 Models are written lazily into ``~/.cache/strata-dev/zoo-<ZOO_VERSION>/`` (``STRATA_DEV_CACHE``
 moves it), one file per template, named by a hash of the zoo version, the vocabulary file, the
 template and the model shape, so a changed template or vocabulary gets a new file. All 71 take
-about 0.4 GB.
+about 0.55 GB and 40 s to write on 2 cores; ``--write`` also removes files of older versions.
 
 Vocabulary per template family (``ggml-vocab-<name>.gguf`` of the pinned source):
 
@@ -315,6 +315,21 @@ CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "maxL
                "required": ["city", "population"], "additionalProperties": False}
 
 
+def tool_history(calls: int = 1, id_length: int = 32, answered: bool = True) -> list[dict[str, Any]]:
+    """A turn that called ``get_weather`` ``calls`` times, the results, (the answer), a new question.
+
+    Ids are made as llama-server makes them (32 letters and digits) unless ``id_length`` says
+    otherwise; ``answered`` False leaves out the assistant's answer after the results.
+    """
+    ids = [(f"{i}" + "Ab" * 20)[:id_length] for i in range(calls)]
+    assistant = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": i, "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+        for i in ids]}
+    results = [{"role": "tool", "tool_call_id": i, "content": '{"celsius": 4}'} for i in ids]
+    answer = [{"role": "assistant", "content": "It is 4 degrees in Oslo."}] if answered else []
+    return [*HELLO, assistant, *results, *answer, {"role": "user", "content": "And tomorrow?"}]
+
+
 def basic_request(max_tokens: int = 24, seed: int = 7) -> dict[str, Any]:
     """The zoo's plain chat request: one user turn, a few tokens, a fixed seed."""
     return {"messages": HELLO, "max_tokens": max_tokens, "seed": seed}
@@ -354,6 +369,20 @@ def survey_requests(caps: TemplateCapabilities) -> dict[str, dict[str, Any]]:
     if caps.thinking:
         requests["reasoning_format_none"] = {**base, "reasoning_format": "none"}
         requests["reasoning_effort_none"] = {**base, "reasoning_effort": "none"}
+    # Conversations a template may refuse (it raises; the engine answers with an error).
+    if caps.alternating_roles:
+        requests["two_user_turns"] = {**base, "messages": [*HELLO, {"role": "user", "content": "Are you there?"}]}
+    if not caps.system_role:
+        requests["system_message"] = {**base, "messages": [{"role": "system", "content": "Be brief."}, *HELLO]}
+    if caps.tool_calls:
+        requests["tool_history"] = {**base, "messages": tool_history()}
+    if caps.tool_call_id_length:
+        requests["tool_history_short_ids"] = {**base, "messages": tool_history(id_length=caps.tool_call_id_length)}
+    if caps.alternating_roles and caps.tool_calls:
+        requests["tool_results_then_user"] = {**base, "messages": tool_history(
+            id_length=caps.tool_call_id_length or 32, answered=False)}
+    if caps.single_tool_call:
+        requests["two_tool_calls_history"] = {**base, "messages": tool_history(calls=2)}
     if caps.thinking_toggle:
         requests["thinking_off"] = {**base, "chat_template_kwargs": {caps.thinking_toggle: caps.thinking_off}}
         if caps.thinking_toggle != "enable_thinking":

@@ -13,7 +13,7 @@ variables (also ``'<think{}>'.format(SUFFIX)`` and ``a + b`` of literals), becau
 name their markers once (``think_begin_token = '<seed:think>'``).
 
 * **Reasoning markers** (:attr:`TemplateCapabilities.thinking_tags`): the first of
-  :data:`KNOWN_MARKERS` whose start (or end) appears in the template or its string variables, else
+  :data:`KNOWN_MARKERS` whose start appears in the template or its string variables, else
   the most frequent think-like XML pair ``<name>``/``</name>`` (``name`` contains ``think`` and not
   ``instruction``: ``<think>``, ``<seed:think>``, ``<mm:think>``, ``<think:opensource>``,
   ``<thinking>``).
@@ -25,24 +25,29 @@ name their markers once (``think_begin_token = '<seed:think>'``).
   ``a if c else b`` on its own -- has its last start marker after its last end marker. With a
   thinking switch this means "when thinking is on" (llama-server sends ``enable_thinking: true``
   unless told otherwise).
-* **thinking_toggle**: the first of ``enable_thinking``, ``thinking``, ``reasoning``,
-  ``thinking_mode`` the template reads as a free variable (not a message field, not a name it
-  always assigns itself). **thinking_off** is ``False``, or for ``thinking_mode`` the string it is
-  compared with that contains ``disable``.
+* **thinking_toggle**: the first of :data:`THINKING_SWITCHES` the template reads as a free
+  variable (not a message field, not a ``name=`` argument, not a name it always assigns itself).
+  **thinking_off** is ``False``; ``0`` for ``thinking_budget``; for ``thinking_mode`` the string it
+  is compared with that contains ``disable``. (llama-server maps ``reasoning_effort: "none"`` to
+  ``enable_thinking: false`` only; other switches must be sent as ``chat_template_kwargs``.)
 * **effort**: the first of ``reasoning_effort``, ``thinking_effort``, ``reasoning_strength`` read
   as a free variable; **effort_levels** are the strings it is compared with (``==``, ``in [...]``)
   or defaults to, in order of first appearance.
 * **tools**: ``tools`` (or ``available_tools``) is read as a free variable;
   **tool_calls**: a message's ``tool_calls`` is read.
-* **keeps_past_reasoning**: some output of a past turn's reasoning (directly, or through a
-  variable set from it) is not limited to the current turn. An output is limited when one of its
-  enclosing conditions (with ``set`` variables expanded) names a turn index -- ``loop.last``,
-  ``last_user``/``last_query``/``last_assistant``/``last_non_tool_call``, ``suffix_msgs``,
-  ``is_after_last_user`` -- or a training-only path (``is_training``), or compares a history
-  switch with ``==``; a condition ``true or ...`` (a history switch the template sets to ``true``)
-  is not limiting. **reasoning_history** is the history switch the template reads
+* **keeps_past_reasoning**: by default (no switch passed) some output of a message's reasoning
+  field -- directly, through a macro that prints it, or through a variable set from it in an
+  enclosing block of the output -- is not limited to the current turn. An output is limited when
+  one of its enclosing conditions (also with ``set`` variables expanded, up to three levels) names
+  a turn position -- ``loop.last``, ``last_user``/``last_query``/``last_assistant``/
+  ``last_non_tool_call``, ``suffix_msgs``, ``is_after_last_user``, ``future_final`` -- or a
+  training-only path (``is_training``), or compares a history switch with ``==``, or requires (as
+  one ``and`` part) a variable the template never sets and llama-server does not pass (off unless
+  the caller sends it); a condition ``true or ...`` (a history switch the template sets to
+  ``true``) is not limiting. **reasoning_history** is the history switch the template reads
   (:data:`HISTORY_SWITCHES`), if any. **reasoning_field** is the message field the template
-  reads reasoning from (``reasoning_content`` when it reads that one at all).
+  reads reasoning from (``reasoning_content`` when it reads that one at all; llama-server copies
+  ``reasoning_content`` into ``thinking`` for gpt-oss, llm-jp and LFM2, not into ``reasoning``).
 * **system_role** is False when the template raises "System role not supported";
   **alternating_roles** when it raises about roles that must alternate; **single_tool_call** when
   it raises about one tool call at a time; **tool_call_id_length** is the length it demands of
