@@ -91,11 +91,11 @@ def free_port() -> int:
 @contextmanager
 def running_server(
     exe: Path, model: Path, *, env: Mapping[str, str] | None = None, extra: list[str] | None = None,
-    timeout: float = 120.0,
+    timeout: float = 120.0, ctx: int = 512,
 ) -> Iterator[str]:
     """Start a real llama-server on a free loopback port; yield its base URL; always stop it."""
     port = free_port()
-    cmd = [str(exe), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "512",
+    cmd = [str(exe), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", str(ctx),
            "--jinja", *(extra or [])]
     proc = subprocess.Popen(cmd, env=dict(env or os.environ), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)

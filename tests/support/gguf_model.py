@@ -1,15 +1,15 @@
 """Writes small but real llama-architecture GGUF models for tests.
 
-The model uses the real SentencePiece vocabulary shipped in the pinned llama.cpp source
-(``models/ggml-vocab-llama-spm.gguf``), random weights (deterministic by seed) and a ChatML
-chat template, so a real llama-server loads it and streams replies. ``ModelSpec.vocab`` picks
-another of the source's real tokenizers (``"qwen2"``: the byte-level BPE of Qwen2 and the
-DeepSeek-R1 distills) and ``ModelSpec.chat_template`` another template (e.g. one of
-``models/templates/*.jinja``). Also writes split
+The model uses a real vocabulary shipped in the pinned llama.cpp source (by default the
+SentencePiece ``models/ggml-vocab-llama-spm.gguf``; any ``ggml-vocab-*.gguf`` by name, BPE ones
+with their pre-tokenizer and merges), random weights (deterministic by seed) and a chat template
+(ChatML by default), so a real llama-server loads it and streams replies. Also writes split
 (``-0000N-of-0000M.gguf``) and broken variants, and a random-weight multimodal projector
 (``mmproj``, llava-style "mlp" CLIP) that the pinned llama-server loads with ``--mmproj``.
 
-Usable as a script: ``python -m tests.support.gguf_model OUT.gguf [--layers N] [--width W]``.
+Usable as a script: ``python -m tests.support.gguf_model OUT.gguf [--layers N] [--width W]
+[--vocab qwen2] [--template FILE.jinja]``. The chat-template zoo (one model per real template) is
+``tests/support/template_zoo.py``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +35,17 @@ CHATML_TEMPLATE = (
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Shape of a generated test model."""
+    """Shape of a generated test model.
+
+    ``vocab`` names a ``models/ggml-vocab-<vocab>.gguf`` of the pinned llama.cpp source; its
+    ``tokenizer.*`` keys are copied as they are (SPM, BPE with ``pre`` and ``merges``, special
+    token ids), so the engine tokenizes exactly as for the real model family. ``added_tokens``
+    become single tokens (in the vocabulary's unused ``[PAD…]`` slots, else appended), as the real
+    models have their template's markers (``<think>``, ``<tool_call>``) as added tokens.
+    ``tie_embeddings`` drops ``output.weight`` (llama reuses ``token_embd``) and
+    ``embedding_type`` may quantise ``token_embd`` (``Q4_0``/``Q8_0``): both keep models with
+    150k-token vocabularies a few MB.
+    """
 
     layers: int = 2
     width: int = 64
@@ -43,14 +55,15 @@ class ModelSpec:
     context: int = 4096
     seed: int = 1234
     name: str = "Strata Test Llama"
-    # Which real tokenizer (``models/ggml-vocab-<vocab>.gguf``) and chat template the model carries.
     vocab: str = "llama-spm"
     chat_template: str = CHATML_TEMPLATE
+    added_tokens: tuple[str, ...] = ()
+    tie_embeddings: bool = False
+    embedding_type: str = "F16"
 
 
-def vocab_path(vocab: str = "llama-spm") -> Path:
-    """A vocab GGUF from the pinned llama.cpp source (built by scripts/test-engines.sh): by default
-    the SentencePiece one; ``"qwen2"`` is the byte-level BPE of Qwen2 and the DeepSeek-R1 distills."""
+def llama_src() -> Path:
+    """The pinned llama.cpp source tree (``STRATA_TEST_LLAMA_SRC`` or ``engines.env``)."""
     src = os.environ.get("STRATA_TEST_LLAMA_SRC")
     if not src:
         env_file = Path(os.environ.get("STRATA_DEV_CACHE", Path.home() / ".cache/strata-dev")) / "engines.env"
@@ -60,37 +73,152 @@ def vocab_path(vocab: str = "llama-spm") -> Path:
                     src = line.split("=", 1)[1]
     if not src:
         raise FileNotFoundError("llama.cpp source not found: run scripts/test-engines.sh first")
-    path = Path(src) / "models" / f"ggml-vocab-{vocab}.gguf"
+    return Path(src)
+
+
+def vocab_path(name: str = "llama-spm") -> Path:
+    """A vocab GGUF from the pinned llama.cpp source (built by scripts/test-engines.sh)."""
+    path = llama_src() / "models" / f"ggml-vocab-{name}.gguf"
     if not path.exists():
         raise FileNotFoundError(f"{path} missing: re-run scripts/test-engines.sh")
     return path
 
 
-@functools.cache  # reading Qwen2's 151,936 tokens and merges takes seconds; models share them
-def _vocab(vocab: str = "llama-spm") -> dict[str, object]:
+# A vocabulary file's keys that describe its own (absent) chat template or model, not the tokenizer.
+_NOT_COPIED = ("tokenizer.chat_template", "tokenizer.chat_templates")
+# Token types (llama.cpp's llama_token_type): what an added marker becomes.
+_USER_DEFINED = 4
+_CONTROL = 3
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """The ``tokenizer.*`` key/values of a real vocabulary, ready to copy into a model.
+
+    Attributes:
+        name: The vocab file's name part (``qwen2`` for ``ggml-vocab-qwen2.gguf``).
+        fields: ``(key, value, value type, array item type)`` in file order.
+        n_tokens: Tokens in the vocabulary (rows of ``token_embd``).
+    """
+
+    name: str
+    fields: tuple[tuple[str, Any, Any, Any], ...]
+    n_tokens: int
+
+    def value(self, key: str) -> Any:
+        for k, v, _, _ in self.fields:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+
+# GGUF value types (gguf.GGUFValueType) and their struct formats, for the header reader below.
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_NP = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?", 10: "<u8", 11: "<i8", 12: "<f8"}
+
+
+def _read_kv(data: bytes) -> list[tuple[str, Any, int, int | None]]:
+    """Every key/value of a GGUF header as ``(key, value, type, array item type)``.
+
+    ``gguf.GGUFReader`` takes ~15 s on a 150k-token vocabulary (a numpy view per string); this
+    walks the bytes once (~0.3 s), so writing a zoo model stays quick.
+    """
+    import struct
+
+    mv = memoryview(data)
+    pos = 24
+    n_kv = struct.unpack_from("<Q", mv, 16)[0]
+
+    def string(at: int) -> tuple[str, int]:
+        n = struct.unpack_from("<Q", mv, at)[0]
+        return bytes(mv[at + 8:at + 8 + n]).decode("utf-8", errors="surrogateescape"), at + 8 + n
+
+    out: list[tuple[str, Any, int, int | None]] = []
+    for _ in range(n_kv):
+        key, pos = string(pos)
+        vtype = struct.unpack_from("<I", mv, pos)[0]
+        pos += 4
+        if vtype == 8:
+            value, pos = string(pos)
+            out.append((key, value, vtype, None))
+        elif vtype == 9:
+            sub, count = struct.unpack_from("<IQ", mv, pos)
+            pos += 12
+            if sub == 8:
+                items = []
+                for _ in range(count):
+                    item, pos = string(pos)
+                    items.append(item)
+                out.append((key, items, vtype, sub))
+            else:
+                arr = np.frombuffer(mv, dtype=_NP[sub], count=count, offset=pos)
+                pos += arr.nbytes
+                out.append((key, arr.tolist(), vtype, sub))
+        else:
+            fmt = _SCALARS[vtype]
+            out.append((key, struct.unpack_from(fmt, mv, pos)[0], vtype, None))
+            pos += struct.calcsize(fmt)
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _read_vocab(name: str) -> Vocab:
     import gguf
 
-    reader = gguf.GGUFReader(str(vocab_path(vocab)))
-
-    def field(name: str) -> object:
-        f = reader.fields.get(name)
-        return None if f is None else f.contents()
-
-    # A BPE vocab (qwen2) has merges and no scores or unknown token; SentencePiece the reverse.
-    return {
-        "model": field("tokenizer.ggml.model"),
-        "pre": field("tokenizer.ggml.pre") or "default",
-        "tokens": field("tokenizer.ggml.tokens"),
-        "scores": field("tokenizer.ggml.scores"),
-        "token_type": field("tokenizer.ggml.token_type"),
-        "merges": field("tokenizer.ggml.merges"),
-        "bos": field("tokenizer.ggml.bos_token_id"),
-        "eos": field("tokenizer.ggml.eos_token_id"),
-        "unk": field("tokenizer.ggml.unknown_token_id"),
-    }
+    fields = tuple(
+        (key, value, gguf.GGUFValueType(vtype), None if sub is None else gguf.GGUFValueType(sub))
+        for key, value, vtype, sub in _read_kv(vocab_path(name).read_bytes())
+        if key.startswith("tokenizer.") and not key.startswith(_NOT_COPIED)
+    )
+    vocab = Vocab(name, fields, 0)
+    return Vocab(name, fields, len(vocab.value("tokenizer.ggml.tokens")))
 
 
-def _tensors(spec: ModelSpec, n_vocab: int) -> list[tuple[str, np.ndarray]]:
+def load_vocab(name: str = "llama-spm", added_tokens: tuple[str, ...] = ()) -> Vocab:
+    """The real vocabulary ``name``, with ``added_tokens`` it lacks made single tokens.
+
+    An added token takes the first unused ``[PAD…]`` slot (BPE vocabularies are padded to a round
+    size, and the real models put their added tokens there), else it is appended. Markers written
+    ``<|…|>`` (``<｜…｜>``) become control tokens, the rest user-defined, as the real models have
+    them (Qwen3's ``<think>`` is not special; gpt-oss's ``<|channel|>`` is).
+    """
+    base = _read_vocab(name)
+    tokens: list[str] = list(base.value("tokenizer.ggml.tokens"))
+    present = set(tokens)
+    missing = [t for t in dict.fromkeys(added_tokens) if t not in present]
+    if not missing:
+        return base
+    types: list[int] = list(base.value("tokenizer.ggml.token_type"))
+    scores: list[float] | None = None
+    try:
+        scores = list(base.value("tokenizer.ggml.scores"))
+    except KeyError:
+        pass
+    pads = (i for i, t in enumerate(tokens) if t.startswith("[PAD") and t.endswith("]"))
+    for marker in missing:
+        kind = _CONTROL if re.fullmatch(r"<[|｜].*[|｜]>", marker) else _USER_DEFINED
+        slot = next(pads, None)
+        if slot is None:
+            tokens.append(marker)
+            types.append(kind)
+            if scores is not None:
+                scores.append(0.0)
+        else:
+            tokens[slot] = marker
+            types[slot] = kind
+            if scores is not None:
+                scores[slot] = 0.0
+    replaced = {"tokenizer.ggml.tokens": tokens, "tokenizer.ggml.token_type": types}
+    if scores is not None:
+        replaced["tokenizer.ggml.scores"] = scores
+    fields = tuple((k, replaced.get(k, v), t, s) for k, v, t, s in base.fields)
+    return Vocab(name, fields, len(tokens))
+
+
+def _tensors(spec: ModelSpec, n_vocab: int) -> list[tuple[str, np.ndarray, Any]]:
+    """``(name, data, raw type or None)``; ``token_embd`` quantised when the spec says so."""
+    import gguf
+
     rng = np.random.default_rng(spec.seed)
     head_dim = spec.width // spec.heads
 
@@ -101,25 +229,85 @@ def _tensors(spec: ModelSpec, n_vocab: int) -> list[tuple[str, np.ndarray]]:
         return np.ones(n, dtype=np.float32)
 
     # numpy shapes are (rows, cols) = GGUF dims reversed.
-    out = [("token_embd.weight", w(n_vocab, spec.width))]
+    if spec.embedding_type == "F16":
+        out: list[tuple[str, np.ndarray, Any]] = [("token_embd.weight", w(n_vocab, spec.width), None)]
+    else:
+        qtype = gguf.GGMLQuantizationType[spec.embedding_type]
+        out = [("token_embd.weight", _random_quantized(rng, n_vocab, spec.width, qtype), qtype)]
     for i in range(spec.layers):
         p = f"blk.{i}."
         out += [
-            (p + "attn_norm.weight", norm(spec.width)),
-            (p + "attn_q.weight", w(spec.width, spec.width)),
-            (p + "attn_k.weight", w(spec.kv_heads * head_dim, spec.width)),
-            (p + "attn_v.weight", w(spec.kv_heads * head_dim, spec.width)),
-            (p + "attn_output.weight", w(spec.width, spec.width)),
-            (p + "ffn_norm.weight", norm(spec.width)),
-            (p + "ffn_gate.weight", w(spec.ff, spec.width)),
-            (p + "ffn_up.weight", w(spec.ff, spec.width)),
-            (p + "ffn_down.weight", w(spec.width, spec.ff)),
+            (p + "attn_norm.weight", norm(spec.width), None),
+            (p + "attn_q.weight", w(spec.width, spec.width), None),
+            (p + "attn_k.weight", w(spec.kv_heads * head_dim, spec.width), None),
+            (p + "attn_v.weight", w(spec.kv_heads * head_dim, spec.width), None),
+            (p + "attn_output.weight", w(spec.width, spec.width), None),
+            (p + "ffn_norm.weight", norm(spec.width), None),
+            (p + "ffn_gate.weight", w(spec.ff, spec.width), None),
+            (p + "ffn_up.weight", w(spec.ff, spec.width), None),
+            (p + "ffn_down.weight", w(spec.width, spec.ff), None),
         ]
-    out += [("output_norm.weight", norm(spec.width)), ("output.weight", w(n_vocab, spec.width))]
+    out.append(("output_norm.weight", norm(spec.width), None))
+    if not spec.tie_embeddings:
+        out.append(("output.weight", w(n_vocab, spec.width), None))
     return out
 
 
-def _writer_common(writer: object, spec: ModelSpec, vocab: dict[str, object]) -> None:
+def _random_quantized(rng: np.random.Generator, rows: int, cols: int, qtype: Any) -> np.ndarray:
+    """Random weights written straight in a block format (quantising 150k rows in numpy is slow).
+
+    A ``Q8_0`` block is an f16 scale and 32 int8 values; a ``Q4_0`` block an f16 scale and 32
+    4-bit values stored offset by 8. The scale keeps values near the f16 weights' spread (±0.05).
+    """
+    import gguf
+
+    if cols % 32:
+        raise ValueError(f"a quantised row needs a multiple of 32 values, not {cols}")
+    blocks = rows * cols // 32
+    if qtype == gguf.GGMLQuantizationType.Q8_0:
+        scale, body = np.float16(0.05 / 127), rng.integers(-127, 128, (blocks, 32), dtype=np.int8).view(np.uint8)
+    elif qtype == gguf.GGMLQuantizationType.Q4_0:
+        scale, body = np.float16(0.05 / 8), rng.integers(0, 256, (blocks, 16), dtype=np.uint8)
+    else:
+        raise ValueError(f"unsupported embedding type {qtype!r}")
+    head = np.full((blocks, 1), scale, dtype=np.float16).view(np.uint8)
+    return np.concatenate([head, body], axis=1).reshape(rows, -1)
+
+
+def _fast_writer(path: str, arch: str, **kw: Any) -> Any:
+    """A ``gguf.GGUFWriter`` that packs long arrays in one step.
+
+    Its own packer builds each of a 150k-token vocabulary's strings (tokens and merges: ~1.3M
+    values for Gemma 4) one call at a time, 2-4 s per model; the zoo writes 71 of them.
+    """
+    import struct
+
+    import gguf
+
+    numpy_types = {gguf.GGUFValueType.UINT8: "<u1", gguf.GGUFValueType.INT8: "<i1",
+                   gguf.GGUFValueType.UINT16: "<u2", gguf.GGUFValueType.INT16: "<i2",
+                   gguf.GGUFValueType.UINT32: "<u4", gguf.GGUFValueType.INT32: "<i4",
+                   gguf.GGUFValueType.FLOAT32: "<f4", gguf.GGUFValueType.UINT64: "<u8",
+                   gguf.GGUFValueType.INT64: "<i8", gguf.GGUFValueType.FLOAT64: "<f8"}
+
+    class FastWriter(gguf.GGUFWriter):  # type: ignore[misc]
+        def _pack_val(self, val: Any, vtype: Any, add_vtype: bool, sub_type: Any = None) -> bytes:
+            if (vtype != gguf.GGUFValueType.ARRAY or sub_type is None or len(val) < 1024
+                    or self.endianess != gguf.GGUFEndian.LITTLE):
+                return bytes(super()._pack_val(val, vtype, add_vtype, sub_type))
+            head = struct.pack("<I", vtype) if add_vtype else b""
+            head += struct.pack("<IQ", sub_type, len(val))
+            if sub_type == gguf.GGUFValueType.STRING:
+                encoded = [v.encode("utf-8") if isinstance(v, str) else v for v in val]
+                lengths = np.array([len(e) for e in encoded], dtype="<u8")
+                body = b"".join(n + e for n, e in zip((x.tobytes() for x in lengths), encoded, strict=True))
+                return head + body
+            return head + np.asarray(val, dtype=numpy_types[sub_type]).tobytes()
+
+    return FastWriter(path, arch, **kw)
+
+
+def _writer_common(writer: object, spec: ModelSpec, vocab: Vocab) -> None:
     import gguf
 
     wr: gguf.GGUFWriter = writer  # type: ignore[assignment]
@@ -133,34 +321,28 @@ def _writer_common(writer: object, spec: ModelSpec, vocab: dict[str, object]) ->
     wr.add_rope_dimension_count(spec.width // spec.heads)
     wr.add_layer_norm_rms_eps(1e-5)
     wr.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    wr.add_tokenizer_model(str(vocab["model"]))
-    wr.add_tokenizer_pre(str(vocab["pre"]))
-    wr.add_token_list(vocab["tokens"])  # type: ignore[arg-type]
-    if vocab["scores"] is not None:
-        wr.add_token_scores(vocab["scores"])  # type: ignore[arg-type]
-    wr.add_token_types(vocab["token_type"])  # type: ignore[arg-type]
-    if vocab["merges"] is not None:
-        wr.add_token_merges(vocab["merges"])  # type: ignore[arg-type]
-    wr.add_bos_token_id(int(vocab["bos"]))  # type: ignore[call-overload]
-    wr.add_eos_token_id(int(vocab["eos"]))  # type: ignore[call-overload]
-    if vocab["unk"] is not None:
-        wr.add_unk_token_id(int(vocab["unk"]))  # type: ignore[call-overload]
-    wr.add_add_bos_token(vocab["model"] == "llama")  # SentencePiece models add BOS; Qwen2's BPE does not
-    wr.add_add_eos_token(False)
+    for key, value, vtype, sub in vocab.fields:
+        wr.add_key_value(key, value, vtype, sub)
     wr.add_chat_template(spec.chat_template)
+
+
+def _write_tensors(writer: object, spec: ModelSpec, vocab: Vocab) -> None:
+    import gguf
+
+    wr: gguf.GGUFWriter = writer  # type: ignore[assignment]
+    for name, data, raw in _tensors(spec, vocab.n_tokens):
+        wr.add_tensor(name, data, raw_dtype=raw)
 
 
 def write_model(path: Path, spec: ModelSpec | None = None) -> Path:
     """Write a single-file test model to ``path`` and return it."""
-    import gguf
 
     spec = spec or ModelSpec()
-    vocab = _vocab(spec.vocab)
+    vocab = load_vocab(spec.vocab, spec.added_tokens)
     path.parent.mkdir(parents=True, exist_ok=True)
-    writer = gguf.GGUFWriter(str(path), "llama")
+    writer = _fast_writer(str(path), "llama")
     _writer_common(writer, spec, vocab)
-    for name, data in _tensors(spec, len(vocab["tokens"])):  # type: ignore[arg-type]
-        writer.add_tensor(name, data)
+    _write_tensors(writer, spec, vocab)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -263,23 +445,18 @@ def write_mmproj(path: Path, spec: ProjectorSpec | None = None) -> Path:
 
 def write_split_model(directory: Path, stem: str, parts: int = 3, spec: ModelSpec | None = None) -> list[Path]:
     """Write a split model as ``{stem}-0000N-of-0000M.gguf`` files; returns them in order."""
-    import gguf
 
     spec = spec or ModelSpec()
-    vocab = _vocab(spec.vocab)
+    vocab = load_vocab(spec.vocab, spec.added_tokens)
     directory.mkdir(parents=True, exist_ok=True)
-    tensors = _tensors(spec, len(vocab["tokens"]))  # type: ignore[arg-type]
+    tensors = _tensors(spec, vocab.n_tokens)
     # Spread the tensors over `parts` shards of roughly equal size.
     per = -(-len(tensors) // parts)
     base = directory / f"{stem}.gguf"
-    writer = gguf.GGUFWriter(
-        str(base),
-        "llama",
-        split_max_tensors=per,
-    )
+    writer = _fast_writer(str(base), "llama", split_max_tensors=per)
     _writer_common(writer, spec, vocab)
-    for name, data in tensors:
-        writer.add_tensor(name, data)
+    for name, data, raw in tensors:
+        writer.add_tensor(name, data, raw_dtype=raw)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -312,8 +489,11 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--split", type=int, default=0, help="write N shards into OUT's folder")
+    ap.add_argument("--vocab", default="llama-spm", help="a ggml-vocab-<NAME>.gguf of the pinned source")
+    ap.add_argument("--template", type=Path, help="a .jinja chat template file (default: ChatML)")
     args = ap.parse_args()
-    spec = ModelSpec(layers=args.layers, width=args.width, seed=args.seed)
+    spec = ModelSpec(layers=args.layers, width=args.width, seed=args.seed, vocab=args.vocab,
+                     chat_template=args.template.read_text(encoding="utf-8") if args.template else CHATML_TEMPLATE)
     if args.split:
         for f in write_split_model(args.out.parent, args.out.stem, args.split, spec):
             print(f)

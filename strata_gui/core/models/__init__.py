@@ -5,6 +5,11 @@ from typing import TYPE_CHECKING
 from strata_gui.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from strata_gui.core.models.chat_template import (
+        TemplateCapabilities,
+        read_chat_template,
+        template_capabilities,
+    )
     from strata_gui.core.models.download_manager import (
         DownloadEvent,
         JobFinished,
@@ -67,6 +72,7 @@ __all__ = [
     "SearchPage",
     "StarterFit",
     "StarterModel",
+    "TemplateCapabilities",
     "Verdict",
     "environment_endpoint",
     "format_params",
@@ -74,11 +80,14 @@ __all__ = [
     "load_starters",
     "metadata_summary",
     "model_parts",
+    "read_chat_template",
     "recommend",
+    "template_capabilities",
 ]
 
 # Each module loads when one of its names is first read (see strata_gui.core.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "chat_template": ["TemplateCapabilities", "read_chat_template", "template_capabilities"],
     "download_manager": ["DownloadEvent", "JobFinished", "JobProgress", "JobStateChanged"],
     "downloads": ["DownloadJob", "DownloadState"],
     "fit": ["FitEstimate", "ModelShape", "Verdict"],

@@ -189,6 +189,12 @@ class GGUFMetadata:
         return bool(self.fields.get("tokenizer.chat_template"))
 
     @property
+    def chat_template(self) -> str | None:
+        """The model's default chat template (``tokenizer.chat_template``), if it has one."""
+        value = self.fields.get("tokenizer.chat_template")
+        return value if isinstance(value, str) and value else None
+
+    @property
     def split_no(self) -> int:
         return int(self.fields.get("split.no", 0))
 
@@ -412,6 +418,74 @@ def read_prefix_file(path: Path, *, chunk: int = 2 * 1024 * 1024, limit: int = 2
                     buf += data
     except OSError as exc:
         raise GGUFError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
+
+
+def read_string_field(path: Path, key: str) -> str | None:
+    """One string value of a local GGUF header, or None when the key is absent.
+
+    Walks the header in place (``mmap``), skipping other values without decoding them: a
+    150k-token vocabulary (tokens and merges are string arrays) costs ~0.1 s instead of the
+    ~1 s :func:`read_prefix_file` takes to build every string.
+
+    Raises:
+        GGUFError: Not a GGUF file, or the header is damaged or cut short.
+    """
+    import mmap
+
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return _find_string(mm, key, path.name)
+    except ValueError as exc:  # mmap of an empty file
+        raise GGUFError(f"{path.name} is not a GGUF file (it is empty).") from exc
+    except OSError as exc:
+        raise GGUFError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
+
+
+def _find_string(mm: Any, key: str, label: str) -> str | None:
+    unpack = struct.unpack_from
+    size = len(mm)
+    try:
+        if mm[:4] != GGUF_MAGIC:
+            raise GGUFError(f"{label} is not a GGUF file (it starts with {bytes(mm[:4])!r}, not b'GGUF').",
+                            hint="Only .gguf model files can be used.")
+        n_kv = unpack("<Q", mm, 16)[0]
+        pos = 24
+        wanted = key.encode()
+        for _ in range(n_kv):
+            n = unpack("<Q", mm, pos)[0]
+            name = mm[pos + 8:pos + 8 + n]
+            pos += 8 + n
+            vtype = unpack("<I", mm, pos)[0]
+            pos += 4
+            if name == wanted and vtype == _STRING:
+                n = unpack("<Q", mm, pos)[0]
+                if pos + 8 + n > size:
+                    raise struct.error("string past the end")
+                return bytes(mm[pos + 8:pos + 8 + n]).decode("utf-8")
+            pos = _skip_value(mm, pos, vtype)
+            if pos > size:
+                raise struct.error("value past the end")
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise GGUFError(f"{label} is damaged or incomplete: its header cannot be read ({exc}).",
+                        hint="Download the file again.") from exc
+    return None
+
+
+def _skip_value(mm: Any, pos: int, vtype: int) -> int:
+    if vtype == _STRING:
+        return pos + 8 + int(struct.unpack_from("<Q", mm, pos)[0])
+    if vtype == _ARRAY:
+        sub, count = struct.unpack_from("<IQ", mm, pos)
+        pos += 12
+        if sub in _SCALAR_FORMATS:
+            return pos + struct.calcsize(_SCALAR_FORMATS[sub]) * int(count)
+        for _ in range(count):
+            pos = _skip_value(mm, pos, sub)
+        return pos
+    fmt = _SCALAR_FORMATS.get(vtype)
+    if fmt is None:
+        raise GGUFError(f"Corrupt GGUF header: unknown value type {vtype}.", hint="Download the file again.")
+    return pos + struct.calcsize(fmt)
 
 
 def metadata_summary(meta: GGUFMetadata, *, drop: Sequence[str] = ()) -> dict[str, Any]:
