@@ -306,7 +306,8 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         return ChatPage(services.chat, bridge, remote=services.remote, use_engine_folder=services.use_engine_folder,
                         resolve=services.resolver.resolve, load_options=services.load_options,
                         gpu_picks=services.resolver.gpu_picks,
-                        choose_devices=lambda keys: services.settings.update(devices=keys))
+                        choose_devices=lambda keys: services.settings.update(devices=keys),
+                        tools=lambda: (services.tool_servers, services.tools))
 
     def chat_with(path: Path) -> None:
         pages.chat.set_model(path)  # the chat service remembers it as the last model

@@ -328,3 +328,31 @@ def test_thinking_settings_reach_the_request_and_old_thinking_stays_home() -> No
     assistant = [m for m in second["messages"] if m["role"] == "assistant"]
     assert assistant == [{"role": "assistant", "content": "c0 c1 "}]  # no reasoning_content
     assert json.dumps(second).count("r0") == 0
+
+
+def test_thinking_is_spelled_the_way_each_template_reads_it() -> None:
+    from strata_gui.core.chat.service import for_template
+    from strata_gui.core.models.chat_template import TemplateCapabilities
+    from strata_gui.core.runtime.client import RequestOptions
+
+    def body(options: RequestOptions, caps: TemplateCapabilities | None) -> dict[str, Any]:
+        return for_template(options, caps).to_request()
+
+    qwen3 = TemplateCapabilities(thinking=True, thinking_toggle="enable_thinking", thinking_off=False)
+    off, on = RequestOptions(thinking=False), RequestOptions(thinking=True, effort="high")
+    assert body(off, qwen3) == off.to_request() == {"chat_template_kwargs": {"enable_thinking": False},
+                                                    "reasoning_effort": "none"}
+    assert body(on, None) == on.to_request()
+    mode = TemplateCapabilities(thinking=True, thinking_toggle="thinking_mode", thinking_off="disabled")
+    assert body(off, mode) == {"chat_template_kwargs": {"thinking_mode": "disabled"}, "reasoning_effort": "none"}
+    assert body(on, mode) == {"reasoning_effort": "high"}  # "on" is the template's own default mode
+    budget = TemplateCapabilities(thinking=True, thinking_toggle="thinking_budget", thinking_off=0)
+    assert body(off, budget)["chat_template_kwargs"] == {"thinking_budget": 0}
+    switch = TemplateCapabilities(thinking=True, thinking_toggle="thinking", thinking_off=False,
+                                  effort="thinking_effort", effort_levels=("low", "high"))
+    assert body(on, switch) == {"chat_template_kwargs": {"thinking": True, "thinking_effort": "high"}}
+    gpt_oss = TemplateCapabilities(thinking=True, effort="reasoning_effort", effort_levels=("medium",))
+    assert body(on, gpt_oss) == on.to_request()
+    effort_only = TemplateCapabilities(thinking=True, thinking_toggle="enable_thinking", thinking_off=False,
+                                       effort="reasoning_strength")
+    assert body(on, effort_only) == {"chat_template_kwargs": {"reasoning_strength": "high", "enable_thinking": True}}

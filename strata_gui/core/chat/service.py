@@ -259,6 +259,15 @@ class TemplateInfo(Protocol):
     @property
     def keeps_past_reasoning(self) -> bool: ...
 
+    @property
+    def thinking_toggle(self) -> str | None: ...
+
+    @property
+    def thinking_off(self) -> bool | int | str | None: ...
+
+    @property
+    def effort(self) -> str | None: ...
+
 
 ChatEvent = (EngineStatus | Notice | EngineSwitchOffer | PlanChanged | MessageAdded | MessageDelta | MessageUpdated
              | ReplyProgress)
@@ -355,7 +364,7 @@ class ChatService:
         launch_settings: Callable[[Path], ServerSettings] | None = None,
         model_options: Callable[[Path], LoadOptions] | None = None,
         save_model_options: Callable[[Path, LoadOptions], None] | None = None,
-        template: Callable[[Path], TemplateInfo | None] | None = None,
+        template: Callable[[Path], Awaitable[TemplateInfo | None]] | None = None,
         tools: Callable[[], ChatTools | None] | None = None,
         watch_interval: float = WATCH_INTERVAL,
         silence_notice_s: float = SILENCE_NOTICE_S,
@@ -370,6 +379,7 @@ class ChatService:
         self._model_options = model_options
         self._save_model_options = save_model_options
         self._template = template
+        self._templates: dict[Path, TemplateInfo | None] = {}
         self.tools = tools
         self.approver: ChatApprover | None = None  # asks the user about a tool call; None: calls are denied
         # "required": the first request of a reply must call a tool (later ones may answer); "auto": the model chooses.
@@ -593,15 +603,20 @@ class ChatService:
                 pass
         return LoadOptions()
 
-    def template_info(self) -> TemplateInfo | None:
-        """What the chat model's template supports (None: unknown, or replies go to a remote engine)."""
-        if self._template is None or self.model is None or self.remote is not None:
+    async def template_info(self) -> TemplateInfo | None:
+        """What the chat model's template supports (None: unknown, or replies go to a remote engine).
+
+        Read from the model's header off the loop once per model, then remembered."""
+        model = self.model
+        if self._template is None or model is None or self.remote is not None:
             return None
-        try:
-            return self._template(self.model)
-        except (OSError, StrataError):  # an unreadable header: nothing special is assumed
-            log.warning("could not read the chat template of %s", self.model, exc_info=True)
-            return None
+        if model not in self._templates:
+            try:
+                self._templates[model] = await self._template(model)
+            except (OSError, StrataError):  # an unreadable header: nothing special is assumed
+                log.warning("could not read the chat template of %s", model, exc_info=True)
+                self._templates[model] = None
+        return self._templates[model]
 
     def options_changed(self) -> None:
         """The model's load options changed: the next reply reloads the model with them (the pool
@@ -770,7 +785,7 @@ class ChatService:
                               thinking_budget=budget, response_format=conv.structured_output.response_format(),
                               max_tokens=limit, extra=dict(self.request_extra))
 
-    def _chat_tools(self) -> ChatTools | None:
+    def _chat_tools(self, template: TemplateInfo | None) -> ChatTools | None:
         """The tools to offer this reply: none without a tool host, when the engine does not parse
         the chat format (a tool call would arrive as text), or when the template has no tools."""
         if self.tools is None:
@@ -778,7 +793,6 @@ class ChatService:
         if self.remote is None:
             if not self.launch_settings_or_default().chat_parsing:
                 return None
-            template = self.template_info()
             if template is not None and not template.tools:
                 return None
         return self.tools()
@@ -800,7 +814,13 @@ class ChatService:
                         on_progress: ProgressCallback | None) -> Message:
         """Stream the reply; while it asks for tools, run them (each asked about first), save their
         results and let the model go on, until it answers in words."""
-        tools = self._chat_tools()
+        try:
+            template = await self.template_info()
+        except asyncio.CancelledError:
+            self._finish(reply.id, "", STOPPED, ReplyStats(finish_reason="stopped"))
+            raise
+        options = for_template(options, template)
+        tools = self._chat_tools(template)
         catalog: ToolCatalog | None = None
         if tools is not None:
             try:
@@ -818,7 +838,7 @@ class ChatService:
                 # The last round still shows the tools (the history holds calls of them) but asks for words.
                 choice = "none" if last else self.tool_choice if rounds == 0 else "auto"
                 offered = dataclasses.replace(options, tools=catalog.openai_tools(), tool_choice=choice)
-            done = await self._stream_reply(conv, reply, offered, on_progress)
+            done = await self._stream_reply(conv, reply, offered, on_progress, template)
             if catalog is None or tools is None or last or done.status != COMPLETE or not done.tool_calls:
                 return done
             await self._run_tools(done, catalog, tools)
@@ -881,8 +901,7 @@ class ChatService:
         self._emit(MessageAdded(msg))
 
     async def _stream_reply(self, conv: Conversation, reply: Message, options: RequestOptions,
-                            on_progress: ProgressCallback | None) -> Message:
-        template = self.template_info()
+                            on_progress: ProgressCallback | None, template: TemplateInfo | None) -> Message:
         history = self.conversations.history(conv, upto=reply.id, with_images=self.accepts_images,
                                              with_reasoning=template is not None and template.keeps_past_reasoning)
         remote = self.remote
@@ -1086,6 +1105,44 @@ class ChatService:
         assert msg is not None
         self._emit(MessageUpdated(msg))
         return msg
+
+
+def for_template(options: RequestOptions, template: TemplateInfo | None) -> RequestOptions:
+    """``options`` with thinking and effort spelled the way the model's template reads them.
+
+    The client sends ``chat_template_kwargs.enable_thinking`` and ``reasoning_effort`` (which
+    llama-server also maps to ``enable_thinking``); a template with another switch (``thinking``,
+    ``reasoning``, ``thinking_mode``, ``thinking_budget``) or another effort name gets it under its own
+    name, with the value it takes for "off". "On" is sent only to a true/false switch: for the
+    others the template's own default is the "on" (a mode name or a budget Strata cannot guess).
+    """
+    if template is None:
+        return options
+    toggle, off, effort_key = template.thinking_toggle, template.thinking_off, template.effort
+    thinking = options.thinking
+    kwargs: dict[str, Any] = {}
+    if thinking is not None and toggle is not None and toggle != "enable_thinking":
+        if thinking is False:
+            kwargs[toggle] = off
+        elif isinstance(off, bool):
+            kwargs[toggle] = True
+        thinking = None  # not the client's enable_thinking, which this template does not read
+    effort = options.effort
+    if effort is not None and options.thinking is not False and effort_key is not None \
+            and effort_key != "reasoning_effort":
+        kwargs[effort_key] = effort
+        effort = None
+    if not kwargs:
+        return dataclasses.replace(options, thinking=thinking)
+    if thinking is not None:
+        kwargs["enable_thinking"] = thinking  # the client's spelling, which ``extra`` now carries
+    extra = dict(options.extra)
+    extra["chat_template_kwargs"] = {**dict(extra.get("chat_template_kwargs") or {}), **kwargs}
+    if options.thinking is False:
+        extra["reasoning_effort"] = "none"
+        effort = None
+    # Spelled out in ``extra`` now: the client's own spelling would overwrite it.
+    return dataclasses.replace(options, thinking=None, effort=effort, extra=extra)
 
 
 @dataclass(frozen=True)

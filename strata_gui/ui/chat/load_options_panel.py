@@ -1,8 +1,12 @@
-"""The chat's "Load options" panel: how the model is loaded, with the fit verdict kept current.
+"""The chat's "Load options" panel: how the model is loaded and how it replies, with the fit verdict
+kept current.
 
 Every edit is checked and judged by the core (:class:`LoadOptionsService`): the verdict changes as
 the options change (a q8_0 KV cache takes about half the memory of f16), and valid options are saved
-for the model at once. They apply at the next load; the chat reloads the engine for them.
+for the model at once. Loading options apply at the next load (the chat reloads the engine for
+them); the reply options (reply limit, thinking) go with each request. The thinking controls
+appear where the model's chat template has them: a thinking switch, an effort level (gpt-oss), a
+thinking block the engine can cut at a budget.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.models import (
     CACHE_TYPES,
+    EFFORTS,
     FitEstimate,
     LoadOptions,
     LoadOptionsService,
     ModelShape,
+    TemplateCapabilities,
     Verdict,
 )
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
@@ -98,6 +104,23 @@ class LoadOptionsPanel(QGroupBox):
         self.threads = _spin(0, 512, default)
         self.parallel = _spin(1, 64)
         self.mmap = QCheckBox(self.tr("Memory-map the model file"))
+        # How the model replies (sent with each request; no reload).
+        self.reply_limit = _spin(0, 1 << 20, self.tr("8,192 (default)"), 512)
+        self.reply_limit.setToolTip(self.tr("Longest reply in tokens, thinking included; a conversation's own "
+                                            "\"Max tokens\" wins"))
+        self.chat_parsing = QCheckBox(self.tr("Read thinking and tool calls (chat-format parsing)"))
+        self.chat_parsing.setToolTip(self.tr("Off: the engine leaves the model's text as written (for a model "
+                                             "whose output keeps failing its chat format); no tool calls then"))
+        self.thinking = QComboBox()
+        for value, text in (("auto", self.tr("Model default")), ("on", self.tr("On")), ("off", self.tr("Off"))):
+            self.thinking.addItem(text, value)
+        self.effort = QComboBox()
+        for value in EFFORTS:
+            self.effort.addItem(value.capitalize() if value else self.tr("Model default"), value)
+        self.thinking_budget = _spin(-1, 1 << 20, self.tr("no limit"), 256)
+        self.thinking_budget.setToolTip(self.tr("Most thinking tokens per reply; the engine then ends the thinking"))
+        self.template: TemplateCapabilities | None = None
+        self.template_handle: TaskHandle | None = None
         # Speculative decoding: a small model of the same vocabulary drafts, the model checks.
         self.draft_label = QLabel()
         self.draft_label.setWordWrap(True)
@@ -149,18 +172,26 @@ class LoadOptionsPanel(QGroupBox):
         draft.addWidget(self.draft_clear)
         form.addRow(self.tr("Draft model"), draft)
         form.addRow(self.tr("Draft tokens"), self.draft_max)
+        form.addRow(self.tr("Reply limit"), self.reply_limit)
+        form.addRow(self.tr("Thinking"), self.thinking)
+        form.addRow(self.tr("Thinking effort"), self.effort)
+        form.addRow(self.tr("Thinking budget"), self.thinking_budget)
+        form.addRow("", self.chat_parsing)
+        self._form = form
         form.addRow(self.tr("Fit"), self.verdict)
         row = QHBoxLayout()
         row.addWidget(self.note, 1)
         row.addWidget(self.reset_button)
         form.addRow(row)
 
-        for spin in (self.ctx_size, self.batch_size, self.ubatch_size, self.threads, self.parallel, self.draft_max):
+        for spin in (self.ctx_size, self.batch_size, self.ubatch_size, self.threads, self.parallel, self.draft_max,
+                     self.reply_limit, self.thinking_budget):
             spin.valueChanged.connect(self._edited)
-        for combo in (self.flash_attention, self.cache_type_k, self.cache_type_v):
+        for combo in (self.flash_attention, self.cache_type_k, self.cache_type_v, self.thinking, self.effort):
             combo.currentIndexChanged.connect(self._edited)
         self.gpu_layers.currentTextChanged.connect(self._edited)
         self.mmap.toggled.connect(self._edited)
+        self.chat_parsing.toggled.connect(self._edited)
         self.device.activated.connect(self._device_chosen)
         self.show_devices()
         self.set_model(None)
@@ -204,6 +235,8 @@ class LoadOptionsPanel(QGroupBox):
     def set_model(self, model: Path | None) -> None:
         """Show ``model``'s options (saved ones, else Settings') and read its shape for the fit."""
         self.model, self.shape, self.estimate = model, None, None
+        self.template, self.template_handle = None, None
+        self._show_thinking_rows()
         try:
             options = self._service.options(model)
         except StrataError as exc:
@@ -218,6 +251,7 @@ class LoadOptionsPanel(QGroupBox):
         self.shape_handle = None
         if self.active:
             self.ensure_shape()
+            self.ensure_template()
 
     def activate(self, on: bool) -> None:
         """Show (``on``) or hide the panel; the model's header is read when it is first shown."""
@@ -226,6 +260,7 @@ class LoadOptionsPanel(QGroupBox):
         if on:
             self.show_devices()
             self.ensure_shape()
+            self.ensure_template()
 
     def ensure_shape(self) -> TaskHandle | None:
         """Read the model's shape for the fit verdict unless it is read or being read."""
@@ -239,6 +274,32 @@ class LoadOptionsPanel(QGroupBox):
         handle.failed.connect(lambda err: self._shape_failed(model, err))
         self.shape_handle = handle
         return handle
+
+    def ensure_template(self) -> TaskHandle | None:
+        """Read what the model's chat template supports (the thinking rows follow it)."""
+        model = self.model
+        if model is None or self.template is not None or (
+                self.template_handle is not None and self.template_handle.is_running):
+            return self.template_handle
+        service = self._service
+        handle = self._bridge.run(lambda _p: service.template(model), name=self.tr("Read the chat template"),
+                                  show_errors=False)
+        handle.succeeded.connect(lambda caps: self._template_read(model, caps))
+        self.template_handle = handle
+        return handle
+
+    def _template_read(self, model: Path, caps: TemplateCapabilities | None) -> None:
+        if model == self.model:
+            self.template = caps
+            self._show_thinking_rows()
+
+    def _show_thinking_rows(self) -> None:
+        """Thinking controls only where the template has them (a switch, effort levels, a thinking block)."""
+        caps = self.template
+        form = self._form
+        form.setRowVisible(self.thinking, caps is not None and caps.thinking_toggle is not None)
+        form.setRowVisible(self.effort, caps is not None and caps.effort is not None)
+        form.setRowVisible(self.thinking_budget, caps is not None and caps.thinking)
 
     def _shape_read(self, model: Path, shape: ModelShape) -> None:
         if model == self.model:
@@ -264,6 +325,11 @@ class LoadOptionsPanel(QGroupBox):
             self.mmap.setChecked(o.mmap)
             self.draft_max.setValue(o.draft_max)
             self._show_draft(o.draft_model)
+            self.reply_limit.setValue(o.max_output_tokens)
+            self.chat_parsing.setChecked(o.chat_parsing)
+            self.thinking.setCurrentIndex(max(0, self.thinking.findData(o.thinking)))
+            self.effort.setCurrentIndex(max(0, self.effort.findData(o.effort)))
+            self.thinking_budget.setValue(o.thinking_budget)
         finally:
             self._loading = False
 
@@ -275,7 +341,9 @@ class LoadOptionsPanel(QGroupBox):
             cache_type_k=str(self.cache_type_k.currentData()), cache_type_v=str(self.cache_type_v.currentData()),
             batch_size=self.batch_size.value(), ubatch_size=self.ubatch_size.value(), threads=self.threads.value(),
             mmap=self.mmap.isChecked(), parallel=self.parallel.value(), draft_model=self._draft,
-            draft_max=self.draft_max.value())
+            draft_max=self.draft_max.value(), chat_parsing=self.chat_parsing.isChecked(),
+            max_output_tokens=self.reply_limit.value(), thinking=str(self.thinking.currentData()),
+            effort=str(self.effort.currentData()), thinking_budget=self.thinking_budget.value())
 
     # -- draft model ---------------------------------------------------------------------------------
     def _show_draft(self, path: str) -> None:

@@ -432,7 +432,8 @@ class MessageWidget(QFrame):
         thinking.render_text()
         thinking.setVisible(bool(message.thinking))
         if message.status != STREAMING:
-            thinking.show_done(message.stats.thinking_s, message.stats.thinking_n or None)
+            thinking.show_done(message.stats.thinking_s, message.stats.thinking_n or None,
+                               answered=bool(message.content.strip() or message.tool_calls))
 
     def _show_tool_calls(self, message: Message) -> None:
         for record in message.tool_calls:

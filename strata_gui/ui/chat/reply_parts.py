@@ -148,8 +148,9 @@ class ThinkingBlock(QFrame):
         if not self.user_chose:
             self.set_expanded(False)
 
-    def show_done(self, seconds: float | None, tokens: int | None, *, streaming: bool = False) -> None:
-        """The thinking as saved: "Thought for 12 s · 840 tokens" (folded unless the reader opened it)."""
+    def show_done(self, seconds: float | None, tokens: int | None, *, answered: bool = True) -> None:
+        """The thinking as saved: "Thought for 12 s · 840 tokens", folded under an answer unless the
+        reader opened it (a reply that is only thinking stays open: it is all there is to read)."""
         parts = []
         if seconds is not None:
             parts.append(self.tr("Thought for {0}").format(duration_text(seconds)))
@@ -158,8 +159,8 @@ class ThinkingBlock(QFrame):
         if tokens:
             parts.append(self.tr("{0:,} tokens").format(tokens))
         self.toggle.setText(" · ".join(parts))
-        if not streaming and not self.user_chose:
-            self.set_expanded(False)
+        if not self.user_chose:
+            self.set_expanded(not answered)
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text.strip())
