@@ -41,7 +41,7 @@ from strata_gui.core.models import (
     TemplateCapabilities,
     Verdict,
 )
-from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 
 _VERDICT_COLOURS = {Verdict.FULL_GPU: "#15803d", Verdict.PARTIAL: "#b45309",
                     Verdict.CPU_ONLY: "#6b7280", Verdict.WONT_FIT: "#b91c1c"}
@@ -84,6 +84,7 @@ class LoadOptionsPanel(QGroupBox):
         self.shape_handle: TaskHandle | None = None
         self.active = False  # shown by the user: only then is the model's header read
         self._loading = False
+        self._saving = False  # this panel is saving (its own save needs no re-show)
 
         default = self.tr("default")
         self.ctx_size = _spin(0, 1 << 20, self.tr("from the model"), 256)
@@ -195,6 +196,13 @@ class LoadOptionsPanel(QGroupBox):
         self.device.activated.connect(self._device_chosen)
         self.show_devices()
         self.set_model(None)
+        # Saved elsewhere too ("Retry without format parsing", the CLI): the panel shows what is saved.
+        follow(self, service.events, self._saved_elsewhere)
+
+    def _saved_elsewhere(self, model: Path) -> None:
+        if model == self.model and not self._loading and not self._saving:
+            self._show(self._service.options(model))
+            self._refresh()
 
     # -- device -------------------------------------------------------------------------------------
     def show_devices(self) -> None:
@@ -397,11 +405,14 @@ class LoadOptionsPanel(QGroupBox):
         problems = self._refresh()
         if problems or self.model is None:
             return  # not saved: what is shown cannot load; the verdict line says why
+        self._saving = True
         try:
             self._service.save(self.model, self.options())
         except StrataError as exc:
             self._bridge.error_occurred.emit(exc)
             return
+        finally:
+            self._saving = False
         self.saved.emit()
 
     def reset(self) -> None:

@@ -329,6 +329,8 @@ class MessageWidget(QFrame):
             thinking.append(self._pending_thinking)
             self._pending_thinking = ""
             thinking.render_text()
+            if not self.text and self.message.status == STREAMING:
+                thinking.show_live(self.live_tokens)
         self.rendered_text = self.text
         structured = self._structured()
         if structured is not None:
