@@ -98,8 +98,8 @@ class PaintRecorder:
     """Records when the reply's text is painted, and how much of it each paint showed.
 
     Installed once, before any message widget exists: the text blocks' ``paintEvent`` is wrapped
-    at class level (one Python call per paint, nothing per token), and the client's ``on_delta``
-    is wrapped to learn where each token ends in the reply text.
+    at class level (one Python call per paint, nothing per token), and the client's ``on_piece``
+    is wrapped to learn where each answer token ends in the reply text.
     """
 
     def __init__(self) -> None:
@@ -118,17 +118,17 @@ class PaintRecorder:
                     recorder.paints.append((time.perf_counter(), len(owner.rendered_text)))
 
             cls.paintEvent = paint  # type: ignore[method-assign]
-        stream_chat = ChatClient.stream_chat
+        stream = ChatClient.stream
 
-        async def counted(client: ChatClient, messages: Any, sampling: Any = None, on_delta: Any = None,
-                          **kw: Any) -> Any:
-            def delta(text: str) -> None:
-                recorder.ends.append((recorder.ends[-1] if recorder.ends else 0) + len(text))
-                on_delta(text)
+        async def counted(client: ChatClient, messages: Any, *, on_piece: Any = None, **kw: Any) -> Any:
+            def piece(p: Any) -> None:
+                if p.kind == "answer":
+                    recorder.ends.append((recorder.ends[-1] if recorder.ends else 0) + len(p.text))
+                on_piece(p)
 
-            return await stream_chat(client, messages, sampling, delta if on_delta else None, **kw)
+            return await stream(client, messages, on_piece=piece if on_piece else None, **kw)
 
-        ChatClient.stream_chat = counted  # type: ignore[method-assign,assignment]
+        ChatClient.stream = counted  # type: ignore[method-assign,assignment]
 
     def reset(self, earlier: set[int]) -> None:
         self.paints, self.ends, self.earlier = [], [], earlier
@@ -220,8 +220,8 @@ class ReplayEngine:
     def __init__(self, http: httpx.AsyncClient, base: str) -> None:
         self._client = ChatClient(http, base)
 
-    async def stream_chat(self, messages: Any, sampling: Any = None, on_delta: Any = None, **kw: Any) -> Any:
-        return await self._client.stream_chat(messages, sampling, on_delta, **kw)  # as RemoteChat passes them
+    async def stream(self, messages: Any, **kw: Any) -> Any:
+        return await self._client.stream(messages, **kw)  # as RemoteChat passes them
 
 
 async def record_reply(http: httpx.AsyncClient, base: str, sampling: SamplingParams) -> bytes:

@@ -96,16 +96,16 @@ def test_r1_thinking_streams_live_in_the_app_and_stop_keeps_it(app_page: AppPage
     env, page = app_page, app_page.page
     env.app.chat.set_model(r1_model)
     env.app.chat.set_plan([cpu_spec(test_engines)])
-    _conversation(env, 40)
+    _conversation(env, 600)
     live: list[tuple[str, bool, str, str]] = []
 
     def on_delta(event: object) -> None:
-        if isinstance(event, MessageDelta) and event.tokens >= 12 and not live:
+        if isinstance(event, MessageDelta) and not live:
             reply = page.message_widgets.get(event.message_id)
-            if reply is not None and reply.thinking_block is not None:
+            if reply is not None and reply.thinking_block is not None and reply.counter.isVisibleTo(page):
                 page._flush_renders()
                 block = reply.thinking_block
-                live.append((block.toggle.text(), block.expanded, reply.stats.text(), block.view.toPlainText()))
+                live.append((block.toggle.text(), block.expanded, reply.counter.text(), block.view.toPlainText()))
 
     env.app.chat.subscribe(on_delta)
     handle = page.send_text("Hello")
@@ -120,10 +120,11 @@ def test_r1_thinking_streams_live_in_the_app_and_stop_keeps_it(app_page: AppPage
     assert block is not None and reply.message.status == COMPLETE and reply.text == ""
     assert block.text.strip() == reply.message.thinking and words(block.view.toPlainText()) == words(block.text)
     # A reply that is only thinking stays open; its header says how long and how much.
-    assert block.toggle.text().startswith("Thought for ") and block.toggle.text().endswith("· 40 tokens")
+    assert block.toggle.text().startswith("Thought for ") and block.toggle.text().endswith("· 600 tokens")
     assert block.expanded
     stats = reply.stats.text()
-    assert "TTFT" in stats and "thought 40 tokens" in stats and "stopped at the output limit (40 tokens)" in stats
+    assert "TTFT" in stats and "thought 600 tokens" in stats and "stopped at the output limit (600 tokens)" in stats
+    assert reply.counter.isHidden()
     block.copy()
     from PySide6.QtGui import QGuiApplication
 

@@ -834,6 +834,10 @@ class _Reader:
             stats.thinking_n = self.thinking_n
         _fill_stats(stats, self.timings, self.usage)
         calls = tuple(ToolCall(p.id, p.name, "".join(p.args)) for _, p in sorted(self._tools.items()))
+        if stats.thinking_n and stats.predicted_n and not text.strip() and not calls:
+            # Every token was thinking; the engine's count is exact where pieces are not (it sends
+            # the tokens of a character cut across tokens in one piece).
+            stats.thinking_n = stats.predicted_n
         return ChatReply(text, stats, thinking, calls)
 
 

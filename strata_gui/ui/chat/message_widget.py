@@ -194,6 +194,11 @@ class MessageWidget(QFrame):
         self.stats.setObjectName("muted")
         self.stats.setWordWrap(True)
         self.stats.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # The live counter: one line that does not wrap (a wrapping label re-lays the bubble out at
+        # each change), shown while the reply streams.
+        self.counter = QLabel()
+        self.counter.setObjectName("muted")
+        self.counter.hide()
         self.copy_button = self._action(self.tr("Copy"), self.copy)
         self.edit_button = self._action(self.tr("Edit"), lambda: self.edit_requested.emit(self.message.id))
         self.regenerate_button = self._action(self.tr("Regenerate"),
@@ -201,6 +206,7 @@ class MessageWidget(QFrame):
         self.edit_button.setVisible(role == "user")
         self.regenerate_button.setVisible(False)
         actions = QHBoxLayout()
+        actions.addWidget(self.counter)
         actions.addWidget(self.stats, 1)
         actions.addWidget(self.copy_button)
         actions.addWidget(self.edit_button)
@@ -274,7 +280,9 @@ class MessageWidget(QFrame):
             text = self.tr("Writing a call to {0}… {1:,} tokens").format(tool, self.live_tokens)
         else:
             text = self.tr("Generating… {0:,} tokens").format(self.live_tokens)
-        self.stats.setText(text)
+        self.counter.setText(text)
+        if self.counter.isHidden():
+            self.counter.show()
         block = self.thinking_block
         if block is not None and not self.text:
             block.show_live(self.live_tokens)
@@ -415,12 +423,17 @@ class MessageWidget(QFrame):
             summary = ""
         elif message.status == STREAMING:
             summary = ""
-            self._show_counter()
+            # The counter appears a moment into the reply: the first pieces are painted without
+            # waiting for a label's layout, and a quick reply needs no counter.
+            self._counter_at = time.monotonic()
         else:
             # The status sentence already says how it ended: the statistics do not repeat it.
             summary = message.stats.summary(with_reason=not status)
         if message.status != STREAMING:
+            self.counter.hide()
             self.stats.setText("  ".join(p for p in (status, summary) if p))
+        else:
+            self.stats.setText("")
         self._show_check(message)
         self.copy_button.setEnabled(message.status != STREAMING)
 
