@@ -11,6 +11,7 @@ tests (through the app's chat service) can reuse the loop.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -173,3 +174,86 @@ def test_what_the_reader_says_a_template_refuses_the_engine_refuses(
             assert message.endswith("Error: Jinja Exception: " + _raised(model.template, words))
         accepted = zoo.stream_chat(base, {**zoo.basic_request(max_tokens=4), "messages": good})
         assert accepted.status == 200 and accepted.done and accepted.kinds == ["content"]
+
+
+# -- every template through the composed app's chat ------------------------------------------------
+
+def test_every_template_through_the_apps_chat(zoo_model: ZooCase, test_engines: engines.TestEngines,
+                                              qtbot: Any, qasync_loop: asyncio.AbstractEventLoop) -> None:
+    """The app's own path, for every template: the composed core (``build_app_services``) loads the
+    model on the real CPU engine, a message goes through its chat service into a real chat page, the
+    text or thinking arrives and is shown, the statistics are filled, and Stop keeps what arrived.
+    A template random text cannot satisfy gets the plain-words format message, not an engine error."""
+    from strata_gui.core.app_services import build_app_services
+    from strata_gui.core.chat import COMPLETE, FORMAT_FAILED, STOPPED, MessageDelta
+    from strata_gui.core.runtime.client import SamplingParams
+    from strata_gui.core.services import build_services
+    from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.pages.chat_page import ChatPage
+    from tests.runtime.conftest import cpu_spec
+
+    base = build_services()
+    base.settings_service.update(context_size=zoo.ENGINE_CTX, parallel_slots=1)
+    app = build_app_services(base)
+    bridge = AsyncBridge()
+    errors: list[Any] = []
+    bridge.error_occurred.connect(errors.append)
+    page = ChatPage(app.chat, bridge, load_options=app.load_options)
+    qtbot.addWidget(page)
+    page.resize(900, 700)
+    page.show()
+    chat = app.chat
+    chat.set_model(zoo_model.path)
+    chat.set_plan([cpu_spec(test_engines)])
+
+    async def scenario() -> None:
+        conv_id = page.new_conversation()
+        chat.store.update_settings(conv_id, sampling=SamplingParams(max_tokens=16, seed=7))
+        handle = page.send_text("Hello, who are you?")
+        assert handle is not None
+        await handle.wait()
+        reply = list(page.message_widgets.values())[-1]
+        msg = reply.message
+        if zoo_model.name in PARSE_FAILURES:
+            assert msg.status == FORMAT_FAILED and handle.error is not None
+            assert handle.error.message == "The model's output did not match its chat format."
+            assert reply.notice is not None and reply.notice.isVisibleTo(page)
+            assert reply.retry_unparsed_button is not None and reply.retry_unparsed_button.isVisibleTo(page)
+            assert not errors and page.notice.isHidden()  # no banner, nothing about the engine
+            return
+        assert handle.error is None, handle.error
+        assert msg.status == COMPLETE and (msg.content.strip() or msg.thinking)
+        if msg.content.strip():
+            assert reply.rendered_text == msg.content and reply.blocks
+        if msg.thinking:
+            assert reply.thinking_block is not None and reply.thinking_block.text.strip() == msg.thinking
+        s = msg.stats
+        assert s.ttft_s is not None and s.prefill_tps and s.decode_tps and s.engine == "CPU"
+        assert s.predicted_n == 16 or s.finish_reason == "stop"
+        assert "TTFT" in reply.stats.text()
+
+        # Stop keeps what arrived, of either kind.
+        chat.store.update_settings(conv_id, sampling=SamplingParams(max_tokens=2000, seed=7))
+        deltas: list[MessageDelta] = []
+        unsubscribe = chat.subscribe(lambda e: deltas.append(e) if isinstance(e, MessageDelta) else None)
+        handle = page.send_text("Tell me more")
+        assert handle is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while sum(len(d.text) + len(d.thinking) for d in deltas) < 8 and handle.is_running:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.01)
+        page.stop()
+        await handle.wait()
+        unsubscribe()
+        stopped = chat.store.messages(conv_id)[-1]
+        if stopped.status == COMPLETE:  # random weights may end the reply first
+            return
+        assert stopped.status == STOPPED and (stopped.content or stopped.thinking)
+        assert stopped.stats.ttft_s is not None and not errors
+
+    try:
+        qasync_loop.run_until_complete(scenario())
+    finally:
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(app.aclose())

@@ -108,3 +108,28 @@ def test_truncated_and_foreign_files_are_rejected_with_the_reason(broken_models:
 )
 def test_quant_label_from_file_name(name: str, quant: str | None) -> None:
     assert quant_from_filename(name) == quant
+
+
+def test_the_fast_local_read_equals_gguf_reader(test_model: Path, split_model: list[Path],
+                                                broken_models: dict[str, Path], tmp_path: Path) -> None:
+    """read_header (in place, long arrays skipped) gives what GGUFReader gives, and refuses the same files.
+    Gemma's 262k-token vocabulary with its merges is the case it exists for (GGUFReader: ~20 s here)."""
+    from strata_gui.core.models.gguf_meta import read_header
+    from tests.support import template_zoo as zoo
+
+    gemma = zoo.zoo_model("google-gemma-2-2b-it").ensure()
+    for path in [test_model, *split_model, gemma]:
+        assert read_header(path) == read_local(path), path.name
+    assert read_header(gemma).get("tokenizer.ggml.tokens") == LongArray(8, 262144)
+    with pytest.raises(GGUFError, match="not a GGUF file"):
+        read_header(broken_models["bad_magic"])
+    with pytest.raises(GGUFError, match=r"truncated.gguf is incomplete: \d+ bytes of the \d+"):
+        read_header(broken_models["truncated"])
+    short = tmp_path / "header-only.gguf"
+    short.write_bytes(broken_models["truncated"].read_bytes()[:5000])
+    with pytest.raises(GGUFError, match="header-only.gguf is incomplete: it ends inside its header"):
+        read_header(short)
+    empty = tmp_path / "empty.gguf"
+    empty.write_bytes(b"")
+    with pytest.raises(GGUFError, match="not a GGUF file"):
+        read_header(empty)

@@ -8,6 +8,7 @@ so :func:`parse_prefix` is a small streaming parser that either returns the meta
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 from collections.abc import Mapping, Sequence
@@ -326,6 +327,17 @@ class _Cursor:
         except UnicodeDecodeError as exc:
             raise GGUFError("Corrupt GGUF header: a string is not valid UTF-8.", hint="Download the file again.") from exc
 
+    def _skip_strings(self, count: int) -> None:
+        data, pos, unpack = self.data, self.pos, struct.unpack_from
+        end = len(data)
+        for _ in range(count):
+            if pos + 8 > end:
+                raise NeedMoreData(pos + 8)
+            pos += 8 + unpack("<Q", data, pos)[0]
+        if pos > end:
+            raise NeedMoreData(pos)
+        self.pos = pos
+
     def value(self, vtype: int) -> Any:
         if vtype == _STRING:
             return self.string()
@@ -337,6 +349,11 @@ class _Cursor:
             if sub in _SCALAR_FORMATS and count > MAX_KEPT_ARRAY:
                 # Skip long numeric arrays in one step (scores, token types).
                 self.take(struct.calcsize(_SCALAR_FORMATS[sub]) * count)
+                return LongArray(sub, count)
+            if sub == _STRING and count > MAX_KEPT_ARRAY:
+                # Skip long string arrays (tokens, merges) without decoding them: a 262k-token
+                # vocabulary with its merges is ~800k strings.
+                self._skip_strings(count)
                 return LongArray(sub, count)
             items = [self.value(sub) for _ in range(count)]
             return _keep(items, sub)
@@ -395,6 +412,52 @@ def check_complete(meta: GGUFMetadata, size: int, label: str) -> None:
             f"{label} is incomplete: {size} bytes of the {meta.required_size} its header describes.",
             hint="The download probably stopped; download the file again.",
         )
+
+
+def read_header(path: Path) -> GGUFMetadata:
+    """A local GGUF header, read in place (``mmap``) with the streaming parser, and checked
+    complete: the same answer as :func:`read_local` in a fraction of the time (long arrays are
+    skipped, not built: ``gguf.GGUFReader`` takes ~20 s on Gemma's 262k-token vocabulary on 2 cores,
+    this ~0.3 s). What the engine pool's memory check reads before every load.
+
+    Raises:
+        GGUFError: Not a GGUF file, a corrupt header, or a file cut short (with the reason).
+    """
+    import mmap
+
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < 4:
+                raise GGUFError(f"{path.name} is not a GGUF file (it is too short).",
+                                hint="Only .gguf model files can be used.")
+            # A failure is raised after the map is closed: its traceback holds views of the map,
+            # which must be gone before the map can close.
+            failure: GGUFError | None = None
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                view = memoryview(mm)
+                try:
+                    magic = bytes(view[:4])
+                    if magic != GGUF_MAGIC:
+                        failure = GGUFError(f"{path.name} is not a GGUF file (it starts with {magic!r}, not b'GGUF').",
+                                            hint="Only .gguf model files can be used; convert or download a GGUF "
+                                                 "version.")
+                    else:
+                        meta = parse_prefix(view)
+                except NeedMoreData:
+                    failure = GGUFError(f"{path.name} is incomplete: it ends inside its header.",
+                                        hint="Download the file again.")
+                except GGUFError as exc:
+                    failure = GGUFError(f"{path.name} is damaged or incomplete: {exc.message}", hint=exc.hint)
+                finally:
+                    view.release()
+            if failure is not None:
+                raise failure
+    except OSError as exc:
+        raise GGUFError(f"Cannot read {path.name}: {exc.strerror or exc}",
+                        hint="Check the file exists and is readable.") from exc
+    check_complete(meta, size, path.name)
+    return meta
 
 
 def read_prefix_file(path: Path, *, chunk: int = 2 * 1024 * 1024, limit: int = 256 * 1024 * 1024) -> GGUFMetadata:

@@ -37,7 +37,7 @@ from strata_gui.core.models.fit import (
     ModelShape,
     estimate_fit,
 )
-from strata_gui.core.models.gguf_meta import read_local
+from strata_gui.core.models.gguf_meta import read_header
 from strata_gui.core.models.identity import model_identity
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.settings import Settings, SettingsService
@@ -296,7 +296,7 @@ class LoadOptionsService:
         st = model.stat()
         k = (model.resolve(), st.st_size, st.st_mtime_ns)
         if k not in self._shapes:
-            self._shapes[k] = ModelShape.from_metadata(read_local(model), model_bytes(model))
+            self._shapes[k] = ModelShape.from_metadata(read_header(model), model_bytes(model))
         return self._shapes[k]
 
     async def shape(self, model: Path) -> ModelShape:
