@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,3 +176,38 @@ def test_the_real_engines_tool_call_runs_through_approval_and_mcp(test_engines: 
         assert msgs[2 + len(calls)].role == "assistant"
 
     run_with_service([cpu_spec(test_engines)], functionary_model, body, context_size=2048)
+
+
+def _prompt_tokens_of_a_second_turn(model: Path, engines: Engines, keep_reasoning: bool) -> tuple[int, str]:
+    """Two turns on ``model``; the engine's count of the second turn's prompt, and the first reply's thinking."""
+    from strata_gui.core.models.chat_template import read_chat_template, template_capabilities
+
+    async def template(path: Path) -> Any:
+        text = read_chat_template(path)
+        return template_capabilities(text) if text and keep_reasoning else None
+
+    async def body(svc: ChatService, events: list[ChatEvent]) -> tuple[int, str]:
+        svc._template = template
+        conv = svc.new_conversation()
+        _limit(svc, conv.id, 16)
+        first = await svc.send(conv.id, "Hello")
+        second = await svc.send(conv.id, "And then?")
+        return (second.stats.prompt_n or 0) + (second.stats.cache_n or 0), first.thinking
+
+    return run_with_service([cpu_spec(engines)], model, body)
+
+
+def test_past_thinking_goes_back_only_where_the_template_keeps_it(test_engines: Engines,
+                                                                  r1_model: Path) -> None:  # noqa: F811
+    """Bielik's template renders earlier turns' reasoning: the second prompt holds the first reply's
+    thinking. R1's drops it: the chat does not send it, and the prompt is the same either way."""
+    from tests.support import template_zoo as zoo
+
+    bielik = zoo.zoo_model("Bielik-11B-v3.0-Instruct")
+    assert bielik.capabilities.keeps_past_reasoning and bielik.capabilities.opens_thinking
+    kept, thinking = _prompt_tokens_of_a_second_turn(bielik.ensure(), test_engines, keep_reasoning=True)
+    dropped, _ = _prompt_tokens_of_a_second_turn(bielik.ensure(), test_engines, keep_reasoning=False)
+    assert thinking and kept >= dropped + 16  # the 16 thinking tokens of the first reply, and its turn
+    r1_with, _ = _prompt_tokens_of_a_second_turn(r1_model, test_engines, keep_reasoning=True)
+    r1_without, _ = _prompt_tokens_of_a_second_turn(r1_model, test_engines, keep_reasoning=False)
+    assert r1_with == r1_without

@@ -106,8 +106,10 @@ class Conversations:
             if m.role == "assistant":
                 calls = [c.call().to_openai() for c in m.tool_calls if c.id in answered]
                 reasoning = m.thinking if with_reasoning else ""
-                if not (m.content or calls or reasoning):
-                    continue
+                if not (m.content or calls or m.thinking):
+                    continue  # nothing came (a reply stopped before its first token)
+                # A reply that only thought still takes its turn: templates that want turns to
+                # alternate refuse two user messages in a row.
                 item = {"role": "assistant", "content": m.content}
                 if calls:
                     item["tool_calls"] = calls
