@@ -85,7 +85,8 @@ class Conversations:
         followed by its ``tool`` result (a call without a result, say one stopped before it was
         answered, is left out: templates refuse an unanswered call). A reply's thinking is sent
         back (``reasoning_content``) only ``with_reasoning``: most templates drop earlier turns'
-        reasoning, and some break on it; those that keep it ask for it.
+        reasoning, and some break on it; those that keep it ask for it. A reply that only thought
+        keeps its (empty) turn either way.
         """
         out: list[dict[str, Any]] = []
         if conversation.system_prompt.strip():
