@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from PySide6.QtCore import Qt
 
@@ -383,3 +384,36 @@ def test_tool_servers_are_added_imported_switched_and_removed_in_the_panel(app_p
     assert [s.name for s in env.app.tool_servers.servers()] == ["tools"] and panel.servers.count() == 1
     page.show_tools(False)
     assert panel.isHidden() and not page.tools_toggle.isChecked()
+
+
+def test_a_reply_that_goes_silent_while_the_engine_works_says_so(app_page: AppPage) -> None:
+    from tests.support.openai_stream_server import busy_silence
+
+    env, page = app_page, app_page.page
+    chat = env.app.chat
+    chat.watch_interval, chat.silence_notice_s = 0.05, 0.5  # 1 s and 15 s in the app
+    seen: list[tuple[str, str]] = []
+    # A client of its own, closed before the server stops: the server's threads wait on the
+    # connections the progress requests (GET /slots) keep alive.
+    http = httpx.AsyncClient(trust_env=False)
+    with openai_stream_server(busy_silence(1.5, then_content=3)) as server:
+        chat.set_remote(Endpoint(http, server.url))
+        _conversation(env, 50)
+        handle = page.send_text("hello")
+        assert handle is not None
+
+        async def watch() -> None:
+            while handle.is_running:
+                reply = env.widgets()[-1] if env.widgets() else None
+                if reply is not None and reply.notice is not None and reply.notice.isVisibleTo(page) and not seen:
+                    seen.append((reply.notice.text(), reply.counter.text()))
+                await asyncio.sleep(0.02)
+
+        env.run(watch())
+        env.run(http.aclose())
+    ((notice, counter),) = seen
+    assert notice.startswith("The engine has generated ") and "but nothing has arrived for" in notice
+    assert counter.startswith("Generating… ") and not counter.startswith("Generating… 0 ")
+    reply = env.widgets()[-1]
+    assert reply.message.status == COMPLETE and reply.text == "c0 c1 c2 "
+    assert reply.notice is not None and reply.notice.isHidden() and reply.counter.isHidden()

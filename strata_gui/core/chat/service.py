@@ -386,8 +386,8 @@ class ChatService:
         self.tool_choice = "auto"
         # Server-specific fields sent with every request as they are (llama-server's logit_bias, grammar, ...).
         self.request_extra: dict[str, Any] = {}
-        self._watch_interval = watch_interval
-        self._silence_notice_s = silence_notice_s
+        self.watch_interval = watch_interval
+        self.silence_notice_s = silence_notice_s
         self._max_tool_rounds = max_tool_rounds
         self._unparsed: set[Path] = set()  # models answering without chat-format parsing (this session)
         self._http = http
@@ -1031,7 +1031,7 @@ class ChatService:
     async def _watch_progress(self, buffer: _ReplyBuffer, progress: Callable[[], Awaitable[int | None]]) -> None:
         """While no piece arrives for two looks in a row, ask the engine how far it is and tell the
         listeners (the counter moves on); after ``silence_notice_s`` of that, the reply says so."""
-        interval = self._watch_interval
+        interval = self.watch_interval
         while True:
             await asyncio.sleep(interval)
             silent = self._clock() - buffer.last_seen
@@ -1041,7 +1041,7 @@ class ChatService:
             if decoded is None:
                 continue
             tokens = max(decoded, buffer.tokens)
-            notice = silent >= self._silence_notice_s and decoded > buffer.tokens
+            notice = silent >= self.silence_notice_s and decoded > buffer.tokens
             self._emit(ReplyProgress(buffer.message_id, tokens, silent, decoded, notice))
 
     def _loaded_for_reply(self) -> bool:
