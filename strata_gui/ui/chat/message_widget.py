@@ -343,6 +343,8 @@ class MessageWidget(QFrame):
         structured = self._structured()
         if structured is not None:
             segments = [Segment("code", structured, "json")]
+        elif self.message.role == "tool":
+            segments = []  # the result shows folded in its own view
         else:
             segments = split_segments(self.text)
         if not segments and self.message.status == STREAMING and self.thinking_block is None:

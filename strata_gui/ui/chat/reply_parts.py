@@ -10,7 +10,7 @@ import json
 import time
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -49,13 +49,35 @@ def duration_text(seconds: float) -> str:
     return tr("ReplyParts", "{0} min {1} s").format(minutes, rest)
 
 
-def _plain_view(text: str, max_height: int = 260) -> QPlainTextEdit:
+class PlainView(QPlainTextEdit):
+    """Read-only plain text as tall as its lines, up to ``max_height``; longer text scrolls inside it."""
+
+    def __init__(self, max_height: int) -> None:
+        super().__init__()
+        self._max_height = max_height
+        self.document().contentsChanged.connect(self.fit)
+
+    def fit(self) -> None:
+        lines = max(1, int(self.document().size().height()))  # wrapped lines (plain-text layout)
+        margins = self.contentsMargins()
+        wanted = (lines * self.fontMetrics().lineSpacing() + 2 * int(self.document().documentMargin())
+                  + margins.top() + margins.bottom() + 2)
+        height = min(self._max_height, wanted)
+        if self.height() != height:
+            self.setFixedHeight(height)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.fit()
+
+
+def _plain_view(text: str, max_height: int = 260) -> PlainView:
     """Read-only plain text that scrolls inside itself when long (thinking, tool results)."""
-    view = QPlainTextEdit()
+    view = PlainView(max_height)
     view.setReadOnly(True)
     view.setFrameShape(QFrame.Shape.NoFrame)
     view.setPlainText(text)
-    view.setMaximumHeight(max_height)
     view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
     palette = view.palette()
     palette.setColor(QPalette.ColorRole.Base, palette.color(QPalette.ColorRole.Window))
@@ -281,7 +303,8 @@ class ToolResultView(QFrame):
         self.view = _plain_view("", 200)
         top = QHBoxLayout()
         top.setContentsMargins(0, 0, 0, 0)
-        top.addWidget(self.toggle, 1)
+        top.addWidget(self.toggle)
+        top.addStretch(1)
         top.addWidget(self.copy_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
