@@ -33,6 +33,37 @@
     </message>
 </context>
 <context>
+    <name>AddServerDialog</name>
+    <message>
+        <source>Add a tool server</source>
+        <translation>添加工具服务器</translation>
+    </message>
+    <message>
+        <source>files</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <source>npx -y @modelcontextprotocol/server-filesystem ~/notes  or  https://host/mcp</source>
+        <translation>npx -y @modelcontextprotocol/server-filesystem ~/notes  或  https://host/mcp</translation>
+    </message>
+    <message>
+        <source>A command is started on this computer and spoken to over stdio; an address (http:// or https://) is reached as a streamable-HTTP MCP server. Secrets such as API keys: import a JSON file with &quot;env&quot; or &quot;headers&quot; (they are kept in the key store).</source>
+        <translation>命令会在本机启动，并通过 stdio 通信；地址（http:// 或 https://）会作为可流式 HTTP 的 MCP 服务器连接。API 密钥等机密信息：请导入带有 &quot;env&quot; 或 &quot;headers&quot; 的 JSON 文件（它们会保存在密钥存储中）。</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Command or address</source>
+        <translation>命令或地址</translation>
+    </message>
+    <message>
+        <source>The command line cannot be read: {0}</source>
+        <translation>无法解析命令行：{0}</translation>
+    </message>
+</context>
+<context>
     <name>AttachmentStrip</name>
     <message>
         <source>Remove</source>
@@ -109,6 +140,14 @@
         <translation>加载选项</translation>
     </message>
     <message>
+        <source>Tools</source>
+        <translation>工具</translation>
+    </message>
+    <message>
+        <source>MCP tool servers the model may call (every call asks you first)</source>
+        <translation>模型可以调用的 MCP 工具服务器（每次调用都会先征求你的同意）</translation>
+    </message>
+    <message>
         <source>Send pictures to a vision model (you can also paste or drop them)</source>
         <translation>向视觉模型发送图片（也可以粘贴或拖放）</translation>
     </message>
@@ -171,6 +210,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Regenerate reply</source>
         <translation>重新生成回复</translation>
+    </message>
+    <message>
+        <source>Retry without format parsing</source>
+        <translation>不解析格式重试</translation>
     </message>
     <message>
         <source>Editing your message: Enter resends it and replaces the replies after it.</source>
@@ -329,6 +372,30 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Seed</source>
         <translation>随机种子</translation>
+    </message>
+    <message>
+        <source>Longest reply in tokens; default: the model&apos;s reply limit (Load options), else 8,192</source>
+        <translation>回复的最大 token 数；默认：模型的回复上限（加载选项），否则为 8,192</translation>
+    </message>
+    <message>
+        <source>Text</source>
+        <translation>文本</translation>
+    </message>
+    <message>
+        <source>JSON</source>
+        <translation>JSON 格式</translation>
+    </message>
+    <message>
+        <source>JSON following a schema</source>
+        <translation>符合 schema 的 JSON</translation>
+    </message>
+    <message>
+        <source>Reply format</source>
+        <translation>回复格式</translation>
+    </message>
+    <message>
+        <source>Schema</source>
+        <translation>结构定义（Schema）</translation>
     </message>
 </context>
 <context>
@@ -1808,6 +1875,29 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
 </context>
 <context>
+    <name>ImportDialog</name>
+    <message>
+        <source>Import tool servers</source>
+        <translation>导入工具服务器</translation>
+    </message>
+    <message>
+        <source>Open file…</source>
+        <translation>打开文件…</translation>
+    </message>
+    <message>
+        <source>The mcpServers JSON of Claude Desktop, Cursor or LM Studio:</source>
+        <translation>Claude Desktop、Cursor 或 LM Studio 的 mcpServers JSON：</translation>
+    </message>
+    <message>
+        <source>Open an mcpServers JSON file</source>
+        <translation>打开 mcpServers JSON 文件</translation>
+    </message>
+    <message>
+        <source>JSON files (*.json);;All files (*)</source>
+        <translation>JSON 文件 (*.json);;所有文件 (*)</translation>
+    </message>
+</context>
+<context>
     <name>LoadOptionsPanel</name>
     <message>
         <source>Load options</source>
@@ -1840,6 +1930,34 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Memory-map the model file</source>
         <translation>以内存映射方式加载模型文件</translation>
+    </message>
+    <message>
+        <source>8,192 (default)</source>
+        <translation>8,192（默认）</translation>
+    </message>
+    <message>
+        <source>Longest reply in tokens, thinking included; a conversation&apos;s own &quot;Max tokens&quot; wins</source>
+        <translation>回复的最大 token 数（含思考）；对话自己的“最大 tokens”优先</translation>
+    </message>
+    <message>
+        <source>Read thinking and tool calls (chat-format parsing)</source>
+        <translation>读取思考和工具调用（聊天格式解析）</translation>
+    </message>
+    <message>
+        <source>Off: the engine leaves the model&apos;s text as written (for a model whose output keeps failing its chat format); no tool calls then</source>
+        <translation>关闭：引擎按原样保留模型的文本（适用于输出总是不符合其聊天格式的模型）；此时不能调用工具</translation>
+    </message>
+    <message>
+        <source>Model default</source>
+        <translation>模型默认</translation>
+    </message>
+    <message>
+        <source>no limit</source>
+        <translation>不限制</translation>
+    </message>
+    <message>
+        <source>Most thinking tokens per reply; the engine then ends the thinking</source>
+        <translation>每次回复最多的思考 token 数；达到后引擎会结束思考</translation>
     </message>
     <message>
         <source>Choose…</source>
@@ -1922,6 +2040,22 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>草稿词元数</translation>
     </message>
     <message>
+        <source>Reply limit</source>
+        <translation>回复上限</translation>
+    </message>
+    <message>
+        <source>Thinking</source>
+        <translation>思考</translation>
+    </message>
+    <message>
+        <source>Thinking effort</source>
+        <translation>思考强度</translation>
+    </message>
+    <message>
+        <source>Thinking budget</source>
+        <translation>思考预算</translation>
+    </message>
+    <message>
         <source>Fit</source>
         <translation>适配</translation>
     </message>
@@ -1948,6 +2082,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Read the model</source>
         <translation>读取模型</translation>
+    </message>
+    <message>
+        <source>Read the chat template</source>
+        <translation>读取聊天模板</translation>
     </message>
     <message>
         <source>Cannot judge the fit: {0}</source>
@@ -2025,6 +2163,10 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>助手</translation>
     </message>
     <message>
+        <source>Tool</source>
+        <translation>工具</translation>
+    </message>
+    <message>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
@@ -2037,6 +2179,26 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>重新生成</translation>
     </message>
     <message>
+        <source>Writing a call to {0}… {1:,} tokens</source>
+        <translation>正在编写对 {0} 的调用… {1:,} tokens</translation>
+    </message>
+    <message>
+        <source>Generating… {0:,} tokens</source>
+        <translation>正在生成… {0:,} tokens</translation>
+    </message>
+    <message>
+        <source>The engine has generated {0:,} tokens, but nothing has arrived for {1}. The model may be writing something its chat format holds back (a tool call, a structured reply) or thinking the server does not stream. Stop keeps what arrived.</source>
+        <translation>引擎已生成 {0:,} 个 token，但已有 {1} 没有收到任何内容。模型可能正在写聊天格式会暂存的内容（工具调用、结构化回复），或者在进行服务器不流式传输的思考。点击“停止”会保留已收到的内容。</translation>
+    </message>
+    <message>
+        <source>Retry without format parsing</source>
+        <translation>不解析格式重试</translation>
+    </message>
+    <message>
+        <source>Reload this model&apos;s engine without chat-format parsing and answer again: the model&apos;s text then arrives as written (thinking and tool calls as plain text). Saved for this model; the Load options panel turns it back on.</source>
+        <translation>在不解析聊天格式的情况下重新加载此模型的引擎并再次回答：模型的文本将按原样到达（思考和工具调用为纯文本）。此设置会为该模型保存；可在“加载选项”面板中重新打开。</translation>
+    </message>
+    <message>
         <source>Interrupted: the engine stopped before the reply finished.</source>
         <translation>已中断：回复完成前引擎停止了。</translation>
     </message>
@@ -2047,6 +2209,30 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>No reply: the engine failed.</source>
         <translation>没有回复：引擎出错。</translation>
+    </message>
+    <message>
+        <source>The reply stopped here.</source>
+        <translation>回复在此中止。</translation>
+    </message>
+    <message>
+        <source>The model&apos;s output did not match its chat format, so the engine could not read it as thinking, answer or tool calls. Everything that arrived is kept above.</source>
+        <translation>模型的输出不符合其聊天格式，因此引擎无法将其识别为思考、回答或工具调用。已收到的全部内容都保留在上方。</translation>
+    </message>
+    <message>
+        <source>✓ Valid JSON that follows the schema.</source>
+        <translation>✓ 有效的 JSON，且符合 schema。</translation>
+    </message>
+    <message>
+        <source>✓ Valid JSON.</source>
+        <translation>✓ 有效的 JSON。</translation>
+    </message>
+    <message>
+        <source>The reply does not match the schema:</source>
+        <translation>回复不符合 schema：</translation>
+    </message>
+    <message>
+        <source>The reply is not valid JSON:</source>
+        <translation>回复不是有效的 JSON：</translation>
     </message>
 </context>
 <context>
@@ -2678,6 +2864,25 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
 </context>
 <context>
+    <name>ReplyParts</name>
+    <message>
+        <source>{0:.1f} s</source>
+        <translation>{0:.1f} 秒</translation>
+    </message>
+    <message>
+        <source>{0:.0f} s</source>
+        <translation>{0:.0f} 秒</translation>
+    </message>
+    <message>
+        <source>{0} min</source>
+        <translation>{0} 分钟</translation>
+    </message>
+    <message>
+        <source>{0} min {1} s</source>
+        <translation>{0} 分 {1} 秒</translation>
+    </message>
+</context>
+<context>
     <name>SearchHitWidget</name>
     <message>
         <source>%1 downloads</source>
@@ -2952,6 +3157,170 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>waiting…</source>
         <translation>等待中…</translation>
+    </message>
+</context>
+<context>
+    <name>ThinkingBlock</name>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy the thinking</source>
+        <translation>复制思考内容</translation>
+    </message>
+    <message>
+        <source>Thinking… {0:,} tokens</source>
+        <translation>思考中… {0:,} tokens</translation>
+    </message>
+    <message>
+        <source>Thinking…</source>
+        <translation>思考中…</translation>
+    </message>
+    <message>
+        <source>Thought for {0}</source>
+        <translation>思考了 {0}</translation>
+    </message>
+    <message>
+        <source>Thinking</source>
+        <translation>思考</translation>
+    </message>
+    <message>
+        <source>{0:,} tokens</source>
+        <translation>{0:,} 个 token</translation>
+    </message>
+</context>
+<context>
+    <name>ToolCallBox</name>
+    <message>
+        <source>Allow once</source>
+        <translation>允许一次</translation>
+    </message>
+    <message>
+        <source>Always allow this tool</source>
+        <translation>始终允许此工具</translation>
+    </message>
+    <message>
+        <source>Deny</source>
+        <translation>拒绝</translation>
+    </message>
+    <message>
+        <source>Tool call: {0}</source>
+        <translation>工具调用：{0}</translation>
+    </message>
+    <message>
+        <source>waiting for your answer</source>
+        <translation>等待你的答复</translation>
+    </message>
+    <message>
+        <source>running…</source>
+        <translation>运行中…</translation>
+    </message>
+    <message>
+        <source>done in {0}</source>
+        <translation>用时 {0} 完成</translation>
+    </message>
+    <message>
+        <source>denied</source>
+        <translation>已拒绝</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Run {0} of the tool server {1}?</source>
+        <translation>运行工具服务器 {1} 的 {0}？</translation>
+    </message>
+</context>
+<context>
+    <name>ToolResultView</name>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>tool</source>
+        <translation>工具</translation>
+    </message>
+    <message>
+        <source>Result of {0}</source>
+        <translation>{0} 的结果</translation>
+    </message>
+    <message>
+        <source>{0} was not run: you denied it</source>
+        <translation>{0} 未运行：你拒绝了它</translation>
+    </message>
+    <message>
+        <source>{0} was stopped</source>
+        <translation>{0} 已被停止</translation>
+    </message>
+    <message>
+        <source>{0} failed: {1}</source>
+        <translation>{0} 失败：{1}</translation>
+    </message>
+</context>
+<context>
+    <name>ToolsPanel</name>
+    <message>
+        <source>Tools</source>
+        <translation>工具</translation>
+    </message>
+    <message>
+        <source>Add…</source>
+        <translation>添加…</translation>
+    </message>
+    <message>
+        <source>Import JSON…</source>
+        <translation>导入 JSON…</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Check</source>
+        <translation>检查</translation>
+    </message>
+    <message>
+        <source>Start the servers that are on and list their tools</source>
+        <translation>启动已开启的服务器并列出它们的工具</translation>
+    </message>
+    <message>
+        <source>Ticked servers&apos; tools are offered to models that can call tools. Every call asks you first: Allow once, Always allow this tool, or Deny.</source>
+        <translation>勾选的服务器的工具会提供给能调用工具的模型。每次调用都会先征求你的同意：允许一次、始终允许此工具或拒绝。</translation>
+    </message>
+    <message>
+        <source>command</source>
+        <translation>命令</translation>
+    </message>
+    <message>
+        <source>address</source>
+        <translation>地址</translation>
+    </message>
+    <message>
+        <source>No tool servers yet: add a command or an address, or import the mcpServers JSON of another app.</source>
+        <translation>还没有工具服务器：添加一个命令或地址，或导入其他应用的 mcpServers JSON。</translation>
+    </message>
+    <message>
+        <source>Imported: {0}</source>
+        <translation>已导入：{0}</translation>
+    </message>
+    <message>
+        <source>Starting the tool servers…</source>
+        <translation>正在启动工具服务器…</translation>
+    </message>
+    <message>
+        <source>Check tool servers</source>
+        <translation>检查工具服务器</translation>
+    </message>
+    <message>
+        <source>{0}: {1}</source>
+        <translation>{0}：{1}</translation>
+    </message>
+    <message>
+        <source>No server is on.</source>
+        <translation>没有开启的服务器。</translation>
     </message>
 </context>
 <context>

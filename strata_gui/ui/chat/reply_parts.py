@@ -38,15 +38,14 @@ MAX_SHOWN_CHARS = 20_000  # a tool result longer than this is cut in the view (C
 
 def duration_text(seconds: float) -> str:
     """``0.4 s``, ``12 s``, ``2 min 5 s``, in the user's language."""
-    tr = QCoreApplication.translate
     if seconds < 10:
-        return tr("ReplyParts", "{0:.1f} s").format(seconds)
+        return QCoreApplication.translate("ReplyParts", "{0:.1f} s").format(seconds)
     if seconds < 60:
-        return tr("ReplyParts", "{0:.0f} s").format(seconds)
+        return QCoreApplication.translate("ReplyParts", "{0:.0f} s").format(seconds)
     minutes, rest = divmod(round(seconds), 60)
     if not rest:
-        return tr("ReplyParts", "{0} min").format(minutes)
-    return tr("ReplyParts", "{0} min {1} s").format(minutes, rest)
+        return QCoreApplication.translate("ReplyParts", "{0} min").format(minutes)
+    return QCoreApplication.translate("ReplyParts", "{0} min {1} s").format(minutes, rest)
 
 
 class PlainView(QPlainTextEdit):
