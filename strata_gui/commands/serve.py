@@ -1,4 +1,4 @@
-"""`strata serve`: the loaded model as an OpenAI-compatible API for other apps, until Ctrl+C."""
+"""`strata serve`: the loaded model for other apps (OpenAI, Ollama and Anthropic APIs), until Ctrl+C."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from strata_gui.core.serve import ApiRequest
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("serve", help="serve the model to other apps (OpenAI-compatible API)")
+    p = sub.add_parser("serve", help="serve the model to other apps (OpenAI, Ollama and Anthropic APIs)")
     p.add_argument("--model", "-m", help="GGUF file (default: the last model used in the app)")
     p.add_argument("--engine", "-e", action="append", default=[], metavar="DIR",
                    help="engine folder (repeat for a fallback order; default: the installed engines)")
@@ -84,6 +84,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     url = await serve.start(lan=args.lan or None, port=args.port)
     model = app.chat.model.name if app.chat.model else "none chosen (pass --model)"
     print(f"serving {model} at {url}", flush=True)
+    print(f"OpenAI clients: {url} · Ollama and Anthropic clients: {url.removesuffix('/v1')}", flush=True)
     if serve.has_key:
         print("API key required (see --show-key)", flush=True)
     print(serve.curl_example(), flush=True)

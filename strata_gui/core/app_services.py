@@ -159,10 +159,11 @@ class AppServices:
 
     @cached_property
     def serve(self) -> ServeService:
-        """"Serve to other apps": the local API in front of the chat's engine."""
-        from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
+        """"Serve to other apps": the local API in front of the chat's engine (until the engine pool's router)."""
+        from strata_gui.core.serve.chat_router import ChatRouter
+        from strata_gui.core.serve.service import ServeService, dashboard_recorder
 
-        return ServeService(self.settings, self._later.secrets, self.local_http, ChatUpstream(self.chat),
+        return ServeService(self.settings, self._later.secrets, self.local_http, ChatRouter(self.chat),
                             dashboard_recorder(self.dashboard))
 
     @cached_property
@@ -180,6 +181,7 @@ class AppServices:
     # The modules those need beyond what the chat loaded (importing them is most of their cost).
     LATER_MODULES = ("strata_gui.core.gpu.history", "strata_gui.core.models.service", "strata_gui.core.bench.service",
                      "strata_gui.core.bench.workload", "strata_gui.core.serve.service",
+                     "strata_gui.core.serve.chat_router",
                      "strata_gui.core.images.gallery", "strata_gui.core.images.service")
 
     def built(self, name: str) -> bool:

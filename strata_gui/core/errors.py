@@ -119,6 +119,30 @@ class ServerError(StrataError):
     title = "Engine server problem"
 
 
+class UnknownModelError(ServerError):
+    """A client of the local API asked for a model that is not served (the API answers 404)."""
+
+    title = "Unknown model"
+
+
+class ServerBusyError(ServerError):
+    """The local API cannot take the request now (every engine slot in use, no memory to load
+    another model); the client should try again after ``retry_after`` seconds (the API answers 503).
+
+    Args:
+        message: What is busy, in one sentence.
+        retry_after: Seconds after which a retry has a chance (sent as ``Retry-After``).
+        hint: What the user can do about it.
+    """
+
+    title = "Server busy"
+
+    def __init__(self, message: str, *, retry_after: float = 1.0, hint: str | None = None,
+                 details: str | None = None) -> None:
+        super().__init__(message, hint=hint, details=details)
+        self.retry_after = retry_after
+
+
 class ChatError(StrataError):
     title = "Chat problem"
 

@@ -18,7 +18,8 @@ from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
+from strata_gui.core.serve.chat_router import ChatRouter
+from strata_gui.core.serve.service import ServeService, dashboard_recorder
 from tests.support.fixed_engines import FixedEngines
 from tests.support.settings import settings_service
 
@@ -48,7 +49,7 @@ def run_serving(plan: list[EngineSpec], model: Path | None, body: Callable[[Env]
             metrics = MetricsStore(paths.database_file)
             dashboard = DashboardService(metrics, Benchmark(http, supervisors, metrics), http,
                                          resolver=FixedEngines(plan))
-            serve = ServeService(s, FileSecretStore(paths.config_dir / "secrets.json"), http, ChatUpstream(chat),
+            serve = ServeService(s, FileSecretStore(paths.config_dir / "secrets.json"), http, ChatRouter(chat),
                                  dashboard_recorder(dashboard))
             try:
                 return await body(Env(serve, chat, dashboard, http))

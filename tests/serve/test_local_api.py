@@ -11,8 +11,9 @@ import psutil
 import pytest
 
 from strata_gui.core.errors import ServerError
-from strata_gui.core.serve.proxy import ApiProxy, is_loopback
-from strata_gui.core.serve.service import ChatUpstream
+from strata_gui.core.serve.access import is_loopback
+from strata_gui.core.serve.chat_router import ChatRouter
+from strata_gui.core.serve.server import ApiServer
 from tests.runtime.conftest import cpu_spec
 from tests.serve.conftest import Env, run_serving
 from tests.support.engines import TestEngines
@@ -40,18 +41,19 @@ def test_streams_and_plain_replies_through_the_proxy_are_recorded(test_engines: 
                                                                   test_model: Path) -> None:
     async def body(env: Env) -> None:
         url = await env.serve.start()
-        port = env.serve.proxy.port  # type: ignore[union-attr]
+        port = env.serve.port
         assert _listening(port) == ["127.0.0.1"]
         http = env.http
         assert (await http.get(url.removesuffix("/v1") + "/health")).json() == {"status": "ok"}
         models = (await http.get(url + "/models")).json()
-        assert [m["id"] for m in models["data"]] == [test_model.name]
+        assert [m["id"] for m in models["data"]] == [test_model.stem]
         status, chunks = await _stream(http, url)
         assert status == 200
         text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices"))
         assert text
         plain = await http.post(url + "/chat/completions", json=CHAT)
-        assert plain.status_code == 200 and plain.json()["choices"][0]["message"]["content"]
+        assert plain.status_code == 200, plain.text
+        assert plain.json()["choices"][0]["message"]["content"]
         assert (await http.get(url + "/nope")).status_code == 404
         c = env.serve.counters
         assert (c.total, c.completed, c.failed, c.active) == (2, 2, 0, 0)
@@ -85,13 +87,13 @@ def test_lan_without_key_refuses_and_listens_nowhere() -> None:
             await env.serve.start(lan=True)
         assert not env.serve.running
         with pytest.raises(ServerError, match="without an API key"):
-            ApiProxy(ChatUpstream(env.chat), env.http, host="0.0.0.0", port=0)
+            ApiServer(ChatRouter(env.chat), env.http, host="0.0.0.0", port=0)
         assert not [c for c in psutil.Process(os.getpid()).net_connections(kind="inet")
                     if c.status == psutil.CONN_LISTEN]
         # With a key, LAN exposure is what the user asked for: every interface.
         env.serve.generate_key()
         await env.serve.start(lan=True)
-        port = env.serve.proxy.port  # type: ignore[union-attr]
+        port = env.serve.port
         assert _listening(port) == ["0.0.0.0"]
         r = await env.http.get(f"http://127.0.0.1:{port}/v1/models")
         assert r.status_code == 401
@@ -101,11 +103,11 @@ def test_lan_without_key_refuses_and_listens_nowhere() -> None:
     run_serving([], None, body)
 
 
-def test_no_engine_is_a_clear_503() -> None:
+def test_no_model_chosen_is_a_clear_404() -> None:
     async def body(env: Env) -> None:
         url = await env.serve.start()
         r = await env.http.post(url + "/chat/completions", json=CHAT)
-        assert r.status_code == 503 and "No model chosen" in r.json()["error"]["message"]
+        assert r.status_code == 404 and "No model chosen" in r.json()["error"]["message"]
         assert env.serve.counters.failed == 1
         assert "curl " + url + "/chat/completions" in env.serve.curl_example()
 
@@ -115,8 +117,8 @@ def test_no_engine_is_a_clear_503() -> None:
 def test_port_in_use_is_explained() -> None:
     async def body(env: Env) -> None:
         await env.serve.start()
-        port = env.serve.proxy.port  # type: ignore[union-attr]
-        other = ApiProxy(ChatUpstream(env.chat), env.http, port=port)
+        port = env.serve.port
+        other = ApiServer(ChatRouter(env.chat), env.http, port=port)
         with pytest.raises(ServerError, match="Cannot listen"):
             await other.start()
 
