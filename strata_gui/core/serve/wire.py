@@ -130,7 +130,8 @@ def from_strata_error(exc: StrataError) -> ApiError:
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Route = tuple[str, str, Handler, bool]  # (method, path, handler, runs a model: counted and recorded)
 
-FAILED = "strata.failed"  # request key: the response started but the request did not complete
+# The response started (status 200 sent) but the request did not complete: counted as failed.
+FAILED: web.RequestKey[bool] = web.RequestKey("strata_failed", bool)
 
 
 @dataclass
