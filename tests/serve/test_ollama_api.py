@@ -83,11 +83,13 @@ def test_embed_both_endpoints(shared_engines: dict[str, str], test_model: Path) 
 
 
 def test_tags_show_ps_version(shared_engines: dict[str, str], test_model: Path) -> None:
+    size = test_model.stat().st_size
+
     async def body(api: Api) -> None:
         async with client(api) as c:
             listed = (await c.list()).models
             assert [m.model for m in listed][:2] == [CHAT_ID, EMBED_ID]
-            assert listed[0].size == test_model.stat().st_size and listed[0].details is not None
+            assert listed[0].size == size and listed[0].details is not None
             assert listed[0].details.family == "llama" and listed[0].details.quantization_level == "F16"
             assert len(listed[0].digest or "") == 64 and listed[0].digest == listed[1].digest  # one file, one digest
             shown = await c.show(CHAT_ID)

@@ -123,7 +123,14 @@ class _Handler(BaseHTTPRequestHandler):
                     engine.endless_sent += 1
                     time.sleep(0.02)
                 return
-            if script == "midstream-error":
+            if script == "slow":  # ten pieces 50 ms apart, then a proper end
+                self._event(_chunk({"role": "assistant", "content": None}))
+                for i in range(10):
+                    self._event(_chunk({"content": f"p{i} "}))
+                    time.sleep(0.05)
+                self._event(_chunk({}, "stop"))
+                self._event(b"[DONE]")
+            elif script == "midstream-error":
                 self._event(_chunk({"content": "partial"}))
                 self._event({"error": {"code": 500, "message": "llama_decode failed", "type": "server_error"}})
             else:

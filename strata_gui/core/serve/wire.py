@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -120,7 +121,7 @@ def from_strata_error(exc: StrataError) -> ApiError:
     if isinstance(exc, UnknownModelError):
         return ApiError(404, text, "not_found")
     if isinstance(exc, ServerBusyError):
-        retry = max(1, round(exc.retry_after))
+        retry = max(1, math.ceil(exc.retry_after))  # Retry-After is whole seconds: never earlier than asked
         return ApiError(503, text, "busy", {"Retry-After": str(retry)})
     return ApiError(502, text, "upstream")
 
