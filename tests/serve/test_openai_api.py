@@ -113,3 +113,17 @@ def test_responses_api_passes_through(shared_engines: dict[str, str], test_model
             assert "response.output_text.delta" in events
 
     run_api(EngineRouter(shared_models(shared_engines, test_model)), body, api_key=KEY)
+
+
+def test_engine_refusal_comes_back_with_the_engine_reason(shared_engines: dict[str, str], test_model: Path) -> None:
+    async def body(api: Api) -> None:
+        async with client(api) as c:
+            with pytest.raises(openai.BadRequestError) as err:
+                await c.chat.completions.create(model=CHAT_ID, messages=MESSAGES, max_tokens=4,
+                                                response_format={"type": "xml"})  # type: ignore[arg-type, typeddict-item]
+            assert err.value.message.startswith("Error code: 400 - The engine refused the request: ")
+            assert "response_format type must be one of" in err.value.message
+            assert err.value.body["type"] == "invalid_request_error"  # type: ignore[index]
+        assert api.recorded == [] and api.server.counters.failed == 1
+
+    run_api(EngineRouter(shared_models(shared_engines, test_model)), body, api_key=KEY)
