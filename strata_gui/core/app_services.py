@@ -163,7 +163,7 @@ class AppServices:
         from strata_gui.core.serve.chat_router import ChatRouter
         from strata_gui.core.serve.service import ServeService, dashboard_recorder
 
-        return ServeService(self.settings, self._later.secrets, self.local_http, ChatRouter(self.chat),
+        return ServeService(self.settings, self._later.secrets, ChatRouter(self.chat),
                             dashboard_recorder(self.dashboard))
 
     @cached_property

@@ -42,7 +42,7 @@ def test_add_check_workers_and_lend(qtbot, qasync_loop: asyncio.AbstractEventLoo
     errors: list = []  # type: ignore[type-arg]
     bridge.error_occurred.connect(errors.append)
     page = NetworkPage(RemoteService(paths.config_dir / "remote.json", secrets, http),
-                       ServeService(settings, secrets, http, ChatRouter(chat)), bridge, rpc=rpc)
+                       ServeService(settings, secrets, ChatRouter(chat)), bridge, rpc=rpc)
     qtbot.addWidget(page)
     page.resize(1000, 1300)
     page.show()

@@ -87,7 +87,7 @@ def test_lan_without_key_refuses_and_listens_nowhere() -> None:
             await env.serve.start(lan=True)
         assert not env.serve.running
         with pytest.raises(ServerError, match="without an API key"):
-            ApiServer(ChatRouter(env.chat), env.http, host="0.0.0.0", port=0)
+            ApiServer(ChatRouter(env.chat), host="0.0.0.0", port=0)
         assert not [c for c in psutil.Process(os.getpid()).net_connections(kind="inet")
                     if c.status == psutil.CONN_LISTEN]
         # With a key, LAN exposure is what the user asked for: every interface.
@@ -118,7 +118,7 @@ def test_port_in_use_is_explained() -> None:
     async def body(env: Env) -> None:
         await env.serve.start()
         port = env.serve.port
-        other = ApiServer(ChatRouter(env.chat), env.http, port=port)
+        other = ApiServer(ChatRouter(env.chat), port=port)
         with pytest.raises(ServerError, match="Cannot listen"):
             await other.start()
 

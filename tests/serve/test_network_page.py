@@ -50,7 +50,7 @@ def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop) -> Iterator[tuple]: 
                        settings)
     secrets = FileSecretStore(paths.config_dir / "secrets.json")
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, http)
-    serve = ServeService(settings, secrets, http, ChatRouter(chat))
+    serve = ServeService(settings, secrets, ChatRouter(chat))
     bridge = AsyncBridge()
     errors: list = []  # type: ignore[type-arg]
     bridge.error_occurred.connect(errors.append)

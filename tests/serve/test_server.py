@@ -93,14 +93,10 @@ def test_every_route_refuses_a_missing_or_wrong_key(qasync_loop: asyncio.Abstrac
 
 
 def test_not_on_loopback_needs_a_key() -> None:
-    async def main() -> None:
-        async with httpx.AsyncClient() as http:
-            with pytest.raises(ServerError, match="without an API key"):
-                ApiServer(EngineRouter([]), http, host="0.0.0.0", port=0)
-            with pytest.raises(ServerError, match="without an API key"):
-                ApiServer(EngineRouter([]), http, host="192.168.1.20", port=0, api_key="")
-
-    asyncio.run(main())
+    with pytest.raises(ServerError, match="without an API key"):
+        ApiServer(EngineRouter([]), host="0.0.0.0", port=0)
+    with pytest.raises(ServerError, match="without an API key"):
+        ApiServer(EngineRouter([]), host="192.168.1.20", port=0, api_key="")
 
 
 def test_busy_is_a_503_with_retry_after_in_each_api(test_model: Path) -> None:
@@ -255,7 +251,7 @@ def test_stop_lets_streams_finish_then_ends_the_rest_cleanly(qasync_loop: asynci
         async def main() -> None:
             async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, read=None)) as http:
                 # A stream that ends within the grace period finishes whole.
-                server = ApiServer(router, http, port=0)
+                server = ApiServer(router, port=0)
                 await server.start()
                 base = f"http://127.0.0.1:{server.port}"
                 async with openai.AsyncOpenAI(base_url=base + "/v1", api_key="x", max_retries=0) as oc:
@@ -273,7 +269,7 @@ def test_stop_lets_streams_finish_then_ends_the_rest_cleanly(qasync_loop: asynci
                 assert not server.running and server.counters.completed == 1
 
                 # A stream still running at the deadline ends with an error event and a proper end.
-                server = ApiServer(router, http, port=0)
+                server = ApiServer(router, port=0)
                 await server.start()
                 base = f"http://127.0.0.1:{server.port}"
                 async with httpx.AsyncClient(trust_env=False, timeout=10.0) as client:

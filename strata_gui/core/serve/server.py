@@ -2,8 +2,8 @@
 
 Why aiohttp: a maintained HTTP/1.1 server (llhttp parser in C, keep-alive, chunked streaming,
 header and body limits) that runs on whatever asyncio loop is current, the Qt (qasync) loop of
-the app included, through ``AppRunner``/``TCPSite`` with no thread or loop of its own. The engines'
-side stays on the app's one loopback ``httpx`` client.
+the app included, through ``AppRunner``/``TCPSite`` with no thread or loop of its own. The engines
+are reached with aiohttp's client too (see :func:`~strata_gui.core.serve.wire.engine_session`).
 
 Time-outs, what each one stops:
 
@@ -26,7 +26,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-import httpx
 from aiohttp import web
 
 from strata_gui.core.errors import ServerError
@@ -41,6 +40,7 @@ from strata_gui.core.serve.wire import (
     FAILED,
     ApiError,
     ServeContext,
+    engine_session,
     error_response,
     flavor_of,
     json_response,
@@ -144,7 +144,6 @@ class ApiServer:
 
     Args:
         router: Lends engines per request.
-        http: Loopback client for the engines.
         host: Interface to listen on; anything but loopback requires ``api_key``.
         port: TCP port (0: any free one).
         api_key: Key clients must send (``Authorization: Bearer`` or ``x-api-key``) on every route
@@ -154,7 +153,7 @@ class ApiServer:
         clock: Monotonic clock for time to first token.
     """
 
-    def __init__(self, router: ModelRouter, http: httpx.AsyncClient, *, host: str = "127.0.0.1",
+    def __init__(self, router: ModelRouter, *, host: str = "127.0.0.1",
                  port: int = DEFAULT_PORT, api_key: str | None = None, limits: ServerLimits | None = None,
                  on_request: Callable[[ApiRequest], None] | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> None:
@@ -164,7 +163,7 @@ class ApiServer:
         self.host = host
         self.port = port
         self._api_key = api_key or None
-        self.ctx = ServeContext(router, http, limits or ServerLimits(), on_request, clock)
+        self.ctx = ServeContext(router, limits or ServerLimits(), on_request, clock)
         self.app = build_app(self.ctx, self._api_key)
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
@@ -209,6 +208,7 @@ class ApiServer:
         addresses = runner.addresses
         if addresses:
             self.port = int(addresses[0][1])
+        self.ctx.session = engine_session()
         self._runner, self._site = runner, site
         log.info("local API listening on %s:%d (key %s)", self.host, self.port,
                  "required" if self._api_key else "not required")
@@ -232,4 +232,7 @@ class ApiServer:
         if pending:
             await asyncio.wait(pending, timeout=2.0)
         await runner.cleanup()
+        session, self.ctx.session = self.ctx.session, None
+        if session is not None:
+            await session.close()
         log.info("local API stopped")

@@ -6,8 +6,6 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-import httpx
-
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.errors import ServerError
 from strata_gui.core.events import emit
@@ -44,17 +42,15 @@ class ServeService:
         settings_service: ``serve_port`` and ``serve_lan`` are read at each start; :meth:`configure`
             saves them through it.
         secrets: Keeps the generated API key (never the settings file).
-        http: Loopback client for the engines.
         router: Lends an engine per request (the engine pool; :class:`ChatRouter` until it exists).
         record: Receives each finished request (the dashboard, ``source="api"``).
         limits: Sizes and time-outs of the server (tests make them short).
     """
 
-    def __init__(self, settings_service: SettingsService, secrets: SecretStore, http: httpx.AsyncClient,
-                 router: ModelRouter, record: Recorder | None = None, *, limits: ServerLimits | None = None) -> None:
+    def __init__(self, settings_service: SettingsService, secrets: SecretStore, router: ModelRouter,
+                 record: Recorder | None = None, *, limits: ServerLimits | None = None) -> None:
         self.settings_service = settings_service
         self._secrets = secrets
-        self._http = http
         self.router = router
         self._record = record
         self._limits = limits
@@ -136,7 +132,7 @@ class ServeService:
                               hint="Generate a key first (Network page or `strata serve --new-key`).")
         from strata_gui.core.serve.server import ApiServer  # the HTTP stack loads when serving starts
 
-        server = ApiServer(self.router, self._http, host=bind,
+        server = ApiServer(self.router, host=bind,
                            port=self.settings.serve_port if port is None else port,
                            api_key=key, limits=self._limits, on_request=self._on_request)
         await self.router.refresh()

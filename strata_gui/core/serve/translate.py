@@ -13,14 +13,15 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-import httpx
 from aiohttp import web
 
 from strata_gui.core.serve.router import Upstream
 from strata_gui.core.serve.wire import (
+    ENGINE_ERRORS,
     FAILED,
     JSON_TYPE,
     ApiError,
+    EngineResponse,
     Flavor,
     Meter,
     SseSplitter,
@@ -38,10 +39,10 @@ class EngineStreamError(Exception):
     """The engine reported an error inside a stream (or sent something unreadable)."""
 
 
-async def openai_chunks(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+async def openai_chunks(resp: EngineResponse) -> AsyncIterator[dict[str, Any]]:
     """The JSON chunks of an engine's OpenAI SSE stream, up to ``[DONE]``."""
     sse = SseSplitter()
-    async for raw in resp.aiter_raw():
+    async for raw in resp.chunks():
         for _event, payload in sse.feed(raw):
             if payload.strip() == b"[DONE]":
                 return
@@ -78,7 +79,7 @@ async def post_json(request: web.Request, up: Upstream, path: str, body: Mapping
     """POST an OpenAI body to the engine and return its JSON answer (errors in the client's shape)."""
     ctx = context(request)
     async with upstream_post(ctx, up, path, json.dumps(body).encode()) as resp:
-        data = await resp.aread()
+        data = await resp.read()
         if resp.status_code != 200:
             raise upstream_error(resp, data)
     try:
@@ -101,33 +102,33 @@ async def stream(request: web.Request, up: Upstream, path: str, body: Mapping[st
     ctx = context(request)
     async with upstream_post(ctx, up, path, json.dumps(body).encode()) as resp:
         if resp.status_code != 200:
-            raise upstream_error(resp, await resp.aread())
+            raise upstream_error(resp, await resp.read())
         out = web.StreamResponse(status=200, headers={"Content-Type": translator.content_type,
                                                       "Cache-Control": "no-cache"})
         await out.prepare(request)
         try:
             head = translator.start()
             if head:
-                await write_chunk(out, head, ctx)
+                await write_chunk(request, out, head)
             async for chunk in openai_chunks(resp):
                 meter.take(chunk)
                 if meter.ttft_s is None and has_text(chunk):
                     meter.first_text()
                 items = translator.feed(chunk)
                 if items:
-                    await write_chunk(out, items, ctx)
-            await write_chunk(out, translator.finish(meter), ctx)
+                    await write_chunk(request, out, items)
+            await write_chunk(request, out, translator.finish(meter))
         except asyncio.CancelledError:
             if not ctx.stopping:
                 raise
             request[FAILED] = True
             await end_stream_on_stop(out, flavor)
             return out
-        except (httpx.HTTPError, EngineStreamError) as exc:
+        except (*ENGINE_ERRORS, EngineStreamError) as exc:
             request[FAILED] = True
             message = str(exc) if isinstance(exc, EngineStreamError) else \
                 f"The engine stopped answering: {exc or type(exc).__name__}."
-            await end_stream_with_error(out, flavor, message, ctx)
+            await end_stream_with_error(request, out, flavor, message)
             return out
         await out.write_eof()
     ctx.record(meter.request(request.path, 200, up, stream=True))

@@ -18,13 +18,14 @@ import json
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-import httpx
+import aiohttp
 from aiohttp import web
 
 from strata_gui.core.errors import ServerBusyError, StrataError, UnknownModelError
@@ -140,13 +141,13 @@ class ServeContext:
     """Everything a route handler needs, shared by the server's routes."""
 
     router: ModelRouter
-    http: httpx.AsyncClient
     limits: ServerLimits = field(default_factory=ServerLimits)
     on_request: Callable[[ApiRequest], None] | None = None
     clock: Callable[[], float] = time.perf_counter
     counters: Counters = field(default_factory=Counters)
     stopping: bool = False
     inflight: set[asyncio.Task[Any]] = field(default_factory=set)  # request handlers running now
+    session: aiohttp.ClientSession | None = None  # the engines' client, while the server runs
 
     def record(self, req: ApiRequest) -> None:
         if self.on_request is not None:
@@ -238,36 +239,81 @@ def json_response(data: Any, status: int = 200) -> web.Response:
 
 # --------------------------------------------------------------------------- the engine leg
 
+def engine_session() -> aiohttp.ClientSession:
+    """The server's client for its engines (loopback): no proxy, bytes as they come, no time limit
+    on a reply (a long generation is fine; a client that leaves closes it).
+
+    Why aiohttp's client rather than the app's httpx one: its response parser is C (llhttp), and
+    every token of a stream passes through it; with httpx the server spent about twice the CPU per
+    token, taken from the engine on a machine where they share cores (bench/serve.py).
+    """
+    # llama-server drops idle keep-alive connections after 5 s: expire ours well before that.
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=2.0)
+    return aiohttp.ClientSession(connector=connector, auto_decompress=False, trust_env=False,
+                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=None))
+
+
+class EngineResponse:
+    """An engine's answer, open while the caller reads it."""
+
+    __slots__ = ("_resp",)
+
+    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+        self._resp = resp
+
+    @property
+    def status_code(self) -> int:
+        return self._resp.status
+
+    @property
+    def content_type(self) -> str:
+        """The whole ``Content-Type`` header (charset included)."""
+        return self._resp.headers.get("Content-Type", JSON_TYPE)
+
+    async def read(self) -> bytes:
+        return await self._resp.read()
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives."""
+        return self._resp.content.iter_any()
+
+
+ENGINE_ERRORS = (aiohttp.ClientError,)  # what a failing engine connection raises
 # A pooled keep-alive connection the engine closed just as it was reused: the request never
 # reached it (llama-server closes some connections after a streamed reply, seen in about one
 # request in six sent right after a stream). Sending it again on a fresh connection is safe.
-_STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+_STALE_CONNECTION = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
 
 
 @asynccontextmanager
-async def upstream_post(ctx: ServeContext, up: Upstream, path: str, body: bytes) -> AsyncIterator[httpx.Response]:
+async def upstream_post(ctx: ServeContext, up: Upstream, path: str, body: bytes) -> AsyncIterator[EngineResponse]:
     """POST ``body`` to the engine and hold its response open (the body is read by the caller).
 
     Raises:
         ApiError: The engine could not be reached or did not answer (502).
     """
+    session = ctx.session
+    if session is None:
+        raise ApiError(503, "Strata's server is not running.", "busy")
     headers = {**up.headers(), "Accept-Encoding": "identity"}  # raw bytes are passed through as they are
-    request = ctx.http.build_request("POST", up.base_url + path, content=body, headers=headers,
-                                     timeout=httpx.Timeout(30.0, read=None))
+    url = up.base_url + path
     try:
         try:
-            resp = await ctx.http.send(request, stream=True)
+            resp = await session.post(url, data=body, headers=headers)
         except _STALE_CONNECTION:
-            resp = await ctx.http.send(request, stream=True)
-    except httpx.HTTPError as exc:
+            resp = await session.post(url, data=body, headers=headers)
+    except aiohttp.ClientError as exc:
         raise ApiError(502, f"The engine did not answer: {exc or type(exc).__name__}.", "upstream") from exc
     try:
-        yield resp
+        yield EngineResponse(resp)
     finally:
-        await resp.aclose()  # unread: the connection closes, which also stops the engine generating
+        if resp.content.at_eof():
+            resp.release()
+        else:
+            resp.close()  # unread: the connection closes, which also stops the engine generating
 
 
-def upstream_error(resp: httpx.Response, data: bytes) -> ApiError:
+def upstream_error(resp: EngineResponse, data: bytes) -> ApiError:
     """An engine's error answer, carried over into the client's API with the engine's status."""
     message = data[:500].decode(errors="replace") or f"The engine answered {resp.status_code}."
     with contextlib.suppress(ValueError):
@@ -283,10 +329,18 @@ def upstream_error(resp: httpx.Response, data: bytes) -> ApiError:
     return ApiError(status, f"The engine refused the request: {message}", kind)
 
 
-async def write_chunk(out: web.StreamResponse, data: bytes, ctx: ServeContext) -> None:
-    """Write to a client; one that stops reading is dropped after the write time-out."""
+async def write_chunk(request: web.Request, out: web.StreamResponse, data: bytes) -> None:
+    """Write to a client; one that stops reading is dropped after the write time-out.
+
+    A small write to a socket whose buffer is empty cannot wait (the kernel takes it), so no timer
+    is armed then: the client keeps up nearly always, and that saves a timer per token.
+    """
+    transport = request.transport
+    if transport is not None and transport.get_write_buffer_size() == 0 and len(data) < 16384:
+        await out.write(data)
+        return
     try:
-        async with asyncio.timeout(ctx.limits.write_timeout_s):
+        async with asyncio.timeout(context(request).limits.write_timeout_s):
             await out.write(data)
     except TimeoutError as exc:
         raise ConnectionResetError("the client stopped reading") from exc
@@ -322,6 +376,11 @@ class SseSplitter:
         self._pending = b""
         self._data: list[bytes] = []
         self._event = b""
+
+    @property
+    def pending(self) -> bytes:
+        """The start of a line not complete yet."""
+        return self._pending
 
     def feed(self, raw: bytes) -> list[tuple[bytes, bytes]]:
         if self._pending:
@@ -367,9 +426,13 @@ def has_text(data: Mapping[str, Any]) -> bool:
 class Meter:
     """Reads the statistics of one reply: the engine's ``timings``, ``usage``, time to first token.
 
-    Pass-through streams are fed as bytes (:meth:`feed_sse`): only events that can hold the first
-    text or the statistics are parsed. Translated replies hand over their parsed chunks (:meth:`take`).
+    Pass-through streams are fed as bytes (:meth:`feed_sse`, then :meth:`end_sse`): every event is
+    parsed until the first text, then only the last :data:`TAIL_BYTES` are kept and parsed at the end,
+    where the engine puts its statistics; the bytes in between cost an append each. Translated
+    replies hand over their parsed chunks (:meth:`take`).
     """
+
+    TAIL_BYTES = 16 * 1024
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
@@ -377,8 +440,10 @@ class Meter:
         self.timings: dict[str, Any] = {}
         self.usage: dict[str, Any] = {}
         self.ttft_s: float | None = None
-        self.failed = False  # the engine sent an error event mid-stream
+        self.failed = False  # the engine sent an error event
         self._sse = SseSplitter()
+        self._tail: deque[bytes] = deque()
+        self._tail_size = 0
 
     def first_text(self) -> None:
         if self.ttft_s is None:
@@ -396,12 +461,29 @@ class Meter:
             self.usage.update(message["usage"])
 
     def feed_sse(self, chunk: bytes) -> None:
-        waiting = self.ttft_s is None
-        for event, payload in self._sse.feed(chunk):
+        if self.ttft_s is not None:
+            tail = self._tail
+            tail.append(chunk)
+            self._tail_size += len(chunk)
+            while self._tail_size > self.TAIL_BYTES and len(tail) > 1:
+                self._tail_size -= len(tail.popleft())
+            return
+        self._read(self._sse.feed(chunk))
+        if self.ttft_s is not None:  # what is left of an event cut by the network goes on in the tail
+            self._tail.append(self._sse.pending)
+
+    def end_sse(self) -> None:
+        """The stream ended: read the statistics (or an error) in its last bytes."""
+        if self._tail:
+            self._read(SseSplitter().feed(b"".join(self._tail) + b"\n\n"))
+            self._tail.clear()
+
+    def _read(self, events: list[tuple[bytes, bytes]]) -> None:
+        for event, payload in events:
             if event == b"error" or payload.startswith(b'{"error"'):
                 self.failed = True
                 continue
-            if not waiting and b'"timings"' not in payload and b'"usage"' not in payload:
+            if self.ttft_s is not None and b'"timings"' not in payload and b'"usage"' not in payload:
                 continue  # after the first text only the statistics are of interest
             try:
                 data = json.loads(payload)
@@ -409,9 +491,8 @@ class Meter:
                 continue
             if isinstance(data, dict):
                 self.take(data)
-                if waiting and has_text(data):
+                if self.ttft_s is None and has_text(data):
                     self.first_text()
-                    waiting = False
 
     def feed_body(self, body: bytes) -> None:
         with contextlib.suppress(ValueError):
@@ -449,9 +530,9 @@ async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, st
     ctx = context(request)
     meter = Meter(ctx.clock)
     async with upstream_post(ctx, up, path, raw) as resp:
-        ctype = resp.headers.get("content-type", JSON_TYPE)
+        ctype = resp.content_type
         if resp.status_code != 200 or not ctype.startswith(SSE_TYPE):
-            data = await resp.aread()
+            data = await resp.read()
             if resp.status_code != 200:
                 raise upstream_error(resp, data)
             meter.feed_body(data)
@@ -461,19 +542,20 @@ async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, st
         out = web.StreamResponse(status=200, headers={"Content-Type": ctype, "Cache-Control": "no-cache"})
         await out.prepare(request)
         try:
-            async for chunk in resp.aiter_raw():
+            async for chunk in resp.chunks():
                 meter.feed_sse(chunk)
-                await write_chunk(out, chunk, ctx)
+                await write_chunk(request, out, chunk)
+            meter.end_sse()
         except asyncio.CancelledError:
             if not ctx.stopping:
                 raise
             request[FAILED] = True
             await end_stream_on_stop(out, flavor)
             return out
-        except httpx.HTTPError as exc:
+        except ENGINE_ERRORS as exc:
             request[FAILED] = True
-            await end_stream_with_error(out, flavor, f"The engine stopped answering: {exc or type(exc).__name__}.",
-                                        ctx)
+            await end_stream_with_error(request, out, flavor,
+                                        f"The engine stopped answering: {exc or type(exc).__name__}.")
             return out
         await out.write_eof()
     if meter.failed:
@@ -483,8 +565,8 @@ async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, st
     return out
 
 
-async def end_stream_with_error(out: web.StreamResponse, flavor: Flavor, message: str, ctx: ServeContext) -> None:
+async def end_stream_with_error(request: web.Request, out: web.StreamResponse, flavor: Flavor, message: str) -> None:
     """End a started stream with an error item (the engine failed mid-reply)."""
     with contextlib.suppress(ConnectionError):
-        await write_chunk(out, stream_error(flavor, message), ctx)
+        await write_chunk(request, out, stream_error(flavor, message))
         await out.write_eof()
