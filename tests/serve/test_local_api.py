@@ -6,11 +6,14 @@ import json
 import os
 from pathlib import Path
 
+import anthropic
 import httpx
+import ollama
 import psutil
 import pytest
 
 from strata_gui.core.errors import ServerError
+from strata_gui.core.runtime.supervisor import ServerState
 from strata_gui.core.serve.access import is_loopback
 from strata_gui.core.serve.chat_router import ChatRouter
 from strata_gui.core.serve.server import ApiServer
@@ -148,5 +151,31 @@ def test_client_leaving_mid_stream_frees_the_engine(test_engines: TestEngines, t
         counters = await env.dashboard.server_counters(sup.base_url, sup.auth_headers())
         assert counters is not None and counters.predicted_tokens is not None
         assert counters.predicted_tokens < 1000  # the abandoned reply stopped early (8 more for the second)
+
+    run_serving([cpu_spec(test_engines)], test_model, body)
+
+
+@pytest.mark.engine
+def test_ollama_and_anthropic_clients_reach_the_chats_model(test_engines: TestEngines, test_model: Path) -> None:
+    async def body(env: Env) -> None:
+        url = await env.serve.start()
+        root = url.removesuffix("/v1")
+        async with ollama.AsyncClient(host=root) as c:
+            listed = (await c.list()).models
+            assert [m.model for m in listed] == [test_model.stem]
+            details = listed[0].details
+            assert details is not None and (details.family, details.quantization_level) == ("llama", "F16")
+            assert details.parameter_size  # read from the model's header
+            reply = await c.chat(model="whatever-name", messages=[{"role": "user", "content": "hi"}],
+                                 options={"num_predict": 4})
+            assert reply.message.content and env.chat.engine_state is ServerState.READY
+            assert [m.model for m in (await c.ps()).models] == [test_model.stem]
+            gone = await c.generate(model=test_model.stem, prompt="", keep_alive=0)
+            assert gone.done_reason == "unload" and env.chat.engine_state is not ServerState.READY
+        async with anthropic.AsyncAnthropic(base_url=root, api_key="none", max_retries=0) as a:
+            msg = await a.messages.create(model=test_model.stem, max_tokens=4,
+                                          messages=[{"role": "user", "content": "hi"}])
+            assert msg.content[0].type == "text" and msg.usage.output_tokens == 4
+        assert [r.source for r in env.dashboard.store.requests()] == ["api", "api"]
 
     run_serving([cpu_spec(test_engines)], test_model, body)
