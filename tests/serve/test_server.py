@@ -191,6 +191,16 @@ def test_slow_clients_are_dropped_and_do_not_hold_the_server(qasync_loop: asynci
     with scripted_engine() as engine:
         async def body(api: Api) -> None:
             port = api.server.port
+            # One connection carries request after request (keep-alive).
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            for _ in range(3):
+                writer.write(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() + b"\r\n\r\n")
+                head = await reader.readuntil(b"\r\n\r\n")
+                assert head.startswith(b"HTTP/1.1 200") and b"Connection: close" not in head
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                assert json.loads(await reader.readexactly(length))["object"] == "list"
+            writer.close()
             # Slowloris: a head that never ends, one header line every 100 ms.
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
@@ -296,3 +306,25 @@ def test_stop_lets_streams_finish_then_ends_the_rest_cleanly(qasync_loop: asynci
                     await http.get(base + "/health")
 
         qasync_loop.run_until_complete(main())
+
+
+class _BrokenRouter(EngineRouter):
+    """A router with a bug: borrowing raises something that is no StrataError."""
+
+    def borrow(self, model_id: str, *, kind: str | None = None, keep_alive: float | None = None):  # type: ignore[no-untyped-def, override]
+        raise RuntimeError("boom")
+
+
+def test_a_bug_is_still_an_answer_in_the_apis_shape(test_model: Path) -> None:
+    async def body(api: Api) -> None:
+        async with openai.AsyncOpenAI(base_url=api.base + "/v1", api_key="x", max_retries=0) as oc:
+            with pytest.raises(openai.InternalServerError, match=r"Internal error in Strata: RuntimeError: boom"):
+                await oc.chat.completions.create(model=SCRIPTED_ID, messages=CHAT["messages"])
+        async with ollama.AsyncClient(host=api.base) as lc:
+            with pytest.raises(ollama.ResponseError) as err:
+                await lc.chat(model=SCRIPTED_ID, messages=CHAT["messages"])
+            assert err.value.status_code == 500 and err.value.error == "Internal error in Strata: RuntimeError: boom"
+        assert api.server.counters.failed == 2
+
+    run_api(_BrokenRouter([TestModel(served(SCRIPTED_ID, KIND_TEXT, test_model), frozenset({"openai"}),
+                                     base_url="http://127.0.0.1:9")]), body)

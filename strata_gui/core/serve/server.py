@@ -38,6 +38,7 @@ from strata_gui.core.serve.router import ModelRouter
 from strata_gui.core.serve.wire import (
     CTX,
     FAILED,
+    STARTED,
     ApiError,
     ServeContext,
     engine_session,
@@ -100,6 +101,14 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
             if "Allow" in exc.headers:
                 routing.headers["Allow"] = exc.headers["Allow"]
             return error_response(flavor, routing)
+        except ConnectionError:
+            raise  # the client went away: nobody to answer
+        except Exception as exc:  # a bug: still an answer the client's library can read
+            log.exception("local API: %s %s failed", request.method, request.path)
+            if request.get(STARTED):
+                raise  # the stream already started: aiohttp closes the connection
+            return error_response(flavor, ApiError(500, f"Internal error in Strata: {type(exc).__name__}: {exc}",
+                                                   "internal"))
         finally:
             if task is not None:
                 ctx.inflight.discard(task)

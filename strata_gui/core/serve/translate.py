@@ -20,6 +20,7 @@ from strata_gui.core.serve.wire import (
     ENGINE_ERRORS,
     FAILED,
     JSON_TYPE,
+    STARTED,
     ApiError,
     EngineResponse,
     Flavor,
@@ -106,6 +107,7 @@ async def stream(request: web.Request, up: Upstream, path: str, body: Mapping[st
         out = web.StreamResponse(status=200, headers={"Content-Type": translator.content_type,
                                                       "Cache-Control": "no-cache"})
         await out.prepare(request)
+        request[STARTED] = True
         try:
             head = translator.start()
             if head:

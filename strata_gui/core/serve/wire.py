@@ -129,6 +129,9 @@ def from_strata_error(exc: StrataError) -> ApiError:
 
 # --------------------------------------------------------------------------- the server's shared state
 
+# The status line went out (a stream started): errors can no longer be answered with a status.
+STARTED: web.RequestKey[bool] = web.RequestKey("strata_started", bool)
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Route = tuple[str, str, Handler, bool]  # (method, path, handler, runs a model: counted and recorded)
 
@@ -541,6 +544,7 @@ async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, st
             return web.Response(status=200, body=data, headers={"Content-Type": ctype})
         out = web.StreamResponse(status=200, headers={"Content-Type": ctype, "Cache-Control": "no-cache"})
         await out.prepare(request)
+        request[STARTED] = True
         try:
             async for chunk in resp.chunks():
                 meter.feed_sse(chunk)
