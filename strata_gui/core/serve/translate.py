@@ -40,24 +40,33 @@ class EngineStreamError(Exception):
     """The engine reported an error inside a stream (or sent something unreadable)."""
 
 
-async def openai_chunks(resp: EngineResponse) -> AsyncIterator[dict[str, Any]]:
-    """The JSON chunks of an engine's OpenAI SSE stream, up to ``[DONE]``."""
+async def openai_chunks(resp: EngineResponse) -> AsyncIterator[list[dict[str, Any]]]:
+    """The JSON chunks of an engine's OpenAI SSE stream up to ``[DONE]``, a list per network read:
+    an engine ahead of the client sends several at once, and the client gets them in one write."""
     sse = SseSplitter()
     async for raw in resp.chunks():
+        batch: list[dict[str, Any]] = []
         for _event, payload in sse.feed(raw):
             if payload.strip() == b"[DONE]":
+                if batch:
+                    yield batch
                 return
             try:
                 data = json.loads(payload)
-            except ValueError as exc:
-                raise EngineStreamError(f"The engine sent an unreadable event: {payload[:200]!r}") from exc
-            if not isinstance(data, dict):
-                continue
-            err = data.get("error")
+                failure = None
+            except ValueError:
+                data, failure = None, f"The engine sent an unreadable event: {payload[:200]!r}"
+            err = data.get("error") if isinstance(data, dict) else None
             if err:
-                message = err.get("message") if isinstance(err, dict) else err
-                raise EngineStreamError(f"The engine failed mid-reply: {message}")
-            yield data
+                failure = f"The engine failed mid-reply: {err.get('message') if isinstance(err, dict) else err}"
+            if failure is not None:
+                if batch:
+                    yield batch  # what came before the failure still reaches the client
+                raise EngineStreamError(failure)
+            if isinstance(data, dict):
+                batch.append(data)
+        if batch:
+            yield batch
 
 
 class StreamTranslator(Protocol):
@@ -112,13 +121,16 @@ async def stream(request: web.Request, up: Upstream, path: str, body: Mapping[st
             head = translator.start()
             if head:
                 await write_chunk(request, out, head)
-            async for chunk in openai_chunks(resp):
-                meter.take(chunk)
-                if meter.ttft_s is None and has_text(chunk):
-                    meter.first_text()
-                items = translator.feed(chunk)
-                if items:
-                    await write_chunk(request, out, items)
+            async for batch in openai_chunks(resp):
+                items = []
+                for chunk in batch:
+                    meter.take(chunk)
+                    if meter.ttft_s is None and has_text(chunk):
+                        meter.first_text()
+                    items.append(translator.feed(chunk))
+                data = b"".join(items)
+                if data:
+                    await write_chunk(request, out, data)
             await write_chunk(request, out, translator.finish(meter))
         except asyncio.CancelledError:
             if not ctx.stopping:
