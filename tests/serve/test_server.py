@@ -328,3 +328,28 @@ def test_a_bug_is_still_an_answer_in_the_apis_shape(test_model: Path) -> None:
 
     run_api(_BrokenRouter([TestModel(served(SCRIPTED_ID, KIND_TEXT, test_model), frozenset({"openai"}),
                                      base_url="http://127.0.0.1:9")]), body)
+
+
+def test_without_a_key_web_pages_of_other_sites_are_refused(test_model: Path) -> None:
+    """A page in the user's browser may post to 127.0.0.1, or rebind its own name to it (DNS
+    rebinding): the Origin and Host headers give both away."""
+    with scripted_engine("text") as engine:
+        async def body(api: Api) -> None:
+            post = {"model": SCRIPTED_ID, "messages": CHAT["messages"], "stream": False}
+            r = await api.http.post(api.base + "/api/chat", json=post, headers={"Host": f"evil.example:{api.server.port}"})
+            assert r.status_code == 403 and "Host header" in r.json()["error"]
+            r = await api.http.post(api.base + "/v1/chat/completions", json=CHAT,
+                                    headers={"Origin": "https://evil.example"})
+            assert r.status_code == 403 and r.json()["error"]["type"] == "permission_error"
+            r = await api.http.post(api.base + "/v1/messages", json={**CHAT, "max_tokens": 4},
+                                    headers={"Origin": "https://evil.example"})
+            assert r.status_code == 403 and r.json()["error"]["type"] == "permission_error"
+            assert engine.requests == []
+            # Apps on this computer pass, a browser front-end served from it too.
+            for headers in ({}, {"Origin": "http://localhost:3000"}, {"Host": f"localhost:{api.server.port}"},
+                            {"Origin": "http://[::1]:8080"}):
+                r = await api.http.post(api.base + "/api/chat", json=post, headers=headers)
+                assert r.status_code == 200, headers
+            assert len(engine.requests) == 4
+
+        run_api(scripted_router(engine.base_url, test_model), body)

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from strata_gui.core.errors import ServerError
-from strata_gui.core.serve.access import is_loopback, key_matches, presented_key
+from strata_gui.core.serve.access import browser_refusal, is_loopback, key_matches, presented_key
 from strata_gui.core.serve.anthropic_api import routes as anthropic_routes
 from strata_gui.core.serve.ollama_api import routes as ollama_routes
 from strata_gui.core.serve.openai_api import routes as openai_routes
@@ -63,8 +63,9 @@ async def _health(_request: web.Request) -> web.Response:
 def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
     """The aiohttp application: every route of every API behind one guard.
 
-    The guard, for every route (unknown paths included): checks the key (all routes but
-    :data:`OPEN_ROUTES`), refuses new requests while the server stops, counts model requests,
+    The guard, for every route (unknown paths included): without a key refuses requests from web
+    pages of other sites (:func:`~strata_gui.core.serve.access.browser_refusal`), with one checks
+    the key (all routes but :data:`OPEN_ROUTES`), refuses new requests while the server stops, counts model requests,
     tracks the handlers in flight (for a graceful stop) and answers every error in the shape of
     the path's API.
 
@@ -81,6 +82,10 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
         if task is not None:
             ctx.inflight.add(task)
         try:
+            if api_key is None:
+                refusal = browser_refusal(request.headers)
+                if refusal is not None:
+                    raise ApiError(403, refusal, "forbidden")
             if api_key is not None and (request.method, request.path) not in OPEN_ROUTES \
                     and not key_matches(presented_key(request.headers), api_key):
                 ctx.counters.unauthorized += 1
