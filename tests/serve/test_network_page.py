@@ -15,10 +15,10 @@ from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.remote.service import RemoteService
-from strata_gui.core.serve.service import ChatUpstream, ServeService
+from strata_gui.core.serve.service import ServeService
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.pages.network_page import NetworkPage
-from tests.support.pool import real_pool
+from tests.support.pool import library_router, real_pool
 from tests.support.remote_server import openai_like_server
 from tests.support.settings import settings_service
 
@@ -50,7 +50,7 @@ def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop) -> Iterator[tuple]: 
                        settings)
     secrets = FileSecretStore(paths.config_dir / "secrets.json")
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, http)
-    serve = ServeService(settings, secrets, http, ChatUpstream(chat))
+    serve = ServeService(settings, secrets, library_router(chat))
     bridge = AsyncBridge()
     errors: list = []  # type: ignore[type-arg]
     bridge.error_occurred.connect(errors.append)
