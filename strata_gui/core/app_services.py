@@ -132,12 +132,14 @@ class AppServices:
     def serve(self) -> ServeService:
         """"Serve to other apps": every library model on demand (OpenAI, Ollama, Anthropic), a view
         over the engine pool, shared with the chat."""
+        from strata_gui.core.serve.autostart import autostart_for
         from strata_gui.core.serve.library_router import LibraryRouter
         from strata_gui.core.serve.service import ServeService, dashboard_recorder
 
         router = LibraryRouter(self.pool, self.served_library,
                                lambda model, kind: self.resolver.plan_for(model, kind=kind), self.launch_settings)
-        return ServeService(self.settings, self._later.secrets, router, dashboard_recorder(self.dashboard))
+        return ServeService(self.settings, self._later.secrets, router, dashboard_recorder(self.dashboard),
+                            autostart=autostart_for(self._later.environ))
 
     async def served_library(self) -> list[LibraryEntry]:
         """The models the local API offers: the library, and the chat's model wherever it lives."""

@@ -62,7 +62,7 @@ def test_streams_and_plain_replies_through_the_proxy_are_recorded(test_engines: 
         c = env.serve.counters
         assert (c.total, c.completed, c.failed, c.active) == (2, 2, 0, 0)
         recs = env.dashboard.store.requests()
-        assert [r.source for r in recs] == ["api", "api"]
+        assert [r.source for r in recs] == ["api-openai", "api-openai"]
         assert all(r.model == test_model.name and r.engine == "CPU" and r.decode_tps for r in recs)
         assert any(r.ttft_s is not None for r in recs)
 
@@ -179,6 +179,6 @@ def test_ollama_and_anthropic_clients_reach_the_chats_model(test_engines: TestEn
             msg = await a.messages.create(model=test_model.stem, max_tokens=4,
                                           messages=[{"role": "user", "content": "hi"}])
             assert msg.content[0].type == "text" and msg.usage.output_tokens == 4
-        assert [r.source for r in env.dashboard.store.requests()] == ["api", "api"]
+        assert [r.source for r in env.dashboard.store.requests()] == ["api-ollama", "api-anthropic"]
 
     run_serving([cpu_spec(test_engines)], test_model, body)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from strata_gui.core.bench.service import DashboardService
-from strata_gui.core.errors import ServerError
+from strata_gui.core.errors import ServerError, SettingsError
 from strata_gui.core.events import emit
 from strata_gui.core.serve.access import generate_api_key, is_loopback
+from strata_gui.core.serve.autostart import Autostart, serve_command
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
 from strata_gui.core.serve.router import KIND_TEXT, ModelRouter
 from strata_gui.core.settings import Settings, SettingsService
@@ -43,13 +44,16 @@ class ServeService:
             saves them through it.
         secrets: Keeps the generated API key (never the settings file).
         router: Lends an engine per request (:class:`LibraryRouter`: the library over the engine pool).
-        record: Receives each finished request (the dashboard, ``source="api"``).
+        record: Receives each finished request (the dashboard, with its API as the source).
         limits: Sizes and time-outs of the server (tests make them short).
+        autostart: How this platform starts programs at sign-in (None: not offered).
     """
 
     def __init__(self, settings_service: SettingsService, secrets: SecretStore, router: ModelRouter,
-                 record: Recorder | None = None, *, limits: ServerLimits | None = None) -> None:
+                 record: Recorder | None = None, *, limits: ServerLimits | None = None,
+                 autostart: Autostart | None = None) -> None:
         self.settings_service = settings_service
+        self.autostart = autostart
         self._secrets = secrets
         self.router = router
         self._record = record
@@ -150,6 +154,25 @@ class ServeService:
     def _on_request(self, req: ApiRequest) -> None:
         emit(([self._record] if self._record is not None else []) + self._listeners, req)
 
+    # -- at sign-in ----------------------------------------------------------------------------------
+    @property
+    def starts_at_login(self) -> bool:
+        """Whether ``strata serve`` starts when the user signs in (read from the entry itself)."""
+        return self.autostart is not None and self.autostart.enabled()
+
+    def set_start_at_login(self, on: bool, command: Sequence[str] | None = None) -> None:
+        """Add (or remove, leaving nothing behind) the sign-in entry that serves the library headless.
+
+        Raises:
+            SettingsError: the entry could not be written or removed.
+        """
+        if self.autostart is None:
+            raise SettingsError("Starting at sign-in is not available on this system.")
+        if on:
+            self.autostart.enable(command or serve_command())
+        else:
+            self.autostart.disable()
+
     def curl_example(self, key_placeholder: str = "$STRATA_API_KEY") -> str:
         auth = f' -H "Authorization: Bearer {key_placeholder}"' if self.has_key else ""
         models = [m.id for m in self.router.models() if m.kind == KIND_TEXT]
@@ -159,13 +182,27 @@ class ServeService:
                 "\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}]}'")
 
 
+# The dashboard's names for where a request came from (besides the chat's "chat").
+SOURCE_OPENAI, SOURCE_OLLAMA, SOURCE_ANTHROPIC = "api-openai", "api-ollama", "api-anthropic"
+
+
+def api_source(path: str) -> str:
+    """Which API a request used, from its path: the dashboard counts requests per model and API."""
+    if path.startswith("/api/"):
+        return SOURCE_OLLAMA
+    if path.startswith("/v1/messages"):
+        return SOURCE_ANTHROPIC
+    return SOURCE_OPENAI
+
+
 def dashboard_recorder(dashboard: DashboardService) -> Recorder:
-    """Record each API request in the throughput dashboard as ``source="api"``."""
+    """Record each API request in the throughput dashboard, with the API it used as its source."""
 
     def record(req: ApiRequest) -> None:
         up = req.upstream
         # The file name, as the chat's own replies are recorded: one model, one row in the dashboard.
-        dashboard.record(model=up.model.path.name, engine=up.engine or "unknown", backend=up.backend, source="api",
+        dashboard.record(model=up.model.path.name, engine=up.engine or "unknown", backend=up.backend,
+                         source=api_source(req.path),
                          prompt_tokens=req.prompt_tokens, cached_tokens=req.cached_tokens,
                          output_tokens=req.output_tokens, prefill_tps=req.prefill_tps,
                          decode_tps=req.decode_tps, ttft_s=req.ttft_s)
