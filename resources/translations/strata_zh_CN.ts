@@ -963,6 +963,10 @@ Last reply: this computer ({1})</source>
         <translation>回复不符合聊天格式</translation>
     </message>
     <message>
+        <source>Unknown model</source>
+        <translation>未知模型</translation>
+    </message>
+    <message>
         <source>Show details</source>
         <translation>显示详情</translation>
     </message>
