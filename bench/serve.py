@@ -12,6 +12,10 @@ Two measures, each as interleaved pairs (direct, Strata) on the same engine, pro
   rates drift.
 * keep-alive overhead: --small non-streamed one-token requests on one kept-alive connection per
   side; the median wall time per request, and Strata's extra milliseconds.
+* cold start: the first request to a model nothing has loaded, through Strata (the router finds
+  it in the library, the pool starts the engine, the request goes through), against a script that
+  starts the same llama-server by hand (same command line), polls /health every 10 ms and sends
+  the same request. Goal: Strata/by hand <= 1.1.
 
 Reported as medians of per-pair ratios, which are robust to load drift on a shared machine.
 
@@ -26,6 +30,7 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +50,7 @@ from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.serve.service import ServeService
 from strata_gui.core.settings import Settings, SettingsService, SettingsStore
+from tests.support.engines import free_port
 from tests.support.pool import library_router
 
 PROMPT = "Write a long story about a lighthouse keeper."
@@ -55,6 +61,7 @@ Sample = tuple[float, float, float]  # TTFT (s), decode (tokens/s), this process
 
 
 WINDOW = 16  # tokens per decode window
+SERVED = ["model"]  # the id Strata serves the model under (set once the server runs)
 
 
 def _rate(start: float, cpu: float, stamps: list[float]) -> Sample:
@@ -86,7 +93,7 @@ async def openai_stream(http: httpx.AsyncClient, root: str, tokens: int, headers
 
 
 async def ollama_stream(http: httpx.AsyncClient, root: str, tokens: int, headers: dict[str, str]) -> Sample:
-    body = {"model": "m", "messages": MESSAGES, "options": {"num_predict": tokens, "seed": 7, "temperature": 1.0}}
+    body = {"model": SERVED[0], "messages": MESSAGES, "options": {"num_predict": tokens, "seed": 7, "temperature": 1.0}}
     cpu = time.process_time()
     start = time.perf_counter()
     stamps: list[float] = []
@@ -122,6 +129,38 @@ def default_engine_and_model() -> tuple[Path, Path]:
 
 
 Stream = Callable[[httpx.AsyncClient, str, int, dict[str, str]], Awaitable[Sample]]
+COLD_BODY = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8, "seed": 7}
+
+
+async def by_hand(http: httpx.AsyncClient, command: list[str], port: int, env: dict[str, str]) -> float:
+    """Seconds from starting llama-server by hand to the answer of one request (then it is stopped)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen([*command[:command.index("--port") + 1], str(port),  # noqa: ASYNC220 (as the app does)
+                             *command[command.index("--port") + 2:]], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        while True:
+            try:
+                if (await http.get(base + "/health", timeout=1.0)).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.01)
+        resp = await http.post(base + "/v1/chat/completions", json=COLD_BODY)
+        resp.raise_for_status()
+        return time.perf_counter() - t
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def through_strata(http: httpx.AsyncClient, root: str, model_id: str) -> float:
+    """Seconds from a request for an unloaded model to its answer, through Strata."""
+    t = time.perf_counter()
+    resp = await http.post(root + "/v1/chat/completions", json={**COLD_BODY, "model": model_id})
+    resp.raise_for_status()
+    return time.perf_counter() - t
 
 
 async def pairs(http: httpx.AsyncClient, fn: Stream, direct: tuple[str, dict[str, str]], strata: str,
@@ -153,6 +192,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--engine", type=Path)
     ap.add_argument("--model", type=Path)
+    ap.add_argument("--backend", choices=("cpu", "vulkan", "rocm"), default="cpu",
+                    help="the engine's backend (a GPU backend offloads every layer)")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--small", type=int, default=200, help="one-token requests per side and round")
@@ -172,11 +213,13 @@ def main() -> int:
                 pool = EnginePool(lambda e, m, s: ServerSupervisor(e, m, s, http=http))
                 chat = ChatService(ConversationStore(Path(tmp) / "db.sqlite3").open(), pool, http, settings)
                 chat.set_model(model)
-                chat.set_plan([EngineSpec("bench-cpu", "CPU", Backend.CPU, TEXT.executable(engine_dir),
+                backend = Backend(args.backend)
+                chat.set_plan([EngineSpec(f"bench-{backend}", backend.label, backend, TEXT.executable(engine_dir),
                                           {"LD_LIBRARY_PATH": str(engine_dir)})])
                 serve = ServeService(settings, FileSecretStore(Path(tmp) / "secrets.json"), library_router(chat))
                 try:
                     strata = (await serve.start()).removesuffix("/v1")
+                    SERVED[0] = serve.router.models()[0].id
                     client = await chat.ensure_engine()
                     sup = chat.supervisor
                     direct = (client.base_url, sup.auth_headers() if sup is not None else {})
@@ -192,11 +235,23 @@ def main() -> int:
                             d = await small_requests(apps, direct[0], args.small, direct[1])
                             s = await small_requests(apps, strata, args.small, {})
                             rounds.append((d, s))
+                        # Cold start: the same engine's command line by hand, or the first request to
+                        # the model through Strata with nothing loaded.
+                        assert sup is not None
+                        command = sup.command
+                        env = {**os.environ, **sup.engine.env}
+                        model_id = serve.router.models()[0].id
+                        cold = []
+                        for _ in range(args.reps):
+                            await chat.stop_engine()
+                            hand = await by_hand(apps, command, free_port(), env)
+                            assert pool.engines() == []
+                            cold.append((hand, await through_strata(apps, strata, model_id)))
                 finally:
                     await serve.stop()
                     await chat.aclose()
                     await pool.aclose()
-        print(f"engine {engine_dir}  model {model.name}  reps {args.reps}  max_tokens {args.tokens}  "
+        print(f"engine {engine_dir} ({args.backend})  model {model.name}  reps {args.reps}  max_tokens {args.tokens}  "
               f"engine threads {args.threads or 'default'}  cores {os.cpu_count()}  load {os.getloadavg()[0]:.1f}")
         print("(direct: OpenAI stream from llama-server; strata: the same through Strata)")
         report("OpenAI /v1/chat/completions, streamed (bytes passed through)", openai_pairs)
@@ -206,6 +261,10 @@ def main() -> int:
         print(f"keep-alive, {args.small} one-token requests x 3 rounds per side:")
         print(f"  direct {d * 1000:.2f} ms/request  strata {s * 1000:.2f} ms/request  "
               f"ratio {med(r[1] / r[0] for r in rounds):.2f}  overhead {(s - d) * 1000:.2f} ms/request")
+        hand, through = med(c[0] for c in cold), med(c[1] for c in cold)
+        print(f"cold start, first request to an unloaded model ({args.reps} pairs):")
+        print(f"  by hand {hand * 1000:.0f} ms  strata {through * 1000:.0f} ms  "
+              f"ratio {med(c[1] / c[0] for c in cold):.2f} (goal <= 1.1)")
 
     asyncio.run(run())
     return 0
