@@ -2423,8 +2423,8 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>网络</translation>
     </message>
     <message>
-        <source>Chat with models served by other machines, let other apps use the model loaded here, and pool GPUs of several computers.</source>
-        <translation>与其他机器提供的模型聊天，让其他应用使用本机加载的模型，并把多台电脑的 GPU 合并使用。</translation>
+        <source>Chat with models served by other machines, serve your models to other apps, and pool GPUs of several computers.</source>
+        <translation>使用其他机器提供的模型聊天，把你的模型提供给其他应用，并汇集多台计算机的 GPU。</translation>
     </message>
     <message>
         <source>Remote engines</source>

@@ -99,7 +99,7 @@ class NetworkPage(Page):
         self.timer.timeout.connect(self.refresh_serve)
 
         header = PageHeader(self.tr("Network"), self.tr(
-            "Chat with models served by other machines, let other apps use the model loaded here, "
+            "Chat with models served by other machines, serve your models to other apps, "
             "and pool GPUs of several computers."))
         body = QWidget()
         self.body_layout = QVBoxLayout(body)
@@ -354,12 +354,15 @@ class NetworkPage(Page):
         self.loaded_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.loaded_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.loaded_table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
-        self.loaded_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.loaded_table.setMaximumHeight(160)
+        header = self.loaded_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.loaded_table.setWordWrap(False)
         self.loaded_table.itemSelectionChanged.connect(self._sync_unload)
         self.loaded_empty = _label(self.tr("No model is loaded. Programs load one by naming it."), "muted")
         unload_row = QHBoxLayout()
-        unload_row.addWidget(self.loaded_empty, 1)
+        unload_row.addWidget(self.loaded_empty)
+        unload_row.addStretch(1)
         self.unload_button = QPushButton(self.tr("Unload"))
         self.unload_button.setToolTip(self.tr("Free the model's memory (after the requests using it end)."))
         self.unload_button.clicked.connect(self.unload_selected)
@@ -384,6 +387,10 @@ class NetworkPage(Page):
                 table.setItem(row, col, QTableWidgetItem(text))
             if selected is not None and m.model.id == selected.model.id:
                 table.selectRow(row)
+        # As tall as its rows (no empty band under two models), a scroll bar from eight on.
+        rows = min(len(self._loaded), 8)
+        table.setFixedHeight(table.horizontalHeader().height() + 2 * table.frameWidth()
+                             + sum(table.rowHeight(r) for r in range(rows)))
         self.loaded_table.setVisible(bool(self._loaded))
         self.loaded_empty.setVisible(not self._loaded)
         self._sync_unload()
