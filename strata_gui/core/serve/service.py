@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.errors import ServerError, SettingsError
-from strata_gui.core.events import emit
+from strata_gui.core.events import Listeners, emit
 from strata_gui.core.serve.access import generate_api_key, is_loopback
 from strata_gui.core.serve.autostart import Autostart, serve_command
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
@@ -60,20 +60,19 @@ class ServeService:
         self._limits = limits
         self.server: ApiServer | None = None
         self._last_counters = Counters()
-        self._listeners: list[Recorder] = []
+        self.requests: Listeners[ApiRequest] = Listeners()  # each finished request, after it was recorded
 
     @property
     def settings(self) -> Settings:
         """The live settings (read-only here: :meth:`configure` changes them through the service)."""
         return self.settings_service.current
 
-    def add_listener(self, fn: Recorder) -> None:
-        """``fn(request)`` after each finished request (after it was recorded)."""
-        self._listeners.append(fn)
+    def add_listener(self, fn: Recorder) -> Callable[[], None]:
+        """``fn(request)`` after each finished request (after it was recorded); returns the unsubscribe."""
+        return self.requests.subscribe(fn)
 
     def remove_listener(self, fn: Recorder) -> None:
-        if fn in self._listeners:
-            self._listeners.remove(fn)
+        self.requests.unsubscribe(fn)
 
     @property
     def running(self) -> bool:
@@ -152,7 +151,9 @@ class ServeService:
             await server.stop(grace_s)
 
     def _on_request(self, req: ApiRequest) -> None:
-        emit(([self._record] if self._record is not None else []) + self._listeners, req)
+        if self._record is not None:
+            emit([self._record], req)
+        self.requests.emit(req)
 
     # -- at sign-in ----------------------------------------------------------------------------------
     @property
