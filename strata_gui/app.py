@@ -417,6 +417,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
             apply_theme=lambda theme: apply_theme(app, theme),
             open_path=hooks.open_path,
             choose_folder=hooks.choose_folder,
+            start_at_login=(lambda: services.serve.starts_at_login, services.serve.set_start_at_login),
         )
         page.run_guide_requested.connect(lambda: open_first_run(ui))
         return page

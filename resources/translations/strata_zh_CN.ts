@@ -417,6 +417,22 @@ Last reply: this computer ({1})</source>
         <translation>核心频率 (MHz)</translation>
     </message>
     <message>
+        <source>Chat</source>
+        <translation>聊天</translation>
+    </message>
+    <message>
+        <source>OpenAI API</source>
+        <translation>OpenAI API</translation>
+    </message>
+    <message>
+        <source>Ollama API</source>
+        <translation>Ollama API</translation>
+    </message>
+    <message>
+        <source>Anthropic API</source>
+        <translation>Anthropic API</translation>
+    </message>
+    <message>
         <source>Dashboard</source>
         <translation>仪表盘</translation>
     </message>
@@ -1012,6 +1028,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Reply does not fit the chat format</source>
         <translation>回复不符合聊天格式</translation>
+    </message>
+    <message>
+        <source>Unknown model</source>
+        <translation>未知模型</translation>
     </message>
     <message>
         <source>Show details</source>
@@ -2589,8 +2609,8 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>网络</translation>
     </message>
     <message>
-        <source>Chat with models served by other machines, let other apps use the model loaded here, and pool GPUs of several computers.</source>
-        <translation>与其他机器提供的模型聊天，让其他应用使用本机加载的模型，并把多台电脑的 GPU 合并使用。</translation>
+        <source>Chat with models served by other machines, serve your models to other apps, and pool GPUs of several computers.</source>
+        <translation>使用其他机器提供的模型聊天，把你的模型提供给其他应用，并汇集多台计算机的 GPU。</translation>
     </message>
     <message>
         <source>Remote engines</source>
@@ -2677,8 +2697,8 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>为其他应用提供服务</translation>
     </message>
     <message>
-        <source>Other programs on this computer (editors, scripts, chat front-ends) can use the model loaded here through an OpenAI-compatible address. Their requests appear in the Dashboard.</source>
-        <translation>本机的其他程序（编辑器、脚本、聊天前端）可以通过与 OpenAI 兼容的地址使用这里加载的模型。它们的请求会显示在“仪表盘”中。</translation>
+        <source>Other programs (editors, Open WebUI, agents, scripts) can use every model of your library through OpenAI, Ollama and Anthropic addresses: a model loads when a program asks for it, shares the engine the chat uses, and unloads when idle. Their requests appear in the Dashboard.</source>
+        <translation>其他程序（编辑器、Open WebUI、智能体、脚本）可以通过 OpenAI、Ollama 和 Anthropic 地址使用模型库中的每个模型：程序请求时加载模型，与聊天共用同一个引擎，闲置时卸载。它们的请求会显示在仪表盘中。</translation>
     </message>
     <message>
         <source>Port</source>
@@ -2707,6 +2727,60 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Try it from a terminal:</source>
         <translation>在终端中试一试：</translation>
+    </message>
+    <message>
+        <source>Loaded models</source>
+        <translation>已加载的模型</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Memory</source>
+        <translation>内存</translation>
+    </message>
+    <message>
+        <source>In use</source>
+        <translation>使用中</translation>
+    </message>
+    <message>
+        <source>Idle</source>
+        <translation>闲置</translation>
+    </message>
+    <message>
+        <source>Unloads in</source>
+        <translation>卸载倒计时</translation>
+    </message>
+    <message>
+        <source>No model is loaded. Programs load one by naming it.</source>
+        <translation>没有加载任何模型。程序指定模型名称时即会加载。</translation>
+    </message>
+    <message>
+        <source>Unload</source>
+        <translation>卸载</translation>
+    </message>
+    <message>
+        <source>Free the model&apos;s memory (after the requests using it end).</source>
+        <translation>释放该模型占用的内存（在正在使用它的请求结束之后）。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n request(s)</source>
+        <translation>
+            <numerusform>%n 个请求</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>no</source>
+        <translation>否</translation>
+    </message>
+    <message>
+        <source>Unload {0}</source>
+        <translation>卸载 {0}</translation>
     </message>
     <message>
         <source>every network interface</source>
@@ -2932,6 +3006,14 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>离线模式：不连接 Hub 或 GitHub</translation>
     </message>
     <message>
+        <source>Start the model server when I sign in (no window)</source>
+        <translation>登录时启动模型服务器（不显示窗口）</translation>
+    </message>
+    <message>
+        <source>Serves every model of your library to other apps (OpenAI, Ollama and Anthropic APIs) from sign-in on, loading each one when it is asked for. Turning it off removes the entry.</source>
+        <translation>从登录起向其他应用提供模型库中的每个模型（OpenAI、Ollama 和 Anthropic API），在被请求时加载。关闭此项会删除启动项。</translation>
+    </message>
+    <message>
         <source>Add folder…</source>
         <translation>添加文件夹…</translation>
     </message>
@@ -3142,6 +3224,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Saved.</source>
         <translation>已保存。</translation>
+    </message>
+    <message>
+        <source>The model server starts when you sign in.</source>
+        <translation>模型服务器将在你登录时启动。</translation>
+    </message>
+    <message>
+        <source>The model server no longer starts when you sign in.</source>
+        <translation>模型服务器不再在你登录时启动。</translation>
     </message>
 </context>
 <context>

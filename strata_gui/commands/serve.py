@@ -1,4 +1,5 @@
-"""`strata serve`: the loaded model as an OpenAI-compatible API for other apps, until Ctrl+C."""
+"""`strata serve`: every library model for other apps (OpenAI, Ollama and Anthropic APIs), loaded on
+demand by the engine pool, without a window, until Ctrl+C."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from strata_gui.core.serve import ApiRequest
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("serve", help="serve the model to other apps (OpenAI-compatible API)")
-    p.add_argument("--model", "-m", help="GGUF file (default: the last model used in the app)")
+    p = sub.add_parser("serve", help="serve the model library to other apps (OpenAI, Ollama and Anthropic APIs)")
+    p.add_argument("--model", "-m", action="append", default=[], metavar="FILE",
+                   help="also serve this file (repeat for more; the library is always served)")
     p.add_argument("--engine", "-e", action="append", default=[], metavar="DIR",
                    help="engine folder (repeat for a fallback order; default: the installed engines)")
     p.add_argument("--port", type=int, default=None, help="TCP port (default: from Settings, 8765)")
@@ -24,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--new-key", action="store_true", help="generate a new API key, print it once and exit")
     p.add_argument("--show-key", action="store_true", help="print the current API key and exit")
     add_device_option(p)
-    p.add_argument("--preload", action="store_true", help="load the model before the first request")
+    p.add_argument("--preload", action="store_true", help="load the --model files before the first request")
     load_options.add_arguments(p)
     p.add_argument("--max-requests", type=int, default=0, help=argparse.SUPPRESS)  # tests: exit after N
     p.set_defaults(func=run)
@@ -47,15 +49,18 @@ def _paths(given: list[str]) -> list[Path]:
     return [Path(f).expanduser() for f in given]
 
 
-async def _choose(app: AppServices, args: argparse.Namespace) -> str:
-    """Resolve the engines (one-off folders first, checked) and the model; returns what runs and why."""
+async def _choose(app: AppServices, args: argparse.Namespace) -> list[Path]:
+    """Resolve the engines (one-off folders first, checked) and add the named models to the library."""
     apply_device_option(args, app)
     await app.prepare()
     for folder in _paths(args.engine):
         await app.resolver.use_folder(folder)
-    if args.model:
-        app.chat.set_model(_paths([args.model])[0])
-    return app.resolver.resolve(app.chat.model).summary()
+    models = _paths(args.model)
+    for model in models:
+        entry = await app.models.open_file(model)
+        if entry.broken:
+            print(f"warning: {model}: {entry.error}", file=sys.stderr, flush=True)
+    return models
 
 
 async def run(args: argparse.Namespace, app: AppServices) -> int:
@@ -67,9 +72,9 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         print(serve.api_key() or "no API key set (generate one with --new-key)")
         return 0
     load_options.apply(args, app)
-    engine = await _choose(app, args)
-    await load_options.check(app, app.chat.model)
-    print(f"engine: {engine}", file=sys.stderr, flush=True)
+    models = await _choose(app, args)
+    for model in models:
+        await load_options.check(app, model)
     done = asyncio.Event()
     served = [0]
 
@@ -81,14 +86,24 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
 
     serve.add_listener(on_request)
     url = await serve.start(lan=args.lan or None, port=args.port)
-    model = app.chat.model.name if app.chat.model else "none chosen (pass --model)"
-    print(f"serving {model} at {url}", flush=True)
+    names = [m.id for m in serve.router.models()]
+    print(f"serving {len(names)} model{'s' if len(names) != 1 else ''} at {url}: "
+          + (", ".join(names) if names else "none yet (download one: strata models pull, or pass --model)"),
+          flush=True)
+    print(f"OpenAI clients: {url} · Ollama and Anthropic clients: {url.removesuffix('/v1')}", flush=True)
     if serve.has_key:
         print("API key required (see --show-key)", flush=True)
     print(serve.curl_example(), flush=True)
     if args.preload:
-        await app.chat.ensure_engine()
-        print("model loaded", flush=True)
+        for model in models:
+            name = next((m.id for m in serve.router.models() if m.path == model), None)
+            if name is not None:
+                async with serve.router.borrow(name):
+                    print(f"{name} loaded", flush=True)
     print("press Ctrl+C to stop", file=sys.stderr, flush=True)
-    await done.wait()
+    try:
+        await done.wait()
+    except asyncio.CancelledError:  # Ctrl+C: the core stops the server and every engine on the way out
+        print("stopping: unloading the models", file=sys.stderr, flush=True)
+        raise
     return 0

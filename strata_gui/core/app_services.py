@@ -39,6 +39,7 @@ from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.resources import kernels_dir
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.kinds import EngineKind
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.supervisor import ServerSupervisor
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # built on first use (see AppServices): their modules load th
     from strata_gui.core.bench.service import DashboardService, ImageBenchmarkRunner
     from strata_gui.core.gpu.history import GpuTelemetry
     from strata_gui.core.images.service import ImageRecord, ImageService
+    from strata_gui.core.models.library import LibraryEntry
     from strata_gui.core.models.service import ModelService
     from strata_gui.core.serve.service import ServeService
     from strata_gui.core.tools.approvals import ToolPolicy
@@ -129,11 +131,32 @@ class AppServices:
 
     @cached_property
     def serve(self) -> ServeService:
-        """"Serve to other apps": the local API in front of the chat's engine."""
-        from strata_gui.core.serve.service import ChatUpstream, ServeService, dashboard_recorder
+        """"Serve to other apps": every library model on demand (OpenAI, Ollama, Anthropic), a view
+        over the engine pool, shared with the chat."""
+        from strata_gui.core.serve.autostart import autostart_for
+        from strata_gui.core.serve.library_router import LibraryRouter
+        from strata_gui.core.serve.service import ServeService, dashboard_recorder
 
-        return ServeService(self.settings, self._later.secrets, self.local_http, ChatUpstream(self.chat),
-                            dashboard_recorder(self.dashboard))
+        router = LibraryRouter(self.pool, self.served_library,
+                               lambda model, kind: self.resolver.plan_for(model, kind=kind), self.launch_settings)
+        return ServeService(self.settings, self._later.secrets, router, dashboard_recorder(self.dashboard),
+                            autostart=autostart_for(self._later.environ))
+
+    async def served_library(self) -> list[LibraryEntry]:
+        """The models the local API offers: the library, and the chat's model wherever it lives."""
+        if self.chat.model is not None:
+            await self.models.open_file(self.chat.model)
+        return await self.models.scan_library()
+
+    def launch_settings(self, model: Path, kind: EngineKind) -> ServerSettings:
+        """How the local API loads ``model`` as ``kind``: as the chat does for chat and embedding
+        models (their load options and projector), as Images does for image models, so a request
+        for a model another page has loaded shares its engine (blocking: reads headers)."""
+        if kind.kv_cache:
+            return self.load_options.launch_settings(model)
+        from strata_gui.core.images.server import image_launch_settings
+
+        return image_launch_settings(model)
 
     @cached_property
     def images(self) -> ImageService:
@@ -180,6 +203,7 @@ class AppServices:
     # The modules those need beyond what the chat loaded (importing them is most of their cost).
     LATER_MODULES = ("strata_gui.core.gpu.history", "strata_gui.core.models.service", "strata_gui.core.bench.service",
                      "strata_gui.core.bench.workload", "strata_gui.core.serve.service",
+                     "strata_gui.core.serve.library_router",
                      "strata_gui.core.images.gallery", "strata_gui.core.images.service")
 
     def built(self, name: str) -> bool:

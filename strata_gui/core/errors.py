@@ -121,14 +121,27 @@ class ServerError(StrataError):
     title = "Engine server problem"
 
 
-class EngineBusyError(ServerError):
-    """The engine pool cannot start another engine now (memory is held by engines in use) and the
-    caller asked not to wait. ``retry_after`` is a guess in seconds (the local API's Retry-After)."""
+class UnknownModelError(ServerError):
+    """A client of the local API asked for a model that is not served (the API answers 404)."""
+
+    title = "Unknown model"
+
+
+class ServerBusyError(ServerError):
+    """No engine can take the work now: the engines in use hold the memory another model needs, or
+    every slot of the local API's queue is taken, and the caller may not wait. The client should try
+    again after ``retry_after`` seconds (the local API answers 503 with ``Retry-After``).
+
+    Args:
+        message: What is busy, in one sentence.
+        retry_after: Seconds after which a retry has a chance.
+        hint: What the user can do about it.
+    """
 
     title = "Engines busy"
 
-    def __init__(self, message: str, *, hint: str | None = None, details: str | None = None,
-                 retry_after: float = 5.0) -> None:
+    def __init__(self, message: str, *, retry_after: float = 1.0, hint: str | None = None,
+                 details: str | None = None) -> None:
         super().__init__(message, hint=hint, details=details)
         self.retry_after = retry_after
 

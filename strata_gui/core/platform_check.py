@@ -8,6 +8,9 @@ Each check exercises the code the app itself uses, not a re-implementation:
   such a folder; on Windows the stored file must not contain the secret in the clear.
 * ``job``: an "app" process starts an "engine" child the way the runtime does (Windows job
   object / Linux parent-death signal), the app is killed hard, and the child must die with it.
+* ``autostart``: "start the model server when I sign in" turned on, read back and turned off
+  again through the app's own code (Windows: the ``Run`` value under HKEY_CURRENT_USER; Linux: an
+  XDG autostart entry, here in a scratch folder), leaving nothing behind.
 * ``gpu`` (Windows only): each raw source of the Windows GPU probe (registry, DXGI, WMI, HIP,
   PDH) and the detection built from them; a source that returns nothing is "n/a", never a crash.
 
@@ -247,6 +250,21 @@ def check_gpu() -> CheckResult:
     })
 
 
+def check_autostart(scratch: Path) -> CheckResult:
+    from strata_gui.core.serve.autostart import XdgAutostart, autostart_for, serve_command
+
+    entry = autostart_for(os.environ) if sys.platform == "win32" else XdgAutostart(scratch / "xdg-config")
+    if entry.enabled():  # the user turned it on: their entry is left as it is
+        return CheckResult("autostart", True, {"where": entry.describe(), "skipped": "already on"})
+    command = serve_command()
+    entry.enable(command)
+    on = entry.enabled()
+    entry.disable()
+    off = not entry.enabled()
+    return CheckResult("autostart", on and off, {"where": entry.describe(), "command": command,
+                                                 "enabled_read_back": on, "removed": off})
+
+
 def run_checks(paths: AppPaths) -> PlatformReport:
     """Run every check that applies to this OS."""
     with tempfile.TemporaryDirectory(prefix="strata-check-") as tmp:
@@ -255,6 +273,7 @@ def run_checks(paths: AppPaths) -> PlatformReport:
             _guarded("paths", lambda: check_paths(paths, scratch)),
             _guarded("secrets", lambda: check_secrets(scratch)),
             _guarded("job", lambda: check_job(scratch)),
+            _guarded("autostart", lambda: check_autostart(scratch)),
         ]
         if sys.platform == "win32":
             checks.append(_guarded("gpu", check_gpu))

@@ -270,7 +270,7 @@ def test_old_queue_files_load_and_illegal_transitions_raise(tmp_path: Path) -> N
 
 
 def test_offline_refuses_to_queue_and_a_broken_subscriber_does_not_stop_downloads(
-    hub: Any, make_service: Any, test_model: Path
+    hub: Any, make_service: Any, test_model: Path, _listener_errors: Any
 ) -> None:
     expected = test_model.read_bytes()
 
@@ -300,3 +300,6 @@ def test_offline_refuses_to_queue_and_a_broken_subscriber_does_not_stop_download
             assert svc.downloads.jobs() == []
 
     asyncio.run(go())
+    # The broken subscriber was reported where bugs are (and on purpose here).
+    assert _listener_errors.records and "subscriber bug" in str(_listener_errors.records[0].exc_info[1])
+    _listener_errors.records.clear()

@@ -25,7 +25,8 @@ def test_the_command_reports_every_linux_check_passing(_user_dirs_in_tmp: Path) 
     report = json.loads(res.stdout)
     assert report["platform"] == sys.platform and report["ok"] is True
     checks = {c["name"]: c for c in report["checks"]}
-    assert set(checks) == {"paths", "secrets", "job"}  # the GPU probe check is Windows-only
+    assert set(checks) == {"paths", "secrets", "job", "autostart"}  # the GPU probe check is Windows-only
+    assert checks["autostart"]["detail"]["enabled_read_back"] and checks["autostart"]["detail"]["removed"]
     assert checks["paths"]["detail"]["data_dir"].startswith(str(_user_dirs_in_tmp))
     assert AWKWARD_NAME in checks["paths"]["detail"]["awkward_file"]
     assert checks["job"]["detail"]["mechanism"] == "parent-death signal"

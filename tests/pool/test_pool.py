@@ -15,7 +15,7 @@ import httpx
 import psutil
 import pytest
 
-from strata_gui.core.errors import EngineBusyError, ServerError
+from strata_gui.core.errors import ServerBusyError, ServerError
 from strata_gui.core.pool import (
     EnginePool,
     EngineUnloaded,
@@ -151,7 +151,7 @@ def test_memory_budget_unloads_the_least_recently_used_idle_engine(
         assert not engines_of(second_model)
         # Both loaded engines in use: a fourth start waits, or is refused when it may not wait.
         a = await pool.acquire(spec, test_model, SMALL, user="chat")
-        with pytest.raises(EngineBusyError, match="Waiting for memory") as info:
+        with pytest.raises(ServerBusyError, match="Waiting for memory") as info:
             await pool.acquire(spec, second_model, SMALL, user="api", wait=False)
         assert info.value.retry_after > 0
         waiting = asyncio.create_task(pool.acquire(spec, second_model, SMALL, user="api"))

@@ -16,13 +16,13 @@ from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.runtime.rpc_server import RpcServerProcess
-from strata_gui.core.serve.service import ChatUpstream, ServeService
+from strata_gui.core.serve.service import ServeService
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.network_page import NetworkPage
 from tests.rpc.conftest import rpc_spec
 from tests.serve.test_network_page import finish
 from tests.support.engines import TestEngines, free_port
-from tests.support.pool import real_pool
+from tests.support.pool import library_router, real_pool
 from tests.support.settings import settings_service
 
 pytestmark = pytest.mark.engine
@@ -42,7 +42,7 @@ def test_add_check_workers_and_lend(qtbot, qasync_loop: asyncio.AbstractEventLoo
     errors: list = []  # type: ignore[type-arg]
     bridge.error_occurred.connect(errors.append)
     page = NetworkPage(RemoteService(paths.config_dir / "remote.json", secrets, http),
-                       ServeService(settings, secrets, http, ChatUpstream(chat)), bridge, rpc=rpc)
+                       ServeService(settings, secrets, library_router(chat)), bridge, rpc=rpc)
     qtbot.addWidget(page)
     page.resize(1000, 1300)
     page.show()

@@ -57,5 +57,5 @@ def test_serves_a_streamed_reply(test_engines: TestEngines, test_model: Path,
         t.join(60)
     assert result == [0]
     out = capsys.readouterr().out
-    assert f"serving {test_model.name} at http://127.0.0.1:{port}/v1" in out
+    assert f"serving 1 model at http://127.0.0.1:{port}/v1: {test_model.stem}" in out
     assert "200 /v1/chat/completions" in out and "tok/s" in out

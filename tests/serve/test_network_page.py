@@ -15,10 +15,10 @@ from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.remote.service import RemoteService
-from strata_gui.core.serve.service import ChatUpstream, ServeService
+from strata_gui.core.serve.service import ServeService
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.pages.network_page import NetworkPage
-from tests.support.pool import real_pool
+from tests.support.pool import library_router, real_pool
 from tests.support.remote_server import openai_like_server
 from tests.support.settings import settings_service
 
@@ -50,7 +50,7 @@ def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop) -> Iterator[tuple]: 
                        settings)
     secrets = FileSecretStore(paths.config_dir / "secrets.json")
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, http)
-    serve = ServeService(settings, secrets, http, ChatUpstream(chat))
+    serve = ServeService(settings, secrets, library_router(chat))
     bridge = AsyncBridge()
     errors: list = []  # type: ignore[type-arg]
     bridge.error_occurred.connect(errors.append)
@@ -115,3 +115,56 @@ def test_serve_key_shown_once_and_live_counts(page_env) -> None:  # type: ignore
         page.grab().save(str(Path(os.environ["STRATA_SCREENSHOTS"]) / "network_page.png"))
     finish(loop, page.toggle_serving())
     assert not serve.running and page.serve_button.text() == "Start serving"
+
+
+
+@pytest.mark.engine
+def test_loaded_models_list_shows_memory_and_idle_and_unloads(qtbot, qasync_loop: asyncio.AbstractEventLoop,  # type: ignore[no-untyped-def]
+                                                              test_engines, test_model: Path) -> None:
+    from strata_gui.core.runtime.engine import EngineSpec
+
+    loop = qasync_loop
+    paths = AppPaths.from_environment()
+    paths.ensure()
+    http = httpx.AsyncClient(trust_env=False)
+    settings = settings_service(serve_port=0, context_size=512)
+    chat = ChatService(ConversationStore(paths.database_file).open(), real_pool(http), http, settings)
+    chat.set_plan([EngineSpec("cpu-test", "CPU", "cpu", test_engines.cpu_server)])
+    chat.set_model(test_model, remember=False)
+    secrets = FileSecretStore(paths.config_dir / "secrets.json")
+    router = library_router(chat)
+    serve = ServeService(settings, secrets, router)
+    bridge = AsyncBridge()
+    page = NetworkPage(RemoteService(paths.config_dir / "remote.json", secrets, http), serve, bridge)
+    qtbot.addWidget(page)
+    page.resize(900, 1000)
+    page.show()
+    try:
+        page.on_shown()
+        assert not page.loaded_table.isVisibleTo(page) and page.loaded_empty.isVisibleTo(page)
+
+        async def ask() -> None:
+            # A program asks for the model: it loads, is shown in use, and stays loaded afterwards.
+            await router.refresh()
+            async with router.borrow(test_model.stem):
+                page.refresh_serve()
+                assert page.loaded_table.item(0, 3).text() == "1 request(s)"
+
+        loop.run_until_complete(ask())
+        page.refresh_serve()
+        table = page.loaded_table
+        assert table.isVisibleTo(page) and table.rowCount() == 1
+        assert [table.item(0, c).text() for c in (0, 1, 3)] == [test_model.stem, "CPU", "no"]
+        assert "MiB" in table.item(0, 2).text() and table.item(0, 4).text().endswith(" s")
+        assert not page.unload_button.isEnabled()
+        table.selectRow(0)
+        assert page.unload_button.isEnabled()
+        if os.environ.get("STRATA_SCREENSHOTS"):
+            page.grab().save(str(Path(os.environ["STRATA_SCREENSHOTS"]) / "network_page_loaded_models.png"))
+        finish(loop, page.unload_selected())
+        assert chat.pool.engines() == [] and table.rowCount() == 0 and page.loaded_empty.isVisibleTo(page)
+    finally:
+        loop.run_until_complete(bridge.shutdown())
+        loop.run_until_complete(chat.aclose())
+        loop.run_until_complete(chat.pool.aclose())
+        loop.run_until_complete(http.aclose())

@@ -44,7 +44,8 @@ class ModelSpec:
     models have their template's markers (``<think>``, ``<tool_call>``) as added tokens.
     ``tie_embeddings`` drops ``output.weight`` (llama reuses ``token_embd``) and
     ``embedding_type`` may quantise ``token_embd`` (``Q4_0``/``Q8_0``): both keep models with
-    150k-token vocabularies a few MB.
+    150k-token vocabularies a few MB. ``pooling`` writes ``llama.pooling_type`` (1: mean), as
+    llama.cpp's converter does for embedding models only: the library then lists it as one.
     """
 
     layers: int = 2
@@ -60,6 +61,7 @@ class ModelSpec:
     added_tokens: tuple[str, ...] = ()
     tie_embeddings: bool = False
     embedding_type: str = "F16"
+    pooling: int | None = None
 
 
 def llama_src() -> Path:
@@ -324,6 +326,8 @@ def _writer_common(writer: object, spec: ModelSpec, vocab: Vocab) -> None:
     for key, value, vtype, sub in vocab.fields:
         wr.add_key_value(key, value, vtype, sub)
     wr.add_chat_template(spec.chat_template)
+    if spec.pooling is not None:
+        wr.add_uint32("llama.pooling_type", spec.pooling)
 
 
 def _write_tensors(writer: object, spec: ModelSpec, vocab: Vocab) -> None:

@@ -86,6 +86,24 @@ def test_requests_appear_filtered_with_aggregates_and_export(qtbot: QtBot, env: 
     assert len(page2.throughput_chart.values("Prefill")) == 6
 
 
+def test_requests_are_counted_per_model_and_api(qtbot: QtBot, env: DashboardService) -> None:
+    page = DashboardPage(env, AsyncBridge())
+    qtbot.addWidget(page)
+    page.reload_history()
+    for model in ("a.gguf", "a.gguf", "b.gguf"):
+        env.record(model=model, engine="cpu", backend="cpu", decode_tps=50.0)
+    assert not page.sources_table.isVisibleTo(page)  # the chat alone needs no table
+    for source, model in (("api-openai", "a.gguf"), ("api-ollama", "b.gguf"), ("api-ollama", "b.gguf"),
+                          ("api-anthropic", "a.gguf"), ("api", "b.gguf")):  # "api": recorded by older versions
+        env.record(model=model, engine="cpu", backend="cpu", source=source, decode_tps=50.0)
+    table = page.sources_table
+    assert table.isVisibleTo(page)
+    header = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+    assert header == ["Model", "Chat", "OpenAI API", "Ollama API", "Anthropic API"]
+    rows = {table.item(r, 0).text(): [table.item(r, c).text() for c in range(1, 5)] for r in range(table.rowCount())}
+    assert rows == {"a.gguf": ["2", "1", "0", "1"], "b.gguf": ["1", "1", "2", "0"]}
+
+
 def test_gpu_and_engine_charts_append_only_new_samples(qtbot: QtBot, env: DashboardService) -> None:
     tele = Telemetry()
     page = DashboardPage(env, AsyncBridge(), telemetry=tele)

@@ -26,6 +26,7 @@ import httpx
 from strata_gui.core.errors import ImageError
 from strata_gui.core.images.params import ImageRequest
 from strata_gui.core.models.image_models import model_parts
+from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.outcome import ProcessEnded
 
 if TYPE_CHECKING:
@@ -52,6 +53,12 @@ def launch_args(model: Path) -> list[str]:
     with the text encoder / VAE files found beside it (blocking: reads the file's header)."""
     parts = model_parts(model) if model.is_file() else None
     return parts.launch_args(model) if parts is not None else ["--model", str(model)]
+
+
+def image_launch_settings(model: Path, threads: int | None = None) -> ServerSettings:
+    """How an image model is launched (the Images page and the local API alike, so they share
+    the engine): its model options and sd.cpp's thread count (blocking: reads the model's header)."""
+    return ServerSettings(threads=threads or 0, model_args=tuple(launch_args(model)))
 
 
 def parse_step(line: str) -> StepLine | None:

@@ -28,7 +28,13 @@ from strata_gui.core.errors import ImageError, ServerError
 from strata_gui.core.events import Listeners
 from strata_gui.core.images.gallery import Gallery, GalleryImage
 from strata_gui.core.images.params import ImageRequest
-from strata_gui.core.images.server import SdJobs, launch_args, parse_image_start, parse_load, parse_step
+from strata_gui.core.images.server import (
+    SdJobs,
+    image_launch_settings,
+    parse_image_start,
+    parse_load,
+    parse_step,
+)
 from strata_gui.core.pool import (
     EnginePool,
     EngineStateChanged,
@@ -308,9 +314,6 @@ class ImageService:
         await self.unload()
         return out
 
-    def _settings(self, model_args: list[str]) -> ServerSettings:
-        return ServerSettings(threads=self.threads or 0, model_args=tuple(model_args))
-
     async def _generate(self, model: Path, request: ImageRequest, source: str,
                         engines: Sequence[EngineSpec] | None = None, keep: bool = True) -> ImageResult:
         plan = list(engines) if engines is not None else self.plan(model)
@@ -318,7 +321,7 @@ class ImageService:
             given = "; ".join(f"{k}: {v}" for k, v in self._failed.items())
             raise ImageError("No image engine can run here." + (f" ({given})" if given else ""),
                              hint="Install an image engine: strata engines install --images (or the Engines page).")
-        settings = self._settings(await run_blocking(_model_args, model, name="strata-image-model"))
+        settings = await run_blocking(_launch_settings, model, self.threads, name="strata-image-model")
         notices: list[str] = []
         started = self._clock()
         waited = 0.0  # time spent on jobs that failed (not loading)
@@ -451,11 +454,11 @@ class ImageService:
         self._unsubscribe()
 
 
-def _model_args(model: Path) -> list[str]:
-    """sd-server's model options (blocking: reads the model's header)."""
+def _launch_settings(model: Path, threads: int | None) -> ServerSettings:
+    """sd-server's launch settings for ``model`` (blocking: reads the model's header)."""
     if not model.is_file():
         raise ImageError(f"The model file {model} does not exist.", hint="Choose another image model.")
-    return launch_args(model)
+    return image_launch_settings(model, threads)
 
 
 def _image_fallback(outcome: Outcome) -> bool:

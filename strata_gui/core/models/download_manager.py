@@ -18,7 +18,6 @@ Transitions (checked by :class:`DownloadState`)::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strata_gui.core.errors import ModelError, StorageError, StrataError, describe
+from strata_gui.core.events import Listeners
 from strata_gui.core.models.downloads import (
     DownloadJob,
     DownloadQueue,
@@ -134,7 +134,7 @@ class DownloadManager:
         self._check_online = check_online
         self._clock = clock
         self._interval = progress_interval
-        self._subscribers: list[Subscriber] = []
+        self.events: Listeners[DownloadEvent] = Listeners()
         self._task: asyncio.Task[None] | None = None
         self._running: DownloadJob | None = None
         self._stop: dict[str, DownloadState] = {}  # job id -> PAUSED/CANCELLED asked for
@@ -145,13 +145,7 @@ class DownloadManager:
     # -- observing ---------------------------------------------------------------------------------
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Call ``fn(event)`` on the event loop for every event; returns the unsubscribe function."""
-        self._subscribers.append(fn)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._subscribers.remove(fn)
-
-        return unsubscribe
+        return self.events.subscribe(fn)
 
     def jobs(self) -> list[DownloadJob]:
         """Unfinished jobs (queued, downloading, paused, failed) in queue order."""
@@ -338,11 +332,7 @@ class DownloadManager:
         self._emit(JobStateChanged(job, state, error))
 
     def _emit(self, event: DownloadEvent) -> None:
-        for fn in list(self._subscribers):
-            try:
-                fn(event)
-            except Exception:  # one broken subscriber must not stop the downloads
-                log.exception("download event subscriber failed")
+        self.events.emit(event)  # one broken subscriber must not stop the downloads (emit logs it)
 
     def _progress(self, job: DownloadJob, p: Progress) -> None:
         now = self._clock()

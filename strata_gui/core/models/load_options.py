@@ -39,6 +39,7 @@ from strata_gui.core.models.fit import (
 )
 from strata_gui.core.models.gguf_meta import read_header
 from strata_gui.core.models.identity import model_identity
+from strata_gui.core.models.library import find_projector
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.settings import Settings, SettingsService
 
@@ -289,6 +290,14 @@ class LoadOptionsService:
     def server_settings(self, model: Path | None) -> ServerSettings:
         """The launch settings of ``model`` (what the chat and ``strata serve`` start it with)."""
         return self.options(model).server_settings()
+
+    def launch_settings(self, model: Path) -> ServerSettings:
+        """:meth:`server_settings` plus the model's vision projector (``--mmproj``) when one is next
+        to it: exactly what the chat loads the model with, so the local API borrowing the model
+        shares the chat's engine instead of loading a second copy (blocking: lists the folder)."""
+        settings = self.server_settings(model)
+        projector = find_projector(model)
+        return dataclasses.replace(settings, mmproj=str(projector)) if projector is not None else settings
 
     # -- fit ---------------------------------------------------------------------------------------
     def shape_now(self, model: Path) -> ModelShape:

@@ -12,7 +12,7 @@ otherwise it is started. Before a start the pool makes room:
 - engines are unloaded, least recently used first, until the new one fits beside what stays
   loaded (memory per device group: the GPU's, or the machine's RAM for engines on the processor);
 - when what is in use leaves no room, the start waits for a release (and says so with a
-  :class:`Waiting` event), or, when the caller may not wait, fails with :class:`EngineBusyError`.
+  :class:`Waiting` event), or, when the caller may not wait, fails with :class:`ServerBusyError`.
 
 An engine nobody holds is unloaded after its idle time-out. Every change is an event on
 :attr:`EnginePool.events`. The shared "run this job along the plan, move to the next engine when
@@ -34,7 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
-from strata_gui.core.errors import EngineBusyError
+from strata_gui.core.errors import ServerBusyError
 from strata_gui.core.events import Listeners
 from strata_gui.core.progress import ProgressCallback, format_bytes
 from strata_gui.core.runtime.engine import Backend, EngineSpec
@@ -113,6 +113,7 @@ class PooledEngine:
         self.waiters = 0  # acquirers waiting for its start
         self.closing = False  # being stopped: leases are no longer given
         self.idle_timer: asyncio.TimerHandle | None = None
+        self.expires_at: float | None = None  # when the idle time-out unloads it (None: not scheduled)
 
     # -- what it is ------------------------------------------------------------------------------
     @property
@@ -171,6 +172,10 @@ class PooledEngine:
         except Exception:  # psutil.NoSuchProcess and kin: it just ended
             return self.estimate
         return max(self.estimate, rss)
+
+    def expires_in(self, now: float) -> float | None:
+        """Seconds until the idle time-out unloads it (None: it is in use, or never unloaded for idleness)."""
+        return None if self.expires_at is None else max(0.0, self.expires_at - now)
 
     def describe(self) -> str:
         """"strata-test-llama-F16.gguf on CPU b7612" for messages."""
@@ -344,19 +349,19 @@ class EnginePool:
             user: Who borrows it ("chat", "benchmark", "api", "images"): events and messages name it.
             keep_alive: Seconds it may stay loaded idle after this lease (None: the pool's time-out;
                 0: unload as soon as it is released).
-            wait: False: fail with :class:`EngineBusyError` instead of waiting for room.
+            wait: False: fail with :class:`ServerBusyError` instead of waiting for room.
             on_progress: Load progress, when this call starts the engine.
 
         Raises:
             ProcessEnded: The engine could not start (its outcome says why).
-            EngineBusyError: ``wait`` is False and engines in use leave no room.
+            ServerBusyError: ``wait`` is False and engines in use leave no room.
             ServerError: The pool is closed.
         """
         key = EngineKey.of(engine, model, settings)
         cond = self._cond
         while True:
             if self._closed:
-                raise EngineBusyError("Strata is shutting its engines down.")
+                raise ServerBusyError("Strata is shutting its engines down.")
             evicted: list[tuple[PooledEngine, str]] = []
             async with cond:
                 entry = self._engines.get(key)
@@ -371,7 +376,7 @@ class EnginePool:
                     blocked = self._make_room(key, engine, need, evicted)
                     if blocked is not None:
                         if not wait:
-                            raise EngineBusyError(blocked, hint="Try again when the current request is done.")
+                            raise ServerBusyError(blocked, hint="Try again when the current request is done.", retry_after=5.0)
                         self.events.emit(Waiting(engine.kind, model, user, blocked))
                         await cond.wait()
                         continue
@@ -409,6 +414,7 @@ class EnginePool:
         if entry.idle_timer is not None:
             entry.idle_timer.cancel()
             entry.idle_timer = None
+        entry.expires_at = None
         entry.holders[user] += 1
         entry.last_used = self._clock()
         if keep_alive is not None:
@@ -536,9 +542,11 @@ class EnginePool:
             entry.idle_timer.cancel()
         loop = asyncio.get_running_loop()
         entry.idle_timer = loop.call_later(max(0.0, timeout), self._idle_expired, entry)
+        entry.expires_at = self._clock() + max(0.0, timeout)
 
     def _idle_expired(self, entry: PooledEngine) -> None:
         entry.idle_timer = None
+        entry.expires_at = None
         if entry.busy or entry.closing or self._engines.get(entry.key) is not entry:
             return
         idle = self._clock() - entry.last_used
@@ -556,7 +564,7 @@ class EnginePool:
         by awaiting ``start``; it runs until :meth:`stop_service` or the pool closes."""
         await self.stop_service(name)
         if self._closed:
-            raise EngineBusyError("Strata is shutting its engines down.")
+            raise ServerBusyError("Strata is shutting its engines down.")
         self._services[name] = process
         try:
             await start()

@@ -180,7 +180,7 @@ async def acquire_along_plan(
     Raises:
         ServerError: No engine in the plan.
         ProcessEnded: The last engine tried could not start, and no other may take over.
-        EngineBusyError: ``wait`` is False and the pool has no room now.
+        ServerBusyError: ``wait`` is False and the pool has no room now.
     """
     if not plan:
         raise ServerError("No engine to run the model.", hint="Install an engine on the Engines page.")

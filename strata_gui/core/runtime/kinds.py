@@ -228,7 +228,8 @@ def llama_env(settings: ServerSettings) -> dict[str, str]:
 TEXT = EngineKind(
     name="text", label="chat", builds="text", binary="llama-server", project="llama.cpp", lists_devices=True,
     ready_path="/health", command=llama_command, environment=llama_env, scrub_env=without_agent_tools_env,
-    apis=frozenset({OPENAI_CHAT, ANTHROPIC, RESPONSES, RERANK}), follows_choices=True, kv_cache=True,
+    # (rerank needs an engine started with --reranking: a kind of its own when a model needs it)
+    apis=frozenset({OPENAI_CHAT, ANTHROPIC, RESPONSES}), follows_choices=True, kv_cache=True,
 )
 IMAGE = EngineKind(
     name="image", label="image", builds="image", binary="sd-server", project="stable-diffusion.cpp",

@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # psutil (~8 ms) loads when a process tree is first stopped, 
 
 log = logging.getLogger(__name__)
 
+QUICK_POLL_S = 2.0  # s: readiness is asked every 10 ms this long after the launch, then every poll_interval
+
 ReadyCheck = Callable[[], Awaitable[bool]]
 """One readiness probe: True once the process serves. Polled until then (or until it exits)."""
 
@@ -239,7 +241,8 @@ class ManagedProcess:
             raise RuntimeError("wait_ready() before spawn()")
         try:
             if self._ready is not None:
-                deadline = self._clock() + self.ready_timeout
+                started = self._clock()
+                deadline = started + self.ready_timeout
                 while True:
                     if exited.is_set():
                         break
@@ -251,8 +254,13 @@ class ManagedProcess:
                         self._timed_out = True
                         await self.stop()
                         break
+                    # Small models load in a fraction of a second: ask often at first, so the
+                    # first request is not kept waiting for the next probe (10 ms of loopback
+                    # polling costs about a millisecond of CPU), then at the usual pace.
+                    early = self._clock() - started < QUICK_POLL_S
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(exited.wait(), self._poll_interval)
+                        await asyncio.wait_for(exited.wait(), min(self._poll_interval, 0.01) if early
+                                               else self._poll_interval)
         except BaseException:  # cancelled, or a probe failed unexpectedly: never leave it running
             await self.stop()
             raise

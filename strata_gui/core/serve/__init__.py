@@ -1,20 +1,34 @@
-"""Strata as a local API: an OpenAI-compatible endpoint in front of the loaded model."""
+"""Strata as this machine's model server: OpenAI, Ollama and Anthropic endpoints in front of every
+library model, loaded on demand by the engine pool."""
 
 from typing import TYPE_CHECKING
 
 from strata_gui.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from strata_gui.core.serve.proxy import ApiRequest
+    from strata_gui.core.serve.library_router import LibraryRouter
+    from strata_gui.core.serve.records import ApiRequest, ServerLimits
+    from strata_gui.core.serve.router import LoadedModel, ModelRouter, ServedModel, Upstream
+    from strata_gui.core.serve.server import ApiServer
     from strata_gui.core.serve.service import ServeService
 
 __all__ = [
     "ApiRequest",
+    "ApiServer",
+    "LibraryRouter",
+    "LoadedModel",
+    "ModelRouter",
     "ServeService",
+    "ServedModel",
+    "ServerLimits",
+    "Upstream",
 ]
 
 # Each module loads when one of its names is first read (see strata_gui.core.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "proxy": ["ApiRequest"],
+    "library_router": ["LibraryRouter"],
+    "router": ["LoadedModel", "ModelRouter", "ServedModel", "Upstream"],
+    "server": ["ApiServer"],
     "service": ["ServeService"],
+    "records": ["ApiRequest", "ServerLimits"],
 })

@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Protocol
-
-import httpx
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from strata_gui.core.bench.service import DashboardService
-from strata_gui.core.chat.service import ChatService
-from strata_gui.core.errors import ServerError
-from strata_gui.core.events import emit
-from strata_gui.core.serve.proxy import (
-    ApiProxy,
-    ApiRequest,
-    Counters,
-    Upstream,
-    generate_api_key,
-    is_loopback,
-)
+from strata_gui.core.errors import ServerError, SettingsError
+from strata_gui.core.events import Listeners, emit
+from strata_gui.core.serve.access import generate_api_key, is_loopback
+from strata_gui.core.serve.autostart import Autostart, serve_command
+from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
+from strata_gui.core.serve.router import KIND_TEXT, ModelRouter
 from strata_gui.core.settings import Settings, SettingsService
+
+if TYPE_CHECKING:
+    from strata_gui.core.serve.server import ApiServer
 
 log = logging.getLogger(__name__)
 
@@ -37,24 +33,6 @@ class SecretStore(Protocol):
     def delete(self, name: str) -> None: ...
 
 
-class ChatUpstream:
-    """The chat's managed engine as the proxy's upstream (the same engine the Chat page uses)."""
-
-    def __init__(self, chat: ChatService) -> None:
-        self._chat = chat
-
-    def model_name(self) -> str | None:
-        return self._chat.model.name if self._chat.model else None
-
-    async def upstream(self) -> Upstream:
-        client = await self._chat.ensure_engine()
-        sup = self._chat.supervisor
-        engine = sup.engine if sup is not None else None
-        return Upstream(base_url=client.base_url, headers=sup.auth_headers() if sup is not None else {},
-                        model=self.model_name() or "unknown", engine=engine.label if engine else "unknown",
-                        backend=engine.backend if engine else "")
-
-
 Recorder = Callable[[ApiRequest], None]
 
 
@@ -65,47 +43,55 @@ class ServeService:
         settings_service: ``serve_port`` and ``serve_lan`` are read at each start; :meth:`configure`
             saves them through it.
         secrets: Keeps the generated API key (never the settings file).
-        http: Loopback client for the engine.
-        source: The engine requests go to.
-        record: Receives each finished request (the dashboard, ``source="api"``).
+        router: Lends an engine per request (:class:`LibraryRouter`: the library over the engine pool).
+        record: Receives each finished request (the dashboard, with its API as the source).
+        limits: Sizes and time-outs of the server (tests make them short).
+        autostart: How this platform starts programs at sign-in (None: not offered).
     """
 
-    def __init__(self, settings_service: SettingsService, secrets: SecretStore, http: httpx.AsyncClient,
-                 source: ChatUpstream, record: Recorder | None = None) -> None:
+    def __init__(self, settings_service: SettingsService, secrets: SecretStore, router: ModelRouter,
+                 record: Recorder | None = None, *, limits: ServerLimits | None = None,
+                 autostart: Autostart | None = None) -> None:
         self.settings_service = settings_service
+        self.autostart = autostart
         self._secrets = secrets
-        self._http = http
-        self._source = source
+        self.router = router
         self._record = record
-        self.proxy: ApiProxy | None = None
+        self._limits = limits
+        self.server: ApiServer | None = None
         self._last_counters = Counters()
-        self._listeners: list[Recorder] = []
+        self.requests: Listeners[ApiRequest] = Listeners()  # each finished request, after it was recorded
 
     @property
     def settings(self) -> Settings:
         """The live settings (read-only here: :meth:`configure` changes them through the service)."""
         return self.settings_service.current
 
-    def add_listener(self, fn: Recorder) -> None:
-        """``fn(request)`` after each finished request (after it was recorded)."""
-        self._listeners.append(fn)
+    def add_listener(self, fn: Recorder) -> Callable[[], None]:
+        """``fn(request)`` after each finished request (after it was recorded); returns the unsubscribe."""
+        return self.requests.subscribe(fn)
 
     def remove_listener(self, fn: Recorder) -> None:
-        if fn in self._listeners:
-            self._listeners.remove(fn)
+        self.requests.unsubscribe(fn)
 
     @property
     def running(self) -> bool:
-        return self.proxy is not None and self.proxy.running
+        return self.server is not None and self.server.running
 
     @property
     def counters(self) -> Counters:
-        return self.proxy.counters if self.proxy is not None else self._last_counters
+        return self.server.counters if self.server is not None else self._last_counters
+
+    @property
+    def port(self) -> int:
+        """The port listened on (the real one when the settings say 0), or the configured one."""
+        return self.server.port if self.server is not None else self.settings.serve_port
 
     @property
     def url(self) -> str:
-        if self.proxy is not None:
-            return self.proxy.url
+        """The OpenAI base URL (``.../v1``); Ollama clients take the same address without ``/v1``."""
+        if self.server is not None:
+            return self.server.url
         return f"http://{LOOPBACK_HOST}:{self.settings.serve_port}/v1"
 
     @property
@@ -135,7 +121,11 @@ class ServeService:
         self.settings_service.update(serve_port=port, serve_lan=lan)
 
     async def start(self, *, lan: bool | None = None, port: int | None = None, host: str | None = None) -> str:
-        """Listen (loopback unless ``lan``); returns the URL. A running server is restarted."""
+        """Listen (loopback unless ``lan``); returns the URL. A running server is restarted.
+
+        Raises:
+            ServerError: a non-loopback address without an API key, or the port cannot be used.
+        """
         await self.stop()
         lan = self.settings.serve_lan if lan is None else lan
         bind = host or (LAN_HOST if lan else LOOPBACK_HOST)
@@ -143,35 +133,77 @@ class ServeService:
         if not is_loopback(bind) and not key:
             raise ServerError("Exposing Strata on the network requires an API key.",
                               hint="Generate a key first (Network page or `strata serve --new-key`).")
-        proxy = ApiProxy(self._source, self._http, host=bind,
-                         port=self.settings.serve_port if port is None else port,
-                         api_key=key, on_request=self._on_request)
-        await proxy.start()
-        self.proxy = proxy
-        return proxy.url
+        from strata_gui.core.serve.server import ApiServer  # the HTTP stack loads when serving starts
 
-    async def stop(self) -> None:
-        proxy, self.proxy = self.proxy, None
-        if proxy is not None:
-            self._last_counters = proxy.counters
-            await proxy.stop()
+        server = ApiServer(self.router, host=bind,
+                           port=self.settings.serve_port if port is None else port,
+                           api_key=key, limits=self._limits, on_request=self._on_request)
+        await self.router.refresh()
+        await server.start()
+        self.server = server
+        return server.url
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Stop listening; requests in flight get ``grace_s`` (default: the limits') to finish."""
+        server, self.server = self.server, None
+        if server is not None:
+            self._last_counters = server.counters
+            await server.stop(grace_s)
 
     def _on_request(self, req: ApiRequest) -> None:
-        emit(([self._record] if self._record is not None else []) + self._listeners, req)
+        if self._record is not None:
+            emit([self._record], req)
+        self.requests.emit(req)
+
+    # -- at sign-in ----------------------------------------------------------------------------------
+    @property
+    def starts_at_login(self) -> bool:
+        """Whether ``strata serve`` starts when the user signs in (read from the entry itself)."""
+        return self.autostart is not None and self.autostart.enabled()
+
+    def set_start_at_login(self, on: bool, command: Sequence[str] | None = None) -> None:
+        """Add (or remove, leaving nothing behind) the sign-in entry that serves the library headless.
+
+        Raises:
+            SettingsError: the entry could not be written or removed.
+        """
+        if self.autostart is None:
+            raise SettingsError("Starting at sign-in is not available on this system.")
+        if on:
+            self.autostart.enable(command or serve_command())
+        else:
+            self.autostart.disable()
 
     def curl_example(self, key_placeholder: str = "$STRATA_API_KEY") -> str:
         auth = f' -H "Authorization: Bearer {key_placeholder}"' if self.has_key else ""
+        models = [m.id for m in self.router.models() if m.kind == KIND_TEXT]
+        model = models[0] if models else "local"
         return (f"curl {self.url}/chat/completions -H \"Content-Type: application/json\"{auth} "
-                "-d '{\"model\": \"local\", \"stream\": true, "
+                f"-d '{{\"model\": \"{model}\", \"stream\": true, "
                 "\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}]}'")
 
 
+# The dashboard's names for where a request came from (besides the chat's "chat").
+SOURCE_OPENAI, SOURCE_OLLAMA, SOURCE_ANTHROPIC = "api-openai", "api-ollama", "api-anthropic"
+
+
+def api_source(path: str) -> str:
+    """Which API a request used, from its path: the dashboard counts requests per model and API."""
+    if path.startswith("/api/"):
+        return SOURCE_OLLAMA
+    if path.startswith("/v1/messages"):
+        return SOURCE_ANTHROPIC
+    return SOURCE_OPENAI
+
+
 def dashboard_recorder(dashboard: DashboardService) -> Recorder:
-    """Record each API request in the throughput dashboard as ``source="api"``."""
+    """Record each API request in the throughput dashboard, with the API it used as its source."""
 
     def record(req: ApiRequest) -> None:
         up = req.upstream
-        dashboard.record(model=up.model, engine=up.engine, backend=up.backend, source="api",
+        # The file name, as the chat's own replies are recorded: one model, one row in the dashboard.
+        dashboard.record(model=up.model.path.name, engine=up.engine or "unknown", backend=up.backend,
+                         source=api_source(req.path),
                          prompt_tokens=req.prompt_tokens, cached_tokens=req.cached_tokens,
                          output_tokens=req.output_tokens, prefill_tps=req.prefill_tps,
                          decode_tps=req.decode_tps, ttft_s=req.ttft_s)

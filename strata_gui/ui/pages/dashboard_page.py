@@ -60,6 +60,13 @@ GPU_METRICS = (("load", str(QT_TRANSLATE_NOOP("DashboardPage", "Load %"))),
                ("clock", str(QT_TRANSLATE_NOOP("DashboardPage", "Core clock (MHz)"))))
 
 
+# Where requests come from, as the metrics store records them, and their column titles.
+SOURCES = (("chat", str(QT_TRANSLATE_NOOP("DashboardPage", "Chat"))),
+           ("api-openai", str(QT_TRANSLATE_NOOP("DashboardPage", "OpenAI API"))),
+           ("api-ollama", str(QT_TRANSLATE_NOOP("DashboardPage", "Ollama API"))),
+           ("api-anthropic", str(QT_TRANSLATE_NOOP("DashboardPage", "Anthropic API"))))
+LEGACY_SOURCES = {"api": "api-openai"}  # recorded before the local API spoke more than OpenAI
+
 class TelemetrySource(Protocol):
     """Recent GPU samples: {gpu name: {metric: [(epoch s, value or None)]}} with GPU_METRICS keys.
 
@@ -191,6 +198,15 @@ class DashboardPage(Page):
         self.export_csv.clicked.connect(lambda: self.export("strata-requests.csv"))
         self.export_json = QPushButton(self.tr("Export JSON…"))
         self.export_json.clicked.connect(lambda: self.export("strata-stats.json"))
+        # Who asked: the chat, or other apps through the local API (per model and per API).
+        self.sources_table = QTableWidget(0, 1 + len(SOURCES))
+        self.sources_table.setHorizontalHeaderLabels(
+            [self.tr("Model")] + [self.tr(label) for _source, label in SOURCES])
+        self.sources_table.verticalHeader().setVisible(False)
+        self.sources_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.sources_table.horizontalHeader().setStretchLastSection(False)
+        self.sources_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.sources_table.setMaximumHeight(120)
         self.empty_label = QLabel(self.tr("No requests yet. Chat with a model and its speed appears here."))
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setObjectName("muted")
@@ -202,6 +218,7 @@ class DashboardPage(Page):
         layout = QVBoxLayout(w)
         layout.addWidget(self.filters)
         layout.addWidget(self.aggregates)
+        layout.addWidget(self.sources_table)
         # With no request yet the chart is hidden and the message takes its room (stretch 1 on both),
         # so the filters stay at the top instead of floating under an empty band.
         layout.addWidget(self.empty_label, 1)
@@ -240,6 +257,7 @@ class DashboardPage(Page):
         self.empty_label.setVisible(agg.count == 0)
         self.throughput_chart.setVisible(agg.count > 0)
         self.aggregates.setVisible(agg.count > 0)
+        self._show_sources()
 
         def f(v: float | None, unit: str, scale: float = 1.0, digits: int = 0) -> str:
             return self.tr("n/a") if v is None else f"{v * scale:,.{digits}f} {unit}"
@@ -250,6 +268,25 @@ class DashboardPage(Page):
             .replace("%2", f(agg.prefill_median, "tok/s")).replace("%3", f(agg.prefill_p90, "tok/s"))
             .replace("%4", f(agg.decode_median, "tok/s", digits=1)).replace("%5", f(agg.decode_p90, "tok/s", digits=1))
             .replace("%6", f(agg.ttft_median, "ms", 1000)).replace("%7", f(agg.ttft_p90, "ms", 1000)))
+
+    def _show_sources(self) -> None:
+        """Requests per model and per source (the chat, each API of the local API), shown once
+        another app has asked: a chat-only history needs no table."""
+        counts: dict[str, dict[str, int]] = {}
+        for r in self._records:
+            source = LEGACY_SOURCES.get(r.source, r.source)
+            counts.setdefault(r.model, {}).setdefault(source, 0)
+            counts[r.model][source] += 1
+        table = self.sources_table
+        table.setVisible(any(s != "chat" for per in counts.values() for s in per))
+        table.setRowCount(len(counts))
+        for row, (model, per) in enumerate(sorted(counts.items())):
+            table.setItem(row, 0, QTableWidgetItem(model))
+            for col, (source, _label) in enumerate(SOURCES, start=1):
+                item = QTableWidgetItem(str(per.get(source, 0)))
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                table.setItem(row, col, item)
+        table.resizeColumnsToContents()
 
     def show_counters(self, c: ServerCounters | None) -> None:
         if c is None:

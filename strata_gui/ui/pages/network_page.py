@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QFrame,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -25,17 +26,30 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from strata_gui.core.errors import StrataError
+from strata_gui.core.progress import format_bytes
 from strata_gui.core.remote import RemoteEndpoint, RemoteService
 from strata_gui.core.rpc import DEFAULT_RPC_PORT, RpcPool, WorkerStatus
-from strata_gui.core.serve import ServeService
+from strata_gui.core.serve import LoadedModel, ServeService
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
+
+
+def _duration(seconds: float) -> str:
+    """"42 s", "3 min", "1 h 05 min": idle and remaining times in the loaded-models list."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
 def _label(text: str, name: str = "", *, wrap: bool = False) -> QLabel:
@@ -85,7 +99,7 @@ class NetworkPage(Page):
         self.timer.timeout.connect(self.refresh_serve)
 
         header = PageHeader(self.tr("Network"), self.tr(
-            "Chat with models served by other machines, let other apps use the model loaded here, "
+            "Chat with models served by other machines, serve your models to other apps, "
             "and pool GPUs of several computers."))
         body = QWidget()
         self.body_layout = QVBoxLayout(body)
@@ -278,8 +292,9 @@ class NetworkPage(Page):
         frame, layout = _card()
         layout.addWidget(_label(self.tr("Serve to other apps"), "sectionTitle"))
         layout.addWidget(_label(self.tr(
-            "Other programs on this computer (editors, scripts, chat front-ends) can use the model "
-            "loaded here through an OpenAI-compatible address. Their requests appear in the Dashboard."),
+            "Other programs (editors, Open WebUI, agents, scripts) can use every model of your library "
+            "through OpenAI, Ollama and Anthropic addresses: a model loads when a program asks for it, "
+            "shares the engine the chat uses, and unloads when idle. Their requests appear in the Dashboard."),
             "muted", wrap=True))
         self.serve_state = _label("", wrap=True)
         layout.addWidget(self.serve_state)
@@ -330,7 +345,75 @@ class NetworkPage(Page):
         layout.addWidget(self.curl)
         self.serve_counts = _label("", "muted")
         layout.addWidget(self.serve_counts)
+
+        layout.addWidget(_label(self.tr("Loaded models"), "sectionTitle"))
+        self.loaded_table = QTableWidget(0, 6)
+        self.loaded_table.setHorizontalHeaderLabels([self.tr("Model"), self.tr("Engine"), self.tr("Memory"),
+                                                     self.tr("In use"), self.tr("Idle"), self.tr("Unloads in")])
+        self.loaded_table.verticalHeader().setVisible(False)
+        self.loaded_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.loaded_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.loaded_table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
+        header = self.loaded_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.loaded_table.setWordWrap(False)
+        self.loaded_table.itemSelectionChanged.connect(self._sync_unload)
+        self.loaded_empty = _label(self.tr("No model is loaded. Programs load one by naming it."), "muted")
+        unload_row = QHBoxLayout()
+        unload_row.addWidget(self.loaded_empty)
+        unload_row.addStretch(1)
+        self.unload_button = QPushButton(self.tr("Unload"))
+        self.unload_button.setToolTip(self.tr("Free the model's memory (after the requests using it end)."))
+        self.unload_button.clicked.connect(self.unload_selected)
+        unload_row.addWidget(self.unload_button)
+        layout.addWidget(self.loaded_table)
+        layout.addLayout(unload_row)
+        self._loaded: list[LoadedModel] = []
         return frame
+
+    def refresh_loaded(self) -> None:
+        """The models the engines hold now, with memory, use and idle time (every second while shown)."""
+        selected = self.selected_loaded()
+        self._loaded = list(self._serve.router.loaded())
+        table = self.loaded_table
+        table.setRowCount(len(self._loaded))
+        for row, m in enumerate(self._loaded):
+            expires = ("—" if m.expires_in_s is None else _duration(m.expires_in_s))
+            cells = [m.model.id, m.engine, format_bytes(m.memory_bytes),
+                     self.tr("%n request(s)", "", m.busy) if m.busy else self.tr("no"),
+                     "—" if m.busy else _duration(m.idle_s), expires]
+            for col, text in enumerate(cells):
+                table.setItem(row, col, QTableWidgetItem(text))
+            if selected is not None and m.model.id == selected.model.id:
+                table.selectRow(row)
+        # As tall as its rows (no empty band under two models), a scroll bar from eight on.
+        rows = min(len(self._loaded), 8)
+        table.setFixedHeight(table.horizontalHeader().height() + 2 * table.frameWidth()
+                             + sum(table.rowHeight(r) for r in range(rows)))
+        self.loaded_table.setVisible(bool(self._loaded))
+        self.loaded_empty.setVisible(not self._loaded)
+        self._sync_unload()
+
+    def selected_loaded(self) -> LoadedModel | None:
+        rows = self.loaded_table.selectionModel().selectedRows() if self.loaded_table.selectionModel() else []
+        return self._loaded[rows[0].row()] if rows and rows[0].row() < len(self._loaded) else None
+
+    def _sync_unload(self) -> None:
+        self.unload_button.setEnabled(self.selected_loaded() is not None)
+
+    def unload_selected(self) -> TaskHandle | None:
+        chosen = self.selected_loaded()
+        if chosen is None:
+            return None
+        router = self._serve.router
+
+        async def unload(_progress: object) -> None:
+            await router.unload(chosen.model.id)
+
+        handle = self._bridge.run(unload, name=self.tr("Unload {0}").format(chosen.model.id))
+        handle.finished.connect(self.refresh_loaded)
+        return handle
 
     def refresh_serve(self) -> None:
         svc = self._serve
@@ -352,6 +435,7 @@ class NetworkPage(Page):
         self.serve_counts.setText(self.tr("Requests: {0} total · {1} active · {2} completed · {3} failed · "
                                           "{4} refused (wrong key)").format(
             c.total, c.active, c.completed, c.failed, c.unauthorized))
+        self.refresh_loaded()
 
     def generate_key(self) -> None:
         try:

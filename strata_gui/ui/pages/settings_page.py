@@ -65,10 +65,12 @@ class SettingsPage(Page):
         apply_theme: Callable[[str], None],
         open_path: Callable[[Path], object],
         choose_folder: Callable[[], str | None],
+        start_at_login: tuple[Callable[[], bool], Callable[[bool], None]] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.services = services
+        self._start_at_login = start_at_login
         self._apply_theme = apply_theme
         self._open_path = open_path
         self._choose_folder = choose_folder
@@ -94,6 +96,13 @@ class SettingsPage(Page):
         self.github_download = QLineEdit()
         self.github_download.setPlaceholderText(self.tr("(as given by the release)"))
         self.offline = QCheckBox(self.tr("Offline mode: never contact the hub or GitHub"))
+        # Applied at once (it is an entry of the system's, not a setting saved with the others).
+        self.serve_at_login = QCheckBox(self.tr("Start the model server when I sign in (no window)"))
+        self.serve_at_login.setToolTip(self.tr(
+            "Serves every model of your library to other apps (OpenAI, Ollama and Anthropic APIs) from "
+            "sign-in on, loading each one when it is asked for. Turning it off removes the entry."))
+        self.serve_at_login.setVisible(start_at_login is not None)
+        self.serve_at_login.toggled.connect(self._toggle_start_at_login)
 
         self.model_dirs = QListWidget()
         self.model_dirs.setMaximumHeight(90)
@@ -168,6 +177,7 @@ class SettingsPage(Page):
         network.addRow(self.tr("Hugging Face endpoint"), self.hub_endpoint)
         network.addRow(self.tr("GitHub API"), self.github_api)
         network.addRow(self.tr("GitHub downloads"), self.github_download)
+        network.addRow("", self.serve_at_login)
         network.addRow("", self.offline)
         hint = QLabel(self.tr("Use a mirror when the hub or GitHub cannot be reached from your network."))
         hint.setObjectName("muted")
@@ -271,6 +281,7 @@ class SettingsPage(Page):
         self.parallel.setValue(s.parallel_slots)
         self.auto_fallback.setChecked(s.auto_fallback)
         self.engine_idle.setValue(s.engine_idle_minutes)
+        self._show_start_at_login()
         self.engine_memory.setValue(s.engine_memory_mb)
         for key, path in self.services.paths.as_dict().items():
             self.folder_labels[key].setText(path)
@@ -319,6 +330,24 @@ class SettingsPage(Page):
             self.status.setText(self.tr("Saved."))
         self.saved.emit(new)
         return True
+
+    def _toggle_start_at_login(self, on: bool) -> None:
+        if self._start_at_login is None:
+            return
+        try:
+            self._start_at_login[1](on)
+        except StrataError as exc:
+            self.status.setText(exc.user_text())
+        else:
+            self.status.setText(self.tr("The model server starts when you sign in.") if on
+                                else self.tr("The model server no longer starts when you sign in."))
+        self._show_start_at_login()
+
+    def _show_start_at_login(self) -> None:
+        if self._start_at_login is not None:
+            self.serve_at_login.blockSignals(True)
+            self.serve_at_login.setChecked(self._start_at_login[0]())
+            self.serve_at_login.blockSignals(False)
 
     def _settings_changed(self, change: SettingsChange) -> None:
         if "theme" in change.keys:

@@ -1,0 +1,252 @@
+"""The local API's HTTP server: OpenAI, Ollama and Anthropic APIs over a :class:`ModelRouter`.
+
+Why aiohttp: a maintained HTTP/1.1 server (llhttp parser in C, keep-alive, chunked streaming,
+header and body limits) that runs on whatever asyncio loop is current, the Qt (qasync) loop of
+the app included, through ``AppRunner``/``TCPSite`` with no thread or loop of its own. The engines
+are reached with aiohttp's client too (see :func:`~strata_gui.core.serve.wire.engine_session`).
+
+Time-outs, what each one stops:
+
+- aiohttp's keep-alive timer starts when a connection opens and again after each response, and
+  data arriving does not reset it; a connection that has not sent a complete request head when it
+  fires is closed. So ``header_timeout_s`` both drops idle keep-alive connections and a client
+  that trickles its headers byte by byte (slowloris).
+- a body that does not arrive within ``body_timeout_s`` is answered 408;
+- a client that stops reading a response is dropped after ``write_timeout_s``.
+
+Stop: the listening socket closes at once, new requests on open connections are refused (503),
+requests in flight get ``stop_grace_s`` to finish; streams still running are then ended with an
+error item in their API's format and a proper end of the body, and every connection is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from strata_gui.core.errors import ServerError
+from strata_gui.core.serve.access import browser_refusal, is_loopback, key_matches, presented_key
+from strata_gui.core.serve.anthropic_api import routes as anthropic_routes
+from strata_gui.core.serve.ollama_api import routes as ollama_routes
+from strata_gui.core.serve.openai_api import routes as openai_routes
+from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
+from strata_gui.core.serve.router import ModelRouter
+from strata_gui.core.serve.wire import (
+    CTX,
+    FAILED,
+    STARTED,
+    ApiError,
+    ServeContext,
+    engine_session,
+    error_response,
+    flavor_of,
+    json_response,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8765
+# Routes answered without the API key: a liveness probe that tells nothing about models or data.
+OPEN_ROUTES = frozenset({("GET", "/health"), ("HEAD", "/health")})
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+async def _health(_request: web.Request) -> web.Response:
+    return json_response({"status": "ok"})
+
+
+def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
+    """The aiohttp application: every route of every API behind one guard.
+
+    The guard, for every route (unknown paths included): without a key refuses requests from web
+    pages of other sites (:func:`~strata_gui.core.serve.access.browser_refusal`), with one checks
+    the key (all routes but :data:`OPEN_ROUTES`), refuses new requests while the server stops, counts model requests,
+    tracks the handlers in flight (for a graceful stop) and answers every error in the shape of
+    the path's API.
+
+    Args:
+        ctx: Shared state of the routes (router, engine client, limits, counters).
+        api_key: The key every route but :data:`OPEN_ROUTES` requires (None: no key, loopback only).
+    """
+    model_routes: set[str] = set()
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        flavor = flavor_of(request.path)
+        task = asyncio.current_task()
+        if task is not None:
+            ctx.inflight.add(task)
+        try:
+            if api_key is None:
+                refusal = browser_refusal(request.headers)
+                if refusal is not None:
+                    raise ApiError(403, refusal, "forbidden")
+            if api_key is not None and (request.method, request.path) not in OPEN_ROUTES \
+                    and not key_matches(presented_key(request.headers), api_key):
+                ctx.counters.unauthorized += 1
+                raise ApiError(401, "Invalid or missing API key.", "authentication")
+            if ctx.stopping:
+                resp = error_response(flavor, ApiError(503, "Strata's server is stopping.", "busy"))
+                resp.force_close()
+                return resp
+            resource = request.match_info.route.resource
+            if resource is not None and resource.canonical in model_routes:
+                return await _counted(request, handler)
+            return await handler(request)
+        except ApiError as err:
+            return error_response(flavor, err)
+        except web.HTTPException as exc:  # routing: unknown path, wrong method
+            message = f"No {request.method} {request.path} here." if exc.status in (404, 405) else exc.reason
+            routing = ApiError(exc.status, message, "not_found" if exc.status == 404 else "invalid_request")
+            if "Allow" in exc.headers:
+                routing.headers["Allow"] = exc.headers["Allow"]
+            return error_response(flavor, routing)
+        except ConnectionError:
+            raise  # the client went away: nobody to answer
+        except Exception as exc:  # a bug: still an answer the client's library can read
+            log.exception("local API: %s %s failed", request.method, request.path)
+            if request.get(STARTED):
+                raise  # the stream already started: aiohttp closes the connection
+            return error_response(flavor, ApiError(500, f"Internal error in Strata: {type(exc).__name__}: {exc}",
+                                                   "internal"))
+        finally:
+            if task is not None:
+                ctx.inflight.discard(task)
+
+    async def _counted(request: web.Request, handler: Handler) -> web.StreamResponse:
+        c = ctx.counters
+        c.total += 1
+        c.active += 1
+        ok = False
+        try:
+            resp = await handler(request)
+            ok = resp.status < 400 and not request.get(FAILED)
+            return resp
+        finally:
+            c.active -= 1
+            if ok:
+                c.completed += 1
+            else:
+                c.failed += 1
+
+    app = web.Application(middlewares=[guard], client_max_size=ctx.limits.max_body_bytes,
+                          handler_args={"max_line_size": ctx.limits.max_header_bytes,
+                                        "max_field_size": ctx.limits.max_header_bytes})
+    app[CTX] = ctx
+    app.router.add_get("/health", _health)
+    for routes in (openai_routes, anthropic_routes, ollama_routes):
+        for method, path, fn, runs_model in routes():
+            app.router.add_route(method, path, fn)
+            if runs_model:
+                model_routes.add(path)
+    return app
+
+
+def route_table(app: web.Application) -> list[tuple[str, str]]:
+    """Every (method, path) the application answers (the HEAD twins aiohttp adds to GET routes left out)."""
+    return [(r.method, r.resource.canonical) for r in app.router.routes()
+            if r.resource is not None and r.method != "HEAD"]
+
+
+class ApiServer:
+    """Serves the OpenAI, Ollama and Anthropic APIs for the models of a :class:`ModelRouter`.
+
+    Args:
+        router: Lends engines per request.
+        host: Interface to listen on; anything but loopback requires ``api_key``.
+        port: TCP port (0: any free one).
+        api_key: Key clients must send (``Authorization: Bearer`` or ``x-api-key``) on every route
+            but ``/health``; None: no check (loopback only).
+        limits: Sizes and time-outs (see :class:`ServerLimits`).
+        on_request: Called with each completed model request (dashboard recording).
+        clock: Monotonic clock for time to first token.
+    """
+
+    def __init__(self, router: ModelRouter, *, host: str = "127.0.0.1",
+                 port: int = DEFAULT_PORT, api_key: str | None = None, limits: ServerLimits | None = None,
+                 on_request: Callable[[ApiRequest], None] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        if not is_loopback(host) and not api_key:
+            raise ServerError(f"Refusing to serve on {host} without an API key.",
+                              hint="Other computers could use your GPU freely: generate an API key first.")
+        self.host = host
+        self.port = port
+        self._api_key = api_key or None
+        self.ctx = ServeContext(router, limits or ServerLimits(), on_request, clock)
+        self.app = build_app(self.ctx, self._api_key)
+        self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+
+    @property
+    def counters(self) -> Counters:
+        return self.ctx.counters
+
+    @property
+    def running(self) -> bool:
+        return self._runner is not None
+
+    @property
+    def url(self) -> str:
+        """The OpenAI base URL (``.../v1``); Ollama clients take it without ``/v1``."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "localhost") else self.host
+        if host == "::":
+            host = "::1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}/v1"
+
+    async def start(self) -> None:
+        """Listen. Raises ServerError when the port is taken or the address is not on this machine.
+
+        One server listens once: make a new one to listen again after :meth:`stop`.
+        """
+        if self._runner is not None:
+            return
+        limits = self.ctx.limits
+        runner = web.AppRunner(self.app, handle_signals=False, access_log=None, handler_cancellation=True,
+                               keepalive_timeout=limits.header_timeout_s, lingering_time=2.0,
+                               shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise ServerError(f"Cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
+                              hint="Another program may use this port; choose another one.") from exc
+        addresses = runner.addresses
+        if addresses:
+            self.port = int(addresses[0][1])
+        self.ctx.session = engine_session()
+        self._runner, self._site = runner, site
+        log.info("local API listening on %s:%d (key %s)", self.host, self.port,
+                 "required" if self._api_key else "not required")
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Stop listening, let requests in flight finish for ``grace_s`` (default: the limits'),
+        end the streams still running cleanly, close every connection."""
+        runner, site = self._runner, self._site
+        if runner is None:
+            return
+        self._runner = self._site = None
+        self.ctx.stopping = True
+        grace = self.ctx.limits.stop_grace_s if grace_s is None else grace_s
+        if site is not None:
+            await site.stop()
+        pending = {t for t in self.ctx.inflight if not t.done()}
+        if pending:
+            _done, pending = await asyncio.wait(pending, timeout=grace)
+        for task in pending:
+            task.cancel()  # the handlers see ctx.stopping: streams end with an error item
+        if pending:
+            await asyncio.wait(pending, timeout=2.0)
+        await runner.cleanup()
+        session, self.ctx.session = self.ctx.session, None
+        if session is not None:
+            await session.close()
+        log.info("local API stopped")

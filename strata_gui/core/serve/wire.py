@@ -1,0 +1,578 @@
+"""What every API of the local server shares: its error shapes, request bodies, the engine leg, statistics.
+
+Each API answers errors in its own JSON shape, because each client library parses its own:
+
+- OpenAI: ``{"error": {"message", "type", "param", "code"}}``
+- Ollama: ``{"error": "message"}``
+- Anthropic: ``{"type": "error", "error": {"type", "message"}}``
+
+and inside a stream that already started, as the API's own stream item (an SSE ``data:`` event, an
+NDJSON line, an SSE ``event: error``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from strata_gui.core.errors import ServerBusyError, StrataError, UnknownModelError
+from strata_gui.core.events import emit
+from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
+from strata_gui.core.serve.router import ModelRouter, ServedModel, Upstream
+
+log = logging.getLogger(__name__)
+
+JSON_TYPE = "application/json"
+SSE_TYPE = "text/event-stream"
+NDJSON_TYPE = "application/x-ndjson"
+
+
+class Flavor(Enum):
+    """Which API a path belongs to: decides the shape of its errors."""
+
+    OPENAI = "openai"
+    OLLAMA = "ollama"
+    ANTHROPIC = "anthropic"
+
+
+def flavor_of(path: str) -> Flavor:
+    if path.startswith("/api/"):
+        return Flavor.OLLAMA
+    if path.startswith("/v1/messages"):
+        return Flavor.ANTHROPIC
+    return Flavor.OPENAI
+
+
+# Generic error kinds → each API's own type names.
+_TYPES: dict[Flavor, dict[str, str]] = {
+    Flavor.OPENAI: {"invalid_request": "invalid_request_error", "authentication": "authentication_error",
+                    "forbidden": "permission_error",
+                    "not_found": "invalid_request_error", "too_large": "invalid_request_error",
+                    "timeout": "invalid_request_error", "busy": "server_error", "upstream": "server_error",
+                    "internal": "server_error", "unsupported": "invalid_request_error"},
+    Flavor.ANTHROPIC: {"invalid_request": "invalid_request_error", "authentication": "authentication_error",
+                       "forbidden": "permission_error",
+                       "not_found": "not_found_error", "too_large": "request_too_large",
+                       "timeout": "invalid_request_error", "busy": "overloaded_error", "upstream": "api_error",
+                       "internal": "api_error", "unsupported": "invalid_request_error"},
+}
+_OPENAI_CODES = {"not_found": "model_not_found", "authentication": "invalid_api_key", "too_large": "request_too_large",
+                 "busy": "server_busy", "timeout": "request_timeout", "unsupported": "unsupported_endpoint"}
+
+
+class ApiError(Exception):
+    """A request the server answers with an error, in the API's own shape.
+
+    Args:
+        status: HTTP status.
+        message: What went wrong, for the client's user.
+        kind: ``invalid_request``, ``authentication``, ``forbidden``, ``not_found``, ``too_large``, ``timeout``,
+            ``busy``, ``upstream``, ``internal`` or ``unsupported``.
+        headers: Extra response headers (``Retry-After``).
+    """
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request",
+                 headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind = status, message, kind
+        self.headers = dict(headers or {})
+
+
+def error_body(flavor: Flavor, err: ApiError) -> dict[str, Any]:
+    if flavor is Flavor.OLLAMA:
+        return {"error": err.message}
+    kind = _TYPES[flavor].get(err.kind, "api_error" if flavor is Flavor.ANTHROPIC else "server_error")
+    if flavor is Flavor.ANTHROPIC:
+        return {"type": "error", "error": {"type": kind, "message": err.message}}
+    return {"error": {"message": err.message, "type": kind, "param": None, "code": _OPENAI_CODES.get(err.kind)}}
+
+
+def error_response(flavor: Flavor, err: ApiError) -> web.Response:
+    headers = dict(err.headers)
+    if err.status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="strata"'
+    return web.Response(status=err.status, body=json.dumps(error_body(flavor, err)).encode(),
+                        content_type=JSON_TYPE, headers=headers)
+
+
+def stream_error(flavor: Flavor, message: str, kind: str = "upstream") -> bytes:
+    """An error as the last item of a stream that already started (its status line was 200)."""
+    body = error_body(flavor, ApiError(500, message, kind))
+    if flavor is Flavor.OLLAMA:
+        return json.dumps(body).encode() + b"\n"
+    if flavor is Flavor.ANTHROPIC:
+        return b"event: error\ndata: " + json.dumps(body).encode() + b"\n\n"
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def from_strata_error(exc: StrataError) -> ApiError:
+    """The answer to a router's error (see :meth:`ModelRouter.borrow`)."""
+    text = exc.user_text().replace("\n", " ")
+    if isinstance(exc, UnknownModelError):
+        return ApiError(404, text, "not_found")
+    if isinstance(exc, ServerBusyError):
+        retry = max(1, math.ceil(exc.retry_after))  # Retry-After is whole seconds: never earlier than asked
+        return ApiError(503, text, "busy", {"Retry-After": str(retry)})
+    return ApiError(502, text, "upstream")
+
+
+# --------------------------------------------------------------------------- the server's shared state
+
+# The status line went out (a stream started): errors can no longer be answered with a status.
+STARTED: web.RequestKey[bool] = web.RequestKey("strata_started", bool)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Route = tuple[str, str, Handler, bool]  # (method, path, handler, runs a model: counted and recorded)
+
+# The response started (status 200 sent) but the request did not complete: counted as failed.
+FAILED: web.RequestKey[bool] = web.RequestKey("strata_failed", bool)
+
+
+@dataclass
+class ServeContext:
+    """Everything a route handler needs, shared by the server's routes."""
+
+    router: ModelRouter
+    limits: ServerLimits = field(default_factory=ServerLimits)
+    on_request: Callable[[ApiRequest], None] | None = None
+    clock: Callable[[], float] = time.perf_counter
+    counters: Counters = field(default_factory=Counters)
+    stopping: bool = False
+    inflight: set[asyncio.Task[Any]] = field(default_factory=set)  # request handlers running now
+    session: aiohttp.ClientSession | None = None  # the engines' client, while the server runs
+
+    def record(self, req: ApiRequest) -> None:
+        if self.on_request is not None:
+            emit([self.on_request], req)
+
+    def find(self, model_id: str) -> ServedModel | None:
+        return next((m for m in self.router.models() if m.id == model_id), None)
+
+    def pick_model(self, body: Mapping[str, Any], kind: str | None, key: str = "model") -> str:
+        """The model a request names; none named means the only model of ``kind`` served, if there is one."""
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if value is not None and not isinstance(value, str):
+            raise ApiError(400, f"'{key}' must be a string.")
+        models = [m for m in self.router.models() if kind is None or m.kind == kind]
+        if len(models) == 1:
+            return models[0].id
+        names = ", ".join(m.id for m in models[:10]) or "none"
+        raise ApiError(400, f"The request names no model ('{key}'). Models served here: {names}.")
+
+    @asynccontextmanager
+    async def borrow(self, model_id: str, *, kind: str | None = None, keep_alive: float | None = None,
+                     needs: str | None = None) -> AsyncIterator[Upstream]:
+        """Borrow an engine for ``model_id``; router errors become :class:`ApiError`.
+
+        Args:
+            model_id: The model.
+            kind: The engine kind the endpoint needs.
+            keep_alive: Seconds to keep it loaded afterwards (None: the router's default).
+            needs: An ``API_*`` the engine must speak (400 otherwise).
+        """
+        try:
+            cm = self.router.borrow(model_id, kind=kind, keep_alive=keep_alive)
+            up = await cm.__aenter__()
+        except StrataError as exc:
+            raise from_strata_error(exc) from exc
+        try:
+            if needs is not None and needs not in up.apis:
+                raise ApiError(400, f"The engine serving {up.model.id} does not offer this endpoint "
+                                    f"(it speaks {', '.join(sorted(up.apis)) or 'nothing'}).", "unsupported")
+            yield up
+        except BaseException as exc:
+            if not await cm.__aexit__(type(exc), exc, exc.__traceback__):
+                raise
+        else:
+            await cm.__aexit__(None, None, None)
+
+
+CTX: web.AppKey[ServeContext] = web.AppKey("strata_serve_context", ServeContext)
+"""The application key under which route handlers find the :class:`ServeContext`."""
+
+
+def context(request: web.Request) -> ServeContext:
+    return request.app[CTX]
+
+
+# --------------------------------------------------------------------------- request bodies
+
+async def read_body(request: web.Request, ctx: ServeContext) -> bytes:
+    """The request body, within the size and time limits."""
+    limit = ctx.limits.max_body_bytes
+    if request.content_length is not None and request.content_length > limit:
+        raise ApiError(413, f"The request is larger than {limit // 1024} KiB.", "too_large")
+    try:
+        async with asyncio.timeout(ctx.limits.body_timeout_s):
+            return await request.read()
+    except TimeoutError as exc:
+        raise ApiError(408, "The request body did not arrive in time.", "timeout") from exc
+    except web.HTTPRequestEntityTooLarge as exc:
+        raise ApiError(413, f"The request is larger than {limit // 1024} KiB.", "too_large") from exc
+
+
+async def read_json(request: web.Request, ctx: ServeContext) -> tuple[bytes, dict[str, Any]]:
+    """The raw body and its JSON object (400 when it is not a JSON object)."""
+    raw = await read_body(request, ctx)
+    try:
+        body = json.loads(raw) if raw.strip() else None
+    except ValueError as exc:
+        raise ApiError(400, f"The request body is not valid JSON: {exc}.") from exc
+    if not isinstance(body, dict):
+        raise ApiError(400, "The request body must be a JSON object.")
+    return raw, body
+
+
+def json_response(data: Any, status: int = 200) -> web.Response:
+    return web.Response(status=status, body=json.dumps(data).encode(), content_type=JSON_TYPE)
+
+
+# --------------------------------------------------------------------------- the engine leg
+
+def engine_session() -> aiohttp.ClientSession:
+    """The server's client for its engines (loopback): no proxy, bytes as they come, no time limit
+    on a reply (a long generation is fine; a client that leaves closes it).
+
+    Why aiohttp's client rather than the app's httpx one: its response parser is C (llhttp), and
+    every token of a stream passes through it; with httpx the server spent about twice the CPU per
+    token, taken from the engine on a machine where they share cores (bench/serve.py).
+    """
+    # llama-server drops idle keep-alive connections after 5 s: expire ours well before that.
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=2.0)
+    return aiohttp.ClientSession(connector=connector, auto_decompress=False, trust_env=False,
+                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=None))
+
+
+class EngineResponse:
+    """An engine's answer, open while the caller reads it."""
+
+    __slots__ = ("_resp",)
+
+    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+        self._resp = resp
+
+    @property
+    def status_code(self) -> int:
+        return self._resp.status
+
+    @property
+    def content_type(self) -> str:
+        """The whole ``Content-Type`` header (charset included)."""
+        return self._resp.headers.get("Content-Type", JSON_TYPE)
+
+    async def read(self) -> bytes:
+        return await self._resp.read()
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives."""
+        return self._resp.content.iter_any()
+
+
+ENGINE_ERRORS = (aiohttp.ClientError,)  # what a failing engine connection raises
+# A pooled keep-alive connection the engine closed just as it was reused: the request never
+# reached it (llama-server closes some connections after a streamed reply, seen in about one
+# request in six sent right after a stream). Sending it again on a fresh connection is safe.
+_STALE_CONNECTION = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
+
+
+@asynccontextmanager
+async def upstream_post(ctx: ServeContext, up: Upstream, path: str, body: bytes) -> AsyncIterator[EngineResponse]:
+    """POST ``body`` to the engine and hold its response open (the body is read by the caller).
+
+    Raises:
+        ApiError: The engine could not be reached or did not answer (502).
+    """
+    session = ctx.session
+    if session is None:
+        raise ApiError(503, "Strata's server is not running.", "busy")
+    headers = {**up.headers(), "Accept-Encoding": "identity"}  # raw bytes are passed through as they are
+    url = up.base_url + path
+    try:
+        try:
+            resp = await session.post(url, data=body, headers=headers)
+        except _STALE_CONNECTION:
+            resp = await session.post(url, data=body, headers=headers)
+    except aiohttp.ClientError as exc:
+        raise ApiError(502, f"The engine did not answer: {exc or type(exc).__name__}.", "upstream") from exc
+    try:
+        yield EngineResponse(resp)
+    finally:
+        if resp.content.at_eof():
+            resp.release()
+        else:
+            resp.close()  # unread: the connection closes, which also stops the engine generating
+
+
+def upstream_error(resp: EngineResponse, data: bytes) -> ApiError:
+    """An engine's error answer, carried over into the client's API with the engine's status."""
+    message = data[:500].decode(errors="replace") or f"The engine answered {resp.status_code}."
+    with contextlib.suppress(ValueError):
+        body = json.loads(data)
+        err = body.get("error") if isinstance(body, dict) else None
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            message = err["message"]
+        elif isinstance(err, str):
+            message = err
+    kind = {400: "invalid_request", 401: "upstream", 404: "not_found", 413: "too_large",
+            501: "unsupported", 503: "busy"}.get(resp.status_code, "upstream")
+    status = 502 if resp.status_code == 401 else resp.status_code  # the engine's key is ours, not the client's
+    return ApiError(status, f"The engine refused the request: {message}", kind)
+
+
+async def write_chunk(request: web.Request, out: web.StreamResponse, data: bytes) -> None:
+    """Write to a client; one that stops reading is dropped after the write time-out.
+
+    A small write to a socket whose buffer is empty cannot wait (the kernel takes it), so no timer
+    is armed then: the client keeps up nearly always, and that saves a timer per token.
+    """
+    transport = request.transport
+    if transport is not None and transport.get_write_buffer_size() == 0 and len(data) < 16384:
+        await out.write(data)
+        return
+    try:
+        async with asyncio.timeout(context(request).limits.write_timeout_s):
+            await out.write(data)
+    except TimeoutError as exc:
+        raise ConnectionResetError("the client stopped reading") from exc
+
+
+async def end_stream_on_stop(out: web.StreamResponse, flavor: Flavor) -> None:
+    """Close a stream cleanly because the server stops: an error item, then the end of the body.
+
+    Called from a handler cancelled by :meth:`ApiServer.stop` after the grace period; the
+    cancellation is consumed so the response ends normally.
+    """
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+    with contextlib.suppress(ConnectionError, TimeoutError, RuntimeError):
+        async with asyncio.timeout(1.0):
+            await out.write(stream_error(flavor, "Strata's server is stopping.", "busy"))
+            await out.write_eof()
+
+
+# --------------------------------------------------------------------------- statistics
+
+class SseSplitter:
+    """Splits a Server-Sent Events byte stream into ``(event, data)`` pairs.
+
+    Works on bytes and splits on line feeds only: JSON allows U+2028/U+2029 unescaped in strings
+    (llama-server sends them so), and those never contain the byte 0x0A.
+    """
+
+    __slots__ = ("_data", "_event", "_pending")
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self._data: list[bytes] = []
+        self._event = b""
+
+    @property
+    def pending(self) -> bytes:
+        """The start of a line not complete yet."""
+        return self._pending
+
+    def feed(self, raw: bytes) -> list[tuple[bytes, bytes]]:
+        if self._pending:
+            raw = self._pending + raw
+        lines = raw.split(b"\n")
+        self._pending = lines.pop()
+        out: list[tuple[bytes, bytes]] = []
+        for raw_line in lines:
+            line = raw_line[:-1] if raw_line.endswith(b"\r") else raw_line
+            if line.startswith(b"data:"):
+                self._data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+            elif line.startswith(b"event:"):
+                self._event = line[6:].strip()
+            elif not line and (self._data or self._event):
+                out.append((self._event, b"\n".join(self._data)))
+                self._data.clear()
+                self._event = b""
+        return out
+
+
+def obj(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (for reading answers of unknown shape)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _num(d: Mapping[str, Any], key: str) -> Any:
+    value = d.get(key)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def has_text(data: Mapping[str, Any]) -> bool:
+    """An OpenAI chunk (chat or completion) or Anthropic event that carries generated text."""
+    for choice in data.get("choices") or []:
+        if isinstance(choice, dict):
+            delta = choice.get("delta")
+            if (isinstance(delta, dict) and (delta.get("content") or delta.get("reasoning_content")
+                                             or delta.get("tool_calls"))) or choice.get("text"):
+                return True
+    delta = data.get("delta")
+    return data.get("type") == "content_block_delta" and isinstance(delta, dict)
+
+
+class Meter:
+    """Reads the statistics of one reply: the engine's ``timings``, ``usage``, time to first token.
+
+    Pass-through streams are fed as bytes (:meth:`feed_sse`, then :meth:`end_sse`): every event is
+    parsed until the first text, then only the last :data:`TAIL_BYTES` are kept and parsed at the end,
+    where the engine puts its statistics; the bytes in between cost an append each. Translated
+    replies hand over their parsed chunks (:meth:`take`).
+    """
+
+    TAIL_BYTES = 16 * 1024
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self.started = clock()
+        self.timings: dict[str, Any] = {}
+        self.usage: dict[str, Any] = {}
+        self.ttft_s: float | None = None
+        self.failed = False  # the engine sent an error event
+        self._sse = SseSplitter()
+        self._tail: deque[bytes] = deque()
+        self._tail_size = 0
+
+    def first_text(self) -> None:
+        if self.ttft_s is None:
+            self.ttft_s = self._clock() - self.started
+
+    def take(self, data: Mapping[str, Any]) -> None:
+        timings = data.get("timings")
+        if isinstance(timings, dict):
+            self.timings.update(timings)
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            self.usage.update(usage)
+        message = data.get("message")  # Anthropic's message_start carries the usage inside
+        if isinstance(message, dict) and isinstance(message.get("usage"), dict):
+            self.usage.update(message["usage"])
+
+    def feed_sse(self, chunk: bytes) -> None:
+        if self.ttft_s is not None:
+            tail = self._tail
+            tail.append(chunk)
+            self._tail_size += len(chunk)
+            while self._tail_size > self.TAIL_BYTES and len(tail) > 1:
+                self._tail_size -= len(tail.popleft())
+            return
+        self._read(self._sse.feed(chunk))
+        if self.ttft_s is not None:  # what is left of an event cut by the network goes on in the tail
+            self._tail.append(self._sse.pending)
+
+    def end_sse(self) -> None:
+        """The stream ended: read the statistics (or an error) in its last bytes."""
+        if self._tail:
+            self._read(SseSplitter().feed(b"".join(self._tail) + b"\n\n"))
+            self._tail.clear()
+
+    def _read(self, events: list[tuple[bytes, bytes]]) -> None:
+        for event, payload in events:
+            if event == b"error" or payload.startswith(b'{"error"'):
+                self.failed = True
+                continue
+            if self.ttft_s is not None and b'"timings"' not in payload and b'"usage"' not in payload:
+                continue  # after the first text only the statistics are of interest
+            try:
+                data = json.loads(payload)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                self.take(data)
+                if self.ttft_s is None and has_text(data):
+                    self.first_text()
+
+    def feed_body(self, body: bytes) -> None:
+        with contextlib.suppress(ValueError):
+            data = json.loads(body)
+            if isinstance(data, dict):
+                self.take(data)
+
+    def request(self, path: str, status: int, up: Upstream, stream: bool) -> ApiRequest:
+        t, u = self.timings, self.usage
+        ttft = self.ttft_s
+        if not stream and _num(t, "prompt_ms") is not None:
+            ttft = t["prompt_ms"] / 1000.0  # no stream: the engine's prefill time is the closest
+        prompt = _num(t, "prompt_n")
+        if prompt is None:
+            prompt = _num(u, "prompt_tokens") if _num(u, "prompt_tokens") is not None else _num(u, "input_tokens")
+        output = _num(t, "predicted_n")
+        if output is None:
+            output = (_num(u, "completion_tokens") if _num(u, "completion_tokens") is not None
+                      else _num(u, "output_tokens"))
+        return ApiRequest(path=path, status=status, upstream=up, stream=stream, prompt_tokens=prompt,
+                          cached_tokens=_num(t, "cache_n"), output_tokens=output,
+                          prefill_tps=_num(t, "prompt_per_second"), decode_tps=_num(t, "predicted_per_second"),
+                          ttft_s=ttft)
+
+
+# --------------------------------------------------------------------------- pass-through
+
+async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, stream: bool,
+                flavor: Flavor, record: bool = True) -> web.StreamResponse:
+    """Send the client's body to the engine's ``path`` unchanged and its answer back as it comes.
+
+    A stream's bytes go out as they arrive (SSE events are not re-encoded); statistics are read on
+    the way. The engine's errors are answered in the client's API shape.
+    """
+    ctx = context(request)
+    meter = Meter(ctx.clock)
+    async with upstream_post(ctx, up, path, raw) as resp:
+        ctype = resp.content_type
+        if resp.status_code != 200 or not ctype.startswith(SSE_TYPE):
+            data = await resp.read()
+            if resp.status_code != 200:
+                raise upstream_error(resp, data)
+            meter.feed_body(data)
+            if record:
+                ctx.record(meter.request(request.path, 200, up, stream=False))
+            return web.Response(status=200, body=data, headers={"Content-Type": ctype})
+        out = web.StreamResponse(status=200, headers={"Content-Type": ctype, "Cache-Control": "no-cache"})
+        await out.prepare(request)
+        request[STARTED] = True
+        try:
+            async for chunk in resp.chunks():
+                meter.feed_sse(chunk)
+                await write_chunk(request, out, chunk)
+            meter.end_sse()
+        except asyncio.CancelledError:
+            if not ctx.stopping:
+                raise
+            request[FAILED] = True
+            await end_stream_on_stop(out, flavor)
+            return out
+        except ENGINE_ERRORS as exc:
+            request[FAILED] = True
+            await end_stream_with_error(request, out, flavor,
+                                        f"The engine stopped answering: {exc or type(exc).__name__}.")
+            return out
+        await out.write_eof()
+    if meter.failed:
+        request[FAILED] = True
+    elif record:
+        ctx.record(meter.request(request.path, 200, up, stream=True))
+    return out
+
+
+async def end_stream_with_error(request: web.Request, out: web.StreamResponse, flavor: Flavor, message: str) -> None:
+    """End a started stream with an error item (the engine failed mid-reply)."""
+    with contextlib.suppress(ConnectionError):
+        await write_chunk(request, out, stream_error(flavor, message))
+        await out.write_eof()
