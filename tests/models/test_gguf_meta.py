@@ -127,7 +127,7 @@ def test_the_fast_local_read_equals_gguf_reader(test_model: Path, split_model: l
         read_header(broken_models["truncated"])
     short = tmp_path / "header-only.gguf"
     short.write_bytes(broken_models["truncated"].read_bytes()[:5000])
-    with pytest.raises(GGUFError, match="header-only.gguf is incomplete: it ends inside its header"):
+    with pytest.raises(GGUFError, match=r"header-only\.gguf is incomplete: it ends inside its header"):
         read_header(short)
     empty = tmp_path / "empty.gguf"
     empty.write_bytes(b"")
