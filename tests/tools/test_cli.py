@@ -105,4 +105,4 @@ def test_the_console_command_runs_without_qt(tmp_path: Path) -> None:
                          env=dict(os.environ))
     assert res.returncode == 0, res.stderr
     assert res.stderr.rstrip().endswith("QT="), res.stderr
-    assert len(json.loads(res.stdout)["tools"]) == 9
+    assert len(json.loads(res.stdout)["tools"]) == 10
