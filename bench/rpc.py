@@ -12,20 +12,40 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
-from bench.serve import once
 from strata_gui.core.rpc.workers import rpc_server_executable
 from strata_gui.core.runtime.rpc_server import RpcServerProcess
 from tests.support.engines import free_port, locate, running_server
+
+PROMPT = "Write a long story about a lighthouse keeper."
+
+
+async def once(http: httpx.AsyncClient, url: str, tokens: int) -> tuple[float, float]:
+    """TTFT and decode rate (first to last token) of one streamed reply."""
+    body = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": tokens, "seed": 7,
+            "temperature": 1.0, "stream": True}
+    start = time.perf_counter()
+    stamps: list[float] = []
+    async with http.stream("POST", url + "/chat/completions", json=body) as resp:
+        async for line in resp.aiter_lines():
+            if line.startswith("data: {"):
+                choices = json.loads(line[6:]).get("choices") or []
+                if choices and (choices[0].get("delta") or {}).get("content"):
+                    stamps.append(time.perf_counter())
+    ttft = stamps[0] - start
+    decode = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else 0.0
+    return ttft, decode
 
 
 def main() -> int:

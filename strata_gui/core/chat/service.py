@@ -12,12 +12,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import math
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -44,26 +42,43 @@ from strata_gui.core.pool import (
 )
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.runtime.client import (
-    ANSWER,
     DEFAULT_MAX_TOKENS,
-    THINKING,
     ChatClient,
     ChatReply,
-    PieceCallback,
     ReplyStats,
     RequestOptions,
-    SamplingParams,
-    StreamPiece,
 )
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome, ProcessEnded
 from strata_gui.core.settings import Settings, SettingsService
-from strata_gui.core.tools.approvals import ApprovalRequest, Approver, Decision, ToolPolicy
+from strata_gui.core.tools.approvals import ApprovalRequest, Decision
 
 from .conversations import DEFAULT_TITLE, Conversations
+from .events import (
+    ChatApprover,
+    ChatEvent,
+    ChatTools,
+    DepthSwitchAdvice,
+    EngineStatus,
+    EngineSwitchOffer,
+    Listener,
+    MessageAdded,
+    MessageDelta,
+    MessageUpdated,
+    Notice,
+    PlanChanged,
+    PlanSource,
+    RemoteEngine,
+    ReplyClient,
+    ReplyProgress,
+    TemplateInfo,
+    ToolApproval,
+    ToolHost,
+)
 from .images import ChatImage
+from .replies import DELTA_INTERVAL, _ReplyBuffer, _Where
 from .store import (
     COMPLETE,
     FAILED,
@@ -85,231 +100,41 @@ from .store import (
 
 if TYPE_CHECKING:
     from strata_gui.core.runtime.supervisor import ServerSupervisor
-    from strata_gui.core.tools.host import ToolCatalog, ToolResult
+    from strata_gui.core.tools.host import ToolCatalog
+
+# The chat's events and protocols live in .events; they are named here too, where callers found them.
+__all__ = [
+    "ChatApprover",
+    "ChatEvent",
+    "ChatService",
+    "ChatTools",
+    "DepthSwitchAdvice",
+    "EngineStatus",
+    "EngineSwitchOffer",
+    "Listener",
+    "MessageAdded",
+    "MessageDelta",
+    "MessageUpdated",
+    "Notice",
+    "PlanChanged",
+    "PlanSource",
+    "RemoteEngine",
+    "ReplyClient",
+    "ReplyProgress",
+    "TemplateInfo",
+    "ToolApproval",
+    "ToolHost",
+    "for_template",
+]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-DELTA_INTERVAL = 0.016  # s: one frame at 60 Hz; streamed text reaches listeners at most this often
-YIELD_S = 0.001  # s: a turn of the loop that lets it serve timers and input: under qasync a 0 s sleep
-# runs before Qt's other timers (it chains with the work before and after it, one long busy stretch)
 WATCH_INTERVAL = 1.0  # s between looks at the engine's progress while nothing streams
 SILENCE_NOTICE_S = 15.0  # s of the engine generating with nothing arriving before the reply says so
 MAX_TOOL_ROUNDS = 8  # tool-call rounds per reply; the last one asks the model to answer in words
 ANNOUNCE_WAIT = 0.03  # s: new messages are announced at the latest this long after a send (a slow
 # connection to a remote engine must not keep the user's message off the screen)
-
-
-@dataclass(frozen=True)
-class EngineStatus:
-    """The engine's state changed (or a load-progress detail arrived)."""
-
-    state: ServerState
-    engine: EngineSpec | None
-    detail: str
-
-
-@dataclass(frozen=True)
-class Notice:
-    """Something the user should read once (fallback happened). ``details`` is the log tail."""
-
-    text: str
-    details: str = ""
-
-
-@dataclass(frozen=True)
-class EngineSwitchOffer:
-    """The conversation went deep enough that another engine is clearly faster (by the benchmark):
-    the user may switch, which reloads the model. :meth:`ChatService.accept_depth_switch` does it."""
-
-    text: str
-    engine: EngineSpec
-    depth: int
-
-
-@dataclass(frozen=True)
-class PlanChanged:
-    """The engines the next reply will try changed (after detection, an install, a probe, a pin)."""
-
-    plan: tuple[EngineSpec, ...]
-
-
-@dataclass(frozen=True)
-class MessageAdded:
-    """A message was saved. A reply's messages (the user's and the new reply) are announced once
-    its request has left for the engine, or sooner when something is to wait for (an engine start,
-    a slow connection: :data:`ANNOUNCE_WAIT` at most): the listeners' work (building widgets) then
-    overlaps the engine's prompt processing instead of delaying the request. Always before any
-    other event about them."""
-
-    message: Message
-
-
-@dataclass(frozen=True)
-class MessageDelta:
-    """What a streaming reply received since the previous delta (one or more tokens; at most
-    about one delta per ``delta_interval``). ``complete``: the engine finished the reply, this is
-    its last text (maybe empty); the reply's saved state follows on a later loop turn, so a
-    listener shows this text at once (the reply's end is painted before the saving work).
-
-    Attributes:
-        message_id: The reply.
-        text: New answer text.
-        complete: The engine finished the reply.
-        thinking: New thinking text (the model's reasoning, shown apart from the answer).
-        tokens: Tokens of every kind streamed so far (thinking, answer, tool calls): the live counter.
-        tool: The function a tool call being written names ("" when none is).
-    """
-
-    message_id: int
-    text: str
-    complete: bool = False
-    thinking: str = ""
-    tokens: int = 0
-    tool: str = ""
-
-
-@dataclass(frozen=True)
-class MessageUpdated:
-    message: Message
-
-
-@dataclass(frozen=True)
-class ReplyProgress:
-    """Nothing visible has arrived for a while: what the engine says it is doing.
-
-    Sent about once per ``watch_interval`` while a reply streams nothing (a long prompt, thinking
-    the server holds back, a tool call or a grammar-bound reply being written), with the count the
-    engine reports (llama-server's ``/slots``), so a long think never looks frozen.
-
-    Attributes:
-        message_id: The reply.
-        tokens: The best count known: the engine's, or the streamed one if higher.
-        silent_s: Seconds since the last streamed piece (or since the request, before the first).
-        decoded: Tokens the engine has generated for this reply (None: it does not say).
-        silent: The engine has been generating for ``silence_notice_s`` or longer and none of it
-            arrived: the reply says so.
-    """
-
-    message_id: int
-    tokens: int
-    silent_s: float
-    decoded: int | None
-    silent: bool = False
-
-    @property
-    def text(self) -> str:
-        """The notice, in words (the CLI's; the app says it in the user's language)."""
-        if not self.silent:
-            return ""
-        return (f"The engine has generated {self.tokens:,} tokens, but nothing has arrived for "
-                f"{self.silent_s:.0f} s: the model may be writing something its chat format holds back "
-                "(a tool call, a structured reply) or thinking the server does not stream. Stop keeps "
-                "what arrived.")
-
-
-@dataclass(frozen=True)
-class ToolApproval:
-    """A tool call waiting for the user's answer: "Allow once / Always allow this tool / Deny".
-
-    Attributes:
-        message_id: The reply that asked for the call.
-        call_id: The call (its :class:`~strata_gui.core.chat.store.ToolCallRecord` id).
-        request: Which tool of which server, with which arguments.
-    """
-
-    message_id: int
-    call_id: str
-    request: ApprovalRequest
-
-
-# Asks the user about one tool call (the app's inline buttons, the CLI's prompt).
-ChatApprover = Callable[[ToolApproval], Awaitable[Decision]]
-
-
-class ToolHost(Protocol):
-    """Where tools come from and run (:class:`~strata_gui.core.tools.McpHost`)."""
-
-    async def list_tools(self) -> ToolCatalog: ...
-
-    async def run_call(self, catalog: ToolCatalog, name: str, arguments: str | Mapping[str, Any] | None, *,
-                       policy: ToolPolicy, approver: Approver, timeout: float | None = None) -> ToolResult: ...
-
-
-@dataclass(frozen=True)
-class ChatTools:
-    """The tools replies may call: the servers' host and who decides whether a call runs.
-
-    Attributes:
-        host: Lists the enabled servers' tools and runs calls.
-        policy: "Always allow" memory; every other call asks the chat's approver.
-    """
-
-    host: ToolHost
-    policy: ToolPolicy
-
-
-class TemplateInfo(Protocol):
-    """What the chat needs to know of a model's chat template
-    (:class:`~strata_gui.core.models.chat_template.TemplateCapabilities`)."""
-
-    @property
-    def tools(self) -> bool: ...
-
-    @property
-    def keeps_past_reasoning(self) -> bool: ...
-
-    @property
-    def thinking_toggle(self) -> str | None: ...
-
-    @property
-    def thinking_off(self) -> bool | int | str | None: ...
-
-    @property
-    def effort(self) -> str | None: ...
-
-
-ChatEvent = (EngineStatus | Notice | EngineSwitchOffer | PlanChanged | MessageAdded | MessageDelta | MessageUpdated
-             | ReplyProgress)
-Listener = Callable[[ChatEvent], None]
-
-
-class ReplyClient(Protocol):
-    """What streams one reply: :class:`~strata_gui.core.runtime.client.ChatClient` for the local
-    engine, :class:`~strata_gui.core.remote.service.RemoteChat` for a remote one."""
-
-    async def stream(self, messages: Sequence[Mapping[str, Any]], *, sampling: SamplingParams | None = None,
-                     options: RequestOptions | None = None, on_piece: PieceCallback | None = None,
-                     on_sent: Callable[[], None] | None = None) -> ChatReply: ...
-
-
-class RemoteEngine(ReplyClient, Protocol):
-    """An engine Strata does not manage (a remote OpenAI-compatible endpoint)."""
-
-    @property
-    def label(self) -> str: ...
-
-
-class DepthSwitchAdvice(Protocol):
-    """Another engine is clearly faster at the conversation's depth."""
-
-    @property
-    def engine(self) -> EngineSpec: ...
-
-    def message(self) -> str: ...
-
-
-class PlanSource(Protocol):
-    """Who decides the chat's engines (the engine resolver): the plan for a model (at a depth),
-    whether another engine is clearly faster at a depth, and an event whenever its answers may
-    have changed (an install, a probe, a pin, a benchmark, new GPUs)."""
-
-    @property
-    def events(self) -> Listeners[Any]: ...
-
-    def plan_for(self, model: Path | None, depth: int | None = None) -> list[EngineSpec]: ...
-
-    def depth_switch(self, model: Path, depth: int, current: str) -> DepthSwitchAdvice | None: ...
 
 
 class ChatService:
@@ -1143,141 +968,3 @@ def for_template(options: RequestOptions, template: TemplateInfo | None) -> Requ
         effort = None
     # Spelled out in ``extra`` now: the client's own spelling would overwrite it.
     return dataclasses.replace(options, thinking=None, effort=effort, extra=extra)
-
-
-@dataclass(frozen=True)
-class _Where:
-    """Where a reply runs, and what an engine failure makes of it."""
-
-    engine: str
-    backend: str
-    ran_on: str
-    broken: str  # the status of a reply the engine failed (INTERRUPTED locally: it may be retried)
-    broken_reason: str
-
-    def stats(self, stats: ReplyStats, reason: str) -> ReplyStats:
-        stats.finish_reason, stats.engine, stats.backend = reason, self.engine, self.backend
-        return stats
-
-
-class _ReplyBuffer:
-    """Collects a streaming reply, forwards it in batches, saves it about once per interval.
-
-    Pieces arrive once per token (hundreds per second); listeners (the chat page's repaint, the
-    CLI's print) need the text at most once per frame. The first piece goes out at once (time to
-    first token is what the user waits for); later ones are sent together when ``delta_interval``
-    has passed since the last event, by a timer when none arrives to carry them. Thinking and
-    answer are kept apart; tool-call pieces only move the counter (the calls are saved whole).
-    """
-
-    __slots__ = ("_first", "_first_answer", "_interval", "_last", "_last_emit", "_last_save", "_sent", "_sent_thinking",
-                 "_service", "_started", "_think_first", "_timer", "last_seen", "message_id", "pieces", "thinking",
-                 "tokens", "tool")
-
-    def __init__(self, message_id: int, service: ChatService, now: float) -> None:
-        self.message_id = message_id
-        self.pieces: list[str] = []  # the answer
-        self.thinking: list[str] = []
-        self.tokens = 0  # of every kind
-        self.tool = ""  # the function a tool call being written names
-        self._service = service
-        self._interval = service._delta_interval
-        self._last_save = now
-        self._started = now
-        self.last_seen = now  # when the last piece arrived (the request's start before the first)
-        self._first: float | None = None
-        self._first_answer: float | None = None
-        self._think_first: float | None = None
-        self._last: float | None = None
-        self._sent = 0  # answer pieces already emitted
-        self._sent_thinking = 0
-        self._last_emit = -math.inf
-        self._timer: asyncio.TimerHandle | None = None
-
-    @property
-    def text(self) -> str:
-        return "".join(self.pieces)
-
-    @property
-    def thinking_text(self) -> str:
-        return "".join(self.thinking).strip()
-
-    def add(self, piece: StreamPiece) -> None:
-        kind = piece[0]
-        if kind == ANSWER:
-            self.pieces.append(piece[1])
-            if self._first_answer is None:
-                self._first_answer = self._service._clock()
-        elif kind == THINKING:
-            self.thinking.append(piece[1])
-            if self._think_first is None:
-                self._think_first = self._service._clock()
-        else:
-            self.tool = piece[5]
-            if self._first_answer is None:
-                self._first_answer = self._service._clock()
-        self.tokens = piece[3]
-        svc = self._service
-        now = svc._clock()
-        if self._first is None:
-            self._first = now
-        self._last = self.last_seen = now
-        if self._timer is None:
-            wait = self._last_emit + self._interval - now
-            if wait <= 0:
-                self._emit(now)
-            else:
-                self._timer = asyncio.get_running_loop().call_later(wait, self.flush)
-        if now - self._last_save >= svc._save_interval:
-            self._last_save = now
-            svc.store.update_message(self.message_id, content=self.text, thinking=self.thinking_text)
-
-    def flush(self) -> None:
-        """Emit what was not sent yet (the timer's callback, and before the reply is finished)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._sent < len(self.pieces) or self._sent_thinking < len(self.thinking):
-            self._emit(self._service._clock())
-
-    async def complete(self) -> None:
-        """The engine finished: send the last text as complete, then give the loop a turn, so the
-        reply's end is painted before it is saved and its statistics are shown (that work, in the
-        same busy stretch, delayed the last paint and made the end the stream's longest stall)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._emit(self._service._clock(), complete=True)
-        await asyncio.sleep(YIELD_S)
-
-    def _emit(self, now: float, *, complete: bool = False) -> None:
-        pieces, sent = self.pieces, self._sent
-        text = pieces[-1] if sent == len(pieces) - 1 else "".join(pieces[sent:])
-        self._sent = len(pieces)
-        thinking = ""
-        if self._sent_thinking < len(self.thinking):
-            thinking = "".join(self.thinking[self._sent_thinking:])
-            self._sent_thinking = len(self.thinking)
-        self._last_emit = now
-        self._service._emit(MessageDelta(self.message_id, text, complete, thinking, self.tokens, self.tool))
-
-    def counted_stats(self) -> ReplyStats:
-        """Statistics of a reply cut short (Stop, a format failure): the engine's final timings
-        never arrive, so the pieces are counted (llama-server streams one token per piece) and
-        timed here."""
-        n = self.tokens
-        stats = ReplyStats(predicted_n=n)
-        first, last = self._first, self._last
-        if first is not None:
-            stats.ttft_s = first - self._started
-        if self._first_answer is not None:
-            stats.answer_s = self._first_answer - self._started
-        if self.thinking:
-            stats.thinking_n = len(self.thinking)
-            if self._think_first is not None:
-                end = self._first_answer if self._first_answer is not None else last
-                if end is not None:
-                    stats.thinking_s = end - self._think_first
-        if first is not None and last is not None and n > 1 and last > first:
-            stats.decode_tps = (n - 1) / (last - first)
-        return stats

@@ -1,0 +1,169 @@
+"""A streaming reply as it arrives: the pieces gathered, batched to about one event per frame,
+saved about once a second, and counted when it is cut short."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from strata_gui.core.runtime.client import (
+    ANSWER,
+    THINKING,
+    ReplyStats,
+    StreamPiece,
+)
+
+if TYPE_CHECKING:
+    pass
+
+from .events import MessageDelta
+
+if TYPE_CHECKING:
+    from .service import ChatService
+
+log = logging.getLogger(__name__)
+
+DELTA_INTERVAL = 0.016  # s: one frame at 60 Hz; streamed text reaches listeners at most this often
+YIELD_S = 0.001  # s: a turn of the loop that lets it serve timers and input: under qasync a 0 s sleep
+# runs before Qt's other timers (it chains with the work before and after it, one long busy stretch)
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a reply runs, and what an engine failure makes of it."""
+
+    engine: str
+    backend: str
+    ran_on: str
+    broken: str  # the status of a reply the engine failed (INTERRUPTED locally: it may be retried)
+    broken_reason: str
+
+    def stats(self, stats: ReplyStats, reason: str) -> ReplyStats:
+        stats.finish_reason, stats.engine, stats.backend = reason, self.engine, self.backend
+        return stats
+
+
+class _ReplyBuffer:
+    """Collects a streaming reply, forwards it in batches, saves it about once per interval.
+
+    Pieces arrive once per token (hundreds per second); listeners (the chat page's repaint, the
+    CLI's print) need the text at most once per frame. The first piece goes out at once (time to
+    first token is what the user waits for); later ones are sent together when ``delta_interval``
+    has passed since the last event, by a timer when none arrives to carry them. Thinking and
+    answer are kept apart; tool-call pieces only move the counter (the calls are saved whole).
+    """
+
+    __slots__ = ("_first", "_first_answer", "_interval", "_last", "_last_emit", "_last_save", "_sent", "_sent_thinking",
+                 "_service", "_started", "_think_first", "_timer", "last_seen", "message_id", "pieces", "thinking",
+                 "tokens", "tool")
+
+    def __init__(self, message_id: int, service: ChatService, now: float) -> None:
+        self.message_id = message_id
+        self.pieces: list[str] = []  # the answer
+        self.thinking: list[str] = []
+        self.tokens = 0  # of every kind
+        self.tool = ""  # the function a tool call being written names
+        self._service = service
+        self._interval = service._delta_interval
+        self._last_save = now
+        self._started = now
+        self.last_seen = now  # when the last piece arrived (the request's start before the first)
+        self._first: float | None = None
+        self._first_answer: float | None = None
+        self._think_first: float | None = None
+        self._last: float | None = None
+        self._sent = 0  # answer pieces already emitted
+        self._sent_thinking = 0
+        self._last_emit = -math.inf
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    @property
+    def thinking_text(self) -> str:
+        return "".join(self.thinking).strip()
+
+    def add(self, piece: StreamPiece) -> None:
+        kind = piece[0]
+        if kind == ANSWER:
+            self.pieces.append(piece[1])
+            if self._first_answer is None:
+                self._first_answer = self._service._clock()
+        elif kind == THINKING:
+            self.thinking.append(piece[1])
+            if self._think_first is None:
+                self._think_first = self._service._clock()
+        else:
+            self.tool = piece[5]
+            if self._first_answer is None:
+                self._first_answer = self._service._clock()
+        self.tokens = piece[3]
+        svc = self._service
+        now = svc._clock()
+        if self._first is None:
+            self._first = now
+        self._last = self.last_seen = now
+        if self._timer is None:
+            wait = self._last_emit + self._interval - now
+            if wait <= 0:
+                self._emit(now)
+            else:
+                self._timer = asyncio.get_running_loop().call_later(wait, self.flush)
+        if now - self._last_save >= svc._save_interval:
+            self._last_save = now
+            svc.store.update_message(self.message_id, content=self.text, thinking=self.thinking_text)
+
+    def flush(self) -> None:
+        """Emit what was not sent yet (the timer's callback, and before the reply is finished)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._sent < len(self.pieces) or self._sent_thinking < len(self.thinking):
+            self._emit(self._service._clock())
+
+    async def complete(self) -> None:
+        """The engine finished: send the last text as complete, then give the loop a turn, so the
+        reply's end is painted before it is saved and its statistics are shown (that work, in the
+        same busy stretch, delayed the last paint and made the end the stream's longest stall)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._emit(self._service._clock(), complete=True)
+        await asyncio.sleep(YIELD_S)
+
+    def _emit(self, now: float, *, complete: bool = False) -> None:
+        pieces, sent = self.pieces, self._sent
+        text = pieces[-1] if sent == len(pieces) - 1 else "".join(pieces[sent:])
+        self._sent = len(pieces)
+        thinking = ""
+        if self._sent_thinking < len(self.thinking):
+            thinking = "".join(self.thinking[self._sent_thinking:])
+            self._sent_thinking = len(self.thinking)
+        self._last_emit = now
+        self._service._emit(MessageDelta(self.message_id, text, complete, thinking, self.tokens, self.tool))
+
+    def counted_stats(self) -> ReplyStats:
+        """Statistics of a reply cut short (Stop, a format failure): the engine's final timings
+        never arrive, so the pieces are counted (llama-server streams one token per piece) and
+        timed here."""
+        n = self.tokens
+        stats = ReplyStats(predicted_n=n)
+        first, last = self._first, self._last
+        if first is not None:
+            stats.ttft_s = first - self._started
+        if self._first_answer is not None:
+            stats.answer_s = self._first_answer - self._started
+        if self.thinking:
+            stats.thinking_n = len(self.thinking)
+            if self._think_first is not None:
+                end = self._first_answer if self._first_answer is not None else last
+                if end is not None:
+                    stats.thinking_s = end - self._think_first
+        if first is not None and last is not None and n > 1 and last > first:
+            stats.decode_tps = (n - 1) / (last - first)
+        return stats
