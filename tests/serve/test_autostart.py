@@ -20,11 +20,16 @@ from strata_gui.core.services import build_services
 from strata_gui.ui.pages.settings_page import SettingsPage
 
 
-def test_the_command_serves_headless_with_this_app() -> None:
+def test_the_command_serves_headless_with_this_app(tmp_path: Path) -> None:
     assert serve_command(frozen=True, executable=r"C:\Program Files\Strata\Strata.exe") == [
         r"C:\Program Files\Strata\Strata.exe", "serve"]
     assert serve_command(frozen=False, executable="/venv/bin/python") == ["/venv/bin/python", "-m", "strata_gui",
                                                                           "serve"]
+    # The console executable hands over to the windowed one beside it: no console at sign-in.
+    bundle = tmp_path / "Strata Zoë"
+    bundle.mkdir()
+    (bundle / "Strata.exe").write_bytes(b"MZ")
+    assert serve_command(frozen=True, executable=str(bundle / "strata-cli.exe")) == [str(bundle / "Strata.exe"), "serve"]
     # Windows splits a command line the way list2cmdline quotes it: spaces and quotes survive.
     assert windows_command_line([r"C:\Users\Zoë Chen\Strata\Strata.exe", "serve"]) == \
         r'"C:\Users\Zoë Chen\Strata\Strata.exe" serve'

@@ -31,7 +31,14 @@ def serve_command(*, frozen: bool | None = None, executable: str | None = None) 
     (frozen), else this Python running the package."""
     exe = executable or sys.executable
     is_frozen = bool(getattr(sys, "frozen", False)) if frozen is None else frozen
-    return [exe, "serve"] if is_frozen else [exe, "-m", "strata_gui", "serve"]
+    if not is_frozen:
+        return [exe, "-m", "strata_gui", "serve"]
+    # The windowed executable beside the console one: at sign-in Windows then opens no console
+    # window, whichever of the two turned the switch on (strata-cli.exe platform-check, the app).
+    windowed = Path(exe).with_name("Strata.exe")
+    if Path(exe).name.lower() == "strata-cli.exe" and windowed.is_file():
+        exe = str(windowed)
+    return [exe, "serve"]
 
 
 def _desktop_quote(arg: str) -> str:
