@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from strata_gui import APP_NAME
 from strata_gui.core.errors import StrataError
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import NoticeBanner
+from strata_gui.ui.widgets import NoticeBanner, guard_wheel
 
 if TYPE_CHECKING:  # asyncio, the bridge and the dialogs load after the first paint (see app.run_gui)
     from strata_gui.ui.bridge import AsyncBridge
@@ -158,6 +158,7 @@ class MainWindow(QMainWindow):
 
             pixmap = getattr(QStyle.StandardPixmap, page.page_icon, QStyle.StandardPixmap.SP_FileIcon)
             icon = self.style().standardIcon(pixmap)
+        guard_wheel(page)
         self._append(_Entry(None, page, page), title, icon)
 
     def add_lazy_page(self, title: str, icon: QIcon, factory: Callable[[], Page]) -> int:
@@ -186,6 +187,7 @@ class MainWindow(QMainWindow):
             assert entry.factory is not None
             page = entry.factory()
             entry.page, entry.factory = page, None
+            guard_wheel(page)  # scrolling a page never turns its spin boxes (see WheelGuard)
             slot, entry.slot = entry.slot, page
             self.stack.insertWidget(self.stack.indexOf(slot), page)
             if self.stack.currentWidget() is slot:

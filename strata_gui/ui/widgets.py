@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QAbstractSlider,
+    QAbstractSpinBox,
+    QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
     QProgressBar,
     QPushButton,
+    QScrollBar,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
@@ -186,3 +191,54 @@ class ElidedLabel(QLabel):
         width = max(0, self.width())
         shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, width) if width else self._full
         super().setText(shown)
+
+
+class WheelGuard(QObject):
+    """Keeps the mouse wheel from changing a spin box, combo box or slider the user is only scrolling past.
+
+    A wheel turned over such a control while it does not have keyboard focus scrolls the page around
+    it instead (the event is ignored, so Qt hands it to the parent). Click or Tab into the control
+    and the wheel changes it as usual. Installed once on the application by the composition root.
+    """
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() != QEvent.Type.Wheel or not isinstance(watched, _WHEEL_VALUE_WIDGETS):
+            return False
+        if watched.hasFocus():
+            return False
+        if watched.focusPolicy() == Qt.FocusPolicy.WheelFocus:
+            # a control that would take focus from the wheel must not: the page keeps scrolling
+            watched.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        area = _scroll_area_around(watched)
+        if area is None:
+            event.ignore()  # Qt offers an ignored wheel event to the parent
+        else:
+            # handed on explicitly: Qt passes an ignored wheel event up only when it came from the
+            # window system, and the page should scroll the same way whoever sent it
+            QCoreApplication.sendEvent(area.viewport(), event)
+        return True
+
+
+_WHEEL_VALUE_WIDGETS = (QAbstractSpinBox, QComboBox, QAbstractSlider)
+
+
+def _scroll_area_around(widget: QWidget) -> QAbstractScrollArea | None:
+    parent = widget.parentWidget()
+    while parent is not None:
+        if isinstance(parent, QAbstractScrollArea) and not isinstance(parent, _WHEEL_VALUE_WIDGETS):
+            return parent
+        parent = parent.parentWidget()
+    return None
+
+
+def guard_wheel(root: QWidget) -> None:
+    """Install a :class:`WheelGuard` on every spin box, combo box and slider under ``root``.
+
+    Per widget rather than on the application: an application-wide filter would run Python for
+    every event of the process, paints of a streaming reply included.
+    """
+    guard = WheelGuard(root)
+    for widget in root.findChildren(QWidget):
+        # a scroll bar is what the wheel is for (and a scroll area hands it the wheel itself)
+        if isinstance(widget, _WHEEL_VALUE_WIDGETS) and not isinstance(widget, QScrollBar):
+            widget.installEventFilter(guard)

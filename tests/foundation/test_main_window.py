@@ -272,3 +272,37 @@ def test_ui_report_describes_the_window_a_script_cannot_see(
         qasync_loop.run_until_complete(bridge.shutdown())
         qasync_loop.run_until_complete(app_services.aclose())
         window.deleteLater()
+
+
+def _wheel_over(widget, steps: int = 3) -> None:
+    from PySide6.QtCore import QPoint, QPointF
+    from PySide6.QtGui import QWheelEvent
+
+    centre = QPointF(widget.rect().center())
+    for _ in range(steps):  # one notch down at a time
+        event = QWheelEvent(centre, QPointF(widget.mapToGlobal(widget.rect().center())), QPoint(0, 0), QPoint(0, -120),
+                            Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase,
+                            False)
+        QApplication.sendEvent(widget, event)
+
+
+def test_scrolling_over_a_spin_box_scrolls_the_page_and_leaves_the_setting_alone(
+        qtbot: QtBot, qapp: QApplication, composed) -> None:
+    from PySide6.QtWidgets import QScrollArea
+
+    _, _, window = composed(Recorder())
+    window.resize(1180, 500)  # short enough that the settings page scrolls
+    window.show()
+    page = _page(window, SettingsPage)
+    window.show_page(page)
+    scroll = page.findChild(QScrollArea).verticalScrollBar()
+    assert scroll.maximum() > 0
+    scroll.setValue(0)
+    before, theme = page.context_size.value(), page.theme.currentIndex()
+    page.context_size.setValue(4096)
+    before = page.context_size.value()
+    _wheel_over(page.context_size)
+    assert page.context_size.value() == before  # the wheel passed over the box: the setting is unchanged ...
+    assert scroll.value() > 0  # ... and the page scrolled instead
+    _wheel_over(page.theme)
+    assert page.theme.currentIndex() == theme
