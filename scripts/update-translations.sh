@@ -6,7 +6,7 @@
 #   2. Translate the unfinished entries (Qt Linguist: pyside6-linguist, or any editor).
 #   3. pyside6-lrelease compiles the .ts into the .qm the app loads.
 # Run it after changing UI strings; tests/i18n fails while the catalogue is stale or unfinished.
-# English is the source language and needs no catalogue.
+# English is the source language; its catalogue holds only the plural forms (scripts/english-plurals.py).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,3 +22,7 @@ for lang in zh_CN; do
     "$lupdate" "${sources[@]}" -ts "$out/strata_$lang.ts" -target-language "$lang" -no-obsolete -locations none
     "$lrelease" "$out/strata_$lang.ts" -qm "$out/strata_$lang.qm"
 done
+# English needs only its plurals ("%n model(s)" → "1 model", "3 models"), written by a script.
+"$lupdate" "${sources[@]}" -ts "$out/strata_en.ts" -target-language en -no-obsolete -locations none -pluralonly
+"$bin/python" scripts/english-plurals.py "$out/strata_en.ts"
+"$lrelease" "$out/strata_en.ts" -qm "$out/strata_en.qm"

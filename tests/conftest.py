@@ -114,6 +114,18 @@ def _listener_errors() -> Iterator[ListenerErrors]:
         pytest.fail(problem, pytrace=False)
 
 
+@pytest.fixture(autouse=True)
+def _english_plurals(request: pytest.FixtureRequest) -> None:
+    """Widget tests see English as users do: with its plural catalogue ("1 model", not "1 model(s)")."""
+    if "qapp" not in request.fixturenames:
+        return
+    from strata_gui.ui.i18n import install_language, translators_of
+
+    qapp = request.getfixturevalue("qapp")
+    if translators_of(qapp).language == "en" and not translators_of(qapp).installed:
+        install_language(qapp, "en")
+
+
 @pytest.fixture(scope="session")
 def test_engines() -> engine_support.TestEngines:
     """The real CPU and Vulkan llama-server builds (scripts/test-engines.sh)."""

@@ -497,10 +497,6 @@ Last reply: this computer ({1})</source>
         <translation>无</translation>
     </message>
     <message>
-        <source>%1 requests · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token median %6, p90 %7</source>
-        <translation>%1 个请求 · 预填充中位数 %2，p90 %3 · 解码中位数 %4，p90 %5 · 首个 token 用时中位数 %6，p90 %7</translation>
-    </message>
-    <message>
         <source>No engine running (or it has metrics off).</source>
         <translation>没有正在运行的引擎（或引擎未开启指标）。</translation>
     </message>
@@ -535,6 +531,12 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Images</source>
         <translation>图像</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n request(s) · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token median %6, p90 %7</source>
+        <translation>
+            <numerusform>%n 个请求 · 预填充中位数 %2，p90 %3 · 解码中位数 %4，p90 %5 · 首个 token 用时中位数 %6，p90 %7</numerusform>
+        </translation>
     </message>
     <message>
         <source>Memory (GiB)</source>
@@ -2370,20 +2372,26 @@ Add a local build from the Engines page, or try again later.</source>
         <translation> · 滚动查看更多</translation>
     </message>
     <message>
-        <source>%1 models</source>
-        <translation>%1 个模型</translation>
-    </message>
-    <message>
         <source>Loading files and reading the model header…</source>
         <translation>正在加载文件并读取模型头…</translation>
     </message>
-    <message>
-        <source>%1 downloads</source>
-        <translation>%1 次下载</translation>
+    <message numerus="yes">
+        <source>%n model(s)</source>
+        <translation>
+            <numerusform>%n 个模型</numerusform>
+        </translation>
     </message>
-    <message>
-        <source>%1 likes</source>
-        <translation>%1 个赞</translation>
+    <message numerus="yes">
+        <source>%n download(s)</source>
+        <translation>
+            <numerusform>%n 次下载</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n like(s)</source>
+        <translation>
+            <numerusform>%n 个赞</numerusform>
+        </translation>
     </message>
     <message>
         <source>architecture %1</source>
@@ -2569,9 +2577,11 @@ Add a local build from the Engines page, or try again later.</source>
         <source>no</source>
         <translation>否</translation>
     </message>
-    <message>
-        <source>%1 models · %2 on disk</source>
-        <translation>%1 个模型 · 占用磁盘 %2</translation>
+    <message numerus="yes">
+        <source>%n model(s) · %2 on disk</source>
+        <translation>
+            <numerusform>%n 个模型 · 占用磁盘 %2</numerusform>
+        </translation>
     </message>
     <message>
         <source> · %1 broken</source>
@@ -2958,13 +2968,17 @@ Add a local build from the Engines page, or try again later.</source>
 </context>
 <context>
     <name>SearchHitWidget</name>
-    <message>
-        <source>%1 downloads</source>
-        <translation>%1 次下载</translation>
+    <message numerus="yes">
+        <source>%1 download(s)</source>
+        <translation>
+            <numerusform>%1 次下载</numerusform>
+        </translation>
     </message>
-    <message>
-        <source>%1 likes</source>
-        <translation>%1 个赞</translation>
+    <message numerus="yes">
+        <source>%1 like(s)</source>
+        <translation>
+            <numerusform>%1 个赞</numerusform>
+        </translation>
     </message>
     <message>
         <source>%1 parameters</source>

@@ -3,7 +3,8 @@
 Strata's own strings come from ``resources/translations/strata_<lang>.qm`` (built from the
 ``.ts`` sources by ``scripts/update-translations.sh``); Qt's standard buttons and dialogs
 (OK/Cancel, file dialogs, context menus) come from Qt's ``qtbase_<lang>.qm`` shipped with
-PySide6. English is the source language, so it needs no catalogue.
+PySide6. English is the source language; its small catalogue ``strata_en.qm`` holds only the
+plural forms of counted strings.
 
 Strings made by the Qt-free core (error messages and hints) stay English.
 """
@@ -75,13 +76,21 @@ class Translators:
         self.remove(app)
         self.language = ENGLISH
         if language == ENGLISH:
+            # only the plural forms: "%n model(s)" reads "1 model", "3 models"
+            plurals = QTranslator(app)
+            if plurals.load(str(translations_dir() / "strata_en.qm")):
+                app.installTranslator(plurals)
+                self.installed.append(plurals)
+            else:
+                log.warning("no English plural catalogue in %s; counts read \"1 model(s)\"", translations_dir())
+                plurals.deleteLater()
             return ENGLISH
         own = QTranslator(app)
         own_file = translations_dir() / f"strata_{language}.qm"
         if not own.load(str(own_file)):
             log.warning("no UI translation at %s; showing English", own_file)
             own.deleteLater()
-            return ENGLISH
+            return self.install(app, ENGLISH)
         qt = QTranslator(app)
         if any(qt.load(f"qtbase_{language}", str(folder)) for folder in qt_translations_dirs()):
             app.installTranslator(qt)

@@ -52,8 +52,8 @@ class SearchHitWidget(QWidget):
         self.hit = hit
         name = QLabel(hit.repo_id)
         name.setStyleSheet("font-weight: 600;")
-        parts = [self.tr("%1 downloads").replace("%1", compact_count(hit.downloads)),
-                 self.tr("%1 likes").replace("%1", compact_count(hit.likes))]
+        parts = [self.tr("%1 download(s)", "", hit.downloads).replace("%1", compact_count(hit.downloads)),
+                 self.tr("%1 like(s)", "", hit.likes).replace("%1", compact_count(hit.likes))]
         if hit.params:
             parts.append(self.tr("%1 parameters").replace("%1", format_params(hit.params)))
         if hit.last_modified:

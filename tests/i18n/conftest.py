@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from strata_gui.ui.i18n import translations_dir, translators_of
+from strata_gui.ui.i18n import translations_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 ZH_TS = translations_dir() / "strata_zh_CN.ts"
@@ -70,4 +70,4 @@ def chinese(qapp: QApplication) -> Iterator[str]:
 
     language = install_language(qapp, "zh_CN")
     yield language
-    translators_of(qapp).remove(qapp)
+    install_language(qapp, "en")

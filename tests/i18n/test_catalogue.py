@@ -86,3 +86,20 @@ def test_every_error_title_has_a_translation() -> None:
     untranslated = sorted(t for t in titles if not translator.translate("ErrorDialog", t))
     assert not untranslated, (f"error titles missing from strata_gui/ui/dialogs.py _TITLES: {untranslated}. "
                               + FIX)
+
+
+def test_english_counts_read_as_english(qapp) -> None:
+    """Every counted string reads "1 model" and "3 models" in English, never "1 model(s)"."""
+    from PySide6.QtCore import QCoreApplication
+
+    from strata_gui.ui.i18n import install_language
+
+    assert install_language(qapp, "en") == "en"
+    counted = [m for m in read_ts(ROOT / "resources/translations/strata_en.ts")]
+    assert len(counted) >= 10
+    for m in counted:
+        for n in (1, 3):
+            shown = QCoreApplication.translate(m.context, m.source, None, n)
+            assert "(s)" not in shown, (m.source, n, shown)
+    assert QCoreApplication.translate("ModelsPage", "%n model(s)", None, 1) == "1 model"
+    assert QCoreApplication.translate("ModelsPage", "%n model(s)", None, 3) == "3 models"

@@ -253,7 +253,7 @@ def test_library_broken_open_reveal_delete(harness: Any, tmp_path: Path, test_mo
     names = [e.display_name for e in page.library]
     assert names == ["cut.gguf", "mine-Q8_0.gguf"]
     assert page.library_table.item(0, 7).text().startswith("Broken: cut.gguf is incomplete")
-    assert "1 broken" in page.library_status.text()
+    assert "1 broken" in page.library_status.text() and page.library_status.text().startswith("2 models · ")
 
     page.open_files([single])
     h.until(lambda: "single.gguf" in [e.display_name for e in page.library])

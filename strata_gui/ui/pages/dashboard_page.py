@@ -263,8 +263,8 @@ class DashboardPage(Page):
             return self.tr("n/a") if v is None else f"{v * scale:,.{digits}f} {unit}"
 
         self.aggregates.setText(self.tr(
-            "%1 requests · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token "
-            "median %6, p90 %7").replace("%1", str(agg.count))
+            "%n request(s) · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token "
+            "median %6, p90 %7", "", agg.count)
             .replace("%2", f(agg.prefill_median, "tok/s")).replace("%3", f(agg.prefill_p90, "tok/s"))
             .replace("%4", f(agg.decode_median, "tok/s", digits=1)).replace("%5", f(agg.decode_p90, "tok/s", digits=1))
             .replace("%6", f(agg.ttft_median, "ms", 1000)).replace("%7", f(agg.ttft_p90, "ms", 1000)))

@@ -326,7 +326,7 @@ class ModelsPage(Page):
         else:
             self.results_stack.setCurrentWidget(self.results)
         more = self.tr(" · scroll for more") if page.next_url else ""
-        self.results_status.setText(self.tr("%1 models").replace("%1", str(count)) + more)
+        self.results_status.setText(self.tr("%n model(s)", "", count) + more)
 
     def _add_hit(self, hit: RepoSummary) -> None:
         item = QListWidgetItem()
@@ -388,8 +388,8 @@ class ModelsPage(Page):
         self.quant_table.setHorizontalHeaderLabels([self.tr("Quant"), self.tr("Size"), self.tr("Fit"),
                                                     self.tr("Max context"), self.tr("File")])
         self.download_button.setText(self.tr("Download selected quant"))
-        meta = [self.tr("%1 downloads").replace("%1", str(detail.downloads)),
-                self.tr("%1 likes").replace("%1", str(detail.likes))]
+        meta = [self.tr("%n download(s)", "", detail.downloads),
+                self.tr("%n like(s)", "", detail.likes)]
         if report.architecture:
             meta.append(self.tr("architecture %1").replace("%1", report.architecture))
         if report.trained_context:
@@ -434,8 +434,8 @@ class ModelsPage(Page):
     def _show_image_detail(self, detail: ModelDetail, report: ImageReport) -> None:
         """An image repo: its model files, each with the parts that download with it and a fit verdict."""
         self.detail, self.report, self.image_report = detail, None, report
-        meta = [self.tr("%1 downloads").replace("%1", str(detail.downloads)),
-                self.tr("%1 likes").replace("%1", str(detail.likes))]
+        meta = [self.tr("%n download(s)", "", detail.downloads),
+                self.tr("%n like(s)", "", detail.likes)]
         if report.family:
             meta.append(self.tr("image model: %1").replace("%1", report.family))
         if detail.gated:
@@ -770,7 +770,7 @@ class ModelsPage(Page):
         self.library_stack.setCurrentWidget(self.library_table if entries else self.library_empty)
         total = sum(e.size for e in entries)
         broken = sum(1 for e in entries if e.broken)
-        text = self.tr("%1 models · %2 on disk").replace("%1", str(len(entries))).replace("%2", format_bytes(total))
+        text = self.tr("%n model(s) · %2 on disk", "", len(entries)).replace("%2", format_bytes(total))
         if broken:
             text += self.tr(" · %1 broken").replace("%1", str(broken))
         self.library_status.setText(text)

@@ -1,0 +1,69 @@
+<?xml version='1.0' encoding='utf-8'?>
+<TS version="2.1" language="en">
+<context>
+    <name>DashboardPage</name>
+    <message numerus="yes">
+        <source>%n request(s) · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token median %6, p90 %7</source>
+        <translation><numerusform>%n request · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token median %6, p90 %7</numerusform><numerusform>%n requests · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token median %6, p90 %7</numerusform></translation>
+    </message>
+</context>
+<context>
+    <name>ImagesPage</name>
+    <message numerus="yes">
+        <source>%n image(s) in %1 s on %2</source>
+        <translation><numerusform>%n image in %1 s on %2</numerusform><numerusform>%n images in %1 s on %2</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>Gallery · %n image(s)</source>
+        <translation><numerusform>Gallery · %n image</numerusform><numerusform>Gallery · %n images</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n step(s)</source>
+        <translation><numerusform>%n step</numerusform><numerusform>%n steps</numerusform></translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message numerus="yes">
+        <source>%n task(s) running</source>
+        <translation><numerusform>%n task running</numerusform><numerusform>%n tasks running</numerusform></translation>
+    </message>
+</context>
+<context>
+    <name>ModelsPage</name>
+    <message numerus="yes">
+        <source>%n model(s)</source>
+        <translation><numerusform>%n model</numerusform><numerusform>%n models</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n download(s)</source>
+        <translation><numerusform>%n download</numerusform><numerusform>%n downloads</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n like(s)</source>
+        <translation><numerusform>%n like</numerusform><numerusform>%n likes</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n model(s) · %2 on disk</source>
+        <translation><numerusform>%n model · %2 on disk</numerusform><numerusform>%n models · %2 on disk</numerusform></translation>
+    </message>
+</context>
+<context>
+    <name>NetworkPage</name>
+    <message numerus="yes">
+        <source>%n request(s)</source>
+        <translation><numerusform>%n request</numerusform><numerusform>%n requests</numerusform></translation>
+    </message>
+</context>
+<context>
+    <name>SearchHitWidget</name>
+    <message numerus="yes">
+        <source>%1 download(s)</source>
+        <translation><numerusform>%1 download</numerusform><numerusform>%1 downloads</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 like(s)</source>
+        <translation><numerusform>%1 like</numerusform><numerusform>%1 likes</numerusform></translation>
+    </message>
+</context>
+</TS>
