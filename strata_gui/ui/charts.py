@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from PySide6.QtCharts import (
@@ -16,7 +17,7 @@ from PySide6.QtCharts import (
     QValueAxis,
 )
 from PySide6.QtCore import QDateTime, QMargins, QPointF, Qt
-from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPen
+from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPen, QResizeEvent
 from PySide6.QtWidgets import QWidget
 
 PALETTE = ["#e8590c", "#1c7ed6", "#2f9e44", "#ae3ec9", "#f08c00", "#0ca678"]
@@ -30,6 +31,30 @@ def _style_axis(axis: QAbstractAxis) -> QAbstractAxis:
     axis.setGridLineColor(pal.mid().color())
     axis.setLinePenColor(pal.mid().color())
     return axis
+
+
+def nice_axis(top: float, intervals: int = 4) -> tuple[float, int, str]:
+    """A round top for a value axis from 0 that holds ``top``: (top, tick count, label format).
+
+    Steps are 1, 2, 2.5 or 5 times a power of ten, so ticks read 0, 100, 200, 300, 400 rather than
+    0, 92, 183, 275, 367, and small values keep the decimals they need (0.5 GiB is not "1").
+    """
+    top = max(float(top), 1e-9)
+    raw = top / intervals
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    ticks = math.ceil(top / step - 1e-9)
+    digits = 0
+    while digits < 6 and abs(step * 10 ** digits - round(step * 10 ** digits)) > 1e-6:
+        digits += 1  # 2.5 → one decimal, 0.25 → two
+    return step * ticks, ticks + 1, f"%.{digits}f"
+
+
+def _apply_nice(axis: QValueAxis, top: float) -> None:
+    high, ticks, fmt = nice_axis(top)
+    axis.setRange(0, high)
+    axis.setTickCount(ticks)
+    axis.setLabelFormat(fmt)
 
 
 def _style_chart(chart: QChart, title: str) -> None:
@@ -123,7 +148,7 @@ class TimeSeriesChart(QChartView):
         side = self._axis_of[name]
         if value > self._max[side]:
             self._max[side] = float(value)
-            self.axes[side].setRange(0, self._max[side] * 1.15 or 1)
+            _apply_nice(self.axes[side], self._max[side] * 1.1 or 1)
         self._t_max = t if self._t_max is None else max(self._t_max, t)
         self._t_min = t if self._t_min is None else min(self._t_min, t)
         if self._window_s is not None:
@@ -151,7 +176,13 @@ class TimeSeriesChart(QChartView):
         lo, hi = lo - pad, hi + pad
         self.x_axis.setRange(QDateTime.fromMSecsSinceEpoch(int(lo * 1000)),
                              QDateTime.fromMSecsSinceEpoch(int(hi * 1000)))
-        self.x_axis.setFormat("HH:mm:ss" if hi - lo < 86400 else "dd MMM HH:mm")
+        span = hi - lo
+        self.x_axis.setFormat("HH:mm:ss" if span < 300 else "HH:mm" if span < 86400 else "dd MMM HH:mm")
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        # as many time labels as fit side by side ("10:07:42" is ~60 px): a small chart shows fewer
+        self.x_axis.setTickCount(max(2, min(6, self.width() // 110)))
 
 
 class BarChart(QChartView):
@@ -182,16 +213,16 @@ class BarChart(QChartView):
             series.append(bar)
         series.setLabelsVisible(True)
         series.setLabelsFormat("@value")
+        top = max((max(v) for v in sets.values() if v), default=1.0)
+        series.setLabelsPrecision(3 if top < 10 else 4 if top < 1000 else 6)  # "305.5", not "305.542"
         chart.addSeries(series)
         x = QBarCategoryAxis()
         _style_axis(x)
         x.append(categories)
         y = QValueAxis()
         _style_axis(y)
-        y.setLabelFormat("%.0f")
         y.setTitleText(self._unit)
-        top = max((max(v) for v in sets.values() if v), default=1.0)
-        y.setRange(0, top * 1.2 or 1)
+        _apply_nice(y, top * 1.15 or 1)
         chart.addAxis(x, Qt.AlignmentFlag.AlignBottom)
         chart.addAxis(y, Qt.AlignmentFlag.AlignLeft)
         series.attachAxis(x)

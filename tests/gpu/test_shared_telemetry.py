@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def test_gpu_page_and_dashboard_share_one_sampler(qtbot: QtBot, qapp: object, qa
         # The dashboard's charts read the same ring buffer: what the GPU page gathered is there.
         [(name, series)] = services.telemetry.history().items()
         assert "gfx1151" in name and len(series["load"]) >= 2
+        # timed by the clock on the wall (the axis reads the time of day, not the system's uptime)
+        assert all(abs(t - time.time()) < 120 for t, _v in series["load"])
         assert len(_samplers()) == 1  # never two threads reading the same sensors
         assert services.telemetry.running
         ui.window.show_page(ui.pages.chat)  # nobody looks at GPU telemetry: sampling stops

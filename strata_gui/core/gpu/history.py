@@ -9,6 +9,7 @@ Detection and sampling run on background threads, never on the UI thread.
 from __future__ import annotations
 
 import threading
+import time
 
 from strata_gui.core.gpu.model import GpuInfo, GpuReport, GpuSample
 from strata_gui.core.gpu.service import GpuService
@@ -17,19 +18,23 @@ from strata_gui.core.gpu.telemetry import TelemetrySampler
 GIB = 1024**3
 
 
-def sample_points(samples: list[GpuSample]) -> dict[str, list[tuple[float, float | None]]]:
-    """GPU samples → the dashboard's metric series (None stays None: a gap, never a zero)."""
+def sample_points(samples: list[GpuSample], to_wall: float = 0.0) -> dict[str, list[tuple[float, float | None]]]:
+    """GPU samples → the dashboard's metric series (None stays None: a gap, never a zero).
+
+    ``to_wall`` is added to each sample's time: samples are timed on the sampler's monotonic
+    clock (rates stay right when the wall clock jumps), charts label their axis with the time of day.
+    """
 
     def gb(v: int | None) -> float | None:
         return None if v is None else v / GIB
 
     return {
-        "load": [(s.time, s.load_percent) for s in samples],
-        "vram": [(s.time, gb(s.vram_used)) for s in samples],
-        "gtt": [(s.time, gb(s.shared_used)) for s in samples],
-        "temp": [(s.time, s.temperature_c) for s in samples],
-        "power": [(s.time, s.power_w) for s in samples],
-        "clock": [(s.time, s.core_clock_mhz) for s in samples],
+        "load": [(s.time + to_wall, s.load_percent) for s in samples],
+        "vram": [(s.time + to_wall, gb(s.vram_used)) for s in samples],
+        "gtt": [(s.time + to_wall, gb(s.shared_used)) for s in samples],
+        "temp": [(s.time + to_wall, s.temperature_c) for s in samples],
+        "power": [(s.time + to_wall, s.power_w) for s in samples],
+        "clock": [(s.time + to_wall, s.core_clock_mhz) for s in samples],
     }
 
 
@@ -142,10 +147,14 @@ class GpuTelemetry:
         return sampler.latest() if sampler is not None else {}
 
     def history(self) -> dict[str, dict[str, list[tuple[float, float | None]]]]:
-        """The dashboard's series per AMD GPU (every GPU when none is AMD), named for people."""
+        """The dashboard's series per AMD GPU (every GPU when none is AMD), named for people, timed in
+        epoch seconds."""
         with self._lock:
             gpus, sampler = list(self._gpus), self._sampler
         if sampler is None:
             return {}
         shown = [g for g in gpus if g.is_amd] or gpus
-        return {f"{g.name} ({g.gfx_target or 'gfx unknown'})": sample_points(sampler.history(g.key)) for g in shown}
+        clock = getattr(sampler.source, "clock", time.monotonic)  # what the samples were timed with
+        to_wall = time.time() - clock()
+        return {f"{g.name} ({g.gfx_target or 'gfx unknown'})": sample_points(sampler.history(g.key), to_wall)
+                for g in shown}
