@@ -23,7 +23,7 @@ import httpx
 from strata_gui.core.bench.store import ImageRun, MetricsStore
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.chat.service import ChatEvent, ChatService, ChatTools, MessageUpdated
-from strata_gui.core.chat.store import COMPLETE, ConversationStore
+from strata_gui.core.chat.store import COMPLETE, FORMAT_FAILED, STOPPED, ConversationStore
 from strata_gui.core.engines.catalog import load_catalog
 from strata_gui.core.engines.resolver import EngineResolver, Resolution
 from strata_gui.core.engines.service import EngineService, create_engine_service
@@ -264,7 +264,10 @@ class AppServices:
             return
         msg = event.message
         s = msg.stats
-        if msg.role != "assistant" or msg.status != COMPLETE or (s.decode_tps is None and s.prefill_tps is None):
+        # a stopped reply ran at a speed too: leaving it out left the dashboard "empty" after chats
+        # whose tokens its footer already counted
+        measured = msg.status in (COMPLETE, STOPPED, FORMAT_FAILED)
+        if msg.role != "assistant" or not measured or (s.decode_tps is None and s.prefill_tps is None):
             return
         model = self.chat.model.name if self.chat.model else "unknown"
         if s.backend == "remote":

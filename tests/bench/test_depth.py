@@ -252,3 +252,29 @@ def test_chat_offers_the_engine_that_is_clearly_faster_once_the_conversation_is_
     assert plan["crossovers"] == [{"depth": 46, "before": cpu, "after": vulkan}]
     assert plan["reason"] == gui_plan["reason"] and plan["order"] == gui_plan["order"]
     assert "measured fastest at 64 depth" in plan["reason"] and "crossover at about 46 tokens" in plan["reason"]
+
+
+def test_a_depth_beyond_the_trained_context_is_cut_to_fit_and_said() -> None:
+    from strata_gui.core.bench import BenchConfig
+    from strata_gui.core.bench.workload import fit_depth
+
+    cfg = BenchConfig(prefill_tokens=512, gen_tokens=128, reps=1, depth=8192)
+    fitted, note = fit_depth(cfg, 4096)
+    assert fitted.depth == 3328 and fitted.depth + 512 + 128 + 64 <= 4096
+    assert "3,328 instead of 8,192" in note and "4,096" in note
+    assert fit_depth(cfg, 32768) == (cfg, "")  # fits: unchanged
+    assert fit_depth(cfg, None) == (cfg, "")  # unknown: the engine decides
+    assert fit_depth(cfg, 600)[0].depth == 0 and "depth 0 only" in fit_depth(cfg, 600)[1]
+
+
+@pytest.mark.engine
+def test_the_default_depth_on_a_short_context_model_measures_instead_of_failing(
+        test_engines: TestEngines, test_model: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _added = cli(capsys, "engines", "add-local", str(test_engines.cpu_dir))
+    assert rc == 0
+    # the test model was trained on 4,096 tokens; the default depth is 8,192
+    rc, bench = cli(capsys, "bench", "--model", str(test_model), "--prefill", "32", "--gen", "8", "--reps", "1")
+    assert rc == 0, bench
+    depths = sorted(r["depth"] for r in bench["results"])
+    assert depths == [0, 3840] and all(r["error"] is None for r in bench["results"]), bench["results"]
+    assert any("instead of 8,192" in w for w in bench["warnings"])

@@ -6,6 +6,7 @@ import csv
 import dataclasses
 import io
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,11 +19,25 @@ from strata_gui.core.bench.choice import Recommendation, recommend
 from strata_gui.core.bench.prometheus import ServerCounters, parse_prometheus
 from strata_gui.core.bench.stats import median
 from strata_gui.core.bench.store import BenchResult, EngineChoice, ImageRun, MetricsStore, RequestRecord
-from strata_gui.core.bench.workload import BenchConfig, Benchmark
-from strata_gui.core.errors import StorageError
+from strata_gui.core.bench.workload import BenchConfig, Benchmark, fit_depth
+from strata_gui.core.blocking import run_blocking
+from strata_gui.core.errors import StorageError, StrataError
 from strata_gui.core.events import Listeners
 from strata_gui.core.progress import ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import EngineSpec
+
+log = logging.getLogger(__name__)
+
+
+async def trained_context(model: Path) -> int | None:
+    """The context the model was trained on (``<arch>.context_length``), None when unreadable."""
+    from strata_gui.core.models.gguf_meta import read_header
+
+    try:
+        return (await run_blocking(read_header, model)).context_length
+    except (StrataError, OSError):
+        return None
+
 
 REQUEST_COLUMNS = ("at", "model", "engine", "backend", "source", "prompt_tokens", "cached_tokens",
                    "output_tokens", "prefill_tps", "decode_tps", "ttft_s")
@@ -170,9 +185,14 @@ class DashboardService:
         unless the user chose one themselves."""
         chosen = list(engines) if engines is not None else self.installed_engines()
         key, gpu = self._key(model), self.gpu_label()
+        config, depth_cut = fit_depth(config or BenchConfig(), await trained_context(model))
+        if depth_cut:
+            log.info("benchmark of %s: %s", model.name, depth_cut)
         results = await self._benchmark.run(model, chosen, gpu=gpu, config=config, on_progress=on_progress,
                                             model_key=key)
         rec = recommend(results, self.engine_name)
+        if depth_cut:
+            rec.warnings.insert(0, depth_cut)
         current = self.store.choice(key, gpu)
         if rec.engine and (current is None or current.source == "measured"):
             self.store.set_choice(key, gpu, rec.engine, "measured", model.name)

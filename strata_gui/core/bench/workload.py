@@ -70,6 +70,27 @@ class BenchConfig:
 DEFAULT_DEPTH = 8192  # like the published long-depth runs (llama-bench -d 8192)
 
 
+def fit_depth(config: BenchConfig, trained_context: int | None) -> tuple[BenchConfig, str]:
+    """``config`` with its long depth cut to what the model can hold, and what was changed ("" when nothing).
+
+    The engine refuses (HTTP 400) a prompt longer than the context, and a model's context stops at
+    what it was trained on: a depth of 8,192 on a 4,096-token model failed half the benchmark.
+    The depth is cut to whole 256-token steps below the trained context minus the workload.
+    """
+    if not config.depth or not trained_context:
+        return config, ""
+    room = trained_context - config.prefill_tokens - config.gen_tokens - 64
+    if config.depth <= room:
+        return config, ""
+    depth = max(0, room // 256 * 256)
+    fitted = dataclasses.replace(config, depth=depth)
+    if depth == 0:
+        return fitted, (f"Measured at depth 0 only: {config.depth:,} tokens of context are more than the model "
+                        f"was trained on ({trained_context:,}) with the workload on top.")
+    return fitted, (f"Measured at depth {depth:,} instead of {config.depth:,}: the model was trained on "
+                    f"{trained_context:,} tokens of context, and the workload needs room on top.")
+
+
 class Benchmark:
     """Runs :class:`BenchConfig` through engines and saves each :class:`BenchResult`.
 
