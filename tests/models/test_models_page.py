@@ -147,6 +147,11 @@ def test_detail_download_and_library(harness: Any, hub: Any, test_model: Path) -
     assert "Radeon RX 7600" in page.fit_note.text()
     h.shot("detail")
 
+    # Nothing picked: the button is greyed and says why.
+    table.clearSelection()
+    assert not page.download_button.isEnabled() and "Pick a file" in page.download_button.toolTip()
+    table.selectRow(1)
+    assert page.download_button.isEnabled() and not page.download_button.toolTip()
     page.download_button.click()
     assert page.tabs.currentIndex() == 1
     (row,) = page.download_rows.values()

@@ -429,7 +429,7 @@ class ModelsPage(Page):
         if not report.fits:
             self.fit_note.setText(self.tr("This repository has no GGUF files to download."))
         self.card_view.setMarkdown(detail.card or self.tr("*This repository has no model card.*"))
-        self.download_button.setEnabled(bool(self.quant_table.selectedItems()) and not self.service.offline)
+        self._on_quant_selection()
 
     def _show_image_detail(self, detail: ModelDetail, report: ImageReport) -> None:
         """An image repo: its model files, each with the parts that download with it and a fit verdict."""
@@ -494,6 +494,11 @@ class ModelsPage(Page):
     def _on_quant_selection(self) -> None:
         """Enable Download for a selection; for an image file, say what it fetches or what is missing."""
         selected = bool(self.quant_table.selectedItems()) and not self.service.offline
+        # a greyed button says why: nothing picked yet, or no network
+        self.download_button.setToolTip(
+            self.tr("Strata is offline: downloads need the network.") if self.service.offline
+            else "" if self.quant_table.selectedItems()
+            else self.tr("Pick a file in the table first."))
         if self.image_report is None:
             self.image_plan.hide()
             self.download_button.setEnabled(selected)
