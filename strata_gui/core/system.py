@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import psutil
 
 from strata_gui import __version__
+from strata_gui.core.gpu import HostInfo
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.progress import format_bytes
 
@@ -88,3 +90,16 @@ def collect_system_info(paths: AppPaths) -> SystemInfo:
         executable=sys.executable,
         directories=paths.as_dict(),
     )
+
+
+def complete_host(host: HostInfo) -> HostInfo:
+    """``host`` with what its source could not tell (CPU name, threads, RAM) read from this machine.
+
+    The GPU report's host comes from the same place as its GPUs (sysfs, WMI, a captured tree);
+    when that source has no CPU or RAM facts, the GPU page would read "unknown CPU, RAM n/a" while
+    About describes the machine: both now show the same facts.
+    """
+    cpu = host.cpu_name if host.cpu_name and host.cpu_name != "unknown CPU" else _cpu_name()
+    threads = host.cpu_threads or psutil.cpu_count(logical=True) or None
+    ram = host.ram_total or int(psutil.virtual_memory().total)
+    return dataclasses.replace(host, cpu_name=cpu, cpu_threads=threads, ram_total=ram)

@@ -61,7 +61,10 @@ def test_page_renders_each_captured_linux_machine(case: str, make_page, qtbot: Q
     report = page.report
     assert report is not None
     assert [c.gpu.key for c in page.cards] == [g.key for g in report.gpus]
-    assert page.cpu_label.text().startswith(report.host.cpu_name)
+    if report.host.cpu_name != "unknown CPU":
+        assert page.cpu_label.text().startswith(report.host.cpu_name)
+    # A capture without /proc still names a CPU and its RAM: this machine's, as About does.
+    assert "unknown" not in page.cpu_label.text() and page.ram_label.text() not in ("n/a", "—")
     if report.amd_gpus:
         assert page.banner.isHidden()
     else:
@@ -146,3 +149,23 @@ def test_sleeping_laptop_dgpu_is_shown_asleep(make_page, qtbot: QtBot, tmp_path:
     assert page.cards[1].clock.text().startswith("Asleep to save power")
     assert page.cards[1].temperature.value_text == "n/a"
     assert page.cards[0].clock.text() == "Core clock: 2000 MHz"
+
+
+def test_a_capture_without_cpu_facts_shows_the_machine_about_describes(make_page, tmp_path: Path) -> None:
+    import json
+
+    from strata_gui.core.gpu.linux import capture_linux_tree
+    from strata_gui.core.gpu.service import _stamp
+    from strata_gui.core.gpu.tree import DirTree
+    from strata_gui.core.paths import AppPaths
+    from strata_gui.core.system import collect_system_info
+
+    files = {k: v for k, v in capture_linux_tree(DirTree(linux_tree("rx7900xtx"))).items()
+             if not k.startswith("proc/")}  # a capture of sysfs alone: no cpuinfo, no meminfo
+    snap = tmp_path / "sysfs-only.json"
+    snap.write_text(json.dumps({**_stamp("linux"), "files": files}))
+    page = make_page(build_gpu_service(kernels_dir(), snapshot_file=snap, family_of=family_of))
+    assert page.report is not None and page.report.host.cpu_name == "unknown CPU"
+    about = collect_system_info(AppPaths.from_environment())
+    assert page.cpu_label.text().startswith(about.cpu)  # was "unknown CPU" beside About's real name
+    assert page.ram_label.text() not in ("n/a", "—", "")

@@ -28,6 +28,7 @@ from strata_gui.core.engines import DriverVerdict, GpuPick, ProbeFinding
 from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu import DriverState, GpuInfo, GpuReport, GpuService, GpuTelemetry, fmt_opt_bytes
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
+from strata_gui.core.system import complete_host
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.gpu_widgets import GpuCard
 from strata_gui.ui.pages.base import Page
@@ -266,7 +267,7 @@ class GpuPage(Page):
             card.setParent(None)
             card.deleteLater()
         self.cards = []
-        host = report.host
+        host = complete_host(report.host)  # the same machine About describes, whatever the report's source
         self.cpu_label.setText(host.cpu_name + (self.tr(" (%d threads)") % host.cpu_threads
                                                 if host.cpu_threads else ""))
         self.ram_label.setText(fmt_opt_bytes(host.ram_total))
