@@ -387,7 +387,9 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         from strata_gui.ui.pages.images_page import ImagesPage
 
         page = ImagesPage(services.images, bridge, models=lambda: services.models.usable_models(IMAGE),
-                          choose_model=hooks.choose_image_model, open_path=hooks.open_path)
+                          choose_model=hooks.choose_image_model, open_path=hooks.open_path,
+                          last_model=lambda: base.settings.last_image_model,
+                          remember_model=lambda path: _save_quietly(base, last_image_model=str(path)))
 
         def made(_result: object) -> None:
             dashboard = pages.built("dashboard")

@@ -69,6 +69,7 @@ class Settings:
     threads: int = 0  # 0 = engine default
     parallel_slots: int = 1
     last_model: str = ""
+    last_image_model: str = ""  # the Images page opens with it again
     # Networking: the local API for other apps, and llama.cpp RPC workers ("host:port").
     serve_port: int = 8765
     serve_lan: bool = False  # listen on every interface (needs an API key)

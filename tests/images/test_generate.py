@@ -176,3 +176,17 @@ def test_a_batch_saves_each_image_with_its_own_seed_and_reports_which_image(sd_d
     assert sampling == [(1, 2, 1), (2, 2, 1)]
     fractions = [e.fraction for e in events if isinstance(e, ImageProgress) and e.phase == "sampling"]
     assert fractions == [0.5, 1.0]
+
+
+def test_a_size_the_engine_rounds_up_is_said_and_kept_with_the_image(sd_dir: Path, image_model: Path) -> None:
+    import dataclasses
+
+    odd = dataclasses.replace(TINY, width=64, height=72)  # a multiple of 8 that this model rounds up
+    result, events, _ = _run_with_events(sd_dir, image_model, [(sd_dir, "cpu", "sd")], odd)
+    (img,) = result.images  # type: ignore[attr-defined]
+    made = image_size(img.path.read_bytes())
+    assert made != (64, 72)  # the pinned sd-server rounds this model's sides up to a multiple of 64
+    notes = [e.message for e in events if isinstance(e, ImageNotice)]
+    assert any(f"made {made[0]}×{made[1]} instead of 64×72" in n for n in notes), notes
+    assert read_settings(img.path).request.size == f"{made[0]}x{made[1]}"  # "again" makes what was seen
+    assert any("instead of 64×72" in n for n in result.notices)  # type: ignore[attr-defined]

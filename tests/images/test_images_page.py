@@ -123,6 +123,14 @@ def test_generate_shows_steps_then_the_image_with_its_settings_and_survives_a_re
     ui2.window.show_page(page2)
     _until(qasync_loop, lambda: len(page2.gallery_entries()) == 1, 10)
     assert page2.gallery_entries()[0].request.seed == 11 and page2.selected() is not None
+    # ... with the model chosen last time (a file Browsed to, outside the library), so "Use these
+    # settings again" then draws the same picture
+    _until(qasync_loop, lambda: page2.current_model() == image_model, 10)
+    page2.reuse_selected()
+    assert "Generate makes it again" in page2.status.text()
+    again = page2.generate()
+    _finish(qasync_loop, again)
+    assert again is not None and again.error is None, again.error
 
 
 def test_bad_settings_and_no_model_are_explained_without_starting_a_job(make_app, image_model: Path) -> None:

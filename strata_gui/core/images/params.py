@@ -53,7 +53,8 @@ class ImageRequest:
         for name, side in (("width", self.width), ("height", self.height)):
             if side < 64 or side > MAX_SIDE or side % 8:
                 raise ImageError(f"The image {name} {side} is not possible.",
-                                 hint=f"Use a multiple of 8 between 64 and {MAX_SIDE} pixels.")
+                                 hint=f"Use a multiple of 8 between 64 and {MAX_SIDE} pixels (some models "
+                                      "round up to a multiple of 64; Strata says so when they do).")
         if not 1 <= self.steps <= 500:
             raise ImageError(f"{self.steps} steps is not possible.", hint="Use 1 to 500 steps.")
         if not 1 <= self.count <= 64:

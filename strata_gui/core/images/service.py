@@ -13,6 +13,7 @@ running generation, so the process is stopped and the next job starts a new one.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import time
@@ -28,6 +29,7 @@ from strata_gui.core.errors import ImageError, ServerError
 from strata_gui.core.events import Listeners
 from strata_gui.core.images.gallery import Gallery, GalleryImage
 from strata_gui.core.images.params import ImageRequest
+from strata_gui.core.images.png import image_size
 from strata_gui.core.images.server import (
     SdJobs,
     image_launch_settings,
@@ -390,6 +392,16 @@ class ImageService:
                              details="\n".join(lease.server.log_tail()))
         self.events.emit(ImageProgress(engine.label, "saving", request.count, request.count,
                                        request.steps, request.steps, self._last_spp, 1.0))
+        made = _made_size(result.images[0]) if result.images else None
+        if made is not None and made != (request.width, request.height):
+            # the engine rounds a side up to what the model takes (64 for some): say so, and keep the
+            # size it really made with the image, so "Use these settings again" makes the same picture
+            message = (f"{engine.label} made {made[0]}×{made[1]} instead of {request.width}×{request.height}: this "
+                       f"model takes sizes in larger steps. Pick {made[0]}×{made[1]} to get exactly what you see.")
+            log.info("image size adjusted by the engine: %s", message)
+            notices.append(message)
+            self.events.emit(ImageNotice(message, None, engine.label, ""))
+            request = dataclasses.replace(request, width=made[0], height=made[1])
         per_image = seconds / request.count
         saved = tuple(self.gallery.save(png, request, seed=request.seed + n, model=model.name,
                                         engine=engine.label, seconds=per_image)
@@ -465,3 +477,11 @@ def _image_fallback(outcome: Outcome) -> bool:
     """Image jobs move on after any ending but a model sd.cpp cannot read or a stop (Cancel)."""
     bad_model = outcome.kind is OutcomeKind.BAD_MODEL and outcome.exit_code is not None
     return not bad_model and outcome.kind is not OutcomeKind.STOPPED
+
+
+def _made_size(png: bytes) -> tuple[int, int] | None:
+    """The size of an image the engine sent (None when its header cannot be read)."""
+    try:
+        return image_size(png)
+    except ImageError:
+        return None

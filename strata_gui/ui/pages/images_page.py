@@ -64,6 +64,8 @@ class ImagesPage(Page):
         models: Reads the library's image model files (off the event loop's paint path).
         choose_model: Asks the user for an image model file (None when cancelled).
         open_path: Opens a file or folder in the OS (the gallery folder).
+        last_model: The model chosen last time (a path; "" for none): the page opens with it.
+        remember_model: Saves the model the user picks, for the next start.
     """
 
     page_title = "Images"
@@ -73,9 +75,12 @@ class ImagesPage(Page):
 
     def __init__(self, images: ImageService, bridge: AsyncBridge, *, models: Callable[[], Awaitable[list[Path]]],
                  choose_model: Callable[[], str | None], open_path: Callable[[Path], object],
+                 last_model: Callable[[], str] = lambda: "", remember_model: Callable[[Path], object] = lambda _p: None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.page_title = self.tr("Images")
+        self._last_model = last_model
+        self._remember_model = remember_model
         self._images = images
         self._bridge = bridge
         self._models = models
@@ -96,7 +101,7 @@ class ImagesPage(Page):
         self.model = QComboBox()
         self.model.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model.setMinimumContentsLength(18)
-        self.model.currentIndexChanged.connect(lambda _i: self._show_plan())
+        self.model.currentIndexChanged.connect(self._model_changed)
         self.browse = QPushButton(self.tr("Browse…"))
         self.browse.clicked.connect(self._browse)
         model_row = QHBoxLayout()
@@ -283,8 +288,17 @@ class ImagesPage(Page):
         self.models_task = handle
         return handle
 
+    def _model_changed(self, _index: int) -> None:
+        model = self.current_model()
+        if model is not None and str(model) != self._last_model():
+            self._remember_model(model)
+        self._show_plan()
+
     def _offer_models(self, library: list[Path]) -> None:
         current = self.current_model()
+        if current is None and self._last_model():
+            last = Path(self._last_model())
+            current = last if last.is_file() else None  # what the user drew with last time
         known = [Path(self.model.itemData(i)) for i in range(self.model.count())]
         paths = list(dict.fromkeys([*library, *(p for p in known if p.exists())]))
         self.model.blockSignals(True)
@@ -293,18 +307,23 @@ class ImagesPage(Page):
             self.model.addItem(p.name, str(p))
             self.model.setItemData(self.model.count() - 1, str(p), Qt.ItemDataRole.ToolTipRole)
         if current is not None:
-            self.set_model(current)
+            self._select(current)
         self.model.blockSignals(False)
         self._show_plan()
 
-    def set_model(self, path: Path) -> None:
-        """Choose ``path`` as the model (added to the list when the library does not have it)."""
+    def _select(self, path: Path) -> None:
         idx = self.model.findData(str(path))
         if idx < 0:
             self.model.insertItem(0, path.name, str(path))
             self.model.setItemData(0, str(path), Qt.ItemDataRole.ToolTipRole)
             idx = 0
         self.model.setCurrentIndex(idx)
+
+    def set_model(self, path: Path) -> None:
+        """Choose ``path`` as the model (added to the list when the library does not have it); it is
+        remembered for the next start."""
+        self._select(path)
+        self._remember_model(path)
         self._show_plan()
 
     def current_model(self) -> Path | None:
@@ -545,10 +564,14 @@ class ImagesPage(Page):
         if img is None:
             return
         self.apply_request(img.request)
-        for i in range(self.model.count()):
-            if Path(self.model.itemData(i)).name == img.model:
-                self.model.setCurrentIndex(i)
-                break
+        found = next((i for i in range(self.model.count()) if Path(self.model.itemData(i)).name == img.model), None)
+        if found is not None:
+            self.model.setCurrentIndex(found)
+        elif img.model:
+            # its model is not in the list: say so rather than drawing it with another one
+            self.status.setText(self.tr("Settings loaded, but %1 (the model that drew it) is not in your library: "
+                                        "Browse… for it, or Generate with the model shown.").replace("%1", img.model))
+            return
         self.status.setText(self.tr("Settings of the selected image loaded: Generate makes it again."))
 
     def copy_selected(self) -> None:
