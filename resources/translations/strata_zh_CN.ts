@@ -881,6 +881,10 @@ Last reply: this computer ({1})</source>
         <translation> · 有可用更新 {tag}</translation>
     </message>
     <message>
+        <source>No image engines installed. “Set up automatically” installs the best one for this machine, or “Add local build…” registers an sd-server you built yourself.</source>
+        <translation>尚未安装图像引擎。“自动设置”会为本机安装最合适的引擎，“添加本地构建…”可登记你自己编译的 sd-server。</translation>
+    </message>
+    <message>
         <source>not used by this backend</source>
         <translation>此后端不使用</translation>
     </message>
@@ -915,6 +919,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Folder holding sd-server</source>
         <translation>包含 sd-server 的文件夹</translation>
+    </message>
+    <message>
+        <source>Detect from the build (recommended)</source>
+        <translation>根据构建自动识别（推荐）</translation>
     </message>
     <message>
         <source>Add local build</source>
@@ -1706,8 +1714,8 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>图像</translation>
     </message>
     <message>
-        <source>Describe a picture and a local Stable Diffusion model draws it on your GPU. Every image is saved with its settings, so you can make it again.</source>
-        <translation>描述一幅画面，本地 Stable Diffusion 模型会在你的 GPU 上把它画出来。每张图像都与其设置一起保存，可以再次生成。</translation>
+        <source>Describe a picture and a local Stable Diffusion model draws it on this computer. Every image is saved with its settings, so you can make it again.</source>
+        <translation>描述一幅画面，本地 Stable Diffusion 模型会在这台电脑上把它画出来。每张图片都会连同设置一起保存，便于再次生成。</translation>
     </message>
     <message>
         <source>Browse…</source>
@@ -1882,6 +1890,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>%1 s</source>
         <translation>%1 秒</translation>
+    </message>
+    <message>
+        <source>Settings loaded, but %1 (the model that drew it) is not in your library: Browse… for it, or Generate with the model shown.</source>
+        <translation>设置已载入，但绘制它的模型 %1 不在你的模型库中：请用“浏览…”找到它，或用当前显示的模型生成。</translation>
     </message>
     <message>
         <source>Settings of the selected image loaded: Generate makes it again.</source>
@@ -2476,6 +2488,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>everything is in this file</source>
         <translation>全部包含在此文件中</translation>
+    </message>
+    <message>
+        <source>Strata is offline: downloads need the network.</source>
+        <translation>Strata 处于离线状态：下载需要网络。</translation>
+    </message>
+    <message>
+        <source>Pick a file in the table first.</source>
+        <translation>请先在表格中选择一个文件。</translation>
     </message>
     <message>
         <source>%1 needs parts this repository does not have:</source>

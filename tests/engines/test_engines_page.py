@@ -62,11 +62,15 @@ def test_setup_shows_rocm_unusable_and_vulkan_chosen(page: EnginesPage, qasync_l
     page.setup_automatically()
     assert page.progress.isVisibleTo(page) and page.progress.cancel_button.isEnabled()
     _wait(qasync_loop, page)
-    states = {page.installed_tree.topLevelItem(i).text(0): page.installed_tree.topLevelItem(i).text(3)
-              for i in range(page.installed_tree.topLevelItemCount())}
+    rows = [page.installed_tree.topLevelItem(i) for i in range(page.installed_tree.topLevelItemCount())]
+    states = {row.toolTip(0): row.text(3) for row in rows}  # the id is the tooltip, for support
     assert states["lemonade-rocm-gfx110X-b1011"].startswith("No device: sees no ROCm device")
     assert states["upstream-vulkan-all-b7601"].startswith("Works: sees Vulkan0 llvmpipe")
-    assert "Using upstream-vulkan-all-b7601." in page.notes.text()
+    # people read where a build came from, not its folder name
+    names = {row.toolTip(0): row.text(0) for row in rows}
+    assert names["upstream-vulkan-all-b7601"] == "llama.cpp official builds"
+    assert names["lemonade-rocm-gfx110X-b1011"].endswith("· gfx110X")
+    assert "Using Vulkan b7601." in page.notes.text()
     assert not page.progress.isVisibleTo(page)
     SHOTS.mkdir(parents=True, exist_ok=True)
     assert page.grab().save(str(SHOTS / "engines-page.png"))

@@ -43,6 +43,7 @@ from strata_gui.core.engines.records import (
 )
 from strata_gui.core.engines.releases import ReleaseClient
 from strata_gui.core.errors import (
+    EngineCatalogError,
     EngineError,
     EngineInstallError,
     InsufficientSpaceError,
@@ -258,6 +259,17 @@ class EngineService:
             if e.id == engine_id:
                 return e
         raise EngineError(f"No engine '{engine_id}' is installed.", hint="See `strata engines list`.")
+
+    def display_name(self, engine: InstalledEngine) -> str:
+        """What people read for an installed build: where it came from ("llama.cpp official builds",
+        "ROCm 7 builds per GPU family · gfx110X", "Your build in llama-b7612"), not its folder id."""
+        if engine.source == "local":
+            return f"Your build in {engine.server_path.parent.name}"
+        try:
+            title = self.catalog.source(engine.source).title
+        except EngineCatalogError:  # a source the catalog dropped since
+            title = engine.source
+        return f"{title} · {engine.family}" if engine.family else title
 
     def last_probe(self, engine_id: str, gpu: GpuTarget | None = None) -> ProbeResult | None:
         """The engine's last probe verdict on this machine, also from an earlier run of Strata.

@@ -129,9 +129,7 @@ class EnginesPage(Page):
         self.installed_tree.setRootIsDecorated(False)
         self.installed_tree.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.installed_tree.itemSelectionChanged.connect(self._sync_buttons)
-        self.installed_empty = QLabel(self.tr(
-            "No engines installed. “Set up automatically” installs the best one for this machine, "
-            "or “Add local build…” registers a llama-server you built yourself."))
+        self.installed_empty = QLabel()
         self.installed_empty.setObjectName("muted")
         self.installed_empty.setWordWrap(True)
         self.probe_button = QPushButton(self.tr("Test"))
@@ -339,7 +337,8 @@ class EnginesPage(Page):
         self._show_plan(outcome.plan)
         lines = list(outcome.notices)
         if outcome.chosen is not None:
-            lines.append(self.tr("Using {engine}.").format(engine=outcome.chosen.id))
+            chosen = outcome.chosen
+            lines.append(self.tr("Using {engine}.").format(engine=f"{backend_label(chosen.backend)} {chosen.tag}"))
         else:
             lines.append(self.tr("No engine works on this machine; see the states below."))
         self.notes.setText("\n".join(lines))
@@ -358,10 +357,12 @@ class EnginesPage(Page):
                 state = self.tr("Not tested yet")
             else:
                 state = f"{self.tr(_STATE_TEXT.get(probe.verdict, probe.verdict))}: {probe.message}"
-            name = e.id + (self.tr("  (always used)") if e.id == self._service.settings.pinned_engine else "")
+            name = self._service.display_name(e) + (
+                self.tr("  (always used)") if e.id == self._service.settings.pinned_engine else "")
             if e.id in self._updates:
                 name += self.tr("  · update {tag} available").format(tag=self._updates[e.id].tag)
             item = QTreeWidgetItem([name, backend_label(e.backend), e.tag, state, self._tuning_text(e)])
+            item.setToolTip(0, e.id)  # the folder name, for support
             item.setToolTip(3, probe.details[-1500:] if probe and probe.details else state)
             self.installed_tree.addTopLevelItem(item)
             if e.id == keep:
@@ -369,6 +370,11 @@ class EnginesPage(Page):
         for col in range(3):
             self.installed_tree.resizeColumnToContents(col)
         self.installed_empty.setVisible(not engines)
+        self.installed_empty.setText(
+            self.tr("No image engines installed. “Set up automatically” installs the best one for this machine, "
+                    "or “Add local build…” registers an sd-server you built yourself.") if self._kind is IMAGE
+            else self.tr("No engines installed. “Set up automatically” installs the best one for this machine, "
+                         "or “Add local build…” registers a llama-server you built yourself."))
         self._sync_buttons()
 
     def _tuning_text(self, engine: InstalledEngine) -> str:
@@ -452,13 +458,15 @@ class EnginesPage(Page):
             self, self.tr("Folder holding sd-server") if self._kind is IMAGE else self.tr("Folder holding llama-server"))
         if not folder:
             return
-        backends = ["rocm", "vulkan", "cpu"]
+        # the build tells its backend (its libraries, its device list): asked only to override that
+        detect = self.tr("Detect from the build (recommended)")
+        backends = [detect, "rocm", "vulkan", "cpu"]
         backend, ok = QInputDialog.getItem(self, self.tr("Add local build"), self.tr("This build's backend:"),
                                            backends, 0, False)
         if ok:
-            self.add_local_folder(Path(folder), backend)
+            self.add_local_folder(Path(folder), None if backend == detect else backend)
 
-    def add_local_folder(self, folder: Path, backend: str) -> TaskHandle | None:
+    def add_local_folder(self, folder: Path, backend: str | None) -> TaskHandle | None:
         gpu = self._gpu
         kind = self._kind
 

@@ -93,7 +93,7 @@ class ImagesPage(Page):
         self._loaded_once = False
 
         header = PageHeader(self.tr("Images"), self.tr(
-            "Describe a picture and a local Stable Diffusion model draws it on your GPU. Every image is saved "
+            "Describe a picture and a local Stable Diffusion model draws it on this computer. Every image is saved "
             "with its settings, so you can make it again."))
         self.banner = NoticeBanner()
 
