@@ -104,6 +104,8 @@ def test_stop_keeps_the_partial_reply_and_frees_the_slot(test_engines: Engines, 
             await task
         reply = svc.store.messages(conv.id)[-1]
         assert reply.status == STOPPED and reply.content and reply.stats.finish_reason == "stopped"
+        # the meter counts at least what the stopped reply generated (it read 0 for such a session)
+        assert svc.context_used(conv.id) >= 10
         sup = svc.supervisor
         assert sup is not None
         for _ in range(100):

@@ -133,7 +133,13 @@ class Conversations:
         A stopped reply only counts its own pieces (the engine's prompt count never arrived), so it
         is passed over for the last reply the engine measured in full.
         """
-        for m in reversed(self.store.messages(conversation_id, limit=20)):
+        recent = self.store.messages(conversation_id, limit=20)
+        for m in reversed(recent):
             if m.role == "assistant" and m.stats.prompt_n is not None and m.stats.context_used:
+                return int(m.stats.context_used)
+        # Only stopped replies so far: what they generated is at least in the context (the meter
+        # read "0 / 4,096" for a whole session of stopped replies).
+        for m in reversed(recent):
+            if m.role == "assistant" and m.stats.context_used:
                 return int(m.stats.context_used)
         return 0
