@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,7 +59,9 @@ def test_empty_state_then_plan_with_reasons(page: EnginesPage, qasync_loop: asyn
 @pytest.mark.engine
 @pytest.mark.vulkan
 def test_setup_shows_rocm_unusable_and_vulkan_chosen(page: EnginesPage, qasync_loop: asyncio.AbstractEventLoop,
-                                                     test_engines: TestEngines) -> None:
+                                                     test_engines: TestEngines,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="strata_gui.core.engines")
     page.setup_automatically()
     assert page.progress.isVisibleTo(page) and page.progress.cancel_button.isEnabled()
     _wait(qasync_loop, page)
@@ -71,6 +74,15 @@ def test_setup_shows_rocm_unusable_and_vulkan_chosen(page: EnginesPage, qasync_l
     assert names["upstream-vulkan-all-b7601"] == "llama.cpp official builds"
     assert names["lemonade-rocm-gfx110X-b1011"].endswith("· gfx110X")
     assert "Using Vulkan b7601." in page.notes.text()
+    # The log tells support the whole story: tried, installed, probed, rejected, chose.
+    story = [r.getMessage() for r in caplog.records if r.name == "strata_gui.core.engines.service"]
+    steps = ["engine set-up for gfx1100: trying lemonade-rocm-gfx110X-b1011", "installing lemonade-rocm-gfx110X-b1011",
+             "installed lemonade-rocm-gfx110X-b1011", "probe of lemonade-rocm-gfx110X-b1011: no_device",
+             "trying the next engine", "installed upstream-vulkan-all-b7601", "probe of upstream-vulkan-all-b7601: works",
+             "set-up chose upstream-vulkan-all-b7601"]
+    text = "\n".join(story)
+    positions = [text.find(step) for step in steps]
+    assert -1 not in positions and positions == sorted(positions), text
     assert not page.progress.isVisibleTo(page)
     SHOTS.mkdir(parents=True, exist_ok=True)
     assert page.grab().save(str(SHOTS / "engines-page.png"))

@@ -389,6 +389,8 @@ class EngineService:
                 engine = await self._fetch_tuning(engine, gpu.gfx, revision, staging, on_progress)
             engine.write_manifest(staging)
             self._swap_in(staging, final)
+            log.info("installed %s from %s (%s, sha256 %s%s)", engine.id, asset.name, asset.download_url, result.sha256[:16],
+                     "" if result.verified else ", no published digest to check it against")
             self.events.emit(EnginesChanged("installed", engine.id))
             return engine
         finally:
@@ -467,21 +469,31 @@ class EngineService:
         chosen: InstalledEngine | None = None
         gpu = gpus[0] if gpus else None
         wanted = 1 if kind.lists_devices else 2
+        log.info("%s engine set-up for %s: trying %s", kind.label, gpu.label() if gpu else "the processor",
+                 ", ".join(c.engine_id for c in plan.included) or "nothing (no candidate)")
         for cand in plan.included:
             try:
-                engine = have.get(cand.engine_id) or await self.install(cand, on_progress, gpu)
+                installed = have.get(cand.engine_id)
+                if installed is None:
+                    log.info("installing %s (%s)", cand.engine_id, cand.asset.name if cand.asset else "no asset")
+                engine = installed or await self.install(cand, on_progress, gpu)
             except asyncio.CancelledError:
+                log.info("engine set-up cancelled while installing %s", cand.engine_id)
                 raise
             except StrataError as exc:
+                log.warning("could not install %s: %s", cand.engine_id, exc.message)
                 attempts.append(Attempt(cand, None, None, exc))
                 continue
             result = await self.probe(engine, gpu)
+            log.info("probe of %s: %s (%s)%s", engine.id, result.verdict, result.message,
+                     "" if result.usable else "; trying the next engine")
             attempts.append(Attempt(cand, engine, result))
             if result.usable:
                 chosen = chosen or engine
                 wanted -= 1
                 if wanted <= 0 or engine.backend == "cpu":
                     break
+        log.info("%s engine set-up chose %s", kind.label, chosen.id if chosen else "nothing: no engine works here")
         return SetupOutcome(plan, tuple(attempts), chosen, tuple(a.summary for a in attempts))
 
     # -- manage ------------------------------------------------------------------------
@@ -554,7 +566,10 @@ class EngineService:
         engine.folder.mkdir(parents=True, exist_ok=True)
         engine.write_manifest()
         self._probes.pop(engine.id, None)
-        return engine, await self.probe(engine, gpu)
+        result = await self.probe(engine, gpu)
+        log.info("registered %s build %s from %s (%s): %s, %s", kind.label, engine.id, folder, engine.backend,
+                 result.verdict, result.message)
+        return engine, result
 
     async def local_engine(self, folder: Path, backend: str | None = None, gpu: GpuTarget | None = None,
                            name: str | None = None, kind: EngineKind = TEXT) -> InstalledEngine:
