@@ -229,7 +229,28 @@ class EngineService:
                 replace(c, included=False, reason=driver.skip_reason()) if c.backend == "rocm" and c.included else c
                 for c in plan.candidates))
             plan = replace(plan, candidates=tuple(sorted(plan.candidates, key=lambda c: not c.included)))
+        plan = self._with_probes(plan, gpus[0] if gpus else None)
         return replace(plan, notes=plan.notes + tuple(notes))
+
+    def _with_probes(self, plan: EnginePlan, gpu: GpuTarget | None) -> EnginePlan:
+        """The plan with what this machine already showed: a build that was installed and failed its
+        device check is listed as tried, not offered first again ("1. ROCm (recommended)" after ROCm
+        was downloaded, rejected and replaced by Vulkan)."""
+        installed = {e.id: e for e in self.installed()}
+        changed = False
+        candidates = []
+        for cand in plan.candidates:
+            engine = installed.get(cand.engine_id) if cand.included and cand.asset else None
+            probe = self._read_probe(engine, gpu) if engine is not None else None
+            if probe is not None and not probe.usable:
+                cand = replace(cand, included=False, reason=(
+                    f"Tried on this machine: {probe.message}. Test it again on the Engines page after a driver "
+                    "update."))
+                changed = True
+            candidates.append(cand)
+        if not changed:
+            return plan
+        return replace(plan, candidates=tuple(sorted(candidates, key=lambda c: not c.included)))
 
     def driver_verdict(self) -> DriverVerdict | None:
         """The driver check for the detected primary GPU (None: nothing to check)."""
