@@ -2213,6 +2213,18 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>重新生成</translation>
     </message>
     <message>
+        <source>Previous answer</source>
+        <translation>上一个回答</translation>
+    </message>
+    <message>
+        <source>Next answer</source>
+        <translation>下一个回答</translation>
+    </message>
+    <message>
+        <source>Answer %1 of %2: Regenerate keeps the earlier ones</source>
+        <translation>第 %1 个回答，共 %2 个：重新生成会保留之前的回答</translation>
+    </message>
+    <message>
         <source>Writing a call to {0}… {1:,} tokens</source>
         <translation>正在编写对 {0} 的调用… {1:,} tokens</translation>
     </message>

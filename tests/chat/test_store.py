@@ -89,7 +89,7 @@ def test_migrates_a_version_1_database(db_path: Path) -> None:
     db.commit()
     db.close()
     with ConversationStore(db_path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 5
+        assert store.schema_version() == SCHEMA_VERSION == 6
         [msg] = store.messages(1)
         assert msg.content == "hi" and msg.stats.predicted_n is None and msg.settings == {}
         assert store.db.execute("SELECT version FROM schema_version WHERE component='dashboards'").fetchone()[0] == 7
@@ -198,7 +198,7 @@ def test_a_version_4_database_upgrades_with_nothing_lost(db_path: Path) -> None:
 
     _v4_database(db_path)
     with ConversationStore(db_path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 5
+        assert store.schema_version() == SCHEMA_VERSION == 6
         [conv] = store.conversations()
         assert (conv.title, conv.system_prompt, conv.model, conv.ran_on) == ("old", "Be brief", "m.gguf", "local:CPU")
         assert conv.sampling == SamplingParams(temperature=0.2, seed=7) and (conv.created_at, conv.updated_at) == (1, 2)
@@ -314,3 +314,46 @@ def test_an_invalid_schema_is_a_chat_error_when_the_request_is_built() -> None:
     with pytest.raises(ChatError, match=r"The schema is not valid: \$\.type"):
         StructuredOutput(OUTPUT_SCHEMA, '{"type": 12}').response_format()
     assert StructuredOutput().response_format() is None
+
+
+def test_regenerate_keeps_every_answer_and_the_user_can_switch_between_them(db_path: Path) -> None:
+    from strata_gui.core.chat.conversations import Conversations
+    from strata_gui.core.chat.store import ToolCallRecord
+
+    clock = iter(range(1000, 2000))
+    with ConversationStore(db_path, clock=lambda: float(next(clock))) as store:
+        chats = Conversations(store)
+        conv = chats.new()
+        question = chats.add_user_message(conv.id, "What is the weather?")
+        # the first answer called a tool, then answered
+        store.add_message(conv.id, "assistant", "", tool_calls=[ToolCallRecord("c1", "weather", "{}", "sunny")])
+        store.add_message(conv.id, "tool", "sunny", tool_call_id="c1", tool_name="weather")
+        store.add_message(conv.id, "assistant", "It is sunny.", stats=ReplyStats(predicted_n=4))
+        assert chats.answer_choice(conv.id) == (1, 1)
+        chats.drop_replies_to_last_question(conv.id)  # Regenerate
+        assert [m.role for m in store.messages(conv.id)] == ["user"]
+        store.add_message(conv.id, "assistant", "Rain later.")
+        assert chats.answer_choice(conv.id) == (2, 2)
+        chats.drop_replies_to_last_question(conv.id)
+        store.add_message(conv.id, "assistant", "Cloudy.")
+        assert chats.answer_choice(conv.id) == (3, 3)
+
+        assert chats.switch_answer(conv.id, -1)
+        assert [m.content for m in store.messages(conv.id)] == ["What is the weather?", "Rain later."]
+        assert chats.answer_choice(conv.id) == (2, 3)
+        assert chats.switch_answer(conv.id, -1)
+        first = store.messages(conv.id)
+        assert [m.role for m in first] == ["user", "assistant", "tool", "assistant"]  # the whole answer, tools too
+        assert first[1].tool_calls[0].name == "weather" and first[3].stats.predicted_n == 4
+        assert chats.answer_choice(conv.id) == (1, 3) and not chats.switch_answer(conv.id, -1)
+        assert chats.switch_answer(conv.id, 1) and chats.switch_answer(conv.id, 1)
+        assert store.messages(conv.id)[-1].content == "Cloudy." and not chats.switch_answer(conv.id, 1)
+
+    # the kept answers survive a restart ...
+    with ConversationStore(db_path) as store:
+        chats = Conversations(store)
+        assert chats.answer_choice(conv.id) == (3, 3)
+        # ... and go when the question is edited (the answers were to the old text)
+        chats.edit(question.id, "What is the weather tomorrow?")
+        assert chats.answer_choice(conv.id) == (1, 1)
+        assert store.reply_versions(conv.id, question.id) == []

@@ -254,6 +254,14 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
                          and assistant_widgets(ui)[-1].message.status == COMPLETE)
         again = assistant_widgets(ui)[-1]
         assert again.text and tr("MessageWidget", "Stopped.") not in again.stats.text()
+        # The stopped answer is kept: ‹ 2/2 › switches back to it and forth again.
+        assert again.answer_switch is not None and again.answer_switch[1].text() == "2/2"
+        again.answer_switch[0].click()
+        assert assistant_widgets(ui)[-1].message.status == STOPPED
+        assert assistant_widgets(ui)[-1].answer_switch[1].text() == "1/2"
+        assistant_widgets(ui)[-1].answer_switch[2].click()
+        again = assistant_widgets(ui)[-1]
+        assert again.message.status == COMPLETE and again.answer_switch[1].text() == "2/2"
         assert meter_used(ui)[0] > 0
         await settle()
         shots(window, "chat-regenerated")
@@ -270,7 +278,7 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
         assert dash.aggregates.text().startswith(tr("DashboardPage", "%n request(s) · prefill median %2, p90 %3 · "
                                                                      "decode median %4, p90 %5 · time to first "
                                                                      "token median %6, p90 %7", 3).split("%2")[0])
-        assert dash.aggregates.text().startswith("3 requests ·")
+        assert dash.aggregates.text().startswith("3 ")  # three replies, whatever the language
         await settle()
         shots(window, "dashboard")
 

@@ -58,9 +58,44 @@ class Conversations:
         last_user = next((m for m in reversed(msgs) if m.role == "user"), None)
         if last_user is None:
             raise ChatError("There is no message to answer yet.")
-        later = [m for m in msgs if m.id > last_user.id]
-        if later:
-            self.store.delete_messages_from(conversation_id, later[0].id)
+        # the answer is kept, not deleted: the user can switch back to it (‹ 1/2 ›)
+        self.store.shelve_replies(conversation_id, last_user.id)
+
+    def _last_question(self, conversation_id: int) -> Message | None:
+        return next((m for m in reversed(self.store.messages(conversation_id, limit=50)) if m.role == "user"), None)
+
+    def answer_choice(self, conversation_id: int) -> tuple[int, int]:
+        """Which answer to the last question is shown and how many there are: (1-based index, count).
+
+        (1, 1) when it was answered once; the live answer counts even while it streams.
+        """
+        question = self._last_question(conversation_id)
+        if question is None:
+            return 1, 1
+        kept = self.store.reply_versions(conversation_id, question.id)
+        live = next((m for m in self.store.messages(conversation_id, limit=50) if m.id > question.id), None)
+        if live is None:
+            return max(1, len(kept)), max(1, len(kept))
+        made = [at for _id, at in kept]
+        index = sum(1 for at in made if at <= live.created_at) + 1
+        return index, len(kept) + 1
+
+    def switch_answer(self, conversation_id: int, step: int) -> bool:
+        """Show the previous (``step`` -1) or next (+1) answer to the last question; False when there is none."""
+        question = self._last_question(conversation_id)
+        if question is None:
+            return False
+        kept = self.store.reply_versions(conversation_id, question.id)
+        if not kept:
+            return False
+        index, count = self.answer_choice(conversation_id)
+        target = index + step
+        if not 1 <= target <= count:
+            return False
+        # the kept versions around the live one, in the order they were made
+        version_id = kept[target - 1][0] if target < index else kept[target - 2][0]
+        self.store.restore_version(conversation_id, question.id, version_id)
+        return True
 
     def edit(self, message_id: int, text: str) -> int:
         """Replace a user message's text and drop everything after it; returns its conversation.
@@ -73,6 +108,7 @@ class Conversations:
             raise ChatError("Only your own messages can be edited.")
         self.store.update_message(message_id, content=text)
         self.store.delete_messages_from(msg.conversation_id, message_id + 1)
+        self.store.drop_versions(msg.conversation_id, message_id)  # they answered the old text
         return msg.conversation_id
 
     def history(self, conversation: Conversation, upto: int | None = None, *,

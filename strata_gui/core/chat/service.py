@@ -547,8 +547,17 @@ class ChatService:
         user = self.conversations.add_user_message(conversation_id, text, images)
         return await self._reply(conversation_id, on_progress, user)
 
+    def answer_choice(self, conversation_id: int) -> tuple[int, int]:
+        """Which answer to the last question is shown, of how many: (1-based index, count)."""
+        return self.conversations.answer_choice(conversation_id)
+
+    def switch_answer(self, conversation_id: int, step: int) -> bool:
+        """Show the previous (-1) or next (+1) kept answer to the last question (not while a reply
+        streams: the caller waits for it); False when there is none that way."""
+        return self.conversations.switch_answer(conversation_id, step)
+
     async def regenerate(self, conversation_id: int, on_progress: ProgressCallback | None = None) -> Message:
-        """Drop the replies after the last user message and answer it again."""
+        """Answer the last user message again; the earlier answer is kept (:meth:`switch_answer`)."""
         self.conversations.drop_replies_to_last_question(conversation_id)
         return await self._reply(conversation_id, on_progress)
 

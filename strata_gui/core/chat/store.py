@@ -122,6 +122,19 @@ MIGRATIONS: list[Sequence[str]] = [
         "ALTER TABLE chat_conversations ADD COLUMN output_json TEXT NOT NULL DEFAULT '{}'",
         "ALTER TABLE chat_conversations ADD COLUMN thinking_json TEXT NOT NULL DEFAULT '{}'",
     ),
+    # v6: earlier answers to a question, kept when it is answered again (Regenerate), so the
+    # user can switch back (‹ 1/3 ›). A version holds the replies after the question (the
+    # assistant's, and tool results) as they were; the live one stays in chat_messages.
+    (
+        """CREATE TABLE chat_reply_versions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
+            question_id INTEGER NOT NULL,
+            made_at REAL NOT NULL,
+            messages_json TEXT NOT NULL
+        )""",
+        "CREATE INDEX chat_reply_versions_by_question ON chat_reply_versions(conversation_id, question_id)",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -598,5 +611,66 @@ class ConversationStore:
         return int(row[0])
 
     def delete_messages_from(self, conversation_id: int, message_id: int) -> None:
-        """Delete ``message_id`` and every later message of the conversation (edit, regenerate)."""
-        self._write("DELETE FROM chat_messages WHERE conversation_id=? AND id>=?", (conversation_id, message_id))
+        """Delete ``message_id`` and every later message of the conversation (edit, regenerate),
+        with the kept answers to questions from there on."""
+        try:
+            with self._transaction() as db:
+                db.execute("DELETE FROM chat_messages WHERE conversation_id=? AND id>=?", (conversation_id, message_id))
+                db.execute("DELETE FROM chat_reply_versions WHERE conversation_id=? AND question_id>=?",
+                           (conversation_id, message_id))
+        except sqlite3.Error as exc:
+            raise StorageError(f"Could not save to the conversation database: {exc}",
+                               hint="Check that the disk is not full and the data folder is writable.") from exc
+
+    # -- answers kept when a question is answered again ---------------------------------------------
+    def shelve_replies(self, conversation_id: int, question_id: int) -> bool:
+        """Move the messages after ``question_id`` into a kept version; False when there were none."""
+        try:
+            with self._transaction() as db:
+                return self._shelve(db, conversation_id, question_id)
+        except sqlite3.Error as exc:
+            raise StorageError(f"Could not save to the conversation database: {exc}",
+                               hint="Check that the disk is not full and the data folder is writable.") from exc
+
+    def _shelve(self, db: sqlite3.Connection, conversation_id: int, question_id: int) -> bool:
+        rows = db.execute("SELECT * FROM chat_messages WHERE conversation_id=? AND id>? ORDER BY id",
+                          (conversation_id, question_id)).fetchall()
+        if not rows:
+            return False
+        kept = [{key: row[key] for key in row.keys() if key not in ("id", "conversation_id")} for row in rows]
+        db.execute("INSERT INTO chat_reply_versions(conversation_id, question_id, made_at, messages_json)"
+                   " VALUES (?, ?, ?, ?)", (conversation_id, question_id, rows[0]["created_at"], json.dumps(kept)))
+        db.execute("DELETE FROM chat_messages WHERE conversation_id=? AND id>?", (conversation_id, question_id))
+        return True
+
+    def drop_versions(self, conversation_id: int, question_id: int) -> None:
+        """Forget the kept answers to ``question_id`` (its text changed: they answered another question)."""
+        self._write("DELETE FROM chat_reply_versions WHERE conversation_id=? AND question_id=?",
+                    (conversation_id, question_id))
+
+    def reply_versions(self, conversation_id: int, question_id: int) -> list[tuple[int, float]]:
+        """The kept answers to ``question_id``: (version id, when it was made), oldest first."""
+        rows = self.db.execute("SELECT id, made_at FROM chat_reply_versions WHERE conversation_id=? AND question_id=?"
+                               " ORDER BY made_at, id", (conversation_id, question_id)).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def restore_version(self, conversation_id: int, question_id: int, version_id: int) -> None:
+        """Make a kept answer the live one again; the live one is kept in its place."""
+        columns = ("role", "content", "status", "created_at", "settings_json", "stats_json", "ran_on", "thinking",
+                   "tool_calls_json", "tool_call_id", "tool_name")
+        try:
+            with self._transaction() as db:
+                row = db.execute("SELECT messages_json FROM chat_reply_versions WHERE id=? AND conversation_id=?"
+                                 " AND question_id=?", (version_id, conversation_id, question_id)).fetchone()
+                if row is None:
+                    return
+                kept = json.loads(row[0])
+                self._shelve(db, conversation_id, question_id)
+                db.execute("DELETE FROM chat_reply_versions WHERE id=?", (version_id,))
+                db.executemany(
+                    f"INSERT INTO chat_messages(conversation_id, {', '.join(columns)})"
+                    f" VALUES (?, {', '.join('?' for _ in columns)})",
+                    [(conversation_id, *(m.get(c, "") for c in columns)) for m in kept if isinstance(m, dict)])
+        except (sqlite3.Error, ValueError) as exc:
+            raise StorageError(f"Could not switch to the other answer: {exc}",
+                               hint="Check that the disk is not full and the data folder is writable.") from exc

@@ -157,12 +157,14 @@ class MessageWidget(QFrame):
 
     Signals:
         edit_requested(int), regenerate_requested(int): message id.
+        answer_step_requested(int): -1 / +1, "‹" / "›" between the kept answers to the question.
         retry_unparsed_requested(int): "Retry without format parsing" (message id).
         tool_decided(int, str, str): the user answered a tool call (message id, call id, decision).
     """
 
     edit_requested = Signal(int)
     regenerate_requested = Signal(int)
+    answer_step_requested = Signal(int)
     retry_unparsed_requested = Signal(int)
     tool_decided = Signal(int, str, str)
 
@@ -211,6 +213,8 @@ class MessageWidget(QFrame):
         actions.addWidget(self.copy_button)
         actions.addWidget(self.edit_button)
         actions.addWidget(self.regenerate_button)
+        self._actions = actions
+        self.answer_switch: tuple[QPushButton, QLabel, QPushButton] | None = None  # built when first needed
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 6)
         layout.addWidget(self.role)
@@ -238,6 +242,32 @@ class MessageWidget(QFrame):
             self.copy_button.hide()  # the result has its own Copy
         self.render_text()
         self.set_message(message)
+
+    def show_answer_choice(self, index: int, count: int) -> None:
+        """Show "‹ index/count ›" (several answers to the question) or nothing (one)."""
+        if count <= 1:
+            if self.answer_switch is not None:
+                for w in self.answer_switch:
+                    w.hide()
+            return
+        if self.answer_switch is None:
+            back = self._action("‹", lambda: self.answer_step_requested.emit(-1))
+            label = QLabel()
+            label.setObjectName("muted")
+            forward = self._action("›", lambda: self.answer_step_requested.emit(1))
+            back.setToolTip(self.tr("Previous answer"))
+            forward.setToolTip(self.tr("Next answer"))
+            for i, part in enumerate((back, label, forward)):
+                self._actions.insertWidget(2 + i, part)  # after the statistics
+            self.answer_switch = (back, label, forward)
+        back, label, forward = self.answer_switch
+        label.setText(f"{index}/{count}")
+        label.setToolTip(self.tr("Answer %1 of %2: Regenerate keeps the earlier ones").replace(
+            "%1", str(index)).replace("%2", str(count)))
+        back.setEnabled(index > 1)
+        forward.setEnabled(index < count)
+        for w in self.answer_switch:
+            w.show()
 
     def _action(self, text: str, slot: object) -> QPushButton:
         b = QPushButton(text)

@@ -477,6 +477,7 @@ class ChatPage(Page):
         w = MessageWidget(msg, self.messages_box)
         w.edit_requested.connect(self.begin_edit)
         w.regenerate_requested.connect(lambda _id: self.regenerate())
+        w.answer_step_requested.connect(self.switch_answer)
         w.retry_unparsed_requested.connect(lambda _id: self.retry_without_format_parsing())
         w.tool_decided.connect(self._tool_decided)
         return w
@@ -513,8 +514,13 @@ class ChatPage(Page):
         busy = self.is_busy
         last_assistant = max((i for i, w in self.message_widgets.items() if w.message.role == "assistant"),
                              default=None)
+        choice = (1, 1)
+        if last_assistant is not None and self.conversation_id is not None and not busy:
+            choice = self._service.answer_choice(self.conversation_id)
         for i, w in self.message_widgets.items():
             w.regenerate_button.setVisible(i == last_assistant and not busy)
+            if i == last_assistant or w.answer_switch is not None:
+                w.show_answer_choice(*(choice if i == last_assistant else (1, 1)))
             w.edit_button.setEnabled(not busy)
         self.send_button.setVisible(not busy)
         self.stop_button.setVisible(busy)
@@ -583,6 +589,19 @@ class ChatPage(Page):
         if last_user is not None:
             self._drop_widgets_from(last_user + 1)
         return self._start(lambda p: svc.regenerate(conv_id, p), self.tr("Regenerate reply"))
+
+    def switch_answer(self, step: int) -> bool:
+        """Show the previous (-1) or next (+1) kept answer to the last question (Regenerate keeps them)."""
+        if self.is_busy or self.conversation_id is None:
+            return False
+        try:
+            switched = self._service.switch_answer(self.conversation_id, step)
+        except StrataError as exc:
+            self.notice.show_message(exc.message + (f" {exc.hint}" if exc.hint else ""), "error")
+            return False
+        if switched:
+            self.open_conversation(self.conversation_id)
+        return switched
 
     def retry_without_format_parsing(self) -> TaskHandle | None:
         """Answer the last question again with the model's engine reloaded without chat-format parsing."""
