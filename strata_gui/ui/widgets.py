@@ -167,6 +167,7 @@ class ElidedLabel(QLabel):
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._full = ""
+        self._own_tip = False
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setText(text)
 
@@ -191,6 +192,13 @@ class ElidedLabel(QLabel):
         width = max(0, self.width())
         shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, width) if width else self._full
         super().setText(shown)
+        if not self._own_tip:  # shortened: the whole text is a hover away
+            super().setToolTip(self._full if shown != self._full else "")
+
+    def setToolTip(self, tip: str) -> None:
+        """A tooltip of its own replaces the whole-text one shown when the text is shortened."""
+        self._own_tip = bool(tip)
+        super().setToolTip(tip)
 
 
 class WheelGuard(QObject):
