@@ -10,9 +10,11 @@ details from its log and ``/props``. Only the engine pool starts these
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -132,7 +134,9 @@ class ServerSupervisor(EngineProcess):
     Args:
         engine: Which build to run (its ``kind`` says how).
         model: The model file (first shard of a split model).
-        settings: Launch settings.
+        settings: Launch settings. A kind that takes a key (:attr:`EngineKind.takes_key`) and
+            ``settings.api_key`` empty gets a random key of this supervisor's: only Strata holds
+            it, and every request to the engine must carry :meth:`auth_headers`.
         http: Client used for readiness and ``/props`` (not for the jobs).
         environ: Base environment; ``engine.env`` is laid over it.
         ready_timeout: Seconds to wait for readiness.
@@ -160,6 +164,8 @@ class ServerSupervisor(EngineProcess):
         self.engine = engine
         self.kind = engine.kind
         self.model = model
+        if self.kind.takes_key and not settings.api_key:
+            settings = dataclasses.replace(settings, api_key=secrets.token_urlsafe(32))
         self.settings = settings
         self._http = http
         self._environ = dict(os.environ if environ is None else environ)
@@ -246,6 +252,8 @@ class ServerSupervisor(EngineProcess):
                 return
 
     def auth_headers(self) -> dict[str, str]:
+        """What every request to the engine carries: its key as a bearer token (none for kinds
+        without a key). Readiness polls ``/health``, which llama-server leaves open."""
         return {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else {}
 
     # -- process events (on the loop's thread) -------------------------------------------------------
