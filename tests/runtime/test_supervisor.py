@@ -228,8 +228,8 @@ def test_the_engine_answers_strata_only(test_engines: Engines, test_model: Path)
         async with httpx.AsyncClient(trust_env=False) as http:
             sup = ServerSupervisor(cpu_spec(test_engines), test_model, SMALL, http=http)
             other = ServerSupervisor(cpu_spec(test_engines), test_model, SMALL, http=http)
-            key = sup.settings.api_key
-            assert len(key) >= 32 and key != other.settings.api_key  # random, one per engine
+            key = sup.api_key
+            assert len(key) >= 32 and key != other.api_key and not sup.settings.api_key  # random, one per engine
             try:
                 base = await sup.start()
                 assert sup.n_ctx == 512  # /props read with the key
