@@ -70,14 +70,6 @@ class BenchConfig:
 DEFAULT_DEPTH = 8192  # like the published long-depth runs (llama-bench -d 8192)
 
 
-@dataclass(frozen=True)
-class _Engine:
-    """Where the benchmark's requests go: the engine's base URL and its key."""
-
-    url: str
-    headers: dict[str, str]
-
-
 class Benchmark:
     """Runs :class:`BenchConfig` through engines and saves each :class:`BenchResult`.
 
@@ -264,3 +256,11 @@ class Benchmark:
         if not isinstance(data, dict):
             raise ServerError("The engine sent an unexpected answer.")
         return data
+
+
+@dataclass(frozen=True)
+class _Engine:
+    """Where the benchmark's requests go: the engine's base URL and its key."""
+
+    url: str
+    headers: dict[str, str]
