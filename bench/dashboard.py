@@ -91,7 +91,8 @@ def main() -> int:
             chat.show()
             dash = DashboardPage(dashboard, bridge, telemetry=history,
                                  engine_pid=lambda: service.supervisor.pid if service.supervisor else None,
-                                 engine_url=lambda: service.supervisor.base_url if service.supervisor else None)
+                                 engine_url=lambda: service.supervisor.base_url if service.supervisor else None,
+                                 engine_headers=lambda: service.supervisor.auth_headers() if service.supervisor else {})
             dash.resize(1000, 700)
             sampling = SamplingParams(max_tokens=args.tokens, seed=7, temperature=1.0)
             off: list[tuple[float, float, float]] = []

@@ -151,14 +151,15 @@ class PaintRecorder:
         return out
 
 
-async def raw_once(http: httpx.AsyncClient, base: str, sampling: SamplingParams) -> Sample:
+async def raw_once(http: httpx.AsyncClient, base: str, sampling: SamplingParams,
+                   headers: dict[str, str] | None = None) -> Sample:
     body = {"messages": [{"role": "user", "content": PROMPT}], "stream": True, **sampling.to_request()}
     stamps: list[float] = []
     server_rate = 0.0
     cpu = time.process_time()
     with StallProbe() as probe:
         start = time.perf_counter()
-        async with http.stream("POST", base + "/v1/chat/completions", json=body, timeout=None) as resp:
+        async with http.stream("POST", base + "/v1/chat/completions", json=body, headers=headers, timeout=None) as resp:
             async for line in resp.aiter_lines():
                 if line.startswith("data: {"):
                     chunk = json.loads(line[6:])
@@ -224,10 +225,11 @@ class ReplayEngine:
         return await self._client.stream(messages, **kw)  # as RemoteChat passes them
 
 
-async def record_reply(http: httpx.AsyncClient, base: str, sampling: SamplingParams) -> bytes:
+async def record_reply(http: httpx.AsyncClient, base: str, sampling: SamplingParams,
+                       headers: dict[str, str] | None = None) -> bytes:
     body = {"messages": [{"role": "user", "content": PROMPT}], "stream": True,
             "stream_options": {"include_usage": True}, **sampling.to_request()}
-    async with http.stream("POST", base + "/v1/chat/completions", json=body, timeout=None) as resp:
+    async with http.stream("POST", base + "/v1/chat/completions", json=body, headers=headers, timeout=None) as resp:
         return await resp.aread()
 
 
@@ -309,10 +311,10 @@ def main() -> int:
                 sup = service.supervisor
                 assert sup is not None
                 sampling = SamplingParams(max_tokens=args.tokens, seed=7, temperature=1.0)
-                base = sup.base_url
+                base, key = sup.base_url, sup.auth_headers()  # the engine takes Strata's key only
                 if args.replay:
                     recording = Path(workdir.name) / "reply.sse"
-                    recording.write_bytes(await record_reply(http, base, sampling))
+                    recording.write_bytes(await record_reply(http, base, sampling, key))
                     await service.stop_engine()
                     port_file = Path(workdir.name) / "replay.port"
                     replay = subprocess.Popen([sys.executable, __file__, "--serve-replay",  # noqa: ASYNC220 (starts at once)
@@ -321,12 +323,12 @@ def main() -> int:
                         await asyncio.sleep(0.05)
                     base = f"http://127.0.0.1:{port_file.read_text()}"
                     service.set_remote(ReplayEngine(http, base))
-                await raw_once(http, base, sampling)  # warm-up: prompt cache, page-in
+                await raw_once(http, base, sampling, key)  # warm-up: prompt cache, page-in
                 await strata_once(service, page, sampling, recorder)
                 raw: list[Sample] = []
                 strata: list[Sample] = []
                 for _ in range(args.reps):
-                    raw.append(await raw_once(http, base, sampling))
+                    raw.append(await raw_once(http, base, sampling, key))
                     strata.append(await strata_once(service, page, sampling, recorder))
             finally:
                 if replay is not None:

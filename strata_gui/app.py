@@ -358,6 +358,10 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         sup = services.chat.supervisor
         return sup.base_url if sup is not None and sup.state is ServerState.READY else None
 
+    def engine_headers() -> dict[str, str]:
+        sup = services.chat.supervisor
+        return sup.auth_headers() if sup is not None else {}
+
     def engine_pid() -> int | None:
         sup = services.chat.supervisor
         return sup.pid if sup is not None and not sup.state.is_terminal else None
@@ -378,7 +382,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
                                      choose_model=hooks.choose_image_model)
         page = DashboardPage(
             services.dashboard, bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
-            models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path, images_tab=image_stats,
+            engine_headers=engine_headers, models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path, images_tab=image_stats,
         )
         window.closing.connect(page.stop)
         return page

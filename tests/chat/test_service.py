@@ -71,7 +71,7 @@ def test_a_running_engine_has_the_request_before_the_messages_are_announced(test
         await svc.send(conv.id, "warm up")
         sup = svc.supervisor
         assert sup is not None
-        tasks_before = {s["id"]: s.get("id_task") for s in (await svc._http.get(sup.base_url + "/slots")).json()}
+        tasks_before = {s["id"]: s.get("id_task") for s in (await svc._http.get(sup.base_url + "/slots", headers=sup.auth_headers())).json()}
         engine_had_it: list[bool] = []
 
         def on_event(event: object) -> None:
@@ -79,7 +79,7 @@ def test_a_running_engine_has_the_request_before_the_messages_are_announced(test
                 # Blocking the loop here: only a request already written can reach the engine.
                 deadline = time.monotonic() + 10
                 while time.monotonic() < deadline:
-                    slots = httpx.get(sup.base_url + "/slots").json()
+                    slots = httpx.get(sup.base_url + "/slots", headers=sup.auth_headers()).json()
                     if any(s.get("id_task") != tasks_before[s["id"]] for s in slots):
                         break
                     time.sleep(0.002)
@@ -109,7 +109,7 @@ def test_stop_keeps_the_partial_reply_and_frees_the_slot(test_engines: Engines, 
         sup = svc.supervisor
         assert sup is not None
         for _ in range(100):
-            slots = (await svc._http.get(sup.base_url + "/slots")).json()
+            slots = (await svc._http.get(sup.base_url + "/slots", headers=sup.auth_headers())).json()
             if not any(s["is_processing"] for s in slots):
                 break
             await asyncio.sleep(0.05)

@@ -233,7 +233,7 @@ def test_the_fallback_loop_moves_on_says_why_and_sends_the_job_again(
         async def job(lease: Lease) -> str:
             calls.append(lease.spec.id)
             async with httpx.AsyncClient() as http:
-                resp = await http.post(lease.base_url + "/tokenize", json={"content": "hello"})
+                resp = await http.post(lease.base_url + "/tokenize", json={"content": "hello"}, headers=lease.auth_headers())
             if resp.status_code != 200:
                 raise ServerError("no tokens")
             return lease.spec.id
@@ -287,7 +287,8 @@ def test_a_fourth_kind_is_a_descriptor_and_nothing_else(test_engines: TestEngine
         assert "--no-warmup" in one.engine.server.command
         assert one.engine.server.subject == "CPU tokenizer"
         async with httpx.AsyncClient() as http:
-            resp = await http.post(one.base_url + "/tokenize", json={"content": "hello world"})
+            resp = await http.post(one.base_url + "/tokenize", json={"content": "hello world"},
+                                   headers=one.auth_headers())
         assert resp.status_code == 200 and resp.json()["tokens"]
         one.release()
         two.release()

@@ -130,8 +130,8 @@ def test_the_real_engine_runs_without_them_whatever_is_smuggled_in(test_engines:
                                    environ={**os.environ, **environ})
             try:
                 base = await sup.start()
-                tools = (await http.get(base + "/tools")).status_code
-                props = (await http.get(base + "/props")).json()
+                tools = (await http.get(base + "/tools", headers=sup.auth_headers())).status_code
+                props = (await http.get(base + "/props", headers=sup.auth_headers())).json()
                 return tools, bool(props.get("cors_proxy_enabled"))
             finally:
                 await sup.stop()

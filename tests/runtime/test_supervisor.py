@@ -77,12 +77,14 @@ def test_command_line_carries_the_settings(test_engines: Engines, test_model: Pa
                               api_key="k1")
     from strata_gui.core.runtime.engine import EngineSpec
     from strata_gui.core.runtime.kinds import llama_command as build_command
+    from strata_gui.core.runtime.kinds import llama_env
 
     cmd = build_command(EngineSpec("v", "Vulkan", "vulkan", Path("/e/llama-server")), test_model, settings, 4242)
     joined = " ".join(cmd)
     for part in ("--port 4242", "-c 1024", "-ngl 20", "-fa off", "-t 2", "-np 2", "--jinja", "--metrics",
-                 "--api-key k1", "--host 127.0.0.1"):
+                 "--host 127.0.0.1"):
         assert part in joined
+    assert "k1" not in joined and llama_env(settings)["LLAMA_API_KEY"] == "k1"  # not readable with ps
     cpu = build_command(cpu_spec(test_engines), test_model, ServerSettings(), 1)
     assert "-ngl" not in cpu and "-fa" not in cpu  # engine defaults are left to the engine
 
@@ -217,3 +219,42 @@ def test_no_engine_outlives_a_killed_app(test_engines: Engines, test_model: Path
             app.wait()
         if app.stdout:
             app.stdout.close()
+
+
+def test_the_engine_answers_strata_only(test_engines: Engines, test_model: Path) -> None:
+    """Another program on the computer, or a web page that finds the port, cannot use the engine:
+    every route but /health needs the key only this supervisor holds, and no other site gets CORS."""
+    async def scenario() -> None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            sup = ServerSupervisor(cpu_spec(test_engines), test_model, SMALL, http=http)
+            other = ServerSupervisor(cpu_spec(test_engines), test_model, SMALL, http=http)
+            key = sup.api_key
+            assert len(key) >= 32 and key != other.api_key and not sup.settings.api_key  # random, one per engine
+            try:
+                base = await sup.start()
+                assert sup.n_ctx == 512  # /props read with the key
+                assert key not in " ".join(psutil.Process(sup.pid).cmdline())  # ps shows no key
+                chat = {"messages": [{"role": "user", "content": "hi"}], "prompt": "hi", "max_tokens": 2,
+                        "n_predict": 2}
+                for method, path in (("GET", "/slots"), ("GET", "/props"), ("GET", "/metrics"),
+                                     ("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("POST", "/completion")):
+                    r = await http.request(method, base + path, json=chat if method == "POST" else None)
+                    assert r.status_code == 401, (path, r.status_code)
+                    r = await http.request(method, base + path, json=chat if method == "POST" else None,
+                                           headers={"Authorization": "Bearer not-the-key"})
+                    assert r.status_code == 401, (path, r.status_code)
+                    r = await http.request(method, base + path, json=chat if method == "POST" else None,
+                                           headers=sup.auth_headers())
+                    assert r.status_code == 200, (path, r.status_code, r.text[:200])
+                assert (await http.get(base + "/health")).status_code == 200  # readiness stays open
+                # A page of another site: no CORS grant, with or without credentials.
+                evil = {"Origin": "https://evil.example"}
+                for r in (await http.options(base + "/v1/chat/completions",
+                                             headers={**evil, "Access-Control-Request-Method": "POST"}),
+                          await http.get(base + "/v1/models", headers={**evil, **sup.auth_headers()})):
+                    assert r.headers.get("Access-Control-Allow-Origin") in (None, ""), r.headers
+                    assert r.headers.get("Access-Control-Allow-Credentials") != "true"
+            finally:
+                await sup.stop()
+
+    run(scenario())

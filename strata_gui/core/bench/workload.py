@@ -182,7 +182,7 @@ class Benchmark:
                 try:
                     on_progress(Progress(done, total, f"{name}: loading the model"))
                     lease = await self._pool.acquire(engine, model, settings, user=self.USER)
-                    base = lease.base_url
+                    base = _Engine(lease.base_url, lease.auth_headers())
                     step(f"{name}: loaded")
                     prompt = await self._prompt_tokens(base, cfg.prefill_tokens)
                     if cfg.warmup:
@@ -237,7 +237,7 @@ class Benchmark:
         """How ``model`` is launched (its load options), before the workload sizes the context."""
         return self._launch_settings(model) if self._launch_settings else ServerSettings()
 
-    async def _prompt_tokens(self, base: str, n: int) -> list[int]:
+    async def _prompt_tokens(self, base: _Engine, n: int) -> list[int]:
         data = await self._post(base, "/tokenize", {"content": _SEED_TEXT * 4})
         tokens = data.get("tokens")
         if not isinstance(tokens, list) or not tokens:
@@ -245,7 +245,7 @@ class Benchmark:
         ids = [int(t) for t in tokens if isinstance(t, int)]
         return (ids * (n // len(ids) + 1))[:n]
 
-    async def _complete(self, base: str, prompt: list[int], n_predict: int, *, cache: bool = False) -> dict[str, Any]:
+    async def _complete(self, base: _Engine, prompt: list[int], n_predict: int, *, cache: bool = False) -> dict[str, Any]:
         data = await self._post(base, "/completion", {
             "prompt": prompt, "n_predict": n_predict, "cache_prompt": cache, "ignore_eos": True,
             "temperature": 0.0, "seed": 1,
@@ -255,13 +255,15 @@ class Benchmark:
             raise ServerError("The engine returned no timings for the benchmark request.")
         return timings
 
-    async def _post(self, base: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _post(self, base: _Engine, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
             try:
-                resp = await self._http.post(base + path, json=body, timeout=httpx.Timeout(10.0, read=600.0))
+                resp = await self._http.post(base.url + path, json=body, headers=base.headers,
+                                             timeout=httpx.Timeout(10.0, read=600.0))
             except httpx.RemoteProtocolError:
                 # A kept-alive connection the engine had just closed: nothing was processed.
-                resp = await self._http.post(base + path, json=body, timeout=httpx.Timeout(10.0, read=600.0))
+                resp = await self._http.post(base.url + path, json=body, headers=base.headers,
+                                             timeout=httpx.Timeout(10.0, read=600.0))
         except httpx.HTTPError as exc:
             raise ServerError(f"The engine stopped answering during the benchmark ({type(exc).__name__}).",
                               details=str(exc)) from exc
@@ -275,3 +277,11 @@ class Benchmark:
         if not isinstance(data, dict):
             raise ServerError("The engine sent an unexpected answer.")
         return data
+
+
+@dataclass(frozen=True)
+class _Engine:
+    """Where the benchmark's requests go: the engine's base URL and its key."""
+
+    url: str
+    headers: dict[str, str]

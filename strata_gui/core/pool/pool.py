@@ -264,7 +264,7 @@ class Lease:
 
     @property
     def api_key(self) -> str:
-        return self.engine.settings.api_key
+        return self.engine.server.api_key
 
     def auth_headers(self) -> dict[str, str]:
         return self.engine.server.auth_headers()

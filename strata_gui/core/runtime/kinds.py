@@ -71,6 +71,9 @@ class EngineKind:
         hub_search: The Hugging Face hub's search filters for repos of this kind's models.
         scrub_env: Applied to the whole launch environment last (llama.cpp reads every option from
             ``LLAMA_ARG_*``, so a user's shell must not turn on what the command line leaves off).
+        takes_key: The server can require an API key: Strata starts it with a random one of its
+            own (:class:`~strata_gui.core.runtime.supervisor.ServerSupervisor`), so other programs
+            on the computer cannot use it. sd-server has no such option.
     """
 
     name: str
@@ -90,6 +93,7 @@ class EngineKind:
     load_timeout: float = 300.0
     hub_search: tuple[tuple[str, str], ...] = (("filter", "gguf"),)
     scrub_env: EnvironmentFilter = field(default=dict)
+    takes_key: bool = False
 
     def executable(self, folder: Path, *, windows: bool | None = None) -> Path:
         """The server inside ``folder`` (``.exe`` on Windows)."""
@@ -167,8 +171,6 @@ def llama_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
             cmd.append("--skip-chat-parsing")
     if settings.metrics:
         cmd.append("--metrics")
-    if settings.api_key:
-        cmd += ["--api-key", settings.api_key]
     if settings.mmproj:
         cmd += ["--mmproj", settings.mmproj]
     if settings.cache_type_k != "f16":
@@ -211,8 +213,19 @@ def llama_env(settings: ServerSettings) -> dict[str, str]:
     ``--spec-draft-n-max/-min``, and newer builds need ``--spec-type draft-simple`` to use a plain
     draft GGUF at all; the new names go in the environment, which older builds ignore (they then
     draft with their default limits).
+
+    The engine's API key (``settings.api_key``) goes in ``LLAMA_API_KEY`` and CORS is closed
+    (see the comments below).
     """
     env: dict[str, str] = {}
+    if settings.api_key:
+        # In the environment, not on the command line: other users of the computer can read a
+        # process's command line (ps), not its environment.
+        env["LLAMA_API_KEY"] = settings.api_key
+    # No cross-site use from a browser: by default the server reflects any Origin with
+    # credentials allowed. "localhost" reflects loopback origins only (they still need the key);
+    # builds without these options ignore the variables.
+    env.update({"LLAMA_ARG_CORS_ORIGINS": "localhost", "LLAMA_ARG_CORS_CREDENTIALS": "0"})
     if not settings.mmap:
         env.update({"LLAMA_ARG_MMAP": "0", "LLAMA_ARG_LOAD_MODE": "none"})
     if settings.draft_model:
@@ -229,7 +242,7 @@ TEXT = EngineKind(
     name="text", label="chat", builds="text", binary="llama-server", project="llama.cpp", lists_devices=True,
     ready_path="/health", command=llama_command, environment=llama_env, scrub_env=without_agent_tools_env,
     # (rerank needs an engine started with --reranking: a kind of its own when a model needs it)
-    apis=frozenset({OPENAI_CHAT, ANTHROPIC, RESPONSES}), follows_choices=True, kv_cache=True,
+    apis=frozenset({OPENAI_CHAT, ANTHROPIC, RESPONSES}), follows_choices=True, kv_cache=True, takes_key=True,
 )
 IMAGE = EngineKind(
     name="image", label="image", builds="image", binary="sd-server", project="stable-diffusion.cpp",
@@ -244,7 +257,7 @@ EMBEDDING = EngineKind(
     name="embedding", label="embedding", builds="text", binary="llama-server", project="llama.cpp",
     lists_devices=True, ready_path="/health", command=embedding_command, environment=llama_env,
     scrub_env=without_agent_tools_env,
-    apis=frozenset({EMBEDDINGS}), subject="{engine} embedding engine", kv_cache=True,
+    apis=frozenset({EMBEDDINGS}), subject="{engine} embedding engine", kv_cache=True, takes_key=True,
     hub_search=(("filter", "gguf"), ("pipeline_tag", "feature-extraction")),
 )
 KINDS: tuple[EngineKind, ...] = (TEXT, IMAGE, EMBEDDING)

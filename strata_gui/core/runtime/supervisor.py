@@ -10,9 +10,11 @@ details from its log and ``/props``. Only the engine pool starts these
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -132,7 +134,10 @@ class ServerSupervisor(EngineProcess):
     Args:
         engine: Which build to run (its ``kind`` says how).
         model: The model file (first shard of a split model).
-        settings: Launch settings.
+        settings: Launch settings. With ``settings.api_key`` empty, a kind that takes a key
+            (:attr:`EngineKind.takes_key`) gets a random one of this supervisor's
+            (:attr:`api_key`): only Strata holds it, and every request to the engine but its
+            readiness path must carry :meth:`auth_headers`.
         http: Client used for readiness and ``/props`` (not for the jobs).
         environ: Base environment; ``engine.env`` is laid over it.
         ready_timeout: Seconds to wait for readiness.
@@ -161,6 +166,8 @@ class ServerSupervisor(EngineProcess):
         self.kind = engine.kind
         self.model = model
         self.settings = settings
+        # Random unless the settings name one; kept apart from the settings, which stay what was asked for.
+        self.api_key = settings.api_key or (secrets.token_urlsafe(32) if self.kind.takes_key else "")
         self._http = http
         self._environ = dict(os.environ if environ is None else environ)
         self._ready_timeout = ready_timeout
@@ -178,7 +185,12 @@ class ServerSupervisor(EngineProcess):
 
     @property
     def command(self) -> list[str]:
-        return self.kind.command(self.engine, self.model, self.settings, self.port or 0)
+        return self.kind.command(self.engine, self.model, self._launch_settings, self.port or 0)
+
+    @property
+    def _launch_settings(self) -> ServerSettings:
+        """The settings with the engine's key (what the kind's command and variables are built from)."""
+        return dataclasses.replace(self.settings, api_key=self.api_key)
 
     # -- start ---------------------------------------------------------------------------------
     async def start(self, on_progress: ProgressCallback | None = None) -> str:
@@ -204,9 +216,10 @@ class ServerSupervisor(EngineProcess):
         self.port = self.settings.port or free_loopback_port(self.settings.host)
         run = self._run = object()
         proc = ManagedProcess(
-            self.kind.command(self.engine, self.model, self.settings, self.port),
+            self.kind.command(self.engine, self.model, self._launch_settings, self.port),
             subject=self.subject,
-            env=self.kind.scrub_env({**self._environ, **self.engine.env, **self.kind.environment(self.settings)}),
+            env=self.kind.scrub_env({**self._environ, **self.engine.env,
+                                     **self.kind.environment(self._launch_settings)}),
             cwd=self.engine.server_path.parent,
             ready=http_ready(self._http, lambda: self.base_url + self.kind.ready_path),
             ready_timeout=self._ready_timeout, log_lines=self._log_lines, log_file=self._log_file, job=self._job,
@@ -246,7 +259,9 @@ class ServerSupervisor(EngineProcess):
                 return
 
     def auth_headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else {}
+        """What every request to the engine carries: its key as a bearer token (none for kinds
+        without a key). Readiness polls ``/health``, which llama-server leaves open."""
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     # -- process events (on the loop's thread) -------------------------------------------------------
     def _on_line(self, run: object, line: str) -> None:

@@ -49,6 +49,14 @@ def _host_of(authority: str) -> str:
     return host or ""
 
 
+def _origin_host(origin: str) -> str:
+    """``http://localhost:3000`` → ``localhost``; ``null`` or anything unreadable → ""."""
+    try:
+        return urlsplit(origin).hostname or ""
+    except ValueError:
+        return ""
+
+
 def browser_refusal(headers: Mapping[str, str]) -> str | None:
     """Why a request to a server without a key (loopback only) must be refused, or None.
 
@@ -56,11 +64,12 @@ def browser_refusal(headers: Mapping[str, str]) -> str | None:
     user's browser does too: it may post to ``127.0.0.1`` (its ``Origin`` then names the page's
     site), or rename its own site to ``127.0.0.1`` through its DNS (DNS rebinding: the ``Host``
     header still says its name) and read the answers. Both are refused; apps on this computer,
-    browser front-ends served from it (``http://localhost:3000``) included, pass.
+    browser front-ends served from it (``http://localhost:3000``) included, pass. ``Origin: null``
+    is refused too: any site's page can send it from a sandboxed frame.
     """
     if not is_loopback(_host_of(headers.get("Host", ""))):
         return "This server answers requests addressed to this computer only (Host header)."
     origin = headers.get("Origin")
-    if origin is not None and origin != "null" and not is_loopback(urlsplit(origin).hostname or ""):
+    if origin is not None and not is_loopback(_origin_host(origin)):
         return "Web pages from other sites may not use this server (Origin header); set an API key to allow it."
     return None

@@ -19,6 +19,8 @@ class ServerLimits:
             stays open. A client that trickles its headers (slowloris) is dropped after it.
         body_timeout_s: The body must arrive within this long once the head did (408 otherwise).
         write_timeout_s: A client that stops reading a response for this long is dropped.
+        max_connections: Most connections open at once (and at most half the files the process
+            may open); a new one past it closes the oldest without a request in a handler.
         stop_grace_s: On stop, requests in flight may finish for this long; streams still
             running are then ended with an error item and closed.
     """
@@ -28,6 +30,7 @@ class ServerLimits:
     header_timeout_s: float = 15.0
     body_timeout_s: float = 60.0
     write_timeout_s: float = 60.0
+    max_connections: int = 256
     stop_grace_s: float = 5.0
 
 

@@ -14,6 +14,11 @@ Time-outs, what each one stops:
 - a body that does not arrive within ``body_timeout_s`` is answered 408;
 - a client that stops reading a response is dropped after ``write_timeout_s``.
 
+At most ``max_connections`` connections are open (:mod:`~strata_gui.core.serve.connections`): past
+it a new one closes the oldest that is not in a request, so clients that hold half-sent requests
+cannot keep an app that sends whole ones out. A request the parser cannot read (a malformed chunk
+size, say) is answered 400 and logged in one line.
+
 Stop: the listening socket closes at once, new requests on open connections are refused (503),
 requests in flight get ``stop_grace_s`` to finish; streams still running are then ended with an
 error item in their API's format and a proper end of the body, and every connection is closed.
@@ -22,6 +27,7 @@ error item in their API's format and a proper end of the body, and every connect
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -31,6 +37,7 @@ from aiohttp import web
 from strata_gui.core.errors import ServerError
 from strata_gui.core.serve.access import browser_refusal, is_loopback, key_matches, presented_key
 from strata_gui.core.serve.anthropic_api import routes as anthropic_routes
+from strata_gui.core.serve.connections import ClientErrorLog, ConnectionGuard, connection_cap
 from strata_gui.core.serve.ollama_api import routes as ollama_routes
 from strata_gui.core.serve.openai_api import routes as openai_routes
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
@@ -81,6 +88,8 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
         task = asyncio.current_task()
         if task is not None:
             ctx.inflight.add(task)
+        connection = request.protocol
+        ctx.requests[connection] = request
         try:
             if api_key is None:
                 refusal = browser_refusal(request.headers)
@@ -117,6 +126,8 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
         finally:
             if task is not None:
                 ctx.inflight.discard(task)
+            if ctx.requests.get(connection) is request:
+                del ctx.requests[connection]
 
     async def _counted(request: web.Request, handler: Handler) -> web.StreamResponse:
         c = ctx.counters
@@ -136,7 +147,8 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
 
     app = web.Application(middlewares=[guard], client_max_size=ctx.limits.max_body_bytes,
                           handler_args={"max_line_size": ctx.limits.max_header_bytes,
-                                        "max_field_size": ctx.limits.max_header_bytes})
+                                        "max_field_size": ctx.limits.max_header_bytes,
+                                        "logger": ClientErrorLog(logging.getLogger("aiohttp.server"))})
     app[CTX] = ctx
     app.router.add_get("/health", _health)
     for routes in (openai_routes, anthropic_routes, ollama_routes):
@@ -180,7 +192,8 @@ class ApiServer:
         self.ctx = ServeContext(router, limits or ServerLimits(), on_request, clock)
         self.app = build_app(self.ctx, self._api_key)
         self._runner: web.AppRunner | None = None
-        self._site: web.TCPSite | None = None
+        self._listener: asyncio.Server | None = None
+        self.connections: ConnectionGuard | None = None
 
     @property
     def counters(self) -> Counters:
@@ -212,32 +225,33 @@ class ApiServer:
                                keepalive_timeout=limits.header_timeout_s, lingering_time=2.0,
                                shutdown_timeout=1.0)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
+        assert runner.server is not None  # set up just now
+        # Our own listening socket rather than web.TCPSite: its protocol factory caps the connections.
+        guard = ConnectionGuard(runner.server, self.ctx, connection_cap(limits.max_connections))
         try:
-            await site.start()
+            listener = await asyncio.get_running_loop().create_server(guard, self.host, self.port, backlog=128)
         except OSError as exc:
             await runner.cleanup()
             raise ServerError(f"Cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
                               hint="Another program may use this port; choose another one.") from exc
-        addresses = runner.addresses
-        if addresses:
-            self.port = int(addresses[0][1])
+        if listener.sockets:
+            self.port = int(listener.sockets[0].getsockname()[1])
         self.ctx.session = engine_session()
-        self._runner, self._site = runner, site
+        self._runner, self._listener, self.connections = runner, listener, guard
         log.info("local API listening on %s:%d (key %s)", self.host, self.port,
                  "required" if self._api_key else "not required")
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Stop listening, let requests in flight finish for ``grace_s`` (default: the limits'),
         end the streams still running cleanly, close every connection."""
-        runner, site = self._runner, self._site
+        runner, listener = self._runner, self._listener
         if runner is None:
             return
-        self._runner = self._site = None
+        self._runner = self._listener = None
         self.ctx.stopping = True
         grace = self.ctx.limits.stop_grace_s if grace_s is None else grace_s
-        if site is not None:
-            await site.stop()
+        if listener is not None:
+            listener.close()  # no new connections; open ones are closed by the runner's cleanup
         pending = {t for t in self.ctx.inflight if not t.done()}
         if pending:
             _done, pending = await asyncio.wait(pending, timeout=grace)
@@ -246,6 +260,9 @@ class ApiServer:
         if pending:
             await asyncio.wait(pending, timeout=2.0)
         await runner.cleanup()
+        if listener is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(listener.wait_closed(), 2.0)
         session, self.ctx.session = self.ctx.session, None
         if session is not None:
             await session.close()

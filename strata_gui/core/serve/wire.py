@@ -152,6 +152,10 @@ class ServeContext:
     counters: Counters = field(default_factory=Counters)
     stopping: bool = False
     inflight: set[asyncio.Task[Any]] = field(default_factory=set)  # request handlers running now
+    # Connections (aiohttp's handlers) with a request in a handler now, and those still reading its
+    # body: what the connection cap may not close, or closes last (connections.ConnectionGuard).
+    requests: dict[Any, web.BaseRequest] = field(default_factory=dict)
+    reading: set[Any] = field(default_factory=set)
     session: aiohttp.ClientSession | None = None  # the engines' client, while the server runs
 
     def record(self, req: ApiRequest) -> None:
@@ -217,13 +221,18 @@ async def read_body(request: web.Request, ctx: ServeContext) -> bytes:
     limit = ctx.limits.max_body_bytes
     if request.content_length is not None and request.content_length > limit:
         raise ApiError(413, f"The request is larger than {limit // 1024} KiB.", "too_large")
+    ctx.reading.add(request.protocol)
     try:
         async with asyncio.timeout(ctx.limits.body_timeout_s):
-            return await request.read()
+            return await request.read()  # the size limit holds while reading (client_max_size)
     except TimeoutError as exc:
         raise ApiError(408, "The request body did not arrive in time.", "timeout") from exc
     except web.HTTPRequestEntityTooLarge as exc:
         raise ApiError(413, f"The request is larger than {limit // 1024} KiB.", "too_large") from exc
+    except web.RequestPayloadError as exc:  # broken chunked framing, a body shorter than its length
+        raise ApiError(400, f"The request body is malformed: {exc}.") from exc
+    finally:
+        ctx.reading.discard(request.protocol)
 
 
 async def read_json(request: web.Request, ctx: ServeContext) -> tuple[bytes, dict[str, Any]]:

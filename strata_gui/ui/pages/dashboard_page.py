@@ -119,6 +119,7 @@ class DashboardPage(Page):
         telemetry: GPU history source (None: no GPU telemetry available).
         engine_pid: The running engine's pid, or None.
         engine_url: The running engine's base URL, or None (for ``/metrics``).
+        engine_headers: What a request to the running engine carries (its key).
         models: Model files offered for benchmarking.
         choose_model: Asks the user for a GGUF file (None when cancelled).
         save_path: Asks where to export (suggested name → path or None).
@@ -135,6 +136,7 @@ class DashboardPage(Page):
         telemetry: TelemetrySource | None = None,
         engine_pid: Callable[[], int | None] = lambda: None,
         engine_url: Callable[[], str | None] = lambda: None,
+        engine_headers: Callable[[], dict[str, str]] = dict,
         models: Callable[[], list[Path]] = list,
         choose_model: Callable[[], str | None] = lambda: None,
         save_path: Callable[[str], str | None] = lambda _name: None,
@@ -147,6 +149,7 @@ class DashboardPage(Page):
         self.bridge = bridge
         self._telemetry = telemetry
         self._engine_url = engine_url
+        self._engine_headers = engine_headers
         self._models = models
         self._choose_model = choose_model
         self._save_path = save_path
@@ -375,8 +378,8 @@ class DashboardPage(Page):
             self.engine_chart.append(self.tr("CPU %"), sample.at, sample.cpu_percent)
             self.engine_chart.append(self.tr("Memory (GiB)"), sample.at, to_gib(sample.rss_bytes or 0))
         if self._counters_task is None or not self._counters_task.is_running:
-            url = self._engine_url()
-            self._counters_task = self.bridge.run(lambda _p: self.service.server_counters(url),
+            url, headers = self._engine_url(), self._engine_headers()
+            self._counters_task = self.bridge.run(lambda _p: self.service.server_counters(url, headers),
                                                   name="engine counters", show_errors=False)
             self._counters_task.succeeded.connect(self.show_counters)
 
