@@ -46,9 +46,17 @@ def error_for_status(status: int, what: str, *, retry_after: str | None = None, 
 
 
 def error_for_transport(exc: BaseException, endpoint: str) -> HubError:
-    """A HubError for a connection-level failure (DNS, refused, timeout, TLS)."""
+    """A HubError for a failed request: connection (DNS, refused, time-out, TLS), redirect loop, bad body."""
     if isinstance(exc, httpx.TimeoutException):
         msg = f"The hub at {endpoint} did not answer in time."
+    elif isinstance(exc, httpx.TooManyRedirects):
+        return HubError(f"The hub at {endpoint} sent Strata round in a loop of redirects.",
+                        hint="The hub or your mirror is misconfigured; try again later or check the hub endpoint in Settings.",
+                        details=f"{type(exc).__name__}: {exc}")
+    elif isinstance(exc, httpx.DecodingError):
+        return HubError(f"The hub at {endpoint} sent an answer Strata could not decode.",
+                        hint="A proxy may be altering the download; try again later or check the hub endpoint in Settings.",
+                        details=f"{type(exc).__name__}: {exc}")
     else:
         msg = f"Could not reach the hub at {endpoint}."
     return HubError(msg, hint="Check your network or proxy, set a mirror as hub endpoint in Settings, or turn on offline mode.",
