@@ -29,7 +29,13 @@ import httpx
 from strata_gui.core.errors import HubError
 from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, quant_from_filename
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
-from strata_gui.core.models.hub_files import QuantEntry, RemoteFile, check_remote_files, safe_commit, safe_repo_id
+from strata_gui.core.models.hub_files import (
+    QuantEntry,
+    RemoteFile,
+    check_remote_files,
+    safe_commit,
+    safe_repo_id,
+)
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.models.remote_header import read_remote_header
 from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
