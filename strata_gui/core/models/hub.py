@@ -312,7 +312,7 @@ class HubClient:
             return cached
         meta, _ = await read_remote_header(self._client, self.resolve_url(repo_id, path, commit),
                                            headers=self.auth_headers(), label=os.path.basename(path),
-                                           endpoint=self.endpoint)
+                                           endpoint=self.endpoint, deadline=self._deadline)
         self._headers[key] = meta
         return meta
 
@@ -325,7 +325,7 @@ class HubClient:
 
         return await read_remote_safetensors_names(self._client, self.resolve_url(repo_id, path, commit),
                                                    headers=self.auth_headers(), label=os.path.basename(path),
-                                                   endpoint=self.endpoint)
+                                                   endpoint=self.endpoint, deadline=self._deadline)
 
 
 def strip_front_matter(text: str) -> str:
