@@ -45,6 +45,7 @@ class Behaviour:
     bad_encoding: bool = False  # the body claims gzip and is not
     silent: bool = False  # accept, read the request, never answer
     drip: float = 0.0  # seconds between single bytes of the answer
+    claim_length: int | None = None  # ignore Range, claim this Content-Length, send a little, hang
     seen: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -82,6 +83,15 @@ class _Handler(BaseHTTPRequestHandler):
             headers.update({"Location": f"{b.redirect_to}/cdn/{SHA}", "X-Linked-Size": str(len(BODY)),
                             "X-Linked-Etag": b.etag})
             return self._send(302, b"", headers, head)
+        if b.claim_length is not None and not head:
+            self.send_response(200)
+            self.send_header("Content-Length", str(b.claim_length))
+            self.end_headers()
+            self.wfile.write(BODY)
+            self.wfile.flush()
+            while self._wait(0.05):
+                pass
+            return
         if b.bad_encoding:
             headers["Content-Encoding"] = "gzip"
             return self._send(200, b"this is not gzip at all" * 50, headers, head)
@@ -302,3 +312,40 @@ def test_silent_server_leaves_no_thread_behind() -> None:
     with serve(Behaviour(silent=True)) as endpoint, pytest.raises(HubError):
         _detail(endpoint, deadline=0.3)
     assert not [t for t in threading.enumerate() if t.name == "hostile-hub"]
+
+
+def test_a_header_read_from_a_server_ignoring_range_does_not_read_a_whole_model() -> None:
+    async def go(endpoint: str) -> Any:
+        async with httpx.AsyncClient(follow_redirects=True, timeout=httpx.Timeout(30.0, read=60.0)) as client:
+            return await HubClient(client, endpoint, lambda: TOKEN).header(REPO, COMMIT, "model-Q4_K_M.gguf")
+
+    with serve(Behaviour(claim_length=100 << 30)) as endpoint, pytest.raises(HubError, match="did not send the part"):
+        asyncio.run(go(endpoint))
+
+
+# -- the CLI's edge: a message and a hint, never a traceback ----------------------------------
+def _cli(endpoint: str, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    from strata_gui.cli import main
+    from strata_gui.core.services import build_services
+
+    build_services().settings_service.update(hub_endpoint=endpoint)  # saved, as the Settings page does
+    capsys.readouterr()
+    rc = main(list(argv))
+    return rc, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("behaviour", "needle"), [
+    (Behaviour(siblings=["../../../victim-Q4_K_M.gguf"]), "unsafe file name"),
+    (Behaviour(loop=True), "loop of redirects"),
+    (Behaviour(bad_encoding=True), "decode"),
+    (Behaviour(etag='"../../../victim.txt"'), "unsafe ETag"),
+])
+def test_models_pull_from_a_hostile_hub_fails_with_a_message_and_a_hint(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], behaviour: Behaviour, needle: str) -> None:
+    (tmp_path / "victim.txt").write_text("keep me")
+    with serve(behaviour) as endpoint:
+        rc, err = _cli(endpoint, capsys, "models", "pull", REPO, "Q4_K_M")
+    assert rc == 1
+    assert "\nerror: " in "\n" + err and needle in err and "\nhint: " in err, err
+    assert "Traceback" not in err and "Internal error" not in err, err
+    assert (tmp_path / "victim.txt").read_text() == "keep me" and not (tmp_path / "victim.txt").is_symlink()
