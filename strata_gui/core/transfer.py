@@ -423,12 +423,17 @@ def body_chunks(resp: httpx.Response) -> AsyncIterator[bytes]:
 
 
 async def stream_to_sink(resp: httpx.Response, sink: FileSink, meter: RateMeter, *, batch: int = BATCH,
-                         watch: PaceWatch | None = None) -> int:
+                         watch: PaceWatch | None = None, limit: int | None = None) -> int:
     """Copy ``resp``'s body into ``sink`` in batches of about ``batch`` bytes; return the bytes received.
 
     The chunks collected so far are queued also when the stream breaks or the task is cancelled,
     so everything that arrived is written (the caller's ``async with`` waits for it). ``watch``
     (the :class:`PaceWatch` around the request) is told of every chunk.
+
+    Raises:
+        httpx.RemoteProtocolError: more than ``limit`` bytes arrived (a server that compresses
+            although asked not to can otherwise unpack without end onto the disk); what arrived
+            up to the limit is written.
     """
     pending: list[bytes] = []
     size = received = 0
@@ -436,6 +441,8 @@ async def stream_to_sink(resp: httpx.Response, sink: FileSink, meter: RateMeter,
         async for chunk in body_chunks(resp):
             if watch is not None:
                 watch.update(len(chunk))
+            if limit is not None and received + size + len(chunk) > limit:
+                raise httpx.RemoteProtocolError(f"the server sent more than the {limit} bytes expected")
             pending.append(chunk)
             size += len(chunk)
             if size >= batch:

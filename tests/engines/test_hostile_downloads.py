@@ -79,3 +79,15 @@ def test_the_cli_warns_about_an_unverified_engine(tmp_path: Path, capsys: pytest
                         tag="b1", source="upstream", asset="llama-b1-bin-ubuntu-x64.zip", verified=False)
     _warn_unverified(e, None)
     assert capsys.readouterr().err.startswith("warning: llama-b1-bin-ubuntu-x64.zip had no published checksum")
+
+
+def test_a_compressed_body_cannot_unpack_past_the_expected_size(tmp_path: Path) -> None:
+    async def go(url: str) -> Any:
+        async with httpx.AsyncClient(follow_redirects=True, timeout=30) as http:
+            return await download_file(http, url, tmp_path / "asset.zip", expected_size=len(BODY),
+                                       expected_sha256=None, on_progress=lambda _p: None)
+
+    with serve(Behaviour(gzip_bomb=True)) as base, pytest.raises(EngineDownloadError, match="interrupted"):
+        asyncio.run(go(f"{base}/asset.zip"))
+    part = tmp_path / "asset.zip.part"
+    assert not part.exists() or part.stat().st_size <= len(BODY)

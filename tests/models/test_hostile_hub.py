@@ -9,6 +9,7 @@ accepts and never answers, one that drips a byte now and then.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import json
 import threading
@@ -45,6 +46,7 @@ class Behaviour:
     bad_encoding: bool = False  # the body claims gzip and is not
     silent: bool = False  # accept, read the request, never answer
     drip: float = 0.0  # seconds between single bytes of the answer
+    gzip_bomb: bool = False  # the body is gzip (though "identity" was asked for) of 8 MiB of zeros
     claim_length: int | None = None  # ignore Range, claim this Content-Length, send a little, hang
     seen: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -92,6 +94,9 @@ class _Handler(BaseHTTPRequestHandler):
             while self._wait(0.05):
                 pass
             return
+        if b.gzip_bomb:
+            headers["Content-Encoding"] = "gzip"
+            return self._send(200, gzip.compress(bytes(8 << 20)), headers, head)
         if b.bad_encoding:
             headers["Content-Encoding"] = "gzip"
             return self._send(200, b"this is not gzip at all" * 50, headers, head)
@@ -349,3 +354,13 @@ def test_models_pull_from_a_hostile_hub_fails_with_a_message_and_a_hint(
     assert "\nerror: " in "\n" + err and needle in err and "\nhint: " in err, err
     assert "Traceback" not in err and "Internal error" not in err, err
     assert (tmp_path / "victim.txt").read_text() == "keep me" and not (tmp_path / "victim.txt").is_symlink()
+
+
+def test_a_compressed_body_cannot_unpack_past_the_file_size(tmp_path: Path) -> None:
+    cache, before = _layout(tmp_path)
+    with serve(Behaviour(gzip_bomb=True)) as endpoint, pytest.raises(HubError) as info:
+        _download(endpoint, cache, _job(sha=None))
+    assert info.value.hint
+    sizes = [p.stat().st_size for p in cache.rglob("*") if p.is_file()]
+    assert max(sizes, default=0) < 1 << 20, sizes  # never the 8 MiB the body unpacks to
+    assert _outside(tmp_path, before) == set()

@@ -57,6 +57,16 @@ def _hash_existing(path: Path) -> tuple[int, hashlib._Hash]:
     return n, h
 
 
+def _body_limit(resp: httpx.Response, expected_size: int | None, have: int) -> int | None:
+    """The most bytes the body may bring: what the catalog expects, else what the server announced
+    for an unencoded body (a compressed one's length says nothing about what it unpacks to)."""
+    if expected_size is not None:
+        return expected_size - have
+    length = resp.headers.get("content-length", "")
+    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+    return int(length) if length.isdigit() and encoding in ("", "identity") else None
+
+
 def _open(path: Path, append: bool) -> BinaryIO:
     return open(path, "ab") if append else open(path, "wb")
 
@@ -120,7 +130,8 @@ async def download_file(
                             # Whatever arrived is written before the sink closes, also when the
                             # connection broke or the user cancelled: a resume starts after it.
                             async with FileSink(fh, hasher, name="strata-download") as sink:
-                                received = await stream_to_sink(resp, sink, meter, watch=watch)
+                                received = await stream_to_sink(resp, sink, meter, watch=watch,
+                                                                limit=_body_limit(resp, expected_size, have))
                         meter.finish()
             except httpx.TooManyRedirects as exc:
                 raise EngineDownloadError(

@@ -473,7 +473,7 @@ class HubCacheDownloader:
                         # as a rewrite in place and flushes the whole file to disk on close,
                         # ~30 ms per 128 MB that the user waits for at the end.)
                         async with FileSink(fh, sha, name="strata-hub-write") as sink:
-                            await stream_to_sink(resp, sink, meter, watch=watch)
+                            await stream_to_sink(resp, sink, meter, watch=watch, limit=size - start)
             except httpx.RequestError as exc:
                 got = partial.stat().st_size if partial.exists() else 0
                 if got > plan.have:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from strata_gui.core.errors import HubError, RateLimitedError
@@ -68,24 +66,3 @@ def check_response(resp: httpx.Response, what: str, endpoint: str) -> None:
     if resp.is_success:
         return
     raise error_for_status(resp.status_code, what, retry_after=resp.headers.get("Retry-After"), endpoint=endpoint)
-
-
-def error_from_hf(exc: BaseException, what: str, endpoint: str) -> HubError:
-    """Translate an exception raised by huggingface_hub (HfHubHTTPError, httpx2 errors, OSError)."""
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, OfflineModeIsEnabled
-
-    if isinstance(exc, OfflineModeIsEnabled):
-        return HubError("The hub client is in offline mode (HF_HUB_OFFLINE).", hint="Unset HF_HUB_OFFLINE to search and download.")
-    if isinstance(exc, GatedRepoError):
-        return HubAuthError(f"{what} is gated.", hint=TOKEN_HINT)
-    if isinstance(exc, HfHubHTTPError):
-        response: Any = getattr(exc, "response", None)
-        status = getattr(response, "status_code", None)
-        if isinstance(status, int):
-            retry = response.headers.get("Retry-After") if response is not None else None
-            return error_for_status(status, what, retry_after=retry, endpoint=endpoint)
-        return HubError(f"The hub request for {what} failed.", details=str(exc))
-    name = type(exc).__name__
-    if "Timeout" in name or "Connect" in name or "Network" in name or isinstance(exc, ConnectionError):
-        return error_for_transport(exc, endpoint)
-    return HubError(f"The hub request for {what} failed: {exc}", hint="Try again later.", details=f"{name}: {exc}")
