@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from strata_gui.core.engines import EngineService
 from strata_gui.core.engines.archive import ArchiveLimits, safe_extract
 from strata_gui.core.errors import UnsafeArchiveError
-from tests.engines.conftest import _tar_add, _tar_link, _zip_add, _zip_symlink
+from strata_gui.core.settings import Settings
+from tests.engines.conftest import UPSTREAM, Harness, _tar_add, _tar_link, _zip_add, _zip_symlink
+from tests.support.github_server import GitHubServer
 
 
 def _tree(root: Path) -> set[str]:
@@ -180,3 +183,30 @@ def test_unpack_never_writes_through_an_existing_link(tmp_path: Path) -> None:
     with pytest.raises(UnsafeArchiveError, match="over a link"):
         safe_extract(archive, staging)
     assert (root / "secret.txt").read_text() == "keep me"
+
+
+def test_engine_install_of_a_chained_archive_is_refused_and_leaves_nothing(github: GitHubServer, tmp_path: Path) -> None:
+    # The whole install path: a release whose zip carries the chain; the install is refused
+    # and nothing stays anywhere, neither outside STRATA_HOME nor in its engines folder.
+    src = tmp_path / "published"
+    src.mkdir()
+    archive = src / "llama-b7601-bin-ubuntu-x64.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        _zip_add(zf, "build/bin/llama-server", b"#!/bin/sh\n", 0o755)
+        _zip_symlink(zf, "x", ".")
+        _zip_symlink(zf, "x/x/x/x/up", "../../../..")
+    github.add_release(UPSTREAM, "b7601", [archive])
+    h = Harness(github.api_base, tmp_path / "home" / "strata", dict(os.environ), Settings())
+    h.root.mkdir(parents=True)
+    before = _tree(tmp_path)
+
+    async def body(svc: EngineService) -> None:
+        plan = await svc.plan([])
+        await svc.install(next(c for c in plan.included if c.backend == "cpu"))
+
+    with pytest.raises(UnsafeArchiveError, match="link escaping its folder"):
+        h.run(body)
+    left = {p for p in _tree(tmp_path) - before if not p.startswith("home/strata/")}
+    assert left == set(), left
+    engines = h.root / "engines"
+    assert not engines.exists() or list(engines.iterdir()) == []
