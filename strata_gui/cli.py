@@ -14,7 +14,7 @@ import sys
 from collections.abc import Coroutine, Sequence
 
 from strata_gui import __version__
-from strata_gui.core.errors import StrataError
+from strata_gui.core.errors import StrataError, describe
 from strata_gui.core.logging_setup import close_logging, configure_logging
 from strata_gui.core.services import Services, build_services
 
@@ -166,6 +166,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         log.info("command failed: %s", exc, exc_info=exc.details is None)
+        return 1
+    except Exception as exc:  # the edge: a message and a hint, never a raw traceback
+        err = describe(exc)
+        print(f"error: {err.message}", file=sys.stderr)
+        if err.hint:
+            print(f"hint: {err.hint}", file=sys.stderr)
+        log.error("command failed: %s", err.message, exc_info=exc)  # the traceback goes to the log file
         return 1
     except KeyboardInterrupt:
         print("cancelled", file=sys.stderr)

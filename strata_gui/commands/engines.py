@@ -104,6 +104,7 @@ def _engine_json(e: InstalledEngine, svc: EngineService, gpu: GpuTarget | None) 
     probe = svc.last_probe(e.id, gpu)
     data["probe"] = probe.to_json() if probe else None
     data["pinned"] = e.id == svc.settings.pinned_engine
+    data["unverified"] = e.unverified
     return data
 
 
@@ -112,7 +113,15 @@ def _engine_line(e: InstalledEngine, svc: EngineService, gpu: GpuTarget | None) 
     state = f"{probe.verdict}: {probe.message}" if probe else "not checked on this machine yet (strata engines probe)"
     pin = " (pinned)" if e.id == svc.settings.pinned_engine else ""
     kind = "" if e.kind.follows_choices else f" ({e.kind.label} engine)"
-    return f"{e.id}{pin}{kind}\n    {e.backend} {e.tag}  {e.server_path}\n    {state}"
+    warn = f"\n    warning: {e.unverified_notice()}" if e.unverified else ""
+    return f"{e.id}{pin}{kind}\n    {e.backend} {e.tag}  {e.server_path}\n    {state}{warn}"
+
+
+def _warn_unverified(*engines: InstalledEngine | None) -> None:
+    """An engine installed without a published checksum says so (on stderr, also with --json)."""
+    for e in engines:
+        if e is not None and e.unverified:
+            print(f"warning: {e.unverified_notice()}", file=sys.stderr)
 
 
 def _out(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -161,10 +170,12 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
                 raise EngineError(f"The plan has no {args.backend} build for this machine.",
                                   hint="See `strata engines plan` for the reasons.")
             engine = await svc.install(cand, show, gpu)
+            _warn_unverified(engine)
             result = await svc.probe(engine, gpu)
             _out(args, _engine_json(engine, svc, gpu), f"\ninstalled {engine.id}: {result.verdict}: {result.message}")
             return 0 if result.usable else 1
         outcome = await svc.setup(gpus, show, kind=_kind(args))
+        _warn_unverified(outcome.chosen)
         data = {"plan": outcome.plan.to_json(), "attempts": list(outcome.notices),
                 "chosen": outcome.chosen.id if outcome.chosen else None}
         text = "\n".join(outcome.notices) + (
@@ -176,6 +187,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         done = []
         for old, cand in ups:
             new = await svc.install(cand, show, gpu)
+            _warn_unverified(new)
             await svc.probe(new, gpu)
             done.append({"from": old.id, "to": new.id})
         _out(args, done, "\n".join(f"{d['from']} → {d['to']}" for d in done) or "All engines are up to date.")

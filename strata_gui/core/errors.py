@@ -217,8 +217,39 @@ class InternalError(StrataError):
         self.original = exc
 
 
+def network_error(exc: BaseException) -> NetworkError | None:
+    """The :class:`NetworkError` for an httpx failure that no service translated, else None.
+
+    The one catch at the edge for the whole httpx tree (``HTTPError``: time-outs, refused
+    connections, redirect loops, bodies in a bad ``Content-Encoding``; and ``InvalidURL``): a
+    server misbehaving is an expected condition, never a bug in Strata.
+    """
+    import sys
+
+    httpx = sys.modules.get("httpx")  # not imported here: this module loads before any network code
+    if httpx is None or not isinstance(exc, httpx.HTTPError | httpx.InvalidURL | httpx.StreamError):
+        return None
+    details = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, httpx.TimeoutException):
+        return NetworkError("A server did not answer in time.", hint="Check your network or proxy and try again.",
+                            details=details)
+    if isinstance(exc, httpx.TooManyRedirects):
+        return NetworkError("A server sent Strata round in a loop of redirects.",
+                            hint="The server is misconfigured; try again later.", details=details)
+    if isinstance(exc, httpx.DecodingError):
+        return NetworkError("A server sent an answer Strata could not decode.",
+                            hint="A proxy may be altering the traffic; try again later or from another network.",
+                            details=details)
+    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+        return NetworkError("A server sent Strata to an address it cannot use.",
+                            hint="Check the endpoint in Settings; the server may be misconfigured.", details=details)
+    return NetworkError("A network request failed.", hint="Check your network or proxy and try again.",
+                        details=details)
+
+
 def describe(exc: BaseException) -> StrataError:
-    """The error to show for ``exc``: itself if it is a :class:`StrataError`, else an :class:`InternalError`."""
+    """The error to show for ``exc``: itself if it is a :class:`StrataError`, a :class:`NetworkError`
+    for an httpx failure (:func:`network_error`), else an :class:`InternalError`."""
     if isinstance(exc, StrataError):
         return exc
-    return InternalError(exc)
+    return network_error(exc) or InternalError(exc)

@@ -32,8 +32,9 @@ import ssl
 import sys
 import threading
 import typing
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeVar
 
 import httpx
 
@@ -63,6 +64,17 @@ more than a download keeps in flight, so its blocks are reused rather than fault
 
 RELEASE_DELAY = 2.0
 """Seconds after a download ends before the heap's free pages go back to the system."""
+
+REQUEST_DEADLINE = 120.0
+"""Seconds one request that is not a bulk download (an API call, a HEAD, a header read) may take
+in all. httpx's own time-outs are per read: a server that drips a byte now and then keeps a
+request alive forever under them."""
+
+MIN_RATE = 1024.0
+"""Bytes per second below which a bulk download is given up (over :data:`RATE_WINDOW`)."""
+
+RATE_WINDOW = 60.0
+"""Seconds over which a download must average :data:`MIN_RATE`; the headers count too."""
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -410,16 +422,27 @@ def body_chunks(resp: httpx.Response) -> AsyncIterator[bytes]:
     return resp.aiter_raw() if encoding in ("", "identity") else resp.aiter_bytes()
 
 
-async def stream_to_sink(resp: httpx.Response, sink: FileSink, meter: RateMeter, *, batch: int = BATCH) -> int:
+async def stream_to_sink(resp: httpx.Response, sink: FileSink, meter: RateMeter, *, batch: int = BATCH,
+                         watch: PaceWatch | None = None, limit: int | None = None) -> int:
     """Copy ``resp``'s body into ``sink`` in batches of about ``batch`` bytes; return the bytes received.
 
     The chunks collected so far are queued also when the stream breaks or the task is cancelled,
-    so everything that arrived is written (the caller's ``async with`` waits for it).
+    so everything that arrived is written (the caller's ``async with`` waits for it). ``watch``
+    (the :class:`PaceWatch` around the request) is told of every chunk.
+
+    Raises:
+        httpx.RemoteProtocolError: more than ``limit`` bytes arrived (a server that compresses
+            although asked not to can otherwise unpack without end onto the disk); what arrived
+            up to the limit is written.
     """
     pending: list[bytes] = []
     size = received = 0
     try:
         async for chunk in body_chunks(resp):
+            if watch is not None:
+                watch.update(len(chunk))
+            if limit is not None and received + size + len(chunk) > limit:
+                raise httpx.RemoteProtocolError(f"the server sent more than the {limit} bytes expected")
             pending.append(chunk)
             size += len(chunk)
             if size >= batch:
@@ -433,3 +456,98 @@ async def stream_to_sink(resp: httpx.Response, sink: FileSink, meter: RateMeter,
             meter.update(size)
             await sink.put(pending, size)
     return received
+
+
+T = TypeVar("T")
+
+
+async def within(aw: Awaitable[T], deadline: float | None = None, what: str = "the request") -> T:
+    """Await ``aw`` (one request and its small body) for at most ``deadline`` seconds in all.
+
+    Raises:
+        httpx.ReadTimeout: it took longer (a ``TransportError``, so callers map it as a time-out).
+    """
+    limit = REQUEST_DEADLINE if deadline is None else deadline
+    try:
+        return await asyncio.wait_for(aw, limit)
+    except TimeoutError as exc:
+        raise httpx.ReadTimeout(f"{what} took more than {limit:g} s") from exc
+
+
+@dataclass(frozen=True)
+class Pace:
+    """The slowest a bulk download may go: at least ``min_rate`` bytes/s over every ``window`` s.
+
+    A server that accepts and then sends nothing, or drips a byte every few seconds (each read
+    within httpx's read time-out), would otherwise hold a download, its socket and its task forever.
+    """
+
+    min_rate: float = MIN_RATE
+    window: float = RATE_WINDOW
+
+    def watch(self) -> PaceWatch:
+        """A guard for one transfer: ``async with pace.watch() as w:`` and ``w.update(n)`` per chunk."""
+        return PaceWatch(self)
+
+
+DEFAULT_PACE = Pace()
+
+
+class PaceWatch:
+    """Cancels the block it guards when a window passes with fewer than ``min_rate * window`` bytes.
+
+    Leaving the block after that raises :class:`httpx.ReadTimeout` (a ``TransportError``, so a
+    download's usual "connection dropped, resume" handling applies and nothing received is lost).
+    """
+
+    def __init__(self, pace: Pace) -> None:
+        self.pace = pace
+        self._need = pace.min_rate * pace.window
+        self._got = 0
+        self._timeout: asyncio.Timeout | None = None
+
+    async def __aenter__(self) -> PaceWatch:
+        self._timeout = asyncio.timeout(self.pace.window)
+        await self._timeout.__aenter__()
+        return self
+
+    def update(self, n: int) -> None:
+        """Count ``n`` received bytes; a window that got enough starts the next one now."""
+        self._got += n
+        if self._got >= self._need and self._timeout is not None:
+            self._got = 0
+            self._timeout.reschedule(asyncio.get_running_loop().time() + self.pace.window)
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        assert self._timeout is not None
+        try:
+            await self._timeout.__aexit__(*exc_info)
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(f"the transfer went slower than {self.pace.min_rate:g} bytes/s "
+                                    f"for {self.pace.window:g} s") from exc
+
+
+def same_origin(a: str | httpx.URL, b: str | httpx.URL) -> bool:
+    """Whether two URLs share scheme, host and port (default ports filled in).
+
+    Strata's rule for credentials: a token goes only to the origin it is meant for. A different
+    host OR a different port is another origin (as for browsers and httpx's own redirects).
+    """
+    ua, ub = httpx.URL(str(a)), httpx.URL(str(b))
+    defaults = {"http": 80, "https": 443}
+    return (ua.scheme == ub.scheme and ua.host == ub.host
+            and (ua.port or defaults.get(ua.scheme)) == (ub.port or defaults.get(ub.scheme)))
+
+
+_CREDENTIALS = ("authorization", "cookie", "proxy-authorization")
+
+
+def credentials_for(url: str | httpx.URL, origin: str | httpx.URL, headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` for a request to ``url``: with credentials only when ``url`` is on ``origin``.
+
+    A hub answers a file with a redirect to its CDN; the CDN's signed URL needs no token, and the
+    token must not travel there (huggingface_hub drops it the same way).
+    """
+    if same_origin(url, origin):
+        return dict(headers)
+    return {k: v for k, v in headers.items() if k.lower() not in _CREDENTIALS}

@@ -118,3 +118,21 @@ def test_cancel_install_leaves_only_the_resumable_part(page: EnginesPage, qasync
     parts = [p.name for p in (harness.root / "downloads").iterdir()]
     assert parts == ["llama-b7601-bin-ubuntu-vulkan-x64.tar.gz.part"]
     assert page.installed_empty.isVisibleTo(page) and page.setup_button.isEnabled()
+
+
+def test_an_engine_without_a_published_checksum_is_marked_unverified(page: EnginesPage, harness: Harness) -> None:
+    from strata_gui.core.engines.records import InstalledEngine
+
+    for verified in (False, True):
+        folder = harness.root / "engines" / f"upstream-cpu-all-b{int(verified)}"
+        folder.mkdir(parents=True)
+        (folder / "llama-server").write_bytes(b"#!/bin/sh\n")
+        InstalledEngine(id=folder.name, backend="cpu", folder=folder, server_path=folder / "llama-server",
+                        tag=f"b{int(verified)}", source="upstream", asset="llama-bin-ubuntu-x64.zip",
+                        verified=verified, installed_at=float(verified)).write_manifest(folder)
+    page.refresh_installed()
+    rows = {page.installed_tree.topLevelItem(i).toolTip(0): page.installed_tree.topLevelItem(i)
+            for i in range(page.installed_tree.topLevelItemCount())}
+    assert "unverified download" in rows["upstream-cpu-all-b0"].text(3)
+    assert "no published checksum" in rows["upstream-cpu-all-b0"].toolTip(3)
+    assert "unverified" not in rows["upstream-cpu-all-b1"].text(3)

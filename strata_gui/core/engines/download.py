@@ -21,7 +21,7 @@ import httpx
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import ChecksumMismatchError, EngineDownloadError, StorageError
 from strata_gui.core.progress import ProgressCallback, RateMeter
-from strata_gui.core.transfer import PROGRESS_INTERVAL, FileSink, stream_to_sink
+from strata_gui.core.transfer import DEFAULT_PACE, PROGRESS_INTERVAL, FileSink, Pace, stream_to_sink
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,16 @@ def _hash_existing(path: Path) -> tuple[int, hashlib._Hash]:
     return n, h
 
 
+def _body_limit(resp: httpx.Response, expected_size: int | None, have: int) -> int | None:
+    """The most bytes the body may bring: what the catalog expects, else what the server announced
+    for an unencoded body (a compressed one's length says nothing about what it unpacks to)."""
+    if expected_size is not None:
+        return expected_size - have
+    length = resp.headers.get("content-length", "")
+    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+    return int(length) if length.isdigit() and encoding in ("", "identity") else None
+
+
 def _open(path: Path, append: bool) -> BinaryIO:
     return open(path, "ab") if append else open(path, "wb")
 
@@ -70,8 +80,12 @@ async def download_file(
     expected_sha256: str | None,
     on_progress: ProgressCallback,
     message: str = "Downloading",
+    pace: Pace = DEFAULT_PACE,
 ) -> DownloadResult:
     """Download ``url`` to ``dest``, resuming ``dest.part`` if present.
+
+    ``pace``: the slowest the transfer may go (headers included) before it is given up as
+    interrupted; the part received is kept for the resume.
 
     Raises:
         EngineDownloadError: network failure or an HTTP error (the partial file is kept to resume).
@@ -93,7 +107,7 @@ async def download_file(
         if expected_size is None or have < expected_size:
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
-                async with http.stream("GET", url, headers=headers) as resp:
+                async with pace.watch() as watch, http.stream("GET", url, headers=headers) as resp:
                     if resp.status_code == 416 and have:
                         pass  # the server says we already have everything
                     elif resp.status_code not in (200, 206):
@@ -116,9 +130,19 @@ async def download_file(
                             # Whatever arrived is written before the sink closes, also when the
                             # connection broke or the user cancelled: a resume starts after it.
                             async with FileSink(fh, hasher, name="strata-download") as sink:
-                                received = await stream_to_sink(resp, sink, meter)
+                                received = await stream_to_sink(resp, sink, meter, watch=watch,
+                                                                limit=_body_limit(resp, expected_size, have))
                         meter.finish()
-            except httpx.TransportError as exc:
+            except httpx.TooManyRedirects as exc:
+                raise EngineDownloadError(
+                    f"The download server of {dest.name} sent Strata round in a loop of redirects.",
+                    hint="The release server is misconfigured; try again later.", details=f"{url}: {exc!r}") from exc
+            except httpx.DecodingError as exc:
+                raise EngineDownloadError(
+                    f"The download server sent {dest.name} in an encoding Strata could not decode.",
+                    hint="A proxy may be altering downloads; try again later or from another network.",
+                    details=f"{url}: {exc!r}") from exc
+            except httpx.RequestError as exc:
                 raise EngineDownloadError(
                     f"The download of {dest.name} was interrupted ({type(exc).__name__}).",
                     hint="Check the connection and install again: the download resumes where it stopped.",

@@ -131,6 +131,20 @@ class InstalledEngine:
     def library_dir(self) -> Path:
         return self.server_path.parent
 
+    @property
+    def unverified(self) -> bool:
+        """Downloaded from a release whose asset had no published digest (nor a pin in the
+        catalog): nothing vouches that the bytes are the publisher's. A user's own build is not
+        a download and is never called unverified."""
+        return not self.verified and self.source != "local" and bool(self.asset)
+
+    def unverified_notice(self) -> str:
+        """The warning both faces show for an :attr:`unverified` engine ("" when verified)."""
+        if not self.unverified:
+            return ""
+        return (f"{self.asset} had no published checksum, so this engine could not be verified "
+                "against its publisher's build.")
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["version"] = MANIFEST_VERSION

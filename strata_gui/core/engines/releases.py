@@ -175,7 +175,7 @@ class ReleaseClient:
         url = f"{self.api_base}/repos/{repo}/releases"
         try:
             resp = await self._http.get(url, params={"per_page": per_page}, headers=headers)
-        except httpx.TransportError as exc:
+        except httpx.RequestError as exc:  # also a redirect loop or a body in a bad encoding
             log.info("release listing of %s failed: %r", repo, exc)
             return self._from_cache(repo, f"could not reach {httpx.URL(url).host}")
         if resp.status_code == 304 and cached is not None:

@@ -48,6 +48,7 @@ from strata_gui.core.errors import (
     EngineInstallError,
     InsufficientSpaceError,
     StrataError,
+    UnsafeArchiveError,
 )
 from strata_gui.core.events import Listeners
 from strata_gui.core.gpu.model import GpuReport
@@ -60,6 +61,16 @@ if TYPE_CHECKING:
     from strata_gui.core.engines.tuning import TuningCheck
 
 log = logging.getLogger(__name__)
+
+
+def _check_asset_name(name: str) -> None:
+    """Refuse a release asset name that is not one plain file name: it becomes a path in the
+    downloads folder, and a release server (or a mirror of one) chooses it."""
+    if (not name or name in (".", "..") or name.startswith(".") or any(c in name for c in "/\\:\x00")
+            or any(ord(c) < 32 for c in name)):
+        raise UnsafeArchiveError(f"The release offers an asset with an unsafe name ({name[:200]!r}); it was not downloaded.",
+                                 hint="The release server may be malicious or misconfigured. Report it to its publisher.")
+
 
 def _suffix() -> str:
     """A short random name part for staging and trash folders (uuid would cost ~5 ms of start-up)."""
@@ -378,6 +389,7 @@ class EngineService:
             raise EngineInstallError(f"There is no {cand.backend} build to install: {cand.reason}")
         asset = cand.asset
         source = self.catalog.source(cand.source_id)
+        _check_asset_name(asset.name)
         archive = self.downloads_dir / asset.name
         part = archive.with_name(archive.name + ".part")
         already = part.stat().st_size if part.exists() else 0

@@ -39,9 +39,25 @@ from strata_gui.core.errors import (
     StrataError,
 )
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
-from strata_gui.core.models.hub_files import QuantEntry, RemoteFile
+from strata_gui.core.models.hub_files import (
+    QuantEntry,
+    RemoteFile,
+    check_remote_files,
+    safe_commit,
+    safe_etag,
+    safe_repo_id,
+    safe_repo_path,
+)
 from strata_gui.core.progress import ProgressCallback, RateMeter, format_bytes
-from strata_gui.core.transfer import PROGRESS_INTERVAL, FileSink, stream_to_sink
+from strata_gui.core.transfer import (
+    DEFAULT_PACE,
+    PROGRESS_INTERVAL,
+    FileSink,
+    Pace,
+    credentials_for,
+    stream_to_sink,
+    within,
+)
 
 log = logging.getLogger(__name__)
 
@@ -266,8 +282,12 @@ class HubCacheDownloader:
         client: Shared async HTTP client.
         cache_dir: The hub cache (``$HF_HUB_CACHE``; Settings.hf_cache_dir overrides it).
         endpoint: Hub base URL.
-        auth_headers: Returns the Authorization header for gated repos (token never logged).
+        auth_headers: Returns the Authorization header for gated repos (token never logged). It
+            is sent to ``endpoint``'s origin only, never to the CDN a file redirects to.
         disk_free: Free bytes of the folder holding a path (injected for tests).
+        deadline: Seconds one metadata request (HEAD) may take in all (default
+            :data:`~strata_gui.core.transfer.REQUEST_DEADLINE`).
+        pace: The slowest a file download may go before it is given up (and can be resumed).
     """
 
     def __init__(
@@ -278,12 +298,20 @@ class HubCacheDownloader:
         auth_headers: Callable[[], dict[str, str]],
         *,
         disk_free: Callable[[Path], int] | None = None,
+        deadline: float | None = None,
+        pace: Pace = DEFAULT_PACE,
     ) -> None:
         self._client = client
         self.cache_dir = cache_dir
         self.endpoint = endpoint.rstrip("/")
         self._auth = auth_headers
         self._disk_free = disk_free or _free_bytes
+        self._deadline = deadline
+        self._pace = pace
+
+    def _headers_for(self, url: str) -> dict[str, str]:
+        """The token only for the hub's own origin; a CDN (or any other host) gets none."""
+        return credentials_for(url, self.endpoint, {**self._auth(), "Accept-Encoding": "identity"})
 
     def _url(self, repo_id: str, path: str, revision: str) -> str:
         from urllib.parse import quote
@@ -292,10 +320,10 @@ class HubCacheDownloader:
 
     async def _resolve(self, repo_id: str, path: str, revision: str) -> _Resolved:
         url = self._url(repo_id, path, revision)
-        headers = {**self._auth(), "Accept-Encoding": "identity"}
         try:
-            resp = await self._client.head(url, headers=headers, follow_redirects=False)
-        except httpx.TransportError as exc:
+            resp = await within(self._client.head(url, headers=self._headers_for(url), follow_redirects=False),
+                                self._deadline, f"the hub's answer for {path}")
+        except httpx.RequestError as exc:
             raise error_for_transport(exc, self.endpoint) from exc
         if resp.is_redirect:
             location = urljoin(url, resp.headers.get("Location", ""))
@@ -313,13 +341,22 @@ class HubCacheDownloader:
         if not etag or not commit or size_text is None:
             raise HubError(f"The hub at {self.endpoint} did not describe {path} (ETag, commit or size missing).",
                            hint="The endpoint may not be a hub mirror; check the hub endpoint in Settings.")
-        return _Resolved(etag, int(size_text), commit, location)
+        return self._checked(etag, size_text, commit, location, path)
+
+    def _checked(self, etag: str, size: str, commit: str, url: str, path: str) -> _Resolved:
+        """The hub's description of a file, refused if its ETag or commit could not be a name
+        inside the cache (they become ``blobs/<etag>`` and ``snapshots/<commit>``)."""
+        if not size.strip().isdigit():
+            raise HubError(f"The hub at {self.endpoint} sent a size that is not a number for {path}.",
+                           hint="Check the hub endpoint in Settings.")
+        return _Resolved(safe_etag(etag, endpoint=self.endpoint), int(size),
+                         safe_commit(commit, endpoint=self.endpoint), url)
 
     async def _resolve_at(self, url: str, repo_id: str, path: str, commit: str | None) -> _Resolved:
         try:
-            resp = await self._client.head(url, headers={**self._auth(), "Accept-Encoding": "identity"},
-                                           follow_redirects=True)
-        except httpx.TransportError as exc:
+            resp = await within(self._client.head(url, headers=self._headers_for(url), follow_redirects=True),
+                                self._deadline, f"the hub's answer for {path}")
+        except httpx.RequestError as exc:
             raise error_for_transport(exc, self.endpoint) from exc
         check_response(resp, f"{repo_id}/{path}", self.endpoint)
         etag = _normalize_etag(resp.headers.get("X-Linked-Etag") or resp.headers.get("ETag"))
@@ -327,7 +364,7 @@ class HubCacheDownloader:
         size = resp.headers.get("X-Linked-Size") or resp.headers.get("Content-Length")
         if not etag or not commit or size is None:
             raise HubError(f"The hub at {self.endpoint} did not describe {path}.", hint="Check the hub endpoint in Settings.")
-        return _Resolved(etag, int(size), commit, str(resp.url))
+        return self._checked(etag, size, commit, str(resp.url), path)
 
     def pointer_paths(self, job: DownloadJob, commit: str) -> list[Path]:
         base = repo_folder(self.cache_dir, job.repo_id) / "snapshots" / commit
@@ -353,6 +390,12 @@ class HubCacheDownloader:
             InsufficientSpaceError: Not enough free space for what is left to download.
             ChecksumMismatchError: A file's SHA-256 differs from the hub's LFS hash (the file is deleted).
         """
+        # Every name that becomes a path is checked before anything touches the disk: the queue
+        # file, a starter or a hub listing could carry ``../`` (a hostile mirror did).
+        safe_repo_id(job.repo_id, endpoint=self.endpoint)
+        if job.ref:
+            safe_repo_path(job.ref, what="branch name", endpoint=self.endpoint)
+        check_remote_files(job.files, endpoint=self.endpoint)
         repo_dir = repo_folder(self.cache_dir, job.repo_id)
         plans: list[_Plan] = []
         for f in job.files:
@@ -402,12 +445,14 @@ class HubCacheDownloader:
         start = plan.have
         if start:
             await _hash_prefix(partial, start, sha)
-        headers = {**self._auth(), "Accept-Encoding": "identity"}
+        headers = self._headers_for(plan.resolved.url)
         if start:
             headers["Range"] = f"bytes={start}-"
         if start < size:
             try:
-                async with self._client.stream("GET", plan.resolved.url, headers=headers, follow_redirects=True) as resp:
+                async with (self._pace.watch() as watch,
+                            self._client.stream("GET", plan.resolved.url, headers=headers,
+                                                follow_redirects=True) as resp):
                     if start and resp.status_code == 200:
                         # The server ignored Range: start over.
                         meter.update(-start)
@@ -428,8 +473,8 @@ class HubCacheDownloader:
                         # as a rewrite in place and flushes the whole file to disk on close,
                         # ~30 ms per 128 MB that the user waits for at the end.)
                         async with FileSink(fh, sha, name="strata-hub-write") as sink:
-                            await stream_to_sink(resp, sink, meter)
-            except httpx.TransportError as exc:
+                            await stream_to_sink(resp, sink, meter, watch=watch, limit=size - start)
+            except httpx.RequestError as exc:
                 got = partial.stat().st_size if partial.exists() else 0
                 if got > plan.have:
                     raise HubError(

@@ -4,8 +4,13 @@ Search pages are fetched with the injected ``httpx.AsyncClient`` from the same
 ``GET {endpoint}/api/models`` query ``HfApi.list_models`` sends, following the ``Link: rel="next"``
 header one page per call: ``list_models`` cannot stop after one page and resume later (its
 ``limit`` is both the page size and the total), and an async request is cancelled at once when
-the user types on (a thread running ``list_models`` could not be). Model detail goes through
-``HfApi(endpoint=...).model_info(files_metadata=True)`` on a worker thread (``run_blocking``).
+the user types on (a thread running ``list_models`` could not be). Model detail asks the same
+``GET {endpoint}/api/models/{repo}/revision/{rev}?blobs=true`` that ``HfApi.model_info(files_metadata=True)``
+sends, on the same client (cancellable, with a deadline, the token only for the hub's own origin),
+and reads the answer with huggingface_hub's ``ModelInfo``.
+
+A hub or a mirror controls every name in its answers; file names and the commit are checked
+(:func:`~strata_gui.core.models.hub_files.check_remote_files`) before Strata uses them.
 """
 
 from __future__ import annotations
@@ -21,14 +26,20 @@ from urllib.parse import quote
 
 import httpx
 
-from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import HubError
 from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, quant_from_filename
-from strata_gui.core.models.hub_errors import check_response, error_for_transport, error_from_hf
-from strata_gui.core.models.hub_files import QuantEntry, RemoteFile
+from strata_gui.core.models.hub_errors import check_response, error_for_transport
+from strata_gui.core.models.hub_files import (
+    QuantEntry,
+    RemoteFile,
+    check_remote_files,
+    safe_commit,
+    safe_repo_id,
+)
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.models.remote_header import read_remote_header
 from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
+from strata_gui.core.transfer import credentials_for, within
 
 SORTS = {"downloads": "downloads", "likes": "likes", "trending": "trendingScore", "updated": "lastModified"}
 PAGE_SIZE = 30
@@ -169,6 +180,8 @@ class HubClient:
         client: Shared async HTTP client (search, card, ranged header reads).
         endpoint: Hub base URL from Settings.
         token: Returns the access token for gated repos, or None (never logged).
+        deadline: Seconds one request may take in all (default
+            :data:`~strata_gui.core.transfer.REQUEST_DEADLINE`).
     """
 
     def __init__(
@@ -176,10 +189,13 @@ class HubClient:
         client: httpx.AsyncClient,
         endpoint: str,
         token: Callable[[], str | None],
+        *,
+        deadline: float | None = None,
     ) -> None:
         self._client = client
         self.endpoint = endpoint.rstrip("/")
         self._token = token
+        self._deadline = deadline
         self._headers: dict[tuple[str, str, str], GGUFMetadata] = {}
 
     def auth_headers(self) -> dict[str, str]:
@@ -207,10 +223,12 @@ class HubClient:
             request = self._client.build_request("GET", f"{self.endpoint}/api/models", params=params,
                                                  headers=self.auth_headers())
         else:
-            request = self._client.build_request("GET", next_url, headers=self.auth_headers())
+            # The next page's address comes from the answer: the token goes only to the hub.
+            request = self._client.build_request("GET", next_url,
+                                                 headers=credentials_for(next_url, self.endpoint, self.auth_headers()))
         try:
-            resp = await self._client.send(request)
-        except httpx.TransportError as exc:
+            resp = await within(self._client.send(request), self._deadline, "the model search")
+        except httpx.RequestError as exc:
             raise error_for_transport(exc, self.endpoint) from exc
         check_response(resp, "the model search", self.endpoint)
         try:
@@ -225,19 +243,21 @@ class HubClient:
 
     async def detail(self, repo_id: str, revision: str = "main") -> ModelDetail:
         """Repo info (files with sizes and LFS hashes) via huggingface_hub, plus the model card."""
-        from huggingface_hub import HfApi
-
-        token = self._token()
-        api = HfApi(endpoint=self.endpoint, token=token or False)
+        info = await self._model_info(safe_repo_id(repo_id), revision)
         try:
-            info = await run_blocking(lambda: api.model_info(repo_id, revision=revision, files_metadata=True),
-                                      name="strata-hub-info")
-        except Exception as exc:  # huggingface_hub raises HfHubHTTPError/httpx2/OSError
-            raise error_from_hf(exc, repo_id, self.endpoint) from exc
-        files = [
-            RemoteFile(s.rfilename, int(s.size or (s.lfs.size if s.lfs else 0) or 0), s.lfs.sha256 if s.lfs else None)
-            for s in (info.siblings or [])
-        ]
+            files = [
+                RemoteFile(str(s.rfilename), int(s.size or (s.lfs.size if s.lfs else 0) or 0),
+                           s.lfs.sha256 if s.lfs else None)
+                for s in (info.siblings or [])
+            ]
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise HubError(f"The hub at {self.endpoint} described the files of {repo_id} in a way Strata cannot read.",
+                           hint="Check the hub endpoint in Settings.", details=repr(exc)) from exc
+        # A file name becomes a path in the cache (and may become the default download): one
+        # with ``../`` or a drive in it is refused here, before anything else sees it.
+        check_remote_files(files, endpoint=self.endpoint)
+        if info.sha:
+            safe_commit(info.sha, endpoint=self.endpoint)
         from strata_gui.core.models.hub_images import image_variants, is_image_repo
 
         kind = IMAGE if is_image_repo(info.pipeline_tag, list(info.tags or ())) else TEXT
@@ -253,11 +273,32 @@ class HubClient:
         return ModelDetail(repo_id, info.sha or revision, card, bool(info.gated), int(info.downloads or 0),
                            int(info.likes or 0), tuple(quants), tuple(others), kind, tuple(images))
 
+    async def _model_info(self, repo_id: str, revision: str) -> Any:
+        """huggingface_hub's ``ModelInfo`` for the repo, with each file's size and LFS hash."""
+        from huggingface_hub.hf_api import ModelInfo
+
+        url = f"{self.endpoint}/api/models/{repo_id}/revision/{quote(revision, safe='')}"
+        try:
+            resp = await within(self._client.get(url, params={"blobs": "true"}, headers=self.auth_headers(),
+                                                 follow_redirects=True), self._deadline, f"the details of {repo_id}")
+        except httpx.RequestError as exc:
+            raise error_for_transport(exc, self.endpoint) from exc
+        check_response(resp, repo_id, self.endpoint)
+        try:
+            data = resp.json()
+            if not isinstance(data, dict):
+                raise TypeError("not an object")
+            return ModelInfo(**data)  # type: ignore[no-untyped-call]
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise HubError(f"The hub at {self.endpoint} sent something that is not a model's details for {repo_id}.",
+                           hint="Check the hub endpoint in Settings.", details=repr(exc)) from exc
+
     async def _card(self, repo_id: str, revision: str) -> str:
         try:
-            resp = await self._client.get(self.resolve_url(repo_id, "README.md", revision),
-                                          headers=self.auth_headers(), follow_redirects=True)
-        except httpx.TransportError as exc:
+            resp = await within(self._client.get(self.resolve_url(repo_id, "README.md", revision),
+                                                 headers=self.auth_headers(), follow_redirects=True),
+                                self._deadline, "the model card")
+        except httpx.RequestError as exc:
             raise error_for_transport(exc, self.endpoint) from exc
         if not resp.is_success:
             return ""
@@ -271,7 +312,7 @@ class HubClient:
             return cached
         meta, _ = await read_remote_header(self._client, self.resolve_url(repo_id, path, commit),
                                            headers=self.auth_headers(), label=os.path.basename(path),
-                                           endpoint=self.endpoint)
+                                           endpoint=self.endpoint, deadline=self._deadline)
         self._headers[key] = meta
         return meta
 
@@ -284,7 +325,7 @@ class HubClient:
 
         return await read_remote_safetensors_names(self._client, self.resolve_url(repo_id, path, commit),
                                                    headers=self.auth_headers(), label=os.path.basename(path),
-                                                   endpoint=self.endpoint)
+                                                   endpoint=self.endpoint, deadline=self._deadline)
 
 
 def strip_front_matter(text: str) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from strata_gui.core.errors import HubError, RateLimitedError
@@ -46,9 +44,17 @@ def error_for_status(status: int, what: str, *, retry_after: str | None = None, 
 
 
 def error_for_transport(exc: BaseException, endpoint: str) -> HubError:
-    """A HubError for a connection-level failure (DNS, refused, timeout, TLS)."""
+    """A HubError for a failed request: connection (DNS, refused, time-out, TLS), redirect loop, bad body."""
     if isinstance(exc, httpx.TimeoutException):
         msg = f"The hub at {endpoint} did not answer in time."
+    elif isinstance(exc, httpx.TooManyRedirects):
+        return HubError(f"The hub at {endpoint} sent Strata round in a loop of redirects.",
+                        hint="The hub or your mirror is misconfigured; try again later or check the hub endpoint in Settings.",
+                        details=f"{type(exc).__name__}: {exc}")
+    elif isinstance(exc, httpx.DecodingError):
+        return HubError(f"The hub at {endpoint} sent an answer Strata could not decode.",
+                        hint="A proxy may be altering the download; try again later or check the hub endpoint in Settings.",
+                        details=f"{type(exc).__name__}: {exc}")
     else:
         msg = f"Could not reach the hub at {endpoint}."
     return HubError(msg, hint="Check your network or proxy, set a mirror as hub endpoint in Settings, or turn on offline mode.",
@@ -60,24 +66,3 @@ def check_response(resp: httpx.Response, what: str, endpoint: str) -> None:
     if resp.is_success:
         return
     raise error_for_status(resp.status_code, what, retry_after=resp.headers.get("Retry-After"), endpoint=endpoint)
-
-
-def error_from_hf(exc: BaseException, what: str, endpoint: str) -> HubError:
-    """Translate an exception raised by huggingface_hub (HfHubHTTPError, httpx2 errors, OSError)."""
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, OfflineModeIsEnabled
-
-    if isinstance(exc, OfflineModeIsEnabled):
-        return HubError("The hub client is in offline mode (HF_HUB_OFFLINE).", hint="Unset HF_HUB_OFFLINE to search and download.")
-    if isinstance(exc, GatedRepoError):
-        return HubAuthError(f"{what} is gated.", hint=TOKEN_HINT)
-    if isinstance(exc, HfHubHTTPError):
-        response: Any = getattr(exc, "response", None)
-        status = getattr(response, "status_code", None)
-        if isinstance(status, int):
-            retry = response.headers.get("Retry-After") if response is not None else None
-            return error_for_status(status, what, retry_after=retry, endpoint=endpoint)
-        return HubError(f"The hub request for {what} failed.", details=str(exc))
-    name = type(exc).__name__
-    if "Timeout" in name or "Connect" in name or "Network" in name or isinstance(exc, ConnectionError):
-        return error_for_transport(exc, endpoint)
-    return HubError(f"The hub request for {what} failed: {exc}", hint="Try again later.", details=f"{name}: {exc}")

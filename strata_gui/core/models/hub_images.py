@@ -23,9 +23,9 @@ import httpx
 
 from strata_gui.core.errors import HubError, ModelError
 from strata_gui.core.models.gguf_meta import quant_from_filename
-from strata_gui.core.models.hub_errors import check_response, error_for_transport
 from strata_gui.core.models.hub_files import QuantEntry, RemoteFile
 from strata_gui.core.models.image_models import COMPANION_FRAGMENTS, MODEL_SUFFIXES, ImageFit
+from strata_gui.core.models.remote_header import ranged_get
 
 IMAGE_PIPELINES = ("text-to-image",)
 # diffusers keeps each component in its own folder, in a layout sd.cpp does not load as one file.
@@ -199,18 +199,13 @@ SAFETENSORS_HEADER_MAX = 100 << 20
 
 
 async def read_remote_safetensors_names(client: httpx.AsyncClient, url: str, *, headers: dict[str, str],
-                                        label: str, endpoint: str) -> list[str]:
+                                        label: str, endpoint: str, deadline: float | None = None) -> list[str]:
     """Tensor names of a remote safetensors file: its 8-byte length, then the JSON header, by Range."""
 
     async def get(start: int, end: int) -> bytes:
-        try:
-            resp = await client.get(url, headers={**headers, "Range": f"bytes={start}-{end}",
-                                                  "Accept-Encoding": "identity"}, follow_redirects=True)
-        except httpx.TransportError as exc:
-            raise error_for_transport(exc, endpoint or url) from exc
-        check_response(resp, label, endpoint)
-        body = resp.content
-        # A server that ignores Range sends the whole file from byte 0.
+        resp, body = await ranged_get(client, url, headers, start, end, label=label, endpoint=endpoint,
+                                      deadline=deadline)
+        # A server that ignores Range sends the whole (small) file from byte 0.
         return body if resp.status_code == 206 else body[start:end + 1]
 
     head = await get(0, 7)

@@ -9,11 +9,49 @@ import httpx
 from strata_gui.core.errors import GGUFError, HubError
 from strata_gui.core.models.gguf_meta import GGUFMetadata, NeedMoreData, parse_prefix
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
+from strata_gui.core.transfer import within
 
 CHUNK = 2 * 1024 * 1024
 # Token lists of big vocabularies make headers a few MB; anything past this is not a header.
 HEADER_LIMIT = 64 * 1024 * 1024
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
+
+
+async def ranged_get(client: httpx.AsyncClient, url: str, headers: dict[str, str] | None, start: int, end: int, *,
+                     label: str, endpoint: str, deadline: float | None = None) -> tuple[httpx.Response, bytes]:
+    """GET bytes ``start..end`` of ``url``: the response (status, headers) and its body.
+
+    The body's size is judged from the headers before a byte of it is read: a part must declare
+    a ``Content-Length`` no larger than asked for; a server that ignores ``Range`` (200, the whole
+    file) is read only when the file is at most :data:`HEADER_LIMIT`. A compressed body is refused
+    (a range of an encoded body means nothing, and decoding it has no size bound). The request has
+    ``deadline`` seconds in all (default :data:`~strata_gui.core.transfer.REQUEST_DEADLINE`).
+
+    Raises:
+        HubError: network failure, time-out, redirect loop, an HTTP error status, or a body that
+            would not fit the bounds above.
+    """
+    req_headers = {**(headers or {}), "Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"}
+
+    async def fetch() -> tuple[httpx.Response, bytes]:
+        async with client.stream("GET", url, headers=req_headers, follow_redirects=True) as resp:
+            check_response(resp, label, endpoint)  # status and headers only; an error body is not read
+            where = endpoint or str(httpx.URL(url).copy_with(query=None))
+            if resp.headers.get("Content-Encoding", "identity").strip().lower() not in ("", "identity"):
+                raise HubError(f"The server at {where} sent a compressed part of {label}.",
+                               hint="A proxy may be altering the traffic; try again or check the hub endpoint in Settings.")
+            cap = end - start + 1 if resp.status_code == 206 else max(end + 1, HEADER_LIMIT)
+            length = resp.headers.get("Content-Length", "").strip()
+            if not length.isdigit() or int(length) > cap:
+                raise HubError(f"The server at {where} did not send the part of {label} Strata asked for "
+                               f"({length or 'no'} bytes instead of at most {cap}).",
+                               hint="The hub endpoint must support ranged requests; check it in Settings.")
+            return resp, await resp.aread()
+
+    try:
+        return await within(fetch(), deadline, f"a part of {label}")
+    except httpx.RequestError as exc:
+        raise error_for_transport(exc, endpoint or url) from exc
 
 
 async def read_remote_header(
@@ -24,6 +62,7 @@ async def read_remote_header(
     label: str = "the model file",
     endpoint: str = "",
     chunk: int = CHUNK,
+    deadline: float | None = None,
 ) -> tuple[GGUFMetadata, int | None]:
     """Fetch ``url`` in ``chunk``-sized Range requests until the GGUF header parses.
 
@@ -39,15 +78,8 @@ async def read_remote_header(
     want = chunk
     while True:
         start = len(buf)
-        req_headers = dict(headers or {})
-        req_headers["Range"] = f"bytes={start}-{want - 1}"
-        req_headers["Accept-Encoding"] = "identity"
-        try:
-            resp = await client.get(url, headers=req_headers, follow_redirects=True)
-        except httpx.TransportError as exc:
-            raise error_for_transport(exc, endpoint or url) from exc
-        check_response(resp, label, endpoint)
-        body = resp.content
+        resp, body = await ranged_get(client, url, headers, start, want - 1, label=label, endpoint=endpoint,
+                                      deadline=deadline)
         if resp.status_code == 206:
             m = _CONTENT_RANGE.match(resp.headers.get("Content-Range", ""))
             if m and m.group(3) != "*":
@@ -56,7 +88,7 @@ async def read_remote_header(
                 raise HubError(f"The server sent the wrong part of {label}.", hint="Try again; a proxy may be interfering.")
             buf += body
         else:
-            # Server ignored Range: it sent the whole file from byte 0.
+            # Server ignored Range: it sent the whole (small) file from byte 0.
             buf = bytearray(body)
             total = len(body)
         try:

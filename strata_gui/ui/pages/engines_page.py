@@ -361,9 +361,14 @@ class EnginesPage(Page):
                 self.tr("  (always used)") if e.id == self._service.settings.pinned_engine else "")
             if e.id in self._updates:
                 name += self.tr("  · update {tag} available").format(tag=self._updates[e.id].tag)
+            tip = probe.details[-1500:] if probe and probe.details else state
+            if e.unverified:
+                state += self.tr("  · unverified download")
+                tip = self.tr("{asset} had no published checksum, so this engine could not be verified "
+                              "against its publisher's build.").format(asset=e.asset) + "\n\n" + tip
             item = QTreeWidgetItem([name, backend_label(e.backend), e.tag, state, self._tuning_text(e)])
             item.setToolTip(0, e.id)  # the folder name, for support
-            item.setToolTip(3, probe.details[-1500:] if probe and probe.details else state)
+            item.setToolTip(3, tip)
             self.installed_tree.addTopLevelItem(item)
             if e.id == keep:
                 self.installed_tree.setCurrentItem(item)
