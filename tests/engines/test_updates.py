@@ -1,0 +1,268 @@
+"""Engine updates you can trust, on real builds published by the loopback GitHub.
+
+Every build here is the real CPU llama-server. The "other" builds are the same binary behind a
+small start script, as a broken release would behave: one starves the engine once a model loads
+(the prompt read 4 tokens at a time: honestly slower, no sleep), one crashes (SIGSEGV) while loading any
+model, one cannot load one particular model (the architecture error a real regression prints).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import zipfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from strata_gui.core.bench.store import MetricsStore
+from strata_gui.core.bench.updates import EngineUpdater, TrialOutcome
+from strata_gui.core.bench.workload import BenchConfig, Benchmark
+from strata_gui.core.engines import EngineService
+from strata_gui.core.engines.resolver import EngineResolver
+from strata_gui.core.engines.updates import AUTO_ROLLED_BACK, PROMOTED, REFUSED, ROLLED_BACK
+from strata_gui.core.errors import StrataError
+from strata_gui.core.gpu.service import build_gpu_service
+from strata_gui.core.pool import EnginePool
+from strata_gui.core.pool.runner import run_along_plan
+from strata_gui.core.resources import kernels_dir
+from strata_gui.core.runtime.launch import ServerSettings
+from strata_gui.core.settings import Settings
+from tests.engines.conftest import UPSTREAM, Harness, _zip_add, pack_cpu_zip
+from tests.support import gguf_model
+from tests.support.engines import TestEngines
+from tests.support.github_server import GitHubServer
+from tests.support.pool import real_pool
+
+T = TypeVar("T")
+GPU_TREES = Path(__file__).resolve().parents[1] / "data" / "gpu" / "linux"
+WHERE = "AMD Radeon RX 7900 XTX"
+CURRENT, NEW = "upstream-cpu-all-b7601", "upstream-cpu-all-b7700"
+
+_START = '#!/bin/sh\nhere=$(dirname "$0")\n'
+_END = 'exec "$here/llama-server-real" "$@"\n'
+# Once a model loads: 4-token batches (a build with starved defaults). Not one thread: on this
+# shared 2-core machine two threads are not reliably faster than one, 4-token batches always slower.
+SLOW = _START + 'case " $* " in *" -m "*) exec "$here/llama-server-real" "$@" -ub 4 -b 4;; esac\n' + _END
+# Crashes while loading any model; --version and --list-devices still answer (the probe passes).
+CRASH = _START + ('case " $* " in *" -m "*) echo "llama_model_load: loading model tensors" >&2; '
+                  'kill -SEGV $$;; esac\n') + _END
+# Loads the trial's model, but not the other one.
+BREAKS_OTHER = _START + ('case "$*" in *strata-other-model*) echo "llama_model_load: error loading model: '
+                         'unknown model architecture" >&2; exit 1;; esac\n') + _END
+
+
+def pack_wrapper_zip(real: Path, out: Path, script: str) -> Path:
+    """A CPU release whose ``llama-server`` is ``script`` in front of the real binary."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w") as zf:
+        _zip_add(zf, "build/bin/llama-server", script.encode(), 0o755)
+        _zip_add(zf, "build/bin/llama-server-real", real.read_bytes(), 0o755)
+    return out
+
+
+@dataclass(frozen=True)
+class Builds:
+    real: Path
+    slow: Path
+    crash: Path
+    breaks_other: Path
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory, test_engines: TestEngines) -> Builds:
+    d = tmp_path_factory.mktemp("update-builds")
+    name = "llama-b7700-bin-ubuntu-x64.zip"  # the tag is taken from the asset name: the release sets it
+    return Builds(pack_cpu_zip(test_engines.cpu_server, d / name),
+                  pack_wrapper_zip(test_engines.cpu_server, d / "slow" / name, SLOW),
+                  pack_wrapper_zip(test_engines.cpu_server, d / "crash" / name, CRASH),
+                  pack_wrapper_zip(test_engines.cpu_server, d / "breaks" / name, BREAKS_OTHER))
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory, test_engines: TestEngines) -> tuple[Path, Path]:
+    """The model the trials use, and a second one."""
+    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(test_engines.llama_src))
+    d = tmp_path_factory.mktemp("update-models")
+    return (gguf_model.write_model(d / "strata-trial-model.gguf"),
+            gguf_model.write_model(d / "strata-other-model.gguf", gguf_model.ModelSpec(seed=7)))
+
+
+def publish(github: GitHubServer, tag: str, archive: Path, tmp_path: Path, when: str) -> None:
+    """Publish ``archive`` as ``tag`` (renamed to that tag's asset name)."""
+    target = tmp_path / "published" / tag / f"llama-{tag}-bin-ubuntu-x64.zip"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(archive.read_bytes())
+    github.add_release(UPSTREAM, tag, [target], published_at=when)
+
+
+@dataclass
+class Rig:
+    svc: EngineService
+    resolver: EngineResolver
+    pool: EnginePool
+    store: MetricsStore
+    updater: EngineUpdater
+    http: httpx.AsyncClient
+
+
+def run_rig(github: GitHubServer, tmp_path: Path, model: Path, body: Callable[[Rig], Awaitable[T]], *,
+            tolerance: int = 40) -> T:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GGML_", "HIP", "LD_LIBRARY"))}
+    h = Harness(github.api_base, tmp_path / "strata", env, Settings(update_tolerance_pct=tolerance,
+                                                                   last_model=str(model)))
+
+    async def main() -> T:
+        async with httpx.AsyncClient(follow_redirects=True, timeout=30) as http:
+            svc = h.service(http)
+            gpus = build_gpu_service(kernels_dir(), sysfs_root=GPU_TREES / "rx7900xtx")
+            store = MetricsStore(h.root / "metrics.sqlite3")
+            resolver = EngineResolver(svc, gpus, svc.settings, store)
+            pool = real_pool(http, env, log_dir=h.root / "logs")
+            # One thread for every build: the machine's other work then sways both alike.
+            updater = EngineUpdater(svc, resolver, pool, http, store, h.settings_service,
+                                    launch_settings=lambda _m: ServerSettings(threads=1))
+            unwatch = updater.watch()
+            try:
+                await resolver.prepare()
+                plan = await svc.plan(resolver.gpu_targets())
+                cand = next(c for c in plan.included if c.backend == "cpu")
+                await svc.probe(await svc.install(cand), resolver.primary_target())
+                return await body(Rig(svc, resolver, pool, store, updater, http))
+            finally:
+                unwatch()
+                await pool.aclose()
+                store.close()
+
+    return asyncio.run(main())
+
+
+async def update_once(rig: Rig, github: GitHubServer, tmp_path: Path, archive: Path) -> TrialOutcome:
+    publish(github, "b7700", archive, tmp_path, "2026-03-02T09:00:00Z")
+    offers = await rig.updater.check()
+    assert [(o.current.id, o.candidate.engine_id, o.tag) for o in offers] == [(CURRENT, NEW, "b7700")]
+    assert offers[0].published_at.startswith("2026-03-02")
+    assert offers[0].notes_url == "https://github.com/ggml-org/llama.cpp/releases/tag/b7700"
+    (outcome,) = await rig.updater.update()
+    return outcome
+
+
+def chosen(rig: Rig, model: Path) -> str | None:
+    spec = rig.resolver.resolve(model).chosen
+    return spec.id if spec else None
+
+
+@pytest.mark.engine
+def test_a_faster_build_is_promoted_and_the_last_good_one_kept(github: GitHubServer, builds: Builds,
+                                                              models: tuple[Path, Path], tmp_path: Path) -> None:
+    model = models[0]
+    publish(github, "b7601", builds.slow, tmp_path, "2026-02-10T08:10:00Z")
+
+    async def body(rig: Rig) -> dict[str, Any]:
+        assert chosen(rig, model) == CURRENT
+        outcome = await update_once(rig, github, tmp_path, builds.real)
+        assert outcome.verdict == "promoted", outcome.message
+        assert chosen(rig, model) == NEW  # the resolver now runs the promoted build
+        left = {v.engine_id: v.reason for v in rig.resolver.resolve(model).left_out}
+        assert left[CURRENT].startswith("kept as the last good build")
+        assert rig.svc.garbage_collect() == []  # gc keeps the last good build
+        (entry,) = rig.svc.ledger.history()
+        assert entry.action == PROMOTED and entry.figures == outcome.figures
+        assert not await rig.updater.check()  # up to date
+        # Roll back by hand: the last good build runs again.
+        back = rig.updater.rollback()
+        assert back.action == ROLLED_BACK and chosen(rig, model) == CURRENT
+        assert back.message == f"Rolled back to b7601 from b7700 on your {WHERE}"
+        return outcome.figures
+
+    figures = run_rig(github, tmp_path, model, body)
+    print(f"faster build: prefill {figures['prefill_tps']:.0f} vs {figures['current_prefill_tps']:.0f} t/s, "
+          f"decode {figures['decode_tps']:.0f} vs {figures['current_decode_tps']:.0f} t/s")
+    assert figures["prefill_slower_pct"] < 0  # faster, as measured
+
+
+@pytest.mark.engine
+def test_a_build_that_crashes_while_loading_is_refused_with_the_reason(
+        github: GitHubServer, builds: Builds, models: tuple[Path, Path], tmp_path: Path) -> None:
+    model = models[0]
+    publish(github, "b7601", builds.real, tmp_path, "2026-02-10T08:10:00Z")
+
+    async def body(rig: Rig) -> TrialOutcome:
+        outcome = await update_once(rig, github, tmp_path, builds.crash)
+        assert outcome.verdict == "refused"
+        assert chosen(rig, model) == CURRENT
+        assert NEW not in {e.id for e in rig.svc.installed()}  # the refused build is not kept
+        (entry,) = rig.svc.ledger.history()
+        assert entry.action == REFUSED and entry.message == outcome.message
+        # The next update does not try the same build again, and says why.
+        (offer,) = await rig.updater.check()
+        assert offer.held.startswith("it was refused before")
+        assert await rig.updater.update() == []
+        return outcome
+
+    outcome = run_rig(github, tmp_path, model, body)
+    assert outcome.message.startswith(f"b7700 failed with strata-trial-model.gguf on your {WHERE}: ")
+    assert "crashed while loading" in outcome.message and outcome.message.endswith("; kept b7601")
+
+
+@pytest.mark.engine
+def test_a_slower_build_is_refused_and_the_current_one_stays(github: GitHubServer, builds: Builds,
+                                                            models: tuple[Path, Path], tmp_path: Path) -> None:
+    model = models[0]
+    publish(github, "b7601", builds.real, tmp_path, "2026-02-10T08:10:00Z")
+
+    async def body(rig: Rig) -> TrialOutcome:
+        outcome = await update_once(rig, github, tmp_path, builds.slow)
+        assert outcome.verdict == "refused", outcome.message
+        assert chosen(rig, model) == CURRENT
+        return outcome
+
+    outcome = run_rig(github, tmp_path, model, body)
+    f = outcome.figures
+    print(f"slow build: prefill {f['prefill_slower_pct']:.0f} % slower, decode {f['decode_slower_pct']:.0f} % "
+          f"slower; {outcome.message}")
+    assert max(f["prefill_slower_pct"], f["decode_slower_pct"]) > 40
+    assert outcome.message.startswith("b7700 prefilled ") or outcome.message.startswith("b7700 decoded ")
+    assert f"slower than b7601 on your {WHERE} with strata-trial-model.gguf (" in outcome.message
+    assert outcome.message.endswith("the tolerance is 40 %); kept b7601")
+
+
+@pytest.mark.engine
+def test_a_build_that_breaks_after_promotion_is_rolled_back_automatically(
+        github: GitHubServer, builds: Builds, models: tuple[Path, Path], tmp_path: Path) -> None:
+    model, other = models
+    publish(github, "b7601", builds.real, tmp_path, "2026-02-10T08:10:00Z")
+
+    async def body(rig: Rig) -> None:
+        # The current build has loaded the other model (its benchmark result says so).
+        bench = Benchmark(rig.http, rig.pool, rig.store, launch_settings=lambda _m: ServerSettings(threads=1))
+        (before,) = await bench.run(other, [rig.resolver.spec_for(rig.svc.get(CURRENT), "test")],
+                                    gpu=rig.resolver.gpu_key(), config=BenchConfig(64, 8, 1),
+                                    model_key=rig.resolver.model_key(other) or "")
+        assert before.ok, before.error
+        outcome = await update_once(rig, github, tmp_path, builds.breaks_other)
+        assert outcome.verdict == "promoted", outcome.message
+        assert chosen(rig, other) == NEW
+
+        async def reply(lease: Any) -> str:
+            return str(lease.base_url)
+
+        with pytest.raises(StrataError):
+            await run_along_plan(rig.pool, rig.resolver.plan_for(other), other, lambda _s: ServerSettings(),
+                                 reply, user="chat")
+        last = rig.svc.ledger.history()[-1]
+        assert last.action == AUTO_ROLLED_BACK
+        assert last.message == (f"b7700 could not load strata-other-model.gguf, which b7601 loaded; rolled back to "
+                                f"b7601 and marked b7700 bad for this model on your {WHERE}")
+        assert chosen(rig, other) == CURRENT and chosen(rig, model) == CURRENT
+        assert rig.svc.ledger.is_bad(NEW, rig.resolver.model_key(other), rig.resolver.gpu_key())
+        # The next message runs on the restored build.
+        ran = await run_along_plan(rig.pool, rig.resolver.plan_for(other), other, lambda _s: ServerSettings(),
+                                   reply, user="chat")
+        assert ran.engine.id == CURRENT
+
+    run_rig(github, tmp_path, model, body, tolerance=60)
