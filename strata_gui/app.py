@@ -328,7 +328,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     def build_engines() -> Page:
         from strata_gui.ui.pages.engines_page import EnginesPage
 
-        page = EnginesPage(services.engines, bridge)
+        page = EnginesPage(services.engines, bridge, updater=services.updater)
         if services.gpu.last_report is not None:  # detected before this page was opened
             page.set_gpus(services.resolver.gpu_targets())
         # Plans follow the GPUs and the engines on their own (the resolver listens); the page too.

@@ -179,6 +179,20 @@ class UpdateLedger:
                 return mark.get("reason", "")
         return None
 
+    def role(self, engine: InstalledEngine) -> str | None:
+        """"last good" (kept to roll back to), "updated" (in use since an update), else None."""
+        state = self._read()
+        group = group_of(engine)
+        if state.last_good.get(group) == engine.id:
+            return "last good"
+        if state.active.get(group) == engine.id and group in state.last_good:
+            return "updated"
+        return None
+
+    def can_roll_back(self, engine: InstalledEngine) -> bool:
+        """Whether ``engine``'s kind and family has a last good build to go back to."""
+        return group_of(engine) in self._read().last_good
+
     def keep(self) -> set[str]:
         """Builds ``gc`` must keep: in use, last good, on trial."""
         state = self._read()
