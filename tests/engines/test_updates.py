@@ -24,12 +24,14 @@ from strata_gui.core.bench.workload import BenchConfig, Benchmark
 from strata_gui.core.engines import EngineService
 from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.updates import AUTO_ROLLED_BACK, PROMOTED, REFUSED, ROLLED_BACK
-from strata_gui.core.errors import StrataError
+from strata_gui.core.errors import ServerBusyError, StrataError
 from strata_gui.core.gpu.service import build_gpu_service
-from strata_gui.core.pool import EnginePool
+from strata_gui.core.pool import EnginePool, EngineStateChanged
 from strata_gui.core.pool.runner import run_along_plan
+from strata_gui.core.progress import Progress
 from strata_gui.core.resources import kernels_dir
-from strata_gui.core.runtime.launch import ServerSettings
+from strata_gui.core.runtime.client import ChatClient, RequestOptions
+from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.settings import Settings
 from tests.engines.conftest import Harness
 from tests.support.engine_updates import CURRENT, NEW, Builds, make_builds, make_models, publish
@@ -215,5 +217,59 @@ def test_a_build_that_breaks_after_promotion_is_rolled_back_automatically(
         ran = await run_along_plan(rig.pool, rig.resolver.plan_for(other), other, lambda _s: ServerSettings(),
                                    reply, user="chat")
         assert ran.engine.id == CURRENT
+
+    run_rig(github, tmp_path, model, body, tolerance=60)
+
+
+@pytest.mark.engine
+def test_a_trial_waits_for_the_streaming_reply_and_the_chat_waits_for_the_trial(
+        github: GitHubServer, builds: Builds, models: tuple[Path, Path], tmp_path: Path) -> None:
+    model, chats_model = models  # the chat uses another model: nothing but the turn keeps the trial out
+    publish(github, "b7601", builds.real, tmp_path, "2026-02-10T08:10:00Z")
+
+    async def body(rig: Rig) -> None:
+        order: list[str] = []
+        told: list[str] = []
+
+        def on_pool(event: object) -> None:
+            if isinstance(event, EngineStateChanged) and event.state is ServerState.STARTING:
+                order.append(f"start {event.engine.spec.id}")
+
+        rig.pool.events.subscribe(on_pool)
+        chat_spec = rig.resolver.plan_for(chats_model)[0]
+        lease = await rig.pool.acquire(chat_spec, chats_model, ServerSettings(threads=1), user="chat")
+        client = ChatClient(rig.http, lease.base_url)
+        publish(github, "b7700", builds.real, tmp_path, "2026-03-02T09:00:00Z")
+        later: list[asyncio.Task[Any]] = []
+
+        async def next_message() -> None:
+            # A chat message sent during the trial: it waits, and is told why.
+            with pytest.raises(ServerBusyError) as busy:
+                await rig.pool.acquire(chat_spec, chats_model, ServerSettings(threads=1), user="api", wait=False)
+            told.append(busy.value.message)
+            again = await rig.pool.acquire(chat_spec, chats_model, ServerSettings(threads=1), user="chat",
+                                           on_progress=lambda p: told.append(p.message))
+            order.append("next message")
+            again.release()
+
+        def progress(p: Progress) -> None:
+            if p.message.startswith("Loading") and not later:
+                later.append(asyncio.get_running_loop().create_task(next_message()))
+
+        update = asyncio.create_task(rig.updater.update(on_progress=progress))
+        reply = await client.stream([{"role": "user", "content": "Tell me a long story."}],
+                                    options=RequestOptions(max_tokens=200))
+        order.append("reply streamed")
+        lease.release()
+        (outcome,) = await update
+        order.append("trial done")
+        await later[0]
+        assert reply.text and outcome.verdict == "promoted", outcome.message
+        assert order.index("reply streamed") < order.index(f"start {NEW}")  # not while the reply streamed
+        # The next message got its engine only once the trial's last engine had started and served.
+        assert max(i for i, o in enumerate(order) if o == f"start {NEW}") < order.index("next message")
+        assert order.count(f"start {NEW}") == 2  # its benchmark, its format check
+        assert told[0].startswith("Strata is trying the engine update b7700")  # the API is told (busy)
+        assert told[1] == told[0]  # the chat waits, and is told the same
 
     run_rig(github, tmp_path, model, body, tolerance=60)
