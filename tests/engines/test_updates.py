@@ -23,8 +23,8 @@ from strata_gui.core.bench.updates import EngineUpdater, TrialOutcome
 from strata_gui.core.bench.workload import BenchConfig, Benchmark
 from strata_gui.core.engines import EngineService
 from strata_gui.core.engines.resolver import EngineResolver
-from strata_gui.core.engines.updates import AUTO_ROLLED_BACK, PROMOTED, REFUSED, ROLLED_BACK
-from strata_gui.core.errors import ServerBusyError, StrataError
+from strata_gui.core.engines.updates import AUTO_ROLLED_BACK, PROMOTED, REFUSED, ROLLED_BACK, TRIAL_PASSED
+from strata_gui.core.errors import EngineError, ServerBusyError, StrataError
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.pool import EnginePool, EngineStateChanged
 from strata_gui.core.pool.runner import run_along_plan
@@ -117,14 +117,18 @@ def test_a_faster_build_is_promoted_and_the_last_good_one_kept(github: GitHubSer
 
     async def body(rig: Rig) -> dict[str, Any]:
         assert chosen(rig, model) == CURRENT
-        outcome = await update_once(rig, github, tmp_path, builds.real)
+        publish(github, "b7700", builds.real, tmp_path, "2026-03-02T09:00:00Z")
+        (tried,) = await rig.updater.update(trial_only=True)  # tries, changes nothing
+        assert tried.verdict == "passed" and tried.message.startswith(f"b7700 passed its trial on your {WHERE}")
+        assert chosen(rig, model) == CURRENT and NEW not in {e.id for e in rig.svc.installed()}
+        (outcome,) = await rig.updater.update()
         assert outcome.verdict == "promoted", outcome.message
         assert chosen(rig, model) == NEW  # the resolver now runs the promoted build
         left = {v.engine_id: v.reason for v in rig.resolver.resolve(model).left_out}
         assert left[CURRENT].startswith("kept as the last good build")
         assert rig.svc.garbage_collect() == []  # gc keeps the last good build
-        (entry,) = rig.svc.ledger.history()
-        assert entry.action == PROMOTED and entry.figures == outcome.figures
+        passed, entry = rig.svc.ledger.history()
+        assert passed.action == TRIAL_PASSED and entry.action == PROMOTED and entry.figures == outcome.figures
         assert not await rig.updater.check()  # up to date
         # Roll back by hand: the last good build runs again.
         back = rig.updater.rollback()
@@ -273,3 +277,26 @@ def test_a_trial_waits_for_the_streaming_reply_and_the_chat_waits_for_the_trial(
         assert told[1] == told[0]  # the chat waits, and is told the same
 
     run_rig(github, tmp_path, model, body, tolerance=60)
+
+
+@pytest.mark.engine
+def test_a_pinned_build_is_never_replaced_and_the_check_works_offline(
+        github: GitHubServer, builds: Builds, models: tuple[Path, Path], tmp_path: Path) -> None:
+    publish(github, "b7601", builds.real, tmp_path, "2026-02-10T08:10:00Z")
+
+    async def body(rig: Rig) -> None:
+        publish(github, "b7700", builds.crash, tmp_path, "2026-03-02T09:00:00Z")
+        (online,) = await rig.updater.check()
+        assert not online.cached and not online.held
+        rig.svc.releases.offline = True  # the saved listing answers
+        (offline,) = await rig.updater.check()
+        assert offline.cached and offline.tag == "b7700" and "(from the saved release list)" in offline.message()
+        rig.svc.pin(CURRENT)
+        (pinned,) = await rig.updater.check()
+        assert pinned.held == f"{CURRENT} is pinned; a pinned build is never replaced"
+        assert await rig.updater.update() == [] and await rig.updater.update(retry_refused=True) == []
+        with pytest.raises(EngineError, match="pinned"):
+            await rig.updater.trial(pinned)
+        assert [e.id for e in rig.svc.installed()] == [CURRENT] and rig.svc.ledger.history() == []
+
+    run_rig(github, tmp_path, models[0], body)
