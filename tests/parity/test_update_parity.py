@@ -99,3 +99,17 @@ def test_gui_and_cli_give_the_same_update_verdict(
                 assert page.notes.text().startswith("Rolled back to b7601 from b7700")
                 assert ui.services.resolver.resolve(trial_model).chosen.id == CURRENT  # type: ignore[union-attr]
         print(f"{case}: {by_cli['message']}")
+
+
+def test_the_window_tells_of_an_automatic_rollback(qtbot: QtBot, qapp: Any,
+                                                   qasync_loop: asyncio.AbstractEventLoop) -> None:
+    from strata_gui.core.engines import AUTO_ROLLED_BACK, UpdateEntry
+
+    for ui in gui(qtbot, qapp, qasync_loop):
+        message = ("b7700 could not load a.gguf, which b7601 loaded; rolled back to b7601 and marked b7700 bad "
+                   "for this model on your AMD Radeon RX 7900 XTX")
+        ledger = ui.services.engines.ledger
+        ledger.record(UpdateEntry(1.0, "promoted", "text:upstream:cpu:", "b", "a", "b7700 replaced b7601"))
+        assert not ui.window.banner.isVisibleTo(ui.window)  # a promotion is the Engines page's news
+        ledger.record(UpdateEntry(2.0, AUTO_ROLLED_BACK, "text:upstream:cpu:", "a", "b", message), restore="a")
+        assert ui.window.banner.isVisibleTo(ui.window) and ui.window.banner.text.text() == message
