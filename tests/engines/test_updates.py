@@ -167,6 +167,26 @@ def test_a_build_that_crashes_while_loading_is_refused_with_the_reason(
 
 
 @pytest.mark.engine
+def test_a_build_that_breaks_tool_calls_is_refused(github: GitHubServer, builds: Builds,
+                                                  models: tuple[Path, Path], tmp_path: Path) -> None:
+    model = models[0]
+    publish(github, "b7601", builds.real, tmp_path, "2026-02-10T08:10:00Z")
+
+    async def body(rig: Rig) -> TrialOutcome:
+        outcome = await update_once(rig, github, tmp_path, builds.breaks_tools)
+        assert chosen(rig, model) == CURRENT
+        return outcome
+
+    outcome = run_rig(github, tmp_path, model, body, tolerance=60)
+    assert outcome.verdict == "refused"
+    assert outcome.message.startswith("b7700 broke strata-trial-model.gguf's replies: ")
+    assert "Unable to generate parser for this template" in outcome.message, outcome.message
+    assert outcome.message.endswith("… Error: Jinja Exception: tool calls are broken in this build; kept b7601")
+    assert "\n" not in outcome.message
+    assert outcome.figures["prefill_tps"] > 0  # it loaded and was measured: only its replies failed
+
+
+@pytest.mark.engine
 def test_a_slower_build_is_refused_and_the_current_one_stays(github: GitHubServer, builds: Builds,
                                                             models: tuple[Path, Path], tmp_path: Path) -> None:
     model = models[0]

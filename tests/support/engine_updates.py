@@ -27,13 +27,23 @@ CRASH = _START + ('case " $* " in *" -m "*) echo "llama_model_load: loading mode
 BREAKS_OTHER = _START + ('case "$*" in *strata-other-model*) echo "llama_model_load: error loading model: '
                          'unknown model architecture" >&2; exit 1;; esac\n') + _END
 
+# Loads and answers, but its chat template breaks on any request with tools (as a build whose
+# tool-call support regressed): the benchmark passes, the format check does not.
+BREAKS_TOOLS = _START + ('case " $* " in *" -m "*) exec "$here/llama-server-real" "$@" '
+                         '--chat-template-file "$here/chat-template.jinja";; esac\n') + _END
+TOOLS_BROKEN_TEMPLATE = ("{% if tools %}{{ raise_exception('tool calls are broken in this build') }}{% endif %}"
+                         + gguf_model.CHATML_TEMPLATE)
 
-def pack_wrapper_zip(real: Path, out: Path, script: str) -> Path:
-    """A CPU release whose ``llama-server`` is ``script`` in front of the real binary."""
+
+def pack_wrapper_zip(real: Path, out: Path, script: str, extra: dict[str, str] | None = None) -> Path:
+    """A CPU release whose ``llama-server`` is ``script`` in front of the real binary (``extra``:
+    more files beside it)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w") as zf:
         _zip_add(zf, "build/bin/llama-server", script.encode(), 0o755)
         _zip_add(zf, "build/bin/llama-server-real", real.read_bytes(), 0o755)
+        for name, text in (extra or {}).items():
+            _zip_add(zf, f"build/bin/{name}", text.encode())
     return out
 
 
@@ -43,6 +53,7 @@ class Builds:
     slow: Path
     crash: Path
     breaks_other: Path
+    breaks_tools: Path
 
 
 def make_builds(d: Path, test_engines: TestEngines) -> Builds:
@@ -51,7 +62,9 @@ def make_builds(d: Path, test_engines: TestEngines) -> Builds:
     return Builds(pack_cpu_zip(test_engines.cpu_server, d / name),
                   pack_wrapper_zip(test_engines.cpu_server, d / "slow" / name, SLOW),
                   pack_wrapper_zip(test_engines.cpu_server, d / "crash" / name, CRASH),
-                  pack_wrapper_zip(test_engines.cpu_server, d / "breaks" / name, BREAKS_OTHER))
+                  pack_wrapper_zip(test_engines.cpu_server, d / "breaks" / name, BREAKS_OTHER),
+                  pack_wrapper_zip(test_engines.cpu_server, d / "tools" / name, BREAKS_TOOLS,
+                                   {"chat-template.jinja": TOOLS_BROKEN_TEMPLATE}))
 
 
 def make_models(d: Path, test_engines: TestEngines) -> tuple[Path, Path]:

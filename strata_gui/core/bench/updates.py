@@ -446,7 +446,9 @@ class EngineUpdater:
             lease.succeeded()
             return None
         except StrataError as exc:
-            return exc.message
+            # Engines answer with multi-line parser traces: their first and last lines say it.
+            lines = [line.strip() for line in exc.message.splitlines() if line.strip()]
+            return lines[0].rstrip(": ") + (f" … {lines[-1]}" if len(lines) > 1 else "") if lines else "no reply"
         finally:
             if lease is not None:
                 lease.release()
