@@ -423,7 +423,7 @@ class EnginePool:
     @contextlib.asynccontextmanager
     async def turn(self, user: str, reason: str) -> AsyncIterator[None]:
         """Hold the whole pool for ``user`` (an engine update's trial): first wait until no engine
-        is in use by anyone else (a streaming reply finishes), then every other user's
+        is in use by anyone else (a streaming reply finishes) or loading, then every other user's
         :meth:`acquire` waits (told ``reason`` by a :class:`Waiting` event and its progress) or,
         when it may not wait, fails with :class:`ServerBusyError`, until the block ends."""
         cond = self._cond
@@ -432,7 +432,8 @@ class EnginePool:
                 await cond.wait()
             self._turn = (user, reason)
             try:
-                while any(set(e.holders) - {user} for e in self._engines.values()):
+                # In use by another user, or loading for one (its lease would follow at once).
+                while any(set(e.holders) - {user} or e.start_task is not None for e in self._engines.values()):
                     await cond.wait()
             except BaseException:
                 self._turn = None
