@@ -267,6 +267,8 @@ class UpdateLedger:
                               "reason": entry.message})
         state.history.append(entry)
         self._write(state)
+        log.info("engine update: %s: %s %s", entry.action, entry.message,
+                 " ".join(f"{k}={v:.1f}" for k, v in sorted(entry.figures.items())))
         self.events.emit(entry)
         return entry
 
