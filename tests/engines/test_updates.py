@@ -21,9 +21,16 @@ import pytest
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.updates import EngineUpdater, TrialOutcome
 from strata_gui.core.bench.workload import BenchConfig, Benchmark
-from strata_gui.core.engines import EngineService
+from strata_gui.core.engines import EngineService, InstalledEngine
 from strata_gui.core.engines.resolver import EngineResolver
-from strata_gui.core.engines.updates import AUTO_ROLLED_BACK, PROMOTED, REFUSED, ROLLED_BACK, TRIAL_PASSED
+from strata_gui.core.engines.updates import (
+    AUTO_ROLLED_BACK,
+    PROMOTED,
+    REFUSED,
+    ROLLED_BACK,
+    TRIAL_PASSED,
+    UpdateEntry,
+)
 from strata_gui.core.errors import EngineError, ServerBusyError, StrataError
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.pool import EnginePool, EngineStateChanged
@@ -320,3 +327,30 @@ def test_a_pinned_build_is_never_replaced_and_the_check_works_offline(
         assert [e.id for e in rig.svc.installed()] == [CURRENT] and rig.svc.ledger.history() == []
 
     run_rig(github, tmp_path, models[0], body)
+
+
+def test_gc_keeps_the_build_in_use_and_the_last_good_one_and_a_damaged_ledger_is_ignored(
+        github: GitHubServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    h = Harness(github.api_base, tmp_path / "strata", {}, Settings())
+
+    async def body(svc: EngineService) -> None:
+        for i, tag in enumerate(("b7500", "b7601", "b7700", "b7800")):
+            folder = svc.engines_dir / f"upstream-cpu-all-{tag}"
+            folder.mkdir(parents=True)
+            InstalledEngine(f"upstream-cpu-all-{tag}", "cpu", folder, folder / "llama-server", tag,
+                            source="upstream", installed_at=float(i)).write_manifest()
+        # b7800 was refused (left on disk), b7700 promoted over b7601.
+        svc.ledger.record(UpdateEntry(1.0, REFUSED, "text:upstream:cpu:", "upstream-cpu-all-b7800",
+                                      "upstream-cpu-all-b7700", "b7800 failed"), refuse=True)
+        svc.ledger.record(UpdateEntry(2.0, PROMOTED, "text:upstream:cpu:", "upstream-cpu-all-b7700",
+                                      "upstream-cpu-all-b7601", "b7700 replaced b7601"),
+                          promote=("upstream-cpu-all-b7700", "upstream-cpu-all-b7601"))
+        assert sorted(svc.garbage_collect()) == ["upstream-cpu-all-b7500", "upstream-cpu-all-b7800"]
+        assert svc.ledger.refused("upstream-cpu-all-b7800") == "b7800 failed"  # not tried again, even gone
+        assert [h.action for h in svc.ledger.history()] == [REFUSED, PROMOTED]
+        svc.ledger.path.write_text("{not json")
+        assert svc.ledger.history() == [] and svc.ledger.active("text:upstream:cpu:") is None
+        assert "unreadable engine update records" in caplog.text
+        assert svc.garbage_collect() == ["upstream-cpu-all-b7601"]  # no record: the newest stays
+
+    h.run(body)
