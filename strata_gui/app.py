@@ -328,7 +328,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     def build_engines() -> Page:
         from strata_gui.ui.pages.engines_page import EnginesPage
 
-        page = EnginesPage(services.engines, bridge)
+        page = EnginesPage(services.engines, bridge, updater=services.updater)
         if services.gpu.last_report is not None:  # detected before this page was opened
             page.set_gpus(services.resolver.gpu_targets())
         # Plans follow the GPUs and the engines on their own (the resolver listens); the page too.
@@ -452,6 +452,16 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
 
     services.chat.subscribe(plan_changed)
     window.destroyed.connect(lambda *_: services.chat.unsubscribe(plan_changed))
+
+    def rolled_back(entry: Any) -> None:
+        # A promoted engine that broke a model was put back by the core: the notice wherever the user is.
+        from strata_gui.core.engines import AUTO_ROLLED_BACK
+
+        if entry.action == AUTO_ROLLED_BACK:
+            window.show_notice(entry.message, "warning")
+
+    unfollow_updates = services.engines.ledger.events.subscribe(rolled_back)
+    window.destroyed.connect(lambda *_: unfollow_updates())
     if base.settings_notice:
         window.show_notice(base.settings_notice, "warning")
     return ui

@@ -1,4 +1,4 @@
-"""`strata engines plan|list|resolve|install|update|remove|pin|gc|probe|add-local|check-tuning [--json]`.
+"""`strata engines plan|list|resolve|install|update|rollback|history|remove|pin|gc|probe|add-local|check-tuning [--json]`.
 
 GPU targets default to the detected GPUs (``--gfx`` plans for others); every verdict, order and
 reason comes from the core (engine service and resolver), the same the GUI shows.
@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +58,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     images_arg(inst)
     inst.add_argument("--backend", choices=("rocm", "vulkan", "cpu"),
                       help="install only the first candidate of this backend (default: try in order until one works)")
-    upd = add("update", "install newer releases of installed engines")
-    gpu_args(upd)
+    upd = add("update", "try newer releases on this machine; use each only when it works and is not slower")
+    upd.add_argument("--check", action="store_true",
+                     help="only say what is new (works offline from the saved release list)")
+    upd.add_argument("--trial-only", action="store_true", help="try the new builds without using them")
+    upd.add_argument("--channel", choices=("stable", "latest"),
+                     help="stable: the catalog's pinned/minimum tags; latest: the newest release (default: Settings)")
+    upd.add_argument("--retry", action="store_true", help="try again a build an earlier trial refused")
+    rb = add("rollback", "use the last good build again (after an update replaced it)")
+    rb.add_argument("engine", metavar="ID", nargs="?", help="an engine of the kind to roll back (default: the latest update)")
+    add("history", "every engine update trial, promotion and rollback, with its figures")
     rm = add("remove", "delete an installed engine")
     rm.add_argument("engine", metavar="ID")
     pin = add("pin", "always use this engine (no ID: choose automatically)")
     pin.add_argument("engine", metavar="ID", nargs="?")
-    add("gc", "delete older versions (keeps the newest of each kind and the pinned one)")
+    add("gc", "delete older versions (keeps the build in use, the last good one and the pinned one)")
     probe = add("probe", "run engines' --list-devices with their launch environment")
     probe.add_argument("engine", metavar="ID", nargs="?", help="default: every installed engine")
     gpu_args(probe)
@@ -122,6 +131,11 @@ def _warn_unverified(*engines: InstalledEngine | None) -> None:
     for e in engines:
         if e is not None and e.unverified:
             print(f"warning: {e.unverified_notice()}", file=sys.stderr)
+
+
+def _history_line(entry: Any) -> str:
+    when = datetime.fromtimestamp(entry.at).strftime("%Y-%m-%d %H:%M")
+    return f"{when}  {entry.action}: {entry.message}"
 
 
 def _out(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -183,14 +197,26 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         _out(args, data, text)
         return 0 if outcome.chosen else 1
     if action == "update":
-        ups = svc.updates(await svc.plan(gpus))
-        done = []
-        for old, cand in ups:
-            new = await svc.install(cand, show, gpu)
-            _warn_unverified(new)
-            await svc.probe(new, gpu)
-            done.append({"from": old.id, "to": new.id})
-        _out(args, done, "\n".join(f"{d['from']} → {d['to']}" for d in done) or "All engines are up to date.")
+        if args.check:
+            offers = await app.updater.check(channel=args.channel)
+            _out(args, [o.to_json() for o in offers],
+                 "\n".join(o.message() for o in offers) or "All engines are up to date.")
+            return 0
+        outcomes = await app.updater.update(trial_only=args.trial_only, channel=args.channel,
+                                            retry_refused=args.retry, on_progress=show)
+        if outcomes and not args.json and sys.stderr.isatty():  # end the progress line
+            print(file=sys.stderr)
+        _out(args, [o.to_json() for o in outcomes],
+             "\n".join(f"{o.verdict}: {o.message}" for o in outcomes) or "All engines are up to date.")
+        return 0
+    if action == "rollback":
+        entry = app.updater.rollback(args.engine)
+        _out(args, entry.to_json(), entry.message)
+        return 0
+    if action == "history":
+        entries = app.updater.ledger.history()
+        _out(args, [h.to_json() for h in entries],
+             "\n".join(_history_line(h) for h in entries) or "No engine update has been tried yet.")
         return 0
     if action == "remove":
         svc.remove(args.engine)

@@ -32,7 +32,7 @@ from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.load_options import LoadOptionsService
 from strata_gui.core.pool.memory import FitTarget, PoolMemory
-from strata_gui.core.pool.pool import EnginePool
+from strata_gui.core.pool.pool import EnginePool, EngineStateChanged, PoolEvent
 from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
@@ -40,7 +40,7 @@ from strata_gui.core.resources import kernels_dir
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import EngineKind
-from strata_gui.core.runtime.launch import ServerSettings
+from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.services import Services
@@ -49,6 +49,7 @@ from strata_gui.core.transfer import TlsContext, loopback_client, network_client
 
 if TYPE_CHECKING:  # built on first use (see AppServices): their modules load then, not at start-up
     from strata_gui.core.bench.service import DashboardService, ImageBenchmarkRunner
+    from strata_gui.core.bench.updates import EngineUpdater
     from strata_gui.core.gpu.history import GpuTelemetry
     from strata_gui.core.images.service import ImageRecord, ImageService
     from strata_gui.core.models.library import LibraryEntry
@@ -128,6 +129,23 @@ class AppServices:
         dashboard = DashboardService(self.metrics, bench, self.local_http, resolver=self.resolver)
         dashboard.image_benchmark = image_benchmark_runner(lambda: self.images)
         return dashboard
+
+    @cached_property
+    def updater(self) -> EngineUpdater:
+        """Engine updates: check, trial, promote or refuse, roll back, history."""
+        from strata_gui.core.bench.updates import EngineUpdater
+
+        async def models() -> list[Path]:
+            return await self.models.usable_models()
+
+        return EngineUpdater(self.engines, self.resolver, self.pool, self.local_http, self.metrics,
+                             self.base.settings_service, launch_settings=self.load_options.server_settings,
+                             models=models)
+
+    def _watch_updates(self, event: PoolEvent) -> None:
+        # A failed load of a promoted build rolls it back; the updater is built only when one fails.
+        if isinstance(event, EngineStateChanged) and event.state is ServerState.FAILED:
+            self.updater.on_pool_event(event)
 
     @cached_property
     def serve(self) -> ServeService:
@@ -406,5 +424,6 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
                       chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, pool=pool, fit_target=fit_target,
                       load_options=load_options, later=LaterParts(env, secrets), gpu_error=gpu_error, tls=tls)
     chat.subscribe(app._record_reply)
+    pool.events.subscribe(app._watch_updates)
     chat.tools = app.chat_tools
     return app

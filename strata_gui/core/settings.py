@@ -59,6 +59,11 @@ class Settings:
     # Engines and runtime.
     pinned_engine: str = ""
     auto_fallback: bool = True
+    # Engine updates: a new build is promoted only when its trial here is not slower than the
+    # current build by more than this (percent, prefill or decode); "stable": the catalog's
+    # pinned/minimum tags, "latest": the newest release.
+    update_tolerance_pct: int = 5
+    update_channel: str = "stable"
     # The engine pool: unload an engine nobody used for this long (0 = keep it until needed),
     # and what all loaded engines may hold together (0 = the GPU's memory, or the machine's RAM).
     engine_idle_minutes: int = 30
@@ -99,6 +104,10 @@ class Settings:
             problems.append("flash attention must be on, off or auto")
         if self.gpu_layers not in ("all", "auto") and not self.gpu_layers.isdigit():
             problems.append("GPU layers must be 'all', 'auto' or a number")
+        if self.update_channel not in ("stable", "latest"):
+            problems.append("update channel must be stable or latest")
+        if not 0 <= self.update_tolerance_pct <= 100:
+            problems.append("update tolerance must be between 0 and 100 percent")
         if min(self.context_size, self.memory_budget_mb, self.engine_idle_minutes, self.engine_memory_mb) < 0:
             problems.append("sizes cannot be negative")
         return problems

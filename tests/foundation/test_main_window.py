@@ -77,8 +77,11 @@ def test_settings_page_saves_to_disk_and_applies_theme(qtbot: QtBot, qapp: QAppl
     rec.folder = "/data/models"
     page.add_dir_button.click()
     page.add_dir_button.click()  # the same folder is not added twice
+    page.update_tolerance.setValue(12)
+    page.update_channel.setCurrentIndex(page.update_channel.findData("latest"))
     assert page.save()
     saved = json.loads(services.paths.settings_file.read_text())
+    assert saved["update_tolerance_pct"] == 12 and saved["update_channel"] == "latest"
     assert saved["theme"] == "dark"
     assert saved["hub_endpoint"] == "https://hf-mirror.example"
     assert saved["model_dirs"] == ["/data/models"]

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from strata_gui.core.bench.service import DashboardService, DraftSpeedup, ImageEngineStats
     from strata_gui.core.bench.stats import spread
     from strata_gui.core.bench.store import BenchResult, RequestRecord
+    from strata_gui.core.bench.updates import EngineUpdater, TrialOutcome, UpdateOffer
     from strata_gui.core.bench.workload import DEFAULT_DEPTH, BenchConfig
 
 __all__ = [
@@ -19,11 +20,14 @@ __all__ = [
     "BenchResult",
     "DashboardService",
     "DraftSpeedup",
+    "EngineUpdater",
     "ImageEngineStats",
     "ProcessSampler",
     "Recommendation",
     "RequestRecord",
     "ServerCounters",
+    "TrialOutcome",
+    "UpdateOffer",
     "spread",
 ]
 
@@ -35,5 +39,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "service": ["DashboardService", "DraftSpeedup", "ImageEngineStats"],
     "stats": ["spread"],
     "store": ["BenchResult", "RequestRecord"],
+    "updates": ["EngineUpdater", "TrialOutcome", "UpdateOffer"],
     "workload": ["DEFAULT_DEPTH", "BenchConfig"],
 })

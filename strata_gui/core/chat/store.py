@@ -637,7 +637,9 @@ class ConversationStore:
                           (conversation_id, question_id)).fetchall()
         if not rows:
             return False
-        kept = [{key: row[key] for key in row.keys() if key not in ("id", "conversation_id")} for row in rows]
+        # a sqlite3.Row iterates over its values: its column names come from keys()
+        kept = [{key: row[key] for key in row.keys() if key not in ("id", "conversation_id")}  # noqa: SIM118
+                for row in rows]
         db.execute("INSERT INTO chat_reply_versions(conversation_id, question_id, made_at, messages_json)"
                    " VALUES (?, ?, ?, ?)", (conversation_id, question_id, rows[0]["created_at"], json.dumps(kept)))
         db.execute("DELETE FROM chat_messages WHERE conversation_id=? AND id>?", (conversation_id, question_id))

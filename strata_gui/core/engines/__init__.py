@@ -36,8 +36,10 @@ if TYPE_CHECKING:
     )
     from strata_gui.core.engines.service import EngineService, SetupOutcome, create_engine_service
     from strata_gui.core.engines.tuning import TuningCheck, check_tuning_table, validate_tuning_table
+    from strata_gui.core.engines.updates import AUTO_ROLLED_BACK, UpdateEntry, UpdateLedger
 
 __all__ = [
+    "AUTO_ROLLED_BACK",
     "VK_DEVICES_OVERRIDE",
     "Candidate",
     "DepthSwitch",
@@ -59,6 +61,8 @@ __all__ = [
     "Resolution",
     "SetupOutcome",
     "TuningCheck",
+    "UpdateEntry",
+    "UpdateLedger",
     "check_driver",
     "check_tuning_table",
     "choose_devices",
@@ -88,4 +92,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "resolver": ["DepthSwitch", "EngineResolver", "EngineVerdict", "ProbeFinding", "Resolution"],
     "service": ["EngineService", "SetupOutcome", "create_engine_service"],
     "tuning": ["TuningCheck", "check_tuning_table", "validate_tuning_table"],
+    "updates": ["AUTO_ROLLED_BACK", "UpdateEntry", "UpdateLedger"],
 })

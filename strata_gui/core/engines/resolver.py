@@ -414,7 +414,8 @@ class EngineResolver:
         by_depth: tuple[str, str] | None = None  # (engine, reason) measured fastest at ``depth``
         crossovers: tuple[Crossover, ...] = ()
         if text and key and depth is not None and (choice is None or choice.source == "measured"):
-            runnable = [e.id for e in installed if self._runnable(e, gpu, driver)]
+            runnable = [e.id for e in installed if self._runnable(e, gpu, driver)
+                        and self.engines.ledger.held_back(e, ids, model_key=key, gpu=gpu_key, pinned=pinned) is None]
             profile = self.choices.depth_profile(key, gpu_key)
             if profile.usable(runnable):
                 by_depth = self._depth_reason(profile, depth, runnable)
@@ -427,6 +428,12 @@ class EngineResolver:
             probes[e.id] = probe
             backend = Backend.parse(e.backend)
             label = self._label(e)
+            # Engine updates decide between builds of one kind: on trial, refused, replaced, bad here.
+            held = self.engines.ledger.held_back(e, ids, model_key=key, gpu=gpu_key, pinned=pinned)
+            if held is not None:
+                out.append(EngineVerdict(e.id, label, backend, False, held,
+                                         probe.verdict if probe is not None else "not probed"))
+                continue
             if probe is not None and not probe.usable:
                 why = f"its last check failed: {probe.message}"
                 if e.id == pinned:
@@ -462,6 +469,11 @@ class EngineResolver:
         return Resolution(specs, tuple(inside + out), gpu_key, model.name if model is not None else None, key,
                           tuple(notes), tuple(self.gpu_picks()), driver, depth, crossovers,
                           by_depth[0] if by_depth is not None else None)
+
+    def spec_for(self, engine: InstalledEngine, reason: str) -> EngineSpec:
+        """How ``engine`` launches here (its environment and devices), whatever the plan says: an
+        engine update's trial runs a build the plan does not use yet."""
+        return self._spec(engine, reason, self.engines.last_probe(engine.id, self.primary_target()), engine.kind)
 
     def depth_switch(self, model: Path, depth: int, current: str) -> DepthSwitch | None:
         """Whether another engine is clearly faster (at least 10 % more decode) than ``current`` at

@@ -42,6 +42,7 @@ from strata_gui.core.engines.records import (
     read_manifest,
 )
 from strata_gui.core.engines.releases import ReleaseClient
+from strata_gui.core.engines.updates import LEDGER_FILE, UpdateLedger, group_of
 from strata_gui.core.errors import (
     EngineCatalogError,
     EngineError,
@@ -198,6 +199,9 @@ class EngineService:
         self._gpu_report = gpu_report
         # Installs, removals and probe verdicts: the resolver re-decides, the pages refresh.
         self.events: Listeners[EnginesChanged] = Listeners()
+        # Promotions and rollbacks change which build runs: the resolver hears them as engine changes.
+        self.ledger = UpdateLedger(engines_dir / LEDGER_FILE, clock)
+        self.ledger.events.subscribe(lambda e: self.events.emit(EnginesChanged(e.action, e.engine)))
 
     @property
     def settings(self) -> Settings:
@@ -222,17 +226,23 @@ class EngineService:
         return out
 
     async def plan(self, gpus: Sequence[GpuTarget],
-                   releases: Mapping[str, Sequence[Release]] | None = None, kind: EngineKind = TEXT) -> EnginePlan:
+                   releases: Mapping[str, Sequence[Release]] | None = None, kind: EngineKind = TEXT,
+                   *, latest: bool = False) -> EnginePlan:
         """Plan for these GPUs; release listings are fetched unless given.
 
         ``kind``: whose builds to plan (the image kind plans stable-diffusion.cpp's ``sd-server``).
+        ``latest``: the newest release of each source, past the catalog's pinned tag (the update
+        "latest" channel; its minimum tag still holds).
         """
         notes: list[str] = []
         if releases is None:
             listings = await self.fetch_releases(kind)
             releases = {repo: listing.releases for repo, listing in listings.items()}
             notes = [lst.notice for lst in listings.values() if lst.notice]
-        plan = plan_engines(self.catalog, gpus, self.os_name, releases, kind)
+        catalog = self.catalog
+        if latest:
+            catalog = replace(catalog, sources=tuple(replace(src, pinned_tag=None) for src in catalog.sources))
+        plan = plan_engines(catalog, gpus, self.os_name, releases, kind)
         driver = self.driver_verdict()
         if driver is not None and driver.blocks_rocm:
             # A known-bad driver: ROCm is not installed, Vulkan is tried first instead.
@@ -254,11 +264,12 @@ class EngineService:
             engine = installed.get(cand.engine_id) if cand.included and cand.asset else None
             probe = self._read_probe(engine, gpu) if engine is not None else None
             if probe is not None and not probe.usable:
-                cand = replace(cand, included=False, reason=(
+                candidates.append(replace(cand, included=False, reason=(
                     f"Tried on this machine: {probe.message}. Test it again on the Engines page after a driver "
-                    "update."))
+                    "update.")))
                 changed = True
-            candidates.append(cand)
+            else:
+                candidates.append(cand)
         if not changed:
             return plan
         return replace(plan, candidates=tuple(sorted(candidates, key=lambda c: not c.included)))
@@ -558,22 +569,28 @@ class EngineService:
             raise EngineError(f"Could not remove {engine_id}: {exc.strerror or exc}",
                               hint="Stop the engine if it is running, then try again.") from exc
         self._probes.pop(engine_id, None)
+        self.ledger.forget(engine_id)
         if self.settings.pinned_engine == engine_id:
             self.pin(None)
         self.events.emit(EnginesChanged("removed", engine_id))
 
     def garbage_collect(self) -> list[str]:
-        """Remove older tags of each (source, backend, family), keeping the newest and the pinned."""
-        groups: dict[tuple[str, str, str], list[InstalledEngine]] = {}
+        """Remove older tags of each (kind, source, backend, family), keeping the build in use (the
+        one an update promoted, else the newest), the last good one, one on trial and the pinned."""
+        groups: dict[str, list[InstalledEngine]] = {}
         for e in self.installed():
             if e.source == "local":
                 continue
-            groups.setdefault((e.source, e.backend, e.family or ""), []).append(e)
+            groups.setdefault(group_of(e), []).append(e)
         removed = []
-        for engines in groups.values():
+        keep = self.ledger.keep() | {self.settings.pinned_engine}
+        for group, engines in groups.items():
             engines.sort(key=lambda e: (tag_number(e.tag) or -1, e.installed_at), reverse=True)
-            for old in engines[1:]:
-                if old.id != self.settings.pinned_engine:
+            ids = {e.id for e in engines}
+            active = self.ledger.active(group)
+            in_use = active if active in ids else engines[0].id
+            for old in engines:
+                if old.id != in_use and old.id not in keep:
                     self.remove(old.id)
                     removed.append(old.id)
         return removed

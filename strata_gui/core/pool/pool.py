@@ -28,7 +28,7 @@ import itertools
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -36,7 +36,7 @@ from typing import Protocol
 
 from strata_gui.core.errors import ServerBusyError
 from strata_gui.core.events import Listeners
-from strata_gui.core.progress import ProgressCallback, format_bytes
+from strata_gui.core.progress import Progress, ProgressCallback, format_bytes
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 from strata_gui.core.runtime.kinds import EngineKind
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
@@ -318,6 +318,7 @@ class EnginePool:
         self._changed: asyncio.Condition | None = None  # made on the loop it is first used on
         self._serial = itertools.count(1)
         self._closed = False
+        self._turn: tuple[str, str] | None = None  # (user, why) holding the whole pool, see turn()
         self.events: Listeners[PoolEvent] = Listeners()
 
     # -- looking -----------------------------------------------------------------------------------
@@ -364,6 +365,15 @@ class EnginePool:
                 raise ServerBusyError("Strata is shutting its engines down.")
             evicted: list[tuple[PooledEngine, str]] = []
             async with cond:
+                if self._turn is not None and self._turn[0] != user:
+                    # Another user has the whole pool (an engine update on trial): wait and say so.
+                    if not wait:
+                        raise ServerBusyError(self._turn[1], hint="Try again in a minute.", retry_after=30.0)
+                    self.events.emit(Waiting(engine.kind, model, user, self._turn[1]))
+                    if on_progress is not None:
+                        on_progress(Progress(0, None, self._turn[1]))
+                    await cond.wait()
+                    continue
                 entry = self._engines.get(key)
                 if entry is not None and not entry.closing and entry.server.state.is_terminal \
                         and entry.start_task is None:
@@ -409,6 +419,35 @@ class EnginePool:
                 entry.waiters -= 1
                 raise
             entry.waiters -= 1
+
+    @contextlib.asynccontextmanager
+    async def turn(self, user: str, reason: str) -> AsyncIterator[None]:
+        """Hold the whole pool for ``user`` (an engine update's trial): first wait until no engine
+        is in use by anyone else (a streaming reply finishes) or loading, then every other user's
+        :meth:`acquire` waits (told ``reason`` by a :class:`Waiting` event and its progress) or,
+        when it may not wait, fails with :class:`ServerBusyError`, until the block ends."""
+        cond = self._cond
+        async with cond:
+            while self._turn is not None:
+                await cond.wait()
+            self._turn = (user, reason)
+            try:
+                # In use by another user, or loading for one (its lease would follow at once).
+                while any(set(e.holders) - {user} or e.start_task is not None for e in self._engines.values()):
+                    await cond.wait()
+            except BaseException:
+                self._turn = None
+                cond.notify_all()
+                raise
+        try:
+            yield
+        finally:
+            self._turn = None
+            self._notify()
+
+    def busy_users(self) -> set[str]:
+        """Who holds an engine now ("chat", "api" ...)."""
+        return {u for e in self._engines.values() for u in e.holders}
 
     def _lease(self, entry: PooledEngine, user: str, keep_alive: float | None) -> Lease:
         if entry.idle_timer is not None:

@@ -7,8 +7,9 @@ bar and Cancel; the page only shows what the core's :class:`EngineService` repor
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, Signal
 from PySide6.QtGui import QBrush, QPalette
@@ -41,9 +42,18 @@ from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
+if TYPE_CHECKING:
+    from strata_gui.core.bench import EngineUpdater, TrialOutcome, UpdateOffer
+    from strata_gui.core.engines import UpdateEntry
+
 _STATE_TEXT = {"works": str(QT_TRANSLATE_NOOP("EnginesPage", "Works")),
                "no_device": str(QT_TRANSLATE_NOOP("EnginesPage", "No device")),
                "failed": str(QT_TRANSLATE_NOOP("EnginesPage", "Failed"))}
+_ACTION_TEXT = {"promoted": str(QT_TRANSLATE_NOOP("EnginesPage", "Promoted")),
+                "refused": str(QT_TRANSLATE_NOOP("EnginesPage", "Refused")),
+                "trial passed": str(QT_TRANSLATE_NOOP("EnginesPage", "Trial passed")),
+                "rolled back": str(QT_TRANSLATE_NOOP("EnginesPage", "Rolled back")),
+                "rolled back automatically": str(QT_TRANSLATE_NOOP("EnginesPage", "Rolled back automatically"))}
 
 
 def _section(text: str) -> QLabel:
@@ -62,17 +72,22 @@ class EnginesPage(Page):
     Args:
         engine_service: The core engines facade.
         bridge: Runs core coroutines and reports their errors.
+        updater: Engine updates (check, trial, roll back, history); None: plain installs only.
     """
 
     page_title = "Engines"
     page_icon = "SP_DriveNetIcon"
     engines_changed = Signal()  # installed/removed/pinned/probed: the chat plan may change
 
-    def __init__(self, engine_service: EngineService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+    def __init__(self, engine_service: EngineService, bridge: AsyncBridge, parent: QWidget | None = None, *,
+                 updater: EngineUpdater | None = None) -> None:
         super().__init__(parent)
         self.page_title = self.tr("Engines")
         self._service = engine_service
         self._bridge = bridge
+        self._updater = updater
+        self._offers: dict[str, UpdateOffer] = {}  # the build in use's id -> the newer build offered
+        self.last_trial: TrialOutcome | None = None
         self._gpus: list[GpuTarget] = engine_service.gpus_from_settings()
         self.plan: EnginePlan | None = None
         self.last_handle: TaskHandle | None = None
@@ -145,11 +160,34 @@ class EnginesPage(Page):
         self.add_local_button.clicked.connect(self._ask_local_folder)
         self.gc_button = QPushButton(self.tr("Remove old versions"))
         self.gc_button.clicked.connect(self.garbage_collect)
+        self.check_updates_button = QPushButton(self.tr("Check for updates"))
+        self.check_updates_button.setToolTip(self.tr("See which newer builds exist (from the saved list when offline)"))
+        self.check_updates_button.clicked.connect(self.check_updates)
+        self.check_updates_button.setVisible(updater is not None)
+        self.rollback_button = QPushButton(self.tr("Roll back"))
+        self.rollback_button.setToolTip(self.tr("Use the last good build of this kind again"))
+        self.rollback_button.clicked.connect(self.rollback_selected)
+        self.rollback_button.setVisible(updater is not None)
+        self.updates_notice = QLabel()
+        self.updates_notice.setObjectName("muted")
+        self.updates_notice.setWordWrap(True)
+        self.updates_notice.setOpenExternalLinks(True)
+        self.updates_notice.hide()
+        self.history_tree = QTreeWidget()
+        self.history_tree.setHeaderLabels([self.tr("When"), self.tr("What"), self.tr("Build"), self.tr("Details")])
+        self.history_tree.setRootIsDecorated(False)
+        self.history_tree.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.history_empty = QLabel(self.tr("No engine update has been tried yet. “Update” tries a new build on this "
+                                            "machine first and keeps the current one unless the new one works and is "
+                                            "not slower."))
+        self.history_empty.setObjectName("muted")
+        self.history_empty.setWordWrap(True)
         inst_actions = QHBoxLayout()
         inst_actions.addWidget(self.add_local_button)
         inst_actions.addWidget(self.gc_button)
+        inst_actions.addWidget(self.check_updates_button)
         inst_actions.addStretch(1)
-        for b in (self.probe_button, self.pin_button, self.update_button, self.remove_button):
+        for b in (self.probe_button, self.pin_button, self.update_button, self.rollback_button, self.remove_button):
             inst_actions.addWidget(b)
 
         layout = QVBoxLayout(self)
@@ -160,6 +198,7 @@ class EnginesPage(Page):
         layout.addLayout(tools)
         layout.addWidget(self.progress)
         layout.addWidget(self.notes)
+        layout.addWidget(self.updates_notice)
         layout.addWidget(_section(self.tr("Plan for this machine")))
         layout.addWidget(self.plan_empty)
         layout.addWidget(self.plan_tree, 2)
@@ -168,6 +207,12 @@ class EnginesPage(Page):
         layout.addWidget(self.installed_empty)
         layout.addWidget(self.installed_tree, 2)
         layout.addLayout(inst_actions)
+        self.history_title = _section(self.tr("Update history"))
+        layout.addWidget(self.history_title)
+        layout.addWidget(self.history_empty)
+        layout.addWidget(self.history_tree, 1)
+        for w in (self.history_title, self.history_empty, self.history_tree):
+            w.setVisible(updater is not None)
         self._show_gpus()
         self.refresh_installed()
 
@@ -257,7 +302,10 @@ class EnginesPage(Page):
         kind = self._kind
 
         async def work(_p: ProgressCallback) -> EnginePlan:
-            return await self._service.plan(gpus, kind=kind)
+            plan = await self._service.plan(gpus, kind=kind)
+            if self._updater is not None:
+                self._set_offers(await self._updater.check())
+            return plan
 
         return self._start(work, self.tr("Reading releases"), self._show_plan)
 
@@ -289,7 +337,8 @@ class EnginesPage(Page):
         self.plan_empty.setVisible(not plan.candidates)
         self.notes.setText("\n".join(plan.notes))
         self.notes.setVisible(bool(plan.notes))
-        self._updates = {e.id: c for e, c in self._service.updates(plan)}
+        if self._updater is None:
+            self._updates = {e.id: c for e, c in self._service.updates(plan)}
         self.refresh_installed()
 
     def selected_candidate(self) -> Candidate | None:
@@ -366,6 +415,7 @@ class EnginesPage(Page):
                 state += self.tr("  · unverified download")
                 tip = self.tr("{asset} had no published checksum, so this engine could not be verified "
                               "against its publisher's build.").format(asset=e.asset) + "\n\n" + tip
+            name += self._update_state(e)
             item = QTreeWidgetItem([name, backend_label(e.backend), e.tag, state, self._tuning_text(e)])
             item.setToolTip(0, e.id)  # the folder name, for support
             item.setToolTip(3, tip)
@@ -380,6 +430,7 @@ class EnginesPage(Page):
                     "or “Add local build…” registers an sd-server you built yourself.") if self._kind is IMAGE
             else self.tr("No engines installed. “Set up automatically” installs the best one for this machine, "
                          "or “Add local build…” registers a llama-server you built yourself."))
+        self._show_history()
         self._sync_buttons()
 
     def _tuning_text(self, engine: InstalledEngine) -> str:
@@ -434,11 +485,19 @@ class EnginesPage(Page):
             self.engines_changed.emit()
 
     def update_selected(self) -> TaskHandle | None:
+        """Update the selected engine: with the updater, a trial decides whether the new build is used."""
         engine = self.selected_engine()
         cand = self._updates.get(engine.id) if engine else None
-        if cand is None:
+        if cand is None or engine is None:
             return None
         gpu = self._gpu
+        updater, offer = self._updater, self._offers.get(engine.id)
+        if updater is not None and offer is not None:
+            async def trial(p: ProgressCallback) -> TrialOutcome:
+                return await updater.trial(offer, on_progress=p)
+
+            return self._start(trial, self.tr("Trying {tag} on this machine").format(tag=offer.tag),
+                               self._show_trial)
 
         async def work(p: ProgressCallback) -> InstalledEngine:
             new = await self._service.install(cand, p, gpu)
@@ -446,9 +505,80 @@ class EnginesPage(Page):
             return new
 
         def done(_e: object) -> None:
-            self._updates.pop(engine.id if engine else "", None)
+            self._updates.pop(engine.id, None)
 
-        return self._start(work, self.tr("Updating {engine}").format(engine=engine.id if engine else ""), done)
+        return self._start(work, self.tr("Updating {engine}").format(engine=engine.id), done)
+
+    # -- updates: check, trial, roll back, history -----------------------------------------------------
+    def check_updates(self) -> TaskHandle | None:
+        """Read what is new for every installed kind (a quiet notice; nothing is installed)."""
+        updater = self._updater
+        if updater is None:
+            return None
+
+        async def work(_p: ProgressCallback) -> list[UpdateOffer]:
+            return await updater.check()
+
+        return self._start(work, self.tr("Checking for updates"), self._set_offers)
+
+    def _set_offers(self, offers: list[UpdateOffer]) -> None:
+        self._offers = {o.current.id: o for o in offers}
+        self._updates = {o.current.id: o.candidate for o in offers}
+        lines = [self.tr("{backend} {tag} ({date}) is available; you use {current}. "
+                         "<a href=\"{url}\">Release notes</a>").format(
+                     backend=backend_label(o.candidate.backend), tag=o.tag, date=o.published_at[:10] or "?",
+                     current=o.current.tag, url=o.notes_url)
+                 + (self.tr(" (from the saved release list)") if o.cached else "")
+                 + (" " + self.tr("Not tried: {why}.").format(why=o.held) if o.held else "")
+                 for o in offers]
+        self.updates_notice.setText("<br>".join(lines))
+        self.updates_notice.setVisible(bool(lines))
+        self.refresh_installed()
+
+    def _show_trial(self, outcome: TrialOutcome) -> None:
+        self.last_trial = outcome
+        self._offers.pop(outcome.offer.current.id, None)
+        self._updates.pop(outcome.offer.current.id, None)
+        self._set_offers(list(self._offers.values()))
+        self.notes.setText(outcome.message)
+        self.notes.show()
+
+    def rollback_selected(self) -> UpdateEntry | None:
+        """Use the last good build of the selected engine's kind again."""
+        engine = self.selected_engine()
+        if self._updater is None or engine is None:
+            return None
+        entry = self._updater.rollback(engine.id)
+        self.notes.setText(entry.message)
+        self.notes.show()
+        self.refresh_installed()
+        self.engines_changed.emit()
+        return entry
+
+    def _update_state(self, engine: InstalledEngine) -> str:
+        role = self._service.ledger.role(engine) if self._updater is not None else None
+        if role == "last good":
+            return self.tr("  · last good build (kept to roll back to)")
+        if role == "updated":
+            return self.tr("  · in use since its update")
+        return ""
+
+    def _can_roll_back(self, engine: InstalledEngine | None) -> bool:
+        return self._updater is not None and engine is not None and self._service.ledger.can_roll_back(engine)
+
+    def _show_history(self) -> None:
+        if self._updater is None:
+            return
+        self.history_tree.clear()
+        entries = list(reversed(self._service.ledger.history()))
+        for h in entries:
+            when = datetime.fromtimestamp(h.at).strftime("%Y-%m-%d %H:%M")
+            item = QTreeWidgetItem([when, self.tr(_ACTION_TEXT.get(h.action, h.action)), h.engine, h.message])
+            item.setToolTip(3, h.message)
+            self.history_tree.addTopLevelItem(item)
+        for col in range(3):
+            self.history_tree.resizeColumnToContents(col)
+        self.history_empty.setVisible(not entries)
 
     def garbage_collect(self) -> list[str]:
         removed = self._service.garbage_collect()
@@ -491,7 +621,10 @@ class EnginesPage(Page):
             b.setEnabled(not busy and bool(self._engine_rows))
         for b in (self.pin_button, self.remove_button):
             b.setEnabled(not busy and engine is not None)
-        self.update_button.setEnabled(not busy and engine is not None and engine.id in self._updates)
+        self.update_button.setEnabled(not busy and engine is not None and engine.id in self._updates
+                                      and not (engine.id in self._offers and self._offers[engine.id].held))
+        self.rollback_button.setEnabled(not busy and self._can_roll_back(engine))
+        self.check_updates_button.setEnabled(not busy)
         self.pin_button.setVisible(self._kind.follows_choices)  # the pin is the chat's engine choice
         pinned = engine is not None and self._service.settings.pinned_engine == engine.id
         self.pin_button.setText(self.tr("Choose automatically") if pinned else self.tr("Always use"))

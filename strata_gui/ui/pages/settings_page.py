@@ -37,7 +37,8 @@ RESTART_KEYS = frozenset({"hub_endpoint", "github_api_url", "github_download_url
 # The fields this page edits; everything else (last model, pinned engine ...) has its own owner.
 PAGE_KEYS = ("theme", "language", "hub_endpoint", "github_api_url", "github_download_url", "offline", "model_dirs",
              "gfx_override", "memory_budget_mb", "fallback_gpu_memory_mb", "context_size", "gpu_layers",
-             "flash_attention", "threads", "parallel_slots", "auto_fallback", "engine_idle_minutes", "engine_memory_mb")
+             "flash_attention", "threads", "parallel_slots", "auto_fallback", "engine_idle_minutes", "engine_memory_mb",
+             "update_tolerance_pct", "update_channel")
 
 
 class SettingsPage(Page):
@@ -151,6 +152,14 @@ class SettingsPage(Page):
         self.engine_memory.setSpecialValueText(self.tr("GPU memory (or RAM)"))
         self.engine_memory.setToolTip(self.tr("What all loaded models may hold together. When a model does not fit "
                                               "beside the others, the least recently used one is unloaded first."))
+        self.update_tolerance = QSpinBox()
+        self.update_tolerance.setRange(0, 100)
+        self.update_tolerance.setSuffix(" %")
+        self.update_tolerance.setToolTip(self.tr("A new engine build is used only when its trial on this machine is not "
+                                                 "slower than the current build by more than this (prefill or decode)."))
+        self.update_channel = QComboBox()
+        self.update_channel.addItem(self.tr("Stable (the catalog's tested versions)"), "stable")
+        self.update_channel.addItem(self.tr("Latest release"), "latest")
 
         self.status = QLabel()
         self.status.setObjectName("muted")
@@ -222,6 +231,8 @@ class SettingsPage(Page):
         runtime.addRow("", self.auto_fallback)
         runtime.addRow(self.tr("Unload idle models after"), self.engine_idle)
         runtime.addRow(self.tr("Memory for loaded models"), self.engine_memory)
+        runtime.addRow(self.tr("Engine updates"), self.update_channel)
+        runtime.addRow(self.tr("Slower update allowed by"), self.update_tolerance)
 
         body = QWidget()
         body_layout = QVBoxLayout(body)
@@ -283,6 +294,8 @@ class SettingsPage(Page):
         self.engine_idle.setValue(s.engine_idle_minutes)
         self._show_start_at_login()
         self.engine_memory.setValue(s.engine_memory_mb)
+        self.update_tolerance.setValue(s.update_tolerance_pct)
+        self.update_channel.setCurrentIndex(max(0, self.update_channel.findData(s.update_channel)))
         for key, path in self.services.paths.as_dict().items():
             self.folder_labels[key].setText(path)
 
@@ -308,6 +321,8 @@ class SettingsPage(Page):
             auto_fallback=self.auto_fallback.isChecked(),
             engine_idle_minutes=self.engine_idle.value(),
             engine_memory_mb=self.engine_memory.value(),
+            update_tolerance_pct=self.update_tolerance.value(),
+            update_channel=str(self.update_channel.currentData()),
         )
 
     def save(self) -> bool:

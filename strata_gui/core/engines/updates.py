@@ -1,0 +1,288 @@
+"""What engine updates decided: the build in use per kind and family, the last good one, builds on
+trial or refused, builds marked bad for a model, and the history of every trial, promotion and
+rollback.
+
+Kept as one small JSON file in the engines folder (it travels with the engines). The resolver
+reads it so a promotion or rollback changes which build runs; ``gc`` reads it so the last good
+build is never deleted. The trial itself (probe, load, benchmark, format check) runs in
+:mod:`strata_gui.core.bench.updates`, which needs the engine pool.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from strata_gui.core.engines.records import InstalledEngine
+from strata_gui.core.errors import EngineError
+from strata_gui.core.events import Listeners
+
+log = logging.getLogger(__name__)
+
+LEDGER_FILE = "strata-updates.json"
+HISTORY_LIMIT = 300
+
+# What a history entry records (``UpdateEntry.action``).
+TRIAL_PASSED = "trial passed"  # --trial-only: it would have been promoted
+PROMOTED = "promoted"
+REFUSED = "refused"
+ROLLED_BACK = "rolled back"
+AUTO_ROLLED_BACK = "rolled back automatically"
+
+
+def engine_group(kind: str, source: str, backend: str, family: str | None) -> str:
+    """The key builds replace each other under: kind, source, backend and ROCm family."""
+    return f"{kind}:{source}:{backend}:{family or ''}"
+
+
+def group_of(engine: InstalledEngine) -> str:
+    """:func:`engine_group` of an installed engine."""
+    return engine_group(engine.kind.name, engine.source, engine.backend, engine.family)
+
+
+@dataclass(frozen=True)
+class UpdateEntry:
+    """One line of the update history.
+
+    Attributes:
+        at: Epoch seconds.
+        action: :data:`PROMOTED`, :data:`REFUSED`, :data:`TRIAL_PASSED`, :data:`ROLLED_BACK` or
+            :data:`AUTO_ROLLED_BACK`.
+        group: The kind and family (:func:`engine_group`).
+        engine: The build the entry is about (the candidate; the build restored by a rollback).
+        previous: The build it was compared with, or the one a rollback replaced.
+        message: The sentence a user reads.
+        figures: Measured numbers (``prefill_tps``, ``decode_tps``, ``previous_prefill_tps`` ...).
+        model: The model the trial used, or whose load failed ("" when none).
+    """
+
+    at: float
+    action: str
+    group: str
+    engine: str
+    previous: str
+    message: str
+    figures: dict[str, float] = field(default_factory=dict)
+    model: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": self.at, "action": self.action, "group": self.group, "engine": self.engine,
+                "previous": self.previous, "message": self.message, "figures": dict(self.figures),
+                "model": self.model}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> UpdateEntry:
+        figures = data.get("figures") or {}
+        return cls(float(data.get("at", 0.0)), str(data.get("action", "")), str(data.get("group", "")),
+                   str(data.get("engine", "")), str(data.get("previous", "")), str(data.get("message", "")),
+                   {str(k): float(v) for k, v in dict(figures).items() if isinstance(v, int | float)},
+                   str(data.get("model", "")))
+
+
+@dataclass
+class _State:
+    active: dict[str, str] = field(default_factory=dict)  # group -> build in use
+    last_good: dict[str, str] = field(default_factory=dict)  # group -> build kept for rollback
+    on_trial: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)  # build -> why
+    bad: list[dict[str, str]] = field(default_factory=list)  # {engine, model_key, gpu, reason}
+    history: list[UpdateEntry] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": 1, "active": self.active, "last_good": self.last_good, "on_trial": self.on_trial,
+                "refused": self.refused, "bad": self.bad, "history": [h.to_json() for h in self.history]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> _State:
+        def strmap(value: Any) -> dict[str, str]:
+            return {str(k): str(v) for k, v in dict(value or {}).items()}
+
+        return cls(strmap(data.get("active")), strmap(data.get("last_good")),
+                   [str(x) for x in data.get("on_trial") or []], strmap(data.get("refused")),
+                   [strmap(b) for b in data.get("bad") or [] if isinstance(b, dict)],
+                   [UpdateEntry.from_json(h) for h in data.get("history") or [] if isinstance(h, dict)])
+
+
+class UpdateLedger:
+    """The engine update records (one JSON file), read fresh on each question.
+
+    Args:
+        path: The ledger file (``strata-updates.json`` in the engines folder).
+        clock: Wall clock (epoch seconds).
+    """
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self._clock = clock
+        self._cache: tuple[tuple[int, int], dict[str, Any]] | None = None
+        # Each new history entry (promotion, refusal, rollback): pages refresh, the chat tells.
+        self.events: Listeners[UpdateEntry] = Listeners()
+
+    # -- storage -----------------------------------------------------------------------------------
+    def _read(self) -> _State:
+        # The resolver asks per engine per plan: parse the file again only when it changed.
+        try:
+            st = self.path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+            if self._cache is None or self._cache[0] != stamp:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+                self._cache = (stamp, data if isinstance(data, dict) else {})
+            return _State.from_json(self._cache[1])
+        except FileNotFoundError:
+            return _State()
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("ignoring the unreadable engine update records %s: %s", self.path, exc)
+            return _State()
+
+    def _write(self, state: _State) -> None:
+        state.history = state.history[-HISTORY_LIMIT:]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(state.to_json(), indent=1), encoding="utf-8")
+            os.replace(tmp, self.path)
+            self._cache = None
+        except OSError as exc:
+            raise EngineError(f"Could not save the engine update records: {exc.strerror or exc}",
+                              hint=f"Check that {self.path.parent} is writable.") from exc
+
+    # -- questions ----------------------------------------------------------------------------------
+    def active(self, group: str) -> str | None:
+        """The build promoted (or restored) for ``group``; None: no update decided it yet."""
+        return self._read().active.get(group)
+
+    def last_good(self, group: str) -> str | None:
+        """The build kept to roll back to, if any."""
+        return self._read().last_good.get(group)
+
+    def on_trial(self) -> list[str]:
+        return list(self._read().on_trial)
+
+    def refused(self, engine_id: str) -> str | None:
+        """Why ``engine_id`` was refused as an update (None: it was not)."""
+        return self._read().refused.get(engine_id)
+
+    def history(self) -> list[UpdateEntry]:
+        """Every trial, promotion and rollback, oldest first."""
+        return list(self._read().history)
+
+    def is_bad(self, engine_id: str, model_key: str | None, gpu: str) -> str | None:
+        """Why ``engine_id`` is marked bad for this model on this GPU (None: it is not)."""
+        for mark in self._read().bad:
+            if mark.get("engine") == engine_id and mark.get("model_key") == model_key and mark.get("gpu") == gpu:
+                return mark.get("reason", "")
+        return None
+
+    def role(self, engine: InstalledEngine) -> str | None:
+        """"last good" (kept to roll back to), "updated" (in use since an update), else None."""
+        state = self._read()
+        group = group_of(engine)
+        if state.last_good.get(group) == engine.id:
+            return "last good"
+        if state.active.get(group) == engine.id and group in state.last_good:
+            return "updated"
+        return None
+
+    def can_roll_back(self, engine: InstalledEngine) -> bool:
+        """Whether ``engine``'s kind and family has a last good build to go back to."""
+        return group_of(engine) in self._read().last_good
+
+    def keep(self) -> set[str]:
+        """Builds ``gc`` must keep: in use, last good, on trial."""
+        state = self._read()
+        return set(state.active.values()) | set(state.last_good.values()) | set(state.on_trial)
+
+    def held_back(self, engine: InstalledEngine, installed: Collection[str], *, model_key: str | None,
+                  gpu: str, pinned: str) -> str | None:
+        """Why the resolver must not use ``engine`` (None: it may).
+
+        A build on trial, a refused one, one marked bad for this model and GPU, and the other
+        builds of a kind whose update decided the build in use (a pin still wins).
+        """
+        state = self._read()
+        if engine.id in state.on_trial:
+            return "on trial as an engine update; used once it is promoted"
+        if engine.id in state.refused:
+            return f"refused as an update: {state.refused[engine.id]}"
+        if model_key is not None:
+            for mark in state.bad:
+                if mark.get("engine") == engine.id and mark.get("model_key") == model_key and mark.get("gpu") == gpu:
+                    return f"marked bad for this model on this GPU: {mark.get('reason', '')}"
+        if engine.id == pinned:
+            return None
+        group = group_of(engine)
+        active = state.active.get(group)
+        if active and active != engine.id and active in installed:
+            if state.last_good.get(group) == engine.id:
+                return f"kept as the last good build; {active} is in use (roll back to use this one)"
+            return f"{active} replaced it"
+        return None
+
+    # -- decisions ----------------------------------------------------------------------------------
+    def begin_trial(self, engine_id: str) -> None:
+        state = self._read()
+        if engine_id not in state.on_trial:
+            state.on_trial.append(engine_id)
+        state.refused.pop(engine_id, None)
+        self._write(state)
+
+    def end_trial(self, engine_id: str) -> None:
+        state = self._read()
+        if engine_id in state.on_trial:
+            state.on_trial.remove(engine_id)
+            self._write(state)
+
+    def record(self, entry: UpdateEntry, *, promote: tuple[str, str] | None = None, refuse: bool = False,
+               restore: str | None = None, bad: tuple[str | None, str] | None = None) -> UpdateEntry:
+        """Add ``entry`` to the history and apply its decision in the same write.
+
+        Args:
+            promote: (new, previous): ``new`` is used for the entry's group, ``previous`` kept.
+            refuse: ``entry.engine`` is refused (never used, not tried again unless asked).
+            restore: The build a rollback puts back in use (the replaced one is no longer kept).
+            bad: (model key, GPU): ``entry.previous`` is marked bad for that model and GPU.
+        """
+        state = self._read()
+        if entry.engine in state.on_trial:
+            state.on_trial.remove(entry.engine)
+        if promote is not None:
+            new, previous = promote
+            state.active[entry.group] = new
+            state.last_good[entry.group] = previous
+            state.refused.pop(new, None)
+        if refuse:
+            state.refused[entry.engine] = entry.message
+        if restore is not None:
+            state.active[entry.group] = restore
+            state.last_good.pop(entry.group, None)
+        if bad is not None:
+            model_key, gpu = bad
+            state.bad.append({"engine": entry.previous, "model_key": model_key or "", "gpu": gpu,
+                              "reason": entry.message})
+        state.history.append(entry)
+        self._write(state)
+        log.info("engine update: %s: %s %s", entry.action, entry.message,
+                 " ".join(f"{k}={v:.1f}" for k, v in sorted(entry.figures.items())))
+        self.events.emit(entry)
+        return entry
+
+    def forget(self, engine_id: str) -> None:
+        """An engine was removed: drop what names it (its history stays)."""
+        state = self._read()
+        changed = False
+        for table in (state.active, state.last_good):
+            for group in [g for g, e in table.items() if e == engine_id]:
+                del table[group]
+                changed = True
+        if engine_id in state.on_trial:
+            state.on_trial.remove(engine_id)
+            changed = True
+        # A refusal stays: the same tag is not tried again by the next update.
+        if changed:
+            self._write(state)

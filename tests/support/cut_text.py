@@ -1,0 +1,160 @@
+"""Finds text a person cannot read whole: labels, buttons, combo boxes and table headers whose text
+needs more room than the widget has.
+
+A widget written to shorten its text (:class:`~strata_gui.ui.widgets.ElidedLabel`, or any widget
+whose tooltip holds the whole text) passes: the whole text is a hover away. Word-wrapped labels
+pass unless one word alone is wider than the label. Only what is visible is checked.
+"""
+
+from __future__ import annotations
+
+import re
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics, QTextDocument
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QRadioButton,
+    QStyle,
+    QStyleOptionComboBox,
+    QWidget,
+)
+
+SLACK = 2  # px of rounding between a font's advance and the painted text
+
+
+def _plain(text: str, rich: bool) -> str:
+    if not rich:
+        return text
+    doc = QTextDocument()
+    doc.setHtml(text)
+    return doc.toPlainText()
+
+
+def _whole_text_in_tooltip(widget: QWidget, text: str) -> bool:
+    tip = _plain(widget.toolTip(), True).strip()
+    return bool(tip) and text.replace("&", "").strip() in tip.replace("&", "")
+
+
+def _label_problem(label: QLabel) -> str | None:
+    text = label.text()
+    if not text or (label.pixmap() is not None and not label.pixmap().isNull()):
+        return None
+    rich = label.textFormat() == Qt.TextFormat.RichText or (
+        label.textFormat() == Qt.TextFormat.AutoText and "<" in text and bool(re.search(r"<[a-zA-Z/][^>]*>", text)))
+    plain = _plain(text, rich)
+    if getattr(label, "shown_text", None) is not None:  # ElidedLabel: shortens itself
+        shown = label.shown_text()  # type: ignore[attr-defined]
+        if shown != label.text() and not _whole_text_in_tooltip(label, label.text()):
+            return f"shortened to {shown!r} with no tooltip holding the whole text"
+        return None
+    fm = QFontMetrics(label.font())
+    room = label.contentsRect().width() - 2 * label.margin() - max(0, label.indent())
+    if label.wordWrap():
+        words = re.split(r"\s+", plain)
+        widest = max((fm.horizontalAdvance(w) for w in words if w), default=0)
+        if widest > room + SLACK and not _whole_text_in_tooltip(label, plain):
+            return f"a word needs {widest} px of {room}"
+        return None
+    need = max((fm.horizontalAdvance(line) for line in plain.splitlines()), default=0)
+    if need > room + SLACK and not _whole_text_in_tooltip(label, plain):
+        return f"needs {need} px, has {room}"
+    return None
+
+
+def _button_problem(button: QAbstractButton) -> str | None:
+    text = button.text().replace("&&", "\0").replace("&", "").replace("\0", "&")
+    if not text:
+        return None
+    fm = QFontMetrics(button.font())
+    need = fm.horizontalAdvance(text)
+    if not button.icon().isNull():
+        need += button.iconSize().width() + 4
+    if isinstance(button, QPushButton):
+        style = button.style()
+        need += 2 * style.pixelMetric(QStyle.PixelMetric.PM_ButtonMargin, None, button) // 2 + 2 * style.pixelMetric(
+            QStyle.PixelMetric.PM_DefaultFrameWidth, None, button)
+    elif isinstance(button, QCheckBox | QRadioButton):
+        need += button.style().pixelMetric(QStyle.PixelMetric.PM_IndicatorWidth, None, button) + 4
+    if need > button.width() + SLACK and not _whole_text_in_tooltip(button, text):
+        return f"needs {need} px, has {button.width()}"
+    return None
+
+
+def _combo_problem(combo: QComboBox) -> str | None:
+    text = combo.currentText()
+    if not text or combo.isEditable():
+        return None
+    opt = QStyleOptionComboBox()
+    combo.initStyleOption(opt)
+    field = combo.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, opt,
+                                         QStyle.SubControl.SC_ComboBoxEditField, combo)
+    fm = QFontMetrics(combo.font())
+    icon = combo.iconSize().width() + 4 if not combo.itemIcon(combo.currentIndex()).isNull() else 0
+    need = fm.horizontalAdvance(text) + icon
+    if need > field.width() + SLACK and not _whole_text_in_tooltip(combo, text):
+        return f"shows {text!r}: needs {need} px, has {field.width()}"
+    return None
+
+
+def _header_problems(header: QHeaderView) -> list[str]:
+    model = header.model()
+    if model is None:
+        return []
+    problems = []
+    horizontal = header.orientation() == Qt.Orientation.Horizontal
+    if not horizontal:
+        return []
+    fm = QFontMetrics(header.font())
+    for section in range(header.count()):
+        if header.isSectionHidden(section) or header.sectionSize(section) <= 0:
+            continue
+        text = str(model.headerData(section, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole) or "")
+        if not text:
+            continue
+        need = fm.horizontalAdvance(text) + 12  # the style's margins around a header label
+        if need > header.sectionSize(section) + SLACK:
+            problems.append(f"column {text!r}: needs {need} px, has {header.sectionSize(section)}")
+    return problems
+
+
+def _name(widget: QWidget) -> str:
+    parts: list[str] = []
+    w: QWidget | None = widget
+    while w is not None and len(parts) < 4:
+        parts.append(w.objectName() or type(w).__name__)
+        w = w.parentWidget()
+    return "/".join(reversed(parts))
+
+
+def cut_texts(root: QWidget) -> list[str]:
+    """Every visible text under ``root`` that is cut, as "where: what"."""
+    problems: list[str] = []
+    for widget in [root, *root.findChildren(QWidget)]:
+        if not widget.isVisible() or widget.width() <= 0:
+            continue
+        problem: str | None = None
+        if isinstance(widget, QLabel):
+            problem = _label_problem(widget)
+            text = widget.text()
+        elif isinstance(widget, QAbstractButton):
+            problem = _button_problem(widget)
+            text = widget.text()
+        elif isinstance(widget, QComboBox):
+            problem = _combo_problem(widget)
+            text = widget.currentText()
+        elif isinstance(widget, QAbstractItemView):
+            for header in (getattr(widget, "horizontalHeader", lambda: None)(),
+                           getattr(widget, "header", lambda: None)()):
+                if isinstance(header, QHeaderView) and header.isVisible():
+                    problems.extend(f"{_name(widget)}: {p}" for p in _header_problems(header))
+            continue
+        if problem:
+            problems.append(f"{_name(widget)} {text[:60]!r}: {problem}")
+    return problems
