@@ -797,6 +797,26 @@ Last reply: this computer ({1})</source>
         <translation>测试</translation>
     </message>
     <message>
+        <source>Promoted</source>
+        <translation>已启用</translation>
+    </message>
+    <message>
+        <source>Refused</source>
+        <translation>已拒绝</translation>
+    </message>
+    <message>
+        <source>Trial passed</source>
+        <translation>试用通过</translation>
+    </message>
+    <message>
+        <source>Rolled back</source>
+        <translation>已回滚</translation>
+    </message>
+    <message>
+        <source>Rolled back automatically</source>
+        <translation>已自动回滚</translation>
+    </message>
+    <message>
         <source>Run the engine&apos;s device check with its launch environment</source>
         <translation>使用引擎的启动环境运行其设备检查</translation>
     </message>
@@ -821,12 +841,48 @@ Last reply: this computer ({1})</source>
         <translation>移除旧版本</translation>
     </message>
     <message>
+        <source>Check for updates</source>
+        <translation>检查更新</translation>
+    </message>
+    <message>
+        <source>See which newer builds exist (from the saved list when offline)</source>
+        <translation>查看有哪些更新的构建（离线时使用已保存的列表）</translation>
+    </message>
+    <message>
+        <source>Roll back</source>
+        <translation>回滚</translation>
+    </message>
+    <message>
+        <source>Use the last good build of this kind again</source>
+        <translation>重新使用此类引擎上一个正常的构建</translation>
+    </message>
+    <message>
+        <source>When</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>What</source>
+        <translation>操作</translation>
+    </message>
+    <message>
+        <source>Details</source>
+        <translation>详情</translation>
+    </message>
+    <message>
+        <source>No engine update has been tried yet. “Update” tries a new build on this machine first and keeps the current one unless the new one works and is not slower.</source>
+        <translation>尚未尝试过引擎更新。“更新”会先在本机试用新构建；只有新构建能正常工作且不更慢时才会替换当前构建。</translation>
+    </message>
+    <message>
         <source>Plan for this machine</source>
         <translation>本机的引擎计划</translation>
     </message>
     <message>
         <source>Installed engines</source>
         <translation>已安装的引擎</translation>
+    </message>
+    <message>
+        <source>Update history</source>
+        <translation>更新历史</translation>
     </message>
     <message>
         <source>The stable-diffusion.cpp builds the Images page draws with. Strata tries them in the same order: ROCm for your GPU&apos;s family, then Vulkan, then the processor, and moves to the next one when a build cannot load a model.</source>
@@ -881,6 +937,14 @@ Last reply: this computer ({1})</source>
         <translation> · 有可用更新 {tag}</translation>
     </message>
     <message>
+        <source>  · unverified download</source>
+        <translation>  · 下载未经校验</translation>
+    </message>
+    <message>
+        <source>{asset} had no published checksum, so this engine could not be verified against its publisher&apos;s build.</source>
+        <translation>{asset} 没有公布校验和，因此无法对照发布者的构建校验此引擎。</translation>
+    </message>
+    <message>
         <source>No image engines installed. “Set up automatically” installs the best one for this machine, or “Add local build…” registers an sd-server you built yourself.</source>
         <translation>尚未安装图像引擎。“自动设置”会为本机安装最合适的引擎，“添加本地构建…”可登记你自己编译的 sd-server。</translation>
     </message>
@@ -901,8 +965,36 @@ Last reply: this computer ({1})</source>
         <translation>正在测试引擎</translation>
     </message>
     <message>
+        <source>Trying {tag} on this machine</source>
+        <translation>正在本机试用 {tag}</translation>
+    </message>
+    <message>
         <source>Updating {engine}</source>
         <translation>正在更新 {engine}</translation>
+    </message>
+    <message>
+        <source>Checking for updates</source>
+        <translation>正在检查更新</translation>
+    </message>
+    <message>
+        <source>{backend} {tag} ({date}) is available; you use {current}. &lt;a href=&quot;{url}&quot;&gt;Release notes&lt;/a&gt;</source>
+        <translation>{backend} {tag}（{date}）已发布；你正在使用 {current}。&lt;a href=&quot;{url}&quot;&gt;发行说明&lt;/a&gt;</translation>
+    </message>
+    <message>
+        <source> (from the saved release list)</source>
+        <translation>（来自已保存的发布列表）</translation>
+    </message>
+    <message>
+        <source>Not tried: {why}.</source>
+        <translation>未试用：{why}。</translation>
+    </message>
+    <message>
+        <source>  · last good build (kept to roll back to)</source>
+        <translation>  · 上一个正常的构建（保留以便回滚）</translation>
+    </message>
+    <message>
+        <source>  · in use since its update</source>
+        <translation>  · 更新后正在使用</translation>
     </message>
     <message>
         <source>Removed: {ids}</source>
@@ -3124,6 +3216,18 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>所有已加载模型合计可占用的内存。当一个模型放不下时，先卸载最久未使用的那个。</translation>
     </message>
     <message>
+        <source>A new engine build is used only when its trial on this machine is not slower than the current build by more than this (prefill or decode).</source>
+        <translation>只有在本机试用时比当前构建慢得不超过此比例（预填充或解码）的新引擎构建才会被使用。</translation>
+    </message>
+    <message>
+        <source>Stable (the catalog&apos;s tested versions)</source>
+        <translation>稳定版（目录中经过测试的版本）</translation>
+    </message>
+    <message>
+        <source>Latest release</source>
+        <translation>最新发布</translation>
+    </message>
+    <message>
         <source>Save</source>
         <translation>保存</translation>
     </message>
@@ -3226,6 +3330,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Memory for loaded models</source>
         <translation>已加载模型的内存</translation>
+    </message>
+    <message>
+        <source>Engine updates</source>
+        <translation>引擎更新</translation>
+    </message>
+    <message>
+        <source>Slower update allowed by</source>
+        <translation>允许更新变慢的幅度</translation>
     </message>
     <message>
         <source>Appearance</source>
