@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHeaderView,
     QLabel,
+    QListView,
     QPushButton,
     QRadioButton,
     QStyle,
@@ -118,8 +119,8 @@ def _header_problems(header: QHeaderView) -> list[str]:
         text = str(model.headerData(section, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole) or "")
         if not text:
             continue
-        need = fm.horizontalAdvance(text) + 12  # the style's margins around a header label
-        if need > header.sectionSize(section) + SLACK:
+        need = header.sectionSizeFromContents(section).width()  # what the style paints: text, margins, arrow
+        if need > header.sectionSize(section) + SLACK and fm.horizontalAdvance(text) > 0:
             problems.append(f"column {text!r}: needs {need} px, has {header.sectionSize(section)}")
     return problems
 
@@ -150,6 +151,9 @@ def cut_texts(root: QWidget) -> list[str]:
             problem = _combo_problem(widget)
             text = widget.currentText()
         elif isinstance(widget, QAbstractItemView):
+            bar = widget.horizontalScrollBar()
+            if isinstance(widget, QListView) and bar is not None and bar.isVisible():
+                problems.append(f"{_name(widget)}: its items need a sideways scroll (elide them, with tooltips)")
             for header in (getattr(widget, "horizontalHeader", lambda: None)(),
                            getattr(widget, "header", lambda: None)()):
                 if isinstance(header, QHeaderView) and header.isVisible():

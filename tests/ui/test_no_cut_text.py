@@ -6,42 +6,57 @@ its text on purpose and shows the whole of it in a tooltip (tests/support/cut_te
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import os
+import shutil
+from pathlib import Path
 
 import pytest
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from strata_gui.app import AppUi, UiHooks, compose, open_first_run
+from strata_gui.app import UiHooks, compose, open_first_run
 from strata_gui.core.app_services import build_app_services
+from strata_gui.core.runtime.client import ReplyStats
 from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.i18n import install_language
 from strata_gui.ui.theme import apply_theme
 from tests.support.cut_text import cut_texts
+from tests.support.engines import TestEngines
 
 SIZES = ((1180, 760), (1600, 1000))
+SHOTS = Path(os.environ["STRATA_CUT_SHOTS"]) if os.environ.get("STRATA_CUT_SHOTS") else None
 
 
 @pytest.fixture
-def app_ui(qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop) -> Iterator[AppUi]:
-    services = build_app_services(build_services())
-    bridge = AsyncBridge()
-    ui = compose(services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
-                                                choose_model=lambda: None, save_path=lambda _n: None))
+def lived_in(tmp_path: Path, test_model: Path, test_engines: TestEngines,
+             qasync_loop: asyncio.AbstractEventLoop) -> Path:
+    """A Strata home with what a user has after a while: an engine of their own, models with long
+    file names, and a conversation with replies and their statistics."""
+    library = tmp_path / "my models"
+    library.mkdir()
+    for name in ("strata-test-llama-gqa-mixture-of-experts-Q4_K_M-00001-of-00001.gguf", "tiny-F16.gguf"):
+        shutil.copy(test_model, library / name)
+    base = build_services()
+    base.settings_service.update(model_dirs=[str(library)], last_model=str(library / "tiny-F16.gguf"))
+    services = build_app_services(base)
     try:
-        yield ui
+        qasync_loop.run_until_complete(services.engines.add_local(test_engines.cpu_dir, "cpu"))
+        conv = services.chat.store.create_conversation("A conversation with a rather long title about lighthouses")
+        services.chat.store.add_message(conv.id, "user", "Tell me about lighthouses.")
+        services.chat.store.add_message(conv.id, "assistant", "They guide ships.",
+                                        stats=ReplyStats(prompt_n=12, predicted_n=5, prefill_tps=310.5,
+                                                         decode_tps=42.25, engine="CPU (your build: bin)"))
     finally:
-        ui.window.close()
-        qasync_loop.run_until_complete(bridge.shutdown())
         qasync_loop.run_until_complete(services.aclose())
-        ui.window.deleteLater()
+    return library
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 @pytest.mark.parametrize("language", ["en", "zh_CN"])
+@pytest.mark.engine
 def test_no_text_is_cut_on_any_page(language: str, theme: str, qtbot: QtBot, qapp: QApplication,
-                                    qasync_loop: asyncio.AbstractEventLoop) -> None:
+                                    qasync_loop: asyncio.AbstractEventLoop, lived_in: Path) -> None:
     install_language(qapp, language)
     apply_theme(qapp, theme)
     try:
@@ -51,26 +66,38 @@ def test_no_text_is_cut_on_any_page(language: str, theme: str, qtbot: QtBot, qap
                                                     choose_model=lambda: None, save_path=lambda _n: None))
         window = ui.window
         problems: list[str] = []
-        try:
+
+        async def visit() -> None:  # on the app's running loop, as the pages expect
+            nonlocal problems
             window.show()
             for width, height in SIZES:
                 window.resize(width, height)
                 for index, title in enumerate(window.page_titles()):
                     window.show_page_index(index)
-                    qtbot.wait(30)
+                    await asyncio.sleep(0.05)
                     problems += [f"{width}×{height} {title}: {p}" for p in cut_texts(window)]
+                    if SHOTS:  # STRATA_CUT_SHOTS=DIR keeps what was checked, to look at
+                        SHOTS.mkdir(parents=True, exist_ok=True)
+                        window.grab().save(str(SHOTS / f"{language}-{theme}-{width}-{index:02d}.png"))
                 chat = ui.pages.chat
                 window.show_page(chat)
+                if chat.conversation_id is None and services.chat.store.conversations():
+                    chat.open_conversation(services.chat.store.conversations()[0].id)
+                    await asyncio.sleep(0.05)
+                    problems += [f"{width}×{height} conversation: {p}" for p in cut_texts(window)]
                 for toggle in (chat.settings_toggle, chat.load_options_toggle):
                     toggle.setChecked(True)
-                    qtbot.wait(30)
+                    await asyncio.sleep(0.05)
                     problems += [f"{width}×{height} chat panel: {p}" for p in cut_texts(window)]
                     toggle.setChecked(False)
             guide = open_first_run(ui)
             guide.resize(*SIZES[0])
-            qtbot.wait(50)
+            await asyncio.sleep(0.1)
             problems += [f"guide: {p}" for p in cut_texts(guide)]
             guide.close()
+
+        try:
+            qasync_loop.run_until_complete(visit())
         finally:
             window.close()
             qasync_loop.run_until_complete(bridge.shutdown())
