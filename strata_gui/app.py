@@ -512,12 +512,17 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
     return guide
 
 
-def collect_garbage_again() -> None:
+def collect_garbage_again(app: QApplication | None = None) -> None:
     """Turn the cyclic garbage collector back on once the window is usable (``strata`` turns it off
-    for start-up). What start-up built lives as long as the app: frozen, later collections, during a
-    streaming reply say, no longer walk it."""
+    for start-up), on the GUI thread only (:mod:`strata_gui.ui.gc_pump`). What start-up built lives
+    as long as the app: frozen, later collections, during a streaming reply say, no longer walk it."""
     gc.freeze()
-    gc.enable()
+    if app is None:
+        gc.enable()
+        return
+    from strata_gui.ui.gc_pump import GcPump
+
+    GcPump(app)
 
 
 def _save_quietly(base: Services, **changes: Any) -> None:
@@ -660,7 +665,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
             app.processEvents()
             # Usable: every sidebar entry is there and the chat page is built and painted.
             print(f"ready-at {time.time():.6f}", flush=True)
-        collect_garbage_again()
+        collect_garbage_again(app)
         if exit_when_shown:
             open_log()
             for index in range(len(window.page_titles())):  # what visiting every page would build

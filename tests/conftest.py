@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import threading
@@ -112,6 +113,27 @@ def _listener_errors() -> Iterator[ListenerErrors]:
     problem = listener_failures(handler.records)
     if problem:
         pytest.fail(problem, pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _gc_on_the_gui_thread(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Widget tests collect cyclic garbage on the GUI thread, as the app does (ui/gc_pump.py): an
+    automatic collection in a worker or server thread would destroy Qt objects there."""
+    if "qapp" not in request.fixturenames:
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        gc.enable()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # What importing every test module built lives for the whole run: later collections skip it.
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

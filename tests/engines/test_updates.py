@@ -269,7 +269,7 @@ def test_a_trial_waits_for_the_streaming_reply_and_the_chat_waits_for_the_trial(
         rig.pool.events.subscribe(on_pool)
         chat_spec = rig.resolver.plan_for(chats_model)[0]
         lease = await rig.pool.acquire(chat_spec, chats_model, ServerSettings(threads=1), user="chat")
-        client = ChatClient(rig.http, lease.base_url)
+        client = ChatClient(rig.http, lease.base_url, lease.api_key or None)
         publish(github, "b7700", builds.real, tmp_path, "2026-03-02T09:00:00Z")
         later: list[asyncio.Task[Any]] = []
 
