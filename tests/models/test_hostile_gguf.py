@@ -184,3 +184,15 @@ def test_models_list_and_inspect_commands_survive_hostile_files(tmp_path: Path, 
         run_command(["models", "inspect", str(folder / "pipe.gguf")])
     with pytest.raises(GGUFError, match="array of arrays"):
         run_command(["models", "inspect", str(folder / "nested.gguf")])
+
+
+@pytest.mark.engine
+def test_chat_with_a_fifo_as_its_model_says_so_and_returns(tmp_path: Path, test_engines: Any,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The engine is never started on a FIFO (it would wait on it forever, as would Strata)."""
+    fifo = tmp_path / "pipe.gguf"
+    os.mkfifo(fifo)
+    code = run_command(["chat", "-m", str(fifo), "-e", str(test_engines.cpu_dir), "--ctx-size", "512", "hi"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert f"The model file {fifo} cannot be used: pipe.gguf is a named pipe (FIFO), not a regular file" in err
