@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.errors import GGUFError
+from strata_gui.core.errors import GGUFError, ServerError
 from strata_gui.core.models import gguf_meta
 from strata_gui.core.models.gguf_meta import (
     HeaderParser,
@@ -187,12 +187,11 @@ def test_models_list_and_inspect_commands_survive_hostile_files(tmp_path: Path, 
 
 
 @pytest.mark.engine
-def test_chat_with_a_fifo_as_its_model_says_so_and_returns(tmp_path: Path, test_engines: Any,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_chat_with_a_fifo_as_its_model_says_so_and_returns(tmp_path: Path, test_engines: Any) -> None:
     """The engine is never started on a FIFO (it would wait on it forever, as would Strata)."""
     fifo = tmp_path / "pipe.gguf"
     os.mkfifo(fifo)
-    code = run_command(["chat", "-m", str(fifo), "-e", str(test_engines.cpu_dir), "--ctx-size", "512", "hi"])
-    err = capsys.readouterr().err
-    assert code == 1
-    assert f"The model file {fifo} cannot be used: pipe.gguf is a named pipe (FIFO), not a regular file" in err
+    with pytest.raises(ServerError) as info:
+        run_command(["chat", "-m", str(fifo), "-e", str(test_engines.cpu_dir), "--ctx-size", "512", "hi"])
+    assert info.value.message == (f"The model file {fifo} cannot be used: pipe.gguf is a named pipe (FIFO), not a "
+                                  "regular file; Strata only reads regular files.")
