@@ -101,6 +101,8 @@ async def _run_command(args: argparse.Namespace, services: Services) -> int:
     from strata_gui.core.app_services import build_app_services
 
     app = build_app_services(services, keep_conversations=getattr(args, "keep_conversations", True))
+    for notice in app.storage_notices:  # a damaged or locked database: the command still runs
+        print(f"note: {notice}", file=sys.stderr)
     try:
         result = args.func(args, app)
         if isinstance(result, Coroutine):
