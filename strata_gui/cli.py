@@ -15,7 +15,7 @@ from collections.abc import Coroutine, Sequence
 
 from strata_gui import __version__
 from strata_gui.core.errors import StrataError
-from strata_gui.core.logging_setup import close_logging, configure_logging
+from strata_gui.core.logging_setup import close_logging, configure_logging, redact
 from strata_gui.core.services import Services, build_services
 
 log = logging.getLogger(__name__)
@@ -164,9 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_went_away()
     except StrataError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        # A server's error may quote the request, key included: never print a known key.
+        print(f"error: {redact(exc.message)}", file=sys.stderr)
         if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
+            print(f"hint: {redact(exc.hint)}", file=sys.stderr)
         log.info("command failed: %s", exc, exc_info=exc.details is None)
         return 1
     except KeyboardInterrupt:

@@ -399,6 +399,9 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
                       idle_timeout=idle_timeout, advisor=rpc.advisor(fit_target))
     rpc.pool = pool
     secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
+    secrets_notice = secrets.check()  # a damaged key store is moved aside and told once, never raised later
+    if secrets_notice:
+        storage_notices.append(secrets_notice)
     chat_store = _open_chat_store(chat_db, storage_notices)
     chat = ChatService(chat_store, pool, local, base.settings_service, plans=resolver,
                        launch_settings=load_options.server_settings, model_options=load_options.options,

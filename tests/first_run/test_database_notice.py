@@ -1,4 +1,4 @@
-"""The app's start with a damaged or locked database: the window comes up, with a notice that
+"""The app's start with a damaged or locked database (or key store): the window comes up, with a notice that
 says which it is (and, for a damaged file, where the old one was kept)."""
 
 from __future__ import annotations
@@ -42,3 +42,13 @@ def test_the_app_starts_while_another_process_holds_the_database(make_app: Calla
     assert not app.window.banner.isHidden()
     assert "is in use by another program" in text and "not damaged" in text and "not saved this session" in text
     assert not list(db.parent.glob("*.damaged-*"))
+
+
+def test_the_app_starts_with_a_damaged_key_store_and_says_so(make_app: Callable[..., App]) -> None:
+    paths = AppPaths.from_environment()
+    paths.ensure()
+    (paths.config_dir / "secrets.json").write_text("[" * 50_000, encoding="utf-8")
+    app = make_app(first_run_done=True)
+    text = app.window.banner.text.text()
+    assert "The key store secrets.json was damaged" in text and "Enter them again" in text
+    assert app.services.remote.endpoints() == []

@@ -308,3 +308,17 @@ def test_library_lists_hostile_files_as_broken_with_their_reason(harness: Any, t
     assert "named pipe (FIFO)" in page.library_table.item(2, 7).text()
     assert "2 broken" in page.library_status.text()
     assert "Internal error" not in page.library_status.text()
+
+
+def test_a_damaged_key_store_does_not_break_search(harness: Any, tmp_path: Path) -> None:
+    """secrets.json holds the saved hub token; damaged, the page searches without it (the key
+    store moved the file aside and says so) instead of failing every request."""
+    secrets = tmp_path / "strata-home" / "secrets.json"
+    secrets.parent.mkdir(parents=True, exist_ok=True)
+    secrets.write_text("{ damaged key store", encoding="utf-8")
+    h = harness()
+    page: ModelsPage = h.page
+    page.on_shown()
+    h.settle(page.search_handle)
+    assert page.hit_ids()[:2] == ["strata/test-llama-GGUF", "strata/test-llama-split-GGUF"]
+    assert list(secrets.parent.glob("secrets.json.corrupt-*"))
