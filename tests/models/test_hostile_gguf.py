@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.errors import GGUFError, ServerError
+from strata_gui.core.errors import GGUFError, ImageError, ServerError
 from strata_gui.core.models import gguf_meta
 from strata_gui.core.models.gguf_meta import (
     HeaderParser,
@@ -195,3 +195,10 @@ def test_chat_with_a_fifo_as_its_model_says_so_and_returns(tmp_path: Path, test_
         run_command(["chat", "-m", str(fifo), "-e", str(test_engines.cpu_dir), "--ctx-size", "512", "hi"])
     assert info.value.message == (f"The model file {fifo} cannot be used: pipe.gguf is a named pipe (FIFO), not a "
                                   "regular file; Strata only reads regular files.")
+
+
+def test_an_image_command_with_a_fifo_as_its_model_says_so(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.gguf"
+    os.mkfifo(fifo)
+    with pytest.raises(ImageError, match=r"cannot be used: pipe\.gguf is a named pipe \(FIFO\), not a regular file"):
+        run_command(["image", "-m", str(fifo), "a cat"])
