@@ -543,8 +543,6 @@ class HeaderParser:
             self.needed = next(self._gen)
         except StopIteration as done:
             self.result = done.value
-        except RecursionError as exc:  # never expected (nothing recurses), but never a traceback
-            raise _corrupt("it is nested too deeply") from exc
 
     def feed(self, data: bytes | bytearray | memoryview) -> GGUFMetadata | None:
         """Add the next bytes of the file; the metadata once the header is complete, else None.
