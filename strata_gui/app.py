@@ -464,6 +464,8 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     window.destroyed.connect(lambda *_: unfollow_updates())
     if base.settings_notice:
         window.show_notice(base.settings_notice, "warning")
+    if services.storage_notices:  # the database was damaged (moved aside) or is in use
+        window.show_notice(" ".join(services.storage_notices), "warning")
     return ui
 
 

@@ -15,7 +15,7 @@ from collections.abc import Coroutine, Sequence
 
 from strata_gui import __version__
 from strata_gui.core.errors import StrataError, describe
-from strata_gui.core.logging_setup import close_logging, configure_logging
+from strata_gui.core.logging_setup import close_logging, configure_logging, redact
 from strata_gui.core.services import Services, build_services
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,8 @@ async def _run_command(args: argparse.Namespace, services: Services) -> int:
     from strata_gui.core.app_services import build_app_services
 
     app = build_app_services(services, keep_conversations=getattr(args, "keep_conversations", True))
+    for notice in app.storage_notices:  # a damaged or locked database: the command still runs
+        print(f"note: {notice}", file=sys.stderr)
     try:
         result = args.func(args, app)
         if isinstance(result, Coroutine):
@@ -162,16 +164,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_went_away()
     except StrataError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        # A server's error may quote the request, key included: never print a known key.
+        print(f"error: {redact(exc.message)}", file=sys.stderr)
         if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
+            print(f"hint: {redact(exc.hint)}", file=sys.stderr)
         log.info("command failed: %s", exc, exc_info=exc.details is None)
         return 1
     except Exception as exc:  # the edge: a message and a hint, never a raw traceback
         err = describe(exc)
-        print(f"error: {err.message}", file=sys.stderr)
+        print(f"error: {redact(err.message)}", file=sys.stderr)
         if err.hint:
-            print(f"hint: {err.hint}", file=sys.stderr)
+            print(f"hint: {redact(err.hint)}", file=sys.stderr)
         log.error("command failed: %s", err.message, exc_info=exc)  # the traceback goes to the log file
         return 1
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ from pathlib import Path
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import ImageError
+from strata_gui.core.files import NotRegularFileError, check_regular
 from strata_gui.core.images import (
     ImageEvent,
     ImageNotice,
@@ -80,8 +81,12 @@ def _folder(text: str) -> Path:
 
 def _model(args: argparse.Namespace) -> Path:
     model = Path(args.model).expanduser()
-    if not model.is_file():
-        raise ImageError(f"The model file {model} does not exist.", hint="Pass --model FILE.")
+    try:
+        check_regular(model)  # a FIFO would make the engine wait on it forever
+    except NotRegularFileError as exc:
+        raise ImageError(f"The model file {model} cannot be used: {exc.message}", hint=exc.hint) from exc
+    except OSError as exc:
+        raise ImageError(f"The model file {model} does not exist.", hint="Pass --model FILE.") from exc
     return model
 
 

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from strata_gui.commands import arg_types
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.models import CACHE_TYPES, FLASH_ATTENTION
 
@@ -19,21 +20,21 @@ def add_arguments(p: argparse.ArgumentParser, *, ctx: bool = True) -> None:
     --threads --no-mmap --parallel --model-draft --draft-max/min --no-chat-parsing`` to ``p`` (``ctx`` False when the command sizes the context itself)."""
     g = p.add_argument_group("load options (this run only; default: the model's saved options, else Settings)")
     if ctx:
-        g.add_argument("--ctx-size", type=int, default=None, metavar="N", help="context size in tokens")
+        g.add_argument("--ctx-size", type=arg_types.CONTEXT, default=None, metavar="N", help="context size in tokens")
     g.add_argument("--gpu-layers", default=None, metavar="N|all|auto", help="layers on the GPU")
     g.add_argument("--flash-attn", choices=FLASH_ATTENTION, default=None, help="flash attention")
     g.add_argument("--cache-type-k", choices=CACHE_TYPES, default=None, help="KV-cache type of K")
     g.add_argument("--cache-type-v", choices=CACHE_TYPES, default=None,
                    help="KV-cache type of V (quantised needs flash attention on or auto)")
-    g.add_argument("--batch-size", type=int, default=None, metavar="N", help="logical batch size")
-    g.add_argument("--ubatch-size", type=int, default=None, metavar="N", help="physical (micro) batch size")
-    g.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads")
+    g.add_argument("--batch-size", type=arg_types.BATCH, default=None, metavar="N", help="logical batch size")
+    g.add_argument("--ubatch-size", type=arg_types.BATCH, default=None, metavar="N", help="physical (micro) batch size")
+    g.add_argument("--threads", type=arg_types.THREADS, default=None, metavar="N", help="CPU threads")
     g.add_argument("--no-mmap", action="store_true", help="read the model into memory instead of mapping it")
-    g.add_argument("--parallel", type=int, default=None, metavar="N", help="server slots")
+    g.add_argument("--parallel", type=arg_types.PARALLEL, default=None, metavar="N", help="server slots")
     g.add_argument("--model-draft", type=Path, default=None, metavar="FILE",
                    help="draft model for speculative decoding (same vocabulary as the model)")
-    g.add_argument("--draft-max", type=int, default=None, metavar="N", help="most tokens drafted per step")
-    g.add_argument("--draft-min", type=int, default=None, metavar="N", help="fewest tokens drafted per step")
+    g.add_argument("--draft-max", type=arg_types.DRAFT, default=None, metavar="N", help="most tokens drafted per step")
+    g.add_argument("--draft-min", type=arg_types.DRAFT, default=None, metavar="N", help="fewest tokens drafted per step")
     g.add_argument("--no-chat-parsing", action="store_true",
                    help="start the engine with --skip-chat-parsing: the model's text arrives as written (for a "
                         "model whose output keeps failing its chat format; no tool calls then)")

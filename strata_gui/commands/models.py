@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from strata_gui.commands import load_options
+from strata_gui.commands import arg_types, load_options
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import ModelError
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     i = msub.add_parser("info", help="files of a repo grouped by quant (image repos: model files), with fit verdicts")
     i.add_argument("repo", help="repo id, e.g. bartowski/Qwen2.5-7B-Instruct-GGUF")
-    i.add_argument("--ctx", type=int, default=0, help="context size to judge fits at (default: Settings)")
+    i.add_argument("--ctx", type=arg_types.CONTEXT, default=0, help="context size to judge fits at (default: Settings)")
     i.add_argument("--card", action="store_true", help="also print the model card")
     i.add_argument("--json", action="store_true", help="machine-readable output")
 

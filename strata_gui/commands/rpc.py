@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from strata_gui.commands import arg_types
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.rpc import DEFAULT_RPC_PORT, TRUST_WARNING, WorkerStatus
 
@@ -19,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--host", default="127.0.0.1",
                        help="interface to listen on (default: this computer only; use the LAN address "
                             "or 0.0.0.0 to lend it, on a trusted network only)")
-    serve.add_argument("--port", type=int, default=DEFAULT_RPC_PORT)
+    serve.add_argument("--port", type=arg_types.PORT, default=DEFAULT_RPC_PORT)
     serve.add_argument("--device", "-d", action="append", default=[],
                        help="device to lend (e.g. Vulkan0, ROCm0, CPU); repeat for several; default: all")
     serve.add_argument("--engine", "-e", metavar="DIR", help="engine folder with rpc-server (default: installed)")

@@ -8,7 +8,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from strata_gui.commands import load_options
+from strata_gui.commands import arg_types, load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.serve import ApiRequest
@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="also serve this file (repeat for more; the library is always served)")
     p.add_argument("--engine", "-e", action="append", default=[], metavar="DIR",
                    help="engine folder (repeat for a fallback order; default: the installed engines)")
-    p.add_argument("--port", type=int, default=None, help="TCP port (default: from Settings, 8765)")
+    p.add_argument("--port", type=arg_types.PORT, default=None, help="TCP port (default: from Settings, 8765)")
     p.add_argument("--lan", action="store_true",
                    help="listen on every network interface (requires an API key; see --new-key)")
     p.add_argument("--new-key", action="store_true", help="generate a new API key, print it once and exit")

@@ -45,6 +45,7 @@ from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.services import Services
 from strata_gui.core.settings import SettingsService
+from strata_gui.core.storage import DatabaseLockedError
 from strata_gui.core.transfer import TlsContext, loopback_client, network_client
 
 if TYPE_CHECKING:  # built on first use (see AppServices): their modules load then, not at start-up
@@ -101,6 +102,9 @@ class AppServices:
         self.load_options = load_options  # per-model load options: the chat launch, bench, the panel's fit
         self.gpu_error = gpu_error  # why the configured GPU source could not be used
         self.tls = tls  # the clients' TLS context, loaded on first use
+        # What the user must be told about the database file at start-up (moved aside because it
+        # was damaged, or in use by another program so nothing is saved this session).
+        self.storage_notices: list[str] = []
         self._later = later
 
     # -- built on first use ---------------------------------------------------------------------------
@@ -294,8 +298,9 @@ class AppServices:
             self.dashboard.record(model=model, engine=s.engine or "unknown", backend=s.backend or "",
                                   prompt_tokens=s.prompt_n, cached_tokens=s.cache_n, output_tokens=s.predicted_n,
                                   prefill_tps=s.prefill_tps, decode_tps=s.decode_tps, ttft_s=s.ttft_s)
-        except StrataError:
-            log.warning("could not record request statistics", exc_info=True)
+        except StrataError as exc:
+            # A warning, not a traceback: the CLI logs to stderr, in the middle of the reply.
+            log.warning("could not record request statistics: %s", exc.message)
 
     async def use_engine_folder(self, folder: Path, on_progress: ProgressCallback = no_progress) -> EngineSpec:
         """The chat's "Engine folder…": check the build there, then put it first for this session
@@ -394,7 +399,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
         gpu = build_gpu_service(kernels_dir(), environ={}, family_of=catalog.family_of)
     engines = create_engine_service(paths, base.settings_service, env, client, catalog=catalog,
                                     gpu_report=lambda: gpu.last_report)
-    metrics = MetricsStore(paths.database_file)
+    metrics, chat_db, storage_notices = _open_database(paths.database_file, keep_conversations)
     resolver = EngineResolver(engines, gpu, settings, metrics, settings_events=base.settings_service.events)
     rpc = RpcPool(base.settings_service, resolver.installed_specs, environ=env, log_dir=paths.log_dir, job=job)
     fit_target = FitTarget(gpu, settings, resolver, rpc.extend_target)
@@ -415,7 +420,10 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
                       idle_timeout=idle_timeout, advisor=rpc.advisor(fit_target))
     rpc.pool = pool
     secrets = FileSecretStore(paths.config_dir / "secrets.json", default_protector())
-    chat_store = ConversationStore(paths.database_file if keep_conversations else Path(":memory:")).open()
+    secrets_notice = secrets.check()  # a damaged key store is moved aside and told once, never raised later
+    if secrets_notice:
+        storage_notices.append(secrets_notice)
+    chat_store = _open_chat_store(chat_db, storage_notices)
     chat = ChatService(chat_store, pool, local, base.settings_service, plans=resolver,
                        launch_settings=load_options.server_settings, model_options=load_options.options,
                        save_model_options=load_options.save, template=load_options.template)
@@ -423,7 +431,45 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     app = AppServices(base, client, local, gpu=gpu, engines=engines, resolver=resolver, metrics=metrics,
                       chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, pool=pool, fit_target=fit_target,
                       load_options=load_options, later=LaterParts(env, secrets), gpu_error=gpu_error, tls=tls)
+    app.storage_notices = storage_notices
+    for notice in storage_notices:  # shown by the CLI and the window; info here, not twice on stderr
+        log.info("%s", notice)
     chat.subscribe(app._record_reply)
     pool.events.subscribe(app._watch_updates)
     chat.tools = app.chat_tools
     return app
+
+
+_IN_USE_HINT = ("Another Strata, or a program that opened the file, is holding it; the file is not damaged. Close "
+                "the other program and restart Strata to see and keep your history.")
+
+
+def _open_database(path: Path, keep_conversations: bool) -> tuple[MetricsStore, Path, list[str]]:
+    """The statistics store and where conversations go, never failing on the database file.
+
+    A damaged file is moved aside by the store that meets it (its notice is returned). A file
+    another program holds (locked) is not waited on twice: statistics and conversations then live
+    in memory for this session, with a notice, so commands that need no history (``system``, a
+    one-off ``chat``) and the app's start still work.
+    """
+    notices: list[str] = []
+    chat_db = path if keep_conversations else Path(":memory:")
+    try:
+        metrics = MetricsStore(path)
+    except DatabaseLockedError as exc:
+        notices.append(f"{exc.message} Statistics and conversations are not saved this session. {_IN_USE_HINT}")
+        return MetricsStore(Path(":memory:")), Path(":memory:"), notices
+    if metrics.notice:
+        notices.append(metrics.notice)
+    return metrics, chat_db, notices
+
+
+def _open_chat_store(path: Path, notices: list[str]) -> ConversationStore:
+    try:
+        store = ConversationStore(path).open()
+    except DatabaseLockedError as exc:
+        notices.append(f"{exc.message} Conversations are not saved this session. {_IN_USE_HINT}")
+        return ConversationStore(Path(":memory:")).open()
+    if store.notice:
+        notices.append(store.notice)
+    return store

@@ -1,11 +1,56 @@
-"""Rotating log file in the user log folder, plus stderr for the CLI."""
+"""Rotating log file in the user log folder, plus stderr for the CLI.
+
+Every line is redacted before it is written (:class:`RedactingFormatter`): the password part of
+an address (``http://user:KEY@host``), ``Bearer`` tokens, ``api_key=``-style query values, and
+every secret the key store has handed out (:func:`register_secret`), wherever they appear: in
+the message, its arguments or a traceback (a server's error that echoes the key back included).
+"""
 
 from __future__ import annotations
 
 import logging
+import re
+import threading
 from pathlib import Path
 
 LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+REDACTED = "***"
+
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/@:]*):(?P<secret>[^\s/@]+)@")
+_BEARER = re.compile(r"(?i)\b(bearer\s+|(?:api[_-]?key|token|password)(?:=|:\s*))([A-Za-z0-9._~+/=-]{6,})")
+_QUERY_KEY = re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access_token|password)=)[^&\s#]+")
+_secrets: set[str] = set()
+_secrets_lock = threading.Lock()
+# Shorter values are too likely to be ordinary words or numbers in a log line.
+MIN_SECRET_LENGTH = 6
+
+
+def register_secret(value: str | None) -> None:
+    """Never write ``value`` to a log from now on (the key store calls this for every key it reads
+    or saves)."""
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        with _secrets_lock:
+            _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    """``text`` with addresses' passwords, bearer tokens, key query values and known secrets replaced."""
+    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)
+    text = _BEARER.sub(lambda m: f"{m[1]}{REDACTED}", text)
+    text = _QUERY_KEY.sub(lambda m: f"{m[1]}{REDACTED}", text)
+    with _secrets_lock:
+        known = sorted(_secrets, key=len, reverse=True)
+    for secret in known:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+class RedactingFormatter(logging.Formatter):
+    """A formatter whose output (message, arguments and traceback) goes through :func:`redact`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 class EarlyRecords(logging.Handler):
@@ -61,13 +106,13 @@ def configure_logging(log_file: Path, *, verbose: bool = False, to_stderr: bool 
         )
     except OSError:
         file_handler = logging.StreamHandler()
-    file_handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    file_handler.setFormatter(RedactingFormatter(LOG_FORMAT))
     file_handler._strata = True  # type: ignore[attr-defined]
     root.addHandler(file_handler)
     if to_stderr:
         err = logging.StreamHandler()
         err.setLevel(logging.DEBUG if verbose else logging.WARNING)
-        err.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+        err.setFormatter(RedactingFormatter("%(levelname)s: %(message)s"))
         err._strata = True  # type: ignore[attr-defined]
         root.addHandler(err)
     for record in early:

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,24 @@ LANGUAGES = ("system", "en", "zh_CN")
 # Saved as hub_endpoint's value before "" meant "not set"; such a file loads as not set.
 LEGACY_HUB_ENDPOINT = "https://huggingface.co"
 DEFAULT_GITHUB_API = "https://api.github.com"
+
+# The values each number may take: past these an engine fails to start ("crashed") or a socket
+# call raises OverflowError. The CLI's flags use the same ranges (``commands/arg_types.py``).
+MAX_CONTEXT = 1 << 24  # 16M tokens: above every model's trained context
+MAX_PORT = 65535
+MAX_MB = 1 << 30  # 1 PiB in MB: any memory size past this is a typo
+RANGES: dict[str, tuple[int, int]] = {
+    "context_size": (0, MAX_CONTEXT),  # 0 = the model's trained context
+    "parallel_slots": (1, 256),
+    "threads": (0, 4096),
+    "serve_port": (0, MAX_PORT),  # 0 = any free port
+    "memory_budget_mb": (0, MAX_MB),
+    "fallback_gpu_memory_mb": (0, MAX_MB),
+    "engine_memory_mb": (0, MAX_MB),
+    "engine_idle_minutes": (0, 60 * 24 * 366),
+    "update_tolerance_pct": (0, 100),
+}
+MAX_GPU_LAYERS = 100_000
 
 
 @dataclass
@@ -102,14 +121,19 @@ class Settings:
             problems.append("github download url must start with http:// or https://")
         if self.flash_attention not in ("on", "off", "auto"):
             problems.append("flash attention must be on, off or auto")
-        if self.gpu_layers not in ("all", "auto") and not self.gpu_layers.isdigit():
-            problems.append("GPU layers must be 'all', 'auto' or a number")
+        if self.gpu_layers not in ("all", "auto") and not (
+                self.gpu_layers.isascii() and self.gpu_layers.isdigit() and int(self.gpu_layers) <= MAX_GPU_LAYERS):
+            problems.append(f"GPU layers must be 'all', 'auto' or a number up to {MAX_GPU_LAYERS}")
+        for name, (low, high) in RANGES.items():
+            value = getattr(self, name)
+            if not low <= value <= high:
+                problems.append(f"{name.replace('_', ' ')} must be between {low} and {high} (it is {value})")
+        for worker in self.rpc_workers:
+            _host, sep, port = worker.rpartition(":")
+            if not sep or not (port.isascii() and port.isdigit()) or not 0 < int(port) <= MAX_PORT:
+                problems.append(f"RPC worker '{worker}' must be host:port with a port between 1 and {MAX_PORT}")
         if self.update_channel not in ("stable", "latest"):
             problems.append("update channel must be stable or latest")
-        if not 0 <= self.update_tolerance_pct <= 100:
-            problems.append("update tolerance must be between 0 and 100 percent")
-        if min(self.context_size, self.memory_budget_mb, self.engine_idle_minutes, self.engine_memory_mb) < 0:
-            problems.append("sizes cannot be negative")
         return problems
 
 
@@ -158,6 +182,12 @@ class SettingsStore:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
             if not isinstance(raw, dict):
                 raise ValueError("top level is not an object")
+        except RecursionError:
+            # json gives up on brackets nested a few thousand deep: the file is unusable, not a bug.
+            moved = self._move_aside()
+            where = f" It was moved to {moved.name}." if moved else ""
+            log.warning("settings file %s is nested too deeply; using defaults", self.path)
+            return settings, f"Your settings file could not be read (it is nested too deeply), so defaults are used.{where}"
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             moved = self._move_aside()
             where = f" It was moved to {moved.name}." if moved else ""
@@ -185,7 +215,11 @@ class SettingsStore:
                     bad.append(f.name)
                     setattr(settings, f.name, getattr(defaults, f.name))
         if bad:
-            return settings, "Some settings had invalid values and were reset: " + ", ".join(sorted(set(bad)))
+            # The next save rewrites the file without the bad values: keep the file as it was.
+            kept = self._keep_copy()
+            where = f" The file as it was is kept as {kept.name}." if kept else ""
+            return settings, ("Some settings had invalid values and were reset to their defaults: "
+                              + ", ".join(sorted(set(bad))) + "." + where)
         return settings, None
 
     def save(self, settings: Settings) -> None:
@@ -206,6 +240,15 @@ class SettingsStore:
                 f"Could not save settings to {self.path}: {exc.strerror or exc}",
                 hint="Check that the folder exists, is writable and the disk is not full.",
             ) from exc
+
+    def _keep_copy(self) -> Path | None:
+        target = self.path.with_name(f"{self.path.name}.invalid-{int(self._clock())}")
+        try:
+            shutil.copy2(self.path, target)
+            return target
+        except OSError:
+            log.exception("could not keep a copy of the settings file")
+            return None
 
     def _move_aside(self) -> Path | None:
         target = self.path.with_name(f"{self.path.name}.corrupt-{int(self._clock())}")

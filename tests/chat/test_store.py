@@ -102,10 +102,18 @@ def test_newer_schema_is_refused(db_path: Path) -> None:
         ConversationStore(db_path).open()
 
 
-def test_damaged_file_is_a_storage_error(db_path: Path) -> None:
-    db_path.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StorageError, match="cannot be opened"):
-        ConversationStore(db_path).open()
+def test_a_damaged_file_is_moved_aside_and_a_new_one_started(db_path: Path) -> None:
+    garbage = b"this is not a database" * 100
+    db_path.write_bytes(garbage)
+    with ConversationStore(db_path, clock=lambda: 1_700_000_000.0) as store:
+        assert store.notice is not None and "damaged (file is not a database)" in store.notice
+        (kept,) = db_path.parent.glob(db_path.name + ".damaged-*")
+        assert not kept.name.endswith("-wal")
+        assert f"The old file was kept as {kept}." in store.notice
+        assert kept.read_bytes() == garbage  # nothing of the user's is lost
+        store.create_conversation("after")
+    with ConversationStore(db_path) as again:
+        assert again.notice is None and [c.title for c in again.conversations()] == ["after"]
 
 
 def test_images_are_kept_with_their_message_and_go_with_it(db_path: Path) -> None:

@@ -97,3 +97,30 @@ def test_output_piped_into_head_keeps_the_first_line(test_model: Path) -> None:
                          shell=True, capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert res.stdout == "{\n" and res.returncode == 0
     assert "Traceback" not in res.stderr and "Exception ignored" not in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["serve", "--port", "70000"], "argument --port: 70000 is out of range: use 0 to 65535"),
+    (["rpc", "serve", "--port", "99999999999999999999"], "is out of range: use 0 to 65535"),
+    (["chat", "--ctx-size", "100000000000000000000", "hi"], "argument --ctx-size: 100000000000000000000 is out of range"),
+    (["chat", "--parallel", "-5", "hi"], "argument --parallel: -5 is out of range: use 1 to 256"),
+    (["chat", "--threads", "x", "hi"], "argument --threads: 'x' is not a whole number"),
+])
+def test_number_flags_outside_their_range_are_usage_errors(argv: list[str], message: str,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused by the parser (exit 2 with the range), never an OverflowError from a socket call."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_bad_port_in_settings_is_reset_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:
+    from strata_gui.core.paths import AppPaths
+
+    paths = AppPaths.from_environment()
+    paths.ensure()
+    paths.settings_file.write_text(json.dumps({"version": 1, "serve_port": 99999999999999999999}), encoding="utf-8")
+    assert main(["system", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "invalid values and were reset to their defaults: serve_port" in err

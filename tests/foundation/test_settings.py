@@ -86,3 +86,39 @@ def test_save_failure_keeps_previous_file(tmp_path: Path) -> None:
         SettingsStore(path).save(Settings(theme="light"))
     assert info.value.hint
     assert SettingsStore(path).load()[0].theme == "dark"
+
+
+def test_a_deeply_nested_file_is_moved_aside_not_a_recursion_error(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    text = '{"theme": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    path.write_text(text, encoding="utf-8")
+    settings, notice = SettingsStore(path, clock=lambda: 1700000000).load()
+    assert settings == Settings()
+    assert notice is not None and "nested too deeply" in notice and "settings.json.corrupt-1700000000" in notice
+    assert (tmp_path / "settings.json.corrupt-1700000000").read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("serve_port", 70000), ("serve_port", -1), ("serve_port", 10**30), ("context_size", 10**20),
+    ("context_size", 1e20), ("parallel_slots", -5), ("parallel_slots", 0), ("threads", 10**9),
+    ("engine_memory_mb", 2**70), ("gpu_layers", "99999999999999999999"), ("gpu_layers", "٣"),
+    ("rpc_workers", ["host:99999999999999"]), ("rpc_workers", ["no-port"]),
+])
+def test_out_of_range_values_fall_back_alone_and_the_file_is_kept(tmp_path: Path, key: str, value: object) -> None:
+    path = tmp_path / "settings.json"
+    raw = {"version": SETTINGS_VERSION, "theme": "dark", key: value}
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    before = path.read_text(encoding="utf-8")
+    settings, notice = SettingsStore(path, clock=lambda: 1700000000).load()
+    assert getattr(settings, key) == getattr(Settings(), key)  # the default again
+    assert settings.theme == "dark"  # the good values stay
+    assert notice is not None and key in notice and "settings.json.invalid-1700000000" in notice
+    assert (tmp_path / "settings.json.invalid-1700000000").read_text(encoding="utf-8") == before
+    assert path.read_text(encoding="utf-8") == before  # untouched until the next save
+
+
+def test_saving_an_out_of_range_value_is_refused_with_the_range(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match=r"serve port must be between 0 and 65535 \(it is 70000\)"):
+        SettingsStore(tmp_path / "settings.json").save(Settings(serve_port=70000))
+    with pytest.raises(SettingsError, match="parallel slots must be between 1 and 256"):
+        SettingsStore(tmp_path / "settings.json").save(Settings(parallel_slots=-5))

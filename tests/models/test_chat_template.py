@@ -356,7 +356,7 @@ def test_a_damaged_file_says_so(tmp_path: Path, broken_models: dict[str, Path]) 
         read_chat_template(broken_models["bad_magic"])
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(broken_models["truncated"].read_bytes()[:5000])
-    with pytest.raises(GGUFError, match="damaged or incomplete"):
+    with pytest.raises(GGUFError, match=r"cut\.gguf is (damaged or )?incomplete"):
         read_chat_template(cut)
     empty = tmp_path / "empty.gguf"
     empty.write_bytes(b"")

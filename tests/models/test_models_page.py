@@ -283,3 +283,47 @@ def test_library_broken_open_reveal_delete(harness: Any, tmp_path: Path, test_mo
     h.until(lambda: "freed 8.6 MiB" in page.library_status.text())
     h.until(lambda: "mine-Q8_0.gguf" not in [e.display_name for e in page.library])
     assert not (folder / "mine-Q8_0.gguf").exists()
+
+
+def test_library_lists_hostile_files_as_broken_with_their_reason(harness: Any, tmp_path: Path,
+                                                                 test_model: Path) -> None:
+    """A crafted header (arrays nested 50 000 deep) and a FIFO in a models folder: the page lists
+    them as broken with the reason, lists the good model, and never shows an internal error (it
+    used to: RecursionError, and the FIFO hung the scan)."""
+    import os
+    import struct
+
+    folder = tmp_path / "hostile-models"
+    folder.mkdir()
+    shutil.copy(test_model, folder / "good-F16.gguf")
+    inner = struct.pack("<IQI", 4, 1, 7)
+    for _ in range(50_000):
+        inner = struct.pack("<IQ", 9, 1) + inner
+    key = b"x.nested"
+    (folder / "nested.gguf").write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key
+                                         + struct.pack("<I", 9) + inner)
+    os.mkfifo(folder / "pipe.gguf")
+    h = harness(offline=True, model_dirs=[folder])
+    page: ModelsPage = h.page
+    page.on_shown()
+    h.settle(page.library_handle)
+    names = [e.display_name for e in page.library]
+    assert names == ["good-F16.gguf", "nested.gguf", "pipe.gguf"]
+    assert page.library_table.item(1, 7).text().startswith("Broken: nested.gguf: Corrupt GGUF header: an array of arrays")
+    assert "named pipe (FIFO)" in page.library_table.item(2, 7).text()
+    assert "2 broken" in page.library_status.text()
+    assert "Internal error" not in page.library_status.text()
+
+
+def test_a_damaged_key_store_does_not_break_search(harness: Any, tmp_path: Path) -> None:
+    """secrets.json holds the saved hub token; damaged, the page searches without it (the key
+    store moved the file aside and says so) instead of failing every request."""
+    secrets = tmp_path / "strata-home" / "secrets.json"
+    secrets.parent.mkdir(parents=True, exist_ok=True)
+    secrets.write_text("{ damaged key store", encoding="utf-8")
+    h = harness()
+    page: ModelsPage = h.page
+    page.on_shown()
+    h.settle(page.search_handle)
+    assert page.hit_ids()[:2] == ["strata/test-llama-GGUF", "strata/test-llama-split-GGUF"]
+    assert list(secrets.parent.glob("secrets.json.corrupt-*"))

@@ -39,6 +39,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
+        if getattr(self.server, "echo_auth", False):
+            # Servers that quote the request in their error (a proxy, a debug build) echo the key.
+            self._json(500, {"error": {"message": f"cannot serve request with Authorization: "
+                                                  f"{self.headers.get('Authorization', '')}", "code": 500}})
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -58,9 +63,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def openai_like_server() -> Iterator[str]:
+def openai_like_server(*, echo_auth: bool = False) -> Iterator[str]:
+    """Serve on a free loopback port; with ``echo_auth`` every chat request fails with a 500 whose
+    message quotes the request's Authorization header (the key)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
+    server.echo_auth = echo_auth  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, name="remote-test-server")
     thread.start()
     try:

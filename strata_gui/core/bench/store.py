@@ -20,6 +20,7 @@ from strata_gui.core.bench.stats import median, percentile
 from strata_gui.core.errors import StorageError
 from strata_gui.core.events import Listeners
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
+from strata_gui.core.storage import open_database, storage_error
 
 SCHEMA_VERSION = 4
 
@@ -226,23 +227,31 @@ class MetricsStore:
     Args:
         path: The SQLite database file (shared with the chat store).
         clock: Wall clock for timestamps.
+        busy_timeout: Seconds a lock held by another program is waited for before
+            :class:`~strata_gui.core.storage.DatabaseLockedError`.
+
+    Raises:
+        DatabaseLockedError: Another program holds the file.
     """
 
-    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time, *, busy_timeout: float = 5.0) -> None:
         self.path = path
         self._clock = clock
         self._lock = threading.Lock()
         # Engine choices and benchmark results decide the chat's engine: the resolver listens.
         self.events: Listeners[ChoicesChanged] = Listeners()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=10)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+
+
+        def setup(db: sqlite3.Connection) -> None:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._db = db
             self._migrate()
-        except sqlite3.Error as exc:
-            raise StorageError(f"Could not open the statistics database {path}: {exc}",
-                               hint="Check the data folder is writable and the disk is not full.") from exc
+
+        # A damaged file is moved aside and a fresh one started (``notice`` says where the old one
+        # is); a locked one raises DatabaseLockedError after the busy timeout, with its own hint.
+        self._db, self.notice = open_database(path, setup, what="statistics and engine choices", clock=clock,
+                                              check_same_thread=False, timeout=busy_timeout)
 
     def close(self) -> None:
         with self._lock:
@@ -255,8 +264,7 @@ class MetricsStore:
                 with self._db:
                     yield self._db
             except sqlite3.Error as exc:
-                raise StorageError(f"Statistics could not be saved: {exc}",
-                                   hint="Check free disk space.") from exc
+                raise storage_error(exc, self.path, "save the statistics") from exc
 
     def _migrate(self) -> None:
         # Shared with the chat store: one row per component.

@@ -38,6 +38,7 @@ from strata_gui.core.runtime.client import (
     SamplingParams,
     ToolCall,
 )
+from strata_gui.core.storage import open_database, storage_error
 
 from .images import ChatImage
 
@@ -332,34 +333,41 @@ class ConversationStore:
     Args:
         path: The database file (``AppPaths.database_file``).
         clock: Wall clock for timestamps.
+        busy_timeout: Seconds a lock held by another program is waited for before :meth:`open`
+            raises :class:`~strata_gui.core.storage.DatabaseLockedError`.
     """
 
-    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time, *, busy_timeout: float = 5.0) -> None:
         self.path = path
         self._clock = clock
+        self.busy_timeout = busy_timeout
         self._db: sqlite3.Connection | None = None
+        # Set by open() when a damaged file was moved aside: what to tell the user, once.
+        self.notice: str | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     def open(self) -> ConversationStore:
         """Open (creating/migrating as needed) and mark replies left streaming as interrupted."""
         if self._db is not None:
             return self
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
+
+        def setup(db: sqlite3.Connection) -> None:
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
             self._db = db
-            self._migrate()
-            db.execute("UPDATE chat_messages SET status=? WHERE status=?", (INTERRUPTED, STREAMING))
-        except sqlite3.DatabaseError as exc:
-            self.close()
-            raise StorageError(f"The conversation database {self.path} cannot be opened: {exc}",
-                               hint="If the file is damaged, move it away; Strata starts a new one.") from exc
-        except OSError as exc:
-            raise StorageError(f"Cannot create {self.path.parent}: {exc.strerror or exc}") from exc
+            try:
+                self._migrate()
+                db.execute("UPDATE chat_messages SET status=? WHERE status=?", (INTERRUPTED, STREAMING))
+            except BaseException:
+                self._db = None
+                raise
+
+        # A damaged file is moved aside and a fresh one started (``notice`` says where the old one
+        # is); a locked one raises DatabaseLockedError after the busy timeout, with its own hint.
+        self._db, self.notice = open_database(self.path, setup, what="the conversation history", clock=self._clock,
+                                              isolation_level=None, timeout=self.busy_timeout)
         return self
 
     def close(self) -> None:
@@ -414,8 +422,7 @@ class ConversationStore:
         try:
             return self.db.execute(sql, params)
         except sqlite3.Error as exc:
-            raise StorageError(f"Could not save to the conversation database: {exc}",
-                               hint="Check that the disk is not full and the data folder is writable.") from exc
+            raise storage_error(exc, self.path, "save to the conversation history") from exc
 
     # -- conversations --------------------------------------------------------------------------
     def create_conversation(self, title: str = "New chat", *, system_prompt: str = "",
@@ -512,8 +519,7 @@ class ConversationStore:
                     [(message_id, i, im.mime, im.name, im.data) for i, im in enumerate(images)])
                 db.execute("UPDATE chat_conversations SET updated_at=? WHERE id=?", (now, conversation_id))
         except sqlite3.Error as exc:
-            raise StorageError(f"Could not save to the conversation database: {exc}",
-                               hint="Check that the disk is not full and the data folder is writable.") from exc
+            raise storage_error(exc, self.path, "save to the conversation history") from exc
         msg = self.message(message_id)
         assert msg is not None
         return msg
@@ -561,8 +567,7 @@ class ConversationStore:
                     calls[at] = record
                 db.execute("UPDATE chat_messages SET tool_calls_json=? WHERE id=?", (_dump_calls(calls), message_id))
         except sqlite3.Error as exc:
-            raise StorageError(f"Could not save to the conversation database: {exc}",
-                               hint="Check that the disk is not full and the data folder is writable.") from exc
+            raise storage_error(exc, self.path, "save to the conversation history") from exc
 
     @staticmethod
     def _message(row: sqlite3.Row) -> Message:

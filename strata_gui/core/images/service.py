@@ -27,6 +27,7 @@ import httpx
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import ImageError, ServerError
 from strata_gui.core.events import Listeners
+from strata_gui.core.files import NotRegularFileError, check_regular
 from strata_gui.core.images.gallery import Gallery, GalleryImage
 from strata_gui.core.images.params import ImageRequest
 from strata_gui.core.images.png import image_size
@@ -468,8 +469,12 @@ class ImageService:
 
 def _launch_settings(model: Path, threads: int | None) -> ServerSettings:
     """sd-server's launch settings for ``model`` (blocking: reads the model's header)."""
-    if not model.is_file():
-        raise ImageError(f"The model file {model} does not exist.", hint="Choose another image model.")
+    try:
+        check_regular(model)  # a FIFO would make sd-server (and the header read) wait forever
+    except NotRegularFileError as exc:
+        raise ImageError(f"The model file {model} cannot be used: {exc.message}", hint=exc.hint) from exc
+    except OSError as exc:
+        raise ImageError(f"The model file {model} does not exist.", hint="Choose another image model.") from exc
     return image_launch_settings(model, threads)
 
 

@@ -1,22 +1,26 @@
-"""GGUF header metadata: read from a local file (``gguf.GGUFReader``) or from a byte prefix.
+"""GGUF header metadata: read from a local file or from the bytes of a remote file as they arrive.
 
-A remote model's header is read with HTTP Range requests; ``GGUFReader`` needs the whole file,
-so :func:`parse_prefix` is a small streaming parser that either returns the metadata or raises
-:class:`NeedMoreData` saying how many bytes it needs. Both paths produce the same
-:class:`GGUFMetadata`, which the tests compare on the real test models.
+One bounded, incremental parser (:class:`HeaderParser`, :func:`parse_prefix`, :func:`read_header`)
+reads every header: it resumes where it stopped when more bytes arrive, and refuses what a
+hostile header claims (nested arrays, counts and strings larger than the header could hold,
+NaN or 2**63 as a layer count) with a :class:`GGUFError` instead of RecursionError,
+OverflowError or a hang. :func:`read_local` (``gguf.GGUFReader``) is the reference the tests
+compare it with on the real test models.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from strata_gui.core.errors import GGUFError
+from strata_gui.core.files import NotRegularFileError, check_regular, open_regular
 
 GGUF_MAGIC = b"GGUF"
 DEFAULT_ALIGNMENT = 32
@@ -228,12 +232,6 @@ def format_params(n: int) -> str:
     return f"{n / 1e3:.0f}K"
 
 
-def _keep(value: Any, item_type: int) -> Any:
-    if isinstance(value, list) and len(value) > MAX_KEPT_ARRAY:
-        return LongArray(item_type, len(value))
-    return value
-
-
 # --------------------------------------------------------------------------- local (GGUFReader)
 
 
@@ -244,9 +242,11 @@ def read_local(path: Path) -> GGUFMetadata:
         GGUFError: Not a GGUF file, a corrupt header, or a file cut short (with the reason).
     """
     try:
-        with open(path, "rb") as fh:
+        size = check_regular(path).st_size
+        with open_regular(path) as fh:
             head = fh.read(8)
-        size = path.stat().st_size
+    except NotRegularFileError as exc:
+        raise GGUFError(exc.message, hint=exc.hint) from exc
     except OSError as exc:
         raise GGUFError(f"Cannot read {path.name}: {exc.strerror or exc}", hint="Check the file exists and is readable.") from exc
     if head[:4] != GGUF_MAGIC:
@@ -256,7 +256,8 @@ def read_local(path: Path) -> GGUFMetadata:
 
     try:
         reader = gguf.GGUFReader(str(path))
-    except (ValueError, IndexError, KeyError, struct.error, OSError, UnicodeDecodeError) as exc:
+    except (ValueError, IndexError, KeyError, struct.error, OSError, UnicodeDecodeError, RecursionError,
+            OverflowError, MemoryError) as exc:
         # GGUFReader maps the whole file; a short file fails while building tensor views.
         raise GGUFError(f"{path.name} is damaged or incomplete: {exc}",
                         hint="Download the file again.") from exc
@@ -288,7 +289,25 @@ def read_local(path: Path) -> GGUFMetadata:
     return meta
 
 
-# --------------------------------------------------------------------------- streaming prefix parser
+# --------------------------------------------------------------------------- the bounded, incremental parser
+#
+# One parser reads every header Strata meets (local files, shards, the first bytes of a remote
+# file): a generator that asks for bytes when it runs out (``yield <absolute offset needed>``) and
+# resumes where it stopped when they arrive, so a header that arrives in pieces is parsed once,
+# never again from byte 0. It trusts nothing a header says: nested arrays (which llama.cpp does
+# not load either) are refused, every count and length is checked against what the header could
+# hold before anything is allocated, and the header may not grow past MAX_HEADER_BYTES.
+
+# The largest header read. Real ones are a few MB (Gemma's 262k-token vocabulary with its merges
+# is ~10 MB); anything past this is a damaged or hostile file, not a header.
+MAX_HEADER_BYTES = 256 * 1024 * 1024
+# The longest single string (a chat template is KBs, a token a few bytes).
+MAX_STRING_BYTES = 16 * 1024 * 1024
+MAX_TENSORS = 1 << 20
+MAX_DIMS = 8
+_HINT_DAMAGED = "The file is damaged or not a real model: download it again, or remove it from the models folder."
+
+_Parse = Generator[int, None, Any]
 
 
 class NeedMoreData(Exception):
@@ -299,68 +318,256 @@ class NeedMoreData(Exception):
         self.needed = needed
 
 
-class _Cursor:
-    __slots__ = ("data", "pos")
+def _corrupt(what: str) -> GGUFError:
+    return GGUFError(f"Corrupt GGUF header: {what}.", hint=_HINT_DAMAGED)
 
-    def __init__(self, data: bytes | memoryview) -> None:
-        self.data = memoryview(data)
+
+class _Buffer:
+    """Bytes seen so far: a growing ``bytearray`` (fed in pieces) or a fixed view (a mapped file).
+
+    ``base`` is the file offset of ``data[0]``; ``pos`` the parser's file offset. Consumed bytes
+    are dropped from a growing buffer, so a long header does not stay in memory twice.
+    """
+
+    __slots__ = ("base", "data", "limit", "pos")
+
+    def __init__(self, data: bytearray | memoryview, limit: int) -> None:
+        self.data = data
+        self.base = 0
         self.pos = 0
+        self.limit = limit
 
-    def take(self, n: int) -> memoryview:
-        end = self.pos + n
-        if end > len(self.data):
-            raise NeedMoreData(end)
-        chunk = self.data[self.pos:end]
-        self.pos = end
+    @property
+    def end(self) -> int:
+        return self.base + len(self.data)
+
+    def feed(self, chunk: bytes | bytearray | memoryview) -> None:
+        if not isinstance(self.data, bytearray):
+            raise TypeError("a fixed buffer cannot be fed")
+        # The parser may be past the end (inside a string it skipped): only bytes it has are dropped.
+        drop = min(self.pos - self.base, len(self.data))
+        if drop > 1 << 20:
+            del self.data[:drop]
+            self.base += drop
+        self.data += chunk
+
+    def need(self, end: int) -> _Parse:
+        """Wait (yield) until the buffer reaches file offset ``end``."""
+        if end > self.limit:
+            size = f"{self.limit // (1024 * 1024)} MB" if self.limit >= 1024 * 1024 else f"{self.limit} bytes"
+            raise GGUFError(f"The GGUF header is larger than {size}.", hint=_HINT_DAMAGED)
+        while end > self.end:
+            yield end
+
+    def take(self, n: int) -> _Parse:
+        yield from self.need(self.pos + n)
+        start = self.pos - self.base
+        chunk = bytes(self.data[start:start + n])
+        self.pos += n
         return chunk
 
-    def unpack(self, fmt: str) -> Any:
+    def unpack(self, fmt: str) -> _Parse:
         size = struct.calcsize(fmt)
-        return struct.unpack(fmt, self.take(size))[0]
+        yield from self.need(self.pos + size)
+        value = struct.unpack_from(fmt, self.data, self.pos - self.base)[0]
+        self.pos += size
+        return value
 
-    def string(self) -> str:
-        n = self.unpack("<Q")
-        if n > 1 << 30:
-            raise GGUFError(f"Corrupt GGUF header: a string claims {n} bytes.", hint="Download the file again.")
-        try:
-            return bytes(self.take(n)).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise GGUFError("Corrupt GGUF header: a string is not valid UTF-8.", hint="Download the file again.") from exc
+    def room(self) -> int:
+        """Bytes the header may still hold (what bounds every count before it is believed)."""
+        return self.limit - self.pos
 
-    def _skip_strings(self, count: int) -> None:
-        data, pos, unpack = self.data, self.pos, struct.unpack_from
-        end = len(data)
+
+def _string(buf: _Buffer) -> _Parse:
+    n = yield from buf.unpack("<Q")
+    if n > MAX_STRING_BYTES or n > buf.room():
+        raise _corrupt(f"a string claims {n} bytes")
+    raw = yield from buf.take(n)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _corrupt("a string is not valid UTF-8") from exc
+
+
+def _skip_strings(buf: _Buffer, count: int) -> _Parse:
+    """Skip ``count`` strings without decoding them (a 262k-token vocabulary is ~800k strings):
+    a tight loop over the bytes at hand, waiting only when they run out."""
+    unpack = struct.unpack_from
+    remaining = count
+    while remaining:
+        data, base = buf.data, buf.base
+        off, last = buf.pos - base, len(data) - 8
+        longest = 0
+        while remaining and off <= last:
+            n = unpack("<Q", data, off)[0]
+            off += 8 + n
+            remaining -= 1
+            longest = n if n > longest else longest
+        if longest > MAX_STRING_BYTES:
+            raise _corrupt(f"a string claims {longest} bytes")
+        buf.pos = base + off
+        if remaining:
+            yield from buf.need(buf.pos + 8)
+    # The last string's bytes too, so the limit check sees how far the header reaches.
+    yield from buf.need(buf.pos)
+
+
+def _array(buf: _Buffer) -> _Parse:
+    sub = yield from buf.unpack("<I")
+    count = yield from buf.unpack("<Q")
+    if sub == _ARRAY:
+        raise _corrupt("an array of arrays (llama.cpp does not load nested arrays)")
+    if sub == _STRING:
+        item = 8
+    elif sub in _SCALAR_FORMATS:
+        item = struct.calcsize(_SCALAR_FORMATS[sub])
+    else:
+        raise _corrupt(f"an array of unknown value type {sub}")
+    if count * item > buf.room():
+        raise _corrupt(f"an array claims {count} items")
+    if sub == _STRING:
+        if count > MAX_KEPT_ARRAY:
+            yield from _skip_strings(buf, count)
+            return LongArray(sub, count)
+        items = []
         for _ in range(count):
-            if pos + 8 > end:
-                raise NeedMoreData(pos + 8)
-            pos += 8 + unpack("<Q", data, pos)[0]
-        if pos > end:
-            raise NeedMoreData(pos)
-        self.pos = pos
+            items.append((yield from _string(buf)))
+        return items
+    raw = yield from buf.take(item * count)
+    if count > MAX_KEPT_ARRAY:
+        # Long numeric arrays (scores, token types) are summarised, never built.
+        return LongArray(sub, count)
+    return list(struct.unpack(f"<{count}{_SCALAR_FORMATS[sub][1:]}", raw))
 
-    def value(self, vtype: int) -> Any:
-        if vtype == _STRING:
-            return self.string()
-        if vtype == _ARRAY:
-            sub = self.unpack("<I")
-            count = self.unpack("<Q")
-            if count > 1 << 32:
-                raise GGUFError(f"Corrupt GGUF header: an array claims {count} items.", hint="Download the file again.")
-            if sub in _SCALAR_FORMATS and count > MAX_KEPT_ARRAY:
-                # Skip long numeric arrays in one step (scores, token types).
-                self.take(struct.calcsize(_SCALAR_FORMATS[sub]) * count)
-                return LongArray(sub, count)
-            if sub == _STRING and count > MAX_KEPT_ARRAY:
-                # Skip long string arrays (tokens, merges) without decoding them: a 262k-token
-                # vocabulary with its merges is ~800k strings.
-                self._skip_strings(count)
-                return LongArray(sub, count)
-            items = [self.value(sub) for _ in range(count)]
-            return _keep(items, sub)
-        fmt = _SCALAR_FORMATS.get(vtype)
-        if fmt is None:
-            raise GGUFError(f"Corrupt GGUF header: unknown value type {vtype}.", hint="Download the file again.")
-        return self.unpack(fmt)
+
+def _value(buf: _Buffer, vtype: int) -> _Parse:
+    if vtype == _STRING:
+        return (yield from _string(buf))
+    if vtype == _ARRAY:
+        return (yield from _array(buf))
+    fmt = _SCALAR_FORMATS.get(vtype)
+    if fmt is None:
+        raise _corrupt(f"unknown value type {vtype}")
+    return (yield from buf.unpack(fmt))
+
+
+# Keys whose value other code turns into a count or a size: checked here, so a crafted value
+# (NaN, 1e300, 2**63, -5) is a damaged file, not an OverflowError in a memory estimate.
+_COUNT_KEYS = ("block_count", "embedding_length", "context_length", "attention.head_count",
+               "attention.head_count_kv", "attention.key_length", "attention.value_length")
+_MAX_COUNT = 1 << 32
+
+
+def _check_fields(fields: Mapping[str, Any]) -> None:
+    arch = fields.get("general.architecture", "unknown")
+    keys = [f"{arch}.{k}" for k in _COUNT_KEYS] + ["split.no", "split.count", "general.file_type"]
+    for key in keys:
+        value = fields.get(key)
+        if value is None or isinstance(value, LongArray):
+            continue
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < _MAX_COUNT:
+                raise _corrupt(f"{key} is {v!r}, not a count")
+
+
+def _header(buf: _Buffer, only_key: str | None = None) -> _Parse:
+    """The header parser (see the section comment). With ``only_key``: that key's string value
+    (or None when absent), without reading the tensor infos."""
+    magic = yield from buf.take(4)
+    if magic != GGUF_MAGIC:
+        raise GGUFError(f"Not a GGUF file (it starts with {magic!r}, not b'GGUF').",
+                        hint="Only .gguf model files can be used; convert or download a GGUF version.")
+    version = yield from buf.unpack("<I")
+    if version not in (2, 3):
+        raise GGUFError(f"Unsupported GGUF version {version}.", hint="Update Strata or use a newer conversion of the model.")
+    n_tensors = yield from buf.unpack("<Q")
+    n_kv = yield from buf.unpack("<Q")
+    # A key/value pair takes at least 12 bytes, a tensor info at least 24.
+    if n_tensors > MAX_TENSORS or n_tensors * 24 > buf.room() or n_kv * 12 > buf.room():
+        raise _corrupt(f"impossible tensor or key count ({n_tensors} tensors, {n_kv} keys)")
+    fields: dict[str, Any] = {}
+    for _ in range(n_kv):
+        key = yield from _string(buf)
+        vtype = yield from buf.unpack("<I")
+        if key in fields:
+            raise _corrupt(f"the key {key} appears twice")
+        if only_key is not None and key == only_key and vtype == _STRING:
+            return (yield from _string(buf))
+        fields[key] = yield from _value(buf, vtype)
+    if only_key is not None:
+        return None
+    _check_fields(fields)
+    tensors = []
+    for _ in range(n_tensors):
+        name = yield from _string(buf)
+        n_dims = yield from buf.unpack("<I")
+        if n_dims > MAX_DIMS:
+            raise _corrupt(f"tensor {name} has {n_dims} dimensions")
+        dims = []
+        for _ in range(n_dims):
+            dims.append(int((yield from buf.unpack("<Q"))))
+        ggml_type = yield from buf.unpack("<I")
+        offset = yield from buf.unpack("<Q")
+        tensors.append(TensorInfo(name, tuple(dims), int(ggml_type), int(offset)))
+    alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
+    if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+        raise _corrupt(f"alignment {alignment!r}")
+    pos = buf.pos
+    data_offset = pos + (-pos % alignment)
+    return GGUFMetadata(int(version), fields, tuple(tensors), data_offset)
+
+
+class HeaderParser:
+    """Parse a GGUF header from bytes fed as they arrive (HTTP Range replies, file reads).
+
+    Every byte is parsed once: :meth:`feed` resumes where the last call stopped.
+
+    Args:
+        limit: The largest header accepted (bytes).
+    """
+
+    def __init__(self, *, limit: int = MAX_HEADER_BYTES) -> None:
+        self._buf = _Buffer(bytearray(), limit)
+        self._gen = _header(self._buf)
+        self.result: GGUFMetadata | None = None
+        self.needed = 0
+        self._step()
+
+    @property
+    def received(self) -> int:
+        """Bytes fed so far."""
+        return self._buf.end
+
+    def _step(self) -> None:
+        try:
+            self.needed = next(self._gen)
+        except StopIteration as done:
+            self.result = done.value
+
+    def feed(self, data: bytes | bytearray | memoryview) -> GGUFMetadata | None:
+        """Add the next bytes of the file; the metadata once the header is complete, else None.
+
+        Raises:
+            GGUFError: Not a GGUF file, a corrupt header, or one past ``limit``.
+        """
+        if self.result is not None:
+            return self.result
+        self._buf.feed(data)
+        if self._buf.end >= self.needed:
+            self._step()
+        return self.result
+
+
+def _run_fixed(data: bytes | bytearray | memoryview, only_key: str | None = None) -> Any:
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    gen = _header(_Buffer(view, MAX_HEADER_BYTES), only_key)
+    try:
+        needed = next(gen)
+    except StopIteration as done:
+        return done.value
+    finally:
+        gen.close()
+    raise NeedMoreData(needed)
 
 
 def parse_prefix(data: bytes | memoryview) -> GGUFMetadata:
@@ -370,39 +577,8 @@ def parse_prefix(data: bytes | memoryview) -> GGUFMetadata:
         NeedMoreData: ``data`` ends inside the header (retry with at least ``needed`` bytes).
         GGUFError: Not a GGUF file or a corrupt header.
     """
-    cur = _Cursor(data)
-    magic = bytes(cur.take(4))
-    if magic != GGUF_MAGIC:
-        raise GGUFError(f"Not a GGUF file (it starts with {magic!r}, not b'GGUF').",
-                        hint="Only .gguf model files can be used.")
-    version = cur.unpack("<I")
-    if version not in (2, 3):
-        raise GGUFError(f"Unsupported GGUF version {version}.", hint="Update Strata or use a newer conversion of the model.")
-    n_tensors = cur.unpack("<Q")
-    n_kv = cur.unpack("<Q")
-    if n_tensors > 1 << 24 or n_kv > 1 << 24:
-        raise GGUFError("Corrupt GGUF header: impossible tensor or key count.", hint="Download the file again.")
-    fields: dict[str, Any] = {}
-    for _ in range(n_kv):
-        key = cur.string()
-        vtype = cur.unpack("<I")
-        fields[key] = cur.value(vtype)
-    tensors = []
-    for _ in range(n_tensors):
-        name = cur.string()
-        n_dims = cur.unpack("<I")
-        if n_dims > 8:
-            raise GGUFError(f"Corrupt GGUF header: tensor {name} has {n_dims} dimensions.", hint="Download the file again.")
-        dims = tuple(int(cur.unpack("<Q")) for _ in range(n_dims))
-        ggml_type = cur.unpack("<I")
-        offset = cur.unpack("<Q")
-        tensors.append(TensorInfo(name, dims, int(ggml_type), int(offset)))
-    alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
-    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
-        raise GGUFError(f"Corrupt GGUF header: alignment {alignment!r}.", hint="Download the file again.")
-    pos = cur.pos
-    data_offset = pos + (-pos % alignment)
-    return GGUFMetadata(int(version), fields, tuple(tensors), data_offset)
+    meta: GGUFMetadata = _run_fixed(data)
+    return meta
 
 
 def check_complete(meta: GGUFMetadata, size: int, label: str) -> None:
@@ -414,19 +590,16 @@ def check_complete(meta: GGUFMetadata, size: int, label: str) -> None:
         )
 
 
-def read_header(path: Path) -> GGUFMetadata:
-    """A local GGUF header, read in place (``mmap``) with the streaming parser, and checked
-    complete: the same answer as :func:`read_local` in a fraction of the time (long arrays are
-    skipped, not built: ``gguf.GGUFReader`` takes ~20 s on Gemma's 262k-token vocabulary on 2 cores,
-    this ~0.3 s). What the engine pool's memory check reads before every load.
+def _cannot_read(path: Path, exc: OSError) -> GGUFError:
+    return GGUFError(f"Cannot read {path.name}: {exc.strerror or exc}", hint="Check the file exists and is readable.")
 
-    Raises:
-        GGUFError: Not a GGUF file, a corrupt header, or a file cut short (with the reason).
-    """
+
+def _mapped(path: Path, only_key: str | None) -> tuple[Any, int]:
+    """Run the parser over the mapped file; (its answer, the file's size). Errors name the file."""
     import mmap
 
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             size = os.fstat(fh.fileno()).st_size
             if size < 4:
                 raise GGUFError(f"{path.name} is not a GGUF file (it is too short).",
@@ -434,121 +607,83 @@ def read_header(path: Path) -> GGUFMetadata:
             # A failure is raised after the map is closed: its traceback holds views of the map,
             # which must be gone before the map can close.
             failure: GGUFError | None = None
+            result: Any = None
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 view = memoryview(mm)
                 try:
-                    magic = bytes(view[:4])
-                    if magic != GGUF_MAGIC:
-                        failure = GGUFError(f"{path.name} is not a GGUF file (it starts with {magic!r}, not b'GGUF').",
-                                            hint="Only .gguf model files can be used; convert or download a GGUF "
-                                                 "version.")
-                    else:
-                        meta = parse_prefix(view)
+                    result = _run_fixed(view, only_key)
                 except NeedMoreData:
                     failure = GGUFError(f"{path.name} is incomplete: it ends inside its header.",
                                         hint="Download the file again.")
                 except GGUFError as exc:
-                    failure = GGUFError(f"{path.name} is damaged or incomplete: {exc.message}", hint=exc.hint)
+                    if exc.message.startswith("Not a GGUF file"):
+                        failure = GGUFError(f"{path.name} is not a GGUF file{exc.message.removeprefix('Not a GGUF file')}",
+                                            hint=exc.hint)
+                    else:
+                        failure = GGUFError(f"{path.name} is damaged or incomplete: {exc.message}", hint=exc.hint)
                 finally:
                     view.release()
             if failure is not None:
                 raise failure
+    except NotRegularFileError as exc:
+        raise GGUFError(exc.message, hint=exc.hint) from exc
     except OSError as exc:
-        raise GGUFError(f"Cannot read {path.name}: {exc.strerror or exc}",
-                        hint="Check the file exists and is readable.") from exc
+        raise _cannot_read(path, exc) from exc
+    return result, size
+
+
+def read_header(path: Path) -> GGUFMetadata:
+    """A local GGUF header, read in place (``mmap``) with the bounded parser, and checked
+    complete: the same answer as :func:`read_local` in a fraction of the time (long arrays are
+    skipped, not built: ``gguf.GGUFReader`` takes ~20 s on Gemma's 262k-token vocabulary on 2 cores,
+    this ~0.3 s), and a clear :class:`GGUFError` for a hostile header where ``GGUFReader`` raises
+    RecursionError or OverflowError. What ``models inspect`` and the engine pool's memory check read.
+
+    Raises:
+        GGUFError: Not a regular file, not a GGUF file, a corrupt header, or a file cut short.
+    """
+    meta, size = _mapped(path, None)
     check_complete(meta, size, path.name)
-    return meta
+    return meta  # type: ignore[no-any-return]
 
 
-def read_prefix_file(path: Path, *, chunk: int = 2 * 1024 * 1024, limit: int = 256 * 1024 * 1024) -> GGUFMetadata:
-    """Read a local header with the streaming parser (reads only the header's bytes)."""
-    buf = bytearray()
+def read_prefix_file(path: Path, *, chunk: int = 2 * 1024 * 1024, limit: int = MAX_HEADER_BYTES) -> GGUFMetadata:
+    """Read a local header by reading the file in ``chunk``-sized pieces (only the header's bytes),
+    parsing each piece once.
+
+    Raises:
+        GGUFError: Not a regular file, not a GGUF file, a corrupt header, or a file cut short.
+    """
+    parser = HeaderParser(limit=limit)
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             while True:
+                data = fh.read(max(chunk, parser.needed - parser.received))
+                if not data:
+                    raise GGUFError(f"{path.name} is incomplete: it ends inside its header.",
+                                    hint="Download the file again.")
                 try:
-                    return parse_prefix(bytes(buf))
+                    meta = parser.feed(data)
                 except GGUFError as exc:
                     raise GGUFError(f"{path.name}: {exc.message}", hint=exc.hint) from exc
-                except NeedMoreData as more:
-                    want = max(more.needed, len(buf) + chunk)
-                    if want > limit:
-                        raise GGUFError(f"{path.name}: the GGUF header is larger than {limit} bytes.") from None
-                    data = fh.read(want - len(buf))
-                    if not data:
-                        raise GGUFError(f"{path.name} is incomplete: it ends inside its header.",
-                                        hint="Download the file again.") from None
-                    buf += data
+                if meta is not None:
+                    return meta
+    except NotRegularFileError as exc:
+        raise GGUFError(exc.message, hint=exc.hint) from exc
     except OSError as exc:
-        raise GGUFError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
+        raise _cannot_read(path, exc) from exc
 
 
 def read_string_field(path: Path, key: str) -> str | None:
     """One string value of a local GGUF header, or None when the key is absent.
 
-    Walks the header in place (``mmap``), skipping other values without decoding them: a
-    150k-token vocabulary (tokens and merges are string arrays) costs ~0.1 s instead of the
-    ~1 s :func:`read_prefix_file` takes to build every string.
+    Walks the header in place (``mmap``), skipping long arrays without decoding them.
 
     Raises:
-        GGUFError: Not a GGUF file, or the header is damaged or cut short.
+        GGUFError: Not a regular file, not a GGUF file, or the header is damaged or cut short.
     """
-    import mmap
-
-    try:
-        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            return _find_string(mm, key, path.name)
-    except ValueError as exc:  # mmap of an empty file
-        raise GGUFError(f"{path.name} is not a GGUF file (it is empty).") from exc
-    except OSError as exc:
-        raise GGUFError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
-
-
-def _find_string(mm: Any, key: str, label: str) -> str | None:
-    unpack = struct.unpack_from
-    size = len(mm)
-    try:
-        if mm[:4] != GGUF_MAGIC:
-            raise GGUFError(f"{label} is not a GGUF file (it starts with {bytes(mm[:4])!r}, not b'GGUF').",
-                            hint="Only .gguf model files can be used.")
-        n_kv = unpack("<Q", mm, 16)[0]
-        pos = 24
-        wanted = key.encode()
-        for _ in range(n_kv):
-            n = unpack("<Q", mm, pos)[0]
-            name = mm[pos + 8:pos + 8 + n]
-            pos += 8 + n
-            vtype = unpack("<I", mm, pos)[0]
-            pos += 4
-            if name == wanted and vtype == _STRING:
-                n = unpack("<Q", mm, pos)[0]
-                if pos + 8 + n > size:
-                    raise struct.error("string past the end")
-                return bytes(mm[pos + 8:pos + 8 + n]).decode("utf-8")
-            pos = _skip_value(mm, pos, vtype)
-            if pos > size:
-                raise struct.error("value past the end")
-    except (struct.error, IndexError, UnicodeDecodeError) as exc:
-        raise GGUFError(f"{label} is damaged or incomplete: its header cannot be read ({exc}).",
-                        hint="Download the file again.") from exc
-    return None
-
-
-def _skip_value(mm: Any, pos: int, vtype: int) -> int:
-    if vtype == _STRING:
-        return pos + 8 + int(struct.unpack_from("<Q", mm, pos)[0])
-    if vtype == _ARRAY:
-        sub, count = struct.unpack_from("<IQ", mm, pos)
-        pos += 12
-        if sub in _SCALAR_FORMATS:
-            return pos + struct.calcsize(_SCALAR_FORMATS[sub]) * int(count)
-        for _ in range(count):
-            pos = _skip_value(mm, pos, sub)
-        return pos
-    fmt = _SCALAR_FORMATS.get(vtype)
-    if fmt is None:
-        raise GGUFError(f"Corrupt GGUF header: unknown value type {vtype}.", hint="Download the file again.")
-    return pos + struct.calcsize(fmt)
+    value, _ = _mapped(path, key)
+    return value if isinstance(value, str) else None
 
 
 def metadata_summary(meta: GGUFMetadata, *, drop: Sequence[str] = ()) -> dict[str, Any]:
@@ -557,5 +692,12 @@ def metadata_summary(meta: GGUFMetadata, *, drop: Sequence[str] = ()) -> dict[st
     for k, v in meta.fields.items():
         if k in drop:
             continue
-        out[k] = f"<array of {v.count}>" if isinstance(v, LongArray) else v
+        if isinstance(v, LongArray):
+            out[k] = f"<array of {v.count}>"
+        elif isinstance(v, float) and not math.isfinite(v):
+            out[k] = str(v)  # JSON has no NaN or Infinity: `models inspect --json` must stay valid JSON
+        elif isinstance(v, list):
+            out[k] = [str(x) if isinstance(x, float) and not math.isfinite(x) else x for x in v]
+        else:
+            out[k] = v
     return out

@@ -13,6 +13,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from strata_gui.core.files import open_regular
+
 _EDGE = 1 << 20
 
 
@@ -28,7 +30,7 @@ def model_identity(path: Path) -> str:
             repo = part.removeprefix("models--").replace("--", "/", 1)
             return f"hf:{repo}/{'/'.join(parts[i + 3:])}"
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:  # a FIFO would block the open forever
         size = os.fstat(fh.fileno()).st_size
         digest.update(fh.read(_EDGE))
         if size > 2 * _EDGE:

@@ -104,14 +104,19 @@ def image_family(names: Iterable[str]) -> str | None:
 
 def safetensors_names(path: Path) -> list[str]:
     """Tensor names in a safetensors file's header (raises OSError/ValueError on a bad file)."""
-    with open(path, "rb") as f:
+    from strata_gui.core.files import open_regular
+
+    with open_regular(path) as f:
         raw = f.read(8)
         if len(raw) != 8:
             raise ValueError("too short for safetensors")
         (size,) = struct.unpack("<Q", raw)
         if size > 100 << 20:
             raise ValueError("implausible safetensors header")
-        header = json.loads(f.read(size))
+        try:
+            header = json.loads(f.read(size))
+        except RecursionError as exc:  # a crafted header of nested brackets
+            raise ValueError("safetensors header nested too deeply") from exc
     if not isinstance(header, dict):
         raise ValueError("safetensors header is not an object")
     return [k for k in header if k != "__metadata__"]

@@ -7,7 +7,7 @@ import re
 import httpx
 
 from strata_gui.core.errors import GGUFError, HubError
-from strata_gui.core.models.gguf_meta import GGUFMetadata, NeedMoreData, parse_prefix
+from strata_gui.core.models.gguf_meta import GGUFMetadata, HeaderParser
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
 from strata_gui.core.transfer import within
 
@@ -73,11 +73,13 @@ async def read_remote_header(
         GGUFError: The file is not a GGUF file or its header is corrupt.
         HubError: HTTP or network failure.
     """
-    buf = bytearray()
+    # Each reply is fed to one parser, which resumes where it stopped: a header that takes many
+    # round trips is parsed once, not again from byte 0 after every reply.
+    parser = HeaderParser(limit=HEADER_LIMIT)
     total: int | None = None
     want = chunk
     while True:
-        start = len(buf)
+        start = parser.received
         resp, body = await ranged_get(client, url, headers, start, want - 1, label=label, endpoint=endpoint,
                                       deadline=deadline)
         if resp.status_code == 206:
@@ -86,19 +88,19 @@ async def read_remote_header(
                 total = int(m.group(3))
             if m and int(m.group(1)) != start:
                 raise HubError(f"The server sent the wrong part of {label}.", hint="Try again; a proxy may be interfering.")
-            buf += body
         else:
             # Server ignored Range: it sent the whole (small) file from byte 0.
-            buf = bytearray(body)
+            if start:
+                parser = HeaderParser(limit=HEADER_LIMIT)
             total = len(body)
-        try:
-            return parse_prefix(bytes(buf)), total
-        except NeedMoreData as more:
-            at_end = (total is not None and len(buf) >= total) or not body
-            if at_end:
-                raise GGUFError(f"{label} ends inside its GGUF header.", hint="The file on the hub is incomplete or not a model.") from None
-            want = max(more.needed, len(buf) + chunk)
-            if want > HEADER_LIMIT:
-                raise GGUFError(f"The GGUF header of {label} is larger than {HEADER_LIMIT // (1024 * 1024)} MB.") from None
-            if total is not None:
-                want = min(want, total)
+        meta = parser.feed(body)
+        if meta is not None:
+            return meta, total
+        at_end = (total is not None and parser.received >= total) or not body
+        if at_end:
+            raise GGUFError(f"{label} ends inside its GGUF header.", hint="The file on the hub is incomplete or not a model.")
+        want = max(parser.needed, parser.received + chunk)
+        if want > HEADER_LIMIT:
+            raise GGUFError(f"The GGUF header of {label} is larger than {HEADER_LIMIT // (1024 * 1024)} MB.")
+        if total is not None:
+            want = min(want, total)

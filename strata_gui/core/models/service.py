@@ -29,7 +29,7 @@ from strata_gui.core.models.fit import (
     default_pick,
     estimate_fit,
 )
-from strata_gui.core.models.gguf_meta import GGUFMetadata, read_local
+from strata_gui.core.models.gguf_meta import GGUFMetadata, read_header
 from strata_gui.core.models.hub import HubClient, ModelDetail, SearchPage
 from strata_gui.core.models.hub_config import HubTokens, SavedHubToken, SecretStore, hf_home, resolve_hub
 from strata_gui.core.models.hub_files import QuantEntry
@@ -298,7 +298,7 @@ class ModelService:
         return await self._off_loop(self.library.open_file, path)
 
     async def inspect(self, path: Path) -> GGUFMetadata:
-        return await self._off_loop(read_local, path)
+        return await self._off_loop(read_header, path)
 
     async def delete(self, entry: LibraryEntry) -> int:
         return await self._off_loop(self.library.delete, entry)

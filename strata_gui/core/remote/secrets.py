@@ -12,12 +12,18 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from strata_gui.core.errors import StorageError
+from strata_gui.core.logging_setup import register_secret
+
+log = logging.getLogger(__name__)
 
 
 class Protector(Protocol):
@@ -86,20 +92,51 @@ class FileSecretStore:
         protector: Extra per-value encryption (DPAPI on Windows).
     """
 
-    def __init__(self, path: Path, protector: Protector | None = None) -> None:
+    def __init__(self, path: Path, protector: Protector | None = None, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self._protector = protector or PlainProtector()
+        self._clock = clock
+        # Set when the file was unreadable (moved aside) or a value could not be decoded: what to
+        # tell the user. Reading never raises: a damaged key store must not break every page that
+        # asks for a key (the Models page asks for the hub token on every search).
+        self.notice: str | None = None
+
+    def check(self) -> str | None:
+        """Read the store once (moving a damaged file aside); the notice for the user, if any."""
+        self._read()
+        return self.notice
 
     def _read(self) -> dict[str, str]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as exc:
-            raise StorageError(f"The key store {self.path} cannot be read.",
-                               hint="Delete the file and enter the API keys again.",
-                               details=type(exc).__name__) from exc
-        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        except OSError as exc:
+            self._tell(f"The key store {self.path} cannot be read ({exc.strerror or exc}), so no saved API keys or "
+                       "hub token are used.")
+            return {}
+        except (ValueError, RecursionError) as exc:  # not JSON (ValueError), or nested past json's depth
+            return self._damaged(type(exc).__name__)
+        if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+            return self._damaged("not a JSON object of strings")
+        return data
+
+    def _damaged(self, why: str) -> dict[str, str]:
+        # Never the content in a message or the log: it holds keys. The file is kept (renamed,
+        # still user-only) so nothing is lost; the next save starts a fresh one.
+        target = self.path.with_name(f"{self.path.name}.corrupt-{int(self._clock())}")
+        try:
+            os.replace(self.path, target)
+            where = f" It was moved to {target.name}."
+        except OSError:
+            where = ""
+        self._tell(f"The key store {self.path.name} was damaged ({why}), so the saved API keys and hub token are "
+                   f"not used.{where} Enter them again.")
+        return {}
+
+    def _tell(self, notice: str) -> None:
+        self.notice = notice
+        log.warning("%s", notice)
 
     def _write(self, data: dict[str, str]) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
@@ -121,12 +158,15 @@ class FileSecretStore:
         if raw is None:
             return None
         try:
-            return self._protector.unprotect(base64.b64decode(raw)).decode("utf-8")
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise StorageError("A stored API key cannot be read.",
-                               hint="Enter the API key again.") from exc
+            value = self._protector.unprotect(base64.b64decode(raw, validate=True)).decode("utf-8")
+            register_secret(value)  # never in a log line, even when a server echoes it back
+            return value
+        except (ValueError, UnicodeDecodeError, StorageError):
+            self._tell(f"The stored key '{name}' cannot be read, so it is not used. Enter it again.")
+            return None
 
     def set(self, name: str, value: str) -> None:
+        register_secret(value)
         data = self._read()
         data[name] = base64.b64encode(self._protector.protect(value.encode("utf-8"))).decode("ascii")
         self._write(data)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
@@ -60,9 +60,30 @@ class RemoteEndpoint:
         return f"{self.name} · {self.model}" if self.model else self.name
 
 
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``http://user:KEY@host/v1`` → (``http://host/v1``, ``KEY``): a key written into an address
+    goes to the key store, never into ``remote_engines.json``, a log line or ``remote list``.
+
+    The password is the key; an address with a user name only (``http://KEY@host``) is taken as
+    the key, as servers that read HTTP basic auth do with the user name alone.
+    """
+    parts = urlsplit(url.strip())
+    if "@" not in parts.netloc:
+        return url.strip(), None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, sep, password = userinfo.partition(":")
+    key = unquote(password if sep else user) or None
+    return urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment)), key
+
+
 def normalize_base_url(url: str) -> str:
-    """``https://host/v1/`` → ``https://host``; raises ChatError on anything that is not http(s)."""
-    url = url.strip().rstrip("/")
+    """``https://host/v1/`` → ``https://host``; raises ChatError on anything that is not http(s).
+
+    Credentials in the address are dropped (see :func:`split_credentials`); the message of the
+    error never repeats them.
+    """
+    url, _key = split_credentials(url)
+    url = url.rstrip("/")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ChatError(f"'{url}' is not a server address.",
@@ -106,10 +127,29 @@ class RemoteService:
         except (OSError, ValueError) as exc:
             raise StorageError(f"The list of remote engines {self.path} cannot be read.",
                                hint="Delete the file and add the remote engines again.") from exc
+        except RecursionError as exc:
+            raise StorageError(f"The list of remote engines {self.path} cannot be read (it is nested too deeply).",
+                               hint="Delete the file and add the remote engines again.") from exc
         items = raw.get("endpoints", []) if isinstance(raw, dict) else []
         known = set(RemoteEndpoint.__dataclass_fields__)
-        return [RemoteEndpoint(**{k: v for k, v in item.items() if k in known})
-                for item in items if isinstance(item, dict) and "id" in item]
+        endpoints = [RemoteEndpoint(**{k: v for k, v in item.items() if k in known})
+                     for item in items if isinstance(item, dict) and "id" in item]
+        return self._move_keys_out_of_urls(endpoints)
+
+    def _move_keys_out_of_urls(self, endpoints: list[RemoteEndpoint]) -> list[RemoteEndpoint]:
+        """Endpoints saved before keys were split out of addresses: the key goes to the key store
+        and the file is rewritten without it (once)."""
+        if not any("@" in urlsplit(e.base_url).netloc for e in endpoints):
+            return endpoints
+        fixed = []
+        for e in endpoints:
+            url, key = split_credentials(e.base_url)
+            if key:
+                self._secrets.set(e.id, key)
+            fixed.append(RemoteEndpoint(e.id, e.name, url, e.has_key or bool(key), e.model))
+        self._save(fixed)
+        log.info("moved API keys written in remote engine addresses to the key store")
+        return fixed
 
     def _save(self, endpoints: Sequence[RemoteEndpoint]) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
@@ -132,6 +172,7 @@ class RemoteService:
     def add(self, name: str, base_url: str, api_key: str | None = None, model: str = "") -> RemoteEndpoint:
         """Add (or replace, by name) an endpoint; the key goes to the key store only."""
         name, url = _checked_name(name), normalize_base_url(base_url)
+        api_key = api_key or split_credentials(base_url)[1]  # http://user:KEY@host: KEY is the key
         current = self.endpoints()
         old = next((e for e in current if e.name == name), None)
         ident = old.id if old else "remote-" + _secrets.token_hex(4)
@@ -160,6 +201,7 @@ class RemoteService:
             NetworkError: The server cannot be reached.
         """
         name, url = _checked_name(name), normalize_base_url(base_url)
+        api_key = api_key or split_credentials(base_url)[1]
         models = await self._list_models(name, url, (api_key or "").strip() or None)
         if not model and models:
             model = models[0]

@@ -130,6 +130,8 @@ def describe_outcome(outcome: Outcome, *, activity: str = "running") -> str:
         return f"{name} is not installed ({outcome.path} is missing)."
     if kind is OutcomeKind.BAD_MODEL:
         if outcome.exit_code is None and outcome.path:
+            if outcome.reason:
+                return f"The model file {outcome.path} cannot be used: {outcome.reason}"
             return f"The model file {outcome.path} does not exist."
         return f"{name} could not load the model file: it is damaged or not a supported GGUF model."
     if kind is OutcomeKind.MISSING_LIBRARY:

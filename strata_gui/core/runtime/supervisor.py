@@ -24,6 +24,7 @@ import httpx
 
 from strata_gui.core.errors import ServerError
 from strata_gui.core.events import Listeners, emit
+from strata_gui.core.files import NotRegularFileError, check_regular
 from strata_gui.core.progress import Progress, ProgressCallback
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.launch import ServerSettings, ServerState, free_loopback_port
@@ -209,7 +210,16 @@ class ServerSupervisor(EngineProcess):
         self.outcome = None
         self._set_state(ServerState.STARTING, "Starting engine…")
         if not self.model.is_file():
-            outcome = Outcome(OutcomeKind.BAD_MODEL, Phase.STARTING, subject=self.subject, path=str(self.model))
+            # A FIFO or device "model" would make the engine wait on it forever: say what it is.
+            reason = ""
+            try:
+                check_regular(self.model)
+            except NotRegularFileError as exc:
+                reason = exc.message
+            except OSError:
+                pass
+            outcome = Outcome(OutcomeKind.BAD_MODEL, Phase.STARTING, subject=self.subject, path=str(self.model),
+                              reason=reason)
             self._run = None
             self._on_end(None, outcome)
             raise ProcessEnded(outcome)
