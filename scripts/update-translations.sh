@@ -17,7 +17,9 @@ lrelease="${PYSIDE6_LRELEASE:-$([ -x "$bin/pyside6-lrelease" ] && echo "$bin/pys
 out="resources/translations"
 mkdir -p "$out"
 
-mapfile -t sources < <(find strata_gui/ui -name '*.py' | LC_ALL=C sort; echo strata_gui/app.py)
+# The UI, and the core files whose sentences are marked for translation (core/texts.py).
+mapfile -t sources < <(find strata_gui/ui -name '*.py' | LC_ALL=C sort; echo strata_gui/app.py;
+                       grep -rl --include='*.py' 'QT_TRANSLATE_NOOP(' strata_gui/core | grep -v '/texts.py$' | LC_ALL=C sort)
 for lang in zh_CN; do
     "$lupdate" "${sources[@]}" -ts "$out/strata_$lang.ts" -target-language "$lang" -no-obsolete -locations none
     "$lrelease" "$out/strata_$lang.ts" -qm "$out/strata_$lang.qm"

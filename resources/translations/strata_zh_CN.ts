@@ -399,6 +399,61 @@ Last reply: this computer ({1})</source>
     </message>
 </context>
 <context>
+    <name>Core</name>
+    <message>
+        <source>TTFT {ms} ms</source>
+        <translation>首 token {ms} ms</translation>
+    </message>
+    <message>
+        <source>thought {tokens} tokens in {duration}</source>
+        <translation>思考 {tokens} 个 token，用时 {duration}</translation>
+    </message>
+    <message>
+        <source>thought {tokens} tokens</source>
+        <translation>思考 {tokens} 个 token</translation>
+    </message>
+    <message>
+        <source>answer after {duration}</source>
+        <translation>{duration} 后开始回答</translation>
+    </message>
+    <message>
+        <source>prefill {rate} tok/s</source>
+        <translation>预填充 {rate} tok/s</translation>
+    </message>
+    <message>
+        <source>decode {rate} tok/s</source>
+        <translation>解码 {rate} tok/s</translation>
+    </message>
+    <message>
+        <source>{count} tokens</source>
+        <translation>{count} 个 token</translation>
+    </message>
+    <message>
+        <source>draft accepted {share} ({accepted}/{drafted})</source>
+        <translation>草稿接受率 {share}（{accepted}/{drafted}）</translation>
+    </message>
+    <message>
+        <source>stopped at the output limit ({limit} tokens)</source>
+        <translation>已达到输出上限（{limit} 个 token）</translation>
+    </message>
+    <message>
+        <source>stop</source>
+        <translation>正常结束</translation>
+    </message>
+    <message>
+        <source>length</source>
+        <translation>达到长度上限</translation>
+    </message>
+    <message>
+        <source>tool_calls</source>
+        <translation>调用工具</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+</context>
+<context>
     <name>DashboardPage</name>
     <message>
         <source>Load %</source>

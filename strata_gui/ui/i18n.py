@@ -130,3 +130,22 @@ def translators_of(app: QCoreApplication) -> Translators:
     translators = Translators()
     app._strata_translators = translators  # type: ignore[attr-defined]
     return translators
+
+
+def core_text(text: str) -> str:
+    """A sentence from the core in the installed language.
+
+    A :class:`~strata_gui.core.texts.Text` is looked up by its template and filled with its
+    arguments (themselves translated when they are texts); a plain sentence is looked up whole;
+    what the catalogue lacks stays English.
+    """
+    from strata_gui.core.texts import CONTEXT, Text
+
+    if isinstance(text, Text):
+        template = QCoreApplication.translate(CONTEXT, text.template)
+        args = {k: core_text(v) if isinstance(v, str) else v for k, v in text.args.items()}
+        try:
+            return template.format(**args)
+        except (KeyError, IndexError, ValueError):  # a translation that lost a field: English is safer
+            return str(text)
+    return QCoreApplication.translate(CONTEXT, text) if text else text

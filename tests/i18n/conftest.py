@@ -52,7 +52,9 @@ def qt_tool(name: str) -> str:
 def ui_sources() -> list[str]:
     """The files scripts/update-translations.sh scans, in its order."""
     files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "strata_gui" / "ui").rglob("*.py"))
-    return [*files, "strata_gui/app.py"]
+    core = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "strata_gui" / "core").rglob("*.py")
+                  if p.name != "texts.py" and "QT_TRANSLATE_NOOP(" in p.read_text(encoding="utf-8"))
+    return [*files, "strata_gui/app.py", *core]
 
 
 _PLACEHOLDER = re.compile(r"%L?\d+|%[sdn]|\{[^{}]*\}|<[^<>]+>")

@@ -126,3 +126,21 @@ def test_a_missing_catalogue_leaves_the_ui_in_english(qtbot: QtBot, qapp: QAppli
     box = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
     qtbot.addWidget(box)
     assert box.button(QDialogButtonBox.StandardButton.Cancel).text() == "Cancel"
+
+
+def test_a_replys_statistics_from_the_core_read_in_chinese(qtbot: QtBot, chinese: str) -> None:
+    from strata_gui.core.chat.store import STOPPED, Message
+    from strata_gui.core.runtime.client import ReplyStats
+    from strata_gui.ui.chat.message_widget import MessageWidget
+
+    stats = ReplyStats(ttft_s=0.042, prefill_tps=3000.0, decode_tps=76.5, predicted_n=128, thinking_n=40,
+                       thinking_s=1.5, finish_reason="stopped", engine="CPU b7601")
+    widget = MessageWidget(Message(1, 1, "assistant", "…", STOPPED, 0.0, stats=stats))
+    qtbot.addWidget(widget)
+    footer = widget.stats.text()
+    assert footer.startswith("已停止")  # the UI's own status sentence
+    for part in ("首 token 42 ms", "思考 40 个 token，用时 1.5 s", "预填充 3,000 tok/s", "解码 76.5 tok/s", "128 个 token"):
+        assert part in footer, footer
+    assert "tokens" not in footer and "prefill" not in footer  # nothing left in English but units and names
+    # the CLI's English is unchanged
+    assert stats.summary().startswith("TTFT 42 ms · thought 40 tokens in 1.5 s · prefill 3,000 tok/s")

@@ -1,5 +1,6 @@
 """Conversations: the SQLite store and the chat session logic (engine fallback, thinking, tools)."""
 
+from strata_gui.core.chat.conversations import DEFAULT_TITLE
 from strata_gui.core.chat.images import MAX_IMAGE_BYTES, ChatImage
 from strata_gui.core.chat.service import (
     ChatApprover,
@@ -40,6 +41,7 @@ from strata_gui.core.chat.store import (
 
 __all__ = [
     "COMPLETE",
+    "DEFAULT_TITLE",
     "FAILED",
     "FORMAT_FAILED",
     "INTERRUPTED",

@@ -41,6 +41,7 @@ from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin,
 import httpx
 
 from strata_gui.core.errors import ChatError, ChatFormatError, ServerError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -323,35 +324,47 @@ class ReplyStats:
         Args:
             with_reason: Include the finish reason (left out where a status sentence already says it).
         """
-        parts = []
+        return " · ".join(self.summary_parts(with_reason=with_reason))
+
+    def summary_parts(self, *, with_reason: bool = True) -> list[str]:
+        """The pieces of :meth:`summary`, each a :class:`~strata_gui.core.texts.Text` the GUI translates."""
+        parts: list[str] = []
         if self.ttft_s is not None:
-            parts.append(f"TTFT {self.ttft_s * 1000:.0f} ms")
+            parts.append(T(QT_TRANSLATE_NOOP("Core", "TTFT {ms} ms"), ms=f"{self.ttft_s * 1000:.0f}"))
         if self.thinking_n:
-            thought = f"thought {self.thinking_n:,} tokens"
             if self.thinking_s is not None:
-                thought += f" in {_duration(self.thinking_s)}"
-            parts.append(thought)
+                parts.append(T(QT_TRANSLATE_NOOP("Core", "thought {tokens} tokens in {duration}"),
+                               tokens=f"{self.thinking_n:,}", duration=_duration(self.thinking_s)))
+            else:
+                parts.append(T(QT_TRANSLATE_NOOP("Core", "thought {tokens} tokens"), tokens=f"{self.thinking_n:,}"))
             if self.answer_s is not None:
-                parts.append(f"answer after {_duration(self.answer_s)}")
+                parts.append(T(QT_TRANSLATE_NOOP("Core", "answer after {duration}"), duration=_duration(self.answer_s)))
         if self.prefill_tps:
-            parts.append(f"prefill {self.prefill_tps:,.0f} tok/s")
+            parts.append(T(QT_TRANSLATE_NOOP("Core", "prefill {rate} tok/s"), rate=f"{self.prefill_tps:,.0f}"))
         if self.decode_tps:
-            parts.append(f"decode {self.decode_tps:,.1f} tok/s")
+            parts.append(T(QT_TRANSLATE_NOOP("Core", "decode {rate} tok/s"), rate=f"{self.decode_tps:,.1f}"))
         if self.predicted_n is not None:
-            parts.append(f"{self.predicted_n} tokens")
+            parts.append(T(QT_TRANSLATE_NOOP("Core", "{count} tokens"), count=str(self.predicted_n)))
         if self.acceptance is not None:
-            parts.append(f"draft accepted {self.acceptance:.0%} ({self.draft_accepted}/{self.draft_n})")
+            parts.append(T(QT_TRANSLATE_NOOP("Core", "draft accepted {share} ({accepted}/{drafted})"),
+                           share=f"{self.acceptance:.0%}", accepted=str(self.draft_accepted),
+                           drafted=str(self.draft_n)))
         limit = self.extra.get("output_limit")
         if self.finish_reason == "length" and isinstance(limit, int) and limit > 0:
             # Said even where a status sentence is shown: it is why the reply is short, and how to fix it.
-            parts.append(f"stopped at the output limit ({limit:,} tokens)")
+            parts.append(T(QT_TRANSLATE_NOOP("Core", "stopped at the output limit ({limit} tokens)"),
+                           limit=f"{limit:,}"))
         elif self.finish_reason and with_reason:
-            parts.append(self.finish_reason)
+            parts.append(T(self.finish_reason) if self.finish_reason in FINISH_REASONS else self.finish_reason)
         if self.engine:
             # The engine's label already names its backend ("Vulkan b7601"); say it only when it does not.
             named = not self.backend or self.engine.lower().startswith(self.backend.lower())
             parts.append(self.engine + ("" if named else f" ({self.backend})"))
-        return " · ".join(parts)
+        return parts
+
+# Why a reply ended, as the engine says it (the OpenAI API's words), marked for translation.
+FINISH_REASONS = (QT_TRANSLATE_NOOP("Core", "stop"), QT_TRANSLATE_NOOP("Core", "length"),
+                  QT_TRANSLATE_NOOP("Core", "tool_calls"), QT_TRANSLATE_NOOP("Core", "stopped"))
 
 
 def _duration(seconds: float) -> str:

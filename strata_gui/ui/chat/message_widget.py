@@ -42,6 +42,7 @@ from strata_gui.core.chat import (
 from strata_gui.ui.chat.attachments import ImageThumb
 from strata_gui.ui.chat.markdown import Segment, plain_extension, split_segments
 from strata_gui.ui.chat.reply_parts import ThinkingBlock, ToolCallBox, ToolResultView, duration_text
+from strata_gui.ui.i18n import core_text
 
 MESSAGE_THUMB = 160
 COUNTER_GAP_S = 0.25  # the live token counter changes at most this often (a label's relayout per token is waste)
@@ -460,7 +461,7 @@ class MessageWidget(QFrame):
             self._counter_at = time.monotonic()
         else:
             # The status sentence already says how it ended: the statistics do not repeat it.
-            summary = message.stats.summary(with_reason=not status)
+            summary = " · ".join(core_text(p) for p in message.stats.summary_parts(with_reason=not status))
         if message.status != STREAMING:
             self.counter.hide()
             self.stats.setText("  ".join(p for p in (status, summary) if p))

@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 
 from strata_gui.core.chat import (
     COMPLETE,
+    DEFAULT_TITLE,
     STREAMING,
     ChatEvent,
     ChatImage,
@@ -366,10 +367,11 @@ class ChatPage(Page):
         self.conversation_list.blockSignals(True)
         self.conversation_list.clear()
         for conv in self._service.store.conversations(self.search.text()):
-            item = QListWidgetItem(conv.title)
-            item.setToolTip(conv.title)
+            # the core names a new conversation "New chat": shown in the UI's language
+            title = self.tr("New chat") if conv.title == DEFAULT_TITLE else conv.title
+            item = QListWidgetItem(title)
             item.setData(Qt.ItemDataRole.UserRole, conv.id)
-            item.setToolTip(self._ran_on_text(conv.title, conv.ran_on))
+            item.setToolTip(self._ran_on_text(title, conv.ran_on))  # the whole title, and where it ran
             self.conversation_list.addItem(item)
             if conv.id == current:
                 self.conversation_list.setCurrentItem(item)

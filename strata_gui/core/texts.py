@@ -1,0 +1,38 @@
+"""Sentences the core writes for people, translatable at the edge.
+
+The core is Qt-free and writes English. A :class:`Text` is such a sentence that also keeps its
+template and arguments, so the GUI can look the template up in its catalogue and fill in the same
+arguments (``ui/i18n.core_text``); the CLI prints it as it is (a ``Text`` *is* the English ``str``).
+Templates are marked with :func:`QT_TRANSLATE_NOOP` in context ``"Core"``, which is how
+``pyside6-lupdate`` finds them (scripts/update-translations.sh scans the core files that use it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+CONTEXT = "Core"
+
+
+def QT_TRANSLATE_NOOP(context: str, text: str) -> str:
+    """Mark ``text`` for the catalogue; returns it unchanged."""
+    return text
+
+
+class Text(str):
+    """An English sentence made from ``template`` and ``args`` (``str.format`` fields)."""
+
+    template: str
+    args: Mapping[str, Any]
+
+    def __new__(cls, template: str, /, **args: Any) -> Text:
+        made = super().__new__(cls, template.format(**args) if args else template)
+        made.template = template
+        made.args = args
+        return made
+
+
+def T(template: str, /, **args: Any) -> Text:
+    """``Text(template, **args)``; the template must also be marked with :func:`QT_TRANSLATE_NOOP`."""
+    return Text(template, **args)
