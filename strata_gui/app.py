@@ -292,7 +292,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     and connect the pages to each other as they get built."""
     from strata_gui.core.chat import PlanChanged
     from strata_gui.core.rpc import RpcDevice
-    from strata_gui.core.runtime import IMAGE, ServerState
+    from strata_gui.core.runtime import IMAGE, TEXT, ServerState
     from strata_gui.ui.bridge import follow
 
     base = services.base
@@ -307,7 +307,8 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
                         resolve=services.resolver.resolve, load_options=services.load_options,
                         gpu_picks=services.resolver.gpu_picks,
                         choose_devices=lambda keys: services.settings.update(devices=keys),
-                        tools=lambda: (services.tool_servers, services.tools))
+                        tools=lambda: (services.tool_servers, services.tools),
+                        library=lambda: services.models.usable_models(TEXT))
 
     def chat_with(path: Path) -> None:
         pages.chat.set_model(path)  # the chat service remembers it as the last model

@@ -232,6 +232,18 @@ Last reply: this computer ({1})</source>
         <translation>&lt;h3&gt;开始对话&lt;/h3&gt;&lt;p&gt;在下方输入消息，与 {0} 对话。&lt;br&gt;Strata 会为你启动引擎；某个引擎出错时会自动换用另一个。&lt;/p&gt;</translation>
     </message>
     <message>
+        <source>Reading your library…</source>
+        <translation>正在读取模型库…</translation>
+    </message>
+    <message>
+        <source>No models in your library yet</source>
+        <translation>模型库中还没有模型</translation>
+    </message>
+    <message>
+        <source>Browse for a GGUF file…</source>
+        <translation>浏览 GGUF 文件…</translation>
+    </message>
+    <message>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>

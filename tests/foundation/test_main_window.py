@@ -309,3 +309,30 @@ def test_scrolling_over_a_spin_box_scrolls_the_page_and_leaves_the_setting_alone
     assert scroll.value() > 0  # ... and the page scrolled instead
     _wheel_over(page.theme)
     assert page.theme.currentIndex() == theme
+
+
+def test_the_model_picker_lists_the_library_and_still_browses(
+        qtbot: QtBot, qapp: QApplication, composed, qasync_loop: asyncio.AbstractEventLoop,
+        tmp_path: Path, test_model: Path) -> None:
+    import shutil
+
+    from strata_gui.ui.pages.chat_page import ChatPage
+
+    library = tmp_path / "models"
+    library.mkdir()
+    for name in ("alpha-Q4_K_M.gguf", "beta-Q8_0.gguf"):
+        shutil.copy(test_model, library / name)
+    build_services().settings_service.update(model_dirs=[str(library)])
+    _, _, window = composed(Recorder())
+    chat = _page(window, ChatPage)
+    handle = chat.refresh_library()
+    assert handle is not None
+    qasync_loop.run_until_complete(handle.wait())
+    chat._fill_model_menu()  # what opening the picker shows
+    names = [a.text() for a in chat.model_menu.actions() if not a.isSeparator()]
+    assert names == ["alpha-Q4_K_M.gguf", "beta-Q8_0.gguf", "Browse for a GGUF file…"]
+    chat.model_menu.actions()[1].trigger()  # pick "beta"
+    assert chat._service.model == library / "beta-Q8_0.gguf"
+    assert build_services().settings.last_model == str(library / "beta-Q8_0.gguf")  # remembered
+    chat._fill_model_menu()
+    assert [a.isChecked() for a in chat.model_menu.actions()[:2]] == [False, True]  # the current one is ticked

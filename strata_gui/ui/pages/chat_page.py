@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QMessageBox,
     QProgressBar,
     QPushButton,
@@ -129,9 +130,13 @@ class ChatPage(Page):
                  load_options: LoadOptionsService | None = None,
                  gpu_picks: Callable[[], list[GpuPick]] | None = None,
                  choose_devices: Callable[[list[str]], object] | None = None,
-                 tools: Callable[[], tuple[McpServerStore, McpHost]] | None = None) -> None:
+                 tools: Callable[[], tuple[McpServerStore, McpHost]] | None = None,
+                 library: Callable[[], Awaitable[list[Path]]] | None = None) -> None:
         super().__init__(parent)
         self._tools = tools
+        self._library = library  # the library's chat models, for the model picker
+        self.library_models: list[Path] = []
+        self.library_task: TaskHandle | None = None
         self.tools_panel: ToolsPanel | None = None  # built when first shown
         # Tool calls waiting for the user's answer: (message id, call id) -> (answer, question).
         self._approvals: dict[tuple[int, str], tuple[asyncio.Future[Decision], ApprovalRequest]] = {}
@@ -203,8 +208,11 @@ class ChatPage(Page):
         # Header: model, engine state, actions.
         self.model_label = ElidedLabel()  # long model file names shorten instead of clipping
         self.model_label.setObjectName("pageTitle")
+        # A picker of the library's models, as LM Studio's, with "Browse…" for any file on disk.
         self.model_button = QPushButton(self.tr("Choose model…"))
-        self.model_button.clicked.connect(self.choose_model)
+        self.model_menu = QMenu(self.model_button)
+        self.model_menu.aboutToShow.connect(self._fill_model_menu)
+        self.model_button.setMenu(self.model_menu)
         self.engine_button = QPushButton(self.tr("Engine folder…"))
         self.engine_button.setToolTip(self.tr("Choose the folder of an installed llama.cpp engine"))
         self.engine_button.clicked.connect(self.choose_engine_folder)
@@ -781,6 +789,42 @@ class ChatPage(Page):
         panel = self.load_options_panel
         if panel is not None and panel.model != model:
             panel.set_model(model)
+
+    def refresh_library(self) -> TaskHandle | None:
+        """Read the library's chat models for the picker (off the event loop's paint path)."""
+        if self._library is None or (self.library_task is not None and self.library_task.is_running):
+            return self.library_task
+        library = self._library
+        handle = self._bridge.run(lambda _p: library(), name="Find chat models", show_errors=False)
+
+        def got(paths: list[Path]) -> None:
+            self.library_models = list(paths)
+            if self.model_menu.isVisible():
+                self._fill_model_menu()
+
+        handle.succeeded.connect(got)
+        self.library_task = handle
+        return handle
+
+    def _fill_model_menu(self) -> None:
+        menu = self.model_menu
+        if not menu.isVisible() and (self.library_task is None or not self.library_task.is_running):
+            self.refresh_library()  # what was downloaded meanwhile shows as soon as it is read
+        menu.clear()
+        current = self._service.model
+        if not self.library_models:
+            reading = self.library_task is not None and self.library_task.is_running
+            empty = menu.addAction(self.tr("Reading your library…") if reading
+                                   else self.tr("No models in your library yet"))
+            empty.setEnabled(False)
+        for path in self.library_models[:40]:
+            action = menu.addAction(path.name)
+            action.setToolTip(str(path))
+            action.setCheckable(True)
+            action.setChecked(path == current)
+            action.triggered.connect(lambda _checked=False, p=path: self.set_model(p))
+        menu.addSeparator()
+        menu.addAction(self.tr("Browse for a GGUF file…"), self.choose_model)
 
     def choose_model(self) -> None:
         start = str(self._service.model.parent) if self._service.model else ""
