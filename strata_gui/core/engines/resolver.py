@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ from strata_gui.core.engines.devices import GpuPick, choose_devices, pick_gpus
 from strata_gui.core.engines.drivers import DriverVerdict
 from strata_gui.core.engines.probe import ProbeResult
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
+from strata_gui.core.engines.run_device import RunDevice, run_device
 from strata_gui.core.engines.service import EngineService
 from strata_gui.core.errors import EngineError
 from strata_gui.core.events import Listeners
@@ -102,6 +103,7 @@ class Resolution:
     depth: int | None = None  # the conversation's depth the choice was made for (None: not given)
     crossovers: tuple[Crossover, ...] = field(default=())  # where the measured fastest engine changes
     depth_choice: str | None = None  # the engine measured fastest at ``depth``, when that decided
+    run_device: RunDevice | None = None  # where the chosen engine really runs (a GPU or the CPU)
 
     @property
     def chosen(self) -> EngineSpec | None:
@@ -162,7 +164,8 @@ class Resolution:
                 "driver": self.driver.to_json() if self.driver is not None else None,
                 "depth": self.depth, "depth_choice": self.depth_choice,
                 "crossovers": [{"depth": c.depth, "before": c.before, "after": c.after} for c in self.crossovers],
-                "notes": list(self.notes)}
+                "notes": list(self.notes),
+                "runs_on": self.run_device.to_json() if self.run_device is not None else None}
 
 
 @dataclass(frozen=True)
@@ -456,12 +459,32 @@ class EngineResolver:
                            e, reason))
         ranked.sort(key=lambda t: t[0])
         specs = tuple(self._spec(e, reason, probes[e.id], kind) for _k, e, reason in ranked)
+        where, specs = self._run_device(specs, probes, out)
         inside = [EngineVerdict(s.id, s.label, s.backend, True, s.reason,
                                 probes[s.id].verdict if probes[s.id] is not None else "not probed")  # type: ignore[union-attr]
                   for s in specs]
         return Resolution(specs, tuple(inside + out), gpu_key, model.name if model is not None else None, key,
                           tuple(notes), tuple(self.gpu_picks()), driver, depth, crossovers,
-                          by_depth[0] if by_depth is not None else None)
+                          by_depth[0] if by_depth is not None else None, where)
+
+    def _run_device(self, specs: tuple[EngineSpec, ...], probes: dict[str, ProbeResult | None],
+                    left_out: list[EngineVerdict]) -> tuple[RunDevice, tuple[EngineSpec, ...]]:
+        """Where the first engine runs; on the processor, its reason says so (not "on this GPU")."""
+        chosen = specs[0] if specs else None
+        probe = probes.get(chosen.id) if chosen is not None else None
+        where = run_device(chosen, probe.devices if probe is not None else (), self.gpu_picks(),
+                           [v.label for v in left_out if v.backend is not Backend.CPU],
+                           gpu_engine_behind=any(s.backend is not Backend.CPU for s in specs[1:]),
+                           os_name=self.engines.os_name)
+        if chosen is not None and where.on_cpu:
+            reason = chosen.reason.replace(" on this GPU", " on this machine") + f"; {where.describe()}"
+            specs = (replace(chosen, reason=reason), *specs[1:])
+        return where, specs
+
+    def run_on(self, kind: EngineKind = TEXT) -> RunDevice:
+        """Where models of ``kind`` run now (the first engine of a plan with no model preference)."""
+        where = self.resolve(None, kind=kind).run_device
+        return where if where is not None else RunDevice(False)
 
     def depth_switch(self, model: Path, depth: int, current: str) -> DepthSwitch | None:
         """Whether another engine is clearly faster (at least 10 % more decode) than ``current`` at

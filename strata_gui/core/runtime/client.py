@@ -337,6 +337,9 @@ class ReplyStats:
             parts.append(f"prefill {self.prefill_tps:,.0f} tok/s")
         if self.decode_tps:
             parts.append(f"decode {self.decode_tps:,.1f} tok/s")
+            limit = self.extra.get("limit")
+            if isinstance(limit, dict) and isinstance(limit.get("share"), (int, float)):
+                parts.append(share_phrase(float(limit["share"]), str(limit.get("device_kind", "gpu"))))
         if self.predicted_n is not None:
             parts.append(f"{self.predicted_n} tokens")
         if self.acceptance is not None:
@@ -352,6 +355,13 @@ class ReplyStats:
             named = not self.backend or self.engine.lower().startswith(self.backend.lower())
             parts.append(self.engine + ("" if named else f" ({self.backend})"))
         return " · ".join(parts)
+
+
+def share_phrase(share: float, device_kind: str) -> str:
+    """"71 % of this GPU's memory limit": a decode speed as a share of the device's bandwidth
+    ceiling (``device_kind`` "gpu", "cpu" or "gpu+cpu"; see :mod:`strata_gui.core.engines.limits`)."""
+    whose = {"cpu": "the CPU's", "gpu+cpu": "this GPU + CPU's"}.get(device_kind, "this GPU's")
+    return f"{share * 100:.0f} % of {whose} memory limit"
 
 
 def _duration(seconds: float) -> str:
