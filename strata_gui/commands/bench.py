@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from strata_gui.commands import load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.bench import DEFAULT_DEPTH, BenchConfig
+from strata_gui.core.bench import DEFAULT_DEPTH, BenchConfig, BenchResult
+from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import StrataError
 from strata_gui.core.images import parse_size
 from strata_gui.core.progress import Progress
@@ -92,18 +94,32 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     # With a draft model in effect, the same workload runs again without it: the speed-up.
     speedups = await app.dashboard.draft_speedups(args.model.resolve(), results, engines, config, show)
     gpu = app.dashboard.gpu_label()
+    by_id = {e.id: e for e in engines}
+
+    def ceiling(r: BenchResult) -> dict[str, Any] | None:
+        return app.limits.benchmark_limit(args.model.resolve(), by_id.get(r.engine), r.depth, r.prefill_tokens,
+                                          r.gen_tokens, r.decode_median)
+
+    limits = await run_blocking(lambda: [ceiling(r) for r in results], name="strata-bench-limits")
     if args.json:
         print(json.dumps({"model": args.model.name, "gpu": gpu,
-                          "results": [r.to_json() for r in results], "recommended": rec.engine,
+                          "results": [{**r.to_json(), "limit": lim} for r, lim in zip(results, limits, strict=True)],
+                          "recommended": rec.engine,
                           "reason": rec.reason, "depth_note": rec.depth_note, "warnings": rec.warnings,
                           "draft_speedup": [s.to_json() for s in speedups]}, indent=2))
         return 0 if rec.engine else 1
     print(file=sys.stderr)
-    print(f"{'engine':<24} {'backend':<8} {'depth':>6} {'prefill tok/s':>14} {'decode tok/s':>13}  status")
-    for r in results:
+    print(f"{'engine':<24} {'backend':<8} {'depth':>6} {'prefill tok/s':>14} {'decode tok/s':>13} "
+          f"{'of limit':>9}  status")
+    for r, lim in zip(results, limits, strict=True):
         pre = f"{r.prefill_median:,.0f}" if r.prefill_median else "—"
         dec = f"{r.decode_median:,.1f}" if r.decode_median else "—"
-        print(f"{r.engine:<24} {r.backend:<8} {r.depth:>6} {pre:>14} {dec:>13}  {'ok' if r.ok else r.error}")
+        share = f"{lim['share'] * 100:.0f} %" if lim and lim.get("share") else "—"
+        print(f"{r.engine:<24} {r.backend:<8} {r.depth:>6} {pre:>14} {dec:>13} {share:>9}  {'ok' if r.ok else r.error}")
+    for r, lim in zip(results, limits, strict=True):
+        if lim and lim.get("ceiling_tps"):
+            print(f"memory limit for {r.engine} at depth {r.depth}: {lim['ceiling_tps']:,.1f} tok/s on {lim['device']} "
+                  f"({lim['bytes_per_token'] / 1e6:,.1f} MB read per token)")
     for s in speedups:
         ratio = f"x{s.speedup:.2f}" if s.speedup else "—"
         print(f"draft model on {s.engine}: decode {s.decode_without:,.1f} -> {s.decode_with:,.1f} tok/s ({ratio})")

@@ -129,12 +129,16 @@ class DecodeLimits:
         """
         tokens = self.token_bytes(model)
         where = self._where(engine)
-        cpu_figure = self.cpu.known() or (self.cpu.measure() if measure_cpu else None)
-        cpu = (cpu_figure.gbps, cpu_figure.source) if cpu_figure is not None else None
+
+        def cpu() -> tuple[float, str] | None:
+            # Measured only when the CPU reads part of the model (on the CPU, or a partial offload).
+            figure = self.cpu.known() or (self.cpu.measure() if measure_cpu else None)
+            return (figure.gbps, figure.source) if figure is not None else None
+
         warnings: list[str] = []
         gpu_layers: int | None = None
         if where.on_cpu:
-            ceiling = decode_ceiling(tokens, depth, gpu=None, cpu=cpu)
+            ceiling = decode_ceiling(tokens, depth, gpu=None, cpu=cpu())
             warnings.append(f"Runs on the CPU: {where.why or 'the engine runs on the processor'}."
                             + (f" {where.fix}" if where.fix else ""))
         else:
@@ -150,7 +154,13 @@ class DecodeLimits:
             elif fit is not None and fit.verdict is Verdict.CPU_ONLY:
                 gpu_layers = 0
             gpu = self._gpu_part(gpus)
-            ceiling = decode_ceiling(tokens, depth, gpu=gpu, cpu=cpu, gpu_layers=gpu_layers)
+            if gpu is None:  # the table does not know this GPU's bandwidth: no ceiling, not a guess
+                ceiling = None
+            elif gpu_layers == 0:
+                ceiling = decode_ceiling(tokens, depth, gpu=None, cpu=cpu())
+            else:
+                ceiling = decode_ceiling(tokens, depth, gpu=gpu, cpu=cpu() if gpu_layers is not None else None,
+                                         gpu_layers=gpu_layers)
             warnings += self._pick_warnings()
         return DecodeLimit(ceiling, where, tuple(warnings), gpu_layers, tokens.n_layers)
 
@@ -183,6 +193,17 @@ class DecodeLimits:
             return [f"The integrated {chosen[0].name} runs models while {discrete[0].name} is not used: choose the "
                     "discrete GPU on the GPU page (Models run on) for its own, faster memory."]
         return []
+
+    def benchmark_limit(self, model: Path, engine: EngineSpec | None, depth: int, prefill_tokens: int,
+                        gen_tokens: int, decode_tps: float | None) -> dict[str, Any] | None:
+        """A benchmark run's ceiling and share (``bench --json``, the benchmark table): its decode
+        reads the context left by the depth and the prefill, plus half the generated tokens."""
+        try:
+            limit = self.limit(model, depth + prefill_tokens + gen_tokens // 2, engine)
+        except (StrataError, OSError) as exc:
+            log.info("no decode ceiling for %s: %s", model, exc)
+            return None
+        return limit.to_json(decode_tps) if limit.ceiling is not None else None
 
     async def reply_limit(self, engine: EngineSpec | None, model: Path, decode_tps: float,
                           depth: int) -> dict[str, Any] | None:
