@@ -348,6 +348,7 @@ async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
     svc = app.models
     meta = await svc.inspect(args.file)
     entry = await svc.open_file(args.file)
+    await app.detect_gpus()  # the fit and the ceiling are for the device the engine runs on
     load_options.apply(args, app)
     options = app.load_options.options(args.file)
     shape = ModelShape.from_metadata(meta, entry.size)
