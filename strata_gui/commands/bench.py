@@ -6,13 +6,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from strata_gui.commands import load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.bench import DEFAULT_DEPTH, BenchConfig, BenchResult
-from strata_gui.core.blocking import run_blocking
+from strata_gui.core.bench import DEFAULT_DEPTH, BenchConfig
 from strata_gui.core.errors import StrataError
 from strata_gui.core.images import parse_size
 from strata_gui.core.progress import Progress
@@ -94,13 +92,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     # With a draft model in effect, the same workload runs again without it: the speed-up.
     speedups = await app.dashboard.draft_speedups(args.model.resolve(), results, engines, config, show)
     gpu = app.dashboard.gpu_label()
-    by_id = {e.id: e for e in engines}
-
-    def ceiling(r: BenchResult) -> dict[str, Any] | None:
-        return app.limits.benchmark_limit(args.model.resolve(), by_id.get(r.engine), r.depth, r.prefill_tokens,
-                                          r.gen_tokens, r.decode_median)
-
-    limits = await run_blocking(lambda: [ceiling(r) for r in results], name="strata-bench-limits")
+    limits = await app.dashboard.benchmark_limits(args.model.resolve(), results, engines)
     if args.json:
         print(json.dumps({"model": args.model.name, "gpu": gpu,
                           "results": [{**r.to_json(), "limit": lim} for r, lim in zip(results, limits, strict=True)],

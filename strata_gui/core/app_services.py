@@ -140,6 +140,7 @@ class AppServices:
         bench = Benchmark(self.local_http, self.pool, self.metrics, launch_settings=self.load_options.server_settings)
         dashboard = DashboardService(self.metrics, bench, self.local_http, resolver=self.resolver)
         dashboard.image_benchmark = image_benchmark_runner(lambda: self.images)
+        dashboard.limits = self.limits
         return dashboard
 
     @cached_property

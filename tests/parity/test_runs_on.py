@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pytestqt.qtbot import QtBot
 
-from strata_gui.app import open_first_run, startup
+from strata_gui.app import AppUi, open_first_run, startup
 from strata_gui.core.services import build_services
 from tests.gpu.conftest import DATA
 from tests.parity.test_gui_cli_parity import cli, engines_installed, gui  # noqa: F401  (fixture)
@@ -86,7 +86,7 @@ def test_the_7900_xtx_without_a_working_gpu_engine_says_runs_on_the_cpu_everywhe
             assert services.resolver.run_on().to_json() == runs_on
             assert services.fit_target().name == info["fit"]["target"]["name"]
 
-            async def faces() -> None:
+            async def faces(ui: AppUi = ui) -> None:
                 # The hub's quant table.
                 models = ui.pages.models
                 models.show_detail("strata/test-llama-GGUF")
