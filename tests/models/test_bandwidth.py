@@ -149,3 +149,27 @@ def test_the_cpu_bandwidth_is_measured_once_and_kept(tmp_path: Path) -> None:
     assert again.get() == first and calls == [1]
     (tmp_path / "bw.json").write_text("{damaged")
     assert CpuBandwidth(tmp_path / "bw.json", small).known() is None
+
+
+@pytest.mark.parametrize(("visible", "warned"), [(256 * 1024 * 1024, True), (None, False), ("same", False)])
+def test_resizable_bar_off_is_told_from_the_visible_vram(tmp_path: Path, visible: int | str | None,
+                                                         warned: bool) -> None:
+    import shutil
+
+    from strata_gui.core.engines.limits import resizable_bar_warning
+
+    tree = tmp_path / "rx7900xtx"
+    shutil.copytree(TREES / "rx7900xtx", tree, symlinks=True)
+    device = tree / "sys/class/drm/card0/device"
+    vram = int((device / "mem_info_vram_total").read_text())
+    if visible is not None:
+        (device / "mem_info_vis_vram_total").write_text(f"{vram if visible == 'same' else visible}\n")
+    gpu = build_gpu_service(kernels_dir(), sysfs_root=tree).detect().gpus[0]
+    assert gpu.name == "AMD Radeon RX 7900 XTX"
+    warning = resizable_bar_warning(gpu)
+    if warned:
+        assert gpu.visible_vram == visible
+        assert warning is not None and warning.startswith("Resizable BAR is off on AMD Radeon RX 7900 XTX")
+        assert "mem_info_vis_vram_total" in warning and "BIOS/UEFI" in warning
+    else:
+        assert warning is None

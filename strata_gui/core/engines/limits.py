@@ -20,13 +20,13 @@ from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.run_device import RunDevice, is_software_device
 from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu.membw import CpuBandwidth
-from strata_gui.core.gpu.model import GpuInfo
+from strata_gui.core.gpu.model import GpuInfo, format_mem
 from strata_gui.core.models.bandwidth import Ceiling, TokenBytes, decode_ceiling, read_token_bytes
 from strata_gui.core.models.fit import FitEstimate, Verdict
 from strata_gui.core.runtime.client import share_phrase
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 
-__all__ = ["LOW_SHARE", "DecodeLimit", "DecodeLimits", "share_phrase"]
+__all__ = ["LOW_SHARE", "DecodeLimit", "DecodeLimits", "resizable_bar_warning", "share_phrase"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,18 @@ class DecodeLimit:
                      "warnings": list(self.warnings), "gpu_layers": self.gpu_layers,
                      "total_layers": self.total_layers})
         return data
+
+
+def resizable_bar_warning(gpu: GpuInfo) -> str | None:
+    """The cause and fix when a discrete GPU's BAR shows the CPU only part of its VRAM (Resizable
+    BAR off: 256 MiB of 24 GiB), from what the driver reports (Linux: ``mem_info_vis_vram_total``)."""
+    vram, visible = gpu.vram_total, gpu.visible_vram
+    if gpu.integrated or not vram or not visible or visible >= 0.9 * vram:
+        return None
+    return (f"Resizable BAR is off on {gpu.name}: the CPU can reach only {format_mem(visible)} of its "
+            f"{format_mem(vram)} VRAM ({gpu.sources.get('visible_vram', 'driver')}). Turn on Resizable BAR "
+            "(Smart Access Memory) and Above 4G Decoding in the firmware (BIOS/UEFI) settings: without it "
+            "models load slower and engines copy through a small window.")
 
 
 class DecodeLimits:
@@ -162,6 +174,7 @@ class DecodeLimits:
                 ceiling = decode_ceiling(tokens, depth, gpu=gpu, cpu=cpu() if gpu_layers is not None else None,
                                          gpu_layers=gpu_layers)
             warnings += self._pick_warnings()
+            warnings += [w for g in gpus if (w := resizable_bar_warning(g)) is not None]
         return DecodeLimit(ceiling, where, tuple(warnings), gpu_layers, tokens.n_layers)
 
     def _safe_fit(self, model: Path) -> FitEstimate | None:
