@@ -99,6 +99,10 @@ class DecodeLimits:
         self._fit = fit
         self._tokens: dict[tuple[str, int, int], TokenBytes] = {}
 
+    def _has_tokens(self, model: Path) -> bool:
+        st = model.stat()
+        return (str(model.resolve()), st.st_size, int(st.st_mtime)) in self._tokens
+
     def token_bytes(self, model: Path) -> TokenBytes:
         """Bytes per token of ``model`` (cached per file version; blocking on first read)."""
         st = model.stat()
@@ -177,6 +181,19 @@ class DecodeLimits:
             warnings += [w for g in gpus if (w := resizable_bar_warning(g)) is not None]
         return DecodeLimit(ceiling, where, tuple(warnings), gpu_layers, tokens.n_layers)
 
+    async def limit_async(self, model: Path, depth: int = 0, engine: EngineSpec | None = None) -> DecodeLimit:
+        """:meth:`limit` from the event loop: only the header read and the CPU measurement run on a
+        worker thread (each once); the resolver's answers are asked here, on the loop, so a worker
+        never builds (and never garbage-collects) more than those two need."""
+        if not self._has_tokens(model):
+            await run_blocking(lambda: self.token_bytes(model), name="strata-decode-limit")
+        if self.cpu.known() is None:
+            where = self._where(engine)
+            fit = None if where.on_cpu else self._safe_fit(model)
+            if where.on_cpu or (fit is not None and fit.verdict in (Verdict.PARTIAL, Verdict.CPU_ONLY)):
+                await run_blocking(self.cpu.measure, name="strata-memory-bandwidth")
+        return self.limit(model, depth, engine, measure_cpu=False)
+
     def _safe_fit(self, model: Path) -> FitEstimate | None:
         try:
             return self._fit(model)
@@ -222,7 +239,7 @@ class DecodeLimits:
                           depth: int) -> dict[str, Any] | None:
         """What the chat keeps with a reply's statistics: ceiling, share, device and (when the
         reply is slow for this hardware) the warnings. None when the ceiling is unknown."""
-        limit = await run_blocking(lambda: self.limit(model, depth, engine), name="strata-decode-limit")
+        limit = await self.limit_async(model, depth, engine)
         share = limit.share(decode_tps)
         if share is None:
             return None
