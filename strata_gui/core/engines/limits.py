@@ -9,6 +9,7 @@ the GPU. The chat's statistics, the benchmark, ``models inspect`` and ``bench --
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,6 +69,14 @@ class DecodeLimit:
                      "warnings": list(self.warnings), "gpu_layers": self.gpu_layers,
                      "total_layers": self.total_layers})
         return data
+
+
+def _collect_here() -> None:
+    """Free pending garbage on the calling (GUI) thread before work goes to a worker: a collection
+    the worker's allocations start would free whatever Qt objects wait in it off the GUI thread
+    ("Timers cannot be stopped from another thread", or a crash). Runs once per model and once for
+    the CPU measurement, never per reply."""
+    gc.collect()
 
 
 def resizable_bar_warning(gpu: GpuInfo) -> str | None:
@@ -155,8 +164,9 @@ class DecodeLimits:
         gpu_layers: int | None = None
         if where.on_cpu:
             ceiling = decode_ceiling(tokens, depth, gpu=None, cpu=cpu())
-            warnings.append(f"Runs on the CPU: {where.why or 'the engine runs on the processor'}."
-                            + (f" {where.fix}" if where.fix else ""))
+            if where.gpus:  # a GPU is there but unused: say why and what fixes it (no GPU: nothing to fix)
+                warnings.append(f"Runs on the CPU: {where.why or 'the engine runs on the processor'}."
+                                + (f" {where.fix}" if where.fix else ""))
         else:
             gpus = self._gpus()
             fit = self._safe_fit(model)
@@ -186,11 +196,13 @@ class DecodeLimits:
         worker thread (each once); the resolver's answers are asked here, on the loop, so a worker
         never builds (and never garbage-collects) more than those two need."""
         if not self._has_tokens(model):
+            _collect_here()
             await run_blocking(lambda: self.token_bytes(model), name="strata-decode-limit")
         if self.cpu.known() is None:
             where = self._where(engine)
             fit = None if where.on_cpu else self._safe_fit(model)
             if where.on_cpu or (fit is not None and fit.verdict in (Verdict.PARTIAL, Verdict.CPU_ONLY)):
+                _collect_here()
                 await run_blocking(self.cpu.measure, name="strata-memory-bandwidth")
         return self.limit(model, depth, engine, measure_cpu=False)
 
