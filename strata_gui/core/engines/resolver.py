@@ -247,6 +247,8 @@ class EngineResolver:
         self._identities: dict[tuple[str, int, int], str] = {}
         self.one_off: list[InstalledEngine] = []  # engine folders chosen for this session, in order
         self.events: Listeners[PlansChanged] = Listeners()
+        # run_on() per kind until something plans are made from changes (every fit asks it).
+        self._run_on: dict[str, RunDevice] = {}
         engines.events.subscribe(lambda e: self._changed(f"engine {e.engine} {e.what}"))
         gpus.events.subscribe(lambda _e: self._changed("GPUs detected"))
         choices.events.subscribe(lambda _e: self._changed("engine choice or benchmark results"))
@@ -256,6 +258,7 @@ class EngineResolver:
                 if c.keys & PLAN_SETTINGS else None)
 
     def _changed(self, why: str) -> None:
+        self._run_on.clear()
         self.events.emit(PlansChanged(why))
 
     # -- the machine ------------------------------------------------------------------------------
@@ -477,14 +480,20 @@ class EngineResolver:
                            gpu_engine_behind=any(s.backend is not Backend.CPU for s in specs[1:]),
                            os_name=self.engines.os_name)
         if chosen is not None and where.on_cpu:
-            reason = chosen.reason.replace(" on this GPU", " on this machine") + f"; {where.describe()}"
+            reason = chosen.reason.replace(" on this GPU", " on this machine")
+            if where.gpus:  # a GPU is there: say the model does not run on it
+                reason += f"; {where.describe()}"
             specs = (replace(chosen, reason=reason), *specs[1:])
         return where, specs
 
     def run_on(self, kind: EngineKind = TEXT) -> RunDevice:
         """Where models of ``kind`` run now (the first engine of a plan with no model preference)."""
-        where = self.resolve(None, kind=kind).run_device
-        return where if where is not None else RunDevice(False)
+        # Also keyed by what may change without an event (a blocking detection, a settings object).
+        key = f"{kind.name}|{id(self.gpus.last_report)}|{self.settings.devices}|{self.settings.pinned_engine}"
+        if key not in self._run_on:
+            where = self.resolve(None, kind=kind).run_device
+            self._run_on[key] = where if where is not None else RunDevice(False)
+        return self._run_on[key]
 
     def depth_switch(self, model: Path, depth: int, current: str) -> DepthSwitch | None:
         """Whether another engine is clearly faster (at least 10 % more decode) than ``current`` at
