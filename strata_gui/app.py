@@ -345,7 +345,7 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         from strata_gui.ui.pages.gpu_page import GpuPage
 
         page = GpuPage(services.gpu, bridge, remote_devices=remote_devices, telemetry=services.telemetry,
-                       gpu_picks=services.resolver.gpu_picks,
+                       gpu_picks=services.resolver.gpu_picks, run_on=services.resolver.run_on,
                        choose_devices=lambda keys: services.settings.update(devices=keys),
                        driver_check=services.engines.driver_verdict,
                        ignore_driver_check=lambda on: services.settings.update(ignore_driver_check=on),

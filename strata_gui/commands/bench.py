@@ -92,18 +92,26 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     # With a draft model in effect, the same workload runs again without it: the speed-up.
     speedups = await app.dashboard.draft_speedups(args.model.resolve(), results, engines, config, show)
     gpu = app.dashboard.gpu_label()
+    limits = await app.dashboard.benchmark_limits(args.model.resolve(), results, engines)
     if args.json:
         print(json.dumps({"model": args.model.name, "gpu": gpu,
-                          "results": [r.to_json() for r in results], "recommended": rec.engine,
+                          "results": [{**r.to_json(), "limit": lim} for r, lim in zip(results, limits, strict=True)],
+                          "recommended": rec.engine,
                           "reason": rec.reason, "depth_note": rec.depth_note, "warnings": rec.warnings,
                           "draft_speedup": [s.to_json() for s in speedups]}, indent=2))
         return 0 if rec.engine else 1
     print(file=sys.stderr)
-    print(f"{'engine':<24} {'backend':<8} {'depth':>6} {'prefill tok/s':>14} {'decode tok/s':>13}  status")
-    for r in results:
+    print(f"{'engine':<24} {'backend':<8} {'depth':>6} {'prefill tok/s':>14} {'decode tok/s':>13} "
+          f"{'of limit':>9}  status")
+    for r, lim in zip(results, limits, strict=True):
         pre = f"{r.prefill_median:,.0f}" if r.prefill_median else "—"
         dec = f"{r.decode_median:,.1f}" if r.decode_median else "—"
-        print(f"{r.engine:<24} {r.backend:<8} {r.depth:>6} {pre:>14} {dec:>13}  {'ok' if r.ok else r.error}")
+        share = f"{lim['share'] * 100:.0f} %" if lim and lim.get("share") else "—"
+        print(f"{r.engine:<24} {r.backend:<8} {r.depth:>6} {pre:>14} {dec:>13} {share:>9}  {'ok' if r.ok else r.error}")
+    for r, lim in zip(results, limits, strict=True):
+        if lim and lim.get("ceiling_tps"):
+            print(f"memory limit for {r.engine} at depth {r.depth}: {lim['ceiling_tps']:,.1f} tok/s on {lim['device']} "
+                  f"({lim['bytes_per_token'] / 1e6:,.1f} MB read per token)")
     for s in speedups:
         ratio = f"x{s.speedup:.2f}" if s.speedup else "—"
         print(f"draft model on {s.engine}: decode {s.decode_without:,.1f} -> {s.decode_with:,.1f} tok/s ({ratio})")

@@ -75,6 +75,7 @@ def run(args: argparse.Namespace, app: AppServices) -> int:
     driver = app.engines.driver_verdict()  # the catalog's driver check (the GPU page's warning)
     if args.json:
         print(json.dumps({**report.to_dict(samples), "devices": [p.to_json() for p in picks],
+                          "runs_on": app.resolver.run_on().to_json(),
                           "driver_check": driver.to_json() if driver is not None else None}, indent=2,
                          sort_keys=True))
     else:
@@ -83,6 +84,15 @@ def run(args: argparse.Namespace, app: AppServices) -> int:
             print("Models run on:")
             for pick in picks:
                 print(f"  {'✓' if pick.chosen else '–'} {pick.name} [{pick.key}]: {pick.reason}")
+            where = app.resolver.run_on()
+            if where.engine:
+                print(f"  the engine ({where.engine}) reports: {', '.join(where.engine_devices) or 'the processor'}")
+                if where.on_cpu:
+                    print(f"  models run on the CPU, not the GPU ticked above: {where.why}")
+                    if where.fix:
+                        print(f"  {where.fix}")
+                elif where.differs:
+                    print("  this is not the GPU ticked above")
         if driver is not None:
             state = "OK" if driver.ok else ("ROCm used anyway (your choice)" if driver.overridden
                                             else "ROCm skipped, Vulkan instead")

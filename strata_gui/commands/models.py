@@ -348,11 +348,14 @@ async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
     svc = app.models
     meta = await svc.inspect(args.file)
     entry = await svc.open_file(args.file)
+    await app.detect_gpus()  # the fit and the ceiling are for the device the engine runs on
     load_options.apply(args, app)
     options = app.load_options.options(args.file)
     shape = ModelShape.from_metadata(meta, entry.size)
     estimate = app.load_options.fit(shape, options)
     memory = _memory(shape, estimate, options)
+    # The decode ceiling at the start of a reply (depth 0) on the device the engine runs on.
+    limit = await run_blocking(lambda: app.limits.limit(args.file), name="strata-decode-limit")
     if args.json:
         _print_json({
             "file": str(args.file), "architecture": meta.architecture, "name": meta.name, "quant": meta.quant,
@@ -360,7 +363,8 @@ async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
             "kv_heads": meta.kv_heads_per_layer, "key_length": meta.key_length, "value_length": meta.value_length,
             "chat_template": meta.has_chat_template, "size": entry.size, "tensors": len(meta.tensors),
             "fit": {"verdict": estimate.describe(), "max_context": estimate.max_context, "n_ctx": estimate.n_ctx,
-                    "gpu_layers": estimate.gpu_layers},
+                    "gpu_layers": estimate.gpu_layers, "target": app.fit_target().name},
+            "limit": limit.to_json() if limit is not None else None,
             "load_options": options.to_json(),
             "problems": app.load_options.problems(shape, options),
             "memory": memory,
@@ -377,6 +381,14 @@ async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
     print(f"  size           {format_bytes(entry.size)} in {len(entry.files)} file(s)")
     print(f"  fit            {estimate.describe()} at context {estimate.n_ctx} (largest context that fits: {estimate.max_context})")
     print(f"  KV cache       K {options.cache_type_k}, V {options.cache_type_v}")
+    if limit.ceiling is not None:
+        c = limit.ceiling
+        print(f"  memory limit   {c.tokens_per_s:,.1f} tok/s on {c.device}: {c.bytes_per_token / 1e6:,.1f} MB read per "
+              f"token at {', '.join(f'{p.gbps:,.1f} GB/s ({p.source})' for p in c.parts if p.bytes_per_token)}")
+    else:
+        print(f"  memory limit   unknown ({limit.where.describe()}; no bandwidth figure for it)")
+    for warning in limit.warnings:
+        print(f"  warning        {warning}")
     for problem in app.load_options.problems(shape, options):
         print(f"  problem        {problem}")
     print("  memory")

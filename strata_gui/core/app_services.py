@@ -51,8 +51,10 @@ from strata_gui.core.transfer import TlsContext, loopback_client, network_client
 if TYPE_CHECKING:  # built on first use (see AppServices): their modules load then, not at start-up
     from strata_gui.core.bench.service import DashboardService, ImageBenchmarkRunner
     from strata_gui.core.bench.updates import EngineUpdater
+    from strata_gui.core.engines.limits import DecodeLimits
     from strata_gui.core.gpu.history import GpuTelemetry
     from strata_gui.core.images.service import ImageRecord, ImageService
+    from strata_gui.core.models.fit import FitEstimate
     from strata_gui.core.models.library import LibraryEntry
     from strata_gui.core.models.service import ModelService
     from strata_gui.core.serve.service import ServeService
@@ -116,6 +118,17 @@ class AppServices:
         return GpuTelemetry(self.gpu)
 
     @cached_property
+    def limits(self) -> DecodeLimits:
+        """Decode ceilings: how close a reply comes to the memory bandwidth of the device it runs on."""
+        from strata_gui.core.engines.limits import DecodeLimits
+        from strata_gui.core.gpu.membw import CpuBandwidth
+
+        def fit(model: Path) -> FitEstimate | None:
+            return self.load_options.fit(self.load_options.shape_now(model), self.load_options.options(model))
+
+        return DecodeLimits(self.resolver, CpuBandwidth(self.base.paths.cache_dir / "memory_bandwidth.json"), fit)
+
+    @cached_property
     def models(self) -> ModelService:
         """The hub, downloads and the model library."""
         from strata_gui.core.models.service import build_model_service
@@ -132,6 +145,7 @@ class AppServices:
         bench = Benchmark(self.local_http, self.pool, self.metrics, launch_settings=self.load_options.server_settings)
         dashboard = DashboardService(self.metrics, bench, self.local_http, resolver=self.resolver)
         dashboard.image_benchmark = image_benchmark_runner(lambda: self.images)
+        dashboard.limits = self.limits
         return dashboard
 
     @cached_property
@@ -402,7 +416,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     metrics, chat_db, storage_notices = _open_database(paths.database_file, keep_conversations)
     resolver = EngineResolver(engines, gpu, settings, metrics, settings_events=base.settings_service.events)
     rpc = RpcPool(base.settings_service, resolver.installed_specs, environ=env, log_dir=paths.log_dir, job=job)
-    fit_target = FitTarget(gpu, settings, resolver, rpc.extend_target)
+    fit_target = FitTarget(gpu, settings, resolver, rpc.extend_target, ram=total_ram)
     load_options = LoadOptionsService(paths.data_dir / "load_options.json", base.settings_service, fit_target,
                                       total_ram)
 
@@ -437,6 +451,9 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     chat.subscribe(app._record_reply)
     pool.events.subscribe(app._watch_updates)
     chat.tools = app.chat_tools
+    # A lambda: the ceilings (and their CPU measurement) are built on the first finished reply, not here.
+    chat.decode_limit = lambda engine, model, tps, depth: app.limits.reply_limit(  # noqa: PLW0108
+        engine, model, tps, depth)
     return app
 
 

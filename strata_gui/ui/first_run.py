@@ -567,7 +567,7 @@ class FirstRunGuide(QDialog):
             return self.tr("Partly on the GPU (%1 of %2 layers)").replace("%1", str(e.gpu_layers)).replace(
                 "%2", str(e.total_layers))
         if e.verdict is Verdict.CPU_ONLY:
-            return self.tr("Runs on the processor")
+            return self.tr("Fits in system RAM — runs on the CPU")
         return self.tr("Too large for this computer")
 
     def selected_starter(self) -> StarterModel | None:

@@ -158,7 +158,7 @@ def test_dashboard_benchmark_runs_the_depth_pass(qtbot: QtBot, tmp_path: Path, t
         assert handle is not None
         qasync_loop.run_until_complete(handle.wait())
         table = page.results_table
-        rows = [[table.item(r, c).text() for c in (0, 2, 5)] for r in range(table.rowCount())]
+        rows = [[table.item(r, c).text() for c in (0, 2, 6)] for r in range(table.rowCount())]
         assert rows == [["CPU", "0", "ok"], ["CPU", "64", "ok"]]
         saved = store.bench_results(model_key=service._key(test_model))
         assert sorted(r.depth for r in saved) == [0, 64]

@@ -65,7 +65,8 @@ def test_a_chosen_engine_follows_the_model_and_the_gpu(tmp_path: Path, test_mode
         for path in (test_model, renamed):
             res = app.resolver.resolve(path)
             assert res.chosen is not None and res.chosen.id == cpu_id, path
-            assert res.chosen.reason == "you chose it for this model on this GPU"
+            # The CPU build runs on the processor: the reason says so, not "on this GPU".
+            assert res.chosen.reason == "you chose it for this model on this machine; runs on the CPU"
         other = app.resolver.resolve(namesake).chosen
         assert other is not None and other.id == vulkan_id  # same file name, another model: not shared
         assert [s.id for s in app.chat.plan] == [vulkan_id, cpu_id]  # the chat follows it when the model changes

@@ -62,6 +62,11 @@ class ModelSpec:
     tie_embeddings: bool = False
     embedding_type: str = "F16"
     pooling: int | None = None
+    # Mixture of experts (Mixtral's layout in the llama architecture): ``experts`` feed-forward
+    # experts per block (``ffn_*_exps``, one 3-D tensor each) and a router, of which each token
+    # uses ``experts_used``; 0 writes a dense model.
+    experts: int = 0
+    experts_used: int = 0
 
 
 def llama_src() -> Path:
@@ -245,10 +250,20 @@ def _tensors(spec: ModelSpec, n_vocab: int) -> list[tuple[str, np.ndarray, Any]]
             (p + "attn_v.weight", w(spec.kv_heads * head_dim, spec.width), None),
             (p + "attn_output.weight", w(spec.width, spec.width), None),
             (p + "ffn_norm.weight", norm(spec.width), None),
-            (p + "ffn_gate.weight", w(spec.ff, spec.width), None),
-            (p + "ffn_up.weight", w(spec.ff, spec.width), None),
-            (p + "ffn_down.weight", w(spec.width, spec.ff), None),
         ]
+        if spec.experts:
+            out += [
+                (p + "ffn_gate_inp.weight", w(spec.experts, spec.width).astype(np.float32), None),
+                (p + "ffn_gate_exps.weight", w(spec.experts, spec.ff, spec.width), None),
+                (p + "ffn_up_exps.weight", w(spec.experts, spec.ff, spec.width), None),
+                (p + "ffn_down_exps.weight", w(spec.experts, spec.width, spec.ff), None),
+            ]
+        else:
+            out += [
+                (p + "ffn_gate.weight", w(spec.ff, spec.width), None),
+                (p + "ffn_up.weight", w(spec.ff, spec.width), None),
+                (p + "ffn_down.weight", w(spec.width, spec.ff), None),
+            ]
     out.append(("output_norm.weight", norm(spec.width), None))
     if not spec.tie_embeddings:
         out.append(("output.weight", w(n_vocab, spec.width), None))
@@ -328,6 +343,9 @@ def _writer_common(writer: object, spec: ModelSpec, vocab: Vocab) -> None:
     wr.add_chat_template(spec.chat_template)
     if spec.pooling is not None:
         wr.add_uint32("llama.pooling_type", spec.pooling)
+    if spec.experts:
+        wr.add_expert_count(spec.experts)
+        wr.add_expert_used_count(spec.experts_used)
 
 
 def _write_tensors(writer: object, spec: ModelSpec, vocab: Vocab) -> None:

@@ -21,6 +21,7 @@ from strata_gui.core.bench.stats import median
 from strata_gui.core.bench.store import BenchResult, EngineChoice, ImageRun, MetricsStore, RequestRecord
 from strata_gui.core.bench.workload import BenchConfig, Benchmark, fit_depth
 from strata_gui.core.blocking import run_blocking
+from strata_gui.core.engines.limits import DecodeLimits
 from strata_gui.core.errors import StorageError, StrataError
 from strata_gui.core.events import Listeners
 from strata_gui.core.progress import ProgressCallback, no_progress
@@ -129,6 +130,19 @@ class DashboardService:
         self._resolver = resolver
         self._clock = clock
         self.requests: Listeners[RequestRecord] = Listeners()
+        # Decode ceilings (the share of the memory limit each run reached); None: not shown.
+        self.limits: DecodeLimits | None = None
+
+    async def benchmark_limits(self, model: Path, results: Sequence[BenchResult],
+                               engines: Sequence[EngineSpec]) -> list[dict[str, Any] | None]:
+        """Each run's decode ceiling and share of it (None where unknown), in ``results`` order."""
+        limits = self.limits
+        if limits is None:
+            return [None] * len(results)
+        by_id = {e.id: e for e in engines}
+        return await run_blocking(lambda: [limits.benchmark_limit(model, by_id.get(r.engine), r.depth, r.prefill_tokens,
+                                                                  r.gen_tokens, r.decode_median) for r in results],
+                                  name="strata-bench-limits")
 
     # -- request history --------------------------------------------------------------------------
     def add_listener(self, fn: Callable[[RequestRecord], None]) -> Callable[[], None]:

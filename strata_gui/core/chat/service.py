@@ -130,6 +130,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# (engine that answered, model, decode tok/s, context depth) → the ceiling and share to keep.
+DecodeLimitSource = Callable[[EngineSpec | None, Path, float, int], Awaitable[dict[str, Any] | None]]
 WATCH_INTERVAL = 1.0  # s between looks at the engine's progress while nothing streams
 SILENCE_NOTICE_S = 15.0  # s of the engine generating with nothing arriving before the reply says so
 MAX_TOOL_ROUNDS = 8  # tool-call rounds per reply; the last one asks the model to answer in words
@@ -206,6 +208,9 @@ class ChatService:
         self._template = template
         self._templates: dict[Path, TemplateInfo | None] = {}
         self.tools = tools
+        # Reply → its decode ceiling and share (engine, model, decode tok/s, depth); None: not shown.
+        self.decode_limit: DecodeLimitSource | None = None
+        self._reply_spec: EngineSpec | None = None
         self.approver: ChatApprover | None = None  # asks the user about a tool call; None: calls are denied
         # "required": the first request of a reply must call a tool (later ones may answer); "auto": the model chooses.
         self.tool_choice = "auto"
@@ -752,6 +757,7 @@ class ChatService:
             nonlocal attempts, job_failed, spec
             attempts += 1
             spec = lease.spec
+            self._reply_spec = spec
             if attempts > 1:  # the last engine failed: start the reply afresh on this one
                 self.store.update_message(reply.id, content="", thinking="", status=STREAMING)
                 again = self.store.message(reply.id)
@@ -835,10 +841,25 @@ class ChatService:
         stats.engine, stats.backend = where.engine, where.backend
         if options.max_tokens is not None and options.max_tokens > 0:
             stats.extra["output_limit"] = options.max_tokens
+        await self._add_limit(stats)
         settings = self._checked_output(reply_id, conv, result.text, stats.finish_reason)
         return self._finish(reply_id, result.text, COMPLETE, stats, thinking=result.thinking,
                             tool_calls=[ToolCallRecord.from_call(c) for c in result.tool_calls],
                             ran_on=where.ran_on, settings=settings)
+
+    async def _add_limit(self, stats: ReplyStats) -> None:
+        """Keep the decode ceiling with a local reply's statistics ("71 % of this GPU's memory limit")."""
+        if self.decode_limit is None or self.model is None or not stats.decode_tps or self.remote is not None:
+            return
+        # The average depth while decoding: the prompt, then half the reply on top.
+        depth = (stats.prompt_n or 0) + (stats.cache_n or 0) + (stats.predicted_n or 0) // 2
+        try:
+            limit = await self.decode_limit(self._reply_spec, self.model, stats.decode_tps, depth)
+        except (StrataError, OSError) as exc:
+            log.info("no decode ceiling for %s: %s", self.model, exc)
+            return
+        if limit is not None:
+            stats.extra["limit"] = limit
 
     def _checked_output(self, reply_id: int, conv: Conversation, text: str,
                         finish_reason: str | None) -> dict[str, Any] | None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         ProbeFinding,
         Resolution,
     )
+    from strata_gui.core.engines.run_device import RunDevice
     from strata_gui.core.engines.service import EngineService, SetupOutcome, create_engine_service
     from strata_gui.core.engines.tuning import TuningCheck, check_tuning_table, validate_tuning_table
     from strata_gui.core.engines.updates import AUTO_ROLLED_BACK, UpdateEntry, UpdateLedger
@@ -59,6 +60,7 @@ __all__ = [
     "ReleaseAsset",
     "ReleaseClient",
     "Resolution",
+    "RunDevice",
     "SetupOutcome",
     "TuningCheck",
     "UpdateEntry",
@@ -89,6 +91,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "probe": ["ProbeResult", "probe_engine"],
     "records": ["GpuTarget", "InstalledEngine", "Release", "ReleaseAsset"],
     "releases": ["ReleaseClient", "load_releases_file", "parse_releases"],
+    "run_device": ["RunDevice"],
     "resolver": ["DepthSwitch", "EngineResolver", "EngineVerdict", "ProbeFinding", "Resolution"],
     "service": ["EngineService", "SetupOutcome", "create_engine_service"],
     "tuning": ["TuningCheck", "check_tuning_table", "validate_tuning_table"],

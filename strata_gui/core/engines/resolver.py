@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ from strata_gui.core.engines.devices import GpuPick, choose_devices, pick_gpus
 from strata_gui.core.engines.drivers import DriverVerdict
 from strata_gui.core.engines.probe import ProbeResult
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
+from strata_gui.core.engines.run_device import RunDevice, run_device
 from strata_gui.core.engines.service import EngineService
 from strata_gui.core.errors import EngineError
 from strata_gui.core.events import Listeners
@@ -102,6 +103,7 @@ class Resolution:
     depth: int | None = None  # the conversation's depth the choice was made for (None: not given)
     crossovers: tuple[Crossover, ...] = field(default=())  # where the measured fastest engine changes
     depth_choice: str | None = None  # the engine measured fastest at ``depth``, when that decided
+    run_device: RunDevice | None = None  # where the chosen engine really runs (a GPU or the CPU)
 
     @property
     def chosen(self) -> EngineSpec | None:
@@ -162,7 +164,8 @@ class Resolution:
                 "driver": self.driver.to_json() if self.driver is not None else None,
                 "depth": self.depth, "depth_choice": self.depth_choice,
                 "crossovers": [{"depth": c.depth, "before": c.before, "after": c.after} for c in self.crossovers],
-                "notes": list(self.notes)}
+                "notes": list(self.notes),
+                "runs_on": self.run_device.to_json() if self.run_device is not None else None}
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,8 @@ class EngineResolver:
         self._identities: dict[tuple[str, int, int], str] = {}
         self.one_off: list[InstalledEngine] = []  # engine folders chosen for this session, in order
         self.events: Listeners[PlansChanged] = Listeners()
+        # run_on() per kind until something plans are made from changes (every fit asks it).
+        self._run_on: dict[str, RunDevice] = {}
         engines.events.subscribe(lambda e: self._changed(f"engine {e.engine} {e.what}"))
         gpus.events.subscribe(lambda _e: self._changed("GPUs detected"))
         choices.events.subscribe(lambda _e: self._changed("engine choice or benchmark results"))
@@ -253,6 +258,7 @@ class EngineResolver:
                 if c.keys & PLAN_SETTINGS else None)
 
     def _changed(self, why: str) -> None:
+        self._run_on.clear()
         self.events.emit(PlansChanged(why))
 
     # -- the machine ------------------------------------------------------------------------------
@@ -463,12 +469,38 @@ class EngineResolver:
                            e, reason))
         ranked.sort(key=lambda t: t[0])
         specs = tuple(self._spec(e, reason, probes[e.id], kind) for _k, e, reason in ranked)
+        where, specs = self._run_device(specs, probes, out)
         inside = [EngineVerdict(s.id, s.label, s.backend, True, s.reason,
                                 probes[s.id].verdict if probes[s.id] is not None else "not probed")  # type: ignore[union-attr]
                   for s in specs]
         return Resolution(specs, tuple(inside + out), gpu_key, model.name if model is not None else None, key,
                           tuple(notes), tuple(self.gpu_picks()), driver, depth, crossovers,
-                          by_depth[0] if by_depth is not None else None)
+                          by_depth[0] if by_depth is not None else None, where)
+
+    def _run_device(self, specs: tuple[EngineSpec, ...], probes: dict[str, ProbeResult | None],
+                    left_out: list[EngineVerdict]) -> tuple[RunDevice, tuple[EngineSpec, ...]]:
+        """Where the first engine runs; on the processor, its reason says so (not "on this GPU")."""
+        chosen = specs[0] if specs else None
+        probe = probes.get(chosen.id) if chosen is not None else None
+        where = run_device(chosen, probe.devices if probe is not None else (), self.gpu_picks(),
+                           [v.label for v in left_out if v.backend is not Backend.CPU],
+                           gpu_engine_behind=any(s.backend is not Backend.CPU for s in specs[1:]),
+                           os_name=self.engines.os_name)
+        if chosen is not None and where.on_cpu:
+            reason = chosen.reason.replace(" on this GPU", " on this machine")
+            if where.gpus:  # a GPU is there: say the model does not run on it
+                reason += f"; {where.describe()}"
+            specs = (replace(chosen, reason=reason), *specs[1:])
+        return where, specs
+
+    def run_on(self, kind: EngineKind = TEXT) -> RunDevice:
+        """Where models of ``kind`` run now (the first engine of a plan with no model preference)."""
+        # Also keyed by what may change without an event (a blocking detection, a settings object).
+        key = f"{kind.name}|{id(self.gpus.last_report)}|{self.settings.devices}|{self.settings.pinned_engine}"
+        if key not in self._run_on:
+            where = self.resolve(None, kind=kind).run_device
+            self._run_on[key] = where if where is not None else RunDevice(False)
+        return self._run_on[key]
 
     def spec_for(self, engine: InstalledEngine, reason: str) -> EngineSpec:
         """How ``engine`` launches here (its environment and devices), whatever the plan says: an

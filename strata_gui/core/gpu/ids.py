@@ -39,6 +39,37 @@ class IdMatch:
 
 
 BF16_SPEEDS = ("fast", "slow", "unsupported")
+_TRADEMARKS = re.compile(r"\((?:TM|R)\)|\bAMD\b|\bGraphics\b(?!\s*\()", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class BandwidthRow:
+    """Peak memory bandwidth of one product, from its spec sheet.
+
+    Attributes:
+        name: Product name as it appears in GPU names (``Radeon RX 7900 XTX``).
+        gbps: Peak bandwidth in GB/s (10^9 bytes per second).
+        source: Where the figure comes from.
+        system_memory: For an APU: the system memory the figure assumes (``LPDDR5X-8000, 256-bit``);
+            empty for a card with its own VRAM.
+    """
+
+    name: str
+    gbps: float
+    source: str
+    system_memory: str = ""
+
+
+def _name_variants(name: str) -> list[str]:
+    """``Radeon RX 6700 XT / 6750 XT / 6700`` → each product spelled out in full."""
+    clean = " ".join(_TRADEMARKS.sub(" ", name).split())
+    parts = [p.strip() for p in clean.split(" / ")]
+    first = parts[0]
+    # The model number is the first word with a digit: the brand before it is shared.
+    words = first.split()
+    brand = next((i for i, w in enumerate(words) if any(c.isdigit() for c in w)), 0)
+    prefix = " ".join(words[:brand])
+    return [first] + [f"{prefix} {p}".strip() for p in parts[1:]]
 
 
 @dataclass(frozen=True)
@@ -67,6 +98,23 @@ class GpuIdTable:
     windows_driver: WindowsDriverRequirement
     source: str = ""
     bf16: dict[str, str] = field(default_factory=dict)  # gfx → "fast" | "slow" | "unsupported"
+    bandwidth: tuple[BandwidthRow, ...] = ()
+
+    def bandwidth_for(self, gpu_name: str) -> BandwidthRow | None:
+        """The spec-sheet bandwidth of the product ``gpu_name`` names (the longest row name in it).
+
+        A name covering several products (``Radeon RX 6700 XT / 6750 XT / 6700``) gets a figure
+        only when all of them share it; None when the table does not know the product.
+        """
+        found: list[BandwidthRow | None] = []
+        for variant in _name_variants(gpu_name):
+            hits = [r for r in self.bandwidth
+                    if re.search(re.escape(r.name) + r"(?![A-Za-z0-9])", variant, re.IGNORECASE)]
+            found.append(max(hits, key=lambda r: len(r.name)) if hits else None)
+        first = found[0] if found else None
+        if first is None or any(f is None or f.gbps != first.gbps for f in found):
+            return None
+        return first
 
     def bf16_speed(self, gfx: str) -> str | None:
         """How this gfx target runs BF16 models: "fast", "slow", "unsupported" (None: not in the table)."""
@@ -161,6 +209,17 @@ def parse_gpu_table(data: Any) -> GpuIdTable:
             if not isinstance(row.get("source"), str) or not row["source"].strip():
                 raise ValueError(f"{where}: missing source")
             bf16[gfx_key.lower()] = str(row["speed"])
+        bandwidth = []
+        for i, row in enumerate(data.get("bandwidth", [])):
+            where = f"bandwidth[{i}]"
+            if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not row["name"]:
+                raise ValueError(f"{where}: missing name")
+            gbps = row.get("gbps")
+            if isinstance(gbps, bool) or not isinstance(gbps, (int, float)) or not 0 < gbps < 100_000:
+                raise ValueError(f"{where}.gbps: expected GB/s, got {gbps!r}")
+            if not isinstance(row.get("source"), str) or not row["source"].strip():
+                raise ValueError(f"{where}: missing source (the spec sheet the figure comes from)")
+            bandwidth.append(BandwidthRow(row["name"], float(gbps), row["source"], str(row.get("system_memory", ""))))
     except (ValueError, TypeError) as exc:
         raise GpuDetectionError(
             f"The GPU id table is invalid: {exc}",
@@ -172,6 +231,7 @@ def parse_gpu_table(data: Any) -> GpuIdTable:
         windows_driver=requirement,
         source=str(data.get("source", "")),
         bf16=bf16,
+        bandwidth=tuple(bandwidth),
     )
 
 

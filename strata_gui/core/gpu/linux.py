@@ -28,7 +28,7 @@ _APU_MAX_CARVE_OUT = 4 * GIB
 DEVICE_FILES = (
     "vendor", "device", "revision", "subsystem_vendor", "subsystem_device", "uevent", "product_name",
     "mem_info_vram_total", "mem_info_vram_used", "mem_info_gtt_total", "mem_info_gtt_used",
-    "gpu_busy_percent", "pp_dpm_sclk", "boot_vga", "power/runtime_status",
+    "mem_info_vis_vram_total", "gpu_busy_percent", "pp_dpm_sclk", "boot_vga", "power/runtime_status",
 )
 HWMON_FILE_RE = re.compile(r"^(name|temp\d+_(input|label)|power\d+_(average|input|cap)|freq\d+_(input|label))$")
 
@@ -232,6 +232,10 @@ class LinuxGpuDetector:
             sources["vram_total"] = f"sysfs {base}/mem_info_vram_total"
         if gtt is not None:
             sources["shared_total"] = f"sysfs {base}/mem_info_gtt_total"
+        # The VRAM the CPU can map: the PCI BAR (all of it with Resizable BAR, 256 MiB without).
+        visible = parse_int(tree.read(f"{base}/mem_info_vis_vram_total"))
+        if visible is not None:
+            sources["visible_vram"] = f"sysfs {base}/mem_info_vis_vram_total"
         if (vendor_id == AMD_VENDOR_ID and not integrated and vram is not None and gtt is not None
                 and vram <= _APU_MAX_CARVE_OUT and gtt >= 4 * vram):
             integrated = True
@@ -259,6 +263,7 @@ class LinuxGpuDetector:
             driver=driver,
             pci_bus=slot,
             sources=sources,
+            visible_vram=visible,
         )
 
 

@@ -45,6 +45,10 @@ class GpuInfo:
         driver_version: The driver's own version (Windows: ``32.0.21013.1000``), or None.
         driver_date: The driver's date, ``YYYY-MM-DD``, or None.
         bf16: How it runs BF16 models: "fast", "slow", "unsupported" (None: unknown).
+        visible_vram: VRAM the CPU can map through the PCI BAR, in bytes (all of it with Resizable
+            BAR on; 256 MiB without), or None when not reported.
+        bandwidth_gbps: Peak memory bandwidth in GB/s from the spec sheet (an APU: its system
+            memory's), or None when the GPU id table does not know the product.
     """
 
     key: str
@@ -65,6 +69,8 @@ class GpuInfo:
     driver_version: str | None = None
     driver_date: str | None = None
     bf16: str | None = None
+    bandwidth_gbps: float | None = None
+    visible_vram: int | None = None
 
     @property
     def is_amd(self) -> bool:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import GpuDetectionError
 from strata_gui.core.events import Listeners
-from strata_gui.core.gpu.ids import GpuIdTable, load_gpu_table, normalise_gfx
+from strata_gui.core.gpu.ids import BandwidthRow, GpuIdTable, load_gpu_table, normalise_gfx
 from strata_gui.core.gpu.linux import LinuxGpuDetector, LinuxTelemetrySource, capture_linux_tree
 from strata_gui.core.gpu.model import (
     SNAPSHOT_FORMAT,
@@ -146,12 +146,15 @@ class GpuService:
         bf16_of: gfx target → BF16 speed ("fast"/"slow"/"unsupported"), from the GPU id table.
         gfx_override: The user's "GPU target override" setting: used for AMD GPUs whose target
             could not be detected (detected targets are never overwritten).
+        bandwidth_of: GPU name → spec-sheet memory bandwidth row, from the GPU id table.
     """
 
     def __init__(self, detector: GpuDetector, family_of: FamilyResolver | None = None,
                  interval: float = 1.0, gfx_override: str | None = None,
-                 bf16_of: Callable[[str], str | None] | None = None) -> None:
+                 bf16_of: Callable[[str], str | None] | None = None,
+                 bandwidth_of: Callable[[str], BandwidthRow | None] | None = None) -> None:
         self.detector = detector
+        self.bandwidth_of = bandwidth_of
         self.bf16_of = bf16_of
         self.family_of = family_of
         self.interval = interval
@@ -172,6 +175,11 @@ class GpuService:
                 gpu.bf16 = self.bf16_of(gpu.gfx_target)
                 if gpu.bf16:
                     gpu.sources["bf16"] = "GPU id table (bf16)"
+            row = self.bandwidth_of(gpu.name) if self.bandwidth_of is not None and gpu.is_amd else None
+            if row is not None:
+                gpu.bandwidth_gbps = row.gbps
+                gpu.sources["bandwidth"] = f"GPU id table: {row.source}" + (
+                    f" ({row.system_memory})" if row.system_memory else "")
         self.last_report = report
         return report
 
@@ -307,4 +315,5 @@ def build_gpu_service(
         detector = WindowsLiveSource(table)
     else:
         detector = NoGpuSource(platform, host or HostInfo("unknown CPU", None, None))
-    return GpuService(detector, family_of=family_of, gfx_override=gfx_override, bf16_of=table.bf16_speed)
+    return GpuService(detector, family_of=family_of, gfx_override=gfx_override, bf16_of=table.bf16_speed,
+                      bandwidth_of=table.bandwidth_for)

@@ -52,6 +52,9 @@ class MemoryTarget:
         bf16: How the GPU runs BF16 models: "fast", "slow", "unsupported" (None: unknown).
         devices: Usable bytes of each GPU when a model is spread over several (layer split);
             empty for one GPU. ``vram_bytes`` is then their sum.
+        on_cpu: The engine that runs models works on the processor (a CPU build, Vulkan on
+            llvmpipe): ``vram_bytes`` is then the system RAM models may use, and every verdict is
+            "runs on the CPU", whatever GPU was detected.
     """
 
     name: str
@@ -61,6 +64,7 @@ class MemoryTarget:
     budget_bytes: int = 0
     bf16: str | None = None
     devices: tuple[int, ...] = ()
+    on_cpu: bool = False
 
     @property
     def usable_bytes(self) -> int:
@@ -179,6 +183,8 @@ class FitEstimate:
         return self.weights_bytes + self.kv_bytes + self.compute_bytes
 
     def describe(self) -> str:
+        if self.verdict is Verdict.CPU_ONLY:
+            return "fits in system RAM, runs on the CPU"
         if self.verdict is Verdict.PARTIAL:
             return f"partial offload ({self.gpu_layers} of {self.total_layers} layers)"
         if self.verdict is Verdict.FULL_GPU and self.gpu_count > 1:
@@ -246,6 +252,13 @@ def estimate_fit(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx:
         return FitEstimate(verdict, gpu_layers, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, gpu, max_ctx,
                            gpu_count)
 
+    if target.on_cpu:
+        # No GPU engine runs here: the model is judged against the RAM the CPU engine may use.
+        room = min(ram, gpu) if gpu > 0 else ram
+        if need <= room:
+            return FitEstimate(Verdict.CPU_ONLY, 0, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, room,
+                               _largest_context(room, fixed_no_kv, shape, layout))
+        return FitEstimate(Verdict.WONT_FIT, 0, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, room, 0)
     if gpu > 0 and need <= gpu and cap >= shape.n_layers:
         # Spread over several GPUs, say so when one of them alone would not hold it.
         count = len(target.devices) if len(target.devices) > 1 and need > target.largest_device_bytes else 1

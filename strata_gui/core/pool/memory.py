@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from strata_gui.core.engines.devices import GpuPick
+from strata_gui.core.engines.run_device import RunDevice
 from strata_gui.core.gpu.model import GpuReport
 from strata_gui.core.models.fit import MIB, RAM_RESERVE, MemoryTarget, ModelShape
 from strata_gui.core.models.load_options import model_bytes
@@ -33,21 +34,36 @@ class GpuReports(Protocol):
 
 
 class GpuPicks(Protocol):
-    """Which GPUs models run on (the engine resolver's device choice)."""
+    """Which GPUs models run on (the engine resolver's device choice), and whether the chosen
+    engine really runs on them or on the processor."""
 
     def gpu_picks(self) -> list[GpuPick]: ...
 
+    def run_on(self) -> RunDevice: ...
+
 
 class FitTarget:
-    """The memory a model must fit in: the GPUs models run on (the resolver's device choice; two or
-    more are one split target), else Settings' fallback, plus the active RPC workers' memory
-    (``extend``)."""
+    """The memory a model must fit in: the device the chosen engine really uses. System RAM when
+    it runs on the processor (a CPU build, Vulkan on llvmpipe); else the GPUs models run on (the
+    resolver's device choice; two or more are one split target), else Settings' fallback, plus
+    the active RPC workers' memory (``extend``).
+
+    Args:
+        ram: The machine's RAM in bytes (the target when models run on the CPU); None: not
+            judged against RAM (the GPU target is kept).
+    """
 
     def __init__(self, gpu: GpuReports, settings: Settings, picks: GpuPicks,
-                 extend: Callable[[MemoryTarget], MemoryTarget] = lambda target: target) -> None:
-        self._gpu, self._settings, self._picks, self._extend = gpu, settings, picks, extend
+                 extend: Callable[[MemoryTarget], MemoryTarget] = lambda target: target,
+                 ram: Callable[[], int] | None = None) -> None:
+        self._gpu, self._settings, self._picks, self._extend, self._ram = gpu, settings, picks, extend, ram
 
     def __call__(self) -> MemoryTarget:
+        where = self._picks.run_on()
+        if where.on_cpu and self._ram is not None:
+            budget = max(0, self._settings.memory_budget_mb) * MIB
+            return MemoryTarget(name=f"system RAM — {where.describe()}",
+                                vram_bytes=max(0, self._ram() - RAM_RESERVE), budget_bytes=budget, on_cpu=True)
         report = self._gpu.last_report
         chosen = {p.key for p in self._picks.gpu_picks() if p.chosen}
         gpus = [g for g in report.gpus if g.key in chosen] if report is not None else []

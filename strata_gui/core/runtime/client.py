@@ -343,6 +343,9 @@ class ReplyStats:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "prefill {rate} tok/s"), rate=f"{self.prefill_tps:,.0f}"))
         if self.decode_tps:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "decode {rate} tok/s"), rate=f"{self.decode_tps:,.1f}"))
+            limit = self.extra.get("limit")
+            if isinstance(limit, dict) and isinstance(limit.get("share"), (int, float)):
+                parts.append(share_phrase(float(limit["share"]), str(limit.get("device_kind", "gpu"))))
         if self.predicted_n is not None:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "{count} tokens"), count=str(self.predicted_n)))
         if self.acceptance is not None:
@@ -362,9 +365,21 @@ class ReplyStats:
             parts.append(self.engine + ("" if named else f" ({self.backend})"))
         return parts
 
+
 # Why a reply ended, as the engine says it (the OpenAI API's words), marked for translation.
 FINISH_REASONS = (QT_TRANSLATE_NOOP("Core", "stop"), QT_TRANSLATE_NOOP("Core", "length"),
                   QT_TRANSLATE_NOOP("Core", "tool_calls"), QT_TRANSLATE_NOOP("Core", "stopped"))
+
+
+def share_phrase(share: float, device_kind: str) -> str:
+    """"71 % of this GPU's memory limit": a decode speed as a share of the device's bandwidth
+    ceiling (``device_kind`` "gpu", "cpu" or "gpu+cpu"; see :mod:`strata_gui.core.engines.limits`)."""
+    percent = f"{share * 100:.0f}"
+    if device_kind == "cpu":
+        return T(QT_TRANSLATE_NOOP("Core", "{percent} % of the CPU's memory limit"), percent=percent)
+    if device_kind == "gpu+cpu":
+        return T(QT_TRANSLATE_NOOP("Core", "{percent} % of this GPU + CPU's memory limit"), percent=percent)
+    return T(QT_TRANSLATE_NOOP("Core", "{percent} % of this GPU's memory limit"), percent=percent)
 
 
 def _duration(seconds: float) -> str:

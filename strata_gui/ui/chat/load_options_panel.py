@@ -450,5 +450,5 @@ class LoadOptionsPanel(QGroupBox):
         if e.verdict is Verdict.PARTIAL:
             return self.tr("Partly on the GPU ({0} of {1} layers)").format(e.gpu_layers, e.total_layers)
         if e.verdict is Verdict.CPU_ONLY:
-            return self.tr("Runs on the processor")
+            return self.tr("Fits in system RAM — runs on the CPU")
         return self.tr("Too large for this computer")

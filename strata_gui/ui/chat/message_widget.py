@@ -464,7 +464,13 @@ class MessageWidget(QFrame):
             summary = " · ".join(core_text(p) for p in message.stats.summary_parts(with_reason=not status))
         if message.status != STREAMING:
             self.counter.hide()
-            self.stats.setText("  ".join(p for p in (status, summary) if p))
+            text = "  ".join(p for p in (status, summary) if p)
+            # A reply far below the hardware's limit says why, with the fix (core's words).
+            limit = message.stats.extra.get("limit") if message.role == "assistant" else None
+            warnings = [str(w) for w in limit.get("warnings", [])] if isinstance(limit, dict) else []
+            if warnings:
+                text += "\n" + "\n".join("⚠ " + w for w in warnings)
+            self.stats.setText(text)
         else:
             self.stats.setText("")
         self._show_check(message)

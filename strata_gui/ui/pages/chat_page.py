@@ -941,6 +941,11 @@ class ChatPage(Page):
                 label, self._service.preferred_engine.label)
         elif state is ServerState.READY:
             text = self.tr("● {0} engine ready").format(label)
+            resolution = self._resolve(self._service.model) if self._resolve is not None else None
+            where = resolution.run_device if resolution is not None else None
+            if where is not None and where.on_cpu and engine is not None and resolution is not None \
+                    and resolution.chosen is not None and resolution.chosen.id == engine.id:
+                text += " · " + self.tr("runs on the CPU")
         elif state in (ServerState.CRASHED, ServerState.FAILED):
             text = self.tr("{0} engine failed: {1}").format(label, detail)
         else:

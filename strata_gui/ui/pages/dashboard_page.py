@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, Qt, QTimer
 from PySide6.QtWidgets import (
@@ -158,6 +158,7 @@ class DashboardPage(Page):
         self._counters_task: TaskHandle | None = None
         self.bench_task: TaskHandle | None = None
         self.last_results: list[BenchResult] = []
+        self.last_limits: list[dict[str, Any] | None] = []  # each result's share of the memory limit
         self.last_recommendation: Recommendation | None = None
         self.gpu_charts: dict[str, dict[str, TimeSeriesChart]] = {}
 
@@ -412,10 +413,10 @@ class DashboardPage(Page):
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(self.start_benchmark)
         self.progress = ProgressPanel()
-        self.results_table = QTableWidget(0, 6)
+        self.results_table = QTableWidget(0, 7)
         self.results_table.setHorizontalHeaderLabels([self.tr("Engine"), self.tr("Backend"), self.tr("Depth"),
                                                       self.tr("Prefill tok/s"), self.tr("Decode tok/s"),
-                                                      self.tr("Status")])
+                                                      self.tr("Of memory limit"), self.tr("Status")])
         self.results_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.results_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.results_table.verticalHeader().hide()
@@ -534,10 +535,12 @@ class DashboardPage(Page):
 
         service = self.service
 
-        async def make(on_progress: ProgressCallback) -> tuple[list[BenchResult], Recommendation, list[DraftSpeedup]]:
+        async def make(on_progress: ProgressCallback) -> tuple[list[BenchResult], Recommendation, list[DraftSpeedup],
+                                                               list[dict[str, Any] | None]]:
             results, rec = await service.run_benchmark(model, engines, config, on_progress)
             speedups = await service.draft_speedups(model, results, engines, config, on_progress)
-            return results, rec, speedups
+            limits = await service.benchmark_limits(model, results, engines)
+            return results, rec, speedups, limits
 
         self.bench_task = self.bridge.run(make, name=f"Benchmark {model.name}")
         self.progress.attach(self.bench_task, self.tr("Benchmarking %s") % model.name)
@@ -554,7 +557,9 @@ class DashboardPage(Page):
         self.show_results(results, rec)
 
     def show_results(self, results: list[BenchResult], rec: Recommendation,
-                     speedups: Sequence[DraftSpeedup] = ()) -> None:
+                     speedups: Sequence[DraftSpeedup] = (), limits: Sequence[dict[str, Any] | None] = ()) -> None:
+        """Show a benchmark; ``limits`` (per result) adds each run's share of the memory limit."""
+        self.last_limits = list(limits) if len(limits) == len(results) else [None] * len(results)
         self.last_results, self.last_recommendation = results, rec
         lines = [self.tr("Draft model on {0}: decode {1:,.1f} → {2:,.1f} tok/s (×{3:.2f})").format(
             s.engine, s.decode_without, s.decode_with, s.speedup or 0.0) for s in speedups]
@@ -569,15 +574,30 @@ class DashboardPage(Page):
             s = spread(values)
             return f"{med:,.{digits}f}" + (f" ± {s * 100:.0f} %" if s is not None else "")
 
-        for row, r in enumerate(results):
+        def share(limit: dict[str, Any] | None) -> str:
+            if not limit or not isinstance(limit.get("share"), (int, float)):
+                return "—"
+            return self.tr("{0} % of {1:,.0f} tok/s").format(round(limit["share"] * 100), limit["ceiling_tps"])
+
+        for row, (r, limit) in enumerate(zip(results, self.last_limits, strict=True)):
             cells = [name(r.engine), r.backend, depth_label(r.depth), fmt(r.prefill_tps, r.prefill_median, 0),
-                     fmt(r.decode_tps, r.decode_median, 1), self.tr("ok") if r.ok else (r.error or self.tr("failed"))]
+                     fmt(r.decode_tps, r.decode_median, 1), share(limit),
+                     self.tr("ok") if r.ok else (r.error or self.tr("failed"))]
             for col, text in enumerate(cells):
-                self.results_table.setItem(row, col, QTableWidgetItem(text))
-        ok = [r for r in results if r.ok and r.depth == 0]  # the bars compare engines at depth 0
-        self.prefill_bars.set_data([name(r.engine) for r in ok],
-                                   {self.tr("Prefill"): [r.prefill_median or 0 for r in ok]})
-        self.decode_bars.set_data([name(r.engine) for r in ok], {self.tr("Decode"): [r.decode_median or 0 for r in ok]})
+                item = QTableWidgetItem(text)
+                if col == 5 and limit:
+                    item.setToolTip(self.tr("Memory limit on {0}: {1:,.1f} MB read per token").format(
+                        limit.get("device", ""), (limit.get("bytes_per_token") or 0) / 1e6))
+                self.results_table.setItem(row, col, item)
+        ok = [(r, lim) for r, lim in zip(results, self.last_limits, strict=True)
+              if r.ok and r.depth == 0]  # the bars compare engines at depth 0
+        self.prefill_bars.set_data([name(r.engine) for r, _l in ok],
+                                   {self.tr("Prefill"): [r.prefill_median or 0 for r, _l in ok]})
+        decode: dict[str, list[float]] = {self.tr("Decode"): [r.decode_median or 0 for r, _l in ok]}
+        if any(lim and lim.get("ceiling_tps") for _r, lim in ok):
+            # The memory limit beside each engine's decode: how close each comes to it.
+            decode[self.tr("Memory limit")] = [float((lim or {}).get("ceiling_tps") or 0) for _r, lim in ok]
+        self.decode_bars.set_data([name(r.engine) for r, _l in ok], decode)
         if results:
             self.recommendation_label.setText(
                 (self.tr("Fastest here: %s. ") % name(rec.engine) if rec.engine else "") + rec.reason

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.engines import DriverVerdict, GpuPick, ProbeFinding
+from strata_gui.core.engines import DriverVerdict, GpuPick, ProbeFinding, RunDevice
 from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu import DriverState, GpuInfo, GpuReport, GpuService, GpuTelemetry, fmt_opt_bytes
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
@@ -44,6 +44,8 @@ class GpuPage(Page):
         telemetry: The app's one GPU sampler (shared with the dashboard); a private one if None.
         remote_devices: The RPC workers' devices, as last checked.
         gpu_picks: Which GPUs models run on, with why (the engine resolver decides).
+        run_on: Where the chosen engine really runs (the device it reports; the CPU for a CPU
+            build or Vulkan on llvmpipe).
         choose_devices: Saves the user's GPU choice (GPU keys; empty: let Strata choose).
         driver_check: The catalog's driver verdict for the GPU models run on (None: nothing to check).
         ignore_driver_check: Saves the user's "use ROCm anyway" override.
@@ -60,8 +62,10 @@ class GpuPage(Page):
                  choose_devices: Callable[[list[str]], object] | None = None,
                  driver_check: Callable[[], DriverVerdict | None] | None = None,
                  ignore_driver_check: Callable[[bool], object] | None = None,
-                 rocm_findings: Callable[[GpuInfo], Sequence[ProbeFinding]] | None = None) -> None:
+                 rocm_findings: Callable[[GpuInfo], Sequence[ProbeFinding]] | None = None,
+                 run_on: Callable[[], RunDevice] | None = None) -> None:
         super().__init__(parent)
+        self._run_on = run_on
         self._driver_check = driver_check or (lambda: None)
         self._ignore_driver_check = ignore_driver_check
         self._gpu_picks = gpu_picks or list
@@ -149,6 +153,12 @@ class GpuPage(Page):
         self.devices_layout.addWidget(devices_title)
         self.device_rows = QVBoxLayout()
         self.devices_layout.addLayout(self.device_rows)
+        # What the engine itself reports: it may differ from the GPU ticked above (llvmpipe).
+        self.engine_device = QLabel()
+        self.engine_device.setWordWrap(True)
+        self.engine_device.setTextFormat(Qt.TextFormat.PlainText)
+        self.engine_device.hide()
+        self.devices_layout.addWidget(self.engine_device)
         self.devices_auto = QPushButton(self.tr("Let Strata choose"))
         self.devices_auto.setToolTip(self.tr("The discrete AMD GPU with the most memory; an integrated GPU only "
                                              "when there is no discrete one."))
@@ -363,6 +373,25 @@ class GpuPage(Page):
             self.device_checks[pick.key] = check
             self.device_reasons[pick.key] = reason
         self.devices_box.setVisible(bool(picks) and self._choose_devices is not None)
+        self._show_engine_device()
+
+    def _show_engine_device(self) -> None:
+        where = self._run_on() if self._run_on is not None else None
+        if where is None or not where.engine:
+            self.engine_device.hide()
+            return
+        devices = ", ".join(where.engine_devices) or self.tr("the processor")
+        text = self.tr("The engine ({0}) reports: {1}").format(where.engine, devices)
+        if where.on_cpu:
+            text += "\n" + self.tr("Models run on the CPU, not the GPU ticked above: {0}").format(where.why)
+            if where.fix:
+                text += "\n" + where.fix
+        elif where.differs:
+            text += "\n" + self.tr("This is not the GPU ticked above.")
+        self.engine_device.setProperty("level", "warning" if where.on_cpu or where.differs else "")
+        self.engine_device.setStyleSheet("color: #b45309;" if where.on_cpu or where.differs else "")
+        self.engine_device.setText(text)
+        self.engine_device.show()
 
     def _device_toggled(self, _checked: bool) -> None:
         self._save_devices([key for key, check in self.device_checks.items() if check.isChecked()])

@@ -1,0 +1,261 @@
+"""How close a reply comes to the hardware's limit, and why it may be far from it.
+
+One owner for the decode ceiling of a model on this machine: the device the chosen engine really
+runs on (:mod:`strata_gui.core.engines.run_device`), that device's memory bandwidth (the GPU id
+table's spec-sheet figure; the CPU's measured copy bandwidth), the model's bytes per token
+(:mod:`strata_gui.core.models.bandwidth`) and, for a partial offload, the layers the fit puts on
+the GPU. The chat's statistics, the benchmark, ``models inspect`` and ``bench --json`` all ask it.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from strata_gui.core.blocking import run_blocking
+from strata_gui.core.engines.resolver import EngineResolver
+from strata_gui.core.engines.run_device import RunDevice, is_software_device
+from strata_gui.core.errors import StrataError
+from strata_gui.core.gpu.membw import CpuBandwidth
+from strata_gui.core.gpu.model import GpuInfo, format_mem
+from strata_gui.core.models.bandwidth import Ceiling, TokenBytes, decode_ceiling, read_token_bytes
+from strata_gui.core.models.fit import FitEstimate, Verdict
+from strata_gui.core.runtime.client import share_phrase
+from strata_gui.core.runtime.engine import Backend, EngineSpec
+
+__all__ = ["LOW_SHARE", "DecodeLimit", "DecodeLimits", "resizable_bar_warning", "share_phrase"]
+
+log = logging.getLogger(__name__)
+
+# Below this share of the ceiling a reply's statistics carry the warnings that explain it.
+LOW_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class DecodeLimit:
+    """The ceiling for one model here, with what keeps a reply from it.
+
+    Attributes:
+        ceiling: Bytes per token and bandwidth per device (None: a bandwidth is unknown).
+        where: Where the engine runs.
+        warnings: Causes that slow decoding, each with its fix.
+        gpu_layers, total_layers: The offload the ceiling assumed.
+    """
+
+    ceiling: Ceiling | None
+    where: RunDevice
+    warnings: tuple[str, ...] = field(default=())
+    gpu_layers: int | None = None
+    total_layers: int = 0
+
+    @property
+    def device_kind(self) -> str:
+        """"gpu", "cpu" or "gpu+cpu" (a partial offload: both in series)."""
+        if self.ceiling is None or self.ceiling.on_cpu_only:
+            return "cpu" if self.where.on_cpu else "gpu"
+        return "gpu+cpu" if len([p for p in self.ceiling.parts if p.bytes_per_token]) > 1 else "gpu"
+
+    def share(self, tokens_per_s: float) -> float | None:
+        return self.ceiling.share(tokens_per_s) if self.ceiling is not None else None
+
+    def to_json(self, tokens_per_s: float | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = self.ceiling.to_json(tokens_per_s) if self.ceiling is not None else {
+            "ceiling_tps": None, "share": None}
+        data.update({"device_kind": self.device_kind, "runs_on": self.where.describe(),
+                     "warnings": list(self.warnings), "gpu_layers": self.gpu_layers,
+                     "total_layers": self.total_layers})
+        return data
+
+
+def _collect_here() -> None:
+    """Free pending garbage on the calling (GUI) thread before work goes to a worker: a collection
+    the worker's allocations start would free whatever Qt objects wait in it off the GUI thread
+    ("Timers cannot be stopped from another thread", or a crash). Runs once per model and once for
+    the CPU measurement, never per reply."""
+    gc.collect()
+
+
+def resizable_bar_warning(gpu: GpuInfo) -> str | None:
+    """The cause and fix when a discrete GPU's BAR shows the CPU only part of its VRAM (Resizable
+    BAR off: 256 MiB of 24 GiB), from what the driver reports (Linux: ``mem_info_vis_vram_total``)."""
+    vram, visible = gpu.vram_total, gpu.visible_vram
+    if gpu.integrated or not vram or not visible or visible >= 0.9 * vram:
+        return None
+    return (f"Resizable BAR is off on {gpu.name}: the CPU can reach only {format_mem(visible)} of its "
+            f"{format_mem(vram)} VRAM ({gpu.sources.get('visible_vram', 'driver')}). Turn on Resizable BAR "
+            "(Smart Access Memory) and Above 4G Decoding in the firmware (BIOS/UEFI) settings: without it "
+            "models load slower and engines copy through a small window.")
+
+
+class DecodeLimits:
+    """Decode ceilings for models on this machine.
+
+    Args:
+        resolver: Which engine runs, on which devices (and the GPU report with its bandwidths).
+        cpu: The CPU's measured memory bandwidth (measured on first need, then kept).
+        fit: The fit of a model with its load options (the layers a partial offload puts on the
+            GPU); None when unknown.
+    """
+
+    def __init__(self, resolver: EngineResolver, cpu: CpuBandwidth,
+                 fit: Callable[[Path], FitEstimate | None] = lambda _model: None) -> None:
+        self.resolver = resolver
+        self.cpu = cpu
+        self._fit = fit
+        self._tokens: dict[tuple[str, int, int], TokenBytes] = {}
+
+    def _has_tokens(self, model: Path) -> bool:
+        st = model.stat()
+        return (str(model.resolve()), st.st_size, int(st.st_mtime)) in self._tokens
+
+    def token_bytes(self, model: Path) -> TokenBytes:
+        """Bytes per token of ``model`` (cached per file version; blocking on first read)."""
+        st = model.stat()
+        key = (str(model.resolve()), st.st_size, int(st.st_mtime))
+        if key not in self._tokens:
+            self._tokens[key] = read_token_bytes(model)
+        return self._tokens[key]
+
+    def _gpus(self) -> list[GpuInfo]:
+        report = self.resolver.gpus.last_report
+        if report is None:
+            return []
+        chosen = {p.key for p in self.resolver.gpu_picks() if p.chosen}
+        return [g for g in report.gpus if g.key in chosen]
+
+    def _where(self, engine: EngineSpec | None) -> RunDevice:
+        where = self.resolver.run_on()
+        if engine is None or engine.backend is Backend.REMOTE:
+            return where
+        if engine.backend is Backend.CPU:
+            return where if where.on_cpu else RunDevice(True, engine.label, (), where.gpus, "a CPU engine runs it",
+                                                        differs=bool(where.gpus))
+        probe = self.resolver.engines.last_probe(engine.id, self.resolver.primary_target())
+        mine = [d for d in (probe.devices if probe is not None else ()) if d.name in engine.devices] \
+            or [d for d in (probe.devices if probe is not None else ()) if d.kind.lower() == str(engine.backend)]
+        if mine and all(is_software_device(d) for d in mine):
+            return where if where.on_cpu else RunDevice(True, engine.label, (), where.gpus,
+                                                        f"{engine.label} sees only a software driver",
+                                                        differs=bool(where.gpus))
+        return RunDevice(False, engine.label, where.engine_devices, where.gpus) if where.on_cpu else where
+
+    def limit(self, model: Path, depth: int = 0, engine: EngineSpec | None = None, *,
+              measure_cpu: bool = True) -> DecodeLimit:
+        """The ceiling of ``model`` at ``depth`` on the engine that runs it (blocking: reads the
+        header, and measures the CPU's bandwidth once when it is needed and ``measure_cpu``).
+
+        Raises:
+            GGUFError: the model's header cannot be read.
+            OSError: the model cannot be read.
+        """
+        tokens = self.token_bytes(model)
+        where = self._where(engine)
+
+        def cpu() -> tuple[float, str] | None:
+            # Measured only when the CPU reads part of the model (on the CPU, or a partial offload).
+            figure = self.cpu.known() or (self.cpu.measure() if measure_cpu else None)
+            return (figure.gbps, figure.source) if figure is not None else None
+
+        warnings: list[str] = []
+        gpu_layers: int | None = None
+        if where.on_cpu:
+            ceiling = decode_ceiling(tokens, depth, gpu=None, cpu=cpu())
+            if where.gpus:  # a GPU is there but unused: say why and what fixes it (no GPU: nothing to fix)
+                warnings.append(f"Runs on the CPU: {where.why or 'the engine runs on the processor'}."
+                                + (f" {where.fix}" if where.fix else ""))
+        else:
+            gpus = self._gpus()
+            fit = self._safe_fit(model)
+            if fit is not None and fit.verdict is Verdict.PARTIAL:
+                gpu_layers = fit.gpu_layers
+                spilled = fit.total_layers - fit.gpu_layers
+                warnings.append(
+                    f"{spilled} of {fit.total_layers} layers (and their KV cache) run from system memory: the model "
+                    f"does not fit in the GPU's memory at {fit.n_ctx} tokens of context. A smaller context, a "
+                    "quantised KV cache or a smaller quant keeps it all on the GPU.")
+            elif fit is not None and fit.verdict is Verdict.CPU_ONLY:
+                gpu_layers = 0
+            gpu = self._gpu_part(gpus)
+            if gpu is None:  # the table does not know this GPU's bandwidth: no ceiling, not a guess
+                ceiling = None
+            elif gpu_layers == 0:
+                ceiling = decode_ceiling(tokens, depth, gpu=None, cpu=cpu())
+            else:
+                ceiling = decode_ceiling(tokens, depth, gpu=gpu, cpu=cpu() if gpu_layers is not None else None,
+                                         gpu_layers=gpu_layers)
+            warnings += self._pick_warnings()
+            warnings += [w for g in gpus if (w := resizable_bar_warning(g)) is not None]
+        return DecodeLimit(ceiling, where, tuple(warnings), gpu_layers, tokens.n_layers)
+
+    async def limit_async(self, model: Path, depth: int = 0, engine: EngineSpec | None = None) -> DecodeLimit:
+        """:meth:`limit` from the event loop: only the header read and the CPU measurement run on a
+        worker thread (each once); the resolver's answers are asked here, on the loop, so a worker
+        never builds (and never garbage-collects) more than those two need."""
+        if not self._has_tokens(model):
+            _collect_here()
+            await run_blocking(lambda: self.token_bytes(model), name="strata-decode-limit")
+        if self.cpu.known() is None:
+            where = self._where(engine)
+            fit = None if where.on_cpu else self._safe_fit(model)
+            if where.on_cpu or (fit is not None and fit.verdict in (Verdict.PARTIAL, Verdict.CPU_ONLY)):
+                _collect_here()
+                await run_blocking(self.cpu.measure, name="strata-memory-bandwidth")
+        return self.limit(model, depth, engine, measure_cpu=False)
+
+    def _safe_fit(self, model: Path) -> FitEstimate | None:
+        try:
+            return self._fit(model)
+        except (StrataError, OSError, ValueError) as exc:
+            log.info("no fit for %s: %s", model, exc)
+            return None
+
+    @staticmethod
+    def _gpu_part(gpus: list[GpuInfo]) -> tuple[str, float, str] | None:
+        known = [g for g in gpus if g.bandwidth_gbps]
+        if not known or len(known) != len(gpus):
+            return None
+        # Layers split over several GPUs are read one GPU after the other, each its share of the
+        # memory: the slowest sets the pace of its part; in series this is the memory-weighted mean.
+        sizes = [max(1, g.model_memory or 1) for g in known]
+        total = sum(sizes)
+        seconds = sum(s / total / (g.bandwidth_gbps or 1) for s, g in zip(sizes, known, strict=True))
+        names = " + ".join(g.name for g in known)
+        source = "; ".join(g.sources.get("bandwidth", "GPU id table") for g in known)
+        return names, 1.0 / seconds, source
+
+    def _pick_warnings(self) -> list[str]:
+        picks = self.resolver.gpu_picks()
+        chosen = [p for p in picks if p.chosen]
+        discrete = [p for p in picks if not p.chosen and p.amd and not p.integrated]
+        if chosen and all(p.integrated for p in chosen) and discrete:
+            return [f"The integrated {chosen[0].name} runs models while {discrete[0].name} is not used: choose the "
+                    "discrete GPU on the GPU page (Models run on) for its own, faster memory."]
+        return []
+
+    def benchmark_limit(self, model: Path, engine: EngineSpec | None, depth: int, prefill_tokens: int,
+                        gen_tokens: int, decode_tps: float | None) -> dict[str, Any] | None:
+        """A benchmark run's ceiling and share (``bench --json``, the benchmark table): its decode
+        reads the context left by the depth and the prefill, plus half the generated tokens."""
+        try:
+            limit = self.limit(model, depth + prefill_tokens + gen_tokens // 2, engine)
+        except (StrataError, OSError) as exc:
+            log.info("no decode ceiling for %s: %s", model, exc)
+            return None
+        return limit.to_json(decode_tps) if limit.ceiling is not None else None
+
+    async def reply_limit(self, engine: EngineSpec | None, model: Path, decode_tps: float,
+                          depth: int) -> dict[str, Any] | None:
+        """What the chat keeps with a reply's statistics: ceiling, share, device and (when the
+        reply is slow for this hardware) the warnings. None when the ceiling is unknown."""
+        limit = await self.limit_async(model, depth, engine)
+        share = limit.share(decode_tps)
+        if share is None:
+            return None
+        data = limit.to_json(decode_tps)
+        if share >= LOW_SHARE and not limit.where.on_cpu:
+            data["warnings"] = []
+        return data

@@ -1,0 +1,60 @@
+"""A reply on the real CPU engine carries its decode speed as a share of the CPU's measured memory
+bandwidth: the ceiling is the measured copy bandwidth ÷ the bytes one token reads (weights from
+the GGUF's tensors plus the KV cache at the reply's depth), and the statistics line says
+"NN % of the CPU's memory limit" (issue 27)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from strata_gui.core.app_services import build_app_services
+from strata_gui.core.chat.store import COMPLETE
+from strata_gui.core.models.bandwidth import read_token_bytes
+from strata_gui.core.paths import AppPaths
+from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.services import build_services
+from tests.gpu.conftest import DATA
+from tests.support.engines import TestEngines
+
+pytestmark = pytest.mark.engine
+
+
+def test_a_cpu_reply_reports_its_share_of_the_measured_cpu_bandwidth(
+        test_engines: TestEngines, test_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STRATA_SYSFS_ROOT", str(DATA / "linux" / "no-gpu"))
+
+    async def body() -> None:
+        app = build_app_services(build_services())
+        try:
+            await app.prepare()
+            await app.use_engine_folder(test_engines.cpu_dir)
+            app.chat.set_model(test_model)
+            conv = app.chat.new_conversation()
+            app.chat.store.update_settings(conv.id, sampling=SamplingParams(max_tokens=24, seed=3))
+            reply = await app.chat.send(conv.id, "Tell me about the moon")
+            assert reply.status == COMPLETE and reply.stats.decode_tps
+            limit = reply.stats.extra["limit"]
+            assert limit["device_kind"] == "cpu" and limit["device"] == "the CPU"
+            # The CPU's bandwidth was measured once, kept, and is the figure the ceiling used.
+            kept = json.loads((AppPaths.from_environment().cache_dir / "memory_bandwidth.json").read_text())
+            (part,) = limit["parts"]
+            assert part["gbps"] == kept["gbps"] > 0 and part["source"].startswith("measured")
+            depth = (reply.stats.prompt_n or 0) + (reply.stats.cache_n or 0) + (reply.stats.predicted_n or 0) // 2
+            assert limit["depth"] == depth
+            expected = read_token_bytes(test_model).per_token(depth)
+            assert limit["bytes_per_token"] == part["bytes_per_token"] == expected
+            assert limit["ceiling_tps"] == pytest.approx(kept["gbps"] * 1e9 / expected, rel=1e-3)
+            assert limit["share"] == pytest.approx(reply.stats.decode_tps / (kept["gbps"] * 1e9 / expected), rel=1e-3)
+            summary = reply.stats.summary()
+            assert f"{limit['share'] * 100:.0f} % of the CPU's memory limit" in summary
+            # Kept with the message: a later read of the conversation shows the same line.
+            stored = app.chat.store.message(reply.id)
+            assert stored is not None and stored.stats.summary() == summary
+        finally:
+            await app.aclose()
+
+    asyncio.run(body())
