@@ -300,6 +300,10 @@ Last reply: this computer ({1})</source>
         <translation>● {0} 引擎已就绪</translation>
     </message>
     <message>
+        <source>runs on the CPU</source>
+        <translation>在 CPU 上运行</translation>
+    </message>
+    <message>
         <source>{0} engine failed: {1}</source>
         <translation>{0} 引擎出错：{1}</translation>
     </message>
@@ -463,6 +467,18 @@ Last reply: this computer ({1})</source>
     <message>
         <source>stopped</source>
         <translation>已停止</translation>
+    </message>
+    <message>
+        <source>{percent} % of the CPU&apos;s memory limit</source>
+        <translation>达到 CPU 内存带宽上限的 {percent} %</translation>
+    </message>
+    <message>
+        <source>{percent} % of this GPU + CPU&apos;s memory limit</source>
+        <translation>达到此 GPU + CPU 内存带宽上限的 {percent} %</translation>
+    </message>
+    <message>
+        <source>{percent} % of this GPU&apos;s memory limit</source>
+        <translation>达到此 GPU 内存带宽上限的 {percent} %</translation>
     </message>
 </context>
 <context>
@@ -654,6 +670,10 @@ Last reply: this computer ({1})</source>
         <translation>状态</translation>
     </message>
     <message>
+        <source>Of memory limit</source>
+        <translation>占内存上限</translation>
+    </message>
+    <message>
         <source>Prefill (median)</source>
         <translation>预填充（中位数）</translation>
     </message>
@@ -710,12 +730,24 @@ Last reply: this computer ({1})</source>
         <translation>草稿模型（{0}）：解码 {1:,.1f} → {2:,.1f} tok/s（×{3:.2f}）</translation>
     </message>
     <message>
+        <source>{0} % of {1:,.0f} tok/s</source>
+        <translation>{1:,.0f} tok/s 的 {0} %</translation>
+    </message>
+    <message>
         <source>ok</source>
         <translation>正常</translation>
     </message>
     <message>
         <source>failed</source>
         <translation>失败</translation>
+    </message>
+    <message>
+        <source>Memory limit on {0}: {1:,.1f} MB read per token</source>
+        <translation>{0} 的内存上限：每个 token 读取 {1:,.1f} MB</translation>
+    </message>
+    <message>
+        <source>Memory limit</source>
+        <translation>内存上限</translation>
     </message>
     <message>
         <source>Fastest here: %s. </source>
@@ -1454,8 +1486,8 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>部分放入 GPU（%2 层中的 %1 层）</translation>
     </message>
     <message>
-        <source>Runs on the processor</source>
-        <translation>在处理器上运行</translation>
+        <source>Fits in system RAM — runs on the CPU</source>
+        <translation>可放入系统内存 — 在 CPU 上运行</translation>
     </message>
     <message>
         <source>Too large for this computer</source>
@@ -1754,6 +1786,22 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Driver check: %s. Strata uses the Vulkan engine instead of ROCm.</source>
         <translation>驱动检查：%s。Strata 将改用 Vulkan 引擎而不是 ROCm。</translation>
+    </message>
+    <message>
+        <source>the processor</source>
+        <translation>处理器</translation>
+    </message>
+    <message>
+        <source>The engine ({0}) reports: {1}</source>
+        <translation>引擎（{0}）报告：{1}</translation>
+    </message>
+    <message>
+        <source>Models run on the CPU, not the GPU ticked above: {0}</source>
+        <translation>模型在 CPU 上运行，而不是上面勾选的 GPU：{0}</translation>
+    </message>
+    <message>
+        <source>This is not the GPU ticked above.</source>
+        <translation>这不是上面勾选的 GPU。</translation>
     </message>
     <message>
         <source>%1 on %2 — %3 MiB free of %4 MiB</source>
@@ -2317,8 +2365,8 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>部分放入 GPU（{1} 层中的 {0} 层）</translation>
     </message>
     <message>
-        <source>Runs on the processor</source>
-        <translation>在处理器上运行</translation>
+        <source>Fits in system RAM — runs on the CPU</source>
+        <translation>可放入系统内存 — 在 CPU 上运行</translation>
     </message>
     <message>
         <source>Too large for this computer</source>
