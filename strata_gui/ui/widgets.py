@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtWidgets import (
     QAbstractScrollArea,
     QAbstractSlider,
@@ -24,6 +24,8 @@ from PySide6.QtWidgets import (
 from strata_gui.core.progress import Progress
 
 if TYPE_CHECKING:
+    from PySide6.QtCore import QEvent
+
     from strata_gui.ui.bridge import TaskHandle
 
 
@@ -210,6 +212,10 @@ class WheelGuard(QObject):
     """
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # Qt and QEvent not at import: naming them before the first paint makes PySide6 create
+        # every enum of their namespaces (see NoticeBanner.show_message)
+        from PySide6.QtCore import QEvent, Qt
+
         if event.type() != QEvent.Type.Wheel or not isinstance(watched, _WHEEL_VALUE_WIDGETS):
             return False
         if watched.hasFocus():

@@ -47,7 +47,7 @@ def test_engine_to_chat_to_dashboard(qtbot: QtBot, qapp: QApplication, qasync_lo
         window.show_page(pages.dashboard)
         qtbot.waitUntil(lambda: len(pages.dashboard.throughput_chart.values("Decode")) == 1)
         assert pages.dashboard.throughput_chart.values("Decode")[0] == pytest.approx(reply.stats.decode_tps)
-        assert "1 requests" in pages.dashboard.aggregates.text()
+        assert "1 request ·" in pages.dashboard.aggregates.text()
         # The About report names the engine and the chat's engine order.
         assert engine.id in pages.about.report()
     finally:

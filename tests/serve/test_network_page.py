@@ -148,7 +148,7 @@ def test_loaded_models_list_shows_memory_and_idle_and_unloads(qtbot, qasync_loop
             await router.refresh()
             async with router.borrow(test_model.stem):
                 page.refresh_serve()
-                assert page.loaded_table.item(0, 3).text() == "1 request(s)"
+                assert page.loaded_table.item(0, 3).text() == "1 request"
 
         loop.run_until_complete(ask())
         page.refresh_serve()

@@ -186,9 +186,7 @@ class ChatPage(Page):
         self.new_button = QPushButton(self.tr("New chat"))
         self.new_button.clicked.connect(self.new_conversation)
         self.conversation_list = QListWidget()
-        # long titles end in "…" (the whole title is the item's tooltip) instead of a sideways scroll
-        self.conversation_list.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._list_elides = False  # set up with the first titles (naming Qt enums before the first paint costs)
         self.conversation_list.currentItemChanged.connect(self._on_conversation_selected)
         self.rename_button = QPushButton(self.tr("Rename"))
         self.rename_button.clicked.connect(self._ask_rename)
@@ -371,6 +369,11 @@ class ChatPage(Page):
         self.input.setFocus()
 
     def refresh_conversations(self) -> None:
+        if not self._list_elides:
+            # long titles end in "…" (the whole title is the item's tooltip) instead of a sideways scroll
+            self.conversation_list.setTextElideMode(Qt.TextElideMode.ElideRight)
+            self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            self._list_elides = True
         current = self.conversation_id
         self.conversation_list.blockSignals(True)
         self.conversation_list.clear()
