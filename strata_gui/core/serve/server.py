@@ -228,8 +228,11 @@ class ApiServer:
         assert runner.server is not None  # set up just now
         # Our own listening socket rather than web.TCPSite: its protocol factory caps the connections.
         guard = ConnectionGuard(runner.server, self.ctx, connection_cap(limits.max_connections))
+        # asyncio accepts up to ``backlog`` connections per wake-up, before the ones the guard closed
+        # have given their files back: a small burst keeps a flood within the file limit.
+        backlog = max(8, min(128, guard.max_connections // 8))
         try:
-            listener = await asyncio.get_running_loop().create_server(guard, self.host, self.port, backlog=128)
+            listener = await asyncio.get_running_loop().create_server(guard, self.host, self.port, backlog=backlog)
         except OSError as exc:
             await runner.cleanup()
             raise ServerError(f"Cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
