@@ -33,7 +33,7 @@ def _style_axis(axis: QAbstractAxis) -> QAbstractAxis:
     return axis
 
 
-def nice_axis(top: float, intervals: int = 4) -> tuple[float, int, str]:
+def nice_axis(top: float, intervals: int = 4, *, fixed: bool = False) -> tuple[float, int, str]:
     """A round top for a value axis from 0 that holds ``top``: (top, tick count, label format).
 
     Steps are 1, 2, 2.5 or 5 times a power of ten, so ticks read 0, 100, 200, 300, 400 rather than
@@ -42,16 +42,18 @@ def nice_axis(top: float, intervals: int = 4) -> tuple[float, int, str]:
     top = max(float(top), 1e-9)
     raw = top / intervals
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
-    ticks = math.ceil(top / step - 1e-9)
+    # ``fixed``: exactly ``intervals`` steps, so two axes of one chart share their grid lines
+    steps = (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if fixed else (1, 2, 2.5, 5, 10)
+    step = next(m * power for m in steps if m * power >= raw * (1 - 1e-9))
+    ticks = intervals if fixed else math.ceil(top / step - 1e-9)
     digits = 0
     while digits < 6 and abs(step * 10 ** digits - round(step * 10 ** digits)) > 1e-6:
         digits += 1  # 2.5 → one decimal, 0.25 → two
     return step * ticks, ticks + 1, f"%.{digits}f"
 
 
-def _apply_nice(axis: QValueAxis, top: float) -> None:
-    high, ticks, fmt = nice_axis(top)
+def _apply_nice(axis: QValueAxis, top: float, *, fixed: bool = False) -> None:
+    high, ticks, fmt = nice_axis(top, fixed=fixed)
     axis.setRange(0, high)
     axis.setTickCount(ticks)
     axis.setLabelFormat(fmt)
@@ -148,7 +150,8 @@ class TimeSeriesChart(QChartView):
         side = self._axis_of[name]
         if value > self._max[side]:
             self._max[side] = float(value)
-            _apply_nice(self.axes[side], self._max[side] * 1.1 or 1)
+            # with a second axis, both keep four steps: their grid lines are the same lines
+            _apply_nice(self.axes[side], self._max[side] * 1.1 or 1, fixed=len(self.axes) > 1)
         self._t_max = t if self._t_max is None else max(self._t_max, t)
         self._t_min = t if self._t_min is None else min(self._t_min, t)
         if self._window_s is not None:

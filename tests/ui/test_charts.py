@@ -48,3 +48,14 @@ def test_small_values_keep_their_decimals_and_time_reads_as_the_clock(qtbot: QtB
     chart.show()
     chart.resize(330, 170)  # a third of the dashboard: fewer time labels so none is cut
     assert chart.x_axis.tickCount() <= 3
+
+
+def test_two_axes_share_their_grid_lines(qtbot: QtBot) -> None:
+    chart = TimeSeriesChart("Tokens per second", [("Prefill", "left"), ("Decode", "right")])
+    qtbot.addWidget(chart)
+    now = time.time()
+    chart.append("Prefill", now, 310.5)
+    chart.append("Decode", now, 42.2)
+    left, right = chart.axes["left"], chart.axes["right"]
+    assert left.tickCount() == right.tickCount()  # the right axis's ticks sit on the left's lines
+    assert left.max() >= 310.5 and right.max() >= 42.2 and right.max() <= 2 * 42.2 * 1.1
