@@ -480,6 +480,54 @@ Last reply: this computer ({1})</source>
         <source>{percent} % of this GPU&apos;s memory limit</source>
         <translation>达到此 GPU 内存带宽上限的 {percent} %</translation>
     </message>
+    <message>
+        <source>you chose this engine folder</source>
+        <translation>你选择了这个引擎文件夹</translation>
+    </message>
+    <message>
+        <source>your next engine folder</source>
+        <translation>你的下一个引擎文件夹</translation>
+    </message>
+    <message>
+        <source>you chose it for this model on this GPU</source>
+        <translation>你为此模型在这块 GPU 上选择了它</translation>
+    </message>
+    <message>
+        <source>pinned (strata engines pin / Engines page)</source>
+        <translation>已固定（strata engines pin / 引擎页面）</translation>
+    </message>
+    <message>
+        <source>measured fastest for this model on this GPU</source>
+        <translation>实测此模型在这块 GPU 上最快</translation>
+    </message>
+    <message>
+        <source>{reason} (not checked on this machine yet)</source>
+        <translation>{reason}（尚未在本机检查）</translation>
+    </message>
+    <message>
+        <source>{reason}; {where}</source>
+        <translation>{reason}；{where}</translation>
+    </message>
+    <message>
+        <source>runs on the processor; last in the order {order}</source>
+        <translation>在处理器上运行；在 {order} 顺序中排最后</translation>
+    </message>
+    <message>
+        <source>{backend} in the order {order} for {gfx}</source>
+        <translation>{gfx} 按 {order} 顺序使用 {backend}</translation>
+    </message>
+    <message>
+        <source>{backend} in the order {order} with no AMD GPU detected</source>
+        <translation>未检测到 AMD GPU，按 {order} 顺序使用 {backend}</translation>
+    </message>
+    <message>
+        <source>you chose it for this model on this machine</source>
+        <translation>你为此模型在本机上选择了它</translation>
+    </message>
+    <message>
+        <source>measured fastest for this model on this machine</source>
+        <translation>实测此模型在本机上最快</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>

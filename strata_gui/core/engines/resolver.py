@@ -33,6 +33,7 @@ from strata_gui.core.runtime.depth import CLEARLY_FASTER, Crossover, DepthProfil
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
 from strata_gui.core.settings import Settings, SettingsChange
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text
 
 log = logging.getLogger(__name__)
 
@@ -371,7 +372,8 @@ class EngineResolver:
 
     @staticmethod
     def _one_off_reason(index: int) -> str:
-        return "you chose this engine folder" if index == 0 else "your next engine folder"
+        return (T(QT_TRANSLATE_NOOP("Core", "you chose this engine folder")) if index == 0
+                else T(QT_TRANSLATE_NOOP("Core", "your next engine folder")))
 
     # -- deciding ------------------------------------------------------------------------------------
     def installed_specs(self, kind: EngineKind = TEXT) -> list[EngineSpec]:
@@ -453,17 +455,17 @@ class EngineResolver:
             if e.id in one_off_ids:
                 tier, reason = 0, self._one_off_reason(one_off_ids.index(e.id))
             elif choice is not None and e.id == choice.engine and choice.source == "user":
-                tier, reason = 1, "you chose it for this model on this GPU"
+                tier, reason = 1, T(QT_TRANSLATE_NOOP("Core", "you chose it for this model on this GPU"))
             elif e.id == pinned:
-                tier, reason = 2, "pinned (strata engines pin / Engines page)"
+                tier, reason = 2, T(QT_TRANSLATE_NOOP("Core", "pinned (strata engines pin / Engines page)"))
             elif by_depth is not None:
                 tier, reason = (3, by_depth[1]) if e.id == by_depth[0] else (4, self._order_reason(backend, gpu))
             elif choice is not None and e.id == choice.engine:
-                tier, reason = 3, "measured fastest for this model on this GPU"
+                tier, reason = 3, T(QT_TRANSLATE_NOOP("Core", "measured fastest for this model on this GPU"))
             else:
                 tier, reason = 4, self._order_reason(backend, gpu)
             if probe is None:
-                reason += " (not checked on this machine yet)"
+                reason = T(QT_TRANSLATE_NOOP("Core", "{reason} (not checked on this machine yet)"), reason=reason)
             sub = one_off_ids.index(e.id) if e.id in one_off_ids else 0
             ranked.append(((tier, sub, 0 if probe is not None else 1, order.get(backend, 9), -e.installed_at),
                            e, reason))
@@ -487,9 +489,9 @@ class EngineResolver:
                            gpu_engine_behind=any(s.backend is not Backend.CPU for s in specs[1:]),
                            os_name=self.engines.os_name)
         if chosen is not None and where.on_cpu:
-            reason = chosen.reason.replace(" on this GPU", " on this machine")
+            reason = _on_this_machine(chosen.reason)
             if where.gpus:  # a GPU is there: say the model does not run on it
-                reason += f"; {where.describe()}"
+                reason = T(QT_TRANSLATE_NOOP("Core", "{reason}; {where}"), reason=reason, where=where.describe())
             specs = (replace(chosen, reason=reason), *specs[1:])
         return where, specs
 
@@ -553,11 +555,14 @@ class EngineResolver:
         return first, reason
 
     def _order_reason(self, backend: Backend, gpu: GpuTarget | None) -> str:
-        where = f"for {gpu.gfx}" if gpu is not None and gpu.gfx else "with no AMD GPU detected"
         order = " → ".join(Backend.parse(b).label for b in self.engines.catalog.backend_order)
         if backend is Backend.CPU:
-            return f"runs on the processor; last in the order {order}"
-        return f"{backend.label} in the order {order} {where}"
+            return T(QT_TRANSLATE_NOOP("Core", "runs on the processor; last in the order {order}"), order=order)
+        if gpu is not None and gpu.gfx:
+            return T(QT_TRANSLATE_NOOP("Core", "{backend} in the order {order} for {gfx}"), backend=backend.label,
+                     order=order, gfx=gpu.gfx)
+        return T(QT_TRANSLATE_NOOP("Core", "{backend} in the order {order} with no AMD GPU detected"),
+                 backend=backend.label, order=order)
 
     @staticmethod
     def _label(engine: InstalledEngine) -> str:
@@ -583,3 +588,20 @@ class EngineResolver:
         return EngineSpec(engine.id, self._label(engine), backend, engine.server_path, delta, reason, tuning,
                           devices.devices, devices.reason, kind=kind)
 
+
+# The reasons that say "on this GPU", as they read when the engine runs on the processor.
+_ON_THIS_MACHINE = {
+    "you chose it for this model on this GPU": QT_TRANSLATE_NOOP("Core", "you chose it for this model on this machine"),
+    "measured fastest for this model on this GPU": QT_TRANSLATE_NOOP("Core",
+                                                                     "measured fastest for this model on this machine"),
+}
+
+
+def _on_this_machine(reason: str) -> str:
+    """``reason`` with "on this GPU" said as "on this machine" (still a translatable text where it was one)."""
+    if isinstance(reason, Text):
+        if reason.template in _ON_THIS_MACHINE:
+            return T(_ON_THIS_MACHINE[reason.template], **reason.args)
+        if "reason" in reason.args:  # "{reason} (not checked …)": the inner reason says it
+            return T(reason.template, **{**reason.args, "reason": _on_this_machine(reason.args["reason"])})
+    return reason.replace(" on this GPU", " on this machine")

@@ -73,6 +73,7 @@ from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
+from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
 
@@ -969,10 +970,11 @@ class ChatPage(Page):
             return ""
         lines = [self.tr("Engine: {0} (starts with your first message)").format(preferred.label)]
         if preferred.reason:
-            lines.append(self.tr("Why: {0}").format(preferred.reason))
+            lines.append(self.tr("Why: {0}").format(core_text(preferred.reason)))
         resolution = self._resolve(self._service.model) if self._resolve is not None else None
         if resolution is not None:
-            lines += [self.tr("Not used: {0} — {1}").format(v.label, v.reason) for v in resolution.left_out]
+            lines += [self.tr("Not used: {0} — {1}").format(v.label, core_text(v.reason))
+                      for v in resolution.left_out]
         self.engine_state.setToolTip(resolution.report() if resolution is not None else "")
         return "\n".join(lines)
 
