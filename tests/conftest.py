@@ -59,7 +59,10 @@ def _no_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
     deadline = time.monotonic() + 5.0
     while True:
         extra_children = _children() - children_before
-        extra_threads = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
+        # A _DummyThread is Python's record of a thread it did not start (one of Qt's, say, that
+        # logged a line): it never leaves threading.enumerate(), even when that thread has ended.
+        extra_threads = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()
+                         and not isinstance(t, threading._DummyThread)]
         if not extra_children and not extra_threads:
             return
         if time.monotonic() > deadline:
