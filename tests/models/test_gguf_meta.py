@@ -133,3 +133,10 @@ def test_the_fast_local_read_equals_gguf_reader(test_model: Path, split_model: l
     empty.write_bytes(b"")
     with pytest.raises(GGUFError, match="not a GGUF file"):
         read_header(empty)
+
+
+def test_tensor_sizes_match_gguf() -> None:
+    """Strata's copy of ggml's block sizes (kept so sizing a model does not import numpy) is gguf's."""
+    from gguf.constants import GGML_QUANT_SIZES
+
+    assert {int(t): sizes for t, sizes in GGML_QUANT_SIZES.items()} == gguf_meta.GGML_QUANT_SIZES
