@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this tree's strata_gui, not an installed one (the children import it)
 APP_PROMPT = "Hi"
 CLI_ARGS = ["--max-tokens", "8", "--seed", "7"]
 CLI_BODY: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "seed": 7,

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this tree's strata_gui, not an installed one (the children import it)
 MESSAGES = 5000
 MINIMAL = """
 import sys, time

@@ -84,6 +84,7 @@ PAGE_SIZE = 60
 # build and lay out before the first paint on 2 cores (bench/memory.py).
 FIRST_SCREEN = 10
 BACKFILL_STEP = 2
+BACKFILL_DELAY_MS = 20  # the first screen is laid out and painted before the rest is built
 RENDER_STYLE = """
 QFrame#userMessage { background: palette(alternate-base); border-radius: 8px; }
 QFrame#assistantMessage { border-radius: 8px; }
@@ -447,7 +448,7 @@ class ChatPage(Page):
         for msg in page[-FIRST_SCREEN:]:
             self._add_widget(msg)
         if self._backfill:
-            QTimer.singleShot(0, self, self._backfill_step)
+            QTimer.singleShot(BACKFILL_DELAY_MS, self, self._backfill_step)
         self.earlier_button.setVisible(not self._loaded_all)
         self.settings_panel.load(conv.system_prompt, conv.sampling, conv.structured_output)
         self.stack.setCurrentWidget(self.scroll_area)
@@ -465,7 +466,7 @@ class ChatPage(Page):
         for offset, msg in enumerate(step):
             self._add_widget(msg, index=1 + offset)
         if self._backfill:
-            QTimer.singleShot(0, self, self._backfill_step)
+            QTimer.singleShot(BACKFILL_DELAY_MS, self, self._backfill_step)
 
     def finish_loading(self) -> None:
         """Build the rest of the open page's messages now (they are otherwise built a few per loop turn)."""
