@@ -17,7 +17,7 @@ from strata_gui.core.chat.service import (
     MessageDelta,
     MessageUpdated,
 )
-from strata_gui.core.chat.store import COMPLETE, STOPPED, ConversationStore, Message
+from strata_gui.core.chat.store import COMPLETE, STOPPED, STREAMING, ConversationStore, Message
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
 from strata_gui.ui.bridge import AsyncBridge
@@ -347,3 +347,18 @@ def test_first_text_is_rendered_at_once_then_at_most_once_per_frame(  # type: ig
     painted = sorted({length for _t, length in logs[0].paints})
     assert len(painted) >= 2
     assert len(painted) <= duration / FRAME_S + 2
+
+
+def test_the_answer_after_a_thinking_is_shown_at_once(page_env) -> None:  # type: ignore[no-untyped-def]
+    """Renders of a long thinking are spaced out; the answer's first text does not wait for the next one."""
+    page, service, _, _ = page_env
+    conv = service.store.create_conversation("Thinking")
+    service.store.add_message(conv.id, "user", "Why?")
+    reply = service.store.add_message(conv.id, "assistant", "", status=STREAMING)
+    page.open_conversation(conv.id)
+    widget = page.message_widgets[reply.id]
+    service._emit(MessageDelta(reply.id, "", False, "Let me think. " * 50, 50, ""))
+    service._emit(MessageDelta(reply.id, "", False, "More thinking.", 53, ""))  # waits for the next frame
+    assert widget.rendered_text == ""
+    service._emit(MessageDelta(reply.id, "The answer", False, "", 55, ""))
+    assert widget.rendered_text == "The answer"

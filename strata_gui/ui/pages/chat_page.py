@@ -703,13 +703,17 @@ class ChatPage(Page):
         if isinstance(event, MessageDelta):
             widget = self.message_widgets.get(event.message_id)
             if widget is not None:
+                # The answer's first text after a long thinking: the renders of a long thinking
+                # text are spaced out (RENDER_SHARE), which held it back 23-32 ms (bench/stream.py
+                # --content thinking).
+                answer_starts = bool(event.text) and not widget.text
                 widget.append(event.text)
                 if event.thinking:
                     widget.append_thinking(event.thinking)
                 widget.set_live(event.tokens, event.tool)
                 self._dirty.add(event.message_id)
-                if event.complete:
-                    self._flush_renders()  # the reply's end is shown at once, whatever the pacing
+                if event.complete or answer_starts:
+                    self._flush_renders()  # the answer's start and the reply's end are shown at once
                 else:
                     self._schedule_render()
         elif isinstance(event, MessageAdded):
