@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def raw_request(command: list[str], env: dict[str, str], body: dict[str, Any], first_token: bool) -> float:
+def raw_request(command: list[str], env: dict[str, str], body: dict[str, Any], first_token: bool,
+                on_token: Callable[[], None] = lambda: None) -> float:
     """Start llama-server by hand, wait for /health, send ``body``; seconds to the first content
-    token (``first_token``) or to the end of the answer. The server is stopped afterwards."""
+    token (``first_token``; ``on_token`` is called then) or to the end of the answer. The server is
+    stopped afterwards (a server stopped mid-reply can take a second to exit: not counted)."""
     t0 = time.perf_counter()
     port = free_port()
     i = command.index("--port")
@@ -86,6 +89,7 @@ def raw_request(command: list[str], env: dict[str, str], body: dict[str, Any], f
                 choices = json.loads(line[6:])["choices"]
                 if first_token and choices and choices[0]["delta"].get("content"):
                     took = time.perf_counter() - t0
+                    on_token()
                     conn.close()  # the server stops generating once the client is gone
                     return took
             elif line.startswith(b"data: [DONE]"):
@@ -102,10 +106,16 @@ def raw_request(command: list[str], env: dict[str, str], body: dict[str, Any], f
 
 
 def raw_child(spec: str) -> int:
-    """The baseline as its own process: prints ``done-at`` (wall clock) when ``raw_request`` returns."""
+    """The baseline as its own process: prints ``done-at`` (wall clock) at the first token, or when
+    the whole answer is in and the server is stopped (as ``strata chat`` ends)."""
     args = json.loads(spec)
-    raw_request(args["command"], {**os.environ, **args["env"]}, args["body"], args["first_token"])
-    print(f"done-at {time.time():.6f}", flush=True)
+
+    def mark() -> None:
+        print(f"done-at {time.time():.6f}", flush=True)
+
+    raw_request(args["command"], {**os.environ, **args["env"]}, args["body"], args["first_token"], mark)
+    if not args["first_token"]:
+        mark()
     return 0
 
 
