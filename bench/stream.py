@@ -17,7 +17,17 @@ the CPU, so the figures show the client's own overhead even while other work loa
 (the streamed text is the same; Strata answers through its remote-engine path; the engine tok/s
 column is then the recorded reply's).
 
+With --content markdown or thinking, the replayed reply is not the test model's (random words) but a
+long reply as a real model writes one, framed exactly as llama-server sends it (the chunks of a
+capture in tests/data/chat/streams): ``markdown`` is --tokens tokens (default 8,000) of Markdown with
+fenced code in Python, Rust and TypeScript, tables, nested lists and inline math
+(bench/data/long-reply.md, repeated); ``thinking`` is --thinking tokens (default 2,000) of
+``reasoning_content`` deltas, then --tokens (default 1,000) of that Markdown as ``content``. The
+decode rate is the answer's (both paths stamp answer tokens only); the stall probe covers the whole
+reply, thinking included. These need no engine (--replay defaults to 2,000 tok/s).
+
 Usage: python bench/stream.py [--engine DIR] [--model FILE] [--reps 5] [--tokens 512] [--replay 1000]
+                              [--content engine|markdown|thinking] [--thinking 2000]
 Defaults: the CPU test engine from ~/.cache/strata-dev/engines.env and the generated test model.
 """
 
@@ -28,6 +38,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -233,6 +244,51 @@ async def record_reply(http: httpx.AsyncClient, base: str, sampling: SamplingPar
         return await resp.aread()
 
 
+DATA = Path(__file__).resolve().parent / "data"
+CAPTURE = Path(__file__).resolve().parents[1] / "tests" / "data" / "chat" / "streams" / "reasoning-then-content.sse"
+# Roughly how a BPE vocabulary cuts English and code: a word (with its leading space) up to six
+# letters, up to three digits, a run of whitespace, or one other character.
+TOKEN = re.compile(r" ?[A-Za-z]{1,6}| ?[0-9]{1,3}|[ \t]*\n|[ \t]+|[^A-Za-z0-9\s]")
+
+
+def tokens_of(template: str, count: int) -> list[str]:
+    """``count`` tokens of ``template`` repeated, each copy with its number in place of ``{n}``."""
+    out: list[str] = []
+    n = 1
+    while len(out) < count:
+        out += TOKEN.findall(template.replace("{n}", str(n)))
+        n += 1
+    return out[:count]
+
+
+def synthetic_reply(content: str, answer_tokens: int, thinking_tokens: int) -> bytes:
+    """A long reply in llama-server's SSE framing (chunk layout taken from a real capture).
+
+    ``markdown``: ``answer_tokens`` of Markdown as ``content`` deltas; ``thinking``: first
+    ``thinking_tokens`` of ``reasoning_content`` deltas, then the answer.
+    """
+    first = json.loads(CAPTURE.read_text(encoding="utf-8").split("\n\n")[0].removeprefix("data: "))
+    envelope = {k: v for k, v in first.items() if k != "choices"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        body = {"choices": [{"finish_reason": finish, "index": 0, "delta": delta}], **envelope, **extra}
+        return b"data: " + json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+
+    events = [chunk({"role": "assistant", "content": None})]
+    if content == "thinking":
+        events += [chunk({"reasoning_content": t})
+                   for t in tokens_of((DATA / "thinking.md").read_text(encoding="utf-8"), thinking_tokens)]
+    answer = tokens_of((DATA / "long-reply.md").read_text(encoding="utf-8"), answer_tokens)
+    events += [chunk({"content": t}) for t in answer]
+    n = len(events) - 1
+    timings = {"cache_n": 0, "prompt_n": 12, "prompt_ms": 10.0, "prompt_per_token_ms": 0.83,
+               "prompt_per_second": 1200.0, "predicted_n": n, "predicted_ms": n * 0.5,
+               "predicted_per_token_ms": 0.5, "predicted_per_second": 2000.0}
+    events.append(chunk({}, "stop", timings=timings))
+    events.append(b"data: [DONE]\n\n")
+    return b"".join(events)
+
+
 def serve_replay(recording: Path, port_file: Path, rate: float) -> None:
     """Serve the recorded SSE reply to every POST, one event per 1/rate s (runs in its own process)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -280,10 +336,19 @@ def main() -> int:
     ap.add_argument("--engine", type=Path)
     ap.add_argument("--model", type=Path)
     ap.add_argument("--reps", type=int, default=9)
-    ap.add_argument("--tokens", type=int, default=512)
+    ap.add_argument("--tokens", type=int, default=None,
+                    help="tokens per reply (answer tokens with --content; default 512, markdown 8,000, thinking 1,000)")
     ap.add_argument("--replay", type=float, metavar="RATE",
                     help="replay one recorded reply at RATE tokens/s instead of asking the engine each time")
+    ap.add_argument("--content", choices=("engine", "markdown", "thinking"), default="engine",
+                    help="what is replayed: the engine's reply, or a long Markdown or thinking reply")
+    ap.add_argument("--thinking", type=int, default=2000, help="thinking tokens before the answer (--content thinking)")
     args = ap.parse_args()
+    synthetic = args.content != "engine"
+    if args.tokens is None:
+        args.tokens = {"engine": 512, "markdown": 8000, "thinking": 1000}[args.content]
+    if synthetic and not args.replay:
+        args.replay = 2000.0
     engine_dir, model = default_engine_and_model() if not (args.engine and args.model) else (args.engine, args.model)
     engine_dir = args.engine or engine_dir
     model = args.model or model
@@ -307,15 +372,20 @@ def main() -> int:
             page.resize(1000, 700)
             page.show()
             try:
-                await service.ensure_engine()
-                sup = service.supervisor
-                assert sup is not None
                 sampling = SamplingParams(max_tokens=args.tokens, seed=7, temperature=1.0)
-                base, key = sup.base_url, sup.auth_headers()  # the engine takes Strata's key only
+                base, key = "", dict[str, str]()
+                if not synthetic:
+                    await service.ensure_engine()
+                    sup = service.supervisor
+                    assert sup is not None
+                    base, key = sup.base_url, sup.auth_headers()  # the engine takes Strata's key only
                 if args.replay:
                     recording = Path(workdir.name) / "reply.sse"
-                    recording.write_bytes(await record_reply(http, base, sampling, key))
-                    await service.stop_engine()
+                    if synthetic:
+                        recording.write_bytes(synthetic_reply(args.content, args.tokens, args.thinking))
+                    else:
+                        recording.write_bytes(await record_reply(http, base, sampling, key))
+                        await service.stop_engine()
                     port_file = Path(workdir.name) / "replay.port"
                     replay = subprocess.Popen([sys.executable, __file__, "--serve-replay",  # noqa: ASYNC220 (starts at once)
                                                str(recording), str(port_file), str(args.replay)])
@@ -341,7 +411,10 @@ def main() -> int:
         r_ttft, s_ttft = med(x[0] for x in raw), med(x[0] for x in strata)
         r_dec, s_dec = med(x[1] for x in raw), med(x[1] for x in strata)
         source = f"replayed at {args.replay:,.0f} tok/s" if args.replay else f"engine {engine_dir}"
-        print(f"{source}  model {model.name}  reps {args.reps}  tokens/reply ~{strata[0][3]}")
+        kind = {"engine": f"model {model.name}", "markdown": "long Markdown reply",
+                "thinking": f"thinking reply ({args.thinking} thinking tokens, then the answer)"}[args.content]
+        print(f"{source}  {kind}  reps {args.reps}  answer tokens/reply ~{strata[0][3]}"
+              f"  load {os.getloadavg()[0]:.2f} (1 min)  cores {os.cpu_count()}")
         print(f"{'path':8} {'TTFT ms':>9} {'decode tok/s':>13} {'worst stall ms':>15} {'engine tok/s':>13}"
               f" {'CPU ms/reply':>13}")
         for name, rows in (("raw", raw), ("strata", strata)):
@@ -361,6 +434,8 @@ def main() -> int:
               f" {pair_ttft * 1000:+.1f} ms (pairs)   (goal <= +5 ms)")
         print(f"longest event-loop stall while streaming (strata): {max(x[2] for x in strata) * 1000:.1f} ms"
               "   (goal <= 16 ms)")
+        print("  per reply: " + "  ".join(f"{x[2] * 1000:.1f}" for x in strata)
+              + "   (raw: " + "  ".join(f"{x[2] * 1000:.1f}" for x in raw) + ")")
 
     try:
         loop.run_until_complete(run())

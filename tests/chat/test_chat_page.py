@@ -17,13 +17,13 @@ from strata_gui.core.chat.service import (
     MessageDelta,
     MessageUpdated,
 )
-from strata_gui.core.chat.store import COMPLETE, STOPPED, ConversationStore, Message
+from strata_gui.core.chat.store import COMPLETE, STOPPED, STREAMING, ConversationStore, Message
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.markdown import split_segments
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
-from strata_gui.ui.pages.chat_page import FRAME_S, PAGE_SIZE, ChatPage
+from strata_gui.ui.pages.chat_page import FIRST_SCREEN, FRAME_S, PAGE_SIZE, ChatPage
 from tests.chat.conftest import until
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import engines as _engines
@@ -206,21 +206,39 @@ def test_fallback_notice_and_retry_button(page_env, test_engines: Engines, tmp_p
     assert len(page.message_widgets) == 2
 
 
-def test_long_conversation_opens_one_page_at_a_time(page_env) -> None:  # type: ignore[no-untyped-def]
+def test_long_conversation_opens_one_page_at_a_time(page_env, qtbot) -> None:  # type: ignore[no-untyped-def]
     page, service, _, _ = page_env
     conv = service.store.create_conversation("Long")
     service.store.add_messages(conv.id, [("user" if i % 2 == 0 else "assistant", f"message **{i}**")
                                          for i in range(5000)])
     page.on_shown()
     page.open_conversation(conv.id)
-    assert len(page.message_widgets) == PAGE_SIZE and page.earlier_button.isVisibleTo(page)
-    texts = [w.text for _, w in sorted(page.message_widgets.items())]
-    assert texts[-1] == "message **4999**"
+    # The newest screenful is built at once, the rest of the page above it over the next loop turns.
+    assert len(page.message_widgets) == FIRST_SCREEN and page.earlier_button.isVisibleTo(page)
+    qtbot.waitUntil(lambda: len(page.message_widgets) == PAGE_SIZE)
+    order = [page.messages_layout.itemAt(i).widget() for i in range(1, PAGE_SIZE + 1)]
+    assert [w.text for w in order] == [f"message **{i}**" for i in range(5000 - PAGE_SIZE, 5000)]
     page.load_earlier()
     assert len(page.message_widgets) == 2 * PAGE_SIZE
     order = [page.messages_layout.itemAt(i).widget() for i in range(1, 2 * PAGE_SIZE + 1)]
     assert [w.text for w in order][:2] == [f"message **{5000 - 2 * PAGE_SIZE}**",
                                           f"message **{5001 - 2 * PAGE_SIZE}**"]
+
+
+def test_showing_earlier_messages_while_the_page_is_still_being_built(page_env, qtbot) -> None:  # type: ignore[no-untyped-def]
+    page, service, _, _ = page_env
+    conv = service.store.create_conversation("Long")
+    service.store.add_messages(conv.id, [("user", f"message {i}") for i in range(500)])
+    page.open_conversation(conv.id)
+    page.load_earlier()  # the rest of the first page first, then the page before it, each once
+    order = [page.messages_layout.itemAt(i).widget() for i in range(1, 2 * PAGE_SIZE + 1)]
+    assert [w.text for w in order] == [f"message {i}" for i in range(500 - 2 * PAGE_SIZE, 500)]
+    other = service.store.create_conversation("Other")
+    service.store.add_messages(conv.id, [("user", "x")])
+    page.open_conversation(conv.id)
+    page.open_conversation(other.id)  # a half-built page is dropped, not finished into the next one
+    qtbot.wait(100)
+    assert page.message_widgets == {}
 
 
 def test_rename_delete_and_search(page_env) -> None:  # type: ignore[no-untyped-def]
@@ -329,3 +347,18 @@ def test_first_text_is_rendered_at_once_then_at_most_once_per_frame(  # type: ig
     painted = sorted({length for _t, length in logs[0].paints})
     assert len(painted) >= 2
     assert len(painted) <= duration / FRAME_S + 2
+
+
+def test_the_answer_after_a_thinking_is_shown_at_once(page_env) -> None:  # type: ignore[no-untyped-def]
+    """Renders of a long thinking are spaced out; the answer's first text does not wait for the next one."""
+    page, service, _, _ = page_env
+    conv = service.store.create_conversation("Thinking")
+    service.store.add_message(conv.id, "user", "Why?")
+    reply = service.store.add_message(conv.id, "assistant", "", status=STREAMING)
+    page.open_conversation(conv.id)
+    widget = page.message_widgets[reply.id]
+    service._emit(MessageDelta(reply.id, "", False, "Let me think. " * 50, 50, ""))
+    service._emit(MessageDelta(reply.id, "", False, "More thinking.", 53, ""))  # waits for the next frame
+    assert widget.rendered_text == ""
+    service._emit(MessageDelta(reply.id, "The answer", False, "", 55, ""))
+    assert widget.rendered_text == "The answer"

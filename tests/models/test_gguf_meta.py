@@ -133,3 +133,22 @@ def test_the_fast_local_read_equals_gguf_reader(test_model: Path, split_model: l
     empty.write_bytes(b"")
     with pytest.raises(GGUFError, match="not a GGUF file"):
         read_header(empty)
+
+
+def test_tensor_sizes_match_gguf() -> None:
+    """Strata's copy of ggml's block sizes (kept so sizing a model does not import numpy) is gguf's."""
+    from gguf.constants import GGML_QUANT_SIZES
+
+    assert {int(t): sizes for t, sizes in GGML_QUANT_SIZES.items()} == gguf_meta.GGML_QUANT_SIZES
+
+
+def test_sizing_a_model_leaves_numpy_unloaded(test_model: Path) -> None:
+    """Every `strata chat` sizes its model before the load: that must not import gguf (and numpy)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from strata_gui.core.models.gguf_meta import read_header; "
+            f"meta = read_header(Path({str(test_model)!r})); assert meta.tensor_bytes > 0; "
+            "print(sorted(m for m in ('gguf', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

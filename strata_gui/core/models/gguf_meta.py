@@ -27,6 +27,24 @@ DEFAULT_ALIGNMENT = 32
 # Arrays longer than this (token lists, merges, scores) are kept as a summary only.
 MAX_KEPT_ARRAY = 256
 
+# ggml tensor type id -> (elements per block, bytes per block), as ggml defines them (the same as
+# gguf.constants.GGML_QUANT_SIZES; a test keeps the two equal). A copy because importing
+# gguf.constants runs the gguf package, which imports numpy and yaml: ~80 ms on every
+# `strata chat`, whose engine pool sizes the model's tensors before a load.
+QK_K = 256
+GGML_QUANT_SIZES: dict[int, tuple[int, int]] = {
+    0: (1, 4), 1: (1, 2), 2: (32, 2 + 16), 3: (32, 2 + 2 + 16), 6: (32, 2 + 4 + 16), 7: (32, 2 + 2 + 4 + 16),
+    8: (32, 2 + 32), 9: (32, 4 + 4 + 32), 10: (256, 2 + 2 + QK_K // 16 + QK_K // 4),
+    11: (256, 2 + QK_K // 4 + QK_K // 8 + 12), 12: (256, 2 + 2 + QK_K // 2 + 12),
+    13: (256, 2 + 2 + QK_K // 2 + QK_K // 8 + 12), 14: (256, 2 + QK_K // 2 + QK_K // 4 + QK_K // 16),
+    15: (256, 4 + QK_K + QK_K // 8), 16: (256, 2 + QK_K // 4), 17: (256, 2 + QK_K // 4 + QK_K // 32),
+    18: (256, 2 + QK_K // 4 + QK_K // 8), 19: (256, 2 + QK_K // 8 + QK_K // 16), 20: (32, 2 + 16),
+    21: (256, 2 + QK_K // 4 + QK_K // 8 + QK_K // 32 + 4), 22: (256, 2 + QK_K // 4 + QK_K // 16),
+    23: (256, 2 + 2 + QK_K // 2 + QK_K // 64), 24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8),
+    29: (256, QK_K // 8 + QK_K // 16 + QK_K // 32), 30: (1, 2), 34: (256, 2 + 4 * 13), 35: (256, 2 + 64),
+    39: (32, 1 + 16), 40: (64, 4 + 32), 41: (128, 2 + 16),
+}
+
 # GGUF value types.
 _SCALAR_FORMATS: dict[int, str] = {
     0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d",
@@ -87,12 +105,10 @@ class TensorInfo:
 
     @property
     def n_bytes(self) -> int:
-        from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
-
-        try:
-            block, size = GGML_QUANT_SIZES[GGMLQuantizationType(self.ggml_type)]
-        except (ValueError, KeyError):
+        sizes = GGML_QUANT_SIZES.get(self.ggml_type)
+        if sizes is None:
             return 0
+        block, size = sizes
         return self.n_elements * size // block
 
 

@@ -82,6 +82,12 @@ if TYPE_CHECKING:
     from strata_gui.ui.chat.tools_panel import ToolsPanel
 
 PAGE_SIZE = 60
+# Opening a conversation builds its newest messages at once (a screenful, even of short ones) and
+# the rest of the page above them a few per loop turn: 60 long Markdown answers took ~600 ms to
+# build and lay out before the first paint on 2 cores (bench/memory.py).
+FIRST_SCREEN = 10
+BACKFILL_STEP = 2
+BACKFILL_DELAY_MS = 20  # the first screen is laid out and painted before the rest is built
 RENDER_STYLE = """
 QFrame#userMessage { background: palette(alternate-base); border-radius: 8px; }
 QFrame#assistantMessage { border-radius: 8px; }
@@ -164,6 +170,7 @@ class ChatPage(Page):
         self._notice_details = ""
         self._stick_to_bottom = True
         self._loaded_all = True
+        self._backfill: list[Message] = []  # the open page's older messages not built yet (oldest first)
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.timeout.connect(self._flush_renders)
@@ -451,8 +458,11 @@ class ChatPage(Page):
         self._clear_messages()
         page = self._service.store.messages(conversation_id, limit=PAGE_SIZE)
         self._loaded_all = len(page) < PAGE_SIZE or self._service.store.count_messages(conversation_id) == len(page)
-        for msg in page:
+        self._backfill = page[:-FIRST_SCREEN]
+        for msg in page[-FIRST_SCREEN:]:
             self._add_widget(msg)
+        if self._backfill:
+            QTimer.singleShot(BACKFILL_DELAY_MS, self, self._backfill_step)
         self.earlier_button.setVisible(not self._loaded_all)
         self.settings_panel.load(conv.system_prompt, conv.sampling, conv.structured_output)
         self.stack.setCurrentWidget(self.scroll_area)
@@ -462,8 +472,24 @@ class ChatPage(Page):
         self.rename_button.setEnabled(True)
         self.delete_button.setEnabled(True)
 
+    def _backfill_step(self) -> None:
+        """Build a few more of the open page's older messages above the shown ones."""
+        if not self._backfill:
+            return
+        step, self._backfill = self._backfill[-BACKFILL_STEP:], self._backfill[:-BACKFILL_STEP]
+        for offset, msg in enumerate(step):
+            self._add_widget(msg, index=1 + offset)
+        if self._backfill:
+            QTimer.singleShot(BACKFILL_DELAY_MS, self, self._backfill_step)
+
+    def finish_loading(self) -> None:
+        """Build the rest of the open page's messages now (they are otherwise built a few per loop turn)."""
+        while self._backfill:
+            self._backfill_step()
+
     def load_earlier(self) -> None:
         """Load the previous page of messages above the ones shown."""
+        self.finish_loading()
         if self.conversation_id is None or not self.message_widgets:
             return
         first = min(self.message_widgets)
@@ -474,6 +500,7 @@ class ChatPage(Page):
         self.earlier_button.setVisible(not self._loaded_all)
 
     def _clear_messages(self) -> None:
+        self._backfill = []
         for w in self.message_widgets.values():
             self.messages_layout.removeWidget(w)
             w.deleteLater()
@@ -690,13 +717,17 @@ class ChatPage(Page):
         if isinstance(event, MessageDelta):
             widget = self.message_widgets.get(event.message_id)
             if widget is not None:
+                # The answer's first text after a long thinking: the renders of a long thinking
+                # text are spaced out (RENDER_SHARE), which held it back 23-32 ms (bench/stream.py
+                # --content thinking).
+                answer_starts = bool(event.text) and not widget.text
                 widget.append(event.text)
                 if event.thinking:
                     widget.append_thinking(event.thinking)
                 widget.set_live(event.tokens, event.tool)
                 self._dirty.add(event.message_id)
-                if event.complete:
-                    self._flush_renders()  # the reply's end is shown at once, whatever the pacing
+                if event.complete or answer_starts:
+                    self._flush_renders()  # the answer's start and the reply's end are shown at once
                 else:
                     self._schedule_render()
         elif isinstance(event, MessageAdded):
