@@ -46,14 +46,14 @@ async def run(folder: Path, engine: Path, tokens: int, reps: int) -> None:
         for label, spec in MODELS.items():
             path = gguf_model.write_model(folder / f"{spec.name.replace(' ', '-')}.gguf", spec)
             app.chat.set_model(path)
-            shares = []
+            shares: list[tuple[float, float, float, float]] = []
             for _ in range(reps):
                 conv = app.chat.new_conversation()
                 app.chat.store.update_settings(conv.id, sampling=SamplingParams(max_tokens=tokens, seed=3))
                 reply = await app.chat.send(conv.id, "Count from one to one hundred.")
                 limit = reply.stats.extra.get("limit") or {}
-                shares.append((reply.stats.decode_tps or 0.0, limit.get("ceiling_tps"), limit.get("share"),
-                               limit.get("bytes_per_token")))
+                shares.append((reply.stats.decode_tps or 0.0, float(limit.get("ceiling_tps") or 0.0),
+                               float(limit.get("share") or 0.0), float(limit.get("bytes_per_token") or 0.0)))
             best = max(shares, key=lambda s: s[0])
             tps, ceiling, share, per_token = best
             print(f"{label}: {path.stat().st_size / 1e6:,.1f} MB file, {per_token / 1e6:,.2f} MB read per token; "
