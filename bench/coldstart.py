@@ -122,6 +122,10 @@ def raw_child(spec: str) -> int:
 def app_child() -> int:
     """The GUI as users start it, with a hook: send a message once the window is usable, print when
     the reply's first token is painted, then stop the reply and quit."""
+    from strata_gui import cli
+
+    # What `strata` does first (cli.main): launch the last model's engine before Qt is imported.
+    warm = cli._early_engine([], "")
     import strata_gui.app as app_module
     from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
 
@@ -176,7 +180,7 @@ def app_child() -> int:
 
         cls.paintEvent = paint  # type: ignore[method-assign]
     app_module.populate = populate
-    return int(app_module.run_gui([]))
+    return cli._run_gui([], self_test=False, warm=warm)  # then what cli.main does next
 
 
 def marks(cmd: list[str], env: dict[str, str], allow_crash: bool = False) -> dict[str, float]:

@@ -1,7 +1,5 @@
 """`python -m strata_gui` behaves like the `strata` command."""
 
-import sys
+from strata_gui.cli import console_main
 
-from strata_gui.cli import main
-
-sys.exit(main())
+console_main()

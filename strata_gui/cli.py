@@ -12,11 +12,15 @@ import logging
 import os
 import sys
 from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from strata_gui import __version__
 from strata_gui.core.errors import StrataError, describe
 from strata_gui.core.logging_setup import close_logging, configure_logging, redact
 from strata_gui.core.services import Services, build_services
+
+if TYPE_CHECKING:
+    from strata_gui.core.warm import WarmSlot
 
 log = logging.getLogger(__name__)
 
@@ -72,14 +76,74 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _run_gui(argv: Sequence[str], self_test: bool, exit_when_shown: bool = False) -> int:
+# `strata chat` options that change only the request, never how the engine is launched: with
+# nothing else given, the chat's remembered engine may be launched before the core is imported.
+_REQUEST_ONLY_OPTIONS = {"--system": True, "--max-tokens": True, "--temperature": True, "--seed": True,
+                         "--json": False, "--think": True, "--json-schema": True, "-v": False, "--verbose": False}
+
+
+def _chat_model(args: Sequence[str]) -> str | None:
+    """The model of a plain `strata chat` (``--model``; "" for the last model used), or None when
+    an option may change the engine's launch (a warm start could not be used)."""
+    model = ""
+    i = 0
+    rest = list(args)
+    while i < len(rest):
+        a = rest[i]
+        name, eq, value = a.partition("=")
+        if name in ("--model", "-m"):
+            if eq:
+                model = value
+            elif i + 1 < len(rest):
+                model, i = rest[i + 1], i + 1
+        elif name in _REQUEST_ONLY_OPTIONS:
+            i += 1 if _REQUEST_ONLY_OPTIONS[name] and not eq else 0
+        elif a == "--":
+            break
+        elif a.startswith("-"):
+            return None
+        i += 1
+    return model
+
+
+def _early_engine(args: Sequence[str], command: str | None) -> WarmSlot:
+    """Launch the chat's remembered engine now, while Python imports the core (see
+    :mod:`strata_gui.core.warm`): for the app (with the model chosen last and the
+    setting on) and a plain `strata chat` of that model. An empty slot otherwise."""
+    from strata_gui.core.warm import WarmSlot, prelaunch
+
+    if command == "":
+        if "--self-test" in args or "--exit-when-shown" in args:
+            return WarmSlot()
+        base = build_services()
+        if not (base.settings.warm_start and base.settings.first_run_done and base.settings.last_model):
+            return WarmSlot()
+        return prelaunch(base.paths.warm_start_file, base.settings.last_model)
+    if command == "chat":
+        index = list(args).index("chat")
+        model = _chat_model(list(args)[index + 1:]) if all(a in ("-v", "--verbose") for a in args[:index]) else None
+        if model is None:
+            return WarmSlot()
+        base = build_services()
+        if not base.settings.warm_start:
+            return WarmSlot()
+        return prelaunch(base.paths.warm_start_file, model or base.settings.last_model)
+    return WarmSlot()
+
+
+def _run_gui(argv: Sequence[str], self_test: bool, exit_when_shown: bool = False,
+             warm: WarmSlot | None = None) -> int:
     # No cyclic garbage collection while the window and the chat page come up: the ~90 passes over
     # the objects of ~350 freshly imported modules cost ~12 ms and find next to nothing to free.
     # run_gui turns it back on as soon as the chat page is painted.
     gc.disable()
     # importlib keeps Qt out of the import graph of headless commands.
     app_module = importlib.import_module("strata_gui.app")
-    return int(app_module.run_gui(list(argv), self_test=self_test, exit_when_shown=exit_when_shown))
+    try:
+        return int(app_module.run_gui(list(argv), self_test=self_test, exit_when_shown=exit_when_shown, warm=warm))
+    finally:
+        if warm is not None:
+            warm.close()  # never claimed (the app stopped before loading the model)
 
 
 def _environ(args: argparse.Namespace) -> dict[str, str]:
@@ -112,8 +176,12 @@ async def _run_command(args: argparse.Namespace, services: Services) -> int:
         await app.aclose()
 
 
-def run_command(argv: Sequence[str]) -> int:
+def run_command(argv: Sequence[str], warm: WarmSlot | None = None) -> int:
     """Run one headless command (``["engines", "list"]``) through the composed core.
+
+    Args:
+        argv: The command and its options.
+        warm: An engine launched early for it (see :func:`_early_engine`).
 
     Raises:
         StrataError: the command failed with an explained condition (``main`` prints it).
@@ -121,8 +189,10 @@ def run_command(argv: Sequence[str]) -> int:
     args_list = list(argv)
     args = build_parser(_requested_command(args_list)).parse_args(args_list)
     if args.command is None:
+        if warm is not None:
+            warm.close()
         raise StrataError("No command given.", hint="See `strata --help`.")
-    services = build_services(_environ(args))
+    services = build_services(_environ(args), warm=warm)
     if services.settings_notice:
         print(f"note: {services.settings_notice}", file=sys.stderr)
     # Imported here: the GUI path loads asyncio after its first paint (~20 ms with ssl and socket).
@@ -151,13 +221,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `strata` console script."""
     _utf8_when_redirected()
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_requested_command(args_list))
-    args = parser.parse_args(args_list)
+    requested = _requested_command(args_list)
+    warm = _early_engine(args_list, requested)  # loads while the rest of Strata is imported
+    try:
+        parser = build_parser(requested)
+        args = parser.parse_args(args_list)
+    except BaseException:  # --help, --version, a usage error: nobody will claim it
+        warm.close()
+        raise
     if args.command is None:
-        return _run_gui(args_list, self_test=args.self_test, exit_when_shown=args.exit_when_shown)
+        return _run_gui(args_list, self_test=args.self_test, exit_when_shown=args.exit_when_shown, warm=warm)
     configure_logging(build_services(_environ(args)).paths.log_file, verbose=args.verbose, to_stderr=True)
     try:
-        code = run_command(args_list)
+        code = run_command(args_list, warm)
         # Flush here, not at interpreter exit, so a reader that went away is handled below.
         sys.stdout.flush()
         return code
@@ -181,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("cancelled", file=sys.stderr)
         return 130
     finally:
+        warm.close()  # not claimed (the command failed before its engine start)
         close_logging()
 
 
@@ -199,6 +276,32 @@ def _reader_went_away() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` once a command is done, skipping the interpreter's teardown.
+
+    By then every engine is stopped, the databases and the log are closed and the output is
+    flushed here; what is left is Python unloading ~400 modules one by one (~60 ms of a one-shot
+    `strata chat`, measured by bench/coldstart.py). When a thread that is not a daemon still runs,
+    the usual exit waits for it, as Python would.
+    """
+    import threading
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a reader that went away, a closed stream
+            pass
+    if any(t is not threading.main_thread() and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        sys.exit(code)
+    os._exit(code)
+
+
+def console_main() -> NoReturn:
+    """Entry point of the `strata` console script and `python -m strata_gui`."""
+    exit_now(main())
+
+
 def gui_main() -> int:
     """Entry point of the windowed app (no console on Windows: stdout/stderr may be None)."""
     import os
@@ -211,4 +314,4 @@ def gui_main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -3359,6 +3359,14 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>引擎出错时，改用下一个（先 Vulkan，再 CPU）</translation>
     </message>
     <message>
+        <source>Load the last model when Strata starts</source>
+        <translation>启动 Strata 时载入上次用的模型</translation>
+    </message>
+    <message>
+        <source>Its engine starts while the window opens, so the first message does not wait for the model to load. It is unloaded when idle, as any model.</source>
+        <translation>窗口打开的同时启动它的引擎，第一条消息不必等模型载入。闲置时会像其他模型一样卸载。</translation>
+    </message>
+    <message>
         <source> min</source>
         <translation> 分钟</translation>
     </message>

@@ -32,14 +32,14 @@ from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.load_options import LoadOptionsService
 from strata_gui.core.pool.memory import FitTarget, PoolMemory
-from strata_gui.core.pool.pool import EnginePool, EngineStateChanged, PoolEvent
+from strata_gui.core.pool.pool import EnginePool, EngineStateChanged, PoolEvent, memory_group
 from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.resources import kernels_dir
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.kinds import EngineKind
+from strata_gui.core.runtime.kinds import TEXT, EngineKind
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.supervisor import ServerSupervisor
@@ -47,6 +47,7 @@ from strata_gui.core.services import Services
 from strata_gui.core.settings import SettingsService
 from strata_gui.core.storage import DatabaseLockedError
 from strata_gui.core.transfer import TlsContext, loopback_client, network_client
+from strata_gui.core.warm import forget as warm_forget
 
 if TYPE_CHECKING:  # built on first use (see AppServices): their modules load then, not at start-up
     from strata_gui.core.bench.service import DashboardService, ImageBenchmarkRunner
@@ -107,6 +108,7 @@ class AppServices:
         # What the user must be told about the database file at start-up (moved aside because it
         # was damaged, or in use by another program so nothing is saved this session).
         self.storage_notices: list[str] = []
+        self._warm_saved: set[int] = set()  # engines whose launch was remembered (warm start)
         self._later = later
 
     # -- built on first use ---------------------------------------------------------------------------
@@ -159,6 +161,20 @@ class AppServices:
         return EngineUpdater(self.engines, self.resolver, self.pool, self.local_http, self.metrics,
                              self.base.settings_service, launch_settings=self.load_options.server_settings,
                              models=models)
+
+    def _remember_warm_start(self, event: PoolEvent) -> None:
+        """The chat's engine is ready: remember its launch, so the next start launches it early
+        (see :mod:`strata_gui.core.warm`); one that failed to load is forgotten."""
+        if not isinstance(event, EngineStateChanged) or event.engine.started_by != "chat" \
+                or event.engine.spec.kind is not TEXT:
+            return
+        record = self.base.paths.warm_start_file
+        entry = event.engine
+        if event.state is ServerState.READY and entry.serial not in self._warm_saved:
+            self._warm_saved.add(entry.serial)
+            entry.server.remember_launch(record, entry.estimate if memory_group(entry.spec) == "ram" else 0)
+        elif event.state in (ServerState.FAILED, ServerState.CRASHED) and event.engine.loaded_at is None:
+            warm_forget(record)
 
     def _watch_updates(self, event: PoolEvent) -> None:
         # A failed load of a promoted build rolls it back; the updater is built only when one fails.
@@ -323,6 +339,7 @@ class AppServices:
 
     def kill_engines_now(self) -> None:
         """Blocking kill of every engine (exit paths where the loop no longer runs)."""
+        self.base.warm.close()
         self.pool.kill_now()
 
     async def aclose(self) -> None:
@@ -337,6 +354,7 @@ class AppServices:
             if self.built("tools"):
                 await self.tools.aclose()
             await self.chat.aclose()
+            self.base.warm.close()  # an early engine nobody asked for
             await self.pool.aclose()
         finally:
             try:
@@ -423,7 +441,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     def launch(engine: EngineSpec, model: Path, launch: ServerSettings) -> ServerSupervisor:
         log_file = paths.log_dir / f"{engine.kind.binary}-{engine.id}.log"
         return ServerSupervisor(engine, model, launch, http=local, environ=env, job=job, log_file=log_file,
-                                ready_timeout=engine.kind.load_timeout)
+                                ready_timeout=engine.kind.load_timeout, warm=base.warm)
 
     def idle_timeout() -> float | None:
         minutes = base.settings.engine_idle_minutes
@@ -450,6 +468,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
         log.info("%s", notice)
     chat.subscribe(app._record_reply)
     pool.events.subscribe(app._watch_updates)
+    pool.events.subscribe(app._remember_warm_start)
     chat.tools = app.chat_tools
     # A lambda: the ceilings (and their CPU measurement) are built on the first finished reply, not here.
     chat.decode_limit = lambda engine, model, tps, depth: app.limits.reply_limit(  # noqa: PLW0108

@@ -79,6 +79,11 @@ class AppPaths:
         return self.data_dir / "strata.sqlite3"
 
     @property
+    def warm_start_file(self) -> Path:
+        """How the chat's last engine was launched, to launch it early next time (core/warm.py)."""
+        return self.data_dir / "warm-start.json"
+
+    @property
     def downloads_dir(self) -> Path:
         """Partial downloads (resumable) live here until verified."""
         return self.cache_dir / "downloads"

@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.settings import Settings, SettingsService, SettingsStore
+from strata_gui.core.warm import WarmSlot
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +26,14 @@ class Services:
         paths: The user folders.
         settings_service: The only writer of settings (validates, saves, tells subscribers).
         environ: The environment the services were built from (engines inherit it).
+        warm: The chat engine launched before the core was imported, for the engine pool to adopt
+            (see :mod:`strata_gui.core.warm`); usually empty.
     """
 
     paths: AppPaths
     settings_service: SettingsService
     environ: Mapping[str, str]
+    warm: WarmSlot = field(default_factory=WarmSlot)
 
     @property
     def settings(self) -> Settings:
@@ -44,10 +48,10 @@ class Services:
         """Release network clients, stop processes. Safe to call more than once."""
 
 
-def build_services(environ: Mapping[str, str] | None = None) -> Services:
+def build_services(environ: Mapping[str, str] | None = None, warm: WarmSlot | None = None) -> Services:
     """Build every service from the environment (user folders, settings)."""
     env = dict(os.environ if environ is None else environ)
     paths = AppPaths.from_environment(env)
     paths.ensure()
     return Services(paths=paths, settings_service=SettingsService.load(SettingsStore(paths.settings_file)),
-                    environ=env)
+                    environ=env, warm=warm or WarmSlot())

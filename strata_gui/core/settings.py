@@ -87,6 +87,9 @@ class Settings:
     # and what all loaded engines may hold together (0 = the GPU's memory, or the machine's RAM).
     engine_idle_minutes: int = 30
     engine_memory_mb: int = 0
+    # Load the model chosen last as Strata starts (the app, and `strata chat` of that model): its
+    # engine is launched while the rest of Strata loads, so the first message does not wait for it.
+    warm_start: bool = True
     context_size: int = 4096
     gpu_layers: str = "all"  # "all", "auto" or a number
     flash_attention: str = "auto"  # on | off | auto

@@ -242,6 +242,26 @@ class DeferredTransport(httpx.AsyncBaseTransport):
             await self._inner.aclose()
 
 
+class PlainOrTlsTransport(httpx.AsyncBaseTransport):
+    """Plain ``http://`` requests on a transport that never loads the CA bundle, ``https://`` on
+    one that does; each made on its first request. Engines on this computer speak plain HTTP, so
+    their first request (an engine's readiness) no longer waits ~25 ms for certificates it never
+    uses; a remote engine behind HTTPS still gets the verified one."""
+
+    def __init__(self, make_plain: Callable[[], httpx.AsyncBaseTransport],
+                 make_tls: Callable[[], httpx.AsyncBaseTransport]) -> None:
+        self._plain = DeferredTransport(make_plain)
+        self._tls = DeferredTransport(make_tls)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        transport = self._plain if request.url.scheme == "http" else self._tls
+        return await transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._plain.aclose()
+        await self._tls.aclose()
+
+
 _TRANSPORT_OPTIONS = ("cert", "trust_env", "http1", "http2", "limits")
 
 
@@ -270,7 +290,10 @@ def loopback_client(tls: TlsContext | None = None, **kwargs: Any) -> httpx.Async
         return httpx.AsyncHTTPTransport(verify=verify if verify is not None else (tls.get() if tls else True),
                                         **opts)
 
-    return httpx.AsyncClient(transport=DeferredTransport(make), **kwargs)
+    def make_plain() -> httpx.AsyncBaseTransport:
+        return httpx.AsyncHTTPTransport(verify=False, **opts)  # carries no TLS: the context goes unused
+
+    return httpx.AsyncClient(transport=PlainOrTlsTransport(make_plain, make), **kwargs)
 
 
 class Hasher(Protocol):

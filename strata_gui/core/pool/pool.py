@@ -114,6 +114,7 @@ class PooledEngine:
         self.closing = False  # being stopped: leases are no longer given
         self.idle_timer: asyncio.TimerHandle | None = None
         self.expires_at: float | None = None  # when the idle time-out unloads it (None: not scheduled)
+        self.started_by = ""  # the user whose acquire started it ("chat", "benchmark", ...)
 
     # -- what it is ------------------------------------------------------------------------------
     @property
@@ -392,6 +393,7 @@ class EnginePool:
                         continue
                     entry = PooledEngine(next(self._serial), key, self._launcher(engine, model, settings), need,
                                          self._clock())
+                    entry.started_by = user
                     entry.server.add_listener(functools.partial(self._on_state, entry))
                     self._engines[key] = entry
                     entry.start_task = asyncio.get_running_loop().create_task(

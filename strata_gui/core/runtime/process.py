@@ -146,6 +146,16 @@ class ManagedProcess:
 
     # -- observation -------------------------------------------------------------------------
     @property
+    def environment(self) -> dict[str, str]:
+        """The whole environment it is launched with."""
+        return dict(self._env)
+
+    @property
+    def folder(self) -> Path | None:
+        """Its working folder."""
+        return self._cwd
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
@@ -173,8 +183,13 @@ class ManagedProcess:
         self.spawn()
         await self.wait_ready()
 
-    def spawn(self) -> None:
+    def spawn(self, adopt: subprocess.Popen[str] | None = None) -> None:
         """Launch the process (call on the loop's thread) and start reading its output.
+
+        Args:
+            adopt: A process already launched with exactly this command, environment and folder
+                (and the same pipes, see :mod:`strata_gui.core.warm`): it is watched
+                instead of launching another.
 
         Raises:
             ProcessEnded: The program is missing or the OS refused to run it (phase STARTING).
@@ -183,6 +198,11 @@ class ManagedProcess:
             raise RuntimeError("a ManagedProcess runs once; make a new one")
         loop = asyncio.get_running_loop()
         self._exited = asyncio.Event()
+        if adopt is not None:
+            log.info("adopting %s started early (pid %s): %s", self.subject, adopt.pid,
+                     subprocess.list2cmdline(self.command))
+            self._watch(adopt, loop, self._open_log_file())
+            return
         program, why = resolve_binary(self.command[0])
         if program is None:
             self._end_unlaunched(reason=why)
@@ -205,6 +225,9 @@ class ManagedProcess:
             if log_file is not None:
                 log_file.close()
             self._end_unlaunched(reason=str(exc.strerror or exc))
+        self._watch(proc, loop, log_file)
+
+    def _watch(self, proc: subprocess.Popen[str], loop: asyncio.AbstractEventLoop, log_file: IO[str] | None) -> None:
         self._proc = proc
         self.started_at = self._clock()
         if self._job is not None:
@@ -345,19 +368,26 @@ class ManagedProcess:
             with contextlib.suppress(psutil.Error):
                 p.terminate()
         deadline = time.monotonic() + timeout
-        # Polling, not an executor wait: no thread may outlive the call.
+        # Polling, not an executor wait: no thread may outlive the call. Often at first (llama-server
+        # exits within ~10 ms of SIGTERM; a flat 50 ms step made each stop cost 50 ms), then 50 ms.
+        delay = 0.002
         while any(_alive(p) for p in procs) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(delay)
+            delay = min(0.05, delay * 2)
         for p in procs:
             if _alive(p):
                 log.warning("%s process %s did not stop in %.0f s; killing it", self.subject, p.pid, timeout)
                 with contextlib.suppress(psutil.Error):
                     p.kill()
+        delay = 0.002
         while proc.poll() is None:
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(delay)
+            delay = min(0.02, delay * 2)
         reader = self._reader
+        delay = 0.002
         while reader is not None and reader.is_alive():
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(delay)
+            delay = min(0.02, delay * 2)
         if self._exited is not None:
             # The reader posted the exit; let the loop deliver it before returning.
             with contextlib.suppress(TimeoutError):

@@ -13,31 +13,12 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-from collections.abc import Callable
+
+from strata_gui.core.child_guard import PR_SET_DEATHSIG, linux_preexec
 
 log = logging.getLogger(__name__)
 
-PR_SET_DEATHSIG = 1
-
-
-def linux_preexec(parent_pid: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` arming the parent-death signal, or None off Linux."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-    import os
-    import signal
-
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def arm() -> None:
-        libc.prctl(PR_SET_DEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        # The parent may have died between fork and prctl: then nobody will signal us.
-        if os.getppid() != parent_pid:
-            os._exit(1)
-
-    return arm
-
+__all__ = ["PR_SET_DEATHSIG", "WindowsJob", "linux_preexec"]
 
 class WindowsJob:
     """A job object that kills its processes when Strata exits (thin ctypes layer).

@@ -39,6 +39,8 @@ from strata_gui.core.runtime.outcome import (
 )
 from strata_gui.core.runtime.process import ManagedProcess, http_ready
 from strata_gui.core.runtime.process_guard import WindowsJob
+from strata_gui.core.warm import WarmEngine, WarmSlot
+from strata_gui.core.warm import remember as warm_remember
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +148,8 @@ class ServerSupervisor(EngineProcess):
         log_file: Also write the output there (truncated at each start).
         job: Windows job object shared by all engines of the app.
         clock: Monotonic clock (seconds).
+        warm: Where an engine launched early may wait: adopted by :meth:`start` when it is exactly
+            the launch asked for.
     """
 
     def __init__(
@@ -161,8 +165,11 @@ class ServerSupervisor(EngineProcess):
         log_file: Path | None = None,
         job: WindowsJob | None = None,
         clock: Callable[[], float] = time.monotonic,
+        warm: WarmSlot | None = None,
     ) -> None:
         super().__init__(engine.kind.subject_for(engine.label), job=job, clock=clock)
+        self._warm = warm
+        self.early = False  # its process was launched early and adopted (see strata_gui.core.warm)
         self.engine = engine
         self.kind = engine.kind
         self.model = model
@@ -223,20 +230,21 @@ class ServerSupervisor(EngineProcess):
             self._run = None
             self._on_end(None, outcome)
             raise ProcessEnded(outcome)
-        self.port = self.settings.port or free_loopback_port(self.settings.host)
+        warm = self._claim_warm()
+        self.port = warm.port if warm is not None else self.settings.port or free_loopback_port(self.settings.host)
         run = self._run = object()
         proc = ManagedProcess(
             self.kind.command(self.engine, self.model, self._launch_settings, self.port),
             subject=self.subject,
-            env=self.kind.scrub_env({**self._environ, **self.engine.env,
-                                     **self.kind.environment(self._launch_settings)}),
+            env=self._launch_env(),
             cwd=self.engine.server_path.parent,
             ready=http_ready(self._http, lambda: self.base_url + self.kind.ready_path),
             ready_timeout=self._ready_timeout, log_lines=self._log_lines, log_file=self._log_file, job=self._job,
             on_line=functools.partial(self._on_line, run), on_end=functools.partial(self._on_end, run),
             clock=self._clock)
         self._process = proc
-        proc.spawn()
+        proc.spawn(warm.proc if warm is not None else None)
+        self.early = warm is not None
         self.started_at = proc.started_at
         self._set_state(ServerState.LOADING, "Loading model…")
         self._report(0.0, "Loading model…")
@@ -245,6 +253,36 @@ class ServerSupervisor(EngineProcess):
         self._report(1.0, "Ready")
         self._set_state(ServerState.READY, f"{self.engine.label} engine ready")
         return self.base_url
+
+    def remember_launch(self, record: Path, ram_bytes: int) -> None:
+        """Save how this (ready) engine was launched, so the next Strata can launch it early."""
+        proc = self._process
+        if isinstance(proc, ManagedProcess) and self.state is ServerState.READY:
+            warm_remember(record, model=self.model, command=proc.command, env=proc.environment,
+                          base_env=self._environ, cwd=proc.folder, ram_bytes=ram_bytes)
+
+    def _launch_env(self) -> dict[str, str]:
+        return self.kind.scrub_env({**self._environ, **self.engine.env, **self.kind.environment(self._launch_settings)})
+
+    def _claim_warm(self) -> WarmEngine | None:
+        """The engine launched early for this model, when it is exactly the launch asked for now
+        (see :mod:`strata_gui.core.warm`); a different one is stopped."""
+        warm = self._warm.claim(self.model) if self._warm is not None else None
+        if warm is None or self.settings.port:
+            if warm is not None:
+                warm.stop()
+            return None
+        own_key = self.api_key
+        if self.kind.takes_key and not self.settings.api_key:
+            self.api_key = warm.key
+        command = self.kind.command(self.engine, self.model, self._launch_settings, warm.port)
+        if warm.matches(self.model, command, self._launch_env(), self.engine.server_path.parent):
+            return warm
+        log.info("the engine started early for %s was launched differently than asked now: stopped it",
+                 self.model.name)
+        warm.stop()
+        self.api_key = own_key
+        return None
 
     def _report(self, fraction: float, message: str) -> None:
         if self._on_progress is not None:

@@ -37,8 +37,8 @@ RESTART_KEYS = frozenset({"hub_endpoint", "github_api_url", "github_download_url
 # The fields this page edits; everything else (last model, pinned engine ...) has its own owner.
 PAGE_KEYS = ("theme", "language", "hub_endpoint", "github_api_url", "github_download_url", "offline", "model_dirs",
              "gfx_override", "memory_budget_mb", "fallback_gpu_memory_mb", "context_size", "gpu_layers",
-             "flash_attention", "threads", "parallel_slots", "auto_fallback", "engine_idle_minutes", "engine_memory_mb",
-             "update_tolerance_pct", "update_channel")
+             "flash_attention", "threads", "parallel_slots", "auto_fallback", "warm_start", "engine_idle_minutes",
+             "engine_memory_mb", "update_tolerance_pct", "update_channel")
 
 
 class SettingsPage(Page):
@@ -139,6 +139,9 @@ class SettingsPage(Page):
         self.parallel = QSpinBox()
         self.parallel.setRange(1, 64)
         self.auto_fallback = QCheckBox(self.tr("If an engine fails, continue on the next one (Vulkan, then CPU)"))
+        self.warm_start = QCheckBox(self.tr("Load the last model when Strata starts"))
+        self.warm_start.setToolTip(self.tr("Its engine starts while the window opens, so the first message does "
+                                           "not wait for the model to load. It is unloaded when idle, as any model."))
         self.engine_idle = QSpinBox()
         self.engine_idle.setRange(0, 24 * 60)
         self.engine_idle.setSuffix(self.tr(" min"))
@@ -229,6 +232,7 @@ class SettingsPage(Page):
         runtime.addRow(self.tr("CPU threads"), self.threads)
         runtime.addRow(self.tr("Parallel requests"), self.parallel)
         runtime.addRow("", self.auto_fallback)
+        runtime.addRow("", self.warm_start)
         runtime.addRow(self.tr("Unload idle models after"), self.engine_idle)
         runtime.addRow(self.tr("Memory for loaded models"), self.engine_memory)
         runtime.addRow(self.tr("Engine updates"), self.update_channel)
@@ -291,6 +295,7 @@ class SettingsPage(Page):
         self.threads.setValue(s.threads)
         self.parallel.setValue(s.parallel_slots)
         self.auto_fallback.setChecked(s.auto_fallback)
+        self.warm_start.setChecked(s.warm_start)
         self.engine_idle.setValue(s.engine_idle_minutes)
         self._show_start_at_login()
         self.engine_memory.setValue(s.engine_memory_mb)
@@ -319,6 +324,7 @@ class SettingsPage(Page):
             threads=self.threads.value(),
             parallel_slots=self.parallel.value(),
             auto_fallback=self.auto_fallback.isChecked(),
+            warm_start=self.warm_start.isChecked(),
             engine_idle_minutes=self.engine_idle.value(),
             engine_memory_mb=self.engine_memory.value(),
             update_tolerance_pct=self.update_tolerance.value(),
