@@ -46,7 +46,7 @@ from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.services import Services
 from strata_gui.core.settings import SettingsService
 from strata_gui.core.storage import DatabaseLockedError
-from strata_gui.core.transfer import TlsContext, loopback_client, network_client
+from strata_gui.core.transfer import TlsContext, loopback_client, network_client, prepare_loopback
 from strata_gui.core.warm import forget as warm_forget
 
 if TYPE_CHECKING:  # built on first use (see AppServices): their modules load then, not at start-up
@@ -192,7 +192,8 @@ class AppServices:
         router = LibraryRouter(self.pool, self.served_library,
                                lambda model, kind: self.resolver.plan_for(model, kind=kind), self.launch_settings)
         return ServeService(self.settings, self._later.secrets, router, dashboard_recorder(self.dashboard),
-                            autostart=autostart_for(self._later.environ))
+                            autostart=autostart_for(self._later.environ),
+                            prepare=lambda: prepare_loopback(self.local_http))
 
     async def served_library(self) -> list[LibraryEntry]:
         """The models the local API offers: the library, and the chat's model wherever it lives."""
@@ -473,6 +474,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     # A lambda: the ceilings (and their CPU measurement) are built on the first finished reply, not here.
     chat.decode_limit = lambda engine, model, tps, depth: app.limits.reply_limit(  # noqa: PLW0108
         engine, model, tps, depth)
+    chat.decode_limit_prefetch = lambda model: app.limits.prefetch(model)  # noqa: PLW0108
     return app
 
 

@@ -35,8 +35,19 @@ def test_a_cpu_reply_reports_its_share_of_the_measured_cpu_bandwidth(
             app.chat.set_model(test_model)
             conv = app.chat.new_conversation()
             app.chat.store.update_settings(conv.id, sampling=SamplingParams(max_tokens=24, seed=3))
+            reads: list[Path] = []
+
+            def counted(path: Path) -> object:
+                reads.append(path)
+                return read_token_bytes(path)
+
+            monkeypatch.setattr("strata_gui.core.engines.limits.read_token_bytes", counted)
             reply = await app.chat.send(conv.id, "Tell me about the moon")
             assert reply.status == COMPLETE and reply.stats.decode_tps
+            # Read once, ahead (while the engine answered), and used by the statistics at the end.
+            assert reads == [test_model]
+            again = await app.chat.send(conv.id, "And the sun?")
+            assert again.stats.extra["limit"]["share"] and reads == [test_model]
             limit = reply.stats.extra["limit"]
             assert limit["device_kind"] == "cpu" and limit["device"] == "the CPU"
             # The CPU's bandwidth was measured once, kept, and is the figure the ceiling used.

@@ -219,3 +219,32 @@ def test_rpc_server_binary_missing(tmp_path: Path) -> None:
     err = asyncio.run(scenario())
     assert err.message == f"Could not start rpc-server: {tmp_path / 'rpc-server'} is missing"
     assert err.hint == "Reinstall the engine on the Engines page."
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_lone_process_and_a_parent_are_told_apart() -> None:
+    """A lone engine is stopped without walking a process tree; one with a child gets the walk."""
+    import subprocess
+    import time
+
+    from strata_gui.core.runtime.process import _no_children
+
+    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); "
+                               "time.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 10
+        while not psutil.Process(parent.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _no_children(lone.pid)
+        assert not _no_children(parent.pid)
+        assert not _no_children(2**22 + 7)  # gone (or never was): the careful path
+    finally:
+        for p in (lone, parent):
+            for child in psutil.Process(p.pid).children(recursive=True):
+                child.kill()
+            p.kill()
+        lone.wait()
+        parent.wait()
+

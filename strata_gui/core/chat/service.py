@@ -210,6 +210,7 @@ class ChatService:
         self.tools = tools
         # Reply → its decode ceiling and share (engine, model, decode tok/s, depth); None: not shown.
         self.decode_limit: DecodeLimitSource | None = None
+        self.decode_limit_prefetch: Callable[[Path], None] | None = None  # called as a local reply starts
         self._reply_spec: EngineSpec | None = None
         self.approver: ChatApprover | None = None  # asks the user about a tool call; None: calls are denied
         # "required": the first request of a reply must call a tool (later ones may answer); "auto": the model chooses.
@@ -758,6 +759,8 @@ class ChatService:
             attempts += 1
             spec = lease.spec
             self._reply_spec = spec
+            if self.decode_limit_prefetch is not None and self.model is not None:
+                self.decode_limit_prefetch(self.model)  # read while the engine answers
             if attempts > 1:  # the last engine failed: start the reply afresh on this one
                 self.store.update_message(reply.id, content="", thinking="", status=STREAMING)
                 again = self.store.message(reply.id)

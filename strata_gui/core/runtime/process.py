@@ -361,24 +361,13 @@ class ManagedProcess:
             return
         if proc.poll() is None and self.outcome is None:
             self.phase = Phase.STOPPING
-        import psutil  # loaded when an engine is first stopped, not at start-up
-
-        procs = _tree(proc.pid)
-        for p in procs:
-            with contextlib.suppress(psutil.Error):
-                p.terminate()
         deadline = time.monotonic() + timeout
-        # Polling, not an executor wait: no thread may outlive the call. Often at first (llama-server
-        # exits within ~10 ms of SIGTERM; a flat 50 ms step made each stop cost 50 ms), then 50 ms.
-        delay = 0.002
-        while any(_alive(p) for p in procs) and time.monotonic() < deadline:
-            await asyncio.sleep(delay)
-            delay = min(0.05, delay * 2)
-        for p in procs:
-            if _alive(p):
-                log.warning("%s process %s did not stop in %.0f s; killing it", self.subject, p.pid, timeout)
-                with contextlib.suppress(psutil.Error):
-                    p.kill()
+        if proc.poll() is None and _no_children(proc.pid):
+            # A lone process (llama-server is one, with threads): no need for psutil (~10 ms to
+            # import, the last thing a one-shot `strata chat` did) to find and stop its tree.
+            await self._stop_alone(proc, deadline, timeout)
+        else:
+            await self._stop_tree(proc, deadline, timeout)
         delay = 0.002
         while proc.poll() is None:
             await asyncio.sleep(delay)
@@ -392,6 +381,37 @@ class ManagedProcess:
             # The reader posted the exit; let the loop deliver it before returning.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._exited.wait(), 1.0)
+
+    async def _stop_alone(self, proc: subprocess.Popen[str], deadline: float, timeout: float) -> None:
+        with contextlib.suppress(OSError):
+            proc.terminate()
+        # Polling, not an executor wait: no thread may outlive the call. Often at first (llama-server
+        # exits within ~10 ms of SIGTERM; a flat 50 ms step made each stop cost 50 ms), then 50 ms.
+        delay = 0.002
+        while proc.poll() is None and time.monotonic() < deadline:
+            await asyncio.sleep(delay)
+            delay = min(0.05, delay * 2)
+        if proc.poll() is None:
+            log.warning("%s process %s did not stop in %.0f s; killing it", self.subject, proc.pid, timeout)
+            with contextlib.suppress(OSError):
+                proc.kill()
+
+    async def _stop_tree(self, proc: subprocess.Popen[str], deadline: float, timeout: float) -> None:
+        import psutil  # loaded when a process tree is first stopped, not at start-up
+
+        procs = _tree(proc.pid)
+        for p in procs:
+            with contextlib.suppress(psutil.Error):
+                p.terminate()
+        delay = 0.002
+        while any(_alive(p) for p in procs) and time.monotonic() < deadline:
+            await asyncio.sleep(delay)
+            delay = min(0.05, delay * 2)
+        for p in procs:
+            if _alive(p):
+                log.warning("%s process %s did not stop in %.0f s; killing it", self.subject, p.pid, timeout)
+                with contextlib.suppress(psutil.Error):
+                    p.kill()
 
     def kill_now(self) -> None:
         """Blocking kill of the whole tree (app exit paths without a running loop)."""
@@ -416,6 +436,21 @@ def _post(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) 
         loop.call_soon_threadsafe(fn, *args)
     except RuntimeError:  # loop already closed (app shutting down)
         pass
+
+
+def _no_children(pid: int) -> bool:
+    """True when ``pid`` surely has no child process (Linux: every thread's ``children`` list in
+    /proc is empty); False when it has one or this cannot be told (then psutil walks the tree)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as fh:
+                if fh.read().strip():
+                    return False
+    except (OSError, ValueError):  # gone, or a kernel without CONFIG_PROC_CHILDREN
+        return False
+    return True
 
 
 def _tree(pid: int) -> list[psutil.Process]:

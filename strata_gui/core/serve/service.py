@@ -51,8 +51,11 @@ class ServeService:
 
     def __init__(self, settings_service: SettingsService, secrets: SecretStore, router: ModelRouter,
                  record: Recorder | None = None, *, limits: ServerLimits | None = None,
-                 autostart: Autostart | None = None) -> None:
+                 autostart: Autostart | None = None, prepare: Callable[[], None] | None = None) -> None:
         self.settings_service = settings_service
+        # Called once listening: loads what the first request to an engine would (the engines'
+        # HTTP client), while nothing is asked yet.
+        self._prepare = prepare
         self.autostart = autostart
         self._secrets = secrets
         self.router = router
@@ -141,6 +144,8 @@ class ServeService:
         await self.router.refresh()
         await server.start()
         self.server = server
+        if self._prepare is not None:
+            self._prepare()
         return server.url
 
     async def stop(self, grace_s: float | None = None) -> None:
