@@ -148,6 +148,7 @@ def app_child() -> int:
 
         async def reply() -> None:
             earlier.update(page.message_widgets)
+            page.new_conversation()  # "New chat", as the baseline sends the message alone (no history)
             sent.append(True)
             handle = page.send_text(APP_PROMPT)
             if handle is None:

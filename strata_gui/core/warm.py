@@ -147,8 +147,9 @@ class WarmEngine:
     """An engine launched early: its process, port and key, and exactly how it was launched."""
 
     def __init__(self, proc: subprocess.Popen[str], model: str, command: list[str], env: dict[str, str],
-                 cwd: str | None, port: int, key: str) -> None:
+                 cwd: str | None, port: int, key: str, base: Mapping[str, str] | None = None) -> None:
         self.proc = proc
+        self.base = dict(os.environ if base is None else base)  # Strata's own environment at the launch
         self.model = model
         self.command = command
         self.env = env
@@ -158,9 +159,19 @@ class WarmEngine:
         self.started = time.monotonic()
         self._timer: threading.Timer | None = None
 
-    def matches(self, model: Path, command: Sequence[str], env: Mapping[str, str], cwd: Path | None) -> bool:
-        """Whether the pool's own launch would be exactly this one."""
-        return (self.model == str(model) and list(command) == self.command and dict(env) == self.env
+    def matches(self, model: Path, command: Sequence[str], env: Mapping[str, str], cwd: Path | None,
+                base: Mapping[str, str] | None = None) -> bool:
+        """Whether the pool's own launch would be exactly this one.
+
+        Variables Strata's own process changed since the early launch (``base``: its environment
+        now; PySide6 sets ``PYSIDE6_OPTION_PYTHON_ENUM`` as it loads) are not the user's and say
+        nothing about the engine: they are left out of the comparison.
+        """
+        now = dict(os.environ if base is None else base)
+        drift = {k for k in self.base.keys() | now.keys() if self.base.get(k) != now.get(k)}
+        ours = {k: v for k, v in self.env.items() if k not in drift}
+        theirs = {k: v for k, v in env.items() if k not in drift}
+        return (self.model == str(model) and list(command) == self.command and ours == theirs
                 and (str(cwd) if cwd is not None else None) == self.cwd)
 
     def stop(self) -> None:
@@ -268,4 +279,4 @@ def prelaunch(record: Path, model: str | os.PathLike[str] | None, *,
     except (OSError, ValueError, KeyError, TypeError, subprocess.SubprocessError):
         log.debug("no early engine start", exc_info=True)
         return WarmSlot()
-    return WarmSlot(WarmEngine(proc, wanted, command, env, data["cwd"], port, key))
+    return WarmSlot(WarmEngine(proc, wanted, command, env, data["cwd"], port, key, base))

@@ -176,3 +176,21 @@ def test_the_app_loads_the_last_model_with_the_engine_launched_before_qt(test_mo
     assert "adopting CPU (your build: bin) engine started early" in run
     assert run.index("adopting") < run.index("engine: ready") < run.index("Strata is closing")
     assert "starting CPU" not in run  # no second launch of the same engine
+
+
+def test_variables_strata_itself_set_since_the_early_launch_do_not_count() -> None:
+    """PySide6 sets PYSIDE6_OPTION_PYTHON_ENUM as it loads, after the early launch: the app's own
+    launch then carries it, the early engine does not, and that is no reason to refuse it."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"], stdout=subprocess.PIPE, text=True)
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+    early = WarmEngine(proc, "/m.gguf", ["server", "-m", "/m.gguf"], {"PATH": "/bin", "LLAMA_ARG_X": "1"}, "/e",
+                       1, "k", base={"PATH": "/bin"})
+    now = {"PATH": "/bin", "PYSIDE6_OPTION_PYTHON_ENUM": "True"}
+    same = {"PATH": "/bin", "LLAMA_ARG_X": "1", "PYSIDE6_OPTION_PYTHON_ENUM": "True"}
+    assert early.matches(Path("/m.gguf"), ["server", "-m", "/m.gguf"], same, Path("/e"), now)
+    assert not early.matches(Path("/m.gguf"), ["server", "-m", "/m.gguf"], {**same, "LLAMA_ARG_X": "2"},
+                             Path("/e"), now)
+    assert not early.matches(Path("/m.gguf"), ["server", "-m", "/m.gguf", "--flag"], same, Path("/e"), now)
+    assert not early.matches(Path("/m.gguf"), ["server", "-m", "/m.gguf"], same, Path("/other"), now)

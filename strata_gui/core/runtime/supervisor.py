@@ -275,8 +275,14 @@ class ServerSupervisor(EngineProcess):
         own_key = self.api_key
         if self.kind.takes_key and not self.settings.api_key:
             self.api_key = warm.key
-        command = self.kind.command(self.engine, self.model, self._launch_settings, warm.port)
-        if warm.matches(self.model, command, self._launch_env(), self.engine.server_path.parent):
+        try:
+            command = self.kind.command(self.engine, self.model, self._launch_settings, warm.port)
+            same = warm.matches(self.model, command, self._launch_env(), self.engine.server_path.parent, self._environ)
+        except BaseException:
+            warm.stop()  # claimed: nobody else would stop it
+            self.api_key = own_key
+            raise
+        if same:
             return warm
         log.info("the engine started early for %s was launched differently than asked now: stopped it",
                  self.model.name)
