@@ -34,13 +34,22 @@ async def run_blocking(fn: Callable[..., T], *args: Any, name: str = "strata-wor
         if not fut.done():
             fut.set_exception(exc)
 
+    def hand_over(deliver: Callable[[Any], None], value: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(deliver, value)
+        except RuntimeError:
+            # The loop closed meanwhile (the app quit while a start-up check still ran): nobody
+            # waits for the answer. asyncio says "Event loop is closed", qasync "Signal source
+            # has been deleted"; left alone, each printed a traceback as the app exited.
+            pass
+
     def target() -> None:
         try:
             value = fn(*args)
         except BaseException as exc:  # handed to the awaiting coroutine
-            loop.call_soon_threadsafe(deliver_error, exc)
+            hand_over(deliver_error, exc)
         else:
-            loop.call_soon_threadsafe(deliver_result, value)
+            hand_over(deliver_result, value)
 
     thread = threading.Thread(target=target, name=name, daemon=True)
     thread.start()
