@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,6 +31,7 @@ from strata_gui.core.engines.service import EngineService, create_engine_service
 from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
+from strata_gui.core.models.facts import ModelFacts
 from strata_gui.core.models.load_options import LoadOptionsService
 from strata_gui.core.pool.memory import FitTarget, PoolMemory
 from strata_gui.core.pool.pool import EnginePool, EngineStateChanged, PoolEvent, memory_group
@@ -395,7 +397,16 @@ def image_benchmark_runner(images: Callable[[], ImageService]) -> ImageBenchmark
 
 
 def total_ram() -> int:
-    """The machine's RAM (psutil loads on the first fit judged, not at start-up)."""
+    """The machine's RAM, read on the first fit judged. Where the C library tells it (Linux,
+    macOS: the same figure as psutil's, ``MemTotal``) psutil is not loaded for it: ~8 ms before the
+    first token of a start."""
+    if hasattr(os, "sysconf"):
+        try:
+            pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError):
+            pages = size = -1
+        if pages > 0 and size > 0:
+            return int(pages * size)
     import psutil
 
     return int(psutil.virtual_memory().total)
@@ -437,7 +448,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     rpc = RpcPool(base.settings_service, resolver.installed_specs, environ=env, log_dir=paths.log_dir, job=job)
     fit_target = FitTarget(gpu, settings, resolver, rpc.extend_target, ram=total_ram)
     load_options = LoadOptionsService(paths.data_dir / "load_options.json", base.settings_service, fit_target,
-                                      total_ram)
+                                      total_ram, facts=ModelFacts(paths.model_facts_file))
 
     def launch(engine: EngineSpec, model: Path, launch: ServerSettings) -> ServerSupervisor:
         log_file = paths.log_dir / f"{engine.kind.binary}-{engine.id}.log"

@@ -84,6 +84,12 @@ class AppPaths:
         return self.data_dir / "warm-start.json"
 
     @property
+    def model_facts_file(self) -> Path:
+        """What each model file's header says (identity, shape, chat template), kept across runs
+        (core/models/facts.py): a cache, read again when gone."""
+        return self.cache_dir / "model-facts.json"
+
+    @property
     def downloads_dir(self) -> Path:
         """Partial downloads (resumable) live here until verified."""
         return self.cache_dir / "downloads"

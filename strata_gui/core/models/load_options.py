@@ -28,6 +28,7 @@ from strata_gui.core.models.chat_template import (
     template_capabilities,
 )
 from strata_gui.core.models.draft import check_draft
+from strata_gui.core.models.facts import ModelFacts, dataclass_from_json
 from strata_gui.core.models.fit import (
     KV_CACHE_TYPES,
     UBATCH,
@@ -186,11 +187,15 @@ class LoadOptionsService:
         memory_target: The memory the fit is judged against (the GPU, RPC workers included).
         ram_bytes: Total system RAM, or a function that reads it when a fit is first judged.
         identity: Model identity function (the same key for a renamed or moved file).
+        facts: Where the identity, shape and template of each model file are kept across runs
+            (None: read once per run).
     """
 
     def __init__(self, path: Path, settings: SettingsService, memory_target: Callable[[], MemoryTarget],
-                 ram_bytes: int | Callable[[], int], identity: Callable[[Path], str] = model_identity) -> None:
+                 ram_bytes: int | Callable[[], int], identity: Callable[[Path], str] = model_identity,
+                 facts: ModelFacts | None = None) -> None:
         self.path = path
+        self._facts = facts
         self._settings = settings
         self._memory_target = memory_target
         self._ram_source = ram_bytes
@@ -234,8 +239,13 @@ class LoadOptionsService:
         st = model.stat()
         k = (model.resolve(), st.st_size, st.st_mtime_ns)
         if k not in self._ids:
-            self._ids[k] = self._identity(model)
+            self._ids[k] = self._fact(model, "identity", self._identity, _read_identity)
         return self._ids[k]
+
+    def _fact(self, model: Path, kind: str, read: Callable[[Path], Any], decode: Callable[[Any], Any]) -> Any:
+        if self._facts is None:
+            return read(model)
+        return self._facts.get(model, kind, read, decode)
 
     # -- options ---------------------------------------------------------------------------------
     def subscribe(self, fn: OptionsListener) -> Callable[[], None]:
@@ -305,7 +315,7 @@ class LoadOptionsService:
         st = model.stat()
         k = (model.resolve(), st.st_size, st.st_mtime_ns)
         if k not in self._shapes:
-            self._shapes[k] = ModelShape.from_metadata(read_header(model), model_bytes(model))
+            self._shapes[k] = self._fact(model, "shape", read_shape, _read_shape)
         return self._shapes[k]
 
     async def shape(self, model: Path) -> ModelShape:
@@ -341,8 +351,7 @@ class LoadOptionsService:
         st = model.stat()
         k = (model.resolve(), st.st_size, st.st_mtime_ns)
         if k not in self._templates:
-            text = read_chat_template(model)
-            self._templates[k] = template_capabilities(text) if text else None
+            self._templates[k] = self._fact(model, "template", read_template, _read_template)
         return self._templates[k]
 
     async def template(self, model: Path) -> TemplateCapabilities | None:
@@ -368,6 +377,33 @@ class LoadOptionsService:
         target = MemoryTarget("CPU", 0) if cpu_only else self._memory_target()
         return estimate_fit(shape, target, self.ram_bytes, options.ctx_size or shape.trained_context,
                             options.layout(cpu_only))
+
+
+def read_shape(model: Path) -> ModelShape:
+    """The model's shape from its header (blocking)."""
+    return ModelShape.from_metadata(read_header(model), model_bytes(model))
+
+
+def read_template(model: Path) -> TemplateCapabilities | None:
+    """What the model's chat template supports, from its header (blocking); None without one."""
+    text = read_chat_template(model)
+    return template_capabilities(text) if text else None
+
+
+def _read_identity(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw:
+        raise ValueError("not a stored identity")
+    return raw
+
+
+_read_template = dataclass_from_json(TemplateCapabilities)
+
+
+def _read_shape(raw: Any) -> ModelShape:
+    shape = dataclass_from_json(ModelShape)(raw)
+    if shape is None:
+        raise ValueError("not a stored shape")
+    return shape
 
 
 def model_bytes(model: Path) -> int:
