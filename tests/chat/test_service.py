@@ -32,6 +32,41 @@ def _short(svc: ChatService, conv_id: int, max_tokens: int = 16) -> None:
                               system_prompt="You are terse.")
 
 
+def test_work_that_waits_for_first_tokens_runs_after_the_first_token_is_shown(test_engines: Engines,
+                                                                             test_model: Path) -> None:
+    """The app's start-up checks wait for :meth:`ChatService.first_tokens_in`: a message sent at
+    once gets its first token before them, also when its engine is still loading."""
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        await asyncio.wait_for(svc.first_tokens_in(), 1)  # nothing sent: at once
+        conv = svc.new_conversation()
+        _short(svc, conv.id)
+        sending = asyncio.create_task(svc.send(conv.id, "Tell me about the moon"))
+        await asyncio.sleep(0)
+        waited: list[int] = []  # how many events had been emitted when the wait ended
+
+        async def checks() -> None:
+            await svc.first_tokens_in()
+            waited.append(len(events))
+
+        waiting = asyncio.create_task(checks())
+        await until(lambda: any(isinstance(e, EngineStatus) for e in events))
+        assert not waiting.done()  # the engine is loading: no token yet
+        reply = await sending
+        await asyncio.wait_for(waiting, 5)
+        first = next(i for i, e in enumerate(events) if isinstance(e, MessageDelta))
+        assert waited[0] > first  # ended after the first token was out
+        assert reply.status == COMPLETE
+        # A reply stopped before its first token does not leave the wait stuck.
+        stopped = asyncio.create_task(svc.send(conv.id, "Again"))
+        await asyncio.sleep(0)
+        stopped.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await stopped
+        await asyncio.wait_for(svc.first_tokens_in(), 5)
+
+    run_with_service([cpu_spec(test_engines)], test_model, body)
+
+
 def test_send_streams_saves_and_reports_stats(test_engines: Engines, test_model: Path) -> None:
     async def body(svc: ChatService, events: list) -> int:  # type: ignore[type-arg]
         conv = svc.new_conversation()

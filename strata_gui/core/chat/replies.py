@@ -107,6 +107,7 @@ class _ReplyBuffer:
         now = svc._clock()
         if self._first is None:
             self._first = now
+            svc._first_token_in()
         self._last = self.last_seen = now
         if self._timer is None:
             wait = self._last_emit + self._interval - now

@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -130,11 +131,17 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# The mark of the reply a task is answering: [True] until its first token arrived (a tool round's
+# reply shares its question's mark). Set by _reply, read where the pieces arrive.
+_FIRST_TOKEN_PENDING: ContextVar[list[bool] | None] = ContextVar("strata_first_token_pending", default=None)
 # (engine that answered, model, decode tok/s, context depth) → the ceiling and share to keep.
 DecodeLimitSource = Callable[[EngineSpec | None, Path, float, int], Awaitable[dict[str, Any] | None]]
 WATCH_INTERVAL = 1.0  # s between looks at the engine's progress while nothing streams
 SILENCE_NOTICE_S = 15.0  # s of the engine generating with nothing arriving before the reply says so
 MAX_TOOL_ROUNDS = 8  # tool-call rounds per reply; the last one asks the model to answer in words
+# s after a reply's first token before work that waits for it runs (the app's start-up checks):
+# time for the token to be painted first.
+FIRST_TOKEN_SETTLE_S = 0.03
 ANNOUNCE_WAIT = 0.03  # s: new messages are announced at the latest this long after a send (a slow
 # connection to a remote engine must not keep the user's message off the screen)
 
@@ -210,7 +217,11 @@ class ChatService:
         self.tools = tools
         # Reply → its decode ceiling and share (engine, model, decode tok/s, depth); None: not shown.
         self.decode_limit: DecodeLimitSource | None = None
-        self.decode_limit_prefetch: Callable[[Path], None] | None = None  # called as a local reply starts
+        # Called with the model once a local reply's first token is in (read while the rest streams).
+        self.decode_limit_prefetch: Callable[[Path], None] | None = None
+        self._prefetch_model: Path | None = None
+        self._awaiting_first = 0  # replies sent whose first token has not arrived
+        self._first_tokens_in: asyncio.Event | None = None  # set while no reply awaits its first token
         self._reply_spec: EngineSpec | None = None
         self.approver: ChatApprover | None = None  # asks the user about a tool call; None: calls are denied
         # "required": the first request of a reply must call a tool (later ones may answer); "auto": the model chooses.
@@ -590,9 +601,16 @@ class ChatService:
         # that the engine can spend on the prompt meanwhile (time to first token).
         self._unannounced += [m for m in (user, reply) if m is not None]
         deadline = asyncio.get_running_loop().call_later(ANNOUNCE_WAIT, self._announce)
+        pending = [True]  # this reply waits for its first token (see first_tokens_in)
+        entered = _FIRST_TOKEN_PENDING.set(pending)
+        self._awaiting_first += 1
+        if self._first_tokens_in is not None:
+            self._first_tokens_in.clear()
         try:
             return await self._converse(conv, reply, options, on_progress)
         finally:
+            _FIRST_TOKEN_PENDING.reset(entered)
+            self._first_token_in(pending, prefetch=False)  # ended without a token (or had one)
             deadline.cancel()
             self._announce()
 
@@ -759,8 +777,7 @@ class ChatService:
             attempts += 1
             spec = lease.spec
             self._reply_spec = spec
-            if self.decode_limit_prefetch is not None and self.model is not None:
-                self.decode_limit_prefetch(self.model)  # read while the engine answers
+            self._prefetch_model = self.model  # read once the first token is in (see _first_token_in)
             if attempts > 1:  # the last engine failed: start the reply afresh on this one
                 self.store.update_message(reply.id, content="", thinking="", status=STREAMING)
                 again = self.store.message(reply.id)
@@ -878,6 +895,38 @@ class ChatService:
         settings = dict(msg.settings) if msg is not None else {}
         settings["structured"] = {"mode": output.mode, "ok": check.ok, "problems": list(check.problems)}
         return settings
+
+    def _first_token_in(self, pending: list[bool] | None = None, *, prefetch: bool = True) -> None:
+        """The first token of the reply being answered (``pending``: its mark, else the current
+        one) arrived (``prefetch``), or the reply ended; only the first call per reply counts."""
+        if pending is None:
+            pending = _FIRST_TOKEN_PENDING.get()
+        if pending is None or not pending[0]:
+            return
+        pending[0] = False
+        self._awaiting_first = max(0, self._awaiting_first - 1)
+        model, self._prefetch_model = self._prefetch_model, None
+        loop = asyncio.get_running_loop()
+        if prefetch and model is not None and self.decode_limit_prefetch is not None:
+            loop.call_soon(self.decode_limit_prefetch, model)
+        if self._awaiting_first == 0 and self._first_tokens_in is not None:
+            loop.call_later(FIRST_TOKEN_SETTLE_S, self._settle_first_tokens)
+
+    def _settle_first_tokens(self) -> None:
+        if self._awaiting_first == 0 and self._first_tokens_in is not None:
+            self._first_tokens_in.set()
+
+    async def first_tokens_in(self) -> None:
+        """Return once no reply waits for its first token (and that token had time to be painted).
+
+        Background work that can wait (the app's start-up checks) waits for this: on 2 cores it
+        held the first token of a message sent at once back by ~50 ms.
+        """
+        if self._first_tokens_in is None:
+            self._first_tokens_in = asyncio.Event()
+            if self._awaiting_first == 0:
+                self._first_tokens_in.set()
+        await self._first_tokens_in.wait()
 
     def _watch(self, buffer: _ReplyBuffer, client: ReplyClient) -> asyncio.Task[None] | None:
         """Start looking at the engine's progress while nothing streams (None: it cannot say)."""
