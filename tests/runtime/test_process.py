@@ -19,7 +19,14 @@ from strata_gui.core.errors import ServerError
 from strata_gui.core.rpc.workers import rpc_server_executable
 from strata_gui.core.runtime.kinds import llama_command as build_command
 from strata_gui.core.runtime.launch import ServerSettings, free_loopback_port
-from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, describe_outcome
+from strata_gui.core.runtime.outcome import (
+    Outcome,
+    OutcomeKind,
+    Phase,
+    ProcessEnded,
+    describe_outcome,
+    listening_port,
+)
 from strata_gui.core.runtime.process import ManagedProcess, http_ready
 from strata_gui.core.runtime.rpc_server import RpcServerProcess
 from tests.rpc.conftest import rpc_env
@@ -46,6 +53,45 @@ def run_with_http(scenario: Callable[[httpx.AsyncClient], Awaitable[None]]) -> N
             await scenario(http)
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(("line", "port"), [
+    ("main: server is listening on http://127.0.0.1:8080 - starting the main loop", 8080),  # older llama-server
+    ("0.00.105.861 I srv  llama_server: listening on http://127.0.0.1:51521", 51521),  # the test engine's build
+    ("[INFO ] main.cpp:912  - listening on: 127.0.0.1:41235", 41235),  # sd-server
+    ("0.00.008.380 I srv    load_model: loading model '/tmp/listening on:9.gguf'", None),
+])
+def test_the_listening_line_of_each_engine_build_is_recognised(line: str, port: int | None) -> None:
+    assert listening_port(line) == port
+
+
+def test_the_listening_line_makes_it_ready_without_waiting_for_the_next_poll(
+        test_engines: Engines, test_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama-server's "listening on" line runs the readiness probe at once: with a poll every
+    30 s, the engine is ready as soon as it serves, after a probe or two."""
+    monkeypatch.setattr("strata_gui.core.runtime.process.QUICK_POLL_S", 0.0)  # no quick first polls
+
+    async def scenario(http: httpx.AsyncClient) -> None:
+        port = free_loopback_port()
+        probe = http_ready(http, f"http://127.0.0.1:{port}/health")
+        probes: list[bool] = []
+
+        async def counted() -> bool:
+            probes.append(await probe())
+            return probes[-1]
+
+        cmd = build_command(cpu_spec(test_engines), test_model, ServerSettings(ctx_size=512), port)
+        proc = ManagedProcess(cmd, subject="CPU engine", cwd=test_engines.cpu_dir, ready_timeout=60,
+                              ready=counted, poll_interval=30.0,
+                              ready_hint=lambda line: listening_port(line) is not None)
+        try:
+            await asyncio.wait_for(proc.start(), 20)
+            assert probes[-1] is True and len(probes) <= 3
+            assert (await http.get(f"http://127.0.0.1:{port}/health")).status_code == 200
+        finally:
+            await proc.stop()
+
+    run_with_http(scenario)
 
 
 def test_a_bad_model_ends_before_ready(test_engines: Engines, broken_models: dict[str, Path]) -> None:

@@ -50,7 +50,9 @@ _WINDOWS_CODES = {
     -1073741571: "stack overflow",
 }
 
-_LISTEN_RE = re.compile(r"server is listening on https?://[^\s:]+:(\d+)")
+# "main: server is listening on http://127.0.0.1:8080" (older llama-server), "llama_server: listening
+# on http://127.0.0.1:8080" (newer), "listening on: 127.0.0.1:8080" (sd-server).
+_LISTEN_RE = re.compile(r"\blistening on:? (?:https?://)?[^\s:/]+:(\d+)")
 _OFFLOAD_RE = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 _MISSING_LIB_RE = re.compile(
     r"error while loading shared libraries: ([^:]+)|cannot open shared object file|Library not loaded"

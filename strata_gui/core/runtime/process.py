@@ -121,6 +121,7 @@ class ManagedProcess:
         on_line: Callable[[str], None] | None = None,
         on_end: Callable[[Outcome], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        ready_hint: Callable[[str], bool] | None = None,
     ) -> None:
         self.command = list(command)
         self.subject = subject
@@ -136,6 +137,10 @@ class ManagedProcess:
         self._on_line = on_line
         self._on_end = on_end
         self._clock = clock
+        # A log line that says the process may serve now ("listening on …"): the readiness probe
+        # runs at once instead of at its next poll (up to 10 ms before a first request).
+        self._ready_hint = ready_hint
+        self._wake: asyncio.Event | None = None  # set by that line or by the exit
         self._proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
         self._exited: asyncio.Event | None = None
@@ -198,6 +203,7 @@ class ManagedProcess:
             raise RuntimeError("a ManagedProcess runs once; make a new one")
         loop = asyncio.get_running_loop()
         self._exited = asyncio.Event()
+        self._wake = asyncio.Event()
         if adopt is not None:
             log.info("adopting %s started early (pid %s): %s", self.subject, adopt.pid,
                      subprocess.list2cmdline(self.command))
@@ -259,8 +265,8 @@ class ManagedProcess:
         Raises:
             ProcessEnded: It exited, or did not become ready within ``ready_timeout``.
         """
-        exited = self._exited
-        if exited is None or self._proc is None:
+        exited, wake = self._exited, self._wake
+        if exited is None or wake is None or self._proc is None:
             raise RuntimeError("wait_ready() before spawn()")
         try:
             if self._ready is not None:
@@ -282,8 +288,9 @@ class ManagedProcess:
                     # polling costs about a millisecond of CPU), then at the usual pace.
                     early = self._clock() - started < QUICK_POLL_S
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(exited.wait(), min(self._poll_interval, 0.01) if early
+                        await asyncio.wait_for(wake.wait(), min(self._poll_interval, 0.01) if early
                                                else self._poll_interval)
+                    wake.clear()
         except BaseException:  # cancelled, or a probe failed unexpectedly: never leave it running
             await self.stop()
             raise
@@ -306,7 +313,7 @@ class ManagedProcess:
                     with contextlib.suppress(OSError, ValueError):
                         log_file.write(line + "\n")
                         log_file.flush()
-                if self._on_line is not None:
+                if self._on_line is not None or self._ready_hint is not None:
                     _post(loop, self._deliver_line, line)
         except (OSError, ValueError):
             pass
@@ -320,6 +327,8 @@ class ManagedProcess:
         _post(loop, self._deliver_exit, code)
 
     def _deliver_line(self, line: str) -> None:
+        if self._ready_hint is not None and self._wake is not None and self._ready_hint(line):
+            self._wake.set()
         if self._on_line is not None:
             emit([self._on_line], line)
 
@@ -340,6 +349,8 @@ class ManagedProcess:
         self.outcome = outcome
         if self._exited is not None:
             self._exited.set()
+        if self._wake is not None:
+            self._wake.set()
         log.info("%s ended: %s (%s, exit code %s)", self.subject, outcome.kind.value, outcome.phase.value,
                  outcome.exit_code)
         if self._on_end is not None:

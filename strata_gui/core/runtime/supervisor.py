@@ -241,7 +241,7 @@ class ServerSupervisor(EngineProcess):
             ready=http_ready(self._http, lambda: self.base_url + self.kind.ready_path),
             ready_timeout=self._ready_timeout, log_lines=self._log_lines, log_file=self._log_file, job=self._job,
             on_line=functools.partial(self._on_line, run), on_end=functools.partial(self._on_end, run),
-            clock=self._clock)
+            clock=self._clock, ready_hint=lambda line: listening_port(line) is not None)
         self._process = proc
         proc.spawn(warm.proc if warm is not None else None)
         self.early = warm is not None
