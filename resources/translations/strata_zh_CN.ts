@@ -604,6 +604,18 @@ Last reply: this computer ({1})</source>
         <translation>解码 tok/s</translation>
     </message>
     <message>
+        <source>Decode speed as a share of the memory limit</source>
+        <translation>解码速度占内存带宽上限的比例</translation>
+    </message>
+    <message>
+        <source>Share of the limit</source>
+        <translation>占上限比例</translation>
+    </message>
+    <message>
+        <source>% of limit</source>
+        <translation>占上限 %</translation>
+    </message>
+    <message>
         <source>No engine running.</source>
         <translation>没有正在运行的引擎。</translation>
     </message>
@@ -626,6 +638,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>n/a</source>
         <translation>无</translation>
+    </message>
+    <message>
+        <source>decode median %1 % of the memory limit</source>
+        <translation>解码中位数为内存上限的 %1 %</translation>
     </message>
     <message>
         <source>No engine running (or it has metrics off).</source>

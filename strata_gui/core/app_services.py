@@ -327,10 +327,13 @@ class AppServices:
         model = self.chat.model.name if self.chat.model else "unknown"
         if s.backend == "remote":
             model = s.engine or "remote"
+        limit = s.extra.get("limit")
+        share = limit.get("share") if isinstance(limit, dict) else None
         try:
             self.dashboard.record(model=model, engine=s.engine or "unknown", backend=s.backend or "",
                                   prompt_tokens=s.prompt_n, cached_tokens=s.cache_n, output_tokens=s.predicted_n,
-                                  prefill_tps=s.prefill_tps, decode_tps=s.decode_tps, ttft_s=s.ttft_s)
+                                  prefill_tps=s.prefill_tps, decode_tps=s.decode_tps, ttft_s=s.ttft_s,
+                                  limit_share=float(share) if isinstance(share, (int, float)) else None)
         except StrataError as exc:
             # A warning, not a traceback: the CLI logs to stderr, in the middle of the reply.
             log.warning("could not record request statistics: %s", exc.message)

@@ -164,6 +164,13 @@ class TimeSeriesChart(QChartView):
             self._t_min = max(self._t_min, self._t_max - self._window_s)
         self._update_x()
 
+    def include_time(self, t: float) -> None:
+        """Widen the time axis to ``t`` without a point (keeps it aligned with a chart above that
+        has a point there)."""
+        self._t_max = t if self._t_max is None else max(self._t_max, t)
+        self._t_min = t if self._t_min is None else min(self._t_min, t)
+        self._update_x()
+
     def extend(self, name: str, points: Sequence[tuple[float, float | None]]) -> None:
         """Append only the points newer than what the series already has."""
         last = self._last_t.get(name)

@@ -118,3 +118,29 @@ def test_results_saved_before_depths_existed_read_as_depth_zero(tmp_path: Path) 
         assert "Crossover at about" in rec.depth_note
     finally:
         store.close()
+
+
+def test_requests_saved_before_the_share_column_read_as_unknown(tmp_path: Path) -> None:
+    import sqlite3
+
+    from strata_gui.core.bench import store as store_module
+
+    db = tmp_path / "old.sqlite3"
+    # A database as the previous release left it: metrics schema 4, one request.
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+    for version in (1, 2, 3, 4):
+        con.executescript(store_module._MIGRATIONS[version])
+    con.execute("INSERT INTO schema_version VALUES ('metrics', 4)")
+    con.execute("INSERT INTO metrics_requests (at, model, engine, decode_tps) VALUES (1, 'm.gguf', 'cpu', 42.0)")
+    con.commit()
+    con.close()
+    store = MetricsStore(db)
+    try:
+        store.record_request(RequestRecord(at=2, model="m.gguf", engine="cpu", decode_tps=50.0, limit_share=0.7))
+        old, new = store.requests()
+        assert (old.decode_tps, old.limit_share) == (42.0, None)
+        assert (new.decode_tps, new.limit_share) == (50.0, 0.7)
+        assert store.aggregate([old, new]).share_median == 0.7
+    finally:
+        store.close()

@@ -86,6 +86,37 @@ def test_requests_appear_filtered_with_aggregates_and_export(qtbot: QtBot, env: 
     assert len(page2.throughput_chart.values("Prefill")) == 6
 
 
+def test_each_replys_share_of_the_memory_limit_is_charted_over_time(qtbot: QtBot, env: DashboardService,
+                                                                   tmp_path: Path) -> None:
+    target = tmp_path / "export.csv"
+    page = DashboardPage(env, AsyncBridge(), save_path=lambda _name: str(target))
+    qtbot.addWidget(page)
+    page.show()
+    page.reload_history()
+    env.record(model="a.gguf", engine="remote", backend="remote", decode_tps=40.0)  # no limit known
+    assert page.throughput_chart.isVisible() and not page.share_chart.isVisible()
+    assert "memory limit" not in page.aggregates.text()
+    for share in (0.62, 0.71, 0.8):
+        env.record(model="a.gguf", engine="cpu", backend="cpu", decode_tps=50.0, limit_share=share)
+    assert page.share_chart.isVisible()
+    assert page.share_chart.values("Share of the limit") == pytest.approx([62.0, 71.0, 80.0])
+    # Both charts span the same time, the request without a share included.
+    assert page.share_chart.x_axis.min() == page.throughput_chart.x_axis.min()
+    assert page.share_chart.x_axis.max() == page.throughput_chart.x_axis.max()
+    assert "decode median 71 % of the memory limit" in page.aggregates.text()
+    page.export_csv.click()
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert [r["limit_share"] for r in rows] == ["", "0.62", "0.71", "0.8"]
+    # Kept: after a restart the chart shows the same points.
+    again = DashboardPage(env, AsyncBridge())
+    qtbot.addWidget(again)
+    again.show()
+    again.reload_history()
+    assert again.share_chart.values("Share of the limit") == pytest.approx([62.0, 71.0, 80.0])
+    again.filters.engine.setCurrentIndex(again.filters.engine.findData("remote"))
+    assert not again.share_chart.isVisible()
+
+
 def test_requests_are_counted_per_model_and_api(qtbot: QtBot, env: DashboardService) -> None:
     page = DashboardPage(env, AsyncBridge())
     qtbot.addWidget(page)

@@ -41,7 +41,7 @@ async def trained_context(model: Path) -> int | None:
 
 
 REQUEST_COLUMNS = ("at", "model", "engine", "backend", "source", "prompt_tokens", "cached_tokens",
-                   "output_tokens", "prefill_tps", "decode_tps", "ttft_s")
+                   "output_tokens", "prefill_tps", "decode_tps", "ttft_s", "limit_share")
 
 
 @dataclass(frozen=True)
@@ -153,11 +153,12 @@ class DashboardService:
     def record(self, *, model: str, engine: str, backend: str, source: str = "chat",
                prompt_tokens: int | None = None, cached_tokens: int | None = None,
                output_tokens: int | None = None, prefill_tps: float | None = None,
-               decode_tps: float | None = None, ttft_s: float | None = None) -> RequestRecord:
+               decode_tps: float | None = None, ttft_s: float | None = None,
+               limit_share: float | None = None) -> RequestRecord:
         rec = self.store.record_request(RequestRecord(
             at=self._clock(), model=model, engine=engine, backend=backend, source=source,
             prompt_tokens=prompt_tokens, cached_tokens=cached_tokens, output_tokens=output_tokens,
-            prefill_tps=prefill_tps, decode_tps=decode_tps, ttft_s=ttft_s))
+            prefill_tps=prefill_tps, decode_tps=decode_tps, ttft_s=ttft_s, limit_share=limit_share))
         self.requests.emit(rec)
         return rec
 

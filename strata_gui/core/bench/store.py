@@ -22,7 +22,7 @@ from strata_gui.core.events import Listeners
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
 from strata_gui.core.storage import open_database, storage_error
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -103,6 +103,12 @@ _MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX IF NOT EXISTS image_runs_key ON image_runs(model, engine, at);
     """,
+    # Each reply's decode speed as a share of the hardware's memory-bandwidth limit (0.71: 71 %),
+    # for the dashboard's chart over time; NULL where no limit was known (earlier rows, remote
+    # engines, the local API).
+    5: """
+    ALTER TABLE metrics_requests ADD COLUMN limit_share REAL;
+    """,
 }
 
 
@@ -121,6 +127,7 @@ class RequestRecord:
     prefill_tps: float | None = None
     decode_tps: float | None = None
     ttft_s: float | None = None
+    limit_share: float | None = None  # decode ÷ the memory-bandwidth limit (None: not known)
     id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -138,6 +145,7 @@ class Aggregates:
     decode_p90: float | None
     ttft_median: float | None
     ttft_p90: float | None
+    share_median: float | None = None  # of the requests whose memory limit was known
 
 
 @dataclass
@@ -318,9 +326,9 @@ class MetricsStore:
         with self._tx() as db:
             cur = db.execute(
                 "INSERT INTO metrics_requests (at, model, engine, backend, source, prompt_tokens, cached_tokens,"
-                " output_tokens, prefill_tps, decode_tps, ttft_s) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " output_tokens, prefill_tps, decode_tps, ttft_s, limit_share) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (rec.at or self._clock(), rec.model, rec.engine, rec.backend, rec.source, rec.prompt_tokens,
-                 rec.cached_tokens, rec.output_tokens, rec.prefill_tps, rec.decode_tps, rec.ttft_s),
+                 rec.cached_tokens, rec.output_tokens, rec.prefill_tps, rec.decode_tps, rec.ttft_s, rec.limit_share),
             )
         fields = asdict(rec)
         fields.update(id=cur.lastrowid, at=rec.at or self._clock())
@@ -339,7 +347,7 @@ class MetricsStore:
             where.append("at >= ?")
             args.append(since)
         sql = ("SELECT id, at, model, engine, backend, source, prompt_tokens, cached_tokens, output_tokens,"
-               " prefill_tps, decode_tps, ttft_s FROM metrics_requests")
+               " prefill_tps, decode_tps, ttft_s, limit_share FROM metrics_requests")
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY at DESC, id DESC LIMIT ?"
@@ -347,7 +355,7 @@ class MetricsStore:
             rows = self._db.execute(sql, (*args, limit)).fetchall()
         out = [RequestRecord(id=r[0], at=r[1], model=r[2], engine=r[3], backend=r[4], source=r[5],
                              prompt_tokens=r[6], cached_tokens=r[7], output_tokens=r[8], prefill_tps=r[9],
-                             decode_tps=r[10], ttft_s=r[11]) for r in rows]
+                             decode_tps=r[10], ttft_s=r[11], limit_share=r[12]) for r in rows]
         out.reverse()
         return out
 
@@ -362,8 +370,9 @@ class MetricsStore:
         pre = [r.prefill_tps for r in records if r.prefill_tps]
         dec = [r.decode_tps for r in records if r.decode_tps]
         ttft = [r.ttft_s for r in records if r.ttft_s is not None]
+        shares = [r.limit_share for r in records if r.limit_share is not None]
         return Aggregates(len(records), median(pre), percentile(pre, 90), median(dec), percentile(dec, 90),
-                          median(ttft), percentile(ttft, 90))
+                          median(ttft), percentile(ttft, 90), median(shares))
 
     # -- benchmarks ---------------------------------------------------------------------------------
     def save_bench(self, res: BenchResult) -> BenchResult:

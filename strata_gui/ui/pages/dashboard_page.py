@@ -191,6 +191,13 @@ class DashboardPage(Page):
             self.tr("Tokens per second per request"),
             [(self.tr("Prefill"), "left"), (self.tr("Decode"), "right")],
             left_label=self.tr("prefill tok/s"), right_label=self.tr("decode tok/s"), markers=True)
+        # Each reply's decode speed as a share of the memory-bandwidth limit of the device it ran on
+        # (what the reply's statistics say, "71 % of this GPU's memory limit"), over time: shown
+        # once a request in view has one (remote engines and the local API have none).
+        self.share_chart = TimeSeriesChart(
+            self.tr("Decode speed as a share of the memory limit"), [(self.tr("Share of the limit"), "left")],
+            left_label=self.tr("% of limit"), markers=True)
+        self.share_chart.setVisible(False)
         self.aggregates = QLabel()
         self.aggregates.setObjectName("muted")
         self.aggregates.setWordWrap(True)
@@ -227,6 +234,7 @@ class DashboardPage(Page):
         # so the filters stay at the top instead of floating under an empty band.
         layout.addWidget(self.empty_label, 1)
         layout.addWidget(self.throughput_chart, 1)
+        layout.addWidget(self.share_chart, 1)
         layout.addLayout(buttons)
         return w
 
@@ -236,6 +244,7 @@ class DashboardPage(Page):
         self._records = self.service.store.requests(model=self.filters.value(self.filters.model),
                                                     engine=self.filters.value(self.filters.engine))
         self.throughput_chart.clear()
+        self.share_chart.clear()
         for r in self._records:
             self._plot(r)
         self._update_aggregates()
@@ -247,6 +256,10 @@ class DashboardPage(Page):
     def _plot(self, r: RequestRecord) -> None:
         self.throughput_chart.append(self.tr("Prefill"), r.at, r.prefill_tps)
         self.throughput_chart.append(self.tr("Decode"), r.at, r.decode_tps)
+        if r.limit_share is not None:
+            self.share_chart.append(self.tr("Share of the limit"), r.at, r.limit_share * 100)
+        else:  # the same time axis as the chart above
+            self.share_chart.include_time(r.at)
 
     def _on_request(self, r: RequestRecord) -> None:
         if self.filters.model.findData(r.model) < 0 or self.filters.engine.findData(r.engine) < 0:
@@ -260,6 +273,7 @@ class DashboardPage(Page):
         agg = self.service.store.aggregate(self._records)
         self.empty_label.setVisible(agg.count == 0)
         self.throughput_chart.setVisible(agg.count > 0)
+        self.share_chart.setVisible(agg.share_median is not None)
         self.aggregates.setVisible(agg.count > 0)
         self._show_sources()
 
@@ -271,7 +285,9 @@ class DashboardPage(Page):
             "median %6, p90 %7", "", agg.count)
             .replace("%2", f(agg.prefill_median, "tok/s")).replace("%3", f(agg.prefill_p90, "tok/s"))
             .replace("%4", f(agg.decode_median, "tok/s", digits=1)).replace("%5", f(agg.decode_p90, "tok/s", digits=1))
-            .replace("%6", f(agg.ttft_median, "ms", 1000)).replace("%7", f(agg.ttft_p90, "ms", 1000)))
+            .replace("%6", f(agg.ttft_median, "ms", 1000)).replace("%7", f(agg.ttft_p90, "ms", 1000))
+            + ("" if agg.share_median is None else " · " + self.tr("decode median %1 % of the memory limit")
+               .replace("%1", f"{agg.share_median * 100:.0f}")))
 
     def _show_sources(self) -> None:
         """Requests per model and per source (the chat, each API of the local API), shown once
