@@ -528,6 +528,114 @@ Last reply: this computer ({1})</source>
         <source>measured fastest for this model on this machine</source>
         <translation>实测此模型在本机上最快</translation>
     </message>
+    <message>
+        <source>{name} stopped.</source>
+        <translation>{name} 已停止。</translation>
+    </message>
+    <message>
+        <source>{name} could not be started: {reason}.</source>
+        <translation>{name} 无法启动：{reason}。</translation>
+    </message>
+    <message>
+        <source>{name} is not installed ({path} is missing).</source>
+        <translation>{name} 未安装（缺少 {path}）。</translation>
+    </message>
+    <message>
+        <source>The model file {path} cannot be used: {reason}</source>
+        <translation>模型文件 {path} 无法使用：{reason}</translation>
+    </message>
+    <message>
+        <source>The model file {path} does not exist.</source>
+        <translation>模型文件 {path} 不存在。</translation>
+    </message>
+    <message>
+        <source>{name} could not load the model file: it is damaged or not a supported GGUF model.</source>
+        <translation>{name} 无法加载模型文件：文件已损坏，或不是受支持的 GGUF 模型。</translation>
+    </message>
+    <message>
+        <source>{name} could not start: a library it needs was not found ({library} is missing).</source>
+        <translation>{name} 无法启动：找不到所需的库（缺少 {library}）。</translation>
+    </message>
+    <message>
+        <source>{name} could not start: a library it needs was not found.</source>
+        <translation>{name} 无法启动：找不到所需的库。</translation>
+    </message>
+    <message>
+        <source>{name} could not listen: the network port is already in use by another program.</source>
+        <translation>{name} 无法监听：该网络端口已被其他程序占用。</translation>
+    </message>
+    <message>
+        <source>{name} did not become ready within {seconds} s.</source>
+        <translation>{name} 在 {seconds} 秒内未就绪。</translation>
+    </message>
+    <message>
+        <source>{name} ran out of memory while loading the model.</source>
+        <translation>{name} 在加载模型时内存不足。</translation>
+    </message>
+    <message>
+        <source>{name} ran out of memory while {activity}.</source>
+        <translation>{name} 在{activity}时内存不足。</translation>
+    </message>
+    <message>
+        <source>no exit code</source>
+        <translation>无退出码</translation>
+    </message>
+    <message>
+        <source>{name} crashed while loading ({code}).</source>
+        <translation>{name} 在加载时崩溃（{code}）。</translation>
+    </message>
+    <message>
+        <source>{name} crashed while {activity} ({code}).</source>
+        <translation>{name} 在{activity}时崩溃（{code}）。</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <source>answering</source>
+        <translation>回答</translation>
+    </message>
+    <message>
+        <source>making the image</source>
+        <translation>生成图像</translation>
+    </message>
+    <message>
+        <source>Check the model file, or download it again.</source>
+        <translation>请检查模型文件，或重新下载。</translation>
+    </message>
+    <message>
+        <source>Try a smaller context size, fewer GPU layers or a smaller quantization.</source>
+        <translation>请尝试更小的上下文长度、更少的 GPU 层数或更小的量化版本。</translation>
+    </message>
+    <message>
+        <source>Reinstall this engine, or choose another one.</source>
+        <translation>请重新安装此引擎，或选择其他引擎。</translation>
+    </message>
+    <message>
+        <source>Close the program using that port, or let Strata pick a free port.</source>
+        <translation>请关闭占用该端口的程序，或让 Strata 选择一个空闲端口。</translation>
+    </message>
+    <message>
+        <source>The model may be too large for this machine; try a smaller one or another engine.</source>
+        <translation>模型可能对这台机器来说太大；请尝试更小的模型或其他引擎。</translation>
+    </message>
+    <message>
+        <source>Try another engine (Vulkan or CPU); the log has details.</source>
+        <translation>请尝试其他引擎（Vulkan 或 CPU）；日志中有详细信息。</translation>
+    </message>
+    <message>
+        <source>Loading model…</source>
+        <translation>正在加载模型…</translation>
+    </message>
+    <message>
+        <source>Offloaded {done}/{total} layers to the GPU</source>
+        <translation>已将 {done}/{total} 层卸载到 GPU</translation>
+    </message>
+    <message>
+        <source>Model loaded, warming up…</source>
+        <translation>模型已加载，正在预热…</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.errors import StrataError
+from strata_gui.ui.i18n import core_text
 
 # The error tree's titles (core/errors.py), listed so lupdate collects them for ErrorDialog.
 _TITLES = (
@@ -66,10 +67,10 @@ class ErrorDialog(QDialog):
         self._open_path = open_path
         self.setWindowTitle(self.tr(error.title))
         self.setMinimumWidth(520)
-        self.message = QLabel(error.message)
+        self.message = QLabel(core_text(error.message))
         self.message.setWordWrap(True)
         self.message.setObjectName("sectionTitle")
-        self.hint = QLabel(error.hint or "")
+        self.hint = QLabel(core_text(error.hint or ""))
         self.hint.setWordWrap(True)
         self.hint.setVisible(bool(error.hint))
         self.details = QPlainTextEdit(error.details or "")

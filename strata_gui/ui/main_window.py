@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from strata_gui import APP_NAME
 from strata_gui.core.errors import StrataError
+from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import NoticeBanner, guard_wheel
 
@@ -264,7 +265,9 @@ class MainWindow(QMainWindow):
         """The single place errors from background work are shown (banner + details dialog)."""
         self.errors_shown.append(error)
         self._last_error = error
-        text = error.message if not error.hint else f"{error.message} — {error.hint}"
+        # The core's sentences in the user's language where the catalogue has them (ui/i18n.core_text).
+        message, hint = core_text(error.message), core_text(error.hint or "")
+        text = message if not hint else f"{message} — {hint}"
         self.banner.show_message(text, "error", has_details=True)
 
     def _show_last_error_dialog(self) -> None:

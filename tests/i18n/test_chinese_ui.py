@@ -144,3 +144,42 @@ def test_a_replys_statistics_from_the_core_read_in_chinese(qtbot: QtBot, chinese
     assert "tokens" not in footer and "prefill" not in footer  # nothing left in English but units and names
     # the CLI's English is unchanged
     assert stats.summary().startswith("TTFT 42 ms · thought 40 tokens in 1.5 s · prefill 3,000 tok/s")
+
+
+@pytest.mark.engine
+def test_an_engine_that_cannot_load_the_model_is_explained_in_chinese(
+        qtbot: QtBot, chinese: str, composed, test_engines, broken_models, tmp_path,
+        qasync_loop: asyncio.AbstractEventLoop) -> None:
+    """The real engine refuses a damaged model: the banner and the error dialog say so in Chinese
+    (the core's sentence and hint, translated at the edge); the CLI's English is unchanged."""
+    import httpx
+
+    from strata_gui.core.runtime.kinds import llama_command
+    from strata_gui.core.runtime.launch import ServerSettings, free_loopback_port
+    from strata_gui.core.runtime.outcome import ProcessEnded
+    from strata_gui.core.runtime.process import ManagedProcess, http_ready
+    from tests.runtime.conftest import cpu_spec
+
+    async def fail() -> ProcessEnded:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            port = free_loopback_port()
+            proc = ManagedProcess(llama_command(cpu_spec(test_engines), broken_models["bad_magic"],
+                                                ServerSettings(ctx_size=512), port),
+                                  subject="CPU engine", cwd=test_engines.cpu_dir, ready_timeout=60,
+                                  ready=http_ready(http, f"http://127.0.0.1:{port}/health"))
+            with pytest.raises(ProcessEnded) as info:
+                await proc.start()
+            return info.value
+
+    error = qasync_loop.run_until_complete(fail())
+    assert error.message == ("CPU engine could not load the model file: it is damaged or not a supported GGUF "
+                             "model.")
+    assert error.hint == "Check the model file, or download it again."
+    _, window = composed()
+    window.show_error(error)
+    assert window.banner.text.text() == ("CPU engine 无法加载模型文件：文件已损坏，或不是受支持的 GGUF 模型。"
+                                    " — 请检查模型文件，或重新下载。")
+    dialog = ErrorDialog(error, log_file=tmp_path / "strata.log", open_path=lambda _p: None)
+    qtbot.addWidget(dialog)
+    assert dialog.message.text().startswith("CPU engine 无法加载模型文件")
+    assert dialog.hint.text() == "请检查模型文件，或重新下载。"

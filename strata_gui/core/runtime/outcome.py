@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from strata_gui.core.errors import ServerError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 
 class OutcomeKind(enum.Enum):
@@ -115,50 +116,74 @@ class Outcome:
 
 
 def describe_outcome(outcome: Outcome, *, activity: str = "running") -> str:
-    """The one sentence a user reads about how a process ended.
+    """The one sentence a user reads about how a process ended (a :class:`Text`: the GUI shows it
+    in the user's language, the CLI in English).
 
     Args:
         outcome: The ending.
         activity: What the process was doing once ready, for endings in :attr:`Phase.RUNNING`
-            ("running"; the chat says "answering" when a reply was streaming).
+            ("running"; the chat says "answering" when a reply was streaming). One of
+            :data:`ACTIVITIES` is translated too.
     """
     name = outcome.subject
     kind = outcome.kind
     if kind is OutcomeKind.STOPPED:
-        return f"{name} stopped."
+        return T(QT_TRANSLATE_NOOP("Core", "{name} stopped."), name=name)
     if kind is OutcomeKind.NOT_FOUND:
         if outcome.reason:
-            return f"{name} could not be started: {outcome.reason}."
-        return f"{name} is not installed ({outcome.path} is missing)."
+            return T(QT_TRANSLATE_NOOP("Core", "{name} could not be started: {reason}."), name=name,
+                     reason=outcome.reason)
+        return T(QT_TRANSLATE_NOOP("Core", "{name} is not installed ({path} is missing)."), name=name,
+                 path=outcome.path)
     if kind is OutcomeKind.BAD_MODEL:
         if outcome.exit_code is None and outcome.path:
             if outcome.reason:
-                return f"The model file {outcome.path} cannot be used: {outcome.reason}"
-            return f"The model file {outcome.path} does not exist."
-        return f"{name} could not load the model file: it is damaged or not a supported GGUF model."
+                return T(QT_TRANSLATE_NOOP("Core", "The model file {path} cannot be used: {reason}"),
+                         path=outcome.path, reason=outcome.reason)
+            return T(QT_TRANSLATE_NOOP("Core", "The model file {path} does not exist."), path=outcome.path)
+        return T(QT_TRANSLATE_NOOP("Core", "{name} could not load the model file: it is damaged or not a "
+                                           "supported GGUF model."), name=name)
     if kind is OutcomeKind.MISSING_LIBRARY:
-        what = f" ({outcome.reason} is missing)" if outcome.reason else ""
-        return f"{name} could not start: a library it needs was not found{what}."
+        if outcome.reason:
+            return T(QT_TRANSLATE_NOOP("Core", "{name} could not start: a library it needs was not found "
+                                               "({library} is missing)."), name=name, library=outcome.reason)
+        return T(QT_TRANSLATE_NOOP("Core", "{name} could not start: a library it needs was not found."),
+                 name=name)
     if kind is OutcomeKind.PORT_TAKEN:
-        return f"{name} could not listen: the network port is already in use by another program."
+        return T(QT_TRANSLATE_NOOP("Core", "{name} could not listen: the network port is already in use by "
+                                           "another program."), name=name)
     if kind is OutcomeKind.TIMEOUT:
-        return f"{name} did not become ready within {outcome.waited or 0:.0f} s."
-    when = "while loading" if outcome.phase.before_ready else f"while {activity}"
+        return T(QT_TRANSLATE_NOOP("Core", "{name} did not become ready within {seconds} s."), name=name,
+                 seconds=f"{outcome.waited or 0:.0f}")
+    loading = outcome.phase.before_ready
     if kind is OutcomeKind.OUT_OF_MEMORY:
-        what = "the model" if outcome.phase.before_ready else ""
-        return f"{name} ran out of memory {when}{' ' + what if what else ''}."
-    code = describe_exit_code(outcome.exit_code) if outcome.exit_code is not None else "no exit code"
-    return f"{name} crashed {when} ({code})."
+        if loading:
+            return T(QT_TRANSLATE_NOOP("Core", "{name} ran out of memory while loading the model."), name=name)
+        return T(QT_TRANSLATE_NOOP("Core", "{name} ran out of memory while {activity}."), name=name,
+                 activity=activity)
+    code = describe_exit_code(outcome.exit_code) if outcome.exit_code is not None else T(
+        QT_TRANSLATE_NOOP("Core", "no exit code"))
+    if loading:
+        return T(QT_TRANSLATE_NOOP("Core", "{name} crashed while loading ({code})."), name=name, code=code)
+    return T(QT_TRANSLATE_NOOP("Core", "{name} crashed while {activity} ({code})."), name=name,
+             activity=activity, code=code)
 
+
+# What a process was doing when it ended (describe_outcome's ``activity``), for the catalogue.
+ACTIVITIES = (QT_TRANSLATE_NOOP("Core", "running"), QT_TRANSLATE_NOOP("Core", "answering"),
+              QT_TRANSLATE_NOOP("Core", "making the image"))
 
 _HINTS = {
-    OutcomeKind.BAD_MODEL: "Check the model file, or download it again.",
-    OutcomeKind.OUT_OF_MEMORY: "Try a smaller context size, fewer GPU layers or a smaller quantization.",
-    OutcomeKind.MISSING_LIBRARY: "Reinstall this engine, or choose another one.",
-    OutcomeKind.PORT_TAKEN: "Close the program using that port, or let Strata pick a free port.",
-    OutcomeKind.NOT_FOUND: "Reinstall this engine, or choose another one.",
-    OutcomeKind.TIMEOUT: "The model may be too large for this machine; try a smaller one or another engine.",
-    OutcomeKind.CRASHED: "Try another engine (Vulkan or CPU); the log has details.",
+    OutcomeKind.BAD_MODEL: QT_TRANSLATE_NOOP("Core", "Check the model file, or download it again."),
+    OutcomeKind.OUT_OF_MEMORY: QT_TRANSLATE_NOOP(
+        "Core", "Try a smaller context size, fewer GPU layers or a smaller quantization."),
+    OutcomeKind.MISSING_LIBRARY: QT_TRANSLATE_NOOP("Core", "Reinstall this engine, or choose another one."),
+    OutcomeKind.PORT_TAKEN: QT_TRANSLATE_NOOP("Core", "Close the program using that port, or let Strata pick a "
+                                                      "free port."),
+    OutcomeKind.NOT_FOUND: QT_TRANSLATE_NOOP("Core", "Reinstall this engine, or choose another one."),
+    OutcomeKind.TIMEOUT: QT_TRANSLATE_NOOP("Core", "The model may be too large for this machine; try a smaller "
+                                                   "one or another engine."),
+    OutcomeKind.CRASHED: QT_TRANSLATE_NOOP("Core", "Try another engine (Vulkan or CPU); the log has details."),
 }
 
 
@@ -200,12 +225,13 @@ def listening_port(line: str) -> int | None:
 def load_detail(line: str) -> str | None:
     """A short progress text for a log line worth showing while the model loads."""
     if "loading model" in line:
-        return "Loading model…"
+        return T(QT_TRANSLATE_NOOP("Core", "Loading model…"))
     m = _OFFLOAD_RE.search(line)
     if m:
-        return f"Offloaded {m.group(1)}/{m.group(2)} layers to the GPU"
+        return T(QT_TRANSLATE_NOOP("Core", "Offloaded {done}/{total} layers to the GPU"), done=m.group(1),
+                 total=m.group(2))
     if "model loaded" in line:
-        return "Model loaded, warming up…"
+        return T(QT_TRANSLATE_NOOP("Core", "Model loaded, warming up…"))
     if "found" in line and "ROCm devices" in line:
         return line.strip()
     return None

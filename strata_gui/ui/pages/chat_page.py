@@ -969,7 +969,7 @@ class ChatPage(Page):
         elif state is ServerState.STARTING:
             text = self.tr("Starting the {0} engine…").format(label)
         elif state is ServerState.LOADING:
-            text = self.tr("Loading the model on {0}… {1}").format(label, detail)
+            text = self.tr("Loading the model on {0}… {1}").format(label, core_text(detail))
         elif state is ServerState.READY and self._service.on_fallback_engine and self._service.preferred_engine:
             # Another engine than the one announced: the notice above says why.
             text = self.tr("● {0} engine ready, instead of {1} (see the notice above)").format(
@@ -982,7 +982,7 @@ class ChatPage(Page):
                     and resolution.chosen is not None and resolution.chosen.id == engine.id:
                 text += " · " + self.tr("runs on the CPU")
         elif state in (ServerState.CRASHED, ServerState.FAILED):
-            text = self.tr("{0} engine failed: {1}").format(label, detail)
+            text = self.tr("{0} engine failed: {1}").format(label, core_text(detail))
         else:
             text = self._announce_engine()
         self.engine_state.setText(text)
