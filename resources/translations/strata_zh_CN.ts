@@ -636,6 +636,10 @@ Last reply: this computer ({1})</source>
         <source>Model loaded, warming up…</source>
         <translation>模型已加载，正在预热…</translation>
     </message>
+    <message>
+        <source>{reason} Continuing on {engine}.</source>
+        <translation>{reason}改用 {engine} 继续。</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>

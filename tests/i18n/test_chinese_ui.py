@@ -183,3 +183,25 @@ def test_an_engine_that_cannot_load_the_model_is_explained_in_chinese(
     qtbot.addWidget(dialog)
     assert dialog.message.text().startswith("CPU engine 无法加载模型文件")
     assert dialog.hint.text() == "请检查模型文件，或重新下载。"
+
+
+def test_a_fallback_notice_reads_in_chinese(chinese: str) -> None:
+    """The chat's notice when an engine fails and the next one takes over: the core's sentence
+    (kept whole in English for the CLI), translated with its parts."""
+    from pathlib import Path
+
+    from strata_gui.core.pool.pool import FailedOver
+    from strata_gui.core.runtime.engine import EngineSpec
+    from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, describe_outcome
+    from strata_gui.ui.i18n import core_text
+
+    rocm = EngineSpec("rocm-b1136", "ROCm", "rocm", Path("/engines/rocm/llama-server"))
+    cpu = EngineSpec("cpu-b7601", "CPU", "cpu", Path("/engines/cpu/llama-server"))
+    crashed = Outcome(OutcomeKind.CRASHED, Phase.RUNNING, -11, subject="ROCm engine")
+    event = FailedOver("chat", Path("m.gguf"), rocm, cpu, describe_outcome(crashed, activity="answering"))
+    assert event.text == ("ROCm engine crashed while answering (exit code -11, killed by SIGSEGV). "
+                          "Continuing on CPU.")
+    assert core_text(event.text) == "ROCm engine 在回答时崩溃（exit code -11, killed by SIGSEGV）。改用 CPU 继续。"
+    missing = Outcome(OutcomeKind.MISSING_LIBRARY, Phase.STARTING, 127, subject="ROCm engine",
+                      reason="libamdhip64.so.7")
+    assert core_text(describe_outcome(missing)) == "ROCm engine 无法启动：找不到所需的库（缺少 libamdhip64.so.7）。"

@@ -42,6 +42,7 @@ from strata_gui.core.runtime.kinds import EngineKind
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.supervisor import EngineProcess, ServerSupervisor
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +235,8 @@ class FailedOver:
         """The sentence a user reads: what happened, and where the work continues."""
         if self.next is self.failed or self.next.id == self.failed.id:
             return self.reason
-        return f"{self.reason} Continuing on {self.next.label}."
+        return T(QT_TRANSLATE_NOOP("Core", "{reason} Continuing on {engine}."), reason=self.reason,
+                 engine=self.next.label)
 
 
 PoolEvent = EngineStateChanged | EngineUnloaded | Waiting | FailedOver

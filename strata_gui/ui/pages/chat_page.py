@@ -763,7 +763,7 @@ class ChatPage(Page):
         elif isinstance(event, Notice):
             self._switch_offer = None
             self._notice_details = event.details
-            self.notice.show_message(event.text, "warning", has_details=bool(event.details))
+            self.notice.show_message(core_text(event.text), "warning", has_details=bool(event.details))
 
     def _schedule_render(self) -> None:
         if self._render_timer.isActive():
