@@ -640,6 +640,98 @@ Last reply: this computer ({1})</source>
         <source>{reason} Continuing on {engine}.</source>
         <translation>{reason}改用 {engine} 继续。</translation>
     </message>
+    <message>
+        <source>This repository is gated or private: accept its terms on the hub, then enter an access token.</source>
+        <translation>此仓库受限或为私有：请先在 Hugging Face 上接受其条款，然后输入访问令牌。</translation>
+    </message>
+    <message>
+        <source>Check your network or proxy, set a mirror as hub endpoint in Settings, or turn on offline mode.</source>
+        <translation>请检查网络或代理，在设置中将镜像设为 hub 端点，或开启离线模式。</translation>
+    </message>
+    <message>
+        <source>The hub needs an access token for {what}.</source>
+        <translation>Hugging Face 需要访问令牌才能获取 {what}。</translation>
+    </message>
+    <message>
+        <source>The hub refused access to {what}.</source>
+        <translation>Hugging Face 拒绝访问 {what}。</translation>
+    </message>
+    <message>
+        <source>Your token does not grant access: accept the model&apos;s terms on its page or use a token with read access.</source>
+        <translation>你的令牌没有访问权限：请在模型页面接受其条款，或使用具有读取权限的令牌。</translation>
+    </message>
+    <message>
+        <source>{what} was not found on the hub ({endpoint}).</source>
+        <translation>在 Hugging Face（{endpoint}）上找不到 {what}。</translation>
+    </message>
+    <message>
+        <source>{what} was not found on the hub.</source>
+        <translation>在 Hugging Face 上找不到 {what}。</translation>
+    </message>
+    <message>
+        <source>Check the repository and file name (they are case-sensitive).</source>
+        <translation>请检查仓库名和文件名（区分大小写）。</translation>
+    </message>
+    <message>
+        <source>The hub could not serve the requested part of {what}.</source>
+        <translation>Hugging Face 无法提供 {what} 的所请求部分。</translation>
+    </message>
+    <message>
+        <source>Delete the partial download and start it again.</source>
+        <translation>请删除未完成的下载，然后重新开始。</translation>
+    </message>
+    <message>
+        <source>The hub is rate-limiting requests. Retry after {seconds} s.</source>
+        <translation>Hugging Face 限制了请求频率。请在 {seconds} 秒后重试。</translation>
+    </message>
+    <message>
+        <source>The hub is rate-limiting requests.</source>
+        <translation>Hugging Face 限制了请求频率。</translation>
+    </message>
+    <message>
+        <source>Wait a minute and try again; signing in with a token raises the limit.</source>
+        <translation>请等一分钟再试；使用访问令牌登录可提高限额。</translation>
+    </message>
+    <message>
+        <source>The hub had a server error ({status}) for {what}.</source>
+        <translation>Hugging Face 在处理 {what} 时出现服务器错误（{status}）。</translation>
+    </message>
+    <message>
+        <source>The hub or your mirror is having trouble; try again later or switch the hub endpoint in Settings.</source>
+        <translation>Hugging Face 或你的镜像出现问题；请稍后再试，或在设置中切换 hub 端点。</translation>
+    </message>
+    <message>
+        <source>The hub answered {status} for {what}.</source>
+        <translation>Hugging Face 对 {what} 返回了 {status}。</translation>
+    </message>
+    <message>
+        <source>Try again later.</source>
+        <translation>请稍后再试。</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} did not answer in time.</source>
+        <translation>{endpoint} 上的 Hugging Face 未能及时响应。</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} sent Strata round in a loop of redirects.</source>
+        <translation>{endpoint} 上的 Hugging Face 让 Strata 陷入了重定向循环。</translation>
+    </message>
+    <message>
+        <source>The hub or your mirror is misconfigured; try again later or check the hub endpoint in Settings.</source>
+        <translation>Hugging Face 或你的镜像配置有误；请稍后再试，或在设置中检查 hub 端点。</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} sent an answer Strata could not decode.</source>
+        <translation>{endpoint} 上的 Hugging Face 返回了 Strata 无法解码的响应。</translation>
+    </message>
+    <message>
+        <source>A proxy may be altering the download; try again later or check the hub endpoint in Settings.</source>
+        <translation>可能有代理在篡改下载内容；请稍后再试，或在设置中检查 hub 端点。</translation>
+    </message>
+    <message>
+        <source>Could not reach the hub at {endpoint}.</source>
+        <translation>无法连接到 {endpoint} 上的 Hugging Face。</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
 
 from strata_gui.core.resources import resources_dir
+
+if TYPE_CHECKING:
+    from strata_gui.core.errors import StrataError
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +134,13 @@ def translators_of(app: QCoreApplication) -> Translators:
     translators = Translators()
     app._strata_translators = translators  # type: ignore[attr-defined]
     return translators
+
+
+def error_text(error: StrataError) -> str:
+    """An error's message and hint on separate lines, in the installed language (what
+    :meth:`StrataError.user_text` gives in English)."""
+    message, hint = core_text(error.message), core_text(error.hint or "")
+    return f"{message}\n{hint}" if hint else message
 
 
 def core_text(text: str) -> str:

@@ -205,3 +205,22 @@ def test_a_fallback_notice_reads_in_chinese(chinese: str) -> None:
     missing = Outcome(OutcomeKind.MISSING_LIBRARY, Phase.STARTING, 127, subject="ROCm engine",
                       reason="libamdhip64.so.7")
     assert core_text(describe_outcome(missing)) == "ROCm engine 无法启动：找不到所需的库（缺少 libamdhip64.so.7）。"
+
+
+def test_hub_failures_read_in_chinese(chinese: str) -> None:
+    """What the Models page shows when the hub refuses or cannot be reached, in Chinese; the CLI's
+    English is the same sentence as before."""
+    import httpx
+
+    from strata_gui.core.models.hub_errors import error_for_status, error_for_transport
+    from strata_gui.ui.i18n import error_text
+
+    limited = error_for_status(429, "bartowski/Qwen3-8B-GGUF", retry_after="30")
+    assert limited.user_text() == ("The hub is rate-limiting requests. Retry after 30 s.\n"
+                                   "Wait a minute and try again; signing in with a token raises the limit.")
+    assert error_text(limited) == "Hugging Face 限制了请求频率。请在 30 秒后重试。\n请等一分钟再试；使用访问令牌登录可提高限额。"
+    gated = error_for_status(401, "meta-llama/Llama-3.1-8B")
+    assert error_text(gated).startswith("Hugging Face 需要访问令牌才能获取 meta-llama/Llama-3.1-8B。")
+    offline = error_for_transport(httpx.ConnectError("refused"), "https://huggingface.co")
+    assert error_text(offline) == ("无法连接到 https://huggingface.co 上的 Hugging Face。\n"
+                                   "请检查网络或代理，在设置中将镜像设为 hub 端点，或开启离线模式。")

@@ -58,6 +58,7 @@ from strata_gui.core.models import (
 from strata_gui.core.progress import format_bytes
 from strata_gui.core.runtime import EMBEDDING, IMAGE, TEXT, EngineKind, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.i18n import core_text, error_text
 from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
@@ -339,7 +340,7 @@ class ModelsPage(Page):
     def _on_search_failed(self, generation: int, err: StrataError) -> None:
         if generation != self._search_generation:
             return
-        self.results_status.setText(err.user_text())
+        self.results_status.setText(error_text(err))
 
     def hit_ids(self) -> list[str]:
         return [str(self.results.item(i).data(Qt.ItemDataRole.UserRole)) for i in range(self.results.count())]
@@ -376,7 +377,7 @@ class ModelsPage(Page):
 
     def _on_detail_failed(self, generation: int, err: StrataError) -> None:
         if generation == self._detail_generation:
-            self.detail_meta.setText(err.user_text())
+            self.detail_meta.setText(error_text(err))
 
     def _on_detail(self, generation: int, detail: ModelDetail, report: FitReport | ImageReport) -> None:
         if generation != self._detail_generation:
@@ -598,7 +599,7 @@ class ModelsPage(Page):
             self._remove_row(event.job_id)
             return
         row = self._add_row(event.job)
-        row.set_state(event.state, event.error.message if event.error else event.job.error)
+        row.set_state(event.state, core_text(event.error.message) if event.error else event.job.error)
         self._update_downloads_empty()
         if event.state is DownloadState.FAILED and event.error is not None:
             if event.needs_token:
@@ -751,7 +752,7 @@ class ModelsPage(Page):
         self.library_status.setText(self.tr("Scanning…"))
         handle = self.bridge.run(lambda _p: self.service.scan_library(), name="Scan models")
         handle.succeeded.connect(self._show_library)
-        handle.failed.connect(lambda err: self.library_status.setText(err.user_text()))
+        handle.failed.connect(lambda err: self.library_status.setText(error_text(err)))
         self.library_handle = handle
 
     def _show_library(self, entries: list[LibraryEntry]) -> None:

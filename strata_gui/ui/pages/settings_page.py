@@ -28,6 +28,7 @@ from strata_gui.core.errors import StrataError
 from strata_gui.core.models import environment_endpoint
 from strata_gui.core.services import Services
 from strata_gui.core.settings import Settings, SettingsChange
+from strata_gui.ui.i18n import error_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
 
@@ -341,7 +342,7 @@ class SettingsPage(Page):
         try:
             changed = self.services.settings_service.update(**{k: getattr(new, k) for k in PAGE_KEYS})
         except StrataError as exc:
-            self.status.setText(exc.user_text())
+            self.status.setText(error_text(exc))
             return False
         if changed & RESTART_KEYS:
             self.status.setText(self.tr("Saved. Network and folder changes apply after restarting Strata."))
@@ -358,7 +359,7 @@ class SettingsPage(Page):
         try:
             self._start_at_login[1](on)
         except StrataError as exc:
-            self.status.setText(exc.user_text())
+            self.status.setText(error_text(exc))
         else:
             self.status.setText(self.tr("The model server starts when you sign in.") if on
                                 else self.tr("The model server no longer starts when you sign in."))
