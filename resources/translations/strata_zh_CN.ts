@@ -732,6 +732,70 @@ Last reply: this computer ({1})</source>
         <source>Could not reach the hub at {endpoint}.</source>
         <translation>无法连接到 {endpoint} 上的 Hugging Face。</translation>
     </message>
+    <message>
+        <source>Check the hub endpoint in Settings.</source>
+        <translation>请在设置中检查 hub 端点。</translation>
+    </message>
+    <message>
+        <source>Resume the download; it continues where it stopped.</source>
+        <translation>请继续下载；它会从中断处接着下载。</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} did not describe {path} (ETag, commit or size missing).</source>
+        <translation>{endpoint} 上的 Hugging Face 没有描述 {path}（缺少 ETag、提交或大小）。</translation>
+    </message>
+    <message>
+        <source>The endpoint may not be a hub mirror; check the hub endpoint in Settings.</source>
+        <translation>该端点可能不是 Hugging Face 镜像；请在设置中检查 hub 端点。</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} sent a size that is not a number for {path}.</source>
+        <translation>{endpoint} 上的 Hugging Face 为 {path} 返回的大小不是数字。</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} did not describe {path}.</source>
+        <translation>{endpoint} 上的 Hugging Face 没有描述 {path}。</translation>
+    </message>
+    <message>
+        <source>Not enough disk space: the download needs {needed}, {free} are free.</source>
+        <translation>磁盘空间不足：下载需要 {needed}，可用 {free}。</translation>
+    </message>
+    <message>
+        <source>Free some space (delete models in the Library tab) or move the hub cache in Settings.</source>
+        <translation>请释放一些空间（在“模型库”标签页删除模型），或在设置中移动 hub 缓存。</translation>
+    </message>
+    <message>
+        <source>Cannot write to the hub cache {folder}: {reason}</source>
+        <translation>无法写入 hub 缓存 {folder}：{reason}</translation>
+    </message>
+    <message>
+        <source>Choose a writable hub cache folder in Settings.</source>
+        <translation>请在设置中选择一个可写的 hub 缓存文件夹。</translation>
+    </message>
+    <message>
+        <source>The download of {file} stopped at {got} of {size}: the connection dropped.</source>
+        <translation>{file} 的下载在 {got}/{size} 处中断：连接已断开。</translation>
+    </message>
+    <message>
+        <source>Writing {file} failed: {reason}</source>
+        <translation>写入 {file} 失败：{reason}</translation>
+    </message>
+    <message>
+        <source>Check free space and permissions of the hub cache.</source>
+        <translation>请检查 hub 缓存的可用空间和权限。</translation>
+    </message>
+    <message>
+        <source>The download of {file} stopped at {got} of {size}.</source>
+        <translation>{file} 的下载在 {got}/{size} 处中断。</translation>
+    </message>
+    <message>
+        <source>{file} is corrupted: its SHA-256 does not match the hub&apos;s.</source>
+        <translation>{file} 已损坏：其 SHA-256 与 Hugging Face 上的不一致。</translation>
+    </message>
+    <message>
+        <source>The damaged file was deleted; download it again.</source>
+        <translation>损坏的文件已删除；请重新下载。</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>

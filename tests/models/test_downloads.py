@@ -188,3 +188,27 @@ def test_server_errors_during_download(hub: Any, make_service: Any) -> None:
                 await svc.download(job, lambda p: None)
 
     asyncio.run(go())
+
+
+def test_a_download_that_cannot_fit_is_explained_in_chinese(hub: Any, make_service: Any, qapp: Any) -> None:
+    """The same refusal, shown by the GUI in Chinese (its message and hint are core texts), with
+    the sizes filled in; the CLI keeps the English sentence."""
+    from strata_gui.ui.i18n import error_text, install_language
+
+    async def go() -> InsufficientSpaceError:
+        async with make_service(hub, disk_free=lambda p: 50_000_000) as svc:
+            job = await _job(svc)
+            with pytest.raises(InsufficientSpaceError) as info:
+                await svc.download(job, lambda p: None)
+            return info.value
+
+    error = asyncio.run(go())
+    assert error.message.startswith("Not enough disk space: the download needs ")
+    assert install_language(qapp, "zh_CN") == "zh_CN"
+    try:
+        text = error_text(error)
+    finally:
+        install_language(qapp, "en")
+    needed = error.message.split("needs ")[1].split(",")[0]
+    assert text == (f"磁盘空间不足：下载需要 {needed}，可用 47.7 MiB。\n"
+                    "请释放一些空间（在“模型库”标签页删除模型），或在设置中移动 hub 缓存。")

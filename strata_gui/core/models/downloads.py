@@ -49,6 +49,7 @@ from strata_gui.core.models.hub_files import (
     safe_repo_path,
 )
 from strata_gui.core.progress import ProgressCallback, RateMeter, format_bytes
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.transfer import (
     DEFAULT_PACE,
     PROGRESS_INTERVAL,
@@ -63,6 +64,8 @@ log = logging.getLogger(__name__)
 
 CHUNK = 1024 * 1024
 SPACE_MARGIN = 200 * 1024 * 1024
+_CHECK_ENDPOINT = QT_TRANSLATE_NOOP("Core", "Check the hub endpoint in Settings.")
+_RESUME_HINT = QT_TRANSLATE_NOOP("Core", "Resume the download; it continues where it stopped.")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -339,16 +342,19 @@ class HubCacheDownloader:
             size_text = resp.headers.get("X-Linked-Size") or resp.headers.get("Content-Length")
         commit = resp.headers.get("X-Repo-Commit")
         if not etag or not commit or size_text is None:
-            raise HubError(f"The hub at {self.endpoint} did not describe {path} (ETag, commit or size missing).",
-                           hint="The endpoint may not be a hub mirror; check the hub endpoint in Settings.")
+            raise HubError(T(QT_TRANSLATE_NOOP("Core", "The hub at {endpoint} did not describe {path} (ETag, commit or "
+                                                       "size missing)."), endpoint=self.endpoint, path=path),
+                           hint=QT_TRANSLATE_NOOP("Core", "The endpoint may not be a hub mirror; check the hub endpoint "
+                                                          "in Settings."))
         return self._checked(etag, size_text, commit, location, path)
 
     def _checked(self, etag: str, size: str, commit: str, url: str, path: str) -> _Resolved:
         """The hub's description of a file, refused if its ETag or commit could not be a name
         inside the cache (they become ``blobs/<etag>`` and ``snapshots/<commit>``)."""
         if not size.strip().isdigit():
-            raise HubError(f"The hub at {self.endpoint} sent a size that is not a number for {path}.",
-                           hint="Check the hub endpoint in Settings.")
+            raise HubError(T(QT_TRANSLATE_NOOP("Core", "The hub at {endpoint} sent a size that is not a number for "
+                                                       "{path}."), endpoint=self.endpoint, path=path),
+                           hint=_CHECK_ENDPOINT)
         return _Resolved(safe_etag(etag, endpoint=self.endpoint), int(size),
                          safe_commit(commit, endpoint=self.endpoint), url)
 
@@ -363,7 +369,8 @@ class HubCacheDownloader:
         commit = resp.headers.get("X-Repo-Commit") or commit
         size = resp.headers.get("X-Linked-Size") or resp.headers.get("Content-Length")
         if not etag or not commit or size is None:
-            raise HubError(f"The hub at {self.endpoint} did not describe {path}.", hint="Check the hub endpoint in Settings.")
+            raise HubError(T(QT_TRANSLATE_NOOP("Core", "The hub at {endpoint} did not describe {path}."),
+                             endpoint=self.endpoint, path=path), hint=_CHECK_ENDPOINT)
         return self._checked(etag, size, commit, str(resp.url), path)
 
     def pointer_paths(self, job: DownloadJob, commit: str) -> list[Path]:
@@ -429,8 +436,10 @@ class HubCacheDownloader:
         free = self._disk_free(folder)
         if needed + SPACE_MARGIN > free:
             raise InsufficientSpaceError(
-                f"Not enough disk space: the download needs {format_bytes(needed)}, {format_bytes(free)} are free.",
-                hint="Free some space (delete models in the Library tab) or move the hub cache in Settings.",
+                T(QT_TRANSLATE_NOOP("Core", "Not enough disk space: the download needs {needed}, {free} are free."),
+                  needed=format_bytes(needed), free=format_bytes(free)),
+                hint=QT_TRANSLATE_NOOP("Core", "Free some space (delete models in the Library tab) or move the hub "
+                                               "cache in Settings."),
             )
 
     async def _fetch(self, plan: _Plan, meter: RateMeter) -> None:
@@ -439,8 +448,9 @@ class HubCacheDownloader:
         try:
             partial.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StorageError(f"Cannot write to the hub cache {self.cache_dir}: {exc.strerror or exc}",
-                               hint="Choose a writable hub cache folder in Settings.") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Cannot write to the hub cache {folder}: {reason}"),
+                                 folder=self.cache_dir, reason=exc.strerror or exc),
+                               hint=QT_TRANSLATE_NOOP("Core", "Choose a writable hub cache folder in Settings.")) from exc
         sha = hashlib.sha256()
         start = plan.have
         if start:
@@ -478,26 +488,31 @@ class HubCacheDownloader:
                 got = partial.stat().st_size if partial.exists() else 0
                 if got > plan.have:
                     raise HubError(
-                        f"The download of {plan.file.path} stopped at {format_bytes(got)} of {format_bytes(size)}: "
-                        "the connection dropped.",
-                        hint="Resume the download; it continues where it stopped.",
+                        T(QT_TRANSLATE_NOOP("Core", "The download of {file} stopped at {got} of {size}: the connection "
+                                                    "dropped."),
+                          file=plan.file.path, got=format_bytes(got), size=format_bytes(size)),
+                        hint=_RESUME_HINT,
                         details=f"{type(exc).__name__}: {exc}",
                     ) from exc
                 raise error_for_transport(exc, self.endpoint) from exc
             except OSError as exc:
-                raise StorageError(f"Writing {partial.name} failed: {exc.strerror or exc}",
-                                   hint="Check free space and permissions of the hub cache.") from exc
+                raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Writing {file} failed: {reason}"), file=partial.name,
+                                     reason=exc.strerror or exc),
+                                   hint=QT_TRANSLATE_NOOP("Core", "Check free space and permissions of the hub "
+                                                                  "cache.")) from exc
         got = partial.stat().st_size
         if got != size:
-            raise HubError(f"The download of {plan.file.path} stopped at {format_bytes(got)} of {format_bytes(size)}.",
-                           hint="Resume the download; it continues where it stopped.")
+            raise HubError(T(QT_TRANSLATE_NOOP("Core", "The download of {file} stopped at {got} of {size}."),
+                             file=plan.file.path, got=format_bytes(got), size=format_bytes(size)),
+                           hint=_RESUME_HINT)
         expected = plan.file.sha256 or (plan.resolved.etag if _SHA256.match(plan.resolved.etag) else None)
         actual = sha.hexdigest()
         if expected and actual != expected:
             partial.unlink(missing_ok=True)
             raise ChecksumMismatchError(
-                f"{plan.file.path} is corrupted: its SHA-256 does not match the hub's.",
-                hint="The damaged file was deleted; download it again.",
+                T(QT_TRANSLATE_NOOP("Core", "{file} is corrupted: its SHA-256 does not match the hub's."),
+                  file=plan.file.path),
+                hint=QT_TRANSLATE_NOOP("Core", "The damaged file was deleted; download it again."),
                 details=f"expected {expected}, got {actual}",
             )
         os.replace(partial, blob)
