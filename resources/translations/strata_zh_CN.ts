@@ -796,6 +796,18 @@ Last reply: this computer ({1})</source>
         <source>The damaged file was deleted; download it again.</source>
         <translation>损坏的文件已删除；请重新下载。</translation>
     </message>
+    <message>
+        <source>{engine} engine</source>
+        <translation>{engine} 引擎</translation>
+    </message>
+    <message>
+        <source>{engine} image engine</source>
+        <translation>{engine} 图像引擎</translation>
+    </message>
+    <message>
+        <source>{engine} embedding engine</source>
+        <translation>{engine} 嵌入引擎</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>

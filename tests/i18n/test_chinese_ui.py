@@ -205,6 +205,13 @@ def test_a_fallback_notice_reads_in_chinese(chinese: str) -> None:
     missing = Outcome(OutcomeKind.MISSING_LIBRARY, Phase.STARTING, 127, subject="ROCm engine",
                       reason="libamdhip64.so.7")
     assert core_text(describe_outcome(missing)) == "ROCm engine 无法启动：找不到所需的库（缺少 libamdhip64.so.7）。"
+    # The subject an engine kind gives its server is translated too.
+    from strata_gui.core.runtime.kinds import IMAGE, TEXT
+
+    oom = Outcome(OutcomeKind.OUT_OF_MEMORY, Phase.LOADING, -9, subject=TEXT.subject_for("Vulkan b7612"))
+    assert describe_outcome(oom) == "Vulkan b7612 engine ran out of memory while loading the model."
+    assert core_text(describe_outcome(oom)) == "Vulkan b7612 引擎 在加载模型时内存不足。"
+    assert core_text(IMAGE.subject_for("CPU")) == "CPU 图像引擎"
 
 
 def test_hub_failures_read_in_chinese(chinese: str) -> None:

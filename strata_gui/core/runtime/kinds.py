@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+
 if TYPE_CHECKING:
     from strata_gui.core.runtime.engine import EngineSpec
     from strata_gui.core.runtime.launch import ServerSettings
@@ -86,7 +88,7 @@ class EngineKind:
     command: CommandBuilder
     environment: EnvironmentBuilder = field(default=lambda _settings: {})
     apis: frozenset[str] = frozenset()
-    subject: str = "{engine} engine"
+    subject: str = QT_TRANSLATE_NOOP("Core", "{engine} engine")
     follows_choices: bool = False
     kv_cache: bool = False
     id_prefix: str = ""
@@ -101,8 +103,9 @@ class EngineKind:
         return folder / (self.binary + (".exe" if win else ""))
 
     def subject_for(self, engine_label: str) -> str:
-        """"ROCm b1136 engine", "Vulkan image engine": how outcomes name it."""
-        return self.subject.format(engine=engine_label)
+        """"ROCm b1136 engine", "Vulkan image engine": how outcomes name it (a core Text: the GUI
+        names it in the user's language)."""
+        return T(self.subject, engine=engine_label)
 
     def serves(self, api: str) -> bool:
         return api in self.apis
@@ -248,7 +251,7 @@ IMAGE = EngineKind(
     name="image", label="image", builds="image", binary="sd-server", project="stable-diffusion.cpp",
     # sd-server listens only once the model is loaded: its first answer means "ready".
     lists_devices=False, ready_path="/sdcpp/v1/capabilities", command=sd_command,
-    apis=frozenset({SDCPP, OPENAI_IMAGES}), subject="{engine} image engine", id_prefix="image-",
+    apis=frozenset({SDCPP, OPENAI_IMAGES}), subject=QT_TRANSLATE_NOOP("Core", "{engine} image engine"), id_prefix="image-",
     load_timeout=600.0,  # diffusion models with their text encoders load slowly on a CPU
     # GGUF or safetensors checkpoints: no file-format filter (the hub ANDs its filters).
     hub_search=(("pipeline_tag", "text-to-image"),),
@@ -257,7 +260,7 @@ EMBEDDING = EngineKind(
     name="embedding", label="embedding", builds="text", binary="llama-server", project="llama.cpp",
     lists_devices=True, ready_path="/health", command=embedding_command, environment=llama_env,
     scrub_env=without_agent_tools_env,
-    apis=frozenset({EMBEDDINGS}), subject="{engine} embedding engine", kv_cache=True, takes_key=True,
+    apis=frozenset({EMBEDDINGS}), subject=QT_TRANSLATE_NOOP("Core", "{engine} embedding engine"), kv_cache=True, takes_key=True,
     hub_search=(("filter", "gguf"), ("pipeline_tag", "feature-extraction")),
 )
 KINDS: tuple[EngineKind, ...] = (TEXT, IMAGE, EMBEDDING)
