@@ -433,6 +433,10 @@ Last reply: this computer ({1})</source>
         <translation>{duration} 后开始回答</translation>
     </message>
     <message>
+        <source>{cached} of {total} prompt tokens cached</source>
+        <translation>提示词 {total} 个词元中 {cached} 个来自缓存</translation>
+    </message>
+    <message>
         <source>prefill {rate} tok/s</source>
         <translation>预填充 {rate} tok/s</translation>
     </message>
@@ -3661,6 +3665,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Its engine starts while the window opens, so the first message does not wait for the model to load. It is unloaded when idle, as any model.</source>
         <translation>窗口打开的同时启动它的引擎，第一条消息不必等模型载入。闲置时会像其他模型一样卸载。</translation>
+    </message>
+    <message>
+        <source>Read the open conversation ahead while you type</source>
+        <translation>输入时预先读取当前对话</translation>
+    </message>
+    <message>
+        <source>While the model is loaded and idle, its engine reads the conversation you have open (system prompt, tools, history), so the reply to your next message starts sooner. It uses the GPU or processor meanwhile.</source>
+        <translation>模型已加载且空闲时，引擎会预先读取您打开的对话（系统提示词、工具、历史记录），这样下一条消息的回复会更快开始。读取期间会占用 GPU 或处理器。</translation>
     </message>
     <message>
         <source> min</source>

@@ -90,6 +90,9 @@ class Settings:
     # Load the model chosen last as Strata starts (the app, and `strata chat` of that model): its
     # engine is launched while the rest of Strata loads, so the first message does not wait for it.
     warm_start: bool = True
+    # While the chat's engine is idle, it reads the open conversation's next request ahead (system
+    # prompt, tools, history) as the user types: that reply's first token comes sooner.
+    read_ahead: bool = True
     context_size: int = 4096
     gpu_layers: str = "all"  # "all", "auto" or a number
     flash_attention: str = "auto"  # on | off | auto

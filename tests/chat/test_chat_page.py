@@ -362,3 +362,38 @@ def test_the_answer_after_a_thinking_is_shown_at_once(page_env) -> None:  # type
     assert widget.rendered_text == ""
     service._emit(MessageDelta(reply.id, "The answer", False, "", 55, ""))
     assert widget.rendered_text == "The answer"
+
+
+@pytest.mark.engine
+def test_opening_a_conversation_reads_it_ahead_and_the_reply_says_its_prompt_was_cached(  # type: ignore[no-untyped-def]
+        page_env, test_engines: Engines, qtbot) -> None:
+    """As after a restart: the engine is loaded, the user opens an old conversation the engine has
+    never seen and types; the reply's statistics say its history came from the engine's cache."""
+    page, service, loop, errors = page_env
+    service.set_plan([cpu_spec(test_engines)])
+    page.on_shown()
+    conv = service.new_conversation()
+    _short(service, conv.id, 4)
+    service.store.update_settings(conv.id, system_prompt="You answer questions about rivers. " * 10)
+    service.store.add_messages(conv.id, [("user", "Where do rivers start? " * 20),
+                                         ("assistant", "Most rivers start in hills, from springs and rain. " * 10)])
+    loop.run_until_complete(service.ensure_engine())  # loaded, nothing in view yet
+    assert service.last_read_ahead is None
+
+    async def click_it() -> None:  # as a click: while the event loop runs
+        page.open_conversation(conv.id)
+        await wait_until(lambda: service.last_read_ahead is not None)
+
+    loop.run_until_complete(click_it())
+    held = service.last_read_ahead
+    assert held is not None and held > 100
+    qtbot.keyClicks(page.input, "And where do they end?")
+    qtbot.keyClick(page.input, Qt.Key.Key_Return)
+    handle = page.reply_handle
+    assert handle is not None
+    loop.run_until_complete(handle.wait())
+    assert not errors
+    reply = list(page.message_widgets.values())[-1]
+    assert reply.message.status == COMPLETE
+    assert f"{reply.message.stats.cache_n:,} of " in reply.stats.text()
+    assert reply.message.stats.cache_n is not None and reply.message.stats.cache_n >= held - 2

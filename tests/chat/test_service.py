@@ -276,3 +276,66 @@ def test_broken_rocm_engines_fall_back_to_vulkan(test_engines: Engines, test_mod
         assert [m.role for m in svc.store.messages(conv.id)] == ["user", "assistant"]
 
     run_with_service(plan, test_model, body, context_size=512)
+
+
+def _history(svc: ChatService, conv_id: int, topic: str) -> None:
+    """A conversation the engine has never seen (as after a restart): a system prompt and turns."""
+    svc.store.update_settings(conv_id, sampling=SamplingParams(max_tokens=4, seed=3),
+                              system_prompt=f"You are a patient tutor of {topic}. " * 12)
+    svc.store.add_messages(conv_id, [("user", f"Explain {topic} to me, step by step, with examples. " * 6),
+                                     ("assistant", f"Here is {topic}: first the basics, then the details. " * 10)])
+
+
+def test_the_conversation_in_view_is_read_ahead_so_its_next_reply_starts_from_the_cache(
+        test_engines: Engines, test_model: Path) -> None:
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        seen, unseen = svc.new_conversation(), svc.new_conversation()
+        _history(svc, seen.id, "tides")
+        _history(svc, unseen.id, "volcanoes")
+        svc.viewing(seen.id)  # no engine yet: nothing is loaded for it
+        await asyncio.sleep(0.2)
+        assert svc.running_engine is None and svc.last_read_ahead is None
+        await svc.ensure_engine()  # the model loads: the conversation in view is read meanwhile
+        await svc.read_ahead_settled()
+        held = svc.last_read_ahead
+        assert held is not None and held > 150
+        reply = await svc.send(seen.id, "And the moon?")
+        assert reply.status == COMPLETE
+        # The whole history came from the cache; only the new message was read after sending.
+        assert reply.stats.cache_n is not None and reply.stats.cache_n >= held - 2
+        assert reply.stats.prompt_n is not None and reply.stats.prompt_n < 30
+        assert f"{reply.stats.cache_n} of " in reply.stats.summary()
+        # Off in Settings: nothing is read ahead, the next conversation's reply reads its whole prompt.
+        svc.settings_service.update(read_ahead=False)
+        svc.viewing(unseen.id)
+        await svc.read_ahead_settled()
+        assert svc.last_read_ahead == held
+        cold = await svc.send(unseen.id, "And the moon?")
+        assert cold.status == COMPLETE and (cold.stats.prompt_n or 0) > 150
+
+    run_with_service([cpu_spec(test_engines)], test_model, body)
+
+
+def test_a_message_sent_during_a_read_ahead_waits_for_its_own_and_stops_another(
+        test_engines: Engines, test_model: Path) -> None:
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        mine, other = svc.new_conversation(), svc.new_conversation()
+        _history(svc, mine.id, "glaciers")
+        _history(svc, other.id, "deserts")
+        await svc.ensure_engine()
+        # Sent at once after opening it: the reply waits for the read and continues from it.
+        svc.viewing(mine.id)
+        assert svc.reading_ahead
+        reply = await svc.send(mine.id, "And in summer?")
+        assert reply.status == COMPLETE
+        assert reply.stats.cache_n is not None and reply.stats.cache_n > 150 and (reply.stats.prompt_n or 0) < 30
+        # Another conversation opened, then a message sent in the first one: that read is stopped,
+        # the message is answered.
+        svc.viewing(other.id)
+        reading = svc._reading
+        assert reading is not None and not reading.done()
+        again = await svc.send(mine.id, "And in winter?")
+        assert again.status == COMPLETE and reading.cancelled()
+        assert not svc.reading_ahead
+
+    run_with_service([cpu_spec(test_engines)], test_model, body, context_size=4096)

@@ -10,7 +10,9 @@ sent again, and a :class:`Notice` tells the user what happened.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -223,6 +225,15 @@ class ChatService:
         self._awaiting_first = 0  # replies sent whose first token has not arrived
         self._first_tokens_in: asyncio.Event | None = None  # set while no reply awaits its first token
         self._reply_spec: EngineSpec | None = None
+        # Reading the next request ahead (see viewing): the conversation in view, the read in flight
+        # (and for which conversation), what the engine was last given (engine serial, request).
+        self._viewed: int | None = None
+        self._reading: asyncio.Task[None] | None = None
+        self._reading_for: int | None = None
+        self._read_key: tuple[int, str] | None = None
+        self._read_again = False
+        self._tools_listed = False  # a reply listed the tools this session (a read ahead may list them too)
+        self.last_read_ahead: int | None = None  # prompt tokens the last read left in the engine
         self.approver: ChatApprover | None = None  # asks the user about a tool call; None: calls are denied
         # "required": the first request of a reply must call a tool (later ones may answer); "auto": the model chooses.
         self.tool_choice = "auto"
@@ -513,7 +524,126 @@ class ChatService:
         async def client(lease: Lease) -> ChatClient:
             return ChatClient(self._http, lease.base_url, lease.api_key or None)
 
-        return await self._run(client, on_progress)
+        ready = await self._run(client, on_progress)
+        self._read_ahead_soon()  # the conversation in view: its next request starts from the cache
+        return ready
+
+    # -- reading the next request ahead -----------------------------------------------------------
+    def viewing(self, conversation_id: int | None) -> None:
+        """The conversation the user has in view (None: none), whose next message comes next.
+
+        While its engine is loaded and idle, the engine reads that conversation (system prompt,
+        tools, history, and the header of the next user message) ahead, as the user types: the next
+        reply's prompt processing then starts from the engine's cache, so its first token comes
+        sooner (after a restart, a long conversation is read while the message is written, not after
+        it is sent). Never loads an engine, never delays a reply (one sent meanwhile waits for the
+        read of its own conversation, whose work it needs, or cancels the read of another); off with
+        ``Settings.read_ahead``. Call it again when the conversation's system prompt or settings change.
+        """
+        self._viewed = conversation_id
+        self._read_ahead_soon()
+
+    def _read_ahead_soon(self) -> None:
+        conv_id = self._viewed
+        if self._reading is not None and not self._reading.done():
+            if self._reading_for == conv_id:
+                self._read_again = True  # it changed meanwhile (say its system prompt): once more after
+                return
+            self._reading.cancel()
+        self._reading = None
+        self._read_again = False
+        if conv_id is None or self.remote is not None or not self.settings.read_ahead:
+            return
+        engine = self.running_engine
+        if engine is None or not engine.ready or engine.busy or self._awaiting_first:
+            # Nothing to read into now (ensure_engine calls again once it is loaded). Checked before
+            # making a task: this runs from widgets too, also inside a task's processEvents.
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._reading_for = conv_id
+        self._reading = task = loop.create_task(self._read_ahead(conv_id), name="strata-chat-read-ahead")
+
+        def ended(_task: asyncio.Task[None]) -> None:
+            if self._reading is task and self._read_again and not task.cancelled():
+                self._reading = None
+                self._read_ahead_soon()
+
+        task.add_done_callback(ended)
+
+    async def _read_ahead(self, conversation_id: int) -> None:
+        try:
+            await self._read_ahead_now(conversation_id)
+        except Exception:  # an optimisation: its failure must not reach anyone (the reply reads its prompt)
+            log.warning("reading conversation %s ahead failed", conversation_id, exc_info=True)
+
+    async def _read_ahead_now(self, conversation_id: int) -> None:
+        # (A reply sent since the task was made waits for it: see _before_request.)
+        engine = self.running_engine
+        if engine is None or not engine.ready or engine.busy:
+            return
+        conv = self.store.conversation(conversation_id)
+        if conv is None:
+            return
+        try:
+            template = await self.template_info()
+            options = for_template(self.request_options(conv), template)
+            tools = self._chat_tools(template)
+            if tools is not None:
+                if not self._tools_listed:
+                    return  # listing them starts their servers: not before a reply has used them
+                catalog = await tools.host.list_tools()
+                if catalog.tools:
+                    options = dataclasses.replace(options, tools=catalog.openai_tools(), tool_choice=self.tool_choice)
+            history = self.conversations.history(conv, with_images=self.accepts_images,
+                                                 with_reasoning=template is not None and template.keeps_past_reasoning)
+        except (StrataError, OSError):
+            log.debug("nothing read ahead for conversation %s", conversation_id, exc_info=True)
+            return
+        if any(not isinstance(m.get("content"), str) for m in history):
+            return  # images go in a request's parts, not in a prompt read ahead
+        key = (engine.serial, json.dumps([history, options.to_request(), conv.sampling.to_json()],
+                                         sort_keys=True, default=str))
+        if key == self._read_key:
+            return
+        lease = self.pool.lease_if_ready(engine, self.USER)
+        if lease is None:
+            return
+        try:
+            client = ChatClient(self._http, lease.base_url, lease.api_key or None)
+            held = await client.read_ahead(history, sampling=conv.sampling, options=options)
+        finally:
+            lease.release()
+        if held is not None:
+            self._read_key = key
+            self.last_read_ahead = held
+            log.debug("read ahead conversation %s: the engine holds %s prompt tokens", conversation_id, held)
+
+    async def _before_request(self, conversation_id: int) -> None:
+        """A reply is about to be sent in ``conversation_id``: a read ahead of it is waited for (the
+        request continues from its cache), one of another conversation is stopped."""
+        reading, self._reading = self._reading, None
+        self._read_key = None  # the reply changes what the engine holds
+        if reading is None or reading.done():
+            return
+        if self._reading_for != conversation_id:
+            reading.cancel()
+        # wait(), not the task itself: how the read ended (cancelled, failed) is not this reply's;
+        # Stop while waiting still cancels the reply (wait() raises then, the read goes on).
+        await asyncio.wait([reading])
+
+    @property
+    def reading_ahead(self) -> bool:
+        """A read ahead is in flight."""
+        return self._reading is not None and not self._reading.done()
+
+    async def read_ahead_settled(self) -> None:
+        """Return once no read ahead is in flight (tests, benchmarks)."""
+        reading = self._reading
+        if reading is not None:
+            await asyncio.wait([reading])
 
     async def retry_preferred_engine(self, on_progress: ProgressCallback | None = None) -> None:
         """Unload the current engine and start again from the first one of the plan."""
@@ -535,6 +665,11 @@ class ChatService:
 
     async def aclose(self) -> None:
         """Let go of the pool's events and close the store (the pool stops the engines)."""
+        reading, self._reading = self._reading, None
+        if reading is not None and not reading.done():
+            reading.cancel()
+            with contextlib.suppress(BaseException):
+                await reading
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe = []
@@ -674,6 +809,8 @@ class ChatService:
         results and let the model go on, until it answers in words."""
         try:
             template = await self.template_info()
+            if self.remote is None:
+                await self._before_request(conv.id)
         except asyncio.CancelledError:
             self._finish(reply.id, "", STOPPED, ReplyStats(finish_reason="stopped"))
             raise
@@ -683,6 +820,7 @@ class ChatService:
         if tools is not None:
             try:
                 catalog = await self._tool_catalog(tools)
+                self._tools_listed = True
             except BaseException as exc:
                 stopped = isinstance(exc, asyncio.CancelledError)
                 self._finish(reply.id, "", STOPPED if stopped else FAILED,

@@ -424,6 +424,15 @@ class EnginePool:
                 raise
             entry.waiters -= 1
 
+    def lease_if_ready(self, engine: PooledEngine, user: str) -> Lease | None:
+        """A lease on ``engine`` when it is loaded and ready now, else None: never starts, loads or
+        waits (work done only while an engine happens to be up, such as reading a prompt ahead).
+        None too while another user holds the pool's turn, or once the pool closes."""
+        if (self._closed or not engine.ready or self._engines.get(engine.key) is not engine
+                or (self._turn is not None and self._turn[0] != user)):
+            return None
+        return self._lease(engine, user, None)
+
     @contextlib.asynccontextmanager
     async def turn(self, user: str, reason: str) -> AsyncIterator[None]:
         """Hold the whole pool for ``user`` (an engine update's trial): first wait until no engine

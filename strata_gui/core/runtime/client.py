@@ -59,6 +59,9 @@ a model that never stops (a looping reply, thinking that never ends) is cut here
 generating until the context is full. ``max_tokens=-1`` asks for no limit."""
 
 _OWN_FIELDS = ("model", "messages", "stream", "stream_options")
+# The next user message while a request is read ahead (ChatClient.read_ahead): text no one types,
+# which no template rewrites (invisible separators around a name).
+READ_AHEAD_MARKER = "\u2063strata-read-ahead\u2063"
 
 THINK_OPEN: Final = "<think>"
 THINK_CLOSE: Final = "</think>"
@@ -339,6 +342,10 @@ class ReplyStats:
                 parts.append(T(QT_TRANSLATE_NOOP("Core", "thought {tokens} tokens"), tokens=f"{self.thinking_n:,}"))
             if self.answer_s is not None:
                 parts.append(T(QT_TRANSLATE_NOOP("Core", "answer after {duration}"), duration=_duration(self.answer_s)))
+        if self.cache_n and self.prompt_n is not None:
+            # The prompt's start was in the engine's cache (the conversation so far, or read ahead).
+            parts.append(T(QT_TRANSLATE_NOOP("Core", "{cached} of {total} prompt tokens cached"),
+                           cached=f"{self.cache_n:,}", total=f"{self.cache_n + self.prompt_n:,}"))
         if self.prefill_tps:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "prefill {rate} tok/s"), rate=f"{self.prefill_tps:,.0f}"))
         if self.decode_tps:
@@ -466,6 +473,12 @@ class ChatClient:
             asyncio.CancelledError: Stop: the stream is closed before this propagates.
         """
         options = options or RequestOptions()
+        body = self._request(messages, sampling, options, model)
+        return await self._stream(body, _Reader(self._clock, None, on_piece, options.split_thinking), on_sent)
+
+    def _request(self, messages: Sequence[Mapping[str, Any]], sampling: SamplingParams | None,
+                 options: RequestOptions, model: str) -> dict[str, Any]:
+        """The body :meth:`stream` sends."""
         body = self._body(messages, sampling, model)
         extra = options.to_request()
         for key in _OWN_FIELDS:  # what makes this a streamed chat request is not the options' to change
@@ -475,7 +488,57 @@ class ChatClient:
             body["max_tokens"] = DEFAULT_MAX_TOKENS
         elif body["max_tokens"] == -1:
             del body["max_tokens"]
-        return await self._stream(body, _Reader(self._clock, None, on_piece, options.split_thinking), on_sent)
+        return body
+
+    async def read_ahead(self, messages: Sequence[Mapping[str, Any]], *, sampling: SamplingParams | None = None,
+                         options: RequestOptions | None = None, model: str = "local") -> int | None:
+        """Have llama-server read the start of the next request now: ``messages`` and the header of
+        the user message that will follow them (the tools and the system prompt with them), so that
+        request's prompt processing starts from its cache instead of from the first token.
+
+        The engine renders the request :meth:`stream` would send with a marker as the next user
+        message (``POST /apply-template``: its own template, tools and thinking flags); the prompt
+        up to the marker is then processed without generating (``POST /completion``, ``n_predict``
+        0, ``cache_prompt``). The next request shares that prefix and llama-server reuses it.
+
+        Returns:
+            The prompt tokens the engine holds now (read now plus reused); None when the engine
+            cannot do it (a server without these endpoints, a template that refuses the turn, a
+            request it rejects): nothing is lost then, the next request reads its prompt as always.
+
+        Raises:
+            asyncio.CancelledError: The read is abandoned (the connection is closed; llama-server
+                stops the task).
+        """
+        body = self._request([*messages, {"role": "user", "content": READ_AHEAD_MARKER}], sampling,
+                             options or RequestOptions(), model)
+        for key in ("stream", "stream_options"):
+            body.pop(key, None)
+        headers = {k: v for k, v in self._headers().items() if k != "Accept"}
+        try:
+            resp = await self._http.post(self.base_url + "/apply-template", json=body, headers=headers,
+                                         timeout=httpx.Timeout(10.0))
+            if resp.status_code != 200:
+                log.debug("read-ahead: /apply-template answered %s", resp.status_code)
+                return None
+            prompt = resp.json().get("prompt")
+            cut = prompt.find(READ_AHEAD_MARKER) if isinstance(prompt, str) else -1
+            if cut <= 0:
+                return None
+            resp = await self._http.post(self.base_url + "/completion", headers=headers,
+                                         json={"prompt": prompt[:cut], "n_predict": 0, "cache_prompt": True},
+                                         timeout=httpx.Timeout(10.0, read=None))
+            if resp.status_code != 200:
+                log.debug("read-ahead: /completion answered %s", resp.status_code)
+                return None
+            timings = resp.json().get("timings")
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            log.debug("read-ahead failed: %s", exc)
+            return None
+        if not isinstance(timings, dict):
+            return None
+        held = [timings.get(k) for k in ("prompt_n", "cache_n")]
+        return sum(int(v) for v in held if isinstance(v, (int, float)))
 
     async def stream_chat(
         self,

@@ -108,6 +108,7 @@ MAX_RENDER_GAP_S = 0.1  # ... but a long reply still moves at least 10 times a s
 YIELD_MS = 1  # later work in a turn of its own: a 0 ms timer chains with the turn before it (see
 # the chat service's YIELD_S), so timers and input would wait for both
 SPARE_DELAY_MS = 300  # spare bubbles are built this long after the page is shown or a reply ended (idle)
+READ_AGAIN_MS = 800  # a changed system prompt is read ahead again once the typing pauses this long
 
 
 class ChatPage(Page):
@@ -272,6 +273,11 @@ class ChatPage(Page):
         self.settings_panel = ConversationSettingsPanel()
         self.settings_panel.hide()
         self.settings_panel.changed.connect(self._save_conversation_settings)
+        # A changed system prompt or sampling is read ahead again once the typing pauses.
+        self._read_again = QTimer(self)
+        self._read_again.setSingleShot(True)
+        self._read_again.setInterval(READ_AGAIN_MS)
+        self._read_again.timeout.connect(lambda: self._service.viewing(self.conversation_id))
         self.settings_toggle.toggled.connect(self.settings_panel.setVisible)
         # Load options sit next to the conversation settings: both are shown before a load.
         self.load_options_panel: LoadOptionsPanel | None = None
@@ -427,6 +433,7 @@ class ChatPage(Page):
         self._service.store.delete_conversation(conversation_id)
         if conversation_id == self.conversation_id:
             self.conversation_id = None
+            self._service.viewing(None)
             self._clear_messages()
             self.stack.setCurrentWidget(self.empty_state)
         self.refresh_conversations()
@@ -465,6 +472,7 @@ class ChatPage(Page):
             QTimer.singleShot(BACKFILL_DELAY_MS, self, self._backfill_step)
         self.earlier_button.setVisible(not self._loaded_all)
         self.settings_panel.load(conv.system_prompt, conv.sampling, conv.structured_output)
+        self._service.viewing(conversation_id)  # its next request is read ahead while the user types
         self.stack.setCurrentWidget(self.scroll_area)
         self._stick_to_bottom = True
         self._update_actions()
@@ -1078,6 +1086,7 @@ class ChatPage(Page):
             self._service.store.update_settings(
                 self.conversation_id, system_prompt=self.settings_panel.system_prompt.toPlainText(),
                 sampling=self.settings_panel.sampling(), structured_output=self.settings_panel.structured_output())
+            self._read_again.start()
 
     def _update_meter(self) -> None:
         size = max(1, self._service.context_size)

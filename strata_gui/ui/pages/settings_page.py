@@ -38,7 +38,8 @@ RESTART_KEYS = frozenset({"hub_endpoint", "github_api_url", "github_download_url
 # The fields this page edits; everything else (last model, pinned engine ...) has its own owner.
 PAGE_KEYS = ("theme", "language", "hub_endpoint", "github_api_url", "github_download_url", "offline", "model_dirs",
              "gfx_override", "memory_budget_mb", "fallback_gpu_memory_mb", "context_size", "gpu_layers",
-             "flash_attention", "threads", "parallel_slots", "auto_fallback", "warm_start", "engine_idle_minutes",
+             "flash_attention", "threads", "parallel_slots", "auto_fallback", "warm_start", "read_ahead",
+             "engine_idle_minutes",
              "engine_memory_mb", "update_tolerance_pct", "update_channel")
 
 
@@ -143,6 +144,10 @@ class SettingsPage(Page):
         self.warm_start = QCheckBox(self.tr("Load the last model when Strata starts"))
         self.warm_start.setToolTip(self.tr("Its engine starts while the window opens, so the first message does "
                                            "not wait for the model to load. It is unloaded when idle, as any model."))
+        self.read_ahead = QCheckBox(self.tr("Read the open conversation ahead while you type"))
+        self.read_ahead.setToolTip(self.tr("While the model is loaded and idle, its engine reads the conversation "
+                                           "you have open (system prompt, tools, history), so the reply to your "
+                                           "next message starts sooner. It uses the GPU or processor meanwhile."))
         self.engine_idle = QSpinBox()
         self.engine_idle.setRange(0, 24 * 60)
         self.engine_idle.setSuffix(self.tr(" min"))
@@ -234,6 +239,7 @@ class SettingsPage(Page):
         runtime.addRow(self.tr("Parallel requests"), self.parallel)
         runtime.addRow("", self.auto_fallback)
         runtime.addRow("", self.warm_start)
+        runtime.addRow("", self.read_ahead)
         runtime.addRow(self.tr("Unload idle models after"), self.engine_idle)
         runtime.addRow(self.tr("Memory for loaded models"), self.engine_memory)
         runtime.addRow(self.tr("Engine updates"), self.update_channel)
@@ -297,6 +303,7 @@ class SettingsPage(Page):
         self.parallel.setValue(s.parallel_slots)
         self.auto_fallback.setChecked(s.auto_fallback)
         self.warm_start.setChecked(s.warm_start)
+        self.read_ahead.setChecked(s.read_ahead)
         self.engine_idle.setValue(s.engine_idle_minutes)
         self._show_start_at_login()
         self.engine_memory.setValue(s.engine_memory_mb)
@@ -326,6 +333,7 @@ class SettingsPage(Page):
             parallel_slots=self.parallel.value(),
             auto_fallback=self.auto_fallback.isChecked(),
             warm_start=self.warm_start.isChecked(),
+            read_ahead=self.read_ahead.isChecked(),
             engine_idle_minutes=self.engine_idle.value(),
             engine_memory_mb=self.engine_memory.value(),
             update_tolerance_pct=self.update_tolerance.value(),
