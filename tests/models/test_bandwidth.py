@@ -9,6 +9,7 @@ at ``expert_used_count / expert_count``, plus the f16 KV cache of every layer at
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
 from pathlib import Path
 
@@ -149,6 +150,25 @@ def test_the_cpu_bandwidth_is_measured_once_and_kept(tmp_path: Path) -> None:
     assert again.get() == first and calls == [1]
     (tmp_path / "bw.json").write_text("{damaged")
     assert CpuBandwidth(tmp_path / "bw.json", small).known() is None
+    # A figure an earlier Strata measured on one thread is too low for a CPU engine on every core
+    # (its decode showed above 100 % of the limit): it is measured again.
+    (tmp_path / "bw.json").write_text(json.dumps({"gbps": 23.5, "copy_bytes": 268435456, "rounds": 5,
+                                                  "measured_at": 1.0}))
+    older = CpuBandwidth(tmp_path / "bw.json", small)
+    assert older.known() is None
+    assert older.get().gbps > 0 and calls == [1, 1]
+    assert json.loads((tmp_path / "bw.json").read_text())["threads"] == older.get().threads
+
+
+def test_the_copy_runs_on_every_core_at_once() -> None:
+    """One thread per processor, each on its own part (memmove without the GIL, so they overlap; how
+    much faster that is depends on the machine's memory: bench/decode_ceiling.py shows it)."""
+    cores = os.cpu_count() or 1
+    many = measure_copy_bandwidth(128 * 1024 * 1024, rounds=3)
+    assert many.threads == min(cores, 32) and many.copy_bytes == 128 * 1024 * 1024 // many.threads * many.threads
+    assert ("threads" in many.source) == (many.threads > 1)
+    one = measure_copy_bandwidth(128 * 1024 * 1024, rounds=3, threads=1)
+    assert one.threads == 1 and one.gbps > 0 and "threads" not in one.source
 
 
 @pytest.mark.parametrize(("visible", "warned"), [(256 * 1024 * 1024, True), (None, False), ("same", False)])
