@@ -337,5 +337,18 @@ def test_a_message_sent_during_a_read_ahead_waits_for_its_own_and_stops_another(
         again = await svc.send(mine.id, "And in winter?")
         assert again.status == COMPLETE and reading.cancelled()
         assert not svc.reading_ahead
+        # Clicking through: the read of the one passed over is stopped (while it holds the engine),
+        # the one stopped at is read once it has let go.
+        far = svc.new_conversation()
+        _history(svc, far.id, "the history of the Atlantic ocean, its currents, storms and coasts " * 3)
+        svc.viewing(far.id)
+        engine = svc.running_engine
+        assert engine is not None
+        await until(lambda: engine.busy, timeout=5, interval=0.001)
+        svc.viewing(other.id)
+        await svc.read_ahead_settled()
+        landed = await svc.send(other.id, "And at night?")
+        assert landed.stats.cache_n is not None and landed.stats.cache_n > 150
+        assert (landed.stats.prompt_n or 0) < 30
 
     run_with_service([cpu_spec(test_engines)], test_model, body, context_size=4096)

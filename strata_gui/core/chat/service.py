@@ -545,17 +545,18 @@ class ChatService:
 
     def _read_ahead_soon(self) -> None:
         conv_id = self._viewed
-        if self._reading is not None and not self._reading.done():
+        previous = self._reading if self._reading is not None and not self._reading.done() else None
+        if previous is not None:
             if self._reading_for == conv_id:
                 self._read_again = True  # it changed meanwhile (say its system prompt): once more after
                 return
-            self._reading.cancel()
+            previous.cancel()  # another conversation's: the new read starts once it has let go
         self._reading = None
         self._read_again = False
         if conv_id is None or self.remote is not None or not self.settings.read_ahead:
             return
         engine = self.running_engine
-        if engine is None or not engine.ready or engine.busy or self._awaiting_first:
+        if engine is None or not engine.ready or self._awaiting_first:
             # Nothing to read into now (ensure_engine calls again once it is loaded). Checked before
             # making a task: this runs from widgets too, also inside a task's processEvents.
             return
@@ -564,7 +565,7 @@ class ChatService:
         except RuntimeError:
             return
         self._reading_for = conv_id
-        self._reading = task = loop.create_task(self._read_ahead(conv_id), name="strata-chat-read-ahead")
+        self._reading = task = loop.create_task(self._read_ahead(conv_id, previous), name="strata-chat-read-ahead")
 
         def ended(_task: asyncio.Task[None]) -> None:
             if self._reading is task and self._read_again and not task.cancelled():
@@ -573,8 +574,10 @@ class ChatService:
 
         task.add_done_callback(ended)
 
-    async def _read_ahead(self, conversation_id: int) -> None:
+    async def _read_ahead(self, conversation_id: int, previous: asyncio.Task[None] | None) -> None:
         try:
+            if previous is not None:
+                await asyncio.wait([previous])  # its lease is given back as it ends
             await self._read_ahead_now(conversation_id)
         except Exception:  # an optimisation: its failure must not reach anyone (the reply reads its prompt)
             log.warning("reading conversation %s ahead failed", conversation_id, exc_info=True)
