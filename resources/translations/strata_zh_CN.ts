@@ -745,6 +745,10 @@ Last reply: this computer ({1})</source>
         <translation>请继续下载；它会从中断处接着下载。</translation>
     </message>
     <message>
+        <source>Could not save the download queue: {reason}</source>
+        <translation>无法保存下载队列：{reason}</translation>
+    </message>
+    <message>
         <source>The hub at {endpoint} did not describe {path} (ETag, commit or size missing).</source>
         <translation>{endpoint} 上的 Hugging Face 没有描述 {path}（缺少 ETag、提交或大小）。</translation>
     </message>
@@ -801,6 +805,10 @@ Last reply: this computer ({1})</source>
         <translation>损坏的文件已删除；请重新下载。</translation>
     </message>
     <message>
+        <source>Could not add {file} to the hub cache: {reason}</source>
+        <translation>无法将 {file} 添加到 hub 缓存：{reason}</translation>
+    </message>
+    <message>
         <source>{engine} engine</source>
         <translation>{engine} 引擎</translation>
     </message>
@@ -811,6 +819,446 @@ Last reply: this computer ({1})</source>
     <message>
         <source>{engine} embedding engine</source>
         <translation>{engine} 嵌入引擎</translation>
+    </message>
+    <message>
+        <source>the conversation history</source>
+        <translation>对话历史</translation>
+    </message>
+    <message>
+        <source>save to the conversation history</source>
+        <translation>保存到对话历史</translation>
+    </message>
+    <message>
+        <source>The conversation database was written by a newer Strata (schema {schema}).</source>
+        <translation>对话数据库由更新版本的 Strata 写入（架构版本 {schema}）。</translation>
+    </message>
+    <message>
+        <source>Update Strata to open these conversations.</source>
+        <translation>请更新 Strata 以打开这些对话。</translation>
+    </message>
+    <message>
+        <source>Could not save to the conversation database: {reason}</source>
+        <translation>无法保存到对话数据库：{reason}</translation>
+    </message>
+    <message>
+        <source>Check that the disk is not full and the data folder is writable.</source>
+        <translation>请检查磁盘是否已满，以及数据文件夹是否可写。</translation>
+    </message>
+    <message>
+        <source>Could not switch to the other answer: {reason}</source>
+        <translation>无法切换到另一个回答：{reason}</translation>
+    </message>
+    <message>
+        <source>The archive is malformed or malicious. Report it to its publisher.</source>
+        <translation>该压缩包格式错误或含有恶意内容。请向其发布者报告。</translation>
+    </message>
+    <message>
+        <source>Engine archives only hold files, folders and links.</source>
+        <translation>引擎压缩包只应包含文件、文件夹和链接。</translation>
+    </message>
+    <message>
+        <source>{archive} contains a device or special file ({name}); it was not installed.</source>
+        <translation>{archive} 包含设备文件或特殊文件（{name}）；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} contains a name with a NUL byte; it was not installed.</source>
+        <translation>{archive} 包含带有 NUL 字节的名称；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} contains an absolute path ({name}); it was not installed.</source>
+        <translation>{archive} 包含绝对路径（{name}）；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} contains a path leaving its folder ({name}); it was not installed.</source>
+        <translation>{archive} 包含指向其文件夹之外的路径（{name}）；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} contains a link escaping its folder ({member} -&gt; {target}); it was not installed.</source>
+        <translation>{archive} 包含指向其文件夹之外的链接（{member} -&gt; {target}）；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} would unpack to {total} bytes, more than the {most} an engine may take; it was not installed.</source>
+        <translation>{archive} 解压后将达到 {total} 字节，超过引擎允许的 {most} 字节；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} would unpack to {total} bytes from {packed} (a compression bomb); it was not installed.</source>
+        <translation>{archive} 会从 {packed} 字节解压成 {total} 字节（压缩炸弹）；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} holds more than {most} entries; it was not installed.</source>
+        <translation>{archive} 包含超过 {most} 个条目；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} holds {name}, which would unpack to {size} bytes from {packed} (a compression bomb); it was not installed.</source>
+        <translation>{archive} 中的 {name} 会从 {packed} 字节解压成 {size} 字节（压缩炸弹）；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} holds a path Strata cannot resolve ({reason}); it was not installed.</source>
+        <translation>{archive} 包含 Strata 无法解析的路径（{reason}）；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} holds a loop of links; it was not installed.</source>
+        <translation>{archive} 包含循环链接；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} puts {member} under a link to a file; it was not installed.</source>
+        <translation>{archive} 将 {member} 放在指向文件的链接之下；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} puts {member} under a file; it was not installed.</source>
+        <translation>{archive} 将 {member} 放在一个文件之下；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} writes {name} over a link; it was not installed.</source>
+        <translation>{archive} 会通过链接写入 {name}；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} holds {name}, which unpacks to more than it declares; it was not installed.</source>
+        <translation>{archive} 中的 {name} 解压后超过其声明的大小；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} replaces the folder {name} by a link; it was not installed.</source>
+        <translation>{archive} 会用链接替换文件夹 {name}；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} links {name} to {target}, which is not a file in the archive; it was not installed.</source>
+        <translation>{archive} 将 {name} 链接到 {target}，但后者不是压缩包中的文件；未安装。</translation>
+    </message>
+    <message>
+        <source>{archive} is not a zip or tar archive.</source>
+        <translation>{archive} 不是 zip 或 tar 压缩包。</translation>
+    </message>
+    <message>
+        <source>The catalog matched an asset Strata cannot unpack.</source>
+        <translation>目录匹配到了一个 Strata 无法解压的文件。</translation>
+    </message>
+    <message>
+        <source>{archive} is damaged and could not be unpacked ({reason}).</source>
+        <translation>{archive} 已损坏，无法解压（{reason}）。</translation>
+    </message>
+    <message>
+        <source>Install again to download a fresh copy.</source>
+        <translation>请重新安装以下载新的副本。</translation>
+    </message>
+    <message>
+        <source>{archive} could not be unpacked: {reason}</source>
+        <translation>无法解压 {archive}：{reason}</translation>
+    </message>
+    <message>
+        <source>Check free space and permissions of the engines folder.</source>
+        <translation>请检查引擎文件夹的可用空间和权限。</translation>
+    </message>
+    <message>
+        <source>Could not write {file}: {reason}</source>
+        <translation>无法写入 {file}：{reason}</translation>
+    </message>
+    <message>
+        <source>Check free space and permissions of the downloads folder.</source>
+        <translation>请检查下载文件夹的可用空间和权限。</translation>
+    </message>
+    <message>
+        <source>The install manifest in {folder} is damaged ({reason}).</source>
+        <translation>{folder} 中的安装清单已损坏（{reason}）。</translation>
+    </message>
+    <message>
+        <source>Remove this engine and install it again.</source>
+        <translation>请移除此引擎并重新安装。</translation>
+    </message>
+    <message>
+        <source>{folder} has no readable install manifest ({reason}).</source>
+        <translation>{folder} 中没有可读取的安装清单（{reason}）。</translation>
+    </message>
+    <message>
+        <source>Remove this folder and install the engine again.</source>
+        <translation>请删除此文件夹并重新安装引擎。</translation>
+    </message>
+    <message>
+        <source>The install manifest in {folder} is damaged.</source>
+        <translation>{folder} 中的安装清单已损坏。</translation>
+    </message>
+    <message>
+        <source>The release offers an asset with an unsafe name ({name}); it was not downloaded.</source>
+        <translation>该发行版提供的文件名称不安全（{name}）；未下载。</translation>
+    </message>
+    <message>
+        <source>The release server may be malicious or misconfigured. Report it to its publisher.</source>
+        <translation>发行服务器可能含有恶意或配置错误。请向其发布者报告。</translation>
+    </message>
+    <message>
+        <source>There is no {backend} build to install: {reason}</source>
+        <translation>没有可安装的 {backend} 版本：{reason}</translation>
+    </message>
+    <message>
+        <source>The archive holds no {name}; it is not an engine build.</source>
+        <translation>压缩包中没有 {name}；它不是引擎版本。</translation>
+    </message>
+    <message>
+        <source>The release may have changed its layout; update Strata&apos;s catalog.</source>
+        <translation>该发行版的目录结构可能已改变；请更新 Strata 的目录。</translation>
+    </message>
+    <message>
+        <source>{asset} is missing {files}; the engine would not start, so it was not installed.</source>
+        <translation>{asset} 缺少 {files}；引擎将无法启动，因此未安装。</translation>
+    </message>
+    <message>
+        <source>The published archive is incomplete. Try another engine (Vulkan) or a newer release.</source>
+        <translation>发布的压缩包不完整。请尝试其他引擎（Vulkan）或更新的版本。</translation>
+    </message>
+    <message>
+        <source>{folder} holds no {server}.</source>
+        <translation>{folder} 中没有 {server}。</translation>
+    </message>
+    <message>
+        <source>Choose the folder your {project} build put {server} in (build/bin).</source>
+        <translation>请选择 {project} 构建时存放 {server} 的文件夹（build/bin）。</translation>
+    </message>
+    <message>
+        <source>Unknown backend &apos;{backend}&apos;: choose rocm, vulkan or cpu.</source>
+        <translation>未知后端“{backend}”：请选择 rocm、vulkan 或 cpu。</translation>
+    </message>
+    <message>
+        <source>Could not save the image in {folder}: {reason}</source>
+        <translation>无法将图像保存到 {folder}：{reason}</translation>
+    </message>
+    <message>
+        <source>Check the data folder is writable and the disk is not full.</source>
+        <translation>请检查数据文件夹是否可写，以及磁盘是否已满。</translation>
+    </message>
+    <message>
+        <source>Could not delete {name}: {reason}</source>
+        <translation>无法删除 {name}：{reason}</translation>
+    </message>
+    <message>
+        <source>Check the file is not in use and you may write to its folder.</source>
+        <translation>请检查该文件是否正在使用，以及你是否有权写入其所在文件夹。</translation>
+    </message>
+    <message>
+        <source>{path} is not inside the hub cache.</source>
+        <translation>{path} 不在 hub 缓存中。</translation>
+    </message>
+    <message>
+        <source>Check the file is not in use by a running model.</source>
+        <translation>请检查该文件是否正被运行中的模型使用。</translation>
+    </message>
+    <message>
+        <source>Unknown load option: {names}.</source>
+        <translation>未知的加载选项：{names}。</translation>
+    </message>
+    <message>
+        <source>The context size cannot be negative.</source>
+        <translation>上下文大小不能为负数。</translation>
+    </message>
+    <message>
+        <source>GPU layers must be &apos;all&apos;, &apos;auto&apos; or a number.</source>
+        <translation>GPU 层数必须为“all”、“auto”或一个数字。</translation>
+    </message>
+    <message>
+        <source>Flash attention must be on, off or auto.</source>
+        <translation>Flash attention 必须为 on、off 或 auto。</translation>
+    </message>
+    <message>
+        <source>The {which} cache type must be one of {types}.</source>
+        <translation>{which} 缓存类型必须是以下之一：{types}。</translation>
+    </message>
+    <message>
+        <source>A quantised V cache needs flash attention: set flash attention to on or auto.</source>
+        <translation>量化的 V 缓存需要 flash attention：请将 flash attention 设为 on 或 auto。</translation>
+    </message>
+    <message>
+        <source>Batch sizes and threads cannot be negative, and there is at least one slot.</source>
+        <translation>批大小和线程数不能为负数，且至少要有一个槽位。</translation>
+    </message>
+    <message>
+        <source>The micro-batch cannot be larger than the batch.</source>
+        <translation>微批大小不能大于批大小。</translation>
+    </message>
+    <message>
+        <source>Draft limits cannot be negative, and the minimum cannot exceed the maximum.</source>
+        <translation>草稿数量上下限不能为负数，且最小值不能超过最大值。</translation>
+    </message>
+    <message>
+        <source>The reply limit cannot be negative (0 means Strata&apos;s default).</source>
+        <translation>回复上限不能为负数（0 表示使用 Strata 的默认值）。</translation>
+    </message>
+    <message>
+        <source>Thinking must be auto, on or off.</source>
+        <translation>思考必须为 auto、on 或 off。</translation>
+    </message>
+    <message>
+        <source>The thinking effort must be low, medium or high (or empty for the model&apos;s default).</source>
+        <translation>思考强度必须为 low、medium 或 high（留空则使用模型的默认值）。</translation>
+    </message>
+    <message>
+        <source>The thinking budget must be a number of tokens, or -1 for no limit.</source>
+        <translation>思考预算必须是 token 数量，或为 -1 表示不限制。</translation>
+    </message>
+    <message>
+        <source>Could not save the load options: {reason}.</source>
+        <translation>无法保存加载选项：{reason}。</translation>
+    </message>
+    <message>
+        <source>Check that {folder} is writable.</source>
+        <translation>请检查 {folder} 是否可写。</translation>
+    </message>
+    <message>
+        <source>This model&apos;s heads hold {head} values, not a multiple of the {cache_type} block ({block}): use f16 for {which}, or turn flash attention off.</source>
+        <translation>此模型的每个注意力头有 {head} 个值，不是 {cache_type} 块大小（{block}）的倍数：请对 {which} 使用 f16，或关闭 flash attention。</translation>
+    </message>
+    <message>
+        <source>This model&apos;s heads hold {head} values, not a multiple of the {cache_type} block ({block}): use f16 for {which}.</source>
+        <translation>此模型的每个注意力头有 {head} 个值，不是 {cache_type} 块大小（{block}）的倍数：请对 {which} 使用 f16。</translation>
+    </message>
+    <message>
+        <source>Windows could not protect the stored API key.</source>
+        <translation>Windows 无法保护已保存的 API 密钥。</translation>
+    </message>
+    <message>
+        <source>Could not save the key store {path}: {reason}</source>
+        <translation>无法保存密钥存储 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>Check that the config folder is writable.</source>
+        <translation>请检查配置文件夹是否可写。</translation>
+    </message>
+    <message>
+        <source>The list of remote engines {path} cannot be read.</source>
+        <translation>无法读取远程引擎列表 {path}。</translation>
+    </message>
+    <message>
+        <source>Delete the file and add the remote engines again.</source>
+        <translation>请删除该文件，然后重新添加远程引擎。</translation>
+    </message>
+    <message>
+        <source>The list of remote engines {path} cannot be read (it is nested too deeply).</source>
+        <translation>无法读取远程引擎列表 {path}（嵌套层级过深）。</translation>
+    </message>
+    <message>
+        <source>Could not save the remote engines: {reason}</source>
+        <translation>无法保存远程引擎：{reason}</translation>
+    </message>
+    <message>
+        <source>Could not add Strata to the programs started at sign-in: {reason}</source>
+        <translation>无法将 Strata 添加到登录时启动的程序中：{reason}</translation>
+    </message>
+    <message>
+        <source>Could not remove {path}: {reason}</source>
+        <translation>无法删除 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>Could not remove Strata from the programs started at sign-in: {reason}</source>
+        <translation>无法将 Strata 从登录时启动的程序中移除：{reason}</translation>
+    </message>
+    <message>
+        <source>Starting at sign-in is not available on this system.</source>
+        <translation>此系统不支持登录时启动。</translation>
+    </message>
+    <message>
+        <source>Unknown theme &apos;{theme}&apos;.</source>
+        <translation>未知主题“{theme}”。</translation>
+    </message>
+    <message>
+        <source>Unknown language &apos;{language}&apos;.</source>
+        <translation>未知语言“{language}”。</translation>
+    </message>
+    <message>
+        <source>hub endpoint must start with http:// or https://</source>
+        <translation>hub 端点必须以 http:// 或 https:// 开头。</translation>
+    </message>
+    <message>
+        <source>github api url must start with http:// or https://</source>
+        <translation>GitHub API 地址必须以 http:// 或 https:// 开头。</translation>
+    </message>
+    <message>
+        <source>github download url must start with http:// or https://</source>
+        <translation>GitHub 下载地址必须以 http:// 或 https:// 开头。</translation>
+    </message>
+    <message>
+        <source>flash attention must be on, off or auto</source>
+        <translation>flash attention 必须为 on、off 或 auto。</translation>
+    </message>
+    <message>
+        <source>GPU layers must be &apos;all&apos;, &apos;auto&apos; or a number up to {most}</source>
+        <translation>GPU 层数必须为“all”、“auto”或不超过 {most} 的数字。</translation>
+    </message>
+    <message>
+        <source>{name} must be between {low} and {high} (it is {value})</source>
+        <translation>{name} 必须介于 {low} 和 {high} 之间（当前为 {value}）。</translation>
+    </message>
+    <message>
+        <source>RPC worker &apos;{worker}&apos; must be host:port with a port between 1 and {most}</source>
+        <translation>RPC 工作节点“{worker}”必须为 host:port 格式，端口介于 1 和 {most} 之间。</translation>
+    </message>
+    <message>
+        <source>update channel must be stable or latest</source>
+        <translation>更新通道必须为 stable 或 latest。</translation>
+    </message>
+    <message>
+        <source>Settings not saved: {problems}</source>
+        <translation>设置未保存：{problems}</translation>
+    </message>
+    <message>
+        <source>Could not save settings to {path}: {reason}</source>
+        <translation>无法将设置保存到 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>Check that the folder exists, is writable and the disk is not full.</source>
+        <translation>请检查该文件夹是否存在、是否可写，以及磁盘是否已满。</translation>
+    </message>
+    <message>
+        <source>Unknown setting: {names}</source>
+        <translation>未知设置：{names}</translation>
+    </message>
+    <message>
+        <source>Could not {doing}: the database {path} is in use by another program.</source>
+        <translation>无法{doing}：数据库 {path} 正被其他程序使用。</translation>
+    </message>
+    <message>
+        <source>Another Strata (or a program that opened the file) is holding it; close it and try again. The file is not damaged.</source>
+        <translation>另一个 Strata（或打开了该文件的程序）正在占用它；请关闭后重试。文件没有损坏。</translation>
+    </message>
+    <message>
+        <source>Could not {doing}: the database {path} is damaged ({reason}).</source>
+        <translation>无法{doing}：数据库 {path} 已损坏（{reason}）。</translation>
+    </message>
+    <message>
+        <source>Restart Strata: it moves the damaged file aside, keeps it, and starts a new one.</source>
+        <translation>请重启 Strata：它会将损坏的文件移到一旁保留，并新建一个数据库。</translation>
+    </message>
+    <message>
+        <source>Could not {doing}: {reason}</source>
+        <translation>无法{doing}：{reason}</translation>
+    </message>
+    <message>
+        <source>Cannot create {folder}: {reason}</source>
+        <translation>无法创建 {folder}：{reason}</translation>
+    </message>
+    <message>
+        <source>Check that the data folder is writable.</source>
+        <translation>请检查数据文件夹是否可写。</translation>
+    </message>
+    <message>
+        <source>open {what}</source>
+        <translation>打开{what}</translation>
+    </message>
+    <message>
+        <source>The database {path} is damaged ({damage}) and could not be moved aside: {reason}</source>
+        <translation>数据库 {path} 已损坏（{damage}），且无法移到一旁：{reason}</translation>
+    </message>
+    <message>
+        <source>Move or delete the file by hand; Strata then starts a new one.</source>
+        <translation>请手动移动或删除该文件；Strata 随后会新建一个。</translation>
+    </message>
+    <message>
+        <source>The list of tool servers {path} cannot be read.</source>
+        <translation>无法读取工具服务器列表 {path}。</translation>
+    </message>
+    <message>
+        <source>Delete the file and add the tool servers again.</source>
+        <translation>请删除该文件，然后重新添加工具服务器。</translation>
+    </message>
+    <message>
+        <source>Could not save the tool servers: {reason}</source>
+        <translation>无法保存工具服务器：{reason}</translation>
     </message>
 </context>
 <context>

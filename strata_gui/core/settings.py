@@ -21,6 +21,7 @@ from typing import Any
 
 from strata_gui.core.errors import SettingsError
 from strata_gui.core.events import Listeners
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text, joined
 
 log = logging.getLogger(__name__)
 
@@ -112,34 +113,37 @@ class Settings:
         data["version"] = SETTINGS_VERSION
         return data
 
-    def validate(self) -> list[str]:
+    def validate(self) -> list[Text]:
         """Problems a user should fix, as sentences (empty when fine)."""
-        problems = []
+        problems: list[Text] = []
         if self.theme not in THEMES:
-            problems.append(f"Unknown theme '{self.theme}'.")
+            problems.append(T(QT_TRANSLATE_NOOP("Core", "Unknown theme '{theme}'."), theme=self.theme))
         if self.language not in LANGUAGES:
-            problems.append(f"Unknown language '{self.language}'.")
+            problems.append(T(QT_TRANSLATE_NOOP("Core", "Unknown language '{language}'."), language=self.language))
         if self.hub_endpoint and not self.hub_endpoint.startswith(("http://", "https://")):
-            problems.append("hub endpoint must start with http:// or https://")
+            problems.append(T(QT_TRANSLATE_NOOP("Core", "hub endpoint must start with http:// or https://")))
         if not self.github_api_url.startswith(("http://", "https://")):
-            problems.append("github api url must start with http:// or https://")
+            problems.append(T(QT_TRANSLATE_NOOP("Core", "github api url must start with http:// or https://")))
         if self.github_download_url and not self.github_download_url.startswith(("http://", "https://")):
-            problems.append("github download url must start with http:// or https://")
+            problems.append(T(QT_TRANSLATE_NOOP("Core", "github download url must start with http:// or https://")))
         if self.flash_attention not in ("on", "off", "auto"):
-            problems.append("flash attention must be on, off or auto")
+            problems.append(T(QT_TRANSLATE_NOOP("Core", "flash attention must be on, off or auto")))
         if self.gpu_layers not in ("all", "auto") and not (
                 self.gpu_layers.isascii() and self.gpu_layers.isdigit() and int(self.gpu_layers) <= MAX_GPU_LAYERS):
-            problems.append(f"GPU layers must be 'all', 'auto' or a number up to {MAX_GPU_LAYERS}")
+            problems.append(T(QT_TRANSLATE_NOOP("Core", "GPU layers must be 'all', 'auto' or a number up to {most}"),
+                                  most=MAX_GPU_LAYERS))
         for name, (low, high) in RANGES.items():
             value = getattr(self, name)
             if not low <= value <= high:
-                problems.append(f"{name.replace('_', ' ')} must be between {low} and {high} (it is {value})")
+                problems.append(T(QT_TRANSLATE_NOOP("Core", "{name} must be between {low} and {high} (it is {value})"),
+                                  name=name.replace("_", " "), low=low, high=high, value=value))
         for worker in self.rpc_workers:
             _host, sep, port = worker.rpartition(":")
             if not sep or not (port.isascii() and port.isdigit()) or not 0 < int(port) <= MAX_PORT:
-                problems.append(f"RPC worker '{worker}' must be host:port with a port between 1 and {MAX_PORT}")
+                problems.append(T(QT_TRANSLATE_NOOP("Core", "RPC worker '{worker}' must be host:port with a port between 1 "
+                                                               "and {most}"), worker=worker, most=MAX_PORT))
         if self.update_channel not in ("stable", "latest"):
-            problems.append("update channel must be stable or latest")
+            problems.append(T(QT_TRANSLATE_NOOP("Core", "update channel must be stable or latest")))
         return problems
 
 
@@ -161,6 +165,11 @@ def _coerce(settings: Settings, raw: dict[str, Any]) -> list[str]:
         else:
             bad.append(f.name)
     return bad
+
+
+def not_saved(problems: list[Text]) -> Text:
+    """The error message for settings that failed :meth:`Settings.validate` (each problem translated)."""
+    return T(QT_TRANSLATE_NOOP("Core", "Settings not saved: {problems}"), problems=joined(problems))
 
 
 class SettingsStore:
@@ -232,7 +241,7 @@ class SettingsStore:
         """Write atomically. Raises SettingsError with a hint when the folder is not writable."""
         problems = settings.validate()
         if problems:
-            raise SettingsError("Settings not saved: " + " ".join(problems))
+            raise SettingsError(not_saved(problems))
         tmp = self.path.with_name(self.path.name + ".tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -243,8 +252,9 @@ class SettingsStore:
             os.replace(tmp, self.path)
         except OSError as exc:
             raise SettingsError(
-                f"Could not save settings to {self.path}: {exc.strerror or exc}",
-                hint="Check that the folder exists, is writable and the disk is not full.",
+                T(QT_TRANSLATE_NOOP("Core", "Could not save settings to {path}: {reason}"), path=self.path,
+                  reason=exc.strerror or exc),
+                hint=QT_TRANSLATE_NOOP("Core", "Check that the folder exists, is writable and the disk is not full."),
             ) from exc
 
     def _keep_copy(self) -> Path | None:
@@ -319,11 +329,11 @@ class SettingsService:
         names = {f.name for f in dataclasses.fields(Settings)}
         unknown = sorted(set(changes) - names)
         if unknown:
-            raise SettingsError(f"Unknown setting: {', '.join(unknown)}")
+            raise SettingsError(T(QT_TRANSLATE_NOOP("Core", "Unknown setting: {names}"), names=", ".join(unknown)))
         candidate = dataclasses.replace(copy.deepcopy(self._persisted), **copy.deepcopy(changes))
         problems = candidate.validate()
         if problems:
-            raise SettingsError("Settings not saved: " + " ".join(problems))
+            raise SettingsError(not_saved(problems))
         return candidate
 
     def update(self, **changes: Any) -> frozenset[str]:

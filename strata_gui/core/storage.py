@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from strata_gui.core.errors import StorageError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +72,19 @@ def storage_error(exc: sqlite3.Error, path: Path, doing: str) -> StorageError:
     """
     if is_locked(exc):
         return DatabaseLockedError(
-            f"Could not {doing}: the database {path} is in use by another program.",
-            hint="Another Strata (or a program that opened the file) is holding it; close it and try again. "
-                 "The file is not damaged.")
+            T(QT_TRANSLATE_NOOP("Core", "Could not {doing}: the database {path} is in use by another program."),
+              doing=doing, path=path),
+            hint=QT_TRANSLATE_NOOP("Core", "Another Strata (or a program that opened the file) is holding it; "
+                                           "close it and try again. The file is not damaged."))
     if is_damaged(exc):
         return DatabaseDamagedError(
-            f"Could not {doing}: the database {path} is damaged ({exc}).",
-            hint="Restart Strata: it moves the damaged file aside, keeps it, and starts a new one.")
-    return StorageError(f"Could not {doing}: {exc}",
-                        hint="Check that the disk is not full and the data folder is writable.")
+            T(QT_TRANSLATE_NOOP("Core", "Could not {doing}: the database {path} is damaged ({reason})."),
+              doing=doing, path=path, reason=exc),
+            hint=QT_TRANSLATE_NOOP("Core", "Restart Strata: it moves the damaged file aside, keeps it, and starts "
+                                           "a new one."))
+    return StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not {doing}: {reason}"), doing=doing, reason=exc),
+                        hint=QT_TRANSLATE_NOOP("Core", "Check that the disk is not full and the data folder is "
+                                                       "writable."))
 
 
 def _stamp(clock: Callable[[], float]) -> str:
@@ -141,23 +146,25 @@ def open_database(path: Path, setup: Callable[[sqlite3.Connection], None], *, wh
             path.parent.mkdir(parents=True, exist_ok=True)
         return attempt(), None
     except OSError as exc:
-        raise StorageError(f"Cannot create {path.parent}: {exc.strerror or exc}",
-                           hint="Check that the data folder is writable.") from exc
+        raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Cannot create {folder}: {reason}"), folder=path.parent,
+                             reason=exc.strerror or exc),
+                           hint=QT_TRANSLATE_NOOP("Core", "Check that the data folder is writable.")) from exc
     except sqlite3.Error as exc:
         if memory or not is_damaged(exc):
-            raise storage_error(exc, path, f"open {what}") from exc
+            raise storage_error(exc, path, T(QT_TRANSLATE_NOOP("Core", "open {what}"), what=what)) from exc
         damage = exc
     log.warning("database %s is damaged (%s); moving it aside", path, damage)
     try:
         moved = move_aside(path, clock)
     except OSError as exc:
         raise DatabaseDamagedError(
-            f"The database {path} is damaged ({damage}) and could not be moved aside: {exc.strerror or exc}",
-            hint="Move or delete the file by hand; Strata then starts a new one.") from exc
+            T(QT_TRANSLATE_NOOP("Core", "The database {path} is damaged ({damage}) and could not be moved aside: "
+                                        "{reason}"), path=path, damage=damage, reason=exc.strerror or exc),
+            hint=QT_TRANSLATE_NOOP("Core", "Move or delete the file by hand; Strata then starts a new one.")) from exc
     try:
         db = attempt()
     except sqlite3.Error as exc:
-        raise storage_error(exc, path, f"open {what}") from exc
+        raise storage_error(exc, path, T(QT_TRANSLATE_NOOP("Core", "open {what}"), what=what)) from exc
     notice = (f"The database file was damaged ({damage}), so Strata started a new one for {what}. "
               f"The old file was kept as {moved}.")
     return db, notice

@@ -9,7 +9,7 @@ Templates are marked with :func:`QT_TRANSLATE_NOOP` in context ``"Core"``, which
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 CONTEXT = "Core"
@@ -36,3 +36,14 @@ class Text(str):
 def T(template: str, /, **args: Any) -> Text:
     """``Text(template, **args)``; the template must also be marked with :func:`QT_TRANSLATE_NOOP`."""
     return Text(template, **args)
+
+
+def joined(parts: Sequence[str], sep: str = " ") -> Text:
+    """Sentences written one after the other, as one :class:`Text` whose arguments are the parts.
+
+    The joint is no sentence of its own (the catalogue has nothing for it), so ``core_text`` keeps it
+    and translates each part: ``T(QT_TRANSLATE_NOOP("Core", "Not saved: {problems}"), problems=joined(found))``.
+    """
+    fields = {f"part{i}": part for i, part in enumerate(parts)}
+    joint = sep.replace("{", "{{").replace("}", "}}")
+    return Text(joint.join("{" + name + "}" for name in fields), **fields)

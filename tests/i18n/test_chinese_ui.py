@@ -231,3 +231,52 @@ def test_hub_failures_read_in_chinese(chinese: str) -> None:
     offline = error_for_transport(httpx.ConnectError("refused"), "https://huggingface.co")
     assert error_text(offline) == ("无法连接到 https://huggingface.co 上的 Hugging Face。\n"
                                    "请检查网络或代理，在设置中将镜像设为 hub 端点，或开启离线模式。")
+
+
+def test_settings_and_storage_failures_read_in_chinese(qapp: QApplication, tmp_path) -> None:
+    """Settings that cannot be saved (a bad value, a folder that is a file) and a database that
+    cannot be opened, raised by the real stores: the dialog's text in Chinese, with the parts
+    (what was being done, each problem) translated too; without the catalogue the English is as before."""
+    from strata_gui.core.chat.store import ConversationStore
+    from strata_gui.core.errors import SettingsError, StorageError
+    from strata_gui.core.settings import Settings, SettingsService, SettingsStore
+    from strata_gui.ui.i18n import error_text
+
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a folder should be", encoding="utf-8")
+    (tmp_path / "history.db").mkdir()  # a folder where the database file should be
+
+    def raised(kind: type[Exception], fn) -> Exception:
+        with pytest.raises(kind) as info:
+            fn()
+        return info.value
+
+    service = SettingsService(SettingsStore(tmp_path / "settings.json"))
+    invalid = raised(SettingsError, lambda: service.update(theme="neon", hub_endpoint="ftp://mirror"))
+    unwritable = raised(SettingsError, lambda: SettingsStore(blocker / "settings.json").save(Settings()))
+    reason = unwritable.__cause__.strerror  # type: ignore[union-attr]  # the system's words stay as they are
+    unopenable = raised(StorageError, lambda: ConversationStore(tmp_path / "history.db").open())
+    no_folder = raised(StorageError, lambda: ConversationStore(blocker / "history.db").open())
+
+    english = [error_text(e) for e in (invalid, unwritable, unopenable, no_folder)]
+    assert english == [
+        "Settings not saved: Unknown theme 'neon'. hub endpoint must start with http:// or https://",
+        f"Could not save settings to {blocker / 'settings.json'}: {reason}\n"
+        "Check that the folder exists, is writable and the disk is not full.",
+        "Could not open the conversation history: unable to open database file\n"
+        "Check that the disk is not full and the data folder is writable.",
+        f"Cannot create {blocker}: {reason}\nCheck that the data folder is writable.",
+    ]
+    assert english == [e.user_text() for e in (invalid, unwritable, unopenable, no_folder)]  # what the CLI prints
+
+    assert install_language(qapp, "zh_CN") == "zh_CN"
+    try:
+        assert error_text(invalid) == "设置未保存：未知主题“neon”。 hub 端点必须以 http:// 或 https:// 开头。"
+        assert error_text(unwritable) == (f"无法将设置保存到 {blocker / 'settings.json'}：{reason}\n"
+                                          "请检查该文件夹是否存在、是否可写，以及磁盘是否已满。")
+        assert error_text(unopenable) == ("无法打开对话历史：unable to open database file\n"
+                                          "请检查磁盘是否已满，以及数据文件夹是否可写。")
+        assert error_text(no_folder) == f"无法创建 {blocker}：{reason}\n请检查数据文件夹是否可写。"
+    finally:
+        install_language(qapp, "en")
+    assert [error_text(e) for e in (invalid, unwritable, unopenable, no_folder)] == english

@@ -39,8 +39,13 @@ from strata_gui.core.runtime.client import (
     ToolCall,
 )
 from strata_gui.core.storage import open_database, storage_error
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 from .images import ChatImage
+
+# What the database holds, and what a failed write was doing, in the storage errors' sentences.
+_HISTORY = QT_TRANSLATE_NOOP("Core", "the conversation history")
+_SAVING = QT_TRANSLATE_NOOP("Core", "save to the conversation history")
 
 COMPONENT = "chat"
 
@@ -366,7 +371,7 @@ class ConversationStore:
 
         # A damaged file is moved aside and a fresh one started (``notice`` says where the old one
         # is); a locked one raises DatabaseLockedError after the busy timeout, with its own hint.
-        self._db, self.notice = open_database(self.path, setup, what="the conversation history", clock=self._clock,
+        self._db, self.notice = open_database(self.path, setup, what=_HISTORY, clock=self._clock,
                                               isolation_level=None, timeout=self.busy_timeout)
         return self
 
@@ -398,8 +403,9 @@ class ConversationStore:
         db.execute("CREATE TABLE IF NOT EXISTS schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
         current = self.schema_version()
         if current > SCHEMA_VERSION:
-            raise StorageError(f"The conversation database was written by a newer Strata (schema {current}).",
-                               hint="Update Strata to open these conversations.")
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "The conversation database was written by a newer Strata "
+                                                           "(schema {schema})."), schema=current),
+                               hint=QT_TRANSLATE_NOOP("Core", "Update Strata to open these conversations."))
         for version in range(current + 1, SCHEMA_VERSION + 1):
             with self._transaction():
                 for statement in MIGRATIONS[version - 1]:
@@ -422,7 +428,7 @@ class ConversationStore:
         try:
             return self.db.execute(sql, params)
         except sqlite3.Error as exc:
-            raise storage_error(exc, self.path, "save to the conversation history") from exc
+            raise storage_error(exc, self.path, _SAVING) from exc
 
     # -- conversations --------------------------------------------------------------------------
     def create_conversation(self, title: str = "New chat", *, system_prompt: str = "",
@@ -519,7 +525,7 @@ class ConversationStore:
                     [(message_id, i, im.mime, im.name, im.data) for i, im in enumerate(images)])
                 db.execute("UPDATE chat_conversations SET updated_at=? WHERE id=?", (now, conversation_id))
         except sqlite3.Error as exc:
-            raise storage_error(exc, self.path, "save to the conversation history") from exc
+            raise storage_error(exc, self.path, _SAVING) from exc
         msg = self.message(message_id)
         assert msg is not None
         return msg
@@ -567,7 +573,7 @@ class ConversationStore:
                     calls[at] = record
                 db.execute("UPDATE chat_messages SET tool_calls_json=? WHERE id=?", (_dump_calls(calls), message_id))
         except sqlite3.Error as exc:
-            raise storage_error(exc, self.path, "save to the conversation history") from exc
+            raise storage_error(exc, self.path, _SAVING) from exc
 
     @staticmethod
     def _message(row: sqlite3.Row) -> Message:
@@ -624,8 +630,10 @@ class ConversationStore:
                 db.execute("DELETE FROM chat_reply_versions WHERE conversation_id=? AND question_id>=?",
                            (conversation_id, message_id))
         except sqlite3.Error as exc:
-            raise StorageError(f"Could not save to the conversation database: {exc}",
-                               hint="Check that the disk is not full and the data folder is writable.") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not save to the conversation database: {reason}"),
+                                 reason=exc),
+                               hint=QT_TRANSLATE_NOOP("Core", "Check that the disk is not full and the data "
+                                                              "folder is writable.")) from exc
 
     # -- answers kept when a question is answered again ---------------------------------------------
     def shelve_replies(self, conversation_id: int, question_id: int) -> bool:
@@ -634,8 +642,10 @@ class ConversationStore:
             with self._transaction() as db:
                 return self._shelve(db, conversation_id, question_id)
         except sqlite3.Error as exc:
-            raise StorageError(f"Could not save to the conversation database: {exc}",
-                               hint="Check that the disk is not full and the data folder is writable.") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not save to the conversation database: {reason}"),
+                                 reason=exc),
+                               hint=QT_TRANSLATE_NOOP("Core", "Check that the disk is not full and the data "
+                                                              "folder is writable.")) from exc
 
     def _shelve(self, db: sqlite3.Connection, conversation_id: int, question_id: int) -> bool:
         rows = db.execute("SELECT * FROM chat_messages WHERE conversation_id=? AND id>? ORDER BY id",
@@ -679,5 +689,7 @@ class ConversationStore:
                     f" VALUES (?, {', '.join('?' for _ in columns)})",
                     [(conversation_id, *(m.get(c, "") for c in columns)) for m in kept if isinstance(m, dict)])
         except (sqlite3.Error, ValueError) as exc:
-            raise StorageError(f"Could not switch to the other answer: {exc}",
-                               hint="Check that the disk is not full and the data folder is writable.") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not switch to the other answer: {reason}"),
+                                 reason=exc),
+                               hint=QT_TRANSLATE_NOOP("Core", "Check that the disk is not full and the data "
+                                                              "folder is writable.")) from exc

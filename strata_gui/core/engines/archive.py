@@ -35,8 +35,11 @@ from pathlib import Path
 from typing import IO
 
 from strata_gui.core.errors import EngineInstallError, UnsafeArchiveError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
-_HINT = "The archive is malformed or malicious. Report it to its publisher."
+_HINT = QT_TRANSLATE_NOOP("Core", "The archive is malformed or malicious. Report it to its publisher.")
+_ONLY_FILES = QT_TRANSLATE_NOOP("Core", "Engine archives only hold files, folders and links.")
+_SPECIAL = QT_TRANSLATE_NOOP("Core", "{archive} contains a device or special file ({name}); it was not installed.")
 _COPY = 1 << 20
 _MAX_LINK_TEXT = 4096
 
@@ -77,19 +80,23 @@ def _clean_name(name: str, archive: str) -> str:
     """Normalise a member name; refuse absolute paths, ``..`` and NUL."""
     raw = name.replace("\\", "/")
     if "\x00" in raw:
-        raise UnsafeArchiveError(f"{archive} contains a name with a NUL byte; it was not installed.", hint=_HINT)
+        raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} contains a name with a NUL byte; it was not "
+                                                              "installed."), archive=archive), hint=_HINT)
     if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
-        raise UnsafeArchiveError(f"{archive} contains an absolute path ({name}); it was not installed.", hint=_HINT)
+        raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} contains an absolute path ({name}); it was not "
+                                                              "installed."), archive=archive, name=name), hint=_HINT)
     parts = [p for p in raw.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise UnsafeArchiveError(f"{archive} contains a path leaving its folder ({name}); it was not installed.",
+        raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} contains a path leaving its folder ({name}); "
+                                                             "it was not installed."), archive=archive, name=name),
                                  hint=_HINT)
     return "/".join(parts)
 
 
 def _escaping(member: str, target: str, archive: str) -> UnsafeArchiveError:
     return UnsafeArchiveError(
-        f"{archive} contains a link escaping its folder ({member} -> {target}); it was not installed.", hint=_HINT)
+        T(QT_TRANSLATE_NOOP("Core", "{archive} contains a link escaping its folder ({member} -> {target}); it was "
+                                    "not installed."), archive=archive, member=member, target=target), hint=_HINT)
 
 
 def _check_link(member: str, target: str, archive: str) -> str:
@@ -108,16 +115,19 @@ def _check_limits(entries: list[_Entry], packed: int, archive: str, limits: Arch
     total = sum(sizes.values()) + sum(sizes.get(e.target, 0) for e in entries if e.kind == "hardlink")
     if total > limits.max_total_bytes:
         raise UnsafeArchiveError(
-            f"{archive} would unpack to {total} bytes, more than the {limits.max_total_bytes} an engine may take; "
-            "it was not installed.", hint=_HINT)
+            T(QT_TRANSLATE_NOOP("Core", "{archive} would unpack to {total} bytes, more than the {most} an engine may "
+                                        "take; it was not installed."), archive=archive, total=total,
+              most=limits.max_total_bytes), hint=_HINT)
     if total > limits.ratio_floor and total > limits.max_ratio * max(packed, 1):
         raise UnsafeArchiveError(
-            f"{archive} would unpack to {total} bytes from {packed} (a compression bomb); it was not installed.",
+            T(QT_TRANSLATE_NOOP("Core", "{archive} would unpack to {total} bytes from {packed} (a compression bomb); "
+                                        "it was not installed."), archive=archive, total=total, packed=packed),
             hint=_HINT)
 
 
 def _too_many(archive: str, limits: ArchiveLimits) -> UnsafeArchiveError:
-    return UnsafeArchiveError(f"{archive} holds more than {limits.max_members} entries; it was not installed.",
+    return UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} holds more than {most} entries; it was not "
+                                                          "installed."), archive=archive, most=limits.max_members),
                               hint=_HINT)
 
 
@@ -143,13 +153,13 @@ def _zip_entries(zf: zipfile.ZipFile, label: str, limits: ArchiveLimits) -> list
             if (info.file_size > limits.ratio_floor
                     and info.file_size > limits.max_ratio * max(info.compress_size, 1)):
                 raise UnsafeArchiveError(
-                    f"{label} holds {info.filename}, which would unpack to {info.file_size} bytes from "
-                    f"{info.compress_size} (a compression bomb); it was not installed.", hint=_HINT)
+                    T(QT_TRANSLATE_NOOP("Core", "{archive} holds {name}, which would unpack to {size} bytes from "
+                                                "{packed} (a compression bomb); it was not installed."),
+                      archive=label, name=info.filename, size=info.file_size, packed=info.compress_size), hint=_HINT)
             entries.append(_Entry(name, "file", info.file_size, mode & 0o777,
                                   open=lambda info=info: zf.open(info)))  # type: ignore[misc]
         else:
-            raise UnsafeArchiveError(f"{label} contains a device or special file ({info.filename}); "
-                                     "it was not installed.", hint="Engine archives only hold files, folders and links.")
+            raise UnsafeArchiveError(T(_SPECIAL, archive=label, name=info.filename), hint=_ONLY_FILES)
     return entries
 
 
@@ -173,8 +183,7 @@ def _tar_entries(tf: tarfile.TarFile, label: str, limits: ArchiveLimits) -> list
             entries.append(_Entry(name, "file", m.size, m.mode & 0o777,
                                   open=lambda m=m: tf.extractfile(m)))  # type: ignore[misc]
         else:
-            raise UnsafeArchiveError(f"{label} contains a device or special file ({m.name}); it was not installed.",
-                                     hint="Engine archives only hold files, folders and links.")
+            raise UnsafeArchiveError(T(_SPECIAL, archive=label, name=m.name), hint=_ONLY_FILES)
     return entries
 
 
@@ -213,14 +222,16 @@ class _Writer:
                 cur = nxt
                 continue
             except OSError as exc:
-                raise UnsafeArchiveError(f"{self.label} holds a path Strata cannot resolve ({exc.strerror}); "
-                                         "it was not installed.", hint=_HINT) from exc
+                raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} holds a path Strata cannot resolve "
+                                                                     "({reason}); it was not installed."),
+                                           archive=self.label, reason=exc.strerror), hint=_HINT) from exc
             if not stat.S_ISLNK(st.st_mode):
                 cur = nxt
                 continue
             hops += 1
             if hops > 64:
-                raise UnsafeArchiveError(f"{self.label} holds a loop of links; it was not installed.", hint=_HINT)
+                raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} holds a loop of links; it was not "
+                                                                     "installed."), archive=self.label), hint=_HINT)
             target = Path(os.readlink(nxt))
             if target.anchor:
                 cur = target.anchor
@@ -242,14 +253,16 @@ class _Writer:
                 if not self.inside(real):
                     raise _escaping(member, os.readlink(path), self.label)
                 if not os.path.isdir(real):
-                    raise UnsafeArchiveError(f"{self.label} puts {member} under a link to a file; "
-                                             "it was not installed.", hint=_HINT)
+                    raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} puts {member} under a link to a "
+                                                                         "file; it was not installed."),
+                                               archive=self.label, member=member), hint=_HINT)
                 cur = real
             elif os.path.isdir(path):
                 cur = path
             elif os.path.lexists(path):
-                raise UnsafeArchiveError(f"{self.label} puts {member} under a file; it was not installed.",
-                                         hint=_HINT)
+                raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} puts {member} under a file; it was "
+                                                                     "not installed."), archive=self.label,
+                                           member=member), hint=_HINT)
             else:
                 os.mkdir(path)
                 cur = path
@@ -260,7 +273,9 @@ class _Writer:
         parent = self.folder(posixpath.dirname(name), name)
         path = os.path.join(parent, posixpath.basename(name))
         if os.path.islink(path):
-            raise UnsafeArchiveError(f"{self.label} writes {name} over a link; it was not installed.", hint=_HINT)
+            raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} writes {name} over a link; it was not "
+                                                                 "installed."), archive=self.label, name=name),
+                                     hint=_HINT)
         if os.path.isfile(path):
             os.unlink(path)  # the same name twice in a tar: the later member wins, as with tar itself
         return path
@@ -274,8 +289,10 @@ class _Writer:
             while block := src.read(_COPY):
                 written += len(block)
                 if written > size or written > self.budget:
-                    raise UnsafeArchiveError(f"{self.label} holds {name}, which unpacks to more than it declares; "
-                                             "it was not installed.", hint=_HINT)
+                    raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} holds {name}, which unpacks to "
+                                                                         "more than it declares; it was not "
+                                                                         "installed."), archive=self.label, name=name),
+                                             hint=_HINT)
                 dst.write(block)
         self.budget -= written
         os.chmod(path, mode | stat.S_IRUSR | stat.S_IWUSR)
@@ -283,7 +300,8 @@ class _Writer:
     def symlink(self, name: str, target: str) -> None:
         path = self._slot(name)
         if os.path.isdir(path) and not os.path.islink(path):
-            raise UnsafeArchiveError(f"{self.label} replaces the folder {name} by a link; it was not installed.",
+            raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} replaces the folder {name} by a link; it "
+                                                                 "was not installed."), archive=self.label, name=name),
                                      hint=_HINT)
         if not self.inside(self.real(os.path.join(os.path.dirname(path), target))):
             raise _escaping(name, target, self.label)
@@ -302,8 +320,9 @@ class _Writer:
         if not self.inside(src):
             raise _escaping(name, target, self.label)
         if not os.path.isfile(src):
-            raise UnsafeArchiveError(f"{self.label} links {name} to {target}, which is not a file in the archive; "
-                                     "it was not installed.", hint=_HINT)
+            raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "{archive} links {name} to {target}, which is not "
+                                                                 "a file in the archive; it was not installed."),
+                                       archive=self.label, name=name, target=target), hint=_HINT)
         with open(src, "rb") as fh:
             self.write(name, fh, os.fstat(fh.fileno()).st_size, stat.S_IMODE(os.stat(src).st_mode))
 
@@ -341,8 +360,9 @@ def safe_extract(archive: Path, dest: Path, limits: ArchiveLimits = DEFAULT_LIMI
     """
     name = archive.name.lower()
     if not name.endswith((".zip", ".tar.gz", ".tgz", ".tar.xz", ".tar")):
-        raise EngineInstallError(f"{archive.name} is not a zip or tar archive.",
-                                 hint="The catalog matched an asset Strata cannot unpack.")
+        raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "{archive} is not a zip or tar archive."),
+                                   archive=archive.name),
+                                 hint=QT_TRANSLATE_NOOP("Core", "The catalog matched an asset Strata cannot unpack."))
     made = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
     packed = archive.stat().st_size
@@ -360,11 +380,14 @@ def safe_extract(archive: Path, dest: Path, limits: ArchiveLimits = DEFAULT_LIMI
                 _extract(entries, dest, archive.name, limits)
         ok = True
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, UnicodeDecodeError, zipfile.LargeZipFile) as exc:
-        raise EngineInstallError(f"{archive.name} is damaged and could not be unpacked ({exc}).",
-                                 hint="Install again to download a fresh copy.") from exc
+        raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "{archive} is damaged and could not be unpacked "
+                                                             "({reason})."), archive=archive.name, reason=exc),
+                                 hint=QT_TRANSLATE_NOOP("Core", "Install again to download a fresh copy.")) from exc
     except OSError as exc:
-        raise EngineInstallError(f"{archive.name} could not be unpacked: {exc.strerror or exc}",
-                                 hint="Check free space and permissions of the engines folder.") from exc
+        raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "{archive} could not be unpacked: {reason}"),
+                                   archive=archive.name, reason=exc.strerror or exc),
+                                 hint=QT_TRANSLATE_NOOP("Core", "Check free space and permissions of the engines "
+                                                                "folder.")) from exc
     finally:
         if not ok:
             _clear(dest, remove=made)

@@ -21,6 +21,7 @@ import httpx
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import ChecksumMismatchError, EngineDownloadError, StorageError
 from strata_gui.core.progress import ProgressCallback, RateMeter
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.transfer import DEFAULT_PACE, PROGRESS_INTERVAL, FileSink, Pace, stream_to_sink
 
 log = logging.getLogger(__name__)
@@ -162,5 +163,7 @@ async def download_file(
         os.replace(part, dest)
         return DownloadResult(dest, digest, resumed_from, received, bool(expected_sha256))
     except OSError as exc:
-        raise StorageError(f"Could not write {dest.name}: {exc.strerror or exc}",
-                           hint="Check free space and permissions of the downloads folder.") from exc
+        raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not write {file}: {reason}"), file=dest.name,
+                             reason=exc.strerror or exc),
+                           hint=QT_TRANSLATE_NOOP("Core", "Check free space and permissions of the downloads "
+                                                          "folder.")) from exc

@@ -9,6 +9,7 @@ from typing import Any
 
 from strata_gui.core.errors import EngineInstallError
 from strata_gui.core.runtime.kinds import TEXT, EngineKind, kind_named
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 MANIFEST_NAME = "strata-engine.json"
 MANIFEST_VERSION = 1
@@ -181,8 +182,9 @@ class InstalledEngine:
                 kind=kind_named(str(data.get("kind") or "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise EngineInstallError(f"The install manifest in {folder} is damaged ({exc}).",
-                                     hint="Remove this engine and install it again.") from exc
+            raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "The install manifest in {folder} is damaged "
+                                                                 "({reason})."), folder=folder, reason=exc),
+                                     hint=QT_TRANSLATE_NOOP("Core", "Remove this engine and install it again.")) from exc
 
     def write_manifest(self, folder: Path | None = None) -> None:
         target = (folder or self.folder) / MANIFEST_NAME
@@ -196,9 +198,12 @@ def read_manifest(folder: Path) -> InstalledEngine:
     try:
         data = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise EngineInstallError(f"{folder} has no readable install manifest ({exc}).",
-                                 hint="Remove this folder and install the engine again.") from exc
+        raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "{folder} has no readable install manifest ({reason})."),
+                                   folder=folder, reason=exc),
+                                 hint=QT_TRANSLATE_NOOP("Core", "Remove this folder and install the engine "
+                                                                "again.")) from exc
     if not isinstance(data, dict):
-        raise EngineInstallError(f"The install manifest in {folder} is damaged.",
-                                 hint="Remove this engine and install it again.")
+        raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "The install manifest in {folder} is damaged."),
+                                   folder=folder),
+                                 hint=QT_TRANSLATE_NOOP("Core", "Remove this engine and install it again."))
     return InstalledEngine.from_json(data, folder)

@@ -57,6 +57,7 @@ from strata_gui.core.paths import AppPaths
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
 from strata_gui.core.runtime.kinds import TEXT, EngineKind
 from strata_gui.core.settings import Settings, SettingsService
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 if TYPE_CHECKING:
     from strata_gui.core.engines.tuning import TuningCheck
@@ -69,8 +70,10 @@ def _check_asset_name(name: str) -> None:
     downloads folder, and a release server (or a mirror of one) chooses it."""
     if (not name or name in (".", "..") or name.startswith(".") or any(c in name for c in "/\\:\x00")
             or any(ord(c) < 32 for c in name)):
-        raise UnsafeArchiveError(f"The release offers an asset with an unsafe name ({name[:200]!r}); it was not downloaded.",
-                                 hint="The release server may be malicious or misconfigured. Report it to its publisher.")
+        raise UnsafeArchiveError(T(QT_TRANSLATE_NOOP("Core", "The release offers an asset with an unsafe name "
+                                                             "({name}); it was not downloaded."), name=repr(name[:200])),
+                                 hint=QT_TRANSLATE_NOOP("Core", "The release server may be malicious or "
+                                                                "misconfigured. Report it to its publisher."))
 
 
 def _suffix() -> str:
@@ -397,7 +400,8 @@ class EngineService:
         new one is complete.
         """
         if cand.asset is None or cand.source_id is None or cand.tag is None:
-            raise EngineInstallError(f"There is no {cand.backend} build to install: {cand.reason}")
+            raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "There is no {backend} build to install: {reason}"),
+                                       backend=cand.backend, reason=cand.reason))
         asset = cand.asset
         source = self.catalog.source(cand.source_id)
         _check_asset_name(asset.name)
@@ -459,16 +463,20 @@ class EngineService:
     def _find_server(self, root: Path, name: str) -> Path:
         found = sorted((p for p in root.rglob(name) if p.is_file()), key=lambda p: len(p.parts))
         if not found:
-            raise EngineInstallError(f"The archive holds no {name}; it is not an engine build.",
-                                     hint="The release may have changed its layout; update Strata's catalog.")
+            raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "The archive holds no {name}; it is not an engine "
+                                                                 "build."), name=name),
+                                     hint=QT_TRANSLATE_NOOP("Core", "The release may have changed its layout; "
+                                                                    "update Strata's catalog."))
         return found[0]
 
     def _check_required(self, folder: Path, cand: Candidate, asset_name: str) -> None:
         missing = [pat for pat in cand.required if not any(folder.glob(pat))]
         if missing:
             raise EngineInstallError(
-                f"{asset_name} is missing {', '.join(missing)}; the engine would not start, so it was not installed.",
-                hint="The published archive is incomplete. Try another engine (Vulkan) or a newer release.")
+                T(QT_TRANSLATE_NOOP("Core", "{asset} is missing {files}; the engine would not start, so it was not "
+                                            "installed."), asset=asset_name, files=", ".join(missing)),
+                hint=QT_TRANSLATE_NOOP("Core", "The published archive is incomplete. Try another engine (Vulkan) or "
+                                               "a newer release."))
 
     def _swap_in(self, staging: Path, final: Path) -> None:
         trash = None
@@ -631,14 +639,18 @@ class EngineService:
         folder, server = self._locate_local(folder, server_name)
         if server is None:
             project = kind.project
-            raise EngineInstallError(f"{folder} holds no {server_name}.",
-                                     hint=f"Choose the folder your {project} build put {server_name} in (build/bin).")
+            raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "{folder} holds no {server}."), folder=folder,
+                                       server=server_name),
+                                     hint=T(QT_TRANSLATE_NOOP("Core", "Choose the folder your {project} build put "
+                                                                      "{server} in (build/bin)."), project=project,
+                                            server=server_name))
         if backend is None:
             # A build that cannot list its devices: its libraries tell, else it is a processor build.
             backend = (await self.detect_backend(server) if kind.lists_devices
                        else backend_from_libraries(server.parent) or "cpu")
         if backend not in ("rocm", "vulkan", "cpu"):
-            raise EngineInstallError(f"Unknown backend '{backend}': choose rocm, vulkan or cpu.")
+            raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "Unknown backend '{backend}': choose rocm, vulkan or "
+                                                                 "cpu."), backend=backend))
         slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in (name or folder.name))
         engine_id = f"local-{kind.id_prefix}{backend}-{slug}"
         gfx = gpu.gfx if gpu and gpu.gfx else None

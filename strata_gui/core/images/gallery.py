@@ -19,6 +19,7 @@ from typing import Any
 from strata_gui.core.errors import ImageError, StorageError
 from strata_gui.core.images.params import ImageRequest, ParsedParameters, parse_parameters
 from strata_gui.core.images.png import read_text, with_text
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,10 @@ class Gallery:
             tmp.write_bytes(data)
             os.replace(tmp, path)
         except OSError as exc:
-            raise StorageError(f"Could not save the image in {self.folder}: {exc.strerror or exc}",
-                               hint="Check the data folder is writable and the disk is not full.") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not save the image in {folder}: {reason}"),
+                                 folder=self.folder, reason=exc.strerror or exc),
+                               hint=QT_TRANSLATE_NOOP("Core", "Check the data folder is writable and the disk is "
+                                                              "not full.")) from exc
         return GalleryImage(path, one, model, engine, created, seconds)
 
     def read(self, path: Path) -> GalleryImage:

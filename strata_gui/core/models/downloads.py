@@ -213,7 +213,8 @@ class DownloadQueue:
             tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError as exc:
-            raise StorageError(f"Could not save the download queue: {exc.strerror or exc}") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not save the download queue: {reason}"),
+                                 reason=exc.strerror or exc)) from exc
 
     def jobs(self) -> list[DownloadJob]:
         return list(self._jobs.values())
@@ -533,7 +534,8 @@ class HubCacheDownloader:
                 ref_file.parent.mkdir(parents=True, exist_ok=True)
                 ref_file.write_text(plan.resolved.commit)
         except OSError as exc:
-            raise StorageError(f"Could not add {plan.file.path} to the hub cache: {exc.strerror or exc}") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not add {file} to the hub cache: {reason}"),
+                                 file=plan.file.path, reason=exc.strerror or exc)) from exc
 
 
 async def _settle(fut: asyncio.Future[Any]) -> None:

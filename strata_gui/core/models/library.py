@@ -26,8 +26,10 @@ from strata_gui.core.models.gguf_meta import (
 from strata_gui.core.models.image_models import ImageModelParts, image_parts, model_parts
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, TEXT, EngineKind
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
+_NOT_DELETED = QT_TRANSLATE_NOOP("Core", "Could not delete {name}: {reason}")
 
 SOURCE_HUB = "hub cache"
 SOURCE_FOLDER = "folder"
@@ -293,8 +295,9 @@ class ModelLibrary:
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                raise StorageError(f"Could not delete {f.name}: {exc.strerror or exc}",
-                                   hint="Check the file is not in use and you may write to its folder.") from exc
+                raise StorageError(T(_NOT_DELETED, name=f.name, reason=exc.strerror or exc),
+                                   hint=QT_TRANSLATE_NOOP("Core", "Check the file is not in use and you may write "
+                                                                  "to its folder.")) from exc
         if entry.path in self.opened:
             self.opened.remove(entry.path)
         return freed
@@ -302,7 +305,7 @@ class ModelLibrary:
     def _delete_from_cache(self, entry: LibraryEntry) -> int:
         repo_dir = _repo_dir_of(entry.path)
         if repo_dir is None:
-            raise StorageError(f"{entry.path} is not inside the hub cache.")
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "{path} is not inside the hub cache."), path=entry.path))
         blobs: set[Path] = set()
         try:
             for f in entry.files:
@@ -327,8 +330,9 @@ class ModelLibrary:
             if not snapshots.exists() or not any(snapshots.iterdir()):
                 shutil.rmtree(repo_dir)
         except OSError as exc:
-            raise StorageError(f"Could not delete {entry.display_name}: {exc.strerror or exc}",
-                               hint="Check the file is not in use by a running model.") from exc
+            raise StorageError(T(_NOT_DELETED, name=entry.display_name, reason=exc.strerror or exc),
+                               hint=QT_TRANSLATE_NOOP("Core", "Check the file is not in use by a running "
+                                                              "model.")) from exc
         return freed
 
 

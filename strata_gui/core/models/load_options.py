@@ -43,6 +43,7 @@ from strata_gui.core.models.identity import model_identity
 from strata_gui.core.models.library import find_projector
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.settings import Settings, SettingsService
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, joined
 
 log = logging.getLogger(__name__)
 
@@ -109,38 +110,44 @@ class LoadOptions:
         """A copy with ``changes`` (unknown names raise :class:`SettingsError`)."""
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
-            raise SettingsError(f"Unknown load option: {', '.join(sorted(unknown))}.")
+            raise SettingsError(T(QT_TRANSLATE_NOOP("Core", "Unknown load option: {names}."),
+                                  names=", ".join(sorted(unknown))))
         return dataclasses.replace(self, **changes)
 
     def problems(self) -> list[str]:
         """What stops llama-server from loading with these options, as sentences (empty: fine)."""
-        out = []
+        out: list[str] = []
         if self.ctx_size < 0:
-            out.append("The context size cannot be negative.")
+            out.append(QT_TRANSLATE_NOOP("Core", "The context size cannot be negative."))
         if self.gpu_layers not in ("all", "auto") and not self.gpu_layers.isdigit():
-            out.append("GPU layers must be 'all', 'auto' or a number.")
+            out.append(QT_TRANSLATE_NOOP("Core", "GPU layers must be 'all', 'auto' or a number."))
         if self.flash_attention not in FLASH_ATTENTION:
-            out.append("Flash attention must be on, off or auto.")
+            out.append(QT_TRANSLATE_NOOP("Core", "Flash attention must be on, off or auto."))
         for which, value in (("K", self.cache_type_k), ("V", self.cache_type_v)):
             if value not in KV_CACHE_TYPES:
-                out.append(f"The {which} cache type must be one of {', '.join(CACHE_TYPES)}.")
+                out.append(T(QT_TRANSLATE_NOOP("Core", "The {which} cache type must be one of {types}."), which=which,
+                              types=", ".join(CACHE_TYPES)))
         # llama.cpp refuses a quantised V cache without flash attention (llama-context.cpp).
         if self.cache_type_v != "f16" and self.flash_attention == "off":
-            out.append("A quantised V cache needs flash attention: set flash attention to on or auto.")
+            out.append(QT_TRANSLATE_NOOP("Core", "A quantised V cache needs flash attention: set flash attention to on "
+                                                 "or auto."))
         if min(self.batch_size, self.ubatch_size, self.threads) < 0 or self.parallel < 1:
-            out.append("Batch sizes and threads cannot be negative, and there is at least one slot.")
+            out.append(QT_TRANSLATE_NOOP("Core", "Batch sizes and threads cannot be negative, and there is at least "
+                                                 "one slot."))
         if self.batch_size and self.ubatch_size > self.batch_size:
-            out.append("The micro-batch cannot be larger than the batch.")
+            out.append(QT_TRANSLATE_NOOP("Core", "The micro-batch cannot be larger than the batch."))
         if min(self.draft_max, self.draft_min) < 0 or (self.draft_max and self.draft_min > self.draft_max):
-            out.append("Draft limits cannot be negative, and the minimum cannot exceed the maximum.")
+            out.append(QT_TRANSLATE_NOOP("Core", "Draft limits cannot be negative, and the minimum cannot exceed the "
+                                                 "maximum."))
         if self.max_output_tokens < 0:
-            out.append("The reply limit cannot be negative (0 means Strata's default).")
+            out.append(QT_TRANSLATE_NOOP("Core", "The reply limit cannot be negative (0 means Strata's default)."))
         if self.thinking not in THINKING:
-            out.append("Thinking must be auto, on or off.")
+            out.append(QT_TRANSLATE_NOOP("Core", "Thinking must be auto, on or off."))
         if self.effort not in EFFORTS:
-            out.append("The thinking effort must be low, medium or high (or empty for the model's default).")
+            out.append(QT_TRANSLATE_NOOP("Core", "The thinking effort must be low, medium or high (or empty for the "
+                                                 "model's default)."))
         if self.thinking_budget < -1:
-            out.append("The thinking budget must be a number of tokens, or -1 for no limit.")
+            out.append(QT_TRANSLATE_NOOP("Core", "The thinking budget must be a number of tokens, or -1 for no limit."))
         return out
 
     def server_settings(self, base: ServerSettings | None = None) -> ServerSettings:
@@ -231,8 +238,10 @@ class LoadOptionsService:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-            raise SettingsError(f"Could not save the load options: {exc.strerror or exc}.",
-                                hint=f"Check that {self.path.parent} is writable.") from exc
+            raise SettingsError(T(QT_TRANSLATE_NOOP("Core", "Could not save the load options: {reason}."),
+                                  reason=exc.strerror or exc),
+                                hint=T(QT_TRANSLATE_NOOP("Core", "Check that {folder} is writable."),
+                                       folder=self.path.parent)) from exc
 
     def key(self, model: Path) -> str:
         """The model's identity (cached per file version: hashing reads up to 2 MiB)."""
@@ -277,7 +286,7 @@ class LoadOptionsService:
     def _check(options: LoadOptions) -> None:
         problems = options.problems()
         if problems:
-            raise SettingsError(problems[0], hint=" ".join(problems[1:]) or None)
+            raise SettingsError(problems[0], hint=joined(problems[1:]) or None)
 
     def save(self, model: Path, options: LoadOptions) -> None:
         """Remember ``options`` for ``model`` (the next load uses them).
@@ -336,9 +345,13 @@ class LoadOptionsService:
                                         ("V", options.cache_type_v, shape.value_length)):
             block = KV_CACHE_TYPES.get(cache_type, (2, 1))[1]
             if head and head % block:
-                out.append(f"This model's heads hold {head} values, not a multiple of the {cache_type} block "
-                           f"({block}): use f16 for {which}" + (", or turn flash attention off." if which == "K"
-                                                                 else "."))
+                template = (QT_TRANSLATE_NOOP("Core", "This model's heads hold {head} values, not a multiple of "
+                                                      "the {cache_type} block ({block}): use f16 for {which}, or "
+                                                      "turn flash attention off.") if which == "K"
+                            else QT_TRANSLATE_NOOP("Core", "This model's heads hold {head} values, not a multiple "
+                                                           "of the {cache_type} block ({block}): use f16 for "
+                                                           "{which}."))
+                out.append(T(template, head=head, cache_type=cache_type, block=block, which=which))
         return out
 
     def template_now(self, model: Path) -> TemplateCapabilities | None:

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from strata_gui.core.errors import StorageError
 from strata_gui.core.logging_setup import register_secret
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class DpapiProtector:  # pragma: no cover - Windows only, untested on Linux
         out = self._blob()
         fn = getattr(self._crypt32, fn_name)
         if not fn(ctypes.byref(src), None, None, None, None, 0, ctypes.byref(out)):
-            raise StorageError("Windows could not protect the stored API key.",
+            raise StorageError(QT_TRANSLATE_NOOP("Core", "Windows could not protect the stored API key."),
                                details=f"{fn_name} failed")
         try:
             return bytes(ctypes.string_at(out.pbData, out.cbData))
@@ -150,8 +151,9 @@ class FileSecretStore:
             os.replace(tmp, self.path)
             os.chmod(self.path, 0o600)
         except OSError as exc:
-            raise StorageError(f"Could not save the key store {self.path}: {exc.strerror or exc}",
-                               hint="Check that the config folder is writable.") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not save the key store {path}: {reason}"),
+                                 path=self.path, reason=exc.strerror or exc),
+                               hint=QT_TRANSLATE_NOOP("Core", "Check that the config folder is writable.")) from exc
 
     def get(self, name: str) -> str | None:
         raw = self._read().get(name)

@@ -30,6 +30,7 @@ from strata_gui.core.runtime.client import (
     SamplingParams,
     StreamPiece,
 )
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -125,11 +126,15 @@ class RemoteService:
         except FileNotFoundError:
             return []
         except (OSError, ValueError) as exc:
-            raise StorageError(f"The list of remote engines {self.path} cannot be read.",
-                               hint="Delete the file and add the remote engines again.") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "The list of remote engines {path} cannot be read."),
+                                 path=self.path),
+                               hint=QT_TRANSLATE_NOOP("Core", "Delete the file and add the remote engines "
+                                                              "again.")) from exc
         except RecursionError as exc:
-            raise StorageError(f"The list of remote engines {self.path} cannot be read (it is nested too deeply).",
-                               hint="Delete the file and add the remote engines again.") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "The list of remote engines {path} cannot be read (it "
+                                                           "is nested too deeply)."), path=self.path),
+                               hint=QT_TRANSLATE_NOOP("Core", "Delete the file and add the remote engines "
+                                                              "again.")) from exc
         items = raw.get("endpoints", []) if isinstance(raw, dict) else []
         known = set(RemoteEndpoint.__dataclass_fields__)
         endpoints = [RemoteEndpoint(**{k: v for k, v in item.items() if k in known})
@@ -159,7 +164,8 @@ class RemoteService:
                            encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError as exc:
-            raise StorageError(f"Could not save the remote engines: {exc.strerror or exc}") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not save the remote engines: {reason}"),
+                                 reason=exc.strerror or exc)) from exc
         self.events.emit(RemotesChanged(tuple(endpoints)))
 
     def get(self, name_or_id: str) -> RemoteEndpoint:

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Protocol
 
 from strata_gui.core.errors import SettingsError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
 ENTRY_NAME = "strata-model-server"  # the .desktop file's name on Linux
 RUN_VALUE = "Strata model server"  # the Run value's name on Windows
 RUN_KEY = r"Software\Microsoft\Windows\CurrentVersion\Run"
+_NOT_ADDED = QT_TRANSLATE_NOOP("Core", "Could not add Strata to the programs started at sign-in: {reason}")
 
 
 def serve_command(*, frozen: bool | None = None, executable: str | None = None) -> list[str]:
@@ -98,15 +100,17 @@ class XdgAutostart:
             os.replace(tmp, self.path)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
-            raise SettingsError(f"Could not add Strata to the programs started at sign-in: {exc.strerror or exc}",
-                                hint=f"Check that {self.path.parent} is writable.") from exc
+            raise SettingsError(T(_NOT_ADDED, reason=exc.strerror or exc),
+                                hint=T(QT_TRANSLATE_NOOP("Core", "Check that {folder} is writable."),
+                                       folder=self.path.parent)) from exc
         log.info("model server starts at sign-in: %s", self.path)
 
     def disable(self) -> None:
         try:
             self.path.unlink(missing_ok=True)
         except OSError as exc:
-            raise SettingsError(f"Could not remove {self.path}: {exc.strerror or exc}") from exc
+            raise SettingsError(T(QT_TRANSLATE_NOOP("Core", "Could not remove {path}: {reason}"), path=self.path,
+                                  reason=exc.strerror or exc)) from exc
 
     def describe(self) -> str:
         return str(self.path)
@@ -122,13 +126,14 @@ class WindowsRunKey:
         try:
             _set_run_value(windows_command_line(command))
         except OSError as exc:
-            raise SettingsError(f"Could not add Strata to the programs started at sign-in: {exc}") from exc
+            raise SettingsError(T(_NOT_ADDED, reason=exc)) from exc
 
     def disable(self) -> None:
         try:
             _delete_run_value()
         except OSError as exc:
-            raise SettingsError(f"Could not remove Strata from the programs started at sign-in: {exc}") from exc
+            raise SettingsError(T(QT_TRANSLATE_NOOP("Core", "Could not remove Strata from the programs started at "
+                                                            "sign-in: {reason}"), reason=exc)) from exc
 
     def describe(self) -> str:
         return rf"HKEY_CURRENT_USER\{RUN_KEY}\{RUN_VALUE}"

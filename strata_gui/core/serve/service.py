@@ -14,6 +14,7 @@ from strata_gui.core.serve.autostart import Autostart, serve_command
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
 from strata_gui.core.serve.router import KIND_TEXT, ModelRouter
 from strata_gui.core.settings import Settings, SettingsService
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 if TYPE_CHECKING:
     from strata_gui.core.serve.server import ApiServer
@@ -173,7 +174,7 @@ class ServeService:
             SettingsError: the entry could not be written or removed.
         """
         if self.autostart is None:
-            raise SettingsError("Starting at sign-in is not available on this system.")
+            raise SettingsError(QT_TRANSLATE_NOOP("Core", "Starting at sign-in is not available on this system."))
         if on:
             self.autostart.enable(command or serve_command())
         else:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from strata_gui.core.errors import StorageError, ToolConfigError
 from strata_gui.core.events import emit
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.tools.config import (
     HTTP,
     STDIO,
@@ -77,8 +78,9 @@ class McpServerStore:
         except FileNotFoundError:
             return {"version": VERSION, "servers": [], "always_allow": {}}
         except (OSError, ValueError) as exc:
-            raise StorageError(f"The list of tool servers {self.path} cannot be read.",
-                               hint="Delete the file and add the tool servers again.",
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "The list of tool servers {path} cannot be read."),
+                                 path=self.path),
+                               hint=QT_TRANSLATE_NOOP("Core", "Delete the file and add the tool servers again."),
                                details=type(exc).__name__) from exc
         if not isinstance(raw, dict):
             raw = {}
@@ -97,8 +99,9 @@ class McpServerStore:
             tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError as exc:
-            raise StorageError(f"Could not save the tool servers: {exc.strerror or exc}",
-                               hint="Check that the config folder is writable.") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not save the tool servers: {reason}"),
+                                 reason=exc.strerror or exc),
+                               hint=QT_TRANSLATE_NOOP("Core", "Check that the config folder is writable.")) from exc
 
     def _secret_values(self, ident: str) -> dict[str, Any]:
         raw = self._secrets.get(SECRET_PREFIX + ident)

@@ -42,6 +42,7 @@ from strata_gui.core.models import (
     Verdict,
 )
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
+from strata_gui.ui.i18n import core_text
 
 _VERDICT_COLOURS = {Verdict.FULL_GPU: "#15803d", Verdict.PARTIAL: "#b45309",
                     Verdict.CPU_ONLY: "#6b7280", Verdict.WONT_FIT: "#b91c1c"}
@@ -434,7 +435,7 @@ class LoadOptionsPanel(QGroupBox):
         if problems:
             self.estimate = None
             self.verdict.setStyleSheet("color: #b91c1c;")
-            self.verdict.setText(problems[0])
+            self.verdict.setText(core_text(problems[0]))
             return problems
         if self.shape is None:
             return []

@@ -28,7 +28,7 @@ from strata_gui.core.errors import StrataError
 from strata_gui.core.models import environment_endpoint
 from strata_gui.core.services import Services
 from strata_gui.core.settings import Settings, SettingsChange
-from strata_gui.ui.i18n import error_text
+from strata_gui.ui.i18n import core_text, error_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
 
@@ -345,7 +345,7 @@ class SettingsPage(Page):
         new = self.edited()
         problems = new.validate()
         if problems:
-            self.status.setText(self.tr("Not saved: ") + " ".join(problems))
+            self.status.setText(self.tr("Not saved: ") + " ".join(core_text(p) for p in problems))
             return False
         try:
             changed = self.services.settings_service.update(**{k: getattr(new, k) for k in PAGE_KEYS})
