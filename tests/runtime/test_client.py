@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -138,3 +140,58 @@ def test_unreachable_engine_is_a_server_error() -> None:
                 await ChatClient(http, f"http://127.0.0.1:{free_port()}").stream_chat(HELLO)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.engine
+def test_read_ahead_fills_the_real_engines_cache_for_the_next_request(test_engines: Engines,
+                                                                      test_model: Path) -> None:
+    history = [{"role": "system", "content": "You are a geography teacher. " * 15},
+               {"role": "user", "content": "Name three long rivers. " * 8},
+               {"role": "assistant", "content": "The Nile, the Amazon and the Yangtze. " * 6}]
+
+    async def scenario(base: str) -> None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            client = ChatClient(http, base)
+            held = await client.read_ahead(history, sampling=SamplingParams(max_tokens=4, seed=1))
+            assert held is not None and held > 100
+            reply = await client.stream_chat([*history, {"role": "user", "content": "And the longest?"}],
+                                             SamplingParams(max_tokens=4, seed=1))
+            assert reply.stats.cache_n is not None and reply.stats.cache_n >= held - 2
+            assert reply.stats.prompt_n is not None and reply.stats.prompt_n < 30
+            # The same history again: everything is cached already.
+            assert await client.read_ahead(history, sampling=SamplingParams(max_tokens=4, seed=1)) == held
+
+    with _engines.running_server(test_engines.cpu_server, test_model) as base:
+        asyncio.run(scenario(base))
+
+
+def test_read_ahead_answers_none_where_the_server_cannot_and_the_chat_goes_on() -> None:
+    """An older llama-server (no /apply-template: its 404 as llama-server words it), and no server
+    at all: nothing is read, nothing is raised, the next request streams as always."""
+    from tests.support import openai_stream_server as oss
+
+    async def scenario(base: str) -> None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            client = ChatClient(http, base)
+            assert await client.read_ahead(HELLO) is None
+            reply = await client.stream_chat(HELLO)
+            assert reply.text
+            with socket_closed() as gone:
+                assert await ChatClient(http, gone).read_ahead(HELLO) is None
+
+    with oss.openai_stream_server(oss.reasoning_then_content(3, 3)) as server:
+        asyncio.run(scenario(server.url))
+
+
+def socket_closed() -> contextlib.AbstractContextManager[str]:
+    """The URL of a loopback port nobody listens on."""
+    import socket
+
+    @contextlib.contextmanager
+    def closed() -> Iterator[str]:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+
+    return closed()
