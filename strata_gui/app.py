@@ -30,7 +30,7 @@ from strata_gui.core.logging_setup import close_logging, configure_logging, keep
 from strata_gui.core.resources import resources_dir
 from strata_gui.core.services import Services, build_services
 from strata_gui.ui import pyside_import_check
-from strata_gui.ui.i18n import install_language
+from strata_gui.ui.i18n import core_text, install_language
 from strata_gui.ui.main_window import MainWindow
 from strata_gui.ui.theme import apply_first_theme, apply_theme, remembered_dark, settle_theme
 
@@ -460,14 +460,14 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         from strata_gui.core.engines import AUTO_ROLLED_BACK
 
         if entry.action == AUTO_ROLLED_BACK:
-            window.show_notice(entry.message, "warning")
+            window.show_notice(core_text(entry.message), "warning")
 
     unfollow_updates = services.engines.ledger.events.subscribe(rolled_back)
     window.destroyed.connect(lambda *_: unfollow_updates())
     if base.settings_notice:
-        window.show_notice(base.settings_notice, "warning")
+        window.show_notice(core_text(base.settings_notice), "warning")
     if services.storage_notices:  # the database was damaged (moved aside) or is in use
-        window.show_notice(" ".join(services.storage_notices), "warning")
+        window.show_notice(" ".join(core_text(n) for n in services.storage_notices), "warning")
     return ui
 
 

@@ -985,6 +985,10 @@ Last reply: this computer ({1})</source>
         <translation>发行服务器可能含有恶意或配置错误。请向其发布者报告。</translation>
     </message>
     <message>
+        <source>Tried on this machine: {result}. Test it again on the Engines page after a driver update.</source>
+        <translation>已在本机试过：{result}。更新驱动后，请在“引擎”页面重新测试。</translation>
+    </message>
+    <message>
         <source>There is no {backend} build to install: {reason}</source>
         <translation>没有可安装的 {backend} 版本：{reason}</translation>
     </message>
@@ -1113,6 +1117,22 @@ Last reply: this computer ({1})</source>
         <translation>Windows 无法保护已保存的 API 密钥。</translation>
     </message>
     <message>
+        <source>The key store {path} cannot be read ({reason}), so no saved API keys or hub token are used.</source>
+        <translation>无法读取密钥库 {path}（{reason}），因此不会使用已保存的 API 密钥和 hub 令牌。</translation>
+    </message>
+    <message>
+        <source>not a JSON object of strings</source>
+        <translation>不是由字符串组成的 JSON 对象</translation>
+    </message>
+    <message>
+        <source>The key store {store} was damaged ({why}), so the saved API keys and hub token are not used. It was moved to {name}. Enter them again.</source>
+        <translation>密钥库 {store} 已损坏（{why}），因此不会使用已保存的 API 密钥和 hub 令牌。该文件已移至 {name}。请重新输入。</translation>
+    </message>
+    <message>
+        <source>The key store {store} was damaged ({why}), so the saved API keys and hub token are not used. Enter them again.</source>
+        <translation>密钥库 {store} 已损坏（{why}），因此不会使用已保存的 API 密钥和 hub 令牌。请重新输入。</translation>
+    </message>
+    <message>
         <source>Could not save the key store {path}: {reason}</source>
         <translation>无法保存密钥存储 {path}：{reason}</translation>
     </message>
@@ -1193,8 +1213,36 @@ Last reply: this computer ({1})</source>
         <translation>更新通道必须为 stable 或 latest。</translation>
     </message>
     <message>
+        <source>It was moved to {name}.</source>
+        <translation>该文件已移至 {name}。</translation>
+    </message>
+    <message>
         <source>Settings not saved: {problems}</source>
         <translation>设置未保存：{problems}</translation>
+    </message>
+    <message>
+        <source>Your settings file could not be read (it is nested too deeply), so defaults are used.</source>
+        <translation>无法读取您的设置文件（嵌套层级过深），因此使用默认设置。</translation>
+    </message>
+    <message>
+        <source>Your settings file could not be read ({reason}), so defaults are used.</source>
+        <translation>无法读取您的设置文件（{reason}），因此使用默认设置。</translation>
+    </message>
+    <message>
+        <source>Your settings were written by a newer Strata (version {version}); defaults are used. The file was kept as {name}.</source>
+        <translation>您的设置由较新版本的 Strata 写入（版本 {version}），因此使用默认设置。原文件已保留为 {name}。</translation>
+    </message>
+    <message>
+        <source>Your settings were written by a newer Strata (version {version}); defaults are used. The file was kept as is.</source>
+        <translation>您的设置由较新版本的 Strata 写入（版本 {version}），因此使用默认设置。原文件保持不变。</translation>
+    </message>
+    <message>
+        <source>Some settings had invalid values and were reset to their defaults: {names}.</source>
+        <translation>部分设置的值无效，已恢复为默认值：{names}。</translation>
+    </message>
+    <message>
+        <source>The file as it was is kept as {name}.</source>
+        <translation>原来的文件已保留为 {name}。</translation>
     </message>
     <message>
         <source>Could not save settings to {path}: {reason}</source>
@@ -1249,6 +1297,10 @@ Last reply: this computer ({1})</source>
         <translation>请手动移动或删除该文件；Strata 随后会新建一个。</translation>
     </message>
     <message>
+        <source>The database file was damaged ({damage}), so Strata started a new one for {what}. The old file was kept as {moved}.</source>
+        <translation>数据库文件已损坏（{damage}），因此 Strata 为{what}新建了一个数据库文件。旧文件已保留为 {moved}。</translation>
+    </message>
+    <message>
         <source>The list of tool servers {path} cannot be read.</source>
         <translation>无法读取工具服务器列表 {path}。</translation>
     </message>
@@ -1259,6 +1311,254 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Could not save the tool servers: {reason}</source>
         <translation>无法保存工具服务器：{reason}</translation>
+    </message>
+    <message>
+        <source>Another Strata, or a program that opened the file, is holding it; the file is not damaged. Close the other program and restart Strata to see and keep your history.</source>
+        <translation>另一个 Strata 或打开了该文件的程序正在占用它；文件并未损坏。请关闭该程序并重新启动 Strata，以查看并保留您的历史记录。</translation>
+    </message>
+    <message>
+        <source>Statistics and conversations are not saved this session.</source>
+        <translation>本次运行期间不会保存统计数据和对话。</translation>
+    </message>
+    <message>
+        <source>Conversations are not saved this session.</source>
+        <translation>本次运行期间不会保存对话。</translation>
+    </message>
+    <message>
+        <source>no result</source>
+        <translation>没有结果</translation>
+    </message>
+    <message>
+        <source>{engine} could not be measured at depth {depth}: {error}</source>
+        <translation>无法在深度 {depth} 测量 {engine}：{error}</translation>
+    </message>
+    <message>
+        <source>{engine} could not be measured: {error}</source>
+        <translation>无法测量 {engine}：{error}</translation>
+    </message>
+    <message>
+        <source>No engine finished the benchmark.</source>
+        <translation>没有引擎完成基准测试。</translation>
+    </message>
+    <message>
+        <source>{first} is the only engine that ran ({decode:.1f} tokens/s decode).</source>
+        <translation>{first} 是唯一运行成功的引擎（解码 {decode:.1f} tokens/s）。</translation>
+    </message>
+    <message>
+        <source>{first} and {other} decode equally fast ({decode:.1f} vs {other_decode:.1f} tokens/s); {first} prefills faster ({prefill:.0f} vs {other_prefill:.0f} tokens/s).</source>
+        <translation>{first} 与 {other} 的解码速度相当（{decode:.1f} 对 {other_decode:.1f} tokens/s）；{first} 的预填充更快（{prefill:.0f} 对 {other_prefill:.0f} tokens/s）。</translation>
+    </message>
+    <message>
+        <source>{first} decodes {times:.2f}× as fast as {other} ({decode:.1f} vs {other_decode:.1f} tokens/s).</source>
+        <translation>{first} 的解码速度是 {other} 的 {times:.2f} 倍（{decode:.1f} 对 {other_decode:.1f} tokens/s）。</translation>
+    </message>
+    <message>
+        <source>{first} is fastest.</source>
+        <translation>{first} 最快。</translation>
+    </message>
+    <message>
+        <source>At {depth} depth {first} decodes fastest ({decode:.1f} vs {other_decode:.1f} tokens/s for {other}).</source>
+        <translation>在 {depth} 深度下，{first} 解码最快（{decode:.1f} tokens/s，{other} 为 {other_decode:.1f} tokens/s）。</translation>
+    </message>
+    <message>
+        <source>Crossover at about {depth} tokens of context: {before} is faster below, {after} from there.</source>
+        <translation>交叉点约在 {depth} 个 token 的上下文处：低于此值时 {before} 更快，从此处起 {after} 更快。</translation>
+    </message>
+    <message>
+        <source>{first} stays fastest at every measured depth.</source>
+        <translation>在所有测量的深度下，{first} 都是最快的。</translation>
+    </message>
+    <message>
+        <source>{engine} prefills at {prefill:.0f} tokens/s, far below Vulkan&apos;s {vulkan_prefill:.0f}, and no hipBLASLt tuning table is active: prefill is on the untuned path. Fetch the tuning table for this GPU on the Engines page (or update the engine so its hipBLASLt revision matches the table).</source>
+        <translation>{engine} 的预填充速度为 {prefill:.0f} tokens/s，远低于 Vulkan 的 {vulkan_prefill:.0f}，且没有启用 hipBLASLt 调优表：预填充走的是未调优的路径。请在“引擎”页面获取此 GPU 的调优表（或更新引擎，使其 hipBLASLt 版本与调优表匹配）。</translation>
+    </message>
+    <message>
+        <source>Cannot read {model}.</source>
+        <translation>无法读取 {model}。</translation>
+    </message>
+    <message>
+        <source>Check that the model file still exists.</source>
+        <translation>请检查模型文件是否仍然存在。</translation>
+    </message>
+    <message>
+        <source>Image benchmarks are not available in this build.</source>
+        <translation>此版本不支持图像基准测试。</translation>
+    </message>
+    <message>
+        <source>Could not write {path}: {reason}</source>
+        <translation>无法写入 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>Choose another folder or free some disk space.</source>
+        <translation>请选择其他文件夹，或释放一些磁盘空间。</translation>
+    </message>
+    <message>
+        <source>statistics and engine choices</source>
+        <translation>统计数据和引擎选择</translation>
+    </message>
+    <message>
+        <source>save the statistics</source>
+        <translation>保存统计数据</translation>
+    </message>
+    <message>
+        <source>The statistics were written by a newer Strata.</source>
+        <translation>统计数据由较新版本的 Strata 写入。</translation>
+    </message>
+    <message>
+        <source>Update Strata, or move the database file aside.</source>
+        <translation>请更新 Strata，或将数据库文件移走。</translation>
+    </message>
+    <message>
+        <source>Benchmark sizes must be at least 1.</source>
+        <translation>基准测试的规模至少为 1。</translation>
+    </message>
+    <message>
+        <source>The benchmark depth cannot be negative.</source>
+        <translation>基准测试深度不能为负数。</translation>
+    </message>
+    <message>
+        <source>Use 0 to measure at depth 0 only.</source>
+        <translation>设为 0 则只在深度 0 测量。</translation>
+    </message>
+    <message>
+        <source>Measured at depth 0 only: {asked:,} tokens of context are more than the model was trained on ({trained:,}) with the workload on top.</source>
+        <translation>仅在深度 0 测量：{asked:,} 个 token 的上下文加上测试负载，超过了模型训练时的上下文长度（{trained:,}）。</translation>
+    </message>
+    <message>
+        <source>Measured at depth {depth:,} instead of {asked:,}: the model was trained on {trained:,} tokens of context, and the workload needs room on top.</source>
+        <translation>在深度 {depth:,} 而非 {asked:,} 测量：模型训练时的上下文为 {trained:,} 个 token，还需为测试负载留出空间。</translation>
+    </message>
+    <message>
+        <source>No engine to benchmark.</source>
+        <translation>没有可测试的引擎。</translation>
+    </message>
+    <message>
+        <source>Install an engine on the Engines page first.</source>
+        <translation>请先在“引擎”页面安装一个引擎。</translation>
+    </message>
+    <message>
+        <source>The engine could not tokenize the benchmark prompt.</source>
+        <translation>引擎无法对基准测试提示词进行分词。</translation>
+    </message>
+    <message>
+        <source>The engine returned no timings for the benchmark request.</source>
+        <translation>引擎没有返回基准测试请求的计时数据。</translation>
+    </message>
+    <message>
+        <source>The engine stopped answering during the benchmark ({reason}).</source>
+        <translation>引擎在基准测试期间停止响应（{reason}）。</translation>
+    </message>
+    <message>
+        <source>The engine refused the benchmark request (HTTP {status}).</source>
+        <translation>引擎拒绝了基准测试请求（HTTP {status}）。</translation>
+    </message>
+    <message>
+        <source>The engine sent an unreadable answer.</source>
+        <translation>引擎返回了无法读取的应答。</translation>
+    </message>
+    <message>
+        <source>The engine sent an unexpected answer.</source>
+        <translation>引擎返回了意外的应答。</translation>
+    </message>
+    <message>
+        <source>{gpu}: not in table → {fallback}; ROCm will be probed if you install it</source>
+        <translation>{gpu}：不在对照表中 → {fallback}；如果您安装 ROCm，会对其进行检测</translation>
+    </message>
+    <message>
+        <source>{gfx} → family {family}</source>
+        <translation>{gfx} → 系列 {family}</translation>
+    </message>
+    <message>
+        <source>{gfx} (family {family}) is among this build&apos;s targets</source>
+        <translation>{gfx}（系列 {family}）在此构建的目标之中</translation>
+    </message>
+    <message>
+        <source>{gfx} is among this build&apos;s targets</source>
+        <translation>{gfx} 在此构建的目标之中</translation>
+    </message>
+    <message>
+        <source>{gfx} (family {family}): no ROCm build for {os} in the current releases → {fallback}</source>
+        <translation>{gfx}（系列 {family}）：当前发布版本中没有适用于 {os} 的 ROCm 构建 → {fallback}</translation>
+    </message>
+    <message>
+        <source>{gfx}: no ROCm build for this target → {fallback}</source>
+        <translation>{gfx}：没有针对此目标的 ROCm 构建 → {fallback}</translation>
+    </message>
+    <message>
+        <source>no GPU found → CPU</source>
+        <translation>未找到 GPU → CPU</translation>
+    </message>
+    <message>
+        <source>no {backend} build for {os} in the current releases</source>
+        <translation>当前发布版本中没有适用于 {os} 的 {backend} 构建</translation>
+    </message>
+    <message>
+        <source>works on any GPU with a Vulkan driver</source>
+        <translation>适用于任何装有 Vulkan 驱动的 GPU</translation>
+    </message>
+    <message>
+        <source>last resort: runs on the processor (several times slower)</source>
+        <translation>最后的选择：在处理器上运行（慢数倍）</translation>
+    </message>
+    <message>
+        <source>No release listings available: connect once, or pass --releases-json files.</source>
+        <translation>没有可用的发布列表：请联网一次，或传入 --releases-json 文件。</translation>
+    </message>
+    <message>
+        <source>a required DLL was not found (STATUS_DLL_NOT_FOUND)</source>
+        <translation>找不到所需的 DLL（STATUS_DLL_NOT_FOUND）</translation>
+    </message>
+    <message>
+        <source>a DLL is for the wrong architecture or damaged (STATUS_INVALID_IMAGE_FORMAT)</source>
+        <translation>某个 DLL 的架构不符或已损坏（STATUS_INVALID_IMAGE_FORMAT）</translation>
+    </message>
+    <message>
+        <source>a DLL lacks a function this build needs (STATUS_ENTRYPOINT_NOT_FOUND)</source>
+        <translation>某个 DLL 缺少此构建所需的函数（STATUS_ENTRYPOINT_NOT_FOUND）</translation>
+    </message>
+    <message>
+        <source>did not answer within {seconds:.0f} s</source>
+        <translation>{seconds:.0f} 秒内没有响应</translation>
+    </message>
+    <message>
+        <source>runs on the processor</source>
+        <translation>在处理器上运行</translation>
+    </message>
+    <message>
+        <source>won&apos;t start: {reason}</source>
+        <translation>无法启动：{reason}</translation>
+    </message>
+    <message>
+        <source>{server} is missing</source>
+        <translation>{server} 不存在</translation>
+    </message>
+    <message>
+        <source>exit code {code}</source>
+        <translation>退出码 {code}</translation>
+    </message>
+    <message>
+        <source>device list not run</source>
+        <translation>未运行设备列表</translation>
+    </message>
+    <message>
+        <source>could not list devices: {reason}</source>
+        <translation>无法列出设备：{reason}</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>sees no {kind} device (devices seen: {seen})</source>
+        <translation>未发现 {kind} 设备（发现的设备：{seen}）</translation>
+    </message>
+    <message>
+        <source>sees {devices}</source>
+        <translation>发现 {devices}</translation>
+    </message>
+    <message>
+        <source>starts (its GPU is checked when a model loads)</source>
+        <translation>可以启动（加载模型时再检查其 GPU）</translation>
     </message>
 </context>
 <context>

@@ -48,6 +48,7 @@ from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.services import Services
 from strata_gui.core.settings import SettingsService
 from strata_gui.core.storage import DatabaseLockedError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, joined
 from strata_gui.core.transfer import TlsContext, loopback_client, network_client, prepare_loopback
 from strata_gui.core.warm import forget as warm_forget
 
@@ -492,8 +493,9 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     return app
 
 
-_IN_USE_HINT = ("Another Strata, or a program that opened the file, is holding it; the file is not damaged. Close "
-                "the other program and restart Strata to see and keep your history.")
+_IN_USE_HINT = QT_TRANSLATE_NOOP("Core", "Another Strata, or a program that opened the file, is holding it; the file "
+                                         "is not damaged. Close the other program and restart Strata to see and keep "
+                                         "your history.")
 
 
 def _open_database(path: Path, keep_conversations: bool) -> tuple[MetricsStore, Path, list[str]]:
@@ -509,7 +511,8 @@ def _open_database(path: Path, keep_conversations: bool) -> tuple[MetricsStore, 
     try:
         metrics = MetricsStore(path)
     except DatabaseLockedError as exc:
-        notices.append(f"{exc.message} Statistics and conversations are not saved this session. {_IN_USE_HINT}")
+        notices.append(joined([exc.message, QT_TRANSLATE_NOOP("Core", "Statistics and conversations are not saved "
+                                                                      "this session."), _IN_USE_HINT]))
         return MetricsStore(Path(":memory:")), Path(":memory:"), notices
     if metrics.notice:
         notices.append(metrics.notice)
@@ -520,7 +523,8 @@ def _open_chat_store(path: Path, notices: list[str]) -> ConversationStore:
     try:
         store = ConversationStore(path).open()
     except DatabaseLockedError as exc:
-        notices.append(f"{exc.message} Conversations are not saved this session. {_IN_USE_HINT}")
+        notices.append(joined([exc.message, QT_TRANSLATE_NOOP("Core", "Conversations are not saved this session."),
+                               _IN_USE_HINT]))
         return ConversationStore(Path(":memory:")).open()
     if store.notice:
         notices.append(store.notice)

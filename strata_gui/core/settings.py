@@ -167,6 +167,13 @@ def _coerce(settings: Settings, raw: dict[str, Any]) -> list[str]:
     return bad
 
 
+def _moved(notice: Text, moved: Path | None) -> Text:
+    """``notice``, followed by where the unreadable file went when it was moved aside."""
+    if moved is None:
+        return notice
+    return joined([notice, T(QT_TRANSLATE_NOOP("Core", "It was moved to {name}."), name=moved.name)])
+
+
 def not_saved(problems: list[Text]) -> Text:
     """The error message for settings that failed :meth:`Settings.validate` (each problem translated)."""
     return T(QT_TRANSLATE_NOOP("Core", "Settings not saved: {problems}"), problems=joined(problems))
@@ -200,21 +207,24 @@ class SettingsStore:
         except RecursionError:
             # json gives up on brackets nested a few thousand deep: the file is unusable, not a bug.
             moved = self._move_aside()
-            where = f" It was moved to {moved.name}." if moved else ""
             log.warning("settings file %s is nested too deeply; using defaults", self.path)
-            return settings, f"Your settings file could not be read (it is nested too deeply), so defaults are used.{where}"
+            return settings, _moved(T(QT_TRANSLATE_NOOP("Core", "Your settings file could not be read (it is nested "
+                                                                "too deeply), so defaults are used.")), moved)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             moved = self._move_aside()
-            where = f" It was moved to {moved.name}." if moved else ""
             log.warning("settings file %s unusable (%s); using defaults", self.path, exc)
-            return settings, f"Your settings file could not be read ({exc}), so defaults are used.{where}"
+            return settings, _moved(T(QT_TRANSLATE_NOOP("Core", "Your settings file could not be read ({reason}), so "
+                                                                "defaults are used."), reason=exc), moved)
         version = raw.get("version", SETTINGS_VERSION)
         if not isinstance(version, int) or version > SETTINGS_VERSION:
             moved = self._move_aside()
-            return settings, (
-                f"Your settings were written by a newer Strata (version {version}); defaults are used. "
-                f"The file was kept as {moved.name if moved else 'is'}."
-            )
+            if moved:
+                return settings, T(QT_TRANSLATE_NOOP("Core", "Your settings were written by a newer Strata (version "
+                                                             "{version}); defaults are used. The file was kept as "
+                                                             "{name}."), version=version, name=moved.name)
+            return settings, T(QT_TRANSLATE_NOOP("Core", "Your settings were written by a newer Strata (version "
+                                                         "{version}); defaults are used. The file was kept as is."),
+                               version=version)
         bad = _coerce(settings, raw)
         if settings.hub_endpoint.rstrip("/") == LEGACY_HUB_ENDPOINT:
             # Older Strata saved the hub's address even when the user never chose it, which hid
@@ -232,9 +242,12 @@ class SettingsStore:
         if bad:
             # The next save rewrites the file without the bad values: keep the file as it was.
             kept = self._keep_copy()
-            where = f" The file as it was is kept as {kept.name}." if kept else ""
-            return settings, ("Some settings had invalid values and were reset to their defaults: "
-                              + ", ".join(sorted(set(bad))) + "." + where)
+            reset = T(QT_TRANSLATE_NOOP("Core", "Some settings had invalid values and were reset to their defaults: "
+                                                "{names}."), names=", ".join(sorted(set(bad))))
+            if kept:
+                return settings, joined([reset, T(QT_TRANSLATE_NOOP("Core", "The file as it was is kept as {name}."),
+                                                  name=kept.name)])
+            return settings, reset
         return settings, None
 
     def save(self, settings: Settings) -> None:

@@ -165,6 +165,7 @@ def open_database(path: Path, setup: Callable[[sqlite3.Connection], None], *, wh
         db = attempt()
     except sqlite3.Error as exc:
         raise storage_error(exc, path, T(QT_TRANSLATE_NOOP("Core", "open {what}"), what=what)) from exc
-    notice = (f"The database file was damaged ({damage}), so Strata started a new one for {what}. "
-              f"The old file was kept as {moved}.")
+    notice = T(QT_TRANSLATE_NOOP("Core", "The database file was damaged ({damage}), so Strata started a new one for "
+                                         "{what}. The old file was kept as {moved}."),
+               damage=damage, what=what, moved=moved)
     return db, notice

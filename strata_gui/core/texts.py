@@ -47,3 +47,24 @@ def joined(parts: Sequence[str], sep: str = " ") -> Text:
     fields = {f"part{i}": part for i, part in enumerate(parts)}
     joint = sep.replace("{", "{{").replace("}", "}}")
     return Text(joint.join("{" + name + "}" for name in fields), **fields)
+
+
+def to_json(text: str) -> Any:
+    """``text`` as JSON data that :func:`from_json` turns back into the same :class:`Text` (a plain
+    string stays a string), so a sentence saved to a file is still translated when read back."""
+    if not isinstance(text, Text):
+        return str(text)
+    args = {k: to_json(v) if isinstance(v, str) else v if isinstance(v, (int, float, bool)) or v is None else str(v)
+            for k, v in text.args.items()}
+    return {"template": text.template, "args": args}
+
+
+def from_json(data: Any) -> str:
+    """What :func:`to_json` wrote, as a :class:`Text` again (raises KeyError/TypeError/ValueError on
+    data it did not write)."""
+    if isinstance(data, str):
+        return data
+    template, args = data["template"], data["args"]
+    if not isinstance(template, str) or not isinstance(args, dict):
+        raise TypeError("not a saved text")
+    return Text(template, **{str(k): from_json(v) if isinstance(v, (str, dict)) else v for k, v in args.items()})

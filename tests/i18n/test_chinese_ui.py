@@ -280,3 +280,101 @@ def test_settings_and_storage_failures_read_in_chinese(qapp: QApplication, tmp_p
     finally:
         install_language(qapp, "en")
     assert [error_text(e) for e in (invalid, unwritable, unopenable, no_folder)] == english
+
+
+def test_benchmark_settings_and_engine_sentences_read_in_chinese(qapp: QApplication, tmp_path) -> None:
+    """What the Dashboard's benchmark view, the start-up notices and the Engines page show, made by
+    the real code: the statistics database that cannot be opened, the benchmark's verdict, a damaged
+    settings file and statistics database, an engine plan from captured release listings, and a
+    probe of a missing engine (also after its verdict was saved and read back). In Chinese with the
+    catalogue, in English without (the CLI's words)."""
+    from pathlib import Path
+
+    from strata_gui.core.bench.choice import recommend
+    from strata_gui.core.bench.store import BenchResult, MetricsStore
+    from strata_gui.core.engines import GpuTarget, load_catalog, plan_engines
+    from strata_gui.core.engines.probe import ProbeResult, probe_engine
+    from strata_gui.core.engines.releases import load_releases_file
+    from strata_gui.core.errors import StorageError
+    from strata_gui.core.settings import SettingsStore
+    from strata_gui.ui.i18n import core_text, error_text
+
+    (tmp_path / "stats.db").mkdir()  # a folder where the statistics database should be
+    with pytest.raises(StorageError) as info:
+        MetricsStore(tmp_path / "stats.db")
+    unopenable = info.value
+
+    def run(engine: str, decode: float, prefill: float) -> BenchResult:
+        return BenchResult("m.gguf", engine, "vulkan", "GPU", 512, 128, 3, [prefill] * 3, [decode] * 3)
+
+    verdict = recommend([run("Vulkan b7601", 40.0, 900.0), run("ROCm b1011", 60.0, 1200.0),
+                         BenchResult("m.gguf", "CPU b7601", "cpu", "GPU", 512, 128, 3, error="timed out")])
+
+    settings_file = tmp_path / "settings.json"
+    settings_file.write_text("{not json", encoding="utf-8")
+    _settings, settings_notice = SettingsStore(settings_file).load()
+    assert settings_notice is not None
+    moved_settings = next(p.name for p in tmp_path.iterdir() if p.name.startswith("settings.json."))
+    settings_reason = settings_notice[len("Your settings file could not be read ("):settings_notice.index("), so")]
+
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(b"this is not a database" * 100)
+    store = MetricsStore(damaged)
+    store.close()
+    db_notice = store.notice
+    assert db_notice is not None
+    moved_db = db_notice[db_notice.index("kept as ") + len("kept as "):-1]
+
+    data = Path(__file__).parents[1] / "data" / "engines"
+    releases = dict(load_releases_file(f) for f in sorted(data.glob("releases-*.json")))
+    plan = plan_engines(load_catalog(), [GpuTarget("Radeon 610M", 0x164E, "gfx1036")], "linux", releases)
+    no_rocm = next(c for c in plan.candidates if not c.included)
+    vulkan = next(c for c in plan.included if c.backend == "vulkan")
+    build = vulkan.reason.split(": ", 1)[1]
+
+    missing = tmp_path / "llama-server"
+    probe = asyncio.run(probe_engine(missing, "vulkan", {}))
+    saved = ProbeResult.from_json(json.loads(json.dumps(probe.to_json())))
+
+    shown = [error_text(unopenable), core_text(verdict.reason), core_text(verdict.warnings[0]),
+             core_text(settings_notice), core_text(db_notice), core_text(no_rocm.reason), core_text(vulkan.reason),
+             core_text(probe.message), core_text(saved.message)]
+    english = [
+        "Could not open statistics and engine choices: unable to open database file\n"
+        "Check that the disk is not full and the data folder is writable.",
+        "ROCm b1011 decodes 1.50× as fast as Vulkan b7601 (60.0 vs 40.0 tokens/s).",
+        "CPU b7601 could not be measured: timed out",
+        f"Your settings file could not be read ({settings_reason}), so defaults are used. It was moved to "
+        f"{moved_settings}.",
+        f"The database file was damaged (file is not a database), so Strata started a new one for statistics "
+        f"and engine choices. The old file was kept as {moved_db}.",
+        "gfx1036: no ROCm build for this target → Vulkan",
+        f"works on any GPU with a Vulkan driver: {build}",
+        f"won't start: {missing} is missing",
+        f"won't start: {missing} is missing",
+    ]
+    assert shown == english
+    assert [unopenable.user_text(), verdict.reason, verdict.warnings[0], settings_notice, db_notice, no_rocm.reason,
+            vulkan.reason, probe.message, saved.message] == english  # what the CLI prints
+
+    assert install_language(qapp, "zh_CN") == "zh_CN"
+    try:
+        assert [error_text(unopenable), core_text(verdict.reason), core_text(verdict.warnings[0]),
+                core_text(settings_notice), core_text(db_notice), core_text(no_rocm.reason),
+                core_text(vulkan.reason), core_text(probe.message), core_text(saved.message)] == [
+            "无法打开统计数据和引擎选择：unable to open database file\n请检查磁盘是否已满，以及数据文件夹是否可写。",
+            "ROCm b1011 的解码速度是 Vulkan b7601 的 1.50 倍（60.0 对 40.0 tokens/s）。",
+            "无法测量 CPU b7601：timed out",
+            f"无法读取您的设置文件（{settings_reason}），因此使用默认设置。 该文件已移至 {moved_settings}。",
+            f"数据库文件已损坏（file is not a database），因此 Strata 为统计数据和引擎选择新建了一个数据库文件。"
+            f"旧文件已保留为 {moved_db}。",
+            "gfx1036：没有针对此目标的 ROCm 构建 → Vulkan",
+            f"适用于任何装有 Vulkan 驱动的 GPU: {build}",
+            f"无法启动：{missing} 不存在",
+            f"无法启动：{missing} 不存在",
+        ]
+    finally:
+        install_language(qapp, "en")
+    assert [error_text(unopenable), core_text(verdict.reason), core_text(verdict.warnings[0]),
+            core_text(settings_notice), core_text(db_notice), core_text(no_rocm.reason), core_text(vulkan.reason),
+            core_text(probe.message), core_text(saved.message)] == english

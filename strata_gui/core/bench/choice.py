@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from strata_gui.core.bench.store import BenchResult
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile, depth_label
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text, joined
 
 TIE_MARGIN = 0.05
 SLOW_PREFILL_RATIO = 0.5
@@ -62,24 +63,38 @@ def recommend(results: list[BenchResult], name: Callable[[str], str] = lambda en
     ranking = rank(results)
     warnings = _tuning_warnings(results, name)
     for r in failed:
-        at = f" at depth {r.depth}" if r.depth else ""
-        warnings.append(f"{name(r.engine)} could not be measured{at}: {r.error or 'no result'}")
+        error = r.error or QT_TRANSLATE_NOOP("Core", "no result")
+        if r.depth:
+            warnings.append(T(QT_TRANSLATE_NOOP("Core", "{engine} could not be measured at depth {depth}: {error}"),
+                              engine=name(r.engine), depth=r.depth, error=error))
+        else:
+            warnings.append(T(QT_TRANSLATE_NOOP("Core", "{engine} could not be measured: {error}"),
+                              engine=name(r.engine), error=error))
     if not ranking:
-        return Recommendation(None, "No engine finished the benchmark.", ranking, warnings, note)
+        return Recommendation(None, QT_TRANSLATE_NOOP("Core", "No engine finished the benchmark."), ranking, warnings,
+                              note)
     best = ranking[0]
     first = name(best.engine)
+    reason: str
     if len(ranking) == 1:
-        reason = f"{first} is the only engine that ran ({best.decode_median:.1f} tokens/s decode)."
+        reason = T(QT_TRANSLATE_NOOP("Core", "{first} is the only engine that ran ({decode:.1f} tokens/s decode)."),
+                   first=first, decode=best.decode_median)
     else:
         second = ranking[1]
         other = name(second.engine)
         bd, sd = best.decode_median or 0.0, second.decode_median or 0.0
         if sd and abs(bd - sd) / max(bd, sd) <= TIE_MARGIN:
-            reason = (f"{first} and {other} decode equally fast ({bd:.1f} vs {sd:.1f} tokens/s); "
-                      f"{first} prefills faster ({best.prefill_median:.0f} vs {second.prefill_median:.0f} tokens/s).")
+            reason = T(QT_TRANSLATE_NOOP("Core", "{first} and {other} decode equally fast ({decode:.1f} vs "
+                                                 "{other_decode:.1f} tokens/s); {first} prefills faster ({prefill:.0f} "
+                                                 "vs {other_prefill:.0f} tokens/s)."),
+                       first=first, other=other, decode=bd, other_decode=sd, prefill=best.prefill_median,
+                       other_prefill=second.prefill_median)
+        elif sd:
+            reason = T(QT_TRANSLATE_NOOP("Core", "{first} decodes {times:.2f}× as fast as {other} ({decode:.1f} vs "
+                                                 "{other_decode:.1f} tokens/s)."),
+                       first=first, times=bd / sd, other=other, decode=bd, other_decode=sd)
         else:
-            reason = (f"{first} decodes {bd / sd:.2f}× as fast as {other} "
-                      f"({bd:.1f} vs {sd:.1f} tokens/s).") if sd else f"{first} is fastest."
+            reason = T(QT_TRANSLATE_NOOP("Core", "{first} is fastest."), first=first)
     return Recommendation(best.engine, reason, ranking, warnings, note)
 
 
@@ -90,19 +105,22 @@ def depth_note(results: list[BenchResult], name: Callable[[str], str] = lambda e
                            for r in results if r.ok)
     if not profile.usable():
         return ""
-    parts = []
+    parts: list[Text] = []
     for depth in profile.depths[1:]:
         ranking = profile.ranking_at(depth)
         (first, a), (second, b) = ranking[0], ranking[1]
-        parts.append(f"At {depth_label(depth)} depth {name(first)} decodes fastest ({a:.1f} vs {b:.1f} tokens/s "
-                     f"for {name(second)}).")
+        parts.append(T(QT_TRANSLATE_NOOP("Core", "At {depth} depth {first} decodes fastest ({decode:.1f} vs "
+                                                 "{other_decode:.1f} tokens/s for {other})."),
+                       depth=depth_label(depth), first=name(first), decode=a, other_decode=b, other=name(second)))
     crossings = profile.crossovers()
     if crossings:
-        parts += [f"Crossover at about {depth_label(c.depth)} tokens of context: {name(c.before)} is faster "
-                  f"below, {name(c.after)} from there." for c in crossings]
+        parts += [T(QT_TRANSLATE_NOOP("Core", "Crossover at about {depth} tokens of context: {before} is faster "
+                                              "below, {after} from there."),
+                    depth=depth_label(c.depth), before=name(c.before), after=name(c.after)) for c in crossings]
     else:
-        parts.append(f"{name(profile.ranking_at(0)[0][0])} stays fastest at every measured depth.")
-    return " ".join(parts)
+        parts.append(T(QT_TRANSLATE_NOOP("Core", "{first} stays fastest at every measured depth."),
+                       first=name(profile.ranking_at(0)[0][0])))
+    return joined(parts)
 
 
 def _tuning_warnings(results: list[BenchResult], name: Callable[[str], str]) -> list[str]:
@@ -115,10 +133,10 @@ def _tuning_warnings(results: list[BenchResult], name: Callable[[str], str]) -> 
         if not r.ok or r.backend != "rocm" or r.tuning_active:
             continue
         if (r.prefill_median or 0) < SLOW_PREFILL_RATIO * (best_vk.prefill_median or 0):
-            out.append(
-                f"{name(r.engine)} prefills at {r.prefill_median:.0f} tokens/s, far below Vulkan's "
-                f"{best_vk.prefill_median:.0f}, and no hipBLASLt tuning table is active: prefill is on the "
-                "untuned path. Fetch the tuning table for this GPU on the Engines page (or update the engine "
-                "so its hipBLASLt revision matches the table)."
-            )
+            out.append(T(
+                QT_TRANSLATE_NOOP("Core", "{engine} prefills at {prefill:.0f} tokens/s, far below Vulkan's "
+                                          "{vulkan_prefill:.0f}, and no hipBLASLt tuning table is active: prefill is "
+                                          "on the untuned path. Fetch the tuning table for this GPU on the Engines "
+                                          "page (or update the engine so its hipBLASLt revision matches the table)."),
+                engine=name(r.engine), prefill=r.prefill_median, vulkan_prefill=best_vk.prefill_median))
     return out

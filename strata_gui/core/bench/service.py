@@ -26,6 +26,7 @@ from strata_gui.core.errors import StorageError, StrataError
 from strata_gui.core.events import Listeners
 from strata_gui.core.progress import ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +191,8 @@ class DashboardService:
     def _key(self, model: Path) -> str:
         key = self._resolver.model_key(model)
         if key is None:
-            raise StorageError(f"Cannot read {model}.", hint="Check that the model file still exists.")
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Cannot read {model}."), model=model),
+                               hint=QT_TRANSLATE_NOOP("Core", "Check that the model file still exists."))
         return key
 
     async def run_benchmark(self, model: Path, engines: Sequence[EngineSpec] | None = None,
@@ -279,7 +281,7 @@ class DashboardService:
             StorageError: no image benchmark is wired (a core built without images).
         """
         if self.image_benchmark is None:
-            raise StorageError("Image benchmarks are not available in this build.")
+            raise StorageError(QT_TRANSLATE_NOOP("Core", "Image benchmarks are not available in this build."))
         since = self._clock()
         await self.image_benchmark(model, reps, on_progress, dict(settings or {}))
         return self.image_stats(model=model.name, source="bench", since=since)
@@ -303,5 +305,6 @@ class DashboardService:
                 data = {"requests": [r.to_json() for r in records], "benchmarks": [b.to_json() for b in benches]}
                 path.write_text(json.dumps(data, indent=2), encoding="utf-8")
         except OSError as exc:
-            raise StorageError(f"Could not write {path}: {exc.strerror or exc}",
-                               hint="Choose another folder or free some disk space.") from exc
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not write {path}: {reason}"), path=path,
+                                 reason=exc.strerror or exc),
+                               hint=QT_TRANSLATE_NOOP("Core", "Choose another folder or free some disk space.")) from exc

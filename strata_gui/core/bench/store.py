@@ -21,8 +21,13 @@ from strata_gui.core.errors import StorageError
 from strata_gui.core.events import Listeners
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
 from strata_gui.core.storage import open_database, storage_error
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 SCHEMA_VERSION = 5
+
+# What the database holds, and what a failed write was doing, in the storage errors' sentences.
+_STATISTICS = QT_TRANSLATE_NOOP("Core", "statistics and engine choices")
+_SAVING = QT_TRANSLATE_NOOP("Core", "save the statistics")
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -258,7 +263,7 @@ class MetricsStore:
 
         # A damaged file is moved aside and a fresh one started (``notice`` says where the old one
         # is); a locked one raises DatabaseLockedError after the busy timeout, with its own hint.
-        self._db, self.notice = open_database(path, setup, what="statistics and engine choices", clock=clock,
+        self._db, self.notice = open_database(path, setup, what=_STATISTICS, clock=clock,
                                               check_same_thread=False, timeout=busy_timeout)
 
     def close(self) -> None:
@@ -272,7 +277,7 @@ class MetricsStore:
                 with self._db:
                     yield self._db
             except sqlite3.Error as exc:
-                raise storage_error(exc, self.path, "save the statistics") from exc
+                raise storage_error(exc, self.path, _SAVING) from exc
 
     def _migrate(self) -> None:
         # Shared with the chat store: one row per component.
@@ -280,8 +285,8 @@ class MetricsStore:
         row = self._db.execute("SELECT version FROM schema_version WHERE component='metrics'").fetchone()
         current = int(row[0]) if row else 0
         if current > SCHEMA_VERSION:
-            raise StorageError("The statistics were written by a newer Strata.",
-                               hint="Update Strata, or move the database file aside.")
+            raise StorageError(QT_TRANSLATE_NOOP("Core", "The statistics were written by a newer Strata."),
+                               hint=QT_TRANSLATE_NOOP("Core", "Update Strata, or move the database file aside."))
         for version in range(current + 1, SCHEMA_VERSION + 1):
             with self._db:
                 self._db.executescript(_MIGRATIONS[version])

@@ -35,6 +35,7 @@ from strata_gui.core.pool import EnginePool, Lease, PoolEvent, Waiting
 from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.launch import ServerSettings
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +58,10 @@ class BenchConfig:
 
     def validate(self) -> None:
         if self.prefill_tokens < 1 or self.gen_tokens < 1 or self.reps < 1:
-            raise StrataError("Benchmark sizes must be at least 1.")
+            raise StrataError(QT_TRANSLATE_NOOP("Core", "Benchmark sizes must be at least 1."))
         if self.depth < 0:
-            raise StrataError("The benchmark depth cannot be negative.", hint="Use 0 to measure at depth 0 only.")
+            raise StrataError(QT_TRANSLATE_NOOP("Core", "The benchmark depth cannot be negative."),
+                              hint=QT_TRANSLATE_NOOP("Core", "Use 0 to measure at depth 0 only."))
 
     @property
     def depths(self) -> tuple[int, ...]:
@@ -85,10 +87,12 @@ def fit_depth(config: BenchConfig, trained_context: int | None) -> tuple[BenchCo
     depth = max(0, room // 256 * 256)
     fitted = dataclasses.replace(config, depth=depth)
     if depth == 0:
-        return fitted, (f"Measured at depth 0 only: {config.depth:,} tokens of context are more than the model "
-                        f"was trained on ({trained_context:,}) with the workload on top.")
-    return fitted, (f"Measured at depth {depth:,} instead of {config.depth:,}: the model was trained on "
-                    f"{trained_context:,} tokens of context, and the workload needs room on top.")
+        return fitted, T(QT_TRANSLATE_NOOP("Core", "Measured at depth 0 only: {asked:,} tokens of context are more "
+                                                   "than the model was trained on ({trained:,}) with the workload "
+                                                   "on top."), asked=config.depth, trained=trained_context)
+    return fitted, T(QT_TRANSLATE_NOOP("Core", "Measured at depth {depth:,} instead of {asked:,}: the model was trained "
+                                               "on {trained:,} tokens of context, and the workload needs room on top."),
+                     depth=depth, asked=config.depth, trained=trained_context)
 
 
 class Benchmark:
@@ -141,7 +145,8 @@ class Benchmark:
         cfg = config or BenchConfig()
         cfg.validate()
         if not engines:
-            raise StrataError("No engine to benchmark.", hint="Install an engine on the Engines page first.")
+            raise StrataError(QT_TRANSLATE_NOOP("Core", "No engine to benchmark."),
+                              hint=QT_TRANSLATE_NOOP("Core", "Install an engine on the Engines page first."))
         depths = cfg.depths
         # load, warm-up, the depth-0 repetitions, then per long depth the fill and its repetitions
         steps_per_engine = 1 + (1 if cfg.warmup else 0) + cfg.reps + (len(depths) - 1) * (1 + cfg.reps)
@@ -241,7 +246,7 @@ class Benchmark:
         data = await self._post(base, "/tokenize", {"content": _SEED_TEXT * 4})
         tokens = data.get("tokens")
         if not isinstance(tokens, list) or not tokens:
-            raise ServerError("The engine could not tokenize the benchmark prompt.")
+            raise ServerError(QT_TRANSLATE_NOOP("Core", "The engine could not tokenize the benchmark prompt."))
         ids = [int(t) for t in tokens if isinstance(t, int)]
         return (ids * (n // len(ids) + 1))[:n]
 
@@ -252,7 +257,7 @@ class Benchmark:
         })
         timings = data.get("timings")
         if not isinstance(timings, dict):
-            raise ServerError("The engine returned no timings for the benchmark request.")
+            raise ServerError(QT_TRANSLATE_NOOP("Core", "The engine returned no timings for the benchmark request."))
         return timings
 
     async def _post(self, base: _Engine, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -265,17 +270,19 @@ class Benchmark:
                 resp = await self._http.post(base.url + path, json=body, headers=base.headers,
                                              timeout=httpx.Timeout(10.0, read=600.0))
         except httpx.HTTPError as exc:
-            raise ServerError(f"The engine stopped answering during the benchmark ({type(exc).__name__}).",
+            raise ServerError(T(QT_TRANSLATE_NOOP("Core", "The engine stopped answering during the benchmark ({reason})."),
+                                reason=type(exc).__name__),
                               details=str(exc)) from exc
         if resp.status_code != 200:
-            raise ServerError(f"The engine refused the benchmark request (HTTP {resp.status_code}).",
+            raise ServerError(T(QT_TRANSLATE_NOOP("Core", "The engine refused the benchmark request (HTTP {status})."),
+                                status=resp.status_code),
                               details=resp.text[:2000])
         try:
             data = resp.json()
         except ValueError as exc:
-            raise ServerError("The engine sent an unreadable answer.", details=resp.text[:2000]) from exc
+            raise ServerError(QT_TRANSLATE_NOOP("Core", "The engine sent an unreadable answer."), details=resp.text[:2000]) from exc
         if not isinstance(data, dict):
-            raise ServerError("The engine sent an unexpected answer.")
+            raise ServerError(QT_TRANSLATE_NOOP("Core", "The engine sent an unexpected answer."))
         return data
 
 

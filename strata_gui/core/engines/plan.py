@@ -13,6 +13,7 @@ from typing import Any
 from strata_gui.core.engines.catalog import AssetRule, EngineCatalog, Source, tag_number
 from strata_gui.core.engines.records import GpuTarget, Release, ReleaseAsset
 from strata_gui.core.runtime.kinds import TEXT, EngineKind
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text, joined
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,11 @@ class EnginePlan:
         return "\n".join(lines)
 
 
+def _with_build(why: Text, source: Source, release: Release) -> Text:
+    """``why``, then the build it chose ("...: ggml-org/llama.cpp b7601")."""
+    return joined([why, f"{source.repo} {release.tag}"], sep=": ")
+
+
 def _newest_first(releases: Iterable[Release]) -> list[Release]:
     def key(r: Release) -> tuple[int, str]:
         return (tag_number(r.tag) or -1, r.published_at)
@@ -166,7 +172,8 @@ def plan_engines(
         if not gpu.gfx:
             candidates.append(Candidate(
                 "rocm", False,
-                f"{label}: not in table → {fallback}; ROCm will be probed if you install it",
+                T(QT_TRANSLATE_NOOP("Core", "{gpu}: not in table → {fallback}; ROCm will be probed if you install it"),
+                  gpu=label, fallback=fallback),
                 gpu=label))
             continue
         gfx = gpu.gfx.lower()
@@ -182,26 +189,29 @@ def plan_engines(
                 continue
             seen_assets.add(asset.name)
             if fam:
-                why = f"{gfx} → family {fam}"
+                why = T(QT_TRANSLATE_NOOP("Core", "{gfx} → family {family}"), gfx=gfx, family=fam)
             elif family:
-                why = f"{gfx} (family {family}) is among this build's targets"
+                why = T(QT_TRANSLATE_NOOP("Core", "{gfx} (family {family}) is among this build's targets"), gfx=gfx,
+                        family=family)
             else:
-                why = f"{gfx} is among this build's targets"
+                why = T(QT_TRANSLATE_NOOP("Core", "{gfx} is among this build's targets"), gfx=gfx)
             candidates.append(Candidate(
-                "rocm", True, f"{why}: {src.repo} {rel.tag}", src.id, src.repo, rel.tag, asset,
+                "rocm", True, _with_build(why, src, rel), src.id, src.repo, rel.tag, asset,
                 targets, fam or family, label, rule.required, rule.unpacked_ratio, kind))
         if not found:
-            where = f" (family {family})" if family else ""
             has_any = any(r.os == os_name and r.backend == "rocm" for s in catalog.sources for r in s.rules)
             if family and has_any:
-                why = f"{gfx}{where}: no ROCm build for {os_name} in the current releases → {fallback}"
+                why = T(QT_TRANSLATE_NOOP("Core", "{gfx} (family {family}): no ROCm build for {os} in the current "
+                                                  "releases → {fallback}"),
+                        gfx=gfx, family=family, os=os_name, fallback=fallback)
             else:
-                why = f"{gfx}: no ROCm build for this target → {fallback}"
+                why = T(QT_TRANSLATE_NOOP("Core", "{gfx}: no ROCm build for this target → {fallback}"), gfx=gfx,
+                        fallback=fallback)
             candidates.append(Candidate("rocm", False, why, family=family, gpu=label))
 
     for backend in ("vulkan", "cpu"):
         if backend == "vulkan" and not gpus:
-            candidates.append(Candidate("vulkan", False, "no GPU found → CPU"))
+            candidates.append(Candidate("vulkan", False, QT_TRANSLATE_NOOP("Core", "no GPU found → CPU")))
             continue
         chosen = None
         for src in catalog.sources:
@@ -211,16 +221,18 @@ def plan_engines(
                 break
         if chosen is None:
             candidates.append(Candidate(backend, False,
-                                        f"no {backend} build for {os_name} in the current releases"))
+                                        T(QT_TRANSLATE_NOOP("Core", "no {backend} build for {os} in the current "
+                                                                    "releases"), backend=backend, os=os_name)))
             continue
         src, (rel, asset, rule, _targets, _fam) = chosen
-        why = ("works on any GPU with a Vulkan driver" if backend == "vulkan"
-               else "last resort: runs on the processor (several times slower)")
-        candidates.append(Candidate(backend, True, f"{why}: {src.repo} {rel.tag}", src.id, src.repo,
+        why = T(QT_TRANSLATE_NOOP("Core", "works on any GPU with a Vulkan driver") if backend == "vulkan"
+                else QT_TRANSLATE_NOOP("Core", "last resort: runs on the processor (several times slower)"))
+        candidates.append(Candidate(backend, True, _with_build(why, src, rel), src.id, src.repo,
                                     rel.tag, asset, (), None, None, rule.required, rule.unpacked_ratio, kind))
 
     if not any(releases.get(s.repo) for s in catalog.sources):
-        notes.append("No release listings available: connect once, or pass --releases-json files.")
+        notes.append(QT_TRANSLATE_NOOP("Core", "No release listings available: connect once, or pass "
+                                               "--releases-json files."))
     order = {b: i for i, b in enumerate(catalog.backend_order)}
     included = sorted((c for c in candidates if c.included), key=lambda c: order[c.backend])
     excluded = [c for c in candidates if not c.included]

@@ -14,15 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strata_gui.core import texts
 from strata_gui.core.blocking import run_blocking
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 _DEVICE_RE = re.compile(r"^\s+(?P<name>[A-Za-z]+\d+): (?P<desc>.*) \((?P<total>\d+) MiB, (?P<free>\d+) MiB free\)\s*$")
 _VERSION_RE = re.compile(r"^version:\s*(.+)$", re.MULTILINE)
 # Windows NTSTATUS codes a process gets when the loader gives up.
 _WINDOWS_LOADER = {
-    0xC0000135: "a required DLL was not found (STATUS_DLL_NOT_FOUND)",
-    0xC000007B: "a DLL is for the wrong architecture or damaged (STATUS_INVALID_IMAGE_FORMAT)",
-    0xC0000139: "a DLL lacks a function this build needs (STATUS_ENTRYPOINT_NOT_FOUND)",
+    0xC0000135: QT_TRANSLATE_NOOP("Core", "a required DLL was not found (STATUS_DLL_NOT_FOUND)"),
+    0xC000007B: QT_TRANSLATE_NOOP("Core", "a DLL is for the wrong architecture or damaged "
+                                          "(STATUS_INVALID_IMAGE_FORMAT)"),
+    0xC0000139: QT_TRANSLATE_NOOP("Core", "a DLL lacks a function this build needs (STATUS_ENTRYPOINT_NOT_FOUND)"),
 }
 BACKEND_DEVICE_PREFIX = {"rocm": "ROCm", "vulkan": "Vulkan"}
 
@@ -60,7 +63,7 @@ def run_process(cmd: Sequence[str], env: Mapping[str, str], timeout: float) -> P
         done = subprocess.run(list(cmd), env=dict(env), capture_output=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, check=False)
     except subprocess.TimeoutExpired:
-        return ProcessRun(None, error=f"did not answer within {timeout:.0f} s")
+        return ProcessRun(None, error=T(QT_TRANSLATE_NOOP("Core", "did not answer within {seconds:.0f} s"), seconds=timeout))
     except OSError as exc:
         return ProcessRun(None, error=exc.strerror or str(exc))
     return ProcessRun(done.returncode, done.stdout.decode("utf-8", "replace"),
@@ -105,9 +108,13 @@ class ProbeResult:
         return self.verdict == "works"
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "message": self.message, "version": self.version,
-                "devices": [{"name": d.name, "description": d.description, "total_mib": d.total_mib,
-                             "free_mib": d.free_mib} for d in self.devices]}
+        data: dict[str, Any] = {
+            "verdict": self.verdict, "message": self.message, "version": self.version,
+            "devices": [{"name": d.name, "description": d.description, "total_mib": d.total_mib,
+                         "free_mib": d.free_mib} for d in self.devices]}
+        if isinstance(self.message, texts.Text):  # read back, the sentence is still translated
+            data["message_text"] = texts.to_json(self.message)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ProbeResult:
@@ -118,7 +125,25 @@ class ProbeResult:
         if verdict not in ("works", "no_device", "failed"):
             raise ValueError(f"unknown verdict {verdict!r}")
         version = data.get("version")
-        return cls(verdict, str(data["message"]), str(version) if version is not None else None, devices)
+        message = str(data["message"])
+        if "message_text" in data:
+            try:
+                text = texts.from_json(data["message_text"])
+            except (KeyError, TypeError, ValueError, IndexError):
+                text = message
+            message = text if text == message else message  # the English as saved, whatever the record says
+        return cls(verdict, message, str(version) if version is not None else None, devices)
+
+
+_ON_PROCESSOR = QT_TRANSLATE_NOOP("Core", "runs on the processor")
+
+
+def _wont_start(reason: str) -> str:
+    return T(QT_TRANSLATE_NOOP("Core", "won't start: {reason}"), reason=reason)
+
+
+def _missing(server: Path) -> str:
+    return _wont_start(T(QT_TRANSLATE_NOOP("Core", "{server} is missing"), server=server))
 
 
 def _loader_message(run: ProcessRun) -> str:
@@ -133,7 +158,7 @@ def _loader_message(run: ProcessRun) -> str:
     loader = [ln for ln in lines if "error while loading shared libraries" in ln or ".dll" in ln.lower()]
     if loader:
         return loader[-1]
-    return lines[-1] if lines else f"exit code {code}"
+    return lines[-1] if lines else T(QT_TRANSLATE_NOOP("Core", "exit code {code}"), code=code)
 
 
 def judge(backend: str, version_run: ProcessRun, devices_run: ProcessRun | None) -> ProbeResult:
@@ -142,21 +167,24 @@ def judge(backend: str, version_run: ProcessRun, devices_run: ProcessRun | None)
                                     devices_run.stdout if devices_run else "",
                                     devices_run.stderr if devices_run else "") if x)[-4000:]
     if version_run.error is not None or version_run.returncode != 0:
-        return ProbeResult("failed", f"won't start: {_loader_message(version_run)}", details=details)
+        return ProbeResult("failed", _wont_start(_loader_message(version_run)), details=details)
     version = parse_version(version_run.stdout + "\n" + version_run.stderr)
     if devices_run is None or devices_run.error is not None or devices_run.returncode != 0:
-        why = _loader_message(devices_run) if devices_run else "device list not run"
-        return ProbeResult("failed", f"could not list devices: {why}", version, details=details)
+        why = _loader_message(devices_run) if devices_run else QT_TRANSLATE_NOOP("Core", "device list not run")
+        return ProbeResult("failed", T(QT_TRANSLATE_NOOP("Core", "could not list devices: {reason}"), reason=why),
+                           version, details=details)
     devices = tuple(parse_list_devices(devices_run.stdout))
     prefix = BACKEND_DEVICE_PREFIX.get(backend)
     if prefix is None:
-        return ProbeResult("works", "runs on the processor", version, devices, details)
+        return ProbeResult("works", _ON_PROCESSOR, version, devices, details)
     mine = [d for d in devices if d.kind == prefix]
     if not mine:
-        seen = ", ".join(d.name for d in devices) or "none"
-        return ProbeResult("no_device", f"sees no {prefix} device (devices seen: {seen})", version, devices, details)
+        seen = ", ".join(d.name for d in devices) or QT_TRANSLATE_NOOP("Core", "none")
+        return ProbeResult("no_device", T(QT_TRANSLATE_NOOP("Core", "sees no {kind} device (devices seen: {seen})"),
+                                          kind=prefix, seen=seen), version, devices, details)
     names = ", ".join(f"{d.name} {d.description}" for d in mine)
-    return ProbeResult("works", f"sees {names}", version, devices, details)
+    return ProbeResult("works", T(QT_TRANSLATE_NOOP("Core", "sees {devices}"), devices=names), version, devices,
+                       details)
 
 
 async def probe_engine(server: Path, backend: str, env: Mapping[str, str], *,
@@ -165,7 +193,7 @@ async def probe_engine(server: Path, backend: str, env: Mapping[str, str], *,
 
     def work() -> ProbeResult:
         if not server.exists():
-            return ProbeResult("failed", f"won't start: {server} is missing")
+            return ProbeResult("failed", _missing(server))
         version_run = runner([str(server), "--version"], env, timeout)
         if version_run.error is not None or version_run.returncode != 0:
             return judge(backend, version_run, None)
@@ -182,10 +210,11 @@ def judge_image(backend: str, version_run: ProcessRun) -> ProbeResult:
     """
     details = "\n".join(x for x in (version_run.stdout, version_run.stderr) if x)[-4000:]
     if version_run.error is not None or version_run.returncode != 0:
-        return ProbeResult("failed", f"won't start: {_loader_message(version_run)}", details=details)
+        return ProbeResult("failed", _wont_start(_loader_message(version_run)), details=details)
     text = (version_run.stdout + "\n" + version_run.stderr).strip()
     version = text.splitlines()[0].strip() if text else None
-    what = "runs on the processor" if backend == "cpu" else "starts (its GPU is checked when a model loads)"
+    what = _ON_PROCESSOR if backend == "cpu" else QT_TRANSLATE_NOOP("Core", "starts (its GPU is checked when a "
+                                                                              "model loads)")
     return ProbeResult("works", what, version, (), details)
 
 
@@ -195,7 +224,7 @@ async def probe_image_engine(server: Path, backend: str, env: Mapping[str, str],
 
     def work() -> ProbeResult:
         if not server.exists():
-            return ProbeResult("failed", f"won't start: {server} is missing")
+            return ProbeResult("failed", _missing(server))
         return judge_image(backend, runner([str(server), "--version"], env, timeout))
 
     return await run_blocking(work, name="strata-probe")

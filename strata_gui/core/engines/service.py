@@ -267,9 +267,9 @@ class EngineService:
             engine = installed.get(cand.engine_id) if cand.included and cand.asset else None
             probe = self._read_probe(engine, gpu) if engine is not None else None
             if probe is not None and not probe.usable:
-                candidates.append(replace(cand, included=False, reason=(
-                    f"Tried on this machine: {probe.message}. Test it again on the Engines page after a driver "
-                    "update.")))
+                candidates.append(replace(cand, included=False, reason=T(
+                    QT_TRANSLATE_NOOP("Core", "Tried on this machine: {result}. Test it again on the Engines page "
+                                              "after a driver update."), result=probe.message)))
                 changed = True
             else:
                 candidates.append(cand)

@@ -113,13 +113,14 @@ class FileSecretStore:
         except FileNotFoundError:
             return {}
         except OSError as exc:
-            self._tell(f"The key store {self.path} cannot be read ({exc.strerror or exc}), so no saved API keys or "
-                       "hub token are used.")
+            self._tell(T(QT_TRANSLATE_NOOP("Core", "The key store {path} cannot be read ({reason}), so no saved API "
+                                                   "keys or hub token are used."), path=self.path,
+                         reason=exc.strerror or exc))
             return {}
         except (ValueError, RecursionError) as exc:  # not JSON (ValueError), or nested past json's depth
             return self._damaged(type(exc).__name__)
         if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-            return self._damaged("not a JSON object of strings")
+            return self._damaged(QT_TRANSLATE_NOOP("Core", "not a JSON object of strings"))
         return data
 
     def _damaged(self, why: str) -> dict[str, str]:
@@ -128,11 +129,17 @@ class FileSecretStore:
         target = self.path.with_name(f"{self.path.name}.corrupt-{int(self._clock())}")
         try:
             os.replace(self.path, target)
-            where = f" It was moved to {target.name}."
+            moved = True
         except OSError:
-            where = ""
-        self._tell(f"The key store {self.path.name} was damaged ({why}), so the saved API keys and hub token are "
-                   f"not used.{where} Enter them again.")
+            moved = False
+        if moved:
+            self._tell(T(QT_TRANSLATE_NOOP("Core", "The key store {store} was damaged ({why}), so the saved API keys "
+                                                   "and hub token are not used. It was moved to {name}. Enter them "
+                                                   "again."), store=self.path.name, why=why, name=target.name))
+        else:
+            self._tell(T(QT_TRANSLATE_NOOP("Core", "The key store {store} was damaged ({why}), so the saved API keys "
+                                                   "and hub token are not used. Enter them again."),
+                         store=self.path.name, why=why))
         return {}
 
     def _tell(self, notice: str) -> None:

@@ -47,6 +47,7 @@ from strata_gui.core.progress import ProgressCallback, format_bytes, to_gib
 from strata_gui.core.runtime import EngineSpec, depth_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
+from strata_gui.ui.i18n import core_text
 from strata_gui.ui.image_dashboard import ImageDashboard
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
@@ -598,7 +599,7 @@ class DashboardPage(Page):
         for row, (r, limit) in enumerate(zip(results, self.last_limits, strict=True)):
             cells = [name(r.engine), r.backend, depth_label(r.depth), fmt(r.prefill_tps, r.prefill_median, 0),
                      fmt(r.decode_tps, r.decode_median, 1), share(limit),
-                     self.tr("ok") if r.ok else (r.error or self.tr("failed"))]
+                     self.tr("ok") if r.ok else (core_text(r.error) if r.error else self.tr("failed"))]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if col == 5 and limit:
@@ -616,11 +617,11 @@ class DashboardPage(Page):
         self.decode_bars.set_data([name(r.engine) for r, _l in ok], decode)
         if results:
             self.recommendation_label.setText(
-                (self.tr("Fastest here: %s. ") % name(rec.engine) if rec.engine else "") + rec.reason
-                + (" " + rec.depth_note if rec.depth_note else ""))
+                (self.tr("Fastest here: %s. ") % name(rec.engine) if rec.engine else "") + core_text(rec.reason)
+                + (" " + core_text(rec.depth_note) if rec.depth_note else ""))
         else:
             self.recommendation_label.setText(self.tr("No benchmark for this model on this machine yet."))
-        self.warnings_label.setText("\n".join("⚠ " + w for w in rec.warnings))
+        self.warnings_label.setText("\n".join("⚠ " + core_text(w) for w in rec.warnings))
         self.use_button.setEnabled(rec.engine is not None)
         self._show_choice()
 

@@ -39,6 +39,7 @@ from strata_gui.core.engines import (
 from strata_gui.core.progress import ProgressCallback, format_bytes
 from strata_gui.core.runtime import IMAGE, INSTALLABLE, TEXT, EngineKind, backend_label, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
@@ -325,17 +326,18 @@ class EnginesPage(Page):
                 build = cand.asset.name if cand.asset else ""
                 if cand.asset and cand.asset.size:
                     build += f"  ({format_bytes(cand.asset.size)})"
-                item = QTreeWidgetItem([str(n), backend_label(cand.backend), build, cand.reason])
+                item = QTreeWidgetItem([str(n), backend_label(cand.backend), build, core_text(cand.reason)])
             else:
-                item = QTreeWidgetItem(["–", backend_label(cand.backend), self.tr("not used"), cand.reason])
+                item = QTreeWidgetItem(["–", backend_label(cand.backend), self.tr("not used"),
+                                        core_text(cand.reason)])
                 for col in range(4):
                     item.setForeground(col, QBrush(muted))
-            item.setToolTip(3, cand.reason)
+            item.setToolTip(3, core_text(cand.reason))
             self.plan_tree.addTopLevelItem(item)
         for col in range(3):
             self.plan_tree.resizeColumnToContents(col)
         self.plan_empty.setVisible(not plan.candidates)
-        self.notes.setText("\n".join(plan.notes))
+        self.notes.setText("\n".join(core_text(n) for n in plan.notes))
         self.notes.setVisible(bool(plan.notes))
         if self._updater is None:
             self._updates = {e.id: c for e, c in self._service.updates(plan)}
@@ -384,7 +386,7 @@ class EnginesPage(Page):
 
     def _show_outcome(self, outcome: SetupOutcome) -> None:
         self._show_plan(outcome.plan)
-        lines = list(outcome.notices)
+        lines = [core_text(n) for n in outcome.notices]
         if outcome.chosen is not None:
             chosen = outcome.chosen
             lines.append(self.tr("Using {engine}.").format(engine=f"{backend_label(chosen.backend)} {chosen.tag}"))
@@ -405,7 +407,7 @@ class EnginesPage(Page):
             if probe is None:
                 state = self.tr("Not tested yet")
             else:
-                state = f"{self.tr(_STATE_TEXT.get(probe.verdict, probe.verdict))}: {probe.message}"
+                state = f"{self.tr(_STATE_TEXT.get(probe.verdict, probe.verdict))}: {core_text(probe.message)}"
             name = self._service.display_name(e) + (
                 self.tr("  (always used)") if e.id == self._service.settings.pinned_engine else "")
             if e.id in self._updates:
