@@ -6,7 +6,7 @@ Strata's own strings come from ``resources/translations/strata_<lang>.qm`` (buil
 PySide6. English is the source language; its small catalogue ``strata_en.qm`` holds only the
 plural forms of counted strings.
 
-Strings made by the Qt-free core (error messages and hints) stay English.
+Strings made by the Qt-free core are translated through :func:`core_text` where they are texts.
 """
 
 from __future__ import annotations
@@ -141,6 +141,12 @@ def error_text(error: StrataError) -> str:
     :meth:`StrataError.user_text` gives in English)."""
     message, hint = core_text(error.message), core_text(error.hint or "")
     return f"{message}\n{hint}" if hint else message
+
+
+def error_line(error: StrataError) -> str:
+    """An error's message and hint on one line, in the installed language (for a notice bar)."""
+    message, hint = core_text(error.message), core_text(error.hint or "")
+    return f"{message} {hint}" if hint else message
 
 
 def core_text(text: str) -> str:

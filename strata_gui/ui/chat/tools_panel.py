@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from strata_gui.core.errors import StrataError
 from strata_gui.core.tools import HTTP, STDIO, McpHost, McpServerConfig, McpServerStore, ToolCatalog
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.i18n import error_line
 
 
 class AddServerDialog(QDialog):
@@ -254,7 +255,7 @@ class ToolsPanel(QGroupBox):
                 self.import_json(dialog.text.toPlainText())
                 return
             except StrataError as exc:
-                dialog.problem.setText(exc.message + (f" {exc.hint}" if exc.hint else ""))
+                dialog.problem.setText(error_line(exc))
 
     def remove_current(self) -> None:
         item = self.servers.currentItem()

@@ -73,7 +73,7 @@ from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import core_text, error_line
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
 
@@ -605,7 +605,7 @@ class ChatPage(Page):
                 self._service.check_images_accepted()
             image = ChatImage.from_bytes(data, name)
         except StrataError as exc:
-            self.notice.show_message(exc.message + (f" {exc.hint}" if exc.hint else ""), "warning")
+            self.notice.show_message(error_line(exc), "warning")
             return False
         self.attachments.add(image)
         return True
@@ -655,7 +655,7 @@ class ChatPage(Page):
         try:
             switched = self._service.switch_answer(self.conversation_id, step)
         except StrataError as exc:
-            self.notice.show_message(exc.message + (f" {exc.hint}" if exc.hint else ""), "error")
+            self.notice.show_message(error_line(exc), "error")
             return False
         if switched:
             self.open_conversation(self.conversation_id)
