@@ -187,6 +187,8 @@ def run_cli_checks() -> None:
     check(checks["job"]["ok"] and checks["job"]["detail"]["mechanism"] == "job object",
           "engine child killed with the app by the job object")
     check(checks["gpu"]["ok"], "GPU probe: every source answered or said n/a, none crashed")
+    check(checks["single-app"]["ok"] and checks["single-app"]["detail"]["mechanism"] == "msvcrt.locking",
+          "the one-app lock: refused while another process holds it, free once that process is killed")
     check(checks["autostart"]["ok"] and "HKEY_CURRENT_USER" in checks["autostart"]["detail"]["where"]
           and checks["autostart"]["detail"]["command"][0].endswith("Strata.exe"),
           "the model server's Run value (the windowed Strata.exe serve) written, read back and removed")

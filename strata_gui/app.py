@@ -37,9 +37,10 @@ from strata_gui.ui.theme import apply_first_theme, apply_theme, remembered_dark,
 if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see run_gui)
     import asyncio
 
-    from PySide6.QtWidgets import QFileDialog
+    from PySide6.QtWidgets import QFileDialog, QWidget
 
     from strata_gui.core.app_services import AppServices
+    from strata_gui.core.instance import ActivationServer, InstanceLock
     from strata_gui.core.models import StarterModel
     from strata_gui.core.warm import WarmSlot
     from strata_gui.ui.bridge import AsyncBridge, TaskHandle
@@ -610,14 +611,57 @@ async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float
     return problems
 
 
+def show_message_box(message: str, hint: str) -> None:
+    """A warning box with a core sentence and its hint, in the user's language, before any window
+    exists (a second launch that could not reach the running app)."""
+    from PySide6.QtWidgets import QMessageBox
+
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    assert isinstance(app, QApplication)
+    install_language(app, build_services().settings.language)
+    QMessageBox.warning(None, APP_NAME, f"{core_text(message)}\n\n{core_text(hint)}")
+
+
+def bring_to_front(window: QWidget) -> None:
+    """Show ``window`` in front of the others, restored if it was minimized (a second launch)."""
+    from PySide6.QtCore import Qt
+
+    state = window.windowState()
+    if state & Qt.WindowState.WindowMinimized:
+        window.setWindowState(state & ~Qt.WindowState.WindowMinimized)
+    window.show()
+    window.raise_()
+    window.activateWindow()
+
+
+async def answer_second_launches(window: QWidget, address_file: Path) -> ActivationServer | None:
+    """Listen for a second launch of Strata, which asks this app to show its window (see
+    :mod:`strata_gui.core.instance`). None when no loopback port can be had: the second launch
+    then says the app did not answer."""
+    from strata_gui.core.instance import SHOW, ActivationServer
+
+    def act(action: str) -> None:
+        if action == SHOW:
+            bring_to_front(window)
+
+    server = ActivationServer(address_file, act)
+    try:
+        await server.start()
+    except OSError:
+        log.warning("cannot listen for a second launch; it will not find this window", exc_info=True)
+        return None
+    return server
+
+
 def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool = False,
-            warm: WarmSlot | None = None) -> int:
+            warm: WarmSlot | None = None, instance: InstanceLock | None = None) -> int:
     """Start the GUI; returns the process exit code.
 
     The window is painted first; the event loop, services and pages are set up right after, so
     users see Strata at once even on a slow disk. With ``warm`` (the last model's engine launched
     before Qt was imported) and the "load the last model" setting, the chat's engine is claimed
-    as soon as the core is built.
+    as soon as the core is built. With ``instance`` (this user's one-app lock, taken by the CLI), a
+    second launch of Strata shows this window instead of starting a second app.
     """
     pyside_import_check.install()  # ~250 modules are imported from here on (see that module)
     services = build_services(warm=warm)
@@ -670,6 +714,12 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     closed = asyncio.Event()
     app.lastWindowClosed.connect(closed.set)
     built: list[AppServices] = []
+    activation: list[ActivationServer] = []
+
+    async def listen_for_second_launches() -> None:
+        server = await answer_second_launches(window, services.paths.instance_address_file)
+        if server is not None:
+            activation.append(server)
 
     async def main() -> int:
         app_services = build_app_services(services)
@@ -698,6 +748,9 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
             window.close()
             return 0
         asyncio.get_running_loop().call_soon(open_log)  # after the chat page's first paint
+        if instance is not None:
+            bridge.run(lambda _p: listen_for_second_launches(), name="Answering a second launch",
+                       show_errors=False)
         bridge.run(lambda _p: startup(ui, after=preload), name="Start-up checks", show_errors=False)
         if not self_test and not app_services.base.settings.first_run_done:
             open_first_run(ui)
@@ -721,6 +774,8 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     try:
         with loop:
             exit_code = loop.run_until_complete(main())
+            for server in activation:  # a launch from now on starts a new app
+                loop.run_until_complete(server.aclose())
             loop.run_until_complete(bridge.shutdown())
             for s in built:
                 loop.run_until_complete(s.aclose())

@@ -20,6 +20,7 @@ from strata_gui.core.logging_setup import close_logging, configure_logging, reda
 from strata_gui.core.services import Services, build_services
 
 if TYPE_CHECKING:
+    from strata_gui.core.instance import InstanceLock
     from strata_gui.core.warm import WarmSlot
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ def _early_engine(args: Sequence[str], command: str | None) -> WarmSlot:
 
 
 def _run_gui(argv: Sequence[str], self_test: bool, exit_when_shown: bool = False,
-             warm: WarmSlot | None = None) -> int:
+             warm: WarmSlot | None = None, instance: InstanceLock | None = None) -> int:
     # No cyclic garbage collection while the window and the chat page come up: the ~90 passes over
     # the objects of ~350 freshly imported modules cost ~12 ms and find next to nothing to free.
     # run_gui turns it back on as soon as the chat page is painted.
@@ -140,10 +141,13 @@ def _run_gui(argv: Sequence[str], self_test: bool, exit_when_shown: bool = False
     # importlib keeps Qt out of the import graph of headless commands.
     app_module = importlib.import_module("strata_gui.app")
     try:
-        return int(app_module.run_gui(list(argv), self_test=self_test, exit_when_shown=exit_when_shown, warm=warm))
+        return int(app_module.run_gui(list(argv), self_test=self_test, exit_when_shown=exit_when_shown, warm=warm,
+                                      instance=instance))
     finally:
         if warm is not None:
             warm.close()  # never claimed (the app stopped before loading the model)
+        if instance is not None:
+            instance.release()
 
 
 def _environ(args: argparse.Namespace) -> dict[str, str]:
@@ -217,11 +221,53 @@ def _utf8_when_redirected() -> None:
             reconfigure(encoding="utf-8", errors="replace")
 
 
+# GUI runs that are not the user's app: they neither take the one-app lock nor show the running app.
+_NOT_THE_APP = frozenset({"--self-test", "--exit-when-shown", "-h", "--help", "--version"})
+
+
+def _claim_app(args: Sequence[str]) -> tuple[InstanceLock | None, int | None]:
+    """For the GUI: this process's one-app lock, or the exit code of a second launch that showed
+    (or could not reach) the running app's window. Checked before anything loads: a second launch
+    never launches an engine (see :mod:`strata_gui.core.instance`)."""
+    if _NOT_THE_APP.intersection(args):
+        return None, None
+    from strata_gui.core.instance import claim_or_ask, unanswered_text
+    from strata_gui.core.paths import AppPaths
+
+    paths = AppPaths.from_environment()
+    claim = claim_or_ask(paths.instance_lock_file, paths.instance_address_file)
+    if claim.shown_by is not None:
+        print(f"Strata is already running (process {claim.shown_by}); its window is in front now.")
+        return None, 0
+    if claim.unanswered:
+        message, hint = unanswered_text(claim.holder)
+        print(f"error: {message}\nhint: {hint}", file=sys.stderr)
+        _show_unanswered(message, hint)
+        return None, 1
+    return claim.lock, None
+
+
+def _show_unanswered(message: str, hint: str) -> None:
+    """The same in a message box: a launch from the Start menu or a desktop icon has no console.
+    Skipped where no screen can show it (Qt's offscreen platform, as in tests)."""
+    if os.environ.get("QT_QPA_PLATFORM", "") in ("offscreen", "minimal"):
+        return
+    try:
+        importlib.import_module("strata_gui.app").show_message_box(message, hint)
+    except Exception:  # no display at all: stderr said it
+        log.debug("could not show the already-running message", exc_info=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `strata` console script."""
     _utf8_when_redirected()
     args_list = list(sys.argv[1:] if argv is None else argv)
     requested = _requested_command(args_list)
+    instance: InstanceLock | None = None
+    if requested == "":
+        instance, exit_code = _claim_app(args_list)
+        if exit_code is not None:
+            return exit_code
     warm = _early_engine(args_list, requested)  # loads while the rest of Strata is imported
     try:
         parser = build_parser(requested)
@@ -230,7 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         warm.close()
         raise
     if args.command is None:
-        return _run_gui(args_list, self_test=args.self_test, exit_when_shown=args.exit_when_shown, warm=warm)
+        return _run_gui(args_list, self_test=args.self_test, exit_when_shown=args.exit_when_shown, warm=warm,
+                        instance=instance)
     configure_logging(build_services(_environ(args)).paths.log_file, verbose=args.verbose, to_stderr=True)
     try:
         code = run_command(args_list, warm)

@@ -84,6 +84,16 @@ class AppPaths:
         return self.data_dir / "warm-start.json"
 
     @property
+    def instance_lock_file(self) -> Path:
+        """Locked by the running app, so a second launch shows its window (core/instance.py)."""
+        return self.data_dir / "app.lock"
+
+    @property
+    def instance_address_file(self) -> Path:
+        """Where the running app listens for a second launch (core/instance.py)."""
+        return self.data_dir / "app-instance.json"
+
+    @property
     def model_facts_file(self) -> Path:
         """What each model file's header says (identity, shape, chat template), kept across runs
         (core/models/facts.py): a cache, read again when gone."""

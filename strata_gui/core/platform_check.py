@@ -210,6 +210,47 @@ def hold_child(pid_file: Path, guarded: bool = True) -> int:
     return 0
 
 
+def check_single_app(scratch: Path) -> CheckResult:
+    """The one-app lock (core/instance.py): refused while another process holds it, free again the
+    moment that process is killed (the OS drops it: a crashed app never blocks the next launch)."""
+    from strata_gui.core.instance import InstanceLock
+
+    lock_file, held = scratch / "app.lock", scratch / "lock-held"
+    holder = subprocess.Popen([*self_command(), "platform-check", "--hold-lock", str(lock_file), str(held)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    detail: dict[str, Any] = {"mechanism": "msvcrt.locking" if sys.platform == "win32" else "flock"}
+    try:
+        deadline = time.monotonic() + 60
+        while not held.exists() and holder.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        detail["holder_took_it"] = held.exists()
+        mine = InstanceLock.try_acquire(lock_file)
+        detail["refused_while_held"] = mine is None
+        if mine is not None:
+            mine.release()
+    finally:
+        holder.kill()
+        holder.wait(30)
+    taken = InstanceLock.try_acquire(lock_file)
+    detail["taken_after_holder_killed"] = taken is not None
+    if taken is not None:
+        taken.release()
+    ok = bool(detail["holder_took_it"] and detail["refused_while_held"] and detail["taken_after_holder_killed"])
+    return CheckResult("single-app", ok, detail)
+
+
+def hold_lock(lock_file: Path, held: Path) -> int:
+    """The other side of :func:`check_single_app`: take the lock, say so, wait to be killed."""
+    from strata_gui.core.instance import InstanceLock
+
+    lock = InstanceLock.try_acquire(lock_file)
+    if lock is None:
+        return 1
+    held.write_text("held", encoding="utf-8")
+    time.sleep(300)
+    return 0
+
+
 def check_gpu() -> CheckResult:
     from strata_gui.core.gpu import windows_probe
     from strata_gui.core.gpu.ids import load_gpu_table
@@ -274,6 +315,7 @@ def run_checks(paths: AppPaths) -> PlatformReport:
             _guarded("secrets", lambda: check_secrets(scratch)),
             _guarded("job", lambda: check_job(scratch)),
             _guarded("autostart", lambda: check_autostart(scratch)),
+            _guarded("single-app", lambda: check_single_app(scratch)),
         ]
         if sys.platform == "win32":
             checks.append(_guarded("gpu", check_gpu))

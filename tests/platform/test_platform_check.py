@@ -25,7 +25,9 @@ def test_the_command_reports_every_linux_check_passing(_user_dirs_in_tmp: Path) 
     report = json.loads(res.stdout)
     assert report["platform"] == sys.platform and report["ok"] is True
     checks = {c["name"]: c for c in report["checks"]}
-    assert set(checks) == {"paths", "secrets", "job", "autostart"}  # the GPU probe check is Windows-only
+    assert set(checks) == {"paths", "secrets", "job", "autostart", "single-app"}  # the GPU probe is Windows-only
+    assert checks["single-app"]["detail"] == {"mechanism": "flock", "holder_took_it": True,
+                                             "refused_while_held": True, "taken_after_holder_killed": True}
     assert checks["autostart"]["detail"]["enabled_read_back"] and checks["autostart"]["detail"]["removed"]
     assert checks["paths"]["detail"]["data_dir"].startswith(str(_user_dirs_in_tmp))
     assert AWKWARD_NAME in checks["paths"]["detail"]["awkward_file"]
