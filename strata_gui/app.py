@@ -611,6 +611,54 @@ async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float
     return problems
 
 
+def close_on_signals(app: QApplication) -> Callable[[], None]:
+    """SIGTERM, SIGINT and SIGHUP (a session logout, Ctrl+C in the terminal, a closed terminal) close
+    every window as the user would: the reply in progress is saved, engines stop, the lock is
+    released. Returns what puts the previous handlers back. POSIX only (Windows ends a session with
+    window messages, which Qt turns into the same close).
+
+    Python runs a signal handler only between bytecodes, and Qt's event loop is C++: the signal's
+    byte on a wakeup socket wakes a QSocketNotifier, whose slot does the closing.
+    """
+    if sys.platform == "win32" or threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    import signal
+    import socket
+
+    from PySide6.QtCore import QSocketNotifier
+
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    received: list[int] = []
+    wanted = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous_fd = signal.set_wakeup_fd(writer.fileno())
+    previous = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum)) for sig in wanted}
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, app)
+
+    def woken() -> None:
+        try:
+            reader.recv(64)
+        except OSError:
+            pass
+        if received:
+            log.info("%s received: closing as if the window were closed", signal.Signals(received[-1]).name)
+            received.clear()
+            app.closeAllWindows()
+
+    notifier.activated.connect(woken)
+
+    def restore() -> None:
+        notifier.setEnabled(False)
+        signal.set_wakeup_fd(previous_fd)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        reader.close()
+        writer.close()
+
+    return restore
+
+
 def show_message_box(message: str, hint: str) -> None:
     """A warning box with a core sentence and its hint, in the user's language, before any window
     exists (a second launch that could not reach the running app)."""
@@ -713,6 +761,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     crash.install(loop)
     closed = asyncio.Event()
     app.lastWindowClosed.connect(closed.set)
+    restore_signals = close_on_signals(app)
     built: list[AppServices] = []
     activation: list[ActivationServer] = []
 
@@ -786,6 +835,7 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
         for s in built:
             s.kill_engines_now()  # never leave an engine behind, whatever happened
         crash.uninstall()
+        restore_signals()
         gc.enable()  # if start-up failed before the window was usable
         open_log()
         log.info("Strata exiting with %s", exit_code)

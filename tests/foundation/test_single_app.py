@@ -192,3 +192,30 @@ def test_a_second_launch_shows_the_running_window_and_starts_no_second_engine(
     assert app_run.count("started early") <= 1 and "starting CPU" not in app_run  # one engine, adopted
     assert not paths.instance_address_file.exists()  # closed: the next launch starts the app
     assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["visible"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_closes_the_app_as_closing_its_window_does(tmp_path: Path) -> None:
+    """A session logout sends SIGTERM: the app shuts down cleanly (exit 0, its shutdown logged, the
+    address for second launches removed) instead of dying mid-write."""
+    paths = AppPaths.from_environment()
+    SettingsService.load(SettingsStore(paths.settings_file)).update(first_run_done=True)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    app = subprocess.Popen([sys.executable, "-m", "strata_gui"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while InstanceAddress.read(paths.instance_address_file) is None:  # up and listening
+            assert app.poll() is None, app.communicate()[1][-2000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        app.terminate()
+        _, err = app.communicate(timeout=60)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.communicate()
+    assert app.returncode == 0, err[-2000:]
+    log = paths.log_file.read_text(encoding="utf-8")
+    assert "SIGTERM received: closing" in log and log.rstrip().endswith("Strata exiting with 0")
+    assert not paths.instance_address_file.exists()
