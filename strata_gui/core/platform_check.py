@@ -34,7 +34,7 @@ from typing import Any
 
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
-from strata_gui.core.runtime.process_guard import WindowsJob, linux_preexec
+from strata_gui.core.runtime.process_guard import WindowsJob, armed_by, guarded_launch
 
 # Spaces and letters outside ASCII and the Windows ANSI code page, as in real user names.
 AWKWARD_NAME = "Strata check Zoë 用户"
@@ -184,6 +184,7 @@ def check_job(scratch: Path) -> CheckResult:
           and control.get("child_alive_after_kill") is True)
     return CheckResult("job", ok, {
         "mechanism": "job object" if sys.platform == "win32" else "parent-death signal",
+        **({"armed_by": armed_by()} if armed_by() else {}),
         **guarded,
         "control_child_without_guard_survived": control.get("child_alive_after_kill"),
     })
@@ -197,10 +198,11 @@ def hold_child(pid_file: Path, guarded: bool = True) -> int:
     control) it gets neither.
     """
     job = WindowsJob()
+    command = [*self_command(), "platform-check", "--sleep", "300"]
+    argv, preexec = guarded_launch(command, os.getpid()) if guarded else (command, None)
     child = subprocess.Popen(
-        [*self_command(), "platform-check", "--sleep", "300"], stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-        preexec_fn=linux_preexec(os.getpid()) if guarded else None)  # noqa: PLW1509 (prctl only)
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        preexec_fn=preexec)  # noqa: PLW1509 (prctl only, where setpriv is missing)
     if guarded:
         job.assign(child)
     tmp = pid_file.with_name(pid_file.name + ".tmp")

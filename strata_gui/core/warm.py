@@ -136,11 +136,11 @@ def _available_ram() -> int | None:
         return None
 
 
-def _preexec() -> Any:
-    """The same parent-death arming as every engine Strata starts (see process_guard)."""
-    from strata_gui.core.child_guard import linux_preexec
+def _guarded(command: list[str]) -> tuple[list[str], Any]:
+    """The same parent-death arming as every engine Strata starts (see core/child_guard.py)."""
+    from strata_gui.core.child_guard import guarded_launch
 
-    return linux_preexec(os.getpid())
+    return guarded_launch(command, os.getpid())
 
 
 class WarmEngine:
@@ -272,9 +272,10 @@ def prelaunch(record: Path, model: str | os.PathLike[str] | None, *,
         kwargs: dict[str, Any] = {}
         if sys.platform == "win32":
             kwargs["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+        argv, preexec = _guarded(command)
         proc = subprocess.Popen(
-            command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, encoding="utf-8", errors="replace", bufsize=1, preexec_fn=_preexec(),  # noqa: PLW1509
+            argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, encoding="utf-8", errors="replace", bufsize=1, preexec_fn=preexec,  # noqa: PLW1509
             cwd=data["cwd"], **kwargs)
     except (OSError, ValueError, KeyError, TypeError, subprocess.SubprocessError):
         log.debug("no early engine start", exc_info=True)

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from strata_gui.core.paths import AppPaths
 from strata_gui.core.platform_check import AWKWARD_NAME, check_job, check_secrets, run_checks
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_command_reports_every_linux_check_passing(_user_dirs_in_tmp: Path) -> None:
@@ -32,6 +36,7 @@ def test_the_command_reports_every_linux_check_passing(_user_dirs_in_tmp: Path) 
     assert checks["paths"]["detail"]["data_dir"].startswith(str(_user_dirs_in_tmp))
     assert AWKWARD_NAME in checks["paths"]["detail"]["awkward_file"]
     assert checks["job"]["detail"]["mechanism"] == "parent-death signal"
+    assert checks["job"]["detail"]["armed_by"] == ("setpriv" if shutil.which("setpriv") else "preexec_fn")
     assert checks["job"]["detail"]["child_alive_before_kill"] is True
     assert checks["job"]["detail"]["child_alive_after_kill"] is False
     # Without the guard the same child outlives its app: the guard is what kills it.
@@ -60,3 +65,18 @@ def test_the_text_report_names_each_check(tmp_path: Path) -> None:
     assert report.ok
     for name in ("paths", "secrets", "job"):
         assert f"ok   {name}:" in text
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_without_setpriv_the_engine_still_dies_with_its_app(tmp_path: Path) -> None:
+    """Where util-linux's setpriv is missing (PATH without it), engines are armed by a preexec_fn and
+    still die with a killed app."""
+    code = ("import json, sys; from pathlib import Path; from strata_gui.core.platform_check import check_job; "
+            "r = check_job(Path(sys.argv[1])); print(json.dumps({'ok': r.ok, **r.detail}))")
+    res = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PATH": str(tmp_path / "no-tools-here")}, cwd=ROOT, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    detail = json.loads(res.stdout)
+    assert detail["armed_by"] == "preexec_fn"
+    assert detail["ok"] and detail["child_alive_after_kill"] is False
+    assert detail["control_child_without_guard_survived"] is True

@@ -29,7 +29,7 @@ import httpx
 
 from strata_gui.core.events import emit
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, classify_exit
-from strata_gui.core.runtime.process_guard import WindowsJob, linux_preexec
+from strata_gui.core.runtime.process_guard import WindowsJob, guarded_launch
 
 if TYPE_CHECKING:  # psutil (~8 ms) loads when a process tree is first stopped, not at start-up
     import psutil
@@ -220,11 +220,12 @@ class ManagedProcess:
         try:
             # Popen on the loop's thread, never an executor's: the parent-death signal is tied
             # to the thread that forks.
+            argv, preexec = guarded_launch([str(program), *self.command[1:]], os.getpid())
             proc = subprocess.Popen(
-                [str(program), *self.command[1:]], env=self._env, stdin=subprocess.DEVNULL,
+                argv, env=self._env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
                 errors="replace", bufsize=1,
-                preexec_fn=linux_preexec(os.getpid()),  # noqa: PLW1509 (prctl only)
+                preexec_fn=preexec,  # noqa: PLW1509 (prctl only, where setpriv is missing)
                 cwd=str(self._cwd) if self._cwd is not None else None, **kwargs,
             )
         except OSError as exc:

@@ -14,11 +14,11 @@ import logging
 import subprocess
 import sys
 
-from strata_gui.core.child_guard import PR_SET_DEATHSIG, linux_preexec
+from strata_gui.core.child_guard import PR_SET_DEATHSIG, armed_by, guarded_launch, linux_preexec
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PR_SET_DEATHSIG", "WindowsJob", "linux_preexec"]
+__all__ = ["PR_SET_DEATHSIG", "WindowsJob", "armed_by", "guarded_launch", "linux_preexec"]
 
 class WindowsJob:
     """A job object that kills its processes when Strata exits (thin ctypes layer).
