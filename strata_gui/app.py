@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     from strata_gui.core.app_services import AppServices
     from strata_gui.core.instance import ActivationServer, InstanceLock
     from strata_gui.core.models import StarterModel
+    from strata_gui.core.serve import HandedOver, ServeService
     from strata_gui.core.warm import WarmSlot
     from strata_gui.ui.bridge import AsyncBridge, TaskHandle
     from strata_gui.ui.dialogs import ErrorDialog
@@ -764,11 +765,23 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     restore_signals = close_on_signals(app)
     built: list[AppServices] = []
     activation: list[ActivationServer] = []
+    serving_for_background: list[tuple[HandedOver, ServeService]] = []
 
     async def listen_for_second_launches() -> None:
         server = await answer_second_launches(window, services.paths.instance_address_file)
         if server is not None:
             activation.append(server)
+
+    async def take_the_background_servers_place(app_services: AppServices, after: TaskHandle | None) -> None:
+        """One engine pool per machine: serve in place of a headless `strata serve` (see
+        core/serve/handover.py), once the last model has loaded."""
+        from strata_gui.core.serve import take_over
+
+        if after is not None:
+            await after.wait()
+        handed = await take_over(services.paths, app_services.serve)
+        if handed is not None:
+            serving_for_background.append((handed, app_services.serve))
 
     async def main() -> int:
         app_services = build_app_services(services)
@@ -800,6 +813,9 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
         if instance is not None:
             bridge.run(lambda _p: listen_for_second_launches(), name="Answering a second launch",
                        show_errors=False)
+            if services.paths.serve_address_file.exists():
+                bridge.run(lambda _p: take_the_background_servers_place(app_services, preload),
+                           name="Taking over the background model server", show_errors=False)
         bridge.run(lambda _p: startup(ui, after=preload), name="Start-up checks", show_errors=False)
         if not self_test and not app_services.base.settings.first_run_done:
             open_first_run(ui)
@@ -826,8 +842,12 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
             for server in activation:  # a launch from now on starts a new app
                 loop.run_until_complete(server.aclose())
             loop.run_until_complete(bridge.shutdown())
+            # The background model server comes back if this app still served in its place.
+            give_back = [handed for handed, serve in serving_for_background if serve.running]
             for s in built:
                 loop.run_until_complete(s.aclose())
+            for handed in give_back:  # the port is free and the engines are stopped now
+                handed.start_again()
     except Exception:
         traceback.print_exc()
         exit_code = 1

@@ -11,7 +11,7 @@ from pathlib import Path
 from strata_gui.commands import arg_types, load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.serve import ApiRequest
+from strata_gui.core.serve import ApiRequest, BackgroundServer, serve_command
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -100,10 +100,33 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
             if name is not None:
                 async with serve.router.borrow(name):
                     print(f"{name} loaded", flush=True)
+    background = await _answer_the_app(args, app, done)
     print("press Ctrl+C to stop", file=sys.stderr, flush=True)
     try:
         await done.wait()
     except asyncio.CancelledError:  # Ctrl+C: the core stops the server and every engine on the way out
         print("stopping: unloading the models", file=sys.stderr, flush=True)
         raise
+    finally:
+        if background is not None:
+            if background.handed_over:
+                print("the Strata app serves in this server's place now: unloading the models and stopping",
+                      file=sys.stderr, flush=True)
+                await serve.stop()  # the port first, then the models (app_services.aclose), then the lock
+                await app.aclose()
+            await background.aclose()
     return 0
+
+
+async def _answer_the_app(args: argparse.Namespace, app: AppServices, done: asyncio.Event) -> BackgroundServer | None:
+    """Let the app take this server's place (one engine pool per machine, see core/serve/handover.py).
+    Only a server of the plain library agrees: one started with its own models, engines, devices or
+    load options is left alone."""
+    if args.max_requests:  # a test's server with a fixed end
+        return None
+    plain = not (args.model or args.engine or args.device or load_options.given(args))
+    relaunch = [*serve_command(), *(["--port", str(args.port)] if args.port is not None else []),
+                *(["--lan"] if args.lan else [])]
+    background = BackgroundServer(app.base.paths, port=app.serve.port, lan=bool(args.lan or app.serve.settings.serve_lan),
+                                  relaunch=relaunch, plain=plain, on_hand_over=done.set)
+    return background if await background.start() else None

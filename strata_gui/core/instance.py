@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text
 
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SHOW = "show"
-ACTIONS = (SHOW,)
+#: What a headless `strata serve` is asked by the app that takes its place (core/serve/handover.py).
+HAND_OVER = "hand-over"
 #: A request is one short line; anything longer is refused unread.
 MAX_REQUEST = 4096
 #: How long the running app waits for a request's line, and a second launch for the answer.
@@ -142,6 +143,12 @@ class InstanceAddress:
 
 def ask(address: InstanceAddress, action: str = SHOW, timeout: float = REQUEST_TIMEOUT_S) -> bool:
     """Ask the app at ``address`` to do ``action``; True when it answered that it did."""
+    return bool((request(address, action, timeout) or {}).get("ok"))
+
+
+def request(address: InstanceAddress, action: str, timeout: float = REQUEST_TIMEOUT_S) -> dict[str, Any] | None:
+    """Ask the process at ``address`` to do ``action``; its whole answer (``ok`` and what it adds),
+    or None when it could not be reached or gave no answer."""
     if sys.platform == "win32":
         # Windows lets only the foreground process (this one, just launched) hand the foreground to
         # another; without this the running window would only flash in the taskbar.
@@ -159,9 +166,10 @@ def ask(address: InstanceAddress, action: str = SHOW, timeout: float = REQUEST_T
                 if not chunk:
                     break
                 answer += chunk
-        return bool(json.loads(answer or b"{}").get("ok"))
-    except (OSError, ValueError, AttributeError):
-        return False
+        found = json.loads(answer)
+        return found if isinstance(found, dict) else None
+    except (OSError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -200,12 +208,22 @@ def claim_or_ask(lock_file: Path, address_file: Path, *, grace_s: float = STARTI
         sleep(0.1)
 
 
-class ActivationServer:
-    """The running app's side: answers second launches on a loopback port (asyncio)."""
+Answer = dict[str, Any]
+"""What an action adds to the answer (``{"ok": False, "why": ...}`` to refuse it)."""
 
-    def __init__(self, address_file: Path, on_action: Callable[[str], None]) -> None:
+
+class ActivationServer:
+    """The running process's side: answers requests on a loopback port (asyncio).
+
+    ``on_action`` is called on the event loop with each allowed action that came with the right
+    token; what it returns is added to the answer (None: just ``{"ok": true}``).
+    """
+
+    def __init__(self, address_file: Path, on_action: Callable[[str], Answer | None],
+                 actions: tuple[str, ...] = (SHOW,)) -> None:
         self.address_file = address_file
         self._on_action = on_action
+        self.actions = actions
         self._server: asyncio.Server | None = None
         self.address: InstanceAddress | None = None
 
@@ -221,21 +239,20 @@ class ActivationServer:
         port = int(self._server.sockets[0].getsockname()[1])
         self.address = InstanceAddress(pid=os.getpid(), port=port, token=secrets.token_urlsafe(24))
         self.address.write(self.address_file)
-        log.info("a second launch will show this window (port %d)", port)
+        log.info("answering %s on port %d", "/".join(self.actions), port)
         return self.address
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         import asyncio
 
-        ok = False
+        answer: Answer = {"ok": False}
         try:
             line = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
-            request = json.loads(line)
-            token, action = str(request.get("token", "")), str(request.get("action", ""))
-            if self.address is not None and hmac.compare_digest(token, self.address.token) and action in ACTIONS:
-                log.info("a second launch asked this app to %s", action)
-                self._on_action(action)
-                ok = True
+            asked = json.loads(line)
+            token, action = str(asked.get("token", "")), str(asked.get("action", ""))
+            if self.address is not None and hmac.compare_digest(token, self.address.token) and action in self.actions:
+                log.info("asked on the instance port to %s", action)
+                answer = {"ok": True, **(self._on_action(action) or {})}
             else:
                 log.warning("refused a request on the instance port (wrong token or action)")
         except (TimeoutError, ValueError, AttributeError, asyncio.LimitOverrunError, OSError):
@@ -243,7 +260,7 @@ class ActivationServer:
         except Exception:  # the window's handler failed: the second launch is told no, the app goes on
             log.exception("showing the window for a second launch failed")
         try:
-            writer.write(json.dumps({"ok": ok}).encode() + b"\n")
+            writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
             writer.close()
             await writer.wait_closed()

@@ -94,6 +94,16 @@ class AppPaths:
         return self.data_dir / "app-instance.json"
 
     @property
+    def serve_lock_file(self) -> Path:
+        """Locked by a headless `strata serve` for as long as it runs (core/serve/handover.py)."""
+        return self.data_dir / "serve.lock"
+
+    @property
+    def serve_address_file(self) -> Path:
+        """Where a headless `strata serve` listens for the app that takes its place."""
+        return self.data_dir / "serve-instance.json"
+
+    @property
     def model_facts_file(self) -> Path:
         """What each model file's header says (identity, shape, chat template), kept across runs
         (core/models/facts.py): a cache, read again when gone."""

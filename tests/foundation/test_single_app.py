@@ -188,7 +188,7 @@ def test_a_second_launch_shows_the_running_window_and_starts_no_second_engine(
     runs = log.split(f"Strata {__version__} starting")
     assert len(runs) == 2  # the chat above, then one app: the second launch never started Strata
     app_run = runs[-1]
-    assert "a second launch asked this app to show" in app_run
+    assert "asked on the instance port to show" in app_run
     assert app_run.count("started early") <= 1 and "starting CPU" not in app_run  # one engine, adopted
     assert not paths.instance_address_file.exists()  # closed: the next launch starts the app
     assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["visible"]

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 from strata_gui.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from strata_gui.core.serve.autostart import serve_command
+    from strata_gui.core.serve.handover import BackgroundServer, HandedOver, take_over
     from strata_gui.core.serve.library_router import LibraryRouter
     from strata_gui.core.serve.records import ApiRequest, ServerLimits
     from strata_gui.core.serve.router import LoadedModel, ModelRouter, ServedModel, Upstream
@@ -15,6 +17,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ApiRequest",
     "ApiServer",
+    "BackgroundServer",
+    "HandedOver",
     "LibraryRouter",
     "LoadedModel",
     "ModelRouter",
@@ -22,10 +26,14 @@ __all__ = [
     "ServedModel",
     "ServerLimits",
     "Upstream",
+    "serve_command",
+    "take_over",
 ]
 
 # Each module loads when one of its names is first read (see strata_gui.core.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "autostart": ["serve_command"],
+    "handover": ["BackgroundServer", "HandedOver", "take_over"],
     "library_router": ["LibraryRouter"],
     "router": ["LoadedModel", "ModelRouter", "ServedModel", "Upstream"],
     "server": ["ApiServer"],

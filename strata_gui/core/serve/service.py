@@ -17,6 +17,7 @@ from strata_gui.core.settings import Settings, SettingsService
 from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 if TYPE_CHECKING:
+    from strata_gui.core.serve.handover import HandedOver
     from strata_gui.core.serve.server import ApiServer
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,9 @@ class ServeService:
         self.server: ApiServer | None = None
         self._last_counters = Counters()
         self.requests: Listeners[ApiRequest] = Listeners()  # each finished request, after it was recorded
+        # Set when the app took the place of the headless server that ran in the background
+        # (core/serve/handover.py): it is started again when the app closes with this one on.
+        self.taken_over: HandedOver | None = None
 
     @property
     def settings(self) -> Settings:

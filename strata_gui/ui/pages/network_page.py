@@ -421,7 +421,12 @@ class NetworkPage(Page):
         if running:
             where = self.tr("every network interface") if not svc.url.startswith("http://127.") else \
                 self.tr("this computer only")
-            self.serve_state.setText(self.tr("● Serving at {0} ({1}).").format(svc.url, where))
+            state = self.tr("● Serving at {0} ({1}).").format(svc.url, where)
+            if svc.taken_over is not None:
+                state += " " + self.tr("Strata took over the model server that ran in the background (one copy "
+                                       "of each model for the chat and other apps); it goes back to the "
+                                       "background when you close Strata.")
+            self.serve_state.setText(state)
         else:
             self.serve_state.setText(self.tr("Not serving. Start it to give other apps an address."))
         self.serve_button.setText(self.tr("Stop serving") if running else self.tr("Start serving"))
