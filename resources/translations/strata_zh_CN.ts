@@ -1560,6 +1560,14 @@ Last reply: this computer ({1})</source>
         <source>starts (its GPU is checked when a model loads)</source>
         <translation>可以启动（加载模型时再检查其 GPU）</translation>
     </message>
+    <message>
+        <source>Strata is already running (process {pid}) but did not answer.</source>
+        <translation>Strata 已在运行（进程 {pid}），但没有响应。</translation>
+    </message>
+    <message>
+        <source>Wait for its window, or close it (end it in Task Manager, or `kill` it), then start Strata again.</source>
+        <translation>请等待它的窗口出现，或将其关闭（在任务管理器中结束它，或用 `kill`），然后再次启动 Strata。</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>
@@ -4138,6 +4146,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>● Serving at {0} ({1}).</source>
         <translation>● 正在 {0} 提供服务（{1}）。</translation>
+    </message>
+    <message>
+        <source>Strata took over the model server that ran in the background (one copy of each model for the chat and other apps); it goes back to the background when you close Strata.</source>
+        <translation>Strata 已接管在后台运行的模型服务器（聊天和其他应用共用每个模型的同一份副本）；关闭 Strata 后它会回到后台运行。</translation>
     </message>
     <message>
         <source>Not serving. Start it to give other apps an address.</source>

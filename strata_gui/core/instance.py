@@ -42,13 +42,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SHOW = "show"
-#: What a headless `strata serve` is asked by the app that takes its place (core/serve/handover.py).
+# What a headless `strata serve` is asked by the app that takes its place (core/serve/handover.py).
 HAND_OVER = "hand-over"
-#: A request is one short line; anything longer is refused unread.
+# A request is one short line; anything longer is refused unread.
 MAX_REQUEST = 4096
-#: How long the running app waits for a request's line, and a second launch for the answer.
+# How long the running app waits for a request's line, and a second launch for the answer.
 REQUEST_TIMEOUT_S = 2.0
-#: How long a second launch keeps asking an app that holds the lock but does not answer yet.
+# How long a second launch keeps asking an app that holds the lock but does not answer yet.
 STARTING_GRACE_S = 10.0
 
 

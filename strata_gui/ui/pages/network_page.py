@@ -431,6 +431,8 @@ class NetworkPage(Page):
             self.serve_state.setText(self.tr("Not serving. Start it to give other apps an address."))
         self.serve_button.setText(self.tr("Stop serving") if running else self.tr("Start serving"))
         self.serve_port.setEnabled(not running)
+        if running and svc.port and self.serve_port.value() != svc.port:  # started elsewhere (a take-over)
+            self.serve_port.setValue(svc.port)
         self.serve_lan.setEnabled(not running)
         self.key_state.setText(self.tr("An API key is set: clients must send it.") if svc.has_key
                                else self.tr("No API key: only programs on this computer can connect."))
