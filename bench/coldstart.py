@@ -162,7 +162,11 @@ def app_child() -> int:
     the reply's first token is painted, then stop the reply and quit."""
     from strata_gui import cli
 
-    # What `strata` does first (cli.main): launch the last model's engine before Qt is imported.
+    # What `strata` does first (cli.main): take the one-app lock (or show the running app), then
+    # launch the last model's engine before Qt is imported.
+    instance, exit_code = cli._claim_app([])
+    if exit_code is not None:
+        raise SystemExit("another Strata app runs with this STRATA_HOME")
     warm = cli._early_engine([], "")
     import strata_gui.app as app_module
     from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
@@ -219,7 +223,7 @@ def app_child() -> int:
 
         cls.paintEvent = paint  # type: ignore[method-assign]
     app_module.populate = populate
-    return cli._run_gui([], self_test=False, warm=warm)  # then what cli.main does next
+    return cli._run_gui([], self_test=False, warm=warm, instance=instance)  # then what cli.main does next
 
 
 def marks(cmd: list[str], env: dict[str, str], allow_crash: bool = False) -> dict[str, float]:
