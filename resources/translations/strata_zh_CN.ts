@@ -485,6 +485,14 @@ Last reply: this computer ({1})</source>
         <translation>达到此 GPU 内存带宽上限的 {percent} %</translation>
     </message>
     <message>
+        <source>Checking {name}</source>
+        <translation>正在检查 {name}</translation>
+    </message>
+    <message>
+        <source>not checked on this machine yet</source>
+        <translation>尚未在本机检查</translation>
+    </message>
+    <message>
         <source>you chose this engine folder</source>
         <translation>你选择了这个引擎文件夹</translation>
     </message>
@@ -985,12 +993,36 @@ Last reply: this computer ({1})</source>
         <translation>发行服务器可能含有恶意或配置错误。请向其发布者报告。</translation>
     </message>
     <message>
+        <source>{backend}: failed: {error}</source>
+        <translation>{backend}：失败：{error}</translation>
+    </message>
+    <message>
+        <source>{engine}: usable: {verdict}</source>
+        <translation>{engine}：可用：{verdict}</translation>
+    </message>
+    <message>
+        <source>{engine}: unusable here: {verdict}</source>
+        <translation>{engine}：在本机不可用：{verdict}</translation>
+    </message>
+    <message>
+        <source>{backend}: skipped</source>
+        <translation>{backend}：已跳过</translation>
+    </message>
+    <message>
         <source>Tried on this machine: {result}. Test it again on the Engines page after a driver update.</source>
         <translation>已在本机试过：{result}。更新驱动后，请在“引擎”页面重新测试。</translation>
     </message>
     <message>
         <source>There is no {backend} build to install: {reason}</source>
         <translation>没有可安装的 {backend} 版本：{reason}</translation>
+    </message>
+    <message>
+        <source>Downloading {asset}</source>
+        <translation>正在下载 {asset}</translation>
+    </message>
+    <message>
+        <source>Unpacking {asset}</source>
+        <translation>正在解压 {asset}</translation>
     </message>
     <message>
         <source>The archive holds no {name}; it is not an engine build.</source>
