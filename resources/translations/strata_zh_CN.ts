@@ -485,6 +485,14 @@ Last reply: this computer ({1})</source>
         <translation>达到此 GPU 内存带宽上限的 {percent} %</translation>
     </message>
     <message>
+        <source>Checking {name}</source>
+        <translation>正在检查 {name}</translation>
+    </message>
+    <message>
+        <source>not checked on this machine yet</source>
+        <translation>尚未在本机检查</translation>
+    </message>
+    <message>
         <source>you chose this engine folder</source>
         <translation>你选择了这个引擎文件夹</translation>
     </message>
@@ -985,12 +993,36 @@ Last reply: this computer ({1})</source>
         <translation>发行服务器可能含有恶意或配置错误。请向其发布者报告。</translation>
     </message>
     <message>
+        <source>{backend}: failed: {error}</source>
+        <translation>{backend}：失败：{error}</translation>
+    </message>
+    <message>
+        <source>{engine}: usable: {verdict}</source>
+        <translation>{engine}：可用：{verdict}</translation>
+    </message>
+    <message>
+        <source>{engine}: unusable here: {verdict}</source>
+        <translation>{engine}：在本机不可用：{verdict}</translation>
+    </message>
+    <message>
+        <source>{backend}: skipped</source>
+        <translation>{backend}：已跳过</translation>
+    </message>
+    <message>
         <source>Tried on this machine: {result}. Test it again on the Engines page after a driver update.</source>
         <translation>已在本机试过：{result}。更新驱动后，请在“引擎”页面重新测试。</translation>
     </message>
     <message>
         <source>There is no {backend} build to install: {reason}</source>
         <translation>没有可安装的 {backend} 版本：{reason}</translation>
+    </message>
+    <message>
+        <source>Downloading {asset}</source>
+        <translation>正在下载 {asset}</translation>
+    </message>
+    <message>
+        <source>Unpacking {asset}</source>
+        <translation>正在解压 {asset}</translation>
     </message>
     <message>
         <source>The archive holds no {name}; it is not an engine build.</source>
@@ -1101,8 +1133,32 @@ Last reply: this computer ({1})</source>
         <translation>无法保存加载选项：{reason}。</translation>
     </message>
     <message>
+        <source>Could not save the engine update records: {reason}</source>
+        <translation>无法保存引擎更新记录：{reason}</translation>
+    </message>
+    <message>
         <source>Check that {folder} is writable.</source>
         <translation>请检查 {folder} 是否可写。</translation>
+    </message>
+    <message>
+        <source>on trial as an engine update; used once it is promoted</source>
+        <translation>正作为引擎更新试用；启用后才会使用</translation>
+    </message>
+    <message>
+        <source>refused as an update: {reason}</source>
+        <translation>作为更新被拒绝：{reason}</translation>
+    </message>
+    <message>
+        <source>marked bad for this model on this GPU: {reason}</source>
+        <translation>已在此 GPU 上被标记为不适用于此模型：{reason}</translation>
+    </message>
+    <message>
+        <source>kept as the last good build; {active} is in use (roll back to use this one)</source>
+        <translation>保留为上一个正常的构建；正在使用 {active}（回滚即可使用此构建）</translation>
+    </message>
+    <message>
+        <source>{active} replaced it</source>
+        <translation>已被 {active} 取代</translation>
     </message>
     <message>
         <source>This model&apos;s heads hold {head} values, not a multiple of the {cache_type} block ({block}): use f16 for {which}, or turn flash attention off.</source>
@@ -1567,6 +1623,154 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Wait for its window, or close it (end it in Task Manager, or `kill` it), then start Strata again.</source>
         <translation>请等待它的窗口出现，或将其关闭（在任务管理器中结束它，或用 `kill`），然后再次启动 Strata。</translation>
+    </message>
+    <message>
+        <source>{engine} is pinned; a pinned build is never replaced</source>
+        <translation>{engine} 已固定；已固定的构建永远不会被替换</translation>
+    </message>
+    <message>
+        <source>it was refused before ({reason})</source>
+        <translation>它之前已被拒绝（{reason}）</translation>
+    </message>
+    <message>
+        <source>{engine} is pinned; a pinned build is never replaced.</source>
+        <translation>{engine} 已固定；已固定的构建永远不会被替换。</translation>
+    </message>
+    <message>
+        <source>Unpin it (strata engines pin) to let updates replace it.</source>
+        <translation>取消固定（strata engines pin）后，更新才能替换它。</translation>
+    </message>
+    <message>
+        <source>Installing {tag} beside {current}</source>
+        <translation>正在安装 {tag}（与 {current} 并存）</translation>
+    </message>
+    <message>
+        <source>Checking {tag} on this machine</source>
+        <translation>正在本机检查 {tag}</translation>
+    </message>
+    <message>
+        <source>{tag} does not run on {where}: {reason}</source>
+        <translation>{tag} 无法在{where}上运行：{reason}</translation>
+    </message>
+    <message>
+        <source>{tag} was not tried: there is no chat model in your library to try it with; kept {current}</source>
+        <translation>未试用 {tag}：你的模型库中没有可用于试用的聊天模型；继续使用 {current}</translation>
+    </message>
+    <message>
+        <source>{reason}; kept {current}</source>
+        <translation>{reason}；继续使用 {current}</translation>
+    </message>
+    <message>
+        <source>{tag} passed its trial on {where} {figures}; not promoted (trial only), kept {current}</source>
+        <translation>{tag} 已在{where}上通过试用{figures}；未启用（仅试用），继续使用 {current}</translation>
+    </message>
+    <message>
+        <source>{tag} passed its trial on {where}; not promoted (trial only), kept {current}</source>
+        <translation>{tag} 已在{where}上通过试用；未启用（仅试用），继续使用 {current}</translation>
+    </message>
+    <message>
+        <source>{tag} replaced {current} on {where} {figures}; {current} is kept to roll back to</source>
+        <translation>{tag} 已在{where}上取代 {current}{figures}；{current} 已保留以便回滚</translation>
+    </message>
+    <message>
+        <source>{tag} replaced {current} on {where}; {current} is kept to roll back to</source>
+        <translation>{tag} 已在{where}上取代 {current}；{current} 已保留以便回滚</translation>
+    </message>
+    <message>
+        <source>on trial as an update of {current}</source>
+        <translation>作为 {current} 的更新试用中</translation>
+    </message>
+    <message>
+        <source>the build in use</source>
+        <translation>正在使用的构建</translation>
+    </message>
+    <message>
+        <source>Strata is trying the engine update {tag} on this machine (a few minutes at most); the chat continues once it is done.</source>
+        <translation>Strata 正在本机试用引擎更新 {tag}（最多几分钟）；完成后聊天会继续。</translation>
+    </message>
+    <message>
+        <source>Waiting for the reply being written to finish</source>
+        <translation>正在等待当前回复写完</translation>
+    </message>
+    <message>
+        <source>Measuring {tag} with {model}</source>
+        <translation>正在用 {model} 测量 {tag}</translation>
+    </message>
+    <message>
+        <source>{current} (the build in use) could not be measured with {model} ({error}), so {tag} cannot be compared</source>
+        <translation>无法用 {model} 测量 {current}（正在使用的构建）（{error}），因此无法与 {tag} 比较</translation>
+    </message>
+    <message>
+        <source>Loading {model} on {tag}</source>
+        <translation>正在用 {tag} 加载 {model}</translation>
+    </message>
+    <message>
+        <source>{tag} failed with {model} on {where}: {error}</source>
+        <translation>{tag} 在{where}上运行 {model} 失败：{error}</translation>
+    </message>
+    <message>
+        <source>Checking {tag}&apos;s replies with {model}&apos;s template</source>
+        <translation>正在用 {model} 的模板检查 {tag} 的回复</translation>
+    </message>
+    <message>
+        <source>{tag} broke {model}&apos;s replies: {problem}</source>
+        <translation>{tag} 破坏了 {model} 的回复：{problem}</translation>
+    </message>
+    <message>
+        <source>{tag} prefilled {slower:.0f} % slower than {current} on {where} with {model} ({new:.1f} vs {old:.1f} tokens/s; the tolerance is {tolerance} %)</source>
+        <translation>{tag} 在{where}上使用 {model} 时，预填充比 {current} 慢 {slower:.0f} %（{new:.1f} 对 {old:.1f} tokens/s；容差为 {tolerance} %）</translation>
+    </message>
+    <message>
+        <source>{tag} decoded {slower:.0f} % slower than {current} on {where} with {model} ({new:.1f} vs {old:.1f} tokens/s; the tolerance is {tolerance} %)</source>
+        <translation>{tag} 在{where}上使用 {model} 时，解码比 {current} 慢 {slower:.0f} %（{new:.1f} 对 {old:.1f} tokens/s；容差为 {tolerance} %）</translation>
+    </message>
+    <message>
+        <source>(best repetitions: prefill {prefill:.1f} vs {current_prefill:.1f} tokens/s, decode {decode:.1f} vs {current_decode:.1f})</source>
+        <translation>（最佳重复：预填充 {prefill:.1f} 对 {current_prefill:.1f} tokens/s，解码 {decode:.1f} 对 {current_decode:.1f}）</translation>
+    </message>
+    <message>
+        <source>the reply was empty</source>
+        <translation>回复为空</translation>
+    </message>
+    <message>
+        <source>no reply</source>
+        <translation>没有回复</translation>
+    </message>
+    <message>
+        <source>your {gpu}</source>
+        <translation>你的 {gpu}</translation>
+    </message>
+    <message>
+        <source>this machine</source>
+        <translation>本机</translation>
+    </message>
+    <message>
+        <source>No engine &apos;{engine}&apos; is installed.</source>
+        <translation>没有安装引擎“{engine}”。</translation>
+    </message>
+    <message>
+        <source>See `strata engines list`.</source>
+        <translation>请查看 `strata engines list`。</translation>
+    </message>
+    <message>
+        <source>There is no earlier build to roll back to.</source>
+        <translation>没有可回滚到的早期构建。</translation>
+    </message>
+    <message>
+        <source>Strata keeps the last good build of each kind after an update promotes a new one.</source>
+        <translation>更新启用新构建后，Strata 会为每一类引擎保留上一个正常的构建。</translation>
+    </message>
+    <message>
+        <source>Rolled back to {old} from {new} on {where}</source>
+        <translation>已在{where}上从 {new} 回滚到 {old}</translation>
+    </message>
+    <message>
+        <source>Rolled back to {old} on {where}</source>
+        <translation>已在{where}上回滚到 {old}</translation>
+    </message>
+    <message>
+        <source>{new} could not load {model}, which {old} loaded; rolled back to {old} and marked {new} bad for this model on {where}</source>
+        <translation>{new} 无法加载 {old} 曾加载过的 {model}；已回滚到 {old}，并在{where}上将 {new} 标记为不适用于此模型</translation>
     </message>
 </context>
 <context>

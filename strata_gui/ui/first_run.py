@@ -40,6 +40,7 @@ from strata_gui.core.models import ModelService, StarterFit, StarterModel, Verdi
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes
 from strata_gui.core.runtime import Backend, backend_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.i18n import core_text, error_text
 from strata_gui.ui.widgets import ProgressPanel
 
 log = logging.getLogger(__name__)
@@ -433,7 +434,7 @@ class FirstRunGuide(QDialog):
         if self.report is None and self._gpu.last_report is not None:
             self.report = self._gpu.last_report
         self._show_gpus()
-        self.offline_reason = self.tr("Strata could not reach the engine releases: %s") % err.message
+        self.offline_reason = self.tr("Strata could not reach the engine releases: %s") % core_text(err.message)
         self._show_offline()
 
     def _show_gpus(self) -> None:
@@ -473,10 +474,10 @@ class FirstRunGuide(QDialog):
                 size = f" · {format_bytes(c.asset.size)}" if c.asset and c.asset.size else ""
                 first = self.tr(" (recommended)") if n == 1 else ""
                 rows.append(f"<b>{n}. {html.escape(name)}{first}</b>{html.escape(size)}<br>"
-                            f"<span style='color: palette(placeholder-text)'>{html.escape(c.reason)}</span>")
+                            f"<span style='color: palette(placeholder-text)'>{html.escape(core_text(c.reason))}</span>")
             else:
                 rows.append(f"<span style='color: gray'>{html.escape(self.tr('Not used: %s') % name)} — "
-                            f"{html.escape(c.reason)}</span>")
+                            f"{html.escape(core_text(c.reason))}</span>")
         if not plan.included:
             rows.insert(0, html.escape(self.tr("No engine build for this computer was found in the releases.")))
         self.plan_label.setText("<br>".join(rows))
@@ -507,8 +508,7 @@ class FirstRunGuide(QDialog):
         self.engine_status.setText("")
         handle.succeeded.connect(self._on_engine_done)
         handle.failed.connect(lambda err: self.engine_status.setText(
-            self.tr("The engine could not be installed: %s") % err.message
-            + (f"\n{err.hint}" if err.hint else "")))
+            self.tr("The engine could not be installed: %s") % error_text(err)))
         handle.cancelled.connect(lambda: self.engine_status.setText(
             self.tr("Cancelled: no engine was installed. The part already downloaded is kept, "
                     "so trying again continues where it stopped.")))
@@ -516,13 +516,14 @@ class FirstRunGuide(QDialog):
 
     def _on_engine_done(self, outcome: SetupOutcome) -> None:
         if outcome.chosen is None:
-            tried = "\n".join(f"• {a.summary}" for a in outcome.attempts) or self.tr("• nothing could be tried")
+            tried = ("\n".join(f"• {core_text(a.summary)}" for a in outcome.attempts)
+                     or self.tr("• nothing could be tried"))
             self.engine_status.setText(self.tr("No engine works on this computer yet:\n%s\n"
                                                "Add a local build from the Engines page, or try again later.") % tried)
             return
         self.engine = outcome.chosen
         probe = self._engines.last_probe(outcome.chosen.id)
-        detail = f" — {probe.message}" if probe is not None else ""
+        detail = f" — {core_text(probe.message)}" if probe is not None else ""
         self.engine_status.setText(self.tr("Installed: %s") % self._engine_name(outcome.chosen) + detail)
         self.engine_ready.emit(outcome.chosen)
         self._refresh_buttons()
@@ -627,7 +628,7 @@ class FirstRunGuide(QDialog):
         self.model_status.setText("")
         handle.succeeded.connect(self._on_model_done)
         handle.failed.connect(lambda err: self.model_status.setText(
-            self.tr("The download failed: %s") % err.message + (f"\n{err.hint}" if err.hint else "")))
+            self.tr("The download failed: %s") % error_text(err)))
         handle.cancelled.connect(lambda: self.model_status.setText(self.tr("Download cancelled.")))
         return self._track(handle)
 
@@ -681,17 +682,18 @@ class FirstRunGuide(QDialog):
         self.local_status.setText(self.tr("Checking %s…") % folder)
         handle.succeeded.connect(self._on_local_added)
         handle.failed.connect(lambda err: self.local_status.setText(
-            self.tr("Not added: %s") % err.message + (f"\n{err.hint}" if err.hint else "")))
+            self.tr("Not added: %s") % error_text(err)))
         return self._track(handle)
 
     def _on_local_added(self, result: Any) -> None:
         engine, probe = result
         if probe.usable:
             self.engine = engine
-            self.local_status.setText(self.tr("Added %s: %s") % (engine.id, probe.message))
+            self.local_status.setText(self.tr("Added %s: %s") % (engine.id, core_text(probe.message)))
             self.engine_ready.emit(engine)
         else:
-            self.local_status.setText(self.tr("Added %s, but it does not run here: %s") % (engine.id, probe.message))
+            self.local_status.setText(self.tr("Added %s, but it does not run here: %s")
+                                      % (engine.id, core_text(probe.message)))
 
     def open_gguf(self) -> TaskHandle | None:
         path = self._choose_model()
@@ -706,7 +708,7 @@ class FirstRunGuide(QDialog):
         status = self.offline_model_status if self.step == STEP_OFFLINE else self.model_status
         handle.succeeded.connect(lambda entry: self._on_gguf_opened(Path(path), entry, status))
         handle.failed.connect(lambda err: status.setText(
-            self.tr("Cannot use this file: %s") % err.message + (f"\n{err.hint}" if err.hint else "")))
+            self.tr("Cannot use this file: %s") % error_text(err)))
         return self._track(handle)
 
     def _on_gguf_opened(self, path: Path, entry: Any, status: QLabel) -> None:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from strata_gui.core.engines import ProbeFinding
 from strata_gui.core.gpu import GpuInfo, GpuSample, RocmVerdict, fmt_opt_bytes, format_mem
+from strata_gui.ui.i18n import core_text
 
 PROBE_OK, PROBE_FAILED, PROBE_PENDING = "#15803d", "#b91c1c", "#b45309"
 VERDICT_COLOURS = {
@@ -275,7 +276,7 @@ class GpuCard(QFrame):
                 colour = PROBE_PENDING
             else:
                 text = self.tr("ROCm does not work here yet: the installed %s failed its check (%s). "
-                               "Strata uses the next engine.") % (best.label, best.message)
+                               "Strata uses the next engine.") % (best.label, core_text(best.message))
                 colour = PROBE_FAILED
         self.verdict.setText(text)
         if colour:

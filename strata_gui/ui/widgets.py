@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.progress import Progress
+from strata_gui.ui.i18n import core_text
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QEvent
@@ -86,7 +88,8 @@ class ProgressPanel(QWidget):
         else:
             self.bar.setRange(0, 1000)
             self.bar.setValue(int(fraction * 1000))
-        self.status.setText(p.describe())
+        # what is happening, in the user's language (an engine update's steps are core texts)
+        self.status.setText(dataclasses.replace(p, message=core_text(p.message)).describe())
 
     def _on_finished(self) -> None:
         self._handle = None

@@ -378,3 +378,110 @@ def test_benchmark_settings_and_engine_sentences_read_in_chinese(qapp: QApplicat
     assert [error_text(unopenable), core_text(verdict.reason), core_text(verdict.warnings[0]),
             core_text(settings_notice), core_text(db_notice), core_text(no_rocm.reason), core_text(vulkan.reason),
             core_text(probe.message), core_text(saved.message)] == english
+
+
+@pytest.mark.engine
+def test_engine_updates_and_the_setup_summary_read_in_chinese(qapp: QApplication, tmp_path, test_engines) -> None:
+    """What the first-run guide and the Engines page show about setting up and updating engines, made
+    by the real code on real builds from the loopback GitHub: the set-up's line per build it tried, the
+    steps of an update's trial (its progress), the refusal of a build that does not start (also read
+    back from the saved update records after a restart), the offer held back since, and a roll back
+    with nothing to go back to. In Chinese with the catalogue, in English without (the CLI's words)."""
+    import os
+    from pathlib import Path
+
+    import httpx
+
+    from strata_gui.core.bench.store import MetricsStore
+    from strata_gui.core.bench.updates import EngineUpdater
+    from strata_gui.core.engines.resolver import EngineResolver
+    from strata_gui.core.engines.updates import LEDGER_FILE, UpdateLedger
+    from strata_gui.core.errors import EngineError
+    from strata_gui.core.gpu.service import build_gpu_service
+    from strata_gui.core.resources import kernels_dir
+    from strata_gui.core.settings import Settings
+    from strata_gui.core.texts import Text
+    from strata_gui.ui.i18n import core_text, error_text
+    from tests.engines.conftest import Harness, pack_cpu_zip
+    from tests.support.engine_updates import pack_wrapper_zip, publish
+    from tests.support.github_server import github_server
+    from tests.support.pool import real_pool
+
+    real = pack_cpu_zip(test_engines.cpu_server, tmp_path / "llama-b7601-bin-ubuntu-x64.zip")
+    # A release whose llama-server exits at once, saying nothing (as a build missing its runtime can).
+    broken = pack_wrapper_zip(test_engines.cpu_server, tmp_path / "broken" / "llama-b7700-bin-ubuntu-x64.zip",
+                              "#!/bin/sh\nexit 3\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GGML_", "HIP", "LD_LIBRARY"))}
+    steps: list[str] = []
+
+    with github_server() as github:
+        publish(github, "b7601", real, tmp_path, "2026-02-10T08:10:00Z")
+        h = Harness(github.api_base, tmp_path / "strata", env, Settings())
+
+        async def main() -> tuple:
+            async with httpx.AsyncClient(follow_redirects=True, timeout=30) as http:
+                svc = h.service(http)
+                gpus = build_gpu_service(kernels_dir(), sysfs_root=Path(__file__).parents[1] / "data" / "gpu"
+                                         / "linux" / "rx7900xtx")
+                store = MetricsStore(h.root / "metrics.sqlite3")
+                resolver = EngineResolver(svc, gpus, svc.settings, store)
+                pool = real_pool(http, env, log_dir=h.root / "logs")
+                updater = EngineUpdater(svc, resolver, pool, http, store, h.settings_service)
+                try:
+                    await resolver.prepare()
+                    setup = await svc.setup(resolver.gpu_targets())
+                    publish(github, "b7700", broken, tmp_path, "2026-03-02T09:00:00Z")
+                    (offer,) = await updater.check()
+                    outcome = await updater.trial(offer, on_progress=lambda p: steps.append(p.message))
+                    (held,) = await updater.check()
+                    with pytest.raises(EngineError) as info:
+                        updater.rollback()
+                    return setup, outcome, held, info.value
+                finally:
+                    await pool.aclose()
+                    store.close()
+
+        setup, outcome, held, no_rollback = asyncio.run(main())
+    saved = UpdateLedger(h.root / "engines" / LEDGER_FILE).history()[-1]  # what a restart reads back
+    assert isinstance(saved.message, Text) and saved.message == outcome.message
+    steps = list(dict.fromkeys(steps))  # the download reports its step many times
+
+    def shown() -> list[str]:
+        return ([core_text(n) for n in setup.notices] + [core_text(s) for s in steps]
+                + [core_text(outcome.message), core_text(saved.message), core_text(held.held), error_text(no_rollback)])
+
+    where = "AMD Radeon RX 7900 XTX"
+    refusal = f"b7700 does not run on your {where}: won't start: exit code 3; kept b7601"
+    english = [
+        "upstream-cpu-all-b7601: usable: runs on the processor",
+        "Installing b7700 beside b7601",
+        "Downloading llama-b7700-bin-ubuntu-x64.zip",
+        "Unpacking llama-b7700-bin-ubuntu-x64.zip",
+        "Checking b7700 on this machine",
+        refusal,
+        refusal,
+        f"it was refused before ({refusal})",
+        "There is no earlier build to roll back to.\n"
+        "Strata keeps the last good build of each kind after an update promotes a new one.",
+    ]
+    assert shown() == english
+    assert [*setup.notices, *steps, outcome.message, saved.message, held.held,
+            no_rollback.user_text()] == english  # what the CLI prints
+
+    assert install_language(qapp, "zh_CN") == "zh_CN"
+    try:
+        refusal_zh = f"b7700 无法在你的 {where}上运行：无法启动：退出码 3；继续使用 b7601"
+        assert shown() == [
+            "upstream-cpu-all-b7601：可用：在处理器上运行",
+            "正在安装 b7700（与 b7601 并存）",
+            "正在下载 llama-b7700-bin-ubuntu-x64.zip",
+            "正在解压 llama-b7700-bin-ubuntu-x64.zip",
+            "正在本机检查 b7700",
+            refusal_zh,
+            refusal_zh,
+            f"它之前已被拒绝（{refusal_zh}）",
+            "没有可回滚到的早期构建。\n更新启用新构建后，Strata 会为每一类引擎保留上一个正常的构建。",
+        ]
+    finally:
+        install_language(qapp, "en")
+    assert shown() == english

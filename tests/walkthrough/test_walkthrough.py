@@ -315,7 +315,7 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
         assert finding.label == ROCM and not finding.works
         assert card.verdict.text() == tr(
             "GpuCard", "ROCm does not work here yet: the installed %s failed its check (%s). "
-                       "Strata uses the next engine.") % (ROCM, finding.message)
+                       "Strata uses the next engine.") % (ROCM, core_text(finding.message))
         assert "#b91c1c" in card.verdict.styleSheet()  # red, not the catalog's green
         assert "24.0 GiB" in card.vram_bar.caption.text()
         # The iGPU has no ROCm build: the gfx110X build's failure is not its verdict.

@@ -58,6 +58,7 @@ from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import INSTALLABLE, EngineKind
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.settings import Settings, SettingsService
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,13 @@ class _Refused(Exception):
         self.reason = reason
         self.figures = figures or {}
         self.blames_build = blames_build  # False: the trial could not be made; the build may be tried again
+
+
+def _unstopped(error: str | None) -> str:
+    """A benchmark's error inside a sentence, without its full stop (a
+    :class:`~strata_gui.core.texts.Text` without one stays a Text, so it is still translated)."""
+    error = error or ""
+    return error.rstrip(".") if error.endswith(".") else error
 
 
 def _pick_model(last: str, library: Sequence[Path]) -> Path | None:
@@ -260,10 +268,12 @@ class EngineUpdater:
                 listing = listings.get(repo)
                 release = next((r for r in listing.releases if r.tag == cand.tag), None) if listing else None
                 held = ""
+                refused = self.ledger.refused(cand.engine_id)
                 if have.id == pinned:
-                    held = f"{have.id} is pinned; a pinned build is never replaced"
-                elif self.ledger.refused(cand.engine_id):
-                    held = f"it was refused before ({self.ledger.refused(cand.engine_id)})"
+                    held = T(QT_TRANSLATE_NOOP("Core", "{engine} is pinned; a pinned build is never replaced"),
+                             engine=have.id)
+                elif refused:
+                    held = T(QT_TRANSLATE_NOOP("Core", "it was refused before ({reason})"), reason=refused)
                 offers.append(UpdateOffer(kind.name, group, have, cand, release.published_at if release else "",
                                           release_notes_url(repo, cand.tag), channel,
                                           bool(listing and listing.cached), held))
@@ -297,14 +307,17 @@ class EngineUpdater:
         """
         current, cand = offer.current, offer.candidate
         if current.id == self.settings.pinned_engine:
-            raise EngineError(f"{current.id} is pinned; a pinned build is never replaced.",
-                              hint="Unpin it (strata engines pin) to let updates replace it.")
+            raise EngineError(T(QT_TRANSLATE_NOOP("Core", "{engine} is pinned; a pinned build is never replaced."),
+                                engine=current.id),
+                              hint=QT_TRANSLATE_NOOP("Core", "Unpin it (strata engines pin) to let updates replace "
+                                                             "it."))
         await self._detect_gpus()
         gpu = self.resolver.primary_target()
         self.ledger.begin_trial(cand.engine_id)  # before the install: the resolver never picks it meanwhile
         installed: InstalledEngine | None = None
         try:
-            on_progress(Progress(0, None, f"Installing {cand.tag} beside {current.tag}"))
+            on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Installing {tag} beside {current}"),
+                                            tag=cand.tag, current=current.tag)))
             installed = next((e for e in self.engines.installed() if e.id == cand.engine_id), None) \
                 or await self.engines.install(cand, on_progress, gpu)
             outcome = await self._try(offer, installed, promote, on_progress)
@@ -324,34 +337,51 @@ class EngineUpdater:
         model: Path | None = None
         figures: dict[str, float] = {}
         try:
-            on_progress(Progress(0, None, f"Checking {new.tag} on this machine"))
+            on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Checking {tag} on this machine"), tag=new.tag)))
             probe = await self.engines.probe(new, gpu)
             if not probe.usable:
-                raise _Refused(f"{new.tag} does not run on {self._where()}: {probe.message}")
+                raise _Refused(T(QT_TRANSLATE_NOOP("Core", "{tag} does not run on {where}: {reason}"),
+                                 tag=new.tag, where=self._where(), reason=probe.message))
             if new.kind.kv_cache:
                 model = await self._trial_model()
                 if model is None:
-                    return self._kept(offer, f"{new.tag} was not tried: there is no chat model in your library to "
-                                             f"try it with; kept {current.tag}")
+                    not_tried = T(QT_TRANSLATE_NOOP("Core", "{tag} was not tried: there is no chat model in your "
+                                                            "library to try it with; kept {current}"),
+                                  tag=new.tag, current=current.tag)
+                    return self._kept(offer, not_tried)
                 figures = await self._measure(offer, new, model, on_progress)
         except _Refused as refusal:
+            kept = T(QT_TRANSLATE_NOOP("Core", "{reason}; kept {current}"), reason=refusal.reason, current=current.tag)
             if not refusal.blames_build:
-                return self._kept(offer, f"{refusal.reason}; kept {current.tag}")
-            entry = UpdateEntry(self._now(), REFUSED, offer.group, new.id, current.id,
-                                f"{refusal.reason}; kept {current.tag}", {**figures, **refusal.figures},
-                                model.name if model else "")
+                return self._kept(offer, kept)
+            entry = UpdateEntry(self._now(), REFUSED, offer.group, new.id, current.id, kept,
+                                {**figures, **refusal.figures}, model.name if model else "")
             self.ledger.record(entry, refuse=True)
             return TrialOutcome(offer, "refused", entry.message, entry.figures, entry.model)
         summary = self._figures_text(figures)
         if not promote:
-            entry = UpdateEntry(self._now(), TRIAL_PASSED, offer.group, new.id, current.id,
-                                f"{new.tag} passed its trial on {self._where()}{summary}; not promoted (trial only), "
-                                f"kept {current.tag}", figures, model.name if model else "")
+            if summary:
+                passed = T(QT_TRANSLATE_NOOP("Core", "{tag} passed its trial on {where} {figures}; not promoted (trial "
+                                                     "only), kept {current}"),
+                           tag=new.tag, where=self._where(), figures=summary, current=current.tag)
+            else:
+                passed = T(QT_TRANSLATE_NOOP("Core", "{tag} passed its trial on {where}; not promoted (trial only), "
+                                                     "kept {current}"),
+                           tag=new.tag, where=self._where(), current=current.tag)
+            entry = UpdateEntry(self._now(), TRIAL_PASSED, offer.group, new.id, current.id, passed, figures,
+                                model.name if model else "")
             self.ledger.record(entry)
             return TrialOutcome(offer, "passed", entry.message, figures, entry.model)
-        entry = UpdateEntry(self._now(), PROMOTED, offer.group, new.id, current.id,
-                            f"{new.tag} replaced {current.tag} on {self._where()}{summary}; {current.tag} is kept "
-                            "to roll back to", figures, model.name if model else "")
+        if summary:
+            replaced = T(QT_TRANSLATE_NOOP("Core", "{tag} replaced {current} on {where} {figures}; {current} is "
+                                                   "kept to roll back to"),
+                         tag=new.tag, current=current.tag, where=self._where(), figures=summary)
+        else:
+            replaced = T(QT_TRANSLATE_NOOP("Core", "{tag} replaced {current} on {where}; {current} is kept to roll "
+                                                   "back to"),
+                         tag=new.tag, current=current.tag, where=self._where())
+        entry = UpdateEntry(self._now(), PROMOTED, offer.group, new.id, current.id, replaced, figures,
+                            model.name if model else "")
         self.ledger.record(entry, promote=(new.id, current.id))
         return TrialOutcome(offer, "promoted", entry.message, figures, entry.model)
 
@@ -361,42 +391,55 @@ class EngineUpdater:
         current = offer.current
         gpu_key = self.resolver.gpu_key()
         key = self.resolver.model_key(model) or ""
-        new_spec = self.resolver.spec_for(new, f"on trial as an update of {current.tag}")
-        old_spec = self.resolver.spec_for(current, "the build in use")
+        new_spec = self.resolver.spec_for(new, T(QT_TRANSLATE_NOOP("Core", "on trial as an update of {current}"),
+                                                 current=current.tag))
+        old_spec = self.resolver.spec_for(current, QT_TRANSLATE_NOOP("Core", "the build in use"))
         tolerance = self.settings.update_tolerance_pct
-        reason = (f"Strata is trying the engine update {new.tag} on this machine (a few minutes at most); "
-                  "the chat continues once it is done.")
+        reason = T(QT_TRANSLATE_NOOP("Core", "Strata is trying the engine update {tag} on this machine (a few minutes "
+                                             "at most); the chat continues once it is done."), tag=new.tag)
         if self.pool.busy_users() - {TRIAL_USER}:
-            on_progress(Progress(0, None, "Waiting for the reply being written to finish"))
+            on_progress(Progress(0, None, QT_TRANSLATE_NOOP("Core", "Waiting for the reply being written to finish")))
         async with self.pool.turn(TRIAL_USER, reason):
             baseline = self._stored_result(current.id, key, gpu_key)
             config = (BenchConfig(prefill_tokens=baseline.prefill_tokens, gen_tokens=baseline.gen_tokens,
                                   reps=baseline.reps, depth=0) if baseline is not None else DEFAULT_TRIAL_BENCH)
             if baseline is None:
                 # No figures of the current build for this model: measure it first (a real result, kept).
-                on_progress(Progress(0, None, f"Measuring {current.tag} with {model.name}"))
+                on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Measuring {tag} with {model}"),
+                                                tag=current.tag, model=model.name)))
                 baseline = (await self._benchmark.run(model, [old_spec], gpu=gpu_key, config=config,
                                                       on_progress=on_progress, model_key=key))[0]
                 if not baseline.ok:
-                    raise _Refused(f"{current.tag} (the build in use) could not be measured with {model.name} "
-                                   f"({(baseline.error or '').rstrip('.')}), so {new.tag} cannot be compared", blames_build=False)
-            on_progress(Progress(0, None, f"Loading {model.name} on {new.tag}"))
+                    raise _Refused(T(QT_TRANSLATE_NOOP("Core", "{current} (the build in use) could not be measured "
+                                                               "with {model} ({error}), so {tag} cannot be compared"),
+                                     current=current.tag, model=model.name, error=_unstopped(baseline.error),
+                                     tag=new.tag), blames_build=False)
+            on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Loading {model} on {tag}"),
+                                            model=model.name, tag=new.tag)))
             trial = (await self._benchmark.run(model, [new_spec], gpu=gpu_key, config=config, on_progress=on_progress,
                                                model_key=key, save=False))[0]
             if not trial.ok:
-                raise _Refused(f"{new.tag} failed with {model.name} on {self._where()}: {(trial.error or '').rstrip('.')}")
+                raise _Refused(T(QT_TRANSLATE_NOOP("Core", "{tag} failed with {model} on {where}: {error}"),
+                                 tag=new.tag, model=model.name, where=self._where(), error=_unstopped(trial.error)))
             figures = self._compare(trial, baseline)
-            on_progress(Progress(0, None, f"Checking {new.tag}'s replies with {model.name}'s template"))
+            on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Checking {tag}'s replies with {model}'s "
+                                                                      "template"), tag=new.tag, model=model.name)))
             problem = await self._format_check(new_spec, model)
             if problem is not None and await self._format_check(old_spec, model) is None:
-                raise _Refused(f"{new.tag} broke {model.name}'s replies: {problem}", figures)
+                raise _Refused(T(QT_TRANSLATE_NOOP("Core", "{tag} broke {model}'s replies: {problem}"),
+                                 tag=new.tag, model=model.name, problem=problem), figures)
         for what in ("prefill", "decode"):
             slower = figures[f"{what}_slower_pct"]
             if slower > tolerance:
-                verb = "prefilled" if what == "prefill" else "decoded"
-                raise _Refused(f"{new.tag} {verb} {slower:.0f} % slower than {current.tag} on {self._where()} with "
-                               f"{model.name} ({figures[what + '_tps']:.1f} vs {figures['current_' + what + '_tps']:.1f} "
-                               f"tokens/s; the tolerance is {tolerance} %)", figures)
+                template = (QT_TRANSLATE_NOOP("Core", "{tag} prefilled {slower:.0f} % slower than {current} on {where} "
+                                                      "with {model} ({new:.1f} vs {old:.1f} tokens/s; the tolerance is "
+                                                      "{tolerance} %)") if what == "prefill" else
+                            QT_TRANSLATE_NOOP("Core", "{tag} decoded {slower:.0f} % slower than {current} on {where} "
+                                                      "with {model} ({new:.1f} vs {old:.1f} tokens/s; the tolerance is "
+                                                      "{tolerance} %)"))
+                raise _Refused(T(template, tag=new.tag, slower=slower, current=current.tag, where=self._where(),
+                                 model=model.name, new=figures[what + "_tps"], old=figures["current_" + what + "_tps"],
+                                 tolerance=tolerance), figures)
         self.store.save_bench(trial)
         choice = self.store.choice(key, gpu_key) if key else None
         if choice is not None and choice.source == "measured" and choice.engine == current.id:
@@ -419,8 +462,10 @@ class EngineUpdater:
     def _figures_text(figures: dict[str, float]) -> str:
         if not figures:
             return ""
-        return (f" (best repetitions: prefill {figures['prefill_tps']:.1f} vs {figures['current_prefill_tps']:.1f} tokens/s, "
-                f"decode {figures['decode_tps']:.1f} vs {figures['current_decode_tps']:.1f})")
+        return T(QT_TRANSLATE_NOOP("Core", "(best repetitions: prefill {prefill:.1f} vs {current_prefill:.1f} "
+                                           "tokens/s, decode {decode:.1f} vs {current_decode:.1f})"),
+                 prefill=figures["prefill_tps"], current_prefill=figures["current_prefill_tps"],
+                 decode=figures["decode_tps"], current_decode=figures["current_decode_tps"])
 
     def _stored_result(self, engine_id: str, key: str, gpu: str) -> BenchResult | None:
         if not key:
@@ -442,13 +487,14 @@ class EngineUpdater:
             client = ChatClient(self._http, lease.base_url, lease.api_key or None)
             reply = await client.stream([{"role": "user", "content": "What time is it in Paris?"}], options=options)
             if not (reply.text or reply.thinking or reply.tool_calls):
-                return "the reply was empty"
+                return QT_TRANSLATE_NOOP("Core", "the reply was empty")
             lease.succeeded()
             return None
         except StrataError as exc:
             # Engines answer with multi-line parser traces: their first and last lines say it.
             lines = [line.strip() for line in exc.message.splitlines() if line.strip()]
-            return lines[0].rstrip(": ") + (f" … {lines[-1]}" if len(lines) > 1 else "") if lines else "no reply"
+            return lines[0].rstrip(": ") + (f" … {lines[-1]}" if len(lines) > 1 else "") if lines else \
+                QT_TRANSLATE_NOOP("Core", "no reply")
         finally:
             if lease is not None:
                 lease.release()
@@ -476,7 +522,9 @@ class EngineUpdater:
     def _where(self) -> str:
         """The GPU's name for sentences ("your AMD Radeon RX 7900 XTX")."""
         target = self.resolver.primary_target()
-        return f"your {target.name}" if target is not None and target.name else "this machine"
+        if target is not None and target.name:
+            return T(QT_TRANSLATE_NOOP("Core", "your {gpu}"), gpu=target.name)
+        return QT_TRANSLATE_NOOP("Core", "this machine")
 
     def _now(self) -> float:
         return self._clock()
@@ -493,7 +541,8 @@ class EngineUpdater:
         group: str | None = None
         if engine_id is not None:
             if engine_id not in installed:
-                raise EngineError(f"No engine '{engine_id}' is installed.", hint="See `strata engines list`.")
+                raise EngineError(T(QT_TRANSLATE_NOOP("Core", "No engine '{engine}' is installed."), engine=engine_id),
+                                  hint=QT_TRANSLATE_NOOP("Core", "See `strata engines list`."))
             group = group_of(installed[engine_id])
         else:
             promoted = [h for h in self.ledger.history() if h.action == PROMOTED]
@@ -501,10 +550,15 @@ class EngineUpdater:
         good = self.ledger.last_good(group) if group else None
         active = self.ledger.active(group) if group else None
         if group is None or good is None or good not in installed:
-            raise EngineError("There is no earlier build to roll back to.",
-                              hint="Strata keeps the last good build of each kind after an update promotes a new one.")
+            raise EngineError(QT_TRANSLATE_NOOP("Core", "There is no earlier build to roll back to."),
+                              hint=QT_TRANSLATE_NOOP("Core", "Strata keeps the last good build of each kind after an "
+                                                             "update promotes a new one."))
         old, new = installed[good], installed.get(active or "")
-        message = f"Rolled back to {old.tag}" + (f" from {new.tag}" if new else "") + f" on {self._where()}"
+        if new:
+            message = T(QT_TRANSLATE_NOOP("Core", "Rolled back to {old} from {new} on {where}"),
+                        old=old.tag, new=new.tag, where=self._where())
+        else:
+            message = T(QT_TRANSLATE_NOOP("Core", "Rolled back to {old} on {where}"), old=old.tag, where=self._where())
         return self.ledger.record(UpdateEntry(self._now(), ROLLED_BACK, group, good, active or "", message),
                                   restore=good)
 
@@ -531,8 +585,9 @@ class EngineUpdater:
             return
         old = next((e for e in self.engines.installed() if e.id == good), None)
         old_tag = old.tag if old is not None else good
-        message = (f"{engine.tag} could not load {model.name}, which {old_tag} loaded; rolled back to {old_tag} and "
-                   f"marked {engine.tag} bad for this model on {self._where()}")
+        message = T(QT_TRANSLATE_NOOP("Core", "{new} could not load {model}, which {old} loaded; rolled back to {old} "
+                                              "and marked {new} bad for this model on {where}"),
+                    new=engine.tag, model=model.name, old=old_tag, where=self._where())
         log.warning("%s", message)
         self.ledger.record(UpdateEntry(self._now(), AUTO_ROLLED_BACK, group, good, engine_id, message,
                                        model=model.name), restore=good, bad=(key, gpu_key))

@@ -205,6 +205,7 @@ class ProbeFinding:
     @property
     def works(self) -> bool:
         return self.verdict == "works"
+_CHECKING = QT_TRANSLATE_NOOP("Core", "Checking {name}")  # a progress step: an engine, or a folder
 _DEVICE_VARS = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GGML_VK_VISIBLE_DEVICES", "LLAMA_ARG_DEVICE",
                 "LLAMA_ARG_SPLIT_MODE", "LLAMA_ARG_TENSOR_SPLIT", "LLAMA_ARG_MAIN_GPU")
 
@@ -312,7 +313,7 @@ class EngineResolver:
         for i, engine in enumerate(engines):
             if not reprobe and self.engines.last_probe(engine.id, gpu) is not None:
                 continue
-            on_progress(Progress(i, len(engines), f"Checking {engine.id}"))
+            on_progress(Progress(i, len(engines), T(_CHECKING, name=engine.id)))
             await self.engines.probe(engine, gpu)
 
     async def use_folder(self, folder: Path, on_progress: ProgressCallback = no_progress, *,
@@ -327,7 +328,7 @@ class EngineResolver:
             EngineInstallError: no llama-server in the folder.
             EngineError: it does not run here (its probe failed).
         """
-        on_progress(Progress(0, None, f"Checking {folder}"))
+        on_progress(Progress(0, None, T(_CHECKING, name=folder)))
         gpu = self.primary_target()
         engine = await self.engines.local_engine(folder, None, gpu, kind=kind)
         result = await self.engines.probe(engine, gpu)
@@ -359,7 +360,8 @@ class EngineResolver:
                 continue
             probe = self.engines.last_probe(e.id, gpu)
             if probe is None:
-                out.append(ProbeFinding(e.id, self._label(e), "not probed", "not checked on this machine yet"))
+                out.append(ProbeFinding(e.id, self._label(e), "not probed",
+                                        QT_TRANSLATE_NOOP("Core", "not checked on this machine yet")))
             else:
                 out.append(ProbeFinding(e.id, self._label(e), probe.verdict, probe.message))
         return sorted(out, key=lambda f: not f.works)

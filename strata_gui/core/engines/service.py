@@ -125,11 +125,15 @@ class Attempt:
     @property
     def summary(self) -> str:
         if self.error is not None:
-            return f"{self.candidate.backend}: failed: {self.error.message}"
+            return T(QT_TRANSLATE_NOOP("Core", "{backend}: failed: {error}"), backend=self.candidate.backend,
+                     error=self.error.message)
         if self.probe is not None and self.engine is not None:
-            state = "usable" if self.probe.usable else "unusable here"
-            return f"{self.engine.id}: {state}: {self.probe.message}"
-        return f"{self.candidate.backend}: skipped"
+            if self.probe.usable:
+                return T(QT_TRANSLATE_NOOP("Core", "{engine}: usable: {verdict}"), engine=self.engine.id,
+                         verdict=self.probe.message)
+            return T(QT_TRANSLATE_NOOP("Core", "{engine}: unusable here: {verdict}"), engine=self.engine.id,
+                     verdict=self.probe.message)
+        return T(QT_TRANSLATE_NOOP("Core", "{backend}: skipped"), backend=self.candidate.backend)
 
 
 @dataclass(frozen=True)
@@ -416,11 +420,11 @@ class EngineService:
 
         result = await download_file(self._http, asset.download_url, archive, expected_size=asset.size or None,
                                      expected_sha256=expected, on_progress=on_progress,
-                                     message=f"Downloading {asset.name}")
+                                     message=T(QT_TRANSLATE_NOOP("Core", "Downloading {asset}"), asset=asset.name))
         staging = self.engines_dir / f".staging-{cand.engine_id}-{_suffix()}"
         final = self.engines_dir / cand.engine_id
         try:
-            on_progress(Progress(0, None, f"Unpacking {asset.name}"))
+            on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Unpacking {asset}"), asset=asset.name)))
             await run_blocking(lambda: safe_extract(archive, staging), name="strata-extract")
             server = self._find_server(staging, self._server_name(self.os_name, cand.kind))
             self._check_required(server.parent, cand, asset.name)

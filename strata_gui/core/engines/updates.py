@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strata_gui.core import texts
 from strata_gui.core.engines.records import InstalledEngine
 from strata_gui.core.errors import EngineError
 from strata_gui.core.events import Listeners
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +36,24 @@ PROMOTED = "promoted"
 REFUSED = "refused"
 ROLLED_BACK = "rolled back"
 AUTO_ROLLED_BACK = "rolled back automatically"
+
+
+def _saved_texts(values: dict[str, str]) -> dict[str, Any]:
+    """The :class:`~strata_gui.core.texts.Text` values of ``values`` with their templates (the JSON
+    keeps the English too), so a sentence read back after a restart is still translated."""
+    return {k: texts.to_json(v) for k, v in values.items() if isinstance(v, texts.Text)}
+
+
+def _read_text(english: str, saved: Any) -> str:
+    """``english`` as the :class:`~strata_gui.core.texts.Text` ``saved`` holds when that still reads
+    the same (a record edited by hand or damaged keeps its English)."""
+    if saved is None:
+        return english
+    try:
+        text = texts.from_json(saved)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return english
+    return text if text == english else english
 
 
 def engine_group(kind: str, source: str, backend: str, family: str | None) -> str:
@@ -72,15 +92,19 @@ class UpdateEntry:
     model: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"at": self.at, "action": self.action, "group": self.group, "engine": self.engine,
+        data = {"at": self.at, "action": self.action, "group": self.group, "engine": self.engine,
                 "previous": self.previous, "message": self.message, "figures": dict(self.figures),
                 "model": self.model}
+        if isinstance(self.message, texts.Text):  # read back, the sentence is still translated
+            data["message_text"] = texts.to_json(self.message)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> UpdateEntry:
         figures = data.get("figures") or {}
+        message = _read_text(str(data.get("message", "")), data.get("message_text"))
         return cls(float(data.get("at", 0.0)), str(data.get("action", "")), str(data.get("group", "")),
-                   str(data.get("engine", "")), str(data.get("previous", "")), str(data.get("message", "")),
+                   str(data.get("engine", "")), str(data.get("previous", "")), message,
                    {str(k): float(v) for k, v in dict(figures).items() if isinstance(v, int | float)},
                    str(data.get("model", "")))
 
@@ -95,17 +119,34 @@ class _State:
     history: list[UpdateEntry] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "active": self.active, "last_good": self.last_good, "on_trial": self.on_trial,
-                "refused": self.refused, "bad": self.bad, "history": [h.to_json() for h in self.history]}
+        data: dict[str, Any] = {
+            "version": 1, "active": self.active, "last_good": self.last_good, "on_trial": self.on_trial,
+            "refused": self.refused, "bad": self.bad, "history": [h.to_json() for h in self.history]}
+        refused_texts = _saved_texts(self.refused)
+        if refused_texts:
+            data["refused_text"] = refused_texts
+        bad_texts = {str(i): texts.to_json(b["reason"]) for i, b in enumerate(self.bad)
+                     if isinstance(b.get("reason"), texts.Text)}
+        if bad_texts:
+            data["bad_text"] = bad_texts
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> _State:
         def strmap(value: Any) -> dict[str, str]:
             return {str(k): str(v) for k, v in dict(value or {}).items()}
 
+        saved = data.get("refused_text")
+        refused_texts: dict[str, Any] = saved if isinstance(saved, dict) else {}
+        refused = {k: _read_text(v, refused_texts.get(k)) for k, v in strmap(data.get("refused")).items()}
+        saved = data.get("bad_text")
+        bad_texts: dict[str, Any] = saved if isinstance(saved, dict) else {}
+        bad = [strmap(b) for b in data.get("bad") or [] if isinstance(b, dict)]
+        for i, mark in enumerate(bad):  # the index counts the marks as written (all dicts)
+            if "reason" in mark:
+                mark["reason"] = _read_text(mark["reason"], bad_texts.get(str(i)))
         return cls(strmap(data.get("active")), strmap(data.get("last_good")),
-                   [str(x) for x in data.get("on_trial") or []], strmap(data.get("refused")),
-                   [strmap(b) for b in data.get("bad") or [] if isinstance(b, dict)],
+                   [str(x) for x in data.get("on_trial") or []], refused, bad,
                    [UpdateEntry.from_json(h) for h in data.get("history") or [] if isinstance(h, dict)])
 
 
@@ -149,8 +190,10 @@ class UpdateLedger:
             os.replace(tmp, self.path)
             self._cache = None
         except OSError as exc:
-            raise EngineError(f"Could not save the engine update records: {exc.strerror or exc}",
-                              hint=f"Check that {self.path.parent} is writable.") from exc
+            raise EngineError(T(QT_TRANSLATE_NOOP("Core", "Could not save the engine update records: {reason}"),
+                                reason=exc.strerror or exc),
+                              hint=T(QT_TRANSLATE_NOOP("Core", "Check that {folder} is writable."),
+                                     folder=self.path.parent)) from exc
 
     # -- questions ----------------------------------------------------------------------------------
     def active(self, group: str) -> str | None:
@@ -207,21 +250,23 @@ class UpdateLedger:
         """
         state = self._read()
         if engine.id in state.on_trial:
-            return "on trial as an engine update; used once it is promoted"
+            return QT_TRANSLATE_NOOP("Core", "on trial as an engine update; used once it is promoted")
         if engine.id in state.refused:
-            return f"refused as an update: {state.refused[engine.id]}"
+            return T(QT_TRANSLATE_NOOP("Core", "refused as an update: {reason}"), reason=state.refused[engine.id])
         if model_key is not None:
             for mark in state.bad:
                 if mark.get("engine") == engine.id and mark.get("model_key") == model_key and mark.get("gpu") == gpu:
-                    return f"marked bad for this model on this GPU: {mark.get('reason', '')}"
+                    return T(QT_TRANSLATE_NOOP("Core", "marked bad for this model on this GPU: {reason}"),
+                             reason=mark.get("reason", ""))
         if engine.id == pinned:
             return None
         group = group_of(engine)
         active = state.active.get(group)
         if active and active != engine.id and active in installed:
             if state.last_good.get(group) == engine.id:
-                return f"kept as the last good build; {active} is in use (roll back to use this one)"
-            return f"{active} replaced it"
+                return T(QT_TRANSLATE_NOOP("Core", "kept as the last good build; {active} is in use (roll back to "
+                                                   "use this one)"), active=active)
+            return T(QT_TRANSLATE_NOOP("Core", "{active} replaced it"), active=active)
         return None
 
     # -- decisions ----------------------------------------------------------------------------------

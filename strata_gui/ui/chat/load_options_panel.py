@@ -235,7 +235,7 @@ class LoadOptionsPanel(QGroupBox):
         try:
             self._choose_devices(keys)
         except StrataError as exc:
-            self.device_reason.setText(exc.message)
+            self.device_reason.setText(core_text(exc.message))
             return
         self.show_devices()
         self._refresh()
@@ -317,7 +317,7 @@ class LoadOptionsPanel(QGroupBox):
 
     def _shape_failed(self, model: Path, err: StrataError) -> None:
         if model == self.model:
-            self.verdict.setText(self.tr("Cannot judge the fit: {0}").format(err.message))
+            self.verdict.setText(self.tr("Cannot judge the fit: {0}").format(core_text(err.message)))
 
     def _show(self, o: LoadOptions) -> None:
         self._loading = True
@@ -397,7 +397,7 @@ class LoadOptionsPanel(QGroupBox):
         if model == self.model:
             self._show_draft(self._draft)
             self.draft_label.setStyleSheet("color: #b91c1c;")
-            self.draft_label.setText(err.message)
+            self.draft_label.setText(core_text(err.message))
 
     # -- edits --------------------------------------------------------------------------------------
     def _edited(self) -> None:

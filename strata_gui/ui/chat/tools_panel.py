@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 from strata_gui.core.errors import StrataError
 from strata_gui.core.tools import HTTP, STDIO, McpHost, McpServerConfig, McpServerStore, ToolCatalog
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
-from strata_gui.ui.i18n import error_line
+from strata_gui.ui.i18n import core_text, error_line
 
 
 class AddServerDialog(QDialog):
@@ -92,7 +92,7 @@ class AddServerDialog(QDialog):
         try:
             self.config = self.build()
         except StrataError as exc:
-            self.problem.setText(exc.message)
+            self.problem.setText(core_text(exc.message))
             return
         self.accept()
 
@@ -283,6 +283,6 @@ class ToolsPanel(QGroupBox):
             names = [t.name for t in catalog.tools if t.server == server]
             lines.append(self.tr("{0}: {1}").format(server, ", ".join(names)))
         for problem in catalog.problems:
-            lines.append(self.tr("{0}: {1}").format(problem.server, problem.error.message))
+            lines.append(self.tr("{0}: {1}").format(problem.server, core_text(problem.error.message)))
         self.report.setText("\n".join(lines) or self.tr("No server is on."))
 

@@ -531,7 +531,7 @@ class EnginesPage(Page):
                      backend=backend_label(o.candidate.backend), tag=o.tag, date=o.published_at[:10] or "?",
                      current=o.current.tag, url=o.notes_url)
                  + (self.tr(" (from the saved release list)") if o.cached else "")
-                 + (" " + self.tr("Not tried: {why}.").format(why=o.held) if o.held else "")
+                 + (" " + self.tr("Not tried: {why}.").format(why=core_text(o.held)) if o.held else "")
                  for o in offers]
         self.updates_notice.setText("<br>".join(lines))
         self.updates_notice.setVisible(bool(lines))
@@ -542,7 +542,7 @@ class EnginesPage(Page):
         self._offers.pop(outcome.offer.current.id, None)
         self._updates.pop(outcome.offer.current.id, None)
         self._set_offers(list(self._offers.values()))
-        self.notes.setText(outcome.message)
+        self.notes.setText(core_text(outcome.message))
         self.notes.show()
 
     def rollback_selected(self) -> UpdateEntry | None:
@@ -551,7 +551,7 @@ class EnginesPage(Page):
         if self._updater is None or engine is None:
             return None
         entry = self._updater.rollback(engine.id)
-        self.notes.setText(entry.message)
+        self.notes.setText(core_text(entry.message))
         self.notes.show()
         self.refresh_installed()
         self.engines_changed.emit()
@@ -575,8 +575,9 @@ class EnginesPage(Page):
         entries = list(reversed(self._service.ledger.history()))
         for h in entries:
             when = datetime.fromtimestamp(h.at).strftime("%Y-%m-%d %H:%M")
-            item = QTreeWidgetItem([when, self.tr(_ACTION_TEXT.get(h.action, h.action)), h.engine, h.message])
-            item.setToolTip(3, h.message)
+            message = core_text(h.message)
+            item = QTreeWidgetItem([when, self.tr(_ACTION_TEXT.get(h.action, h.action)), h.engine, message])
+            item.setToolTip(3, message)
             self.history_tree.addTopLevelItem(item)
         for col in range(3):
             self.history_tree.resizeColumnToContents(col)

@@ -38,6 +38,7 @@ from strata_gui.core.remote import RemoteEndpoint, RemoteService
 from strata_gui.core.rpc import DEFAULT_RPC_PORT, RpcPool, WorkerStatus
 from strata_gui.core.serve import LoadedModel, ServeService
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
+from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
 
@@ -227,7 +228,7 @@ class NetworkPage(Page):
         self.remote_status.setText(self.tr("Checking {0}…").format(url))
         handle = self._bridge.run(check, name=self.tr("Check remote engine"))
         handle.succeeded.connect(self._on_remote_added)
-        handle.failed.connect(lambda exc: self.remote_status.setText(exc.message))
+        handle.failed.connect(lambda exc: self.remote_status.setText(core_text(exc.message)))
         handle.finished.connect(lambda: self.remote_add_button.setEnabled(True))
         self.remote_handle = handle
         return handle
@@ -260,7 +261,7 @@ class NetworkPage(Page):
             self.remote_status.setText(self.tr("{0} serves {1} model(s).").format(ep.name, len(models)))
 
         handle.succeeded.connect(show)
-        handle.failed.connect(lambda exc: self.remote_status.setText(exc.message))
+        handle.failed.connect(lambda exc: self.remote_status.setText(core_text(exc.message)))
         self.remote_handle = handle
         return handle
 
