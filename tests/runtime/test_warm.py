@@ -157,6 +157,26 @@ def test_the_command_exits_with_its_code_and_all_its_output(tmp_path: Path) -> N
     assert failed.returncode == 1 and "error: No model given." in failed.stderr and "hint:" in failed.stderr
 
 
+_WINDOWED = """
+import atexit, sys
+atexit.register(print, "TEARDOWN", flush=True)  # runs only if the interpreter tears down
+sys.argv = ["Strata", "--exit-when-shown"]
+from strata_gui.cli import gui_main
+sys.exit(gui_main())  # what the frozen Strata.exe and the strata-gui script run
+"""
+
+
+def test_the_windowed_app_ends_without_the_interpreter_teardown(tmp_path: Path) -> None:
+    """The windowed entry ends like the console one: exit code 0 and nothing after it. Its
+    teardown destroyed Qt's objects out of order, and about one close in four crashed (139)."""
+    env = {**os.environ, "STRATA_HOME": str(tmp_path / "home"), "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run([sys.executable, "-c", _WINDOWED], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "TEARDOWN" not in done.stdout
+    assert (tmp_path / "home" / "logs" / "strata.log").is_file()  # the log was written and closed
+
+
 @pytest.mark.engine
 @pytest.mark.usefixtures("installed")
 def test_the_app_loads_the_last_model_with_the_engine_launched_before_qt(test_model: Path, tmp_path: Path) -> None:
