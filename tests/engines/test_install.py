@@ -298,3 +298,40 @@ def test_tuning_table_fetched_with_rocm_engine_and_checked_at_launch(harness: Ha
                                       os_name="linux")
     assert "HIPBLASLT_TUNING_OVERRIDE_FILE" not in env
     assert "table is for gfx1100, this GPU is gfx1101" in notices[0]
+
+
+@pytest.mark.engine
+def test_cancel_while_unpacking_leaves_no_half_written_folder(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cancel pressed while the archive unpacks: the unpacking thread cannot be stopped, so the
+    clean-up waits for it; before, it removed the folder first and the thread wrote it again."""
+    import asyncio
+    import threading
+
+    from strata_gui.core.engines import archive
+
+    real = archive.safe_extract
+    entered, gate, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_extract(src: Path, dest: Path) -> None:  # the real unpacking, held at its start
+        entered.set()
+        gate.wait(30)
+        try:
+            real(src, dest)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(archive, "safe_extract", slow_extract)
+
+    async def body(svc: EngineService) -> None:
+        task = asyncio.ensure_future(svc.install(await _cand(svc, "cpu")))
+        while not entered.is_set():
+            await asyncio.sleep(0.005)
+        task.cancel()
+        asyncio.get_running_loop().call_later(0.05, gate.set)  # the thread goes on after the Cancel
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    harness.run(body)
+    assert finished.wait(30)
+    time.sleep(0.05)  # anything the thread wrote after the install returned
+    assert _leftovers(harness) == []

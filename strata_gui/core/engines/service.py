@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -423,9 +424,21 @@ class EngineService:
                                      message=T(QT_TRANSLATE_NOOP("Core", "Downloading {asset}"), asset=asset.name))
         staging = self.engines_dir / f".staging-{cand.engine_id}-{_suffix()}"
         final = self.engines_dir / cand.engine_id
+        # Cancelling the await does not stop the unpacking thread: the clean-up waits for it, or a
+        # Cancel pressed while unpacking left a half-written .staging folder behind.
+        unpacked = threading.Event()
+        unpacked.set()
+
+        def unpack() -> None:
+            try:
+                safe_extract(archive, staging)
+            finally:
+                unpacked.set()
+
         try:
             on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Unpacking {asset}"), asset=asset.name)))
-            await run_blocking(lambda: safe_extract(archive, staging), name="strata-extract")
+            unpacked.clear()
+            await run_blocking(unpack, name="strata-extract")
             server = self._find_server(staging, self._server_name(self.os_name, cand.kind))
             self._check_required(server.parent, cand, asset.name)
             rel = server.relative_to(staging)
@@ -446,9 +459,16 @@ class EngineService:
             self.events.emit(EnginesChanged("installed", engine.id))
             return engine
         finally:
-            if staging.exists():
-                await run_blocking(lambda: shutil.rmtree(staging, ignore_errors=True), name="strata-cleanup")
-            archive.unlink(missing_ok=True)
+            def clean_up() -> None:
+                unpacked.wait()
+                if staging.exists():
+                    shutil.rmtree(staging, ignore_errors=True)
+                archive.unlink(missing_ok=True)
+
+            if unpacked.is_set() and not staging.exists():
+                archive.unlink(missing_ok=True)
+            else:
+                await run_blocking(clean_up, name="strata-cleanup")
 
     async def _fetch_tuning(self, engine: InstalledEngine, gfx: str, revision: str, staging: Path,
                             on_progress: ProgressCallback) -> InstalledEngine:
