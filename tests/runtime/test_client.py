@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from strata_gui.core.errors import ChatError, ServerError
-from strata_gui.core.runtime.client import ChatClient, SamplingParams
+from strata_gui.core.runtime.client import READ_AHEAD_MARKER, ChatClient, SamplingParams
 from tests.runtime.sse_server import sse_server
 from tests.support import engines as _engines
 
@@ -195,3 +195,50 @@ def socket_closed() -> contextlib.AbstractContextManager[str]:
         yield f"http://127.0.0.1:{port}"
 
     return closed()
+
+
+def test_read_ahead_is_sent_again_when_the_engine_closes_the_connection_without_answering() -> None:
+    """llama-server closes the connection after each streamed reply; the read-ahead that follows a
+    reply can go out on it just as it closes and get no answer at all (seen in CI: the cache was
+    left cold). Such a request was never read, so it is sent once more."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen.append(self.path)
+            if len(seen) == 1:  # the first request meets a closing connection: no answer
+                self.close_connection = True
+                return
+            answer = ({"prompt": "<sys>history</sys><user>" + READ_AHEAD_MARKER}
+                      if self.path == "/apply-template" else {"timings": {"prompt_n": 40, "cache_n": 200}})
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    async def scenario() -> int | None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            return await ChatClient(http, f"http://127.0.0.1:{server.server_address[1]}").read_ahead(HELLO)
+
+    try:
+        assert asyncio.run(scenario()) == 240
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["/apply-template", "/apply-template", "/completion"]

@@ -516,8 +516,8 @@ class ChatClient:
             body.pop(key, None)
         headers = {k: v for k, v in self._headers().items() if k != "Accept"}
         try:
-            resp = await self._http.post(self.base_url + "/apply-template", json=body, headers=headers,
-                                         timeout=httpx.Timeout(10.0))
+            resp = await self._post_resent(self.base_url + "/apply-template", json=body, headers=headers,
+                                           timeout=httpx.Timeout(10.0))
             if resp.status_code != 200:
                 log.debug("read-ahead: /apply-template answered %s", resp.status_code)
                 return None
@@ -525,9 +525,9 @@ class ChatClient:
             cut = prompt.find(READ_AHEAD_MARKER) if isinstance(prompt, str) else -1
             if cut <= 0:
                 return None
-            resp = await self._http.post(self.base_url + "/completion", headers=headers,
-                                         json={"prompt": prompt[:cut], "n_predict": 0, "cache_prompt": True},
-                                         timeout=httpx.Timeout(10.0, read=None))
+            resp = await self._post_resent(self.base_url + "/completion", headers=headers,
+                                           json={"prompt": prompt[:cut], "n_predict": 0, "cache_prompt": True},
+                                           timeout=httpx.Timeout(10.0, read=None))
             if resp.status_code != 200:
                 log.debug("read-ahead: /completion answered %s", resp.status_code)
                 return None
@@ -539,6 +539,17 @@ class ChatClient:
             return None
         held = [timings.get(k) for k in ("prompt_n", "cache_n")]
         return sum(int(v) for v in held if isinstance(v, (int, float)))
+
+    async def _post_resent(self, url: str, **kwargs: Any) -> httpx.Response:
+        """``POST`` that is sent once more when the engine closed the kept-alive connection it went
+        out on without answering: llama-server closes the connection after each streamed reply, so
+        the request right after one (a read-ahead) can meet a connection that is closing; nothing
+        was read from it, so sending it again is safe."""
+        try:
+            return await self._http.post(url, **kwargs)
+        except httpx.RemoteProtocolError:
+            log.debug("engine closed a kept-alive connection; resending once")
+            return await self._http.post(url, **kwargs)
 
     async def stream_chat(
         self,
