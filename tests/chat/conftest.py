@@ -30,7 +30,8 @@ def run_with_service(
         paths = AppPaths.from_environment()
         paths.ensure()
         s = settings_service(context_size=settings.pop("context_size", 1024), **settings)
-        async with httpx.AsyncClient(trust_env=False) as http:
+        # As the app's client: kept-alive connections expire before llama-server's 5 s close them.
+        async with httpx.AsyncClient(trust_env=False, limits=httpx.Limits(keepalive_expiry=2.0)) as http:
             pool = real_pool(http)
             svc = ChatService(ConversationStore(paths.database_file).open(), pool, http, s)
             svc.set_plan(plan)

@@ -96,17 +96,22 @@ def test_send_streams_saves_and_reports_stats(test_engines: Engines, test_model:
         assert [m.role for m in store.messages(conv_id)] == ["user", "assistant"]
 
 
-def test_a_running_engine_has_the_request_before_the_messages_are_announced(test_engines: Engines,
-                                                                            test_model: Path) -> None:
+def test_a_running_engine_has_the_request_before_the_messages_are_announced(
+        test_engines: Engines, test_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Listeners build widgets for new messages: with the engine running, that work comes after the
     request reached it, so it overlaps the prompt's processing instead of delaying it."""
+    # The fallback that announces anyway after 30 ms (a slow remote engine) is test_streaming's;
+    # here it would only race a loaded machine's thread scheduling.
+    monkeypatch.setattr("strata_gui.core.chat.service.ANNOUNCE_WAIT", 10.0)
     async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
         conv = svc.new_conversation()
         _short(svc, conv.id, max_tokens=4)
         await svc.send(conv.id, "warm up")
         sup = svc.supervisor
         assert sup is not None
-        tasks_before = {s["id"]: s.get("id_task") for s in (await svc._http.get(sup.base_url + "/slots", headers=sup.auth_headers())).json()}
+        async with httpx.AsyncClient(trust_env=False) as fresh:  # not the reply's closing connection
+            slots = (await fresh.get(sup.base_url + "/slots", headers=sup.auth_headers())).json()
+        tasks_before = {s["id"]: s.get("id_task") for s in slots}
         engine_had_it: list[bool] = []
 
         def on_event(event: object) -> None:

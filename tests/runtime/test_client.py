@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -197,15 +198,19 @@ def socket_closed() -> contextlib.AbstractContextManager[str]:
     return closed()
 
 
-def test_read_ahead_is_sent_again_when_the_engine_closes_the_connection_without_answering() -> None:
+@pytest.mark.parametrize("how", ["closed", "reset"])
+def test_read_ahead_is_sent_again_when_the_engine_closes_the_connection_without_answering(how: str) -> None:
     """llama-server closes the connection after each streamed reply; the read-ahead that follows a
     reply can go out on it just as it closes and get no answer at all (seen in CI: the cache was
     left cold). Such a request was never read, so it is sent once more."""
     import json
+    import socket
+    import struct
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     seen: list[str] = []
+    resets: list[Any] = []
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -217,6 +222,9 @@ def test_read_ahead_is_sent_again_when_the_engine_closes_the_connection_without_
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             seen.append(self.path)
             if len(seen) == 1:  # the first request meets a closing connection: no answer
+                if how == "reset":  # closed at once with no FIN first: a reset, httpx's ReadError
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    resets.append(self.connection)
                 self.close_connection = True
                 return
             answer = ({"prompt": "<sys>history</sys><user>" + READ_AHEAD_MARKER}
@@ -228,7 +236,14 @@ def test_read_ahead_is_sent_again_when_the_engine_closes_the_connection_without_
             self.end_headers()
             self.wfile.write(data)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        def shutdown_request(self, request: Any) -> None:
+            if request in resets:
+                request.close()  # no shutdown(SHUT_WR): its FIN would read as a plain close
+            else:
+                super().shutdown_request(request)
+
+    server = Server(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
 

@@ -544,10 +544,11 @@ class ChatClient:
         """``POST`` that is sent once more when the engine closed the kept-alive connection it went
         out on without answering: llama-server closes the connection after each streamed reply, so
         the request right after one (a read-ahead) can meet a connection that is closing; nothing
-        was read from it, so sending it again is safe."""
+        was read from it, so sending it again is safe (an end of stream, or a reset where the
+        request reached the socket just before it closed)."""
         try:
             return await self._http.post(url, **kwargs)
-        except httpx.RemoteProtocolError:
+        except (httpx.RemoteProtocolError, httpx.ReadError):
             log.debug("engine closed a kept-alive connection; resending once")
             return await self._http.post(url, **kwargs)
 
@@ -605,9 +606,10 @@ class ChatClient:
                     answered = True
                     await self._read_stream(resp, reader)
                 break
-            except httpx.RemoteProtocolError as exc:
-                # llama-server closes idle keep-alive connections after a few seconds; a request
-                # sent on one just as it closes gets no answer at all and is safe to send again.
+            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+                # llama-server closes a kept-alive connection after a streamed reply or a few idle
+                # seconds; a request sent on one just as it closes gets no answer at all (an end of
+                # stream, or a reset when it reached the socket first) and is safe to send again.
                 if not answered and attempt == 1:
                     log.debug("engine closed a kept-alive connection; resending once")
                     continue
@@ -617,10 +619,6 @@ class ChatClient:
             except httpx.ConnectError as exc:
                 raise ServerError(f"Could not reach the engine at {self.base_url}.",
                                   hint="The engine may have stopped; Strata restarts it on the next message.",
-                                  details=str(exc)) from exc
-            except httpx.ReadError as exc:
-                raise ServerError("The engine stopped answering in the middle of the reply.",
-                                  hint="The engine probably crashed; the partial reply was kept.",
                                   details=str(exc)) from exc
             except httpx.TimeoutException as exc:
                 raise ServerError("The engine did not answer in time.", details=str(exc)) from exc
