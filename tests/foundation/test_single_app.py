@@ -164,8 +164,7 @@ def test_a_second_launch_shows_the_running_window_and_starts_no_second_engine(
     assert run_command(["chat", "--model", str(test_model), "--max-tokens", "2", "Hi"]) == 0  # remembers the launch
     paths = AppPaths.from_environment()
     SettingsService.load(SettingsStore(paths.settings_file)).update(last_model=str(test_model), first_run_done=True)
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "STRATA_UI_REPORT": str(tmp_path / "report.json"),
-           "STRATA_UI_REPORT_CLOSE": "1"}  # the first app closes itself ~6 s after it starts
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "STRATA_UI_REPORT": str(tmp_path / "report.json")}
     first = subprocess.Popen([sys.executable, "-m", "strata_gui"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:
@@ -178,6 +177,11 @@ def test_a_second_launch_shows_the_running_window_and_starts_no_second_engine(
                                 text=True, timeout=60, check=False)
         assert second.returncode == 0, second.stderr[-2000:]
         assert f"already running (process {first.pid})" in second.stdout
+        while not (tmp_path / "report.json").exists():  # the first app is still up, however slow the machine
+            assert first.poll() is None, first.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "the app never wrote its report"
+            time.sleep(0.05)
+        first.terminate()  # closes as closing its window does (the SIGTERM test below)
         _, err = first.communicate(timeout=90)
         assert first.returncode == 0, err[-2000:]
     finally:

@@ -23,6 +23,7 @@ from strata_gui.core.serve.router import KIND_EMBEDDING, KIND_TEXT
 from strata_gui.core.serve.server import OPEN_ROUTES, ApiServer, route_table
 from tests.serve.conftest import SCRIPTED_ID, Api, run_api
 from tests.support.engine_router import EngineRouter, TestModel, served
+from tests.support.poll import until
 from tests.support.scripted_engine import ENGINE_KEY, scripted_engine
 
 KEY = "client-key-for-strata"
@@ -124,6 +125,7 @@ def test_busy_is_a_503_with_retry_after_in_each_api(test_model: Path) -> None:
                         await lc.chat(model=SCRIPTED_ID, messages=CHAT["messages"])
                     assert lerr.value.status_code == 503 and "slot" in lerr.value.error
             # The client left: the engine's stream is closed too, and the slot is free again.
+            await until(lambda: api.server.counters.active == 0, 10)  # the server has seen it leave
             sent = engine.endless_sent
             await asyncio.sleep(0.3)
             assert engine.endless_sent - sent <= 2
