@@ -6,6 +6,7 @@ import asyncio
 import gc
 import logging
 import os
+import sys
 import threading
 import time
 import traceback
@@ -23,6 +24,46 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Keep huggingface_hub from reaching out or printing progress bars during tests.
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+
+
+def _dump_running_tasks(nodeid: str, after: float) -> None:
+    """Print every task of every running event loop with the line it waits on: a test stuck in
+    ``run_until_complete`` shows only that call in its thread's stack, and the awaited thing that
+    never finishes is what a hang report needs (printed to the test's captured stderr, which
+    pytest-timeout prints when it ends the run)."""
+    out = sys.stderr
+    print(f"\n=== {nodeid} still running after {after:.0f} s; tasks of the running event loops:", file=out)
+    try:
+        loops = [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop) and o.is_running()]
+        for loop in loops:
+            tasks = asyncio.all_tasks(loop)
+            print(f"--- {loop!r}: {len(tasks)} task(s)", file=out)
+            for task in tasks:
+                print(f"{task!r}", file=out)
+                task.print_stack(limit=12, file=out)
+    except Exception as exc:  # a diagnostic from another thread: never let it raise
+        print(f"(could not list the tasks: {exc!r})", file=out)
+    out.flush()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Shortly before pytest-timeout ends a hung test (its thread method: it dumps every thread's
+    stack and exits, where the signal method's exception is swallowed by a Qt event loop or an
+    asyncio callback and the run hangs until CI's own limit), list the event loops' tasks."""
+    marker = item.get_closest_marker("timeout")
+    limit = float(marker.args[0]) if marker and marker.args else float(item.config.getini("timeout") or 0)
+    watchdog = None
+    if limit > 15:
+        watchdog = threading.Timer(limit - 10, _dump_running_tasks, (item.nodeid, limit - 10))
+        watchdog.daemon = True
+        watchdog.name = "hang-report"
+        watchdog.start()
+    try:
+        yield
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
 
 
 @pytest.fixture(autouse=True)
