@@ -122,6 +122,16 @@ def assistant_widgets(ui: AppUi) -> list[MessageWidget]:
             if chat.message_widgets[i].message.role == "assistant"]
 
 
+async def reads_settled(ui: AppUi) -> None:
+    """End a phase with no read ahead in flight: the test runs its phases in separate
+    ``run_until_complete`` calls, and a task left pending across one (the read ahead the answer
+    switch starts ~50 ms before the phase ends) takes a step while qasync's loop is stopped, where
+    httpx's transport has no running task and can leave a connection's lock held for good (the app
+    itself runs one loop from start to quit)."""
+    while ui.services.chat.reading_ahead:
+        await ui.services.chat.read_ahead_settled()
+
+
 def meter_used(ui: AppUi) -> tuple[int, int]:
     """The two numbers of the context meter, parsed from the text the user reads."""
     text = ui.pages.chat.context_meter.text()
@@ -201,6 +211,7 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
         ).format("strata-test-llama-Q4_K_M.gguf")
         await settle()
         shots(window, "chat-announced")
+        await reads_settled(ui)
 
     run.loop.run_until_complete(first_run())
 
@@ -270,6 +281,7 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
         assert meter_used(ui)[0] > 0
         await settle()
         shots(window, "chat-regenerated")
+        await reads_settled(ui)
 
     run.loop.run_until_complete(chatting())
 
@@ -332,6 +344,7 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
         assert settings.status.text() == tr("SettingsPage", "Saved.")
         await settle()
         shots(window, "settings")
+        await reads_settled(ui)
 
     run.loop.run_until_complete(dashboard_and_benchmark())
     close(run)
@@ -355,6 +368,7 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
         assert used > 0 and size == 2048, chat2.context_meter.text()
         await settle()
         shots(window2, "restarted")
+        await reads_settled(ui2)
 
     again_run.loop.run_until_complete(restarted())
     assert shots.saved == ["guide-gpu-and-plan", "guide-engine-installed", "guide-ready", "chat-announced",
