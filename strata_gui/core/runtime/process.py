@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # psutil (~8 ms) loads when a process tree is first stopped, 
 log = logging.getLogger(__name__)
 
 QUICK_POLL_S = 2.0  # s: readiness is asked every 10 ms this long after the launch, then every poll_interval
+KILL_GRACE_S = 10.0  # s: how long a killed process may take to be gone before stop() gives up on it
+OUTPUT_GRACE_S = 2.0  # s: how long its output may stay open after it is gone (something it started holds it)
 
 ReadyCheck = Callable[[], Awaitable[bool]]
 """One readiness probe: True once the process serves. Polled until then (or until it exits)."""
@@ -378,17 +380,31 @@ class ManagedProcess:
             # A lone process (llama-server is one, with threads): no need for psutil (~10 ms to
             # import, the last thing a one-shot `strata chat` did) to find and stop its tree.
             await self._stop_alone(proc, deadline, timeout)
-        else:
-            await self._stop_tree(proc, deadline, timeout)
+        elif not await self._stop_tree(proc, deadline, timeout):
+            # psutil cannot see the tree (denied, or the process just went): stop what Popen holds.
+            await self._stop_alone(proc, deadline, timeout)
+        # Each wait below is bounded: stopping is what quitting the app and unloading a model wait
+        # on, and a process the OS will not end, or a pipe something else holds, must not hang them.
+        gone_by = time.monotonic() + KILL_GRACE_S
         delay = 0.002
-        while proc.poll() is None:
+        while proc.poll() is None and time.monotonic() < gone_by:
             await asyncio.sleep(delay)
             delay = min(0.02, delay * 2)
+        if proc.poll() is None:
+            log.error("%s process %s is still running %.0f s after it was killed; leaving it", self.subject,
+                      proc.pid, KILL_GRACE_S)
         reader = self._reader
+        read_by = time.monotonic() + OUTPUT_GRACE_S
         delay = 0.002
-        while reader is not None and reader.is_alive():
+        while reader is not None and reader.is_alive() and time.monotonic() < read_by:
             await asyncio.sleep(delay)
             delay = min(0.02, delay * 2)
+        if reader is not None and reader.is_alive():
+            # A process it started outside its tree (a daemon, a double fork) still holds its output,
+            # so the reader never sees the end and would never report the exit: report it here.
+            log.warning("%s process %s ended but something it started still holds its output", self.subject,
+                        proc.pid)
+            self._deliver_exit(proc.returncode if proc.returncode is not None else -9)
         if self._exited is not None:
             # The reader posted the exit; let the loop deliver it before returning.
             with contextlib.suppress(TimeoutError):
@@ -408,10 +424,13 @@ class ManagedProcess:
             with contextlib.suppress(OSError):
                 proc.kill()
 
-    async def _stop_tree(self, proc: subprocess.Popen[str], deadline: float, timeout: float) -> None:
+    async def _stop_tree(self, proc: subprocess.Popen[str], deadline: float, timeout: float) -> bool:
+        """Stop the process and every descendant psutil can see; False when it sees none of them."""
         import psutil  # loaded when a process tree is first stopped, not at start-up
 
         procs = _tree(proc.pid)
+        if not procs:
+            return proc.poll() is not None
         for p in procs:
             with contextlib.suppress(psutil.Error):
                 p.terminate()
@@ -424,6 +443,7 @@ class ManagedProcess:
                 log.warning("%s process %s did not stop in %.0f s; killing it", self.subject, p.pid, timeout)
                 with contextlib.suppress(psutil.Error):
                     p.kill()
+        return True
 
     def kill_now(self) -> None:
         """Blocking kill of the whole tree (app exit paths without a running loop)."""
