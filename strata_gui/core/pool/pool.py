@@ -408,7 +408,9 @@ class EnginePool:
                 entry.waiters += 1
             for old, reason in evicted:
                 await self._stop(old, reason)
-            if task is None:  # it was ready a moment ago but is gone now: try again
+            if task is None:  # it was ready a moment ago but is gone now: try again, letting it change first
+                entry.waiters -= 1
+                await asyncio.sleep(0.01)
                 continue
             try:
                 await asyncio.shield(task)
