@@ -417,6 +417,14 @@ Last reply: this computer ({1})</source>
 <context>
     <name>Core</name>
     <message>
+        <source>The model called {tool} with arguments that are not valid JSON: {error}</source>
+        <translation>模型调用 {tool} 时给出的参数不是有效的 JSON：{error}</translation>
+    </message>
+    <message>
+        <source>The model called {tool} with arguments that are not a JSON object.</source>
+        <translation>模型调用 {tool} 时给出的参数不是 JSON 对象。</translation>
+    </message>
+    <message>
         <source>TTFT {ms} ms</source>
         <translation>首 token {ms} ms</translation>
     </message>
@@ -483,6 +491,62 @@ Last reply: this computer ({1})</source>
     <message>
         <source>{percent} % of this GPU&apos;s memory limit</source>
         <translation>达到此 GPU 内存带宽上限的 {percent} %</translation>
+    </message>
+    <message>
+        <source>Could not reach the engine at {url}.</source>
+        <translation>无法连接位于 {url} 的引擎。</translation>
+    </message>
+    <message>
+        <source>The engine may have stopped; Strata restarts it on the next message.</source>
+        <translation>引擎可能已停止；发送下一条消息时 Strata 会重新启动它。</translation>
+    </message>
+    <message>
+        <source>The engine did not answer in time.</source>
+        <translation>引擎未能及时响应。</translation>
+    </message>
+    <message>
+        <source>The engine stopped answering in the middle of the reply.</source>
+        <translation>引擎在回复中途停止了响应。</translation>
+    </message>
+    <message>
+        <source>The engine probably crashed; the partial reply was kept.</source>
+        <translation>引擎可能已崩溃；已保留部分回复。</translation>
+    </message>
+    <message>
+        <source>The engine sent a reply Strata cannot read.</source>
+        <translation>引擎发来的回复 Strata 无法读取。</translation>
+    </message>
+    <message>
+        <source>The server rejected the API key.</source>
+        <translation>服务器拒绝了该 API 密钥。</translation>
+    </message>
+    <message>
+        <source>Check the API key in Settings.</source>
+        <translation>请在设置中检查 API 密钥。</translation>
+    </message>
+    <message>
+        <source>The engine is still loading the model.</source>
+        <translation>引擎仍在加载模型。</translation>
+    </message>
+    <message>
+        <source>Try again in a moment.</source>
+        <translation>请稍后再试。</translation>
+    </message>
+    <message>
+        <source>The conversation is too long for the model&apos;s context: {reason}</source>
+        <translation>对话超出了模型的上下文长度：{reason}</translation>
+    </message>
+    <message>
+        <source>Start a new conversation or raise the context size in Settings.</source>
+        <translation>请开始新对话，或在设置中增大上下文大小。</translation>
+    </message>
+    <message>
+        <source>The engine refused the request: {reason}</source>
+        <translation>引擎拒绝了该请求：{reason}</translation>
+    </message>
+    <message>
+        <source>The engine failed while answering: {reason}</source>
+        <translation>引擎在回复时出错：{reason}</translation>
     </message>
     <message>
         <source>Checking {name}</source>
@@ -1197,6 +1261,14 @@ Last reply: this computer ({1})</source>
         <translation>请检查配置文件夹是否可写。</translation>
     </message>
     <message>
+        <source>&apos;{url}&apos; is not a server address.</source>
+        <translation>“{url}”不是服务器地址。</translation>
+    </message>
+    <message>
+        <source>Use the form http://host:port or https://host/path.</source>
+        <translation>请使用 http://host:port 或 https://host/path 的形式。</translation>
+    </message>
+    <message>
         <source>The list of remote engines {path} cannot be read.</source>
         <translation>无法读取远程引擎列表 {path}。</translation>
     </message>
@@ -1213,6 +1285,50 @@ Last reply: this computer ({1})</source>
         <translation>无法保存远程引擎：{reason}</translation>
     </message>
     <message>
+        <source>No remote engine named &apos;{name}&apos;.</source>
+        <translation>没有名为“{name}”的远程引擎。</translation>
+    </message>
+    <message>
+        <source>Add it first (Network page, or `strata remote add`).</source>
+        <translation>请先添加它（“网络”页面，或 `strata remote add`）。</translation>
+    </message>
+    <message>
+        <source>Could not reach {name} at {url}.</source>
+        <translation>无法连接位于 {url} 的 {name}。</translation>
+    </message>
+    <message>
+        <source>Check the address and that the server is running.</source>
+        <translation>请检查地址，并确认服务器正在运行。</translation>
+    </message>
+    <message>
+        <source>{name} rejected the API key.</source>
+        <translation>{name} 拒绝了该 API 密钥。</translation>
+    </message>
+    <message>
+        <source>Check the API key of this remote engine on the Network page.</source>
+        <translation>请在“网络”页面检查此远程引擎的 API 密钥。</translation>
+    </message>
+    <message>
+        <source>{name} answered {status} to the model list.</source>
+        <translation>{name} 对模型列表请求返回了 {status}。</translation>
+    </message>
+    <message>
+        <source>Is this an OpenAI-compatible server (vLLM, SGLang, llama-server)?</source>
+        <translation>这是兼容 OpenAI 的服务器吗（vLLM、SGLang、llama-server）？</translation>
+    </message>
+    <message>
+        <source>{name} did not send a model list.</source>
+        <translation>{name} 没有返回模型列表。</translation>
+    </message>
+    <message>
+        <source>Is this an OpenAI-compatible server?</source>
+        <translation>这是兼容 OpenAI 的服务器吗？</translation>
+    </message>
+    <message>
+        <source>A remote engine needs a name.</source>
+        <translation>远程引擎需要一个名称。</translation>
+    </message>
+    <message>
         <source>Could not add Strata to the programs started at sign-in: {reason}</source>
         <translation>无法将 Strata 添加到登录时启动的程序中：{reason}</translation>
     </message>
@@ -1223,6 +1339,14 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Could not remove Strata from the programs started at sign-in: {reason}</source>
         <translation>无法将 Strata 从登录时启动的程序中移除：{reason}</translation>
+    </message>
+    <message>
+        <source>Exposing Strata on the network requires an API key.</source>
+        <translation>在网络上开放 Strata 需要 API 密钥。</translation>
+    </message>
+    <message>
+        <source>Generate a key first (Network page or `strata serve --new-key`).</source>
+        <translation>请先生成密钥（“网络”页面或 `strata serve --new-key`）。</translation>
     </message>
     <message>
         <source>Starting at sign-in is not available on this system.</source>
@@ -1491,6 +1615,14 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Install an engine on the Engines page first.</source>
         <translation>请先在“引擎”页面安装一个引擎。</translation>
+    </message>
+    <message>
+        <source>{engine} engine returned no timings.</source>
+        <translation>{engine} 引擎没有返回计时数据。</translation>
+    </message>
+    <message>
+        <source>{engine} re-read {read} prompt tokens instead of {expected}: the filled context was not kept, so depth {depth} was not measured.</source>
+        <translation>{engine} 重新读取了 {read} 个提示 tokens，而不是 {expected} 个：已填充的上下文没有保留，因此未能测量深度 {depth}。</translation>
     </message>
     <message>
         <source>The engine could not tokenize the benchmark prompt.</source>
@@ -1771,6 +1903,166 @@ Last reply: this computer ({1})</source>
     <message>
         <source>{new} could not load {model}, which {old} loaded; rolled back to {old} and marked {new} bad for this model on {where}</source>
         <translation>{new} 无法加载 {old} 曾加载过的 {model}；已回滚到 {old}，并在{where}上将 {new} 标记为不适用于此模型</translation>
+    </message>
+    <message>
+        <source>This conversation no longer exists.</source>
+        <translation>此对话已不存在。</translation>
+    </message>
+    <message>
+        <source>There is no message to answer yet.</source>
+        <translation>还没有可以回复的消息。</translation>
+    </message>
+    <message>
+        <source>Only your own messages can be edited.</source>
+        <translation>只能编辑你自己的消息。</translation>
+    </message>
+    <message>
+        <source>The image</source>
+        <translation>该图片</translation>
+    </message>
+    <message>
+        <source>{image} is empty.</source>
+        <translation>{image}是空的。</translation>
+    </message>
+    <message>
+        <source>{image} is larger than {size} MB.</source>
+        <translation>{image}大于 {size} MB。</translation>
+    </message>
+    <message>
+        <source>Attach a smaller picture or a screenshot of the part that matters.</source>
+        <translation>请附加更小的图片，或只截取重要部分的截图。</translation>
+    </message>
+    <message>
+        <source>{image} is not a PNG, JPEG, GIF or BMP image.</source>
+        <translation>{image}不是 PNG、JPEG、GIF 或 BMP 图片。</translation>
+    </message>
+    <message>
+        <source>Convert it to PNG or JPEG first.</source>
+        <translation>请先将其转换为 PNG 或 JPEG。</translation>
+    </message>
+    <message>
+        <source>Cannot read {path}: {reason}</source>
+        <translation>无法读取 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>This model</source>
+        <translation>此模型</translation>
+    </message>
+    <message>
+        <source>{model} cannot see images: no vision projector (mmproj) was found next to it.</source>
+        <translation>{model} 无法识别图片：在它旁边没有找到视觉投影器（mmproj）。</translation>
+    </message>
+    <message>
+        <source>Download a vision model from the Models page (its projector comes with it), or put its mmproj-*.gguf file in the model&apos;s folder.</source>
+        <translation>请在“模型”页面下载视觉模型（会一并下载其投影器），或将它的 mmproj-*.gguf 文件放到模型所在的文件夹。</translation>
+    </message>
+    <message>
+        <source>Cannot read the model file: {reason}.</source>
+        <translation>无法读取模型文件：{reason}。</translation>
+    </message>
+    <message>
+        <source>Choose the model again in the header.</source>
+        <translation>请在顶部重新选择模型。</translation>
+    </message>
+    <message>
+        <source>No model chosen.</source>
+        <translation>尚未选择模型。</translation>
+    </message>
+    <message>
+        <source>Pick a GGUF model in the header first.</source>
+        <translation>请先在顶部选择一个 GGUF 模型。</translation>
+    </message>
+    <message>
+        <source>No engine to run the model.</source>
+        <translation>没有可运行该模型的引擎。</translation>
+    </message>
+    <message>
+        <source>Install an engine on the Engines page.</source>
+        <translation>请在“引擎”页面安装引擎。</translation>
+    </message>
+    <message>
+        <source>{error} The partial reply was kept.</source>
+        <translation>{error} 已保留部分回复。</translation>
+    </message>
+    <message>
+        <source>Send again to restart the engine.</source>
+        <translation>再次发送即可重新启动引擎。</translation>
+    </message>
+    <message>
+        <source>A remote engine&apos;s chat-format parsing cannot be changed from here.</source>
+        <translation>远程引擎的聊天格式解析无法在这里更改。</translation>
+    </message>
+    <message>
+        <source>Change it on the server that runs the model.</source>
+        <translation>请在运行该模型的服务器上更改。</translation>
+    </message>
+    <message>
+        <source>Cannot lend this computer on {address}: {reason}</source>
+        <translation>无法在 {address} 上出借本机：{reason}</translation>
+    </message>
+    <message>
+        <source>Another program (or another RPC server) uses this port; choose another one.</source>
+        <translation>另一个程序（或另一个 RPC 服务器）正在使用此端口；请换一个端口。</translation>
+    </message>
+    <message>
+        <source>Could not start {program}: {reason}</source>
+        <translation>无法启动 {program}：{reason}</translation>
+    </message>
+    <message>
+        <source>Reinstall the engine on the Engines page.</source>
+        <translation>请在“引擎”页面重新安装该引擎。</translation>
+    </message>
+    <message>
+        <source>The RPC server did not start listening.</source>
+        <translation>RPC 服务器没有开始监听。</translation>
+    </message>
+    <message>
+        <source>The RPC server stopped at once (exit code {code}).</source>
+        <translation>RPC 服务器启动后立即停止（退出代码 {code}）。</translation>
+    </message>
+    <message>
+        <source>Is port {port} already in use, or the device name wrong?</source>
+        <translation>端口 {port} 是否已被占用，或者设备名称有误？</translation>
+    </message>
+    <message>
+        <source>The schema is not valid JSON: {error}</source>
+        <translation>该 schema 不是有效的 JSON：{error}</translation>
+    </message>
+    <message>
+        <source>Write the schema as a JSON object, e.g. {&quot;type&quot;: &quot;object&quot;}.</source>
+        <translation>请把 schema 写成 JSON 对象，例如 {&quot;type&quot;: &quot;object&quot;}。</translation>
+    </message>
+    <message>
+        <source>The schema must be a JSON object.</source>
+        <translation>schema 必须是 JSON 对象。</translation>
+    </message>
+    <message>
+        <source>The schema is not valid: {where}: {reason}</source>
+        <translation>该 schema 无效：{where}：{reason}</translation>
+    </message>
+    <message>
+        <source>See json-schema.org for the keywords a schema may use.</source>
+        <translation>schema 可用的关键字请参阅 json-schema.org。</translation>
+    </message>
+    <message>
+        <source>This engine is already running.</source>
+        <translation>此引擎已在运行。</translation>
+    </message>
+    <message>
+        <source>Refusing to serve on {host} without an API key.</source>
+        <translation>没有 API 密钥时拒绝在 {host} 上提供服务。</translation>
+    </message>
+    <message>
+        <source>Other computers could use your GPU freely: generate an API key first.</source>
+        <translation>其他计算机将可以随意使用你的 GPU：请先生成 API 密钥。</translation>
+    </message>
+    <message>
+        <source>Cannot listen on {host}:{port}: {reason}</source>
+        <translation>无法在 {host}:{port} 上监听：{reason}</translation>
+    </message>
+    <message>
+        <source>Another program may use this port; choose another one.</source>
+        <translation>可能有其他程序正在使用此端口；请换一个端口。</translation>
     </message>
 </context>
 <context>

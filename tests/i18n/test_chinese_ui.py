@@ -485,3 +485,54 @@ def test_engine_updates_and_the_setup_summary_read_in_chinese(qapp: QApplication
     finally:
         install_language(qapp, "en")
     assert shown() == english
+
+
+def test_chat_errors_read_in_chinese(qapp: QApplication, chinese: str, test_engines, test_model,
+                                     qasync_loop: asyncio.AbstractEventLoop) -> None:
+    """What the chat shows when a request cannot be answered, in Chinese: the real engine refusing a
+    conversation longer than its context, an attachment that is no picture, a schema that is no
+    object; the CLI's English is unchanged."""
+    import httpx
+
+    from strata_gui.core.chat.images import ChatImage
+    from strata_gui.core.errors import ChatError
+    from strata_gui.core.runtime.client import ChatClient
+    from strata_gui.core.runtime.kinds import llama_command
+    from strata_gui.core.runtime.launch import ServerSettings, free_loopback_port
+    from strata_gui.core.runtime.process import ManagedProcess, http_ready
+    from strata_gui.core.runtime.structured import load_schema
+    from strata_gui.ui.i18n import error_text
+    from tests.runtime.conftest import cpu_spec
+
+    async def too_long() -> ChatError:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            port = free_loopback_port()
+            proc = ManagedProcess(llama_command(cpu_spec(test_engines), test_model, ServerSettings(ctx_size=128), port),
+                                  subject="CPU engine", cwd=test_engines.cpu_dir, ready_timeout=60,
+                                  ready=http_ready(http, f"http://127.0.0.1:{port}/health"))
+            await proc.start()
+            try:
+                with pytest.raises(ChatError) as info:
+                    await ChatClient(http, f"http://127.0.0.1:{port}").stream(
+                        [{"role": "user", "content": "word " * 600}])
+                return info.value
+            finally:
+                await proc.stop()
+
+    context = qasync_loop.run_until_complete(too_long())
+    assert context.message.startswith("The conversation is too long for the model's context: ")
+    assert context.hint == "Start a new conversation or raise the context size in Settings."
+    reason = context.message.removeprefix("The conversation is too long for the model's context: ")
+    assert error_text(context) == f"对话超出了模型的上下文长度：{reason}\n请开始新对话，或在设置中增大上下文大小。"
+
+    with pytest.raises(ChatError) as picture:
+        ChatImage.from_bytes(b"just text", "notes.png")
+    assert picture.value.user_text() == ("notes.png is not a PNG, JPEG, GIF or BMP image.\n"
+                                         "Convert it to PNG or JPEG first.")
+    assert error_text(picture.value) == "notes.png不是 PNG、JPEG、GIF 或 BMP 图片。\n请先将其转换为 PNG 或 JPEG。"
+    with pytest.raises(ChatError) as empty:
+        ChatImage.from_bytes(b"")
+    assert empty.value.message == "The image is empty." and error_text(empty.value) == "该图片是空的。"
+    with pytest.raises(ChatError) as schema:
+        load_schema("[1, 2]")
+    assert error_text(schema.value) == 'schema 必须是 JSON 对象。\n请把 schema 写成 JSON 对象，例如 {"type": "object"}。'

@@ -208,12 +208,14 @@ class Benchmark:
                             timings = await self._complete(base, filler + work, cfg.gen_tokens, cache=bool(filler))
                             pre, dec = timings.get("prompt_per_second"), timings.get("predicted_per_second")
                             if not isinstance(pre, int | float) or not isinstance(dec, int | float):
-                                raise ServerError(f"{name} engine returned no timings.")
+                                raise ServerError(T(QT_TRANSLATE_NOOP("Core", "{engine} engine returned no "
+                                                                              "timings."), engine=name))
                             read = timings.get("prompt_n")
                             if filler and isinstance(read, int) and read > len(work) + 8:
-                                raise ServerError(f"{name} re-read {read} prompt tokens instead of {len(work)}: the "
-                                                  f"filled context was not kept, so depth {result.depth} was not "
-                                                  "measured.")
+                                raise ServerError(T(QT_TRANSLATE_NOOP(
+                                    "Core", "{engine} re-read {read} prompt tokens instead of {expected}: the filled "
+                                            "context was not kept, so depth {depth} was not measured."),
+                                    engine=name, read=read, expected=len(work), depth=result.depth))
                             result.prefill_tps.append(float(pre))
                             result.decode_tps.append(float(dec))
                             step(f"{name}: repetition {rep + 1} of {cfg.reps}{at}")

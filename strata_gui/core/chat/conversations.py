@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strata_gui.core.errors import ChatError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 from .images import ChatImage
 from .store import FAILED, FORMAT_FAILED, Conversation, ConversationStore, Message
@@ -37,7 +38,7 @@ class Conversations:
         """The conversation, or a clear error when it was deleted meanwhile."""
         conv = self.store.conversation(conversation_id)
         if conv is None:
-            raise ChatError("This conversation no longer exists.")
+            raise ChatError(QT_TRANSLATE_NOOP("Core", "This conversation no longer exists."))
         return conv
 
     def add_user_message(self, conversation_id: int, text: str, images: Sequence[ChatImage] = ()) -> Message:
@@ -57,7 +58,7 @@ class Conversations:
         msgs = self.store.messages(conversation_id)
         last_user = next((m for m in reversed(msgs) if m.role == "user"), None)
         if last_user is None:
-            raise ChatError("There is no message to answer yet.")
+            raise ChatError(QT_TRANSLATE_NOOP("Core", "There is no message to answer yet."))
         # the answer is kept, not deleted: the user can switch back to it (‹ 1/2 ›)
         self.store.shelve_replies(conversation_id, last_user.id)
 
@@ -105,7 +106,7 @@ class Conversations:
         """
         msg = self.store.message(message_id)
         if msg is None or msg.role != "user":
-            raise ChatError("Only your own messages can be edited.")
+            raise ChatError(QT_TRANSLATE_NOOP("Core", "Only your own messages can be edited."))
         self.store.update_message(message_id, content=text)
         self.store.delete_messages_from(msg.conversation_id, message_id + 1)
         self.store.drop_versions(msg.conversation_id, message_id)  # they answered the old text

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strata_gui.core.errors import ChatError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 # Larger pictures would be shrunk to the projector's input size anyway (a few hundred pixels);
 # the cap keeps a stray photo from bloating the conversation database.
@@ -55,16 +56,18 @@ class ChatImage:
         Raises:
             ChatError: Unknown format, empty, or larger than :data:`MAX_IMAGE_BYTES`.
         """
-        label = name or "The image"
+        label = name or QT_TRANSLATE_NOOP("Core", "The image")
         if not data:
-            raise ChatError(f"{label} is empty.")
+            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "{image} is empty."), image=label))
         if len(data) > MAX_IMAGE_BYTES:
-            raise ChatError(f"{label} is larger than {MAX_IMAGE_BYTES // (1024 * 1024)} MB.",
-                            hint="Attach a smaller picture or a screenshot of the part that matters.")
+            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "{image} is larger than {size} MB."), image=label,
+                              size=MAX_IMAGE_BYTES // (1024 * 1024)),
+                            hint=QT_TRANSLATE_NOOP("Core", "Attach a smaller picture or a screenshot of the part "
+                                                           "that matters."))
         mime = sniff_mime(data)
         if mime is None:
-            raise ChatError(f"{label} is not a PNG, JPEG, GIF or BMP image.",
-                            hint="Convert it to PNG or JPEG first.")
+            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "{image} is not a PNG, JPEG, GIF or BMP image."), image=label),
+                            hint=QT_TRANSLATE_NOOP("Core", "Convert it to PNG or JPEG first."))
         return cls(mime, data, name)
 
     @classmethod
@@ -77,7 +80,8 @@ class ChatImage:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise ChatError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "Cannot read {path}: {reason}"), path=str(path),
+                              reason=str(exc.strerror or exc))) from exc
         return cls.from_bytes(data, path.name)
 
     def data_url(self) -> str:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
+from strata_gui.core import texts
 from strata_gui.core.errors import (
     ChatError,
     ChatFormatError,
@@ -56,6 +57,7 @@ from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome, ProcessEnded
 from strata_gui.core.settings import Settings, SettingsService
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
 from strata_gui.core.tools.approvals import ApprovalRequest, Decision
 
 from .conversations import DEFAULT_TITLE, Conversations
@@ -412,10 +414,12 @@ class ChatService:
             ChatError: The local model has no vision projector.
         """
         if not self.accepts_images:
-            name = self.model.name if self.model is not None else "This model"
-            raise ChatError(f"{name} cannot see images: no vision projector (mmproj) was found next to it.",
-                            hint="Download a vision model from the Models page (its projector comes with it), "
-                                 "or put its mmproj-*.gguf file in the model's folder.")
+            name = self.model.name if self.model is not None else QT_TRANSLATE_NOOP("Core", "This model")
+            raise ChatError(texts.T(QT_TRANSLATE_NOOP("Core", "{model} cannot see images: no vision projector (mmproj) "
+                                                        "was found next to it."), model=name),
+                            hint=QT_TRANSLATE_NOOP("Core", "Download a vision model from the Models page (its "
+                                                           "projector comes with it), or put its mmproj-*.gguf "
+                                                           "file in the model's folder."))
 
     @property
     def context_size(self) -> int:
@@ -479,8 +483,9 @@ class ChatService:
         try:
             return self.launch_settings()
         except OSError as exc:
-            raise ChatError(f"Cannot read the model file: {exc.strerror or exc}.",
-                            hint="Choose the model again in the header.") from exc
+            raise ChatError(texts.T(QT_TRANSLATE_NOOP("Core", "Cannot read the model file: {reason}."),
+                              reason=str(exc.strerror or exc)),
+                            hint=QT_TRANSLATE_NOOP("Core", "Choose the model again in the header.")) from exc
 
     def _may_fall_back(self, outcome: Outcome) -> bool:
         return self.settings.auto_fallback and outcome.engine_fault
@@ -494,9 +499,11 @@ class ChatService:
                    activity: str = "running") -> T:
         """Run ``job`` on the chat model's engine along the plan (the pool's fallback loop)."""
         if self.model is None:
-            raise ChatError("No model chosen.", hint="Pick a GGUF model in the header first.")
+            raise ChatError(QT_TRANSLATE_NOOP("Core", "No model chosen."),
+                            hint=QT_TRANSLATE_NOOP("Core", "Pick a GGUF model in the header first."))
         if not self.plan:
-            raise ChatError("No engine to run the model.", hint="Install an engine on the Engines page.")
+            raise ChatError(QT_TRANSLATE_NOOP("Core", "No engine to run the model."),
+                            hint=QT_TRANSLATE_NOOP("Core", "Install an engine on the Engines page."))
         model = self.model
         launch = self._checked_launch_settings()
         start = min(self._engine_index, len(self.plan) - 1)
@@ -946,8 +953,10 @@ class ChatService:
             raise
         except ProcessEnded as exc:
             if job_failed:  # it died while answering and no other engine may take over
-                raise ServerError(f"{exc.message.rstrip('.')}. The partial reply was kept.",
-                                  hint="Send again to restart the engine.", details=exc.details) from exc
+                said = exc.message if exc.message.endswith(".") else exc.message + "."
+                raise ServerError(texts.T(QT_TRANSLATE_NOOP("Core", "{error} The partial reply was kept."), error=said),
+                                  hint=QT_TRANSLATE_NOOP("Core", "Send again to restart the engine."),
+                                  details=exc.details) from exc
             if unanswered():
                 self._finish(reply.id, "", FAILED, ReplyStats(finish_reason="engine failed"))
             raise
@@ -1108,11 +1117,13 @@ class ChatService:
                 or no model is chosen.
         """
         if self.remote is not None:
-            raise ChatError("A remote engine's chat-format parsing cannot be changed from here.",
-                            hint="Change it on the server that runs the model.")
+            raise ChatError(QT_TRANSLATE_NOOP("Core", "A remote engine's chat-format parsing cannot be changed "
+                                                      "from here."),
+                            hint=QT_TRANSLATE_NOOP("Core", "Change it on the server that runs the model."))
         model = self.model
         if model is None:
-            raise ChatError("No model chosen.", hint="Pick a GGUF model in the header first.")
+            raise ChatError(QT_TRANSLATE_NOOP("Core", "No model chosen."),
+                            hint=QT_TRANSLATE_NOOP("Core", "Pick a GGUF model in the header first."))
         if self._save_model_options is not None and self._model_options is not None:
             try:
                 self._save_model_options(model, self._model_options(model).replace(chat_parsing=False))

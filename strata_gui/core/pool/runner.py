@@ -31,8 +31,12 @@ from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, describe_outcome
 from strata_gui.core.runtime.supervisor import ServerSupervisor
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 from .pool import CrashAdvisor, EnginePool, FailedOver, Lease
+
+_NO_ENGINE = QT_TRANSLATE_NOOP("Core", "No engine to run the model.")
+_NO_ENGINE_HINT = QT_TRANSLATE_NOOP("Core", "Install an engine on the Engines page.")
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +105,7 @@ async def run_along_plan(
         Exception: What the job raised otherwise (its engine stays loaded).
     """
     if not plan or start >= len(plan):
-        raise ServerError("No engine to run the model.", hint="Install an engine on the Engines page.")
+        raise ServerError(_NO_ENGINE, hint=_NO_ENGINE_HINT)
     index = start
     advised = False
     advisor = advisor if advisor is not None else pool.advisor
@@ -183,7 +187,7 @@ async def acquire_along_plan(
         ServerBusyError: ``wait`` is False and the pool has no room now.
     """
     if not plan:
-        raise ServerError("No engine to run the model.", hint="Install an engine on the Engines page.")
+        raise ServerError(_NO_ENGINE, hint=_NO_ENGINE_HINT)
     for index, spec in enumerate(plan):
         nxt = plan[index + 1] if index + 1 < len(plan) else None
         try:
@@ -197,7 +201,7 @@ async def acquire_along_plan(
             if on_failover is not None:
                 on_failover(event)
             pool.events.emit(event)
-    raise ServerError("No engine to run the model.")  # not reached: the last engine returns or raises
+    raise ServerError(_NO_ENGINE)  # not reached: the last engine returns or raises
 
 
 async def _died(server: ServerSupervisor, grace: float) -> bool:

@@ -87,8 +87,8 @@ def normalize_base_url(url: str) -> str:
     url = url.rstrip("/")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ChatError(f"'{url}' is not a server address.",
-                        hint="Use the form http://host:port or https://host/path.")
+        raise ChatError(T(QT_TRANSLATE_NOOP("Core", "'{url}' is not a server address."), url=url),
+                        hint=QT_TRANSLATE_NOOP("Core", "Use the form http://host:port or https://host/path."))
     if url.endswith("/v1"):
         url = url[:-3]
     return url
@@ -172,8 +172,8 @@ class RemoteService:
         for e in self.endpoints():
             if name_or_id in (e.id, e.name):
                 return e
-        raise ChatError(f"No remote engine named '{name_or_id}'.",
-                        hint="Add it first (Network page, or `strata remote add`).")
+        raise ChatError(T(QT_TRANSLATE_NOOP("Core", "No remote engine named '{name}'."), name=name_or_id),
+                        hint=QT_TRANSLATE_NOOP("Core", "Add it first (Network page, or `strata remote add`)."))
 
     def add(self, name: str, base_url: str, api_key: str | None = None, model: str = "") -> RemoteEndpoint:
         """Add (or replace, by name) an endpoint; the key goes to the key store only."""
@@ -240,20 +240,24 @@ class RemoteService:
         try:
             resp = await self._http.get(base_url + "/v1/models", headers=headers, timeout=10.0)
         except httpx.HTTPError as exc:
-            raise NetworkError(f"Could not reach {name} at {base_url}.",
-                               hint="Check the address and that the server is running.",
+            raise NetworkError(T(QT_TRANSLATE_NOOP("Core", "Could not reach {name} at {url}."), name=name,
+                                 url=base_url),
+                               hint=QT_TRANSLATE_NOOP("Core", "Check the address and that the server is running."),
                                details=type(exc).__name__ + ": " + str(exc)) from exc
         if resp.status_code in (401, 403):
-            raise ChatError(f"{name} rejected the API key.",
-                            hint="Check the API key of this remote engine on the Network page.")
+            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "{name} rejected the API key."), name=name),
+                            hint=QT_TRANSLATE_NOOP("Core", "Check the API key of this remote engine on the Network "
+                                                           "page."))
         if resp.status_code != 200:
-            raise ChatError(f"{name} answered {resp.status_code} to the model list.",
-                            hint="Is this an OpenAI-compatible server (vLLM, SGLang, llama-server)?")
+            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "{name} answered {status} to the model list."), name=name,
+                              status=resp.status_code),
+                            hint=QT_TRANSLATE_NOOP("Core", "Is this an OpenAI-compatible server (vLLM, SGLang, "
+                                                           "llama-server)?"))
         try:
             data = resp.json()
         except ValueError as exc:
-            raise ChatError(f"{name} did not send a model list.",
-                            hint="Is this an OpenAI-compatible server?") from exc
+            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "{name} did not send a model list."), name=name),
+                            hint=QT_TRANSLATE_NOOP("Core", "Is this an OpenAI-compatible server?")) from exc
         items = data.get("data", []) if isinstance(data, dict) else []
         return [str(m["id"]) for m in items if isinstance(m, dict) and "id" in m]
 
@@ -311,7 +315,7 @@ class RemoteChat:
 def _checked_name(name: str) -> str:
     name = name.strip()
     if not name:
-        raise ChatError("A remote engine needs a name.")
+        raise ChatError(QT_TRANSLATE_NOOP("Core", "A remote engine needs a name."))
     return name
 
 

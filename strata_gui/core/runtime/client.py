@@ -258,10 +258,10 @@ class ToolCall:
         try:
             value = json.loads(self.arguments or "{}")
         except ValueError as exc:
-            raise ChatError(f"The model called {self.name} with arguments that are not valid JSON: {exc}",
+            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "The model called {tool} with arguments that are not valid JSON: {error}"), tool=self.name, error=str(exc)),
                             details=self.arguments[:2000]) from exc
         if not isinstance(value, dict):
-            raise ChatError(f"The model called {self.name} with arguments that are not a JSON object.",
+            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "The model called {tool} with arguments that are not a JSON object."), tool=self.name),
                             details=self.arguments[:2000])
         return value
 
@@ -613,15 +613,16 @@ class ChatClient:
                 if not answered and attempt == 1:
                     log.debug("engine closed a kept-alive connection; resending once")
                     continue
-                raise ServerError("The engine stopped answering in the middle of the reply.",
-                                  hint="The engine probably crashed; the partial reply was kept.",
-                                  details=str(exc)) from exc
+                raise ServerError(_STOPPED_ANSWERING, hint=_STOPPED_ANSWERING_HINT, details=str(exc)) from exc
             except httpx.ConnectError as exc:
-                raise ServerError(f"Could not reach the engine at {self.base_url}.",
-                                  hint="The engine may have stopped; Strata restarts it on the next message.",
+                raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Could not reach the engine at {url}."),
+                                    url=self.base_url),
+                                  hint=QT_TRANSLATE_NOOP("Core", "The engine may have stopped; Strata restarts it on "
+                                                                 "the next message."),
                                   details=str(exc)) from exc
             except httpx.TimeoutException as exc:
-                raise ServerError("The engine did not answer in time.", details=str(exc)) from exc
+                raise ServerError(QT_TRANSLATE_NOOP("Core", "The engine did not answer in time."),
+                                  details=str(exc)) from exc
             except ChatFormatError as exc:
                 exc.partial = reader.reply()
                 raise
@@ -658,8 +659,7 @@ class ChatClient:
         if failure is not None:
             raise failure
         if not done and reader.stats.finish_reason is None:
-            raise ServerError("The engine stopped answering in the middle of the reply.",
-                              hint="The engine probably crashed; the partial reply was kept.")
+            raise ServerError(_STOPPED_ANSWERING, hint=_STOPPED_ANSWERING_HINT)
 
     async def decoded_tokens(self) -> int | None:
         """How many tokens the engine has generated so far for the reply it is working on.
@@ -1013,11 +1013,15 @@ def _parse_chunk(payload: bytes) -> dict[str, Any]:
     return chunk
 
 
+_STOPPED_ANSWERING: Final = QT_TRANSLATE_NOOP("Core", "The engine stopped answering in the middle of the reply.")
+_STOPPED_ANSWERING_HINT: Final = QT_TRANSLATE_NOOP("Core", "The engine probably crashed; the partial reply was kept.")
+
+
 def _unreadable(payload: bytes) -> ServerError | ChatFormatError:
     text = payload[:500].decode(errors="replace")
     if _is_format_failure(text):  # a server that reports its parser's failure as plain text
         return _format_error(text)
-    return ServerError("The engine sent a reply Strata cannot read.", details=text)
+    return ServerError(QT_TRANSLATE_NOOP("Core", "The engine sent a reply Strata cannot read."), details=text)
 
 
 def _fill_stats(stats: ReplyStats, timings: Mapping[str, Any], usage: Mapping[str, Any]) -> None:
@@ -1059,17 +1063,21 @@ def _error_from_body(err: Any, status: int | None) -> ChatError | ServerError:
         # Sent as a 500 "server_error", but the engine is fine: the model's text broke the format.
         return _format_error(message)
     if code == 401 or kind == "authentication_error":
-        return ChatError("The server rejected the API key.", hint="Check the API key in Settings.",
+        return ChatError(QT_TRANSLATE_NOOP("Core", "The server rejected the API key."),
+                         hint=QT_TRANSLATE_NOOP("Core", "Check the API key in Settings."),
                          details=message)
     if code == 503 or kind == "unavailable_error":
-        return ServerError("The engine is still loading the model.", hint="Try again in a moment.",
+        return ServerError(QT_TRANSLATE_NOOP("Core", "The engine is still loading the model."),
+                           hint=QT_TRANSLATE_NOOP("Core", "Try again in a moment."),
                            details=message)
     if kind == "exceed_context_size_error" or ("context" in message.lower() and code == 400):
-        return ChatError(f"The conversation is too long for the model's context: {message}",
-                         hint="Start a new conversation or raise the context size in Settings.")
+        return ChatError(T(QT_TRANSLATE_NOOP("Core", "The conversation is too long for the model's context: "
+                                                     "{reason}"), reason=message),
+                         hint=QT_TRANSLATE_NOOP("Core", "Start a new conversation or raise the context size in "
+                                                        "Settings."))
     if isinstance(code, int) and 400 <= code < 500:
-        return ChatError(f"The engine refused the request: {message}")
-    return ServerError(f"The engine failed while answering: {message}")
+        return ChatError(T(QT_TRANSLATE_NOOP("Core", "The engine refused the request: {reason}"), reason=message))
+    return ServerError(T(QT_TRANSLATE_NOOP("Core", "The engine failed while answering: {reason}"), reason=message))
 
 
 def _http_error(resp: httpx.Response) -> ChatError | ServerError:

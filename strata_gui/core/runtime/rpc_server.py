@@ -22,6 +22,7 @@ from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, ProcessEnded
 from strata_gui.core.runtime.process import ManagedProcess, tcp_ready
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.supervisor import EngineProcess
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 
 def _bind_problem(host: str, port: int) -> str:
@@ -83,8 +84,10 @@ class RpcServerProcess(EngineProcess):
             return
         busy = _bind_problem(self.host, self.port)
         if busy:
-            raise ServerError(f"Cannot lend this computer on {self.address}: {busy}",
-                              hint="Another program (or another RPC server) uses this port; choose another one.")
+            raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Cannot lend this computer on {address}: {reason}"),
+                                address=self.address, reason=busy),
+                              hint=QT_TRANSLATE_NOOP("Core", "Another program (or another RPC server) uses this port; "
+                                                             "choose another one."))
         probe = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
         run = self._run = object()
         process = ManagedProcess(self.command(), subject=self.subject, env=self._env,
@@ -111,8 +114,11 @@ def _start_error(outcome: Outcome, executable: Path, port: int) -> ServerError:
     details = outcome.details() or None
     if outcome.kind is OutcomeKind.NOT_FOUND:
         why = outcome.reason or f"{outcome.path} is missing"
-        return ServerError(f"Could not start {executable.name}: {why}", hint="Reinstall the engine on the Engines page.")
+        return ServerError(T(QT_TRANSLATE_NOOP("Core", "Could not start {program}: {reason}"), program=executable.name,
+                             reason=why), hint=QT_TRANSLATE_NOOP("Core", "Reinstall the engine on the Engines page."))
     if outcome.kind is OutcomeKind.TIMEOUT:
-        return ServerError("The RPC server did not start listening.", details=details)
-    return ServerError(f"The RPC server stopped at once (exit code {outcome.exit_code}).",
-                       hint=f"Is port {port} already in use, or the device name wrong?", details=details)
+        return ServerError(QT_TRANSLATE_NOOP("Core", "The RPC server did not start listening."), details=details)
+    return ServerError(T(QT_TRANSLATE_NOOP("Core", "The RPC server stopped at once (exit code {code})."),
+                         code=outcome.exit_code),
+                       hint=T(QT_TRANSLATE_NOOP("Core", "Is port {port} already in use, or the device name wrong?"),
+                              port=port), details=details)

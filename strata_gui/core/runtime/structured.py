@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from strata_gui.core.errors import ChatError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 # jsonschema is imported where it is used: it takes ~60 ms to import, and the chat store (loaded
 # at start-up) imports this module for load_schema.
@@ -60,15 +61,19 @@ def load_schema(text: str) -> dict[str, Any]:
     try:
         schema = json.loads(text)
     except ValueError as exc:
-        raise ChatError(f"The schema is not valid JSON: {exc}",
-                        hint="Write the schema as a JSON object, e.g. {\"type\": \"object\"}.") from exc
+        raise ChatError(T(QT_TRANSLATE_NOOP("Core", "The schema is not valid JSON: {error}"), error=str(exc)),
+                        hint=QT_TRANSLATE_NOOP("Core", "Write the schema as a JSON object, e.g. "
+                                                       "{\"type\": \"object\"}.")) from exc
     if not isinstance(schema, dict):
-        raise ChatError("The schema must be a JSON object.", hint="e.g. {\"type\": \"object\"}")
+        raise ChatError(QT_TRANSLATE_NOOP("Core", "The schema must be a JSON object."),
+                        hint=QT_TRANSLATE_NOOP("Core", "Write the schema as a JSON object, e.g. "
+                                                       "{\"type\": \"object\"}."))
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except SchemaError as exc:
-        raise ChatError(f"The schema is not valid: {_where(exc.absolute_path)}: {exc.message}",
-                        hint="See json-schema.org for the keywords a schema may use.") from exc
+        raise ChatError(T(QT_TRANSLATE_NOOP("Core", "The schema is not valid: {where}: {reason}"),
+                          where=_where(exc.absolute_path), reason=exc.message),
+                        hint=QT_TRANSLATE_NOOP("Core", "See json-schema.org for the keywords a schema may use.")) from exc
     return schema
 
 

@@ -39,6 +39,7 @@ from strata_gui.core.runtime.outcome import (
 )
 from strata_gui.core.runtime.process import ManagedProcess, http_ready
 from strata_gui.core.runtime.process_guard import WindowsJob
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
 from strata_gui.core.warm import WarmEngine, WarmSlot
 from strata_gui.core.warm import remember as warm_remember
 
@@ -212,7 +213,7 @@ class ServerSupervisor(EngineProcess):
                 :attr:`outcome` says why (the message is :func:`describe_outcome` of it).
         """
         if self._process is not None and self._process.running:
-            raise ServerError("This engine is already running.")
+            raise ServerError(QT_TRANSLATE_NOOP("Core", "This engine is already running."))
         self._on_progress = on_progress
         self.outcome = None
         self._set_state(ServerState.STARTING, "Starting engine…")

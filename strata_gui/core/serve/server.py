@@ -53,6 +53,7 @@ from strata_gui.core.serve.wire import (
     flavor_of,
     json_response,
 )
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +185,10 @@ class ApiServer:
                  on_request: Callable[[ApiRequest], None] | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         if not is_loopback(host) and not api_key:
-            raise ServerError(f"Refusing to serve on {host} without an API key.",
-                              hint="Other computers could use your GPU freely: generate an API key first.")
+            raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Refusing to serve on {host} without an API key."),
+                                host=host),
+                              hint=QT_TRANSLATE_NOOP("Core", "Other computers could use your GPU freely: generate "
+                                                             "an API key first."))
         self.host = host
         self.port = port
         self._api_key = api_key or None
@@ -235,8 +238,10 @@ class ApiServer:
             listener = await asyncio.get_running_loop().create_server(guard, self.host, self.port, backlog=backlog)
         except OSError as exc:
             await runner.cleanup()
-            raise ServerError(f"Cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
-                              hint="Another program may use this port; choose another one.") from exc
+            raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Cannot listen on {host}:{port}: {reason}"),
+                                host=self.host, port=self.port, reason=str(exc.strerror or exc)),
+                              hint=QT_TRANSLATE_NOOP("Core", "Another program may use this port; choose another "
+                                                             "one.")) from exc
         if listener.sockets:
             self.port = int(listener.sockets[0].getsockname()[1])
         self.ctx.session = engine_session()

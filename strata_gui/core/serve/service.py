@@ -139,8 +139,9 @@ class ServeService:
         bind = host or (LAN_HOST if lan else LOOPBACK_HOST)
         key = self._secrets.get(KEY_NAME)
         if not is_loopback(bind) and not key:
-            raise ServerError("Exposing Strata on the network requires an API key.",
-                              hint="Generate a key first (Network page or `strata serve --new-key`).")
+            raise ServerError(QT_TRANSLATE_NOOP("Core", "Exposing Strata on the network requires an API key."),
+                              hint=QT_TRANSLATE_NOOP("Core", "Generate a key first (Network page or "
+                                                             "`strata serve --new-key`)."))
         from strata_gui.core.serve.server import ApiServer  # the HTTP stack loads when serving starts
 
         server = ApiServer(self.router, host=bind,
