@@ -553,6 +553,14 @@ Last reply: this computer ({1})</source>
         <translation>正在检查 {name}</translation>
     </message>
     <message>
+        <source>The engine in {folder} does not work here: {reason}.</source>
+        <translation>{folder} 中的引擎无法在本机运行：{reason}。</translation>
+    </message>
+    <message>
+        <source>Choose another build, or leave the engine to Strata.</source>
+        <translation>请选择其他构建，或让 Strata 自动选择引擎。</translation>
+    </message>
+    <message>
         <source>not checked on this machine yet</source>
         <translation>尚未在本机检查</translation>
     </message>
@@ -617,12 +625,60 @@ Last reply: this computer ({1})</source>
         <translation>{name} 未安装（缺少 {path}）。</translation>
     </message>
     <message>
+        <source>No image engine can run here. ({reasons})</source>
+        <translation>本机没有可运行的图像引擎。（{reasons}）</translation>
+    </message>
+    <message>
+        <source>No image engine can run here.</source>
+        <translation>本机没有可运行的图像引擎。</translation>
+    </message>
+    <message>
+        <source>Install an image engine: strata engines install --images (or the Engines page).</source>
+        <translation>请安装一个图像引擎：strata engines install --images（或在“引擎”页面安装）。</translation>
+    </message>
+    <message>
+        <source>{model} is not an image model stable-diffusion.cpp can load.</source>
+        <translation>{model} 不是 stable-diffusion.cpp 能加载的图像模型。</translation>
+    </message>
+    <message>
+        <source>Choose a Stable Diffusion model (GGUF or safetensors).</source>
+        <translation>请选择 Stable Diffusion 模型（GGUF 或 safetensors）。</translation>
+    </message>
+    <message>
+        <source>The image engine was stopped.</source>
+        <translation>图像引擎已被停止。</translation>
+    </message>
+    <message>
+        <source>No image engine could make the image. {reason}</source>
+        <translation>没有图像引擎能够生成该图像。{reason}</translation>
+    </message>
+    <message>
+        <source>See the engine log; try a smaller size or another model.</source>
+        <translation>请查看引擎日志；可尝试更小的尺寸或其他模型。</translation>
+    </message>
+    <message>
+        <source>The sampler &apos;{sampler}&apos; is not one this engine knows.</source>
+        <translation>此引擎不认识采样器“{sampler}”。</translation>
+    </message>
+    <message>
+        <source>Choose one of: {samplers}</source>
+        <translation>请从以下选项中选择：{samplers}</translation>
+    </message>
+    <message>
+        <source>The engine made {made} of {count} images.</source>
+        <translation>引擎只生成了 {count} 张图像中的 {made} 张。</translation>
+    </message>
+    <message>
         <source>The model file {path} cannot be used: {reason}</source>
         <translation>模型文件 {path} 无法使用：{reason}</translation>
     </message>
     <message>
         <source>The model file {path} does not exist.</source>
         <translation>模型文件 {path} 不存在。</translation>
+    </message>
+    <message>
+        <source>Choose another image model.</source>
+        <translation>请选择其他图像模型。</translation>
     </message>
     <message>
         <source>{name} could not load the model file: it is damaged or not a supported GGUF model.</source>
@@ -715,6 +771,34 @@ Last reply: this computer ({1})</source>
     <message>
         <source>{reason} Continuing on {engine}.</source>
         <translation>{reason}改用 {engine} 继续。</translation>
+    </message>
+    <message>
+        <source>Strata is shutting its engines down.</source>
+        <translation>Strata 正在关闭其引擎。</translation>
+    </message>
+    <message>
+        <source>Try again in a minute.</source>
+        <translation>请一分钟后再试。</translation>
+    </message>
+    <message>
+        <source>Try again when the current request is done.</source>
+        <translation>请在当前请求完成后再试。</translation>
+    </message>
+    <message>
+        <source>a start</source>
+        <translation>一次启动</translation>
+    </message>
+    <message>
+        <source>{model} is loaded with other settings and in use by the {users}; it reloads when that is done.</source>
+        <translation>{model} 已用其他设置加载，正被 {users} 使用；用完后会重新加载。</translation>
+    </message>
+    <message>
+        <source>another start</source>
+        <translation>另一次启动</translation>
+    </message>
+    <message>
+        <source>Waiting for memory: {engine} needs about {need} and the engines in use by the {users} hold {used} of {budget}.</source>
+        <translation>正在等待内存：{engine} 约需 {need}，而 {users} 正在使用的引擎占用了 {budget} 中的 {used}。</translation>
     </message>
     <message>
         <source>This repository is gated or private: accept its terms on the hub, then enter an access token.</source>
@@ -821,6 +905,14 @@ Last reply: this computer ({1})</source>
         <translation>无法保存下载队列：{reason}</translation>
     </message>
     <message>
+        <source>A new download must start queued, not {state}.</source>
+        <translation>新的下载必须以排队状态开始，而不是 {state}。</translation>
+    </message>
+    <message>
+        <source>The download of {name} cannot go from {old} to {new}.</source>
+        <translation>{name} 的下载无法从 {old} 变为 {new}。</translation>
+    </message>
+    <message>
         <source>The hub at {endpoint} did not describe {path} (ETag, commit or size missing).</source>
         <translation>{endpoint} 上的 Hugging Face 没有描述 {path}（缺少 ETag、提交或大小）。</translation>
     </message>
@@ -837,6 +929,10 @@ Last reply: this computer ({1})</source>
         <translation>{endpoint} 上的 Hugging Face 没有描述 {path}。</translation>
     </message>
     <message>
+        <source>Downloading {name}</source>
+        <translation>正在下载 {name}</translation>
+    </message>
+    <message>
         <source>Not enough disk space: the download needs {needed}, {free} are free.</source>
         <translation>磁盘空间不足：下载需要 {needed}，可用 {free}。</translation>
     </message>
@@ -851,6 +947,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Choose a writable hub cache folder in Settings.</source>
         <translation>请在设置中选择一个可写的 hub 缓存文件夹。</translation>
+    </message>
+    <message>
+        <source>Unexpected answer {status} for {path}.</source>
+        <translation>{path} 收到了意外的响应 {status}。</translation>
     </message>
     <message>
         <source>The download of {file} stopped at {got} of {size}: the connection dropped.</source>
@@ -1077,6 +1177,14 @@ Last reply: this computer ({1})</source>
         <translation>已在本机试过：{result}。更新驱动后，请在“引擎”页面重新测试。</translation>
     </message>
     <message>
+        <source>Not enough disk space for {asset}: it needs about {need}, {folder} has {free} free.</source>
+        <translation>磁盘空间不足，无法放下 {asset}：约需 {need}，{folder} 只有 {free} 可用。</translation>
+    </message>
+    <message>
+        <source>Free some space, or choose another engines folder in Settings.</source>
+        <translation>请释放一些空间，或在设置中选择其他引擎文件夹。</translation>
+    </message>
+    <message>
         <source>There is no {backend} build to install: {reason}</source>
         <translation>没有可安装的 {backend} 版本：{reason}</translation>
     </message>
@@ -1105,6 +1213,26 @@ Last reply: this computer ({1})</source>
         <translation>发布的压缩包不完整。请尝试其他引擎（Vulkan）或更新的版本。</translation>
     </message>
     <message>
+        <source>{engine} is an {kind} engine; the pin chooses the chat engine.</source>
+        <translation>{engine} 是 {kind} 引擎；固定设置只用于选择聊天引擎。</translation>
+    </message>
+    <message>
+        <source>Image engines are tried ROCm → Vulkan → CPU (strata engines resolve --images).</source>
+        <translation>图像引擎按 ROCm → Vulkan → CPU 的顺序尝试（strata engines resolve --images）。</translation>
+    </message>
+    <message>
+        <source>{folder} is not inside Strata&apos;s engines folder; not removing it.</source>
+        <translation>{folder} 不在 Strata 的引擎文件夹内；不会删除它。</translation>
+    </message>
+    <message>
+        <source>Could not remove {engine}: {reason}</source>
+        <translation>无法删除 {engine}：{reason}</translation>
+    </message>
+    <message>
+        <source>Stop the engine if it is running, then try again.</source>
+        <translation>如果引擎正在运行，请先停止它，然后重试。</translation>
+    </message>
+    <message>
         <source>{folder} holds no {server}.</source>
         <translation>{folder} 中没有 {server}。</translation>
     </message>
@@ -1117,6 +1245,18 @@ Last reply: this computer ({1})</source>
         <translation>未知后端“{backend}”：请选择 rocm、vulkan 或 cpu。</translation>
     </message>
     <message>
+        <source>Could not read {path}: {reason}</source>
+        <translation>无法读取 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>{file} carries no generation settings.</source>
+        <translation>{file} 没有生成参数。</translation>
+    </message>
+    <message>
+        <source>Only images made by Strata or A1111-compatible tools have them.</source>
+        <translation>只有由 Strata 或兼容 A1111 的工具生成的图像才带有生成参数。</translation>
+    </message>
+    <message>
         <source>Could not save the image in {folder}: {reason}</source>
         <translation>无法将图像保存到 {folder}：{reason}</translation>
     </message>
@@ -1127,6 +1267,18 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Could not delete {name}: {reason}</source>
         <translation>无法删除 {name}：{reason}</translation>
+    </message>
+    <message>
+        <source>This {family} model needs its {parts}: put the file(s) in the same folder (downloads from its repository).</source>
+        <translation>此 {family} 模型需要其 {parts}：请将相应文件放在同一文件夹中（可从其仓库下载）。</translation>
+    </message>
+    <message>
+        <source>Not a model Strata can run (a safetensors file that is no image model).</source>
+        <translation>不是 Strata 能运行的模型（一个不是图像模型的 safetensors 文件）。</translation>
+    </message>
+    <message>
+        <source>Split model is missing {missing} of {total} parts: {names}.</source>
+        <translation>分片模型缺少 {total} 个部分中的 {missing} 个：{names}。</translation>
     </message>
     <message>
         <source>Check the file is not in use and you may write to its folder.</source>
@@ -1481,6 +1633,10 @@ Last reply: this computer ({1})</source>
         <translation>数据库文件已损坏（{damage}），因此 Strata 为{what}新建了一个数据库文件。旧文件已保留为 {moved}。</translation>
     </message>
     <message>
+        <source>The pasted configuration</source>
+        <translation>粘贴的配置</translation>
+    </message>
+    <message>
         <source>The list of tool servers {path} cannot be read.</source>
         <translation>无法读取工具服务器列表 {path}。</translation>
     </message>
@@ -1491,6 +1647,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Could not save the tool servers: {reason}</source>
         <translation>无法保存工具服务器：{reason}</translation>
+    </message>
+    <message>
+        <source>Add it first, or import an mcpServers JSON file.</source>
+        <translation>请先添加它，或导入一个 mcpServers JSON 文件。</translation>
     </message>
     <message>
         <source>Another Strata, or a program that opened the file, is holding it; the file is not damaged. Close the other program and restart Strata to see and keep your history.</source>
@@ -2063,6 +2223,958 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Another program may use this port; choose another one.</source>
         <translation>可能有其他程序正在使用此端口；请换一个端口。</translation>
+    </message>
+    <message>
+        <source>The engine catalog has no source &apos;{source}&apos;.</source>
+        <translation>引擎目录中没有来源“{source}”。</translation>
+    </message>
+    <message>
+        <source>The engine catalog {path} could not be read: {reason}</source>
+        <translation>无法读取引擎目录 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>Reinstall Strata; the catalog ships with it.</source>
+        <translation>请重新安装 Strata；目录随 Strata 一起提供。</translation>
+    </message>
+    <message>
+        <source>The engine catalog {path} is not valid JSON: {error}</source>
+        <translation>引擎目录 {path} 不是有效的 JSON：{error}</translation>
+    </message>
+    <message>
+        <source>Reinstall Strata or fix the file.</source>
+        <translation>请重新安装 Strata 或修复该文件。</translation>
+    </message>
+    <message>
+        <source>Engine catalog {origin}: {where}: {problem}</source>
+        <translation>引擎目录 {origin}：{where}：{problem}</translation>
+    </message>
+    <message>
+        <source>The catalog is data shipped with Strata; fix or reinstall it.</source>
+        <translation>该目录是随 Strata 提供的数据；请修复或重新安装。</translation>
+    </message>
+    <message>
+        <source>Could not read release JSON {path}: {error}</source>
+        <translation>无法读取发行版 JSON {path}：{error}</translation>
+    </message>
+    <message>
+        <source>{path} does not look like GitHub release JSON (no asset URLs).</source>
+        <translation>{path} 看起来不是 GitHub 发行版 JSON（没有文件地址）。</translation>
+    </message>
+    <message>
+        <source>Save the output of GET /repos/OWNER/NAME/releases.</source>
+        <translation>请保存 GET /repos/OWNER/NAME/releases 的输出。</translation>
+    </message>
+    <message>
+        <source>Could not list the releases of {repo}: {reason}</source>
+        <translation>无法列出 {repo} 的发行版本：{reason}</translation>
+    </message>
+    <message>
+        <source>Connect to the internet (or turn off offline mode) once; the listing is then cached.</source>
+        <translation>请联网一次（或关闭离线模式）；之后发行列表会被缓存。</translation>
+    </message>
+    <message>
+        <source>{repo}: the release listing is not understood ({error}).</source>
+        <translation>{repo}：无法解析发行列表（{error}）。</translation>
+    </message>
+    <message>
+        <source>offline mode is on</source>
+        <translation>离线模式已开启</translation>
+    </message>
+    <message>
+        <source>could not reach {host}</source>
+        <translation>无法连接 {host}</translation>
+    </message>
+    <message>
+        <source>GitHub answered {status} for the releases of {repo}.</source>
+        <translation>GitHub 对 {repo} 的发行版本请求返回了 {status}。</translation>
+    </message>
+    <message>
+        <source>Check the API address in Settings, or try again later.</source>
+        <translation>请在设置中检查 API 地址，或稍后再试。</translation>
+    </message>
+    <message>
+        <source>{repo}: the release listing is not JSON.</source>
+        <translation>{repo}：发行列表不是 JSON。</translation>
+    </message>
+    <message>
+        <source>GitHub&apos;s request limit is used up; try again after {time}.</source>
+        <translation>GitHub 的请求次数已用完；请在 {time} 之后再试。</translation>
+    </message>
+    <message>
+        <source>GitHub&apos;s request limit is used up; try again in an hour.</source>
+        <translation>GitHub 的请求次数已用完；请一小时后再试。</translation>
+    </message>
+    <message>
+        <source>Unauthenticated clients get 60 requests per hour. Cached listings are still used when offline mode is on.</source>
+        <translation>未登录的客户端每小时可发送 60 个请求。开启离线模式时仍会使用已缓存的列表。</translation>
+    </message>
+    <message>
+        <source>A server did not answer in time.</source>
+        <translation>服务器未能及时响应。</translation>
+    </message>
+    <message>
+        <source>Check your network or proxy and try again.</source>
+        <translation>请检查网络或代理，然后重试。</translation>
+    </message>
+    <message>
+        <source>A server sent Strata round in a loop of redirects.</source>
+        <translation>服务器让 Strata 陷入了重定向循环。</translation>
+    </message>
+    <message>
+        <source>The server is misconfigured; try again later.</source>
+        <translation>服务器配置有误；请稍后再试。</translation>
+    </message>
+    <message>
+        <source>A server sent an answer Strata could not decode.</source>
+        <translation>服务器返回了 Strata 无法解码的响应。</translation>
+    </message>
+    <message>
+        <source>A proxy may be altering the traffic; try again later or from another network.</source>
+        <translation>可能有代理在篡改网络流量；请稍后再试，或换一个网络。</translation>
+    </message>
+    <message>
+        <source>A server sent Strata to an address it cannot use.</source>
+        <translation>服务器将 Strata 引向了一个无法使用的地址。</translation>
+    </message>
+    <message>
+        <source>Check the endpoint in Settings; the server may be misconfigured.</source>
+        <translation>请在设置中检查端点；服务器可能配置有误。</translation>
+    </message>
+    <message>
+        <source>A network request failed.</source>
+        <translation>网络请求失败。</translation>
+    </message>
+    <message>
+        <source>{origin} is not a GPU snapshot (invalid JSON at line {line}).</source>
+        <translation>{origin} 不是 GPU 快照（第 {line} 行的 JSON 无效）。</translation>
+    </message>
+    <message>
+        <source>Use a file written by &apos;strata gpu --capture FILE&apos; or a copied system report.</source>
+        <translation>请使用由“strata gpu --capture FILE”写出的文件，或复制的系统报告。</translation>
+    </message>
+    <message>
+        <source>{origin} is not a Strata GPU snapshot.</source>
+        <translation>{origin} 不是 Strata GPU 快照。</translation>
+    </message>
+    <message>
+        <source>{origin} is a GPU snapshot this Strata version cannot read (version {version}, platform {platform}).</source>
+        <translation>{origin} 是此版本 Strata 无法读取的 GPU 快照（版本 {version}，平台 {platform}）。</translation>
+    </message>
+    <message>
+        <source>Update Strata, or capture the snapshot again with this version.</source>
+        <translation>请更新 Strata，或用此版本重新捕获快照。</translation>
+    </message>
+    <message>
+        <source>Could not read the GPU snapshot {path}: {reason}</source>
+        <translation>无法读取 GPU 快照 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>Check the path.</source>
+        <translation>请检查路径。</translation>
+    </message>
+    <message>
+        <source>{origin}: the Linux snapshot has no files.</source>
+        <translation>{origin}：该 Linux 快照中没有文件。</translation>
+    </message>
+    <message>
+        <source>Capture it again with &apos;strata gpu --capture FILE&apos;.</source>
+        <translation>请用“strata gpu --capture FILE”重新捕获。</translation>
+    </message>
+    <message>
+        <source>The sysfs root {path} is not a folder.</source>
+        <translation>sysfs 根目录 {path} 不是文件夹。</translation>
+    </message>
+    <message>
+        <source>Point --sysfs-root at a captured tree (it contains sys/class/drm).</source>
+        <translation>请将 --sysfs-root 指向捕获的目录树（其中包含 sys/class/drm）。</translation>
+    </message>
+    <message>
+        <source>The prompt is empty.</source>
+        <translation>提示词为空。</translation>
+    </message>
+    <message>
+        <source>Describe the image to make.</source>
+        <translation>请描述要生成的图像。</translation>
+    </message>
+    <message>
+        <source>The image width {side} is not possible.</source>
+        <translation>图像宽度 {side} 不可用。</translation>
+    </message>
+    <message>
+        <source>The image height {side} is not possible.</source>
+        <translation>图像高度 {side} 不可用。</translation>
+    </message>
+    <message>
+        <source>Use a multiple of 8 between 64 and {max} pixels (some models round up to a multiple of 64; Strata says so when they do).</source>
+        <translation>请使用 64 到 {max} 像素之间 8 的倍数（有些模型会向上取整到 64 的倍数；出现这种情况时 Strata 会提示）。</translation>
+    </message>
+    <message>
+        <source>{count} steps is not possible.</source>
+        <translation>{count} 步不可用。</translation>
+    </message>
+    <message>
+        <source>Use 1 to 500 steps.</source>
+        <translation>请使用 1 到 500 步。</translation>
+    </message>
+    <message>
+        <source>{count} images at once is not possible.</source>
+        <translation>无法一次生成 {count} 张图像。</translation>
+    </message>
+    <message>
+        <source>Make 1 to 64 images.</source>
+        <translation>请生成 1 到 64 张图像。</translation>
+    </message>
+    <message>
+        <source>A CFG scale of {scale} is not possible.</source>
+        <translation>CFG 比例 {scale} 不可用。</translation>
+    </message>
+    <message>
+        <source>Use 0 to 100 (7 is usual).</source>
+        <translation>请使用 0 到 100（通常为 7）。</translation>
+    </message>
+    <message>
+        <source>The image carries no generation settings Strata can read.</source>
+        <translation>该图像没有 Strata 能读取的生成参数。</translation>
+    </message>
+    <message>
+        <source>The image&apos;s generation settings are damaged ({reason}).</source>
+        <translation>该图像的生成参数已损坏（{reason}）。</translation>
+    </message>
+    <message>
+        <source>&apos;{text}&apos; is not an image size.</source>
+        <translation>“{text}”不是图像尺寸。</translation>
+    </message>
+    <message>
+        <source>Write it as WIDTHxHEIGHT, for example 512x512.</source>
+        <translation>请写成 WIDTHxHEIGHT 的形式，例如 512x512。</translation>
+    </message>
+    <message>
+        <source>The file is not a PNG image.</source>
+        <translation>该文件不是 PNG 图像。</translation>
+    </message>
+    <message>
+        <source>The PNG image is truncated.</source>
+        <translation>该 PNG 图像不完整。</translation>
+    </message>
+    <message>
+        <source>The PNG image has no header.</source>
+        <translation>该 PNG 图像没有文件头。</translation>
+    </message>
+    <message>
+        <source>The image engine refused the request: {reason}.</source>
+        <translation>图像引擎拒绝了该请求：{reason}。</translation>
+    </message>
+    <message>
+        <source>Check the size, steps and sampler.</source>
+        <translation>请检查尺寸、步数和采样器。</translation>
+    </message>
+    <message>
+        <source>The image engine could not make the image: {reason}.</source>
+        <translation>图像引擎无法生成该图像：{reason}。</translation>
+    </message>
+    <message>
+        <source>The engine log has details.</source>
+        <translation>引擎日志中有详细信息。</translation>
+    </message>
+    <message>
+        <source>The image engine stopped answering ({reason}).</source>
+        <translation>图像引擎停止了响应（{reason}）。</translation>
+    </message>
+    <message>
+        <source>Try again; the engine log has details.</source>
+        <translation>请重试；引擎日志中有详细信息。</translation>
+    </message>
+    <message>
+        <source>The GGUF header of {file} ends before its data.</source>
+        <translation>{file} 的 GGUF 文件头在其数据之前就结束了。</translation>
+    </message>
+    <message>
+        <source>Download the file again.</source>
+        <translation>请重新下载该文件。</translation>
+    </message>
+    <message>
+        <source>The download failed.</source>
+        <translation>下载失败。</translation>
+    </message>
+    <message>
+        <source>There is no download {job} in the queue.</source>
+        <translation>队列中没有下载任务 {job}。</translation>
+    </message>
+    <message>
+        <source>Downloads have stopped: Strata is closing.</source>
+        <translation>下载已停止：Strata 正在关闭。</translation>
+    </message>
+    <message>
+        <source>The download of {name} was cancelled.</source>
+        <translation>{name} 的下载已取消。</translation>
+    </message>
+    <message>
+        <source>The download of {name} was paused.</source>
+        <translation>{name} 的下载已暂停。</translation>
+    </message>
+    <message>
+        <source>Resume it on the Models page; it continues where it stopped.</source>
+        <translation>请在“模型”页面继续下载；它会从中断处接着下载。</translation>
+    </message>
+    <message>
+        <source>Cannot read {file}: {reason}.</source>
+        <translation>无法读取 {file}：{reason}。</translation>
+    </message>
+    <message>
+        <source>Choose a complete .gguf file.</source>
+        <translation>请选择一个完整的 .gguf 文件。</translation>
+    </message>
+    <message>
+        <source>{file} has no vocabulary.</source>
+        <translation>{file} 没有词表。</translation>
+    </message>
+    <message>
+        <source>Choose a language model in GGUF format.</source>
+        <translation>请选择 GGUF 格式的语言模型。</translation>
+    </message>
+    <message>
+        <source>The draft model {name} was not found.</source>
+        <translation>未找到草稿模型 {name}。</translation>
+    </message>
+    <message>
+        <source>Choose the draft model again.</source>
+        <translation>请重新选择草稿模型。</translation>
+    </message>
+    <message>
+        <source>{draft_tokenizer} tokenizer, {draft_size:,} tokens vs {tokenizer}, {size:,}</source>
+        <translation>{draft_tokenizer} 分词器，{draft_size:,} 个 tokens，对比 {tokenizer}，{size:,} 个</translation>
+    </message>
+    <message>
+        <source>the same number of tokens, but different ones</source>
+        <translation>tokens 数量相同，但内容不同</translation>
+    </message>
+    <message>
+        <source>{draft} cannot draft for {model}: its vocabulary differs ({what}).</source>
+        <translation>{draft} 无法为 {model} 做草稿模型：两者词表不同（{what}）。</translation>
+    </message>
+    <message>
+        <source>Pick a smaller model of the same family (same tokenizer), e.g. a 0.5B for a 7B.</source>
+        <translation>请选择同一系列（相同分词器）的较小模型，例如为 7B 模型选 0.5B 模型。</translation>
+    </message>
+    <message>
+        <source>Cannot read {file}: {reason}</source>
+        <translation>无法读取 {file}：{reason}</translation>
+    </message>
+    <message>
+        <source>Check the file exists and is readable.</source>
+        <translation>请检查该文件是否存在且可读。</translation>
+    </message>
+    <message>
+        <source>Only .gguf model files can be used; convert or download a GGUF version.</source>
+        <translation>只能使用 .gguf 模型文件；请转换或下载 GGUF 版本。</translation>
+    </message>
+    <message>
+        <source>{file} is not a GGUF file (it starts with {magic}, not b&apos;GGUF&apos;).</source>
+        <translation>{file} 不是 GGUF 文件（它以 {magic} 开头，而不是 b&apos;GGUF&apos;）。</translation>
+    </message>
+    <message>
+        <source>{file} is damaged or incomplete: {reason}</source>
+        <translation>{file} 已损坏或不完整：{reason}</translation>
+    </message>
+    <message>
+        <source>{file} is incomplete: {size} bytes of the {required} its header describes.</source>
+        <translation>{file} 不完整：只有 {size} 字节，而其文件头描述的是 {required} 字节。</translation>
+    </message>
+    <message>
+        <source>The download probably stopped; download the file again.</source>
+        <translation>下载可能中断了；请重新下载该文件。</translation>
+    </message>
+    <message>
+        <source>{file} is incomplete: it ends inside its header.</source>
+        <translation>{file} 不完整：文件在其文件头内就结束了。</translation>
+    </message>
+    <message>
+        <source>Not a GGUF file (it starts with {magic}, not b&apos;GGUF&apos;).</source>
+        <translation>不是 GGUF 文件（它以 {magic} 开头，而不是 b&apos;GGUF&apos;）。</translation>
+    </message>
+    <message>
+        <source>a string claims {size} bytes</source>
+        <translation>某个字符串声称有 {size} 字节</translation>
+    </message>
+    <message>
+        <source>The file is damaged or not a real model: download it again, or remove it from the models folder.</source>
+        <translation>该文件已损坏或不是真正的模型：请重新下载，或将其从模型文件夹中移除。</translation>
+    </message>
+    <message>
+        <source>Corrupt GGUF header: {what}.</source>
+        <translation>GGUF 文件头已损坏：{what}。</translation>
+    </message>
+    <message>
+        <source>The GGUF header is larger than {size} MB.</source>
+        <translation>GGUF 文件头大于 {size} MB。</translation>
+    </message>
+    <message>
+        <source>The GGUF header is larger than {size} bytes.</source>
+        <translation>GGUF 文件头大于 {size} 字节。</translation>
+    </message>
+    <message>
+        <source>a string is not valid UTF-8</source>
+        <translation>某个字符串不是有效的 UTF-8</translation>
+    </message>
+    <message>
+        <source>an array of arrays (llama.cpp does not load nested arrays)</source>
+        <translation>数组中嵌套了数组（llama.cpp 不加载嵌套数组）</translation>
+    </message>
+    <message>
+        <source>an array of unknown value type {type}</source>
+        <translation>数组的值类型 {type} 未知</translation>
+    </message>
+    <message>
+        <source>an array claims {count} items</source>
+        <translation>某个数组声称有 {count} 项</translation>
+    </message>
+    <message>
+        <source>unknown value type {type}</source>
+        <translation>未知的值类型 {type}</translation>
+    </message>
+    <message>
+        <source>{key} is {value}, not a count</source>
+        <translation>{key} 为 {value}，不是数量</translation>
+    </message>
+    <message>
+        <source>Unsupported GGUF version {version}.</source>
+        <translation>不支持的 GGUF 版本 {version}。</translation>
+    </message>
+    <message>
+        <source>Update Strata or use a newer conversion of the model.</source>
+        <translation>请更新 Strata，或使用该模型较新的转换版本。</translation>
+    </message>
+    <message>
+        <source>impossible tensor or key count ({tensors} tensors, {keys} keys)</source>
+        <translation>张量或键的数量不可能成立（{tensors} 个张量，{keys} 个键）</translation>
+    </message>
+    <message>
+        <source>the key {key} appears twice</source>
+        <translation>键 {key} 出现了两次</translation>
+    </message>
+    <message>
+        <source>tensor {name} has {count} dimensions</source>
+        <translation>张量 {name} 有 {count} 个维度</translation>
+    </message>
+    <message>
+        <source>alignment {value}</source>
+        <translation>对齐值 {value}</translation>
+    </message>
+    <message>
+        <source>{file} is not a GGUF file (it is too short).</source>
+        <translation>{file} 不是 GGUF 文件（文件太短）。</translation>
+    </message>
+    <message>
+        <source>Only .gguf model files can be used.</source>
+        <translation>只能使用 .gguf 模型文件。</translation>
+    </message>
+    <message>
+        <source>{file}: {reason}</source>
+        <translation>{file}：{reason}</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} sent something that is not a search result.</source>
+        <translation>位于 {endpoint} 的 Hugging Face 返回的内容不是搜索结果。</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} sent an unexpected search answer.</source>
+        <translation>位于 {endpoint} 的 Hugging Face 返回了意外的搜索结果。</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} described the files of {repo} in a way Strata cannot read.</source>
+        <translation>位于 {endpoint} 的 Hugging Face 对 {repo} 文件的描述方式 Strata 无法读取。</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} sent something that is not a model&apos;s details for {repo}.</source>
+        <translation>位于 {endpoint} 的 Hugging Face 返回的内容不是 {repo} 的模型详情。</translation>
+    </message>
+    <message>
+        <source>The access token is empty.</source>
+        <translation>访问令牌为空。</translation>
+    </message>
+    <message>
+        <source>Paste a token from your hub account settings.</source>
+        <translation>请从你的 Hugging Face 账户设置中粘贴一个令牌。</translation>
+    </message>
+    <message>
+        <source>The hub endpoint (or mirror) sent a name that could write outside the hub cache; check the hub endpoint in Settings.</source>
+        <translation>hub 端点（或镜像）发来的名称可能会写到 hub 缓存之外；请在设置中检查 hub 端点。</translation>
+    </message>
+    <message>
+        <source>The hub at {endpoint} sent an unsafe {what} ({value}); Strata did not use it.</source>
+        <translation>位于 {endpoint} 的 Hugging Face 发来了不安全的 {what}（{value}）；Strata 未使用它。</translation>
+    </message>
+    <message>
+        <source>The hub sent an unsafe {what} ({value}); Strata did not use it.</source>
+        <translation>Hugging Face 发来了不安全的 {what}（{value}）；Strata 未使用它。</translation>
+    </message>
+    <message>
+        <source>{repo} is not a valid repository id.</source>
+        <translation>{repo} 不是有效的仓库 ID。</translation>
+    </message>
+    <message>
+        <source>Repository ids look like org/name (letters, digits, &apos;-&apos;, &apos;_&apos;, &apos;.&apos;).</source>
+        <translation>仓库 ID 的形式为 org/name（字母、数字、&apos;-&apos;、&apos;_&apos;、&apos;.&apos;）。</translation>
+    </message>
+    <message>
+        <source>{label} is too short to be a safetensors file.</source>
+        <translation>{label} 太短，不可能是 safetensors 文件。</translation>
+    </message>
+    <message>
+        <source>{label} does not look like a safetensors file.</source>
+        <translation>{label} 看起来不像 safetensors 文件。</translation>
+    </message>
+    <message>
+        <source>The safetensors header of {label} is corrupt.</source>
+        <translation>{label} 的 safetensors 文件头已损坏。</translation>
+    </message>
+    <message>
+        <source>The safetensors header of {label} is not a table of tensors.</source>
+        <translation>{label} 的 safetensors 文件头不是张量表。</translation>
+    </message>
+    <message>
+        <source>The server at {where} sent a compressed part of {label}.</source>
+        <translation>位于 {where} 的服务器发来了 {label} 的压缩片段。</translation>
+    </message>
+    <message>
+        <source>A proxy may be altering the traffic; try again or check the hub endpoint in Settings.</source>
+        <translation>可能有代理在篡改流量；请重试，或在设置中检查 hub 端点。</translation>
+    </message>
+    <message>
+        <source>The server at {where} did not send the part of {label} Strata asked for ({length} bytes instead of at most {cap}).</source>
+        <translation>位于 {where} 的服务器没有发送 Strata 请求的 {label} 片段（发来 {length} 字节，而非至多 {cap} 字节）。</translation>
+    </message>
+    <message>
+        <source>The server at {where} did not send the part of {label} Strata asked for (no bytes instead of at most {cap}).</source>
+        <translation>位于 {where} 的服务器没有发送 Strata 请求的 {label} 片段（未给出字节数，而非至多 {cap} 字节）。</translation>
+    </message>
+    <message>
+        <source>The hub endpoint must support ranged requests; check it in Settings.</source>
+        <translation>hub 端点必须支持范围请求；请在设置中检查。</translation>
+    </message>
+    <message>
+        <source>The server sent the wrong part of {label}.</source>
+        <translation>服务器发来了 {label} 的错误片段。</translation>
+    </message>
+    <message>
+        <source>Try again; a proxy may be interfering.</source>
+        <translation>请重试；可能有代理在干扰。</translation>
+    </message>
+    <message>
+        <source>{label} ends inside its GGUF header.</source>
+        <translation>{label} 在其 GGUF 文件头内就结束了。</translation>
+    </message>
+    <message>
+        <source>The file on the hub is incomplete or not a model.</source>
+        <translation>Hugging Face 上的该文件不完整或不是模型。</translation>
+    </message>
+    <message>
+        <source>The GGUF header of {label} is larger than {size} MB.</source>
+        <translation>{label} 的 GGUF 文件头大于 {size} MB。</translation>
+    </message>
+    <message>
+        <source>Could not read the model header: {reason}</source>
+        <translation>无法读取模型文件头：{reason}</translation>
+    </message>
+    <message>
+        <source>Turn off offline mode in Settings to search and download; the library still works.</source>
+        <translation>请在设置中关闭离线模式以搜索和下载；模型库仍可使用。</translation>
+    </message>
+    <message>
+        <source>Strata is in offline mode.</source>
+        <translation>Strata 处于离线模式。</translation>
+    </message>
+    <message>
+        <source>This repository has no GGUF files.</source>
+        <translation>此仓库没有 GGUF 文件。</translation>
+    </message>
+    <message>
+        <source>This repository has no single-file image model.</source>
+        <translation>此仓库没有单文件图像模型。</translation>
+    </message>
+    <message>
+        <source>{file} is not an image model stable-diffusion.cpp recognises.</source>
+        <translation>{file} 不是 stable-diffusion.cpp 能识别的图像模型。</translation>
+    </message>
+    <message>
+        <source>{fit}, not counting the missing parts</source>
+        <translation>{fit}（未计入缺失的部分）</translation>
+    </message>
+    <message>
+        <source>The starter model list is damaged; reinstall Strata.</source>
+        <translation>入门模型列表已损坏；请重新安装 Strata。</translation>
+    </message>
+    <message>
+        <source>Reinstall Strata.</source>
+        <translation>请重新安装 Strata。</translation>
+    </message>
+    <message>
+        <source>{where}: &apos;{key}&apos; is missing or not a {kind}.</source>
+        <translation>{where}：&apos;{key}&apos; 缺失或不是 {kind}。</translation>
+    </message>
+    <message>
+        <source>{where}: &apos;{key}&apos; must be positive.</source>
+        <translation>{where}：&apos;{key}&apos; 必须为正数。</translation>
+    </message>
+    <message>
+        <source>{origin} is not a version {version} starter model list.</source>
+        <translation>{origin} 不是第 {version} 版的入门模型列表。</translation>
+    </message>
+    <message>
+        <source>{origin}, entry {number}</source>
+        <translation>{origin} 第 {number} 项</translation>
+    </message>
+    <message>
+        <source>{where} is not an object.</source>
+        <translation>{where} 不是对象。</translation>
+    </message>
+    <message>
+        <source>{where}: &apos;shape&apos; is missing.</source>
+        <translation>{where}：缺少 &apos;shape&apos;。</translation>
+    </message>
+    <message>
+        <source>{where} shape</source>
+        <translation>{where} 的 shape</translation>
+    </message>
+    <message>
+        <source>{where}: &apos;{file}&apos; is not a GGUF file.</source>
+        <translation>{where}：&apos;{file}&apos; 不是 GGUF 文件。</translation>
+    </message>
+    <message>
+        <source>{where}: repo &apos;{repo}&apos; is not owner/name.</source>
+        <translation>{where}：仓库 &apos;{repo}&apos; 不是 owner/name 的形式。</translation>
+    </message>
+    <message>
+        <source>{where}: the id &apos;{id}&apos; appears twice.</source>
+        <translation>{where}：ID &apos;{id}&apos; 出现了两次。</translation>
+    </message>
+    <message>
+        <source>{origin} lists no models.</source>
+        <translation>{origin} 中没有列出任何模型。</translation>
+    </message>
+    <message>
+        <source>Could not read the starter model list {path}: {reason}</source>
+        <translation>无法读取入门模型列表 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>{file} is not valid JSON (line {line}).</source>
+        <translation>{file} 不是有效的 JSON（第 {line} 行）。</translation>
+    </message>
+    <message>
+        <source>Lending this computer needs the engine pool.</source>
+        <translation>出借本机需要引擎池。</translation>
+    </message>
+    <message>
+        <source>No installed engine ships an RPC server.</source>
+        <translation>已安装的引擎都不带 RPC 服务器。</translation>
+    </message>
+    <message>
+        <source>Install a Vulkan or ROCm engine that includes rpc-server.</source>
+        <translation>请安装包含 rpc-server 的 Vulkan 或 ROCm 引擎。</translation>
+    </message>
+    <message>
+        <source>&apos;{address}&apos; is not a worker address.</source>
+        <translation>“{address}”不是工作节点地址。</translation>
+    </message>
+    <message>
+        <source>Use host:port, e.g. 192.168.1.30:50052.</source>
+        <translation>请使用 host:port 格式，例如 192.168.1.30:50052。</translation>
+    </message>
+    <message>
+        <source>The MCP configuration</source>
+        <translation>MCP 配置</translation>
+    </message>
+    <message>
+        <source>the MCP configuration</source>
+        <translation>MCP 配置</translation>
+    </message>
+    <message>
+        <source>the file {path}</source>
+        <translation>文件 {path}</translation>
+    </message>
+    <message>
+        <source>the pasted configuration</source>
+        <translation>粘贴的配置</translation>
+    </message>
+    <message>
+        <source>{source} is not valid JSON (line {line}, column {column}: {reason}).</source>
+        <translation>{source}不是有效的 JSON（第 {line} 行，第 {column} 列：{reason}）。</translation>
+    </message>
+    <message>
+        <source>Check for a missing comma or quote, or a trailing comma; comments are not allowed in JSON.</source>
+        <translation>请检查是否缺少逗号或引号，或有多余的结尾逗号；JSON 中不允许注释。</translation>
+    </message>
+    <message>
+        <source>The file {path}</source>
+        <translation>文件 {path}</translation>
+    </message>
+    <message>
+        <source>The MCP configuration file {path} does not exist.</source>
+        <translation>MCP 配置文件 {path} 不存在。</translation>
+    </message>
+    <message>
+        <source>The MCP configuration file {path} cannot be read.</source>
+        <translation>无法读取 MCP 配置文件 {path}。</translation>
+    </message>
+    <message>
+        <source>Check that it is a UTF-8 text file you may read.</source>
+        <translation>请确认它是你有权读取的 UTF-8 文本文件。</translation>
+    </message>
+    <message>
+        <source>Expected {&quot;mcpServers&quot;: {&quot;name&quot;: {&quot;command&quot;: ..., &quot;args&quot;: [...]}}} or {&quot;name&quot;: {&quot;url&quot;: ...}}.</source>
+        <translation>应为 {&quot;mcpServers&quot;: {&quot;name&quot;: {&quot;command&quot;: ..., &quot;args&quot;: [...]}}} 或 {&quot;name&quot;: {&quot;url&quot;: ...}} 的形式。</translation>
+    </message>
+    <message>
+        <source>{source} is not an MCP server configuration.</source>
+        <translation>{source}不是 MCP 服务器配置。</translation>
+    </message>
+    <message>
+        <source>{source} has no &quot;mcpServers&quot; section.</source>
+        <translation>{source}中没有 &quot;mcpServers&quot; 部分。</translation>
+    </message>
+    <message>
+        <source>In {source}, &quot;mcpServers&quot; is not an object of named servers.</source>
+        <translation>在{source}中，&quot;mcpServers&quot; 不是由具名服务器组成的对象。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; is not an object.</source>
+        <translation>工具服务器“{name}”不是一个对象。</translation>
+    </message>
+    <message>
+        <source>Give it &quot;command&quot; (a local server) or &quot;url&quot; (a remote one).</source>
+        <translation>请为其设置 &quot;command&quot;（本地服务器）或 &quot;url&quot;（远程服务器）。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; uses &quot;envFile&quot;, which Strata does not read.</source>
+        <translation>工具服务器“{name}”使用了 &quot;envFile&quot;，Strata 不读取该项。</translation>
+    </message>
+    <message>
+        <source>Copy the variables into &quot;env&quot; instead.</source>
+        <translation>请改为将这些变量复制到 &quot;env&quot; 中。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has no &quot;command&quot;.</source>
+        <translation>工具服务器“{name}”没有 &quot;command&quot;。</translation>
+    </message>
+    <message>
+        <source>A local server needs &quot;command&quot;, e.g. &quot;npx&quot; or &quot;uvx&quot;.</source>
+        <translation>本地服务器需要 &quot;command&quot;，例如 &quot;npx&quot; 或 &quot;uvx&quot;。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has &quot;args&quot; that is not a list.</source>
+        <translation>工具服务器“{name}”的 &quot;args&quot; 不是列表。</translation>
+    </message>
+    <message>
+        <source>Write the arguments as [&quot;arg1&quot;, &quot;arg2&quot;].</source>
+        <translation>请将参数写成 [&quot;arg1&quot;, &quot;arg2&quot;] 的形式。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has a &quot;cwd&quot; that is not a folder path.</source>
+        <translation>工具服务器“{name}”的 &quot;cwd&quot; 不是文件夹路径。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has no &quot;url&quot;.</source>
+        <translation>工具服务器“{name}”没有 &quot;url&quot;。</translation>
+    </message>
+    <message>
+        <source>A remote server needs &quot;url&quot;, e.g. &quot;https://example.com/mcp&quot;.</source>
+        <translation>远程服务器需要 &quot;url&quot;，例如 &quot;https://example.com/mcp&quot;。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has the address &apos;{url}&apos;, which is not an http(s) URL.</source>
+        <translation>工具服务器“{name}”的地址“{url}”不是 http(s) URL。</translation>
+    </message>
+    <message>
+        <source>Use the form https://host/path.</source>
+        <translation>请使用 https://host/path 的形式。</translation>
+    </message>
+    <message>
+        <source>A tool server has no name.</source>
+        <translation>有一个工具服务器没有名称。</translation>
+    </message>
+    <message>
+        <source>Give every server a name.</source>
+        <translation>请为每个服务器取一个名称。</translation>
+    </message>
+    <message>
+        <source>The tool server name &apos;{name}&apos; is too long or has control characters.</source>
+        <translation>工具服务器名称“{name}”过长或包含控制字符。</translation>
+    </message>
+    <message>
+        <source>Use a short name (at most {count} characters).</source>
+        <translation>请使用较短的名称（最多 {count} 个字符）。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has both &quot;command&quot; and &quot;url&quot;.</source>
+        <translation>工具服务器“{name}”同时有 &quot;command&quot; 和 &quot;url&quot;。</translation>
+    </message>
+    <message>
+        <source>Keep the one this server uses.</source>
+        <translation>请只保留该服务器实际使用的那一项。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has neither &quot;command&quot; nor &quot;url&quot;.</source>
+        <translation>工具服务器“{name}”既没有 &quot;command&quot; 也没有 &quot;url&quot;。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has a transport type that is not text.</source>
+        <translation>工具服务器“{name}”的传输类型不是文本。</translation>
+    </message>
+    <message>
+        <source>Use &quot;stdio&quot; or &quot;http&quot;.</source>
+        <translation>请使用 &quot;stdio&quot; 或 &quot;http&quot;。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; uses the older HTTP+SSE transport, which Strata does not speak.</source>
+        <translation>工具服务器“{name}”使用的是较旧的 HTTP+SSE 传输方式，Strata 不支持。</translation>
+    </message>
+    <message>
+        <source>Use the server&apos;s streamable-HTTP address instead (often the same host, ending in /mcp).</source>
+        <translation>请改用该服务器的 streamable-HTTP 地址（通常是同一主机，以 /mcp 结尾）。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has the unknown transport type &apos;{transport}&apos;.</source>
+        <translation>工具服务器“{name}”的传输类型“{transport}”未知。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has a value in &quot;{field}&quot; that is not text.</source>
+        <translation>工具服务器“{name}”的 &quot;{field}&quot; 中有一个值不是文本。</translation>
+    </message>
+    <message>
+        <source>Write every value in &quot;{field}&quot; as a string.</source>
+        <translation>请将 &quot;{field}&quot; 中的每个值都写成字符串。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has &quot;{field}&quot; that is not an object.</source>
+        <translation>工具服务器“{name}”的 &quot;{field}&quot; 不是对象。</translation>
+    </message>
+    <message>
+        <source>Write &quot;{field}&quot; as {{&quot;NAME&quot;: &quot;value&quot;}}.</source>
+        <translation>请将 &quot;{field}&quot; 写成 {{&quot;NAME&quot;: &quot;value&quot;}} 的形式。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has an empty name in &quot;{field}&quot;.</source>
+        <translation>工具服务器“{name}”的 &quot;{field}&quot; 中有一个空名称。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has &quot;{field}&quot; that is not true or false.</source>
+        <translation>工具服务器“{name}”的 &quot;{field}&quot; 不是 true 或 false。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; has a &quot;timeout&quot; that is not a positive number of seconds.</source>
+        <translation>工具服务器“{name}”的 &quot;timeout&quot; 不是正的秒数。</translation>
+    </message>
+    <message>
+        <source>There is no tool named &apos;{name}&apos;.</source>
+        <translation>没有名为“{name}”的工具。</translation>
+    </message>
+    <message>
+        <source>The model asked for a tool that none of the enabled tool servers offers.</source>
+        <translation>模型请求的工具不由任何已启用的工具服务器提供。</translation>
+    </message>
+    <message>
+        <source>Two tool servers are named &apos;{name}&apos;.</source>
+        <translation>有两个工具服务器都名为“{name}”。</translation>
+    </message>
+    <message>
+        <source>Give each server its own name.</source>
+        <translation>请为每个服务器取不同的名称。</translation>
+    </message>
+    <message>
+        <source>There is no tool server named &apos;{name}&apos;.</source>
+        <translation>没有名为“{name}”的工具服务器。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; is turned off.</source>
+        <translation>工具服务器“{name}”已关闭。</translation>
+    </message>
+    <message>
+        <source>Turn it on in the tool settings.</source>
+        <translation>请在工具设置中将其开启。</translation>
+    </message>
+    <message>
+        <source>The working folder of the tool server &apos;{name}&apos; does not exist: {path}</source>
+        <translation>工具服务器“{name}”的工作文件夹不存在：{path}</translation>
+    </message>
+    <message>
+        <source>Fix its &quot;cwd&quot; or remove it.</source>
+        <translation>请修正其 &quot;cwd&quot;，或将其删除。</translation>
+    </message>
+    <message>
+        <source>The program &apos;{program}&apos; of the tool server &apos;{name}&apos; was not found.</source>
+        <translation>找不到工具服务器“{name}”的程序“{program}”。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; did not answer within {seconds:.0f} s of starting.</source>
+        <translation>工具服务器“{name}”启动后 {seconds:.0f} 秒内没有响应。</translation>
+    </message>
+    <message>
+        <source>Check its command; the server may be waiting for input.</source>
+        <translation>请检查其命令；该服务器可能正在等待输入。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; stopped while starting: {last}</source>
+        <translation>工具服务器“{name}”在启动过程中停止了：{last}</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; stopped while starting.</source>
+        <translation>工具服务器“{name}”在启动过程中停止了。</translation>
+    </message>
+    <message>
+        <source>Check its command and arguments; run it in a terminal to see why.</source>
+        <translation>请检查其命令和参数；在终端中运行它可查看原因。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; refused the connection (HTTP {status}).</source>
+        <translation>工具服务器“{name}”拒绝了连接（HTTP {status}）。</translation>
+    </message>
+    <message>
+        <source>Check its headers (an API key or token may be missing or wrong).</source>
+        <translation>请检查其请求头（可能缺少 API 密钥或令牌，或其有误）。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; answered HTTP {status}.</source>
+        <translation>工具服务器“{name}”返回了 HTTP {status}。</translation>
+    </message>
+    <message>
+        <source>Check that the address is the server&apos;s MCP endpoint (often ending in /mcp).</source>
+        <translation>请确认该地址是服务器的 MCP 端点（通常以 /mcp 结尾）。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; did not answer within {seconds:.0f} s.</source>
+        <translation>工具服务器“{name}”在 {seconds:.0f} 秒内没有响应。</translation>
+    </message>
+    <message>
+        <source>Check the address and your network.</source>
+        <translation>请检查地址和网络连接。</translation>
+    </message>
+    <message>
+        <source>Could not reach the tool server &apos;{name}&apos; at {address}.</source>
+        <translation>无法连接位于 {address} 的工具服务器“{name}”。</translation>
+    </message>
+    <message>
+        <source>The tool server &apos;{name}&apos; could not list its tools.</source>
+        <translation>工具服务器“{name}”无法列出其工具。</translation>
+    </message>
+    <message>
+        <source>It may have stopped; the next try starts it again.</source>
+        <translation>它可能已停止；下次尝试时会重新启动它。</translation>
+    </message>
+    <message>
+        <source>Install Node.js (it brings npx), or give the full path of the program.</source>
+        <translation>请安装 Node.js（它自带 npx），或填写程序的完整路径。</translation>
+    </message>
+    <message>
+        <source>Install uv (https://docs.astral.sh/uv/), or give the full path of the program.</source>
+        <translation>请安装 uv（https://docs.astral.sh/uv/），或填写程序的完整路径。</translation>
+    </message>
+    <message>
+        <source>Install {program}, or give the full path of the program.</source>
+        <translation>请安装 {program}，或填写程序的完整路径。</translation>
+    </message>
+    <message>
+        <source>Install it, or give the full path of the program in the server&apos;s settings.</source>
+        <translation>请安装该程序，或在服务器设置中填写程序的完整路径。</translation>
     </message>
 </context>
 <context>

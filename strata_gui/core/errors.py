@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
+
 
 class StrataError(Exception):
     """Base of every error Strata shows to a user.
@@ -231,19 +233,25 @@ def network_error(exc: BaseException) -> NetworkError | None:
         return None
     details = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, httpx.TimeoutException):
-        return NetworkError("A server did not answer in time.", hint="Check your network or proxy and try again.",
+        return NetworkError(QT_TRANSLATE_NOOP("Core", "A server did not answer in time."),
+                            hint=QT_TRANSLATE_NOOP("Core", "Check your network or proxy and try again."),
                             details=details)
     if isinstance(exc, httpx.TooManyRedirects):
-        return NetworkError("A server sent Strata round in a loop of redirects.",
-                            hint="The server is misconfigured; try again later.", details=details)
+        return NetworkError(QT_TRANSLATE_NOOP("Core", "A server sent Strata round in a loop of redirects."),
+                            hint=QT_TRANSLATE_NOOP("Core", "The server is misconfigured; try again later."),
+                            details=details)
     if isinstance(exc, httpx.DecodingError):
-        return NetworkError("A server sent an answer Strata could not decode.",
-                            hint="A proxy may be altering the traffic; try again later or from another network.",
+        return NetworkError(QT_TRANSLATE_NOOP("Core", "A server sent an answer Strata could not decode."),
+                            hint=QT_TRANSLATE_NOOP("Core", "A proxy may be altering the traffic; try again later or "
+                                                           "from another network."),
                             details=details)
     if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
-        return NetworkError("A server sent Strata to an address it cannot use.",
-                            hint="Check the endpoint in Settings; the server may be misconfigured.", details=details)
-    return NetworkError("A network request failed.", hint="Check your network or proxy and try again.",
+        return NetworkError(QT_TRANSLATE_NOOP("Core", "A server sent Strata to an address it cannot use."),
+                            hint=QT_TRANSLATE_NOOP("Core", "Check the endpoint in Settings; the server may be "
+                                                           "misconfigured."),
+                            details=details)
+    return NetworkError(QT_TRANSLATE_NOOP("Core", "A network request failed."),
+                        hint=QT_TRANSLATE_NOOP("Core", "Check your network or proxy and try again."),
                         details=details)
 
 

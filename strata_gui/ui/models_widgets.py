@@ -23,6 +23,7 @@ from strata_gui.core.models import (
     format_params,
 )
 from strata_gui.core.progress import Progress, format_bytes
+from strata_gui.ui.i18n import core_text
 
 VERDICT_COLORS = {
     Verdict.FULL_GPU: "#15803d",
@@ -131,7 +132,7 @@ class DownloadRow(QFrame):
             DownloadState.QUEUED: self.tr("Waiting in the queue · %1").replace("%1", format_bytes(self.job.total)),
             DownloadState.DOWNLOADING: self.tr("Starting…"),
             DownloadState.PAUSED: self.tr("Paused · resumes where it stopped"),
-            DownloadState.FAILED: self.tr("Failed: %1").replace("%1", error),
+            DownloadState.FAILED: self.tr("Failed: %1").replace("%1", core_text(error)),
             DownloadState.DONE: self.tr("Done · in the library"),
         }
         self.status.setText(texts.get(state, ""))

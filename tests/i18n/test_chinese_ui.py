@@ -536,3 +536,25 @@ def test_chat_errors_read_in_chinese(qapp: QApplication, chinese: str, test_engi
     with pytest.raises(ChatError) as schema:
         load_schema("[1, 2]")
     assert error_text(schema.value) == 'schema 必须是 JSON 对象。\n请把 schema 写成 JSON 对象，例如 {"type": "object"}。'
+
+
+def test_model_file_and_network_errors_read_in_chinese(chinese: str, tmp_path) -> None:
+    """A file that is no GGUF model and a server that does not answer, as the Models page shows them."""
+    import httpx
+
+    from strata_gui.core.errors import StrataError, network_error
+    from strata_gui.core.models.gguf_meta import read_local
+    from strata_gui.ui.i18n import error_text
+
+    fake = tmp_path / "notes.gguf"
+    fake.write_bytes(b"PK\x03\x04" + bytes(64))
+    with pytest.raises(StrataError) as info:
+        read_local(fake)
+    english = info.value.message
+    assert "is not a GGUF file (it starts with b'PK\\x03\\x04', not b'GGUF')" in english
+    shown = error_text(info.value)
+    assert "不是 GGUF 文件（它以 b'PK\\x03\\x04' 开头，而不是 b'GGUF'）" in shown and "is not" not in shown
+    slow = network_error(httpx.ReadTimeout("timed out"))
+    assert slow is not None and slow.user_text() == ("A server did not answer in time.\n"
+                                                     "Check your network or proxy and try again.")
+    assert error_text(slow) == "服务器未能及时响应。\n请检查网络或代理，然后重试。"

@@ -16,6 +16,7 @@ from typing import Any
 
 from strata_gui.core.errors import EngineCatalogError
 from strata_gui.core.runtime.kinds import INSTALLABLE, TEXT, EngineKind
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 SCHEMA_VERSION = 1
 BACKENDS = ("rocm", "vulkan", "cpu")
@@ -209,7 +210,8 @@ class EngineCatalog:
         for s in self.sources:
             if s.id == source_id:
                 return s
-        raise EngineCatalogError(f"The engine catalog has no source '{source_id}'.")
+        raise EngineCatalogError(T(QT_TRANSLATE_NOOP("Core", "The engine catalog has no source '{source}'."),
+                                   source=source_id))
 
     def tuning_for(self, gfx: str, revision: str) -> TuningEntry | None:
         for t in self.tuning_tables:
@@ -231,12 +233,14 @@ def load_catalog(path: Path | None = None) -> EngineCatalog:
         raw = json.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise EngineCatalogError(
-            f"The engine catalog {p} could not be read: {exc.strerror or exc}",
-            hint="Reinstall Strata; the catalog ships with it.",
+            T(QT_TRANSLATE_NOOP("Core", "The engine catalog {path} could not be read: {reason}"), path=str(p),
+              reason=str(exc.strerror or exc)),
+            hint=QT_TRANSLATE_NOOP("Core", "Reinstall Strata; the catalog ships with it."),
         ) from exc
     except ValueError as exc:
-        raise EngineCatalogError(f"The engine catalog {p} is not valid JSON: {exc}",
-                                 hint="Reinstall Strata or fix the file.") from exc
+        raise EngineCatalogError(T(QT_TRANSLATE_NOOP("Core", "The engine catalog {path} is not valid JSON: {error}"),
+                                   path=str(p), error=str(exc)),
+                                 hint=QT_TRANSLATE_NOOP("Core", "Reinstall Strata or fix the file.")) from exc
     return parse_catalog(raw, origin=str(p))
 
 
@@ -247,8 +251,10 @@ class _Reader:
         self.origin = origin
 
     def fail(self, where: str, what: str) -> EngineCatalogError:
-        return EngineCatalogError(f"Engine catalog {self.origin}: {where}: {what}",
-                                  hint="The catalog is data shipped with Strata; fix or reinstall it.")
+        return EngineCatalogError(T(QT_TRANSLATE_NOOP("Core", "Engine catalog {origin}: {where}: {problem}"),
+                                    origin=self.origin, where=where, problem=what),
+                                  hint=QT_TRANSLATE_NOOP("Core", "The catalog is data shipped with Strata; fix or "
+                                                                 "reinstall it."))
 
     def obj(self, v: Any, where: str) -> dict[str, Any]:
         if not isinstance(v, dict):

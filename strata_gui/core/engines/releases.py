@@ -14,6 +14,7 @@ import httpx
 
 from strata_gui.core.engines.records import Release, ReleaseAsset, ReleaseListing
 from strata_gui.core.errors import EngineDownloadError, RateLimitedError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +58,13 @@ def load_releases_file(path: Path) -> tuple[str, tuple[Release, ...]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise EngineCatalogError(f"Could not read release JSON {path}: {exc}") from exc
+        raise EngineCatalogError(T(QT_TRANSLATE_NOOP("Core", "Could not read release JSON {path}: {error}"),
+                                   path=str(path), error=str(exc))) from exc
     repo = _repo_from_json(data)
     if repo is None:
-        raise EngineCatalogError(f"{path} does not look like GitHub release JSON (no asset URLs).",
-                                 hint="Save the output of GET /repos/OWNER/NAME/releases.")
+        raise EngineCatalogError(T(QT_TRANSLATE_NOOP("Core", "{path} does not look like GitHub release JSON (no asset "
+                                                             "URLs)."), path=str(path)),
+                                 hint=QT_TRANSLATE_NOOP("Core", "Save the output of GET /repos/OWNER/NAME/releases."))
     try:
         return repo, parse_releases(data, repo)
     except ValueError as exc:
@@ -144,8 +147,9 @@ class ReleaseClient:
         cached = self._read_cache(repo)
         if cached is None:
             raise EngineDownloadError(
-                f"Could not list the releases of {repo}: {why}",
-                hint="Connect to the internet (or turn off offline mode) once; the listing is then cached.",
+                T(QT_TRANSLATE_NOOP("Core", "Could not list the releases of {repo}: {reason}"), repo=repo, reason=why),
+                hint=QT_TRANSLATE_NOOP("Core", "Connect to the internet (or turn off offline mode) once; the listing "
+                                               "is then cached."),
             )
         fetched = float(cached.get("fetched_at", 0.0))
         when = datetime.fromtimestamp(fetched).strftime("%Y-%m-%d %H:%M") if fetched else "an earlier run"
@@ -156,7 +160,8 @@ class ReleaseClient:
         try:
             releases = parse_releases(data, repo)
         except ValueError as exc:
-            raise EngineDownloadError(f"{repo}: the release listing is not understood ({exc}).") from exc
+            raise EngineDownloadError(T(QT_TRANSLATE_NOOP("Core", "{repo}: the release listing is not understood "
+                                                                  "({error})."), repo=repo, error=str(exc))) from exc
         return tuple(
             Release(r.repo, r.tag, r.published_at, r.prerelease,
                     tuple(ReleaseAsset(a.name, a.size, self.rewrite_url(a.download_url), a.digest) for a in r.assets),
@@ -167,7 +172,7 @@ class ReleaseClient:
     async def list_releases(self, repo: str, per_page: int = 30) -> ReleaseListing:
         """The newest releases of ``owner/name``; from the cache when offline or unreachable."""
         if self.offline:
-            return self._from_cache(repo, "offline mode is on")
+            return self._from_cache(repo, QT_TRANSLATE_NOOP("Core", "offline mode is on"))
         cached = self._read_cache(repo)
         headers = {"Accept": "application/vnd.github+json"}
         if cached and cached.get("etag"):
@@ -177,7 +182,8 @@ class ReleaseClient:
             resp = await self._http.get(url, params={"per_page": per_page}, headers=headers)
         except httpx.RequestError as exc:  # also a redirect loop or a body in a bad encoding
             log.info("release listing of %s failed: %r", repo, exc)
-            return self._from_cache(repo, f"could not reach {httpx.URL(url).host}")
+            return self._from_cache(repo, T(QT_TRANSLATE_NOOP("Core", "could not reach {host}"),
+                                            host=httpx.URL(url).host))
         if resp.status_code == 304 and cached is not None:
             self._write_cache(repo, cached.get("etag"), cached["data"])
             return ReleaseListing(repo, self._parse(cached["data"], repo), cached=False, fetched_at=self._clock())
@@ -187,14 +193,16 @@ class ReleaseClient:
             raise self._rate_limited(resp, repo)
         if resp.status_code != 200:
             raise EngineDownloadError(
-                f"GitHub answered {resp.status_code} for the releases of {repo}.",
-                hint="Check the API address in Settings, or try again later.",
+                T(QT_TRANSLATE_NOOP("Core", "GitHub answered {status} for the releases of {repo}."),
+                  status=resp.status_code, repo=repo),
+                hint=QT_TRANSLATE_NOOP("Core", "Check the API address in Settings, or try again later."),
                 details=resp.text[:2000],
             )
         try:
             data = resp.json()
         except ValueError as exc:
-            raise EngineDownloadError(f"{repo}: the release listing is not JSON.", details=resp.text[:2000]) from exc
+            raise EngineDownloadError(T(QT_TRANSLATE_NOOP("Core", "{repo}: the release listing is not JSON."), repo=repo),
+                                      details=resp.text[:2000]) from exc
         releases = self._parse(data, repo)
         self._write_cache(repo, resp.headers.get("etag"), data)
         return ReleaseListing(repo, releases, cached=False, fetched_at=self._clock())
@@ -209,9 +217,11 @@ class ReleaseClient:
             when = self._clock() + float(retry_after)
         if when is not None:
             hhmm = datetime.fromtimestamp(when).strftime("%H:%M")
-            msg = f"GitHub's request limit is used up; try again after {hhmm}."
+            msg: str = T(QT_TRANSLATE_NOOP("Core", "GitHub's request limit is used up; try again after {time}."),
+                         time=hhmm)
         else:
-            msg = "GitHub's request limit is used up; try again in an hour."
-        return RateLimitedError(msg, hint="Unauthenticated clients get 60 requests per hour. "
-                                "Cached listings are still used when offline mode is on.",
+            msg = QT_TRANSLATE_NOOP("Core", "GitHub's request limit is used up; try again in an hour.")
+        return RateLimitedError(msg, hint=QT_TRANSLATE_NOOP("Core", "Unauthenticated clients get 60 requests per hour. "
+                                                                    "Cached listings are still used when offline mode "
+                                                                    "is on."),
                                 details=f"{repo}: HTTP {resp.status_code}")

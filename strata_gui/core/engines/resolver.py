@@ -333,8 +333,10 @@ class EngineResolver:
         engine = await self.engines.local_engine(folder, None, gpu, kind=kind)
         result = await self.engines.probe(engine, gpu)
         if not result.usable and (need_device or result.verdict == "failed"):
-            raise EngineError(f"The engine in {folder} does not work here: {result.message}.",
-                              hint="Choose another build, or leave the engine to Strata.", details=result.details)
+            raise EngineError(T(QT_TRANSLATE_NOOP("Core", "The engine in {folder} does not work here: {reason}."),
+                                folder=str(folder), reason=result.message),
+                              hint=QT_TRANSLATE_NOOP("Core", "Choose another build, or leave the engine to Strata."),
+                              details=result.details)
         self.one_off = [e for e in self.one_off if e.id != engine.id] + [engine]
         self._changed(f"engine folder {folder}")
         return self._spec(engine, self._one_off_reason(len(self.one_off) - 1), result, kind)

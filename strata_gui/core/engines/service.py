@@ -309,7 +309,8 @@ class EngineService:
         for e in self.installed():
             if e.id == engine_id:
                 return e
-        raise EngineError(f"No engine '{engine_id}' is installed.", hint="See `strata engines list`.")
+        raise EngineError(T(QT_TRANSLATE_NOOP("Core", "No engine '{engine}' is installed."), engine=engine_id),
+                          hint=QT_TRANSLATE_NOOP("Core", "See `strata engines list`."))
 
     def display_name(self, engine: InstalledEngine) -> str:
         """What people read for an installed build: where it came from ("llama.cpp official builds",
@@ -388,9 +389,10 @@ class EngineService:
             free = self._disk_free(folder)
             if free < need + SPACE_MARGIN:
                 raise InsufficientSpaceError(
-                    f"Not enough disk space for {cand.asset.name}: it needs about {format_bytes(need)}, "
-                    f"{folder} has {format_bytes(free)} free.",
-                    hint="Free some space, or choose another engines folder in Settings.")
+                    T(QT_TRANSLATE_NOOP("Core", "Not enough disk space for {asset}: it needs about {need}, {folder} has "
+                                                "{free} free."),
+                      asset=cand.asset.name, need=format_bytes(need), folder=str(folder), free=format_bytes(free)),
+                    hint=QT_TRANSLATE_NOOP("Core", "Free some space, or choose another engines folder in Settings."))
 
     @staticmethod
     def _server_name(os_name: str, kind: EngineKind = TEXT) -> str:
@@ -583,8 +585,10 @@ class EngineService:
         if engine_id and not self.get(engine_id).kind.follows_choices:
             # The pin is the chat's engine; an image engine there would only hide the text engines.
             kind = self.get(engine_id).kind
-            raise EngineError(f"{engine_id} is an {kind.label} engine; the pin chooses the chat engine.",
-                              hint="Image engines are tried ROCm → Vulkan → CPU (strata engines resolve --images).")
+            raise EngineError(T(QT_TRANSLATE_NOOP("Core", "{engine} is an {kind} engine; the pin chooses the chat "
+                                                          "engine."), engine=engine_id, kind=kind.label),
+                              hint=QT_TRANSLATE_NOOP("Core", "Image engines are tried ROCm → Vulkan → CPU (strata "
+                                                             "engines resolve --images)."))
         self.settings_service.update(pinned_engine=engine_id or "")
 
     def remove(self, engine_id: str) -> None:
@@ -592,14 +596,16 @@ class EngineService:
         engine = self.get(engine_id)
         folder = engine.folder
         if folder.parent.resolve() != self.engines_dir.resolve():
-            raise EngineError(f"{folder} is not inside Strata's engines folder; not removing it.")
+            raise EngineError(T(QT_TRANSLATE_NOOP("Core", "{folder} is not inside Strata's engines folder; not "
+                                                          "removing it."), folder=str(folder)))
         trash = self.engines_dir / f".trash-{engine_id}-{_suffix()}"
         try:
             os.replace(folder, trash)
             shutil.rmtree(trash)
         except OSError as exc:
-            raise EngineError(f"Could not remove {engine_id}: {exc.strerror or exc}",
-                              hint="Stop the engine if it is running, then try again.") from exc
+            raise EngineError(T(QT_TRANSLATE_NOOP("Core", "Could not remove {engine}: {reason}"), engine=engine_id,
+                                reason=str(exc.strerror or exc)),
+                              hint=QT_TRANSLATE_NOOP("Core", "Stop the engine if it is running, then try again.")) from exc
         self._probes.pop(engine_id, None)
         self.ledger.forget(engine_id)
         if self.settings.pinned_engine == engine_id:

@@ -29,6 +29,7 @@ from strata_gui.core.gpu.model import (
     apply_family,
 )
 from strata_gui.core.gpu.tree import DirTree, MappingTree
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 if TYPE_CHECKING:  # the Windows replay, telemetry and engine-output parsers load when used: start-up needs none
     from strata_gui.core.gpu.telemetry import TelemetrySampler, TelemetrySource
@@ -232,19 +233,23 @@ def parse_snapshot_text(text: str, origin: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise GpuDetectionError(
-            f"{origin} is not a GPU snapshot (invalid JSON at line {exc.lineno}).",
-            hint="Use a file written by 'strata gpu --capture FILE' or a copied system report.",
+            T(QT_TRANSLATE_NOOP("Core", "{origin} is not a GPU snapshot (invalid JSON at line {line})."), origin=origin,
+              line=exc.lineno),
+            hint=QT_TRANSLATE_NOOP("Core", "Use a file written by 'strata gpu --capture FILE' or a copied system "
+                                           "report."),
         ) from exc
     if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
         raise GpuDetectionError(
-            f"{origin} is not a Strata GPU snapshot.",
-            hint="Use a file written by 'strata gpu --capture FILE' or a copied system report.",
+            T(QT_TRANSLATE_NOOP("Core", "{origin} is not a Strata GPU snapshot."), origin=origin),
+            hint=QT_TRANSLATE_NOOP("Core", "Use a file written by 'strata gpu --capture FILE' or a copied system "
+                                           "report."),
         )
     if data.get("version") != SNAPSHOT_VERSION or data.get("platform") not in ("linux", "windows"):
         raise GpuDetectionError(
-            f"{origin} is a GPU snapshot this Strata version cannot read "
-            f"(version {data.get('version')}, platform {data.get('platform')}).",
-            hint="Update Strata, or capture the snapshot again with this version.",
+            T(QT_TRANSLATE_NOOP("Core", "{origin} is a GPU snapshot this Strata version cannot read "
+                                        "(version {version}, platform {platform})."),
+              origin=origin, version=str(data.get("version")), platform=str(data.get("platform"))),
+            hint=QT_TRANSLATE_NOOP("Core", "Update Strata, or capture the snapshot again with this version."),
         )
     return data
 
@@ -253,8 +258,9 @@ def load_snapshot(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise GpuDetectionError(f"Could not read the GPU snapshot {path}: {exc.strerror or exc}",
-                                hint="Check the path.") from exc
+        raise GpuDetectionError(T(QT_TRANSLATE_NOOP("Core", "Could not read the GPU snapshot {path}: {reason}"),
+                                  path=str(path), reason=str(exc.strerror or exc)),
+                                hint=QT_TRANSLATE_NOOP("Core", "Check the path.")) from exc
     return parse_snapshot_text(text, str(path))
 
 
@@ -263,8 +269,9 @@ def detector_from_snapshot(snapshot: dict[str, Any], table: GpuIdTable, origin: 
         return WindowsSnapshotSource(snapshot, table, f"replay of Windows snapshot {origin}")
     files = snapshot.get("files")
     if not isinstance(files, dict):
-        raise GpuDetectionError(f"{origin}: the Linux snapshot has no files.",
-                                hint="Capture it again with 'strata gpu --capture FILE'.")
+        raise GpuDetectionError(T(QT_TRANSLATE_NOOP("Core", "{origin}: the Linux snapshot has no files."),
+                                  origin=origin),
+                                hint=QT_TRANSLATE_NOOP("Core", "Capture it again with 'strata gpu --capture FILE'."))
     return LinuxSysfsSource(MappingTree({str(k): str(v) for k, v in files.items()},
                                         f"replay of Linux snapshot {origin}"), table)
 
@@ -304,8 +311,10 @@ def build_gpu_service(
         detector = detector_from_snapshot(load_snapshot(snapshot_file), table, str(snapshot_file))
     elif sysfs_root is not None:
         if not sysfs_root.is_dir():
-            raise GpuDetectionError(f"The sysfs root {sysfs_root} is not a folder.",
-                                    hint="Point --sysfs-root at a captured tree (it contains sys/class/drm).")
+            raise GpuDetectionError(T(QT_TRANSLATE_NOOP("Core", "The sysfs root {path} is not a folder."),
+                                      path=str(sysfs_root)),
+                                    hint=QT_TRANSLATE_NOOP("Core", "Point --sysfs-root at a captured tree (it "
+                                                                   "contains sys/class/drm)."))
         detector = LinuxSysfsSource(DirTree(sysfs_root), table)
     elif platform.startswith("linux"):
         detector = LinuxSysfsSource(DirTree(Path("/")), table)

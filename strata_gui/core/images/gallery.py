@@ -56,11 +56,14 @@ def read_settings(path: Path) -> ParsedParameters:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise ImageError(f"Could not read {path}: {exc.strerror or exc}") from exc
+        raise ImageError(T(QT_TRANSLATE_NOOP("Core", "Could not read {path}: {reason}"), path=str(path),
+                           reason=str(exc.strerror or exc))) from exc
     text = read_text(data)
     if "parameters" not in text:
-        raise ImageError(f"{path.name} carries no generation settings.",
-                         hint="Only images made by Strata or A1111-compatible tools have them.")
+        raise ImageError(T(QT_TRANSLATE_NOOP("Core", "{file} carries no generation settings."),
+                           file=path.name),
+                         hint=QT_TRANSLATE_NOOP("Core", "Only images made by Strata or A1111-compatible "
+                                                        "tools have them."))
     return parse_parameters(text["parameters"])
 
 
@@ -117,7 +120,8 @@ class Gallery:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise ImageError(f"Could not read {path}: {exc.strerror or exc}") from exc
+            raise ImageError(T(QT_TRANSLATE_NOOP("Core", "Could not read {path}: {reason}"), path=str(path),
+                           reason=str(exc.strerror or exc))) from exc
         text = read_text(data)
         if "strata" in text:
             try:
@@ -132,8 +136,10 @@ class Gallery:
             except (ValueError, KeyError, TypeError):
                 pass  # fall back to the A1111 text
         if "parameters" not in text:
-            raise ImageError(f"{path.name} carries no generation settings.",
-                             hint="Only images made by Strata or A1111-compatible tools have them.")
+            raise ImageError(T(QT_TRANSLATE_NOOP("Core", "{file} carries no generation settings."),
+                               file=path.name),
+                             hint=QT_TRANSLATE_NOOP("Core", "Only images made by Strata or A1111-compatible "
+                                                            "tools have them."))
         parsed = parse_parameters(text["parameters"])
         return GalleryImage(path, parsed.request, parsed.model, parsed.engine, path.stat().st_mtime)
 

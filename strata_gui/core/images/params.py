@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from strata_gui.core.errors import ImageError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 DEFAULT_SAMPLER = "euler_a"
 MAX_SIDE = 4096
@@ -49,18 +50,29 @@ class ImageRequest:
     def validate(self) -> ImageRequest:
         """Return itself, or raise :class:`ImageError` naming the setting that cannot work."""
         if not self.prompt.strip():
-            raise ImageError("The prompt is empty.", hint="Describe the image to make.")
-        for name, side in (("width", self.width), ("height", self.height)):
+            raise ImageError(QT_TRANSLATE_NOOP("Core", "The prompt is empty."),
+                             hint=QT_TRANSLATE_NOOP("Core", "Describe the image to make."))
+        for message, side in ((QT_TRANSLATE_NOOP("Core", "The image width {side} is not possible."),
+                               self.width),
+                              (QT_TRANSLATE_NOOP("Core", "The image height {side} is not possible."),
+                               self.height)):
             if side < 64 or side > MAX_SIDE or side % 8:
-                raise ImageError(f"The image {name} {side} is not possible.",
-                                 hint=f"Use a multiple of 8 between 64 and {MAX_SIDE} pixels (some models "
-                                      "round up to a multiple of 64; Strata says so when they do).")
+                raise ImageError(T(message, side=side),
+                                 hint=T(QT_TRANSLATE_NOOP("Core", "Use a multiple of 8 between 64 and {max} "
+                                                                  "pixels (some models round up to a "
+                                                                  "multiple of 64; Strata says so when they "
+                                                                  "do)."), max=MAX_SIDE))
         if not 1 <= self.steps <= 500:
-            raise ImageError(f"{self.steps} steps is not possible.", hint="Use 1 to 500 steps.")
+            raise ImageError(T(QT_TRANSLATE_NOOP("Core", "{count} steps is not possible."), count=self.steps),
+                             hint=QT_TRANSLATE_NOOP("Core", "Use 1 to 500 steps."))
         if not 1 <= self.count <= 64:
-            raise ImageError(f"{self.count} images at once is not possible.", hint="Make 1 to 64 images.")
+            raise ImageError(T(QT_TRANSLATE_NOOP("Core", "{count} images at once is not possible."),
+                               count=self.count),
+                             hint=QT_TRANSLATE_NOOP("Core", "Make 1 to 64 images."))
         if not 0.0 <= self.cfg_scale <= 100.0:
-            raise ImageError(f"A CFG scale of {self.cfg_scale} is not possible.", hint="Use 0 to 100 (7 is usual).")
+            raise ImageError(T(QT_TRANSLATE_NOOP("Core", "A CFG scale of {scale} is not possible."),
+                               scale=self.cfg_scale),
+                             hint=QT_TRANSLATE_NOOP("Core", "Use 0 to 100 (7 is usual)."))
         return self
 
     def with_seed(self, rng: random.Random | None = None) -> ImageRequest:
@@ -137,8 +149,10 @@ def parse_parameters(text: str) -> ParsedParameters:
     """
     lines = text.strip("\n").split("\n")
     if not lines or not lines[-1].lstrip().startswith("Steps:"):
-        raise ImageError("The image carries no generation settings Strata can read.",
-                         hint="Only images made by Strata or A1111-compatible tools have them.")
+        raise ImageError(QT_TRANSLATE_NOOP("Core",
+                                           "The image carries no generation settings Strata can read."),
+                         hint=QT_TRANSLATE_NOOP("Core", "Only images made by Strata or A1111-compatible "
+                                                        "tools have them."))
     settings = dict(_PAIR_RE.findall(lines[-1]))
     body = lines[:-1]
     neg_at = next((i for i, ln in enumerate(body) if ln.startswith("Negative prompt:")), None)
@@ -162,7 +176,9 @@ def parse_parameters(text: str) -> ParsedParameters:
             w, h = settings["Size"].lower().split("x")
             req = replace(req, width=int(w), height=int(h))
     except ValueError as exc:
-        raise ImageError(f"The image's generation settings are damaged ({exc}).") from exc
+        raise ImageError(T(QT_TRANSLATE_NOOP("Core",
+                                             "The image's generation settings are damaged ({reason})."),
+                           reason=str(exc))) from exc
     extra = tuple((k, v) for k, v in settings.items() if k not in known)
     return ParsedParameters(req, settings.get("Model", "").strip(), settings.get("Engine", "").strip(), extra)
 
@@ -175,5 +191,6 @@ def parse_size(text: str) -> tuple[int, int]:
     """
     m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text)
     if not m:
-        raise ImageError(f"'{text}' is not an image size.", hint="Write it as WIDTHxHEIGHT, for example 512x512.")
+        raise ImageError(T(QT_TRANSLATE_NOOP("Core", "'{text}' is not an image size."), text=text),
+                         hint=QT_TRANSLATE_NOOP("Core", "Write it as WIDTHxHEIGHT, for example 512x512."))
     return int(m.group(1)), int(m.group(2))

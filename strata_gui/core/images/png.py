@@ -8,13 +8,14 @@ import struct
 import zlib
 
 from strata_gui.core.errors import ImageError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def _chunks(data: bytes) -> list[tuple[bytes, bytes]]:
     if not data.startswith(PNG_SIGNATURE):
-        raise ImageError("The file is not a PNG image.")
+        raise ImageError(QT_TRANSLATE_NOOP("Core", "The file is not a PNG image."))
     out: list[tuple[bytes, bytes]] = []
     pos = len(PNG_SIGNATURE)
     while pos + 8 <= len(data):
@@ -22,7 +23,7 @@ def _chunks(data: bytes) -> list[tuple[bytes, bytes]]:
         kind = data[pos + 4:pos + 8]
         body = data[pos + 8:pos + 8 + length]
         if len(body) != length:
-            raise ImageError("The PNG image is truncated.")
+            raise ImageError(QT_TRANSLATE_NOOP("Core", "The PNG image is truncated."))
         out.append((kind, body))
         pos += 12 + length
         if kind == b"IEND":
@@ -64,7 +65,7 @@ def with_text(data: bytes, entries: dict[str, str]) -> bytes:
     chunks = [(k, b) for k, b in _chunks(data)
               if not (k in (b"tEXt", b"iTXt") and b"\0" in b and b.split(b"\0", 1)[0].decode("latin-1") in entries)]
     if not chunks or chunks[0][0] != b"IHDR":
-        raise ImageError("The PNG image has no header.")
+        raise ImageError(QT_TRANSLATE_NOOP("Core", "The PNG image has no header."))
     added = []
     for key, value in entries.items():
         try:
@@ -79,6 +80,6 @@ def image_size(data: bytes) -> tuple[int, int]:
     """(width, height) from the PNG header."""
     chunks = _chunks(data)
     if not chunks or chunks[0][0] != b"IHDR" or len(chunks[0][1]) < 8:
-        raise ImageError("The PNG image has no header.")
+        raise ImageError(QT_TRANSLATE_NOOP("Core", "The PNG image has no header."))
     width, height = struct.unpack(">II", chunks[0][1][:8])
     return int(width), int(height)

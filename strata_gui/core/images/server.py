@@ -28,6 +28,7 @@ from strata_gui.core.images.params import ImageRequest
 from strata_gui.core.models.image_models import model_parts
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.outcome import ProcessEnded
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 if TYPE_CHECKING:
     from strata_gui.core.runtime.supervisor import ServerSupervisor
@@ -123,8 +124,9 @@ class SdJobs:
         except httpx.HTTPError as exc:
             raise await self._gone(exc) from exc
         if resp.status_code not in (200, 202):
-            raise ImageError(f"The image engine refused the request: {_error_text(resp)}.",
-                             hint="Check the size, steps and sampler.")
+            raise ImageError(T(QT_TRANSLATE_NOOP("Core", "The image engine refused the request: {reason}."),
+                               reason=_error_text(resp)),
+                             hint=QT_TRANSLATE_NOOP("Core", "Check the size, steps and sampler."))
         return str(resp.json()["id"])
 
     async def wait(self, job_id: str, *, poll: float = 0.1) -> JobResult:
@@ -146,8 +148,11 @@ class SdJobs:
                 return JobResult(tuple(base64.b64decode(i["b64_json"]) for i in images))
             if status in ("failed", "cancelled") or resp.status_code in (404, 410):
                 err = data.get("error") or {}
-                raise ImageError(f"The image engine could not make the image: {err.get('message') or status}.",
-                                 hint="The engine log has details.", details=self._log())
+                raise ImageError(T(QT_TRANSLATE_NOOP("Core", "The image engine could not make the image: "
+                                                             "{reason}."),
+                                   reason=str(err.get("message") or status)),
+                                 hint=QT_TRANSLATE_NOOP("Core", "The engine log has details."),
+                                 details=self._log())
             try:
                 await asyncio.wait_for(self.server.wait_exited(), poll)
             except TimeoutError:
@@ -169,7 +174,9 @@ class SdJobs:
         outcome = self.server.outcome
         if outcome is not None:
             return ProcessEnded(outcome)
-        return ImageError(f"The image engine stopped answering ({exc}).", hint="Try again; the engine log has details.",
+        return ImageError(T(QT_TRANSLATE_NOOP("Core", "The image engine stopped answering ({reason})."),
+                            reason=str(exc)),
+                          hint=QT_TRANSLATE_NOOP("Core", "Try again; the engine log has details."),
                           details=self._log())
 
 

@@ -51,6 +51,7 @@ from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import IMAGE
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, ProcessEnded, describe_outcome
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -322,8 +323,11 @@ class ImageService:
         plan = list(engines) if engines is not None else self.plan(model)
         if not plan:
             given = "; ".join(f"{k}: {v}" for k, v in self._failed.items())
-            raise ImageError("No image engine can run here." + (f" ({given})" if given else ""),
-                             hint="Install an image engine: strata engines install --images (or the Engines page).")
+            raise ImageError(T(QT_TRANSLATE_NOOP("Core", "No image engine can run here. ({reasons})"),
+                               reasons=given)
+                             if given else QT_TRANSLATE_NOOP("Core", "No image engine can run here."),
+                             hint=QT_TRANSLATE_NOOP("Core", "Install an image engine: strata engines install "
+                                                            "--images (or the Engines page)."))
         settings = await run_blocking(_launch_settings, model, self.threads, name="strata-image-model")
         notices: list[str] = []
         started = self._clock()
@@ -354,15 +358,20 @@ class ImageService:
         except ProcessEnded as exc:
             outcome = exc.outcome
             if outcome.kind is OutcomeKind.BAD_MODEL and outcome.exit_code is not None:
-                raise ImageError(f"{model.name} is not an image model stable-diffusion.cpp can load.",
-                                 hint="Choose a Stable Diffusion model (GGUF or safetensors).",
+                raise ImageError(T(QT_TRANSLATE_NOOP("Core", "{model} is not an image model "
+                                                             "stable-diffusion.cpp can load."),
+                                   model=model.name),
+                                 hint=QT_TRANSLATE_NOOP("Core", "Choose a Stable Diffusion model (GGUF or "
+                                                                "safetensors)."),
                                  details=outcome.details()) from exc
             if outcome.kind is OutcomeKind.STOPPED:
-                raise ImageError("The image engine was stopped.") from exc
+                raise ImageError(QT_TRANSLATE_NOOP("Core", "The image engine was stopped.")) from exc
             why = describe_outcome(outcome, activity="making the image")
             self._failed[plan[-1].id] = why
-            raise ImageError(f"No image engine could make the image. {why}",
-                             hint="See the engine log; try a smaller size or another model.",
+            raise ImageError(T(QT_TRANSLATE_NOOP("Core", "No image engine could make the image. {reason}"),
+                               reason=why),
+                             hint=QT_TRANSLATE_NOOP("Core", "See the engine log; try a smaller size or "
+                                                            "another model."),
                              details=outcome.details()) from exc
         return ran.value
 
@@ -372,8 +381,11 @@ class ImageService:
         jobs = SdJobs(self._http, lease.server)
         samplers = jobs.samplers
         if samplers and request.sampler not in samplers:
-            raise ImageError(f"The sampler '{request.sampler}' is not one this engine knows.",
-                             hint="Choose one of: " + ", ".join(samplers))
+            raise ImageError(T(QT_TRANSLATE_NOOP("Core", "The sampler '{sampler}' is not one this engine "
+                                                         "knows."),
+                               sampler=request.sampler),
+                             hint=T(QT_TRANSLATE_NOOP("Core", "Choose one of: {samplers}"),
+                                    samplers=", ".join(samplers)))
         self._batch = (request.count, request.steps)
         self._image = 1
         self._last_spp = None
@@ -389,7 +401,8 @@ class ImageService:
         seconds = self._clock() - t0
         engine = lease.spec
         if len(result.images) != request.count:
-            raise ImageError(f"The engine made {len(result.images)} of {request.count} images.",
+            raise ImageError(T(QT_TRANSLATE_NOOP("Core", "The engine made {made} of {count} images."),
+                               made=len(result.images), count=request.count),
                              details="\n".join(lease.server.log_tail()))
         self.events.emit(ImageProgress(engine.label, "saving", request.count, request.count,
                                        request.steps, request.steps, self._last_spp, 1.0))
@@ -472,9 +485,12 @@ def _launch_settings(model: Path, threads: int | None) -> ServerSettings:
     try:
         check_regular(model)  # a FIFO would make sd-server (and the header read) wait forever
     except NotRegularFileError as exc:
-        raise ImageError(f"The model file {model} cannot be used: {exc.message}", hint=exc.hint) from exc
+        raise ImageError(T(QT_TRANSLATE_NOOP("Core", "The model file {path} cannot be used: {reason}"),
+                           path=str(model), reason=exc.message), hint=exc.hint) from exc
     except OSError as exc:
-        raise ImageError(f"The model file {model} does not exist.", hint="Choose another image model.") from exc
+        raise ImageError(T(QT_TRANSLATE_NOOP("Core", "The model file {path} does not exist."),
+                           path=str(model)),
+                         hint=QT_TRANSLATE_NOOP("Core", "Choose another image model.")) from exc
     return image_launch_settings(model, threads)
 
 

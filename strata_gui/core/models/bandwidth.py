@@ -29,6 +29,7 @@ from typing import Any
 from strata_gui.core.errors import GGUFError
 from strata_gui.core.models.fit import kv_row_bytes
 from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, NeedMoreData, parse_prefix
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 GB = 1e9  # bandwidth is quoted in decimal GB/s on every spec sheet
 
@@ -157,8 +158,9 @@ def read_header(path: Path, first_read: int = 1 << 20) -> GGUFMetadata:
                 return parse_prefix(data)
             except NeedMoreData as more:
                 if want >= size:
-                    raise GGUFError(f"The GGUF header of {path.name} ends before its data.",
-                                    hint="Download the file again.") from None
+                    raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "The GGUF header of {file} ends before its "
+                                                                "data."), file=path.name),
+                                    hint=QT_TRANSLATE_NOOP("Core", "Download the file again.")) from None
                 want = min(size, max(more.needed, want * 2))
 
 

@@ -39,8 +39,12 @@ from strata_gui.core.models.hub_config import HubTokens
 from strata_gui.core.models.hub_errors import HubAuthError
 from strata_gui.core.models.hub_files import QuantEntry
 from strata_gui.core.progress import Progress, ProgressCallback
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
+
+_FAILED = QT_TRANSLATE_NOOP("Core", "The download failed.")
+_NO_SUCH_DOWNLOAD = QT_TRANSLATE_NOOP("Core", "There is no download {job} in the queue.")
 
 PROGRESS_INTERVAL = 0.25  # seconds between two progress events of a job (a few per second)
 
@@ -177,7 +181,7 @@ class DownloadManager:
     def add(self, job: DownloadJob) -> DownloadJob:
         """Queue ``job`` (see :meth:`enqueue`); returns the job the queue holds under its id."""
         if self._closed:
-            raise DownloadStateError("Downloads have stopped: Strata is closing.")
+            raise DownloadStateError(QT_TRANSLATE_NOOP("Core", "Downloads have stopped: Strata is closing."))
         self._check_online()
         existing = self._queue.get(job.job_id)
         if existing is None:
@@ -264,7 +268,7 @@ class DownloadManager:
             elif isinstance(event, JobFinished):
                 fut.set_result(list(event.paths))
             elif event.state is DownloadState.FAILED:
-                fut.set_exception(event.error or ModelError(event.job.error or "The download failed."))
+                fut.set_exception(event.error or ModelError(event.job.error or _FAILED))
             elif event.state in (DownloadState.PAUSED, DownloadState.CANCELLED):
                 fut.set_exception(self._stopped(event.job, event.state))
 
@@ -274,9 +278,9 @@ class DownloadManager:
             if job is None:
                 if job_id in self._finished:
                     return list(self._finished[job_id])
-                raise DownloadStateError(f"There is no download {job_id} in the queue.")
+                raise DownloadStateError(T(_NO_SUCH_DOWNLOAD, job=job_id))
             if job.state is DownloadState.FAILED:
-                raise job.failure or ModelError(job.error or "The download failed.")
+                raise job.failure or ModelError(job.error or _FAILED)
             if job.state is DownloadState.PAUSED:
                 raise self._stopped(job, job.state)
             return await fut
@@ -301,15 +305,18 @@ class DownloadManager:
     def _job(self, job_id: str) -> DownloadJob:
         job = self._queue.get(job_id)
         if job is None:
-            raise DownloadStateError(f"There is no download {job_id} in the queue.")
+            raise DownloadStateError(T(_NO_SUCH_DOWNLOAD, job=job_id))
         return job
 
     @staticmethod
     def _stopped(job: DownloadJob, state: DownloadState) -> DownloadStoppedError:
         if state is DownloadState.CANCELLED:
-            return DownloadStoppedError(f"The download of {job.name} was cancelled.")
-        return DownloadStoppedError(f"The download of {job.name} was paused.",
-                                    hint="Resume it on the Models page; it continues where it stopped.")
+            return DownloadStoppedError(T(QT_TRANSLATE_NOOP("Core", "The download of {name} was cancelled."),
+                                          name=job.name))
+        return DownloadStoppedError(T(QT_TRANSLATE_NOOP("Core", "The download of {name} was paused."),
+                                      name=job.name),
+                                    hint=QT_TRANSLATE_NOOP("Core", "Resume it on the Models page; it "
+                                                                   "continues where it stopped."))
 
     def _stop_running(self, job: DownloadJob, state: DownloadState) -> bool:
         """Ask the running task to stop ``job`` as ``state``; False if ``job`` is not running."""

@@ -228,7 +228,8 @@ class DownloadQueue:
         if existing is not None:
             return existing
         if job.state is not DownloadState.QUEUED:
-            raise DownloadStateError(f"A new download must start queued, not {job.state.value}.")
+            raise DownloadStateError(T(QT_TRANSLATE_NOOP("Core", "A new download must start queued, not "
+                                                                 "{state}."), state=job.state.value))
         self._jobs[job.job_id] = job
         self.save()
         return job
@@ -243,10 +244,12 @@ class DownloadQueue:
         """
         job = self._jobs.get(job_id)
         if job is None:
-            raise DownloadStateError(f"There is no download {job_id} in the queue.")
+            raise DownloadStateError(T(QT_TRANSLATE_NOOP("Core", "There is no download {job} in the queue."),
+                                       job=job_id))
         if not job.state.can_become(state):
             raise DownloadStateError(
-                f"The download of {job.name} cannot go from {job.state.value} to {state.value}.")
+                T(QT_TRANSLATE_NOOP("Core", "The download of {name} cannot go from {old} to {new}."),
+                  name=job.name, old=job.state.value, new=state.value))
         job.state, job.error, job.failure = state, error, failure
         if state.finished:
             del self._jobs[job_id]
@@ -420,8 +423,9 @@ class HubCacheDownloader:
         total = sum(p.resolved.size for p in plans)
         have = sum(p.have for p in plans)
         self._check_space(total - have)
-        meter = RateMeter(total, on_progress, message=f"Downloading {job.name}", start=have,
-                          min_interval=PROGRESS_INTERVAL)
+        meter = RateMeter(total, on_progress,
+                          message=T(QT_TRANSLATE_NOOP("Core", "Downloading {name}"), name=job.name),
+                          start=have, min_interval=PROGRESS_INTERVAL)
         meter.update(0, force=True)
         for plan in plans:
             if not plan.done:
@@ -471,7 +475,8 @@ class HubCacheDownloader:
                     elif not (resp.status_code == 206 or (resp.status_code == 200 and not start)):
                         await resp.aread()
                         check_response(resp, plan.file.path, self.endpoint)
-                        raise HubError(f"Unexpected answer {resp.status_code} for {plan.file.path}.")
+                        raise HubError(T(QT_TRANSLATE_NOOP("Core", "Unexpected answer {status} for {path}."),
+                                         status=resp.status_code, path=plan.file.path))
                     # Opening is instant; the writes and hashing run on the sink's thread, which
                     # writes everything that arrived before it closes (a pause or a dropped
                     # connection keeps every received byte for the resume; after a failed write

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strata_gui.core.errors import GGUFError, ModelError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,13 @@ def read_vocabulary(path: Path) -> Vocabulary:
     try:
         reader = gguf.GGUFReader(path)
     except (OSError, ValueError) as exc:
-        raise GGUFError(f"Cannot read {path.name}: {exc}.", hint="Choose a complete .gguf file.") from exc
+        raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "Cannot read {file}: {reason}."), file=path.name,
+                          reason=str(exc)),
+                        hint=QT_TRANSLATE_NOOP("Core", "Choose a complete .gguf file.")) from exc
     tokens = reader.fields.get("tokenizer.ggml.tokens")
     if tokens is None:
-        raise ModelError(f"{path.name} has no vocabulary.", hint="Choose a language model in GGUF format.")
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{file} has no vocabulary."), file=path.name),
+                         hint=QT_TRANSLATE_NOOP("Core", "Choose a language model in GGUF format."))
     kind = reader.fields.get("tokenizer.ggml.model")
     digest = hashlib.sha256()
     for index in tokens.data:
@@ -54,13 +58,21 @@ def check_draft(model: Path, draft: Path) -> None:
         ModelError: the vocabularies differ (with what differs), or a file cannot be read.
     """
     if not draft.is_file():
-        raise ModelError(f"The draft model {draft.name} was not found.", hint="Choose the draft model again.")
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "The draft model {name} was not found."),
+                           name=draft.name),
+                         hint=QT_TRANSLATE_NOOP("Core", "Choose the draft model again."))
     main, small = read_vocabulary(model), read_vocabulary(draft)
     if main == small:
         return
     if main.model != small.model or main.size != small.size:
-        what = f"{small.model or 'unknown'} tokenizer, {small.size:,} tokens vs {main.model or 'unknown'}, {main.size:,}"
+        what: str = T(QT_TRANSLATE_NOOP("Core", "{draft_tokenizer} tokenizer, {draft_size:,} tokens vs "
+                                                "{tokenizer}, {size:,}"),
+                      draft_tokenizer=small.model or "unknown", draft_size=small.size,
+                      tokenizer=main.model or "unknown", size=main.size)
     else:
-        what = "the same number of tokens, but different ones"
-    raise ModelError(f"{draft.name} cannot draft for {model.name}: its vocabulary differs ({what}).",
-                     hint="Pick a smaller model of the same family (same tokenizer), e.g. a 0.5B for a 7B.")
+        what = QT_TRANSLATE_NOOP("Core", "the same number of tokens, but different ones")
+    raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{draft} cannot draft for {model}: its vocabulary differs "
+                                                 "({what})."),
+                       draft=draft.name, model=model.name, what=what),
+                     hint=QT_TRANSLATE_NOOP("Core", "Pick a smaller model of the same family (same "
+                                                    "tokenizer), e.g. a 0.5B for a 7B."))

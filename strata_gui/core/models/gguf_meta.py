@@ -21,6 +21,20 @@ from typing import Any
 
 from strata_gui.core.errors import GGUFError
 from strata_gui.core.files import NotRegularFileError, check_regular, open_regular
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text
+
+_CANNOT_READ = QT_TRANSLATE_NOOP("Core", "Cannot read {file}: {reason}")
+_CHECK_READABLE = QT_TRANSLATE_NOOP("Core", "Check the file exists and is readable.")
+_ONLY_GGUF = QT_TRANSLATE_NOOP("Core", "Only .gguf model files can be used; convert or download a GGUF "
+                                       "version.")
+_NOT_GGUF_NAMED = QT_TRANSLATE_NOOP("Core", "{file} is not a GGUF file (it starts with {magic}, not "
+                                            "b'GGUF').")
+_DAMAGED = QT_TRANSLATE_NOOP("Core", "{file} is damaged or incomplete: {reason}")
+_DOWNLOAD_AGAIN = QT_TRANSLATE_NOOP("Core", "Download the file again.")
+_INCOMPLETE = QT_TRANSLATE_NOOP("Core", "{file} is incomplete: {size} bytes of the {required} its header "
+                                        "describes.")
+_DOWNLOAD_STOPPED = QT_TRANSLATE_NOOP("Core", "The download probably stopped; download the file again.")
+_ENDS_IN_HEADER = QT_TRANSLATE_NOOP("Core", "{file} is incomplete: it ends inside its header.")
 
 GGUF_MAGIC = b"GGUF"
 DEFAULT_ALIGNMENT = 32
@@ -264,10 +278,10 @@ def read_local(path: Path) -> GGUFMetadata:
     except NotRegularFileError as exc:
         raise GGUFError(exc.message, hint=exc.hint) from exc
     except OSError as exc:
-        raise GGUFError(f"Cannot read {path.name}: {exc.strerror or exc}", hint="Check the file exists and is readable.") from exc
+        raise GGUFError(T(_CANNOT_READ, file=path.name, reason=str(exc.strerror or exc)),
+                        hint=_CHECK_READABLE) from exc
     if head[:4] != GGUF_MAGIC:
-        raise GGUFError(f"{path.name} is not a GGUF file (it starts with {head[:4]!r}, not b'GGUF').",
-                        hint="Only .gguf model files can be used; convert or download a GGUF version.")
+        raise GGUFError(T(_NOT_GGUF_NAMED, file=path.name, magic=repr(head[:4])), hint=_ONLY_GGUF)
     import gguf  # heavy import (numpy): only when a file is actually read
 
     try:
@@ -275,8 +289,7 @@ def read_local(path: Path) -> GGUFMetadata:
     except (ValueError, IndexError, KeyError, struct.error, OSError, UnicodeDecodeError, RecursionError,
             OverflowError, MemoryError) as exc:
         # GGUFReader maps the whole file; a short file fails while building tensor views.
-        raise GGUFError(f"{path.name} is damaged or incomplete: {exc}",
-                        hint="Download the file again.") from exc
+        raise GGUFError(T(_DAMAGED, file=path.name, reason=str(exc)), hint=_DOWNLOAD_AGAIN) from exc
     fields: dict[str, Any] = {}
     version = 0
     for name, fld in reader.fields.items():
@@ -299,8 +312,8 @@ def read_local(path: Path) -> GGUFMetadata:
     meta = GGUFMetadata(version, fields, tensors, int(reader.data_offset))
     if meta.required_size > size:
         raise GGUFError(
-            f"{path.name} is incomplete: {size} bytes of the {meta.required_size} its header describes.",
-            hint="The download probably stopped; download the file again.",
+            T(_INCOMPLETE, file=path.name, size=size, required=meta.required_size),
+            hint=_DOWNLOAD_STOPPED,
         )
     return meta
 
@@ -321,7 +334,10 @@ MAX_HEADER_BYTES = 256 * 1024 * 1024
 MAX_STRING_BYTES = 16 * 1024 * 1024
 MAX_TENSORS = 1 << 20
 MAX_DIMS = 8
-_HINT_DAMAGED = "The file is damaged or not a real model: download it again, or remove it from the models folder."
+_NOT_GGUF = QT_TRANSLATE_NOOP("Core", "Not a GGUF file (it starts with {magic}, not b'GGUF').")
+_STRING_CLAIMS = QT_TRANSLATE_NOOP("Core", "a string claims {size} bytes")
+_HINT_DAMAGED = QT_TRANSLATE_NOOP("Core", "The file is damaged or not a real model: download it again, or "
+                                         "remove it from the models folder.")
 
 _Parse = Generator[int, None, Any]
 
@@ -335,7 +351,8 @@ class NeedMoreData(Exception):
 
 
 def _corrupt(what: str) -> GGUFError:
-    return GGUFError(f"Corrupt GGUF header: {what}.", hint=_HINT_DAMAGED)
+    return GGUFError(T(QT_TRANSLATE_NOOP("Core", "Corrupt GGUF header: {what}."), what=what),
+                     hint=_HINT_DAMAGED)
 
 
 class _Buffer:
@@ -370,8 +387,11 @@ class _Buffer:
     def need(self, end: int) -> _Parse:
         """Wait (yield) until the buffer reaches file offset ``end``."""
         if end > self.limit:
-            size = f"{self.limit // (1024 * 1024)} MB" if self.limit >= 1024 * 1024 else f"{self.limit} bytes"
-            raise GGUFError(f"The GGUF header is larger than {size}.", hint=_HINT_DAMAGED)
+            too_large = (T(QT_TRANSLATE_NOOP("Core", "The GGUF header is larger than {size} MB."),
+                           size=self.limit // (1024 * 1024)) if self.limit >= 1024 * 1024
+                         else T(QT_TRANSLATE_NOOP("Core", "The GGUF header is larger than {size} bytes."),
+                                size=self.limit))
+            raise GGUFError(too_large, hint=_HINT_DAMAGED)
         while end > self.end:
             yield end
 
@@ -397,12 +417,12 @@ class _Buffer:
 def _string(buf: _Buffer) -> _Parse:
     n = yield from buf.unpack("<Q")
     if n > MAX_STRING_BYTES or n > buf.room():
-        raise _corrupt(f"a string claims {n} bytes")
+        raise _corrupt(T(_STRING_CLAIMS, size=n))
     raw = yield from buf.take(n)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _corrupt("a string is not valid UTF-8") from exc
+        raise _corrupt(QT_TRANSLATE_NOOP("Core", "a string is not valid UTF-8")) from exc
 
 
 def _skip_strings(buf: _Buffer, count: int) -> _Parse:
@@ -420,7 +440,7 @@ def _skip_strings(buf: _Buffer, count: int) -> _Parse:
             remaining -= 1
             longest = n if n > longest else longest
         if longest > MAX_STRING_BYTES:
-            raise _corrupt(f"a string claims {longest} bytes")
+            raise _corrupt(T(_STRING_CLAIMS, size=longest))
         buf.pos = base + off
         if remaining:
             yield from buf.need(buf.pos + 8)
@@ -432,15 +452,16 @@ def _array(buf: _Buffer) -> _Parse:
     sub = yield from buf.unpack("<I")
     count = yield from buf.unpack("<Q")
     if sub == _ARRAY:
-        raise _corrupt("an array of arrays (llama.cpp does not load nested arrays)")
+        raise _corrupt(QT_TRANSLATE_NOOP("Core", "an array of arrays (llama.cpp does not load nested "
+                                                 "arrays)"))
     if sub == _STRING:
         item = 8
     elif sub in _SCALAR_FORMATS:
         item = struct.calcsize(_SCALAR_FORMATS[sub])
     else:
-        raise _corrupt(f"an array of unknown value type {sub}")
+        raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "an array of unknown value type {type}"), type=sub))
     if count * item > buf.room():
-        raise _corrupt(f"an array claims {count} items")
+        raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "an array claims {count} items"), count=count))
     if sub == _STRING:
         if count > MAX_KEPT_ARRAY:
             yield from _skip_strings(buf, count)
@@ -463,7 +484,7 @@ def _value(buf: _Buffer, vtype: int) -> _Parse:
         return (yield from _array(buf))
     fmt = _SCALAR_FORMATS.get(vtype)
     if fmt is None:
-        raise _corrupt(f"unknown value type {vtype}")
+        raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "unknown value type {type}"), type=vtype))
     return (yield from buf.unpack(fmt))
 
 
@@ -483,7 +504,8 @@ def _check_fields(fields: Mapping[str, Any]) -> None:
             continue
         for v in value if isinstance(value, list) else [value]:
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < _MAX_COUNT:
-                raise _corrupt(f"{key} is {v!r}, not a count")
+                raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "{key} is {value}, not a count"), key=key,
+                                 value=repr(v)))
 
 
 def _header(buf: _Buffer, only_key: str | None = None) -> _Parse:
@@ -491,22 +513,24 @@ def _header(buf: _Buffer, only_key: str | None = None) -> _Parse:
     (or None when absent), without reading the tensor infos."""
     magic = yield from buf.take(4)
     if magic != GGUF_MAGIC:
-        raise GGUFError(f"Not a GGUF file (it starts with {magic!r}, not b'GGUF').",
-                        hint="Only .gguf model files can be used; convert or download a GGUF version.")
+        raise GGUFError(T(_NOT_GGUF, magic=repr(magic)), hint=_ONLY_GGUF)
     version = yield from buf.unpack("<I")
     if version not in (2, 3):
-        raise GGUFError(f"Unsupported GGUF version {version}.", hint="Update Strata or use a newer conversion of the model.")
+        raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "Unsupported GGUF version {version}."), version=version),
+                        hint=QT_TRANSLATE_NOOP("Core", "Update Strata or use a newer conversion of the "
+                                                       "model."))
     n_tensors = yield from buf.unpack("<Q")
     n_kv = yield from buf.unpack("<Q")
     # A key/value pair takes at least 12 bytes, a tensor info at least 24.
     if n_tensors > MAX_TENSORS or n_tensors * 24 > buf.room() or n_kv * 12 > buf.room():
-        raise _corrupt(f"impossible tensor or key count ({n_tensors} tensors, {n_kv} keys)")
+        raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "impossible tensor or key count ({tensors} tensors, "
+                                                   "{keys} keys)"), tensors=n_tensors, keys=n_kv))
     fields: dict[str, Any] = {}
     for _ in range(n_kv):
         key = yield from _string(buf)
         vtype = yield from buf.unpack("<I")
         if key in fields:
-            raise _corrupt(f"the key {key} appears twice")
+            raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "the key {key} appears twice"), key=key))
         if only_key is not None and key == only_key and vtype == _STRING:
             return (yield from _string(buf))
         fields[key] = yield from _value(buf, vtype)
@@ -518,7 +542,8 @@ def _header(buf: _Buffer, only_key: str | None = None) -> _Parse:
         name = yield from _string(buf)
         n_dims = yield from buf.unpack("<I")
         if n_dims > MAX_DIMS:
-            raise _corrupt(f"tensor {name} has {n_dims} dimensions")
+            raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "tensor {name} has {count} dimensions"), name=name,
+                           count=n_dims))
         dims = []
         for _ in range(n_dims):
             dims.append(int((yield from buf.unpack("<Q"))))
@@ -527,7 +552,7 @@ def _header(buf: _Buffer, only_key: str | None = None) -> _Parse:
         tensors.append(TensorInfo(name, tuple(dims), int(ggml_type), int(offset)))
     alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
     if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
-        raise _corrupt(f"alignment {alignment!r}")
+        raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "alignment {value}"), value=repr(alignment)))
     pos = buf.pos
     data_offset = pos + (-pos % alignment)
     return GGUFMetadata(int(version), fields, tuple(tensors), data_offset)
@@ -601,13 +626,14 @@ def check_complete(meta: GGUFMetadata, size: int, label: str) -> None:
     """Raise GGUFError when a file of ``size`` bytes is shorter than its header says."""
     if meta.required_size > size:
         raise GGUFError(
-            f"{label} is incomplete: {size} bytes of the {meta.required_size} its header describes.",
-            hint="The download probably stopped; download the file again.",
+            T(_INCOMPLETE, file=label, size=size, required=meta.required_size),
+            hint=_DOWNLOAD_STOPPED,
         )
 
 
 def _cannot_read(path: Path, exc: OSError) -> GGUFError:
-    return GGUFError(f"Cannot read {path.name}: {exc.strerror or exc}", hint="Check the file exists and is readable.")
+    return GGUFError(T(_CANNOT_READ, file=path.name, reason=str(exc.strerror or exc)),
+                     hint=_CHECK_READABLE)
 
 
 def _mapped(path: Path, only_key: str | None) -> tuple[Any, int]:
@@ -618,8 +644,9 @@ def _mapped(path: Path, only_key: str | None) -> tuple[Any, int]:
         with open_regular(path) as fh:
             size = os.fstat(fh.fileno()).st_size
             if size < 4:
-                raise GGUFError(f"{path.name} is not a GGUF file (it is too short).",
-                                hint="Only .gguf model files can be used.")
+                raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "{file} is not a GGUF file (it is too short)."),
+                                  file=path.name),
+                                hint=QT_TRANSLATE_NOOP("Core", "Only .gguf model files can be used."))
             # A failure is raised after the map is closed: its traceback holds views of the map,
             # which must be gone before the map can close.
             failure: GGUFError | None = None
@@ -629,14 +656,13 @@ def _mapped(path: Path, only_key: str | None) -> tuple[Any, int]:
                 try:
                     result = _run_fixed(view, only_key)
                 except NeedMoreData:
-                    failure = GGUFError(f"{path.name} is incomplete: it ends inside its header.",
-                                        hint="Download the file again.")
+                    failure = GGUFError(T(_ENDS_IN_HEADER, file=path.name), hint=_DOWNLOAD_AGAIN)
                 except GGUFError as exc:
-                    if exc.message.startswith("Not a GGUF file"):
-                        failure = GGUFError(f"{path.name} is not a GGUF file{exc.message.removeprefix('Not a GGUF file')}",
-                                            hint=exc.hint)
+                    if isinstance(exc.message, Text) and exc.message.template == _NOT_GGUF:
+                        failure = GGUFError(T(_NOT_GGUF_NAMED, file=path.name,
+                                              magic=exc.message.args["magic"]), hint=exc.hint)
                     else:
-                        failure = GGUFError(f"{path.name} is damaged or incomplete: {exc.message}", hint=exc.hint)
+                        failure = GGUFError(T(_DAMAGED, file=path.name, reason=exc.message), hint=exc.hint)
                 finally:
                     view.release()
             if failure is not None:
@@ -676,12 +702,12 @@ def read_prefix_file(path: Path, *, chunk: int = 2 * 1024 * 1024, limit: int = M
             while True:
                 data = fh.read(max(chunk, parser.needed - parser.received))
                 if not data:
-                    raise GGUFError(f"{path.name} is incomplete: it ends inside its header.",
-                                    hint="Download the file again.")
+                    raise GGUFError(T(_ENDS_IN_HEADER, file=path.name), hint=_DOWNLOAD_AGAIN)
                 try:
                     meta = parser.feed(data)
                 except GGUFError as exc:
-                    raise GGUFError(f"{path.name}: {exc.message}", hint=exc.hint) from exc
+                    raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "{file}: {reason}"), file=path.name,
+                                      reason=exc.message), hint=exc.hint) from exc
                 if meta is not None:
                     return meta
     except NotRegularFileError as exc:

@@ -39,7 +39,10 @@ from strata_gui.core.models.hub_files import (
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.models.remote_header import read_remote_header
 from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.transfer import credentials_for, within
+
+_CHECK_ENDPOINT = QT_TRANSLATE_NOOP("Core", "Check the hub endpoint in Settings.")
 
 SORTS = {"downloads": "downloads", "likes": "likes", "trending": "trendingScore", "updated": "lastModified"}
 PAGE_SIZE = 30
@@ -234,10 +237,13 @@ class HubClient:
         try:
             data = resp.json()
         except json.JSONDecodeError as exc:
-            raise HubError(f"The hub at {self.endpoint} sent something that is not a search result.",
-                           hint="Check the hub endpoint in Settings.") from exc
+            raise HubError(T(QT_TRANSLATE_NOOP("Core", "The hub at {endpoint} sent something that is not a "
+                                                       "search result."), endpoint=self.endpoint),
+                           hint=_CHECK_ENDPOINT) from exc
         if not isinstance(data, list):
-            raise HubError(f"The hub at {self.endpoint} sent an unexpected search answer.", hint="Check the hub endpoint in Settings.")
+            raise HubError(T(QT_TRANSLATE_NOOP("Core", "The hub at {endpoint} sent an unexpected search "
+                                                       "answer."), endpoint=self.endpoint),
+                           hint=_CHECK_ENDPOINT)
         nxt = resp.links.get("next", {}).get("url")
         return SearchPage(tuple(summary_from_json(i) for i in data if isinstance(i, dict)), nxt)
 
@@ -251,8 +257,10 @@ class HubClient:
                 for s in (info.siblings or [])
             ]
         except (TypeError, ValueError, AttributeError) as exc:
-            raise HubError(f"The hub at {self.endpoint} described the files of {repo_id} in a way Strata cannot read.",
-                           hint="Check the hub endpoint in Settings.", details=repr(exc)) from exc
+            raise HubError(T(QT_TRANSLATE_NOOP("Core", "The hub at {endpoint} described the files of {repo} "
+                                                       "in a way Strata cannot read."),
+                             endpoint=self.endpoint, repo=repo_id),
+                           hint=_CHECK_ENDPOINT, details=repr(exc)) from exc
         # A file name becomes a path in the cache (and may become the default download): one
         # with ``../`` or a drive in it is refused here, before anything else sees it.
         check_remote_files(files, endpoint=self.endpoint)
@@ -290,8 +298,10 @@ class HubClient:
                 raise TypeError("not an object")
             return ModelInfo(**data)  # type: ignore[no-untyped-call]
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise HubError(f"The hub at {self.endpoint} sent something that is not a model's details for {repo_id}.",
-                           hint="Check the hub endpoint in Settings.", details=repr(exc)) from exc
+            raise HubError(T(QT_TRANSLATE_NOOP("Core", "The hub at {endpoint} sent something that is not a "
+                                                       "model's details for {repo}."),
+                             endpoint=self.endpoint, repo=repo_id),
+                           hint=_CHECK_ENDPOINT, details=repr(exc)) from exc
 
     async def _card(self, repo_id: str, revision: str) -> str:
         try:

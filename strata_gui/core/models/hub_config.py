@@ -23,6 +23,7 @@ from typing import Protocol
 
 from strata_gui.core.errors import HubError
 from strata_gui.core.settings import Settings
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 SAVED_TOKEN_NAME = "hf-token"
@@ -168,7 +169,8 @@ class SavedHubToken:
         """
         cleaned = _clean_token(token)
         if not cleaned:
-            raise HubError("The access token is empty.", hint="Paste a token from your hub account settings.")
+            raise HubError(QT_TRANSLATE_NOOP("Core", "The access token is empty."),
+                           hint=QT_TRANSLATE_NOOP("Core", "Paste a token from your hub account settings."))
         self._secrets.set(SAVED_TOKEN_NAME, cleaned)
 
     def clear(self) -> None:

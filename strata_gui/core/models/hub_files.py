@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from strata_gui.core.errors import HubError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,8 @@ class QuantEntry:
 # paths of the hub cache (``blobs/<etag>``, ``snapshots/<commit>/<file>``, ``refs/<ref>``). Each
 # is checked before it touches the disk; one that could name a place outside its folder is refused.
 
-_HINT = ("The hub endpoint (or mirror) sent a name that could write outside the hub cache; "
-         "check the hub endpoint in Settings.")
+_HINT = QT_TRANSLATE_NOOP("Core", "The hub endpoint (or mirror) sent a name that could write outside the hub "
+                                 "cache; check the hub endpoint in Settings.")
 _REPO_ID = re.compile(r"^[A-Za-z0-9_][\w.-]{0,95}(/[A-Za-z0-9_][\w.-]{0,95})?$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")  # a git SHA-1 (or SHA-256) commit id
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -68,8 +69,13 @@ _ETAG = re.compile(r"^[0-9A-Za-z_][0-9A-Za-z_-]{0,127}$")
 
 
 def _unsafe(what: str, value: str, endpoint: str) -> HubError:
-    where = f" at {endpoint}" if endpoint else ""
-    return HubError(f"The hub{where} sent an unsafe {what} ({value[:200]!r}); Strata did not use it.", hint=_HINT)
+    if endpoint:
+        return HubError(T(QT_TRANSLATE_NOOP("Core", "The hub at {endpoint} sent an unsafe {what} ({value}); "
+                                                    "Strata did not use it."),
+                          endpoint=endpoint, what=what, value=repr(value[:200])),
+                        hint=_HINT)
+    return HubError(T(QT_TRANSLATE_NOOP("Core", "The hub sent an unsafe {what} ({value}); Strata did not use "
+                                                "it."), what=what, value=repr(value[:200])), hint=_HINT)
 
 
 def safe_repo_path(path: str, *, what: str = "file name", endpoint: str = "") -> str:
@@ -86,8 +92,10 @@ def safe_repo_path(path: str, *, what: str = "file name", endpoint: str = "") ->
 def safe_repo_id(repo_id: str, *, endpoint: str = "") -> str:
     """``repo_id`` if it is ``name`` or ``org/name`` as the hub allows them (no ``..``), else raise."""
     if not _REPO_ID.match(repo_id) or ".." in repo_id:
-        raise HubError(f"{repo_id[:200]!r} is not a valid repository id.",
-                       hint="Repository ids look like org/name (letters, digits, '-', '_', '.').")
+        raise HubError(T(QT_TRANSLATE_NOOP("Core", "{repo} is not a valid repository id."),
+                         repo=repr(repo_id[:200])),
+                       hint=QT_TRANSLATE_NOOP("Core", "Repository ids look like org/name (letters, digits, "
+                                                      "'-', '_', '.')."))
     return repo_id
 
 

@@ -26,6 +26,7 @@ from strata_gui.core.models.gguf_meta import quant_from_filename
 from strata_gui.core.models.hub_files import QuantEntry, RemoteFile
 from strata_gui.core.models.image_models import COMPANION_FRAGMENTS, MODEL_SUFFIXES, ImageFit
 from strata_gui.core.models.remote_header import ranged_get
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 IMAGE_PIPELINES = ("text-to-image",)
 # diffusers keeps each component in its own folder, in a layout sd.cpp does not load as one file.
@@ -210,15 +211,19 @@ async def read_remote_safetensors_names(client: httpx.AsyncClient, url: str, *, 
 
     head = await get(0, 7)
     if len(head) != 8:
-        raise ModelError(f"{label} is too short to be a safetensors file.")
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{label} is too short to be a safetensors file."),
+                           label=label))
     (size,) = struct.unpack("<Q", head)
     if size > SAFETENSORS_HEADER_MAX:
-        raise ModelError(f"{label} does not look like a safetensors file.")
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{label} does not look like a safetensors file."),
+                           label=label))
     raw = await get(8, 8 + size - 1)
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        raise ModelError(f"The safetensors header of {label} is corrupt.") from exc
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "The safetensors header of {label} is corrupt."),
+                           label=label)) from exc
     if not isinstance(data, dict):
-        raise HubError(f"The safetensors header of {label} is not a table of tensors.")
+        raise HubError(T(QT_TRANSLATE_NOOP("Core", "The safetensors header of {label} is not a table of "
+                                                   "tensors."), label=label))
     return [k for k in data if k != "__metadata__"]

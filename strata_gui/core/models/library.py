@@ -114,8 +114,9 @@ def _image_entry(path: Path, source: str, repo_id: str | None, size: int, parts:
     total = size + sum(_size(c) for c in companions)
     error = ""
     if parts.missing:
-        error = (f"This {parts.family} model needs its {' and '.join(parts.missing)}: put the file(s) in the "
-                 "same folder (downloads from its repository).")
+        error = T(QT_TRANSLATE_NOOP("Core", "This {family} model needs its {parts}: put the file(s) in the "
+                                            "same folder (downloads from its repository)."),
+                  family=parts.family, parts=" and ".join(parts.missing))
     return LibraryEntry(path, (path,), source, total, repo_id, architecture=parts.family, params=params, quant=quant,
                         name=name, error=error, kind=IMAGE, image_family=parts.family,
                         image_missing=parts.missing, companions=companions)
@@ -131,7 +132,8 @@ def describe_model(path: Path, source: str, repo_id: str | None = None) -> Libra
         parts = model_parts(path)
         if parts is None:
             return LibraryEntry(path, (path,), source, _size(path), repo_id,
-                                error="Not a model Strata can run (a safetensors file that is no image model).")
+                                error=QT_TRANSLATE_NOOP("Core", "Not a model Strata can run (a safetensors "
+                                                                "file that is no image model)."))
         return _image_entry(path, source, repo_id, _size(path), parts)
     m = SPLIT_RE.match(path.name)
     files = [path]
@@ -151,7 +153,9 @@ def describe_model(path: Path, source: str, repo_id: str | None = None) -> Libra
             check_complete(meta, _size(f), f.name)
             metas.append(meta)
         if missing:
-            raise GGUFError(f"Split model is missing {len(missing)} of {len(files)} parts: {', '.join(missing)}.")
+            raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "Split model is missing {missing} of {total} parts: "
+                                                        "{names}."),
+                              missing=len(missing), total=len(files), names=", ".join(missing)))
         head = metas[0]
     except ModelError as exc:
         return LibraryEntry(first, tuple(files), source, size, repo_id, error=exc.message)

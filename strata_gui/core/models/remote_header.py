@@ -9,6 +9,7 @@ import httpx
 from strata_gui.core.errors import GGUFError, HubError
 from strata_gui.core.models.gguf_meta import GGUFMetadata, HeaderParser
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.transfer import within
 
 CHUNK = 2 * 1024 * 1024
@@ -38,14 +39,23 @@ async def ranged_get(client: httpx.AsyncClient, url: str, headers: dict[str, str
             check_response(resp, label, endpoint)  # status and headers only; an error body is not read
             where = endpoint or str(httpx.URL(url).copy_with(query=None))
             if resp.headers.get("Content-Encoding", "identity").strip().lower() not in ("", "identity"):
-                raise HubError(f"The server at {where} sent a compressed part of {label}.",
-                               hint="A proxy may be altering the traffic; try again or check the hub endpoint in Settings.")
+                raise HubError(T(QT_TRANSLATE_NOOP("Core", "The server at {where} sent a compressed part of "
+                                                           "{label}."), where=where, label=label),
+                               hint=QT_TRANSLATE_NOOP("Core", "A proxy may be altering the traffic; try "
+                                                              "again or check the hub endpoint in Settings."))
             cap = end - start + 1 if resp.status_code == 206 else max(end + 1, HEADER_LIMIT)
             length = resp.headers.get("Content-Length", "").strip()
             if not length.isdigit() or int(length) > cap:
-                raise HubError(f"The server at {where} did not send the part of {label} Strata asked for "
-                               f"({length or 'no'} bytes instead of at most {cap}).",
-                               hint="The hub endpoint must support ranged requests; check it in Settings.")
+                wrong = (T(QT_TRANSLATE_NOOP("Core", "The server at {where} did not send the part of {label} "
+                                                     "Strata asked for ({length} bytes instead of at most "
+                                                     "{cap})."),
+                           where=where, label=label, length=length, cap=cap) if length
+                         else T(QT_TRANSLATE_NOOP("Core", "The server at {where} did not send the part of "
+                                                          "{label} Strata asked for (no bytes instead of at "
+                                                          "most {cap})."),
+                                where=where, label=label, cap=cap))
+                raise HubError(wrong, hint=QT_TRANSLATE_NOOP("Core", "The hub endpoint must support ranged "
+                                                                     "requests; check it in Settings."))
             return resp, await resp.aread()
 
     try:
@@ -87,7 +97,9 @@ async def read_remote_header(
             if m and m.group(3) != "*":
                 total = int(m.group(3))
             if m and int(m.group(1)) != start:
-                raise HubError(f"The server sent the wrong part of {label}.", hint="Try again; a proxy may be interfering.")
+                raise HubError(T(QT_TRANSLATE_NOOP("Core", "The server sent the wrong part of {label}."),
+                                 label=label),
+                               hint=QT_TRANSLATE_NOOP("Core", "Try again; a proxy may be interfering."))
         else:
             # Server ignored Range: it sent the whole (small) file from byte 0.
             if start:
@@ -98,9 +110,13 @@ async def read_remote_header(
             return meta, total
         at_end = (total is not None and parser.received >= total) or not body
         if at_end:
-            raise GGUFError(f"{label} ends inside its GGUF header.", hint="The file on the hub is incomplete or not a model.")
+            raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "{label} ends inside its GGUF header."), label=label),
+                            hint=QT_TRANSLATE_NOOP("Core", "The file on the hub is incomplete or not a "
+                                                           "model."))
         want = max(parser.needed, parser.received + chunk)
         if want > HEADER_LIMIT:
-            raise GGUFError(f"The GGUF header of {label} is larger than {HEADER_LIMIT // (1024 * 1024)} MB.")
+            raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "The GGUF header of {label} is larger than {size} "
+                                                        "MB."),
+                              label=label, size=HEADER_LIMIT // (1024 * 1024)))
         if total is not None:
             want = min(want, total)

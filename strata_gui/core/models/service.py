@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from strata_gui.core import texts
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import HubError, ModelError
 from strata_gui.core.models.download_manager import DownloadManager
@@ -44,11 +45,14 @@ from strata_gui.core.models.library import LibraryEntry, ModelLibrary
 from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.runtime.kinds import TEXT, EngineKind
 from strata_gui.core.settings import Settings
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-OFFLINE_HINT = "Turn off offline mode in Settings to search and download; the library still works."
+_NO_HEADER = QT_TRANSLATE_NOOP("Core", "Could not read the model header: {reason}")
+OFFLINE_HINT = QT_TRANSLATE_NOOP("Core", "Turn off offline mode in Settings to search and download; the "
+                                        "library still works.")
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,7 @@ class ModelService:
 
     def _online(self) -> None:
         if self.offline:
-            raise HubError("Strata is in offline mode.", hint=OFFLINE_HINT)
+            raise HubError(QT_TRANSLATE_NOOP("Core", "Strata is in offline mode."), hint=OFFLINE_HINT)
 
     async def search(self, text: str = "", sort: str = "downloads", next_url: str | None = None,
                      kind: EngineKind = TEXT) -> SearchPage:
@@ -182,13 +186,14 @@ class ModelService:
         target = target or self.memory_target()
         ctx = n_ctx or self.context_size
         if not detail.quants:
-            return FitReport(target, ctx, (), note="This repository has no GGUF files.")
+            return FitReport(target, ctx, (),
+                             note=QT_TRANSLATE_NOOP("Core", "This repository has no GGUF files."))
         source = min(detail.quants, key=lambda q: q.size)
         try:
             meta = await self.hub.header(detail.repo_id, detail.commit, source.first.path)
         except ModelError as exc:
             fits = tuple(QuantFit(q, None, bf16=_bf16(q, target)) for q in detail.quants)
-            return FitReport(target, ctx, fits, note=f"Could not read the model header: {exc.message}")
+            return FitReport(target, ctx, fits, note=texts.T(_NO_HEADER, reason=exc.message))
         choices = [
             QuantChoice(q.label, q.size, estimate_fit(ModelShape.from_metadata(meta, q.size), target, self.ram_bytes, ctx))
             for q in detail.quants
@@ -207,19 +212,23 @@ class ModelService:
         self._online()
         target = target or self.memory_target()
         if not detail.images:
-            return ImageReport(target, "", 0, 0, (), note="This repository has no single-file image model.")
+            return ImageReport(target, "", 0, 0, (),
+                               note=QT_TRANSLATE_NOOP("Core", "This repository has no single-file image "
+                                                              "model."))
         source = detail.images[0].first
         label = source.path.rsplit("/", 1)[-1]
         try:
             names = await self.hub.tensor_names(detail.repo_id, detail.commit, source.path)
         except ModelError as exc:
             fits = tuple(ImageVariantFit(q, (), (), None) for q in detail.images)
-            return ImageReport(target, "", 0, 0, fits, note=f"Could not read the model header: {exc.message}")
+            return ImageReport(target, "", 0, 0, fits, note=texts.T(_NO_HEADER, reason=exc.message))
         parts = image_parts(names)
         if parts is None:
             fits = tuple(ImageVariantFit(q, (), (), None) for q in detail.images)
             return ImageReport(target, "", 0, 0, fits,
-                               note=f"{label} is not an image model stable-diffusion.cpp recognises.")
+                               note=texts.T(QT_TRANSLATE_NOOP("Core", "{file} is not an image model "
+                                                                      "stable-diffusion.cpp recognises."),
+                                            file=label))
         width, height = native_resolution(parts.family)
         fits_list = []
         for q in detail.images:
@@ -227,7 +236,9 @@ class ModelService:
             size = q.size + sum(c.size for c in companions)
             fit = estimate_image_fit(size, target, self.ram_bytes, width, height)
             if missing:  # their size is unknown here: the verdict may be too kind
-                fit = replace(fit, message=fit.message + ", not counting the missing parts")
+                fit = replace(fit, message=texts.T(QT_TRANSLATE_NOOP("Core", "{fit}, not counting the "
+                                                                             "missing parts"),
+                                                   fit=fit.message))
             fits_list.append(ImageVariantFit(q, companions, missing, fit))
         pick = pick_image_default([f for f in fits_list if not f.missing]) if any(
             not f.missing for f in fits_list) else None

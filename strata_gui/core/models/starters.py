@@ -14,10 +14,13 @@ from typing import Any
 
 from strata_gui.core.errors import ModelError
 from strata_gui.core.models.fit import FitEstimate, MemoryTarget, ModelShape, Verdict, estimate_fit
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 STARTERS_FILE = "starter-models.json"
 STARTERS_VERSION = 1
 _SHAPE_KEYS = ("n_layers", "kv_heads", "head_dim", "trained_context", "n_vocab", "embedding_length")
+_DAMAGED_HINT = QT_TRANSLATE_NOOP("Core", "The starter model list is damaged; reinstall Strata.")
+_REINSTALL_HINT = QT_TRANSLATE_NOOP("Core", "Reinstall Strata.")
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,13 @@ class StarterModel:
 def _field(raw: dict[str, Any], key: str, kind: type, where: str) -> Any:
     value = raw.get(key)
     if not isinstance(value, kind) or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
-        raise ModelError(f"{where}: '{key}' is missing or not a {kind.__name__}.",
-                         hint="The starter model list is damaged; reinstall Strata.")
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{where}: '{key}' is missing or not a {kind}."),
+                           where=where, key=key, kind=kind.__name__),
+                         hint=_DAMAGED_HINT)
     if isinstance(value, int) and value <= 0:
-        raise ModelError(f"{where}: '{key}' must be positive.",
-                         hint="The starter model list is damaged; reinstall Strata.")
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{where}: '{key}' must be positive."), where=where,
+                           key=key),
+                         hint=_DAMAGED_HINT)
     return value
 
 
@@ -68,22 +73,27 @@ def parse_starters(data: Any, origin: str = STARTERS_FILE) -> list[StarterModel]
         ModelError: Wrong version, a missing or mistyped field, or a duplicate id.
     """
     if not isinstance(data, dict) or data.get("version") != STARTERS_VERSION or not isinstance(data.get("models"), list):
-        raise ModelError(f"{origin} is not a version {STARTERS_VERSION} starter model list.",
-                         hint="The starter model list is damaged; reinstall Strata.")
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{origin} is not a version {version} starter model "
+                                                     "list."), origin=origin, version=STARTERS_VERSION),
+                         hint=_DAMAGED_HINT)
     out: list[StarterModel] = []
     seen: set[str] = set()
     for i, raw in enumerate(data["models"]):
-        where = f"{origin}, entry {i + 1}"
+        where = T(QT_TRANSLATE_NOOP("Core", "{origin}, entry {number}"), origin=origin, number=i + 1)
         if not isinstance(raw, dict):
-            raise ModelError(f"{where} is not an object.", hint="The starter model list is damaged; reinstall Strata.")
+            raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{where} is not an object."), where=where),
+                             hint=_DAMAGED_HINT)
         shape_raw = raw.get("shape")
         if not isinstance(shape_raw, dict):
-            raise ModelError(f"{where}: 'shape' is missing.", hint="The starter model list is damaged; reinstall Strata.")
-        fig = {k: _field(shape_raw, k, int, f"{where} shape") for k in _SHAPE_KEYS}
+            raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{where}: 'shape' is missing."), where=where),
+                             hint=_DAMAGED_HINT)
+        shape_where = T(QT_TRANSLATE_NOOP("Core", "{where} shape"), where=where)
+        fig = {k: _field(shape_raw, k, int, shape_where) for k in _SHAPE_KEYS}
         file = _field(raw, "file", str, where)
         if not file.lower().endswith(".gguf"):
-            raise ModelError(f"{where}: '{file}' is not a GGUF file.",
-                             hint="The starter model list is damaged; reinstall Strata.")
+            raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{where}: '{file}' is not a GGUF file."),
+                               where=where, file=file),
+                             hint=_DAMAGED_HINT)
         size = _field(raw, "size", int, where)
         starter = StarterModel(
             id=_field(raw, "id", str, where),
@@ -106,15 +116,18 @@ def parse_starters(data: Any, origin: str = STARTERS_FILE) -> list[StarterModel]
             ),
         )
         if "/" not in starter.repo:
-            raise ModelError(f"{where}: repo '{starter.repo}' is not owner/name.",
-                             hint="The starter model list is damaged; reinstall Strata.")
+            raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{where}: repo '{repo}' is not owner/name."),
+                               where=where, repo=starter.repo),
+                             hint=_DAMAGED_HINT)
         if starter.id in seen:
-            raise ModelError(f"{where}: the id '{starter.id}' appears twice.",
-                             hint="The starter model list is damaged; reinstall Strata.")
+            raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{where}: the id '{id}' appears twice."),
+                               where=where, id=starter.id),
+                             hint=_DAMAGED_HINT)
         seen.add(starter.id)
         out.append(starter)
     if not out:
-        raise ModelError(f"{origin} lists no models.", hint="The starter model list is damaged; reinstall Strata.")
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{origin} lists no models."), origin=origin),
+                         hint=_DAMAGED_HINT)
     return sorted(out, key=lambda s: s.size)
 
 
@@ -127,10 +140,14 @@ def load_starters(path: Path) -> list[StarterModel]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ModelError(f"Could not read the starter model list {path}: {exc.strerror or exc}",
-                         hint="Reinstall Strata.") from exc
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "Could not read the starter model list {path}: "
+                                                     "{reason}"),
+                           path=str(path), reason=str(exc.strerror or exc)),
+                         hint=_REINSTALL_HINT) from exc
     except json.JSONDecodeError as exc:
-        raise ModelError(f"{path.name} is not valid JSON (line {exc.lineno}).", hint="Reinstall Strata.") from exc
+        raise ModelError(T(QT_TRANSLATE_NOOP("Core", "{file} is not valid JSON (line {line})."),
+                           file=path.name, line=exc.lineno),
+                         hint=_REINSTALL_HINT) from exc
     return parse_starters(data, path.name)
 
 

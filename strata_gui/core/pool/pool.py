@@ -365,13 +365,14 @@ class EnginePool:
         cond = self._cond
         while True:
             if self._closed:
-                raise ServerBusyError("Strata is shutting its engines down.")
+                raise ServerBusyError(QT_TRANSLATE_NOOP("Core", "Strata is shutting its engines down."))
             evicted: list[tuple[PooledEngine, str]] = []
             async with cond:
                 if self._turn is not None and self._turn[0] != user:
                     # Another user has the whole pool (an engine update on trial): wait and say so.
                     if not wait:
-                        raise ServerBusyError(self._turn[1], hint="Try again in a minute.", retry_after=30.0)
+                        raise ServerBusyError(self._turn[1], hint=QT_TRANSLATE_NOOP("Core", "Try again in a minute."),
+                                              retry_after=30.0)
                     self.events.emit(Waiting(engine.kind, model, user, self._turn[1]))
                     if on_progress is not None:
                         on_progress(Progress(0, None, self._turn[1]))
@@ -389,7 +390,8 @@ class EnginePool:
                     blocked = self._make_room(key, engine, need, evicted)
                     if blocked is not None:
                         if not wait:
-                            raise ServerBusyError(blocked, hint="Try again when the current request is done.", retry_after=5.0)
+                            raise ServerBusyError(blocked, hint=QT_TRANSLATE_NOOP(
+                                "Core", "Try again when the current request is done."), retry_after=5.0)
                         self.events.emit(Waiting(engine.kind, model, user, blocked))
                         await cond.wait()
                         continue
@@ -519,9 +521,9 @@ class EnginePool:
         same_slot = [e for e in others if e.key.model_slot == key.model_slot]
         for e in same_slot:
             if e.busy or e.start_task is not None:
-                users = ", ".join(sorted(e.holders)) or "a start"
-                return (f"{e.model.name} is loaded with other settings and in use by the {users}; "
-                        "it reloads when that is done.")
+                users = ", ".join(sorted(e.holders)) or QT_TRANSLATE_NOOP("Core", "a start")
+                return T(QT_TRANSLATE_NOOP("Core", "{model} is loaded with other settings and in use by the {users}; "
+                                                   "it reloads when that is done."), model=e.model.name, users=users)
         chosen: list[PooledEngine] = list(same_slot)
         group = memory_group(engine)
         budget = self._memory.budget(group) if self._memory is not None else 0
@@ -534,10 +536,12 @@ class EnginePool:
                 chosen.append(victim)
                 used -= victim.memory_bytes()
             if used + need > budget and any(e.busy or e.start_task is not None for e in staying):
-                holders = sorted({u for e in staying for u in e.holders} or {"another start"})
-                return (f"Waiting for memory: {engine.label} needs about {format_bytes(need)} and the engines in "
-                        f"use by the {', '.join(holders)} hold {format_bytes(used)} of "
-                        f"{format_bytes(budget)}.")
+                holders = sorted({u for e in staying for u in e.holders}
+                                 or {QT_TRANSLATE_NOOP("Core", "another start")})
+                return T(QT_TRANSLATE_NOOP("Core", "Waiting for memory: {engine} needs about {need} and the engines in "
+                                                   "use by the {users} hold {used} of {budget}."),
+                         engine=engine.label, need=format_bytes(need), users=", ".join(holders),
+                         used=format_bytes(used), budget=format_bytes(budget))
         for e in chosen:
             e.closing = True
             reason = ("reloaded with other settings" if e in same_slot
@@ -618,7 +622,7 @@ class EnginePool:
         by awaiting ``start``; it runs until :meth:`stop_service` or the pool closes."""
         await self.stop_service(name)
         if self._closed:
-            raise ServerBusyError("Strata is shutting its engines down.")
+            raise ServerBusyError(QT_TRANSLATE_NOOP("Core", "Strata is shutting its engines down."))
         self._services[name] = process
         try:
             await start()

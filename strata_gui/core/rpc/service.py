@@ -27,6 +27,7 @@ from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.rpc_server import RpcServerProcess
 from strata_gui.core.settings import Settings, SettingsService
+from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 from .workers import (
     DEFAULT_RPC_PORT,
@@ -205,13 +206,13 @@ class RpcPool:
         """Start an rpc-server from ``engine`` (default: the first installed engine that ships one)
         in the engine pool (a running one is stopped first)."""
         if self.pool is None:
-            raise EngineError("Lending this computer needs the engine pool.")
+            raise EngineError(QT_TRANSLATE_NOOP("Core", "Lending this computer needs the engine pool."))
         await self.stop_serving()
         spec = engine or next((e for e in self._engines() if rpc_server_executable(e.server_path.parent)), None)
         exe = rpc_server_executable(spec.server_path.parent) if spec is not None else None
         if spec is None or exe is None:
-            raise EngineError("No installed engine ships an RPC server.",
-                              hint="Install a Vulkan or ROCm engine that includes rpc-server.")
+            raise EngineError(QT_TRANSLATE_NOOP("Core", "No installed engine ships an RPC server."),
+                              hint=QT_TRANSLATE_NOOP("Core", "Install a Vulkan or ROCm engine that includes rpc-server."))
         log_file = self._log_dir / "rpc-server.log" if self._log_dir is not None else None
         server = RpcServerProcess(exe, host, port, env={**spec.env, **(env or {})}, environ=self._environ,
                                   devices=devices, log_file=log_file, job=self._job)

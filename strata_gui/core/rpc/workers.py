@@ -19,6 +19,7 @@ from pathlib import Path
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.errors import EngineError
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 DEFAULT_RPC_PORT = 50052
 TRUST_WARNING = ("rpc-server has no password and no encryption: anyone who can reach this port can use "
@@ -53,7 +54,8 @@ def parse_address(text: str, default_port: int = DEFAULT_RPC_PORT) -> str:
         host, port_text = text, str(default_port)
     host = host.strip("[]")
     if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536 or any(c.isspace() for c in host):
-        raise EngineError(f"'{text}' is not a worker address.", hint="Use host:port, e.g. 192.168.1.30:50052.")
+        raise EngineError(T(QT_TRANSLATE_NOOP("Core", "'{address}' is not a worker address."), address=text),
+                          hint=QT_TRANSLATE_NOOP("Core", "Use host:port, e.g. 192.168.1.30:50052."))
     return f"{host}:{int(port_text)}"
 
 

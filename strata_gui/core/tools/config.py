@@ -25,6 +25,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from strata_gui.core.errors import ToolConfigError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text
 
 Transport = Literal["stdio", "http"]
 STDIO: Transport = "stdio"
@@ -141,7 +142,14 @@ class McpServerConfig:
         return entry
 
 
-def parse_mcp_json(text: str, *, source: str = "The MCP configuration") -> list[McpServerConfig]:
+_CONFIGURATION = QT_TRANSLATE_NOOP("Core", "The MCP configuration")
+# "In {source}, ..." names the source in lower case; these are the lower-case names Strata itself uses.
+_LOWER_SOURCES = (QT_TRANSLATE_NOOP("Core", "the MCP configuration"),
+                  QT_TRANSLATE_NOOP("Core", "the file {path}"),
+                  QT_TRANSLATE_NOOP("Core", "the pasted configuration"))
+
+
+def parse_mcp_json(text: str, *, source: str = _CONFIGURATION) -> list[McpServerConfig]:
     """Servers from the text of an ``mcpServers`` JSON file.
 
     Args:
@@ -156,8 +164,11 @@ def parse_mcp_json(text: str, *, source: str = "The MCP configuration") -> list[
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ToolConfigError(
-            f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
-            hint="Check for a missing comma or quote, or a trailing comma; comments are not allowed in JSON.",
+            T(QT_TRANSLATE_NOOP("Core",
+                                "{source} is not valid JSON (line {line}, column {column}: {reason})."),
+              source=source, line=exc.lineno, column=exc.colno, reason=exc.msg),
+            hint=QT_TRANSLATE_NOOP("Core", "Check for a missing comma or quote, or a trailing comma; "
+                                           "comments are not allowed in JSON."),
         ) from None
     return parse_mcp_servers(data, source=source)
 
@@ -168,33 +179,43 @@ def load_mcp_config(path: Path) -> list[McpServerConfig]:
     Raises:
         ToolConfigError: The file cannot be read or is not a usable configuration.
     """
-    source = f"The file {path}"
+    source = T(QT_TRANSLATE_NOOP("Core", "The file {path}"), path=str(path))
     try:
         text = path.read_text(encoding="utf-8-sig")  # Notepad writes a byte-order mark
     except FileNotFoundError:
-        raise ToolConfigError(f"The MCP configuration file {path} does not exist.",
-                              hint="Check the path.") from None
+        raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core",
+                                                  "The MCP configuration file {path} does not exist."),
+                                path=str(path)),
+                              hint=QT_TRANSLATE_NOOP("Core", "Check the path.")) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ToolConfigError(f"The MCP configuration file {path} cannot be read.",
-                              hint="Check that it is a UTF-8 text file you may read.",
+        raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core",
+                                                  "The MCP configuration file {path} cannot be read."),
+                                path=str(path)),
+                              hint=QT_TRANSLATE_NOOP("Core", "Check that it is a UTF-8 text file you may "
+                                                             "read."),
                               details=f"{type(exc).__name__}: {exc}") from None
     return parse_mcp_json(text, source=source)
 
 
-def parse_mcp_servers(data: Any, *, source: str = "The MCP configuration") -> list[McpServerConfig]:
+def parse_mcp_servers(data: Any, *, source: str = _CONFIGURATION) -> list[McpServerConfig]:
     """Servers from already-decoded ``mcpServers`` JSON (see :func:`parse_mcp_json`).
 
     Raises:
         ToolConfigError: The shape or one server entry is unusable.
     """
-    shape_hint = 'Expected {"mcpServers": {"name": {"command": ..., "args": [...]}}} or {"name": {"url": ...}}.'
+    shape_hint = QT_TRANSLATE_NOOP("Core", 'Expected {"mcpServers": {"name": {"command": ..., "args": '
+                                           '[...]}}} or {"name": {"url": ...}}.')
     if not isinstance(data, dict):
-        raise ToolConfigError(f"{source} is not an MCP server configuration.", hint=shape_hint)
+        raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core", "{source} is not an MCP server configuration."),
+                                source=source), hint=shape_hint)
     servers = data.get("mcpServers", data.get("servers"))
     if servers is None:
-        raise ToolConfigError(f"{source} has no \"mcpServers\" section.", hint=shape_hint)
+        raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core", "{source} has no \"mcpServers\" section."),
+                                source=source),
+                              hint=shape_hint)
     if not isinstance(servers, dict):
-        raise ToolConfigError(f"In {_lower(source)}, \"mcpServers\" is not an object of named servers.",
+        raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core", "In {source}, \"mcpServers\" is not an object of "
+                                                          "named servers."), source=_lower(source)),
                               hint=shape_hint)
     return [parse_server(name, entry) for name, entry in servers.items()]
 
@@ -207,34 +228,42 @@ def parse_server(name: str, entry: Any) -> McpServerConfig:
     """
     name = check_name(name)
     if not isinstance(entry, dict):
-        raise _bad(name, "is not an object", 'Give it "command" (a local server) or "url" (a remote one).')
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' is not an object."),
+                   QT_TRANSLATE_NOOP("Core", 'Give it "command" (a local server) or "url" (a remote one).'))
     if "envFile" in entry:
-        raise _bad(name, 'uses "envFile", which Strata does not read',
-                   'Copy the variables into "env" instead.')
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' uses \"envFile\", which Strata "
+                                                   "does not read."),
+                   QT_TRANSLATE_NOOP("Core", 'Copy the variables into "env" instead.'))
     transport = _transport(name, entry)
     enabled = not _flag(name, entry, "disabled", False) and _flag(name, entry, "enabled", True)
     timeout = _timeout(name, entry)
     if transport == STDIO:
         command = entry.get("command")
         if not isinstance(command, str) or not command.strip():
-            raise _bad(name, 'has no "command"', 'A local server needs "command", e.g. "npx" or "uvx".')
+            raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has no \"command\"."),
+                       QT_TRANSLATE_NOOP("Core", 'A local server needs "command", e.g. "npx" or "uvx".'))
         args = entry.get("args", [])
         if not isinstance(args, list):
-            raise _bad(name, 'has "args" that is not a list', 'Write the arguments as ["arg1", "arg2"].')
+            raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has \"args\" that is not a "
+                                                       "list."),
+                       QT_TRANSLATE_NOOP("Core", 'Write the arguments as ["arg1", "arg2"].'))
         cwd = entry.get("cwd", "")
         if not isinstance(cwd, str):
-            raise _bad(name, 'has a "cwd" that is not a folder path', None)
+            raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has a \"cwd\" that is not a "
+                                                       "folder path."), None)
         return McpServerConfig(name, STDIO, command=command.strip(),
                                args=tuple(_scalar(name, "args", a) for a in args),
                                env=_string_map(name, entry, "env"), cwd=cwd, enabled=enabled, timeout=timeout)
     url = next((entry[k] for k in _URL_KEYS if k in entry), None)
     if not isinstance(url, str) or not url.strip():
-        raise _bad(name, 'has no "url"', 'A remote server needs "url", e.g. "https://example.com/mcp".')
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has no \"url\"."),
+                   QT_TRANSLATE_NOOP("Core", 'A remote server needs "url", e.g. "https://example.com/mcp".'))
     url = url.strip()
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise _bad(name, f"has the address '{_safe_url(url)}', which is not an http(s) URL",
-                   "Use the form https://host/path.")
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has the address '{url}', which "
+                                                   "is not an http(s) URL."),
+                   QT_TRANSLATE_NOOP("Core", "Use the form https://host/path."), url=_safe_url(url))
     return McpServerConfig(name, HTTP, url=url, headers=_string_map(name, entry, "headers"), enabled=enabled,
                            timeout=timeout)
 
@@ -242,11 +271,15 @@ def parse_server(name: str, entry: Any) -> McpServerConfig:
 def check_name(name: object) -> str:
     """A server name, stripped; raises :class:`ToolConfigError` when empty, too long or unprintable."""
     if not isinstance(name, str) or not name.strip():
-        raise ToolConfigError("A tool server has no name.", hint="Give every server a name.")
+        raise ToolConfigError(QT_TRANSLATE_NOOP("Core", "A tool server has no name."),
+                              hint=QT_TRANSLATE_NOOP("Core", "Give every server a name."))
     cleaned = name.strip()
     if len(cleaned) > MAX_NAME or not cleaned.isprintable():
-        raise ToolConfigError(f"The tool server name '{cleaned[:40]}' is too long or has control characters.",
-                              hint=f"Use a short name (at most {MAX_NAME} characters).")
+        raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core", "The tool server name '{name}' is too long or has "
+                                                          "control characters."), name=cleaned[:40]),
+                              hint=T(QT_TRANSLATE_NOOP("Core", "Use a short name (at most {count} "
+                                                               "characters)."),
+                                     count=MAX_NAME))
     return cleaned
 
 
@@ -255,22 +288,31 @@ def _transport(name: str, entry: dict[str, Any]) -> Transport:
     has_url = any(k in entry for k in _URL_KEYS)
     if given is None:
         if has_url and "command" in entry:
-            raise _bad(name, 'has both "command" and "url"', "Keep the one this server uses.")
+            raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has both \"command\" and "
+                                                       "\"url\"."),
+                       QT_TRANSLATE_NOOP("Core", "Keep the one this server uses."))
         if has_url:
             return HTTP
         if "command" in entry:
             return STDIO
-        raise _bad(name, 'has neither "command" nor "url"',
-                   'Give it "command" (a local server) or "url" (a remote one).')
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has neither \"command\" nor "
+                                                   "\"url\"."),
+                   QT_TRANSLATE_NOOP("Core", 'Give it "command" (a local server) or "url" (a remote one).'))
     if not isinstance(given, str):
-        raise _bad(name, "has a transport type that is not text", 'Use "stdio" or "http".')
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has a transport type that is "
+                                                   "not text."),
+                   QT_TRANSLATE_NOOP("Core", 'Use "stdio" or "http".'))
     key = given.strip().lower().replace("-", "").replace("_", "")
     if key == "sse":
-        raise _bad(name, "uses the older HTTP+SSE transport, which Strata does not speak",
-                   "Use the server's streamable-HTTP address instead (often the same host, ending in /mcp).")
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' uses the older HTTP+SSE "
+                                                   "transport, which Strata does not speak."),
+                   QT_TRANSLATE_NOOP("Core", "Use the server's streamable-HTTP address instead (often the "
+                                             "same host, ending in /mcp)."))
     transport = _TRANSPORT_SPELLINGS.get(key)
     if transport is None:
-        raise _bad(name, f"has the unknown transport type '{given[:40]}'", 'Use "stdio" or "http".')
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has the unknown transport type "
+                                                   "'{transport}'."),
+                   QT_TRANSLATE_NOOP("Core", 'Use "stdio" or "http".'), transport=given[:40])
     return transport
 
 
@@ -281,7 +323,10 @@ def _scalar(name: str, what: str, value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
         return str(value)
-    raise _bad(name, f'has a value in "{what}" that is not text', f'Write every value in "{what}" as a string.')
+    raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has a value in \"{field}\" that is "
+                                               "not text."),
+               T(QT_TRANSLATE_NOOP("Core", 'Write every value in "{field}" as a string.'), field=what),
+               field=what)
 
 
 def _string_map(name: str, entry: dict[str, Any], key: str) -> dict[str, str]:
@@ -289,11 +334,16 @@ def _string_map(name: str, entry: dict[str, Any], key: str) -> dict[str, str]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise _bad(name, f'has "{key}" that is not an object', f'Write "{key}" as {{"NAME": "value"}}.')
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has \"{field}\" that is not an "
+                                                   "object."),
+                   T(QT_TRANSLATE_NOOP("Core", 'Write "{field}" as {{"NAME": "value"}}.'), field=key),
+                   field=key)
     out: dict[str, str] = {}
     for k, v in raw.items():
         if not str(k).strip():
-            raise _bad(name, f'has an empty name in "{key}"', None)
+            raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has an empty name in "
+                                                       "\"{field}\"."),
+                       None, field=key)
         out[str(k)] = _scalar(name, key, v)  # the value is never put in a message: it may be a key
     return out
 
@@ -301,7 +351,8 @@ def _string_map(name: str, entry: dict[str, Any], key: str) -> dict[str, str]:
 def _flag(name: str, entry: dict[str, Any], key: str, default: bool) -> bool:
     value = entry.get(key, default)
     if not isinstance(value, bool):
-        raise _bad(name, f'has "{key}" that is not true or false', None)
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has \"{field}\" that is not "
+                                                   "true or false."), None, field=key)
     return value
 
 
@@ -310,7 +361,8 @@ def _timeout(name: str, entry: dict[str, Any]) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise _bad(name, 'has a "timeout" that is not a positive number of seconds', None)
+        raise _bad(name, QT_TRANSLATE_NOOP("Core", "The tool server '{name}' has a \"timeout\" that is not a "
+                                                   "positive number of seconds."), None)
     return float(value)  # seconds, as Cline writes it
 
 
@@ -321,8 +373,12 @@ def _safe_url(url: str) -> str:
 
 
 def _lower(source: str) -> str:
+    """``source`` starting in lower case; Strata's own names stay translatable (see ``_LOWER_SOURCES``)."""
+    if isinstance(source, Text):
+        return Text(source.template[:1].lower() + source.template[1:], **source.args)
     return source[:1].lower() + source[1:]
 
 
-def _bad(name: str, problem: str, hint: str | None) -> ToolConfigError:
-    return ToolConfigError(f"The tool server '{name}' {problem}.", hint=hint)
+def _bad(name: str, message: str, hint: str | None, **args: object) -> ToolConfigError:
+    """``message``: a whole marked sentence with ``{name}`` (the server) and ``args``."""
+    return ToolConfigError(T(message, name=name, **args), hint=hint)

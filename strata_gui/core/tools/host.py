@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from strata_gui import __version__
 from strata_gui.core.errors import ToolError
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.tools.approvals import ApprovalRequest, Approver, ToolPolicy
 from strata_gui.core.tools.config import STDIO, McpServerConfig
 from strata_gui.core.tools.loop_thread import LoopThread
@@ -192,8 +193,10 @@ class ToolCatalog:
         for t in self.tools:
             if t.openai_name == openai_name:
                 return t
-        raise ToolError(f"There is no tool named '{openai_name[:80]}'.",
-                        hint="The model asked for a tool that none of the enabled tool servers offers.")
+        raise ToolError(T(QT_TRANSLATE_NOOP("Core", "There is no tool named '{name}'."),
+                          name=openai_name[:80]),
+                        hint=QT_TRANSLATE_NOOP("Core", "The model asked for a tool that none of the enabled "
+                                                       "tool servers offers."))
 
     def to_json(self) -> dict[str, Any]:
         return {"tools": [t.to_json() for t in self.tools], "problems": [p.to_json() for p in self.problems]}
@@ -396,7 +399,9 @@ class McpHost:
         configs: dict[str, McpServerConfig] = {}
         for s in servers:
             if s.name in configs:
-                raise ToolError(f"Two tool servers are named '{s.name}'.", hint="Give each server its own name.")
+                raise ToolError(T(QT_TRANSLATE_NOOP("Core", "Two tool servers are named '{name}'."),
+                                  name=s.name),
+                                hint=QT_TRANSLATE_NOOP("Core", "Give each server its own name."))
             configs[s.name] = s
         self._configs = MappingProxyType(configs)
         if self._thread.running:
@@ -416,9 +421,12 @@ class McpHost:
     def _config(self, name: str) -> McpServerConfig:
         config = self._configs.get(name)
         if config is None:
-            raise ToolError(f"There is no tool server named '{name}'.")
+            raise ToolError(T(QT_TRANSLATE_NOOP("Core", "There is no tool server named '{name}'."),
+                              name=name))
         if not config.enabled:
-            raise ToolError(f"The tool server '{name}' is turned off.", hint="Turn it on in the tool settings.")
+            raise ToolError(T(QT_TRANSLATE_NOOP("Core", "The tool server '{name}' is turned off."),
+                              name=name),
+                            hint=QT_TRANSLATE_NOOP("Core", "Turn it on in the tool settings."))
         return config
 
     # -- the public, any-loop API ----------------------------------------------------------------------
@@ -591,8 +599,9 @@ class McpHost:
         (for a clear message), wrapped in ``setpriv --pdeathsig KILL`` on Linux when possible."""
         cwd = _expand(config.cwd)
         if cwd and not Path(cwd).is_dir():
-            raise ToolError(f"The working folder of the tool server '{config.name}' does not exist: {cwd}",
-                            hint="Fix its \"cwd\" or remove it.")
+            raise ToolError(T(QT_TRANSLATE_NOOP("Core", "The working folder of the tool server '{name}' does "
+                                                        "not exist: {path}"), name=config.name, path=cwd),
+                            hint=QT_TRANSLATE_NOOP("Core", "Fix its \"cwd\" or remove it."))
         command = _expand(config.command)
         path_var = config.env.get("PATH", os.environ.get("PATH", ""))
         if os.sep in command or (os.altsep and os.altsep in command):
@@ -601,7 +610,9 @@ class McpHost:
         else:
             found = shutil.which(command, path=path_var)
         if found is None:
-            raise ToolError(f"The program '{config.command}' of the tool server '{config.name}' was not found.",
+            raise ToolError(T(QT_TRANSLATE_NOOP("Core", "The program '{program}' of the tool server '{name}' "
+                                                        "was not found."), program=config.command,
+                              name=config.name),
                             hint=_install_hint(command))
         args = list(config.args)
         if self.guard_children:
@@ -653,28 +664,46 @@ class McpHost:
         details = config.redact(f"{type(leaf).__name__}: {leaf}" + (f"\n{tail}" if tail else ""))
         if config.transport == STDIO:
             if code == _REQUEST_TIMEOUT:
-                return ToolError(f"The tool server '{name}' did not answer within {self.connect_timeout:.0f} s "
-                                 "of starting.", hint="Check its command; the server may be waiting for input.",
+                return ToolError(T(QT_TRANSLATE_NOOP("Core", "The tool server '{name}' did not answer within "
+                                                             "{seconds:.0f} s of starting."),
+                                   name=name, seconds=self.connect_timeout),
+                                 hint=QT_TRANSLATE_NOOP("Core", "Check its command; the server may be "
+                                                                "waiting for input."),
                                  details=details)
             last = tail.splitlines()[-1] if tail else ""
-            return ToolError(f"The tool server '{name}' stopped while starting"
-                             + (f": {last[:200]}" if last else "."),
-                             hint="Check its command and arguments; run it in a terminal to see why.",
+            return ToolError(T(QT_TRANSLATE_NOOP("Core", "The tool server '{name}' stopped while starting: "
+                                                         "{last}"),
+                               name=name, last=last[:200]) if last
+                             else T(QT_TRANSLATE_NOOP("Core", "The tool server '{name}' stopped while "
+                                                              "starting."),
+                                    name=name),
+                             hint=QT_TRANSLATE_NOOP("Core", "Check its command and arguments; run it in a "
+                                                            "terminal to see why."),
                              details=details)
         status = _http_status(leaf) or conn.http_status
         if status in (401, 403):
-            return ToolError(f"The tool server '{name}' refused the connection (HTTP {status}).",
-                             hint="Check its headers (an API key or token may be missing or wrong).",
+            return ToolError(T(QT_TRANSLATE_NOOP("Core", "The tool server '{name}' refused the connection "
+                                                         "(HTTP {status})."), name=name, status=status),
+                             hint=QT_TRANSLATE_NOOP("Core", "Check its headers (an API key or token may be "
+                                                            "missing or wrong)."),
                              details=details)
         if status is not None:
-            return ToolError(f"The tool server '{name}' answered HTTP {status}.",
-                             hint="Check that the address is the server's MCP endpoint (often ending in /mcp).",
+            return ToolError(T(QT_TRANSLATE_NOOP("Core", "The tool server '{name}' answered HTTP {status}."),
+                               name=name, status=status),
+                             hint=QT_TRANSLATE_NOOP("Core", "Check that the address is the server's MCP "
+                                                            "endpoint (often ending in /mcp)."),
                              details=details)
         if code == _REQUEST_TIMEOUT:
-            return ToolError(f"The tool server '{name}' did not answer within {self.connect_timeout:.0f} s.",
-                             hint="Check the address and your network.", details=details)
-        return ToolError(f"Could not reach the tool server '{name}' at {config.target}.",
-                         hint="Check the address and that the server is running.", details=details)
+            return ToolError(T(QT_TRANSLATE_NOOP("Core", "The tool server '{name}' did not answer within "
+                                                         "{seconds:.0f} s."), name=name,
+                               seconds=self.connect_timeout),
+                             hint=QT_TRANSLATE_NOOP("Core", "Check the address and your network."),
+                             details=details)
+        return ToolError(T(QT_TRANSLATE_NOOP("Core",
+                                             "Could not reach the tool server '{name}' at {address}."),
+                           name=name, address=config.target),
+                         hint=QT_TRANSLATE_NOOP("Core", "Check the address and that the server is running."),
+                         details=details)
 
     async def _list_all(self) -> ToolCatalog:
         enabled = [c for c in self._configs.values() if c.enabled]
@@ -713,8 +742,10 @@ class McpHost:
         except Exception as exc:
             self._drop(conn)
             leaf = _root_cause(exc)
-            raise ToolError(f"The tool server '{name}' could not list its tools.",
-                            hint="It may have stopped; the next try starts it again.",
+            raise ToolError(T(QT_TRANSLATE_NOOP("Core", "The tool server '{name}' could not list its tools."),
+                              name=name),
+                            hint=QT_TRANSLATE_NOOP("Core", "It may have stopped; the next try starts it "
+                                                           "again."),
                             details=conn.config.redact(f"{type(leaf).__name__}: {leaf}\n{self._log_tail(conn)}"
                                                        .strip())) from None
 
@@ -846,12 +877,16 @@ def _expand(path: str) -> str:
 def _install_hint(command: str) -> str:
     base = Path(command).name.lower().removesuffix(".exe").removesuffix(".cmd")
     if base in ("npx", "node", "npm"):
-        return "Install Node.js (it brings npx), or give the full path of the program."
+        return QT_TRANSLATE_NOOP("Core", "Install Node.js (it brings npx), or give the full path of the "
+                                         "program.")
     if base in ("uvx", "uv"):
-        return "Install uv (https://docs.astral.sh/uv/), or give the full path of the program."
+        return QT_TRANSLATE_NOOP("Core", "Install uv (https://docs.astral.sh/uv/), or give the full path of "
+                                         "the program.")
     if base in ("docker", "podman"):
-        return f"Install {base}, or give the full path of the program."
-    return "Install it, or give the full path of the program in the server's settings."
+        return T(QT_TRANSLATE_NOOP("Core", "Install {program}, or give the full path of the program."),
+                 program=base)
+    return QT_TRANSLATE_NOOP("Core", "Install it, or give the full path of the program in the server's "
+                                     "settings.")
 
 
 

@@ -30,6 +30,7 @@ from strata_gui.core.tools.config import (
     parse_mcp_json,
 )
 
+_PASTED = QT_TRANSLATE_NOOP("Core", "The pasted configuration")
 log = logging.getLogger(__name__)
 
 FILE_NAME = "mcp_servers.json"
@@ -154,8 +155,10 @@ class McpServerStore:
         for s in self.servers():
             if s.name == name:
                 return s
-        raise ToolConfigError(f"There is no tool server named '{name}'.",
-                              hint="Add it first, or import an mcpServers JSON file.")
+        raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core", "There is no tool server named '{name}'."),
+                                name=name),
+                              hint=QT_TRANSLATE_NOOP("Core", "Add it first, or import an mcpServers JSON "
+                                                             "file."))
 
     # -- changing ----------------------------------------------------------------------------------
     def add(self, config: McpServerConfig) -> McpServerConfig:
@@ -201,7 +204,7 @@ class McpServerStore:
         """
         return self.add_many(load_mcp_config(path))
 
-    def import_json(self, text: str, *, source: str = "The pasted configuration") -> list[McpServerConfig]:
+    def import_json(self, text: str, *, source: str = _PASTED) -> list[McpServerConfig]:
         """Like :meth:`import_file`, from pasted text."""
         return self.add_many(parse_mcp_json(text, source=source))
 
@@ -210,7 +213,8 @@ class McpServerStore:
         data = self._read()
         gone = [it for it in data["servers"] if it["name"] == name]
         if not gone:
-            raise ToolConfigError(f"There is no tool server named '{name}'.")
+            raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core", "There is no tool server named '{name}'."),
+                                    name=name))
         data["servers"] = [it for it in data["servers"] if it["name"] != name]
         data["always_allow"].pop(name, None)
         self._write(data)
@@ -227,7 +231,8 @@ class McpServerStore:
                 self._write(data)
                 emit(self._listeners)
                 return self.get(name)
-        raise ToolConfigError(f"There is no tool server named '{name}'.")
+        raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core", "There is no tool server named '{name}'."),
+                                name=name))
 
     # -- "always allow" (ApprovalMemory) ------------------------------------------------------------
     def always_allowed(self) -> dict[str, list[str]]:

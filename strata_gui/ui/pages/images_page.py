@@ -45,6 +45,7 @@ from strata_gui.core.images import (
     ImageService,
 )
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner, PageHeader
 
@@ -439,7 +440,7 @@ class ImagesPage(Page):
 
     def _on_event(self, event: ImageEvent) -> None:
         if isinstance(event, ImageNotice):
-            self.banner.show_message(event.message, "warning")
+            self.banner.show_message(core_text(event.message), "warning")
         elif isinstance(event, ImageProgress) and self._handle is not None:
             self._show_progress(event)
 
@@ -461,6 +462,7 @@ class ImagesPage(Page):
             self.status.setText(f"{text} · {p.engine}")
 
     def _show_error(self, message: str, hint: str | None = "") -> None:
+        message, hint = core_text(message), core_text(hint or "")
         self.banner.show_message(f"{message} — {hint}" if hint else message, "error")
         self.status.setText(message)
 

@@ -404,7 +404,7 @@ class ModelsPage(Page):
         note = self.tr("Fit for %1 (%2 usable) at context %3.").replace("%1", target.name).replace(
             "%2", format_bytes(target.usable_bytes)).replace("%3", str(report.n_ctx))
         if report.note:
-            note += " " + report.note
+            note += " " + core_text(report.note)
         self.fit_note.setText(note)
         self.quant_table.setRowCount(len(report.fits))
         bold = QFont()
@@ -448,7 +448,7 @@ class ModelsPage(Page):
                 "%1", report.target.name).replace("%2", format_bytes(report.target.usable_bytes)).replace(
                 "%3", str(report.width)).replace("%4", str(report.height))
         if report.note:
-            note = (note + " " + report.note).strip()
+            note = (note + " " + core_text(report.note)).strip()
         if not report.fits:
             note = self.tr("This repository has no single-file image model (.gguf or .safetensors) to download.")
         self.fit_note.setText(note)
@@ -760,7 +760,7 @@ class ModelsPage(Page):
         table = self.library_table
         table.setRowCount(len(entries))
         for row, e in enumerate(entries):
-            where = e.repo_id or str(e.path.parent) if not e.broken else self.tr("Broken: %1").replace("%1", e.error)
+            where = e.repo_id or str(e.path.parent) if not e.broken else self.tr("Broken: %1").replace("%1", core_text(e.error))
             template = "" if e.broken else (self.tr("image model") if e.kind is IMAGE else
                                             self.tr("embedding model") if e.kind is EMBEDDING else
                                             self.tr("yes") if e.has_chat_template else self.tr("no"))
