@@ -162,8 +162,10 @@ def app_child() -> int:
     the reply's first token is painted, then stop the reply and quit."""
     from strata_gui import cli
 
-    # What `strata` does first (cli.main): take the one-app lock (or show the running app), then
-    # launch the last model's engine before Qt is imported.
+    # What `strata` does first (cli.main): compile dataclasses through the cache of earlier runs,
+    # take the one-app lock (or show the running app), then launch the last model's engine before
+    # Qt is imported.
+    cache = cli.class_code_cache()
     instance, exit_code = cli._claim_app([])
     if exit_code is not None:
         raise SystemExit("another Strata app runs with this STRATA_HOME")
@@ -224,7 +226,9 @@ def app_child() -> int:
         cls.paintEvent = paint  # type: ignore[method-assign]
     app_module.populate = populate
     # Then what cli.main does next, and how the app's entry ends (cli.gui_main: no interpreter teardown).
-    cli.exit_now(cli._run_gui([], self_test=False, warm=warm, instance=instance))
+    code = cli._run_gui([], self_test=False, warm=warm, instance=instance)
+    cache.close()  # as cli.main does: the warm-up run writes what later runs take
+    cli.exit_now(code)
 
 
 def marks(cmd: list[str], env: dict[str, str]) -> dict[str, float]:

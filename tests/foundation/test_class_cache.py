@@ -1,0 +1,172 @@
+"""The compiled-dataclass cache: classes behave exactly as without it, a second run compiles
+nothing, and a damaged, foreign or unwritable cache file costs nothing but the speed."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from strata_gui.core.classcache import HEADER, ClassCodeCache, cache_file
+
+# A module as Strata writes them (postponed annotations), with what dataclasses generate code for:
+# defaults, factories, keyword-only fields, frozen classes (setattr/delattr/hash), order, slots.
+SOURCE = textwrap.dedent('''
+    from __future__ import annotations
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Message:
+        role: str
+        text: str = ""
+        tags: list[str] = field(default_factory=list)
+        tokens: int = field(default=0, kw_only=True)
+
+    @dataclass(frozen=True, order=True)
+    class Point:
+        x: int
+        y: int = 2
+
+    @dataclass(slots=True)
+    class Slotted:
+        name: str
+        size: int = 1
+''')
+
+
+def define(name: str) -> dict[str, Any]:
+    """Run SOURCE as a fresh module (so dataclasses builds every class now) and return its names."""
+    module = type(sys)(name)
+    sys.modules[name] = module
+    try:
+        exec(compile(SOURCE, f"<{name}>", "exec"), module.__dict__)
+    finally:
+        del sys.modules[name]
+    return module.__dict__
+
+
+def behaviour(ns: dict[str, Any]) -> list[object]:
+    """What a user of these classes can observe."""
+    m = ns["Message"]("user", "hi", tokens=3)
+    m2 = ns["Message"]("user")
+    p = ns["Point"](1)
+    out: list[object] = [repr(m), repr(m2), m == ns["Message"]("user", "hi", tokens=3), m2.tags is not
+                         ns["Message"]("user").tags, repr(p), p < ns["Point"](2), hash(p) == hash(ns["Point"](1, 2)),
+                         repr(ns["Slotted"]("a")), ns["Message"].__init__.__annotations__]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.x = 5
+    with pytest.raises(TypeError):
+        ns["Message"]("user", "hi", [], 3)  # tokens is keyword-only
+    with pytest.raises(AttributeError):
+        ns["Slotted"]("a").other = 1  # type: ignore[attr-defined]
+    return out
+
+
+def test_classes_behave_the_same_and_a_second_run_compiles_nothing(tmp_path: Path) -> None:
+    plain = behaviour(define("plain_module"))
+    file = cache_file(tmp_path)
+    first = ClassCodeCache(file)
+    first.install()
+    try:
+        cached = behaviour(define("first_module"))
+    finally:
+        first.close()
+    assert "exec" not in vars(dataclasses)  # the standard library is as it was
+    assert cached == plain
+    assert first.compiled > 10 and file.read_bytes().startswith(HEADER)
+    written = file.stat().st_mtime_ns
+
+    second = ClassCodeCache(file)
+    second.install()
+    try:
+        again = behaviour(define("second_module"))
+    finally:
+        second.close()
+    assert again == plain
+    assert (second.compiled, second.reused) == (0, first.compiled)
+    assert file.stat().st_mtime_ns == written  # nothing new: not written again
+    # The generated __init__ is compiled as dataclasses compiles it, not with this test module's
+    # postponed annotations: its return annotation is None, not the string "None".
+    assert again[-1]["return"] is None
+
+
+def test_a_changed_class_is_compiled_anew(tmp_path: Path) -> None:
+    file = cache_file(tmp_path)
+    cache = ClassCodeCache(file)
+    cache.install()
+    try:
+        define("before")
+
+        @dataclasses.dataclass
+        class Changed:
+            role: str
+            added: int = 7
+
+        assert repr(Changed("x")) == "test_a_changed_class_is_compiled_anew.<locals>.Changed(role='x', added=7)"
+    finally:
+        cache.close()
+    assert cache.compiled > 0
+
+
+@pytest.mark.parametrize("content", [
+    b"",
+    b"garbage, not a cache",
+    HEADER + b"\x00\x01\x02 truncated marshal",
+    HEADER[:-4] + b"\x00\x00\x00\x01" + b"written by another Python",  # same format, other interpreter
+    HEADER + __import__("marshal").dumps(["a list", "not a dict"]),
+])
+def test_a_damaged_or_foreign_file_is_ignored_and_replaced(tmp_path: Path, content: bytes) -> None:
+    file = cache_file(tmp_path)
+    file.write_bytes(content)
+    cache = ClassCodeCache(file)
+    cache.install()
+    try:
+        assert behaviour(define("damaged")) == behaviour(define("reference"))
+    finally:
+        cache.close()
+    assert cache.compiled > 0
+    reread = ClassCodeCache(file)
+    reread.load()
+    reread.install()
+    try:
+        define("after")
+    finally:
+        reread.uninstall()
+    assert reread.compiled == 0
+
+
+def test_an_unwritable_cache_folder_costs_only_speed(tmp_path: Path) -> None:
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the folder should be")
+    cache = ClassCodeCache(cache_file(blocker))
+    cache.install()
+    try:
+        assert behaviour(define("unwritable")) == behaviour(define("reference2"))
+    finally:
+        cache.uninstall()
+    assert cache.save() is False
+    assert [p.name for p in tmp_path.iterdir()] == ["cache"]  # no temporary file left behind
+
+
+def test_the_strata_command_keeps_the_cache_in_its_cache_folder(tmp_path: Path) -> None:
+    """Through the real entry point: the first command writes the cache under Strata's cache
+    folder, the next one uses it and leaves it as it was."""
+    env = {**os.environ, "STRATA_HOME": str(tmp_path / "home"), "QT_QPA_PLATFORM": "offscreen"}
+    file = cache_file(tmp_path / "home" / "cache")
+
+    def run() -> None:
+        res = subprocess.run([sys.executable, "-m", "strata_gui", "engines", "list"], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+
+    run()
+    assert file.is_file() and file.stat().st_size > 10_000
+    written = file.stat().st_mtime_ns
+    run()
+    assert file.stat().st_mtime_ns == written
