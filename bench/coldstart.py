@@ -171,6 +171,9 @@ def app_child() -> int:
         raise SystemExit("another Strata app runs with this STRATA_HOME")
     warm = cli._early_engine([], "")
     import strata_gui.app as app_module
+    from strata_gui.ui import pyside_import_check
+
+    pyside_import_check.install()  # as run_gui does first: the import below is this hook's, not the app's
     from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
 
     base_populate = app_module.populate

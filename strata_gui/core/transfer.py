@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import ctypes
 import functools
-import importlib
 import os
 import queue
 import ssl
@@ -259,13 +258,9 @@ class PlainOrTlsTransport(httpx.AsyncBaseTransport):
         return await transport.handle_async_request(request)
 
     def prepare_plain(self) -> None:
-        """Make the plain transport and load what its first connection imports (httpcore, then
-        anyio's socket layer: ~30 ms), for a server that is idle now and wants its first request
-        to an engine to be quick."""
+        """Make the plain transport (and import what it uses), for a server that is idle now and
+        wants its first request to an engine to be quick."""
         assert self._plain.inner is not None
-        for module in _FIRST_CONNECTION_IMPORTS:
-            with contextlib.suppress(ImportError):
-                importlib.import_module(module)
 
     async def aclose(self) -> None:
         await self._plain.aclose()
@@ -273,9 +268,6 @@ class PlainOrTlsTransport(httpx.AsyncBaseTransport):
 
 
 _TRANSPORT_OPTIONS = ("cert", "trust_env", "http1", "http2", "limits")
-# What httpcore's first asyncio connection imports (`python -X importtime`, anyio 4).
-_FIRST_CONNECTION_IMPORTS = ("sniffio", "anyio.lowlevel", "anyio._core._tasks", "anyio._core._sockets",
-                             "anyio._core._streams")
 
 
 def prepare_loopback(client: httpx.AsyncClient) -> None:
@@ -311,7 +303,12 @@ def loopback_client(tls: TlsContext | None = None, **kwargs: Any) -> httpx.Async
                                         **opts)
 
     def make_plain() -> httpx.AsyncBaseTransport:
-        return httpx.AsyncHTTPTransport(verify=False, **opts)  # carries no TLS: the context goes unused
+        # Not httpx's transport: its httpcore and anyio imports were ~65 ms of an engine's first request.
+        from strata_gui.core.plainhttp import PlainHttpTransport
+
+        limits = kwargs.get("limits")
+        return PlainHttpTransport(keepalive_expiry=limits.keepalive_expiry if limits and limits.keepalive_expiry
+                                  is not None else 5.0)
 
     return httpx.AsyncClient(transport=PlainOrTlsTransport(make_plain, make), **kwargs)
 
