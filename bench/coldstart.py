@@ -229,7 +229,7 @@ def app_child() -> int:
         cls.paintEvent = paint  # type: ignore[method-assign]
     app_module.populate = populate
     # Then what cli.main does next, and how the app's entry ends (cli.gui_main: no interpreter teardown).
-    code = cli._run_gui([], self_test=False, warm=warm, instance=instance)
+    code = cli._run_gui([], self_test=False, warm=warm, instance=instance, when_usable=cache.release)
     cache.close()  # as cli.main does: the warm-up run writes what later runs take
     cli.exit_now(code)
 

@@ -703,14 +703,16 @@ async def answer_second_launches(window: QWidget, address_file: Path) -> Activat
 
 
 def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool = False,
-            warm: WarmSlot | None = None, instance: InstanceLock | None = None) -> int:
+            warm: WarmSlot | None = None, instance: InstanceLock | None = None,
+            when_usable: Callable[[], object] | None = None) -> int:
     """Start the GUI; returns the process exit code.
 
     The window is painted first; the event loop, services and pages are set up right after, so
     users see Strata at once even on a slow disk. With ``warm`` (the last model's engine launched
     before Qt was imported) and the "load the last model" setting, the chat's engine is claimed
     as soon as the core is built. With ``instance`` (this user's one-app lock, taken by the CLI), a
-    second launch of Strata shows this window instead of starting a second app.
+    second launch of Strata shows this window instead of starting a second app. ``when_usable``
+    is called once the window is usable (the entry's compiled-dataclass cache lets go of its code).
     """
     pyside_import_check.install()  # ~250 modules are imported from here on (see that module)
     services = build_services(warm=warm)
@@ -800,6 +802,8 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
             app.processEvents()
             # Usable: every sidebar entry is there and the chat page is built and painted.
             print(f"ready-at {time.time():.6f}", flush=True)
+        if when_usable is not None:
+            when_usable()
         collect_garbage_again(app)
         if exit_when_shown:
             open_log()

@@ -17,8 +17,9 @@ the run compiled something new), a folder that cannot be written to costs nothin
 It trusts its file as Python trusts its own ``__pycache__`` (code it runs): it lives in the user's
 cache folder, which only the user can write to.
 
-Only the ``strata`` entry point installs it, for the life of one command (see ``cli.main``); a
-program that imports Strata's modules gets the standard library untouched.
+Only the ``strata`` entry point installs it, for the life of one command (see ``cli.main``), or
+until the app's window is usable; a program that imports Strata's modules gets the standard library
+untouched.
 """
 
 from __future__ import annotations
@@ -141,6 +142,13 @@ class ClassCodeCache:
             return False
         self._unsaved = False
         return True
+
+    def release(self) -> None:
+        """Start-up is over: write what is new, put ``exec`` back and let go of the code objects no
+        class uses (~2 MB), for a process that goes on running (the app)."""
+        self.close()
+        self._codes = {}
+        self._used = set()
 
     def close(self) -> None:
         """Write what is new and put ``exec`` back."""

@@ -170,3 +170,38 @@ def test_the_strata_command_keeps_the_cache_in_its_cache_folder(tmp_path: Path) 
     written = file.stat().st_mtime_ns
     run()
     assert file.stat().st_mtime_ns == written
+
+
+def test_release_writes_what_is_new_and_leaves_later_classes_to_the_standard_library(tmp_path: Path) -> None:
+    """The app lets go of the cache once its window is usable: what start-up compiled is kept for
+    the next launch, and classes made afterwards are compiled as without it."""
+    file = cache_file(tmp_path)
+    cache = ClassCodeCache(file)
+    cache.install()
+    define("start_up")
+    cache.release()
+    assert file.is_file() and "exec" not in vars(dataclasses)
+    compiled = cache.compiled
+    assert behaviour(define("later")) == behaviour(define("later_reference"))
+    assert cache.compiled == compiled
+
+
+def test_the_app_keeps_what_its_start_up_compiled(tmp_path: Path) -> None:
+    """The windowed app through the real entry: its first launch writes the cache once the window
+    is usable, the second finds everything its start-up needs there."""
+    env = {**os.environ, "STRATA_HOME": str(tmp_path / "home"), "QT_QPA_PLATFORM": "offscreen"}
+    file = cache_file(tmp_path / "home" / "cache")
+
+    def launch() -> None:
+        res = subprocess.run([sys.executable, "-m", "strata_gui", "--exit-when-shown"], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert "ready-at" in res.stdout
+
+    launch()
+    first = ClassCodeCache(file)
+    first.load()
+    assert len(first._codes) > 300  # the window's and the core's classes
+    written = file.stat().st_mtime_ns
+    launch()
+    assert file.stat().st_mtime_ns == written  # nothing new to write: all of it came from the file
