@@ -62,8 +62,11 @@ class _Connection:
             event = self.h11.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            async with asyncio.timeout(timeout):
+            if timeout is None:  # a streamed reply: no timer to arm and cancel around every read
                 data = await self.reader.read(READ_SIZE)
+            else:
+                async with asyncio.timeout(timeout):
+                    data = await self.reader.read(READ_SIZE)
             if data:
                 self.received = True
             self.h11.receive_data(data)  # b"" tells h11 the server closed its side
