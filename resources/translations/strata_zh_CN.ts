@@ -637,6 +637,14 @@ Last reply: this computer ({1})</source>
         <translation>请安装一个图像引擎：strata engines install --images（或在“引擎”页面安装）。</translation>
     </message>
     <message>
+        <source>{reason} Switching to {engine} and sending the job again.</source>
+        <translation>{reason} 正在切换到 {engine} 并重新发送任务。</translation>
+    </message>
+    <message>
+        <source>{reason} Switching to {engine}.</source>
+        <translation>{reason} 正在切换到 {engine}。</translation>
+    </message>
+    <message>
         <source>{model} is not an image model stable-diffusion.cpp can load.</source>
         <translation>{model} 不是 stable-diffusion.cpp 能加载的图像模型。</translation>
     </message>

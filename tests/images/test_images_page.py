@@ -17,10 +17,11 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import AppUi, UiHooks, compose
 from strata_gui.core.app_services import AppServices, build_app_services
-from strata_gui.core.images import ImageProgress, read_settings
+from strata_gui.core.images import ImageNotice, ImageProgress, read_settings
 from strata_gui.core.runtime.kinds import IMAGE
 from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.i18n import core_text, install_language
 from strata_gui.ui.pages.images_page import ImagesPage
 
 pytestmark = pytest.mark.engine
@@ -198,10 +199,20 @@ def test_killed_engine_mid_job_shows_the_notice_and_the_next_engine_finishes(
             os.kill(engine.pid, signal.SIGKILL)  # as a user would with a task manager
 
     services.images.subscribe(kill)
+    notices: list[ImageNotice] = []
+    services.images.subscribe(lambda e: notices.append(e) if isinstance(e, ImageNotice) else None)
     handle = page.generate()
     _finish(qasync_loop, handle)
     assert killed and handle is not None and handle.error is None, handle and handle.error
     assert page.banner.isVisible() and "sending the job again" in page.banner.text.text()
+    # The same notice in Chinese: one whole sentence with the engine's reason inside it.
+    app = QApplication.instance()
+    assert isinstance(app, QApplication) and install_language(app, "zh_CN") == "zh_CN"
+    try:
+        shown = core_text(notices[0].message)
+        assert "正在切换到" in shown and "并重新发送任务" in shown and "sending" not in shown, shown
+    finally:
+        install_language(app, "en")
     (img,) = page.gallery_entries()
     assert services.images.engine is not None and services.images.engine.id != first.id
     assert read_settings(img.path).request.seed == 7 and "image" in page.status.text()

@@ -336,8 +336,10 @@ class ImageService:
 
         def failed_over(event: FailedOver) -> None:
             self._failed[event.failed.id] = event.reason
-            again = " and sending the job again" if event.during_job else ""
-            message = f"{event.reason} Switching to {event.next.label}{again}."
+            message = (T(QT_TRANSLATE_NOOP("Core", "{reason} Switching to {engine} and sending the job again."),
+                         reason=event.reason, engine=event.next.label) if event.during_job else
+                       T(QT_TRANSLATE_NOOP("Core", "{reason} Switching to {engine}."), reason=event.reason,
+                         engine=event.next.label))
             notices.append(message)
             self.events.emit(ImageNotice(message, None, event.failed.label, event.next.label))
 
