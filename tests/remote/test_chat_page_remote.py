@@ -29,12 +29,16 @@ def test_choose_remote_engine_and_chat(qtbot, qasync_loop: asyncio.AbstractEvent
     bridge.error_occurred.connect(errors.append)
     page = ChatPage(service, bridge, remote=remote)
     qtbot.addWidget(page)
+    page.resize(950, 700)  # the chat page's share of the main window's first size
     page.show()
     try:
         with openai_like_server() as base:
             remote.set_model(remote.add("gpu box", base), "org/Model-7B")
             page.on_shown()
             assert page.run_on.isVisible() and page.run_on.count() == 2
+            # Every choice reads whole (an endpoint added after the first show once left "This com").
+            qtbot.waitUntil(lambda: page.run_on.width() > max(
+                page.run_on.fontMetrics().horizontalAdvance(page.run_on.itemText(i)) for i in range(2)), timeout=2000)
             page.run_on.setCurrentIndex(1)
             assert service.remote is not None
             assert "gpu box" in page.engine_state.text() and not page.model_button.isEnabled()

@@ -224,6 +224,8 @@ class ChatPage(Page):
         self.engine_button.setToolTip(self.tr("Choose the folder of an installed llama.cpp engine"))
         self.engine_button.clicked.connect(self.choose_engine_folder)
         self.run_on = QComboBox()
+        # Its items come after the first show (remote engines are added any time): sized by them.
+        self.run_on.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.run_on.setToolTip(self.tr("Where replies are computed: this computer or a remote engine"))
         self.run_on.currentIndexChanged.connect(self._on_run_on_changed)
         self.run_on.setVisible(self._remote is not None)
