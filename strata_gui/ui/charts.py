@@ -59,6 +59,14 @@ def _apply_nice(axis: QValueAxis, top: float, *, fixed: bool = False) -> None:
     axis.setLabelFormat(fmt)
 
 
+def _empty_axis(axis: QValueAxis) -> None:
+    """An axis with nothing to show yet: 0 to 4 in whole steps (0 to 1 in four steps read "0, 0, 1,
+    1, 1"), four steps like every axis of a two-axis chart, so the grid lines stay shared."""
+    axis.setRange(0, 4)
+    axis.setTickCount(5)
+    axis.setLabelFormat("%.0f")
+
+
 def _style_chart(chart: QChart, title: str) -> None:
     chart.setTitle(title)
     chart.setMargins(QMargins(4, 4, 4, 4))
@@ -105,9 +113,8 @@ class TimeSeriesChart(QChartView):
             if side not in self.axes:
                 axis = QValueAxis()
                 _style_axis(axis)
-                axis.setLabelFormat("%.0f")
+                _empty_axis(axis)
                 axis.setTitleText(left_label if side == "left" else right_label)
-                axis.setRange(0, 1)
                 self._chart.addAxis(axis, Qt.AlignmentFlag.AlignLeft if side == "left" else Qt.AlignmentFlag.AlignRight)
                 self.axes[side] = axis
                 self._max[side] = 0.0
@@ -130,7 +137,7 @@ class TimeSeriesChart(QChartView):
             line.clear()
         for side in self._max:
             self._max[side] = 0.0
-            self.axes[side].setRange(0, 1)
+            _empty_axis(self.axes[side])
         self._last_t.clear()
         self._t_min = self._t_max = None
 

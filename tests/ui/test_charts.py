@@ -59,3 +59,16 @@ def test_two_axes_share_their_grid_lines(qtbot: QtBot) -> None:
     left, right = chart.axes["left"], chart.axes["right"]
     assert left.tickCount() == right.tickCount()  # the right axis's ticks sit on the left's lines
     assert left.max() >= 310.5 and right.max() >= 42.2 and right.max() <= 2 * 42.2 * 1.1
+
+
+def test_an_axis_without_data_reads_plainly(qtbot: QtBot) -> None:
+    """Chats whose prompts were all cached have decode speeds but no prefill speed: the prefill axis
+    read "0, 0, 1, 1, 1" (0 to 1 in four steps, labelled without decimals)."""
+    chart = TimeSeriesChart("Tokens per second", [("Prefill", "left"), ("Decode", "right")])
+    qtbot.addWidget(chart)
+    chart.append("Decode", time.time(), 2716.5)
+    left, right = chart.axes["left"], chart.axes["right"]
+    assert _ticks(left) == ["0", "1", "2", "3", "4"]
+    assert left.tickCount() == right.tickCount()  # its grid lines are the decode axis's
+    chart.clear()
+    assert _ticks(chart.axes["right"]) == ["0", "1", "2", "3", "4"]
