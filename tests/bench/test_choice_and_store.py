@@ -78,6 +78,15 @@ garbage line
     assert c.requests_deferred == 0
 
 
+def test_counters_of_one_token_replies_give_no_decode_speed() -> None:
+    """llama-server counts a reply's first token (made by the prefill) with 0.001 ms of decoding:
+    after only one-token replies (stopped at once) the dashboard read "1 generated at 1,000,000.0 tok/s"."""
+    text = "llamacpp:tokens_predicted_total 1\nllamacpp:tokens_predicted_seconds_total 1e-06\n" \
+           "llamacpp:prompt_tokens_total 29\nllamacpp:prompt_seconds_total 0.005281\n"
+    c = ServerCounters.from_metrics(parse_prometheus(text))
+    assert c.decode_tps is None and c.prefill_tps is not None and round(c.prefill_tps) == 5491
+
+
 def test_results_saved_before_depths_existed_read_as_depth_zero(tmp_path: Path) -> None:
     import json
     import sqlite3

@@ -23,6 +23,9 @@ def parse_prometheus(text: str) -> dict[str, float]:
     return out
 
 
+MIN_DECODE_S = 0.001
+
+
 @dataclass(frozen=True)
 class ServerCounters:
     """Server-side totals since the engine started."""
@@ -50,6 +53,8 @@ class ServerCounters:
 
     @property
     def decode_tps(self) -> float | None:
-        if self.predicted_tokens and self.predicted_seconds:
+        """None below 1 ms of decoding: llama-server counts each reply's first token (made by the
+        prefill) with 0.001 ms, so one-token replies alone read as a million tokens a second."""
+        if self.predicted_tokens and self.predicted_seconds and self.predicted_seconds >= MIN_DECODE_S:
             return self.predicted_tokens / self.predicted_seconds
         return None
