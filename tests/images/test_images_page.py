@@ -23,6 +23,7 @@ from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.i18n import core_text, install_language
 from strata_gui.ui.pages.images_page import ImagesPage
+from tests.support.cut_text import cut_texts
 
 pytestmark = pytest.mark.engine
 
@@ -280,3 +281,36 @@ def test_no_image_engine_offers_to_set_one_up_on_the_engines_page(make_app, imag
     assert "No image engine installed" in page.engine_line.text() and page.setup_button.isVisible()
     page.setup_button.click()
     assert ui.window.stack.currentWidget() is ui.pages.engines and ui.pages.engines.kind is IMAGE
+
+
+def test_the_first_visit_says_how_to_get_an_image_model_in_full(make_app) -> None:  # type: ignore[no-untyped-def]
+    """With no image model the line under the model box is a sentence of guidance: it was shortened
+    in the middle to fit the form ("No image model yet: g…guf or .safetensors).")."""
+    _, ui = make_app(())
+    ui.window.resize(1180, 760)  # the window's first size
+    page = ui.pages.images
+    ui.window.show_page(page)
+    assert page.current_model() is None
+    line = page.engine_line
+    assert "get one on the Models page" in line.text() and line.text().endswith("(.gguf or .safetensors).")
+    assert getattr(line, "shown_text", line.text)() == line.text()  # painted whole, not elided
+    assert cut_texts(page) == []
+
+
+def test_the_smallest_window_shows_the_whole_form_beside_the_preview(make_app, qapp: QApplication) -> None:  # type: ignore[no-untyped-def]
+    """At the window's minimum size the form was cut at its right edge (a sideways scroll bar) and the
+    preview panel, too wide with three buttons in a row, was pushed over it."""
+    from PySide6.QtWidgets import QScrollArea, QSplitter
+
+    _, ui = make_app(())
+    page = ui.pages.images
+    ui.window.show_page(page)
+    ui.window.resize(ui.window.minimumSize())
+    qapp.processEvents()
+    form = page.findChild(QScrollArea)
+    assert not form.horizontalScrollBar().isVisible()
+    assert form.widget().width() <= form.viewport().width()
+    split = page.findChild(QSplitter)
+    right = split.widget(1)
+    assert right.geometry().left() >= form.geometry().right() and right.geometry().right() <= split.width()
+    assert page.folder_button.isVisible() and page.copy_button.isVisible()

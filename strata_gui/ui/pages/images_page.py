@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSpinBox,
     QSplitter,
+    QStyle,
     QVBoxLayout,
     QWidget,
 )
@@ -47,7 +48,7 @@ from strata_gui.core.images import (
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import ElidedLabel, NoticeBanner, PageHeader
+from strata_gui.ui.widgets import NoticeBanner, PageHeader
 
 # stable-diffusion.cpp's sampling methods (its --sampling-method names), the usual first.
 SAMPLERS = ("euler_a", "euler", "heun", "dpm2", "dpm++2s_a", "dpm++2m", "dpm++2mv2", "ipndm", "ipndm_v", "lcm",
@@ -108,8 +109,10 @@ class ImagesPage(Page):
         model_row = QHBoxLayout()
         model_row.addWidget(self.model, 1)
         model_row.addWidget(self.browse)
-        self.engine_line = ElidedLabel()
+        # Wrapped, never shortened: with no model it is a sentence of guidance, in a narrow form.
+        self.engine_line = QLabel()
         self.engine_line.setObjectName("muted")
+        self.engine_line.setWordWrap(True)
         self.setup_button = QPushButton(self.tr("Set up image engines…"))
         self.setup_button.clicked.connect(self.engines_requested)
         self.setup_button.hide()
@@ -148,6 +151,9 @@ class ImagesPage(Page):
         self.count.setValue(1)
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        # In the smallest window a field that does not fit beside its label goes under it (the
+        # form was cut at its right edge, behind a sideways scroll bar).
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow(self.tr("Model"), model_row)
         form.addRow("", self.engine_line)
         form.addRow("", self.setup_button)
@@ -192,7 +198,9 @@ class ImagesPage(Page):
         form_scroll.setWidgetResizable(True)
         form_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         form_scroll.setWidget(form_box)
-        form_scroll.setMinimumWidth(340)
+        # As narrow as the form allows (rows wrap), so the preview keeps its room in the smallest window.
+        form_scroll.setMinimumWidth(form_box.minimumSizeHint().width()
+                                    + form_scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
 
         # -- the preview and the gallery ------------------------------------------------------------
         self.preview = QLabel()
@@ -215,7 +223,6 @@ class ImagesPage(Page):
         actions.addWidget(self.reuse_button)
         actions.addWidget(self.copy_button)
         actions.addStretch(1)
-        actions.addWidget(self.folder_button)
         self.gallery = QListWidget()
         self.gallery.setViewMode(QListWidget.ViewMode.IconMode)
         self.gallery.setIconSize(QSize(THUMB, THUMB))
@@ -231,13 +238,19 @@ class ImagesPage(Page):
         self.gallery.itemDoubleClicked.connect(lambda item: self._open_path(Path(item.data(Qt.ItemDataRole.UserRole))))
         self.gallery_label = QLabel()
         self.gallery_label.setObjectName("muted")
+        self.gallery_label.setWordWrap(True)
+        # The folder beside the gallery's line: the image's own actions alone stay narrow enough for
+        # the smallest window (all three on one row pushed the panel over the form).
+        gallery_row = QHBoxLayout()
+        gallery_row.addWidget(self.gallery_label, 1)
+        gallery_row.addWidget(self.folder_button)
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(8, 0, 0, 0)
         right_layout.addWidget(self.preview, 1)
         right_layout.addWidget(self.details)
         right_layout.addLayout(actions)
-        right_layout.addWidget(self.gallery_label)
+        right_layout.addLayout(gallery_row)
         right_layout.addWidget(self.gallery)
 
         split = QSplitter()
@@ -339,6 +352,7 @@ class ImagesPage(Page):
     def _show_plan(self) -> None:
         model = self.current_model()
         self.setup_button.setVisible(model is not None and not self._images.plan(model))
+        self.engine_line.setToolTip("")  # the plan's reasons, when there is a plan
         if model is None:
             self.engine_line.setText(self.tr("No image model yet: get one on the Models page, or Browse… for a "
                                              "file (.gguf or .safetensors)."))
