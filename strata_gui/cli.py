@@ -265,7 +265,11 @@ def class_code_cache() -> ClassCodeCache:
     """The compiled dataclass methods of earlier runs, installed for this command (see
     :mod:`strata_gui.core.classcache`: ~90 ms of the app's start-up); close it when the command ends."""
     cache = ClassCodeCache(cache_file(AppPaths.from_environment().cache_dir))
-    cache.install()
+    try:
+        cache.install()
+    except Exception:  # a speed-up only: whatever went wrong, the command runs without it
+        cache.uninstall()
+        log.debug("running without the compiled-dataclass cache", exc_info=True)
     return cache
 
 

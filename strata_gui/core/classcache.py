@@ -12,7 +12,7 @@ compiling: the text is still built from the class each time, so a changed class 
 another default, another Python) has another key and is compiled as before. What runs is the code
 ``exec`` would have compiled from the same text; nothing else about the class changes.
 
-The cache is an optimisation only: a missing, damaged or foreign file is ignored (and replaced when
+The cache is an optimisation only: a missing, damaged (its digest tells) or foreign file is ignored (and replaced when
 the run compiled something new), a folder that cannot be written to costs nothing but the speed.
 It trusts its file as Python trusts its own ``__pycache__`` (code it runs): it lives in the user's
 cache folder, which only the user can write to.
@@ -37,8 +37,11 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 # The file starts with this and the interpreter's exact version: marshalled code objects are only
-# valid for the Python that wrote them.
-HEADER = b"strata-dataclass-code 1\n" + sys.hexversion.to_bytes(4, "big")
+# valid for the Python that wrote them. Then a BLAKE2 digest of the rest: ``marshal`` does not check
+# its input, and one flipped bit in a code object made it raise SystemError or crash the
+# interpreter (a damaged disk or an interrupted copy would stop every start of Strata).
+HEADER = b"strata-dataclass-code 2\n" + sys.hexversion.to_bytes(4, "big")
+DIGEST_SIZE = 16
 # When the file would hold more than this many methods (classes changed over many updates), it is
 # written with this run's methods only.
 MAX_ENTRIES = 5000
@@ -51,6 +54,15 @@ def cache_file(cache_dir: Path) -> Path:
 
 def _key(source: str) -> bytes:
     return hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _digest(payload: bytes | memoryview) -> bytes:
+    return hashlib.blake2b(payload, digest_size=DIGEST_SIZE, person=b"strata-code").digest()
+
+
+def sealed(payload: bytes) -> bytes:
+    """The file's bytes for a marshalled ``payload``: the header, its digest, the payload."""
+    return HEADER + _digest(payload) + payload
 
 
 class ClassCodeCache:
@@ -78,10 +90,15 @@ class ClassCodeCache:
         if not data.startswith(HEADER):
             log.debug("ignoring %s: written by another version", self.file)
             return
+        view = memoryview(data)
+        digest, payload = view[len(HEADER):len(HEADER) + DIGEST_SIZE], view[len(HEADER) + DIGEST_SIZE:]
+        if _digest(payload) != digest:  # damaged: never handed to marshal (see HEADER)
+            log.debug("ignoring damaged %s", self.file)
+            return
         try:
-            codes = marshal.loads(memoryview(data)[len(HEADER):])
-        except (ValueError, EOFError, TypeError):
-            log.debug("ignoring damaged %s", self.file, exc_info=True)
+            codes = marshal.loads(payload)
+        except Exception:  # a file that this interpreter's marshal cannot read after all
+            log.debug("ignoring unreadable %s", self.file, exc_info=True)
             return
         if isinstance(codes, dict):
             self._codes = {k: v for k, v in codes.items() if isinstance(k, bytes) and isinstance(v, CodeType)}
@@ -131,7 +148,7 @@ class ClassCodeCache:
         tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(HEADER + marshal.dumps(codes))
+            tmp.write_bytes(sealed(marshal.dumps(codes)))
             os.replace(tmp, self.file)  # a reader sees the old file or the new one, never half of one
         except (OSError, ValueError):
             log.debug("could not write %s", self.file, exc_info=True)

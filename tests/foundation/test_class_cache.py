@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from strata_gui.core.classcache import HEADER, ClassCodeCache, cache_file
+from strata_gui.core.classcache import DIGEST_SIZE, HEADER, ClassCodeCache, cache_file, sealed
 
 # A module as Strata writes them (postponed annotations), with what dataclasses generate code for:
 # defaults, factories, keyword-only fields, frozen classes (setattr/delattr/hash), order, slots.
@@ -119,7 +119,9 @@ def test_a_changed_class_is_compiled_anew(tmp_path: Path) -> None:
     b"garbage, not a cache",
     HEADER + b"\x00\x01\x02 truncated marshal",
     HEADER[:-4] + b"\x00\x00\x00\x01" + b"written by another Python",  # same format, other interpreter
-    HEADER + __import__("marshal").dumps(["a list", "not a dict"]),
+    HEADER + __import__("marshal").dumps(["a list", "not a dict"]),  # no digest
+    sealed(__import__("marshal").dumps(["a list", "not a dict"])),  # sound, but not what Strata writes
+    sealed(b"\xff not marshal data"),
 ])
 def test_a_damaged_or_foreign_file_is_ignored_and_replaced(tmp_path: Path, content: bytes) -> None:
     file = cache_file(tmp_path)
@@ -139,6 +141,41 @@ def test_a_damaged_or_foreign_file_is_ignored_and_replaced(tmp_path: Path, conte
     finally:
         reread.uninstall()
     assert reread.compiled == 0
+
+
+def test_a_flipped_bit_anywhere_in_the_file_is_ignored(tmp_path: Path) -> None:
+    """marshal does not check its input: one flipped bit in a code object raised SystemError or
+    crashed the interpreter, at every start, until the user deleted the file."""
+    file = cache_file(tmp_path)
+    cache = ClassCodeCache(file)
+    cache.install()
+    try:
+        define("written")
+    finally:
+        cache.close()
+    good = file.read_bytes()
+    assert len(good) > len(HEADER) + DIGEST_SIZE + 100
+    for at in range(len(HEADER), len(good), max(1, len(good) // 97)):  # the digest and ~100 places after it
+        damaged = bytearray(good)
+        damaged[at] ^= 0x80
+        file.write_bytes(bytes(damaged))
+        reread = ClassCodeCache(file)
+        reread.load()
+        assert not reread._codes, f"byte {at}: a damaged file was used"
+
+
+def test_the_strata_command_starts_with_a_damaged_cache_file(tmp_path: Path) -> None:
+    env = {**os.environ, "STRATA_HOME": str(tmp_path)}
+    command = [sys.executable, "-m", "strata_gui", "engines", "list"]
+    assert subprocess.run(command, env=env, capture_output=True, timeout=120).returncode == 0
+    [file] = (tmp_path / "cache").glob("dataclass-code-*.bin")
+    damaged = bytearray(file.read_bytes())
+    damaged[len(HEADER) + DIGEST_SIZE + 54] ^= 0x80  # in the code objects (SystemError before the digest)
+    file.write_bytes(bytes(damaged))
+    for _ in range(2):  # the damaged file is replaced by the first run
+        run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+    assert file.read_bytes() != bytes(damaged)
 
 
 def test_an_unwritable_cache_folder_costs_only_speed(tmp_path: Path) -> None:
