@@ -23,31 +23,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 import h11
 import httpx
 
+_T = TypeVar("_T")
 READ_SIZE = 64 * 1024
+MAX_HEAD = 100 * 1024  # a response head may be this long (httpcore's limit; h11's own is 16 KiB)
 DISCONNECTED = "Server disconnected without sending a response."
 
 
 class _Connection:
     """One socket and its HTTP/1.1 state."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 in_use: set[_Connection]) -> None:
         self.reader = reader
         self.writer = writer
-        self.h11 = h11.Connection(h11.CLIENT)
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+        self._in_use = in_use  # the transport's connections carrying a request (closed with it)
+        in_use.add(self)
         self.idle_since = 0.0
         self.reused = False
         self.received = False  # any byte of the current response arrived
 
     def usable(self, now: float, expiry: float) -> bool:
-        """Idle, not past ``expiry`` and not closed by the server meanwhile."""
+        """Idle, not past ``expiry``, not closed by the server meanwhile, and with nothing sent by it
+        meanwhile (a "408 Request Timeout" before closing would be read as the next answer)."""
         return (now - self.idle_since < expiry and not self.reader.at_eof() and self.reader.exception() is None
-                and not self.writer.is_closing())
+                and not self.writer.is_closing() and not getattr(self.reader, "_buffer", b""))
 
     async def write(self, data: bytes, timeout: float | None) -> None:
         if not data:
@@ -60,6 +66,8 @@ class _Connection:
         """The next h11 event from the server, reading as needed."""
         while True:
             event = self.h11.next_event()
+            if event is h11.PAUSED:  # after "101 Switching Protocols": no more HTTP on this socket
+                raise h11.RemoteProtocolError("The server switched to another protocol.")
             if event is not h11.NEED_DATA:
                 return event
             if timeout is None:  # a streamed reply: no timer to arm and cancel around every read
@@ -72,7 +80,24 @@ class _Connection:
             self.h11.receive_data(data)  # b"" tells h11 the server closed its side
 
     def close(self) -> None:
+        self._in_use.discard(self)
         self.writer.close()
+
+
+def _replayable(request: httpx.Request) -> bool:
+    """Whether the body can be sent a second time (bytes, not a generator used up by the first)."""
+    return isinstance(request.stream, httpx.ByteStream)
+
+
+async def _traced(trace: Any, name: str, request: httpx.Request, step: Callable[[], Awaitable[_T]]) -> _T:
+    """``step()``, announced to the request's ``trace`` extension as httpcore announces it
+    (``name.started``, then ``name.complete``): callers learn when the body was sent."""
+    if trace is None:
+        return await step()
+    await trace(f"{name}.started", {"request": request})
+    result = await step()
+    await trace(f"{name}.complete", {"request": request, "return_value": result})
+    return result
 
 
 class _RetryOnNewConnection(Exception):
@@ -147,6 +172,7 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
         self._local = local_address
         self._clock = clock
         self._idle: dict[tuple[str, int], list[_Connection]] = {}
+        self._in_use: set[_Connection] = set()
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -171,32 +197,34 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
             async with asyncio.timeout(timeout):
                 reader, writer = await asyncio.open_connection(
                     key[0], key[1], local_addr=(self._local, 0) if self._local else None, limit=READ_SIZE)
-        return _Connection(reader, writer)
+        return _Connection(reader, writer, self._in_use)
 
     async def _exchange(self, conn: _Connection, key: tuple[str, int], request: httpx.Request,
                         timeouts: dict[str, float | None]) -> httpx.Response:
         """Send ``request`` on ``conn`` and read the response's head; the body is read later."""
         conn.received = False
+        trace = request.extensions.get("trace")
         try:
-            with _mapped(request, httpx.WriteError, httpx.WriteTimeout):
-                await conn.write(conn.h11.send(h11.Request(method=request.method, target=request.url.raw_path,
-                                                           headers=request.headers.raw)) or b"",
-                                 timeouts.get("write"))
-                async for chunk in request.stream:  # type: ignore[union-attr]  # an async request's body
-                    if chunk:
-                        await conn.write(conn.h11.send(h11.Data(data=chunk)) or b"", timeouts.get("write"))
-                await conn.write(conn.h11.send(h11.EndOfMessage()) or b"", timeouts.get("write"))
-            with _mapped(request, httpx.ReadError, httpx.ReadTimeout):
-                while True:
-                    event = await conn.next_event(timeouts.get("read"))
-                    if isinstance(event, h11.Response):
-                        break
-                    if isinstance(event, h11.ConnectionClosed):
-                        raise httpx.RemoteProtocolError(DISCONNECTED, request=request)
-                    # h11.InformationalResponse (100 Continue...): the real answer follows
+            try:
+                with _mapped(request, httpx.WriteError, httpx.WriteTimeout):
+                    head = conn.h11.send(h11.Request(method=request.method, target=request.url.raw_path,
+                                                     headers=request.headers.raw)) or b""
+                    await _traced(trace, "http11.send_request_headers", request,
+                                  lambda: conn.write(head, timeouts.get("write")))
+                    await _traced(trace, "http11.send_request_body", request,
+                                  lambda: self._send_body(conn, request, timeouts))
+            except httpx.WriteError:
+                if conn.reused and _replayable(request):
+                    raise  # sent again on a new connection (below)
+                # The server may have answered before closing (an early "413 Payload Too Large"):
+                # that answer, else the read's error, as httpx's own transport gives them.
+                event = await self._read_head(conn, request, timeouts)
+                return self._response(conn, key, request, timeouts, event)
+            event = await _traced(trace, "http11.receive_response_headers", request,
+                                  lambda: self._read_head(conn, request, timeouts))
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             conn.close()
-            if conn.reused and not conn.received:
+            if conn.reused and not conn.received and _replayable(request):
                 raise _RetryOnNewConnection from exc
             if isinstance(exc, httpx.RemoteProtocolError) and not conn.received:
                 raise httpx.RemoteProtocolError(DISCONNECTED, request=request) from exc
@@ -204,6 +232,28 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
         except BaseException:  # cancelled, timed out: the connection is in an unknown state
             conn.close()
             raise
+        return self._response(conn, key, request, timeouts, event)
+
+    @staticmethod
+    async def _send_body(conn: _Connection, request: httpx.Request, timeouts: dict[str, float | None]) -> None:
+        async for chunk in request.stream:  # type: ignore[union-attr]  # an async request's body
+            if chunk:
+                await conn.write(conn.h11.send(h11.Data(data=chunk)) or b"", timeouts.get("write"))
+        await conn.write(conn.h11.send(h11.EndOfMessage()) or b"", timeouts.get("write"))
+
+    @staticmethod
+    async def _read_head(conn: _Connection, request: httpx.Request, timeouts: dict[str, float | None]) -> h11.Response:
+        with _mapped(request, httpx.ReadError, httpx.ReadTimeout):
+            while True:
+                event = await conn.next_event(timeouts.get("read"))
+                if isinstance(event, h11.Response):
+                    return event
+                if isinstance(event, h11.ConnectionClosed):
+                    raise httpx.RemoteProtocolError(DISCONNECTED, request=request)
+                # h11.InformationalResponse (100 Continue...): the real answer follows
+
+    def _response(self, conn: _Connection, key: tuple[str, int], request: httpx.Request,
+                  timeouts: dict[str, float | None], event: h11.Response) -> httpx.Response:
         return httpx.Response(
             status_code=event.status_code, headers=event.headers.raw_items(),
             stream=_Body(self, conn, key, request, timeouts.get("read")),
@@ -216,6 +266,7 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
             conn = idle.pop()  # the most recently used: the least likely to be dropped by the server
             if conn.usable(now, self._expiry):
                 conn.reused = True
+                self._in_use.add(conn)
                 return conn
             conn.close()
         return None
@@ -226,6 +277,7 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
             conn.close()  # the server said "Connection: close", or the exchange did not end cleanly
             return
         conn.h11.start_next_cycle()
+        self._in_use.discard(conn)
         conn.idle_since = self._clock()
         idle = self._idle.setdefault(key, [])
         idle.append(conn)
@@ -233,8 +285,11 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
             idle.pop(0).close()
 
     async def aclose(self) -> None:
+        """Close every connection, also those of replies still being read (their next read fails)."""
         self._closed = True
         idle, self._idle = self._idle, {}
         for conns in idle.values():
             for conn in conns:
                 conn.close()
+        for conn in list(self._in_use):
+            conn.close()

@@ -318,3 +318,149 @@ def test_the_app_client_routes_https_to_httpx_and_http_to_this_transport() -> No
                 await http.aclose()
 
     asyncio.run(asyncio.wait_for(body(), 10))
+
+
+def test_bytes_a_server_sent_on_an_idle_connection_are_never_read_as_the_next_answer() -> None:
+    """A server that says "408 Request Timeout" on an idle connection before closing it: that
+    connection was reused and its 408 read as the answer to the next request."""
+
+    async def times_out_idle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(answer(b"first"))
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(answer(b"", status="408 Request Timeout", extra="Connection: close\r\n"))
+        await writer.drain()
+        await asyncio.sleep(1)  # closes only later: the connection still looks open
+
+    async def body() -> None:
+        async with Server(times_out_idle) as server, client() as http:
+            assert (await http.get(server.url + "/a")).text == "first"
+            await asyncio.sleep(0.2)  # the 408 has arrived
+            second = await http.get(server.url + "/b")
+            assert (second.status_code, second.text) == (200, "first") and server.connections == 2
+
+    asyncio.run(asyncio.wait_for(body(), 10))
+
+
+def test_a_switch_to_another_protocol_is_an_error_not_a_hang() -> None:
+    """After "101 Switching Protocols" h11 has no more HTTP to give: the transport spun on it for
+    ever at full CPU, and no timeout could fire."""
+
+    async def switches(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(2)
+
+    async def body() -> None:
+        async with Server(switches) as server, client() as http:
+            with pytest.raises(httpx.RemoteProtocolError, match="another protocol"):
+                await http.get(server.url + "/ws", headers={"Upgrade": "websocket", "Connection": "Upgrade"})
+
+    asyncio.run(asyncio.wait_for(body(), 5))
+
+
+def test_a_body_that_cannot_be_sent_twice_is_not_sent_again() -> None:
+    """The keep-alive race with a streamed upload: the generator is used up by the first try, so
+    the request fails with the connection's error instead of httpx's StreamConsumed (a RuntimeError)."""
+
+    async def closes_the_second(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(answer(b"first"))
+        await writer.drain()
+        await reader.readuntil(b"\r\n\r\n")  # the second request's head: dropped unanswered
+
+    async def chunks() -> object:
+        yield b"part"
+
+    async def body() -> None:
+        async with Server(closes_the_second) as server, client() as http:
+            assert (await http.get(server.url + "/a")).text == "first"
+            with pytest.raises(httpx.TransportError):
+                await http.post(server.url + "/b", content=chunks())
+
+    asyncio.run(asyncio.wait_for(body(), 10))
+
+
+def test_the_trace_extension_hears_when_the_request_was_sent() -> None:
+    """Chat uses httpx's ``trace`` extension to learn that the engine has the request (it starts its
+    "waiting for the first token" state then); this transport never called it."""
+    heard: list[str] = []
+
+    async def trace(name: str, info: dict[str, object]) -> None:
+        assert isinstance(info["request"], httpx.Request)
+        heard.append(name)
+
+    async def body() -> None:
+        async with Server(keep_alive) as server, client() as http:
+            await http.post(server.url + "/v1/chat/completions", json={}, extensions={"trace": trace})
+
+    asyncio.run(asyncio.wait_for(body(), 10))
+    assert heard == [f"http11.{step}.{when}" for step in ("send_request_headers", "send_request_body",
+                                                          "receive_response_headers") for when in ("started", "complete")]
+
+
+def test_closing_the_client_ends_replies_still_streaming() -> None:
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        while True:
+            writer.write(b"6\r\ntoken \r\n")
+            await writer.drain()
+            await asyncio.sleep(0.01)
+
+    async def body() -> None:
+        async with Server(endless) as server:
+            http = client()
+            async with http.stream("GET", server.url + "/stream") as resp:
+                pieces = resp.aiter_bytes()
+                await pieces.__anext__()
+                await http.aclose()
+                with pytest.raises(httpx.TransportError):
+                    for _ in range(1000):
+                        await pieces.__anext__()
+
+    asyncio.run(asyncio.wait_for(body(), 10))
+
+
+def test_a_long_response_head_in_pieces_is_read_as_httpx_reads_it() -> None:
+    """h11's own limit on an incomplete head is 16 KiB; httpx's transport allows 100 KiB (a remote
+    engine behind a proxy that adds long headers)."""
+
+    async def big_head(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        head = b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 20_000 + b"\r\nContent-Length: 2\r\n\r\nok"
+        writer.write(head[:10_000])
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(head[10_000:])
+        await writer.drain()
+
+    async def body() -> None:
+        async with Server(big_head) as server, client() as http:
+            got = await http.get(server.url + "/")
+            assert got.text == "ok" and len(got.headers["x-long"]) == 20_000
+
+    asyncio.run(asyncio.wait_for(body(), 10))
+
+
+def test_an_answer_sent_before_the_upload_ended_is_given_as_httpx_gives_it() -> None:
+    """A server that refuses a body midway ("413") and closes: the answer, not a write error."""
+
+    async def refuses(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(answer(b"too large", status="413 Payload Too Large", extra="Connection: close\r\n"))
+        await writer.drain()
+        writer.transport.pause_reading() if hasattr(writer.transport, "pause_reading") else None
+        await asyncio.sleep(0.5)
+
+    async def body() -> None:
+        async with Server(refuses) as server, client() as http:
+            try:
+                got = await http.post(server.url + "/upload", content=b"x" * 20_000_000)
+            except httpx.ReadError:
+                return  # the reset reached the socket before the answer: what httpx's transport gives then
+            assert (got.status_code, got.text) == (413, "too large")
+
+    asyncio.run(asyncio.wait_for(body(), 10))
