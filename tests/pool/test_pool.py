@@ -167,6 +167,52 @@ def test_memory_budget_unloads_the_least_recently_used_idle_engine(
     with_pool(body, memory=Budget(need=100 * mib, budget=250 * mib))
 
 
+def test_two_models_asked_for_at_once_where_one_fits_are_served_in_turn(
+        test_engines: TestEngines, test_model: Path, second_model: Path) -> None:
+    """Memory for one model, two asked for at the same moment: the engine just loaded for one waiter
+    was unloaded for the other before its waiter took it, and back, for ever (both requests hung)."""
+    spec = cpu_spec(test_engines)
+
+    async def body(pool: EnginePool, events: list[PoolEvent]) -> None:
+        async def use(model: Path) -> Path:
+            lease = await pool.acquire(spec, model, SMALL, user="api")
+            try:
+                await asyncio.sleep(0.05)  # a short request
+                return lease.engine.model
+            finally:
+                lease.release()
+
+        served = await asyncio.wait_for(asyncio.gather(use(test_model), use(second_model)), 60)
+        assert served == [test_model, second_model]
+        assert len([e for e in events if isinstance(e, EngineUnloaded)]) <= 2
+
+    mib = 1024 * 1024
+    with_pool(body, memory=Budget(need=100 * mib, budget=150 * mib))
+
+
+def test_a_keep_alive_of_a_month_keeps_the_engine_in_the_apps_event_loop(
+        test_engines: TestEngines, test_model: Path, qasync_loop: asyncio.AbstractEventLoop) -> None:
+    """Qt's timers count milliseconds in 31 bits (~24.8 days): a lease asking to stay loaded 720 h
+    made every later release of that engine raise OverflowError in the app (its model server
+    answered 500 to every request to that model)."""
+    spec = cpu_spec(test_engines)
+
+    async def body() -> None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            pool = EnginePool(launcher(http))
+            try:
+                lease = await pool.acquire(spec, test_model, SMALL, user="api", keep_alive=720 * 3600.0)
+                lease.release()
+                again = await pool.acquire(spec, test_model, SMALL, user="api")
+                assert again.engine is lease.engine  # still loaded, no time-out armed
+                again.release()
+                assert lease.engine.expires_at is None and pool.engines() == [lease.engine]
+            finally:
+                await pool.aclose()
+
+    qasync_loop.run_until_complete(asyncio.wait_for(body(), 60))
+
+
 def test_idle_engines_unload_after_the_time_out_and_keep_alive_wins(test_engines: TestEngines,
                                                                      test_model: Path) -> None:
     spec = cpu_spec(test_engines)

@@ -45,6 +45,10 @@ from strata_gui.core.runtime.supervisor import EngineProcess, ServerSupervisor
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
+# Idle time-outs from this long on mean "keep it loaded": the app's event loop (Qt's timers count
+# milliseconds in 31 bits) cannot arm a timer past ~24.8 days, and one asked for "720h" made every
+# later release of that engine fail.
+LONGEST_IDLE_S = 24 * 86400.0
 
 Launcher = Callable[[EngineSpec, Path, ServerSettings], ServerSupervisor]
 """Makes the (not started) server of an engine: the app's real processes, with the RPC workers'
@@ -111,7 +115,7 @@ class PooledEngine:
         self.keep_alive: float | None = None  # idle time-out asked by the last lease (None: the pool's)
         self.jobs_done = 0  # jobs that finished well on it (a first job's failure blames the engine)
         self.start_task: asyncio.Task[None] | None = None
-        self.waiters = 0  # acquirers waiting for its start
+        self.waiters = 0  # acquirers waiting for its start, until they take their lease
         self.closing = False  # being stopped: leases are no longer given
         self.idle_timer: asyncio.TimerHandle | None = None
         self.expires_at: float | None = None  # when the idle time-out unloads it (None: not scheduled)
@@ -157,6 +161,13 @@ class PooledEngine:
     @property
     def busy(self) -> bool:
         return self.leases > 0
+
+    @property
+    def in_use(self) -> bool:
+        """Leased, loading, or loaded for acquirers that have not taken their lease yet: never
+        unloaded to make room (the engine just loaded for one waiter was unloaded for another before
+        that waiter took it, and back, for ever)."""
+        return self.busy or self.start_task is not None or self.waiters > 0
 
     @property
     def group(self) -> str:
@@ -426,7 +437,14 @@ class EnginePool:
             except BaseException:
                 entry.waiters -= 1
                 raise
-            entry.waiters -= 1
+            # Loaded: still a waiter (so nobody unloads it to make room) until the lease is taken.
+            async with cond:
+                entry.waiters -= 1
+                if (entry.ready and self._engines.get(key) is entry and not self._closed
+                        and (self._turn is None or self._turn[0] == user)):
+                    return self._lease(entry, user, keep_alive)
+            if not entry.busy and entry.waiters == 0 and entry.ready and self._engines.get(key) is entry:
+                self._schedule_idle(entry)  # it was kept for this waiter, who goes round again
 
     def lease_if_ready(self, engine: PooledEngine, user: str) -> Lease | None:
         """A lease on ``engine`` when it is loaded and ready now, else None: never starts, loads or
@@ -520,7 +538,7 @@ class EnginePool:
         others = [e for e in self._engines.values() if not e.closing]
         same_slot = [e for e in others if e.key.model_slot == key.model_slot]
         for e in same_slot:
-            if e.busy or e.start_task is not None:
+            if e.in_use:
                 users = ", ".join(sorted(e.holders)) or QT_TRANSLATE_NOOP("Core", "a start")
                 return T(QT_TRANSLATE_NOOP("Core", "{model} is loaded with other settings and in use by the {users}; "
                                                    "it reloads when that is done."), model=e.model.name, users=users)
@@ -530,12 +548,12 @@ class EnginePool:
         if budget > 0 and need > 0:
             staying = [e for e in others if e.group == group and e not in chosen]
             used = sum(e.memory_bytes() for e in staying)
-            idle = sorted((e for e in staying if not e.busy and e.start_task is None), key=lambda e: e.last_used)
+            idle = sorted((e for e in staying if not e.in_use), key=lambda e: e.last_used)
             while used + need > budget and idle:
                 victim = idle.pop(0)
                 chosen.append(victim)
                 used -= victim.memory_bytes()
-            if used + need > budget and any(e.busy or e.start_task is not None for e in staying):
+            if used + need > budget and any(e.in_use for e in staying):
                 holders = sorted({u for e in staying for u in e.holders}
                                  or {QT_TRANSLATE_NOOP("Core", "another start")})
                 return T(QT_TRANSLATE_NOOP("Core", "Waiting for memory: {engine} needs about {need} and the engines in "
@@ -594,8 +612,8 @@ class EnginePool:
 
     def _schedule_idle(self, entry: PooledEngine) -> None:
         timeout = entry.keep_alive if entry.keep_alive is not None else self._idle_timeout()
-        if timeout is None or (timeout <= 0 and entry.keep_alive is None) or timeout == float("inf"):
-            return
+        if timeout is None or (timeout <= 0 and entry.keep_alive is None) or timeout >= LONGEST_IDLE_S:
+            return  # kept until something else unloads it
         if entry.idle_timer is not None:
             entry.idle_timer.cancel()
         loop = asyncio.get_running_loop()
