@@ -9,7 +9,13 @@ import pytest
 
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.serve.catalog import assign_ids, file_id
-from strata_gui.core.serve.ollama_api import parse_keep_alive, response_format, sampling_fields, think_fields
+from strata_gui.core.serve.ollama_api import (
+    openai_messages,
+    parse_keep_alive,
+    response_format,
+    sampling_fields,
+    think_fields,
+)
 from strata_gui.core.serve.router import KEEP_FOREVER
 from strata_gui.core.serve.wire import ApiError, Meter, SseSplitter
 
@@ -17,6 +23,8 @@ from strata_gui.core.serve.wire import ApiError, Meter, SseSplitter
 @pytest.mark.parametrize(("value", "seconds"), [
     (None, None), ("", None), (0, 0.0), ("0", 0.0), (300, 300.0), ("300", 300.0), ("5m", 300.0),
     ("1h30m", 5400.0), ("1.5s", 1.5), ("250ms", 0.25), (-1, KEEP_FOREVER), ("-1", KEEP_FOREVER), ("-5m", KEEP_FOREVER),
+    # Past what a timer can wait (and /api/ps can date): forever, as the client meant.
+    ("720h", KEEP_FOREVER), (1e12, KEEP_FOREVER), ("9" * 400 + "h", KEEP_FOREVER), ("480h", 480 * 3600.0),
 ])
 def test_keep_alive_durations(value: object, seconds: float | None) -> None:
     assert parse_keep_alive(value) == seconds
@@ -26,6 +34,14 @@ def test_keep_alive_durations(value: object, seconds: float | None) -> None:
 def test_keep_alive_nonsense_is_a_400(value: object) -> None:
     with pytest.raises(ApiError) as err:
         parse_keep_alive(value)
+    assert err.value.status == 400
+
+
+@pytest.mark.parametrize("calls", [5, "get_weather", {"function": {"name": "f"}}])
+def test_ollama_tool_calls_that_are_not_a_list_are_a_400(calls: object) -> None:
+    """They were iterated as they came: a number answered 500 "'int' object is not iterable"."""
+    with pytest.raises(ApiError, match="tool_calls must be a list") as err:
+        openai_messages([{"role": "assistant", "content": "", "tool_calls": calls}])
     assert err.value.status == 400
 
 

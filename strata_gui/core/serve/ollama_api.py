@@ -35,6 +35,7 @@ from typing import Any
 
 from aiohttp import web
 
+from strata_gui.core.pool.pool import LONGEST_IDLE_S
 from strata_gui.core.serve.router import (
     API_EMBEDDINGS,
     API_OPENAI,
@@ -100,7 +101,8 @@ def parse_keep_alive(value: Any) -> float | None:
         raise ApiError(400, "keep_alive must be a duration like \"5m\" or a number of seconds.")
     if math.isnan(seconds):
         raise ApiError(400, "keep_alive is not a number.")
-    return KEEP_FOREVER if seconds < 0 else seconds
+    # Negative means forever, as does anything past what a timer can wait (and a date can show).
+    return KEEP_FOREVER if seconds < 0 or seconds >= LONGEST_IDLE_S else seconds
 
 
 def sampling_fields(options: Any) -> dict[str, Any]:
@@ -183,7 +185,10 @@ def openai_messages(messages: Any) -> list[dict[str, Any]]:
         msg: dict[str, Any] = {"role": role, "content": _content(text, m.get("images"))}
         if role == "assistant":
             calls = []
-            for call in m.get("tool_calls") or []:
+            asked = m.get("tool_calls") or []
+            if not isinstance(asked, list):
+                raise ApiError(400, "tool_calls must be a list.")
+            for call in asked:
                 fn = call.get("function") if isinstance(call, Mapping) else None
                 if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
                     raise ApiError(400, "A tool call needs a function with a name.")
