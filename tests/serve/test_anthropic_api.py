@@ -74,6 +74,15 @@ def test_unknown_model_and_bad_requests_in_anthropic_shape(shared_engines: dict[
                                                               "message": "max_tokens: Field required (a positive integer)."}
         r = await api.http.post(api.base + "/v1/messages", headers={"x-api-key": KEY}, content=b"{not json")
         assert r.status_code == 400 and r.json()["type"] == "error" and "not valid JSON" in r.json()["error"]["message"]
+        # Nested past what Python's parser can follow: a 400 in each API's shape, not a 500.
+        deep = b'{"model": "x", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        r = await api.http.post(api.base + "/v1/messages", headers={"x-api-key": KEY}, content=deep)
+        assert r.status_code == 400 and "nests too deeply" in r.json()["error"]["message"]
+        r = await api.http.post(api.base + "/v1/chat/completions", headers={"Authorization": f"Bearer {KEY}"},
+                                content=deep)
+        assert r.status_code == 400 and "nests too deeply" in r.json()["error"]["message"]
+        r = await api.http.post(api.base + "/api/chat", headers={"Authorization": f"Bearer {KEY}"}, content=deep)
+        assert r.status_code == 400 and "nests too deeply" in r.json()["error"]
 
     run_api(EngineRouter(shared_models(shared_engines, test_model)), body, api_key=KEY)
 

@@ -242,6 +242,8 @@ async def read_json(request: web.Request, ctx: ServeContext) -> tuple[bytes, dic
         body = json.loads(raw) if raw.strip() else None
     except ValueError as exc:
         raise ApiError(400, f"The request body is not valid JSON: {exc}.") from exc
+    except RecursionError as exc:  # thousands of nested brackets: Python's parser gives up
+        raise ApiError(400, "The request body nests too deeply to read.") from exc
     if not isinstance(body, dict):
         raise ApiError(400, "The request body must be a JSON object.")
     return raw, body
