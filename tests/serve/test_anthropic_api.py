@@ -44,6 +44,7 @@ def test_messages_streamed_and_whole(shared_engines: dict[str, str], test_model:
             assert len(pieces) > 1 and final.content[0].text == "".join(pieces)  # type: ignore[union-attr]
             assert final.stop_reason == "max_tokens" and final.usage.output_tokens == 8
             assert final.usage.input_tokens > 0
+            assert whole.model == model and final.model == model  # the id asked for, not the engine's file
         assert [(r.path, r.stream) for r in api.recorded] == [("/v1/messages", False), ("/v1/messages", True)]
 
     run_api(EngineRouter(shared_models(shared_engines, test_model)), body, api_key=KEY)

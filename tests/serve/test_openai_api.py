@@ -30,8 +30,9 @@ def test_chat_streamed_and_whole(shared_engines: dict[str, str], test_model: Pat
         async with client(api) as c:
             stream = await c.chat.completions.create(model=CHAT_ID, messages=MESSAGES, max_tokens=12, seed=1,
                                                      stream=True, stream_options={"include_usage": True})
-            pieces, usage = [], None
+            pieces, usage, names = [], None, set()
             async for chunk in stream:
+                names.add(chunk.model)
                 if chunk.choices and chunk.choices[0].delta.content:
                     pieces.append(chunk.choices[0].delta.content)
                 if chunk.usage is not None:
@@ -40,6 +41,8 @@ def test_chat_streamed_and_whole(shared_engines: dict[str, str], test_model: Pat
             whole = await c.chat.completions.create(model=CHAT_ID, messages=MESSAGES, max_tokens=12, seed=1)
             assert whole.choices[0].message.content and whole.usage is not None
             assert whole.choices[0].message.content == "".join(pieces)  # same seed, same engine: same reply
+            # The id asked for, not the engine's file (its path named the user's folders).
+            assert names == {CHAT_ID} and whole.model == CHAT_ID
         assert [(r.path, r.stream) for r in api.recorded] == [("/v1/chat/completions", True),
                                                               ("/v1/chat/completions", False)]
         assert all(r.upstream.model.id == CHAT_ID and r.decode_tps and r.output_tokens for r in api.recorded)

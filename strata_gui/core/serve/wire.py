@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import math
+import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -536,6 +537,42 @@ class Meter:
 
 # --------------------------------------------------------------------------- pass-through
 
+# The engine's "model" field: llama-server names the file it was started with (its path, with the
+# user's folders in it), not the id the client asked for. Quotes inside strings are escaped, so the
+# pattern only meets the real key.
+_MODEL_FIELD = re.compile(rb'"model":\s*"(?:[^"\\]|\\.)*"')
+_EVENT_END = re.compile(rb"\r?\n\r?\n")
+
+
+def named(data: bytes, model_id: str) -> bytes:
+    """``data`` (JSON or whole SSE events) with every "model" field naming ``model_id``."""
+    if b'"model"' not in data:
+        return data
+    value = b'"model":' + json.dumps(model_id).encode()
+    return _MODEL_FIELD.sub(lambda _m: value, data)
+
+
+class _EventRenamer:
+    """Renames the model in a stream cut anywhere by the network: whole events go out at once, the
+    start of one waits for its end (its reader could not use it before either)."""
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        data = self._pending + chunk if self._pending else chunk
+        end = 0
+        for m in _EVENT_END.finditer(data, max(0, len(self._pending) - 3)):
+            end = m.end()
+        self._pending = data[end:]
+        return named(data[:end], self.model_id) if end else b""
+
+    def rest(self) -> bytes:
+        rest, self._pending = self._pending, b""
+        return named(rest, self.model_id)
+
+
 async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, stream: bool,
                 flavor: Flavor, record: bool = True) -> web.StreamResponse:
     """Send the client's body to the engine's ``path`` unchanged and its answer back as it comes.
@@ -554,14 +591,20 @@ async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, st
             meter.feed_body(data)
             if record:
                 ctx.record(meter.request(request.path, 200, up, stream=False))
-            return web.Response(status=200, body=data, headers={"Content-Type": ctype})
+            return web.Response(status=200, body=named(data, up.model.id), headers={"Content-Type": ctype})
         out = web.StreamResponse(status=200, headers={"Content-Type": ctype, "Cache-Control": "no-cache"})
         await out.prepare(request)
         request[STARTED] = True
+        renamer = _EventRenamer(up.model.id)
         try:
             async for chunk in resp.chunks():
                 meter.feed_sse(chunk)
-                await write_chunk(request, out, chunk)
+                whole = renamer.feed(chunk)
+                if whole:
+                    await write_chunk(request, out, whole)
+            rest = renamer.rest()
+            if rest:
+                await write_chunk(request, out, rest)
             meter.end_sse()
         except asyncio.CancelledError:
             if not ctx.stopping:
