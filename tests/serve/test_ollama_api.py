@@ -98,6 +98,9 @@ def test_tags_show_ps_version(shared_engines: dict[str, str], test_model: Path) 
                 await c.show("acme/Nothing-GGUF")
             assert err.value.status_code == 404 and "not found" in err.value.error
             assert [m.model for m in (await c.ps()).models] == [m.model for m in listed]  # all running (shared)
+            # Ollama's clients name a model without a tag "name:latest" (`ollama run acme/Strata-Embed-GGUF`).
+            assert (await c.show(EMBED_ID + ":latest")).capabilities == ["embedding"]
+            assert (await c.embed(model=EMBED_ID + ":latest", input="x")).embeddings
         version = (await api.http.get(api.base + "/api/version", headers={"Authorization": f"Bearer {KEY}"})).json()
         assert version["version"].count(".") == 2
 

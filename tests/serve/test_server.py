@@ -29,7 +29,7 @@ from tests.support.scripted_engine import ENGINE_KEY, scripted_engine
 KEY = "client-key-for-strata"
 CHAT = {"model": SCRIPTED_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}
 ROUTES = [
-    ("GET", "/health"),
+    ("GET", "/health"), ("GET", "/"),
     ("GET", "/v1/models"), ("GET", "/v1/models/{model}"), ("POST", "/v1/chat/completions"),
     ("POST", "/v1/completions"), ("POST", "/v1/embeddings"), ("POST", "/v1/responses"), ("POST", "/v1/rerank"),
     ("POST", "/v1/images/generations"),
@@ -62,7 +62,7 @@ def test_every_route_refuses_a_missing_or_wrong_key(qasync_loop: asyncio.Abstrac
             table = route_table(api.server.app)
             assert sorted(table) == sorted(ROUTES)  # the table as documented (README, report)
             open_routes = [(m, p) for m, p in table if (m, p) in OPEN_ROUTES]
-            assert open_routes == [("GET", "/health")]
+            assert sorted(open_routes) == [("GET", "/"), ("GET", "/health")]
             refused = 0
             for method, path in table:
                 if (method, path) in OPEN_ROUTES:
@@ -355,3 +355,48 @@ def test_without_a_key_web_pages_of_other_sites_are_refused(test_model: Path) ->
             assert len(engine.requests) == 4
 
         run_api(scripted_router(engine.base_url, test_model), body)
+
+
+def test_browser_front_ends_allowed_to_call_may_read_the_answers(test_model: Path) -> None:
+    """A chat front-end served from this computer (http://localhost:3000) was let through but could
+    not read a thing: no preflight answer (405) and no Access-Control-Allow-Origin on replies."""
+    with scripted_engine("text") as engine:
+        async def body(api: Api) -> None:
+            page = {"Origin": "http://localhost:3000"}
+            asked = {**page, "Access-Control-Request-Method": "POST",
+                     "Access-Control-Request-Headers": "authorization, content-type"}
+            r = await api.http.options(api.base + "/v1/chat/completions", headers=asked)
+            assert r.status_code == 204 and r.headers["access-control-allow-origin"] == "http://localhost:3000"
+            assert "POST" in r.headers["access-control-allow-methods"]
+            assert r.headers["access-control-allow-headers"] == "authorization, content-type"
+            r = await api.http.post(api.base + "/v1/chat/completions", json={**CHAT, "stream": True}, headers=page)
+            assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "http://localhost:3000"
+            r = await api.http.get(api.base + "/api/tags", headers=page)
+            assert r.headers["access-control-allow-origin"] == "http://localhost:3000"
+            # Other sites' pages: refused, and told nothing they could read.
+            evil = {**asked, "Origin": "https://evil.example"}
+            r = await api.http.options(api.base + "/v1/chat/completions", headers=evil)
+            assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
+            r = await api.http.get(api.base + "/api/tags")  # no Origin (an app): no CORS headers
+            assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+            # Ollama's clients check the server is up with HEAD / (and GET /) before anything else.
+            assert (await api.http.head(api.base + "/")).status_code == 200
+            assert (await api.http.get(api.base + "/")).text == "Ollama is running"
+
+        run_api(scripted_router(engine.base_url, test_model), body)
+
+
+def test_with_a_key_any_page_may_ask_and_only_the_key_lets_it_in(test_model: Path) -> None:
+    with scripted_engine("text") as engine:
+        async def body(api: Api) -> None:
+            page = {"Origin": "https://my-frontend.example"}
+            asked = {**page, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"}
+            r = await api.http.options(api.base + "/v1/chat/completions", headers=asked)  # browsers send no key here
+            assert r.status_code == 204 and r.headers["access-control-allow-origin"] == page["Origin"]
+            r = await api.http.post(api.base + "/v1/chat/completions", json=CHAT, headers=page)
+            assert r.status_code == 401
+            r = await api.http.post(api.base + "/v1/chat/completions", json=CHAT,
+                                    headers={**page, "Authorization": f"Bearer {KEY}"})
+            assert r.status_code == 200 and r.headers["access-control-allow-origin"] == page["Origin"]
+
+        run_api(scripted_router(engine.base_url, test_model), body, api_key=KEY)

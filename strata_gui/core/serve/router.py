@@ -47,6 +47,7 @@ LLAMA_RERANK_APIS = frozenset({API_RERANK})
 SD_SERVER_APIS = IMAGE.apis
 
 KEEP_FOREVER = math.inf
+LATEST = ":latest"  # the tag Ollama's clients give a model name that has none
 
 
 @dataclass(frozen=True)

@@ -58,14 +58,33 @@ from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8765
-# Routes answered without the API key: a liveness probe that tells nothing about models or data.
-OPEN_ROUTES = frozenset({("GET", "/health"), ("HEAD", "/health")})
+# Routes answered without the API key: liveness probes that tell nothing about models or data
+# ("/" is the one Ollama's clients send before anything else, HEAD / in its Go client).
+OPEN_ROUTES = frozenset({("GET", "/health"), ("HEAD", "/health"), ("GET", "/"), ("HEAD", "/")})
+# What a browser may send to this server once its page is allowed (see :func:`build_app`).
+CORS_METHODS = "GET, POST, OPTIONS"
+CORS_MAX_AGE_S = "600"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 async def _health(_request: web.Request) -> web.Response:
     return json_response({"status": "ok"})
+
+
+async def _root(_request: web.Request) -> web.Response:
+    return web.Response(text="Ollama is running")  # the words Ollama's own server answers with
+
+
+def _preflight(request: web.Request) -> web.Response:
+    """A browser asking whether its page may call (CORS preflight): yes, for what it asked. Sent
+    without credentials by every browser, so answered without the key; a page refused by
+    :func:`browser_refusal` never gets here."""
+    headers = {"Access-Control-Allow-Methods": CORS_METHODS, "Access-Control-Max-Age": CORS_MAX_AGE_S}
+    asked = request.headers.get("Access-Control-Request-Headers")
+    if asked:
+        headers["Access-Control-Allow-Headers"] = asked
+    return web.Response(status=204, headers=headers)
 
 
 def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
@@ -96,6 +115,8 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
                 refusal = browser_refusal(request.headers)
                 if refusal is not None:
                     raise ApiError(403, refusal, "forbidden")
+            if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+                return _preflight(request)
             if api_key is not None and (request.method, request.path) not in OPEN_ROUTES \
                     and not key_matches(presented_key(request.headers), api_key):
                 ctx.counters.unauthorized += 1
@@ -151,7 +172,19 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
                                         "max_field_size": ctx.limits.max_header_bytes,
                                         "logger": ClientErrorLog(logging.getLogger("aiohttp.server"))})
     app[CTX] = ctx
+
+    async def allow_the_page(request: web.Request, response: web.StreamResponse) -> None:
+        """A page that may use the server (a browser front-end served from this computer, or any
+        page once a key is set: the key is the guard) may also read the answers."""
+        origin = request.headers.get("Origin")
+        if origin is None or (api_key is None and browser_refusal(request.headers) is not None):
+            return
+        response.headers["Access-Control-Allow-Origin"] = origin
+        response.headers.add("Vary", "Origin")
+
+    app.on_response_prepare.append(allow_the_page)
     app.router.add_get("/health", _health)
+    app.router.add_get("/", _root)
     for routes in (openai_routes, anthropic_routes, ollama_routes):
         for method, path, fn, runs_model in routes():
             app.router.add_route(method, path, fn)

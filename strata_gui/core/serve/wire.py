@@ -32,7 +32,7 @@ from aiohttp import web
 from strata_gui.core.errors import ServerBusyError, StrataError, UnknownModelError
 from strata_gui.core.events import emit
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
-from strata_gui.core.serve.router import ModelRouter, ServedModel, Upstream
+from strata_gui.core.serve.router import LATEST, ModelRouter, ServedModel, Upstream
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,10 @@ class ServeContext:
             emit([self.on_request], req)
 
     def find(self, model_id: str) -> ServedModel | None:
-        return next((m for m in self.router.models() if m.id == model_id), None)
+        found = next((m for m in self.router.models() if m.id == model_id), None)
+        if found is None and model_id.endswith(LATEST):  # Ollama's clients add it to a name without a tag
+            return self.find(model_id[:-len(LATEST)])
+        return found
 
     def pick_model(self, body: Mapping[str, Any], kind: str | None, key: str = "model") -> str:
         """The model a request names; none named means the only model of ``kind`` served, if there is one."""
@@ -190,6 +193,9 @@ class ServeContext:
             keep_alive: Seconds to keep it loaded afterwards (None: the router's default).
             needs: An ``API_*`` the engine must speak (400 otherwise).
         """
+        if model_id.endswith(LATEST):  # "name:latest" from Ollama's clients: the name
+            found = self.find(model_id)
+            model_id = found.id if found is not None else model_id
         try:
             cm = self.router.borrow(model_id, kind=kind, keep_alive=keep_alive)
             up = await cm.__aenter__()
