@@ -84,6 +84,8 @@ def test_every_route_refuses_a_missing_or_wrong_key(qasync_loop: asyncio.Abstrac
             r = await api.http.get(api.base + "/v1/chat/completions", headers={"x-api-key": KEY})
             assert r.status_code == 405 and r.headers["Allow"] == "POST"
             assert r.json()["error"]["message"] == "No GET /v1/chat/completions here."
+            r = await api.http.get(api.base + "/v1/nothing", headers=ok)  # a path, not a model, is missing
+            assert r.status_code == 404 and r.json()["error"]["code"] is None
             assert (await api.http.get(api.base + "/health")).json() == {"status": "ok"}
             # Either header carries the key.
             for headers in (ok, {"x-api-key": KEY}):

@@ -133,7 +133,7 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
             return error_response(flavor, err)
         except web.HTTPException as exc:  # routing: unknown path, wrong method
             message = f"No {request.method} {request.path} here." if exc.status in (404, 405) else exc.reason
-            routing = ApiError(exc.status, message, "not_found" if exc.status == 404 else "invalid_request")
+            routing = ApiError(exc.status, message, "no_route" if exc.status == 404 else "invalid_request")
             if "Allow" in exc.headers:
                 routing.headers["Allow"] = exc.headers["Allow"]
             return error_response(flavor, routing)

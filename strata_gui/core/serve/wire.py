@@ -61,12 +61,13 @@ def flavor_of(path: str) -> Flavor:
 _TYPES: dict[Flavor, dict[str, str]] = {
     Flavor.OPENAI: {"invalid_request": "invalid_request_error", "authentication": "authentication_error",
                     "forbidden": "permission_error",
-                    "not_found": "invalid_request_error", "too_large": "invalid_request_error",
+                    "not_found": "invalid_request_error", "no_route": "invalid_request_error",
+                    "too_large": "invalid_request_error",
                     "timeout": "invalid_request_error", "busy": "server_error", "upstream": "server_error",
                     "internal": "server_error", "unsupported": "invalid_request_error"},
     Flavor.ANTHROPIC: {"invalid_request": "invalid_request_error", "authentication": "authentication_error",
                        "forbidden": "permission_error",
-                       "not_found": "not_found_error", "too_large": "request_too_large",
+                       "not_found": "not_found_error", "no_route": "not_found_error", "too_large": "request_too_large",
                        "timeout": "invalid_request_error", "busy": "overloaded_error", "upstream": "api_error",
                        "internal": "api_error", "unsupported": "invalid_request_error"},
 }
@@ -80,8 +81,9 @@ class ApiError(Exception):
     Args:
         status: HTTP status.
         message: What went wrong, for the client's user.
-        kind: ``invalid_request``, ``authentication``, ``forbidden``, ``not_found``, ``too_large``, ``timeout``,
-            ``busy``, ``upstream``, ``internal`` or ``unsupported``.
+        kind: ``invalid_request``, ``authentication``, ``forbidden``, ``not_found`` (a model),
+            ``no_route`` (a path), ``too_large``, ``timeout``, ``busy``, ``upstream``, ``internal`` or
+            ``unsupported``.
         headers: Extra response headers (``Retry-After``).
     """
 
