@@ -102,6 +102,19 @@ def test_the_library_is_served_models_load_on_demand_are_reused_and_evicted(
     serving(library, test_engines, body, engine_memory_mb=500)
 
 
+def test_ps_tells_the_context_the_model_was_loaded_with(library: Path, test_engines: TestEngines) -> None:
+    """/api/ps said the context the file was trained on (4,096) for an engine running 1,024."""
+    async def body(app: AppServices, root: str, _events: list[PoolEvent]) -> None:
+        async with ollama.AsyncClient(host=root) as o:
+            assert (await o.generate(model="alpha-F16", prompt="")).done_reason == "load"
+            [loaded] = (await o.ps()).models
+            [engine] = app.pool.engines()
+            assert engine.settings.ctx_size == 1024 and loaded.context_length == 1024
+            assert (await o.show("alpha-F16")).modelinfo["llama.context_length"] == 4096  # the trained one
+
+    serving(library, test_engines, body, context_size=1024)
+
+
 def test_embeddings_concurrent_loads_and_keep_alive(library: Path, test_engines: TestEngines) -> None:
     async def body(app: AppServices, root: str, events: list[PoolEvent]) -> None:
         async with openai.AsyncOpenAI(base_url=root + "/v1", api_key="none", max_retries=0) as client:

@@ -172,7 +172,8 @@ class LibraryRouter:
             out.append(LoadedModel(model=served, memory_bytes=memory, busy=engine.leases,
                                    idle_s=0.0 if engine.busy else max(0.0, now - engine.last_used),
                                    expires_in_s=engine.expires_in(now), engine=engine.spec.label,
-                                   gpu_memory_bytes=memory if engine.group == "gpu" else 0))
+                                   gpu_memory_bytes=memory if engine.group == "gpu" else 0,
+                                   context_length=engine.settings.ctx_size or None))
         return out
 
     async def unload(self, model_id: str) -> None:

@@ -619,8 +619,9 @@ async def ps(request: web.Request) -> web.Response:
                                  "details": details(m), "size_vram": lm.gpu_memory_bytes}
         if lm.expires_in_s is not None and math.isfinite(lm.expires_in_s):
             entry["expires_at"] = _iso(now + lm.expires_in_s)
-        if m.details.get("context_length"):
-            entry["context_length"] = m.details["context_length"]
+        loaded_with = lm.context_length or m.details.get("context_length")  # what it runs with, else trained
+        if loaded_with:
+            entry["context_length"] = loaded_with
         out.append(entry)
     return json_response({"models": out})
 

@@ -115,6 +115,8 @@ class LoadedModel:
         expires_in_s: Seconds until it is unloaded for idleness (None: never).
         engine: The engine's name ("ROCm", "Vulkan", "CPU").
         gpu_memory_bytes: The part of ``memory_bytes`` in GPU memory (Ollama's ``size_vram``).
+        context_length: The context the engine was loaded with (None: not known; the trained one
+            applies).
     """
 
     model: ServedModel
@@ -124,6 +126,7 @@ class LoadedModel:
     expires_in_s: float | None
     engine: str
     gpu_memory_bytes: int = 0
+    context_length: int | None = None
 
 
 class ModelRouter(Protocol):
