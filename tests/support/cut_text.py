@@ -3,14 +3,15 @@ needs more room than the widget has.
 
 A widget written to shorten its text (:class:`~strata_gui.ui.widgets.ElidedLabel`, or any widget
 whose tooltip holds the whole text) passes: the whole text is a hover away. Word-wrapped labels
-pass unless one word alone is wider than the label. Only what is visible is checked.
+pass unless one piece Qt cannot break (a word; one character of Chinese) is wider than the label.
+Only what is visible is checked.
 """
 
 from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTextBoundaryFinder
 from PySide6.QtGui import QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -38,6 +39,19 @@ def _plain(text: str, rich: bool) -> str:
     return doc.toPlainText()
 
 
+def unbreakable_pieces(text: str) -> list[str]:
+    """The runs of ``text`` a word-wrapped label cannot break, by the Unicode line-breaking rules Qt
+    wraps with: words in English, single characters in Chinese (no spaces, a break between any two)."""
+    finder = QTextBoundaryFinder(QTextBoundaryFinder.BoundaryType.Line, text)
+    units = text.encode("utf-16-le")  # Qt counts positions in UTF-16 units
+    pieces, start = [], 0
+    end = finder.toNextBoundary()
+    while end != -1:
+        pieces.append(units[2 * start:2 * end].decode("utf-16-le").strip())
+        start, end = end, finder.toNextBoundary()
+    return [p for p in pieces if p]
+
+
 def _whole_text_in_tooltip(widget: QWidget, text: str) -> bool:
     tip = _plain(widget.toolTip(), True).strip()
     return bool(tip) and text.replace("&", "").strip() in tip.replace("&", "")
@@ -58,8 +72,7 @@ def _label_problem(label: QLabel) -> str | None:
     fm = QFontMetrics(label.font())
     room = label.contentsRect().width() - 2 * label.margin() - max(0, label.indent())
     if label.wordWrap():
-        words = re.split(r"\s+", plain)
-        widest = max((fm.horizontalAdvance(w) for w in words if w), default=0)
+        widest = max((fm.horizontalAdvance(w) for w in unbreakable_pieces(plain)), default=0)
         if widest > room + SLACK and not _whole_text_in_tooltip(label, plain):
             return f"a word needs {widest} px of {room}"
         return None

@@ -108,3 +108,22 @@ def test_no_text_is_cut_on_any_page(language: str, theme: str, qtbot: QtBot, qap
     finally:
         install_language(qapp, "en")
         apply_theme(qapp, "system")
+
+
+def test_the_check_breaks_lines_where_qt_does(qtbot: QtBot) -> None:
+    """A wrapped label is cut only by a piece Qt cannot break: an English word wider than the label,
+    never a Chinese sentence (no spaces, a break between any two characters)."""
+    from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+    box = QWidget()
+    qtbot.addWidget(box)
+    layout = QVBoxLayout(box)
+    labels = [QLabel("还没有图像模型：请在“模型”页获取，或点击“浏览…”选择文件。"),
+              QLabel("Pneumonoultramicroscopicsilicovolcanoconiosis strikes")]
+    for label in labels:
+        label.setWordWrap(True)
+        label.setFixedWidth(120)
+        layout.addWidget(label)
+    box.show()
+    problems = cut_texts(box)
+    assert len(problems) == 1 and "Pneumono" in problems[0] and "a word needs" in problems[0]
