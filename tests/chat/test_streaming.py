@@ -150,6 +150,18 @@ def test_a_reply_rendered_while_it_streams_looks_like_the_same_reply_rendered_at
         assert streamed.document().toHtml() == fresh.document().toHtml(), repr(MARKDOWN[:end][-40:])
 
 
+@pytest.mark.parametrize("text", [
+    "In C++, std::vector<int> v; and a <b>bold</b> claim.",
+    "Put it in a <div> then style it.",
+    "Wrap text in <script>alert(1)</script> tags?",
+])
+def test_what_looks_like_html_is_shown_as_written(qtbot, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Replies about code mention tags: read as HTML, everything from the "tag" on vanished."""
+    block = TextBlock(text)
+    qtbot.addWidget(block)
+    assert block.toPlainText() == text
+
+
 def test_only_plain_words_on_the_last_line_are_appended() -> None:
     assert plain_extension("The keeper", "The keeper climbed  ") == " climbed"
     assert plain_extension("The keeper  ", "The keeper  climbed") == "  climbed"  # held spaces go out

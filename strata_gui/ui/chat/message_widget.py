@@ -79,6 +79,15 @@ class TextBlock(QTextBrowser):
         super().paintEvent(event)
         self.paint_cost += time.thread_time() - started
 
+    def setMarkdown(self, markdown: str) -> None:
+        """GitHub's Markdown with HTML shown as the text it is: with HTML read, everything after a
+        ``<`` that looked like a tag vanished ("std::vector<int> v" showed "std::vector", "<div>"
+        hid the rest of the message, "<script>...</script>" vanished)."""
+        from PySide6.QtGui import QTextDocument  # its enums not at import (see NoticeBanner.show_message)
+
+        features = QTextDocument.MarkdownFeature
+        self.document().setMarkdown(markdown, features.MarkdownDialectGitHub | features.MarkdownNoHTML)
+
     def set_segment(self, segment: Segment) -> None:
         if segment == self.segment:
             return
