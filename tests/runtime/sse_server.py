@@ -51,6 +51,8 @@ SCRIPTS: dict[str, list[bytes]] = {
         chunk("Hel"),
         b": another comment\n\n",
         chunk("lo"),
+        b"data: \n\n",  # an event with empty data: the SSE rules say it is not dispatched
+        b"data:\r\n\r\n",
         chunk(None, "stop", timings={"prompt_n": 5, "cache_n": 2, "prompt_per_second": 1000.0,
                                      "predicted_n": 2, "predicted_per_second": 50.0}),
         b'data: {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2}}\n\n',

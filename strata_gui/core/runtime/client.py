@@ -994,7 +994,9 @@ class _SseEvents:
                 # One optional space after the colon; a trailing CR (CRLF streams) is JSON whitespace.
                 data.append(line[6:] if line.startswith(b"data: ") else line[5:])
             elif (not line or line == b"\r") and data:  # a blank line ends the event
-                out.append(data[0] if len(data) == 1 else b"\n".join(d.removesuffix(b"\r") for d in data))
+                payload = data[0] if len(data) == 1 else b"\n".join(d.removesuffix(b"\r") for d in data)
+                if payload.strip():  # an event with empty data is not dispatched (the SSE rules)
+                    out.append(payload)
                 data.clear()
             # comments (":"), event:/id:/retry: fields are not used by llama-server
         return out
