@@ -249,6 +249,17 @@ def test_rename_delete_and_search(page_env) -> None:  # type: ignore[no-untyped-
     page.on_shown()
     assert page.conversation_list.count() == 2
     page.rename_conversation(a.id, "Gamma")
+    # A title that looks like HTML reads as written, in the list and in its tooltip.
+    odd = "<h1>BIG</h1> why does <br> break my page?"
+    page.rename_conversation(b.id, odd)
+    [item] = [page.conversation_list.item(i) for i in range(page.conversation_list.count())
+              if page.conversation_list.item(i).text() == odd]
+    from PySide6.QtGui import QTextDocument
+
+    shown = QTextDocument()
+    shown.setHtml(item.toolTip())
+    assert shown.toPlainText() == odd
+    page.rename_conversation(b.id, "Beta")
     page.search.setText("zebra")
     assert [page.conversation_list.item(i).text() for i in range(page.conversation_list.count())] == ["Beta"]
     page.search.clear()

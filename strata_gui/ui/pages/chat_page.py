@@ -411,10 +411,13 @@ class ChatPage(Page):
         """The conversation's tooltip: its title and where its latest reply ran."""
         kind, _, where = ran_on.partition(":")
         if kind == "remote":
-            return self.tr("{0}\nLast reply: remote engine {1}").format(title, where)
-        if kind == "local":
-            return self.tr("{0}\nLast reply: this computer ({1})").format(title, where)
-        return title
+            text = self.tr("{0}\nLast reply: remote engine {1}").format(title, where)
+        elif kind == "local":
+            text = self.tr("{0}\nLast reply: this computer ({1})").format(title, where)
+        else:
+            text = title
+        # As written: a title like "<h1>BIG</h1> why does <br> break" made Qt render the tooltip as HTML.
+        return "<qt>" + html.escape(text).replace("\n", "<br>") + "</qt>"
 
     def _on_conversation_selected(self, item: QListWidgetItem | None, _prev: QListWidgetItem | None) -> None:
         if item is not None:
