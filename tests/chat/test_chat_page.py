@@ -187,6 +187,29 @@ def test_stop_keeps_partial_reply(page_env, test_engines: Engines) -> None:  # t
 
 
 @pytest.mark.engine
+def test_deleting_the_conversation_being_answered_stops_the_reply_first(page_env, test_engines: Engines) -> None:  # type: ignore[no-untyped-def]
+    """It showed "Internal error in Strata: AssertionError" and the engine wrote on to the end."""
+    page, service, loop, errors = page_env
+    service.set_plan([cpu_spec(test_engines)])
+    keep = page.new_conversation()
+    conv_id = page.new_conversation()
+    _short(service, conv_id, 900)
+    handle = page.send_text("tell me a long story")
+
+    async def scenario() -> None:
+        await wait_until(lambda: any(w.message.role == "assistant" and len(w.text) > 20
+                                     for w in page.message_widgets.values()))
+        page.delete_conversation(conv_id)
+        await handle.wait()
+        await wait_until(lambda: service.store.conversation(conv_id) is None)
+
+    loop.run_until_complete(scenario())
+    assert handle.was_cancelled and not errors
+    assert [c.id for c in service.store.conversations("")] == [keep]
+    assert page.conversation_id is None and page.stack.currentWidget() is page.empty_state
+
+
+@pytest.mark.engine
 def test_fallback_notice_and_retry_button(page_env, test_engines: Engines, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     page, service, loop, errors = page_env
     service.set_plan([rocm_without_libraries(test_engines, tmp_path), cpu_spec(test_engines)])

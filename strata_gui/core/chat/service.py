@@ -1161,7 +1161,8 @@ class ChatService:
         self.store.update_message(message_id, content=content, status=status, stats=stats, ran_on=ran_on,
                                   thinking=thinking, tool_calls=tool_calls or None, settings=settings)
         msg = self.store.message(message_id)
-        assert msg is not None
+        if msg is None:  # its conversation was deleted while the reply was written
+            raise ChatError(QT_TRANSLATE_NOOP("Core", "The conversation was deleted while its reply was written."))
         self._emit(MessageUpdated(msg))
         return msg
 

@@ -160,6 +160,7 @@ class ChatPage(Page):
         self.conversation_id: int | None = None
         self.message_widgets: dict[int, MessageWidget] = {}
         self.reply_handle: TaskHandle | None = None
+        self._reply_conversation_id: int | None = None  # where the reply being written goes
         self.engine_handle: TaskHandle | None = None
         self.editing_message_id: int | None = None
         # What the input held when a message was sent: it leaves the input when the message shows
@@ -435,6 +436,12 @@ class ChatPage(Page):
         self.refresh_conversations()
 
     def delete_conversation(self, conversation_id: int) -> None:
+        handle = self.reply_handle
+        if handle is not None and handle.is_running and self._reply_conversation_id == conversation_id:
+            # Its reply is being written: stopped first (the engine stops too), deleted once it is saved.
+            handle.finished.connect(lambda: self.delete_conversation(conversation_id))
+            handle.cancel()
+            return
         self._service.store.delete_conversation(conversation_id)
         if conversation_id == self.conversation_id:
             self.conversation_id = None
@@ -683,6 +690,7 @@ class ChatPage(Page):
         handle.failed.connect(lambda err: None if isinstance(err, ChatFormatError)
                               else self._bridge.error_occurred.emit(err))
         self.reply_handle = handle
+        self._reply_conversation_id = self.conversation_id
         self._next_render = 0.0  # the new reply's first text renders at once, however the last one ended
         handle.finished.connect(lambda: self._on_reply_finished() if self.reply_handle is handle else None)
         # The input and the Stop button change when the core announces the messages, right after
