@@ -357,3 +357,36 @@ def test_a_message_sent_during_a_read_ahead_waits_for_its_own_and_stops_another(
         assert (landed.stats.prompt_n or 0) < 30
 
     run_with_service([cpu_spec(test_engines)], test_model, body, context_size=4096)
+
+
+def test_a_reply_that_cannot_be_saved_still_ends_on_screen_and_says_why(test_engines: Engines,
+                                                                       test_model: Path) -> None:
+    """Another program holds the database's lock while a reply streams (a backup tool, a second
+    copy of a sync client): the saves during the reply failed, the reply stopped with "the engine
+    failed", and its bubble stayed "Generating…". Now the reply runs to its end, is shown as it
+    ended, and the error says it could not be saved."""
+    import sqlite3
+
+    from strata_gui.core.chat.service import MessageUpdated
+    from strata_gui.core.errors import StorageError
+
+    async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
+        conv = svc.new_conversation()
+        _short(svc, conv.id, 40)
+        svc._save_interval = 0.0  # save at every piece, as a long reply does every second
+        svc.store.db.execute("PRAGMA busy_timeout = 100")  # the app waits 5 s; the test need not
+        other = sqlite3.connect(svc.store.path, timeout=0)
+        sending = asyncio.create_task(svc.send(conv.id, "Tell me about the moon"))
+        await until(lambda: any(isinstance(e, MessageDelta) for e in events))
+        other.execute("BEGIN EXCLUSIVE")  # held until the reply is over
+        try:
+            with pytest.raises(StorageError):
+                await sending
+        finally:
+            other.rollback()
+            other.close()
+        [final] = [e.message for e in events if isinstance(e, MessageUpdated) and e.message.role == "assistant"]
+        deltas = "".join(e.text for e in events if isinstance(e, MessageDelta))
+        assert final.status == COMPLETE and final.content == deltas and final.stats.predicted_n == 40
+
+    run_with_service([cpu_spec(test_engines)], test_model, body)

@@ -19,6 +19,7 @@ from strata_gui.core.runtime.client import (
 if TYPE_CHECKING:
     pass
 
+from ..errors import StorageError
 from .events import MessageDelta
 
 if TYPE_CHECKING:
@@ -117,7 +118,10 @@ class _ReplyBuffer:
                 self._timer = asyncio.get_running_loop().call_later(wait, self.flush)
         if now - self._last_save >= svc._save_interval:
             self._last_save = now
-            svc.store.update_message(self.message_id, content=self.text, thinking=self.thinking_text)
+            try:
+                svc.store.update_message(self.message_id, content=self.text, thinking=self.thinking_text)
+            except StorageError as exc:  # a full disk, a lock held elsewhere: the reply goes on, saved at its end
+                log.warning("could not save the reply being written: %s", exc.message)
 
     def flush(self) -> None:
         """Emit what was not sent yet (the timer's callback, and before the reply is finished)."""

@@ -28,6 +28,7 @@ from strata_gui.core.errors import (
     ChatFormatError,
     ServerError,
     SettingsError,
+    StorageError,
     StrataError,
     ToolError,
 )
@@ -211,6 +212,7 @@ class ChatService:
         self.store = store
         self.conversations = Conversations(store)
         self.pool = pool
+        self._replies: dict[int, Message] = {}  # replies being written, as they were created
         self._plans = plans
         self._offered: set[tuple[str, str, str]] = set()  # (model, running engine, offered engine)
         self._launch_settings = launch_settings
@@ -767,7 +769,9 @@ class ChatService:
             settings["model"] = remote.label
         if conv.structured_output.mode != OUTPUT_OFF:
             settings["output"] = conv.structured_output.to_json()
-        return self.store.add_message(conv.id, "assistant", "", status=STREAMING, settings=settings)
+        reply = self.store.add_message(conv.id, "assistant", "", status=STREAMING, settings=settings)
+        self._replies[reply.id] = reply
+        return reply
 
     def request_options(self, conv: Conversation) -> RequestOptions:
         """What a reply in ``conv`` asks of the engine: the conversation's thinking settings over the
@@ -1158,9 +1162,19 @@ class ChatService:
     def _finish(self, message_id: int, content: str, status: str, stats: ReplyStats, ran_on: str | None = None, *,
                 thinking: str | None = None, tool_calls: Sequence[ToolCallRecord] | None = None,
                 settings: dict[str, Any] | None = None) -> Message:
-        self.store.update_message(message_id, content=content, status=status, stats=stats, ran_on=ran_on,
-                                  thinking=thinking, tool_calls=tool_calls or None, settings=settings)
-        msg = self.store.message(message_id)
+        started = self._replies.pop(message_id, None)
+        try:
+            self.store.update_message(message_id, content=content, status=status, stats=stats, ran_on=ran_on,
+                                      thinking=thinking, tool_calls=tool_calls or None, settings=settings)
+            msg = self.store.message(message_id)
+        except StorageError:
+            # Not saved (a full disk, a lock held elsewhere): the reply is still shown as it ended,
+            # never left "Generating…", and the error says why it was not kept.
+            if started is not None:
+                self._emit(MessageUpdated(dataclasses.replace(
+                    started, content=content, status=status, stats=stats, ran_on=ran_on or started.ran_on,
+                    thinking=thinking or "", tool_calls=tuple(tool_calls or ()), settings=settings or started.settings)))
+            raise
         if msg is None:  # its conversation was deleted while the reply was written
             raise ChatError(QT_TRANSLATE_NOOP("Core", "The conversation was deleted while its reply was written."))
         self._emit(MessageUpdated(msg))
