@@ -153,6 +153,28 @@ def test_crash_is_reported_and_the_next_call_starts_the_server_again(run: Runner
     run(main())
 
 
+def test_a_server_that_misbehaves_politely_is_answered_not_killed(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 on its stdout made every call wait out its time limit (the SDK's
+    reader stopped, the session stayed open); a result that does not match the tool's own output
+    schema was reported as a crash and the server killed."""
+    raw = REPO / "tests" / "support" / "raw_mcp_server.py"
+    (config,) = parse_mcp_servers({"mcpServers": {"raw": {"command": sys.executable, "args": [str(raw)]}}})
+
+    async def main() -> None:
+        host = McpHost([config], log_dir=tmp_path)
+        try:
+            odd = await asyncio.wait_for(host.call_tool("raw", "badbytes", {"x": 1}), 20)
+            assert odd.outcome is ToolOutcome.OK and json.loads(odd.text) == {"x": 1}
+            typed = await host.call_tool("raw", "typed")
+            assert typed.outcome is ToolOutcome.TOOL_ERROR and "output schema" in typed.text
+            after = await host.call_tool("raw", "echo", {"y": 2})  # the same server, still running
+            assert after.outcome is ToolOutcome.OK and json.loads(after.text) == {"y": 2}
+        finally:
+            await host.aclose()
+
+    asyncio.run(main())
+
+
 @pytest.mark.slow
 def test_a_server_that_died_while_idle_is_started_again_for_the_next_call(tmp_path: Path) -> None:
     async def main() -> None:

@@ -568,8 +568,10 @@ class McpHost:
 
             command, args = self._launch_command(config)
             errlog = stack.enter_context(self._open_log(conn))
+            # Bytes that are not UTF-8 on its stdout replaced, not fatal: strict decoding stopped the
+            # SDK's reader while the session stayed open, so every call waited out its time limit.
             transport: Any = StdioServerParameters(command=command, args=args, env=dict(config.env) or None,
-                                                   cwd=_expand(config.cwd) or None)
+                                                   cwd=_expand(config.cwd) or None, encoding_error_handler="replace")
             log.info("starting tool server %s (%s)", config.name, Path(config.command).name)
             from mcp.client.stdio import stdio_client
 
@@ -786,6 +788,10 @@ class McpHost:
             return ToolResult(server, tool, ToolOutcome.TIMED_OUT,
                               f"The tool '{tool}' of '{server}' did not finish within {limit:g} s and was "
                               "stopped.", elapsed)
+        if _is_result_check(leaf):  # the SDK checked the answer against the tool's own schema: the server is fine
+            return ToolResult(server, tool, ToolOutcome.TOOL_ERROR,
+                              conn.config.redact(f"The tool '{tool}' of '{server}' answered in a form its own "
+                                                 f"description does not allow: {leaf}"), elapsed)
         if isinstance(leaf, _ServerDown) or code == _CONNECTION_CLOSED or not _is_peer_error(leaf):
             self._drop(conn)
             tail = self._log_tail(conn)
@@ -800,6 +806,15 @@ class McpHost:
 
 _CONNECTION_CLOSED = -32000
 _REQUEST_TIMEOUT = -32001
+
+
+# What the MCP SDK's client raises (RuntimeError) when a result does not match the tool's outputSchema.
+_RESULT_CHECKS = ("has an output schema but did not return structured content",
+                  "Invalid structured content returned by tool", "Invalid schema for tool")
+
+
+def _is_result_check(exc: BaseException) -> bool:
+    return type(exc) is RuntimeError and any(phrase in str(exc) for phrase in _RESULT_CHECKS)
 
 
 def _is_peer_error(exc: BaseException) -> bool:
