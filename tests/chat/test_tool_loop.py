@@ -222,6 +222,53 @@ def test_stop_cancels_a_running_tool_and_keeps_the_conversation_consistent() -> 
     assert [m["role"] for m in history] == ["user", "assistant", "tool"]
 
 
+def test_stop_while_the_first_of_two_calls_waits_answers_both() -> None:
+    """The second call stayed "waiting for your answer" for ever, and the first, never run, read
+    "Stopped by the user before the tool finished"."""
+    async def body(svc: ChatService, events: list[ChatEvent]) -> tuple[list[Message], list[Any]]:
+        asked = asyncio.Event()
+
+        async def never_answers(_approval: ToolApproval) -> Decision:
+            asked.set()
+            await asyncio.Event().wait()
+            return Decision.DENY
+
+        svc.approver = never_answers
+        conv = svc.new_conversation()
+        task = asyncio.create_task(svc.send(conv.id, "add then echo"))
+        await asyncio.wait_for(asked.wait(), 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return svc.store.messages(conv.id), svc.history(svc.store.conversation(conv.id))  # type: ignore[arg-type]
+
+    script = tool_calls([("add", '{"a": 1, "b": 2}'), ("echo", '{"text": "hi"}')])
+    with openai_stream_server(script) as server:
+        msgs, history = run_chat(server.url, body)
+    assert [(c.name, c.status, c.result) for c in msgs[1].tool_calls] == [
+        ("add", TOOL_ERROR, "Not run: stopped by the user."), ("echo", TOOL_ERROR, "Not run: stopped by the user.")]
+    assert [m["role"] for m in history] == ["user", "assistant", "tool", "tool"]  # every call answered
+
+
+def test_a_model_that_calls_tools_past_the_limit_is_told_and_nothing_waits() -> None:
+    """Asked for words in the last round, a model (a remote server that ignores tool_choice "none")
+    called again: the reply ended empty with its call "waiting for your answer" and no word why."""
+    async def body(svc: ChatService, events: list[ChatEvent]) -> tuple[Message, list[Message], list[Any]]:
+        svc.approver = Approvals(Decision.ALWAYS)
+        conv = svc.new_conversation()
+        done = await svc.send(conv.id, "add forever")
+        return done, svc.store.messages(conv.id), [e for e in events if isinstance(e, Notice)]
+
+    scripts = [tool_calls([("add", '{"a": 1, "b": 1}')]) for _ in range(3)]
+    with openai_stream_server(*scripts) as server:
+        done, msgs, notices = run_chat(server.url, body, max_tool_rounds=2)
+        assert len(server.requests) == 3
+    (last,) = done.tool_calls
+    assert last.status == TOOL_ERROR and "limit of 2 rounds" in last.result
+    assert [m.role for m in msgs][-2:] == ["assistant", "tool"] and msgs[-1].content == last.result
+    assert len(notices) == 1 and "limit of 2 rounds" in notices[0].text
+
+
 def test_always_allow_asks_once_and_no_approver_means_nothing_runs() -> None:
     scripts = [tool_calls([("add", '{"a": 1, "b": 1}')]), tool_calls([("add", '{"a": 2, "b": 2}')]),
                reasoning_then_content(0, 1), tool_calls([("write", '{"path": "/tmp/x", "text": "y"}')]),

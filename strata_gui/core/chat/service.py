@@ -58,7 +58,7 @@ from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome, ProcessEnded
 from strata_gui.core.settings import Settings, SettingsService
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.tools.approvals import ApprovalRequest, Decision
 
 from .conversations import DEFAULT_TITLE, Conversations
@@ -135,7 +135,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
+R = TypeVar("R")
 # The mark of the reply a task is answering: [True] until its first token arrived (a tool round's
 # reply shares its question's mark). Set by _reply, read where the pieces arrive.
 _FIRST_TOKEN_PENDING: ContextVar[list[bool] | None] = ContextVar("strata_first_token_pending", default=None)
@@ -497,8 +497,8 @@ class ChatService:
         self._engine_index = next((i for i, s in enumerate(self.plan) if s.id == event.next.id), self._engine_index)
         self._emit(Notice(event.text, event.details))
 
-    async def _run(self, job: Callable[[Lease], Awaitable[T]], on_progress: ProgressCallback | None,
-                   activity: str = "running") -> T:
+    async def _run(self, job: Callable[[Lease], Awaitable[R]], on_progress: ProgressCallback | None,
+                   activity: str = "running") -> R:
         """Run ``job`` on the chat model's engine along the plan (the pool's fallback loop)."""
         if self.model is None:
             raise ChatError(QT_TRANSLATE_NOOP("Core", "No model chosen."),
@@ -510,7 +510,7 @@ class ChatService:
         launch = self._checked_launch_settings()
         start = min(self._engine_index, len(self.plan) - 1)
 
-        async def tracked(lease: Lease) -> T:
+        async def tracked(lease: Lease) -> R:
             self._engine = lease.engine
             return await job(lease)
 
@@ -849,6 +849,14 @@ class ChatService:
                 choice = "none" if last else self.tool_choice if rounds == 0 else "auto"
                 offered = dataclasses.replace(options, tools=catalog.openai_tools(), tool_choice=choice)
             done = await self._stream_reply(conv, reply, offered, on_progress, template)
+            if catalog is not None and last and done.status == COMPLETE and done.tool_calls:
+                # Asked for words, the model called tools again (a remote server may ignore "none"):
+                # its calls are answered as not run, so none waits for an answer that never comes.
+                limit = T(QT_TRANSLATE_NOOP("Core", "Not run: this reply reached its limit of {rounds} rounds of "
+                                                    "tool calls."), rounds=self._max_tool_rounds)
+                self._answer_unrun(done, limit, "limit")
+                self._emit(Notice(limit))
+                return self.store.message(done.id) or done
             if catalog is None or tools is None or last or done.status != COMPLETE or not done.tool_calls:
                 return done
             await self._run_tools(done, catalog, tools)
@@ -863,7 +871,24 @@ class ChatService:
         for record in reply.tool_calls:
             if record.status != TOOL_PENDING:
                 continue
-            await self._run_tool(reply, record, catalog, tools)
+            try:
+                await self._run_tool(reply, record, catalog, tools)
+            except asyncio.CancelledError:  # Stop: the calls after it are not run, and say so
+                self._answer_unrun(reply, QT_TRANSLATE_NOOP("Core", "Not run: stopped by the user."), "stopped")
+                raise
+
+    def _answer_unrun(self, reply: Message, text: str, outcome: str) -> None:
+        """Answer every call of ``reply`` still pending with ``text`` (saved, shown, and sent to the
+        model as its result, so no call is left waiting)."""
+        current = self.store.message(reply.id)
+        for record in (current or reply).tool_calls:
+            if record.status != TOOL_PENDING:
+                continue
+            self.store.update_tool_call(reply.id, dataclasses.replace(record, status=TOOL_ERROR, result=text))
+            self._add_tool_message(reply, record, text, {"outcome": outcome})
+        msg = self.store.message(reply.id)
+        if msg is not None:
+            self._emit(MessageUpdated(msg))
 
     async def _run_tool(self, reply: Message, record: ToolCallRecord, catalog: ToolCatalog, tools: ChatTools) -> None:
         def update(changed: ToolCallRecord) -> None:
@@ -872,6 +897,8 @@ class ChatService:
             if msg is not None:
                 self._emit(MessageUpdated(msg))
 
+        started: list[bool] = []  # the call ran (approved or always allowed), not only waited for an answer
+
         async def approve(request: ApprovalRequest) -> Decision:
             approver = self.approver
             if approver is None:
@@ -879,6 +906,7 @@ class ChatService:
                 return Decision.DENY
             decision = await approver(ToolApproval(reply.id, record.id, request))
             if decision.allowed:
+                started.append(True)
                 update(dataclasses.replace(record, status=TOOL_RUNNING))
             return decision
 
@@ -887,12 +915,14 @@ class ChatService:
         except ToolError:
             tool = None
         if tool is not None and tools.policy.is_always_allowed(tool.server, tool.name):
+            started.append(True)
             update(dataclasses.replace(record, status=TOOL_RUNNING))
         try:
             result = await tools.host.run_call(catalog, record.name, record.arguments, policy=tools.policy,
                                                approver=approve)
         except asyncio.CancelledError:
-            stopped = "Stopped by the user before the tool finished."
+            stopped = (QT_TRANSLATE_NOOP("Core", "Stopped by the user before the tool finished.") if started
+                       else QT_TRANSLATE_NOOP("Core", "Not run: stopped by the user."))
             update(dataclasses.replace(record, status=TOOL_ERROR, result=stopped))
             self._add_tool_message(reply, record, stopped, {"outcome": "stopped"})
             raise
