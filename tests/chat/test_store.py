@@ -55,6 +55,25 @@ def test_reply_left_streaming_is_marked_interrupted_on_open(db_path: Path) -> No
         assert msg is not None and msg.status == INTERRUPTED and msg.content == "half a sen"
 
 
+def test_tool_calls_left_waiting_or_running_by_a_closed_app_are_settled_on_open(db_path: Path) -> None:
+    """After the app was killed during a call, the call showed "running…" (or "waiting for your
+    answer", with no buttons) for ever."""
+    from strata_gui.core.chat.store import TOOL_ALLOWED, TOOL_ERROR, TOOL_PENDING, TOOL_RUNNING, ToolCallRecord
+
+    store = ConversationStore(db_path).open()
+    conv = store.create_conversation()
+    reply = store.add_message(conv.id, "assistant", "", status=COMPLETE, tool_calls=[
+        ToolCallRecord("a", "add", "{}", "2", TOOL_ALLOWED), ToolCallRecord("b", "hang", "{}", None, TOOL_RUNNING),
+        ToolCallRecord("c", "echo", "{}", None, TOOL_PENDING)])
+    store.close()  # the app died here
+    with ConversationStore(db_path) as store:
+        msg = store.message(reply.id)
+        assert msg is not None
+        assert [(c.id, c.status, c.result) for c in msg.tool_calls] == [
+            ("a", TOOL_ALLOWED, "2"), ("b", TOOL_ERROR, "Stopped: Strata closed while the tool ran."),
+            ("c", TOOL_ERROR, "Not run: Strata closed before it was answered.")]
+
+
 def test_rename_delete_search_and_paging(db_path: Path) -> None:
     with ConversationStore(db_path) as store:
         a = store.create_conversation("Recipes")
@@ -220,10 +239,11 @@ def test_a_version_4_database_upgrades_with_nothing_lost(db_path: Path) -> None:
         assert reply.stats == ReplyStats(ttft_s=0.05, predicted_n=3, finish_reason="stopped")
         assert (reply.thinking, reply.tool_calls, reply.tool_call_id, reply.tool_name) == ("", (), "", "")
         # The upgraded file takes the new fields.
-        store.update_message(reply.id, thinking="Let me see", tool_calls=[ToolCallRecord("c1", "f", "{}")])
+        ran = ToolCallRecord("c1", "f", "{}", "done", "allowed", 0.5)
+        store.update_message(reply.id, thinking="Let me see", tool_calls=[ran])
     with ConversationStore(db_path) as store:
         reply = store.messages(1)[-1]
-        assert reply.thinking == "Let me see" and reply.tool_calls == (ToolCallRecord("c1", "f", "{}"),)
+        assert reply.thinking == "Let me see" and reply.tool_calls == (ran,)
         assert reply.content == "hello"
 
 

@@ -25,7 +25,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -328,6 +328,25 @@ def _dump_calls(calls: Sequence[ToolCallRecord]) -> str:
     return json.dumps([c.to_json() for c in calls])
 
 
+# Left by an app that closed (or was killed) during a tool call: nobody will run or answer them now.
+_CLOSED_BEFORE_RUN = QT_TRANSLATE_NOOP("Core", "Not run: Strata closed before it was answered.")
+_CLOSED_WHILE_RUNNING = QT_TRANSLATE_NOOP("Core", "Stopped: Strata closed while the tool ran.")
+
+
+def _settle_tool_calls(db: sqlite3.Connection) -> None:
+    """Calls saved waiting for an answer or running, from a run that ended: marked as not finished
+    (they showed "running…" or "waiting for your answer" for ever)."""
+    rows = db.execute("SELECT id, tool_calls_json FROM chat_messages WHERE tool_calls_json LIKE ? OR "
+                      "tool_calls_json LIKE ?", (f'%"{TOOL_PENDING}"%', f'%"{TOOL_RUNNING}"%')).fetchall()
+    for row in rows:
+        calls = _tool_calls(row[1])
+        settled = [replace(c, status=TOOL_ERROR,
+                                       result=_CLOSED_BEFORE_RUN if c.status == TOOL_PENDING else _CLOSED_WHILE_RUNNING)
+                   if c.status in (TOOL_PENDING, TOOL_RUNNING) else c for c in calls]
+        if settled != list(calls):
+            db.execute("UPDATE chat_messages SET tool_calls_json=? WHERE id=?", (_dump_calls(settled), row[0]))
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
@@ -365,6 +384,7 @@ class ConversationStore:
             try:
                 self._migrate()
                 db.execute("UPDATE chat_messages SET status=? WHERE status=?", (INTERRUPTED, STREAMING))
+                _settle_tool_calls(db)
             except BaseException:
                 self._db = None
                 raise
