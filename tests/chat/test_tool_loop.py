@@ -49,6 +49,9 @@ from strata_gui.core.runtime.client import ChatClient, ChatReply
 from strata_gui.core.tools import Decision, McpHost, MemoryApprovals, ToolPolicy, parse_mcp_servers
 from tests.support.mcp_servers import stdio_entry
 from tests.support.openai_stream_server import (
+    ChunkMaker,
+    Pause,
+    Script,
     busy_silence,
     openai_stream_server,
     parse_failure_after,
@@ -267,6 +270,31 @@ def test_a_model_that_calls_tools_past_the_limit_is_told_and_nothing_waits() -> 
     assert last.status == TOOL_ERROR and "limit of 2 rounds" in last.result
     assert [m.role for m in msgs][-2:] == ["assistant", "tool"] and msgs[-1].content == last.result
     assert len(notices) == 1 and "limit of 2 rounds" in notices[0].text
+
+
+def test_a_reply_stopped_after_a_lone_closing_tag_keeps_the_thinking_apart() -> None:
+    """The prompt opened the thinking, so only "</think>" streams: a reply stopped after it was saved
+    with its thinking and the tag as the answer (and sent back to the model as what it said)."""
+    m = ChunkMaker()
+    parts: list[Any] = [m.role(), m.chunk({"content": "Okay, a greeting"}), m.chunk({"content": ".</think>\n\n"}),
+                        m.chunk({"content": "Hello"})]
+    for i in range(200):
+        parts += [m.chunk({"content": f" w{i}"}), Pause(0.01)]
+
+    async def body(svc: ChatService, events: list[ChatEvent]) -> Message:
+        conv = svc.new_conversation()
+        task = asyncio.create_task(svc.send(conv.id, "hi"))
+        while "Hello" not in "".join(e.text for e in events if isinstance(e, MessageDelta)):
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return svc.store.messages(conv.id)[-1]
+
+    with openai_stream_server(Script(parts, tokens=200)) as server:
+        reply = run_chat(server.url, body, servers={})
+    assert reply.status == STOPPED and reply.thinking == "Okay, a greeting."
+    assert reply.content.startswith("Hello") and "</think>" not in reply.content
 
 
 def test_always_allow_asks_once_and_no_approver_means_nothing_runs() -> None:

@@ -52,6 +52,7 @@ from strata_gui.core.runtime.client import (
     ChatReply,
     ReplyStats,
     RequestOptions,
+    split_lone_close,
 )
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import TEXT
@@ -1022,8 +1023,9 @@ class ChatService:
                     watch.cancel()
                 buffer.flush()  # listeners get all the text before the final update
         except asyncio.CancelledError:
-            self._finish(reply_id, buffer.text, STOPPED, where.stats(buffer.counted_stats(), "stopped"),
-                         thinking=buffer.thinking_text, ran_on=where.ran_on)
+            text, thinking = self._kept(buffer, options)
+            self._finish(reply_id, text, STOPPED, where.stats(buffer.counted_stats(), "stopped"),
+                         thinking=thinking, ran_on=where.ran_on)
             raise
         except ChatFormatError as exc:
             partial = exc.partial if isinstance(exc.partial, ChatReply) else None
@@ -1034,8 +1036,9 @@ class ChatService:
                          ran_on=where.ran_on)
             raise
         except ServerError:
-            self._finish(reply_id, buffer.text, where.broken, where.stats(ReplyStats(), where.broken_reason),
-                         thinking=buffer.thinking_text, ran_on=where.ran_on)
+            text, thinking = self._kept(buffer, options)
+            self._finish(reply_id, text, where.broken, where.stats(ReplyStats(), where.broken_reason),
+                         thinking=thinking, ran_on=where.ran_on)
             raise
         except Exception:
             self._finish(reply_id, buffer.text, FAILED, where.stats(ReplyStats(), "error"),
@@ -1050,6 +1053,15 @@ class ChatService:
         return self._finish(reply_id, result.text, COMPLETE, stats, thinking=result.thinking,
                             tool_calls=[ToolCallRecord.from_call(c) for c in result.tool_calls],
                             ran_on=where.ran_on, settings=settings)
+
+    @staticmethod
+    def _kept(buffer: _ReplyBuffer, options: RequestOptions) -> tuple[str, str]:
+        """(answer, thinking) of a reply that ended early, told apart as a finished one would be: with
+        only ``</think>`` in the text (the prompt opened the thinking), the thinking was saved as
+        the answer, and sent back to the model as what it had said."""
+        if options.split_thinking:
+            return split_lone_close(buffer.text, buffer.thinking_text)
+        return buffer.text, buffer.thinking_text
 
     async def _add_limit(self, stats: ReplyStats) -> None:
         """Keep the decode ceiling with a local reply's statistics ("71 % of this GPU's memory limit")."""

@@ -925,7 +925,7 @@ class _Reader:
         if self._closed_at is not None and not thinking and THINK_OPEN not in text.split(THINK_CLOSE, 1)[0]:
             # The template's prompt opened the thinking and the server left it in the text: only its
             # closing tag arrived. The pieces went out as answer; the reply tells them apart.
-            thinking, text = (part.strip() for part in text.split(THINK_CLOSE, 1))
+            text, thinking = split_lone_close(text, thinking)
             closed, self.thinking_n = self._closed_at
             if stats.answer_s is not None:
                 stats.thinking_s = closed - self.started - stats.answer_s
@@ -1024,6 +1024,16 @@ def _unreadable(payload: bytes) -> ServerError | ChatFormatError:
     if _is_format_failure(text):  # a server that reports its parser's failure as plain text
         return _format_error(text)
     return ServerError(QT_TRANSLATE_NOOP("Core", "The engine sent a reply Strata cannot read."), details=text)
+
+
+def split_lone_close(text: str, thinking: str) -> tuple[str, str]:
+    """(answer, thinking) of a reply whose prompt opened the thinking, so only ``</think>`` arrived
+    in its text: what came before the tag is the thinking. Unchanged when the thinking came apart
+    already, or the text has no lone closing tag."""
+    if thinking or THINK_CLOSE not in text or THINK_OPEN in text.split(THINK_CLOSE, 1)[0]:
+        return text, thinking
+    before, after = text.split(THINK_CLOSE, 1)
+    return after.strip(), before.strip()
 
 
 def _fill_stats(stats: ReplyStats, timings: Mapping[str, Any], usage: Mapping[str, Any]) -> None:
