@@ -58,7 +58,13 @@ def test_reply_left_streaming_is_marked_interrupted_on_open(db_path: Path) -> No
 def test_tool_calls_left_waiting_or_running_by_a_closed_app_are_settled_on_open(db_path: Path) -> None:
     """After the app was killed during a call, the call showed "running…" (or "waiting for your
     answer", with no buttons) for ever."""
-    from strata_gui.core.chat.store import TOOL_ALLOWED, TOOL_ERROR, TOOL_PENDING, TOOL_RUNNING, ToolCallRecord
+    from strata_gui.core.chat.store import (
+        TOOL_ALLOWED,
+        TOOL_ERROR,
+        TOOL_PENDING,
+        TOOL_RUNNING,
+        ToolCallRecord,
+    )
 
     store = ConversationStore(db_path).open()
     conv = store.create_conversation()
