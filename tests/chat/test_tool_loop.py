@@ -33,6 +33,7 @@ from strata_gui.core.chat.service import (
 from strata_gui.core.chat.store import (
     COMPLETE,
     FORMAT_FAILED,
+    INTERRUPTED,
     STOPPED,
     TOOL_ALLOWED,
     TOOL_DENIED,
@@ -295,6 +296,25 @@ def test_a_reply_stopped_after_a_lone_closing_tag_keeps_the_thinking_apart() -> 
         reply = run_chat(server.url, body, servers={})
     assert reply.status == STOPPED and reply.thinking == "Okay, a greeting."
     assert reply.content.startswith("Hello") and "</think>" not in reply.content
+
+
+def test_a_remote_reply_broken_off_midway_is_kept_and_sent_back() -> None:
+    """It was saved as "No reply" and left out of the next request, while the error said the
+    partial reply was kept."""
+    m = ChunkMaker()
+    broken = Script([m.role(), m.chunk({"content": "Here is a long"}), m.chunk({"content": " partial answer"})])
+
+    async def body(svc: ChatService, events: list[ChatEvent]) -> tuple[Message, list[Any]]:
+        conv = svc.new_conversation()
+        with pytest.raises(Exception, match="stopped answering"):
+            await svc.send(conv.id, "hello")
+        reply = svc.store.messages(conv.id)[-1]
+        return reply, svc.history(svc.store.conversation(conv.id))  # type: ignore[arg-type]
+
+    with openai_stream_server(broken) as server:
+        reply, history = run_chat(server.url, body, servers={})
+    assert reply.status == INTERRUPTED and reply.content == "Here is a long partial answer"
+    assert history[-1] == {"role": "assistant", "content": "Here is a long partial answer"}
 
 
 def test_always_allow_asks_once_and_no_approver_means_nothing_runs() -> None:

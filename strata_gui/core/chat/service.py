@@ -947,7 +947,8 @@ class ChatService:
                                              with_reasoning=template is not None and template.keeps_past_reasoning)
         remote = self.remote
         if remote is not None:
-            where = _Where(remote.label, "remote", f"remote:{remote.label}", FAILED, "error")
+            # Broken off midway: what came is kept and goes back to the model, as for a local engine.
+            where = _Where(remote.label, "remote", f"remote:{remote.label}", INTERRUPTED, "interrupted")
             return await self._stream_into(reply.id, remote, history, conv, options, where)
         if self.model is not None and not self._loaded_for_reply():
             self._announce()  # the engine starts first: the user sees their message meanwhile
