@@ -210,6 +210,39 @@ def test_deleting_the_conversation_being_answered_stops_the_reply_first(page_env
 
 
 @pytest.mark.engine
+def test_a_conversation_opened_again_mid_reply_shows_the_reply_without_a_gap(page_env, test_engines: Engines) -> None:  # type: ignore[no-untyped-def]
+    """Opened again, the reply was rebuilt from its last save (up to a second old) and the new text
+    appended after it: words in between were missing until the reply ended."""
+    page, service, loop, errors = page_env
+    service._save_interval = 5.0  # a save long ago: the gap is as wide as it gets
+    service.set_plan([cpu_spec(test_engines)])
+    other = page.new_conversation()
+    conv_id = page.new_conversation()
+    _short(service, conv_id, 900)
+    handle = page.send_text("tell me a long story")
+    seen: list[str] = []
+    running: list[bool] = []
+
+    def reply_text() -> str:
+        return next((w.text for w in page.message_widgets.values() if w.message.role == "assistant"), "")
+
+    async def scenario() -> None:
+        await wait_until(lambda: len(reply_text()) > 20)
+        page.open_conversation(other)
+        await asyncio.sleep(0.03)  # more of the reply arrives meanwhile
+        page.open_conversation(conv_id)
+        await asyncio.sleep(0.05)
+        seen.append(reply_text())
+        running.append(handle.is_running)
+        await handle.wait()
+
+    loop.run_until_complete(scenario())
+    final = service.store.messages(conv_id)[-1].content
+    assert running == [True]  # looked at while the reply was still being written
+    assert not errors and len(seen[0]) > 20 and final.startswith(seen[0]), (seen[0][-60:], final[:200])
+
+
+@pytest.mark.engine
 def test_fallback_notice_and_retry_button(page_env, test_engines: Engines, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     page, service, loop, errors = page_env
     service.set_plan([rocm_without_libraries(test_engines, tmp_path), cpu_spec(test_engines)])

@@ -152,6 +152,10 @@ class _ReplyBuffer:
         self._last_emit = now
         self._service._emit(MessageDelta(self.message_id, text, complete, thinking, self.tokens, self.tool))
 
+    def shown(self) -> tuple[str, str]:
+        """The answer and thinking sent to listeners so far (what the next delta goes on from)."""
+        return "".join(self.pieces[:self._sent]), "".join(self.thinking[:self._sent_thinking]).strip()
+
     def counted_stats(self) -> ReplyStats:
         """Statistics of a reply cut short (Stop, a format failure): the engine's final timings
         never arrive, so the pieces are counted (llama-server streams one token per piece) and

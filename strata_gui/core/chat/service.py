@@ -214,6 +214,7 @@ class ChatService:
         self.conversations = Conversations(store)
         self.pool = pool
         self._replies: dict[int, Message] = {}  # replies being written, as they were created
+        self._live: dict[int, _ReplyBuffer] = {}  # their text so far
         self._plans = plans
         self._offered: set[tuple[str, str, str]] = set()  # (model, running engine, offered engine)
         self._launch_settings = launch_settings
@@ -1014,6 +1015,7 @@ class ChatService:
         """
         buffer = _ReplyBuffer(reply_id, self, self._clock())
         watch = self._watch(buffer, client)
+        self._live[reply_id] = buffer
         try:
             try:
                 result = await client.stream(history, sampling=conv.sampling, options=options, on_piece=buffer.add,
@@ -1045,6 +1047,8 @@ class ChatService:
             self._finish(reply_id, buffer.text, FAILED, where.stats(ReplyStats(), "error"),
                          thinking=buffer.thinking_text, ran_on=where.ran_on)
             raise
+        finally:
+            self._live.pop(reply_id, None)
         stats = result.stats
         stats.engine, stats.backend = where.engine, where.backend
         if options.max_tokens is not None and options.max_tokens > 0:
@@ -1054,6 +1058,15 @@ class ChatService:
         return self._finish(reply_id, result.text, COMPLETE, stats, thinking=result.thinking,
                             tool_calls=[ToolCallRecord.from_call(c) for c in result.tool_calls],
                             ran_on=where.ran_on, settings=settings)
+
+    def live_reply(self, message: Message) -> Message:
+        """``message`` as shown now if it is a reply being written (its saved copy is up to a second
+        behind: a conversation opened again mid-reply showed a gap before the new text), else as is."""
+        buffer = self._live.get(message.id)
+        if buffer is None:
+            return message
+        text, thinking = buffer.shown()
+        return dataclasses.replace(message, content=text, thinking=thinking)
 
     @staticmethod
     def _kept(buffer: _ReplyBuffer, options: RequestOptions) -> tuple[str, str]:

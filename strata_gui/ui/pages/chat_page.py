@@ -479,7 +479,8 @@ class ChatPage(Page):
         self._loaded_all = len(page) < PAGE_SIZE or self._service.store.count_messages(conversation_id) == len(page)
         self._backfill = page[:-FIRST_SCREEN]
         for msg in page[-FIRST_SCREEN:]:
-            self._add_widget(msg)
+            # A reply being written shows all of its text so far (its saved copy may be a second old).
+            self._add_widget(self._service.live_reply(msg) if msg.status == STREAMING else msg)
         if self._backfill:
             QTimer.singleShot(BACKFILL_DELAY_MS, self, self._backfill_step)
         self.earlier_button.setVisible(not self._loaded_all)
