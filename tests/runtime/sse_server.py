@@ -110,6 +110,14 @@ SCRIPTS: dict[str, list[bytes]] = {
         chunk(None, tool_calls=[call_piece(0, 'ris"}')]),
         chunk(None, "tool_calls"), b"data: [DONE]\n\n",
     ],
+    # A server that gives its calls no ids, or the same one twice (some OpenAI-compatible servers).
+    "tool-calls-without-ids": [
+        chunk(None, tool_calls=[{"index": 0, "function": {"name": "add", "arguments": '{"a": 1}'}}]),
+        chunk(None, tool_calls=[{"index": 1, "function": {"name": "echo", "arguments": '{"t": "x"}'}}]),
+        chunk(None, tool_calls=[{"index": 2, "id": "same", "function": {"name": "add", "arguments": "{}"}}]),
+        chunk(None, tool_calls=[{"index": 3, "id": "same", "function": {"name": "echo", "arguments": "{}"}}]),
+        chunk(None, "tool_calls"), b"data: [DONE]\n\n",
+    ],
     # The parser gives up after some thinking and answer text: an error event, no [DONE].
     "format-failure": [
         chunk(None, reasoning="Thinking"), chunk("Half an ans"), chunk("wer"),

@@ -124,6 +124,18 @@ def test_the_original_api_gets_the_answer_only() -> None:
     assert "max_tokens" not in requests[0]  # its callers' requests are unchanged
 
 
+def test_tool_calls_without_ids_or_with_the_same_id_get_ids_of_their_own() -> None:
+    """Stored under "" (or one id twice), the second call's record replaced the first's, and the
+    model was told it had called the same tool twice."""
+    with sse_server("tool-calls-without-ids") as (base, _):
+        _, reply = run_stream(base)
+    assert isinstance(reply, ChatReply)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("add", '{"a": 1}'), ("echo", '{"t": "x"}'), ("add", "{}"), ("echo", "{}")]
+    ids = [c.id for c in reply.tool_calls]
+    assert all(ids) and len(set(ids)) == 4 and ids[2] == "same"  # a sound id is kept
+
+
 def test_tool_calls_are_assembled_from_their_pieces() -> None:
     with sse_server("tool-calls") as (base, _):
         pieces, reply = run_stream(base)

@@ -28,11 +28,13 @@ model's output (the model's doing, not the engine's: its ``partial`` holds the r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from types import UnionType
@@ -933,7 +935,7 @@ class _Reader:
         if self.thinking_n:
             stats.thinking_n = self.thinking_n
         _fill_stats(stats, self.timings, self.usage)
-        calls = tuple(ToolCall(p.id, p.name, "".join(p.args)) for _, p in sorted(self._tools.items()))
+        calls = _with_own_ids(ToolCall(p.id, p.name, "".join(p.args)) for _, p in sorted(self._tools.items()))
         if stats.thinking_n and stats.predicted_n and not text.strip() and not calls:
             # Every token was thinking; the engine's count is exact where pieces are not (it sends
             # the tokens of a character cut across tokens in one piece).
@@ -1024,6 +1026,18 @@ def _unreadable(payload: bytes) -> ServerError | ChatFormatError:
     if _is_format_failure(text):  # a server that reports its parser's failure as plain text
         return _format_error(text)
     return ServerError(QT_TRANSLATE_NOOP("Core", "The engine sent a reply Strata cannot read."), details=text)
+
+
+def _with_own_ids(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    """``calls`` with an id each, none twice: a server may send none (OpenAI-compatible ones that
+    skip it) or repeat one, and a result is matched to its call by id."""
+    seen: set[str] = set()
+    out = []
+    for call in calls:
+        own = call if call.id and call.id not in seen else dataclasses.replace(call, id=f"call_{os.urandom(6).hex()}")
+        seen.add(own.id)
+        out.append(own)
+    return tuple(out)
 
 
 def split_lone_close(text: str, thinking: str) -> tuple[str, str]:
