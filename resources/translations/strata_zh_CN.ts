@@ -1009,6 +1009,14 @@ Last reply: this computer ({1})</source>
         <translation>保存到对话历史</translation>
     </message>
     <message>
+        <source>Not run: Strata closed before it was answered.</source>
+        <translation>未运行：在得到答复之前 Strata 已关闭。</translation>
+    </message>
+    <message>
+        <source>Stopped: Strata closed while the tool ran.</source>
+        <translation>已停止：工具运行时 Strata 已关闭。</translation>
+    </message>
+    <message>
         <source>The conversation database was written by a newer Strata (schema {schema}).</source>
         <translation>对话数据库由更新版本的 Strata 写入（架构版本 {schema}）。</translation>
     </message>
@@ -2149,6 +2157,18 @@ Last reply: this computer ({1})</source>
         <translation>请在“引擎”页面安装引擎。</translation>
     </message>
     <message>
+        <source>Not run: this reply reached its limit of {rounds} rounds of tool calls.</source>
+        <translation>未运行：此回复已达到 {rounds} 轮工具调用的上限。</translation>
+    </message>
+    <message>
+        <source>Not run: stopped by the user.</source>
+        <translation>未运行：已被用户停止。</translation>
+    </message>
+    <message>
+        <source>Stopped by the user before the tool finished.</source>
+        <translation>工具完成之前已被用户停止。</translation>
+    </message>
+    <message>
         <source>{error} The partial reply was kept.</source>
         <translation>{error} 已保留部分回复。</translation>
     </message>
@@ -2163,6 +2183,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Change it on the server that runs the model.</source>
         <translation>请在运行该模型的服务器上更改。</translation>
+    </message>
+    <message>
+        <source>The conversation was deleted while its reply was written.</source>
+        <translation>回复生成期间，该对话已被删除。</translation>
     </message>
     <message>
         <source>Cannot lend this computer on {address}: {reason}</source>
