@@ -31,5 +31,12 @@ export DEBIAN_FRONTEND=noninteractive
 if [[ " ${missing[*]} " == *":i386 "* ]] && ! dpkg --print-foreign-architectures | grep -qx i386; then
   dpkg --add-architecture i386
 fi
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# A mirror being synced makes one index fail (exit 100) while every package can still be
+# installed from the others: warn and go on; only a failed install stops the check.
+if ! apt-get update -qq; then
+  echo "[setup] warning: apt-get update failed for some index (mirror sync?); installing from what it has" >&2
+fi
+if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+  echo "[setup] apt-get install failed for: ${missing[*]}" >&2
+  exit 1
+fi
