@@ -33,8 +33,8 @@ from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.facts import ModelFacts
 from strata_gui.core.models.load_options import LoadOptionsService
+from strata_gui.core.pool import EnginePool, EngineStateChanged, PoolEvent, memory_group
 from strata_gui.core.pool.memory import FitTarget, PoolMemory
-from strata_gui.core.pool.pool import EnginePool, EngineStateChanged, PoolEvent, memory_group
 from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
@@ -193,7 +193,8 @@ class AppServices:
         from strata_gui.core.serve.service import ServeService, dashboard_recorder
 
         router = LibraryRouter(self.pool, self.served_library,
-                               lambda model, kind: self.resolver.plan_for(model, kind=kind), self.launch_settings)
+                               lambda model, kind: self.resolver.plan_for(model, kind=kind), self.launch_settings,
+                               wait_limit=lambda: float(self.settings.current.api_wait_seconds))
         return ServeService(self.settings, self._later.secrets, router, dashboard_recorder(self.dashboard),
                             autostart=autostart_for(self._later.environ),
                             prepare=lambda: prepare_loopback(self.local_http))

@@ -25,7 +25,7 @@ from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text, joined
 
 log = logging.getLogger(__name__)
 
-SETTINGS_VERSION = 1
+SETTINGS_VERSION = 2
 THEMES = ("system", "light", "dark")
 LANGUAGES = ("system", "en", "zh_CN")
 # Saved as hub_endpoint's value before "" meant "not set"; such a file loads as not set.
@@ -39,7 +39,8 @@ MAX_PORT = 65535
 MAX_MB = 1 << 30  # 1 PiB in MB: any memory size past this is a typo
 RANGES: dict[str, tuple[int, int]] = {
     "context_size": (0, MAX_CONTEXT),  # 0 = the model's trained context
-    "parallel_slots": (1, 256),
+    "parallel_slots": (0, 256),  # 0 = automatic (as many as fit, at most 4)
+    "api_wait_seconds": (1, 24 * 3600),
     "threads": (0, 4096),
     "serve_port": (0, MAX_PORT),  # 0 = any free port
     "memory_budget_mb": (0, MAX_MB),
@@ -98,12 +99,16 @@ class Settings:
     gpu_layers: str = "all"  # "all", "auto" or a number
     flash_attention: str = "auto"  # on | off | auto
     threads: int = 0  # 0 = engine default
-    parallel_slots: int = 1
+    # Requests each model serves at once (llama-server's parallel slots with one shared KV cache):
+    # 0 = automatic, as many as fit in memory at the model's context, at most 4.
+    parallel_slots: int = 0
     last_model: str = ""
     last_image_model: str = ""  # the Images page opens with it again
     # Networking: the local API for other apps, and llama.cpp RPC workers ("host:port").
     serve_port: int = 8765
     serve_lan: bool = False  # listen on every interface (needs an API key)
+    # A local API request that waits this long for a slot or an engine gets 503 with Retry-After.
+    api_wait_seconds: int = 60
     rpc_workers: list[str] = field(default_factory=list)
     rpc_enabled: bool = False  # launch the engine with --rpc over rpc_workers
     first_run_done: bool = False
@@ -225,6 +230,9 @@ class SettingsStore:
             return settings, T(QT_TRANSLATE_NOOP("Core", "Your settings were written by a newer Strata (version "
                                                          "{version}); defaults are used. The file was kept as is."),
                                version=version)
+        if version < 2 and raw.get("parallel_slots") == 1:
+            # Version 1 saved its only default, one request at a time: automatic is the default now.
+            raw["parallel_slots"] = 0
         bad = _coerce(settings, raw)
         if settings.hub_endpoint.rstrip("/") == LEGACY_HUB_ENDPOINT:
             # Older Strata saved the hub's address even when the user never chose it, which hid

@@ -190,7 +190,7 @@ def test_a_fallback_notice_reads_in_chinese(chinese: str) -> None:
     (kept whole in English for the CLI), translated with its parts."""
     from pathlib import Path
 
-    from strata_gui.core.pool.pool import FailedOver
+    from strata_gui.core.pool import FailedOver
     from strata_gui.core.runtime.engine import EngineSpec
     from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, describe_outcome
     from strata_gui.ui.i18n import core_text

@@ -86,21 +86,37 @@ def second_model(tmp_path_factory: pytest.TempPathFactory, test_model: Path) -> 
                                   gguf_model.ModelSpec(seed=99, name="Strata Second"))
 
 
-def test_ten_requests_during_a_load_start_the_engine_once(test_engines: TestEngines, test_model: Path) -> None:
+def test_ten_requests_during_a_load_start_the_engine_once_and_share_its_slots_in_order(
+        test_engines: TestEngines, test_model: Path) -> None:
     spec = cpu_spec(test_engines)
+    slots4 = dataclasses.replace(SMALL, parallel=4)
 
-    async def body(pool: EnginePool, _events: list[PoolEvent]) -> None:
-        leases = await asyncio.gather(*(pool.acquire(spec, test_model, SMALL, user=f"api-{i}") for i in range(10)))
-        assert len({id(lease.engine) for lease in leases}) == 1
-        assert len(engines_of(test_model)) == 1
+    async def body(pool: EnginePool, events: list[PoolEvent]) -> None:
+        tasks = [asyncio.create_task(pool.acquire(spec, test_model, slots4, user=f"api-{i}")) for i in range(10)]
+        await until(lambda: sum(t.done() for t in tasks) == 4 and len(pool.activity().waiting) == 6, 60)
+        assert [t.done() for t in tasks] == [True] * 4 + [False] * 6  # the first four, in arrival order
+        leases = [t.result() for t in tasks[:4]]
         engine = leases[0].engine
-        assert engine.ready and engine.leases == 10
+        assert {id(lease.engine) for lease in leases} == {id(engine)} and engine.leases == 4 and engine.slots == 4
+        assert pool.starts == 1 and len(engines_of(test_model)) == 1
+        # Each waiter knows its place: 4 slots taken, then those ahead of it.
+        aheads = [w.ahead for w in pool.activity().waiting]
+        assert aheads == [4, 5, 6, 7, 8, 9]
+        said = [e.reason for e in events if isinstance(e, Waiting) and e.user == "api-9"]
+        assert said and said[-1] == "Waiting: 9 requests ahead for strata-test-llama-F16.gguf"
         async with httpx.AsyncClient() as http:
             health = await http.get(leases[0].base_url + "/health")
         assert health.status_code == 200
-        for lease in leases:
+        # A slot given back goes to the next in line, not to whoever asks later.
+        late = asyncio.create_task(pool.acquire(spec, test_model, slots4, user="late"))
+        leases[0].release()
+        await until(lambda: tasks[4].done(), 10)
+        assert not any(t.done() for t in tasks[5:]) and not late.done()
+        for lease in [*leases[1:], tasks[4].result()]:
             lease.release()
-        assert not engine.busy and pool.engines() == [engine]  # stays loaded for the next user
+        for task in [*tasks[5:], late]:  # in arrival order, each as a slot comes free
+            (await task).release()
+        assert not engine.busy and pool.engines() == [engine] and pool.starts == 1  # stays loaded
 
     with_pool(body)
 
@@ -113,9 +129,9 @@ def test_same_model_other_settings_replaces_the_idle_engine_and_waits_for_a_busy
     async def body(pool: EnginePool, events: list[PoolEvent]) -> None:
         chat = await pool.acquire(spec, test_model, SMALL, user="chat")
         first_pid = chat.engine.pid
-        bench = asyncio.create_task(pool.acquire(spec, test_model, bigger, user="benchmark"))
-        await asyncio.sleep(0.5)
+        bench = asyncio.create_task(pool.acquire(spec, test_model, bigger, user="benchmark", exclusive=True))
         # The chat's engine is in use: the benchmark waits instead of loading a second copy.
+        await until(lambda: any(isinstance(e, Waiting) for e in events), 10)
         assert not bench.done()
         waits = [e for e in events if isinstance(e, Waiting)]
         assert waits and "in use by the chat" in waits[-1].reason and waits[-1].user == "benchmark"
@@ -155,8 +171,8 @@ def test_memory_budget_unloads_the_least_recently_used_idle_engine(
             await pool.acquire(spec, second_model, SMALL, user="api", wait=False)
         assert info.value.retry_after > 0
         waiting = asyncio.create_task(pool.acquire(spec, second_model, SMALL, user="api"))
-        await asyncio.sleep(0.3)
-        assert not waiting.done() and any(isinstance(e, Waiting) for e in events)
+        await until(lambda: any(isinstance(e, Waiting) and e.model == second_model for e in events), 10)
+        assert not waiting.done()
         c.release()
         b = await waiting
         assert {e.model for e in pool.engines()} == {test_model, second_model}
@@ -260,8 +276,10 @@ def test_cancelling_the_only_waiter_stops_the_load(test_engines: TestEngines, te
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert pool.engines() == []
+        # The scheduler's next pass sees nobody wants the load any more and stops it.
+        await until(lambda: not pool.engines(), 10)
         await until(lambda: not engines_of(test_model), 10)
+        assert pool.starts == 1
         assert not engines_of(test_model)
 
     with_pool(body)
@@ -322,12 +340,13 @@ def test_a_fourth_kind_is_a_descriptor_and_nothing_else(test_engines: TestEngine
 
     tokenizer = EngineKind(name="tokenizer", label="tokenizer", builds="text", binary="llama-server",
                            project="llama.cpp", lists_devices=True, ready_path="/health", command=command,
-                           apis=frozenset({"tokenize"}), subject="{engine} tokenizer")
+                           apis=frozenset({"tokenize"}), subject="{engine} tokenizer", parallel_slots=True)
     spec = dataclasses.replace(cpu_spec(test_engines), kind=tokenizer)
+    two_slots = dataclasses.replace(SMALL, parallel=2)
 
     async def body(pool: EnginePool, events: list[PoolEvent]) -> None:
-        one, two = await asyncio.gather(pool.acquire(spec, test_model, SMALL, user="a"),
-                                        pool.acquire(spec, test_model, SMALL, user="b"))
+        one, two = await asyncio.gather(pool.acquire(spec, test_model, two_slots, user="a"),
+                                        pool.acquire(spec, test_model, two_slots, user="b"))
         assert one.engine is two.engine and len(engines_of(test_model)) == 1
         assert pool.engines(kind=tokenizer) == [one.engine] and one.engine.kind is tokenizer
         assert "--no-warmup" in one.engine.server.command
@@ -341,7 +360,7 @@ def test_a_fourth_kind_is_a_descriptor_and_nothing_else(test_engines: TestEngine
         await until(lambda: not pool.engines(), 10)
         assert not pool.engines() and not engines_of(test_model)
         assert [e.reason.startswith("idle") for e in events if isinstance(e, EngineUnloaded)] == [True]
-        three = await pool.acquire(spec, test_model, SMALL, user="a")
+        three = await pool.acquire(spec, test_model, two_slots, user="a")
         three.release()
         await pool.aclose()
         assert not engines_of(test_model)

@@ -397,9 +397,7 @@ class EngineUpdater:
         tolerance = self.settings.update_tolerance_pct
         reason = T(QT_TRANSLATE_NOOP("Core", "Strata is trying the engine update {tag} on this machine (a few minutes "
                                              "at most); the chat continues once it is done."), tag=new.tag)
-        if self.pool.busy_users() - {TRIAL_USER}:
-            on_progress(Progress(0, None, QT_TRANSLATE_NOOP("Core", "Waiting for the reply being written to finish")))
-        async with self.pool.turn(TRIAL_USER, reason):
+        async with self.pool.turn(TRIAL_USER, reason, on_progress=on_progress):
             baseline = self._stored_result(current.id, key, gpu_key)
             config = (BenchConfig(prefill_tokens=baseline.prefill_tokens, gen_tokens=baseline.gen_tokens,
                                   reps=baseline.reps, depth=0) if baseline is not None else DEFAULT_TRIAL_BENCH)
@@ -483,7 +481,7 @@ class EngineUpdater:
                                  max_tokens=16)
         lease = None
         try:
-            lease = await self.pool.acquire(spec, model, settings, user=TRIAL_USER)
+            lease = await self.pool.acquire(spec, model, settings, user=TRIAL_USER, exclusive=True)
             client = ChatClient(self._http, lease.base_url, lease.api_key or None)
             reply = await client.stream([{"role": "user", "content": "What time is it in Paris?"}], options=options)
             if not (reply.text or reply.thinking or reply.tool_calls):

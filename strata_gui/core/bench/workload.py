@@ -186,7 +186,7 @@ class Benchmark:
                 lease: Lease | None = None
                 try:
                     on_progress(Progress(done, total, f"{name}: loading the model"))
-                    lease = await self._pool.acquire(engine, model, settings, user=self.USER)
+                    lease = await self._pool.acquire(engine, model, settings, user=self.USER, exclusive=True)
                     base = _Engine(lease.base_url, lease.auth_headers())
                     step(f"{name}: loaded")
                     prompt = await self._prompt_tokens(base, cfg.prefill_tokens)

@@ -622,7 +622,7 @@ class ChatService:
                                          sort_keys=True, default=str))
         if key == self._read_key:
             return
-        lease = self.pool.lease_if_ready(engine, self.USER)
+        lease = await self.pool.lease_now(engine, self.USER)
         if lease is None:
             return
         try:

@@ -165,6 +165,9 @@ class FitEstimate:
             this verdict with all layers on the GPU; for partial/CPU verdicts the largest that
             fits in GPU + system memory. 0 when nothing fits.
         gpu_count: GPUs the model needs (2+ when it fits only spread over several).
+        slots: Requests the engine serves at once (parallel slots sharing one KV cache of
+            ``slots × n_ctx`` positions: each request gets ``n_ctx``); ``kv_bytes`` and
+            ``max_context`` count them all.
     """
 
     verdict: Verdict
@@ -177,6 +180,7 @@ class FitEstimate:
     gpu_bytes: int
     max_context: int
     gpu_count: int = 1
+    slots: int = 1
 
     @property
     def total_bytes(self) -> int:
@@ -211,9 +215,10 @@ class CacheLayout:
 DEFAULT_LAYOUT = CacheLayout()
 
 
-def _largest_context(budget: int, fixed: int, shape: ModelShape, layout: CacheLayout = DEFAULT_LAYOUT) -> int:
-    """Largest context such that fixed + kv(ctx) + attention(ctx) <= budget."""
-    per_token = shape.kv_bytes_per_token(layout.cache_type_k, layout.cache_type_v) + layout.ubatch * 4
+def _largest_context(budget: int, fixed: int, shape: ModelShape, layout: CacheLayout = DEFAULT_LAYOUT,
+                     slots: int = 1) -> int:
+    """Largest context per request such that fixed + kv(ctx × slots) + attention(ctx × slots) <= budget."""
+    per_token = (shape.kv_bytes_per_token(layout.cache_type_k, layout.cache_type_v) + layout.ubatch * 4) * max(1, slots)
     if per_token <= 0:
         return shape.trained_context
     room = budget - fixed
@@ -224,23 +229,25 @@ def _largest_context(budget: int, fixed: int, shape: ModelShape, layout: CacheLa
 
 
 def estimate_fit(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx: int,
-                 layout: CacheLayout = DEFAULT_LAYOUT) -> FitEstimate:
-    """Estimate where a model runs at context ``n_ctx``.
+                 layout: CacheLayout = DEFAULT_LAYOUT, slots: int = 1) -> FitEstimate:
+    """Estimate where a model runs at context ``n_ctx`` per request.
 
     Args:
         shape: The model.
         target: The GPU's memory (``usable_bytes`` 0 means no GPU).
         ram_bytes: Total system RAM.
-        n_ctx: Context size the user wants.
+        n_ctx: Context size the user wants for each request.
         layout: KV-cache types, micro-batch and a user cap on GPU layers (the load options).
+        slots: Requests served at once (their caches share one buffer of ``slots × n_ctx``).
     """
     n_ctx = max(1, min(n_ctx, shape.trained_context))
+    slots = max(1, slots)
     gpu = target.usable_bytes
     # APU GTT is the same RAM the CPU uses: what the GPU holds is not available to the CPU.
     ram = max(0, ram_bytes - RAM_RESERVE)
     ub = max(1, layout.ubatch)
-    kv = shape.kv_bytes(n_ctx, layout.cache_type_k, layout.cache_type_v)
-    compute = shape.compute_bytes(n_ctx, ub)
+    kv = shape.kv_bytes(n_ctx * slots, layout.cache_type_k, layout.cache_type_v)
+    compute = shape.compute_bytes(n_ctx * slots, ub)
     need = shape.weights_bytes + kv + compute
     layers = max(1, shape.n_layers)
     # Embeddings/output count as one extra "layer" of weights that may stay on the host.
@@ -250,21 +257,25 @@ def estimate_fit(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx:
 
     def result(verdict: Verdict, gpu_layers: int, max_ctx: int, gpu_count: int = 1) -> FitEstimate:
         return FitEstimate(verdict, gpu_layers, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, gpu, max_ctx,
-                           gpu_count)
+                           gpu_count, slots)
+
+    def largest(budget: int) -> int:
+        return _largest_context(budget, fixed_no_kv, shape, layout, slots)
 
     if target.on_cpu:
         # No GPU engine runs here: the model is judged against the RAM the CPU engine may use.
         room = min(ram, gpu) if gpu > 0 else ram
         if need <= room:
             return FitEstimate(Verdict.CPU_ONLY, 0, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, room,
-                               _largest_context(room, fixed_no_kv, shape, layout))
-        return FitEstimate(Verdict.WONT_FIT, 0, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, room, 0)
+                               largest(room), 1, slots)
+        return FitEstimate(Verdict.WONT_FIT, 0, shape.n_layers, n_ctx, shape.weights_bytes, kv, compute, room, 0,
+                           1, slots)
     if gpu > 0 and need <= gpu and cap >= shape.n_layers:
         # Spread over several GPUs, say so when one of them alone would not hold it.
         count = len(target.devices) if len(target.devices) > 1 and need > target.largest_device_bytes else 1
-        return result(Verdict.FULL_GPU, shape.n_layers, _largest_context(gpu, fixed_no_kv, shape, layout), count)
+        return result(Verdict.FULL_GPU, shape.n_layers, largest(gpu), count)
     pooled = gpu + ram if not target.is_apu else max(gpu, ram)
-    max_pooled = _largest_context(pooled, fixed_no_kv, shape, layout)
+    max_pooled = largest(pooled)
     if gpu > compute + per_layer and cap > 0:
         # The user's cap wins over what would fit (asked for fewer layers on the GPU).
         n_gpu = min(shape.n_layers - 1, (gpu - compute) // per_layer, cap)
@@ -274,8 +285,27 @@ def estimate_fit(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx:
             return result(Verdict.PARTIAL, int(n_gpu), max_pooled)
         return result(Verdict.WONT_FIT, 0, 0)
     if need <= ram:
-        return result(Verdict.CPU_ONLY, 0, _largest_context(ram, fixed_no_kv, shape, layout))
+        return result(Verdict.CPU_ONLY, 0, largest(ram))
     return result(Verdict.WONT_FIT, 0, 0)
+
+
+MOST_AUTO_SLOTS = 4
+"""Parallel requests per model when Settings leave it automatic and memory allows (LM Studio's default)."""
+
+
+def auto_slots(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx: int,
+               layout: CacheLayout = DEFAULT_LAYOUT, most: int = MOST_AUTO_SLOTS) -> int:
+    """How many requests a model serves at once when Settings leave it automatic: as many parallel
+    slots (each with the full ``n_ctx``) as fit without a worse verdict than one slot gets (all
+    layers stay on the GPU, the same layers stay on it when partly offloaded), at most ``most``."""
+    one = estimate_fit(shape, target, ram_bytes, n_ctx, layout)
+    if one.verdict is Verdict.WONT_FIT:
+        return 1
+    for slots in range(max(1, most), 1, -1):
+        more = estimate_fit(shape, target, ram_bytes, n_ctx, layout, slots)
+        if more.verdict is one.verdict and more.gpu_layers >= one.gpu_layers and more.gpu_count <= one.gpu_count:
+            return slots
+    return 1
 
 
 @dataclass(frozen=True)

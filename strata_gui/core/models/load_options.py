@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import SettingsError
+from strata_gui.core.errors import SettingsError, StrataError
 from strata_gui.core.events import Listeners
 from strata_gui.core.models.chat_template import (
     TemplateCapabilities,
@@ -36,6 +36,7 @@ from strata_gui.core.models.fit import (
     FitEstimate,
     MemoryTarget,
     ModelShape,
+    auto_slots,
     estimate_fit,
 )
 from strata_gui.core.models.gguf_meta import read_header
@@ -65,7 +66,9 @@ class LoadOptions:
         batch_size, ubatch_size: Logical and physical batch (0: the engine's default).
         threads: CPU threads (0: the engine's default).
         mmap: Memory-map the model file (False: read it into memory).
-        parallel: Server slots.
+        parallel: Requests the engine serves at once (parallel slots, each with ``ctx_size``
+            tokens); 0: automatic, as many as fit in memory at the model's context, at most
+            :data:`~strata_gui.core.models.fit.MOST_AUTO_SLOTS`.
         draft_model: A smaller model of the same vocabulary for speculative decoding ("" = none).
         draft_max, draft_min: Tokens drafted per step (0: the engine's default).
         chat_parsing: Let the engine read thinking and tool calls out of the model's text (its
@@ -90,7 +93,7 @@ class LoadOptions:
     ubatch_size: int = 0
     threads: int = 0
     mmap: bool = True
-    parallel: int = 1
+    parallel: int = 0
     draft_model: str = ""
     draft_max: int = 0
     draft_min: int = 0
@@ -104,7 +107,7 @@ class LoadOptions:
     def from_settings(cls, s: Settings) -> LoadOptions:
         """The options of a model nobody configured: Settings' runtime defaults."""
         return cls(ctx_size=s.context_size, gpu_layers=s.gpu_layers, flash_attention=s.flash_attention,
-                   threads=s.threads, parallel=max(1, s.parallel_slots))
+                   threads=s.threads, parallel=max(0, s.parallel_slots))
 
     def replace(self, **changes: Any) -> LoadOptions:
         """A copy with ``changes`` (unknown names raise :class:`SettingsError`)."""
@@ -131,9 +134,8 @@ class LoadOptions:
         if self.cache_type_v != "f16" and self.flash_attention == "off":
             out.append(QT_TRANSLATE_NOOP("Core", "A quantised V cache needs flash attention: set flash attention to on "
                                                  "or auto."))
-        if min(self.batch_size, self.ubatch_size, self.threads) < 0 or self.parallel < 1:
-            out.append(QT_TRANSLATE_NOOP("Core", "Batch sizes and threads cannot be negative, and there is at least "
-                                                 "one slot."))
+        if min(self.batch_size, self.ubatch_size, self.threads, self.parallel) < 0:
+            out.append(QT_TRANSLATE_NOOP("Core", "Batch sizes, threads and parallel requests cannot be negative."))
         if self.batch_size and self.ubatch_size > self.batch_size:
             out.append(QT_TRANSLATE_NOOP("Core", "The micro-batch cannot be larger than the batch."))
         if min(self.draft_max, self.draft_min) < 0 or (self.draft_max and self.draft_min > self.draft_max):
@@ -151,12 +153,13 @@ class LoadOptions:
         return out
 
     def server_settings(self, base: ServerSettings | None = None) -> ServerSettings:
-        """``base`` (or the defaults) with these options applied."""
+        """``base`` (or the defaults) with these options applied (automatic slots as one: see
+        :meth:`LoadOptionsService.server_settings`, which sizes them)."""
         return dataclasses.replace(
             base or ServerSettings(), ctx_size=self.ctx_size, gpu_layers=self.gpu_layers,
             flash_attention=self.flash_attention, cache_type_k=self.cache_type_k, cache_type_v=self.cache_type_v,
             batch_size=self.batch_size, ubatch_size=self.ubatch_size, threads=self.threads, mmap=self.mmap,
-            parallel=self.parallel, draft_model=self.draft_model, draft_max=self.draft_max,
+            parallel=max(1, self.parallel), draft_model=self.draft_model, draft_max=self.draft_max,
             draft_min=self.draft_min, chat_parsing=self.chat_parsing)
 
     def layout(self, cpu_only: bool = False) -> CacheLayout:
@@ -227,13 +230,20 @@ class LoadOptionsService:
             return {}
         if not isinstance(raw, dict) or not isinstance(raw.get("models"), dict):
             return {}
-        return {k: LoadOptions.known(v) for k, v in raw["models"].items() if isinstance(v, dict)}
+        saved = {k: LoadOptions.known(v) for k, v in raw["models"].items() if isinstance(v, dict)}
+        if raw.get("version") == 1:
+            # Version 1 saved every option, and one slot was the only default there was: those
+            # models follow Settings' (automatic) parallel requests now.
+            for options in saved.values():
+                if options.get("parallel") == 1:
+                    del options["parallel"]
+        return saved
 
     def _write(self) -> None:
         tmp = self.path.with_suffix(".tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"version": 1, "models": self._saved}, indent=2), encoding="utf-8")
+            tmp.write_text(json.dumps({"version": 2, "models": self._saved}, indent=2), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError as exc:
             with contextlib.suppress(OSError):
@@ -307,8 +317,32 @@ class LoadOptionsService:
             self.events.emit(model)
 
     def server_settings(self, model: Path | None) -> ServerSettings:
-        """The launch settings of ``model`` (what the chat and ``strata serve`` start it with)."""
-        return self.options(model).server_settings()
+        """The launch settings of ``model`` (what the chat and ``strata serve`` start it with), its
+        parallel slots sized when they are automatic (blocking: reads the model's header once)."""
+        options = self.options(model)
+        if model is None:
+            return options.server_settings()
+        settings = options.replace(parallel=self.slots(model, options)).server_settings()
+        if settings.parallel > 1 and settings.ctx_size == 0:
+            # "The model's context" for each of several requests: their shared cache needs a size.
+            with contextlib.suppress(OSError, StrataError):
+                settings = dataclasses.replace(settings, ctx_size=self.shape_now(model).trained_context)
+            if settings.ctx_size == 0:
+                settings = dataclasses.replace(settings, parallel=1)
+        return settings
+
+    def slots(self, model: Path, options: LoadOptions) -> int:
+        """Requests ``model`` serves at once with ``options``: the options' own number, else as
+        many as fit in memory at its context (:func:`~strata_gui.core.models.fit.auto_slots`);
+        one when its header cannot be read (blocking)."""
+        if options.parallel > 0:
+            return options.parallel
+        try:
+            shape = self.shape_now(model)
+        except (OSError, StrataError):
+            return 1
+        return auto_slots(shape, self._memory_target(), self.ram_bytes, options.ctx_size or shape.trained_context,
+                          options.layout())
 
     def launch_settings(self, model: Path) -> ServerSettings:
         """:meth:`server_settings` plus the model's vision projector (``--mmproj``) when one is next
@@ -388,8 +422,9 @@ class LoadOptionsService:
     def fit(self, shape: ModelShape, options: LoadOptions, *, cpu_only: bool = False) -> FitEstimate:
         """Where the model runs with ``options`` (the verdict the panel and ``models inspect`` show)."""
         target = MemoryTarget("CPU", 0) if cpu_only else self._memory_target()
-        return estimate_fit(shape, target, self.ram_bytes, options.ctx_size or shape.trained_context,
-                            options.layout(cpu_only))
+        n_ctx = options.ctx_size or shape.trained_context
+        slots = options.parallel or auto_slots(shape, target, self.ram_bytes, n_ctx, options.layout(cpu_only))
+        return estimate_fit(shape, target, self.ram_bytes, n_ctx, options.layout(cpu_only), slots)
 
 
 def read_shape(model: Path) -> ModelShape:

@@ -1,26 +1,23 @@
-"""The engine pool: the one owner of every running engine, and the one fallback loop."""
+"""The engine pool: the one owner of every running engine, its one scheduler, and the one fallback loop."""
 
 from typing import TYPE_CHECKING
 
 from strata_gui.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from strata_gui.core.pool.memory import FitTarget, PoolMemory
-    from strata_gui.core.pool.pool import (
-        CrashAdvisor,
-        EngineKey,
-        EnginePool,
+    from strata_gui.core.pool.engine import EngineKey, PooledEngine, Priority, memory_group, priority_of
+    from strata_gui.core.pool.events import (
         EngineStateChanged,
         EngineUnloaded,
         FailedOver,
-        Launcher,
-        Lease,
-        MemoryPolicy,
-        PooledEngine,
+        ModelActivity,
+        PoolActivity,
         PoolEvent,
         Waiting,
-        memory_group,
+        WaitingRequest,
     )
+    from strata_gui.core.pool.memory import FitTarget, PoolMemory
+    from strata_gui.core.pool.pool import CrashAdvisor, EnginePool, Launcher, Lease, MemoryPolicy
     from strata_gui.core.pool.runner import Ran, acquire_along_plan, engine_fault, run_along_plan
 
 __all__ = [
@@ -34,20 +31,27 @@ __all__ = [
     "Launcher",
     "Lease",
     "MemoryPolicy",
+    "ModelActivity",
+    "PoolActivity",
     "PoolEvent",
     "PoolMemory",
     "PooledEngine",
+    "Priority",
     "Ran",
     "Waiting",
+    "WaitingRequest",
     "acquire_along_plan",
     "engine_fault",
     "memory_group",
+    "priority_of",
     "run_along_plan",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "engine": ["EngineKey", "PooledEngine", "Priority", "memory_group", "priority_of"],
+    "events": ["EngineStateChanged", "EngineUnloaded", "FailedOver", "ModelActivity", "PoolActivity", "PoolEvent",
+               "Waiting", "WaitingRequest"],
     "memory": ["FitTarget", "PoolMemory"],
-    "pool": ["CrashAdvisor", "EngineKey", "EnginePool", "EngineStateChanged", "EngineUnloaded", "FailedOver",
-             "Launcher", "Lease", "MemoryPolicy", "PooledEngine", "PoolEvent", "Waiting", "memory_group"],
+    "pool": ["CrashAdvisor", "EnginePool", "Launcher", "Lease", "MemoryPolicy"],
     "runner": ["Ran", "acquire_along_plan", "engine_fault", "run_along_plan"],
 })

@@ -92,7 +92,7 @@ class PoolMemory:
             files = [Path(a) for a in settings.model_args if Path(a).is_file()] or [model]
             return sum(_file_bytes(f) for f in files) + extra
         shape = self._shape(model)
-        ctx = settings.ctx_size or shape.trained_context
+        ctx = (settings.ctx_size or shape.trained_context) * max(1, settings.parallel)  # the slots' shared cache
         ubatch = settings.ubatch_size or 512
         return (shape.weights_bytes + shape.kv_bytes(ctx, settings.cache_type_k, settings.cache_type_v)
                 + shape.compute_bytes(ctx, ubatch) + extra)

@@ -1,22 +1,29 @@
-"""The engine pool: the one owner of every running engine process.
+"""The engine pool: the one owner of every running engine process, and its one scheduler.
 
-Features never start engines; they borrow one. :meth:`EnginePool.acquire` gives a :class:`Lease` on
-an engine of a kind running a model with some launch settings on one build: the engine already
-running with exactly those is shared (chat, benchmark, the local API and images use the same
-process), one that is starting is waited for (ten requests during a load start it once), and
-otherwise it is started. Before a start the pool makes room:
+Features never start engines; they ask for a :class:`Lease` and wait for it. A request goes into
+the pool's queue; **one scheduler task** takes every decision, one pass at a time, going through
+the queue in order (priority first — the user's chat and pages, then the local API's clients, then
+the benchmark and update trials — then arrival):
 
-- an engine of the same kind and model with other settings is replaced (one copy of a model in
-  memory: a benchmark while chatting reloads the model with the benchmark's context, and the next
-  chat message reloads it back), never while it is in use;
-- engines are unloaded, least recently used first, until the new one fits beside what stays
-  loaded (memory per device group: the GPU's, or the machine's RAM for engines on the processor);
-- when what is in use leaves no room, the start waits for a release (and says so with a
-  :class:`Waiting` event), or, when the caller may not wait, fails with :class:`ServerBusyError`.
+- an engine already running the model with exactly those settings lends one of its **slots**
+  (llama-server's parallel slots with a unified KV cache: the chat, API clients and read-ahead
+  decode side by side); when every slot is taken the request waits its turn on that engine;
+- an engine that is loading is waited for (ten requests during a load start it once);
+- otherwise the scheduler makes room and starts it: an idle engine of the same model with other
+  settings is replaced (one copy of a model in memory), idle engines are unloaded least recently
+  used first until the new one fits beside what stays (memory per device group: the GPU's, or the
+  machine's RAM for engines on the processor); engines in use, or wanted by a request in the queue,
+  are never unloaded for room, so a request that needs them waits instead;
+- an exclusive request (the benchmark, an update trial) gets an engine nobody else uses, and
+  holds all its slots until it is done; :meth:`EnginePool.turn` holds the whole pool.
 
-An engine nobody holds is unloaded after its idle time-out. Every change is an event on
-:attr:`EnginePool.events`. The shared "run this job along the plan, move to the next engine when
-one fails" loop is :func:`strata_gui.core.pool.runner.run_along_plan`.
+Callers only submit and await: a caller never decides, so two waiters cannot undo each other's
+load. Every request that waits is told why and its place (a :class:`Waiting` event and its
+``on_progress``); a request that may not wait, or that waited past its limit, fails with
+:class:`ServerBusyError`. An engine nobody holds is unloaded after its idle time-out. Every change
+is an event on :attr:`EnginePool.events`, and :meth:`EnginePool.activity` says what each engine
+serves and what waits. The "run this job along the plan, move to the next engine when one fails"
+loop is :func:`strata_gui.core.pool.runner.run_along_plan`.
 """
 
 from __future__ import annotations
@@ -29,30 +36,38 @@ import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
 from strata_gui.core.errors import ServerBusyError
-from strata_gui.core.events import Listeners
+from strata_gui.core.events import Listeners, emit
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes
-from strata_gui.core.runtime.engine import Backend, EngineSpec
+from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import EngineKind
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.supervisor import EngineProcess, ServerSupervisor
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
+from .engine import LONGEST_IDLE_S, EngineKey, PooledEngine, Priority, Request, memory_group, priority_of
+from .events import (
+    EngineStateChanged,
+    EngineUnloaded,
+    ModelActivity,
+    PoolActivity,
+    PoolEvent,
+    Waiting,
+    WaitingRequest,
+)
+
 log = logging.getLogger(__name__)
-# Idle time-outs from this long on mean "keep it loaded": the app's event loop (Qt's timers count
-# milliseconds in 31 bits) cannot arm a timer past ~24.8 days, and one asked for "720h" made every
-# later release of that engine fail.
-LONGEST_IDLE_S = 24 * 86400.0
 
 Launcher = Callable[[EngineSpec, Path, ServerSettings], ServerSupervisor]
 """Makes the (not started) server of an engine: the app's real processes, with the RPC workers'
 ``--rpc`` added where they are in use."""
+
+_CLOSING = QT_TRANSLATE_NOOP("Core", "Strata is shutting its engines down.")
 
 
 class CrashAdvisor(Protocol):
@@ -74,194 +89,17 @@ class MemoryPolicy(Protocol):
         ...
 
 
-def memory_group(engine: EngineSpec) -> str:
-    """Which memory an engine loads into: "ram" for engines on the processor, else "gpu"."""
-    return "ram" if engine.backend is Backend.CPU else "gpu"
-
-
-@dataclass(frozen=True)
-class EngineKey:
-    """What makes two engines the same: kind, build (and its launch variables), model, settings."""
-
-    kind: str
-    engine: str
-    env: tuple[tuple[str, str], ...]
-    devices: tuple[str, ...]
-    model: str
-    settings: ServerSettings
-
-    @classmethod
-    def of(cls, engine: EngineSpec, model: Path, settings: ServerSettings) -> EngineKey:
-        return cls(engine.kind.name, engine.id, tuple(sorted(engine.env.items())), engine.devices, str(model),
-                   settings)
-
-    @property
-    def model_slot(self) -> tuple[str, str]:
-        """(kind, model): at most one engine per slot is loaded."""
-        return self.kind, self.model
-
-
-class PooledEngine:
-    """One engine the pool runs (shared by every lease on it)."""
-
-    def __init__(self, serial: int, key: EngineKey, server: ServerSupervisor, estimate: int, now: float) -> None:
-        self.serial = serial
-        self.key = key
-        self.server = server
-        self.estimate = estimate
-        self.holders: Counter[str] = Counter()  # who holds a lease, and how many
-        self.last_used = now
-        self.loaded_at: float | None = None
-        self.keep_alive: float | None = None  # idle time-out asked by the last lease (None: the pool's)
-        self.jobs_done = 0  # jobs that finished well on it (a first job's failure blames the engine)
-        self.start_task: asyncio.Task[None] | None = None
-        self.waiters = 0  # acquirers waiting for its start, until they take their lease
-        self.closing = False  # being stopped: leases are no longer given
-        self.idle_timer: asyncio.TimerHandle | None = None
-        self.expires_at: float | None = None  # when the idle time-out unloads it (None: not scheduled)
-        self.started_by = ""  # the user whose acquire started it ("chat", "benchmark", ...)
-
-    # -- what it is ------------------------------------------------------------------------------
-    @property
-    def spec(self) -> EngineSpec:
-        return self.server.engine
-
-    @property
-    def kind(self) -> EngineKind:
-        return self.server.kind
-
-    @property
-    def model(self) -> Path:
-        return self.server.model
-
-    @property
-    def settings(self) -> ServerSettings:
-        return self.server.settings
-
-    @property
-    def state(self) -> ServerState:
-        return self.server.state
-
-    @property
-    def pid(self) -> int | None:
-        return self.server.pid
-
-    @property
-    def base_url(self) -> str:
-        return self.server.base_url
-
-    @property
-    def ready(self) -> bool:
-        return self.server.state is ServerState.READY and not self.closing
-
-    @property
-    def leases(self) -> int:
-        return sum(self.holders.values())
-
-    @property
-    def busy(self) -> bool:
-        return self.leases > 0
-
-    @property
-    def in_use(self) -> bool:
-        """Leased, loading, or loaded for acquirers that have not taken their lease yet: never
-        unloaded to make room (the engine just loaded for one waiter was unloaded for another before
-        that waiter took it, and back, for ever)."""
-        return self.busy or self.start_task is not None or self.waiters > 0
-
-    @property
-    def group(self) -> str:
-        return memory_group(self.spec)
-
-    def memory_bytes(self) -> int:
-        """What it holds: the fit estimate, or what the process really uses when that is more
-        (only engines on the processor: a GPU engine's memory is on the GPU, not in its process)."""
-        if self.group != "ram" or self.pid is None:
-            return self.estimate
-        try:
-            import psutil
-
-            rss = int(psutil.Process(self.pid).memory_info().rss)
-        except Exception:  # psutil.NoSuchProcess and kin: it just ended
-            return self.estimate
-        return max(self.estimate, rss)
-
-    def expires_in(self, now: float) -> float | None:
-        """Seconds until the idle time-out unloads it (None: it is in use, or never unloaded for idleness)."""
-        return None if self.expires_at is None else max(0.0, self.expires_at - now)
-
-    def describe(self) -> str:
-        """"strata-test-llama-F16.gguf on CPU b7612" for messages."""
-        return f"{self.model.name} on {self.spec.label}"
-
-
-@dataclass(frozen=True)
-class EngineStateChanged:
-    """An engine's state changed, or its load progressed (``detail``)."""
-
-    engine: PooledEngine
-    state: ServerState
-    detail: str
-
-
-@dataclass(frozen=True)
-class EngineUnloaded:
-    """The pool stopped an engine: idle too long, to make room, replaced by other settings, asked."""
-
-    engine: PooledEngine
-    reason: str
-
-
-@dataclass(frozen=True)
-class Waiting:
-    """A start waits for room: ``reason`` says for what (shown where the start was asked)."""
-
-    kind: EngineKind
-    model: Path
-    user: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class FailedOver:
-    """A job moved from one engine to the next of its plan, or reloads the same one (``next`` is
-    ``failed``: a crash advisor explained the failure).
-
-    Attributes:
-        reason: What happened, one sentence ("The ROCm b1136 engine crashed while loading (...).").
-        details: The failed engine's log tail.
-        during_job: The job had been sent (it is sent again); False: the engine did not start.
-    """
-
-    user: str
-    model: Path
-    failed: EngineSpec
-    next: EngineSpec
-    reason: str
-    details: str = ""
-    during_job: bool = False
-
-    @property
-    def text(self) -> str:
-        """The sentence a user reads: what happened, and where the work continues."""
-        if self.next is self.failed or self.next.id == self.failed.id:
-            return self.reason
-        return T(QT_TRANSLATE_NOOP("Core", "{reason} Continuing on {engine}."), reason=self.reason,
-                 engine=self.next.label)
-
-
-PoolEvent = EngineStateChanged | EngineUnloaded | Waiting | FailedOver
-
-
 class Lease:
-    """A borrowed engine. Release it (``async with``, or :meth:`release`) when the job is done;
-    :meth:`succeeded` tells the pool the engine served the job (a first job that fails blames the
-    engine, later ones may be the request's fault)."""
+    """A slot of an engine (or the whole engine, ``exclusive``). Release it (``async with``, or
+    :meth:`release`) when the job is done; :meth:`succeeded` tells the pool the engine served the
+    job (a first job that fails blames the engine, later ones may be the request's fault)."""
 
-    def __init__(self, pool: EnginePool, engine: PooledEngine, user: str) -> None:
-        self._pool = pool
+    def __init__(self, engine: PooledEngine, user: str, give_back: Callable[[Lease], None], *,
+                 exclusive: bool = False) -> None:
         self.engine = engine
         self.user = user
+        self.exclusive = exclusive
+        self._give_back = give_back
         self._released = False
 
     @property
@@ -292,10 +130,10 @@ class Lease:
         self.engine.jobs_done += 1
 
     def release(self) -> None:
-        """Give the engine back (safe twice). It stays loaded until idle too long or needed."""
+        """Give the slot back (safe twice). The engine stays loaded until idle too long or needed."""
         if not self._released:
             self._released = True
-            self._pool._release(self)
+            self._give_back(self)
 
     async def __aenter__(self) -> Lease:
         return self
@@ -305,8 +143,22 @@ class Lease:
         self.release()
 
 
+class _Pass:
+    """What one scheduling pass has learnt so far, going through the queue in order: engines an
+    earlier request waits for (a later one does not jump ahead of it), memory groups where an
+    earlier request waits for room (a later one does not take it first), and the requests waiting
+    on each engine."""
+
+    def __init__(self, wanted: set[EngineKey]) -> None:
+        self.wanted = wanted
+        self.blocked_keys: set[EngineKey] = set()
+        self.blocked_groups: dict[str, str] = {}
+        self.draining: dict[EngineKey, str] = {}  # no new lease: an earlier request needs them gone
+        self.queued: Counter[EngineKey] = Counter()
+
+
 class EnginePool:
-    """Every running engine, started and stopped here only.
+    """Every running engine, started and stopped here only; every lease given by one scheduler.
 
     Args:
         launcher: Makes an engine's server (:data:`Launcher`).
@@ -329,15 +181,20 @@ class EnginePool:
         self._idle_timeout = idle_timeout
         self._clock = clock
         self._engines: dict[EngineKey, PooledEngine] = {}
-        self._changed: asyncio.Condition | None = None  # made on the loop it is first used on
+        self._queue: list[Request] = []
         self._serial = itertools.count(1)
+        self._seq = itertools.count(1)
         self._closed = False
-        self._turn: tuple[str, str] | None = None  # (user, why) holding the whole pool, see turn()
+        self._turn: Request | None = None  # the granted request holding the whole pool, see turn()
+        self._wake: asyncio.Event | None = None
+        self._scheduler: asyncio.Task[None] | None = None
+        self._last_activity: PoolActivity | None = None
+        self.starts = 0  # engines started since the pool was made (tests and the stress bench count them)
         self.events: Listeners[PoolEvent] = Listeners()
 
     # -- looking -----------------------------------------------------------------------------------
     def engines(self, *, kind: EngineKind | None = None) -> list[PooledEngine]:
-        """The engines loaded or loading (of ``kind``), oldest first."""
+        """The engines loaded, loading or being stopped (of ``kind``), oldest first."""
         return [e for e in self._engines.values() if kind is None or e.kind == kind]
 
     def engine_for(self, model: Path, kind: EngineKind) -> PooledEngine | None:
@@ -348,267 +205,455 @@ class EnginePool:
     def memory_in_use(self, group: str) -> int:
         return sum(e.memory_bytes() for e in self._engines.values() if e.group == group and not e.closing)
 
-    @property
-    def _cond(self) -> asyncio.Condition:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        return self._changed
-
-    # -- borrowing -----------------------------------------------------------------------------------
-    async def acquire(self, engine: EngineSpec, model: Path, settings: ServerSettings, *, user: str,
-                      keep_alive: float | None = None, wait: bool = True,
-                      on_progress: ProgressCallback | None = None) -> Lease:
-        """Borrow the engine ``engine`` running ``model`` with ``settings``, starting it if needed.
-
-        Args:
-            user: Who borrows it ("chat", "benchmark", "api", "images"): events and messages name it.
-            keep_alive: Seconds it may stay loaded idle after this lease (None: the pool's time-out;
-                0: unload as soon as it is released).
-            wait: False: fail with :class:`ServerBusyError` instead of waiting for room.
-            on_progress: Load progress, when this call starts the engine.
-
-        Raises:
-            ProcessEnded: The engine could not start (its outcome says why).
-            ServerBusyError: ``wait`` is False and engines in use leave no room.
-            ServerError: The pool is closed.
-        """
-        key = EngineKey.of(engine, model, settings)
-        cond = self._cond
-        while True:
-            if self._closed:
-                raise ServerBusyError(QT_TRANSLATE_NOOP("Core", "Strata is shutting its engines down."))
-            evicted: list[tuple[PooledEngine, str]] = []
-            async with cond:
-                if self._turn is not None and self._turn[0] != user:
-                    # Another user has the whole pool (an engine update on trial): wait and say so.
-                    if not wait:
-                        raise ServerBusyError(self._turn[1], hint=QT_TRANSLATE_NOOP("Core", "Try again in a minute."),
-                                              retry_after=30.0)
-                    self.events.emit(Waiting(engine.kind, model, user, self._turn[1]))
-                    if on_progress is not None:
-                        on_progress(Progress(0, None, self._turn[1]))
-                    await cond.wait()
-                    continue
-                entry = self._engines.get(key)
-                if entry is not None and not entry.closing and entry.server.state.is_terminal \
-                        and entry.start_task is None:
-                    self._forget(entry)  # it died; start it again
-                    entry = None
-                if entry is not None and entry.ready:
-                    return self._lease(entry, user, keep_alive)
-                if entry is None:
-                    need = self._estimate(engine, model, settings)
-                    blocked = self._make_room(key, engine, need, evicted)
-                    if blocked is not None:
-                        if not wait:
-                            raise ServerBusyError(blocked, hint=QT_TRANSLATE_NOOP(
-                                "Core", "Try again when the current request is done."), retry_after=5.0)
-                        self.events.emit(Waiting(engine.kind, model, user, blocked))
-                        await cond.wait()
-                        continue
-                    entry = PooledEngine(next(self._serial), key, self._launcher(engine, model, settings), need,
-                                         self._clock())
-                    entry.started_by = user
-                    entry.server.add_listener(functools.partial(self._on_state, entry))
-                    self._engines[key] = entry
-                    entry.start_task = asyncio.get_running_loop().create_task(
-                        self._start(entry, evicted, on_progress), name=f"strata-engine-start-{entry.serial}")
-                    evicted = []  # the start task stops them first
-                elif entry.closing:
-                    await cond.wait()
-                    continue
-                task = entry.start_task
-                entry.waiters += 1
-            for old, reason in evicted:
-                await self._stop(old, reason)
-            if task is None:  # it was ready a moment ago but is gone now: try again, letting it change first
-                entry.waiters -= 1
-                await asyncio.sleep(0.01)
-                continue
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                entry.waiters -= 1
-                if entry.waiters <= 0 and not task.done():
-                    task.cancel()  # nobody wants it any more: stop loading
-                    with contextlib.suppress(BaseException):
-                        await task
-                raise
-            except BaseException:
-                entry.waiters -= 1
-                raise
-            # Loaded: still a waiter (so nobody unloads it to make room) until the lease is taken.
-            async with cond:
-                entry.waiters -= 1
-                if (entry.ready and self._engines.get(key) is entry and not self._closed
-                        and (self._turn is None or self._turn[0] == user)):
-                    return self._lease(entry, user, keep_alive)
-            if not entry.busy and entry.waiters == 0 and entry.ready and self._engines.get(key) is entry:
-                self._schedule_idle(entry)  # it was kept for this waiter, who goes round again
-
-    def lease_if_ready(self, engine: PooledEngine, user: str) -> Lease | None:
-        """A lease on ``engine`` when it is loaded and ready now, else None: never starts, loads or
-        waits (work done only while an engine happens to be up, such as reading a prompt ahead).
-        None too while another user holds the pool's turn, or once the pool closes."""
-        if (self._closed or not engine.ready or self._engines.get(engine.key) is not engine
-                or (self._turn is not None and self._turn[0] != user)):
-            return None
-        return self._lease(engine, user, None)
-
-    @contextlib.asynccontextmanager
-    async def turn(self, user: str, reason: str) -> AsyncIterator[None]:
-        """Hold the whole pool for ``user`` (an engine update's trial): first wait until no engine
-        is in use by anyone else (a streaming reply finishes) or loading, then every other user's
-        :meth:`acquire` waits (told ``reason`` by a :class:`Waiting` event and its progress) or,
-        when it may not wait, fails with :class:`ServerBusyError`, until the block ends."""
-        cond = self._cond
-        async with cond:
-            while self._turn is not None:
-                await cond.wait()
-            self._turn = (user, reason)
-            try:
-                # In use by another user, or loading for one (its lease would follow at once).
-                while any(set(e.holders) - {user} or e.start_task is not None for e in self._engines.values()):
-                    await cond.wait()
-            except BaseException:
-                self._turn = None
-                cond.notify_all()
-                raise
-        try:
-            yield
-        finally:
-            self._turn = None
-            self._notify()
-
     def busy_users(self) -> set[str]:
         """Who holds an engine now ("chat", "api" ...)."""
         return {u for e in self._engines.values() for u in e.holders}
 
-    def _lease(self, entry: PooledEngine, user: str, keep_alive: float | None) -> Lease:
-        if entry.idle_timer is not None:
-            entry.idle_timer.cancel()
-            entry.idle_timer = None
-        entry.expires_at = None
-        entry.holders[user] += 1
-        entry.last_used = self._clock()
-        if keep_alive is not None:
-            entry.keep_alive = keep_alive
-        return Lease(self, entry, user)
+    def activity(self) -> PoolActivity:
+        """What each engine serves now and which requests wait (what :class:`PoolActivity` events say)."""
+        engines = tuple(ModelActivity(e, e.leases, e.slots, tuple(sorted(e.holders)))
+                        for e in self._engines.values() if not e.closing)
+        waiting = tuple(WaitingRequest(r.user, r.spec.kind if r.spec is not None else None, r.model,
+                                       r.said or "", r.since, r.ahead)
+                        for r in sorted(self._queue, key=_order) if not r.settled and r.target is None)
+        return PoolActivity(engines, waiting)
+
+    # -- borrowing -----------------------------------------------------------------------------------
+    async def acquire(self, engine: EngineSpec, model: Path, settings: ServerSettings, *, user: str,
+                      priority: Priority | None = None, exclusive: bool = False,
+                      keep_alive: float | None = None, wait: bool = True, wait_limit: float | None = None,
+                      on_progress: ProgressCallback | None = None) -> Lease:
+        """Borrow a slot of the engine ``engine`` running ``model`` with ``settings`` (the scheduler
+        starts it when needed), waiting for one's turn.
+
+        Args:
+            user: Who borrows it ("chat", "benchmark", "api", "images"): events and messages name it.
+            priority: Where it queues (default: the user's, :data:`~strata_gui.core.pool.engine.USER_PRIORITY`).
+            exclusive: The whole engine, no other lease beside it (a benchmark's quiet engine).
+            keep_alive: Seconds it may stay loaded idle after this lease (None: the pool's time-out;
+                0: unload as soon as it is released).
+            wait: False: fail with :class:`ServerBusyError` instead of waiting for a slot or room
+                (a load is still waited for).
+            wait_limit: Seconds it may wait before failing with :class:`ServerBusyError` (None: no limit).
+            on_progress: Load progress of its engine, and why it waits while it does.
+
+        Raises:
+            ProcessEnded: The engine could not start (its outcome says why).
+            ServerBusyError: It may not wait, or waited past ``wait_limit``, or the pool is closed.
+        """
+        req = self._request(user, priority, key=EngineKey.of(engine, model, settings), spec=engine, model=model,
+                            settings=settings, exclusive=exclusive, keep_alive=keep_alive, wait=wait,
+                            on_progress=on_progress)
+        got = await self._submit(req, wait_limit)
+        assert isinstance(got, Lease)
+        return got
+
+    async def lease_now(self, engine: PooledEngine, user: str) -> Lease | None:
+        """A slot of ``engine`` if the scheduler can give one at once (it is loaded, a slot is free
+        and nobody waits for one), else None: never starts, loads or waits (work done only while an
+        engine happens to be up, such as reading a prompt ahead)."""
+        if self._closed:
+            return None
+        req = self._request(user, None, key=engine.key, spec=engine.spec, model=engine.model,
+                            settings=engine.settings, wait=False, target=engine)
+        got = await self._submit(req, None)
+        return got if isinstance(got, Lease) else None
+
+    @contextlib.asynccontextmanager
+    async def turn(self, user: str, reason: str, *, on_progress: ProgressCallback | None = None
+                   ) -> AsyncIterator[None]:
+        """Hold the whole pool for ``user`` (an engine update's trial): granted once no engine is in
+        use or loading for anyone else (a streaming reply finishes); meanwhile and until the block
+        ends, every other user's request waits (told ``reason``) or, when it may not wait, fails."""
+        req = self._request(user, Priority.BACKGROUND, turn_reason=reason, on_progress=on_progress)
+        await self._submit(req, None)
+        try:
+            yield
+        finally:
+            if self._turn is req:
+                self._turn = None
+            self._kick()
+
+    def _request(self, user: str, priority: Priority | None, **fields: object) -> Request:
+        loop = asyncio.get_running_loop()
+        return Request(seq=next(self._seq), user=user, priority=priority_of(user) if priority is None else priority,
+                       future=loop.create_future(), since=self._clock(), **fields)  # type: ignore[arg-type]
+
+    async def _submit(self, req: Request, limit: float | None) -> object:
+        """Queue ``req`` and wait until the scheduler settles it (a lease, a turn, None or an error)."""
+        if self._closed:
+            raise ServerBusyError(_CLOSING)
+        self._ensure_scheduler()
+        self._queue.append(req)
+        self._kick()
+        try:
+            if limit is None:
+                return await req.future
+            return await asyncio.wait_for(asyncio.shield(req.future), limit)
+        except TimeoutError:
+            if req.future.done() and not req.future.cancelled() and req.future.exception() is None:
+                return req.future.result()  # settled at the same moment
+            req.future.cancel()
+            self._kick()
+            raise ServerBusyError(T(QT_TRANSLATE_NOOP("Core", "Waited {seconds:.0f} s: {reason}"), seconds=limit,
+                                    reason=req.said or QT_TRANSLATE_NOOP("Core", "the engine is still loading.")),
+                                  retry_after=5.0, hint=QT_TRANSLATE_NOOP("Core", "Try again in a moment.")) from None
+        except asyncio.CancelledError:
+            self._withdraw(req)
+            raise
+
+    def _withdraw(self, req: Request) -> None:
+        """The caller gave up: what the scheduler gave it meanwhile goes back."""
+        fut = req.future
+        if fut.done() and not fut.cancelled() and fut.exception() is None:
+            got = fut.result()
+            if isinstance(got, Lease):
+                got.release()
+            elif got is True and self._turn is req:
+                self._turn = None
+        fut.cancel()
+        self._kick()
+
+    # -- the scheduler -------------------------------------------------------------------------------
+    def _ensure_scheduler(self) -> None:
+        loop = asyncio.get_running_loop()
+        task = self._scheduler
+        if task is None or task.done() or task.get_loop() is not loop:
+            self._wake = asyncio.Event()
+            self._scheduler = loop.create_task(self._schedule_forever(), name="strata-pool-scheduler")
+
+    def _kick(self) -> None:
+        """Something changed: the scheduler takes a pass (soon, on the loop; never inside the caller)."""
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _schedule_forever(self) -> None:
+        wake = self._wake
+        assert wake is not None
+        while True:
+            await wake.wait()
+            wake.clear()
+            try:
+                self._decide()
+            except Exception:  # a bug here must not stop every later decision
+                log.exception("the engine pool's scheduler failed a pass")
+
+    def _decide(self) -> None:
+        """One pass: settle what can be settled, in queue order, and start or stop what that needs."""
+        if self._closed:
+            for req in self._queue:
+                if not req.settled:
+                    req.future.set_exception(ServerBusyError(_CLOSING))
+            self._queue.clear()
+            return
+        self._queue = [r for r in self._queue if not r.settled]
+        # Engines a queued request will use (never unloaded for room): not those of requests that
+        # wait for another user's turn of the whole pool, which may need their memory meanwhile.
+        turn = self._turn
+        wanted = {r.key for r in self._queue
+                  if r.key is not None and r.target is None and (turn is None or turn.user == r.user)}
+        self._reap(wanted)
+        state = _Pass(wanted)
+        for req in sorted(self._queue, key=_order):
+            try:
+                self._consider(req, state)
+            except Exception as exc:  # launcher or estimate trouble: this request's, not the pass's
+                if not req.settled:
+                    req.future.set_exception(exc)
+        self._queue = [r for r in self._queue if not r.settled]
+        self._announce_activity()
+
+    def _reap(self, wanted: set[EngineKey]) -> None:
+        """Stop what should stop: failed engines at once, idle ones asked to unload or past their
+        time-out, loads nobody waits for any more."""
+        for e in list(self._engines.values()):
+            if e.closing:
+                continue
+            if e.doomed is not None:
+                self._begin_stop(e, e.doomed)
+            elif e.loading:
+                if not e.busy and e.key not in wanted and e.start_task is not None:
+                    e.start_task.cancel()  # nobody wants it any more: stop loading
+            elif e.busy:
+                continue
+            elif e.unload_reason is not None:
+                self._begin_stop(e, e.unload_reason)
+            elif e.expired and e.key not in wanted:
+                self._begin_stop(e, f"idle for {self._clock() - e.last_used:.0f} s")
+
+    def _consider(self, req: Request, state: _Pass) -> None:
+        if req.key is None:
+            self._consider_turn(req)
+            return
+        turn = self._turn
+        if turn is not None and turn.user != req.user:
+            self._wait(req, turn.turn_reason, retry_after=30.0,
+                       hint=QT_TRANSLATE_NOOP("Core", "Try again in a minute."))
+            return
+        if req.target is not None:
+            self._consider_now(req, state)
+            return
+        engine = self._engines.get(req.key)
+        if engine is None:
+            self._consider_start(req, state)
+        elif engine.closing or engine.unload_reason is not None or engine.doomed is not None:
+            self._wait(req, T(QT_TRANSLATE_NOOP("Core", "{model} is being unloaded; it loads again once it has "
+                                                        "stopped."), model=engine.model.name))
+        elif engine.loading:
+            req.said, req.ahead = None, 0  # its load's progress tells the rest
+        else:
+            self._consider_slot(req, engine, state)
+
+    def _consider_slot(self, req: Request, engine: PooledEngine, state: _Pass) -> None:
+        key = engine.key
+        if key in state.draining:
+            self._wait(req, state.draining[key])
+            return
+        free = engine.leases == 0 if req.exclusive else engine.free_slots > 0
+        if free and key not in state.blocked_keys and engine.ready:
+            self._grant(req, engine)
+            return
+        ahead = engine.leases + state.queued[key]
+        state.blocked_keys.add(key)
+        state.queued[key] += 1
+        if engine.exclusive:
+            users = ", ".join(sorted(engine.holders))
+            reason = T(QT_TRANSLATE_NOOP("Core", "Waiting for the {users} to finish with {model}"),
+                       users=users, model=engine.model.name)
+        elif ahead == 1:
+            reason = T(QT_TRANSLATE_NOOP("Core", "Waiting: 1 request ahead for {model}"), model=engine.model.name)
+        else:
+            reason = T(QT_TRANSLATE_NOOP("Core", "Waiting: {n} requests ahead for {model}"), n=ahead,
+                       model=engine.model.name)
+        self._wait(req, reason, ahead=ahead, hint=QT_TRANSLATE_NOOP(
+            "Core", "Try again when the current request is done."))
+
+    def _consider_now(self, req: Request, state: _Pass) -> None:
+        engine = req.target
+        assert engine is not None
+        usable = (self._engines.get(engine.key) is engine and engine.ready and engine.unload_reason is None
+                  and engine.doomed is None and engine.free_slots > 0 and engine.key not in state.blocked_keys)
+        if usable:
+            self._grant(req, engine)
+        else:
+            req.future.set_result(None)
+
+    def _consider_turn(self, req: Request) -> None:
+        if self._turn is not None:
+            self._wait(req, T(QT_TRANSLATE_NOOP("Core", "Waiting for the {user} to finish"), user=self._turn.user))
+            return
+        others = sorted({u for e in self._engines.values() for u in e.holders if u != req.user}
+                        | {e.started_by for e in self._engines.values() if e.loading and e.started_by != req.user})
+        if others:
+            self._wait(req, T(QT_TRANSLATE_NOOP("Core", "Waiting for the {users} to finish"), users=", ".join(others)))
+            return
+        self._turn = req
+        req.future.set_result(True)
+
+    def _consider_start(self, req: Request, state: _Pass) -> None:
+        """No engine for the request's key: replace, make room and start, or say why it waits."""
+        assert req.key is not None and req.spec is not None and req.model is not None and req.settings is not None
+        same = [e for e in self._engines.values() if e.key.model_slot == req.key.model_slot]
+        in_use = [e for e in same if e.busy or e.loading or e.key in state.wanted or e.closing]
+        if in_use:
+            users = ", ".join(sorted({u for e in in_use for u in e.holders})) or QT_TRANSLATE_NOOP("Core", "a start")
+            reason = T(QT_TRANSLATE_NOOP("Core", "{model} is loaded with other settings and in use by the {users}; "
+                                                 "it reloads when that is done."), model=req.model.name, users=users)
+            self._drain(in_use, req, state)
+            self._wait(req, reason)
+            return
+        group = memory_group(req.spec)
+        if group in state.blocked_groups:
+            self._wait(req, state.blocked_groups[group])
+            return
+        victims, settle, blocked = self._room_for(req, same, state)
+        if blocked is not None:
+            state.blocked_groups[group] = blocked
+            self._drain([e for e in self._engines.values() if e.group == group and e.busy], req, state)
+            self._wait(req, blocked)
+            return
+        for e in victims:
+            self._begin_stop(e, "reloaded with other settings" if e in same
+                             else f"unloaded to make room for {req.model.name}")
+        if victims or settle:
+            # Started once what goes has gone (one copy of a model; memory really free).
+            state.blocked_groups[group] = T(QT_TRANSLATE_NOOP("Core", "Making room for {model}"), model=req.model.name)
+            self._wait(req, state.blocked_groups[group])
+            return
+        self._start_for(req)
+
+    @staticmethod
+    def _drain(engines: list[PooledEngine], req: Request, state: _Pass) -> None:
+        """``req`` waits for ``engines`` to be let go: requests after it give them no new work,
+        so it is not starved by a stream of later ones."""
+        assert req.model is not None
+        reason = T(QT_TRANSLATE_NOOP("Core", "Waiting: a request for {model} goes first"), model=req.model.name)
+        for e in engines:
+            state.draining.setdefault(e.key, reason)
+
+    def _room_for(self, req: Request, same: list[PooledEngine], state: _Pass
+                  ) -> tuple[list[PooledEngine], bool, str | None]:
+        """What the request's engine needs first: the engines to unload (the same model's idle
+        engine, then the least recently used idle ones until it fits), whether engines already
+        being stopped must be gone before it fits, or why it must wait for room (engines in use or
+        wanted by earlier requests hold it)."""
+        assert req.spec is not None and req.model is not None and req.settings is not None
+        victims = list(same)
+        group = memory_group(req.spec)
+        budget = self._memory.budget(group) if self._memory is not None else 0
+        need = self._estimate(req)
+        if budget <= 0 or need <= 0:
+            return victims, False, None
+        staying = [e for e in self._engines.values() if e.group == group and e not in victims]
+        used = sum(e.memory_bytes() for e in staying)  # engines being stopped still hold theirs
+        going = sum(e.memory_bytes() for e in staying if e.closing)
+        idle = sorted((e for e in staying if not (e.busy or e.loading or e.closing or e.key in state.wanted)),
+                      key=lambda e: e.last_used)
+        while used - going + need > budget and idle:
+            victim = idle.pop(0)
+            victims.append(victim)
+            used -= victim.memory_bytes()
+        holding = [e for e in staying if e not in victims and not e.closing]
+        if used - going + need <= budget or not holding:
+            # (With nothing else to wait for it starts even over the budget: the load says if it fits.)
+            return victims, going > 0 and used + need > budget, None
+        users = sorted({u for e in holding for u in e.holders}
+                       | ({QT_TRANSLATE_NOOP("Core", "another start")} if any(e.loading for e in holding) else set())
+                       | ({QT_TRANSLATE_NOOP("Core", "a request that waits")}
+                          if any(e.key in state.wanted and not e.busy for e in holding) else set()))
+        return [], False, T(QT_TRANSLATE_NOOP("Core", "Waiting for memory: {engine} needs about {need} and the "
+                                                      "engines in use by the {users} hold {used} of {budget}."),
+                            engine=req.spec.label, need=format_bytes(need), users=", ".join(users) or "—",
+                            used=format_bytes(used - going), budget=format_bytes(budget))
+
+    def _estimate(self, req: Request) -> int:
+        if self._memory is None or req.spec is None or req.model is None or req.settings is None:
+            return 0
+        if req.need is None:
+            try:
+                req.need = max(0, int(self._memory.estimate(req.spec, req.model, req.settings)))
+            except Exception:  # an unreadable model is the start's to report, not the estimate's
+                log.debug("no memory estimate for %s", req.model, exc_info=True)
+                req.need = 0
+        return req.need
+
+    def _wait(self, req: Request, reason: str, *, ahead: int = 0, retry_after: float = 5.0,
+              hint: str | None = None) -> None:
+        """``req`` waits for ``reason``: told so when that changed; failed when it may not wait."""
+        if not req.wait:
+            if req.target is not None:
+                req.future.set_result(None)
+            else:
+                req.future.set_exception(ServerBusyError(reason, retry_after=retry_after, hint=hint or QT_TRANSLATE_NOOP(
+                    "Core", "Try again when the current request is done.")))
+            return
+        if reason == req.said and ahead == req.ahead:
+            return
+        req.said, req.ahead = reason, ahead
+        if req.spec is not None and req.model is not None:
+            self.events.emit(Waiting(req.spec.kind, req.model, req.user, reason, ahead))
+        if req.on_progress is not None:
+            emit([req.on_progress], Progress(0, None, reason))
+
+    def _grant(self, req: Request, engine: PooledEngine) -> None:
+        if engine.idle_timer is not None:
+            engine.idle_timer.cancel()
+            engine.idle_timer = None
+        engine.expires_at = None
+        engine.expired = False
+        engine.holders[req.user] += 1
+        engine.exclusive = engine.exclusive or req.exclusive
+        engine.last_used = self._clock()
+        if req.keep_alive is not None:
+            engine.keep_alive = req.keep_alive
+        req.future.set_result(Lease(engine, req.user, self._release, exclusive=req.exclusive))
 
     def _release(self, lease: Lease) -> None:
         entry = lease.engine
         entry.holders[lease.user] -= 1
         if entry.holders[lease.user] <= 0:
             del entry.holders[lease.user]
+        if lease.exclusive:
+            entry.exclusive = False
         entry.last_used = self._clock()
-        if not entry.busy and not self._closed:
-            if entry.server.state.is_terminal:
-                self._forget(entry)
-            else:
-                self._schedule_idle(entry)
-        self._notify()
+        if not entry.busy and not self._closed and self._engines.get(entry.key) is entry and not entry.closing:
+            self._schedule_idle(entry)
+        self._kick()
 
-    def _notify(self) -> None:
-        """Wake waiting acquirers (on the loop, without holding anything)."""
-        cond = self._changed
-        if cond is None:
-            return
+    def _announce_activity(self) -> None:
+        now = self.activity()
+        if now != self._last_activity:
+            self._last_activity = now
+            self.events.emit(now)
 
-        async def wake() -> None:
-            async with cond:
-                cond.notify_all()
+    # -- starting and stopping -------------------------------------------------------------------------
+    def _start_for(self, req: Request) -> None:
+        assert req.key is not None and req.spec is not None and req.model is not None and req.settings is not None
+        loop = asyncio.get_running_loop()
+        entry = PooledEngine(next(self._serial), req.key, self._launcher(req.spec, req.model, req.settings),
+                             self._estimate(req), self._clock())
+        entry.started_by = req.user
+        entry.stopped = loop.create_future()
+        entry.server.add_listener(functools.partial(self._on_state, entry))
+        self._engines[req.key] = entry
+        self.starts += 1
+        entry.start_task = loop.create_task(self._start(entry), name=f"strata-engine-start-{entry.serial}")
 
-        with contextlib.suppress(RuntimeError):  # no running loop: nobody can be waiting
-            asyncio.get_running_loop().create_task(wake(), name="strata-pool-notify")
+    def _load_progress(self, entry: PooledEngine) -> ProgressCallback:
+        """The load's progress, told to every request waiting for it."""
 
-    # -- room ----------------------------------------------------------------------------------------
-    def _estimate(self, engine: EngineSpec, model: Path, settings: ServerSettings) -> int:
-        if self._memory is None:
-            return 0
+        def tell(progress: Progress) -> None:
+            emit([r.on_progress for r in self._queue
+                  if r.key == entry.key and r.on_progress is not None and not r.settled], progress)
+
+        return tell
+
+    async def _start(self, entry: PooledEngine) -> None:
         try:
-            return max(0, int(self._memory.estimate(engine, model, settings)))
-        except Exception:  # an unreadable model is the start's to report, not the estimate's
-            log.debug("no memory estimate for %s", model, exc_info=True)
-            return 0
-
-    def _make_room(self, key: EngineKey, engine: EngineSpec, need: int,
-                   evicted: list[tuple[PooledEngine, str]]) -> str | None:
-        """Choose the engines to unload for ``key`` (appended to ``evicted``, and marked closing);
-        returns why the start must wait instead (None: it may start now)."""
-        others = [e for e in self._engines.values() if not e.closing]
-        same_slot = [e for e in others if e.key.model_slot == key.model_slot]
-        for e in same_slot:
-            if e.in_use:
-                users = ", ".join(sorted(e.holders)) or QT_TRANSLATE_NOOP("Core", "a start")
-                return T(QT_TRANSLATE_NOOP("Core", "{model} is loaded with other settings and in use by the {users}; "
-                                                   "it reloads when that is done."), model=e.model.name, users=users)
-        chosen: list[PooledEngine] = list(same_slot)
-        group = memory_group(engine)
-        budget = self._memory.budget(group) if self._memory is not None else 0
-        if budget > 0 and need > 0:
-            staying = [e for e in others if e.group == group and e not in chosen]
-            used = sum(e.memory_bytes() for e in staying)
-            idle = sorted((e for e in staying if not e.in_use), key=lambda e: e.last_used)
-            while used + need > budget and idle:
-                victim = idle.pop(0)
-                chosen.append(victim)
-                used -= victim.memory_bytes()
-            if used + need > budget and any(e.in_use for e in staying):
-                holders = sorted({u for e in staying for u in e.holders}
-                                 or {QT_TRANSLATE_NOOP("Core", "another start")})
-                return T(QT_TRANSLATE_NOOP("Core", "Waiting for memory: {engine} needs about {need} and the engines in "
-                                                   "use by the {users} hold {used} of {budget}."),
-                         engine=engine.label, need=format_bytes(need), users=", ".join(holders),
-                         used=format_bytes(used), budget=format_bytes(budget))
-        for e in chosen:
-            e.closing = True
-            reason = ("reloaded with other settings" if e in same_slot
-                      else f"unloaded to make room for {key.model.rsplit('/', 1)[-1]}")
-            evicted.append((e, reason))
-        return None
-
-    # -- start / stop --------------------------------------------------------------------------------
-    async def _start(self, entry: PooledEngine, evicted: list[tuple[PooledEngine, str]],
-                     on_progress: ProgressCallback | None) -> None:
-        try:
-            for old, reason in evicted:
-                await self._stop(old, reason)
-            await entry.server.start(on_progress)
+            await entry.server.start(self._load_progress(entry))
             entry.loaded_at = self._clock()
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(Exception):
                 await entry.server.stop()
-            async with self._cond:
-                self._forget(entry)
-                self._cond.notify_all()
-            raise
+            self._forget(entry)
+            if not isinstance(exc, asyncio.CancelledError):
+                for req in self._queue:  # what waited for this load learns why it failed
+                    if req.key == entry.key and not req.settled:
+                        req.future.set_exception(exc)
+            return
         finally:
             entry.start_task = None
-        async with self._cond:
-            self._cond.notify_all()
-        if not entry.busy and entry.waiters == 0:
+            self._kick()
+        if not entry.busy:
             self._schedule_idle(entry)
 
-    async def _stop(self, entry: PooledEngine, reason: str) -> None:
+    def _begin_stop(self, entry: PooledEngine, reason: str) -> None:
         entry.closing = True
         if entry.idle_timer is not None:
             entry.idle_timer.cancel()
             entry.idle_timer = None
+        entry.stop_task = asyncio.get_running_loop().create_task(self._stop(entry, reason),
+                                                                 name=f"strata-engine-stop-{entry.serial}")
+
+    async def _stop(self, entry: PooledEngine, reason: str) -> None:
         log.info("unloading %s: %s", entry.describe(), reason)
         try:
             await entry.server.stop()
         finally:
-            async with self._cond:
-                self._forget(entry)
-                self._cond.notify_all()
+            self._forget(entry)
             self.events.emit(EngineUnloaded(entry, reason))
+            self._kick()
 
     def _forget(self, entry: PooledEngine) -> None:
+        entry.closing = True
         if self._engines.get(entry.key) is entry:
             del self._engines[entry.key]
         if entry.idle_timer is not None:
             entry.idle_timer.cancel()
             entry.idle_timer = None
+        entry.expires_at = None
+        if entry.stopped is not None and not entry.stopped.done():
+            entry.stopped.set_result(None)
 
     def _schedule_idle(self, entry: PooledEngine) -> None:
         timeout = entry.keep_alive if entry.keep_alive is not None else self._idle_timeout()
@@ -623,16 +668,14 @@ class EnginePool:
     def _idle_expired(self, entry: PooledEngine) -> None:
         entry.idle_timer = None
         entry.expires_at = None
-        if entry.busy or entry.closing or self._engines.get(entry.key) is not entry:
-            return
-        idle = self._clock() - entry.last_used
-        asyncio.get_running_loop().create_task(
-            self._stop(entry, f"idle for {idle:.0f} s"), name=f"strata-engine-idle-{entry.serial}")
+        entry.expired = True
+        self._kick()
 
     def _on_state(self, entry: PooledEngine, state: ServerState, detail: str) -> None:
         self.events.emit(EngineStateChanged(entry, state, detail))
-        if state.is_terminal and not entry.closing and entry.start_task is None and not entry.busy:
-            self._forget(entry)  # died while idle: nothing is loaded any more
+        if state.is_terminal and not entry.closing and entry.start_task is None:
+            self._forget(entry)  # it died: nothing is loaded any more (its holders' jobs fail)
+            self._kick()
 
     # -- processes that serve no model (the RPC server lending this machine) ---------------------------------
     async def start_service(self, name: str, process: EngineProcess, start: Callable[[], Awaitable[None]]) -> None:
@@ -640,7 +683,7 @@ class EnginePool:
         by awaiting ``start``; it runs until :meth:`stop_service` or the pool closes."""
         await self.stop_service(name)
         if self._closed:
-            raise ServerBusyError(QT_TRANSLATE_NOOP("Core", "Strata is shutting its engines down."))
+            raise ServerBusyError(_CLOSING)
         self._services[name] = process
         try:
             await start()
@@ -661,21 +704,22 @@ class EnginePool:
 
     # -- letting go ----------------------------------------------------------------------------------
     async def unload(self, engine: PooledEngine, reason: str = "unloaded", *, wait: bool = True) -> bool:
-        """Stop ``engine`` once nobody holds it (at once when ``wait`` is False and it is idle).
+        """Stop ``engine`` once nobody holds it (no new lease is given on it meanwhile; requests
+        for it wait and load it again afterwards).
 
         Returns:
             False when it is in use and ``wait`` is False (nothing was done).
         """
-        cond = self._cond
-        async with cond:
-            while engine.busy or engine.start_task is not None:
-                if not wait:
-                    return False
-                await cond.wait()
-            if engine.closing or self._engines.get(engine.key) is not engine:
-                return True
-            engine.closing = True
-        await self._stop(engine, reason)
+        if self._engines.get(engine.key) is not engine:
+            await self._stopped(engine)
+            return True
+        if not wait and (engine.busy or engine.loading):
+            return False
+        if engine.unload_reason is None:
+            engine.unload_reason = reason
+        self._ensure_scheduler()
+        self._kick()
+        await self._stopped(engine)
         return True
 
     async def unload_model(self, model: Path, kind: EngineKind, reason: str = "unloaded") -> None:
@@ -686,13 +730,24 @@ class EnginePool:
 
     async def discard(self, engine: PooledEngine, reason: str) -> None:
         """Stop ``engine`` now, even in use (it failed: its holders' jobs fail or move on)."""
-        if engine.closing and self._engines.get(engine.key) is not engine:
+        if self._engines.get(engine.key) is not engine:
+            await self._stopped(engine)
             return
-        await self._stop(engine, reason)
+        if engine.doomed is None:
+            engine.doomed = reason
+        self._ensure_scheduler()
+        self._kick()
+        await self._stopped(engine)
+
+    @staticmethod
+    async def _stopped(engine: PooledEngine) -> None:
+        if engine.stopped is not None:
+            await asyncio.shield(engine.stopped)
 
     async def aclose(self) -> None:
         """Stop every engine (the app is closing). Safe twice."""
         self._closed = True
+        self._decide()  # every waiting request learns the pool closed
         for name in list(self._services):
             await self.stop_service(name)
         for entry in list(self._engines.values()):
@@ -700,7 +755,17 @@ class EnginePool:
                 entry.start_task.cancel()
                 with contextlib.suppress(BaseException):
                     await entry.start_task
-            await self._stop(entry, "Strata is closing")
+            if entry.stop_task is not None:
+                with contextlib.suppress(BaseException):
+                    await entry.stop_task
+            elif self._engines.get(entry.key) is entry:
+                entry.closing = True
+                await self._stop(entry, "Strata is closing")
+        task, self._scheduler = self._scheduler, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
 
     def kill_now(self) -> None:
         """Blocking kill of every engine tree (exit paths where the loop no longer runs)."""
@@ -709,3 +774,8 @@ class EnginePool:
             entry.server.kill_now()
         for process in self._services.values():
             process.kill_now()
+
+
+def _order(req: Request) -> tuple[int, int]:
+    return int(req.priority), req.seq
+

@@ -33,7 +33,8 @@ from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, Process
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
-from .pool import CrashAdvisor, EnginePool, FailedOver, Lease
+from .events import FailedOver
+from .pool import CrashAdvisor, EnginePool, Lease
 
 _NO_ENGINE = QT_TRANSLATE_NOOP("Core", "No engine to run the model.")
 _NO_ENGINE_HINT = QT_TRANSLATE_NOOP("Core", "Install an engine on the Engines page.")
@@ -72,6 +73,7 @@ async def run_along_plan(
     on_failover: Callable[[FailedOver], None] | None = None,
     on_progress: ProgressCallback | None = None,
     keep_alive: float | None = None,
+    exclusive: bool = False,
     died_grace: float = 2.0,
 ) -> Ran[T]:
     """Run ``job`` on the first engine of ``plan`` (from ``start``) that can do it.
@@ -84,14 +86,16 @@ async def run_along_plan(
         job: The work, given a lease on a ready engine; called again on the next engine after a
             failure (it must start afresh each time). Engine trouble must surface as
             :class:`ServerError`; any other exception ends the run as it is.
-        user: Who runs it ("chat", "images", "api"): the pool's events name it.
+        user: Who runs it ("chat", "images", "api"): the pool's events name it, and it sets the
+            request's priority.
         start: Index of the first engine to try (the chat stays on the engine it fell back to).
         may_fall_back: Whether an ending justifies the next engine (default: an engine fault).
         activity: What a ready engine was doing, for the sentence about a crash ("answering").
         advisor: Explains failures a reload fixes (default: the pool's, see :class:`CrashAdvisor`).
         on_failover: Told each move before the job is sent again.
-        on_progress: Load progress of engines this run starts.
+        on_progress: Load progress of its engines, and why it waits when it does.
         keep_alive: The lease's idle time-out (see :meth:`EnginePool.acquire`).
+        exclusive: Each lease holds its whole engine (see :meth:`EnginePool.acquire`).
         died_grace: Seconds to wait for the exit of an engine whose job failed (it is noticed a
             moment after the connection drops).
 
@@ -106,26 +110,16 @@ async def run_along_plan(
     """
     if not plan or start >= len(plan):
         raise ServerError(_NO_ENGINE, hint=_NO_ENGINE_HINT)
+    run = _PlanRun(pool, plan, model, user, may_fall_back, activity,
+                   advisor if advisor is not None else pool.advisor, on_failover, died_grace)
     index = start
-    advised = False
-    advisor = advisor if advisor is not None else pool.advisor
-
-    def move(failed: EngineSpec, nxt: EngineSpec, reason: str, details: str, during_job: bool) -> None:
-        event = FailedOver(user, model, failed, nxt, reason, details, during_job)
-        log.warning("%s", event.text)
-        if on_failover is not None:
-            on_failover(event)
-        pool.events.emit(event)
-
     while True:
         spec = plan[index]
-        nxt = plan[index + 1] if index + 1 < len(plan) else None
         try:
             lease = await pool.acquire(spec, model, settings(spec), user=user, keep_alive=keep_alive,
-                                       on_progress=on_progress)
+                                       exclusive=exclusive, on_progress=on_progress)
         except ProcessEnded as exc:
-            if nxt is not None and may_fall_back(exc.outcome):
-                move(spec, nxt, describe_outcome(exc.outcome), exc.outcome.details(), False)
+            if run.next_after_start_failure(index, exc):
                 index += 1
                 continue
             raise
@@ -134,34 +128,74 @@ async def run_along_plan(
             try:
                 value = await job(lease)
             except ServerError as exc:
-                server = lease.server
-                died = await _died(server, died_grace)
-                outcome = server.outcome if died else None
-                if not advised and advisor is not None:
-                    text = await advisor(outcome, model)
-                    if text:
-                        advised = True
-                        await pool.discard(lease.engine, "reloaded after a failure")
-                        move(spec, spec, text, outcome.details() if outcome else "", True)
-                        continue
-                if died or first:
-                    await pool.discard(lease.engine, "failed")
-                    blamed = outcome or Outcome(OutcomeKind.CRASHED, Phase.RUNNING, subject=server.subject)
-                    if nxt is not None and may_fall_back(blamed):
-                        if outcome is not None:
-                            reason = describe_outcome(outcome, activity=activity)
-                        else:
-                            reason = f"{spec.label} engine failed on the first request: {exc.message.rstrip('.')}."
-                        move(spec, nxt, reason, outcome.details() if outcome else (exc.details or ""), True)
-                        index += 1
-                        continue
-                if outcome is not None:
-                    raise ProcessEnded(outcome, message=describe_outcome(outcome, activity=activity)) from exc
-                raise
+                step = await run.after_job_failure(index, lease, first, exc)
+                if step is None:
+                    raise
+                index += step
+                continue
             lease.succeeded()
             return Ran(value, index, spec)
         finally:
             lease.release()
+
+
+class _PlanRun:
+    """What :func:`run_along_plan` decides after a failure: move on, reload, or give up."""
+
+    def __init__(self, pool: EnginePool, plan: Sequence[EngineSpec], model: Path, user: str,
+                 may_fall_back: Callable[[Outcome], bool], activity: str, advisor: CrashAdvisor | None,
+                 on_failover: Callable[[FailedOver], None] | None, died_grace: float) -> None:
+        self.pool, self.plan, self.model, self.user = pool, plan, model, user
+        self.may_fall_back, self.activity, self.advisor = may_fall_back, activity, advisor
+        self.on_failover, self.died_grace = on_failover, died_grace
+        self.advised = False
+
+    def _next(self, index: int) -> EngineSpec | None:
+        return self.plan[index + 1] if index + 1 < len(self.plan) else None
+
+    def move(self, failed: EngineSpec, nxt: EngineSpec, reason: str, details: str, during_job: bool) -> None:
+        event = FailedOver(self.user, self.model, failed, nxt, reason, details, during_job)
+        log.warning("%s", event.text)
+        if self.on_failover is not None:
+            self.on_failover(event)
+        self.pool.events.emit(event)
+
+    def next_after_start_failure(self, index: int, exc: ProcessEnded) -> bool:
+        """The engine at ``index`` did not start: True when the next one is tried (and said so)."""
+        nxt = self._next(index)
+        if nxt is None or not self.may_fall_back(exc.outcome):
+            return False
+        self.move(self.plan[index], nxt, describe_outcome(exc.outcome), exc.outcome.details(), False)
+        return True
+
+    async def after_job_failure(self, index: int, lease: Lease, first: bool, exc: ServerError) -> int | None:
+        """The job failed on the engine at ``index``: 0 to send it again there (reloaded), 1 to
+        move to the next engine, None to let the error through (a :class:`ProcessEnded` is raised
+        instead when the engine died)."""
+        spec, server = self.plan[index], lease.server
+        died = await _died(server, self.died_grace)
+        outcome = server.outcome if died else None
+        if not self.advised and self.advisor is not None:
+            text = await self.advisor(outcome, self.model)
+            if text:
+                self.advised = True
+                await self.pool.discard(lease.engine, "reloaded after a failure")
+                self.move(spec, spec, text, outcome.details() if outcome else "", True)
+                return 0
+        if died or first:
+            await self.pool.discard(lease.engine, "failed")
+            blamed = outcome or Outcome(OutcomeKind.CRASHED, Phase.RUNNING, subject=server.subject)
+            nxt = self._next(index)
+            if nxt is not None and self.may_fall_back(blamed):
+                if outcome is not None:
+                    reason = describe_outcome(outcome, activity=self.activity)
+                else:
+                    reason = f"{spec.label} engine failed on the first request: {exc.message.rstrip('.')}."
+                self.move(spec, nxt, reason, outcome.details() if outcome else (exc.details or ""), True)
+                return 1
+        if outcome is not None:
+            raise ProcessEnded(outcome, message=describe_outcome(outcome, activity=self.activity)) from exc
+        return None
 
 
 async def acquire_along_plan(
@@ -176,6 +210,7 @@ async def acquire_along_plan(
     on_progress: ProgressCallback | None = None,
     keep_alive: float | None = None,
     wait: bool = True,
+    wait_limit: float | None = None,
 ) -> Lease:
     """Borrow the first engine of ``plan`` that starts (the start half of :func:`run_along_plan`),
     for work the caller runs itself while it holds the lease (a request of the local API, whose
@@ -184,7 +219,7 @@ async def acquire_along_plan(
     Raises:
         ServerError: No engine in the plan.
         ProcessEnded: The last engine tried could not start, and no other may take over.
-        ServerBusyError: ``wait`` is False and the pool has no room now.
+        ServerBusyError: ``wait`` is False and the pool has no room now, or it waited past ``wait_limit``.
     """
     if not plan:
         raise ServerError(_NO_ENGINE, hint=_NO_ENGINE_HINT)
@@ -192,7 +227,7 @@ async def acquire_along_plan(
         nxt = plan[index + 1] if index + 1 < len(plan) else None
         try:
             return await pool.acquire(spec, model, settings(spec), user=user, keep_alive=keep_alive, wait=wait,
-                                      on_progress=on_progress)
+                                      wait_limit=wait_limit, on_progress=on_progress)
         except ProcessEnded as exc:
             if nxt is None or not may_fall_back(exc.outcome):
                 raise

@@ -76,6 +76,9 @@ class EngineKind:
         takes_key: The server can require an API key: Strata starts it with a random one of its
             own (:class:`~strata_gui.core.runtime.supervisor.ServerSupervisor`), so other programs
             on the computer cannot use it. sd-server has no such option.
+        parallel_slots: The server decodes several requests at once in parallel slots (llama-server's
+            ``-np`` with continuous batching), so the pool lends it to ``settings.parallel`` users
+            together; else it takes one job at a time.
     """
 
     name: str
@@ -96,6 +99,7 @@ class EngineKind:
     hub_search: tuple[tuple[str, str], ...] = (("filter", "gguf"),)
     scrub_env: EnvironmentFilter = field(default=dict)
     takes_key: bool = False
+    parallel_slots: bool = False
 
     def executable(self, folder: Path, *, windows: bool | None = None) -> Path:
         """The server inside ``folder`` (``.exe`` on Windows)."""
@@ -156,7 +160,7 @@ def llama_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
     ``--agent``, ``--mcp-servers-config``: :func:`without_agent_tools`): they run with the engine's
     rights and ask nobody."""
     cmd = [str(engine.server_path), "-m", str(model), "--host", settings.host, "--port", str(port),
-           "-c", str(max(0, settings.ctx_size))]
+           "-c", str(max(0, settings.ctx_size) * max(1, settings.parallel))]
     if engine.backend != "cpu":
         if settings.gpu_layers == "all":
             cmd += ["-ngl", "999"]
@@ -167,7 +171,7 @@ def llama_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
     if settings.threads > 0:
         cmd += ["-t", str(settings.threads)]
     if settings.parallel > 0:
-        cmd += ["-np", str(settings.parallel)]
+        cmd += ["-np", str(settings.parallel)]  # with "-c" the slots' total (see llama_env)
     if settings.jinja:
         cmd.append("--jinja")
         if not settings.chat_parsing:
@@ -231,6 +235,11 @@ def llama_env(settings: ServerSettings) -> dict[str, str]:
     env.update({"LLAMA_ARG_CORS_ORIGINS": "localhost", "LLAMA_ARG_CORS_CREDENTIALS": "0"})
     if not settings.mmap:
         env.update({"LLAMA_ARG_MMAP": "0", "LLAMA_ARG_LOAD_MODE": "none"})
+    if settings.parallel > 1 and settings.ctx_size > 0:
+        # Several slots share one KV buffer of parallel × ctx cells (continuous batching across
+        # them), each capped at the context a request is given. Builds without these options
+        # split "-c" evenly between the slots instead: the same context per request.
+        env.update({"LLAMA_ARG_KV_UNIFIED": "1", "LLAMA_ARG_KV_UNIFIED_PER_SLOT": str(settings.ctx_size)})
     if settings.draft_model:
         env["LLAMA_ARG_SPEC_TYPE"] = "draft-simple"
         if settings.draft_max > 0:
@@ -246,6 +255,7 @@ TEXT = EngineKind(
     ready_path="/health", command=llama_command, environment=llama_env, scrub_env=without_agent_tools_env,
     # (rerank needs an engine started with --reranking: a kind of its own when a model needs it)
     apis=frozenset({OPENAI_CHAT, ANTHROPIC, RESPONSES}), follows_choices=True, kv_cache=True, takes_key=True,
+    parallel_slots=True,
 )
 IMAGE = EngineKind(
     name="image", label="image", builds="image", binary="sd-server", project="stable-diffusion.cpp",
@@ -261,6 +271,7 @@ EMBEDDING = EngineKind(
     lists_devices=True, ready_path="/health", command=embedding_command, environment=llama_env,
     scrub_env=without_agent_tools_env,
     apis=frozenset({EMBEDDINGS}), subject=QT_TRANSLATE_NOOP("Core", "{engine} embedding engine"), kv_cache=True, takes_key=True,
+    parallel_slots=True,
     hub_search=(("filter", "gguf"), ("pipeline_tag", "feature-extraction")),
 )
 KINDS: tuple[EngineKind, ...] = (TEXT, IMAGE, EMBEDDING)

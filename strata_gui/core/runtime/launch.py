@@ -41,7 +41,7 @@ class ServerSettings:
     gpu_layers: str = "all"
     flash_attention: str = "auto"
     threads: int = 0
-    parallel: int = 1
+    parallel: int = 1  # requests served at once; ``ctx_size`` is each one's (the cache holds both's product)
     jinja: bool = True
     metrics: bool = True
     api_key: str = ""

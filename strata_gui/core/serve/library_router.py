@@ -56,12 +56,16 @@ class LibraryRouter:
         plans: The resolver's engines for a model and kind.
         launch: Launch settings for a model and kind (the chat's load options for chat models).
         max_waiting: Requests that may wait for an engine at once; more are answered "busy" (503).
+        wait_limit: Seconds a request may wait for a slot or an engine before it is answered "busy"
+            (503 with Retry-After; read per request, so a settings change applies to the next one).
         clock: Monotonic clock (idle times).
     """
 
     def __init__(self, pool: EnginePool, library: Library, plans: Plans, launch: Launch, *,
-                 max_waiting: int = 32, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_waiting: int = 32, wait_limit: Callable[[], float | None] = lambda: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.pool = pool
+        self._wait_limit = wait_limit
         self._library = library
         self._plans = plans
         self._launch = launch
@@ -141,7 +145,7 @@ class LibraryRouter:
         self._waiting += 1
         try:
             lease = await acquire_along_plan(self.pool, plan, served.path, lambda _spec: settings, user=USER,
-                                             keep_alive=keep_alive)
+                                             keep_alive=keep_alive, wait_limit=self._wait_limit())
         finally:
             self._waiting -= 1
         try:

@@ -35,7 +35,7 @@ from typing import Any
 
 from aiohttp import web
 
-from strata_gui.core.pool.pool import LONGEST_IDLE_S
+from strata_gui.core.pool.engine import LONGEST_IDLE_S
 from strata_gui.core.serve.router import (
     API_EMBEDDINGS,
     API_OPENAI,
