@@ -110,7 +110,7 @@ def test_ten_requests_during_a_load_start_the_engine_once_and_share_its_slots_in
         # A slot given back goes to the next in line, not to whoever asks later.
         late = asyncio.create_task(pool.acquire(spec, test_model, slots4, user="late"))
         leases[0].release()
-        await until(lambda: tasks[4].done(), 10)
+        await asyncio.wait([tasks[4]], timeout=10)
         assert not any(t.done() for t in tasks[5:]) and not late.done()
         for lease in [*leases[1:], tasks[4].result()]:
             lease.release()

@@ -144,17 +144,34 @@ class Lease:
 
 
 class _Pass:
-    """What one scheduling pass has learnt so far, going through the queue in order: engines an
-    earlier request waits for (a later one does not jump ahead of it), memory groups where an
-    earlier request waits for room (a later one does not take it first), and the requests waiting
-    on each engine."""
+    """What one scheduling pass has learnt so far, going through the queue in order.
 
-    def __init__(self, wanted: set[EngineKey]) -> None:
-        self.wanted = wanted
-        self.blocked_keys: set[EngineKey] = set()
-        self.blocked_groups: dict[str, str] = {}
-        self.draining: dict[EngineKey, str] = {}  # no new lease: an earlier request needs them gone
+    Precedence is the pass's order (priority, then arrival) for slots and room, but an engine a
+    request that *arrived earlier* wants is never unloaded for a later one (else a just-loaded
+    engine is swapped out before the request it was loaded for gets it), and a request that waits
+    for engines to be let go drains them for requests that arrived after it (else a stream of those
+    keeps them for ever).
+    """
+
+    def __init__(self, queue: list[Request], turn: Request | None) -> None:
+        self.queue = queue
+        self.turn = turn
+        self.blocked_keys: set[EngineKey] = set()  # an earlier request waits for a slot of these
+        self.blocked_groups: dict[str, str] = {}  # an earlier request waits for room in these
+        self.draining: dict[EngineKey, tuple[int, str]] = {}  # (the drainer's arrival, why)
         self.queued: Counter[EngineKey] = Counter()
+
+    def protected(self, req: Request) -> set[EngineKey]:
+        """Engines wanted by requests that arrived before ``req``; not those of requests waiting
+        for another user's turn of the whole pool, which may need that memory meanwhile."""
+        return {r.key for r in self.queue
+                if r.seq < req.seq and r.key is not None and r.target is None and not r.settled
+                and (self.turn is None or self.turn.user == r.user)}
+
+    def drained(self, req: Request, key: EngineKey) -> str | None:
+        """Why ``req`` may not take a slot of ``key`` now (an earlier request needs it let go)."""
+        drainer = self.draining.get(key)
+        return drainer[1] if drainer is not None and req.seq > drainer[0] else None
 
 
 class EnginePool:
@@ -347,13 +364,8 @@ class EnginePool:
             self._queue.clear()
             return
         self._queue = [r for r in self._queue if not r.settled]
-        # Engines a queued request will use (never unloaded for room): not those of requests that
-        # wait for another user's turn of the whole pool, which may need their memory meanwhile.
-        turn = self._turn
-        wanted = {r.key for r in self._queue
-                  if r.key is not None and r.target is None and (turn is None or turn.user == r.user)}
-        self._reap(wanted)
-        state = _Pass(wanted)
+        self._reap({r.key for r in self._queue if r.key is not None})
+        state = _Pass(list(self._queue), self._turn)
         for req in sorted(self._queue, key=_order):
             try:
                 self._consider(req, state)
@@ -406,8 +418,9 @@ class EnginePool:
 
     def _consider_slot(self, req: Request, engine: PooledEngine, state: _Pass) -> None:
         key = engine.key
-        if key in state.draining:
-            self._wait(req, state.draining[key])
+        drained = state.drained(req, key)
+        if drained is not None:
+            self._wait(req, drained)
             return
         free = engine.leases == 0 if req.exclusive else engine.free_slots > 0
         if free and key not in state.blocked_keys and engine.ready:
@@ -454,7 +467,8 @@ class EnginePool:
         """No engine for the request's key: replace, make room and start, or say why it waits."""
         assert req.key is not None and req.spec is not None and req.model is not None and req.settings is not None
         same = [e for e in self._engines.values() if e.key.model_slot == req.key.model_slot]
-        in_use = [e for e in same if e.busy or e.loading or e.key in state.wanted or e.closing]
+        protected = state.protected(req)
+        in_use = [e for e in same if e.busy or e.loading or e.key in protected or e.closing]
         if in_use:
             users = ", ".join(sorted({u for e in in_use for u in e.holders})) or QT_TRANSLATE_NOOP("Core", "a start")
             reason = T(QT_TRANSLATE_NOOP("Core", "{model} is loaded with other settings and in use by the {users}; "
@@ -466,10 +480,10 @@ class EnginePool:
         if group in state.blocked_groups:
             self._wait(req, state.blocked_groups[group])
             return
-        victims, settle, blocked = self._room_for(req, same, state)
+        victims, settle, blocked = self._room_for(req, same, protected)
         if blocked is not None:
             state.blocked_groups[group] = blocked
-            self._drain([e for e in self._engines.values() if e.group == group and e.busy], req, state)
+            self._drain([e for e in self._engines.values() if e.group == group and not e.closing], req, state)
             self._wait(req, blocked)
             return
         for e in victims:
@@ -489,9 +503,9 @@ class EnginePool:
         assert req.model is not None
         reason = T(QT_TRANSLATE_NOOP("Core", "Waiting: a request for {model} goes first"), model=req.model.name)
         for e in engines:
-            state.draining.setdefault(e.key, reason)
+            state.draining.setdefault(e.key, (req.seq, reason))
 
-    def _room_for(self, req: Request, same: list[PooledEngine], state: _Pass
+    def _room_for(self, req: Request, same: list[PooledEngine], protected: set[EngineKey]
                   ) -> tuple[list[PooledEngine], bool, str | None]:
         """What the request's engine needs first: the engines to unload (the same model's idle
         engine, then the least recently used idle ones until it fits), whether engines already
@@ -507,7 +521,7 @@ class EnginePool:
         staying = [e for e in self._engines.values() if e.group == group and e not in victims]
         used = sum(e.memory_bytes() for e in staying)  # engines being stopped still hold theirs
         going = sum(e.memory_bytes() for e in staying if e.closing)
-        idle = sorted((e for e in staying if not (e.busy or e.loading or e.closing or e.key in state.wanted)),
+        idle = sorted((e for e in staying if not (e.busy or e.loading or e.closing or e.key in protected)),
                       key=lambda e: e.last_used)
         while used - going + need > budget and idle:
             victim = idle.pop(0)
@@ -520,7 +534,7 @@ class EnginePool:
         users = sorted({u for e in holding for u in e.holders}
                        | ({QT_TRANSLATE_NOOP("Core", "another start")} if any(e.loading for e in holding) else set())
                        | ({QT_TRANSLATE_NOOP("Core", "a request that waits")}
-                          if any(e.key in state.wanted and not e.busy for e in holding) else set()))
+                          if any(e.key in protected and not e.busy for e in holding) else set()))
         return [], False, T(QT_TRANSLATE_NOOP("Core", "Waiting for memory: {engine} needs about {need} and the "
                                                       "engines in use by the {users} hold {used} of {budget}."),
                             engine=req.spec.label, need=format_bytes(need), users=", ".join(users) or "—",
