@@ -17,11 +17,11 @@ import pytest
 from strata_gui.cli import run_command
 from strata_gui.core.errors import GGUFError, ImageError, ServerError
 from strata_gui.core.models import gguf_meta
+from strata_gui.core.models.draft import read_vocabulary
 from strata_gui.core.models.gguf_meta import (
     HeaderParser,
     parse_prefix,
     read_header,
-    read_prefix_file,
     read_string_field,
 )
 from strata_gui.core.models.library import ModelLibrary
@@ -82,12 +82,21 @@ def hostile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
+def _feed_in_pieces(data: bytes, piece: int) -> Any:
+    parser = HeaderParser(digest=("tokenizer.ggml.tokens", "x.s", "x.big", "x.nested"))
+    for i in range(0, len(data), piece):
+        if parser.feed(data[i:i + piece]) is not None:
+            break
+    return parser.result
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_every_reader_refuses_a_crafted_header_with_a_gguf_error(name: str, hostile_dir: Path) -> None:
     data, reason = HOSTILE[name]
     path = hostile_dir / f"{name}.gguf"
-    readers: list[Callable[[], Any]] = [lambda: read_header(path), lambda: read_prefix_file(path),
-                                        lambda: parse_prefix(data), lambda: HeaderParser().feed(data)]
+    readers: list[Callable[[], Any]] = [lambda: read_header(path), lambda: read_vocabulary(path),
+                                        lambda: parse_prefix(data), lambda: HeaderParser().feed(data),
+                                        lambda: _feed_in_pieces(data, 4096)]
     for read in readers:
         with pytest.raises(GGUFError, match=reason) as info:
             read()
@@ -145,8 +154,7 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
     """open() of a FIFO blocks until a writer comes: the readers check the file type first."""
     fifo = tmp_path / "pipe.gguf"
     os.mkfifo(fifo)
-    for read in (read_header, read_prefix_file, lambda p: read_string_field(p, "general.name"),
-                 gguf_meta.read_local):
+    for read in (read_header, read_vocabulary, lambda p: read_string_field(p, "general.name")):
         with pytest.raises(GGUFError, match=r"pipe\.gguf is a named pipe \(FIFO\), not a regular file"):
             read(fifo)
     with pytest.raises(GGUFError, match="folder"):

@@ -74,7 +74,16 @@ def test_unused_qt_modules_are_excluded_and_used_ones_are_not(spec: SimpleNamesp
         used |= set(re.findall(r"\bPySide6\.(Qt\w+)", source.read_text(encoding="utf-8")))
     used |= {"QtCharts", "QtSvg", "QtWidgets", "QtGui", "QtCore"}
     assert not {f"PySide6.{m}" for m in used} & excluded
-    assert "numpy" not in excluded  # gguf reads tensors with it
+
+
+def test_test_only_libraries_stay_out_of_the_bundle(spec: SimpleNamespace) -> None:
+    """gguf and numpy write the tests' model files; the app reads GGUF headers with its own parser,
+    so neither is imported anywhere in strata_gui, and the bundle leaves both out."""
+    assert {"gguf", "numpy"} <= set(spec.EXCLUDES)
+    imports = re.compile(r"^\s*(?:import|from)\s+(gguf|numpy)\b", re.MULTILINE)
+    users = [str(source.relative_to(ROOT)) for source in (ROOT / "strata_gui").rglob("*.py")
+             if imports.search(source.read_text(encoding="utf-8"))]
+    assert users == []
 
 
 def _plugin_dest(path: Path) -> str:

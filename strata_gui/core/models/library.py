@@ -19,9 +19,8 @@ from strata_gui.core.errors import GGUFError, ModelError, StorageError
 from strata_gui.core.models.gguf_meta import (
     SPLIT_RE,
     GGUFMetadata,
-    check_complete,
     format_params,
-    read_prefix_file,
+    read_header,
 )
 from strata_gui.core.models.image_models import ImageModelParts, image_parts, model_parts
 from strata_gui.core.models.projector import is_projector, projector_rank
@@ -149,9 +148,7 @@ def describe_model(path: Path, source: str, repo_id: str | None = None) -> Libra
         for f in files:
             if f.name in missing:
                 continue
-            meta = read_prefix_file(f)
-            check_complete(meta, _size(f), f.name)
-            metas.append(meta)
+            metas.append(read_header(f))
         if missing:
             raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "Split model is missing {missing} of {total} parts: "
                                                         "{names}."),
