@@ -623,8 +623,12 @@ def parse_prefix(data: bytes | memoryview) -> GGUFMetadata:
 
 
 def check_complete(meta: GGUFMetadata, size: int, label: str) -> None:
-    """Raise GGUFError when a file of ``size`` bytes is shorter than its header says."""
-    if meta.required_size > size:
+    """Raise GGUFError when a file of ``size`` bytes is shorter than its header says.
+
+    A file without tensors (llama.cpp's vocabulary-only ``ggml-vocab-*.gguf``) ends with its
+    header: it needs no padding up to the data offset, and the parser saw all of it.
+    """
+    if meta.tensors and meta.required_size > size:
         raise GGUFError(
             T(_INCOMPLETE, file=label, size=size, required=meta.required_size),
             hint=_DOWNLOAD_STOPPED,
