@@ -36,6 +36,7 @@ from strata_gui.core.errors import (
     StorageError,
     StrataError,
 )
+from strata_gui.core.models.hub_cache import repo_folder
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
 from strata_gui.core.models.hub_files import (
     QuantEntry,
@@ -56,11 +57,6 @@ SPACE_MARGIN = 200 * 1024 * 1024
 _CHECK_ENDPOINT = QT_TRANSLATE_NOOP("Core", "Check the hub endpoint in Settings.")
 _RESUME_HINT = QT_TRANSLATE_NOOP("Core", "Resume the download; it continues where it stopped.")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-
-
-def repo_folder(cache_dir: Path, repo_id: str) -> Path:
-    """``models--org--name`` as huggingface_hub names repo folders in its cache."""
-    return cache_dir / ("models--" + repo_id.replace("/", "--"))
 
 
 class DownloadState(enum.StrEnum):

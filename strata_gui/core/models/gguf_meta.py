@@ -33,7 +33,8 @@ _ONLY_GGUF = QT_TRANSLATE_NOOP("Core", "Only .gguf model files can be used; conv
                                        "version.")
 _NOT_GGUF_NAMED = QT_TRANSLATE_NOOP("Core", "{file} is not a GGUF file (it starts with {magic}, not "
                                             "b'GGUF').")
-_DAMAGED = QT_TRANSLATE_NOOP("Core", "{file} is damaged or incomplete: {reason}")
+# A header the parser refused, named: "nested.gguf: Corrupt GGUF header: an array of arrays ..."
+_REFUSED = QT_TRANSLATE_NOOP("Core", "{file}: {reason}")
 _DOWNLOAD_AGAIN = QT_TRANSLATE_NOOP("Core", "Download the file again.")
 _INCOMPLETE = QT_TRANSLATE_NOOP("Core", "{file} is incomplete: {size} bytes of the {required} its header "
                                         "describes.")
@@ -666,7 +667,7 @@ def _mapped(path: Path, only_key: str | None, digest: Collection[str] = ()) -> t
                         failure = GGUFError(T(_NOT_GGUF_NAMED, file=path.name,
                                               magic=exc.message.args["magic"]), hint=exc.hint)
                     else:
-                        failure = GGUFError(T(_DAMAGED, file=path.name, reason=exc.message), hint=exc.hint)
+                        failure = GGUFError(T(_REFUSED, file=path.name, reason=exc.message), hint=exc.hint)
                 finally:
                     view.release()
             if failure is not None:
