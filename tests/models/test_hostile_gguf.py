@@ -4,6 +4,7 @@ breaks the listing (``models list``, ``models inspect``)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -135,14 +136,19 @@ def test_the_parser_gives_one_answer_however_the_bytes_arrive(test_model: Path) 
     # A header of several MB whose long string array is skipped across the pieces' edges (the
     # parser drops what it consumed while it waits inside a string).
     tokens = [b"tok%07d" % i for i in range(400_000)]
+    tokens[200_000] = b"x" * 5_000_000  # one string longer than several pieces
     big = _gguf([ARCH, _str("tokenizer.ggml.tokens") + struct.pack("<IIQ", _ARRAY, _STRING, len(tokens))
                  + b"".join(_str(t) for t in tokens), _kv("general.name", _STRING, _str("after"))])
+    # The token list's digest, taken while it is skipped, sees every byte even when the parser
+    # drops what it consumed between pieces, also while it waits inside the long string.
+    digest = hashlib.sha256(b"".join(_str(t) for t in tokens)).hexdigest()
     for piece in ((1 << 20) + 7, 3_000_001, len(big)):
-        fed = HeaderParser()
-        for i in range(0, len(big), piece):
-            fed.feed(big[i:i + piece])
-        assert fed.result is not None and fed.result.name == "after", piece
-        assert fed.result.get("tokenizer.ggml.tokens") == gguf_meta.LongArray(_STRING, len(tokens))
+        for fed in (HeaderParser(), HeaderParser(digest=("tokenizer.ggml.tokens",))):
+            for i in range(0, len(big), piece):
+                fed.feed(big[i:i + piece])
+            assert fed.result is not None and fed.result.name == "after", piece
+            assert fed.result.get("tokenizer.ggml.tokens") == gguf_meta.LongArray(_STRING, len(tokens))
+        assert fed.result.digests == {"tokenizer.ggml.tokens": digest}, piece
     small = HeaderParser(limit=100_000)
     with pytest.raises(GGUFError, match=r"larger than 100000 bytes|array claims 32000 items"):
         for i in range(0, len(data), 1 << 16):

@@ -402,10 +402,11 @@ class HubCacheDownloader:
                 plan.done = True
                 plan.have = resolved.size
             else:
+                fetching = self._fetch_job(plan)
                 try:
-                    plan.have = partial_size(self._fetch_job(plan))
+                    plan.have = partial_size(fetching)
                 except OSError as exc:
-                    raise _HubFetchErrors(self).storage(exc, self._fetch_job(plan)) from exc
+                    raise _HubFetchErrors(self).storage(exc, fetching) from exc
             plans.append(plan)
         total = sum(p.resolved.size for p in plans)
         have = sum(p.have for p in plans)
