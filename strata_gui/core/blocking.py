@@ -1,5 +1,5 @@
 """The one way core code leaves the event loop for blocking work (file I/O, hashing, subprocess
-waits, huggingface_hub's sync calls, psutil scans, WMI/PDH).
+waits, psutil scans, WMI/PDH).
 
 - :func:`run_blocking` runs one call on its own short-lived thread. It is used instead of the
   loop's default executor so no idle pool threads outlive the work (the test suite fails on

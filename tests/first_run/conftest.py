@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from strata_gui.app import AppUi, Pages, UiHooks, compose
 from strata_gui.core.app_services import AppServices, build_app_services
-from strata_gui.core.models.gguf_meta import read_local
+from strata_gui.core.models.gguf_meta import read_header
 from strata_gui.core.models.starters import StarterModel, parse_starters
 from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
@@ -76,7 +76,7 @@ def hub(test_model: Path) -> Iterator[RunningHub]:
 @pytest.fixture(scope="session")
 def test_starter(test_model: Path) -> StarterModel:
     """A starter entry for the test GGUF, with the shape read from its real header."""
-    meta = read_local(test_model)
+    meta = read_header(test_model)
     entry = {
         "id": "strata-test-llama", "name": "Strata Test Llama", "repo": TEST_REPO, "file": TEST_FILE,
         "quant": "Q4_K_M", "size": test_model.stat().st_size, "license": "mit",

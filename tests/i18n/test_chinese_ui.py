@@ -543,13 +543,13 @@ def test_model_file_and_network_errors_read_in_chinese(chinese: str, tmp_path) -
     import httpx
 
     from strata_gui.core.errors import StrataError, network_error
-    from strata_gui.core.models.gguf_meta import read_local
+    from strata_gui.core.models.gguf_meta import read_header
     from strata_gui.ui.i18n import error_text
 
     fake = tmp_path / "notes.gguf"
     fake.write_bytes(b"PK\x03\x04" + bytes(64))
     with pytest.raises(StrataError) as info:
-        read_local(fake)
+        read_header(fake)
     english = info.value.message
     assert "is not a GGUF file (it starts with b'PK\\x03\\x04', not b'GGUF')" in english
     shown = error_text(info.value)

@@ -19,7 +19,7 @@ from strata_gui.core.models.chat_template import (
     read_chat_template,
     template_capabilities,
 )
-from tests.support import gguf_model
+from tests.support import gguf_model, gguf_reference
 
 THINK = ("<think>", "</think>")
 HARMONY = ("<|channel|>analysis<|message|>", "<|end|>")
@@ -339,7 +339,7 @@ def test_tools_and_tool_calls() -> None:
 
 def test_the_template_is_read_from_a_gguf_header(test_model: Path) -> None:
     assert read_chat_template(test_model) == gguf_model.CHATML_TEMPLATE
-    assert gguf_meta.read_local(test_model).chat_template == gguf_model.CHATML_TEMPLATE
+    assert gguf_reference.read_local(test_model).chat_template == gguf_model.CHATML_TEMPLATE
 
 
 def test_a_bpe_model_s_template_is_read_past_its_vocabulary(tmp_path: Path) -> None:

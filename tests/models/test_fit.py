@@ -20,7 +20,7 @@ from strata_gui.core.models.fit import (
     default_pick,
     estimate_fit,
 )
-from strata_gui.core.models.gguf_meta import read_local
+from strata_gui.core.models.gguf_meta import read_header
 from tests.support.engines import TestEngines, free_port
 
 KV_LINE = re.compile(r"KV buffer size\s*=\s*([0-9.]+)\s*MiB")
@@ -55,7 +55,7 @@ def _reported_kv_mib(exe: Path, model: Path, n_ctx: int, log: Path) -> float:
 def test_kv_cache_estimate_matches_what_llama_server_allocates(
     test_engines: TestEngines, test_model: Path, tmp_path: Path
 ) -> None:
-    shape = ModelShape.from_metadata(read_local(test_model), test_model.stat().st_size)
+    shape = ModelShape.from_metadata(read_header(test_model), test_model.stat().st_size)
     for n_ctx in (512, 2048, 4096):
         reported = _reported_kv_mib(test_engines.cpu_server, test_model, n_ctx, tmp_path / f"kv-{n_ctx}.log")
         assert shape.kv_bytes(n_ctx) / MIB == pytest.approx(reported, abs=0.01), n_ctx

@@ -1,4 +1,5 @@
-"""GGUF header reading: local (gguf.GGUFReader) vs the streaming prefix parser vs a ranged remote read."""
+"""GGUF header reading: Strata's streaming parser (local, fed in pieces, ranged remote reads) vs the
+reference, gguf.GGUFReader."""
 
 from __future__ import annotations
 
@@ -12,13 +13,27 @@ import pytest
 from strata_gui.core.errors import GGUFError, HubError
 from strata_gui.core.models import gguf_meta
 from strata_gui.core.models.gguf_meta import (
+    HeaderParser,
     LongArray,
     parse_prefix,
     quant_from_filename,
-    read_local,
-    read_prefix_file,
+    read_header,
 )
 from strata_gui.core.models.remote_header import read_remote_header
+from tests.support.gguf_reference import read_local, vocabulary_digest
+
+TOKENS = "tokenizer.ggml.tokens"
+
+
+def _fed_in_pieces(path: Path, piece: int = 2 * 1024 * 1024, **kwargs: Any) -> gguf_meta.GGUFMetadata:
+    """The header as a remote read gets it: one parser fed ``piece`` bytes at a time."""
+    parser = HeaderParser(**kwargs)
+    with open(path, "rb") as fh:
+        while (data := fh.read(piece)):
+            if parser.feed(data) is not None:
+                break
+    assert parser.result is not None, path.name
+    return parser.result
 
 
 def _remote(url: str, chunk: int = 2 * 1024 * 1024) -> tuple[gguf_meta.GGUFMetadata, int | None]:
@@ -45,7 +60,7 @@ def test_local_read_describes_the_test_model(test_model: Path) -> None:
 
 def test_prefix_parser_equals_gguf_reader(test_model: Path, split_model: list[Path]) -> None:
     for path in [test_model, *split_model]:
-        assert read_prefix_file(path) == read_local(path), path.name
+        assert _fed_in_pieces(path) == read_local(path), path.name
 
 
 def test_prefix_parser_asks_for_more_bytes(test_model: Path) -> None:
@@ -91,7 +106,7 @@ def test_truncated_and_foreign_files_are_rejected_with_the_reason(broken_models:
     short = tmp_path / "header-only.gguf"
     short.write_bytes(broken_models["truncated"].read_bytes()[:5000])
     with pytest.raises(GGUFError, match="ends inside its header"):
-        read_prefix_file(short)
+        read_header(short)
 
 
 @pytest.mark.parametrize(
@@ -114,7 +129,6 @@ def test_the_fast_local_read_equals_gguf_reader(test_model: Path, split_model: l
                                                 broken_models: dict[str, Path], tmp_path: Path) -> None:
     """read_header (in place, long arrays skipped) gives what GGUFReader gives, and refuses the same files.
     Gemma's 262k-token vocabulary with its merges is the case it exists for (GGUFReader: ~20 s here)."""
-    from strata_gui.core.models.gguf_meta import read_header
     from tests.support import template_zoo as zoo
 
     gemma = zoo.zoo_model("google-gemma-2-2b-it").ensure()
@@ -152,3 +166,52 @@ def test_sizing_a_model_leaves_numpy_unloaded(test_model: Path) -> None:
             "print(sorted(m for m in ('gguf', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_vocabulary_digest_is_the_token_list_gguf_reads(test_model: Path) -> None:
+    """``digest=`` hashes the token list while the parser skips it: the digest of the tokens
+    GGUFReader decodes, however the bytes arrive (a piece may end inside a token), and only
+    for the keys asked for."""
+    expected = vocabulary_digest(test_model)
+    assert read_header(test_model, digest=(TOKENS,)).digests == {TOKENS: expected}
+    for piece in (997, 64 * 1024 + 3, 2 * 1024 * 1024):
+        assert _fed_in_pieces(test_model, piece, digest=(TOKENS,)).digests == {TOKENS: expected}, piece
+    assert read_header(test_model).digests == {}
+    # Another real vocabulary (GPT-2's 50,257 BPE tokens) has another digest.
+    from tests.support.gguf_model import vocab_path
+
+    gpt2 = read_header(vocab_path("gpt-2"), digest=(TOKENS,))
+    assert gpt2.get(TOKENS) == LongArray(8, 50257) and gpt2.digests[TOKENS] != expected
+
+
+def test_a_short_token_list_is_kept_and_hashed_the_same_way(tmp_path: Path) -> None:
+    """A list short enough to be kept (decoded) is hashed as its stored bytes too; tokens cut at
+    another place ("ab", "c" vs "a", "bc") are another vocabulary."""
+    import hashlib
+    import struct
+
+    def header(tokens: list[bytes]) -> bytes:
+        def s(raw: bytes) -> bytes:
+            return struct.pack("<Q", len(raw)) + raw
+        kvs = [s(b"general.architecture") + struct.pack("<I", 8) + s(b"llama"),
+               s(TOKENS.encode()) + struct.pack("<IIQ", 9, 8, len(tokens)) + b"".join(s(t) for t in tokens)]
+        data = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs)
+        return data + b"\0" * (-len(data) % 32)
+
+    def digest_of(tokens: list[bytes]) -> str:
+        path = tmp_path / "vocab.gguf"
+        path.write_bytes(header(tokens))
+        meta = read_header(path, digest=(TOKENS,))
+        assert meta.get(TOKENS) == [t.decode() for t in tokens]
+        return meta.digests[TOKENS]
+
+    tokens = [b"ab", b"c", "\u00e9".encode()]
+    assert digest_of(tokens) == hashlib.sha256(b"".join(struct.pack("<Q", len(t)) + t for t in tokens)).hexdigest()
+    assert digest_of([b"ab", b"c"]) != digest_of([b"a", b"bc"])
+    # Past MAX_KEPT_ARRAY the list is skipped, not kept: the same rule, the same digest.
+    many = [b"t%d" % i for i in range(gguf_meta.MAX_KEPT_ARRAY + 1)]
+    path = tmp_path / "many.gguf"
+    path.write_bytes(header(many))
+    meta = read_header(path, digest=(TOKENS,))
+    assert meta.get(TOKENS) == LongArray(8, len(many))
+    assert meta.digests[TOKENS] == hashlib.sha256(b"".join(struct.pack("<Q", len(t)) + t for t in many)).hexdigest()

@@ -4,6 +4,7 @@ breaks the listing (``models list``, ``models inspect``)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -17,11 +18,11 @@ import pytest
 from strata_gui.cli import run_command
 from strata_gui.core.errors import GGUFError, ImageError, ServerError
 from strata_gui.core.models import gguf_meta
+from strata_gui.core.models.draft import read_vocabulary
 from strata_gui.core.models.gguf_meta import (
     HeaderParser,
     parse_prefix,
     read_header,
-    read_prefix_file,
     read_string_field,
 )
 from strata_gui.core.models.library import ModelLibrary
@@ -82,12 +83,21 @@ def hostile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
+def _feed_in_pieces(data: bytes, piece: int) -> Any:
+    parser = HeaderParser(digest=("tokenizer.ggml.tokens", "x.s", "x.big", "x.nested"))
+    for i in range(0, len(data), piece):
+        if parser.feed(data[i:i + piece]) is not None:
+            break
+    return parser.result
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_every_reader_refuses_a_crafted_header_with_a_gguf_error(name: str, hostile_dir: Path) -> None:
     data, reason = HOSTILE[name]
     path = hostile_dir / f"{name}.gguf"
-    readers: list[Callable[[], Any]] = [lambda: read_header(path), lambda: read_prefix_file(path),
-                                        lambda: parse_prefix(data), lambda: HeaderParser().feed(data)]
+    readers: list[Callable[[], Any]] = [lambda: read_header(path), lambda: read_vocabulary(path),
+                                        lambda: parse_prefix(data), lambda: HeaderParser().feed(data),
+                                        lambda: _feed_in_pieces(data, 4096)]
     for read in readers:
         with pytest.raises(GGUFError, match=reason) as info:
             read()
@@ -126,14 +136,19 @@ def test_the_parser_gives_one_answer_however_the_bytes_arrive(test_model: Path) 
     # A header of several MB whose long string array is skipped across the pieces' edges (the
     # parser drops what it consumed while it waits inside a string).
     tokens = [b"tok%07d" % i for i in range(400_000)]
+    tokens[200_000] = b"x" * 5_000_000  # one string longer than several pieces
     big = _gguf([ARCH, _str("tokenizer.ggml.tokens") + struct.pack("<IIQ", _ARRAY, _STRING, len(tokens))
                  + b"".join(_str(t) for t in tokens), _kv("general.name", _STRING, _str("after"))])
+    # The token list's digest, taken while it is skipped, sees every byte even when the parser
+    # drops what it consumed between pieces, also while it waits inside the long string.
+    digest = hashlib.sha256(b"".join(_str(t) for t in tokens)).hexdigest()
     for piece in ((1 << 20) + 7, 3_000_001, len(big)):
-        fed = HeaderParser()
-        for i in range(0, len(big), piece):
-            fed.feed(big[i:i + piece])
-        assert fed.result is not None and fed.result.name == "after", piece
-        assert fed.result.get("tokenizer.ggml.tokens") == gguf_meta.LongArray(_STRING, len(tokens))
+        for fed in (HeaderParser(), HeaderParser(digest=("tokenizer.ggml.tokens",))):
+            for i in range(0, len(big), piece):
+                fed.feed(big[i:i + piece])
+            assert fed.result is not None and fed.result.name == "after", piece
+            assert fed.result.get("tokenizer.ggml.tokens") == gguf_meta.LongArray(_STRING, len(tokens))
+        assert fed.result.digests == {"tokenizer.ggml.tokens": digest}, piece
     small = HeaderParser(limit=100_000)
     with pytest.raises(GGUFError, match=r"larger than 100000 bytes|array claims 32000 items"):
         for i in range(0, len(data), 1 << 16):
@@ -145,8 +160,7 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
     """open() of a FIFO blocks until a writer comes: the readers check the file type first."""
     fifo = tmp_path / "pipe.gguf"
     os.mkfifo(fifo)
-    for read in (read_header, read_prefix_file, lambda p: read_string_field(p, "general.name"),
-                 gguf_meta.read_local):
+    for read in (read_header, read_vocabulary, lambda p: read_string_field(p, "general.name")):
         with pytest.raises(GGUFError, match=r"pipe\.gguf is a named pipe \(FIFO\), not a regular file"):
             read(fifo)
     with pytest.raises(GGUFError, match="folder"):

@@ -1,4 +1,4 @@
-"""Hub search and detail against the loopback hub (huggingface_hub + httpx over real HTTP)."""
+"""Hub search and detail against the loopback hub (httpx over real HTTP; huggingface_hub as the reference)."""
 
 from __future__ import annotations
 
@@ -101,3 +101,28 @@ def test_unreachable_hub_and_offline_mode(make_service: Any) -> None:
                 await svc.search("llama")
 
     asyncio.run(go())
+
+
+def test_the_model_api_answer_reads_as_huggingface_hub_reads_it(hub: Any) -> None:
+    """Strata reads the detail answer itself (the app does not ship huggingface_hub): the same
+    files, sizes, hashes and flags as huggingface_hub's ``ModelInfo`` of the same JSON, and a
+    clear refusal of one that is not a model's details."""
+    import httpx
+    from huggingface_hub.hf_api import ModelInfo
+
+    from strata_gui.core.models.hub import repo_info_from_json
+
+    for repo in ("strata/test-llama-GGUF", "strata/test-llama-split-GGUF", "strata/gated-llama-GGUF"):
+        data = httpx.get(f"{hub.url}/api/models/{repo}/revision/main", params={"blobs": "true"},
+                         headers={"Authorization": f"Bearer {hub.state.token}"}).json()
+        ours, theirs = repo_info_from_json(data), ModelInfo(**data)
+        assert ours.files and [(f.path, f.size, f.sha256) for f in ours.files] == [
+            (s.rfilename, s.size or (s.lfs.size if s.lfs else 0), s.lfs.sha256 if s.lfs else None)
+            for s in theirs.siblings or []]
+        assert (ours.sha, ours.pipeline_tag, list(ours.tags), ours.gated, ours.downloads, ours.likes) == \
+            (theirs.sha, theirs.pipeline_tag, theirs.tags, bool(theirs.gated), theirs.downloads, theirs.likes)
+    assert repo_info_from_json(data).gated  # "manual"
+    for bad in ([], {"siblings": {"a": 1}}, {"siblings": [{"size": 3}]}, {"siblings": [{"rfilename": "a", "size": "9"}]},
+                {"siblings": [{"rfilename": "a", "lfs": "x"}]}, {"sha": 7}):
+        with pytest.raises(TypeError):
+            repo_info_from_json(bad)

@@ -145,3 +145,47 @@ def test_endpoint_order_and_old_settings_files(tmp_path: Path) -> None:
     assert SettingsStore(path).load()[0].hub_endpoint == "https://hf-mirror.example"
     assert Settings(hub_endpoint="").validate() == []
     assert Settings(hub_endpoint="hf-mirror.example").validate()
+
+
+# huggingface_hub's own answers for an environment. It reads the environment once, when imported,
+# so each environment gets a fresh interpreter.
+_HF_ANSWERS = (
+    "import json; import huggingface_hub.constants as c; from huggingface_hub.utils import build_hf_headers; "
+    "auth = build_hf_headers().get('authorization'); "
+    "print(json.dumps({'endpoint': c.ENDPOINT, 'cache': c.HF_HUB_CACHE, "
+    "'token': auth.removeprefix('Bearer ') if auth else None}))"
+)
+
+
+def test_the_rules_give_what_huggingface_hub_gives(tmp_path: Path) -> None:
+    """Strata's endpoint, token and cache rules (its own code: the app does not ship huggingface_hub)
+    answer as huggingface_hub itself does for the same environment."""
+    import subprocess
+    import sys
+
+    from strata_gui.core.models.hub_config import hub_cache_dir
+
+    home = tmp_path / "home"
+    (home / "token").parent.mkdir(parents=True)
+    (home / "token").write_text("hf_from_file\n")
+    (tmp_path / "xdg" / "huggingface").mkdir(parents=True)
+    (tmp_path / "xdg" / "huggingface" / "token").write_text("hf_xdg")
+    (tmp_path / "elsewhere").write_text(" hf_moved\r\n")
+    cases: list[dict[str, str]] = [
+        {"XDG_CACHE_HOME": str(tmp_path / "xdg")},
+        {"HF_HOME": str(home)},
+        {"BASE": str(tmp_path), "HF_HOME": "$BASE/home", "HF_TOKEN_PATH": "${BASE}/elsewhere",
+         "HF_HUB_CACHE": "~/hub-cache"},
+        {"HF_HOME": str(home), "HF_ENDPOINT": "https://hf-mirror.example/", "HF_TOKEN": " hf_env\n",
+         "HUGGING_FACE_HUB_TOKEN": "hf_old", "HUGGINGFACE_HUB_CACHE": str(tmp_path / "legacy")},
+        {"HF_HOME": str(home), "HUGGING_FACE_HUB_TOKEN": "hf_old"},
+        {"HF_HOME": str(home), "HF_TOKEN": "hf_env", "HF_HUB_DISABLE_IMPLICIT_TOKEN": "yes"},
+    ]
+    for env in cases:
+        run = subprocess.run([sys.executable, "-c", _HF_ANSWERS], capture_output=True, text=True, check=True,
+                             env={"PATH": os.environ["PATH"], "HOME": str(Path.home()), **env})
+        theirs = json.loads(run.stdout)
+        ours = resolve_hub(Settings(), env)
+        assert (ours.endpoint, ours.token, hub_cache_dir(env)) == \
+            (theirs["endpoint"], theirs["token"], Path(theirs["cache"])), env
+    assert resolve_hub(Settings(), cases[2]).token == "hf_moved"  # the cases do differ

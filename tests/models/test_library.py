@@ -34,7 +34,7 @@ def test_scan_lists_good_split_and_broken_models(tmp_path: Path, test_model: Pat
     split = entries[split_model[0].name]
     assert not split.broken and len(split.files) == 3 and split.params == good.params
     assert split.size == sum(p.stat().st_size for p in split_model)
-    assert "bad-magic.gguf: Not a GGUF file" in entries["bad-magic.gguf"].error
+    assert "bad-magic.gguf is not a GGUF file" in entries["bad-magic.gguf"].error
     assert "incomplete" in entries["truncated.gguf"].error
 
     (folder / split_model[2].name).unlink()

@@ -74,7 +74,17 @@ def test_unused_qt_modules_are_excluded_and_used_ones_are_not(spec: SimpleNamesp
         used |= set(re.findall(r"\bPySide6\.(Qt\w+)", source.read_text(encoding="utf-8")))
     used |= {"QtCharts", "QtSvg", "QtWidgets", "QtGui", "QtCore"}
     assert not {f"PySide6.{m}" for m in used} & excluded
-    assert "numpy" not in excluded  # gguf reads tensors with it
+
+
+def test_test_only_libraries_stay_out_of_the_bundle(spec: SimpleNamespace) -> None:
+    """gguf and numpy write the tests' model files, huggingface_hub (with hf_xet) checks the hub
+    cache Strata writes; the app reads GGUF headers and the cache with its own code, so none of
+    them is imported anywhere in strata_gui, and the bundle leaves them out."""
+    assert {"gguf", "numpy", "huggingface_hub", "hf_xet"} <= set(spec.EXCLUDES)
+    imports = re.compile(r"^\s*(?:import|from)\s+(gguf|numpy|huggingface_hub|hf_xet)\b", re.MULTILINE)
+    users = [str(source.relative_to(ROOT)) for source in (ROOT / "strata_gui").rglob("*.py")
+             if imports.search(source.read_text(encoding="utf-8"))]
+    assert users == []
 
 
 def _plugin_dest(path: Path) -> str:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from strata_gui.core.blocking import run_blocking
+from strata_gui.core.download import free_bytes
 from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, tag_number
 from strata_gui.core.engines.drivers import DriverVerdict, check_driver
 from strata_gui.core.engines.launch import current_os, launch_environment
@@ -104,14 +105,6 @@ def backend_from_libraries(folder: Path) -> str | None:
 def _prepend_path(env: dict[str, str], folder: Path, os_name: str) -> None:
     var, sep = ("LD_LIBRARY_PATH", ":") if os_name == "linux" else ("PATH", ";")
     env[var] = str(folder) + (sep + env[var] if env.get(var) else "")
-
-
-def free_bytes(path: Path) -> int:
-    """Free bytes on the file system holding ``path`` (or its nearest existing parent)."""
-    p = path
-    while not p.exists() and p != p.parent:
-        p = p.parent
-    return shutil.disk_usage(p).free
 
 
 @dataclass(frozen=True)

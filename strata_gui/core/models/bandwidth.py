@@ -26,10 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import GGUFError
 from strata_gui.core.models.fit import kv_row_bytes
-from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, NeedMoreData, parse_prefix
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, read_header
 
 GB = 1e9  # bandwidth is quoted in decimal GB/s on every spec sheet
 
@@ -137,39 +135,16 @@ def shard_paths(model: Path) -> list[Path]:
     return [model.with_name(f"{m.group('prefix')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
 
 
-def read_header(path: Path, first_read: int = 1 << 20) -> GGUFMetadata:
-    """The header of a local GGUF from its first bytes only (blocking).
-
-    The streaming parser skips the vocabulary's strings instead of building a Python object for
-    each: this runs after replies on a worker thread, where a burst of allocations would start the
-    cyclic garbage collector there (and it must not free Qt objects off the GUI thread).
-
-    Raises:
-        GGUFError: not a GGUF file or a corrupt header.
-        OSError: the file cannot be read.
-    """
-    size = path.stat().st_size
-    want = min(first_read, size)
-    with path.open("rb") as f:
-        while True:
-            f.seek(0)
-            data = f.read(want)
-            try:
-                return parse_prefix(data)
-            except NeedMoreData as more:
-                if want >= size:
-                    raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "The GGUF header of {file} ends before its "
-                                                                "data."), file=path.name),
-                                    hint=QT_TRANSLATE_NOOP("Core", "Download the file again.")) from None
-                want = min(size, max(more.needed, want * 2))
-
-
 def read_token_bytes(model: Path, cache_type_k: str = "f16", cache_type_v: str = "f16") -> TokenBytes:
     """:func:`token_bytes` of a model on disk (blocking: reads the headers).
 
+    The headers are read in place by the streaming parser, which skips the vocabulary's strings
+    instead of building a Python object for each: this runs after replies on a worker thread,
+    where a burst of allocations would start the cyclic garbage collector there (and it must not
+    free Qt objects off the GUI thread).
+
     Raises:
-        GGUFError: a header cannot be read.
-        OSError: a file cannot be read.
+        GGUFError: a header or a file cannot be read.
     """
     return token_bytes([read_header(p) for p in shard_paths(model)], cache_type_k, cache_type_v)
 

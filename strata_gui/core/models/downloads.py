@@ -4,23 +4,21 @@ Files are streamed with the shared ``httpx.AsyncClient`` into huggingface_hub's 
 layout (``models--org--name/blobs/<etag>``, ``snapshots/<commit>/<file>`` → blob, ``refs/<rev>``),
 so ``hf_hub_download``, ``scan_cache_dir`` and every other hub-cache tool find them. We do not
 call ``hf_hub_download`` itself: it runs in a thread that cannot be stopped mid-file (pause and
-cancel would wait for the whole file), and it does not check the SHA-256 of what it wrote. Here
+cancel would wait for the whole file), and it does not check the SHA-256 of what it wrote. The
+bytes travel through the fetcher engine installs use too (:mod:`strata_gui.core.download`):
 pausing is a task cancel that keeps ``<blob>.incomplete``; resuming sends ``Range: bytes=n-``,
 as huggingface_hub does, and the hash is computed while streaming.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import enum
-import hashlib
 import json
 import logging
 import os
 import re
 import shutil
-import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,7 +27,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from strata_gui.core.blocking import run_blocking
+from strata_gui.core.download import Fetch, FetchErrors, fetch, free_bytes, partial_size
 from strata_gui.core.errors import (
     ChecksumMismatchError,
     HubError,
@@ -38,6 +36,7 @@ from strata_gui.core.errors import (
     StorageError,
     StrataError,
 )
+from strata_gui.core.models.hub_cache import repo_folder
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
 from strata_gui.core.models.hub_files import (
     QuantEntry,
@@ -50,28 +49,14 @@ from strata_gui.core.models.hub_files import (
 )
 from strata_gui.core.progress import ProgressCallback, RateMeter, format_bytes
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
-from strata_gui.core.transfer import (
-    DEFAULT_PACE,
-    PROGRESS_INTERVAL,
-    FileSink,
-    Pace,
-    credentials_for,
-    stream_to_sink,
-    within,
-)
+from strata_gui.core.transfer import DEFAULT_PACE, PROGRESS_INTERVAL, Pace, credentials_for, within
 
 log = logging.getLogger(__name__)
 
-CHUNK = 1024 * 1024
 SPACE_MARGIN = 200 * 1024 * 1024
 _CHECK_ENDPOINT = QT_TRANSLATE_NOOP("Core", "Check the hub endpoint in Settings.")
 _RESUME_HINT = QT_TRANSLATE_NOOP("Core", "Resume the download; it continues where it stopped.")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-
-
-def repo_folder(cache_dir: Path, repo_id: str) -> Path:
-    """``models--org--name`` as huggingface_hub names repo folders in its cache."""
-    return cache_dir / ("models--" + repo_id.replace("/", "--"))
 
 
 class DownloadState(enum.StrEnum):
@@ -312,7 +297,7 @@ class HubCacheDownloader:
         self.cache_dir = cache_dir
         self.endpoint = endpoint.rstrip("/")
         self._auth = auth_headers
-        self._disk_free = disk_free or _free_bytes
+        self._disk_free = disk_free or free_bytes
         self._deadline = deadline
         self._pace = pace
 
@@ -417,8 +402,11 @@ class HubCacheDownloader:
                 plan.done = True
                 plan.have = resolved.size
             else:
-                partial = blob.with_name(blob.name + ".incomplete")
-                plan.have = partial.stat().st_size if partial.exists() else 0
+                fetching = self._fetch_job(plan)
+                try:
+                    plan.have = partial_size(fetching)
+                except OSError as exc:
+                    raise _HubFetchErrors(self).storage(exc, fetching) from exc
             plans.append(plan)
         total = sum(p.resolved.size for p in plans)
         have = sum(p.have for p in plans)
@@ -435,10 +423,7 @@ class HubCacheDownloader:
         return [p.pointer for p in plans]
 
     def _check_space(self, needed: int) -> None:
-        folder = self.cache_dir
-        while not folder.exists() and folder.parent != folder:
-            folder = folder.parent
-        free = self._disk_free(folder)
+        free = self._disk_free(self.cache_dir)
         if needed + SPACE_MARGIN > free:
             raise InsufficientSpaceError(
                 T(QT_TRANSLATE_NOOP("Core", "Not enough disk space: the download needs {needed}, {free} are free."),
@@ -447,81 +432,16 @@ class HubCacheDownloader:
                                                "cache in Settings."),
             )
 
-    async def _fetch(self, plan: _Plan, meter: RateMeter) -> None:
-        blob, size = plan.blob, plan.resolved.size
-        partial = blob.with_name(blob.name + ".incomplete")
-        try:
-            partial.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Cannot write to the hub cache {folder}: {reason}"),
-                                 folder=self.cache_dir, reason=exc.strerror or exc),
-                               hint=QT_TRANSLATE_NOOP("Core", "Choose a writable hub cache folder in Settings.")) from exc
-        sha = hashlib.sha256()
-        start = plan.have
-        if start:
-            await _hash_prefix(partial, start, sha)
-        headers = self._headers_for(plan.resolved.url)
-        if start:
-            headers["Range"] = f"bytes={start}-"
-        if start < size:
-            try:
-                async with (self._pace.watch() as watch,
-                            self._client.stream("GET", plan.resolved.url, headers=headers,
-                                                follow_redirects=True) as resp):
-                    if start and resp.status_code == 200:
-                        # The server ignored Range: start over.
-                        meter.update(-start)
-                        start, sha = 0, hashlib.sha256()
-                    elif not (resp.status_code == 206 or (resp.status_code == 200 and not start)):
-                        await resp.aread()
-                        check_response(resp, plan.file.path, self.endpoint)
-                        raise HubError(T(QT_TRANSLATE_NOOP("Core", "Unexpected answer {status} for {path}."),
-                                         status=resp.status_code, path=plan.file.path))
-                    # Opening is instant; the writes and hashing run on the sink's thread, which
-                    # writes everything that arrived before it closes (a pause or a dropped
-                    # connection keeps every received byte for the resume; after a failed write
-                    # nothing more lands, so the file never has a hole).
-                    with open(partial, "r+b" if start else "wb") as fh:  # noqa: ASYNC230
-                        if start:  # drop anything past the verified prefix
-                            fh.seek(start)
-                            fh.truncate()
-                        # (Not on a fresh file: ext4 takes a truncate to 0 followed by writes
-                        # as a rewrite in place and flushes the whole file to disk on close,
-                        # ~30 ms per 128 MB that the user waits for at the end.)
-                        async with FileSink(fh, sha, name="strata-hub-write") as sink:
-                            await stream_to_sink(resp, sink, meter, watch=watch, limit=size - start)
-            except httpx.RequestError as exc:
-                got = partial.stat().st_size if partial.exists() else 0
-                if got > plan.have:
-                    raise HubError(
-                        T(QT_TRANSLATE_NOOP("Core", "The download of {file} stopped at {got} of {size}: the connection "
-                                                    "dropped."),
-                          file=plan.file.path, got=format_bytes(got), size=format_bytes(size)),
-                        hint=_RESUME_HINT,
-                        details=f"{type(exc).__name__}: {exc}",
-                    ) from exc
-                raise error_for_transport(exc, self.endpoint) from exc
-            except OSError as exc:
-                raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Writing {file} failed: {reason}"), file=partial.name,
-                                     reason=exc.strerror or exc),
-                                   hint=QT_TRANSLATE_NOOP("Core", "Check free space and permissions of the hub "
-                                                                  "cache.")) from exc
-        got = partial.stat().st_size
-        if got != size:
-            raise HubError(T(QT_TRANSLATE_NOOP("Core", "The download of {file} stopped at {got} of {size}."),
-                             file=plan.file.path, got=format_bytes(got), size=format_bytes(size)),
-                           hint=_RESUME_HINT)
+    def _fetch_job(self, plan: _Plan) -> Fetch:
+        """The fetcher's description of a plan's file: into ``<blob>.incomplete``, checked against
+        the hub's LFS hash (or the ETag, which is the SHA-256 of an LFS file)."""
+        blob = plan.blob
         expected = plan.file.sha256 or (plan.resolved.etag if _SHA256.match(plan.resolved.etag) else None)
-        actual = sha.hexdigest()
-        if expected and actual != expected:
-            partial.unlink(missing_ok=True)
-            raise ChecksumMismatchError(
-                T(QT_TRANSLATE_NOOP("Core", "{file} is corrupted: its SHA-256 does not match the hub's."),
-                  file=plan.file.path),
-                hint=QT_TRANSLATE_NOOP("Core", "The damaged file was deleted; download it again."),
-                details=f"expected {expected}, got {actual}",
-            )
-        os.replace(partial, blob)
+        return Fetch(plan.resolved.url, blob, blob.with_name(blob.name + ".incomplete"), plan.resolved.size,
+                     expected, self._headers_for(plan.resolved.url), plan.file.path)
+
+    async def _fetch(self, plan: _Plan, meter: RateMeter) -> None:
+        await fetch(self._client, self._fetch_job(plan), meter, errors=_HubFetchErrors(self), pace=self._pace)
 
     def _link(self, plan: _Plan, repo_dir: Path, ref: str) -> None:
         try:
@@ -543,44 +463,47 @@ class HubCacheDownloader:
                                  file=plan.file.path, reason=exc.strerror or exc)) from exc
 
 
-async def _settle(fut: asyncio.Future[Any]) -> None:
-    """Wait for ``fut`` even if this task is cancelled meanwhile (the cancel is re-raised after)."""
-    cancelled = False
-    while not fut.done():
+class _HubFetchErrors(FetchErrors):
+    """A failed file download in the Models page's words: a :class:`HubError` (the part is kept
+    to resume), a :class:`ChecksumMismatchError` or a :class:`StorageError`."""
+
+    def __init__(self, downloader: HubCacheDownloader) -> None:
+        self._endpoint = downloader.endpoint
+        self._cache_dir = downloader.cache_dir
+
+    def status(self, resp: httpx.Response, job: Fetch) -> StrataError:
         try:
-            await asyncio.shield(fut)
-        except asyncio.CancelledError:
-            if not fut.done():
-                cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-    fut.result()
+            check_response(resp, job.name, self._endpoint)
+        except HubError as exc:
+            return exc
+        return HubError(T(QT_TRANSLATE_NOOP("Core", "Unexpected answer {status} for {path}."),
+                          status=resp.status_code, path=job.name))
 
+    def transport(self, exc: httpx.RequestError, job: Fetch, *, got: int, had: int) -> StrataError:
+        if got > had:
+            return HubError(
+                T(QT_TRANSLATE_NOOP("Core", "The download of {file} stopped at {got} of {size}: the connection "
+                                            "dropped."),
+                  file=job.name, got=format_bytes(got), size=format_bytes(job.size or 0)),
+                hint=_RESUME_HINT, details=f"{type(exc).__name__}: {exc}")
+        return error_for_transport(exc, self._endpoint)
 
-async def _hash_prefix(path: Path, n: int, sha: Any) -> None:
-    """Feed the first ``n`` bytes of ``path`` to ``sha`` on a worker thread. A pause meanwhile
-    stops the thread at the next block and waits for it, so the file is closed on return."""
-    stop = threading.Event()
+    def short(self, job: Fetch, got: int) -> StrataError:
+        return HubError(T(QT_TRANSLATE_NOOP("Core", "The download of {file} stopped at {got} of {size}."),
+                          file=job.name, got=format_bytes(got), size=format_bytes(job.size or 0)),
+                        hint=_RESUME_HINT)
 
-    def work() -> None:
-        with open(path, "rb") as fh:
-            left = n
-            while left > 0 and not stop.is_set():
-                data = fh.read(min(CHUNK * 8, left))
-                if not data:
-                    break
-                sha.update(data)
-                left -= len(data)
+    def mismatch(self, job: Fetch, actual: str) -> StrataError:
+        return ChecksumMismatchError(
+            T(QT_TRANSLATE_NOOP("Core", "{file} is corrupted: its SHA-256 does not match the hub's."), file=job.name),
+            hint=QT_TRANSLATE_NOOP("Core", "The damaged file was deleted; download it again."),
+            details=f"expected {job.sha256}, got {actual}")
 
-    task = asyncio.ensure_future(run_blocking(work, name="strata-hub-hash"))
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        stop.set()
-        with contextlib.suppress(Exception):  # a pause stays a pause even if the read failed
-            await _settle(task)
-        raise
-
-
-def _free_bytes(folder: Path) -> int:
-    return int(shutil.disk_usage(folder).free)
+    def storage(self, exc: OSError, job: Fetch) -> StrataError:
+        if not job.partial.parent.is_dir():
+            return StorageError(T(QT_TRANSLATE_NOOP("Core", "Cannot write to the hub cache {folder}: {reason}"),
+                                  folder=self._cache_dir, reason=exc.strerror or exc),
+                                hint=QT_TRANSLATE_NOOP("Core", "Choose a writable hub cache folder in Settings."))
+        return StorageError(T(QT_TRANSLATE_NOOP("Core", "Writing {file} failed: {reason}"), file=job.partial.name,
+                              reason=exc.strerror or exc),
+                            hint=QT_TRANSLATE_NOOP("Core", "Check free space and permissions of the hub cache."))

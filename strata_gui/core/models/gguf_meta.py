@@ -4,23 +4,27 @@ One bounded, incremental parser (:class:`HeaderParser`, :func:`parse_prefix`, :f
 reads every header: it resumes where it stopped when more bytes arrive, and refuses what a
 hostile header claims (nested arrays, counts and strings larger than the header could hold,
 NaN or 2**63 as a layer count) with a :class:`GGUFError` instead of RecursionError,
-OverflowError or a hang. :func:`read_local` (``gguf.GGUFReader``) is the reference the tests
-compare it with on the real test models.
+OverflowError or a hang. It is Strata's only GGUF reader: local files (:func:`read_header`), the
+bytes of a remote file (:class:`HeaderParser`) and the vocabulary a draft model must share
+(``digest=``: hashed while the token list is skipped). ``gguf.GGUFReader`` is the reference the
+tests compare it with on the real test models (``tests/support/gguf_reference.py``); the app
+does not ship gguf or numpy.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
 import struct
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from strata_gui.core.errors import GGUFError
-from strata_gui.core.files import NotRegularFileError, check_regular, open_regular
+from strata_gui.core.files import NotRegularFileError, open_regular
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text
 
 _CANNOT_READ = QT_TRANSLATE_NOOP("Core", "Cannot read {file}: {reason}")
@@ -29,7 +33,8 @@ _ONLY_GGUF = QT_TRANSLATE_NOOP("Core", "Only .gguf model files can be used; conv
                                        "version.")
 _NOT_GGUF_NAMED = QT_TRANSLATE_NOOP("Core", "{file} is not a GGUF file (it starts with {magic}, not "
                                             "b'GGUF').")
-_DAMAGED = QT_TRANSLATE_NOOP("Core", "{file} is damaged or incomplete: {reason}")
+# A header the parser refused, named: "nested.gguf: Corrupt GGUF header: an array of arrays ..."
+_REFUSED = QT_TRANSLATE_NOOP("Core", "{file}: {reason}")
 _DOWNLOAD_AGAIN = QT_TRANSLATE_NOOP("Core", "Download the file again.")
 _INCOMPLETE = QT_TRANSLATE_NOOP("Core", "{file} is incomplete: {size} bytes of the {required} its header "
                                         "describes.")
@@ -42,9 +47,9 @@ DEFAULT_ALIGNMENT = 32
 MAX_KEPT_ARRAY = 256
 
 # ggml tensor type id -> (elements per block, bytes per block), as ggml defines them (the same as
-# gguf.constants.GGML_QUANT_SIZES; a test keeps the two equal). A copy because importing
-# gguf.constants runs the gguf package, which imports numpy and yaml: ~80 ms on every
-# `strata chat`, whose engine pool sizes the model's tensors before a load.
+# gguf.constants.GGML_QUANT_SIZES; a test keeps the two equal). A copy because the app does not
+# ship gguf (it brings numpy: ~70 MB installed, and ~80 ms of imports on every `strata chat`,
+# whose engine pool sizes the model's tensors before a load).
 QK_K = 256
 GGML_QUANT_SIZES: dict[int, tuple[int, int]] = {
     0: (1, 4), 1: (1, 2), 2: (32, 2 + 16), 3: (32, 2 + 2 + 16), 6: (32, 2 + 4 + 16), 7: (32, 2 + 2 + 4 + 16),
@@ -135,12 +140,16 @@ class GGUFMetadata:
         fields: Every key/value; long arrays summarised as :class:`LongArray`.
         tensors: Tensor infos in file order.
         data_offset: Where tensor data starts (after alignment padding).
+        digests: SHA-256 (hex) of the arrays the reader was asked to hash (``digest=``), by key:
+            of every item as stored, in order (a string as its 8-byte little-endian length and
+            its bytes). Not part of equality: it describes the same fields.
     """
 
     version: int
     fields: Mapping[str, Any]
     tensors: tuple[TensorInfo, ...]
     data_offset: int
+    digests: Mapping[str, str] = field(default_factory=dict, compare=False)
     _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -262,62 +271,6 @@ def format_params(n: int) -> str:
     return f"{n / 1e3:.0f}K"
 
 
-# --------------------------------------------------------------------------- local (GGUFReader)
-
-
-def read_local(path: Path) -> GGUFMetadata:
-    """Read a local GGUF file's header with ``gguf.GGUFReader`` and check it is complete.
-
-    Raises:
-        GGUFError: Not a GGUF file, a corrupt header, or a file cut short (with the reason).
-    """
-    try:
-        size = check_regular(path).st_size
-        with open_regular(path) as fh:
-            head = fh.read(8)
-    except NotRegularFileError as exc:
-        raise GGUFError(exc.message, hint=exc.hint) from exc
-    except OSError as exc:
-        raise GGUFError(T(_CANNOT_READ, file=path.name, reason=str(exc.strerror or exc)),
-                        hint=_CHECK_READABLE) from exc
-    if head[:4] != GGUF_MAGIC:
-        raise GGUFError(T(_NOT_GGUF_NAMED, file=path.name, magic=repr(head[:4])), hint=_ONLY_GGUF)
-    import gguf  # heavy import (numpy): only when a file is actually read
-
-    try:
-        reader = gguf.GGUFReader(str(path))
-    except (ValueError, IndexError, KeyError, struct.error, OSError, UnicodeDecodeError, RecursionError,
-            OverflowError, MemoryError) as exc:
-        # GGUFReader maps the whole file; a short file fails while building tensor views.
-        raise GGUFError(T(_DAMAGED, file=path.name, reason=str(exc)), hint=_DOWNLOAD_AGAIN) from exc
-    fields: dict[str, Any] = {}
-    version = 0
-    for name, fld in reader.fields.items():
-        if name.startswith("GGUF."):
-            if name == "GGUF.version":
-                version = int(fld.contents())
-            continue
-        main = int(fld.types[0]) if fld.types else -1
-        value = fld.contents()
-        if main == _ARRAY:
-            sub = int(fld.types[-1]) if len(fld.types) > 1 else -1
-            count = len(fld.data)
-            fields[name] = LongArray(sub, count) if count > MAX_KEPT_ARRAY else list(value)
-        else:
-            fields[name] = value
-    tensors = tuple(
-        TensorInfo(t.name, tuple(int(d) for d in t.shape.tolist()), int(t.tensor_type), int(t.data_offset) - reader.data_offset)
-        for t in reader.tensors
-    )
-    meta = GGUFMetadata(version, fields, tensors, int(reader.data_offset))
-    if meta.required_size > size:
-        raise GGUFError(
-            T(_INCOMPLETE, file=path.name, size=size, required=meta.required_size),
-            hint=_DOWNLOAD_STOPPED,
-        )
-    return meta
-
-
 # --------------------------------------------------------------------------- the bounded, incremental parser
 #
 # One parser reads every header Strata meets (local files, shards, the first bytes of a remote
@@ -342,6 +295,12 @@ _HINT_DAMAGED = QT_TRANSLATE_NOOP("Core", "The file is damaged or not a real mod
 _Parse = Generator[int, None, Any]
 
 
+class Hasher(Protocol):
+    """What hashes an array's bytes (``hashlib.sha256()``)."""
+
+    def update(self, data: bytes | memoryview, /) -> None: ...
+
+
 class NeedMoreData(Exception):
     """The prefix ends before the header does; ``needed`` is a lower bound of the total bytes."""
 
@@ -359,16 +318,18 @@ class _Buffer:
     """Bytes seen so far: a growing ``bytearray`` (fed in pieces) or a fixed view (a mapped file).
 
     ``base`` is the file offset of ``data[0]``; ``pos`` the parser's file offset. Consumed bytes
-    are dropped from a growing buffer, so a long header does not stay in memory twice.
+    are dropped from a growing buffer, so a long header does not stay in memory twice; those from
+    ``hold`` on are kept even when consumed (an array being hashed has not seen them yet).
     """
 
-    __slots__ = ("base", "data", "limit", "pos")
+    __slots__ = ("base", "data", "hold", "limit", "pos")
 
     def __init__(self, data: bytearray | memoryview, limit: int) -> None:
         self.data = data
         self.base = 0
         self.pos = 0
         self.limit = limit
+        self.hold: int | None = None
 
     @property
     def end(self) -> int:
@@ -379,6 +340,8 @@ class _Buffer:
             raise TypeError("a fixed buffer cannot be fed")
         # The parser may be past the end (inside a string it skipped): only bytes it has are dropped.
         drop = min(self.pos - self.base, len(self.data))
+        if self.hold is not None:
+            drop = min(drop, self.hold - self.base)
         if drop > 1 << 20:
             del self.data[:drop]
             self.base += drop
@@ -425,11 +388,14 @@ def _string(buf: _Buffer) -> _Parse:
         raise _corrupt(QT_TRANSLATE_NOOP("Core", "a string is not valid UTF-8")) from exc
 
 
-def _skip_strings(buf: _Buffer, count: int) -> _Parse:
+def _skip_strings(buf: _Buffer, count: int, digest: Hasher | None = None) -> _Parse:
     """Skip ``count`` strings without decoding them (a 262k-token vocabulary is ~800k strings):
-    a tight loop over the bytes at hand, waiting only when they run out."""
+    a tight loop over the bytes at hand, waiting only when they run out. ``digest`` is fed the
+    skipped bytes as they stand in the file (each string's length and bytes), a whole stretch
+    per call, never a Python object per string."""
     unpack = struct.unpack_from
     remaining = count
+    hashed = buf.pos  # the file offset up to which ``digest`` has seen the array
     while remaining:
         data, base = buf.data, buf.base
         off, last = buf.pos - base, len(data) - 8
@@ -443,12 +409,34 @@ def _skip_strings(buf: _Buffer, count: int) -> _Parse:
             raise _corrupt(T(_STRING_CLAIMS, size=longest))
         buf.pos = base + off
         if remaining:
+            hashed = _hash_upto(buf, digest, hashed)
             yield from buf.need(buf.pos + 8)
     # The last string's bytes too, so the limit check sees how far the header reaches.
+    hashed = _hash_upto(buf, digest, hashed)
     yield from buf.need(buf.pos)
+    _hash_upto(buf, digest, hashed)
+    buf.hold = None
 
 
-def _array(buf: _Buffer) -> _Parse:
+def _hash_upto(buf: _Buffer, digest: Hasher | None, hashed: int) -> int:
+    """Feed ``digest`` the consumed bytes at hand past file offset ``hashed``; the new offset.
+
+    What is not at hand yet is held (:attr:`_Buffer.hold`) until it arrives and is hashed.
+    """
+    if digest is None:
+        return hashed
+    upto = min(buf.pos, buf.end)
+    if upto > hashed:
+        with memoryview(buf.data) as view, view[hashed - buf.base:upto - buf.base] as part:
+            digest.update(part)
+        hashed = upto
+    buf.hold = hashed
+    return hashed
+
+
+def _array(buf: _Buffer, digest: Hasher | None = None) -> _Parse:
+    """An array's items (a :class:`LongArray` summary past :data:`MAX_KEPT_ARRAY`), its stored
+    bytes fed to ``digest`` when given."""
     sub = yield from buf.unpack("<I")
     count = yield from buf.unpack("<Q")
     if sub == _ARRAY:
@@ -464,24 +452,30 @@ def _array(buf: _Buffer) -> _Parse:
         raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "an array claims {count} items"), count=count))
     if sub == _STRING:
         if count > MAX_KEPT_ARRAY:
-            yield from _skip_strings(buf, count)
+            yield from _skip_strings(buf, count, digest)
             return LongArray(sub, count)
         items = []
         for _ in range(count):
-            items.append((yield from _string(buf)))
+            text = yield from _string(buf)
+            if digest is not None:  # a strictly decoded string encodes back to the same bytes
+                raw = text.encode("utf-8")
+                digest.update(struct.pack("<Q", len(raw)) + raw)
+            items.append(text)
         return items
     raw = yield from buf.take(item * count)
+    if digest is not None:
+        digest.update(raw)
     if count > MAX_KEPT_ARRAY:
         # Long numeric arrays (scores, token types) are summarised, never built.
         return LongArray(sub, count)
     return list(struct.unpack(f"<{count}{_SCALAR_FORMATS[sub][1:]}", raw))
 
 
-def _value(buf: _Buffer, vtype: int) -> _Parse:
+def _value(buf: _Buffer, vtype: int, digest: Hasher | None = None) -> _Parse:
     if vtype == _STRING:
         return (yield from _string(buf))
     if vtype == _ARRAY:
-        return (yield from _array(buf))
+        return (yield from _array(buf, digest))
     fmt = _SCALAR_FORMATS.get(vtype)
     if fmt is None:
         raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "unknown value type {type}"), type=vtype))
@@ -508,9 +502,10 @@ def _check_fields(fields: Mapping[str, Any]) -> None:
                                  value=repr(v)))
 
 
-def _header(buf: _Buffer, only_key: str | None = None) -> _Parse:
+def _header(buf: _Buffer, only_key: str | None = None, digest: Collection[str] = ()) -> _Parse:
     """The header parser (see the section comment). With ``only_key``: that key's string value
-    (or None when absent), without reading the tensor infos."""
+    (or None when absent), without reading the tensor infos. The arrays under the keys in
+    ``digest`` are hashed as they are read (:attr:`GGUFMetadata.digests`)."""
     magic = yield from buf.take(4)
     if magic != GGUF_MAGIC:
         raise GGUFError(T(_NOT_GGUF, magic=repr(magic)), hint=_ONLY_GGUF)
@@ -526,6 +521,7 @@ def _header(buf: _Buffer, only_key: str | None = None) -> _Parse:
         raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "impossible tensor or key count ({tensors} tensors, "
                                                    "{keys} keys)"), tensors=n_tensors, keys=n_kv))
     fields: dict[str, Any] = {}
+    digests: dict[str, str] = {}
     for _ in range(n_kv):
         key = yield from _string(buf)
         vtype = yield from buf.unpack("<I")
@@ -533,7 +529,10 @@ def _header(buf: _Buffer, only_key: str | None = None) -> _Parse:
             raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "the key {key} appears twice"), key=key))
         if only_key is not None and key == only_key and vtype == _STRING:
             return (yield from _string(buf))
-        fields[key] = yield from _value(buf, vtype)
+        hasher = hashlib.sha256() if key in digest and vtype == _ARRAY else None
+        fields[key] = yield from _value(buf, vtype, hasher)
+        if hasher is not None:
+            digests[key] = hasher.hexdigest()
     if only_key is not None:
         return None
     _check_fields(fields)
@@ -555,7 +554,7 @@ def _header(buf: _Buffer, only_key: str | None = None) -> _Parse:
         raise _corrupt(T(QT_TRANSLATE_NOOP("Core", "alignment {value}"), value=repr(alignment)))
     pos = buf.pos
     data_offset = pos + (-pos % alignment)
-    return GGUFMetadata(int(version), fields, tuple(tensors), data_offset)
+    return GGUFMetadata(int(version), fields, tuple(tensors), data_offset, digests)
 
 
 class HeaderParser:
@@ -565,11 +564,12 @@ class HeaderParser:
 
     Args:
         limit: The largest header accepted (bytes).
+        digest: Keys of arrays to hash as they arrive (:attr:`GGUFMetadata.digests`).
     """
 
-    def __init__(self, *, limit: int = MAX_HEADER_BYTES) -> None:
+    def __init__(self, *, limit: int = MAX_HEADER_BYTES, digest: Collection[str] = ()) -> None:
         self._buf = _Buffer(bytearray(), limit)
-        self._gen = _header(self._buf)
+        self._gen = _header(self._buf, digest=digest)
         self.result: GGUFMetadata | None = None
         self.needed = 0
         self._step()
@@ -599,9 +599,10 @@ class HeaderParser:
         return self.result
 
 
-def _run_fixed(data: bytes | bytearray | memoryview, only_key: str | None = None) -> Any:
+def _run_fixed(data: bytes | bytearray | memoryview, only_key: str | None = None,
+               digest: Collection[str] = ()) -> Any:
     view = data if isinstance(data, memoryview) else memoryview(data)
-    gen = _header(_Buffer(view, MAX_HEADER_BYTES), only_key)
+    gen = _header(_Buffer(view, MAX_HEADER_BYTES), only_key, digest)
     try:
         needed = next(gen)
     except StopIteration as done:
@@ -623,8 +624,12 @@ def parse_prefix(data: bytes | memoryview) -> GGUFMetadata:
 
 
 def check_complete(meta: GGUFMetadata, size: int, label: str) -> None:
-    """Raise GGUFError when a file of ``size`` bytes is shorter than its header says."""
-    if meta.required_size > size:
+    """Raise GGUFError when a file of ``size`` bytes is shorter than its header says.
+
+    A file without tensors (llama.cpp's vocabulary-only ``ggml-vocab-*.gguf``) ends with its
+    header: it needs no padding up to the data offset, and the parser saw all of it.
+    """
+    if meta.tensors and meta.required_size > size:
         raise GGUFError(
             T(_INCOMPLETE, file=label, size=size, required=meta.required_size),
             hint=_DOWNLOAD_STOPPED,
@@ -636,7 +641,7 @@ def _cannot_read(path: Path, exc: OSError) -> GGUFError:
                      hint=_CHECK_READABLE)
 
 
-def _mapped(path: Path, only_key: str | None) -> tuple[Any, int]:
+def _mapped(path: Path, only_key: str | None, digest: Collection[str] = ()) -> tuple[Any, int]:
     """Run the parser over the mapped file; (its answer, the file's size). Errors name the file."""
     import mmap
 
@@ -654,7 +659,7 @@ def _mapped(path: Path, only_key: str | None) -> tuple[Any, int]:
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 view = memoryview(mm)
                 try:
-                    result = _run_fixed(view, only_key)
+                    result = _run_fixed(view, only_key, digest)
                 except NeedMoreData:
                     failure = GGUFError(T(_ENDS_IN_HEADER, file=path.name), hint=_DOWNLOAD_AGAIN)
                 except GGUFError as exc:
@@ -662,7 +667,7 @@ def _mapped(path: Path, only_key: str | None) -> tuple[Any, int]:
                         failure = GGUFError(T(_NOT_GGUF_NAMED, file=path.name,
                                               magic=exc.message.args["magic"]), hint=exc.hint)
                     else:
-                        failure = GGUFError(T(_DAMAGED, file=path.name, reason=exc.message), hint=exc.hint)
+                        failure = GGUFError(T(_REFUSED, file=path.name, reason=exc.message), hint=exc.hint)
                 finally:
                     view.release()
             if failure is not None:
@@ -674,46 +679,25 @@ def _mapped(path: Path, only_key: str | None) -> tuple[Any, int]:
     return result, size
 
 
-def read_header(path: Path) -> GGUFMetadata:
+def read_header(path: Path, *, digest: Collection[str] = ()) -> GGUFMetadata:
     """A local GGUF header, read in place (``mmap``) with the bounded parser, and checked
-    complete: the same answer as :func:`read_local` in a fraction of the time (long arrays are
-    skipped, not built: ``gguf.GGUFReader`` takes ~20 s on Gemma's 262k-token vocabulary on 2 cores,
-    this ~0.3 s), and a clear :class:`GGUFError` for a hostile header where ``GGUFReader`` raises
-    RecursionError or OverflowError. What ``models inspect`` and the engine pool's memory check read.
+    complete. Long arrays are skipped, not built: ``gguf.GGUFReader`` takes ~20 s on Gemma's
+    262k-token vocabulary on 2 cores, this ~0.12 s; and a hostile header is a clear
+    :class:`GGUFError` where ``GGUFReader`` raises RecursionError or OverflowError. What the
+    library, ``models inspect``, the engine pool's memory check, the decode ceiling and the draft
+    model check read.
+
+    Args:
+        path: The file (a shard of a split set is read on its own).
+        digest: Keys of arrays to hash while they are skipped (``tokenizer.ggml.tokens``: is a
+            draft's vocabulary the model's?); in :attr:`GGUFMetadata.digests`.
 
     Raises:
         GGUFError: Not a regular file, not a GGUF file, a corrupt header, or a file cut short.
     """
-    meta, size = _mapped(path, None)
+    meta, size = _mapped(path, None, digest)
     check_complete(meta, size, path.name)
     return meta  # type: ignore[no-any-return]
-
-
-def read_prefix_file(path: Path, *, chunk: int = 2 * 1024 * 1024, limit: int = MAX_HEADER_BYTES) -> GGUFMetadata:
-    """Read a local header by reading the file in ``chunk``-sized pieces (only the header's bytes),
-    parsing each piece once.
-
-    Raises:
-        GGUFError: Not a regular file, not a GGUF file, a corrupt header, or a file cut short.
-    """
-    parser = HeaderParser(limit=limit)
-    try:
-        with open_regular(path) as fh:
-            while True:
-                data = fh.read(max(chunk, parser.needed - parser.received))
-                if not data:
-                    raise GGUFError(T(_ENDS_IN_HEADER, file=path.name), hint=_DOWNLOAD_AGAIN)
-                try:
-                    meta = parser.feed(data)
-                except GGUFError as exc:
-                    raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "{file}: {reason}"), file=path.name,
-                                      reason=exc.message), hint=exc.hint) from exc
-                if meta is not None:
-                    return meta
-    except NotRegularFileError as exc:
-        raise GGUFError(exc.message, hint=exc.hint) from exc
-    except OSError as exc:
-        raise _cannot_read(path, exc) from exc
 
 
 def read_string_field(path: Path, key: str) -> str | None:

@@ -7,7 +7,8 @@ header one page per call: ``list_models`` cannot stop after one page and resume 
 the user types on (a thread running ``list_models`` could not be). Model detail asks the same
 ``GET {endpoint}/api/models/{repo}/revision/{rev}?blobs=true`` that ``HfApi.model_info(files_metadata=True)``
 sends, on the same client (cancellable, with a deadline, the token only for the hub's own origin),
-and reads the answer with huggingface_hub's ``ModelInfo``.
+and reads the few fields it needs from the answer itself (:func:`repo_info_from_json`, held to
+huggingface_hub's ``ModelInfo`` by the tests; the app does not ship huggingface_hub).
 
 A hub or a mirror controls every name in its answers; file names and the commit are checked
 (:func:`~strata_gui.core.models.hub_files.check_remote_files`) before Strata uses them.
@@ -131,6 +132,51 @@ def _parse_date(value: Any) -> datetime | None:
         return None
 
 
+@dataclass(frozen=True)
+class RepoInfo:
+    """What the model API says about one revision of a repo (the fields the detail view uses)."""
+
+    sha: str | None
+    files: tuple[RemoteFile, ...]
+    pipeline_tag: str | None
+    tags: tuple[str, ...]
+    gated: bool
+    downloads: int
+    likes: int
+
+
+def _file_from_json(item: Any) -> RemoteFile:
+    """One ``siblings`` entry: its path, size (the LFS size when the entry has none) and LFS hash."""
+    if not isinstance(item, dict) or not isinstance(item.get("rfilename"), str):
+        raise TypeError("a file entry without a name")
+    lfs = item.get("lfs")
+    if lfs is not None and not isinstance(lfs, dict):
+        raise TypeError(f"the LFS entry of {item['rfilename']} is not an object")
+    size = item.get("size") or (lfs or {}).get("size") or 0
+    sha256 = (lfs or {}).get("sha256")
+    if isinstance(size, bool) or not isinstance(size, int) or not (sha256 is None or isinstance(sha256, str)):
+        raise TypeError(f"the size or hash of {item['rfilename']} is not one")
+    return RemoteFile(item["rfilename"], size, sha256)
+
+
+def repo_info_from_json(data: Any) -> RepoInfo:
+    """The model API's answer for a revision (``/api/models/{repo}/revision/{rev}?blobs=true``).
+
+    Raises:
+        TypeError: the answer is not a model's details (a field has the wrong shape).
+    """
+    if not isinstance(data, dict):
+        raise TypeError("not an object")
+    siblings = data.get("siblings") or []
+    tags = data.get("tags") or []
+    sha, pipeline = data.get("sha"), data.get("pipeline_tag")
+    if not isinstance(siblings, list) or not isinstance(tags, list) or not all(
+            v is None or isinstance(v, str) for v in (sha, pipeline)):
+        raise TypeError("a field has the wrong shape")
+    return RepoInfo(sha, tuple(_file_from_json(s) for s in siblings), pipeline, tuple(str(t) for t in tags),
+                    bool(data.get("gated")), int(data.get("downloads") or 0), int(data.get("likes") or 0))
+
+
 def summary_from_json(item: dict[str, Any]) -> RepoSummary:
     gguf = item.get("gguf") if isinstance(item.get("gguf"), dict) else {}
     safetensors = item.get("safetensors") if isinstance(item.get("safetensors"), dict) else {}
@@ -248,19 +294,9 @@ class HubClient:
         return SearchPage(tuple(summary_from_json(i) for i in data if isinstance(i, dict)), nxt)
 
     async def detail(self, repo_id: str, revision: str = "main") -> ModelDetail:
-        """Repo info (files with sizes and LFS hashes) via huggingface_hub, plus the model card."""
+        """Repo info (files with sizes and LFS hashes) from the model API, plus the model card."""
         info = await self._model_info(safe_repo_id(repo_id), revision)
-        try:
-            files = [
-                RemoteFile(str(s.rfilename), int(s.size or (s.lfs.size if s.lfs else 0) or 0),
-                           s.lfs.sha256 if s.lfs else None)
-                for s in (info.siblings or [])
-            ]
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise HubError(T(QT_TRANSLATE_NOOP("Core", "The hub at {endpoint} described the files of {repo} "
-                                                       "in a way Strata cannot read."),
-                             endpoint=self.endpoint, repo=repo_id),
-                           hint=_CHECK_ENDPOINT, details=repr(exc)) from exc
+        files = list(info.files)
         # A file name becomes a path in the cache (and may become the default download): one
         # with ``../`` or a drive in it is refused here, before anything else sees it.
         check_remote_files(files, endpoint=self.endpoint)
@@ -268,7 +304,7 @@ class HubClient:
             safe_commit(info.sha, endpoint=self.endpoint)
         from strata_gui.core.models.hub_images import image_variants, is_image_repo
 
-        kind = IMAGE if is_image_repo(info.pipeline_tag, list(info.tags or ())) else TEXT
+        kind = IMAGE if is_image_repo(info.pipeline_tag, list(info.tags)) else TEXT
         images: list[QuantEntry] = []
         if kind is IMAGE:
             images, others = image_variants(files)
@@ -278,13 +314,11 @@ class HubClient:
         card = ""
         if any(f.path == "README.md" for f in files):
             card = await self._card(repo_id, info.sha or revision)
-        return ModelDetail(repo_id, info.sha or revision, card, bool(info.gated), int(info.downloads or 0),
-                           int(info.likes or 0), tuple(quants), tuple(others), kind, tuple(images))
+        return ModelDetail(repo_id, info.sha or revision, card, info.gated, info.downloads, info.likes,
+                           tuple(quants), tuple(others), kind, tuple(images))
 
-    async def _model_info(self, repo_id: str, revision: str) -> Any:
-        """huggingface_hub's ``ModelInfo`` for the repo, with each file's size and LFS hash."""
-        from huggingface_hub.hf_api import ModelInfo
-
+    async def _model_info(self, repo_id: str, revision: str) -> RepoInfo:
+        """The model API's answer for the repo, with each file's size and LFS hash."""
         url = f"{self.endpoint}/api/models/{repo_id}/revision/{quote(revision, safe='')}"
         try:
             resp = await within(self._client.get(url, params={"blobs": "true"}, headers=self.auth_headers(),
@@ -293,10 +327,7 @@ class HubClient:
             raise error_for_transport(exc, self.endpoint) from exc
         check_response(resp, repo_id, self.endpoint)
         try:
-            data = resp.json()
-            if not isinstance(data, dict):
-                raise TypeError("not an object")
-            return ModelInfo(**data)  # type: ignore[no-untyped-call]
+            return repo_info_from_json(resp.json())
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise HubError(T(QT_TRANSLATE_NOOP("Core", "The hub at {endpoint} sent something that is not a "
                                                        "model's details for {repo}."),

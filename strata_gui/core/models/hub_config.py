@@ -1,15 +1,24 @@
-"""Which hub Strata talks to and which token it sends: one decision, made here.
+"""Which hub Strata talks to, which token it sends and where its cache is: one decision, made here.
 
-Users behind a mirror point every hub tool elsewhere with ``HF_ENDPOINT``, and keep their token
-in ``HF_TOKEN`` or the file ``hf auth login`` writes; Strata honours both the way
-``huggingface_hub`` does (``constants.py``, ``utils/_auth.py``, ``utils/_headers.py``), and a value
-set in Strata itself wins:
+Users behind a mirror point every hub tool elsewhere with ``HF_ENDPOINT``, keep their token in
+``HF_TOKEN`` or the file ``hf auth login`` writes, and move the cache with ``HF_HOME`` or
+``HF_HUB_CACHE``; Strata honours these the way ``huggingface_hub`` does, and a value set in Strata
+itself wins:
 
 - endpoint: the Settings value when set → ``HF_ENDPOINT`` → https://huggingface.co;
 - token: the token saved in Strata (Models page "Save token") → ``HF_TOKEN`` (or the older
   ``HUGGING_FACE_HUB_TOKEN``) → the token file ``$HF_TOKEN_PATH``, else ``$HF_HOME/token``. As in
   huggingface_hub, ``HF_HUB_DISABLE_IMPLICIT_TOKEN`` stops the implicit ones (environment and
-  file); the token saved in Strata is an explicit choice and is still sent.
+  file); the token saved in Strata is an explicit choice and is still sent;
+- cache: the Settings folder when set → ``HF_HUB_CACHE`` (or the older ``HUGGINGFACE_HUB_CACHE``)
+  → ``$HF_HOME/hub``.
+
+These rules are Strata's own code, not calls into huggingface_hub, which the app does not ship:
+huggingface_hub reads them from ``os.environ`` once, when it is imported, into module constants,
+while Strata reads them from the environment it was built with (``Services.environ``) whenever
+asked; and its ``get_token()`` may exchange or refresh a token over the network with its own HTTP
+client. ``tests/models/test_hub_config.py`` runs huggingface_hub itself on the same environments
+and holds these rules to its answers.
 """
 
 from __future__ import annotations
@@ -97,6 +106,15 @@ def token_file(environ: Mapping[str, str]) -> Path:
     if environ.get("HF_TOKEN_PATH"):
         return _expand(environ["HF_TOKEN_PATH"], environ)
     return hf_home(environ) / "token"
+
+
+def hub_cache_dir(environ: Mapping[str, str]) -> Path:
+    """The hub cache for this environment: ``$HF_HUB_CACHE`` (or the older
+    ``HUGGINGFACE_HUB_CACHE``), else ``$HF_HOME/hub``."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if environ.get(name):
+            return _expand(environ[name], environ)
+    return hf_home(environ) / "hub"
 
 
 def environment_endpoint(environ: Mapping[str, str]) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Turning hub HTTP failures (httpx, huggingface_hub) into HubError with a message and a hint.
+"""Turning hub HTTP failures (httpx) into HubError with a message and a hint.
 
 Messages and hints are core :class:`~strata_gui.core.texts.Text`: the GUI shows them in the user's
 language (``ui/i18n.core_text``), the CLI in English.

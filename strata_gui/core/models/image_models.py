@@ -167,10 +167,10 @@ def model_parts(path: Path) -> ImageModelParts | None:
         except (OSError, ValueError):
             return None
     from strata_gui.core.errors import ModelError
-    from strata_gui.core.models.gguf_meta import read_prefix_file  # GGUF header only
+    from strata_gui.core.models.gguf_meta import read_header  # GGUF header only
 
     try:
-        meta = read_prefix_file(path)
+        meta = read_header(path)
     except (ModelError, OSError):
         return None
     return image_parts((t.name for t in meta.tensors), path)

@@ -19,10 +19,10 @@ from strata_gui.core.errors import GGUFError, ModelError, StorageError
 from strata_gui.core.models.gguf_meta import (
     SPLIT_RE,
     GGUFMetadata,
-    check_complete,
     format_params,
-    read_prefix_file,
+    read_header,
 )
+from strata_gui.core.models.hub_cache import cached_repos
 from strata_gui.core.models.image_models import ImageModelParts, image_parts, model_parts
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, TEXT, EngineKind
@@ -149,9 +149,7 @@ def describe_model(path: Path, source: str, repo_id: str | None = None) -> Libra
         for f in files:
             if f.name in missing:
                 continue
-            meta = read_prefix_file(f)
-            check_complete(meta, _size(f), f.name)
-            metas.append(meta)
+            metas.append(read_header(f))
         if missing:
             raise GGUFError(T(QT_TRANSLATE_NOOP("Core", "Split model is missing {missing} of {total} parts: "
                                                         "{names}."),
@@ -263,23 +261,12 @@ class ModelLibrary:
         return entries
 
     def _hub_cache_files(self) -> list[tuple[Path, str]]:
-        if not self.cache_dir.is_dir():
-            return []
-        from huggingface_hub import scan_cache_dir
-        from huggingface_hub.errors import CacheNotFound
-
-        try:
-            info = scan_cache_dir(self.cache_dir)
-        except (CacheNotFound, OSError, ValueError) as exc:
-            log.warning("hub cache %s not readable: %s", self.cache_dir, exc)
-            return []
+        """Model files of every model repo in the hub cache, with the repo's id: each revision's
+        files under ``models--org--name/snapshots/<commit>/`` (a link whose blob is gone is skipped)."""
         out: list[tuple[Path, str]] = []
-        for repo in info.repos:
-            if repo.repo_type != "model":
-                continue
-            for rev in repo.revisions:
-                for p in _model_files(f.file_path for f in rev.files):
-                    out.append((p, repo.repo_id))
+        for repo_dir, repo_id in cached_repos(self.cache_dir):
+            files = [p for p in _walk(repo_dir / "snapshots") if p.exists()]
+            out.extend((p, repo_id) for p in _model_files(files))
         return out
 
     def delete(self, entry: LibraryEntry) -> int:

@@ -32,7 +32,13 @@ from strata_gui.core.models.fit import (
 )
 from strata_gui.core.models.gguf_meta import GGUFMetadata, read_header
 from strata_gui.core.models.hub import HubClient, ModelDetail, SearchPage
-from strata_gui.core.models.hub_config import HubTokens, SavedHubToken, SecretStore, hf_home, resolve_hub
+from strata_gui.core.models.hub_config import (
+    HubTokens,
+    SavedHubToken,
+    SecretStore,
+    hub_cache_dir,
+    resolve_hub,
+)
 from strata_gui.core.models.hub_files import QuantEntry
 from strata_gui.core.models.hub_images import (
     ImageVariantFit,
@@ -115,7 +121,7 @@ class ModelService:
     Args:
         client: Shared async HTTP client (the app owns and closes it).
         endpoint: Hub base URL (:func:`~strata_gui.core.models.hub_config.resolve_hub`; mirrors welcome).
-        cache_dir: The hub cache (Settings.hf_cache_dir or huggingface_hub's default).
+        cache_dir: The hub cache (Settings.hf_cache_dir, else the environment's: hub_config.hub_cache_dir).
         queue_file: Where unfinished downloads are remembered (e.g. data_dir/downloads.json).
         token_store: The access token: resolved at each request, saved in Strata by :meth:`save_token`.
         model_dirs: Folders the user added (Settings.model_dirs).
@@ -334,13 +340,6 @@ class ModelService:
 
 
 
-def default_hub_cache(environ: Mapping[str, str]) -> Path:
-    """huggingface_hub's cache folder for this environment (HF_HUB_CACHE, else HF_HOME/hub)."""
-    if environ.get("HF_HUB_CACHE"):
-        return Path(environ["HF_HUB_CACHE"]).expanduser()
-    return hf_home(environ) / "hub"
-
-
 def build_model_service(
     settings: Settings,
     data_dir: Path,
@@ -364,7 +363,7 @@ def build_model_service(
     """
     import psutil
 
-    cache = Path(settings.hf_cache_dir).expanduser() if settings.hf_cache_dir else default_hub_cache(environ)
+    cache = Path(settings.hf_cache_dir).expanduser() if settings.hf_cache_dir else hub_cache_dir(environ)
     saved = SavedHubToken(secrets)
     hub = resolve_hub(settings, environ, saved)
     log.info("%s", hub.describe())
