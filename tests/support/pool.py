@@ -53,4 +53,5 @@ def library_router(chat: ChatService, models: Sequence[Path] = ()) -> LibraryRou
     def plans(_model: Path, kind: EngineKind) -> list[EngineSpec]:
         return [dataclasses.replace(spec, kind=kind) for spec in chat.plan]
 
-    return LibraryRouter(chat.pool, library, plans, lambda _model, _kind: chat.launch_settings())
+    return LibraryRouter(chat.pool, library, plans, lambda _model, _kind: chat.launch_settings(),
+                         wait_limit=lambda: float(chat.settings.api_wait_seconds))
