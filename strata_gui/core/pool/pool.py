@@ -300,7 +300,6 @@ class EnginePool:
         """Queue ``req`` and wait until the scheduler settles it (a lease, a turn, None or an error)."""
         if self._closed:
             raise ServerBusyError(_CLOSING)
-        self._ensure_scheduler()
         self._queue.append(req)
         self._kick()
         try:
@@ -332,21 +331,24 @@ class EnginePool:
         self._kick()
 
     # -- the scheduler -------------------------------------------------------------------------------
-    def _ensure_scheduler(self) -> None:
-        loop = asyncio.get_running_loop()
-        task = self._scheduler
-        if task is None or task.done() or task.get_loop() is not loop:
-            self._wake = asyncio.Event()
-            self._scheduler = loop.create_task(self._schedule_forever(), name="strata-pool-scheduler")
-
     def _kick(self) -> None:
-        """Something changed: the scheduler takes a pass (soon, on the loop; never inside the caller)."""
+        """Something changed: the scheduler takes a pass (soon, on the loop; never inside the caller).
+
+        The scheduler task runs while requests wait and ends when the queue is empty; the next
+        change starts it again (so a pool nobody closes leaves no task behind)."""
         if self._wake is not None:
             self._wake.set()
+        task = self._scheduler
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs (an exit path): nothing can be waiting
+            return
+        if task is None or task.done() or task.get_loop() is not loop:
+            self._wake = wake = asyncio.Event()
+            wake.set()
+            self._scheduler = loop.create_task(self._schedule(wake), name="strata-pool-scheduler")
 
-    async def _schedule_forever(self) -> None:
-        wake = self._wake
-        assert wake is not None
+    async def _schedule(self, wake: asyncio.Event) -> None:
         while True:
             await wake.wait()
             wake.clear()
@@ -354,6 +356,8 @@ class EnginePool:
                 self._decide()
             except Exception:  # a bug here must not stop every later decision
                 log.exception("the engine pool's scheduler failed a pass")
+            if not self._queue and not wake.is_set():
+                return
 
     def _decide(self) -> None:
         """One pass: settle what can be settled, in queue order, and start or stop what that needs."""
@@ -731,7 +735,6 @@ class EnginePool:
             return False
         if engine.unload_reason is None:
             engine.unload_reason = reason
-        self._ensure_scheduler()
         self._kick()
         await self._stopped(engine)
         return True
@@ -749,7 +752,6 @@ class EnginePool:
             return
         if engine.doomed is None:
             engine.doomed = reason
-        self._ensure_scheduler()
         self._kick()
         await self._stopped(engine)
 
