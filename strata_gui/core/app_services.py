@@ -488,9 +488,9 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     pool.events.subscribe(app._remember_warm_start)
     chat.tools = app.chat_tools
     # A lambda: the ceilings (and their CPU measurement) are built on the first finished reply, not here.
-    chat.decode_limit = lambda engine, model, tps, depth: app.limits.reply_limit(  # noqa: PLW0108
+    chat.streamer.decode_limit = lambda engine, model, tps, depth: app.limits.reply_limit(  # noqa: PLW0108
         engine, model, tps, depth)
-    chat.decode_limit_prefetch = lambda model: app.limits.prefetch(model)  # noqa: PLW0108
+    chat.first_tokens.prefetch = lambda model: app.limits.prefetch(model)  # noqa: PLW0108
     return app
 
 

@@ -214,7 +214,7 @@ def test_a_conversation_opened_again_mid_reply_shows_the_reply_without_a_gap(pag
     """Opened again, the reply was rebuilt from its last save (up to a second old) and the new text
     appended after it: words in between were missing until the reply ended."""
     page, service, loop, errors = page_env
-    service._save_interval = 5.0  # a save long ago: the gap is as wide as it gets
+    service.streamer.save_interval = 5.0  # a save long ago: the gap is as wide as it gets
     service.set_plan([cpu_spec(test_engines)])
     other = page.new_conversation()
     conv_id = page.new_conversation()
@@ -424,10 +424,10 @@ def test_the_answer_after_a_thinking_is_shown_at_once(page_env) -> None:  # type
     reply = service.store.add_message(conv.id, "assistant", "", status=STREAMING)
     page.open_conversation(conv.id)
     widget = page.message_widgets[reply.id]
-    service._emit(MessageDelta(reply.id, "", False, "Let me think. " * 50, 50, ""))
-    service._emit(MessageDelta(reply.id, "", False, "More thinking.", 53, ""))  # waits for the next frame
+    service.announcer.emit(MessageDelta(reply.id, "", False, "Let me think. " * 50, 50, ""))
+    service.announcer.emit(MessageDelta(reply.id, "", False, "More thinking.", 53, ""))  # waits for the next frame
     assert widget.rendered_text == ""
-    service._emit(MessageDelta(reply.id, "The answer", False, "", 55, ""))
+    service.announcer.emit(MessageDelta(reply.id, "The answer", False, "", 55, ""))
     assert widget.rendered_text == "The answer"
 
 

@@ -391,7 +391,7 @@ def test_a_reply_that_goes_silent_while_the_engine_works_says_so(app_page: AppPa
 
     env, page = app_page, app_page.page
     chat = env.app.chat
-    chat.watch_interval, chat.silence_notice_s = 0.05, 0.5  # 1 s and 15 s in the app
+    chat.streamer.watch_interval, chat.streamer.silence_notice_s = 0.05, 0.5  # 1 s and 15 s in the app
     seen: list[tuple[str, str]] = []
     # A client of its own, closed before the server stops: the server's threads wait on the
     # connections the progress requests (GET /slots) keep alive.

@@ -187,7 +187,7 @@ def _prompt_tokens_of_a_second_turn(model: Path, engines: Engines, keep_reasonin
         return template_capabilities(text) if text and keep_reasoning else None
 
     async def body(svc: ChatService, events: list[ChatEvent]) -> tuple[int, str]:
-        svc._template = template
+        svc.chat_model.template = template
         conv = svc.new_conversation()
         _limit(svc, conv.id, 16)
         first = await svc.send(conv.id, "Hello")

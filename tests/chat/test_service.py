@@ -102,7 +102,7 @@ def test_a_running_engine_has_the_request_before_the_messages_are_announced(
     request reached it, so it overlaps the prompt's processing instead of delaying it."""
     # The fallback that announces anyway after 30 ms (a slow remote engine) is test_streaming's;
     # here it would only race a loaded machine's thread scheduling.
-    monkeypatch.setattr("strata_gui.core.chat.service.ANNOUNCE_WAIT", 10.0)
+    monkeypatch.setattr("strata_gui.core.chat.announcer.ANNOUNCE_WAIT", 10.0)
     async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
         conv = svc.new_conversation()
         _short(svc, conv.id, max_tokens=4)
@@ -148,13 +148,14 @@ def test_stop_keeps_the_partial_reply_and_frees_the_slot(test_engines: Engines, 
         assert svc.context_used(conv.id) >= 10
         sup = svc.supervisor
         assert sup is not None
-        for _ in range(100):
-            slots = (await svc._http.get(sup.base_url + "/slots", headers=sup.auth_headers())).json()
-            if not any(s["is_processing"] for s in slots):
-                break
-            await asyncio.sleep(0.05)
-        else:
-            pytest.fail("slot still busy after Stop")
+        async with httpx.AsyncClient(trust_env=False) as http:
+            for _ in range(100):
+                slots = (await http.get(sup.base_url + "/slots", headers=sup.auth_headers())).json()
+                if not any(s["is_processing"] for s in slots):
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                pytest.fail("slot still busy after Stop")
 
     run_with_service([cpu_spec(test_engines)], test_model, body)
 
@@ -337,7 +338,7 @@ def test_a_message_sent_during_a_read_ahead_waits_for_its_own_and_stops_another(
         # Another conversation opened, then a message sent in the first one: that read is stopped,
         # the message is answered.
         svc.viewing(other.id)
-        reading = svc._reading
+        reading = svc.read_ahead.task
         assert reading is not None and not reading.done()
         again = await svc.send(mine.id, "And in winter?")
         assert again.status == COMPLETE and reading.cancelled()
@@ -373,7 +374,7 @@ def test_a_reply_that_cannot_be_saved_still_ends_on_screen_and_says_why(test_eng
     async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
         conv = svc.new_conversation()
         _short(svc, conv.id, 40)
-        svc._save_interval = 0.0  # save at every piece, as a long reply does every second
+        svc.streamer.save_interval = 0.0  # save at every piece, as a long reply does every second
         svc.store.db.execute("PRAGMA busy_timeout = 100")  # the app waits 5 s; the test need not
         other = sqlite3.connect(svc.store.path, timeout=0)
         sending = asyncio.create_task(svc.send(conv.id, "Tell me about the moon"))

@@ -1,13 +1,17 @@
 """A streaming reply as it arrives: the pieces gathered, batched to about one event per frame,
-saved about once a second, and counted when it is cut short."""
+saved about once a second, and counted when it is cut short.
+
+:class:`ReplyBuffer` knows nothing of the service that streams it: it reports through a
+:class:`ReplySink` (the clock, the pacing, where events and partial saves go, the first piece).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from strata_gui.core.runtime.client import (
     ANSWER,
@@ -15,39 +19,74 @@ from strata_gui.core.runtime.client import (
     ReplyStats,
     StreamPiece,
 )
+from strata_gui.core.runtime.engine import EngineSpec
 
-if TYPE_CHECKING:
-    pass
-
-from ..errors import StorageError
-from .events import MessageDelta
-
-if TYPE_CHECKING:
-    from .service import ChatService
-
-log = logging.getLogger(__name__)
+from .events import ChatEvent, MessageDelta
 
 DELTA_INTERVAL = 0.016  # s: one frame at 60 Hz; streamed text reaches listeners at most this often
 YIELD_S = 0.001  # s: a turn of the loop that lets it serve timers and input: under qasync a 0 s sleep
 # runs before Qt's other timers (it chains with the work before and after it, one long busy stretch)
 
 
+class ReplySink(Protocol):
+    """What a :class:`ReplyBuffer` reports to (the :class:`~strata_gui.core.chat.streaming.ReplyStreamer`)."""
+
+    @property
+    def delta_interval(self) -> float:
+        """Shortest time between two :class:`MessageDelta` events of one reply (s)."""
+        ...
+
+    @property
+    def save_interval(self) -> float:
+        """Time between two saves of a reply being written (s)."""
+        ...
+
+    def now(self) -> float:
+        """The monotonic clock the reply is timed by."""
+        ...
+
+    def emit(self, event: ChatEvent) -> None:
+        """Tell the chat's listeners."""
+        ...
+
+    def first_piece(self) -> None:
+        """The reply's first piece arrived (its time to first token is over)."""
+        ...
+
+    def save_partial(self, message_id: int, text: str, thinking: str) -> None:
+        """Save the reply's text so far (a failure is the sink's to report: the reply goes on)."""
+        ...
+
+
 @dataclass(frozen=True)
-class _Where:
-    """Where a reply runs, and what an engine failure makes of it."""
+class ReplyTarget:
+    """Where a reply runs, and what an engine failure makes of it.
+
+    Attributes:
+        engine: The engine's label (kept in the reply's statistics).
+        backend: Its backend ("cpu", "vulkan", ..., "remote").
+        ran_on: What the saved reply says it ran on.
+        broken: The status of a reply the engine failed (INTERRUPTED: it may be retried).
+        broken_reason: The finish reason kept with such a reply.
+        spec: The local engine that runs it (None: a remote one).
+        model: The local model that answers (None: a remote one's).
+    """
 
     engine: str
     backend: str
     ran_on: str
-    broken: str  # the status of a reply the engine failed (INTERRUPTED locally: it may be retried)
+    broken: str
     broken_reason: str
+    spec: EngineSpec | None = None
+    model: Path | None = None
 
     def stats(self, stats: ReplyStats, reason: str) -> ReplyStats:
+        """``stats`` marked as ended for ``reason`` here."""
         stats.finish_reason, stats.engine, stats.backend = reason, self.engine, self.backend
         return stats
 
 
-class _ReplyBuffer:
+class ReplyBuffer:
     """Collects a streaming reply, forwards it in batches, saves it about once per interval.
 
     Pieces arrive once per token (hundreds per second); listeners (the chat page's repaint, the
@@ -58,17 +97,18 @@ class _ReplyBuffer:
     """
 
     __slots__ = ("_first", "_first_answer", "_interval", "_last", "_last_emit", "_last_save", "_sent", "_sent_thinking",
-                 "_service", "_started", "_think_first", "_timer", "last_seen", "message_id", "pieces", "thinking",
+                 "_sink", "_started", "_think_first", "_timer", "last_seen", "message_id", "pieces", "thinking",
                  "tokens", "tool")
 
-    def __init__(self, message_id: int, service: ChatService, now: float) -> None:
+    def __init__(self, message_id: int, sink: ReplySink) -> None:
+        now = sink.now()
         self.message_id = message_id
         self.pieces: list[str] = []  # the answer
         self.thinking: list[str] = []
         self.tokens = 0  # of every kind
         self.tool = ""  # the function a tool call being written names
-        self._service = service
-        self._interval = service._delta_interval
+        self._sink = sink
+        self._interval = sink.delta_interval
         self._last_save = now
         self._started = now
         self.last_seen = now  # when the last piece arrived (the request's start before the first)
@@ -94,21 +134,21 @@ class _ReplyBuffer:
         if kind == ANSWER:
             self.pieces.append(piece[1])
             if self._first_answer is None:
-                self._first_answer = self._service._clock()
+                self._first_answer = self._sink.now()
         elif kind == THINKING:
             self.thinking.append(piece[1])
             if self._think_first is None:
-                self._think_first = self._service._clock()
+                self._think_first = self._sink.now()
         else:
             self.tool = piece[5]
             if self._first_answer is None:
-                self._first_answer = self._service._clock()
+                self._first_answer = self._sink.now()
         self.tokens = piece[3]
-        svc = self._service
-        now = svc._clock()
+        sink = self._sink
+        now = sink.now()
         if self._first is None:
             self._first = now
-            svc._first_token_in()
+            sink.first_piece()
         self._last = self.last_seen = now
         if self._timer is None:
             wait = self._last_emit + self._interval - now
@@ -116,12 +156,9 @@ class _ReplyBuffer:
                 self._emit(now)
             else:
                 self._timer = asyncio.get_running_loop().call_later(wait, self.flush)
-        if now - self._last_save >= svc._save_interval:
+        if now - self._last_save >= sink.save_interval:
             self._last_save = now
-            try:
-                svc.store.update_message(self.message_id, content=self.text, thinking=self.thinking_text)
-            except StorageError as exc:  # a full disk, a lock held elsewhere: the reply goes on, saved at its end
-                log.warning("could not save the reply being written: %s", exc.message)
+            sink.save_partial(self.message_id, self.text, self.thinking_text)
 
     def flush(self) -> None:
         """Emit what was not sent yet (the timer's callback, and before the reply is finished)."""
@@ -129,7 +166,7 @@ class _ReplyBuffer:
             self._timer.cancel()
             self._timer = None
         if self._sent < len(self.pieces) or self._sent_thinking < len(self.thinking):
-            self._emit(self._service._clock())
+            self._emit(self._sink.now())
 
     async def complete(self) -> None:
         """The engine finished: send the last text as complete, then give the loop a turn, so the
@@ -138,7 +175,7 @@ class _ReplyBuffer:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._emit(self._service._clock(), complete=True)
+        self._emit(self._sink.now(), complete=True)
         await asyncio.sleep(YIELD_S)
 
     def _emit(self, now: float, *, complete: bool = False) -> None:
@@ -150,7 +187,7 @@ class _ReplyBuffer:
             thinking = "".join(self.thinking[self._sent_thinking:])
             self._sent_thinking = len(self.thinking)
         self._last_emit = now
-        self._service._emit(MessageDelta(self.message_id, text, complete, thinking, self.tokens, self.tool))
+        self._sink.emit(MessageDelta(self.message_id, text, complete, thinking, self.tokens, self.tool))
 
     def shown(self) -> tuple[str, str]:
         """The answer and thinking sent to listeners so far (what the next delta goes on from)."""
