@@ -149,6 +149,7 @@ class Workload:
         self.pool, self.spec, self.models, self.cfg, self.report = pool, spec, list(models), cfg, report
         self.base = ServerSettings(ctx_size=256, jinja=False, metrics=False, parallel=2)
         self.deadline = time.monotonic() + cfg.duration_s if cfg.duration_s else None
+        self.some_ready = asyncio.Event()
         pool.events.subscribe(self._watch)
 
     # -- what the pool does ---------------------------------------------------------------------
@@ -156,6 +157,7 @@ class Workload:
         report = self.report
         if isinstance(event, EngineStateChanged) and event.state is ServerState.READY:
             report.ready.add(event.engine.serial)
+            self.some_ready.set()
         if isinstance(event, EngineUnloaded):
             e = event.engine
             if (e.serial in report.ready and not report.served[e.serial] and e.doomed is None
@@ -242,15 +244,21 @@ class Workload:
         if self.cfg.kill_every_s <= 0:
             return
         rng = random.Random(self.cfg.seed * 31)
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), rng.uniform(0.5, 1.5) * self.cfg.kill_every_s)
+        waits = [asyncio.ensure_future(self.some_ready.wait()), asyncio.ensure_future(stop.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        while not stop.is_set():  # the first kill as soon as an engine is up, then every so often
             ready = [e for e in self.pool.engines() if e.ready and e.pid is not None]
             if ready and not stop.is_set():
                 victim = rng.choice(ready)
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(victim.pid or 0, signal.SIGKILL)
                     self.report.kills += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), rng.uniform(0.5, 1.5) * self.cfg.kill_every_s)
 
 
 def engine_processes(binary: Path) -> list[psutil.Process]:
