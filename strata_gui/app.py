@@ -562,15 +562,14 @@ async def startup(ui: AppUi, after: TaskHandle | None = None) -> None:
     """Background start-up: build the services left for later, detect GPUs, probe every installed
     engine again (drivers may have changed since the last run), then show which engine the chat
     will use. With ``after`` (the last model loading), once that is done, and once no reply waits
-    for its first token: on 2 cores the checks (probe processes, the CA bundle, building services)
-    held a first message back ~150 ms."""
+    for its first token: on 2 cores the checks (probe processes, building services) held a first
+    message back ~150 ms."""
     services = ui.services
     if after is not None:
         await after.wait()
     # A message sent at once gets its first token first: the checks (probe processes, imports of
     # every page's services) otherwise ran between the engine's start and that token.
     await services.chat.first_tokens_in()
-    await services.warm_network()
     # The services only other pages use were left for after the first paint: build them now, so a
     # first visit or the first reply (it records to the dashboard) finds them ready.
     await services.warm_up()
