@@ -162,18 +162,13 @@ def app_child() -> int:
     the reply's first token is painted, then stop the reply and quit."""
     from strata_gui import cli
 
-    # What `strata` does first (cli.main): compile dataclasses through the cache of earlier runs,
-    # take the one-app lock (or show the running app), then launch the last model's engine before
-    # Qt is imported.
-    cache = cli.class_code_cache()
+    # What `strata` does first (cli.main): take the one-app lock (or show the running app), then
+    # launch the last model's engine before Qt is imported.
     instance, exit_code = cli._claim_app([])
     if exit_code is not None:
         raise SystemExit("another Strata app runs with this STRATA_HOME")
     warm = cli._early_engine([], "")
     import strata_gui.app as app_module
-    from strata_gui.ui import pyside_import_check
-
-    pyside_import_check.install()  # as run_gui does first: the import below is this hook's, not the app's
     from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
 
     base_populate = app_module.populate
@@ -229,8 +224,7 @@ def app_child() -> int:
         cls.paintEvent = paint  # type: ignore[method-assign]
     app_module.populate = populate
     # Then what cli.main does next, and how the app's entry ends (cli.gui_main: no interpreter teardown).
-    code = cli._run_gui([], self_test=False, warm=warm, instance=instance, when_usable=cache.release)
-    cache.close()  # as cli.main does: the warm-up run writes what later runs take
+    code = cli._run_gui([], self_test=False, warm=warm, instance=instance)
     cli.exit_now(code)
 
 

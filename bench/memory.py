@@ -55,9 +55,6 @@ def rss_kb() -> int:
 def app_child(big_id: int) -> int:
     """The GUI with a hook that measures after start-up, after opening the long conversation and
     after visiting every page, then quits."""
-    from strata_gui import cli
-
-    cache = cli.class_code_cache()  # as the `strata` entry does (let go of once the window is usable)
     import strata_gui.app as app_module
     from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
 
@@ -115,7 +112,7 @@ def app_child(big_id: int) -> int:
         return ui
 
     app_module.populate = populate
-    return int(app_module.run_gui([], when_usable=cache.release))
+    return int(app_module.run_gui([]))
 
 
 def values(cmd: list[str], env: dict[str, str]) -> dict[str, float]:

@@ -29,7 +29,6 @@ from strata_gui.core.errors import StrataError, describe
 from strata_gui.core.logging_setup import close_logging, configure_logging, keep_early_records
 from strata_gui.core.resources import resources_dir
 from strata_gui.core.services import Services, build_services
-from strata_gui.ui import pyside_import_check
 from strata_gui.ui.i18n import core_text, install_language
 from strata_gui.ui.main_window import MainWindow
 from strata_gui.ui.theme import apply_first_theme, apply_theme, remembered_dark, settle_theme
@@ -562,15 +561,14 @@ async def startup(ui: AppUi, after: TaskHandle | None = None) -> None:
     """Background start-up: build the services left for later, detect GPUs, probe every installed
     engine again (drivers may have changed since the last run), then show which engine the chat
     will use. With ``after`` (the last model loading), once that is done, and once no reply waits
-    for its first token: on 2 cores the checks (probe processes, the CA bundle, building services)
-    held a first message back ~150 ms."""
+    for its first token: on 2 cores the checks (probe processes, building services) held a first
+    message back ~150 ms."""
     services = ui.services
     if after is not None:
         await after.wait()
     # A message sent at once gets its first token first: the checks (probe processes, imports of
     # every page's services) otherwise ran between the engine's start and that token.
     await services.chat.first_tokens_in()
-    await services.warm_network()
     # The services only other pages use were left for after the first paint: build them now, so a
     # first visit or the first reply (it records to the dashboard) finds them ready.
     await services.warm_up()
@@ -703,18 +701,15 @@ async def answer_second_launches(window: QWidget, address_file: Path) -> Activat
 
 
 def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool = False,
-            warm: WarmSlot | None = None, instance: InstanceLock | None = None,
-            when_usable: Callable[[], object] | None = None) -> int:
+            warm: WarmSlot | None = None, instance: InstanceLock | None = None) -> int:
     """Start the GUI; returns the process exit code.
 
     The window is painted first; the event loop, services and pages are set up right after, so
     users see Strata at once even on a slow disk. With ``warm`` (the last model's engine launched
     before Qt was imported) and the "load the last model" setting, the chat's engine is claimed
     as soon as the core is built. With ``instance`` (this user's one-app lock, taken by the CLI), a
-    second launch of Strata shows this window instead of starting a second app. ``when_usable``
-    is called once the window is usable (the entry's compiled-dataclass cache lets go of its code).
+    second launch of Strata shows this window instead of starting a second app.
     """
-    pyside_import_check.install()  # ~250 modules are imported from here on (see that module)
     services = build_services(warm=warm)
     QApplication.setApplicationName(APP_NAME)
     QApplication.setOrganizationName(ORG_NAME)
@@ -802,8 +797,6 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
             app.processEvents()
             # Usable: every sidebar entry is there and the chat page is built and painted.
             print(f"ready-at {time.time():.6f}", flush=True)
-        if when_usable is not None:
-            when_usable()
         collect_garbage_again(app)
         if exit_when_shown:
             open_log()

@@ -11,14 +11,12 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from strata_gui import __version__
-from strata_gui.core.classcache import ClassCodeCache, cache_file
 from strata_gui.core.errors import StrataError, describe
 from strata_gui.core.logging_setup import close_logging, configure_logging, redact
-from strata_gui.core.paths import AppPaths
 from strata_gui.core.services import Services, build_services
 
 if TYPE_CHECKING:
@@ -135,8 +133,7 @@ def _early_engine(args: Sequence[str], command: str | None) -> WarmSlot:
 
 
 def _run_gui(argv: Sequence[str], self_test: bool, exit_when_shown: bool = False,
-             warm: WarmSlot | None = None, instance: InstanceLock | None = None,
-             when_usable: Callable[[], object] | None = None) -> int:
+             warm: WarmSlot | None = None, instance: InstanceLock | None = None) -> int:
     # No cyclic garbage collection while the window and the chat page come up: the ~90 passes over
     # the objects of ~350 freshly imported modules cost ~12 ms and find next to nothing to free.
     # run_gui turns it back on as soon as the chat page is painted.
@@ -145,7 +142,7 @@ def _run_gui(argv: Sequence[str], self_test: bool, exit_when_shown: bool = False
     app_module = importlib.import_module("strata_gui.app")
     try:
         return int(app_module.run_gui(list(argv), self_test=self_test, exit_when_shown=exit_when_shown, warm=warm,
-                                      instance=instance, when_usable=when_usable))
+                                      instance=instance))
     finally:
         if warm is not None:
             warm.close()  # never claimed (the app stopped before loading the model)
@@ -261,28 +258,8 @@ def _show_unanswered(message: str, hint: str) -> None:
         log.debug("could not show the already-running message", exc_info=True)
 
 
-def class_code_cache() -> ClassCodeCache:
-    """The compiled dataclass methods of earlier runs, installed for this command (see
-    :mod:`strata_gui.core.classcache`: ~90 ms of the app's start-up); close it when the command ends."""
-    cache = ClassCodeCache(cache_file(AppPaths.from_environment().cache_dir))
-    try:
-        cache.install()
-    except Exception:  # a speed-up only: whatever went wrong, the command runs without it
-        cache.uninstall()
-        log.debug("running without the compiled-dataclass cache", exc_info=True)
-    return cache
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `strata` console script."""
-    cache = class_code_cache()
-    try:
-        return _main(argv, cache)
-    finally:
-        cache.close()  # after the command: writing the methods compiled this run costs it nothing
-
-
-def _main(argv: Sequence[str] | None, cache: ClassCodeCache) -> int:
     _utf8_when_redirected()
     args_list = list(sys.argv[1:] if argv is None else argv)
     requested = _requested_command(args_list)
@@ -300,7 +277,7 @@ def _main(argv: Sequence[str] | None, cache: ClassCodeCache) -> int:
         raise
     if args.command is None:
         return _run_gui(args_list, self_test=args.self_test, exit_when_shown=args.exit_when_shown, warm=warm,
-                        instance=instance, when_usable=cache.release)
+                        instance=instance)
     configure_logging(build_services(_environ(args)).paths.log_file, verbose=args.verbose, to_stderr=True)
     try:
         code = run_command(args_list, warm)

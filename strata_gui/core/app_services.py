@@ -49,7 +49,7 @@ from strata_gui.core.services import Services
 from strata_gui.core.settings import SettingsService
 from strata_gui.core.storage import DatabaseLockedError
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, joined
-from strata_gui.core.transfer import TlsContext, loopback_client, network_client, prepare_loopback
+from strata_gui.core.transfer import loopback_client, network_client, tls_context
 from strata_gui.core.warm import forget as warm_forget
 
 if TYPE_CHECKING:  # built on first use (see AppServices): their modules load then, not at start-up
@@ -91,7 +91,7 @@ class AppServices:
                  gpu: GpuService, engines: EngineService, resolver: EngineResolver, metrics: MetricsStore,
                  chat_store: ConversationStore, chat: ChatService, remote: RemoteService, rpc: RpcPool,
                  pool: EnginePool, fit_target: FitTarget, load_options: LoadOptionsService, later: LaterParts,
-                 gpu_error: StrataError | None = None, tls: TlsContext | None = None) -> None:
+                 gpu_error: StrataError | None = None) -> None:
         self.base = base
         self.http = http  # the network: GitHub, the hub (honours proxy settings)
         self.local_http = local_http  # loopback engines (never through a proxy)
@@ -107,7 +107,6 @@ class AppServices:
         self.fit_target = fit_target
         self.load_options = load_options  # per-model load options: the chat launch, bench, the panel's fit
         self.gpu_error = gpu_error  # why the configured GPU source could not be used
-        self.tls = tls  # the clients' TLS context, loaded on first use
         # What the user must be told about the database file at start-up (moved aside because it
         # was damaged, or in use by another program so nothing is saved this session).
         self.storage_notices: list[str] = []
@@ -196,8 +195,7 @@ class AppServices:
                                lambda model, kind: self.resolver.plan_for(model, kind=kind), self.launch_settings,
                                wait_limit=lambda: float(self.settings.current.api_wait_seconds))
         return ServeService(self.settings, self._later.secrets, router, dashboard_recorder(self.dashboard),
-                            autostart=autostart_for(self._later.environ),
-                            prepare=lambda: prepare_loopback(self.local_http))
+                            autostart=autostart_for(self._later.environ), http=self.local_http)
 
     async def served_library(self) -> list[LibraryEntry]:
         """The models the local API offers: the library, and the chat's model wherever it lives."""
@@ -281,16 +279,6 @@ class AppServices:
         for name in self.LATER:
             getattr(self, name)
             await asyncio.sleep(0)
-
-    async def warm_network(self) -> None:
-        """Load the CA bundle on a worker thread (it releases the GIL), so the first request made
-        from the window does not stall it; start-up calls this once the window is usable."""
-        if self.tls is None:
-            return
-        try:
-            await run_blocking(self.tls.get, name="strata-tls")
-        except Exception:  # the first request meets the same problem and reports it where it matters
-            log.warning("could not load the TLS certificates ahead of the first request", exc_info=True)
 
     @property
     def settings(self) -> SettingsService:
@@ -427,15 +415,10 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
         keep_conversations: False for one-off CLI prompts: conversations live in memory only.
     """
     settings, paths, env = base.settings, base.paths, dict(base.environ)
-    # One TLS context for both clients, loaded on first use: each client loaded the CA bundle
-    # when made (cProfile of start-up: 2 x load_verify_locations), and both transports (with the
-    # httpcore import) are made on the first request, not before the window is usable.
-    tls = TlsContext()
-    # Big socket reads: engine and model downloads then run at the disk's pace, not httpcore's.
-    client = http or network_client(tls, follow_redirects=True, timeout=httpx.Timeout(30.0, read=60.0))
-    # llama-server drops idle keep-alive connections after 5 s: expire ours well before that.
-    local = loopback_client(tls, trust_env=False, timeout=httpx.Timeout(30.0, read=None),
-                            limits=httpx.Limits(keepalive_expiry=2.0))
+    # One TLS context for both clients: each would load the CA bundle again.
+    tls = tls_context()
+    client = http or network_client(tls)
+    local = loopback_client(tls)
     job = WindowsJob()  # one job object: every engine dies with the app on Windows
     catalog = load_catalog()
     gpu_error: StrataError | None = None
@@ -479,7 +462,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     app = AppServices(base, client, local, gpu=gpu, engines=engines, resolver=resolver, metrics=metrics,
                       chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, pool=pool, fit_target=fit_target,
-                      load_options=load_options, later=LaterParts(env, secrets), gpu_error=gpu_error, tls=tls)
+                      load_options=load_options, later=LaterParts(env, secrets), gpu_error=gpu_error)
     app.storage_notices = storage_notices
     for notice in storage_notices:  # shown by the CLI and the window; info here, not twice on stderr
         log.info("%s", notice)

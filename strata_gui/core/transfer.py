@@ -1,50 +1,30 @@
-"""Bulk HTTP transfers at the pace of the wire: the network client and the file sink downloads use.
+"""The app's HTTP clients, and what bulk transfers add to them: the file sink downloads use.
 
-Two costs dominate a download in Python, measured with py-spy on 200 MB over loopback (2 cores):
+Strata's own clients are httpx clients made with public options only (:func:`network_client` for
+the network, :func:`loopback_client` for the engines on this computer), sharing one TLS context.
 
-- **Per-read overhead in the client.** httpcore asks the socket for 64 KiB at a time and anyio
-  slices asyncio's 256 KiB receive buffers into those 64 KiB (copying the rest every time), so a
-  stock client spends ~1 CPU-second per GB in Python before a byte is written. :func:`network_client`
-  builds the app's one client on a network backend whose streams read up to :data:`READ_SIZE` per
-  call: the same bytes in 4–16x fewer trips through httpcore/anyio, and no slicing copies.
-- **Per-chunk hops between the loop and a worker.** An executor future per batch costs a
-  self-pipe wake-up of the loop and a Future per batch. :class:`FileSink` is a writer thread and
-  a hasher thread fed by queues: the loop enqueues batches of received chunks and only waits (and
-  only gets woken) when more than :data:`MAX_IN_FLIGHT` bytes are not written and hashed yet. Both
-  release the GIL for their work, so they overlap each other and the next network reads.
-- **Page faults on every block (glibc).** A block of 1 MiB is above glibc's mmap threshold, and
-  freeing the blocks a download keeps in flight leaves more free memory at the top of the heap
-  than glibc's trim threshold: every new block came back from the kernel as fresh pages, ~130
-  minor faults per MB and half the client's CPU per byte. :func:`tune_allocator` keeps blocks up
-  to :data:`HEAP_BLOCK_LIMIT` in the heap and lets it keep :data:`HEAP_KEEP` free; the sink gives
-  the memory back (:func:`release_memory`) shortly after a download ends.
+The cost a download adds in Python is the hop of every chunk between the event loop and a
+worker: an executor future per batch costs a self-pipe wake-up of the loop and a Future per batch.
+:class:`FileSink` is a writer thread and a hasher thread fed by queues: the loop enqueues batches of
+received chunks and only waits (and only gets woken) when more than :data:`MAX_IN_FLIGHT` bytes are
+not written and hashed yet. Both release the GIL for their work, so they overlap each other and
+the next network reads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import functools
-import os
 import queue
 import ssl
-import sys
 import threading
-import typing
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeVar
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 import httpx
 
-if TYPE_CHECKING:  # httpcore loads with the first request (DeferredTransport), not at start-up
-    import httpcore
-
 from strata_gui.core.progress import RateMeter
-
-READ_SIZE = 1 << 20
-"""Bytes asked of the socket per read (asyncio hands over at most 256 KiB per receive anyway)."""
 
 BATCH = 1 << 20
 """Bytes of received chunks handed to the writer and hasher threads at once."""
@@ -54,16 +34,6 @@ MAX_IN_FLIGHT = 16 << 20
 
 PROGRESS_INTERVAL = 0.25
 """Seconds between two progress snapshots of a download (a few per second is enough to watch)."""
-
-HEAP_BLOCK_LIMIT = 4 << 20
-"""Allocations up to this size come from the heap, not from fresh mmap()s (glibc ``M_MMAP_THRESHOLD``)."""
-
-HEAP_KEEP = 2 * MAX_IN_FLIGHT
-"""Free memory the heap keeps at its top instead of returning it at once (glibc ``M_TRIM_THRESHOLD``):
-more than a download keeps in flight, so its blocks are reused rather than faulted in again."""
-
-RELEASE_DELAY = 2.0
-"""Seconds after a download ends before the heap's free pages go back to the system."""
 
 REQUEST_DEADLINE = 120.0
 """Seconds one request that is not a bulk download (an API call, a HEAD, a header read) may take
@@ -76,241 +46,50 @@ MIN_RATE = 1024.0
 RATE_WINDOW = 60.0
 """Seconds over which a download must average :data:`MIN_RATE`; the headers count too."""
 
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
+NETWORK_TIMEOUT = httpx.Timeout(30.0, read=60.0)
+"""The network client's time-outs (a download's reads included)."""
+
+LOOPBACK_TIMEOUT = httpx.Timeout(30.0, read=None)
+"""The loopback client's: no limit between two pieces of a reply (a long prompt is read before the
+first token); each engine request sets its own where it wants one."""
+
+LOOPBACK_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20, keepalive_expiry=2.0)
+"""The loopback client's connections: as many as requests in flight (the engine pool, its slots
+and the local API's queue bound those, not the client); idle ones expire well before
+llama-server drops them (after 5 s)."""
 
 
-@functools.cache
-def _glibc() -> Any | None:
-    """The C library if it is glibc (whose ``mallopt``/``malloc_trim`` these settings are), else None."""
-    if not sys.platform.startswith("linux"):
-        return None  # Windows: the proactor loop reads 64 KiB at a time, which its heap reuses
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION"):
-            return None
-        libc = ctypes.CDLL(None)
-        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
-    except (ValueError, OSError, AttributeError):
-        return None  # musl and friends: leave their allocator alone
+def tls_context() -> ssl.SSLContext:
+    """The app's TLS context (certifi's CA bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``), made
+    once for all its clients: each client (and each proxy it mounts) would load the bundle again."""
+    return httpx.create_ssl_context()
 
 
-@functools.cache
-def tune_allocator() -> bool:
-    """Keep download-sized blocks in the heap (glibc only); True if the settings took.
+def network_client(tls: ssl.SSLContext | None = None, **kwargs: Any) -> httpx.AsyncClient:
+    """The app's client for the network (GitHub, the hub, remote engines): proxies from the
+    environment honoured, redirects followed, TLS verified with ``tls``.
 
-    Process-wide and idempotent: made once, by the first bulk client (:class:`BulkNetworkBackend`).
-    Setting either threshold turns off glibc's own adaptive thresholds, which is the point: they
-    adapt to 1 MiB blocks but then trim the heap each time a download's in-flight blocks are freed.
+    Args:
+        tls: The shared TLS context (:func:`tls_context`); None: one made for this client.
+        **kwargs: ``httpx.AsyncClient`` options, over these defaults.
     """
-    libc = _glibc()
-    if libc is None:
-        return False
-    return bool(libc.mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCK_LIMIT)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, HEAP_KEEP))
+    options: dict[str, Any] = {"follow_redirects": True, "timeout": NETWORK_TIMEOUT, **kwargs}
+    return httpx.AsyncClient(verify=tls or tls_context(), **options)
 
 
-def release_memory() -> None:
-    """Hand the heap's free pages back to the system (after a download, when the blocks are gone)."""
-    libc = _glibc()
-    if libc is not None:
-        libc.malloc_trim(0)
+def loopback_client(tls: ssl.SSLContext | None = None, **kwargs: Any) -> httpx.AsyncClient:
+    """The app's client for the engines on this computer: never through a proxy, no overall
+    limit on a reply, see :data:`LOOPBACK_LIMITS`. Every engine request goes through
+    :class:`~strata_gui.core.runtime.engine_http.EngineHttp` on it.
 
-
-class _BulkStream:
-    """A network stream that reads big blocks whatever size httpcore asks for.
-
-    httpcore's HTTP/1.1 parser accepts any amount of data per read, so reading more per call is
-    safe: the surplus is parsed as the next part of the body (or the next response).
+    Args:
+        tls: The shared TLS context (engines speak plain HTTP; an ``https://`` URL is verified with
+            it); None: one made for this client.
+        **kwargs: ``httpx.AsyncClient`` options, over these defaults.
     """
-
-    def __init__(self, inner: httpcore.AsyncNetworkStream, read_size: int) -> None:
-        self._inner = inner
-        self._read_size = read_size
-        _widen_receive(inner, read_size)
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return await self._inner.read(max(max_bytes, self._read_size), timeout)
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._inner.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
-        inner = await self._inner.start_tls(ssl_context, server_hostname, timeout)
-        return typing.cast("httpcore.AsyncNetworkStream", _BulkStream(inner, self._read_size))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-def _widen_receive(stream: object, read_size: int) -> None:
-    """Let asyncio's socket transport receive up to ``read_size`` per ``recv`` (it caps at 256 KiB).
-
-    Best effort, on the layers httpcore 1.x and anyio 4.x build (httpcore stream → anyio socket
-    stream → asyncio transport): one ``recv`` per MiB instead of per 256 KiB took a third off the
-    client's CPU per byte in ``bench/engine_download.py``. Any other layout is left as it is.
-    """
-    anyio_stream = getattr(stream, "_stream", None)
-    transport = getattr(anyio_stream, "_transport", None)
-    if isinstance(transport, asyncio.Transport) and isinstance(getattr(transport, "max_size", None), int):
-        transport.max_size = max(transport.max_size, read_size)  # type: ignore[attr-defined]
-
-
-class BulkNetworkBackend:
-    """httpcore's default async backend with streams that read ``read_size`` bytes per call.
-
-    (httpcore's network interfaces are protocols in practice: it only calls these methods.)
-    """
-
-    def __init__(self, read_size: int = READ_SIZE, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
-        import httpcore
-
-        self._inner = inner or httpcore.AnyIOBackend()
-        self._read_size = read_size
-        tune_allocator()
-
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                          local_address: str | None = None,
-                          socket_options: typing.Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
-        stream = await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        return typing.cast("httpcore.AsyncNetworkStream", _BulkStream(stream, self._read_size))
-
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: typing.Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
-        stream = await self._inner.connect_unix_socket(path, timeout, socket_options)
-        return typing.cast("httpcore.AsyncNetworkStream", _BulkStream(stream, self._read_size))
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-class BulkTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport (same options, same error mapping) on a :class:`BulkNetworkBackend`."""
-
-    def __init__(self, *args: Any, read_size: int = READ_SIZE, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # httpx does not take a network backend, httpcore's pool does: hand ours to the pool httpx
-        # built (a plain pool or a proxy pool, both keep it in this attribute).
-        pool = typing.cast(Any, self._pool)
-        pool._network_backend = BulkNetworkBackend(read_size)
-
-
-class TlsContext:
-    """The app's one TLS context, made on first use (loading the CA bundle takes tens of ms)."""
-
-    def __init__(self, make: Callable[[], ssl.SSLContext] = httpx.create_ssl_context) -> None:
-        self._make = make
-        self._lock = threading.Lock()
-        self._ctx: ssl.SSLContext | None = None
-
-    def get(self) -> ssl.SSLContext:
-        """The context (thread-safe: :meth:`warm_up` may be making it on another thread)."""
-        with self._lock:
-            if self._ctx is None:
-                self._ctx = self._make()
-            return self._ctx
-
-
-class DeferredTransport(httpx.AsyncBaseTransport):
-    """Makes the real transport on the first request.
-
-    Creating an httpx transport imports httpcore and loads the CA bundle (~80 ms on this machine,
-    a fifth of the way to a usable window); a client made at start-up but first used seconds
-    later should not pay that before the window is usable.
-    """
-
-    def __init__(self, make: Callable[[], httpx.AsyncBaseTransport]) -> None:
-        self._make: Callable[[], httpx.AsyncBaseTransport] | None = make
-        self._inner: httpx.AsyncBaseTransport | None = None
-
-    @property
-    def inner(self) -> httpx.AsyncBaseTransport:
-        """The real transport (made now if no request was sent yet)."""
-        if self._inner is None:
-            assert self._make is not None
-            # No await between the check and the assignment: concurrent first requests share one.
-            self._inner, self._make = self._make(), None
-        return self._inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        if self._inner is not None:
-            await self._inner.aclose()
-
-
-class PlainOrTlsTransport(httpx.AsyncBaseTransport):
-    """Plain ``http://`` requests on a transport that never loads the CA bundle, ``https://`` on
-    one that does; each made on its first request. Engines on this computer speak plain HTTP, so
-    their first request (an engine's readiness) no longer waits ~25 ms for certificates it never
-    uses; a remote engine behind HTTPS still gets the verified one."""
-
-    def __init__(self, make_plain: Callable[[], httpx.AsyncBaseTransport],
-                 make_tls: Callable[[], httpx.AsyncBaseTransport]) -> None:
-        self._plain = DeferredTransport(make_plain)
-        self._tls = DeferredTransport(make_tls)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        transport = self._plain if request.url.scheme == "http" else self._tls
-        return await transport.handle_async_request(request)
-
-    def prepare_plain(self) -> None:
-        """Make the plain transport (and import what it uses), for a server that is idle now and
-        wants its first request to an engine to be quick."""
-        assert self._plain.inner is not None
-
-    async def aclose(self) -> None:
-        await self._plain.aclose()
-        await self._tls.aclose()
-
-
-_TRANSPORT_OPTIONS = ("cert", "trust_env", "http1", "http2", "limits")
-
-
-def prepare_loopback(client: httpx.AsyncClient) -> None:
-    """:meth:`PlainOrTlsTransport.prepare_plain` for a client made by :func:`loopback_client`."""
-    transport = getattr(client, "_transport", None)
-    if isinstance(transport, PlainOrTlsTransport):
-        transport.prepare_plain()
-
-
-def network_client(tls: TlsContext | None = None, **kwargs: Any) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` (same keyword arguments) whose transport reads in big blocks.
-
-    The transport is made on the first request (:class:`DeferredTransport`) with ``tls`` (or
-    ``verify=`` if given). Proxies from the environment keep working: httpx mounts its own
-    transports for them.
-    """
-    opts = {k: kwargs[k] for k in _TRANSPORT_OPTIONS if k in kwargs}
-    verify = kwargs.get("verify")
-
-    def make() -> httpx.AsyncBaseTransport:
-        return BulkTransport(verify=verify if verify is not None else (tls.get() if tls else True), **opts)
-
-    return httpx.AsyncClient(transport=DeferredTransport(make), **kwargs)
-
-
-def loopback_client(tls: TlsContext | None = None, **kwargs: Any) -> httpx.AsyncClient:
-    """A plain ``httpx.AsyncClient`` (same keyword arguments) whose transport is made on first use."""
-    opts = {k: kwargs[k] for k in _TRANSPORT_OPTIONS if k in kwargs}
-    verify = kwargs.get("verify")
-
-    def make() -> httpx.AsyncBaseTransport:
-        return httpx.AsyncHTTPTransport(verify=verify if verify is not None else (tls.get() if tls else True),
-                                        **opts)
-
-    def make_plain() -> httpx.AsyncBaseTransport:
-        # Not httpx's transport: its httpcore and anyio imports were ~65 ms of an engine's first request.
-        from strata_gui.core.plainhttp import PlainHttpTransport
-
-        limits = kwargs.get("limits")
-        return PlainHttpTransport(keepalive_expiry=limits.keepalive_expiry if limits and limits.keepalive_expiry
-                                  is not None else 5.0)
-
-    return httpx.AsyncClient(transport=PlainOrTlsTransport(make_plain, make), **kwargs)
+    options: dict[str, Any] = {"trust_env": False, "timeout": LOOPBACK_TIMEOUT, "limits": LOOPBACK_LIMITS,
+                               **kwargs}
+    return httpx.AsyncClient(verify=tls or tls_context(), **options)
 
 
 class Hasher(Protocol):
@@ -408,9 +187,6 @@ class FileSink:
         for thread in self._threads:
             thread.join()
         self._threads = []
-        # Not at once: the next download (a model's next file, an engine's fallback build) would
-        # fault the same memory in again. An idle app gives it back a moment later.
-        asyncio.get_running_loop().call_later(RELEASE_DELAY, release_memory)
         if cancelled:
             raise asyncio.CancelledError
         if self.error is not None:

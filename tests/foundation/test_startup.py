@@ -77,9 +77,12 @@ from strata_gui.core.app_services import build_app_services
 app = build_app_services(build_services())
 assert app.chat.store is not None and app.resolver is not None
 # Nothing the chat does not use: the hub, downloads, the process-tree killer's psutil, the
-# engine installer's archive readers, the Windows GPU replay.
+# engine installer's archive readers, the Windows GPU replay. (What the chat does use loads here:
+# the app's two httpx clients are made with the core, and with them httpx's transport stack,
+# httpcore, anyio and h11, and the CA bundle. uuid is not listed: httpx imports its command-line
+# client, and click with it, wherever click, rich and pygments are installed, as in this venv.)
 loaded = [m for m in ({later_modules}, 'strata_gui.core.models.hub', 'strata_gui.core.models.download_manager',
-                      'psutil', 'statistics', 'uuid', 'tarfile', 'strata_gui.core.gpu.windows')
+                      'psutil', 'statistics', 'tarfile', 'strata_gui.core.gpu.windows')
           if m in sys.modules]
 print('LOADED=' + ','.join(loaded))
 print('BUILT=' + ','.join(n for n in app.LATER if app.built(n)))
@@ -117,33 +120,6 @@ def test_what_is_logged_before_the_log_file_opens_is_written_to_it(tmp_path: Pat
     assert [line.split(": ", 1)[1] for line in lines] == [
         "starting up", "the GPU replay file is unreadable", "window ready"]
     assert not [h for h in root.handlers if isinstance(h, EarlyRecords)]
-
-
-def test_pyside_learns_which_modules_use_it_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cheaper check gives PySide6's own answer for every loaded module, and PySide6 records
-    it for modules imported afterwards (a module naming PySide6 gets 0, any other -1)."""
-    import PySide6.QtCore  # noqa: F401  (loads PySide6's import hook)
-
-    from strata_gui.ui import pyside_import_check
-
-    feature = sys.modules["shibokensupport.feature"]
-    assert pyside_import_check.install()
-    check = feature._mod_uses_pyside
-    original = check._strata_bytes_check
-    modules = [m for m in list(sys.modules.values()) if isinstance(getattr(m, "__file__", None), str)]
-    answers = [check(m) for m in modules]
-    assert answers == [original(m) for m in modules]
-    assert any(answers) and not all(answers)
-    assert pyside_import_check.install() and feature._mod_uses_pyside is check  # installed once
-
-    (tmp_path / "strata_probe_qt.py").write_text("from PySide6 import QtCore\n")
-    (tmp_path / "strata_probe_plain.py").write_text("VALUE = 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    for name in ("strata_probe_qt", "strata_probe_plain"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-        __import__(name)
-    assert feature.pyside_feature_dict["strata_probe_qt"] == 0
-    assert feature.pyside_feature_dict["strata_probe_plain"] == -1
 
 
 _FIRST_PAINT = """

@@ -154,6 +154,7 @@ def test_an_engine_that_cannot_load_the_model_is_explained_in_chinese(
     (the core's sentence and hint, translated at the edge); the CLI's English is unchanged."""
     import httpx
 
+    from strata_gui.core.runtime.engine_http import EngineHttp
     from strata_gui.core.runtime.kinds import llama_command
     from strata_gui.core.runtime.launch import ServerSettings, free_loopback_port
     from strata_gui.core.runtime.outcome import ProcessEnded
@@ -166,7 +167,7 @@ def test_an_engine_that_cannot_load_the_model_is_explained_in_chinese(
             proc = ManagedProcess(llama_command(cpu_spec(test_engines), broken_models["bad_magic"],
                                                 ServerSettings(ctx_size=512), port),
                                   subject="CPU engine", cwd=test_engines.cpu_dir, ready_timeout=60,
-                                  ready=http_ready(http, f"http://127.0.0.1:{port}/health"))
+                                  ready=http_ready(EngineHttp(http, f"http://127.0.0.1:{port}"), "/health"))
             with pytest.raises(ProcessEnded) as info:
                 await proc.start()
             return info.value
@@ -497,6 +498,7 @@ def test_chat_errors_read_in_chinese(qapp: QApplication, chinese: str, test_engi
     from strata_gui.core.chat.images import ChatImage
     from strata_gui.core.errors import ChatError
     from strata_gui.core.runtime.client import ChatClient
+    from strata_gui.core.runtime.engine_http import EngineHttp
     from strata_gui.core.runtime.kinds import llama_command
     from strata_gui.core.runtime.launch import ServerSettings, free_loopback_port
     from strata_gui.core.runtime.process import ManagedProcess, http_ready
@@ -509,7 +511,7 @@ def test_chat_errors_read_in_chinese(qapp: QApplication, chinese: str, test_engi
             port = free_loopback_port()
             proc = ManagedProcess(llama_command(cpu_spec(test_engines), test_model, ServerSettings(ctx_size=128), port),
                                   subject="CPU engine", cwd=test_engines.cpu_dir, ready_timeout=60,
-                                  ready=http_ready(http, f"http://127.0.0.1:{port}/health"))
+                                  ready=http_ready(EngineHttp(http, f"http://127.0.0.1:{port}"), "/health"))
             await proc.start()
             try:
                 with pytest.raises(ChatError) as info:

@@ -85,6 +85,20 @@ SCRIPTS: dict[str, list[bytes]] = {
         PAUSE,
         b"data: [DONE]\r\n\r\n",
     ],
+    # Lone CRs end the lines (the SSE standard allows CRLF, LF or CR): a comment, one event's data on
+    # two lines, a read that ends on the CR ending a line and one that ends between the two CRs of
+    # an event's end.
+    "cr-only": [
+        b": ping\r\r",
+        chunk("Hel").replace(b"\n", b"\r"),
+        b'data: {"choices": [{"index": 0,\rdata: "delta": {"content": "lo"}}]}\r',
+        PAUSE,
+        b"\r" + chunk(" w").replace(b"\n", b"\r")[:-1],
+        PAUSE,
+        b"\r" + chunk("orld").replace(b"\n", b"\r"),
+        chunk(None, "stop").replace(b"\n", b"\r"),
+        b"data: [DONE]\r\r",
+    ],
     # A server that leaves the thinking in the text (reasoning_format "none", remote engines), the
     # tags cut across reads and chunks: "<thi" + "nk>", "</th" + "ink>".
     "think-tags": [

@@ -111,6 +111,20 @@ def test_events_cut_anywhere_by_the_network_read_whole() -> None:
         asyncio.run(scenario(base))
 
 
+def test_lone_cr_line_ends_are_read_as_the_sse_standard_says() -> None:
+    """A server whose lines end with CR alone (a comment, data on two lines, reads that end on a
+    CR) streams the same reply as one that ends them with LF."""
+    async def scenario(base: str) -> None:
+        pieces: list[str] = []
+        async with httpx.AsyncClient(trust_env=False) as http:
+            reply = await ChatClient(http, base).stream_chat(HELLO, None, pieces.append)
+        assert pieces == ["Hel", "lo", " w", "orld"]
+        assert reply.text == "Hello world" and reply.stats.finish_reason == "stop"
+
+    with sse_server("cr-only") as (base, _requests):
+        asyncio.run(scenario(base))
+
+
 @pytest.mark.parametrize(("script", "error", "text"), [
     ("midstream-error", ServerError, "llama_decode failed"),
     ("unauthorized", ChatError, "rejected the API key"),

@@ -17,6 +17,7 @@ import pytest
 
 from strata_gui.core.errors import ServerError
 from strata_gui.core.rpc.workers import rpc_server_executable
+from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.kinds import llama_command as build_command
 from strata_gui.core.runtime.launch import ServerSettings, free_loopback_port
 from strata_gui.core.runtime.outcome import (
@@ -43,7 +44,7 @@ def llama(engines: Engines, model: Path, port: int, http: httpx.AsyncClient,
     """The real CPU llama-server as a bare managed process, ready on ``/health``."""
     cmd = build_command(cpu_spec(engines), model, ServerSettings(ctx_size=512), port)
     return ManagedProcess(cmd, subject="CPU engine", cwd=engines.cpu_dir, ready_timeout=60,
-                          ready=http_ready(http, f"http://127.0.0.1:{port}/health"),
+                          ready=http_ready(EngineHttp(http, f"http://127.0.0.1:{port}"), "/health"),
                           on_end=ended.append if ended is not None else None)
 
 
@@ -73,7 +74,7 @@ def test_the_listening_line_makes_it_ready_without_waiting_for_the_next_poll(
 
     async def scenario(http: httpx.AsyncClient) -> None:
         port = free_loopback_port()
-        probe = http_ready(http, f"http://127.0.0.1:{port}/health")
+        probe = http_ready(EngineHttp(http, f"http://127.0.0.1:{port}"), "/health")
         probes: list[bool] = []
 
         async def counted() -> bool:
@@ -172,7 +173,7 @@ def test_a_missing_binary_is_not_found_before_launch(tmp_path: Path) -> None:
 
     async def scenario(http: httpx.AsyncClient) -> None:
         proc = ManagedProcess([str(tmp_path / "llama-server"), "--version"], subject="ROCm engine",
-                              ready=http_ready(http, "http://127.0.0.1:9/health"), on_end=ended.append)
+                              ready=http_ready(EngineHttp(http, "http://127.0.0.1:9"), "/health"), on_end=ended.append)
         with pytest.raises(ProcessEnded) as info:
             await proc.start()
         outcome = info.value.outcome

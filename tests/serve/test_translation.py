@@ -17,7 +17,7 @@ from strata_gui.core.serve.ollama_api import (
     think_fields,
 )
 from strata_gui.core.serve.router import KEEP_FOREVER
-from strata_gui.core.serve.wire import ApiError, Meter, SseSplitter
+from strata_gui.core.serve.wire import ApiError, Meter
 
 
 @pytest.mark.parametrize(("value", "seconds"), [
@@ -78,13 +78,15 @@ def test_model_ids() -> None:
     assert file_id(Path("x/Model.GGUF")) == "Model"
 
 
-def test_meter_reads_statistics_cut_anywhere_by_the_network() -> None:
+@pytest.mark.parametrize("line_end", [b"\n", b"\r", b"\r\n"])
+def test_meter_reads_statistics_cut_anywhere_by_the_network(line_end: bytes) -> None:
     stream = (b'data: {"choices":[{"delta":{"role":"assistant"}}]}\r\n\r\n'
               b'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\n'
               + b"".join(b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n' for _ in range(500))
               + b'data: {"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"prompt_n":5,"predicted_n":502,'
                 b'"predicted_per_second":80.5,"cache_n":2}}\n\n'
-                b'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":502}}\n\ndata: [DONE]\n\n')
+                b'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":502}}\n\ndata: [DONE]\n\n'
+              ).replace(b"\n", line_end)
     for size in (1, 7, 64, 4096):
         meter = Meter(time.perf_counter)
         for i in range(0, len(stream), size):
@@ -98,8 +100,25 @@ def test_meter_reads_statistics_cut_anywhere_by_the_network() -> None:
     assert meter.failed
 
 
-def test_sse_events_with_names_and_crlf() -> None:
-    sse = SseSplitter()
-    assert sse.feed(b"event: message_start\r\ndata: {\"a\":") == []
-    assert sse.feed(b"1}\r\n\r\n: comment\n\ndata: x\ndata: y\n\n") == [(b"message_start", b'{"a":1}'),
-                                                                       (b"", b"x\ny")]
+@pytest.mark.parametrize("line_end", [b"\n", b"\r", b"\r\n"])
+def test_the_model_is_renamed_in_a_passed_through_stream_cut_anywhere(line_end: bytes) -> None:
+    """The engine names the file it loaded; the client reads the id it asked for, in every event,
+    whatever the line ends and wherever the network cut the stream. Every other byte is passed on
+    as it came."""
+    from strata_gui.core.serve.wire import EventRenamer
+
+    stream = (b'data: {"model":"/home/me/models/x.gguf","choices":[{"delta":{"content":"a"}}]}\n\n'
+              b': keep-alive\n\n'
+              b'data: {"choices":[{"delta":{"content":"\\"model\\": \\"no\\""}}],\n'
+              b'data: "model": "/home/me/models/x.gguf"}\n\n'
+              b"data: [DONE]\n\n").replace(b"\n", line_end)
+    expected = stream.replace(b'"model":"/home/me/models/x.gguf"', b'"model":"acme/X"').replace(
+        b'"model": "/home/me/models/x.gguf"', b'"model":"acme/X"')
+    assert expected.count(b'"model":"acme/X"') == 2
+    for cut in range(len(stream) + 1):
+        renamer = EventRenamer("acme/X")
+        out = renamer.feed(stream[:cut]) + renamer.feed(stream[cut:]) + renamer.rest()
+        assert out == expected, cut
+    # Each event goes out once its blank line arrived, not at the end of the stream.
+    first = stream[:stream.index(b"}" + line_end * 2) + 1 + 2 * len(line_end)]
+    assert EventRenamer("acme/X").feed(first) == first.replace(b'"/home/me/models/x.gguf"', b'"acme/X"')

@@ -22,10 +22,11 @@ from strata_gui.core.bench.store import BenchResult, EngineChoice, ImageRun, Met
 from strata_gui.core.bench.workload import BenchConfig, Benchmark, fit_depth
 from strata_gui.core.blocking import run_blocking
 from strata_gui.core.engines.limits import DecodeLimits
-from strata_gui.core.errors import StorageError, StrataError
+from strata_gui.core.errors import ServerError, StorageError, StrataError
 from strata_gui.core.events import Listeners
 from strata_gui.core.progress import ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
@@ -169,8 +170,8 @@ class DashboardService:
         if not base_url:
             return None
         try:
-            resp = await self._http.get(base_url + "/metrics", timeout=3.0, headers=headers or {})
-        except httpx.HTTPError:
+            resp = await EngineHttp(self._http, base_url).get("/metrics", timeout=3.0, headers=headers)
+        except ServerError:
             return None
         if resp.status_code != 200:
             return None

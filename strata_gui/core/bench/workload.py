@@ -34,6 +34,7 @@ from strata_gui.core.errors import ServerError, StrataError
 from strata_gui.core.pool import EnginePool, Lease, PoolEvent, Waiting
 from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
@@ -187,7 +188,7 @@ class Benchmark:
                 try:
                     on_progress(Progress(done, total, f"{name}: loading the model"))
                     lease = await self._pool.acquire(engine, model, settings, user=self.USER, exclusive=True)
-                    base = _Engine(lease.base_url, lease.auth_headers())
+                    base = EngineHttp(self._http, lease.base_url, lease.api_key)
                     step(f"{name}: loaded")
                     prompt = await self._prompt_tokens(base, cfg.prefill_tokens)
                     if cfg.warmup:
@@ -244,7 +245,7 @@ class Benchmark:
         """How ``model`` is launched (its load options), before the workload sizes the context."""
         return self._launch_settings(model) if self._launch_settings else ServerSettings()
 
-    async def _prompt_tokens(self, base: _Engine, n: int) -> list[int]:
+    async def _prompt_tokens(self, base: EngineHttp, n: int) -> list[int]:
         data = await self._post(base, "/tokenize", {"content": _SEED_TEXT * 4})
         tokens = data.get("tokens")
         if not isinstance(tokens, list) or not tokens:
@@ -252,7 +253,7 @@ class Benchmark:
         ids = [int(t) for t in tokens if isinstance(t, int)]
         return (ids * (n // len(ids) + 1))[:n]
 
-    async def _complete(self, base: _Engine, prompt: list[int], n_predict: int, *, cache: bool = False) -> dict[str, Any]:
+    async def _complete(self, base: EngineHttp, prompt: list[int], n_predict: int, *, cache: bool = False) -> dict[str, Any]:
         data = await self._post(base, "/completion", {
             "prompt": prompt, "n_predict": n_predict, "cache_prompt": cache, "ignore_eos": True,
             "temperature": 0.0, "seed": 1,
@@ -262,19 +263,14 @@ class Benchmark:
             raise ServerError(QT_TRANSLATE_NOOP("Core", "The engine returned no timings for the benchmark request."))
         return timings
 
-    async def _post(self, base: _Engine, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _post(self, base: EngineHttp, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            try:
-                resp = await self._http.post(base.url + path, json=body, headers=base.headers,
-                                             timeout=httpx.Timeout(10.0, read=600.0))
-            except httpx.RemoteProtocolError:
-                # A kept-alive connection the engine had just closed: nothing was processed.
-                resp = await self._http.post(base.url + path, json=body, headers=base.headers,
-                                             timeout=httpx.Timeout(10.0, read=600.0))
-        except httpx.HTTPError as exc:
+            resp = await base.post(path, json=body, timeout=httpx.Timeout(10.0, read=600.0))
+        except ServerError as exc:
+            cause = exc.__cause__ or exc  # the connection's error, as httpx named it
             raise ServerError(T(QT_TRANSLATE_NOOP("Core", "The engine stopped answering during the benchmark ({reason})."),
-                                reason=type(exc).__name__),
-                              details=str(exc)) from exc
+                                reason=type(cause).__name__),
+                              details=exc.details) from exc
         if resp.status_code != 200:
             raise ServerError(T(QT_TRANSLATE_NOOP("Core", "The engine refused the benchmark request (HTTP {status})."),
                                 status=resp.status_code),
@@ -286,11 +282,3 @@ class Benchmark:
         if not isinstance(data, dict):
             raise ServerError(QT_TRANSLATE_NOOP("Core", "The engine sent an unexpected answer."))
         return data
-
-
-@dataclass(frozen=True)
-class _Engine:
-    """Where the benchmark's requests go: the engine's base URL and its key."""
-
-    url: str
-    headers: dict[str, str]

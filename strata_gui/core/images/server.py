@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from strata_gui.core.errors import ImageError
+from strata_gui.core.errors import ImageError, ServerError
 from strata_gui.core.images.params import ImageRequest
 from strata_gui.core.models.image_models import model_parts
+from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.outcome import ProcessEnded
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
@@ -100,9 +101,9 @@ class SdJobs:
     """
 
     def __init__(self, http: httpx.AsyncClient, server: ServerSupervisor) -> None:
-        self._http = http
+        self._engine = EngineHttp(http, server.base_url, server.api_key)
         self.server = server
-        self.base_url = server.base_url
+        self.base_url = self._engine.base_url
 
     @property
     def samplers(self) -> list[str]:
@@ -120,8 +121,9 @@ class SdJobs:
             ProcessEnded: the server is gone.
         """
         try:
-            resp = await self._http.post(self.base_url + "/sdcpp/v1/img_gen", json=request.sdcpp_job(), timeout=30.0)
-        except httpx.HTTPError as exc:
+            # Not sent twice: a request the engine took before its connection broke would be two jobs.
+            resp = await self._engine.post("/sdcpp/v1/img_gen", json=request.sdcpp_job(), timeout=30.0, resend=False)
+        except ServerError as exc:
             raise await self._gone(exc) from exc
         if resp.status_code not in (200, 202):
             raise ImageError(T(QT_TRANSLATE_NOOP("Core", "The image engine refused the request: {reason}."),
@@ -138,9 +140,9 @@ class SdJobs:
         """
         while True:
             try:
-                resp = await self._http.get(f"{self.base_url}/sdcpp/v1/jobs/{job_id}", timeout=30.0)
+                resp = await self._engine.get(f"/sdcpp/v1/jobs/{job_id}", timeout=30.0)
                 data = resp.json()
-            except (httpx.HTTPError, ValueError) as exc:
+            except (ServerError, ValueError) as exc:
                 raise await self._gone(exc) from exc
             status = data.get("status")
             if status == "completed":
@@ -162,8 +164,8 @@ class SdJobs:
     async def cancel_queued(self, job_id: str) -> bool:
         """Cancel a job that has not started (sd-server cannot stop one that is generating)."""
         try:
-            resp = await self._http.post(f"{self.base_url}/sdcpp/v1/jobs/{job_id}/cancel", timeout=5.0)
-        except httpx.HTTPError:
+            resp = await self._engine.post(f"/sdcpp/v1/jobs/{job_id}/cancel", timeout=5.0)
+        except ServerError:
             return False
         return resp.status_code == 200
 
@@ -174,8 +176,9 @@ class SdJobs:
         outcome = self.server.outcome
         if outcome is not None:
             return ProcessEnded(outcome)
+        reason = (exc.details or exc.message) if isinstance(exc, ServerError) else str(exc)
         return ImageError(T(QT_TRANSLATE_NOOP("Core", "The image engine stopped answering ({reason})."),
-                            reason=str(exc)),
+                            reason=reason),
                           hint=QT_TRANSLATE_NOOP("Core", "Try again; the engine log has details."),
                           details=self._log())
 

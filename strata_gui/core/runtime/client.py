@@ -43,6 +43,12 @@ from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin,
 import httpx
 
 from strata_gui.core.errors import ChatError, ChatFormatError, ServerError
+from strata_gui.core.runtime.engine_http import (
+    STOPPED_ANSWERING,
+    STOPPED_ANSWERING_HINT,
+    EngineHttp,
+    EngineReply,
+)
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
@@ -64,6 +70,8 @@ _OWN_FIELDS = ("model", "messages", "stream", "stream_options")
 # The next user message while a request is read ahead (ChatClient.read_ahead): text no one types,
 # which no template rewrites (invisible separators around a name).
 READ_AHEAD_MARKER = "\u2063strata-read-ahead\u2063"
+
+_ACCEPT_EVENTS: Final = {"Accept": "text/event-stream"}
 
 THINK_OPEN: Final = "<think>"
 THINK_CLOSE: Final = "</think>"
@@ -430,16 +438,9 @@ class ChatClient:
 
     def __init__(self, http: httpx.AsyncClient, base_url: str, api_key: str | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> None:
-        self._http = http
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
+        self._engine = EngineHttp(http, base_url, api_key)
+        self.base_url = self._engine.base_url
         self._clock = clock
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return headers
 
     async def stream(
         self,
@@ -516,10 +517,9 @@ class ChatClient:
                              options or RequestOptions(), model)
         for key in ("stream", "stream_options"):
             body.pop(key, None)
-        headers = {k: v for k, v in self._headers().items() if k != "Accept"}
+        engine = self._engine
         try:
-            resp = await self._post_resent(self.base_url + "/apply-template", json=body, headers=headers,
-                                           timeout=httpx.Timeout(10.0))
+            resp = await engine.post("/apply-template", json=body, timeout=httpx.Timeout(10.0))
             if resp.status_code != 200:
                 log.debug("read-ahead: /apply-template answered %s", resp.status_code)
                 return None
@@ -527,32 +527,19 @@ class ChatClient:
             cut = prompt.find(READ_AHEAD_MARKER) if isinstance(prompt, str) else -1
             if cut <= 0:
                 return None
-            resp = await self._post_resent(self.base_url + "/completion", headers=headers,
-                                           json={"prompt": prompt[:cut], "n_predict": 0, "cache_prompt": True},
-                                           timeout=httpx.Timeout(10.0, read=None))
+            resp = await engine.post("/completion", json={"prompt": prompt[:cut], "n_predict": 0, "cache_prompt": True},
+                                     timeout=httpx.Timeout(10.0, read=None))
             if resp.status_code != 200:
                 log.debug("read-ahead: /completion answered %s", resp.status_code)
                 return None
             timings = resp.json().get("timings")
-        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        except (ServerError, ValueError, AttributeError) as exc:
             log.debug("read-ahead failed: %s", exc)
             return None
         if not isinstance(timings, dict):
             return None
         held = [timings.get(k) for k in ("prompt_n", "cache_n")]
         return sum(int(v) for v in held if isinstance(v, (int, float)))
-
-    async def _post_resent(self, url: str, **kwargs: Any) -> httpx.Response:
-        """``POST`` that is sent once more when the engine closed the kept-alive connection it went
-        out on without answering: llama-server closes the connection after each streamed reply, so
-        the request right after one (a read-ahead) can meet a connection that is closing; nothing
-        was read from it, so sending it again is safe (an end of stream, or a reset where the
-        request reached the socket just before it closed)."""
-        try:
-            return await self._http.post(url, **kwargs)
-        except (httpx.RemoteProtocolError, httpx.ReadError):
-            log.debug("engine closed a kept-alive connection; resending once")
-            return await self._http.post(url, **kwargs)
 
     async def stream_chat(
         self,
@@ -597,60 +584,39 @@ class ChatClient:
         }
 
     async def _stream(self, body: dict[str, Any], reader: _Reader, on_sent: Callable[[], None] | None) -> ChatReply:
-        url = self.base_url + "/v1/chat/completions"
-        answered = False
         extensions = {"trace": _SentTrace(on_sent)} if on_sent is not None else None
         reader.started = self._clock()
-        for attempt in (1, 2):
-            try:
-                async with self._http.stream("POST", url, json=body, headers=self._headers(),
-                                             timeout=httpx.Timeout(10.0, read=None), extensions=extensions) as resp:
-                    answered = True
-                    await self._read_stream(resp, reader)
-                break
-            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                # llama-server closes a kept-alive connection after a streamed reply or a few idle
-                # seconds; a request sent on one just as it closes gets no answer at all (an end of
-                # stream, or a reset when it reached the socket first) and is safe to send again.
-                if not answered and attempt == 1:
-                    log.debug("engine closed a kept-alive connection; resending once")
-                    continue
-                raise ServerError(_STOPPED_ANSWERING, hint=_STOPPED_ANSWERING_HINT, details=str(exc)) from exc
-            except httpx.ConnectError as exc:
-                raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Could not reach the engine at {url}."),
-                                    url=self.base_url),
-                                  hint=QT_TRANSLATE_NOOP("Core", "The engine may have stopped; Strata restarts it on "
-                                                                 "the next message."),
-                                  details=str(exc)) from exc
-            except httpx.TimeoutException as exc:
-                raise ServerError(QT_TRANSLATE_NOOP("Core", "The engine did not answer in time."),
-                                  details=str(exc)) from exc
-            except ChatFormatError as exc:
-                exc.partial = reader.reply()
-                raise
+        try:
+            async with self._engine.stream("/v1/chat/completions", json=body, headers=_ACCEPT_EVENTS,
+                                           extensions=extensions) as resp:
+                await self._read_stream(resp, reader)
+        except ChatFormatError as exc:
+            exc.partial = reader.reply()
+            raise
         return reader.reply()
 
-    async def _read_stream(self, resp: httpx.Response, reader: _Reader) -> None:
+    async def _read_stream(self, resp: EngineReply, reader: _Reader) -> None:
         """Read the SSE body into ``reader`` (raises on HTTP and in-stream errors).
 
-        This runs once per streamed token on the UI's event loop, so it works on the raw bytes:
-        one ``split(b"\n")`` per network read, ``json.loads`` straight on the data payload, and
-        no per-line objects beyond the slices themselves.
+        This runs once per streamed token on the UI's event loop: ``json.loads`` straight on each
+        event's data bytes, and no per-line objects beyond the reader's slices.
         """
         if resp.status_code != 200:
-            await resp.aread()
-            raise _http_error(resp)
-        events = _SseEvents()
+            await resp.read()
+            raise _http_error(resp.response)
         done = False
         failure: ServerError | ChatError | None = None
         apply = reader.apply
-        # The body is always read to its end (never ``break``): leaving httpx's async
-        # generators suspended makes their clean-up run outside the loop under qasync.
-        async for raw in resp.aiter_bytes():
+        # Read to its end (the engine ends the body right after [DONE]): the connection then goes
+        # back to the pool instead of being closed.
+        async for events in resp.events():
             if done or failure is not None:
                 continue
-            for payload in events.feed(raw):
-                if payload.strip() == b"[DONE]":
+            for event in events:
+                payload = event.data
+                if not payload.strip():
+                    continue  # an event with no payload carries no chunk (a keep-alive)
+                if payload == b"[DONE]" or payload.strip() == b"[DONE]":
                     done = True
                     break
                 try:
@@ -661,7 +627,7 @@ class ChatClient:
         if failure is not None:
             raise failure
         if not done and reader.stats.finish_reason is None:
-            raise ServerError(_STOPPED_ANSWERING, hint=_STOPPED_ANSWERING_HINT)
+            raise ServerError(STOPPED_ANSWERING, hint=STOPPED_ANSWERING_HINT)
 
     async def decoded_tokens(self) -> int | None:
         """How many tokens the engine has generated so far for the reply it is working on.
@@ -676,9 +642,8 @@ class ChatClient:
             engine, ``--no-slots``) or does not answer; progress is optional, so this never raises.
         """
         try:
-            resp = await self._http.get(self.base_url + "/slots", headers=self._headers(), timeout=2.0)
-            slots = resp.json() if resp.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
+            slots = await self._engine.get_json("/slots", timeout=2.0)
+        except ServerError:
             return None
         if not isinstance(slots, list):
             return None
@@ -968,42 +933,6 @@ class _SentTrace:
             on_sent()
 
 
-class _SseEvents:
-    """Splits a Server-Sent Events byte stream into the data payloads of its events.
-
-    Lines are split on line feeds only: httpx's ``aiter_lines`` also splits on U+2028/U+2029/U+0085,
-    which JSON allows unescaped inside strings and llama-server sends as is (a reply holding one
-    would be cut in two). Working on bytes makes that rule free: those characters are multi-byte
-    UTF-8 sequences that never contain the byte 0x0A.
-    """
-
-    __slots__ = ("_data", "_pending")
-
-    def __init__(self) -> None:
-        self._pending = b""
-        self._data: list[bytes] = []  # data lines of the event being read
-
-    def feed(self, raw: bytes) -> list[bytes]:
-        """The payloads of the events completed by ``raw`` (``data:`` lines joined by line feeds)."""
-        if self._pending:
-            raw = self._pending + raw
-        lines = raw.split(b"\n")
-        self._pending = lines.pop()
-        out: list[bytes] = []
-        data = self._data
-        for line in lines:
-            if line.startswith(b"data:"):
-                # One optional space after the colon; a trailing CR (CRLF streams) is JSON whitespace.
-                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
-            elif (not line or line == b"\r") and data:  # a blank line ends the event
-                payload = data[0] if len(data) == 1 else b"\n".join(d.removesuffix(b"\r") for d in data)
-                if payload.strip():  # an event with empty data is not dispatched (the SSE rules)
-                    out.append(payload)
-                data.clear()
-            # comments (":"), event:/id:/retry: fields are not used by llama-server
-        return out
-
-
 def _parse_chunk(payload: bytes) -> dict[str, Any]:
     try:
         chunk = json.loads(payload)
@@ -1015,10 +944,6 @@ def _parse_chunk(payload: bytes) -> dict[str, Any]:
     if err:
         raise _error_from_body(err, status=None)
     return chunk
-
-
-_STOPPED_ANSWERING: Final = QT_TRANSLATE_NOOP("Core", "The engine stopped answering in the middle of the reply.")
-_STOPPED_ANSWERING_HINT: Final = QT_TRANSLATE_NOOP("Core", "The engine probably crashed; the partial reply was kept.")
 
 
 def _unreadable(payload: bytes) -> ServerError | ChatFormatError:

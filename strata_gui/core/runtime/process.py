@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-import httpx
-
+from strata_gui.core.errors import ServerError
 from strata_gui.core.events import emit
+from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, classify_exit
 from strata_gui.core.runtime.process_guard import WindowsJob, guarded_launch
 
@@ -44,13 +44,15 @@ ReadyCheck = Callable[[], Awaitable[bool]]
 """One readiness probe: True once the process serves. Polled until then (or until it exits)."""
 
 
-def http_ready(http: httpx.AsyncClient, url: str | Callable[[], str], timeout: float = 2.0) -> ReadyCheck:
-    """Ready when ``GET url`` answers 200 (llama-server's ``/health`` answers 503 while loading)."""
+def http_ready(engine: EngineHttp | Callable[[], EngineHttp], path: str, timeout: float = 2.0) -> ReadyCheck:
+    """Ready when ``GET path`` on the engine answers 200 (llama-server's ``/health`` answers 503 while
+    loading). ``engine`` may be a callable: an engine's address can change while it starts (the port
+    read from its log)."""
 
     async def check() -> bool:
         try:
-            resp = await http.get(url() if callable(url) else url, timeout=timeout)
-        except httpx.HTTPError:
+            resp = await (engine() if callable(engine) else engine).get(path, timeout=timeout)
+        except ServerError:
             return False
         return resp.status_code == 200
 

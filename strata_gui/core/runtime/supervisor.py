@@ -27,6 +27,7 @@ from strata_gui.core.events import Listeners, emit
 from strata_gui.core.files import NotRegularFileError, check_regular
 from strata_gui.core.progress import Progress, ProgressCallback
 from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.launch import ServerSettings, ServerState, free_loopback_port
 from strata_gui.core.runtime.outcome import (
     Outcome,
@@ -239,7 +240,7 @@ class ServerSupervisor(EngineProcess):
             subject=self.subject,
             env=self._launch_env(),
             cwd=self.engine.server_path.parent,
-            ready=http_ready(self._http, lambda: self.base_url + self.kind.ready_path),
+            ready=http_ready(self.engine_http, self.kind.ready_path),
             ready_timeout=self._ready_timeout, log_lines=self._log_lines, log_file=self._log_file, job=self._job,
             on_line=functools.partial(self._on_line, run), on_end=functools.partial(self._on_end, run),
             clock=self._clock, ready_hint=lambda line: listening_port(line) is not None)
@@ -298,11 +299,11 @@ class ServerSupervisor(EngineProcess):
     async def _read_props(self) -> None:
         """What the server says about itself: llama-server's ``/props`` (``n_ctx``), else the
         readiness answer (sd-server's capabilities)."""
+        engine = self.engine_http()
         for path in ("/props", self.kind.ready_path):
             try:
-                resp = await self._http.get(self.base_url + path, timeout=5.0, headers=self.auth_headers())
-                data = resp.json() if resp.status_code == 200 else None
-            except (httpx.HTTPError, ValueError):
+                data = await engine.get_json(path, timeout=5.0)
+            except ServerError:
                 log.debug("no %s from engine", path, exc_info=True)
                 continue
             if isinstance(data, dict):
@@ -312,6 +313,10 @@ class ServerSupervisor(EngineProcess):
                 if isinstance(n_ctx, int):
                     self.n_ctx = n_ctx
                 return
+
+    def engine_http(self) -> EngineHttp:
+        """The engine's HTTP API at its address now, with its key (every kind's requests go through it)."""
+        return EngineHttp(self._http, self.base_url, self.api_key)
 
     def auth_headers(self) -> dict[str, str]:
         """What every request to the engine carries: its key as a bearer token (none for kinds

@@ -9,11 +9,12 @@ protocol factory: at :func:`connection_cap` open connections, a new one closes t
 has no request in a handler (half-sent heads, idle keep-alives), else the oldest still reading
 its body, else it is closed itself. Apps that send whole requests are never the ones waiting.
 
-It also fills a gap of aiohttp's C parser: a chunked body whose framing turns bad after the
-handler started reading it (a negative chunk size, say) is never failed, so the handler waited
-for its time-out and the error then went to the log as a traceback. The guard fails the body at
-once (:class:`aiohttp.web.RequestPayloadError`: :func:`~strata_gui.core.serve.wire.read_body`
-answers 400), and :class:`ClientErrorLog` logs clients' malformed requests in one line.
+:class:`ClientErrorLog` logs clients' malformed requests in one line. A chunked body whose framing
+turns bad after its head was read (a negative chunk size in a later packet, say) is not failed by
+aiohttp's C parser (3.14): it queues the error as the connection's next message and leaves the
+body open, with no public way to see it. Such a request is answered 408 once ``body_timeout_s``
+passes (see :func:`~strata_gui.core.serve.wire.read_body`); framing broken in the packet of the
+head is refused by the parser at once (400).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class _Refused(asyncio.Protocol):
 
 
 class _Connection(asyncio.Protocol):
-    """aiohttp's handler of one connection, with the guard looking at what it parsed."""
+    """aiohttp's handler of one connection, known to the guard (which may close it)."""
 
     def __init__(self, handler: Any, guard: ConnectionGuard) -> None:
         self.handler = handler
@@ -96,7 +97,6 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.handler.data_received(data)
-        self._guard.check_parsed(self.handler)
 
     def eof_received(self) -> bool | None:
         result: bool | None = self.handler.eof_received()
@@ -161,22 +161,3 @@ class ConnectionGuard:
         if idle is not None:
             return idle
         return next((c for c in live if c.handler in self._ctx.reading), None)
-
-    def check_parsed(self, handler: Any) -> None:
-        """Fail the body being read at once when the parser found its framing broken.
-
-        aiohttp queues the parser's error as the connection's next message (``_messages``) and
-        leaves the body of the request in progress open; without this its handler would wait
-        for the body time-out.
-        """
-        request = self._ctx.requests.get(handler)
-        if request is None:
-            return
-        queued = getattr(handler, "_messages", None)
-        if not queued:
-            return
-        err = getattr(queued[-1][0], "exc", None)
-        payload = request.content
-        if isinstance(err, BaseException) and not payload.is_eof() and payload.exception() is None:
-            message = str(getattr(err, "message", "") or err).strip().splitlines()
-            payload.set_exception(web.RequestPayloadError(message[0].rstrip(": ") if message else "malformed body"))

@@ -97,11 +97,6 @@ class Upstream:
     engine: str = ""
     backend: str = ""
 
-    def headers(self) -> dict[str, str]:
-        """What every request to the engine carries."""
-        auth = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        return {"Content-Type": "application/json", **auth}
-
 
 @dataclass(frozen=True)
 class LoadedModel:

@@ -2,8 +2,9 @@
 
 Why aiohttp: a maintained HTTP/1.1 server (llhttp parser in C, keep-alive, chunked streaming,
 header and body limits) that runs on whatever asyncio loop is current, the Qt (qasync) loop of
-the app included, through ``AppRunner``/``TCPSite`` with no thread or loop of its own. The engines
-are reached with aiohttp's client too (see :func:`~strata_gui.core.serve.wire.engine_session`).
+the app included, through ``AppRunner``/``TCPSite`` with no thread or loop of its own. It is only
+the server: the engines are reached with the app's one HTTP client stack, httpx, through the
+engine client every feature uses (see :func:`~strata_gui.core.serve.wire.upstream_post`).
 
 Time-outs, what each one stops:
 
@@ -32,6 +33,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+import httpx
 from aiohttp import web
 
 from strata_gui.core.errors import ServerError
@@ -48,12 +50,12 @@ from strata_gui.core.serve.wire import (
     STARTED,
     ApiError,
     ServeContext,
-    engine_session,
     error_response,
     flavor_of,
     json_response,
 )
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.transfer import loopback_client
 
 log = logging.getLogger(__name__)
 
@@ -211,12 +213,15 @@ class ApiServer:
         limits: Sizes and time-outs (see :class:`ServerLimits`).
         on_request: Called with each completed model request (dashboard recording).
         clock: Monotonic clock for time to first token.
+        http: The engines' client: the app's shared loopback client (never closed here). None: the
+            server makes one of its own (:func:`~strata_gui.core.transfer.loopback_client`) for as
+            long as it listens.
     """
 
     def __init__(self, router: ModelRouter, *, host: str = "127.0.0.1",
                  port: int = DEFAULT_PORT, api_key: str | None = None, limits: ServerLimits | None = None,
                  on_request: Callable[[ApiRequest], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, http: httpx.AsyncClient | None = None) -> None:
         if not is_loopback(host) and not api_key:
             raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Refusing to serve on {host} without an API key."),
                                 host=host),
@@ -226,6 +231,7 @@ class ApiServer:
         self.port = port
         self._api_key = api_key or None
         self.ctx = ServeContext(router, limits or ServerLimits(), on_request, clock)
+        self._http = http
         self.app = build_app(self.ctx, self._api_key)
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
@@ -277,7 +283,7 @@ class ApiServer:
                                                              "one.")) from exc
         if listener.sockets:
             self.port = int(listener.sockets[0].getsockname()[1])
-        self.ctx.session = engine_session()
+        self.ctx.http = self._http or loopback_client()
         self._runner, self._listener, self.connections = runner, listener, guard
         log.info("local API listening on %s:%d (key %s)", self.host, self.port,
                  "required" if self._api_key else "not required")
@@ -304,7 +310,7 @@ class ApiServer:
         if listener is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(listener.wait_closed(), 2.0)
-        session, self.ctx.session = self.ctx.session, None
-        if session is not None:
-            await session.close()
+        http, self.ctx.http = self.ctx.http, None
+        if http is not None and http is not self._http:
+            await http.aclose()  # the server's own
         log.info("local API stopped")

@@ -6,6 +6,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+import httpx
+
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.errors import ServerError, SettingsError
 from strata_gui.core.events import Listeners, emit
@@ -49,15 +51,15 @@ class ServeService:
         record: Receives each finished request (the dashboard, with its API as the source).
         limits: Sizes and time-outs of the server (tests make them short).
         autostart: How this platform starts programs at sign-in (None: not offered).
+        http: The engines' client: the app's loopback client, shared with the chat and every
+            other feature (None: the server makes its own while it listens).
     """
 
     def __init__(self, settings_service: SettingsService, secrets: SecretStore, router: ModelRouter,
                  record: Recorder | None = None, *, limits: ServerLimits | None = None,
-                 autostart: Autostart | None = None, prepare: Callable[[], None] | None = None) -> None:
+                 autostart: Autostart | None = None, http: httpx.AsyncClient | None = None) -> None:
         self.settings_service = settings_service
-        # Called once listening: loads what the first request to an engine would (the engines'
-        # HTTP client), while nothing is asked yet.
-        self._prepare = prepare
+        self._http = http
         self.autostart = autostart
         self._secrets = secrets
         self.router = router
@@ -146,12 +148,10 @@ class ServeService:
 
         server = ApiServer(self.router, host=bind,
                            port=self.settings.serve_port if port is None else port,
-                           api_key=key, limits=self._limits, on_request=self._on_request)
+                           api_key=key, limits=self._limits, on_request=self._on_request, http=self._http)
         await self.router.refresh()
         await server.start()
         self.server = server
-        if self._prepare is not None:
-            self._prepare()
         return server.url
 
     async def stop(self, grace_s: float | None = None) -> None:

@@ -9,12 +9,14 @@ and clean stop), errors in the right place, statistics and recording.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol
 
 from aiohttp import web
 
+from strata_gui.core.runtime.engine_http import EngineReply
 from strata_gui.core.serve.router import Upstream
 from strata_gui.core.serve.wire import (
     ENGINE_ERRORS,
@@ -22,13 +24,12 @@ from strata_gui.core.serve.wire import (
     JSON_TYPE,
     STARTED,
     ApiError,
-    EngineResponse,
     Flavor,
     Meter,
-    SseSplitter,
     context,
     end_stream_on_stop,
     end_stream_with_error,
+    engine_failure,
     has_text,
     upstream_error,
     upstream_post,
@@ -40,13 +41,15 @@ class EngineStreamError(Exception):
     """The engine reported an error inside a stream (or sent something unreadable)."""
 
 
-async def openai_chunks(resp: EngineResponse) -> AsyncIterator[list[dict[str, Any]]]:
+async def openai_chunks(resp: EngineReply) -> AsyncGenerator[list[dict[str, Any]]]:
     """The JSON chunks of an engine's OpenAI SSE stream up to ``[DONE]``, a list per network read:
     an engine ahead of the client sends several at once, and the client gets them in one write."""
-    sse = SseSplitter()
-    async for raw in resp.chunks():
+    async for events in resp.events():
         batch: list[dict[str, Any]] = []
-        for _event, payload in sse.feed(raw):
+        for event in events:
+            payload = event.data
+            if not payload.strip():
+                continue  # an event with no payload carries no chunk
             if payload.strip() == b"[DONE]":
                 if batch:
                     yield batch
@@ -121,16 +124,7 @@ async def stream(request: web.Request, up: Upstream, path: str, body: Mapping[st
             head = translator.start()
             if head:
                 await write_chunk(request, out, head)
-            async for batch in openai_chunks(resp):
-                items = []
-                for chunk in batch:
-                    meter.take(chunk)
-                    if meter.ttft_s is None and has_text(chunk):
-                        meter.first_text()
-                    items.append(translator.feed(chunk))
-                data = b"".join(items)
-                if data:
-                    await write_chunk(request, out, data)
+            await _translate_chunks(request, out, resp, translator, meter)
             await write_chunk(request, out, translator.finish(meter))
         except asyncio.CancelledError:
             if not ctx.stopping:
@@ -141,12 +135,29 @@ async def stream(request: web.Request, up: Upstream, path: str, body: Mapping[st
         except (*ENGINE_ERRORS, EngineStreamError) as exc:
             request[FAILED] = True
             message = str(exc) if isinstance(exc, EngineStreamError) else \
-                f"The engine stopped answering: {exc or type(exc).__name__}."
+                f"The engine stopped answering: {engine_failure(exc)}."
             await end_stream_with_error(request, out, flavor, message)
             return out
         await out.write_eof()
     ctx.record(meter.request(request.path, 200, up, stream=True))
     return out
+
+
+async def _translate_chunks(request: web.Request, out: web.StreamResponse, resp: EngineReply,
+                            translator: StreamTranslator, meter: Meter) -> None:
+    """Each network read's engine chunks, translated, in one write to the client."""
+    # Closed here also when the client goes away mid-stream (not left to the garbage collector).
+    async with contextlib.aclosing(openai_chunks(resp)) as batches:
+        async for batch in batches:
+            items = []
+            for chunk in batch:
+                meter.take(chunk)
+                if meter.ttft_s is None and has_text(chunk):
+                    meter.first_text()
+                items.append(translator.feed(chunk))
+            data = b"".join(items)
+            if data:
+                await write_chunk(request, out, data)
 
 
 def single(data: Any, *, ndjson: bool) -> web.Response:

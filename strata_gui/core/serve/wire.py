@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-import aiohttp
+import httpx
 from aiohttp import web
 
-from strata_gui.core.errors import ServerBusyError, StrataError, UnknownModelError
+from strata_gui.core.errors import ServerBusyError, ServerError, StrataError, UnknownModelError
 from strata_gui.core.events import emit
+from strata_gui.core.runtime.engine_http import EngineHttp, EngineReply
+from strata_gui.core.runtime.sse import SseEvent, SseReader
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
 from strata_gui.core.serve.router import LATEST, ModelRouter, ServedModel, Upstream
 
@@ -159,7 +161,7 @@ class ServeContext:
     # body: what the connection cap may not close, or closes last (connections.ConnectionGuard).
     requests: dict[Any, web.BaseRequest] = field(default_factory=dict)
     reading: set[Any] = field(default_factory=set)
-    session: aiohttp.ClientSession | None = None  # the engines' client, while the server runs
+    http: httpx.AsyncClient | None = None  # the engines' client (the app's loopback one), while the server runs
 
     def record(self, req: ApiRequest) -> None:
         if self.on_request is not None:
@@ -264,81 +266,46 @@ def json_response(data: Any, status: int = 200) -> web.Response:
 
 # --------------------------------------------------------------------------- the engine leg
 
-def engine_session() -> aiohttp.ClientSession:
-    """The server's client for its engines (loopback): no proxy, bytes as they come, no time limit
-    on a reply (a long generation is fine; a client that leaves closes it).
+ENGINE_TIMEOUT = httpx.Timeout(30.0, read=None)
+"""The engine leg of a request: 30 s to connect and send, then no limit on the reply (a long
+generation is fine; a client that leaves closes it)."""
 
-    Why aiohttp's client rather than the app's httpx one: its response parser is C (llhttp), and
-    every token of a stream passes through it; with httpx the server spent about twice the CPU per
-    token, taken from the engine on a machine where they share cores (bench/serve.py).
-    """
-    # llama-server drops idle keep-alive connections after 5 s: expire ours well before that.
-    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=2.0)
-    return aiohttp.ClientSession(connector=connector, auto_decompress=False, trust_env=False,
-                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=None))
+ENGINE_ERRORS = (ServerError,)  # what a failing engine connection raises (the engine client's translation)
+# Raw bytes are passed through as they are: the engine is asked not to compress them.
+_ENGINE_HEADERS = {"Content-Type": JSON_TYPE, "Accept-Encoding": "identity"}
 
 
-class EngineResponse:
-    """An engine's answer, open while the caller reads it."""
-
-    __slots__ = ("_resp",)
-
-    def __init__(self, resp: aiohttp.ClientResponse) -> None:
-        self._resp = resp
-
-    @property
-    def status_code(self) -> int:
-        return self._resp.status
-
-    @property
-    def content_type(self) -> str:
-        """The whole ``Content-Type`` header (charset included)."""
-        return self._resp.headers.get("Content-Type", JSON_TYPE)
-
-    async def read(self) -> bytes:
-        return await self._resp.read()
-
-    def chunks(self) -> AsyncIterator[bytes]:
-        """The body as it arrives."""
-        return self._resp.content.iter_any()
-
-
-ENGINE_ERRORS = (aiohttp.ClientError,)  # what a failing engine connection raises
-# A pooled keep-alive connection the engine closed just as it was reused: the request never
-# reached it (llama-server closes some connections after a streamed reply, seen in about one
-# request in six sent right after a stream). Sending it again on a fresh connection is safe.
-_STALE_CONNECTION = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
+def engine_failure(exc: ServerError) -> str:
+    """What broke on the engine leg, in one phrase (httpx's words where it named the fault)."""
+    return exc.details or exc.message
 
 
 @asynccontextmanager
-async def upstream_post(ctx: ServeContext, up: Upstream, path: str, body: bytes) -> AsyncIterator[EngineResponse]:
+async def upstream_post(ctx: ServeContext, up: Upstream, path: str, body: bytes) -> AsyncIterator[EngineReply]:
     """POST ``body`` to the engine and hold its response open (the body is read by the caller).
 
+    The engines' client is the app's shared loopback client: no proxy, a kept-alive connection
+    reused, one the engine closed just then sent again (see
+    :class:`~strata_gui.core.runtime.engine_http.EngineHttp`). Leaving the block before the
+    body's end closes the connection, which also stops the engine generating.
+
     Raises:
-        ApiError: The engine could not be reached or did not answer (502).
+        ApiError: The engine could not be reached, did not answer, or its answer broke off while
+            the caller read all of it (502).
     """
-    session = ctx.session
-    if session is None:
+    http = ctx.http
+    if http is None:
         raise ApiError(503, "Strata's server is not running.", "busy")
-    headers = {**up.headers(), "Accept-Encoding": "identity"}  # raw bytes are passed through as they are
-    url = up.base_url + path
+    engine = EngineHttp(http, up.base_url, up.api_key)
     try:
-        try:
-            resp = await session.post(url, data=body, headers=headers)
-        except _STALE_CONNECTION:
-            resp = await session.post(url, data=body, headers=headers)
-    except aiohttp.ClientError as exc:
-        raise ApiError(502, f"The engine did not answer: {exc or type(exc).__name__}.", "upstream") from exc
-    try:
-        yield EngineResponse(resp)
-    finally:
-        if resp.content.at_eof():
-            resp.release()
-        else:
-            resp.close()  # unread: the connection closes, which also stops the engine generating
+        async with engine.stream(path, content=body, headers=_ENGINE_HEADERS, timeout=ENGINE_TIMEOUT,
+                                 raw=True) as resp:
+            yield resp
+    except ServerError as exc:
+        raise ApiError(502, f"The engine did not answer: {engine_failure(exc)}.", "upstream") from exc
 
 
-def upstream_error(resp: EngineResponse, data: bytes) -> ApiError:
+def upstream_error(resp: EngineReply, data: bytes) -> ApiError:
     """An engine's error answer, carried over into the client's API with the engine's status."""
     message = data[:500].decode(errors="replace") or f"The engine answered {resp.status_code}."
     with contextlib.suppress(ValueError):
@@ -388,44 +355,6 @@ async def end_stream_on_stop(out: web.StreamResponse, flavor: Flavor) -> None:
 
 # --------------------------------------------------------------------------- statistics
 
-class SseSplitter:
-    """Splits a Server-Sent Events byte stream into ``(event, data)`` pairs.
-
-    Works on bytes and splits on line feeds only: JSON allows U+2028/U+2029 unescaped in strings
-    (llama-server sends them so), and those never contain the byte 0x0A.
-    """
-
-    __slots__ = ("_data", "_event", "_pending")
-
-    def __init__(self) -> None:
-        self._pending = b""
-        self._data: list[bytes] = []
-        self._event = b""
-
-    @property
-    def pending(self) -> bytes:
-        """The start of a line not complete yet."""
-        return self._pending
-
-    def feed(self, raw: bytes) -> list[tuple[bytes, bytes]]:
-        if self._pending:
-            raw = self._pending + raw
-        lines = raw.split(b"\n")
-        self._pending = lines.pop()
-        out: list[tuple[bytes, bytes]] = []
-        for raw_line in lines:
-            line = raw_line[:-1] if raw_line.endswith(b"\r") else raw_line
-            if line.startswith(b"data:"):
-                self._data.append(line[6:] if line.startswith(b"data: ") else line[5:])
-            elif line.startswith(b"event:"):
-                self._event = line[6:].strip()
-            elif not line and (self._data or self._event):
-                out.append((self._event, b"\n".join(self._data)))
-                self._data.clear()
-                self._event = b""
-        return out
-
-
 def obj(value: Any) -> Mapping[str, Any]:
     """``value`` if it is a JSON object, else an empty one (for reading answers of unknown shape)."""
     return value if isinstance(value, Mapping) else {}
@@ -466,7 +395,7 @@ class Meter:
         self.usage: dict[str, Any] = {}
         self.ttft_s: float | None = None
         self.failed = False  # the engine sent an error event
-        self._sse = SseSplitter()
+        self._sse = SseReader()
         self._tail: deque[bytes] = deque()
         self._tail_size = 0
 
@@ -498,14 +427,18 @@ class Meter:
             self._tail.append(self._sse.pending)
 
     def end_sse(self) -> None:
-        """The stream ended: read the statistics (or an error) in its last bytes."""
+        """The stream ended: read the statistics (or an error) in its last bytes. The tail may start
+        in the middle of a line: a reader started there sees the rest of that line as a field it does
+        not know, and skips it. An event the stream left unfinished is discarded, as the SSE
+        standard says."""
         if self._tail:
-            self._read(SseSplitter().feed(b"".join(self._tail) + b"\n\n"))
+            self._read(SseReader().feed(b"".join(self._tail)))
             self._tail.clear()
 
-    def _read(self, events: list[tuple[bytes, bytes]]) -> None:
-        for event, payload in events:
-            if event == b"error" or payload.startswith(b'{"error"'):
+    def _read(self, events: list[SseEvent]) -> None:
+        for event in events:
+            payload = event.data
+            if event.event == "error" or payload.startswith(b'{"error"'):
                 self.failed = True
                 continue
             if self.ttft_s is not None and b'"timings"' not in payload and b'"usage"' not in payload:
@@ -549,7 +482,8 @@ class Meter:
 # user's folders in it), not the id the client asked for. Quotes inside strings are escaped, so the
 # pattern only meets the real key.
 _MODEL_FIELD = re.compile(rb'"model":\s*"(?:[^"\\]|\\.)*"')
-_EVENT_END = re.compile(rb"\r?\n\r?\n")
+# A blank line: two line ends in a row, each CRLF, LF or CR (atomic: a CRLF is one line end, not two).
+_EVENT_END = re.compile(rb"(?>\r\n|\r|\n)(?>\r\n|\r|\n)")
 
 
 def named(data: bytes, model_id: str) -> bytes:
@@ -560,7 +494,7 @@ def named(data: bytes, model_id: str) -> bytes:
     return _MODEL_FIELD.sub(lambda _m: value, data)
 
 
-class _EventRenamer:
+class EventRenamer:
     """Renames the model in a stream cut anywhere by the network: whole events go out at once, the
     start of one waits for its end (its reader could not use it before either)."""
 
@@ -603,7 +537,7 @@ async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, st
         out = web.StreamResponse(status=200, headers={"Content-Type": ctype, "Cache-Control": "no-cache"})
         await out.prepare(request)
         request[STARTED] = True
-        renamer = _EventRenamer(up.model.id)
+        renamer = EventRenamer(up.model.id)
         try:
             async for chunk in resp.chunks():
                 meter.feed_sse(chunk)
@@ -622,8 +556,7 @@ async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, st
             return out
         except ENGINE_ERRORS as exc:
             request[FAILED] = True
-            await end_stream_with_error(request, out, flavor,
-                                        f"The engine stopped answering: {exc or type(exc).__name__}.")
+            await end_stream_with_error(request, out, flavor, f"The engine stopped answering: {engine_failure(exc)}.")
             return out
         await out.write_eof()
     if meter.failed:

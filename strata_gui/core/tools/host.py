@@ -287,6 +287,47 @@ class _ServerDown(Exception):
     """The session broke (raised on the worker loop, turned into a result there)."""
 
 
+class _WatchedReads:
+    """The messages a server sends, as the SDK's transport gives them (its read-stream protocol:
+    ``receive``, async iteration, ``aclose``, ``async with``), calling ``on_end`` once they end."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last message, where the inner stream keeps one (the
+        protocol's documented, optional attribute)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        return await self._inner.receive()
+
+    def __aiter__(self) -> _WatchedReads:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await anext(self._inner)
+        except StopAsyncIteration:
+            self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        self._on_end()
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReads:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        self._on_end()
+        result: bool | None = await self._inner.__aexit__(*exc_info)
+        return result
+
+
 class _Connection:
     """One server's session, owned by one task on the worker loop (anyio's task groups and
     cancel scopes must be entered and left by the same task)."""
@@ -296,6 +337,7 @@ class _Connection:
         self.client: Client | None = None
         self.log_path: Path | None = None
         self.http_status: int | None = None  # the last HTTP error status (the SDK turns it into a generic error)
+        self.transport_ended = False  # the server's side of the transport ended (see watched())
         self._stop = asyncio.Event()
         self._owner: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[Client] | None = None
@@ -304,11 +346,23 @@ class _Connection:
     def alive(self) -> bool:
         """Whether the session can take a call: started, not stopping, and its transport still open
         (a server that exited while idle is noticed here, before a call is lost to it)."""
-        if self.client is None or self._stop.is_set():
-            return False
-        # The SDK has no public "connection closed" flag; its dispatcher's is read when present.
-        dispatcher = getattr(self.client.session, "_dispatcher", None)
-        return not getattr(dispatcher, "_closed", False)
+        return self.client is not None and not self._stop.is_set() and not self.transport_ended
+
+    def watched(self, transport: Any) -> Any:
+        """``transport`` (an SDK transport: a context giving the read and write streams) with its
+        read stream watched: :attr:`transport_ended` is set when the server's side ends (a stdio
+        server that exited, a closed HTTP session). The SDK tells no one; its session only fails
+        the next call."""
+
+        @contextlib.asynccontextmanager
+        async def watching() -> Any:
+            async with transport as (reads, writes):
+                yield _WatchedReads(reads, self._transport_ended), writes
+
+        return watching()
+
+    def _transport_ended(self) -> None:
+        self.transport_ended = True
 
     async def open(self, host: McpHost) -> Client:
         loop = asyncio.get_running_loop()
@@ -592,7 +646,7 @@ class McpHost:
                 trust_env=not _is_loopback(config.url), event_hooks={"response": [note_status]}))
             transport = streamable_http_client(config.url, http_client=http)
             log.info("connecting to tool server %s (%s)", config.name, config.target)
-        client = Client(transport, read_timeout_seconds=self.connect_timeout, cache=None,
+        client = Client(conn.watched(transport), read_timeout_seconds=self.connect_timeout, cache=None,
                         client_info=Implementation(name="Strata", version=__version__))
         return await stack.enter_async_context(client)
 
