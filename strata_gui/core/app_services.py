@@ -194,9 +194,11 @@ class AppServices:
 
         router = LibraryRouter(self.pool, self.served_library,
                                lambda model, kind: self.resolver.plan_for(model, kind=kind), self.launch_settings)
-        return ServeService(self.settings, self._later.secrets, router, dashboard_recorder(self.dashboard),
-                            autostart=autostart_for(self._later.environ),
-                            prepare=lambda: prepare_loopback(self.local_http))
+        serve = ServeService(self.settings, self._later.secrets, router,
+                             autostart=autostart_for(self._later.environ),
+                             prepare=lambda: prepare_loopback(self.local_http))
+        serve.requests.subscribe(dashboard_recorder(self.dashboard))  # first: later listeners see it recorded
+        return serve
 
     async def served_library(self) -> list[LibraryEntry]:
         """The models the local API offers: the library, and the chat's model wherever it lives."""
@@ -238,7 +240,7 @@ class AppServices:
 
         store = self.tool_servers
         host = McpHost(store.servers(), log_dir=self.base.paths.log_dir)
-        store.add_listener(lambda: host.set_servers(store.servers()))
+        store.events.subscribe(lambda _e: host.set_servers(store.servers()))
         return host
 
     @cached_property

@@ -177,7 +177,6 @@ def _median(values: list[float]) -> float | None:
 
 
 ImageEvent = ImageProgress | ImageNotice
-ImageListener = Callable[[ImageEvent], None]
 PlanProvider = Callable[[Path], Sequence[EngineSpec]]
 Recorder = Callable[[ImageRecord], None]
 
@@ -221,10 +220,6 @@ class ImageService:
         self._unsubscribe = pool.events.subscribe(self._on_pool_event)
 
     # -- observation -----------------------------------------------------------------------------
-    def subscribe(self, listener: ImageListener) -> Callable[[], None]:
-        """Receive :class:`ImageProgress` and :class:`ImageNotice` events; returns the unsubscribe."""
-        return self.events.subscribe(listener)
-
     @property
     def loaded_engine(self) -> PooledEngine | None:
         """The pool's image engine with a model loaded, if any (its pid, its server's log)."""

@@ -41,7 +41,7 @@ from strata_gui.core.runtime.engine import Backend, EngineSpec
 from strata_gui.core.runtime.kinds import EngineKind
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome
-from strata_gui.core.runtime.supervisor import EngineProcess, ServerSupervisor
+from strata_gui.core.runtime.supervisor import EngineProcess, ServerSupervisor, StateChanged
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
@@ -409,7 +409,7 @@ class EnginePool:
                     entry = PooledEngine(next(self._serial), key, self._launcher(engine, model, settings), need,
                                          self._clock())
                     entry.started_by = user
-                    entry.server.add_listener(functools.partial(self._on_state, entry))
+                    entry.server.states.subscribe(functools.partial(self._on_state, entry))
                     self._engines[key] = entry
                     entry.start_task = asyncio.get_running_loop().create_task(
                         self._start(entry, evicted, on_progress), name=f"strata-engine-start-{entry.serial}")
@@ -629,8 +629,9 @@ class EnginePool:
         asyncio.get_running_loop().create_task(
             self._stop(entry, f"idle for {idle:.0f} s"), name=f"strata-engine-idle-{entry.serial}")
 
-    def _on_state(self, entry: PooledEngine, state: ServerState, detail: str) -> None:
-        self.events.emit(EngineStateChanged(entry, state, detail))
+    def _on_state(self, entry: PooledEngine, change: StateChanged) -> None:
+        state = change.state
+        self.events.emit(EngineStateChanged(entry, state, change.detail))
         if state.is_terminal and not entry.closing and entry.start_task is None and not entry.busy:
             self._forget(entry)  # died while idle: nothing is loaded any more
 

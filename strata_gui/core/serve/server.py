@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from strata_gui.core.errors import ServerError
+from strata_gui.core.events import Listeners
 from strata_gui.core.serve.access import browser_refusal, is_loopback, key_matches, presented_key
 from strata_gui.core.serve.anthropic_api import routes as anthropic_routes
 from strata_gui.core.serve.connections import ClientErrorLog, ConnectionGuard, connection_cap
@@ -209,13 +210,11 @@ class ApiServer:
         api_key: Key clients must send (``Authorization: Bearer`` or ``x-api-key``) on every route
             but ``/health``; None: no check (loopback only).
         limits: Sizes and time-outs (see :class:`ServerLimits`).
-        on_request: Called with each completed model request (dashboard recording).
         clock: Monotonic clock for time to first token.
     """
 
     def __init__(self, router: ModelRouter, *, host: str = "127.0.0.1",
                  port: int = DEFAULT_PORT, api_key: str | None = None, limits: ServerLimits | None = None,
-                 on_request: Callable[[ApiRequest], None] | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         if not is_loopback(host) and not api_key:
             raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Refusing to serve on {host} without an API key."),
@@ -225,7 +224,8 @@ class ApiServer:
         self.host = host
         self.port = port
         self._api_key = api_key or None
-        self.ctx = ServeContext(router, limits or ServerLimits(), on_request, clock)
+        self.ctx = ServeContext(router, limits or ServerLimits(), clock)
+        self.requests: Listeners[ApiRequest] = self.ctx.finished  # each completed model request
         self.app = build_app(self.ctx, self._api_key)
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None

@@ -45,7 +45,7 @@ from strata_gui.core.bench import (
 from strata_gui.core.errors import StrataError
 from strata_gui.core.progress import ProgressCallback, format_bytes, to_gib
 from strata_gui.core.runtime import EngineSpec, depth_label
-from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
 from strata_gui.ui.i18n import core_text
 from strata_gui.ui.image_dashboard import ImageDashboard
@@ -180,7 +180,7 @@ class DashboardPage(Page):
         self.timer = QTimer(self)
         self.timer.setInterval(1000)
         self.timer.timeout.connect(self.tick)
-        service.add_listener(self._on_request)
+        follow(self, service.requests, self._on_request)
 
     # -- throughput tab -----------------------------------------------------------------------------
     def _build_throughput(self) -> QWidget:

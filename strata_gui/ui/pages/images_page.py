@@ -45,7 +45,7 @@ from strata_gui.core.images import (
     ImageResult,
     ImageService,
 )
-from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import NoticeBanner, PageHeader
@@ -269,8 +269,7 @@ class ImagesPage(Page):
             QShortcut(QKeySequence(keys), self, self.generate)
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.cancel)
         QShortcut(QKeySequence.StandardKey.Copy, self.gallery, self.copy_selected)
-        unsubscribe = images.subscribe(self._on_event)
-        self.destroyed.connect(lambda *_: unsubscribe())
+        follow(self, images.events, self._on_event)
         self._set_selected(None)
         self._show_plan()
 

@@ -57,7 +57,7 @@ from strata_gui.core.models import (
 )
 from strata_gui.core.progress import format_bytes
 from strata_gui.core.runtime import EMBEDDING, IMAGE, TEXT, EngineKind, kind_named
-from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import core_text, error_text
 from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color
 from strata_gui.ui.pages.base import Page
@@ -117,9 +117,7 @@ class ModelsPage(Page):
         layout.addWidget(self.offline_notice)
         layout.addWidget(self.tabs, 1)
         self.apply_offline()
-        unsubscribe = self.downloads.subscribe(self._on_download_event)
-        # A plain function (not a method of the dying page) stops the events when the page goes.
-        self.destroyed.connect(lambda *_: unsubscribe())
+        follow(self, self.downloads.events, self._on_download_event)
 
     # ------------------------------------------------------------------ browse tab
     def _build_browse(self) -> QWidget:

@@ -7,8 +7,6 @@ while the page is visible.
 
 from __future__ import annotations
 
-import functools
-
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QHideEvent
 from PySide6.QtWidgets import (
@@ -37,7 +35,7 @@ from strata_gui.core.progress import format_bytes
 from strata_gui.core.remote import RemoteEndpoint, RemoteService
 from strata_gui.core.rpc import DEFAULT_RPC_PORT, RpcPool, WorkerStatus
 from strata_gui.core.serve import LoadedModel, ServeService
-from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
 from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
@@ -117,12 +115,7 @@ class NetworkPage(Page):
         layout = QVBoxLayout(self)
         layout.addWidget(header)
         layout.addWidget(scroll, 1)
-        listener = self._on_api_request
-        serve.add_listener(listener)
-        self.destroyed.connect(functools.partial(serve.remove_listener, listener))
-
-    def _on_api_request(self, _request: object) -> None:
-        self.refresh_serve()
+        follow(self, serve.requests, lambda _request: self.refresh_serve())
 
     # -- remote engines ----------------------------------------------------------------------------
     def _build_remote(self) -> QFrame:

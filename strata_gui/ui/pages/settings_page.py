@@ -28,6 +28,7 @@ from strata_gui.core.errors import StrataError
 from strata_gui.core.models import environment_endpoint
 from strata_gui.core.services import Services
 from strata_gui.core.settings import Settings, SettingsChange
+from strata_gui.ui.bridge import follow
 from strata_gui.ui.i18n import core_text, error_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
@@ -78,9 +79,8 @@ class SettingsPage(Page):
         self._open_path = open_path
         self._choose_folder = choose_folder
         self.page_title = self.tr("Settings")
-        unsubscribe = services.settings_service.subscribe(self._settings_changed)
-        # Stop listening when the page goes away (the service outlives every window).
-        self.destroyed.connect(lambda *_: unsubscribe())
+        # Stops listening when the page goes away (the service outlives every window).
+        follow(self, services.settings_service.events, self._settings_changed)
 
         self.theme = QComboBox()
         for value, label in (("system", self.tr("Follow system")), ("light", self.tr("Light")),
