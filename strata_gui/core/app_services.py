@@ -222,8 +222,10 @@ class AppServices:
         from strata_gui.core.images.gallery import Gallery
         from strata_gui.core.images.service import ImageService
 
-        return ImageService(self.resolver.image_plan, self.pool, self.local_http,
-                            Gallery(self.base.paths.data_dir / "images"), recorder=image_recorder(self.metrics))
+        images = ImageService(self.resolver.image_plan, self.pool, self.local_http,
+                              Gallery(self.base.paths.data_dir / "images"))
+        images.records.subscribe(image_recorder(self.metrics))
+        return images
 
     @cached_property
     def tool_servers(self) -> McpServerStore:
@@ -380,8 +382,12 @@ def image_recorder(metrics: MetricsStore) -> Callable[[ImageRecord], None]:
     """Keep each finished image batch in the metrics store, beside the text requests."""
 
     def record(rec: ImageRecord) -> None:
-        metrics.record_image(ImageRun(rec.model, rec.engine, rec.backend, rec.width, rec.height, rec.steps,
-                                      rec.images, rec.seconds_per_step, rec.seconds_per_image, rec.source, rec.at))
+        try:
+            metrics.record_image(ImageRun(rec.model, rec.engine, rec.backend, rec.width, rec.height, rec.steps,
+                                          rec.images, rec.seconds_per_step, rec.seconds_per_image, rec.source,
+                                          rec.at))
+        except Exception:  # statistics must never cost the user the images
+            log.warning("could not record image statistics", exc_info=True)
 
     return record
 
