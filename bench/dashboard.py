@@ -82,7 +82,7 @@ def main() -> int:
                                      output_tokens=s.predicted_n, prefill_tps=s.prefill_tps,
                                      decode_tps=s.decode_tps, ttft_s=s.ttft_s)
 
-            service.subscribe(record)
+            service.events.subscribe(record)
             gpu = build_gpu_service(kernels_dir(), sysfs_root=ROOT / "tests/data/gpu/linux/strix-halo")
             history = GpuTelemetry(gpu)
             bridge = AsyncBridge()

@@ -103,7 +103,7 @@ async def busy_ttft(chat: ChatService, http: httpx.AsyncClient, root: str) -> fl
     conv = chat.new_conversation()
     chat.store.update_settings(conv.id, sampling=SamplingParams(max_tokens=100_000, seed=1))
     streaming = asyncio.Event()
-    unsubscribe = chat.subscribe(lambda e: streaming.set() if type(e).__name__ == "MessageDelta" else None)
+    unsubscribe = chat.events.subscribe(lambda e: streaming.set() if type(e).__name__ == "MessageDelta" else None)
     reply = asyncio.create_task(chat.send(conv.id, "Tell me a very long story."))
     try:
         await asyncio.wait_for(streaming.wait(), 120)

@@ -59,7 +59,7 @@ async def run(model: Path, engine: Path, history: int, typing: float, reps: int)
     app = build_app_services(build_services())
     chat = app.chat
     first: list[float] = []
-    chat.subscribe(lambda e: first.append(time.perf_counter()) if isinstance(e, MessageDelta) and not first else None)
+    chat.events.subscribe(lambda e: first.append(time.perf_counter()) if isinstance(e, MessageDelta) and not first else None)
     pairs: list[tuple[float, float]] = []
     unfinished: list[bool] = []
     try:

@@ -7,6 +7,7 @@ exercise exactly the wiring users get.
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     from strata_gui.core.app_services import AppServices
     from strata_gui.core.instance import ActivationServer, InstanceLock
     from strata_gui.core.models import StarterModel
+    from strata_gui.core.rpc import RpcDevice
     from strata_gui.core.serve import HandedOver, ServeService
     from strata_gui.core.warm import WarmSlot
     from strata_gui.ui.bridge import AsyncBridge, TaskHandle
@@ -292,25 +294,79 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
              hooks: UiHooks) -> AppUi:
     """Register every page with ``window`` (the chat page is built now, the rest on first visit)
     and connect the pages to each other as they get built."""
-    from strata_gui.core.chat import PlanChanged
-    from strata_gui.core.rpc import RpcDevice
-    from strata_gui.core.runtime import IMAGE, TEXT, ServerState
-    from strata_gui.ui.bridge import follow
-
-    base = services.base
     window.add_shortcuts()
     pages = Pages(window)
     ui = AppUi(window, pages, services, bridge, hooks)
+    # Titles in each page's own translation context, so the sidebar reads as the page will.
+    pages.register("chat", QCoreApplication.translate("ChatPage", "Chat"), icon_named("chat"),
+                   functools.partial(_build_chat, ui))
+    pages.register("images", QCoreApplication.translate("ImagesPage", "Images"), icon_named("images"),
+                   functools.partial(_build_images, ui))
+    pages.register("models", QCoreApplication.translate("ModelsPage", "Models"), icon_named("models"),
+                   functools.partial(_build_models, ui))
+    pages.register("engines", QCoreApplication.translate("EnginesPage", "Engines"), icon_named("engines"),
+                   functools.partial(_build_engines, ui))
+    pages.register("gpu", QCoreApplication.translate("GpuPage", "GPU"), icon_named("gpu"),
+                   functools.partial(_build_gpu, ui))
+    pages.register("dashboard", QCoreApplication.translate("DashboardPage", "Dashboard"), icon_named("dashboard"),
+                   functools.partial(_build_dashboard, ui))
+    pages.register("network", QCoreApplication.translate("NetworkPage", "Network"), icon_named("network"),
+                   functools.partial(_build_network, ui))
+    pages.register("settings", QCoreApplication.translate("SettingsPage", "Settings"), icon_named("settings"),
+                   functools.partial(_build_settings, ui, app))
+    pages.register("about", QCoreApplication.translate("AboutPage", "About"), icon_named("about"),
+                   functools.partial(_build_about, ui))
+    pages.get("chat")  # the first page on screen (registering the first entry selected it)
+    _follow_the_core(ui)
+    base = services.base
+    if base.settings_notice:
+        window.show_notice(core_text(base.settings_notice), "warning")
+    if services.storage_notices:  # the database was damaged (moved aside) or is in use
+        window.show_notice(" ".join(core_text(n) for n in services.storage_notices), "warning")
+    return ui
 
-    def build_chat() -> Page:
-        from strata_gui.ui.pages.chat_page import ChatPage
 
-        return ChatPage(services.chat, bridge, remote=services.remote, use_engine_folder=services.use_engine_folder,
-                        resolve=services.resolver.resolve, load_options=services.load_options,
-                        gpu_picks=services.resolver.gpu_picks,
-                        choose_devices=lambda keys: services.settings.update(devices=keys),
-                        tools=lambda: (services.tool_servers, services.tools),
-                        library=lambda: services.models.usable_models(TEXT))
+def _follow_the_core(ui: AppUi) -> None:
+    """What the window shows wherever the user is: the engine status once shown, a rolled-back engine."""
+    from strata_gui.core.chat import PlanChanged
+    from strata_gui.ui.bridge import follow
+
+    window = ui.window
+
+    def plan_changed(event: object) -> None:
+        if isinstance(event, PlanChanged) and window.statusBar().currentMessage():
+            show_engine_status(ui)  # once start-up has shown it, it follows every change
+
+    follow(window, ui.services.chat.events, plan_changed)
+
+    def rolled_back(entry: Any) -> None:
+        # A promoted engine that broke a model was put back by the core: the notice wherever the user is.
+        from strata_gui.core.engines import AUTO_ROLLED_BACK
+
+        if entry.action == AUTO_ROLLED_BACK:
+            window.show_notice(core_text(entry.message), "warning")
+
+    follow(window, ui.services.engines.ledger.events, rolled_back)
+
+
+# -- the pages, each built on its first visit ---------------------------------------------------------
+def _build_chat(ui: AppUi) -> Page:
+    from strata_gui.core.runtime import TEXT
+    from strata_gui.ui.pages.chat_page import ChatPage
+
+    services = ui.services
+    return ChatPage(services.chat, ui.bridge, remote=services.remote, use_engine_folder=services.use_engine_folder,
+                    resolve=services.resolver.resolve, load_options=services.load_options,
+                    gpu_picks=services.resolver.gpu_picks,
+                    choose_devices=lambda keys: services.settings.update(devices=keys),
+                    tools=lambda: (services.tool_servers, services.tools),
+                    library=lambda: services.models.usable_models(TEXT))
+
+
+def _build_models(ui: AppUi) -> Page:
+    from strata_gui.ui.pages.models_page import ModelsPage
+
+    pages, window = ui.pages, ui.window
 
     def chat_with(path: Path) -> None:
         pages.chat.set_model(path)  # the chat service remembers it as the last model
@@ -320,42 +376,55 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         pages.images.set_model(path)
         window.show_page(pages.images)
 
-    def build_models() -> Page:
-        from strata_gui.ui.pages.models_page import ModelsPage
+    page = ModelsPage(ui.services.models, ui.bridge,
+                      open_url=lambda url: ui.hooks.open_path(Path(url.toLocalFile())))
+    page.use_model.connect(chat_with)
+    page.make_images.connect(draw_with)
+    return page
 
-        page = ModelsPage(services.models, bridge, open_url=lambda url: hooks.open_path(Path(url.toLocalFile())))
-        page.use_model.connect(chat_with)
-        page.make_images.connect(draw_with)
-        return page
 
-    def build_engines() -> Page:
-        from strata_gui.ui.pages.engines_page import EnginesPage
+def _build_engines(ui: AppUi) -> Page:
+    from strata_gui.ui.bridge import follow
+    from strata_gui.ui.pages.engines_page import EnginesPage
 
-        page = EnginesPage(services.engines, bridge, updater=services.updater)
-        if services.gpu.last_report is not None:  # detected before this page was opened
-            page.set_gpus(services.resolver.gpu_targets())
-        # Plans follow the GPUs and the engines on their own (the resolver listens); the page too.
-        follow(page, services.gpu.events, lambda _e: page.set_gpus(services.resolver.gpu_targets()))
-        follow(page, services.engines.events, lambda _e: page.refresh_installed())
-        return page
+    services = ui.services
+    page = EnginesPage(services.engines, ui.bridge, updater=services.updater)
+    if services.gpu.last_report is not None:  # detected before this page was opened
+        page.set_gpus(services.resolver.gpu_targets())
+    # Plans follow the GPUs and the engines on their own (the resolver listens); the page too.
+    follow(page, services.gpu.events, lambda _e: page.set_gpus(services.resolver.gpu_targets()))
+    follow(page, services.engines.events, lambda _e: page.refresh_installed())
+    return page
+
+
+def _build_gpu(ui: AppUi) -> Page:
+    from strata_gui.ui.bridge import follow
+    from strata_gui.ui.pages.gpu_page import GpuPage
+
+    services = ui.services
 
     def remote_devices() -> list[RpcDevice]:
         active = services.rpc.active_workers()
         return [d for addr, st in services.rpc.last_status.items() if addr in active for d in st.devices]
 
-    def build_gpu() -> Page:
-        from strata_gui.ui.pages.gpu_page import GpuPage
+    page = GpuPage(services.gpu, ui.bridge, remote_devices=remote_devices, telemetry=services.telemetry,
+                   gpu_picks=services.resolver.gpu_picks, run_on=services.resolver.run_on,
+                   choose_devices=lambda keys: services.settings.update(devices=keys),
+                   driver_check=services.engines.driver_verdict,
+                   ignore_driver_check=lambda on: services.settings.update(ignore_driver_check=on),
+                   rocm_findings=services.resolver.rocm_findings)
 
-        page = GpuPage(services.gpu, bridge, remote_devices=remote_devices, telemetry=services.telemetry,
-                       gpu_picks=services.resolver.gpu_picks, run_on=services.resolver.run_on,
-                       choose_devices=lambda keys: services.settings.update(devices=keys),
-                       driver_check=services.engines.driver_verdict,
-                       ignore_driver_check=lambda on: services.settings.update(ignore_driver_check=on),
-                       rocm_findings=services.resolver.rocm_findings)
+    follow(page, services.engines.events, lambda _e: page.show_probe_findings())
+    ui.window.closing.connect(page.stop_sampling)
+    return page
 
-        follow(page, services.engines.events, lambda _e: page.show_probe_findings())
-        window.closing.connect(page.stop_sampling)
-        return page
+
+def _build_dashboard(ui: AppUi) -> Page:
+    from strata_gui.core.runtime import IMAGE, ServerState
+    from strata_gui.ui.image_dashboard import ImageDashboard
+    from strata_gui.ui.pages.dashboard_page import DashboardPage
+
+    services, hooks = ui.services, ui.hooks
 
     def engine_url() -> str | None:
         sup = services.chat.supervisor
@@ -370,106 +439,75 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
         return sup.pid if sup is not None and not sup.state.is_terminal else None
 
     def model_choices() -> list[Path]:
-        models = pages.built("models")  # its library is scanned when it is shown
+        models = ui.pages.built("models")  # its library is scanned when it is shown
         paths = cast("ModelsPage", models).library_paths() if models is not None else []
         if services.chat.model is not None and services.chat.model not in paths:
             paths.insert(0, services.chat.model)
         return paths
 
-    def build_dashboard() -> Page:
-        from strata_gui.ui.image_dashboard import ImageDashboard
-        from strata_gui.ui.pages.dashboard_page import DashboardPage
+    image_stats = ImageDashboard(services.dashboard, ui.bridge,
+                                 models=lambda: services.models.usable_models(IMAGE),
+                                 choose_model=hooks.choose_image_model)
+    page = DashboardPage(
+        services.dashboard, ui.bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
+        engine_headers=engine_headers, models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path, images_tab=image_stats,
+    )
+    ui.window.closing.connect(page.stop)
+    return page
 
-        image_stats = ImageDashboard(services.dashboard, bridge,
-                                     models=lambda: services.models.usable_models(IMAGE),
-                                     choose_model=hooks.choose_image_model)
-        page = DashboardPage(
-            services.dashboard, bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
-            engine_headers=engine_headers, models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path, images_tab=image_stats,
-        )
-        window.closing.connect(page.stop)
-        return page
 
-    def build_images() -> Page:
-        from strata_gui.ui.pages.images_page import ImagesPage
+def _build_images(ui: AppUi) -> Page:
+    from strata_gui.core.runtime import IMAGE
+    from strata_gui.ui.pages.images_page import ImagesPage
 
-        page = ImagesPage(services.images, bridge, models=lambda: services.models.usable_models(IMAGE),
-                          choose_model=hooks.choose_image_model, open_path=hooks.open_path,
-                          last_model=lambda: base.settings.last_image_model,
-                          remember_model=lambda path: _save_quietly(base, last_image_model=str(path)))
+    services, pages, hooks, base = ui.services, ui.pages, ui.hooks, ui.services.base
+    page = ImagesPage(services.images, ui.bridge, models=lambda: services.models.usable_models(IMAGE),
+                      choose_model=hooks.choose_image_model, open_path=hooks.open_path,
+                      last_model=lambda: base.settings.last_image_model,
+                      remember_model=lambda path: _save_quietly(base, last_image_model=str(path)))
 
-        def made(_result: object) -> None:
-            dashboard = pages.built("dashboard")
-            if dashboard is not None and cast("DashboardPage", dashboard).images_tab is not None:
-                cast("DashboardPage", dashboard).images_tab.refresh()  # type: ignore[union-attr]
+    def made(_result: object) -> None:
+        dashboard = pages.built("dashboard")
+        if dashboard is not None and cast("DashboardPage", dashboard).images_tab is not None:
+            cast("DashboardPage", dashboard).images_tab.refresh()  # type: ignore[union-attr]
 
-        page.image_made.connect(made)
+    page.image_made.connect(made)
 
-        def set_up_engines() -> None:
-            engines = pages.engines
-            window.show_page(engines)
-            engines.show_kind("image")
+    def set_up_engines() -> None:
+        engines = pages.engines
+        ui.window.show_page(engines)
+        engines.show_kind("image")
 
-        page.engines_requested.connect(set_up_engines)
-        return page
+    page.engines_requested.connect(set_up_engines)
+    return page
 
-    def build_network() -> Page:
-        from strata_gui.ui.pages.network_page import NetworkPage
 
-        return NetworkPage(services.remote, services.serve, bridge, rpc=services.rpc)
+def _build_network(ui: AppUi) -> Page:
+    from strata_gui.ui.pages.network_page import NetworkPage
 
-    def build_settings() -> Page:
-        from strata_gui.ui.pages.settings_page import SettingsPage
+    return NetworkPage(ui.services.remote, ui.services.serve, ui.bridge, rpc=ui.services.rpc)
 
-        page = SettingsPage(
-            base,
-            apply_theme=lambda theme: apply_theme(app, theme),
-            open_path=hooks.open_path,
-            choose_folder=hooks.choose_folder,
-            start_at_login=(lambda: services.serve.starts_at_login, services.serve.set_start_at_login),
-        )
-        page.run_guide_requested.connect(lambda: open_first_run(ui))
-        return page
 
-    def build_about() -> Page:
-        from strata_gui.ui.pages.about_page import AboutPage
+def _build_settings(ui: AppUi, app: QApplication) -> Page:
+    from strata_gui.ui.pages.settings_page import SettingsPage
 
-        return AboutPage(base.paths, open_path=hooks.open_path, icon=app_icon(),
-                         extra_report=lambda: _gpu_and_engine_report(services))
+    serve = ui.services.serve
+    page = SettingsPage(
+        ui.services.base,
+        apply_theme=lambda theme: apply_theme(app, theme),
+        open_path=ui.hooks.open_path,
+        choose_folder=ui.hooks.choose_folder,
+        start_at_login=(lambda: serve.starts_at_login, serve.set_start_at_login),
+    )
+    page.run_guide_requested.connect(lambda: open_first_run(ui))
+    return page
 
-    # Titles in each page's own translation context, so the sidebar reads as the page will.
-    pages.register("chat", QCoreApplication.translate("ChatPage", "Chat"), icon_named("chat"), build_chat)
-    pages.register("images", QCoreApplication.translate("ImagesPage", "Images"), icon_named("images"), build_images)
-    pages.register("models", QCoreApplication.translate("ModelsPage", "Models"), icon_named("models"), build_models)
-    pages.register("engines", QCoreApplication.translate("EnginesPage", "Engines"), icon_named("engines"), build_engines)
-    pages.register("gpu", QCoreApplication.translate("GpuPage", "GPU"), icon_named("gpu"), build_gpu)
-    pages.register("dashboard", QCoreApplication.translate("DashboardPage", "Dashboard"), icon_named("dashboard"), build_dashboard)
-    pages.register("network", QCoreApplication.translate("NetworkPage", "Network"), icon_named("network"), build_network)
-    pages.register("settings", QCoreApplication.translate("SettingsPage", "Settings"), icon_named("settings"), build_settings)
-    pages.register("about", QCoreApplication.translate("AboutPage", "About"), icon_named("about"), build_about)
-    pages.get("chat")  # the first page on screen (registering the first entry selected it)
 
-    def plan_changed(event: object) -> None:
-        if isinstance(event, PlanChanged) and window.statusBar().currentMessage():
-            show_engine_status(ui)  # once start-up has shown it, it follows every change
+def _build_about(ui: AppUi) -> Page:
+    from strata_gui.ui.pages.about_page import AboutPage
 
-    services.chat.subscribe(plan_changed)
-    window.destroyed.connect(lambda *_: services.chat.unsubscribe(plan_changed))
-
-    def rolled_back(entry: Any) -> None:
-        # A promoted engine that broke a model was put back by the core: the notice wherever the user is.
-        from strata_gui.core.engines import AUTO_ROLLED_BACK
-
-        if entry.action == AUTO_ROLLED_BACK:
-            window.show_notice(core_text(entry.message), "warning")
-
-    unfollow_updates = services.engines.ledger.events.subscribe(rolled_back)
-    window.destroyed.connect(lambda *_: unfollow_updates())
-    if base.settings_notice:
-        window.show_notice(core_text(base.settings_notice), "warning")
-    if services.storage_notices:  # the database was damaged (moved aside) or is in use
-        window.show_notice(" ".join(core_text(n) for n in services.storage_notices), "warning")
-    return ui
+    return AboutPage(ui.services.base.paths, open_path=ui.hooks.open_path, icon=app_icon(),
+                     extra_report=lambda: _gpu_and_engine_report(ui.services))
 
 
 def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> FirstRunGuide:
@@ -711,6 +749,59 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     second launch of Strata shows this window instead of starting a second app.
     """
     services = build_services(warm=warm)
+    app, window, hooks = _show_first_window(argv, services, exit_when_shown)
+    # The log file once the chat page is up (its handler module costs ~9 ms); what is logged before
+    # is kept in memory and written there first.
+    keep_early_records()
+    log_opened: list[bool] = []
+
+    def open_log() -> None:
+        if not log_opened:
+            log_opened.append(True)
+            configure_logging(services.paths.log_file)
+
+    log.info("Strata %s starting (self-test=%s)", __version__, self_test)
+
+    import asyncio
+
+    import qasync
+
+    from strata_gui.ui.bridge import AsyncBridge
+
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    bridge = AsyncBridge()
+    window.set_bridge(bridge)
+    crash = CrashReporter(services.paths.log_file, hooks.open_path)
+    crash.install(loop)
+    closed = asyncio.Event()
+    app.lastWindowClosed.connect(closed.set)
+    restore_signals = close_on_signals(app)
+    session = _GuiSession(services, app, window, hooks, bridge, open_log, closed, self_test=self_test,
+                          exit_when_shown=exit_when_shown, instance=instance)
+    exit_code = 0
+    try:
+        with loop:
+            exit_code = loop.run_until_complete(_run_session(session))
+            _wind_down(loop, session)
+    except Exception:
+        traceback.print_exc()
+        exit_code = 1
+    finally:
+        for s in session.built:
+            s.kill_engines_now()  # never leave an engine behind, whatever happened
+        crash.uninstall()
+        restore_signals()
+        gc.enable()  # if start-up failed before the window was usable
+        open_log()
+        log.info("Strata exiting with %s", exit_code)
+        close_logging()
+    return exit_code
+
+
+def _show_first_window(argv: list[str], services: Services,
+                       exit_when_shown: bool) -> tuple[QApplication, MainWindow, UiHooks]:
+    """The application and its window without pages, painted once, in the user's theme and language."""
     QApplication.setApplicationName(APP_NAME)
     QApplication.setOrganizationName(ORG_NAME)
     QApplication.setApplicationVersion(__version__)
@@ -732,129 +823,119 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     if exit_when_shown:
         print(f"shown-at {time.time():.6f}", flush=True)
     settle_theme(app, theme, shown_dark, appearance)
-    # The log file once the chat page is up (its handler module costs ~9 ms); what is logged before
-    # is kept in memory and written there first.
-    keep_early_records()
-    log_opened: list[bool] = []
+    return app, window, hooks
 
-    def open_log() -> None:
-        if not log_opened:
-            log_opened.append(True)
-            configure_logging(services.paths.log_file)
 
-    log.info("Strata %s starting (self-test=%s)", __version__, self_test)
+@dataclass
+class _GuiSession:
+    """One run of the GUI: what :func:`run_gui` set up, and what must be let go when it ends."""
 
+    services: Services
+    app: QApplication
+    window: MainWindow
+    hooks: UiHooks
+    bridge: AsyncBridge
+    open_log: Callable[[], None]
+    closed: asyncio.Event  # the last window was closed
+    self_test: bool = False
+    exit_when_shown: bool = False
+    instance: InstanceLock | None = None
+    built: list[AppServices] = field(default_factory=list)
+    activation: list[ActivationServer] = field(default_factory=list)
+    serving_for_background: list[tuple[HandedOver, ServeService]] = field(default_factory=list)
+
+
+async def _run_session(s: _GuiSession) -> int:
+    """Build the core and the pages, start what runs in the background, and wait for the window to close."""
     import asyncio
 
-    import qasync
-
     from strata_gui.core.app_services import build_app_services
-    from strata_gui.ui.bridge import AsyncBridge
 
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
-    bridge = AsyncBridge()
-    window.set_bridge(bridge)
-    crash = CrashReporter(services.paths.log_file, hooks.open_path)
-    crash.install(loop)
-    closed = asyncio.Event()
-    app.lastWindowClosed.connect(closed.set)
-    restore_signals = close_on_signals(app)
-    built: list[AppServices] = []
-    activation: list[ActivationServer] = []
-    serving_for_background: list[tuple[HandedOver, ServeService]] = []
-
-    async def listen_for_second_launches() -> None:
-        server = await answer_second_launches(window, services.paths.instance_address_file)
-        if server is not None:
-            activation.append(server)
-
-    async def take_the_background_servers_place(app_services: AppServices, after: TaskHandle | None) -> None:
-        """One engine pool per machine: serve in place of a headless `strata serve` (see
-        core/serve/handover.py), once the last model has loaded."""
-        from strata_gui.core.serve import take_over
-
-        if after is not None:
-            await after.wait()
-        handed = await take_over(services.paths, app_services.serve)
-        if handed is not None:
-            serving_for_background.append((handed, app_services.serve))
-
-    async def main() -> int:
-        app_services = build_app_services(services)
-        built.append(app_services)
-        ui = populate(window, app_services, bridge, app, hooks)
-        settings = app_services.base.settings
-        preload: TaskHandle | None = None
-        if settings.warm_start and settings.first_run_done and settings.last_model and not (
-                self_test or exit_when_shown):
-            # The model chosen last loads now (its engine may be loaded already, launched before Qt
-            # was imported): the first message finds it ready. A failure is told at that message.
-            # (After populate: a task started before it would be stepped inside its processEvents.)
-            preload = bridge.run(app_services.chat.ensure_engine, name="Loading the last model",
-                                 show_errors=False)
-        if exit_when_shown:
-            app.processEvents()
-            # Usable: every sidebar entry is there and the chat page is built and painted.
-            print(f"ready-at {time.time():.6f}", flush=True)
-        collect_garbage_again(app)
-        if exit_when_shown:
-            open_log()
-            for index in range(len(window.page_titles())):  # what visiting every page would build
-                window.page_at(index)
-            app.processEvents()
-            print(f"built-at {time.time():.6f}", flush=True)
-            window.close()
-            return 0
-        asyncio.get_running_loop().call_soon(open_log)  # after the chat page's first paint
-        if instance is not None:
-            bridge.run(lambda _p: listen_for_second_launches(), name="Answering a second launch",
-                       show_errors=False)
-            if services.paths.serve_address_file.exists():
-                bridge.run(lambda _p: take_the_background_servers_place(app_services, preload),
-                           name="Taking over the background model server", show_errors=False)
-        bridge.run(lambda _p: startup(ui, after=preload), name="Start-up checks", show_errors=False)
-        if not self_test and not app_services.base.settings.first_run_done:
-            open_first_run(ui)
-        if not self_test:
-            from strata_gui.ui.ui_report import ENV_UI_REPORT, ENV_UI_REPORT_CLOSE, schedule_ui_report
-
-            schedule_ui_report(window, os.environ.get(ENV_UI_REPORT),
-                               close=os.environ.get(ENV_UI_REPORT_CLOSE) == "1")
-        if self_test:
-            problems = await run_self_test(window, bridge)
-            for p in problems:
-                print(f"self-test FAILED: {p}", file=sys.stderr, flush=True)
-            if not problems:
-                print(f"self-test passed: {len(window.page_titles())} pages", flush=True)
-            window.close()
-            return 1 if problems else 0
-        await closed.wait()
+    app_services = build_app_services(s.services)
+    s.built.append(app_services)
+    ui = populate(s.window, app_services, s.bridge, s.app, s.hooks)
+    settings = app_services.base.settings
+    preload: TaskHandle | None = None
+    if settings.warm_start and settings.first_run_done and settings.last_model and not (
+            s.self_test or s.exit_when_shown):
+        # The model chosen last loads now (its engine may be loaded already, launched before Qt
+        # was imported): the first message finds it ready. A failure is told at that message.
+        # (After populate: a task started before it would be stepped inside its processEvents.)
+        preload = s.bridge.run(app_services.chat.ensure_engine, name="Loading the last model", show_errors=False)
+    if s.exit_when_shown:
+        s.app.processEvents()
+        # Usable: every sidebar entry is there and the chat page is built and painted.
+        print(f"ready-at {time.time():.6f}", flush=True)
+    collect_garbage_again(s.app)
+    if s.exit_when_shown:
+        s.open_log()
+        for index in range(len(s.window.page_titles())):  # what visiting every page would build
+            s.window.page_at(index)
+        s.app.processEvents()
+        print(f"built-at {time.time():.6f}", flush=True)
+        s.window.close()
         return 0
+    asyncio.get_running_loop().call_soon(s.open_log)  # after the chat page's first paint
+    _start_background_work(s, ui, app_services, preload)
+    if s.self_test:
+        problems = await run_self_test(s.window, s.bridge)
+        for p in problems:
+            print(f"self-test FAILED: {p}", file=sys.stderr, flush=True)
+        if not problems:
+            print(f"self-test passed: {len(s.window.page_titles())} pages", flush=True)
+        s.window.close()
+        return 1 if problems else 0
+    await s.closed.wait()
+    return 0
 
-    exit_code = 0
-    try:
-        with loop:
-            exit_code = loop.run_until_complete(main())
-            for server in activation:  # a launch from now on starts a new app
-                loop.run_until_complete(server.aclose())
-            loop.run_until_complete(bridge.shutdown())
-            # The background model server comes back if this app still served in its place.
-            give_back = [handed for handed, serve in serving_for_background if serve.running]
-            for s in built:
-                loop.run_until_complete(s.aclose())
-            for handed in give_back:  # the port is free and the engines are stopped now
-                handed.start_again()
-    except Exception:
-        traceback.print_exc()
-        exit_code = 1
-    finally:
-        for s in built:
-            s.kill_engines_now()  # never leave an engine behind, whatever happened
-        crash.uninstall()
-        restore_signals()
-        gc.enable()  # if start-up failed before the window was usable
-        open_log()
-        log.info("Strata exiting with %s", exit_code)
-        close_logging()
-    return exit_code
+
+def _start_background_work(s: _GuiSession, ui: AppUi, app_services: AppServices, preload: TaskHandle | None) -> None:
+    """Answer second launches, take the background server's place, run the start-up checks, and
+    open the first-run guide and the UI report where they apply."""
+    if s.instance is not None:
+        s.bridge.run(lambda _p: _listen_for_second_launches(s), name="Answering a second launch",
+                     show_errors=False)
+        if s.services.paths.serve_address_file.exists():
+            s.bridge.run(lambda _p: _take_the_background_servers_place(s, app_services, preload),
+                         name="Taking over the background model server", show_errors=False)
+    s.bridge.run(lambda _p: startup(ui, after=preload), name="Start-up checks", show_errors=False)
+    if not s.self_test and not app_services.base.settings.first_run_done:
+        open_first_run(ui)
+    if not s.self_test:
+        from strata_gui.ui.ui_report import ENV_UI_REPORT, ENV_UI_REPORT_CLOSE, schedule_ui_report
+
+        schedule_ui_report(s.window, os.environ.get(ENV_UI_REPORT),
+                           close=os.environ.get(ENV_UI_REPORT_CLOSE) == "1")
+
+
+async def _listen_for_second_launches(s: _GuiSession) -> None:
+    server = await answer_second_launches(s.window, s.services.paths.instance_address_file)
+    if server is not None:
+        s.activation.append(server)
+
+
+async def _take_the_background_servers_place(s: _GuiSession, app_services: AppServices,
+                                             after: TaskHandle | None) -> None:
+    """One engine pool per machine: serve in place of a headless `strata serve` (see
+    core/serve/handover.py), once the last model has loaded."""
+    from strata_gui.core.serve import take_over
+
+    if after is not None:
+        await after.wait()
+    handed = await take_over(s.services.paths, app_services.serve)
+    if handed is not None:
+        s.serving_for_background.append((handed, app_services.serve))
+
+
+def _wind_down(loop: asyncio.AbstractEventLoop, s: _GuiSession) -> None:
+    """After the window closed: stop answering launches, end the tasks, close the core, and give
+    the background model server its place back if this app still served in it."""
+    for server in s.activation:  # a launch from now on starts a new app
+        loop.run_until_complete(server.aclose())
+    loop.run_until_complete(s.bridge.shutdown())
+    # The background model server comes back if this app still served in its place.
+    give_back = [handed for handed, serve in s.serving_for_background if serve.running]
+    for built in s.built:
+        loop.run_until_complete(built.aclose())
+    for handed in give_back:  # the port is free and the engines are stopped now
+        handed.start_again()

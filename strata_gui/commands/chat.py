@@ -98,7 +98,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         else:
             printer.on_event(event)
 
-    service.subscribe(on_event)
+    service.events.subscribe(on_event)
     host = chat_session.configure(service, args, printer, app.base.paths.log_dir)
     try:
         conv = service.new_conversation()

@@ -149,17 +149,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     if not getattr(args, "gfx", None):
         await app.detect_gpus()
     if action == "plan":
-        if args.os:
-            svc.os_name = args.os
-        releases: dict[str, tuple[Release, ...]] | None = None
-        if args.releases_json:
-            releases = {}
-            for f in args.releases_json:
-                repo, rels = load_releases_file(f)
-                releases[repo] = releases.get(repo, ()) + rels
-        plan = await svc.plan(_gpus(args, app), releases, _kind(args))
-        _out(args, plan.to_json(), plan.report())
-        return 0
+        return await _plan(args, app)
     gpus = _gpus(args, app)
     gpu = gpus[0] if gpus else None
     if action == "list":
@@ -177,47 +167,9 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         _out(args, resolution.to_json(), resolution.report())
         return 0 if resolution.chosen else 1
     if action == "install":
-        if args.backend:
-            plan = await svc.plan(gpus, kind=_kind(args))
-            cand = next((c for c in plan.included if c.backend == args.backend), None)
-            if cand is None:
-                raise EngineError(f"The plan has no {args.backend} build for this machine.",
-                                  hint="See `strata engines plan` for the reasons.")
-            engine = await svc.install(cand, show, gpu)
-            _warn_unverified(engine)
-            result = await svc.probe(engine, gpu)
-            _out(args, _engine_json(engine, svc, gpu), f"\ninstalled {engine.id}: {result.verdict}: {result.message}")
-            return 0 if result.usable else 1
-        outcome = await svc.setup(gpus, show, kind=_kind(args))
-        _warn_unverified(outcome.chosen)
-        data = {"plan": outcome.plan.to_json(), "attempts": list(outcome.notices),
-                "chosen": outcome.chosen.id if outcome.chosen else None}
-        text = "\n".join(outcome.notices) + (
-            f"\nusing {outcome.chosen.id}" if outcome.chosen else "\nno engine works on this machine")
-        _out(args, data, text)
-        return 0 if outcome.chosen else 1
-    if action == "update":
-        if args.check:
-            offers = await app.updater.check(channel=args.channel)
-            _out(args, [o.to_json() for o in offers],
-                 "\n".join(o.message() for o in offers) or "All engines are up to date.")
-            return 0
-        outcomes = await app.updater.update(trial_only=args.trial_only, channel=args.channel,
-                                            retry_refused=args.retry, on_progress=show)
-        if outcomes and not args.json and sys.stderr.isatty():  # end the progress line
-            print(file=sys.stderr)
-        _out(args, [o.to_json() for o in outcomes],
-             "\n".join(f"{o.verdict}: {o.message}" for o in outcomes) or "All engines are up to date.")
-        return 0
-    if action == "rollback":
-        entry = app.updater.rollback(args.engine)
-        _out(args, entry.to_json(), entry.message)
-        return 0
-    if action == "history":
-        entries = app.updater.ledger.history()
-        _out(args, [h.to_json() for h in entries],
-             "\n".join(_history_line(h) for h in entries) or "No engine update has been tried yet.")
-        return 0
+        return await _install(args, app, gpus, show)
+    if action in ("update", "rollback", "history"):
+        return await _update(args, app, show)
     if action == "remove":
         svc.remove(args.engine)
         _out(args, {"removed": args.engine}, f"removed {args.engine}")
@@ -230,7 +182,82 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         removed = svc.garbage_collect()
         _out(args, {"removed": removed}, "\n".join(f"removed {r}" for r in removed) or "nothing to remove")
         return 0
-    if action == "probe":
+    if action in ("probe", "add-local", "check-tuning"):
+        return await _check(args, app, gpu)
+    raise EngineError(f"Unknown engines action '{action}'.")
+
+
+async def _plan(args: argparse.Namespace, app: AppServices) -> int:
+    """`engines plan`: for this machine's GPUs (or ``--gfx``), from the network or saved release lists."""
+    svc = app.engines
+    if args.os:
+        svc.os_name = args.os
+    releases: dict[str, tuple[Release, ...]] | None = None
+    if args.releases_json:
+        releases = {}
+        for f in args.releases_json:
+            repo, rels = load_releases_file(f)
+            releases[repo] = releases.get(repo, ()) + rels
+    plan = await svc.plan(_gpus(args, app), releases, _kind(args))
+    _out(args, plan.to_json(), plan.report())
+    return 0
+
+
+async def _install(args: argparse.Namespace, app: AppServices, gpus: list[GpuTarget],
+                   show: Callable[[Progress], None]) -> int:
+    """`engines install`: the first build of the plan that works here, or the first of ``--backend``."""
+    svc = app.engines
+    gpu = gpus[0] if gpus else None
+    if args.backend:
+        plan = await svc.plan(gpus, kind=_kind(args))
+        cand = next((c for c in plan.included if c.backend == args.backend), None)
+        if cand is None:
+            raise EngineError(f"The plan has no {args.backend} build for this machine.",
+                              hint="See `strata engines plan` for the reasons.")
+        engine = await svc.install(cand, show, gpu)
+        _warn_unverified(engine)
+        result = await svc.probe(engine, gpu)
+        _out(args, _engine_json(engine, svc, gpu), f"\ninstalled {engine.id}: {result.verdict}: {result.message}")
+        return 0 if result.usable else 1
+    outcome = await svc.setup(gpus, show, kind=_kind(args))
+    _warn_unverified(outcome.chosen)
+    data = {"plan": outcome.plan.to_json(), "attempts": list(outcome.notices),
+            "chosen": outcome.chosen.id if outcome.chosen else None}
+    text = "\n".join(outcome.notices) + (
+        f"\nusing {outcome.chosen.id}" if outcome.chosen else "\nno engine works on this machine")
+    _out(args, data, text)
+    return 0 if outcome.chosen else 1
+
+
+async def _update(args: argparse.Namespace, app: AppServices, show: Callable[[Progress], None]) -> int:
+    """`engines update|rollback|history`: engine updates, tried on this machine before they are used."""
+    if args.engines_command == "rollback":
+        entry = app.updater.rollback(args.engine)
+        _out(args, entry.to_json(), entry.message)
+        return 0
+    if args.engines_command == "history":
+        entries = app.updater.ledger.history()
+        _out(args, [h.to_json() for h in entries],
+             "\n".join(_history_line(h) for h in entries) or "No engine update has been tried yet.")
+        return 0
+    if args.check:
+        offers = await app.updater.check(channel=args.channel)
+        _out(args, [o.to_json() for o in offers],
+             "\n".join(o.message() for o in offers) or "All engines are up to date.")
+        return 0
+    outcomes = await app.updater.update(trial_only=args.trial_only, channel=args.channel,
+                                        retry_refused=args.retry, on_progress=show)
+    if outcomes and not args.json and sys.stderr.isatty():  # end the progress line
+        print(file=sys.stderr)
+    _out(args, [o.to_json() for o in outcomes],
+         "\n".join(f"{o.verdict}: {o.message}" for o in outcomes) or "All engines are up to date.")
+    return 0
+
+
+async def _check(args: argparse.Namespace, app: AppServices, gpu: GpuTarget | None) -> int:
+    """`engines probe|add-local|check-tuning`: what engines (and a tuning table) do on this machine."""
+    svc = app.engines
+    if args.engines_command == "probe":
         engines = [svc.get(args.engine)] if args.engine else svc.installed()
         results = {}
         for e in engines:
@@ -239,16 +266,14 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
             "No engines installed.")
         _out(args, results, text)
         return 0 if any(v["verdict"] == "works" for v in results.values()) else 1
-    if action == "add-local":
+    if args.engines_command == "add-local":
         engine, result = await svc.add_local(args.folder, args.backend, gpu, args.name, _kind(args))
         _out(args, {**_engine_json(engine, svc, gpu), "probe": result.to_json()},
              f"added {engine.id} ({engine.backend}): {result.verdict}: {result.message}")
         return 0 if result.usable else 1
-    if action == "check-tuning":
-        engine = svc.get(args.engine)
-        gfx = args.gfx or (app.resolver.primary_target().gfx if app.resolver.primary_target() else None)  # type: ignore[union-attr]
-        check = svc.check_tuning(args.file, engine, gfx, args.table_gfx)
-        _out(args, {"ok": check.ok, "reason": check.reason, "revision": check.revision, "rows": check.rows},
-             ("valid: " if check.ok else "rejected: ") + check.reason)
-        return 0 if check.ok else 1
-    raise EngineError(f"Unknown engines action '{action}'.")
+    engine = svc.get(args.engine)
+    gfx = args.gfx or (app.resolver.primary_target().gfx if app.resolver.primary_target() else None)  # type: ignore[union-attr]
+    check = svc.check_tuning(args.file, engine, gfx, args.table_gfx)
+    _out(args, {"ok": check.ok, "reason": check.reason, "revision": check.revision, "rows": check.rows},
+         ("valid: " if check.ok else "rejected: ") + check.reason)
+    return 0 if check.ok else 1

@@ -126,7 +126,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
             elif event.phase != "loading" or not event.steps:
                 print(text, file=sys.stderr, flush=True)
 
-    unsubscribe = app.images.subscribe(on_event)
+    unsubscribe = app.images.events.subscribe(on_event)
     try:
         result = await app.images.generate(model, request, source="cli")
     finally:

@@ -104,7 +104,7 @@ async def _chat(args: argparse.Namespace, app: AppServices) -> int:
     service = app.chat
     service.set_remote(app.remote.client(endpoint))
     printer = chat_session.Printer(sys.stdout, sys.stderr, quiet=args.json)
-    service.subscribe(lambda e: printer.say(e.text) if isinstance(e, Notice) else printer.on_event(e))
+    service.events.subscribe(lambda e: printer.say(e.text) if isinstance(e, Notice) else printer.on_event(e))
     host = chat_session.configure(service, args, printer, app.base.paths.log_dir)
     try:
         conv = service.new_conversation()

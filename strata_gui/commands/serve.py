@@ -84,7 +84,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         if args.max_requests and served[0] >= args.max_requests:
             done.set()
 
-    serve.add_listener(on_request)
+    serve.requests.subscribe(on_request)
     url = await serve.start(lan=args.lan or None, port=args.port)
     names = [m.id for m in serve.router.models()]
     print(f"serving {len(names)} model{'s' if len(names) != 1 else ''} at {url}: "

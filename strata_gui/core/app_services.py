@@ -194,8 +194,10 @@ class AppServices:
         router = LibraryRouter(self.pool, self.served_library,
                                lambda model, kind: self.resolver.plan_for(model, kind=kind), self.launch_settings,
                                wait_limit=lambda: float(self.settings.current.api_wait_seconds))
-        return ServeService(self.settings, self._later.secrets, router, dashboard_recorder(self.dashboard),
-                            autostart=autostart_for(self._later.environ), http=self.local_http)
+        serve = ServeService(self.settings, self._later.secrets, router,
+                             autostart=autostart_for(self._later.environ), http=self.local_http)
+        serve.requests.subscribe(dashboard_recorder(self.dashboard))  # first: later listeners see it recorded
+        return serve
 
     async def served_library(self) -> list[LibraryEntry]:
         """The models the local API offers: the library, and the chat's model wherever it lives."""
@@ -219,8 +221,10 @@ class AppServices:
         from strata_gui.core.images.gallery import Gallery
         from strata_gui.core.images.service import ImageService
 
-        return ImageService(self.resolver.image_plan, self.pool, self.local_http,
-                            Gallery(self.base.paths.data_dir / "images"), recorder=image_recorder(self.metrics))
+        images = ImageService(self.resolver.image_plan, self.pool, self.local_http,
+                              Gallery(self.base.paths.data_dir / "images"))
+        images.records.subscribe(image_recorder(self.metrics))
+        return images
 
     @cached_property
     def tool_servers(self) -> McpServerStore:
@@ -237,7 +241,7 @@ class AppServices:
 
         store = self.tool_servers
         host = McpHost(store.servers(), log_dir=self.base.paths.log_dir)
-        store.add_listener(lambda: host.set_servers(store.servers()))
+        store.events.subscribe(lambda _e: host.set_servers(store.servers()))
         return host
 
     @cached_property
@@ -367,8 +371,12 @@ def image_recorder(metrics: MetricsStore) -> Callable[[ImageRecord], None]:
     """Keep each finished image batch in the metrics store, beside the text requests."""
 
     def record(rec: ImageRecord) -> None:
-        metrics.record_image(ImageRun(rec.model, rec.engine, rec.backend, rec.width, rec.height, rec.steps,
-                                      rec.images, rec.seconds_per_step, rec.seconds_per_image, rec.source, rec.at))
+        try:
+            metrics.record_image(ImageRun(rec.model, rec.engine, rec.backend, rec.width, rec.height, rec.steps,
+                                          rec.images, rec.seconds_per_step, rec.seconds_per_image, rec.source,
+                                          rec.at))
+        except Exception:  # statistics must never cost the user the images
+            log.warning("could not record image statistics", exc_info=True)
 
     return record
 
@@ -466,7 +474,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     app.storage_notices = storage_notices
     for notice in storage_notices:  # shown by the CLI and the window; info here, not twice on stderr
         log.info("%s", notice)
-    chat.subscribe(app._record_reply)
+    chat.events.subscribe(app._record_reply)
     pool.events.subscribe(app._watch_updates)
     pool.events.subscribe(app._remember_warm_start)
     chat.tools = app.chat_tools

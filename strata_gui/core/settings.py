@@ -14,7 +14,6 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -306,7 +305,6 @@ class SettingsChange:
     persisted: bool  # False for session-only overrides (command-line flags)
 
 
-SettingsListener = Callable[[SettingsChange], None]
 
 
 class SettingsService:
@@ -341,10 +339,6 @@ class SettingsService:
     @property
     def current(self) -> Settings:
         return self._current
-
-    def subscribe(self, fn: SettingsListener) -> Callable[[], None]:
-        """Call ``fn`` after every change; returns a function that unsubscribes."""
-        return self.events.subscribe(fn)
 
     def _check(self, changes: dict[str, Any]) -> Settings:
         names = {f.name for f in dataclasses.fields(Settings)}

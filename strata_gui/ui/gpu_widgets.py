@@ -190,32 +190,7 @@ class GpuCard(QFrame):
         self.verdict.setWordWrap(True)
         self.set_probe_findings([])
 
-        details = QGridLayout()
-        details.setHorizontalSpacing(16)
-        details.setVerticalSpacing(4)
-        gfx_text = gpu.gfx_target or (self.tr("gfx target unknown") if gpu.is_amd else self.tr("n/a (not AMD)"))
-        family = gpu.rocm_family or (self.tr("none") if gpu.verdict is RocmVerdict.VULKAN_ONLY
-                                     else self.tr("unknown") if gpu.is_amd else self.tr("n/a"))
-        rev = "" if gpu.revision is None else f" rev {gpu.revision:02X}"
-        pci = f"{gpu.vendor_id:04X}:{gpu.device_id:04X}{rev}" + (f" · {gpu.pci_bus}" if gpu.pci_bus else "")
-        rows = [
-            (self.tr("gfx target"), gfx_text),
-            (self.tr("ROCm family"), family),
-            (self.tr("Driver"), gpu.driver or self.tr("n/a")),
-            (self.tr("PCI"), pci),
-        ]
-        self.detail_values: dict[str, QLabel] = {}
-        for i, (label, value) in enumerate(rows):
-            key = QLabel(label)
-            key.setObjectName("muted")
-            val = QLabel(value)
-            val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            val.setToolTip(gpu.sources.get(("gfx_target", "rocm_family", "driver", "pci_ids")[i], ""))
-            details.addWidget(key, i // 2, (i % 2) * 2)
-            details.addWidget(val, i // 2, (i % 2) * 2 + 1)
-            self.detail_values[label] = val
-        details.setColumnStretch(1, 1)
-        details.setColumnStretch(3, 1)
+        details = self._build_details(gpu)
 
         self.vram_bar = MemoryBar(self.tr("VRAM carve-out") if gpu.integrated else self.tr("VRAM"))
         self.vram_bar.setToolTip(gpu.sources.get("vram_total", ""))
@@ -242,6 +217,41 @@ class GpuCard(QFrame):
                 self.model_memory.setWordWrap(True)
                 layout.addWidget(self.model_memory)
 
+        self._build_live_section(gpu, layout)
+
+    def _build_details(self, gpu: GpuInfo) -> QGridLayout:
+        """gfx target, ROCm family, driver and PCI ids, two per row (each value's source as its tooltip)."""
+        details = QGridLayout()
+        details.setHorizontalSpacing(16)
+        details.setVerticalSpacing(4)
+        gfx_text = gpu.gfx_target or (self.tr("gfx target unknown") if gpu.is_amd else self.tr("n/a (not AMD)"))
+        family = gpu.rocm_family or (self.tr("none") if gpu.verdict is RocmVerdict.VULKAN_ONLY
+                                     else self.tr("unknown") if gpu.is_amd else self.tr("n/a"))
+        rev = "" if gpu.revision is None else f" rev {gpu.revision:02X}"
+        pci = f"{gpu.vendor_id:04X}:{gpu.device_id:04X}{rev}" + (f" · {gpu.pci_bus}" if gpu.pci_bus else "")
+        rows = [
+            (self.tr("gfx target"), gfx_text),
+            (self.tr("ROCm family"), family),
+            (self.tr("Driver"), gpu.driver or self.tr("n/a")),
+            (self.tr("PCI"), pci),
+        ]
+        self.detail_values: dict[str, QLabel] = {}
+        for i, (label, value) in enumerate(rows):
+            key = QLabel(label)
+            key.setObjectName("muted")
+            val = QLabel(value)
+            val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            val.setToolTip(gpu.sources.get(("gfx_target", "rocm_family", "driver", "pci_ids")[i], ""))
+            details.addWidget(key, i // 2, (i % 2) * 2)
+            details.addWidget(val, i // 2, (i % 2) * 2 + 1)
+            self.detail_values[label] = val
+        details.setColumnStretch(1, 1)
+        details.setColumnStretch(3, 1)
+        return details
+
+    def _build_live_section(self, gpu: GpuInfo, layout: QVBoxLayout) -> None:
+        """Load, temperature and power sparklines and the core clock, under the card's other rows
+        (for an AMD GPU only: Strata reads live sensors through the AMD driver)."""
         self.load = Sparkline(self.tr("Load"), fixed_max=100)
         self.temperature = Sparkline(self.tr("Temperature"), floor_max=60)
         # On APUs the sensor covers the whole package, CPU included.

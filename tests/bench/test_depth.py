@@ -208,7 +208,7 @@ def test_chat_offers_the_engine_that_is_clearly_faster_once_the_conversation_is_
         services.metrics.set_choice(key, gpu, cpu, "measured", test_model.name)
         assert services.chat.plan[0].id == cpu
         offers: list[EngineSwitchOffer] = []
-        services.chat.subscribe(lambda e, seen=offers: seen.append(e) if isinstance(e, EngineSwitchOffer) else None)
+        services.chat.events.subscribe(lambda e, seen=offers: seen.append(e) if isinstance(e, EngineSwitchOffer) else None)
 
         page.on_shown()
         conv_id = page.new_conversation()

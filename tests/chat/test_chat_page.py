@@ -393,7 +393,7 @@ def test_first_text_is_rendered_at_once_then_at_most_once_per_frame(  # type: ig
             widget.blocks[0].viewport().installEventFilter(log)
             logs.append(log)
 
-    service.subscribe(on_event)
+    service.events.subscribe(on_event)
     handle = page.send_text("Write a long story")
     assert handle is not None
     started = loop.time()
@@ -404,7 +404,7 @@ def test_first_text_is_rendered_at_once_then_at_most_once_per_frame(  # type: ig
     loop.run_until_complete(wait_until(lambda: bool(logs[0].paints) and logs[0].paints[-1][1] == len(reply.text),
                                        timeout=1.0))
     duration = loop.time() - started
-    service.unsubscribe(on_event)
+    service.events.unsubscribe(on_event)
     # The whole reply was on screen before it was saved and its statistics shown (that work waits).
     assert painted_when_saved == [len(reply.text)]
     # The first text was rendered by the event that brought it (painted on the next loop turn).

@@ -108,7 +108,7 @@ def test_r1_thinking_streams_live_in_the_app_and_stop_keeps_it(app_page: AppPage
                 block = reply.thinking_block
                 live.append((block.toggle.text(), block.expanded, reply.counter.text(), block.view.toPlainText()))
 
-    env.app.chat.subscribe(on_delta)
+    env.app.chat.events.subscribe(on_delta)
     handle = page.send_text("Hello")
     assert handle is not None
     env.run(handle.wait())

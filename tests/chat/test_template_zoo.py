@@ -236,7 +236,7 @@ def test_every_template_through_the_apps_chat(zoo_model: ZooCase, test_engines: 
         # Stop keeps what arrived, of either kind.
         chat.store.update_settings(conv_id, sampling=SamplingParams(max_tokens=2000, seed=7))
         deltas: list[MessageDelta] = []
-        unsubscribe = chat.subscribe(lambda e: deltas.append(e) if isinstance(e, MessageDelta) else None)
+        unsubscribe = chat.events.subscribe(lambda e: deltas.append(e) if isinstance(e, MessageDelta) else None)
         handle = page.send_text("Tell me more")
         assert handle is not None
         loop = asyncio.get_running_loop()

@@ -260,7 +260,7 @@ def test_manage_update_pin_gc_remove_and_add_local(harness: Harness, published: 
             svc.remove(e.id)
         return old, removed, local, probe, ids, svc.installed()
 
-    harness.settings_service.subscribe(lambda change: saved.append(change.keys) if change.persisted else None)
+    harness.settings_service.events.subscribe(lambda change: saved.append(change.keys) if change.persisted else None)
     old, removed, local, probe, ids, after = harness.run(body)
     assert removed == [old.id]
     assert probe.verdict == "works" and probe.message == "runs on the processor"

@@ -31,7 +31,7 @@ def test_update_saves_and_reports_only_the_keys_that_changed(tmp_path: Path) -> 
     path = tmp_path / "settings.json"
     svc = _service(path, theme="dark")
     seen: list[SettingsChange] = []
-    svc.subscribe(seen.append)
+    svc.events.subscribe(seen.append)
 
     changed = svc.update(theme="dark", context_size=8192, model_dirs=["/models"])
 
@@ -62,7 +62,7 @@ def test_invalid_value_changes_nothing_in_memory_or_on_disk(tmp_path: Path) -> N
     svc = _service(path)
     svc.update(theme="dark")
     before, seen = path.read_bytes(), []  # type: ignore[var-annotated]
-    svc.subscribe(seen.append)
+    svc.events.subscribe(seen.append)
 
     with pytest.raises(SettingsError, match="must start with http"):
         svc.update(theme="light", github_api_url="api.github.com")
@@ -78,7 +78,7 @@ def test_unwritable_folder_is_a_settings_error_with_a_hint_and_memory_is_unchang
     blocker.write_text("a file where the config folder should be")  # no folder can be made here
     svc = _service(blocker / "settings.json", context_size=2048)
     seen: list[SettingsChange] = []
-    svc.subscribe(seen.append)
+    svc.events.subscribe(seen.append)
 
     with pytest.raises(SettingsError, match="Could not save settings") as info:
         svc.update(context_size=4096)
@@ -93,7 +93,7 @@ def test_override_is_for_this_session_only(tmp_path: Path) -> None:
     svc = _service(path)
     svc.update(context_size=2048)
     seen: list[SettingsChange] = []
-    svc.subscribe(seen.append)
+    svc.events.subscribe(seen.append)
 
     assert svc.override(context_size=512, auto_fallback=False) == {"context_size", "auto_fallback"}
     assert svc.current.context_size == 512 and not svc.current.auto_fallback
@@ -118,9 +118,9 @@ def test_unsubscribe_stops_the_calls_and_a_failing_listener_does_not_stop_others
     def broken(_change: SettingsChange) -> None:
         raise RuntimeError("listener bug")
 
-    svc.subscribe(broken)
-    stop = svc.subscribe(lambda c: first.append(c.keys))
-    svc.subscribe(lambda c: second.append(c.keys))
+    svc.events.subscribe(broken)
+    stop = svc.events.subscribe(lambda c: first.append(c.keys))
+    svc.events.subscribe(lambda c: second.append(c.keys))
     svc.update(theme="dark")
     stop()
     stop()  # twice is harmless

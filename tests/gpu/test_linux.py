@@ -175,8 +175,8 @@ def test_sampler_thread_fills_a_bounded_ring_buffer_and_stops() -> None:
     service = build_gpu_service(kernels_dir(), sysfs_root=linux_tree("rx9070xt-intel-igpu"))
     report = service.detect()
     enough = threading.Event()
-    sampler = TelemetrySampler(service.detector.telemetry_source(report.gpus), interval=0.01, history=5,
-                               on_sample=lambda _s: enough.set() if sampler.samples_taken >= 8 else None)
+    sampler = TelemetrySampler(service.detector.telemetry_source(report.gpus), interval=0.01, history=5)
+    sampler.samples.subscribe(lambda _s: enough.set() if sampler.samples_taken >= 8 else None)
     sampler.start()
     try:
         assert enough.wait(10)

@@ -26,7 +26,7 @@ def test_generate_saves_png_with_parameters_and_reports_each_step(sd_dir: Path, 
 
     async def scenario() -> tuple[object, list[object]]:
         async with image_core([(sd_dir, "cpu", "sd")]) as app:
-            app.images.subscribe(events.append)
+            app.images.events.subscribe(events.append)
             result = await app.images.generate(image_model, TINY)
             runs = app.metrics.image_runs(model=image_model.name)
             return result, runs
@@ -54,7 +54,7 @@ def _run_with_events(sd_dir: Path, image_model: Path, engines: list[tuple[Path, 
 
     async def scenario() -> tuple[object, dict[str, str]]:
         async with image_core(engines) as app:
-            app.images.subscribe(events.append)
+            app.images.events.subscribe(events.append)
             result = await app.images.generate(image_model, request)
             return result, app.images.given_up()
 
@@ -100,7 +100,7 @@ def test_killing_sd_server_mid_job_finishes_the_job_on_the_next_engine(sd_dir: P
                     killed.append(engine.pid)
                     os.kill(engine.pid, signal.SIGKILL)  # as a user would with a task manager
 
-            app.images.subscribe(on_event)
+            app.images.events.subscribe(on_event)
             request = ImageRequest("a lighthouse", width=64, height=64, steps=3, sampler="euler", seed=7)
             result = await app.images.generate(image_model, request)
             return result, first
@@ -123,7 +123,7 @@ def test_cancel_mid_job_frees_the_engine_and_the_next_job_runs(sd_dir: Path, ima
                 if isinstance(e, ImageProgress) and e.phase == "sampling":
                     started.set()
 
-            app.images.subscribe(on_event)
+            app.images.events.subscribe(on_event)
             slow = ImageRequest("a slow one", width=64, height=64, steps=50, sampler="euler", seed=3)
             task = asyncio.create_task(app.images.generate(image_model, slow))
             await asyncio.wait_for(started.wait(), 120)
@@ -149,7 +149,7 @@ def test_a_text_model_is_a_bad_model_not_an_engine_fault(sd_dir: Path, test_mode
 
     async def scenario() -> tuple[str, dict[str, str]]:
         async with image_core([(sd_dir, "cpu", "sd-a"), (sd_dir, "cpu", "sd-b")]) as app:
-            app.images.subscribe(events.append)
+            app.images.events.subscribe(events.append)
             try:
                 await app.images.generate(test_model, TINY)
             except ImageError as exc:
@@ -166,7 +166,7 @@ def test_a_batch_saves_each_image_with_its_own_seed_and_reports_which_image(sd_d
 
     async def scenario() -> object:
         async with image_core([(sd_dir, "cpu", "sd")]) as app:
-            app.images.subscribe(events.append)
+            app.images.events.subscribe(events.append)
             return await app.images.generate(image_model, ImageRequest("two boats", width=64, height=64, steps=1,
                                                                        sampler="euler", seed=500, count=2))
 

@@ -94,7 +94,7 @@ def test_generate_shows_steps_then_the_image_with_its_settings_and_survives_a_re
     _fill(page, image_model, "a red fox in the snow")
     assert "Draws on" in page.engine_line.text()
     statuses: list[str] = []
-    services.images.subscribe(lambda e: statuses.append(page.status.text()) if isinstance(e, ImageProgress) else None)
+    services.images.events.subscribe(lambda e: statuses.append(page.status.text()) if isinstance(e, ImageProgress) else None)
     handle = page.generate()
     assert not page.generate_button.isEnabled() and page.cancel_button.isEnabled()
     assert page.generate() is None  # one job at a time
@@ -199,9 +199,9 @@ def test_killed_engine_mid_job_shows_the_notice_and_the_next_engine_finishes(
             killed.append(engine.pid)
             os.kill(engine.pid, signal.SIGKILL)  # as a user would with a task manager
 
-    services.images.subscribe(kill)
+    services.images.events.subscribe(kill)
     notices: list[ImageNotice] = []
-    services.images.subscribe(lambda e: notices.append(e) if isinstance(e, ImageNotice) else None)
+    services.images.events.subscribe(lambda e: notices.append(e) if isinstance(e, ImageNotice) else None)
     handle = page.generate()
     _finish(qasync_loop, handle)
     assert killed and handle is not None and handle.error is None, handle and handle.error

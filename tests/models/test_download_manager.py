@@ -32,7 +32,7 @@ class Recorder:
 
     def __init__(self, manager: DownloadManager) -> None:
         self.events: list[tuple[float, DownloadEvent]] = []
-        self.unsubscribe = manager.subscribe(lambda e: self.events.append((time.monotonic(), e)))
+        self.unsubscribe = manager.events.subscribe(lambda e: self.events.append((time.monotonic(), e)))
 
     def states(self, job_id: str) -> list[DownloadState]:
         return [e.state for _, e in self.events if isinstance(e, JobStateChanged) and e.job_id == job_id]
@@ -282,7 +282,7 @@ def test_offline_refuses_to_queue_and_a_broken_subscriber_does_not_stop_download
             def broken(_event: DownloadEvent) -> None:
                 raise RuntimeError("subscriber bug")
 
-            svc.downloads.subscribe(broken)
+            svc.downloads.events.subscribe(broken)
             svc.offline = True
             with pytest.raises(HubError, match="offline mode"):
                 svc.downloads.enqueue(detail, quant)

@@ -87,7 +87,7 @@ def test_right_key_lists_models_and_chats_with_stats(keyed_server: str) -> None:
                                http, settings_service())
             chat.set_remote(remote.client(ep))
             deltas: list[str] = []
-            chat.subscribe(lambda e: deltas.append(e.text) if isinstance(e, MessageDelta) else None)
+            chat.events.subscribe(lambda e: deltas.append(e.text) if isinstance(e, MessageDelta) else None)
             conv = chat.new_conversation()
             chat.store.update_settings(conv.id, sampling=SamplingParams(max_tokens=12, seed=1))
             try:

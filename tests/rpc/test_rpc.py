@@ -100,7 +100,7 @@ def test_chat_spreads_over_workers_and_recovers_when_one_drops(
             chat.set_plan([rpc_spec(test_engines)])
             chat.set_model(test_model)
             events: list[object] = []
-            chat.subscribe(events.append)
+            chat.events.subscribe(events.append)
             try:
                 conv = chat.new_conversation()
                 chat.store.update_settings(conv.id, sampling=SamplingParams(max_tokens=8, seed=1))
@@ -120,9 +120,9 @@ def test_chat_spreads_over_workers_and_recovers_when_one_drops(
                     if isinstance(event, MessageDelta) and victim.running:
                         os.kill(victim.pid or 0, signal.SIGKILL)
 
-                chat.subscribe(kill_on_text)
+                chat.events.subscribe(kill_on_text)
                 second = await chat.send(conv.id, "Write a long story")
-                chat.unsubscribe(kill_on_text)
+                chat.events.unsubscribe(kill_on_text)
                 notices = [e for e in events if isinstance(e, Notice)]
                 assert len(notices) == 1 and victim.address in notices[0].text
                 assert "stopped answering" in notices[0].text

@@ -43,9 +43,11 @@ def llama(engines: Engines, model: Path, port: int, http: httpx.AsyncClient,
           ended: list[Outcome] | None = None) -> ManagedProcess:
     """The real CPU llama-server as a bare managed process, ready on ``/health``."""
     cmd = build_command(cpu_spec(engines), model, ServerSettings(ctx_size=512), port)
-    return ManagedProcess(cmd, subject="CPU engine", cwd=engines.cpu_dir, ready_timeout=60,
-                          ready=http_ready(EngineHttp(http, f"http://127.0.0.1:{port}"), "/health"),
-                          on_end=ended.append if ended is not None else None)
+    proc = ManagedProcess(cmd, subject="CPU engine", cwd=engines.cpu_dir, ready_timeout=60,
+                          ready=http_ready(EngineHttp(http, f"http://127.0.0.1:{port}"), "/health"))
+    if ended is not None:
+        proc.ended.subscribe(ended.append)
+    return proc
 
 
 def run_with_http(scenario: Callable[[httpx.AsyncClient], Awaitable[None]]) -> None:
@@ -173,7 +175,8 @@ def test_a_missing_binary_is_not_found_before_launch(tmp_path: Path) -> None:
 
     async def scenario(http: httpx.AsyncClient) -> None:
         proc = ManagedProcess([str(tmp_path / "llama-server"), "--version"], subject="ROCm engine",
-                              ready=http_ready(EngineHttp(http, "http://127.0.0.1:9"), "/health"), on_end=ended.append)
+                              ready=http_ready(EngineHttp(http, "http://127.0.0.1:9"), "/health"))
+        proc.ended.subscribe(ended.append)
         with pytest.raises(ProcessEnded) as info:
             await proc.start()
         outcome = info.value.outcome

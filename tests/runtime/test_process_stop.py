@@ -40,7 +40,8 @@ def _stop_with_helper(tmp_path: Path, how: str) -> tuple[ManagedProcess, list[st
     helpers: list[int] = []
 
     async def scenario() -> ManagedProcess:
-        proc = ManagedProcess([sys.executable, str(script), how], subject="CPU engine", on_line=lines.append)
+        proc = ManagedProcess([sys.executable, str(script), how], subject="CPU engine")
+        proc.lines.subscribe(lines.append)
         await proc.start()
         for _ in range(500):
             if "ready" in lines:

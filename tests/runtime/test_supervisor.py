@@ -37,7 +37,7 @@ async def _start(engines: Engines, model: Path, settings: ServerSettings = SMALL
     async with httpx.AsyncClient(trust_env=False) as http:
         sup = ServerSupervisor(cpu_spec(engines), model, settings, http=http, **kw)
         states: list[ServerState] = []
-        sup.add_listener(lambda s, d: states.append(s))
+        sup.states.subscribe(lambda e: states.append(e.state))
         try:
             await sup.start()
             return sup, states, None
@@ -53,7 +53,7 @@ def test_starts_ready_and_stops_the_real_engine(test_engines: Engines, test_mode
             sup = ServerSupervisor(cpu_spec(test_engines), test_model, SMALL, http=http)
             states: list[ServerState] = []
             progress: list[str] = []
-            sup.add_listener(lambda s, d: states.append(s))
+            sup.states.subscribe(lambda e: states.append(e.state))
             base = await sup.start(lambda p: progress.append(p.message))
             assert (await http.get(base + "/health")).status_code == 200
             assert sup.state is ServerState.READY
@@ -155,7 +155,7 @@ def test_engine_killed_after_ready_is_a_crash(test_engines: Engines, test_model:
         async with httpx.AsyncClient(trust_env=False) as http:
             sup = ServerSupervisor(cpu_spec(test_engines), test_model, SMALL, http=http)
             seen: list[ServerState] = []
-            sup.add_listener(lambda s, d: seen.append(s))
+            sup.states.subscribe(lambda e: seen.append(e.state))
             try:
                 await sup.start()
                 assert sup.pid is not None

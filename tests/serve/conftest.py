@@ -63,8 +63,8 @@ def run_serving(plan: list[EngineSpec], model: Path | None, body: Callable[[Env]
             metrics = MetricsStore(paths.database_file)
             dashboard = DashboardService(metrics, Benchmark(http, pool, metrics), http,
                                          resolver=FixedEngines(plan))
-            serve = ServeService(s, FileSecretStore(paths.config_dir / "secrets.json"), library_router(chat),
-                                 dashboard_recorder(dashboard))
+            serve = ServeService(s, FileSecretStore(paths.config_dir / "secrets.json"), library_router(chat))
+            serve.requests.subscribe(dashboard_recorder(dashboard))
             try:
                 return await body(Env(serve, chat, dashboard, http))
             finally:
@@ -100,7 +100,8 @@ def run_api(router: EngineRouter, body: Callable[[Api], Awaitable[T]], *, api_ke
     async def main() -> T:
         recorded: list[ApiRequest] = []
         async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(30.0, read=None)) as http:
-            server = ApiServer(router, port=0, api_key=api_key, limits=limits, on_request=recorded.append)
+            server = ApiServer(router, port=0, api_key=api_key, limits=limits)
+            server.requests.subscribe(recorded.append)
             await server.start()
             try:
                 return await body(Api(server, router, http, recorded))

@@ -34,7 +34,7 @@ def test_the_chat_and_an_openai_client_stream_from_one_model_at_the_same_time(
             if isinstance(event, MessageDelta):
                 chat_tokens.append(event.tokens)
 
-        env.chat.subscribe(on_chat)
+        env.chat.events.subscribe(on_chat)
         chat = asyncio.create_task(env.chat.send(conv.id, "Tell me a long story"))
         while not chat_tokens:  # the chat's reply is streaming
             await asyncio.wait([chat], timeout=0.05)
@@ -71,7 +71,7 @@ def test_an_api_request_waiting_past_the_limit_gets_503_with_retry_after(
         waits: list[Waiting] = []
         env.chat.pool.events.subscribe(lambda e: waits.append(e) if isinstance(e, Waiting) else None)
         deltas: list[MessageDelta] = []
-        env.chat.subscribe(lambda e: deltas.append(e) if isinstance(e, MessageDelta) else None)
+        env.chat.events.subscribe(lambda e: deltas.append(e) if isinstance(e, MessageDelta) else None)
         chat = asyncio.create_task(env.chat.send(conv.id, "Tell me a very long story"))
         while not deltas:
             await asyncio.wait([chat], timeout=0.05)

@@ -72,7 +72,7 @@ def test_a_bad_import_saves_nothing(tmp_path: Path) -> None:
 def test_enable_disable_remove_and_events() -> None:
     store = _store()
     changes: list[int] = []
-    store.add_listener(lambda: changes.append(1))
+    store.events.subscribe(lambda _e: changes.append(1))
     store.import_json(CLAUDE_DESKTOP)
     assert store.set_enabled("filesystem", False).enabled is False
     assert [s.name for s in store.enabled_servers()] == ["brave-search"]

@@ -216,7 +216,7 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
     run.loop.run_until_complete(first_run())
 
     deltas: list[MessageDelta] = []
-    services.chat.subscribe(lambda e: deltas.append(e) if isinstance(e, MessageDelta) else None)
+    services.chat.events.subscribe(lambda e: deltas.append(e) if isinstance(e, MessageDelta) else None)
 
     async def chatting() -> None:
         # 5. A reply: it runs on the announced engine; the meter counts the tokens it filled.

@@ -147,11 +147,6 @@ class DashboardService:
                                   name="strata-bench-limits")
 
     # -- request history --------------------------------------------------------------------------
-    def add_listener(self, fn: Callable[[RequestRecord], None]) -> Callable[[], None]:
-        """``fn(record)`` after every recorded request (the dashboard appends a point); returns
-        the unsubscribe."""
-        return self.requests.subscribe(fn)
-
     def record(self, *, model: str, engine: str, backend: str, source: str = "chat",
                prompt_tokens: int | None = None, cached_tokens: int | None = None,
                output_tokens: int | None = None, prefill_tps: float | None = None,

@@ -96,6 +96,33 @@ def fit_depth(config: BenchConfig, trained_context: int | None) -> tuple[BenchCo
                      depth=depth, asked=config.depth, trained=trained_context)
 
 
+class _Steps:
+    """The benchmark's progress: steps done out of every engine's steps, reported as each ends."""
+
+    def __init__(self, total: int, per_engine: int, on_progress: ProgressCallback) -> None:
+        self.done = 0
+        self.total = total
+        self._per_engine = per_engine
+        self._remaining = 0  # steps of the current engine not done yet (skipped when it fails)
+        self._on_progress = on_progress
+
+    def say(self, message: str) -> None:
+        self._on_progress(Progress(self.done, self.total, message))
+
+    def start_engine(self) -> None:
+        self._remaining = self._per_engine
+
+    def step(self, message: str) -> None:
+        self.done += 1
+        self._remaining -= 1
+        self.say(message)
+
+    def skip_engine(self, message: str) -> None:
+        """The current engine failed: its steps left count as done."""
+        self.done += self._remaining
+        self.say(message)
+
+
 class Benchmark:
     """Runs :class:`BenchConfig` through engines and saves each :class:`BenchResult`.
 
@@ -148,98 +175,98 @@ class Benchmark:
         if not engines:
             raise StrataError(QT_TRANSLATE_NOOP("Core", "No engine to benchmark."),
                               hint=QT_TRANSLATE_NOOP("Core", "Install an engine on the Engines page first."))
-        depths = cfg.depths
         # load, warm-up, the depth-0 repetitions, then per long depth the fill and its repetitions
-        steps_per_engine = 1 + (1 if cfg.warmup else 0) + cfg.reps + (len(depths) - 1) * (1 + cfg.reps)
-        total = steps_per_engine * len(engines)
-        done = 0
-        results: list[BenchResult] = []
-        remaining = 0  # steps of the current engine not done yet (skipped when it fails)
-
-        def step(message: str) -> None:
-            nonlocal done, remaining
-            done += 1
-            remaining -= 1
-            on_progress(Progress(done, total, message))
-
-        on_progress(Progress(0, total, "Preparing benchmark"))
+        per_engine = 1 + (1 if cfg.warmup else 0) + cfg.reps + (len(cfg.depths) - 1) * (1 + cfg.reps)
+        steps = _Steps(per_engine * len(engines), per_engine, on_progress)
+        steps.say("Preparing benchmark")
 
         def waiting(event: PoolEvent) -> None:
             # The chat (or the local API) holds the model with other settings: say what we wait for.
             if isinstance(event, Waiting) and event.user == self.USER:
-                on_progress(Progress(done, total, event.reason))
+                steps.say(event.reason)
 
+        results: list[BenchResult] = []
         unsubscribe = self._pool.events.subscribe(waiting)
         try:
             for engine in engines:
-                name = engine.label or engine.backend.label
-                per_depth = [BenchResult(model=model.name, engine=engine.id, backend=engine.backend, gpu=gpu,
-                                         prefill_tokens=cfg.prefill_tokens, gen_tokens=cfg.gen_tokens, reps=cfg.reps,
-                                         tuning_active=engine.tuning_active, model_key=model_key, depth=d)
-                             for d in depths]
-                settings = dataclasses.replace(self.launch_settings(model),
-                                               ctx_size=max(depths) + cfg.prefill_tokens + cfg.gen_tokens + 64,
-                                               parallel=1, jinja=False, metrics=False, port=0, api_key="")
-                if not use_draft:
-                    settings = dataclasses.replace(settings, draft_model="")
-                remaining = steps_per_engine
-                current = per_depth[0]
-                lease: Lease | None = None
-                try:
-                    on_progress(Progress(done, total, f"{name}: loading the model"))
-                    lease = await self._pool.acquire(engine, model, settings, user=self.USER, exclusive=True)
-                    base = EngineHttp(self._http, lease.base_url, lease.api_key)
-                    step(f"{name}: loaded")
-                    prompt = await self._prompt_tokens(base, cfg.prefill_tokens)
-                    if cfg.warmup:
-                        await self._complete(base, prompt[: min(32, len(prompt))], 8)
-                        step(f"{name}: warmed up")
-                    work = prompt[: cfg.prefill_tokens]
-                    for result in per_depth:
-                        current = result
-                        at = f" at depth {result.depth}" if result.depth else ""
-                        filler = await self._prompt_tokens(base, result.depth) if result.depth else []
-                        for rep in range(cfg.reps):
-                            if filler:
-                                # The cache now holds exactly the filler (the first time it is read in full,
-                                # afterwards only its last token): the workload is measured after it.
-                                await self._complete(base, filler, 1, cache=True)
-                                if rep == 0:
-                                    step(f"{name}: context filled to depth {result.depth}")
-                            timings = await self._complete(base, filler + work, cfg.gen_tokens, cache=bool(filler))
-                            pre, dec = timings.get("prompt_per_second"), timings.get("predicted_per_second")
-                            if not isinstance(pre, int | float) or not isinstance(dec, int | float):
-                                raise ServerError(T(QT_TRANSLATE_NOOP("Core", "{engine} engine returned no "
-                                                                              "timings."), engine=name))
-                            read = timings.get("prompt_n")
-                            if filler and isinstance(read, int) and read > len(work) + 8:
-                                raise ServerError(T(QT_TRANSLATE_NOOP(
-                                    "Core", "{engine} re-read {read} prompt tokens instead of {expected}: the filled "
-                                            "context was not kept, so depth {depth} was not measured."),
-                                    engine=name, read=read, expected=len(work), depth=result.depth))
-                            result.prefill_tps.append(float(pre))
-                            result.decode_tps.append(float(dec))
-                            step(f"{name}: repetition {rep + 1} of {cfg.reps}{at}")
-                    lease.succeeded()
-                except StrataError as exc:
-                    log.warning("benchmark of %s failed: %s", engine.id, exc)
-                    for result in per_depth:
-                        if result is current or result.depth > current.depth:
-                            result.error = exc.message
-                            result.prefill_tps.clear()
-                            result.decode_tps.clear()
-                    done += remaining
-                    on_progress(Progress(done, total, f"{name}: failed — {exc.message}"))
-                finally:
-                    if lease is not None:
-                        lease.release()
-                        # Unloaded once measured (unless another user shares it): the chat gets its
-                        # memory back and reloads its own engine at its next message.
-                        await self._pool.unload(lease.engine, "the benchmark is done", wait=False)
+                per_depth = await self._bench_engine(model, engine, cfg, steps, gpu=gpu, model_key=model_key,
+                                                     use_draft=use_draft)
                 results.extend(self._store.save_bench(r) if save else r for r in per_depth)
         finally:
             unsubscribe()
         return results
+
+    async def _bench_engine(self, model: Path, engine: EngineSpec, cfg: BenchConfig, steps: _Steps, *,
+                            gpu: str, model_key: str, use_draft: bool) -> list[BenchResult]:
+        """One engine's results, one per depth; those from the depth it failed at on carry the error."""
+        name = engine.label or engine.backend.label
+        per_depth = [BenchResult(model=model.name, engine=engine.id, backend=engine.backend, gpu=gpu,
+                                 prefill_tokens=cfg.prefill_tokens, gen_tokens=cfg.gen_tokens, reps=cfg.reps,
+                                 tuning_active=engine.tuning_active, model_key=model_key, depth=d)
+                     for d in cfg.depths]
+        settings = dataclasses.replace(self.launch_settings(model),
+                                       ctx_size=max(cfg.depths) + cfg.prefill_tokens + cfg.gen_tokens + 64,
+                                       parallel=1, jinja=False, metrics=False, port=0, api_key="")
+        if not use_draft:
+            settings = dataclasses.replace(settings, draft_model="")
+        steps.start_engine()
+        current = per_depth[0]
+        lease: Lease | None = None
+        try:
+            steps.say(f"{name}: loading the model")
+            lease = await self._pool.acquire(engine, model, settings, user=self.USER, exclusive=True)
+            base = EngineHttp(self._http, lease.base_url, lease.api_key)
+            steps.step(f"{name}: loaded")
+            prompt = await self._prompt_tokens(base, cfg.prefill_tokens)
+            if cfg.warmup:
+                await self._complete(base, prompt[: min(32, len(prompt))], 8)
+                steps.step(f"{name}: warmed up")
+            for result in per_depth:
+                current = result
+                await self._measure_depth(base, name, result, prompt[: cfg.prefill_tokens], cfg, steps)
+            lease.succeeded()
+        except StrataError as exc:
+            log.warning("benchmark of %s failed: %s", engine.id, exc)
+            for result in per_depth:
+                if result is current or result.depth > current.depth:
+                    result.error = exc.message
+                    result.prefill_tps.clear()
+                    result.decode_tps.clear()
+            steps.skip_engine(f"{name}: failed — {exc.message}")
+        finally:
+            if lease is not None:
+                lease.release()
+                # Unloaded once measured (unless another user shares it): the chat gets its
+                # memory back and reloads its own engine at its next message.
+                await self._pool.unload(lease.engine, "the benchmark is done", wait=False)
+        return per_depth
+
+    async def _measure_depth(self, base: EngineHttp, name: str, result: BenchResult, work: list[int],
+                             cfg: BenchConfig, steps: _Steps) -> None:
+        """The repetitions of the workload at ``result.depth``, appended to ``result``."""
+        at = f" at depth {result.depth}" if result.depth else ""
+        filler = await self._prompt_tokens(base, result.depth) if result.depth else []
+        for rep in range(cfg.reps):
+            if filler:
+                # The cache now holds exactly the filler (the first time it is read in full,
+                # afterwards only its last token): the workload is measured after it.
+                await self._complete(base, filler, 1, cache=True)
+                if rep == 0:
+                    steps.step(f"{name}: context filled to depth {result.depth}")
+            timings = await self._complete(base, filler + work, cfg.gen_tokens, cache=bool(filler))
+            pre, dec = timings.get("prompt_per_second"), timings.get("predicted_per_second")
+            if not isinstance(pre, int | float) or not isinstance(dec, int | float):
+                raise ServerError(T(QT_TRANSLATE_NOOP("Core", "{engine} engine returned no "
+                                                              "timings."), engine=name))
+            read = timings.get("prompt_n")
+            if filler and isinstance(read, int) and read > len(work) + 8:
+                raise ServerError(T(QT_TRANSLATE_NOOP(
+                    "Core", "{engine} re-read {read} prompt tokens instead of {expected}: the filled "
+                            "context was not kept, so depth {depth} was not measured."),
+                    engine=name, read=read, expected=len(work), depth=result.depth))
+            result.prefill_tps.append(float(pre))
+            result.decode_tps.append(float(dec))
+            steps.step(f"{name}: repetition {rep + 1} of {cfg.reps}{at}")
 
     def launch_settings(self, model: Path) -> ServerSettings:
         """How ``model`` is launched (its load options), before the workload sizes the context."""

@@ -170,14 +170,6 @@ class ChatService:
         """The live settings (read-only here: changes go through ``settings_service``)."""
         return self.settings_service.current
 
-    def subscribe(self, fn: Listener) -> Callable[[], None]:
-        """Receive every :data:`ChatEvent` on the loop's thread; returns the unsubscribe."""
-        return self.events.subscribe(fn)
-
-    def unsubscribe(self, fn: Listener) -> None:
-        """Stop calling ``fn``."""
-        self.events.unsubscribe(fn)
-
     # -- settings of the parts (set by the app and the CLI) -------------------------------------
     @property
     def tools(self) -> Callable[[], ChatTools | None] | None:

@@ -288,9 +288,25 @@ def parse_catalog(raw: Any, origin: str = "<memory>") -> EngineCatalog:
     version = top.get("schema_version")
     if version != SCHEMA_VERSION:
         raise r.fail("schema_version", f"is {version!r}; this Strata reads version {SCHEMA_VERSION}")
+    families = _parse_families(r, r.obj(top.get("families"), "families"))
+    order = r.strings(top.get("backend_order", list(BACKENDS)), "backend_order")
+    if sorted(order) != sorted(BACKENDS):
+        raise r.fail("backend_order", f"must list exactly {', '.join(BACKENDS)}")
+    sources = [_parse_source(r, s_raw, f"sources[{i}]") for i, s_raw in enumerate(r.lst(top.get("sources"), "sources"))]
+    ids = [s.id for s in sources]
+    if len(set(ids)) != len(ids):
+        raise r.fail("sources", "source ids must be unique")
+    tuning = [_parse_tuning_entry(r, t_raw, f"tuning_tables[{i}]")
+              for i, t_raw in enumerate(r.lst(top.get("tuning_tables", []), "tuning_tables"))]
+    drivers = _parse_drivers(r, r.obj(top.get("drivers", {}), "drivers"), families)
+    return EngineCatalog(SCHEMA_VERSION, families, tuple(sources), order, tuple(tuning), origin, drivers)
+
+
+def _parse_families(r: _Reader, raw: dict[str, Any]) -> dict[str, Family]:
+    """The GPU families: each gfx target in exactly one, with its environment per OS."""
     families: dict[str, Family] = {}
     seen_targets: dict[str, str] = {}
-    for name, fam_raw in r.obj(top.get("families"), "families").items():
+    for name, fam_raw in raw.items():
         where = f"families.{name}"
         f = r.obj(fam_raw, where)
         targets = r.strings(f.get("targets"), f"{where}.targets")
@@ -309,79 +325,73 @@ def parse_catalog(raw: Any, origin: str = "<memory>") -> EngineCatalog:
                 raise r.fail(f"{where}.env", f"unknown OS '{os_name}' (expected one of {', '.join(OSES)})")
             env[os_name] = r.str_map(vars_raw, f"{where}.env.{os_name}")
         families[name] = Family(name, targets, env)
+    return families
 
-    order = r.strings(top.get("backend_order", list(BACKENDS)), "backend_order")
-    if sorted(order) != sorted(BACKENDS):
-        raise r.fail("backend_order", f"must list exactly {', '.join(BACKENDS)}")
 
-    sources: list[Source] = []
-    for i, s_raw in enumerate(r.lst(top.get("sources"), "sources")):
-        where = f"sources[{i}]"
-        s = r.obj(s_raw, where)
-        sid = r.string(s.get("id"), f"{where}.id")
-        repo = r.string(s.get("repo"), f"{where}.repo")
-        if repo.count("/") != 1:
-            raise r.fail(f"{where}.repo", f"'{repo}' must be owner/name")
-        rules: list[AssetRule] = []
-        for j, a_raw in enumerate(r.lst(s.get("assets"), f"{where}.assets")):
-            aw = f"{where}.assets[{j}]"
-            a = r.obj(a_raw, aw)
-            os_name = r.string(a.get("os"), f"{aw}.os")
-            backend = r.string(a.get("backend"), f"{aw}.backend")
-            if os_name not in OSES:
-                raise r.fail(f"{aw}.os", f"unknown OS '{os_name}'")
-            if backend not in BACKENDS:
-                raise r.fail(f"{aw}.backend", f"unknown backend '{backend}'")
-            try:
-                pattern = re.compile(r.string(a.get("pattern"), f"{aw}.pattern"))
-            except re.error as exc:
-                raise r.fail(f"{aw}.pattern", f"is not a valid regular expression: {exc}") from exc
-            if "tag" not in pattern.groupindex:
-                raise r.fail(f"{aw}.pattern", "needs a (?P<tag>...) group")
-            targets = r.strings(a.get("targets", []), f"{aw}.targets")
-            if backend == "rocm" and not targets and not (
-                {"family", "target"} & set(pattern.groupindex)
-            ):
-                raise r.fail(aw, "a ROCm asset needs 'targets' or a (?P<family>)/(?P<target>) group")
-            required = r.strings(a.get("required"), f"{aw}.required")
-            if not required:
-                raise r.fail(f"{aw}.required", "must name at least the server binary")
-            ratio = a.get("unpacked_ratio", 3.0)
-            if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or ratio < 1:
-                raise r.fail(f"{aw}.unpacked_ratio", "must be a number >= 1")
-            rules.append(AssetRule(os_name, backend, pattern, targets, required, float(ratio)))
-        pins = r.str_map(s.get("pinned_sha256", {}), f"{where}.pinned_sha256")
-        for asset_name, sha in pins.items():
-            if not _SHA_RE.match(sha):
-                raise r.fail(f"{where}.pinned_sha256.{asset_name}", "must be 64 lowercase hex digits")
-        min_tag = r.opt_string(s.get("min_tag"), f"{where}.min_tag")
-        pinned_tag = r.opt_string(s.get("pinned_tag"), f"{where}.pinned_tag")
-        revisions = r.str_map(s.get("hipblaslt_revisions", {}), f"{where}.hipblaslt_revisions")
-        kind_name = r.string(s.get("kind", TEXT.name), f"{where}.kind")
-        installable = {k.name: k for k in INSTALLABLE}
-        if kind_name not in installable:
-            raise r.fail(f"{where}.kind", f"unknown kind '{kind_name}' ({' or '.join(installable)})")
-        kind = installable[kind_name]
-        sources.append(Source(sid, repo, str(s.get("title") or repo), tuple(rules), min_tag, pinned_tag, pins,
-                              revisions, kind))
-    ids = [s.id for s in sources]
-    if len(set(ids)) != len(ids):
-        raise r.fail("sources", "source ids must be unique")
-
-    tuning: list[TuningEntry] = []
-    for i, t_raw in enumerate(r.lst(top.get("tuning_tables", []), "tuning_tables")):
-        where = f"tuning_tables[{i}]"
-        entry = r.obj(t_raw, where)
-        gfx = r.string(entry.get("gfx"), f"{where}.gfx")
-        if not _GFX_RE.match(gfx):
-            raise r.fail(f"{where}.gfx", f"'{gfx}' is not a gfx target")
-        sha = r.string(entry.get("sha256"), f"{where}.sha256")
+def _parse_source(r: _Reader, s_raw: Any, where: str) -> Source:
+    """One release source: its repository, asset rules, pins and engine kind."""
+    s = r.obj(s_raw, where)
+    sid = r.string(s.get("id"), f"{where}.id")
+    repo = r.string(s.get("repo"), f"{where}.repo")
+    if repo.count("/") != 1:
+        raise r.fail(f"{where}.repo", f"'{repo}' must be owner/name")
+    rules = [_parse_asset_rule(r, a_raw, f"{where}.assets[{j}]")
+             for j, a_raw in enumerate(r.lst(s.get("assets"), f"{where}.assets"))]
+    pins = r.str_map(s.get("pinned_sha256", {}), f"{where}.pinned_sha256")
+    for asset_name, sha in pins.items():
         if not _SHA_RE.match(sha):
-            raise r.fail(f"{where}.sha256", "must be 64 lowercase hex digits")
-        tuning.append(TuningEntry(gfx, r.string(entry.get("hipblaslt_revision"), f"{where}.hipblaslt_revision"),
-                                  r.string(entry.get("url"), f"{where}.url"), sha))
-    drivers = _parse_drivers(r, r.obj(top.get("drivers", {}), "drivers"), families)
-    return EngineCatalog(SCHEMA_VERSION, families, tuple(sources), order, tuple(tuning), origin, drivers)
+            raise r.fail(f"{where}.pinned_sha256.{asset_name}", "must be 64 lowercase hex digits")
+    min_tag = r.opt_string(s.get("min_tag"), f"{where}.min_tag")
+    pinned_tag = r.opt_string(s.get("pinned_tag"), f"{where}.pinned_tag")
+    revisions = r.str_map(s.get("hipblaslt_revisions", {}), f"{where}.hipblaslt_revisions")
+    kind_name = r.string(s.get("kind", TEXT.name), f"{where}.kind")
+    installable = {k.name: k for k in INSTALLABLE}
+    if kind_name not in installable:
+        raise r.fail(f"{where}.kind", f"unknown kind '{kind_name}' ({' or '.join(installable)})")
+    kind = installable[kind_name]
+    return Source(sid, repo, str(s.get("title") or repo), tuple(rules), min_tag, pinned_tag, pins, revisions, kind)
+
+
+def _parse_asset_rule(r: _Reader, a_raw: Any, aw: str) -> AssetRule:
+    """Which release assets are an engine for an OS and backend, and what they must hold."""
+    a = r.obj(a_raw, aw)
+    os_name = r.string(a.get("os"), f"{aw}.os")
+    backend = r.string(a.get("backend"), f"{aw}.backend")
+    if os_name not in OSES:
+        raise r.fail(f"{aw}.os", f"unknown OS '{os_name}'")
+    if backend not in BACKENDS:
+        raise r.fail(f"{aw}.backend", f"unknown backend '{backend}'")
+    try:
+        pattern = re.compile(r.string(a.get("pattern"), f"{aw}.pattern"))
+    except re.error as exc:
+        raise r.fail(f"{aw}.pattern", f"is not a valid regular expression: {exc}") from exc
+    if "tag" not in pattern.groupindex:
+        raise r.fail(f"{aw}.pattern", "needs a (?P<tag>...) group")
+    targets = r.strings(a.get("targets", []), f"{aw}.targets")
+    if backend == "rocm" and not targets and not (
+        {"family", "target"} & set(pattern.groupindex)
+    ):
+        raise r.fail(aw, "a ROCm asset needs 'targets' or a (?P<family>)/(?P<target>) group")
+    required = r.strings(a.get("required"), f"{aw}.required")
+    if not required:
+        raise r.fail(f"{aw}.required", "must name at least the server binary")
+    ratio = a.get("unpacked_ratio", 3.0)
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or ratio < 1:
+        raise r.fail(f"{aw}.unpacked_ratio", "must be a number >= 1")
+    return AssetRule(os_name, backend, pattern, targets, required, float(ratio))
+
+
+def _parse_tuning_entry(r: _Reader, t_raw: Any, where: str) -> TuningEntry:
+    """One tuning table: its gfx target, hipBLASLt revision, address and checksum."""
+    entry = r.obj(t_raw, where)
+    gfx = r.string(entry.get("gfx"), f"{where}.gfx")
+    if not _GFX_RE.match(gfx):
+        raise r.fail(f"{where}.gfx", f"'{gfx}' is not a gfx target")
+    sha = r.string(entry.get("sha256"), f"{where}.sha256")
+    if not _SHA_RE.match(sha):
+        raise r.fail(f"{where}.sha256", "must be 64 lowercase hex digits")
+    return TuningEntry(gfx, r.string(entry.get("hipblaslt_revision"), f"{where}.hipblaslt_revision"),
+                       r.string(entry.get("url"), f"{where}.url"), sha)
 
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

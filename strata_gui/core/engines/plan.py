@@ -163,73 +163,10 @@ def plan_engines(
     notes: list[str] = []
     seen_assets: set[str] = set()
     fallback = "Vulkan" if gpus else "CPU"
-
-    def rels(src: Source) -> Sequence[Release]:
-        return releases.get(src.repo, ())
-
     for gpu in gpus:
-        label = gpu.label()
-        if not gpu.gfx:
-            candidates.append(Candidate(
-                "rocm", False,
-                T(QT_TRANSLATE_NOOP("Core", "{gpu}: not in table → {fallback}; ROCm will be probed if you install it"),
-                  gpu=label, fallback=fallback),
-                gpu=label))
-            continue
-        gfx = gpu.gfx.lower()
-        family = catalog.family_of(gfx)
-        found = False
-        for src in catalog.sources:
-            hit = _find_asset(catalog, src, rels(src), os_name, backend="rocm", gfx=gfx)
-            if hit is None:
-                continue
-            rel, asset, rule, targets, fam = hit
-            found = True
-            if asset.name in seen_assets:
-                continue
-            seen_assets.add(asset.name)
-            if fam:
-                why = T(QT_TRANSLATE_NOOP("Core", "{gfx} → family {family}"), gfx=gfx, family=fam)
-            elif family:
-                why = T(QT_TRANSLATE_NOOP("Core", "{gfx} (family {family}) is among this build's targets"), gfx=gfx,
-                        family=family)
-            else:
-                why = T(QT_TRANSLATE_NOOP("Core", "{gfx} is among this build's targets"), gfx=gfx)
-            candidates.append(Candidate(
-                "rocm", True, _with_build(why, src, rel), src.id, src.repo, rel.tag, asset,
-                targets, fam or family, label, rule.required, rule.unpacked_ratio, kind))
-        if not found:
-            has_any = any(r.os == os_name and r.backend == "rocm" for s in catalog.sources for r in s.rules)
-            if family and has_any:
-                why = T(QT_TRANSLATE_NOOP("Core", "{gfx} (family {family}): no ROCm build for {os} in the current "
-                                                  "releases → {fallback}"),
-                        gfx=gfx, family=family, os=os_name, fallback=fallback)
-            else:
-                why = T(QT_TRANSLATE_NOOP("Core", "{gfx}: no ROCm build for this target → {fallback}"), gfx=gfx,
-                        fallback=fallback)
-            candidates.append(Candidate("rocm", False, why, family=family, gpu=label))
-
+        candidates.extend(_rocm_candidates(catalog, gpu, os_name, releases, kind, seen_assets, fallback))
     for backend in ("vulkan", "cpu"):
-        if backend == "vulkan" and not gpus:
-            candidates.append(Candidate("vulkan", False, QT_TRANSLATE_NOOP("Core", "no GPU found → CPU")))
-            continue
-        chosen = None
-        for src in catalog.sources:
-            hit = _find_asset(catalog, src, rels(src), os_name, backend=backend)
-            if hit is not None:
-                chosen = (src, hit)
-                break
-        if chosen is None:
-            candidates.append(Candidate(backend, False,
-                                        T(QT_TRANSLATE_NOOP("Core", "no {backend} build for {os} in the current "
-                                                                    "releases"), backend=backend, os=os_name)))
-            continue
-        src, (rel, asset, rule, _targets, _fam) = chosen
-        why = T(QT_TRANSLATE_NOOP("Core", "works on any GPU with a Vulkan driver") if backend == "vulkan"
-                else QT_TRANSLATE_NOOP("Core", "last resort: runs on the processor (several times slower)"))
-        candidates.append(Candidate(backend, True, _with_build(why, src, rel), src.id, src.repo,
-                                    rel.tag, asset, (), None, None, rule.required, rule.unpacked_ratio, kind))
-
+        candidates.append(_portable_candidate(catalog, backend, bool(gpus), os_name, releases, kind))
     if not any(releases.get(s.repo) for s in catalog.sources):
         notes.append(QT_TRANSLATE_NOOP("Core", "No release listings available: connect once, or pass "
                                                "--releases-json files."))
@@ -237,3 +174,72 @@ def plan_engines(
     included = sorted((c for c in candidates if c.included), key=lambda c: order[c.backend])
     excluded = [c for c in candidates if not c.included]
     return EnginePlan(os_name, tuple(gpus), tuple(included + excluded), tuple(notes))
+
+
+def _rocm_candidates(catalog: EngineCatalog, gpu: GpuTarget, os_name: str,
+                     releases: Mapping[str, Sequence[Release]], kind: EngineKind, seen_assets: set[str],
+                     fallback: str) -> list[Candidate]:
+    """The ROCm builds for one GPU (an asset already planned for another GPU is not repeated), or
+    one excluded candidate that says why there is none."""
+    label = gpu.label()
+    if not gpu.gfx:
+        return [Candidate(
+            "rocm", False,
+            T(QT_TRANSLATE_NOOP("Core", "{gpu}: not in table → {fallback}; ROCm will be probed if you install it"),
+              gpu=label, fallback=fallback),
+            gpu=label)]
+    gfx = gpu.gfx.lower()
+    family = catalog.family_of(gfx)
+    found = False
+    candidates: list[Candidate] = []
+    for src in catalog.sources:
+        hit = _find_asset(catalog, src, releases.get(src.repo, ()), os_name, backend="rocm", gfx=gfx)
+        if hit is None:
+            continue
+        rel, asset, rule, targets, fam = hit
+        found = True
+        if asset.name in seen_assets:
+            continue
+        seen_assets.add(asset.name)
+        if fam:
+            why = T(QT_TRANSLATE_NOOP("Core", "{gfx} → family {family}"), gfx=gfx, family=fam)
+        elif family:
+            why = T(QT_TRANSLATE_NOOP("Core", "{gfx} (family {family}) is among this build's targets"), gfx=gfx,
+                    family=family)
+        else:
+            why = T(QT_TRANSLATE_NOOP("Core", "{gfx} is among this build's targets"), gfx=gfx)
+        candidates.append(Candidate(
+            "rocm", True, _with_build(why, src, rel), src.id, src.repo, rel.tag, asset,
+            targets, fam or family, label, rule.required, rule.unpacked_ratio, kind))
+    if not found:
+        has_any = any(r.os == os_name and r.backend == "rocm" for s in catalog.sources for r in s.rules)
+        if family and has_any:
+            why = T(QT_TRANSLATE_NOOP("Core", "{gfx} (family {family}): no ROCm build for {os} in the current "
+                                              "releases → {fallback}"),
+                    gfx=gfx, family=family, os=os_name, fallback=fallback)
+        else:
+            why = T(QT_TRANSLATE_NOOP("Core", "{gfx}: no ROCm build for this target → {fallback}"), gfx=gfx,
+                    fallback=fallback)
+        candidates.append(Candidate("rocm", False, why, family=family, gpu=label))
+    return candidates
+
+
+def _portable_candidate(catalog: EngineCatalog, backend: str, any_gpu: bool, os_name: str,
+                        releases: Mapping[str, Sequence[Release]], kind: EngineKind) -> Candidate:
+    """The newest Vulkan or CPU build of the first source that has one, or why there is none."""
+    if backend == "vulkan" and not any_gpu:
+        return Candidate("vulkan", False, QT_TRANSLATE_NOOP("Core", "no GPU found → CPU"))
+    chosen = None
+    for src in catalog.sources:
+        hit = _find_asset(catalog, src, releases.get(src.repo, ()), os_name, backend=backend)
+        if hit is not None:
+            chosen = (src, hit)
+            break
+    if chosen is None:
+        return Candidate(backend, False, T(QT_TRANSLATE_NOOP("Core", "no {backend} build for {os} in the current "
+                                                                     "releases"), backend=backend, os=os_name))
+    src, (rel, asset, rule, _targets, _fam) = chosen
+    why = T(QT_TRANSLATE_NOOP("Core", "works on any GPU with a Vulkan driver") if backend == "vulkan"
+            else QT_TRANSLATE_NOOP("Core", "last resort: runs on the processor (several times slower)"))
+    return Candidate(backend, True, _with_build(why, src, rel), src.id, src.repo,
+                     rel.tag, asset, (), None, None, rule.required, rule.unpacked_ratio, kind)

@@ -46,6 +46,18 @@ class ChoiceRecord(Protocol):
     def source(self) -> str: ...
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """What one resolution decides under: the GPU, the model, the installed engines, pin and driver."""
+
+    gpu: GpuTarget | None
+    gpu_key: str
+    key: str | None  # the model's identity
+    ids: set[str]  # the installed engines of the kind
+    pinned: str
+    driver: DriverVerdict | None
+
+
 class ChoiceLookup(Protocol):
     """Where measured / user engine choices per (model identity, GPU) are kept (the metrics store);
     its ``events`` say when they changed."""
@@ -423,15 +435,11 @@ class EngineResolver:
             notes.append(f"The engine chosen for this model ({choice.engine}) is not installed any more.")
 
         driver = self.engines.driver_verdict()
+        scope = _Scope(gpu, gpu_key, key, ids, pinned, driver)
         by_depth: tuple[str, str] | None = None  # (engine, reason) measured fastest at ``depth``
         crossovers: tuple[Crossover, ...] = ()
         if text and key and depth is not None and (choice is None or choice.source == "measured"):
-            runnable = [e.id for e in installed if self._runnable(e, gpu, driver)
-                        and self.engines.ledger.held_back(e, ids, model_key=key, gpu=gpu_key, pinned=pinned) is None]
-            profile = self.choices.depth_profile(key, gpu_key)
-            if profile.usable(runnable):
-                by_depth = self._depth_reason(profile, depth, runnable)
-                crossovers = tuple(profile.crossovers(runnable))
+            by_depth, crossovers = self._fastest_at_depth(installed, scope, key, depth)
         ranked: list[tuple[tuple[int, int, int, int, float], InstalledEngine, str]] = []
         out: list[EngineVerdict] = []
         probes: dict[str, ProbeResult | None] = {}
@@ -439,35 +447,11 @@ class EngineResolver:
             probe = self.engines.last_probe(e.id, gpu)
             probes[e.id] = probe
             backend = Backend.parse(e.backend)
-            label = self._label(e)
-            # Engine updates decide between builds of one kind: on trial, refused, replaced, bad here.
-            held = self.engines.ledger.held_back(e, ids, model_key=key, gpu=gpu_key, pinned=pinned)
-            if held is not None:
-                out.append(EngineVerdict(e.id, label, backend, False, held,
-                                         probe.verdict if probe is not None else "not probed"))
+            left_out = self._left_out(e, backend, probe, scope, notes)
+            if left_out is not None:
+                out.append(left_out)
                 continue
-            if probe is not None and not probe.usable:
-                why = f"its last check failed: {probe.message}"
-                if e.id == pinned:
-                    notes.append(f"The pinned engine {label} is not used: {why}.")
-                out.append(EngineVerdict(e.id, label, backend, False, why, probe.verdict))
-                continue
-            if backend is Backend.ROCM and driver is not None and driver.blocks_rocm:
-                out.append(EngineVerdict(e.id, label, backend, False, driver.skip_reason(),
-                                         probe.verdict if probe is not None else "not probed"))
-                continue
-            if e.id in one_off_ids:
-                tier, reason = 0, self._one_off_reason(one_off_ids.index(e.id))
-            elif choice is not None and e.id == choice.engine and choice.source == "user":
-                tier, reason = 1, T(QT_TRANSLATE_NOOP("Core", "you chose it for this model on this GPU"))
-            elif e.id == pinned:
-                tier, reason = 2, T(QT_TRANSLATE_NOOP("Core", "pinned (strata engines pin / Engines page)"))
-            elif by_depth is not None:
-                tier, reason = (3, by_depth[1]) if e.id == by_depth[0] else (4, self._order_reason(backend, gpu))
-            elif choice is not None and e.id == choice.engine:
-                tier, reason = 3, T(QT_TRANSLATE_NOOP("Core", "measured fastest for this model on this GPU"))
-            else:
-                tier, reason = 4, self._order_reason(backend, gpu)
+            tier, reason = self._tier(e.id, backend, gpu, one_off_ids, choice, pinned, by_depth)
             if probe is None:
                 reason = T(QT_TRANSLATE_NOOP("Core", "{reason} (not checked on this machine yet)"), reason=reason)
             sub = one_off_ids.index(e.id) if e.id in one_off_ids else 0
@@ -482,6 +466,54 @@ class EngineResolver:
         return Resolution(specs, tuple(inside + out), gpu_key, model.name if model is not None else None, key,
                           tuple(notes), tuple(self.gpu_picks()), driver, depth, crossovers,
                           by_depth[0] if by_depth is not None else None, where)
+
+    def _fastest_at_depth(self, installed: list[InstalledEngine], scope: _Scope, key: str,
+                          depth: int) -> tuple[tuple[str, str] | None, tuple[Crossover, ...]]:
+        """The engine measured fastest at ``depth`` among those that may run (with why), and where
+        the measured engines cross over; (None, ()) when the benchmark did not measure enough."""
+        runnable = [e.id for e in installed if self._runnable(e, scope.gpu, scope.driver)
+                    and self.engines.ledger.held_back(e, scope.ids, model_key=key, gpu=scope.gpu_key,
+                                                      pinned=scope.pinned) is None]
+        profile = self.choices.depth_profile(key, scope.gpu_key)
+        if not profile.usable(runnable):
+            return None, ()
+        return self._depth_reason(profile, depth, runnable), tuple(profile.crossovers(runnable))
+
+    def _left_out(self, e: InstalledEngine, backend: Backend, probe: ProbeResult | None, scope: _Scope,
+                  notes: list[str]) -> EngineVerdict | None:
+        """Why an installed engine is not tried (None: it is): held back by an update, its check
+        failed, or the driver cannot run ROCm."""
+        label = self._label(e)
+        pinned, driver = scope.pinned, scope.driver
+        # Engine updates decide between builds of one kind: on trial, refused, replaced, bad here.
+        held = self.engines.ledger.held_back(e, scope.ids, model_key=scope.key, gpu=scope.gpu_key, pinned=pinned)
+        if held is not None:
+            return EngineVerdict(e.id, label, backend, False, held, probe.verdict if probe is not None else "not probed")
+        if probe is not None and not probe.usable:
+            why = f"its last check failed: {probe.message}"
+            if e.id == pinned:
+                notes.append(f"The pinned engine {label} is not used: {why}.")
+            return EngineVerdict(e.id, label, backend, False, why, probe.verdict)
+        if backend is Backend.ROCM and driver is not None and driver.blocks_rocm:
+            return EngineVerdict(e.id, label, backend, False, driver.skip_reason(),
+                                 probe.verdict if probe is not None else "not probed")
+        return None
+
+    def _tier(self, engine_id: str, backend: Backend, gpu: GpuTarget | None, one_off_ids: list[str],
+              choice: ChoiceRecord | None, pinned: str, by_depth: tuple[str, str] | None) -> tuple[int, str]:
+        """Where an engine that may run ranks (0 first) and why: a one-off folder, your choice, the
+        pin, measured fastest (at this depth), then the backend order."""
+        if engine_id in one_off_ids:
+            return 0, self._one_off_reason(one_off_ids.index(engine_id))
+        if choice is not None and engine_id == choice.engine and choice.source == "user":
+            return 1, T(QT_TRANSLATE_NOOP("Core", "you chose it for this model on this GPU"))
+        if engine_id == pinned:
+            return 2, T(QT_TRANSLATE_NOOP("Core", "pinned (strata engines pin / Engines page)"))
+        if by_depth is not None:
+            return (3, by_depth[1]) if engine_id == by_depth[0] else (4, self._order_reason(backend, gpu))
+        if choice is not None and engine_id == choice.engine:
+            return 3, T(QT_TRANSLATE_NOOP("Core", "measured fastest for this model on this GPU"))
+        return 4, self._order_reason(backend, gpu)
 
     def _run_device(self, specs: tuple[EngineSpec, ...], probes: dict[str, ProbeResult | None],
                     left_out: list[EngineVerdict]) -> tuple[RunDevice, tuple[EngineSpec, ...]]:

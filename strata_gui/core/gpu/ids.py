@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,67 +160,12 @@ def parse_gpu_table(data: Any) -> GpuIdTable:
             raise ValueError("expected an object with \"schema\": 1")
         devices: dict[int, _Entry] = {}
         for i, raw in enumerate(data.get("devices", [])):
-            where = f"devices[{i}]"
-            if not isinstance(raw, dict):
-                raise ValueError(f"{where}: expected an object")
-            dev_id = _hex(raw.get("id"), where)
-            if dev_id in devices:
-                raise ValueError(f"{where}: device id 0x{dev_id:04X} listed twice")
-            name = raw.get("name")
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"{where}: missing name")
-            source = raw.get("source")
-            if not isinstance(source, str) or not source.strip():
-                raise ValueError(f"{where}: missing source (where the id and gfx target were checked)")
-            revisions: dict[int, tuple[str | None, str | None]] = {}
-            for rev_key, rev in dict(raw.get("revisions", {})).items():
-                rwhere = f"{where}.revisions[{rev_key}]"
-                if not isinstance(rev, dict) or not (rev.get("gfx") or rev.get("name")):
-                    raise ValueError(f"{rwhere}: needs a gfx or a name")
-                rev_gfx = _gfx(rev["gfx"], rwhere) if "gfx" in rev else None
-                rev_name = rev.get("name")
-                revisions[_hex(rev_key, rwhere)] = (rev_gfx, str(rev_name) if rev_name else None)
-            devices[dev_id] = _Entry(
-                gfx=_gfx(raw.get("gfx"), where),
-                name=name,
-                integrated=bool(raw.get("integrated", False)),
-                revisions=revisions,
-            )
+            dev_id, entry = _parse_device(raw, f"devices[{i}]", devices)
+            devices[dev_id] = entry
         others = {_hex(k, "other_vendors"): str(v) for k, v in dict(data.get("other_vendors", {})).items()}
-        drv = data.get("windows_driver")
-        if not isinstance(drv, dict):
-            raise ValueError("windows_driver: expected an object")
-        min_version = str(drv.get("min_version", ""))
-        if not _VERSION_RE.match(min_version):
-            raise ValueError(f"windows_driver.min_version: not a version: {min_version!r}")
-        dlls = drv.get("hip_runtime_dlls")
-        if not isinstance(dlls, list) or not dlls:
-            raise ValueError("windows_driver.hip_runtime_dlls: expected a non-empty list")
-        requirement = WindowsDriverRequirement(
-            min_version=min_version,
-            min_release=str(drv.get("min_release", "")),
-            hip_runtime_dlls=tuple(str(d) for d in dlls),
-        )
-        bf16: dict[str, str] = {}
-        for gfx_key, row in dict(data.get("bf16", {})).items():
-            where = f"bf16.{gfx_key}"
-            _gfx(gfx_key, where)
-            if not isinstance(row, dict) or row.get("speed") not in BF16_SPEEDS:
-                raise ValueError(f"{where}.speed: expected one of {', '.join(BF16_SPEEDS)}")
-            if not isinstance(row.get("source"), str) or not row["source"].strip():
-                raise ValueError(f"{where}: missing source")
-            bf16[gfx_key.lower()] = str(row["speed"])
-        bandwidth = []
-        for i, row in enumerate(data.get("bandwidth", [])):
-            where = f"bandwidth[{i}]"
-            if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not row["name"]:
-                raise ValueError(f"{where}: missing name")
-            gbps = row.get("gbps")
-            if isinstance(gbps, bool) or not isinstance(gbps, (int, float)) or not 0 < gbps < 100_000:
-                raise ValueError(f"{where}.gbps: expected GB/s, got {gbps!r}")
-            if not isinstance(row.get("source"), str) or not row["source"].strip():
-                raise ValueError(f"{where}: missing source (the spec sheet the figure comes from)")
-            bandwidth.append(BandwidthRow(row["name"], float(gbps), row["source"], str(row.get("system_memory", ""))))
+        requirement = _parse_windows_driver(data.get("windows_driver"))
+        bf16 = {gfx_key.lower(): _parse_bf16(gfx_key, row) for gfx_key, row in dict(data.get("bf16", {})).items()}
+        bandwidth = [_parse_bandwidth(row, f"bandwidth[{i}]") for i, row in enumerate(data.get("bandwidth", []))]
     except (ValueError, TypeError) as exc:
         raise GpuDetectionError(
             f"The GPU id table is invalid: {exc}",
@@ -233,6 +179,75 @@ def parse_gpu_table(data: Any) -> GpuIdTable:
         bf16=bf16,
         bandwidth=tuple(bandwidth),
     )
+
+
+def _parse_device(raw: Any, where: str, seen: Container[int]) -> tuple[int, _Entry]:
+    """One AMD device: its PCI id (not in ``seen``), gfx target, name, and what differs per PCI revision."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: expected an object")
+    dev_id = _hex(raw.get("id"), where)
+    if dev_id in seen:
+        raise ValueError(f"{where}: device id 0x{dev_id:04X} listed twice")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}: missing name")
+    source = raw.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError(f"{where}: missing source (where the id and gfx target were checked)")
+    revisions: dict[int, tuple[str | None, str | None]] = {}
+    for rev_key, rev in dict(raw.get("revisions", {})).items():
+        rwhere = f"{where}.revisions[{rev_key}]"
+        if not isinstance(rev, dict) or not (rev.get("gfx") or rev.get("name")):
+            raise ValueError(f"{rwhere}: needs a gfx or a name")
+        rev_gfx = _gfx(rev["gfx"], rwhere) if "gfx" in rev else None
+        rev_name = rev.get("name")
+        revisions[_hex(rev_key, rwhere)] = (rev_gfx, str(rev_name) if rev_name else None)
+    return dev_id, _Entry(
+        gfx=_gfx(raw.get("gfx"), where),
+        name=name,
+        integrated=bool(raw.get("integrated", False)),
+        revisions=revisions,
+    )
+
+
+def _parse_windows_driver(drv: Any) -> WindowsDriverRequirement:
+    """The oldest Windows driver ROCm runs on, and the HIP runtime files that show it is there."""
+    if not isinstance(drv, dict):
+        raise ValueError("windows_driver: expected an object")
+    min_version = str(drv.get("min_version", ""))
+    if not _VERSION_RE.match(min_version):
+        raise ValueError(f"windows_driver.min_version: not a version: {min_version!r}")
+    dlls = drv.get("hip_runtime_dlls")
+    if not isinstance(dlls, list) or not dlls:
+        raise ValueError("windows_driver.hip_runtime_dlls: expected a non-empty list")
+    return WindowsDriverRequirement(
+        min_version=min_version,
+        min_release=str(drv.get("min_release", "")),
+        hip_runtime_dlls=tuple(str(d) for d in dlls),
+    )
+
+
+def _parse_bf16(gfx_key: Any, row: Any) -> str:
+    """How fast a gfx target runs BF16 ("fast", "slow", "unsupported")."""
+    where = f"bf16.{gfx_key}"
+    _gfx(gfx_key, where)
+    if not isinstance(row, dict) or row.get("speed") not in BF16_SPEEDS:
+        raise ValueError(f"{where}.speed: expected one of {', '.join(BF16_SPEEDS)}")
+    if not isinstance(row.get("source"), str) or not row["source"].strip():
+        raise ValueError(f"{where}: missing source")
+    return str(row["speed"])
+
+
+def _parse_bandwidth(row: Any, where: str) -> BandwidthRow:
+    """One product's spec-sheet memory bandwidth."""
+    if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not row["name"]:
+        raise ValueError(f"{where}: missing name")
+    gbps = row.get("gbps")
+    if isinstance(gbps, bool) or not isinstance(gbps, (int, float)) or not 0 < gbps < 100_000:
+        raise ValueError(f"{where}.gbps: expected GB/s, got {gbps!r}")
+    if not isinstance(row.get("source"), str) or not row["source"].strip():
+        raise ValueError(f"{where}: missing source (the spec sheet the figure comes from)")
+    return BandwidthRow(row["name"], float(gbps), row["source"], str(row.get("system_memory", "")))
 
 
 def load_gpu_table(kernels_dir: Path) -> GpuIdTable:

@@ -201,21 +201,7 @@ class LinuxGpuDetector:
         gfx: str | None = None
         integrated = False
         if vendor_id == AMD_VENDOR_ID:
-            match = self.table.lookup(device_id, revision)
-            if match is not None:
-                rev_txt = f" rev 0x{revision:02X}" if match.by_revision and revision is not None else ""
-                table_src = f"PCI id table (0x{device_id:04X}{rev_txt})"
-                name, gfx, integrated = match.name, match.gfx, match.integrated
-                sources["name"] = table_src
-                sources["gfx_target"] = table_src
-                if integrated:
-                    sources["integrated"] = "PCI id table (known integrated GPU)"
-            node = _match_kfd(kfd, device_id, slot)
-            if node is not None:
-                if gfx and gfx != node.gfx:
-                    notes.append(f"{card}: id table says {gfx}, the driver says {node.gfx}; using the driver's.")
-                gfx = node.gfx
-                sources["gfx_target"] = f"KFD topology node {node.node} (gfx_target_version {node.target_version})"
+            name, gfx, integrated = self._identify_amd(card, device_id, revision, slot, kfd, notes, sources)
         product = (tree.read(f"{base}/product_name") or "").strip()
         if name is None and product:
             name, sources["name"] = product, f"sysfs {base}/product_name"
@@ -265,6 +251,32 @@ class LinuxGpuDetector:
             sources=sources,
             visible_vram=visible,
         )
+
+
+    def _identify_amd(self, card: str, device_id: int, revision: int | None, slot: str | None,
+                      kfd: list[KfdNode], notes: list[str],
+                      sources: dict[str, str]) -> tuple[str | None, str | None, bool]:
+        """An AMD card's name, gfx target and whether it is integrated, from the id table, with
+        the gfx target the driver reports (its KFD node) winning over the table's."""
+        name: str | None = None
+        gfx: str | None = None
+        integrated = False
+        match = self.table.lookup(device_id, revision)
+        if match is not None:
+            rev_txt = f" rev 0x{revision:02X}" if match.by_revision and revision is not None else ""
+            table_src = f"PCI id table (0x{device_id:04X}{rev_txt})"
+            name, gfx, integrated = match.name, match.gfx, match.integrated
+            sources["name"] = table_src
+            sources["gfx_target"] = table_src
+            if integrated:
+                sources["integrated"] = "PCI id table (known integrated GPU)"
+        node = _match_kfd(kfd, device_id, slot)
+        if node is not None:
+            if gfx and gfx != node.gfx:
+                notes.append(f"{card}: id table says {gfx}, the driver says {node.gfx}; using the driver's.")
+            gfx = node.gfx
+            sources["gfx_target"] = f"KFD topology node {node.node} (gfx_target_version {node.target_version})"
+        return name, gfx, integrated
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
 from typing import Protocol
 
-from strata_gui.core.events import emit
+from strata_gui.core.events import Listeners
 from strata_gui.core.gpu.model import GpuSample
 
 log = logging.getLogger(__name__)
@@ -32,8 +31,9 @@ class TelemetrySampler:
         source: What to read.
         interval: Seconds between samples (1 Hz by default).
         history: Samples kept per GPU (ring buffer).
-        on_sample: Called on the sampler thread after each sample (keep it cheap; the UI uses
-            a timer instead).
+
+    Its :attr:`samples` listeners are called on the sampler thread after each sample with the
+    readings per GPU (keep them cheap; the UI reads :meth:`latest` on a timer instead).
     """
 
     def __init__(
@@ -41,12 +41,11 @@ class TelemetrySampler:
         source: TelemetrySource,
         interval: float = 1.0,
         history: int = 120,
-        on_sample: Callable[[dict[str, GpuSample]], None] | None = None,
     ) -> None:
         self.source = source
         self.interval = interval
         self._history_len = history
-        self._on_sample = on_sample
+        self.samples: Listeners[dict[str, GpuSample]] = Listeners()
         self._buffers: dict[str, deque[GpuSample]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -88,9 +87,7 @@ class TelemetrySampler:
                     buf = self._buffers[key] = deque(maxlen=self._history_len)
                 buf.append(s)
             self.samples_taken += 1
-        if self._on_sample is not None:
-            # A broken callback must not end the sampler thread.
-            emit([self._on_sample], samples)
+        self.samples.emit(samples)  # a broken listener is logged; it never ends the sampler thread
         return samples
 
     def _run(self) -> None:

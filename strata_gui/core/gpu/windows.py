@@ -405,16 +405,7 @@ class WindowsSnapshotDetector:
         notes: list[str] = []
         gpus: list[GpuInfo] = []
         hip_left = list(hip.devices)
-        entries: list[tuple[int, int, int | None, str, int | None, int | None, str]] = []
-        if dxgi:
-            for a in dxgi:
-                entries.append((a.vendor_id, a.device_id, a.revision, a.description, a.dedicated_video,
-                                a.shared_system, a.luid))
-        else:
-            notes.append("No DXGI adapter list in the snapshot; using WMI.")
-            for w in wmi:
-                if w.pci:
-                    entries.append((w.pci[0], w.pci[1], w.pci[2], w.name, None, None, f"wmi{len(entries)}"))
+        entries = _adapters(dxgi, wmi, notes)
         amd_versions: list[tuple[str | None, bool]] = []
         amd_count = sum(1 for e in entries if e[0] == AMD_VENDOR_ID)
         for index, (vendor_id, device_id, revision, desc, dedicated, shared, luid) in enumerate(entries):
@@ -428,22 +419,8 @@ class WindowsSnapshotDetector:
             gfx: str | None = None
             integrated = False
             if vendor_id == AMD_VENDOR_ID:
-                match = table.lookup(device_id, revision)
-                if match is not None:
-                    rev_txt = f" rev 0x{revision:02X}" if match.by_revision and revision is not None else ""
-                    gfx, integrated = match.gfx, match.integrated
-                    sources["gfx_target"] = f"PCI id table (0x{device_id:04X}{rev_txt})"
-                    if integrated:
-                        sources["integrated"] = "PCI id table (known integrated GPU)"
                 hip_dev = _take_hip(hip_left, name, dedicated, only_pair=amd_count == 1)
-                if hip_dev is not None and hip_dev.gfx:
-                    if gfx and gfx != hip_dev.gfx:
-                        notes.append(f"{name}: id table says {gfx}, the HIP runtime says {hip_dev.gfx}; "
-                                     "using the runtime's.")
-                    gfx = hip_dev.gfx
-                    sources["gfx_target"] = f"HIP runtime gcnArchName ({hip.dll})"
-                if gfx is None:
-                    sources["gfx_target"] = "unknown (not in the PCI id table, no HIP runtime answer)"
+                gfx, integrated = _amd_target(table, device_id, revision, name, hip_dev, hip.dll, notes, sources)
             vram: int | None = None
             if reg is not None and reg.memory_size:
                 vram = reg.memory_size
@@ -492,6 +469,49 @@ class WindowsSnapshotDetector:
             notes.append(f"HIP runtime probe: {hip.error}")
         return GpuReport(platform=self.platform, origin=self.origin, host=host, gpus=gpus,
                          driver_status=status, notes=notes)
+
+
+_Adapter = tuple[int, int, int | None, str, int | None, int | None, str]
+"""vendor id, device id, revision, description, dedicated memory, shared memory, LUID."""
+
+
+def _adapters(dxgi: list[DxgiAdapter], wmi: list[WmiController], notes: list[str]) -> list[_Adapter]:
+    """The display adapters from DXGI (hardware ones), else from WMI's PCI ids."""
+    entries: list[_Adapter] = []
+    if dxgi:
+        for a in dxgi:
+            entries.append((a.vendor_id, a.device_id, a.revision, a.description, a.dedicated_video,
+                            a.shared_system, a.luid))
+    else:
+        notes.append("No DXGI adapter list in the snapshot; using WMI.")
+        for w in wmi:
+            if w.pci:
+                entries.append((w.pci[0], w.pci[1], w.pci[2], w.name, None, None, f"wmi{len(entries)}"))
+    return entries
+
+
+def _amd_target(table: GpuIdTable, device_id: int, revision: int | None, name: str, hip_dev: HipDevice | None,
+                hip_dll: str | None, notes: list[str], sources: dict[str, str]) -> tuple[str | None, bool]:
+    """An AMD adapter's gfx target and whether it is integrated: the id table's, with the HIP
+    runtime's gfx target winning."""
+    gfx: str | None = None
+    integrated = False
+    match = table.lookup(device_id, revision)
+    if match is not None:
+        rev_txt = f" rev 0x{revision:02X}" if match.by_revision and revision is not None else ""
+        gfx, integrated = match.gfx, match.integrated
+        sources["gfx_target"] = f"PCI id table (0x{device_id:04X}{rev_txt})"
+        if integrated:
+            sources["integrated"] = "PCI id table (known integrated GPU)"
+    if hip_dev is not None and hip_dev.gfx:
+        if gfx and gfx != hip_dev.gfx:
+            notes.append(f"{name}: id table says {gfx}, the HIP runtime says {hip_dev.gfx}; "
+                         "using the runtime's.")
+        gfx = hip_dev.gfx
+        sources["gfx_target"] = f"HIP runtime gcnArchName ({hip_dll})"
+    if gfx is None:
+        sources["gfx_target"] = "unknown (not in the PCI id table, no HIP runtime answer)"
+    return gfx, integrated
 
 
 def _pick(items: list[Any], vendor_id: int, device_id: int, desc: str, *,

@@ -2,7 +2,7 @@
 
 For the Images page and ``strata image`` (``app`` is the composed ``AppServices``)::
 
-    unsubscribe = app.images.subscribe(on_event)     # ImageProgress (loading / sampling step k of n,
+    unsubscribe = app.images.events.subscribe(on_event)     # ImageProgress (loading / sampling step k of n,
                                                      # image i of count, fraction) and ImageNotice
                                                      # (an engine failed, the next one took the job)
     result = await app.images.generate(model, ImageRequest(prompt, negative_prompt=..., width=512,

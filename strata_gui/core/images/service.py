@@ -177,9 +177,7 @@ def _median(values: list[float]) -> float | None:
 
 
 ImageEvent = ImageProgress | ImageNotice
-ImageListener = Callable[[ImageEvent], None]
 PlanProvider = Callable[[Path], Sequence[EngineSpec]]
-Recorder = Callable[[ImageRecord], None]
 
 
 class ImageService:
@@ -192,7 +190,6 @@ class ImageService:
             local API's image requests).
         http: Loopback HTTP client (no proxy).
         gallery: Where images are saved.
-        recorder: Receives one :class:`ImageRecord` per finished batch (the metrics store).
         threads: CPU threads for sd.cpp (None: its default, the physical cores).
         clock: Monotonic clock (seconds).
     """
@@ -200,16 +197,16 @@ class ImageService:
     USER = "images"
 
     def __init__(self, plan: PlanProvider, pool: EnginePool, http: httpx.AsyncClient, gallery: Gallery, *,
-                 recorder: Recorder | None = None, threads: int | None = None,
+                 threads: int | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._plan = plan
         self.pool = pool
         self._http = http
         self.gallery = gallery
-        self._recorder = recorder
         self.threads = threads
         self._clock = clock
         self.events: Listeners[ImageEvent] = Listeners()
+        self.records: Listeners[ImageRecord] = Listeners()  # one per finished batch (the metrics store)
         self._lock = asyncio.Lock()
         self._failed: dict[str, str] = {}  # engine id → why it was given up on (this session)
         self._job_model: Path | None = None  # the model of the running job (its engine's lines are read)
@@ -221,10 +218,6 @@ class ImageService:
         self._unsubscribe = pool.events.subscribe(self._on_pool_event)
 
     # -- observation -----------------------------------------------------------------------------
-    def subscribe(self, listener: ImageListener) -> Callable[[], None]:
-        """Receive :class:`ImageProgress` and :class:`ImageNotice` events; returns the unsubscribe."""
-        return self.events.subscribe(listener)
-
     @property
     def loaded_engine(self) -> PooledEngine | None:
         """The pool's image engine with a model loaded, if any (its pid, its server's log)."""
@@ -423,13 +416,9 @@ class ImageService:
                                         engine=engine.label, seconds=per_image)
                       for n, png in enumerate(result.images)) if keep else ()
         spp = self._last_spp
-        if self._recorder is not None:
-            rec = ImageRecord(model.name, engine.id, str(engine.backend), request.width, request.height,
-                              request.steps, request.count, spp, per_image, source)
-            try:
-                self._recorder(rec)
-            except Exception:  # statistics must never cost the user the images
-                log.warning("could not record image statistics", exc_info=True)
+        if self.records:
+            self.records.emit(ImageRecord(model.name, engine.id, str(engine.backend), request.width, request.height,
+                                          request.steps, request.count, spp, per_image, source))
         return ImageResult(saved, engine, seconds, max(0.0, load_seconds), spp, tuple(notices))
 
     # -- the engine's log (progress) ------------------------------------------------------------------

@@ -98,7 +98,6 @@ class JobFinished:
 
 
 DownloadEvent = JobStateChanged | JobProgress | JobFinished
-Subscriber = Callable[[DownloadEvent], None]
 
 
 def _loop() -> asyncio.AbstractEventLoop:
@@ -147,10 +146,6 @@ class DownloadManager:
         self._closed = False
 
     # -- observing ---------------------------------------------------------------------------------
-    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
-        """Call ``fn(event)`` on the event loop for every event; returns the unsubscribe function."""
-        return self.events.subscribe(fn)
-
     def jobs(self) -> list[DownloadJob]:
         """Unfinished jobs (queued, downloading, paused, failed) in queue order."""
         return self._queue.jobs()
@@ -272,7 +267,7 @@ class DownloadManager:
             elif event.state in (DownloadState.PAUSED, DownloadState.CANCELLED):
                 fut.set_exception(self._stopped(event.job, event.state))
 
-        unsubscribe = self.subscribe(on_event)
+        unsubscribe = self.events.subscribe(on_event)
         try:
             job = self._queue.get(job_id)
             if job is None:

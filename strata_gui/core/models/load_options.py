@@ -185,7 +185,6 @@ class LoadOptions:
         return out
 
 
-OptionsListener = Callable[[Path], None]
 
 
 class LoadOptionsService:
@@ -267,10 +266,6 @@ class LoadOptionsService:
         return self._facts.get(model, kind, read, decode)
 
     # -- options ---------------------------------------------------------------------------------
-    def subscribe(self, fn: OptionsListener) -> Callable[[], None]:
-        """Call ``fn(model)`` after a model's saved options changed; returns the unsubscribe."""
-        return self.events.subscribe(fn)
-
     def defaults(self) -> LoadOptions:
         return LoadOptions.from_settings(self._settings.current)
 

@@ -41,13 +41,13 @@ from types import TracebackType
 from typing import Protocol
 
 from strata_gui.core.errors import ServerBusyError
-from strata_gui.core.events import Listeners, emit
+from strata_gui.core.events import Listeners
 from strata_gui.core.progress import Progress, ProgressCallback, format_bytes
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import EngineKind
-from strata_gui.core.runtime.launch import ServerSettings, ServerState
+from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.outcome import Outcome
-from strata_gui.core.runtime.supervisor import EngineProcess, ServerSupervisor
+from strata_gui.core.runtime.supervisor import EngineProcess, ServerSupervisor, StateChanged
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 from .engine import LONGEST_IDLE_S, EngineKey, PooledEngine, Priority, Request, memory_group, priority_of
@@ -571,7 +571,7 @@ class EnginePool:
         if req.spec is not None and req.model is not None:
             self.events.emit(Waiting(req.spec.kind, req.model, req.user, reason, ahead))
         if req.on_progress is not None:
-            emit([req.on_progress], Progress(0, None, reason))
+            _tell(req.on_progress, Progress(0, None, reason))
 
     def _grant(self, req: Request, engine: PooledEngine) -> None:
         if engine.idle_timer is not None:
@@ -612,7 +612,7 @@ class EnginePool:
                              self._estimate(req), self._clock())
         entry.started_by = req.user
         entry.stopped = loop.create_future()
-        entry.server.add_listener(functools.partial(self._on_state, entry))
+        entry.server.states.subscribe(functools.partial(self._on_state, entry))
         self._engines[req.key] = entry
         self.starts += 1
         entry.start_task = loop.create_task(self._start(entry), name=f"strata-engine-start-{entry.serial}")
@@ -621,8 +621,9 @@ class EnginePool:
         """The load's progress, told to every request waiting for it."""
 
         def tell(progress: Progress) -> None:
-            emit([r.on_progress for r in self._queue
-                  if r.key == entry.key and r.on_progress is not None and not r.settled], progress)
+            for r in self._queue:
+                if r.key == entry.key and r.on_progress is not None and not r.settled:
+                    _tell(r.on_progress, progress)
 
         return tell
 
@@ -689,8 +690,9 @@ class EnginePool:
         entry.expired = True
         self._kick()
 
-    def _on_state(self, entry: PooledEngine, state: ServerState, detail: str) -> None:
-        self.events.emit(EngineStateChanged(entry, state, detail))
+    def _on_state(self, entry: PooledEngine, change: StateChanged) -> None:
+        state = change.state
+        self.events.emit(EngineStateChanged(entry, state, change.detail))
         if state.is_terminal and not entry.closing and entry.start_task is None:
             self._forget(entry)  # it died: nothing is loaded any more (its holders' jobs fail)
             self._kick()
@@ -794,4 +796,12 @@ class EnginePool:
 
 def _order(req: Request) -> tuple[int, int]:
     return int(req.priority), req.seq
+
+
+def _tell(on_progress: ProgressCallback, progress: Progress) -> None:
+    """A caller's progress callback: its bug must not stop a load or a scheduling pass."""
+    try:
+        on_progress(progress)
+    except Exception:
+        log.exception("a progress callback failed on %s", progress)
 

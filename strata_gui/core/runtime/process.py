@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from strata_gui.core.errors import ServerError
-from strata_gui.core.events import emit
+from strata_gui.core.events import Listeners
 from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, classify_exit
 from strata_gui.core.runtime.process_guard import WindowsJob, guarded_launch
@@ -91,7 +91,9 @@ def resolve_binary(program: str | Path) -> tuple[Path | None, str]:
 class ManagedProcess:
     """One run of a child process: launch, readiness, log tail, stop, and how it ended.
 
-    One instance is one run; start another instance to run again.
+    One instance is one run; start another instance to run again. Its :attr:`lines` listeners get
+    every output line and its :attr:`ended` listeners the outcome of its ending (also a failed
+    launch), both on the loop's thread.
 
     Args:
         command: Program and arguments; the program is resolved before anything is launched.
@@ -104,8 +106,6 @@ class ManagedProcess:
         log_lines: Size of the kept log tail.
         log_file: Also write every line there (truncated at launch).
         job: Windows job object shared by all engines of the app (they die with it).
-        on_line: Called on the loop's thread with every output line.
-        on_end: Called on the loop's thread with the outcome of every ending (also a failed launch).
         clock: Monotonic clock (seconds).
     """
 
@@ -122,8 +122,6 @@ class ManagedProcess:
         log_lines: int = 400,
         log_file: Path | None = None,
         job: WindowsJob | None = None,
-        on_line: Callable[[str], None] | None = None,
-        on_end: Callable[[Outcome], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         ready_hint: Callable[[str], bool] | None = None,
     ) -> None:
@@ -138,8 +136,8 @@ class ManagedProcess:
         self._tail_lock = threading.Lock()
         self.log_file = log_file
         self._job = job
-        self._on_line = on_line
-        self._on_end = on_end
+        self.lines: Listeners[str] = Listeners()
+        self.ended: Listeners[Outcome] = Listeners()
         self._clock = clock
         # A log line that says the process may serve now ("listening on …"): the readiness probe
         # runs at once instead of at its next poll (up to 10 ms before a first request).
@@ -318,7 +316,7 @@ class ManagedProcess:
                     with contextlib.suppress(OSError, ValueError):
                         log_file.write(line + "\n")
                         log_file.flush()
-                if self._on_line is not None or self._ready_hint is not None:
+                if self.lines or self._ready_hint is not None:
                     _post(loop, self._deliver_line, line)
         except (OSError, ValueError):
             pass
@@ -334,8 +332,7 @@ class ManagedProcess:
     def _deliver_line(self, line: str) -> None:
         if self._ready_hint is not None and self._wake is not None and self._ready_hint(line):
             self._wake.set()
-        if self._on_line is not None:
-            emit([self._on_line], line)
+        self.lines.emit(line)
 
     def _deliver_exit(self, code: int) -> None:
         if self.outcome is not None:
@@ -358,8 +355,7 @@ class ManagedProcess:
             self._wake.set()
         log.info("%s ended: %s (%s, exit code %s)", self.subject, outcome.kind.value, outcome.phase.value,
                  outcome.exit_code)
-        if self._on_end is not None:
-            emit([self._on_end], outcome)
+        self.ended.emit(outcome)
 
     # -- stop ------------------------------------------------------------------------------------
     async def wait_exited(self) -> None:

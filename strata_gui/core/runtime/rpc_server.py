@@ -92,8 +92,8 @@ class RpcServerProcess(EngineProcess):
         run = self._run = object()
         process = ManagedProcess(self.command(), subject=self.subject, env=self._env,
                                  ready=tcp_ready(probe, self.port), ready_timeout=timeout,
-                                 log_file=self.log_file, job=self._job,
-                                 on_end=functools.partial(self._on_end, run))
+                                 log_file=self.log_file, job=self._job)
+        process.ended.subscribe(functools.partial(self._on_end, run))
         self._process = process
         self.outcome = None
         self._set_state(ServerState.STARTING, f"Lending this computer on {self.address}…")

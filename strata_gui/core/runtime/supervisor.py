@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from strata_gui.core.errors import ServerError
-from strata_gui.core.events import Listeners, emit
+from strata_gui.core.events import Listeners
 from strata_gui.core.files import NotRegularFileError, check_regular
 from strata_gui.core.progress import Progress, ProgressCallback
 from strata_gui.core.runtime.engine import EngineSpec
@@ -47,7 +47,12 @@ from strata_gui.core.warm import remember as warm_remember
 log = logging.getLogger(__name__)
 
 
-StateListener = Callable[[ServerState, str], None]
+@dataclasses.dataclass(frozen=True)
+class StateChanged:
+    """An engine process's new state, or a progress detail of the same state ("Loading model… 40 %")."""
+
+    state: ServerState
+    detail: str
 
 
 class EngineProcess:
@@ -62,7 +67,7 @@ class EngineProcess:
         self._subject = subject
         self._job = job
         self._clock = clock
-        self._state_listeners: list[StateListener] = []
+        self.states: Listeners[StateChanged] = Listeners()  # every state change and progress detail
         self._process: ManagedProcess | None = None
         self._run: object | None = None  # identifies the current run: a late exit of an earlier one is ignored
         self.state = ServerState.STOPPED
@@ -71,11 +76,6 @@ class EngineProcess:
         self.started_at: float | None = None
 
     # -- observation -------------------------------------------------------------------------------
-    def add_listener(self, fn: StateListener) -> Callable[[], None]:
-        """Call ``fn(state, detail)`` on every state change and progress detail; returns the unsubscribe."""
-        self._state_listeners.append(fn)
-        return lambda: self._state_listeners.remove(fn) if fn in self._state_listeners else None
-
     @property
     def subject(self) -> str:
         """How outcomes name this process ("ROCm b1136 engine", "RPC server")."""
@@ -102,7 +102,7 @@ class EngineProcess:
         self.state = state
         self.detail = detail
         log.info("%s: %s %s", self.subject, state.value, detail)
-        emit(self._state_listeners, state, detail)
+        self.states.emit(StateChanged(state, detail))
 
     def _on_end(self, run: object, outcome: Outcome) -> None:
         if run is not self._run:
@@ -242,8 +242,9 @@ class ServerSupervisor(EngineProcess):
             cwd=self.engine.server_path.parent,
             ready=http_ready(self.engine_http, self.kind.ready_path),
             ready_timeout=self._ready_timeout, log_lines=self._log_lines, log_file=self._log_file, job=self._job,
-            on_line=functools.partial(self._on_line, run), on_end=functools.partial(self._on_end, run),
             clock=self._clock, ready_hint=lambda line: listening_port(line) is not None)
+        proc.lines.subscribe(functools.partial(self._on_line, run))
+        proc.ended.subscribe(functools.partial(self._on_end, run))
         self._process = proc
         proc.spawn(warm.proc if warm is not None else None)
         self.early = warm is not None

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -37,6 +38,7 @@ import httpx
 from aiohttp import web
 
 from strata_gui.core.errors import ServerError
+from strata_gui.core.events import Listeners
 from strata_gui.core.serve.access import browser_refusal, is_loopback, key_matches, presented_key
 from strata_gui.core.serve.anthropic_api import routes as anthropic_routes
 from strata_gui.core.serve.connections import ClientErrorLog, ConnectionGuard, connection_cap
@@ -49,6 +51,7 @@ from strata_gui.core.serve.wire import (
     FAILED,
     STARTED,
     ApiError,
+    Flavor,
     ServeContext,
     error_response,
     flavor_of,
@@ -113,32 +116,17 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
         connection = request.protocol
         ctx.requests[connection] = request
         try:
-            if api_key is None:
-                refusal = browser_refusal(request.headers)
-                if refusal is not None:
-                    raise ApiError(403, refusal, "forbidden")
-            if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
-                return _preflight(request)
-            if api_key is not None and (request.method, request.path) not in OPEN_ROUTES \
-                    and not key_matches(presented_key(request.headers), api_key):
-                ctx.counters.unauthorized += 1
-                raise ApiError(401, "Invalid or missing API key.", "authentication")
-            if ctx.stopping:
-                resp = error_response(flavor, ApiError(503, "Strata's server is stopping.", "busy"))
-                resp.force_close()
-                return resp
+            instead = _answer_instead(ctx, request, api_key, flavor)
+            if instead is not None:
+                return instead
             resource = request.match_info.route.resource
             if resource is not None and resource.canonical in model_routes:
-                return await _counted(request, handler)
+                return await _counted(ctx, request, handler)
             return await handler(request)
         except ApiError as err:
             return error_response(flavor, err)
         except web.HTTPException as exc:  # routing: unknown path, wrong method
-            message = f"No {request.method} {request.path} here." if exc.status in (404, 405) else exc.reason
-            routing = ApiError(exc.status, message, "no_route" if exc.status == 404 else "invalid_request")
-            if "Allow" in exc.headers:
-                routing.headers["Allow"] = exc.headers["Allow"]
-            return error_response(flavor, routing)
+            return error_response(flavor, _routing_error(request, exc))
         except ConnectionError:
             raise  # the client went away: nobody to answer
         except Exception as exc:  # a bug: still an answer the client's library can read
@@ -153,38 +141,12 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
             if ctx.requests.get(connection) is request:
                 del ctx.requests[connection]
 
-    async def _counted(request: web.Request, handler: Handler) -> web.StreamResponse:
-        c = ctx.counters
-        c.total += 1
-        c.active += 1
-        ok = False
-        try:
-            resp = await handler(request)
-            ok = resp.status < 400 and not request.get(FAILED)
-            return resp
-        finally:
-            c.active -= 1
-            if ok:
-                c.completed += 1
-            else:
-                c.failed += 1
-
     app = web.Application(middlewares=[guard], client_max_size=ctx.limits.max_body_bytes,
                           handler_args={"max_line_size": ctx.limits.max_header_bytes,
                                         "max_field_size": ctx.limits.max_header_bytes,
                                         "logger": ClientErrorLog(logging.getLogger("aiohttp.server"))})
     app[CTX] = ctx
-
-    async def allow_the_page(request: web.Request, response: web.StreamResponse) -> None:
-        """A page that may use the server (a browser front-end served from this computer, or any
-        page once a key is set: the key is the guard) may also read the answers."""
-        origin = request.headers.get("Origin")
-        if origin is None or (api_key is None and browser_refusal(request.headers) is not None):
-            return
-        response.headers["Access-Control-Allow-Origin"] = origin
-        response.headers.add("Vary", "Origin")
-
-    app.on_response_prepare.append(allow_the_page)
+    app.on_response_prepare.append(functools.partial(_allow_the_page, api_key))
     app.router.add_get("/health", _health)
     app.router.add_get("/", _root)
     for routes in (openai_routes, anthropic_routes, ollama_routes):
@@ -193,6 +155,67 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
             if runs_model:
                 model_routes.add(path)
     return app
+
+
+def _answer_instead(ctx: ServeContext, request: web.Request, api_key: str | None,
+                    flavor: Flavor) -> web.StreamResponse | None:
+    """What the guard answers instead of the route (a CORS preflight, a stopping server), or None.
+
+    Raises:
+        ApiError: A web page of another site without a key, or a wrong or missing key.
+    """
+    if api_key is None:
+        refusal = browser_refusal(request.headers)
+        if refusal is not None:
+            raise ApiError(403, refusal, "forbidden")
+    if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+        return _preflight(request)
+    if api_key is not None and (request.method, request.path) not in OPEN_ROUTES \
+            and not key_matches(presented_key(request.headers), api_key):
+        ctx.counters.unauthorized += 1
+        raise ApiError(401, "Invalid or missing API key.", "authentication")
+    if ctx.stopping:
+        resp = error_response(flavor, ApiError(503, "Strata's server is stopping.", "busy"))
+        resp.force_close()
+        return resp
+    return None
+
+
+def _routing_error(request: web.Request, exc: web.HTTPException) -> ApiError:
+    """aiohttp's routing refusal (unknown path, wrong method) as an error of the path's API."""
+    message = f"No {request.method} {request.path} here." if exc.status in (404, 405) else exc.reason
+    routing = ApiError(exc.status, message, "no_route" if exc.status == 404 else "invalid_request")
+    if "Allow" in exc.headers:
+        routing.headers["Allow"] = exc.headers["Allow"]
+    return routing
+
+
+async def _counted(ctx: ServeContext, request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Run a model route, counted as active, then completed or failed."""
+    c = ctx.counters
+    c.total += 1
+    c.active += 1
+    ok = False
+    try:
+        resp = await handler(request)
+        ok = resp.status < 400 and not request.get(FAILED)
+        return resp
+    finally:
+        c.active -= 1
+        if ok:
+            c.completed += 1
+        else:
+            c.failed += 1
+
+
+async def _allow_the_page(api_key: str | None, request: web.Request, response: web.StreamResponse) -> None:
+    """A page that may use the server (a browser front-end served from this computer, or any
+    page once a key is set: the key is the guard) may also read the answers."""
+    origin = request.headers.get("Origin")
+    if origin is None or (api_key is None and browser_refusal(request.headers) is not None):
+        return
+    response.headers["Access-Control-Allow-Origin"] = origin
+    response.headers.add("Vary", "Origin")
 
 
 def route_table(app: web.Application) -> list[tuple[str, str]]:
@@ -211,7 +234,6 @@ class ApiServer:
         api_key: Key clients must send (``Authorization: Bearer`` or ``x-api-key``) on every route
             but ``/health``; None: no check (loopback only).
         limits: Sizes and time-outs (see :class:`ServerLimits`).
-        on_request: Called with each completed model request (dashboard recording).
         clock: Monotonic clock for time to first token.
         http: The engines' client: the app's shared loopback client (never closed here). None: the
             server makes one of its own (:func:`~strata_gui.core.transfer.loopback_client`) for as
@@ -220,7 +242,6 @@ class ApiServer:
 
     def __init__(self, router: ModelRouter, *, host: str = "127.0.0.1",
                  port: int = DEFAULT_PORT, api_key: str | None = None, limits: ServerLimits | None = None,
-                 on_request: Callable[[ApiRequest], None] | None = None,
                  clock: Callable[[], float] = time.perf_counter, http: httpx.AsyncClient | None = None) -> None:
         if not is_loopback(host) and not api_key:
             raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Refusing to serve on {host} without an API key."),
@@ -230,7 +251,8 @@ class ApiServer:
         self.host = host
         self.port = port
         self._api_key = api_key or None
-        self.ctx = ServeContext(router, limits or ServerLimits(), on_request, clock)
+        self.ctx = ServeContext(router, limits or ServerLimits(), clock)
+        self.requests: Listeners[ApiRequest] = self.ctx.finished  # each completed model request
         self._http = http
         self.app = build_app(self.ctx, self._api_key)
         self._runner: web.AppRunner | None = None

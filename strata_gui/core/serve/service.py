@@ -10,7 +10,7 @@ import httpx
 
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.errors import ServerError, SettingsError
-from strata_gui.core.events import Listeners, emit
+from strata_gui.core.events import Listeners
 from strata_gui.core.serve.access import generate_api_key, is_loopback
 from strata_gui.core.serve.autostart import Autostart, serve_command
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
@@ -48,7 +48,6 @@ class ServeService:
             saves them through it.
         secrets: Keeps the generated API key (never the settings file).
         router: Lends an engine per request (:class:`LibraryRouter`: the library over the engine pool).
-        record: Receives each finished request (the dashboard, with its API as the source).
         limits: Sizes and time-outs of the server (tests make them short).
         autostart: How this platform starts programs at sign-in (None: not offered).
         http: The engines' client: the app's loopback client, shared with the chat and every
@@ -56,18 +55,19 @@ class ServeService:
     """
 
     def __init__(self, settings_service: SettingsService, secrets: SecretStore, router: ModelRouter,
-                 record: Recorder | None = None, *, limits: ServerLimits | None = None,
+                 *, limits: ServerLimits | None = None,
                  autostart: Autostart | None = None, http: httpx.AsyncClient | None = None) -> None:
         self.settings_service = settings_service
         self._http = http
         self.autostart = autostart
         self._secrets = secrets
         self.router = router
-        self._record = record
         self._limits = limits
         self.server: ApiServer | None = None
         self._last_counters = Counters()
-        self.requests: Listeners[ApiRequest] = Listeners()  # each finished request, after it was recorded
+        # Each finished request, of every server this starts (the app subscribes the dashboard's
+        # recorder first, so later listeners see the request recorded).
+        self.requests: Listeners[ApiRequest] = Listeners()
         # Set when the app took the place of the headless server that ran in the background
         # (core/serve/handover.py): it is started again when the app closes with this one on.
         self.taken_over: HandedOver | None = None
@@ -76,13 +76,6 @@ class ServeService:
     def settings(self) -> Settings:
         """The live settings (read-only here: :meth:`configure` changes them through the service)."""
         return self.settings_service.current
-
-    def add_listener(self, fn: Recorder) -> Callable[[], None]:
-        """``fn(request)`` after each finished request (after it was recorded); returns the unsubscribe."""
-        return self.requests.subscribe(fn)
-
-    def remove_listener(self, fn: Recorder) -> None:
-        self.requests.unsubscribe(fn)
 
     @property
     def running(self) -> bool:
@@ -148,7 +141,8 @@ class ServeService:
 
         server = ApiServer(self.router, host=bind,
                            port=self.settings.serve_port if port is None else port,
-                           api_key=key, limits=self._limits, on_request=self._on_request, http=self._http)
+                           api_key=key, limits=self._limits, http=self._http)
+        server.requests.subscribe(self.requests.emit)
         await self.router.refresh()
         await server.start()
         self.server = server
@@ -160,11 +154,6 @@ class ServeService:
         if server is not None:
             self._last_counters = server.counters
             await server.stop(grace_s)
-
-    def _on_request(self, req: ApiRequest) -> None:
-        if self._record is not None:
-            emit([self._record], req)
-        self.requests.emit(req)
 
     # -- at sign-in ----------------------------------------------------------------------------------
     @property

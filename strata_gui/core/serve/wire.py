@@ -30,7 +30,7 @@ import httpx
 from aiohttp import web
 
 from strata_gui.core.errors import ServerBusyError, ServerError, StrataError, UnknownModelError
-from strata_gui.core.events import emit
+from strata_gui.core.events import Listeners
 from strata_gui.core.runtime.engine_http import EngineHttp, EngineReply
 from strata_gui.core.runtime.sse import SseEvent, SseReader
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
@@ -152,8 +152,8 @@ class ServeContext:
 
     router: ModelRouter
     limits: ServerLimits = field(default_factory=ServerLimits)
-    on_request: Callable[[ApiRequest], None] | None = None
     clock: Callable[[], float] = time.perf_counter
+    finished: Listeners[ApiRequest] = field(default_factory=Listeners)  # each completed model request
     counters: Counters = field(default_factory=Counters)
     stopping: bool = False
     inflight: set[asyncio.Task[Any]] = field(default_factory=set)  # request handlers running now
@@ -164,8 +164,7 @@ class ServeContext:
     http: httpx.AsyncClient | None = None  # the engines' client (the app's loopback one), while the server runs
 
     def record(self, req: ApiRequest) -> None:
-        if self.on_request is not None:
-            emit([self.on_request], req)
+        self.finished.emit(req)
 
     def find(self, model_id: str) -> ServedModel | None:
         found = next((m for m in self.router.models() if m.id == model_id), None)

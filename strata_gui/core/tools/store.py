@@ -14,12 +14,13 @@ import json
 import logging
 import os
 import secrets as _secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from strata_gui.core.errors import StorageError, ToolConfigError
-from strata_gui.core.events import emit
+from strata_gui.core.events import Listeners
 from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.tools.config import (
     HTTP,
@@ -48,7 +49,9 @@ class SecretStore(Protocol):
     def delete(self, name: str) -> None: ...
 
 
-StoreListener = Callable[[], None]
+@dataclass(frozen=True)
+class ToolServersChanged:
+    """Servers were added, removed, changed or turned on/off, or an "always allow" choice changed."""
 
 
 class McpServerStore:
@@ -62,15 +65,7 @@ class McpServerStore:
     def __init__(self, path: Path, secrets: SecretStore) -> None:
         self.path = path
         self._secrets = secrets
-        self._listeners: list[StoreListener] = []
-
-    def add_listener(self, fn: StoreListener) -> None:
-        """Call ``fn()`` after every change (servers added, removed, enabled; approvals)."""
-        self._listeners.append(fn)
-
-    def remove_listener(self, fn: StoreListener) -> None:
-        if fn in self._listeners:
-            self._listeners.remove(fn)
+        self.events: Listeners[ToolServersChanged] = Listeners()  # after every saved change
 
     # -- reading -----------------------------------------------------------------------------------
     def _read(self) -> dict[str, Any]:
@@ -193,7 +188,7 @@ class McpServerStore:
             log.info("tool server %s saved (%s, %d secret value(s))", name, config.transport,
                      len(config.env) + len(config.headers))
         self._write(data)
-        emit(self._listeners)
+        self.events.emit(ToolServersChanged())
         return configs
 
     def import_file(self, path: Path) -> list[McpServerConfig]:
@@ -220,7 +215,7 @@ class McpServerStore:
         self._write(data)
         for it in gone:
             self._secrets.delete(SECRET_PREFIX + str(it["id"]))
-        emit(self._listeners)
+        self.events.emit(ToolServersChanged())
 
     def set_enabled(self, name: str, enabled: bool) -> McpServerConfig:
         """Turn a server on or off (off: its tools are not offered, nothing is started)."""
@@ -229,7 +224,7 @@ class McpServerStore:
             if item["name"] == name:
                 item["enabled"] = bool(enabled)
                 self._write(data)
-                emit(self._listeners)
+                self.events.emit(ToolServersChanged())
                 return self.get(name)
         raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core", "There is no tool server named '{name}'."),
                                 name=name))
@@ -256,7 +251,7 @@ class McpServerStore:
         else:
             data["always_allow"].pop(server, None)
         self._write(data)
-        emit(self._listeners)
+        self.events.emit(ToolServersChanged())
 
     # -- helpers ------------------------------------------------------------------------------------
     def _save_secrets(self, ident: str, config: McpServerConfig) -> None:

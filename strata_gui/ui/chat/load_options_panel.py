@@ -87,6 +87,23 @@ class LoadOptionsPanel(QGroupBox):
         self._loading = False
         self._saving = False  # this panel is saving (its own save needs no re-show)
 
+        self.template: TemplateCapabilities | None = None
+        self.template_handle: TaskHandle | None = None
+        self._draft = ""
+        self.draft_handle: TaskHandle | None = None
+        self._build_option_fields()
+        self._build_draft_and_fit_fields()
+        self._build_form()
+        self._connect_edits()
+        self.show_devices()
+        self.set_model(None)
+        # Saved elsewhere too ("Retry without format parsing", the CLI): the panel shows what is saved.
+        follow(self, service.events, self._saved_elsewhere)
+
+    # -- sections (the fields, then the form that places them) -------------------------------------
+    def _build_option_fields(self) -> None:
+        """How the engine loads the model (context, layers, KV cache, batches, threads) and how it
+        replies (reply limit, chat-format parsing, thinking)."""
         default = self.tr("default")
         self.ctx_size = _spin(0, 1 << 20, self.tr("from the model"), 256)
         self.gpu_layers = QComboBox()
@@ -121,8 +138,9 @@ class LoadOptionsPanel(QGroupBox):
             self.effort.addItem(value.capitalize() if value else self.tr("Model default"), value)
         self.thinking_budget = _spin(-1, 1 << 20, self.tr("no limit"), 256)
         self.thinking_budget.setToolTip(self.tr("Most thinking tokens per reply; the engine then ends the thinking"))
-        self.template: TemplateCapabilities | None = None
-        self.template_handle: TaskHandle | None = None
+
+    def _build_draft_and_fit_fields(self) -> None:
+        """The draft model, the fit verdict with Use defaults, and the GPU models run on."""
         # Speculative decoding: a small model of the same vocabulary drafts, the model checks.
         self.draft_label = QLabel()
         self.draft_label.setWordWrap(True)
@@ -132,9 +150,7 @@ class LoadOptionsPanel(QGroupBox):
         self.draft_button.clicked.connect(self._choose_draft)
         self.draft_clear = QPushButton(self.tr("None"))
         self.draft_clear.clicked.connect(lambda: self.set_draft_model(None))
-        self.draft_max = _spin(0, 64, default)
-        self._draft = ""
-        self.draft_handle: TaskHandle | None = None
+        self.draft_max = _spin(0, 64, self.tr("default"))
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
         self.note = QLabel(self.tr("Saved for this model; used at the next load (the engine reloads)."))
@@ -151,6 +167,8 @@ class LoadOptionsPanel(QGroupBox):
         self.device_reason.setObjectName("muted")
         self.device_reason.setWordWrap(True)
 
+    def _build_form(self) -> None:
+        """The fields in one form, GPU first and the fit verdict last."""
         form = QFormLayout(self)
         form.addRow(self.tr("GPU"), self.device)
         form.addRow("", self.device_reason)
@@ -186,6 +204,8 @@ class LoadOptionsPanel(QGroupBox):
         row.addWidget(self.reset_button)
         form.addRow(row)
 
+    def _connect_edits(self) -> None:
+        """Every edit is checked and saved (see :meth:`_edited`); the GPU choice goes to the resolver."""
         for spin in (self.ctx_size, self.batch_size, self.ubatch_size, self.threads, self.parallel, self.draft_max,
                      self.reply_limit, self.thinking_budget):
             spin.valueChanged.connect(self._edited)
@@ -195,10 +215,6 @@ class LoadOptionsPanel(QGroupBox):
         self.mmap.toggled.connect(self._edited)
         self.chat_parsing.toggled.connect(self._edited)
         self.device.activated.connect(self._device_chosen)
-        self.show_devices()
-        self.set_model(None)
-        # Saved elsewhere too ("Retry without format parsing", the CLI): the panel shows what is saved.
-        follow(self, service.events, self._saved_elsewhere)
 
     def _saved_elsewhere(self, model: Path) -> None:
         if model == self.model and not self._loading and not self._saving:

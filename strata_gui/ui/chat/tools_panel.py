@@ -10,7 +10,6 @@ about in the conversation.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -33,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from strata_gui.core.errors import StrataError
 from strata_gui.core.tools import HTTP, STDIO, McpHost, McpServerConfig, McpServerStore, ToolCatalog
-from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import core_text, error_line
 
 
@@ -185,9 +184,7 @@ class ToolsPanel(QGroupBox):
         layout.addWidget(self.servers)
         layout.addLayout(buttons)
         layout.addWidget(self.report)
-        self._on_store_change: Callable[[], None] = self.refresh
-        store.add_listener(self._on_store_change)
-        self.destroyed.connect(lambda: store.remove_listener(self._on_store_change))
+        follow(self, store.events, lambda _e: self.refresh())
         self.refresh()
 
     def refresh(self) -> None:

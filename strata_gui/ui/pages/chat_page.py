@@ -188,7 +188,40 @@ class ChatPage(Page):
 
     # -- layout ----------------------------------------------------------------------------------
     def _build(self) -> None:
-        # Sidebar: search, new, list, rename/delete.
+        """The conversations on the left, the open conversation on the right, in a splitter."""
+        sidebar = self._build_sidebar()
+        head = self._build_header()
+        settings_row = self._build_panels()
+        self._build_messages()
+        input_row = self._build_input_row()
+
+        main = QWidget()
+        right = QVBoxLayout(main)
+        right.setContentsMargins(8, 0, 0, 0)
+        right.addLayout(head)
+        # Under the buttons, full width: the engine announcement (engine, why, engines left out).
+        right.addWidget(self.engine_state)
+        right.addWidget(self.load_bar)
+        right.addWidget(self.notice)
+        right.addLayout(settings_row)
+        right.addWidget(self.stack, 1)
+        right.addWidget(self.edit_hint)
+        right.addWidget(self.attachments)
+        right.addLayout(input_row)
+        right.addWidget(self.context_meter)
+
+        splitter = QSplitter()
+        splitter.addWidget(sidebar)
+        splitter.addWidget(main)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([220, 700])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 12, 16, 12)
+        layout.addWidget(splitter)
+        self._update_meter()
+
+    def _build_sidebar(self) -> QWidget:
+        """Search, New chat, the conversation list, Rename and Delete."""
         self.search = QLineEdit()
         self.search.setPlaceholderText(self.tr("Search conversations"))
         self.search.setClearButtonEnabled(True)
@@ -212,8 +245,11 @@ class ChatPage(Page):
         row.addWidget(self.rename_button)
         row.addWidget(self.delete_button)
         side.addLayout(row)
+        return sidebar
 
-        # Header: model, engine state, actions.
+    def _build_header(self) -> QVBoxLayout:
+        """The model's name on its row, then where replies run, model, engine and the panel toggles
+        (the engine state and load bar are placed under them by :meth:`_build`)."""
         self.model_label = ElidedLabel()  # long model file names shorten instead of clipping
         self.model_label.setObjectName("pageTitle")
         # A picker of the library's models, as LM Studio's, with "Browse…" for any file on disk.
@@ -268,7 +304,10 @@ class ChatPage(Page):
         controls.addWidget(self.load_options_toggle)
         controls.addWidget(self.tools_toggle)
         head.addLayout(controls)
+        return head
 
+    def _build_panels(self) -> QHBoxLayout:
+        """The notice, and the conversation settings and load options panels (shown by their toggles)."""
         self.notice = NoticeBanner()
         self.notice.details_requested.connect(self._show_notice_details)
         self.notice.action_requested.connect(self.accept_engine_switch)
@@ -297,8 +336,10 @@ class ChatPage(Page):
         if self.load_options_panel is not None:
             settings_row.addWidget(self.load_options_panel, 1)
         self._settings_row = settings_row
+        return settings_row
 
-        # Messages: a scroll area holding the loaded page of messages.
+    def _build_messages(self) -> None:
+        """The loaded page of messages in a scroll area, and the empty state, in :attr:`stack`."""
         self.earlier_button = QPushButton(self.tr("Show earlier messages"))
         self.earlier_button.clicked.connect(self.load_earlier)
         self.earlier_button.hide()
@@ -321,7 +362,9 @@ class ChatPage(Page):
         self.stack.addWidget(self.empty_state)
         self.stack.addWidget(self.scroll_area)
 
-        # Input row.
+    def _build_input_row(self) -> QHBoxLayout:
+        """The message input with Send / Stop / Attach image (the attachment strip and context
+        meter are placed around it by :meth:`_build`)."""
         self.edit_hint = QLabel()
         self.edit_hint.setObjectName("muted")
         self.edit_hint.hide()
@@ -350,31 +393,7 @@ class ChatPage(Page):
         input_row = QHBoxLayout()
         input_row.addWidget(self.input, 1)
         input_row.addLayout(buttons)
-
-        main = QWidget()
-        right = QVBoxLayout(main)
-        right.setContentsMargins(8, 0, 0, 0)
-        right.addLayout(head)
-        # Under the buttons, full width: the engine announcement (engine, why, engines left out).
-        right.addWidget(self.engine_state)
-        right.addWidget(self.load_bar)
-        right.addWidget(self.notice)
-        right.addLayout(settings_row)
-        right.addWidget(self.stack, 1)
-        right.addWidget(self.edit_hint)
-        right.addWidget(self.attachments)
-        right.addLayout(input_row)
-        right.addWidget(self.context_meter)
-
-        splitter = QSplitter()
-        splitter.addWidget(sidebar)
-        splitter.addWidget(main)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([220, 700])
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(16, 12, 16, 12)
-        layout.addWidget(splitter)
-        self._update_meter()
+        return input_row
 
     # -- navigation ------------------------------------------------------------------------------
     def on_shown(self) -> None:

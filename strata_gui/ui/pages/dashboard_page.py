@@ -45,7 +45,7 @@ from strata_gui.core.bench import (
 from strata_gui.core.errors import StrataError
 from strata_gui.core.progress import ProgressCallback, format_bytes, to_gib
 from strata_gui.core.runtime import EngineSpec, depth_label
-from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
 from strata_gui.ui.i18n import core_text
 from strata_gui.ui.image_dashboard import ImageDashboard
@@ -180,7 +180,7 @@ class DashboardPage(Page):
         self.timer = QTimer(self)
         self.timer.setInterval(1000)
         self.timer.timeout.connect(self.tick)
-        service.add_listener(self._on_request)
+        follow(self, service.requests, self._on_request)
 
     # -- throughput tab -----------------------------------------------------------------------------
     def _build_throughput(self) -> QWidget:
@@ -404,6 +404,22 @@ class DashboardPage(Page):
     # -- benchmark tab ---------------------------------------------------------------------------------
     def _build_benchmark(self) -> QWidget:
         w = QWidget()
+        form = self._build_workload_form()
+        bars, choice = self._build_benchmark_results()
+        layout = QVBoxLayout(w)
+        layout.addLayout(form)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.results_table)
+        layout.addLayout(bars, 1)
+        layout.addWidget(self.recommendation_label)
+        layout.addWidget(self.warnings_label)
+        layout.addWidget(self.draft_label)
+        layout.addLayout(choice)
+        self.model_combo.currentIndexChanged.connect(self._show_saved)
+        return w
+
+    def _build_workload_form(self) -> QFormLayout:
+        """The model, the engines to compare, the workload's sizes and depth, and Benchmark this model."""
         self.model_combo = QComboBox()
         self.model_combo.setMinimumWidth(320)
         self.browse_button = QPushButton(self.tr("Browse…"))
@@ -429,6 +445,26 @@ class DashboardPage(Page):
         self.run_button = QPushButton(self.tr("Benchmark this model"))
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(self.start_benchmark)
+
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model_combo, 1)
+        model_row.addWidget(self.browse_button)
+        form = QFormLayout()
+        form.addRow(self.tr("Model"), model_row)
+        form.addRow(self.tr("Engines"), self.engine_list)
+        sizes = QHBoxLayout()
+        for label, spin in ((self.tr("Prompt tokens"), self.prefill_spin), (self.tr("Generated tokens"), self.gen_spin),
+                            (self.tr("Repetitions"), self.reps_spin), (self.tr("Depth"), self.depth_spin)):
+            sizes.addWidget(QLabel(label))
+            sizes.addWidget(spin)
+        sizes.addStretch(1)
+        sizes.addWidget(self.run_button)
+        form.addRow(self.tr("Workload"), sizes)
+        return form
+
+    def _build_benchmark_results(self) -> tuple[QHBoxLayout, QHBoxLayout]:
+        """The progress, the results table, the prefill and decode charts, the recommendation, and
+        the engine choice row (placed by :meth:`_build_benchmark`); returns the charts' and the choice's rows."""
         self.progress = ProgressPanel()
         self.results_table = QTableWidget(0, 7)
         self.results_table.setHorizontalHeaderLabels([self.tr("Engine"), self.tr("Backend"), self.tr("Depth"),
@@ -457,20 +493,6 @@ class DashboardPage(Page):
         self.copy_bars = QPushButton(self.tr("Copy chart"))
         self.copy_bars.clicked.connect(lambda: copy_chart_image(self.decode_bars))
 
-        model_row = QHBoxLayout()
-        model_row.addWidget(self.model_combo, 1)
-        model_row.addWidget(self.browse_button)
-        form = QFormLayout()
-        form.addRow(self.tr("Model"), model_row)
-        form.addRow(self.tr("Engines"), self.engine_list)
-        sizes = QHBoxLayout()
-        for label, spin in ((self.tr("Prompt tokens"), self.prefill_spin), (self.tr("Generated tokens"), self.gen_spin),
-                            (self.tr("Repetitions"), self.reps_spin), (self.tr("Depth"), self.depth_spin)):
-            sizes.addWidget(QLabel(label))
-            sizes.addWidget(spin)
-        sizes.addStretch(1)
-        sizes.addWidget(self.run_button)
-        form.addRow(self.tr("Workload"), sizes)
         bars = QHBoxLayout()
         bars.addWidget(self.prefill_bars)
         bars.addWidget(self.decode_bars)
@@ -479,17 +501,7 @@ class DashboardPage(Page):
         choice.addWidget(self.copy_bars)
         choice.addWidget(self.auto_button)
         choice.addWidget(self.use_button)
-        layout = QVBoxLayout(w)
-        layout.addLayout(form)
-        layout.addWidget(self.progress)
-        layout.addWidget(self.results_table)
-        layout.addLayout(bars, 1)
-        layout.addWidget(self.recommendation_label)
-        layout.addWidget(self.warnings_label)
-        layout.addWidget(self.draft_label)
-        layout.addLayout(choice)
-        self.model_combo.currentIndexChanged.connect(self._show_saved)
-        return w
+        return bars, choice
 
     def refresh_choices(self) -> None:
         current = self.model_combo.currentData()

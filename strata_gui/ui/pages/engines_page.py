@@ -102,6 +102,45 @@ class EnginesPage(Page):
 
         header = PageHeader(self.tr("Engines"), self._subtitle(TEXT))
         self.header = header
+        tools = self._build_tools()
+        self.progress = ProgressPanel()
+        self.notes = QLabel()
+        self.notes.setObjectName("muted")
+        self.notes.setWordWrap(True)
+        self.notes.hide()
+
+        plan_actions = self._build_plan_section()
+        inst_actions = self._build_installed_section()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(24, 20, 24, 20)
+        layout.setSpacing(10)
+        layout.addWidget(header)
+        layout.addWidget(self.kind_tabs)
+        layout.addLayout(tools)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.notes)
+        layout.addWidget(self.updates_notice)
+        layout.addWidget(_section(self.tr("Plan for this machine")))
+        layout.addWidget(self.plan_empty)
+        layout.addWidget(self.plan_tree, 2)
+        layout.addLayout(plan_actions)
+        layout.addWidget(_section(self.tr("Installed engines")))
+        layout.addWidget(self.installed_empty)
+        layout.addWidget(self.installed_tree, 2)
+        layout.addLayout(inst_actions)
+        self.history_title = _section(self.tr("Update history"))
+        layout.addWidget(self.history_title)
+        layout.addWidget(self.history_empty)
+        layout.addWidget(self.history_tree, 1)
+        for w in (self.history_title, self.history_empty, self.history_tree):
+            w.setVisible(updater is not None)
+        self._show_gpus()
+        self.refresh_installed()
+
+    # -- sections (each owns its widgets; __init__ stacks them) ---------------------------------
+    def _build_tools(self) -> QHBoxLayout:
+        """The text / image engine tabs, the GPUs planned for, Refresh plan and Set up automatically."""
         self.gpu_label = QLabel()
         self.gpu_label.setObjectName("muted")
         self.setup_button = QPushButton(self.tr("Set up automatically"))
@@ -118,13 +157,10 @@ class EnginesPage(Page):
         tools.addWidget(self.gpu_label, 1)
         tools.addWidget(self.refresh_button)
         tools.addWidget(self.setup_button)
+        return tools
 
-        self.progress = ProgressPanel()
-        self.notes = QLabel()
-        self.notes.setObjectName("muted")
-        self.notes.setWordWrap(True)
-        self.notes.hide()
-
+    def _build_plan_section(self) -> QHBoxLayout:
+        """The plan's builds in the order they are tried, and Install selected."""
         self.plan_tree = QTreeWidget()
         self.plan_tree.setHeaderLabels([self.tr("Order"), self.tr("Backend"), self.tr("Build"), self.tr("Why")])
         self.plan_tree.setRootIsDecorated(False)
@@ -138,7 +174,11 @@ class EnginesPage(Page):
         plan_actions = QHBoxLayout()
         plan_actions.addStretch(1)
         plan_actions.addWidget(self.install_button)
+        return plan_actions
 
+    def _build_installed_section(self) -> QHBoxLayout:
+        """The installed engines with their actions, and the update history."""
+        updater = self._updater
         self.installed_tree = QTreeWidget()
         self.installed_tree.setHeaderLabels([self.tr("Engine"), self.tr("Backend"), self.tr("Version"),
                                              self.tr("State"), self.tr("Tuning table")])
@@ -190,32 +230,7 @@ class EnginesPage(Page):
         inst_actions.addStretch(1)
         for b in (self.probe_button, self.pin_button, self.update_button, self.rollback_button, self.remove_button):
             inst_actions.addWidget(b)
-
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(24, 20, 24, 20)
-        layout.setSpacing(10)
-        layout.addWidget(header)
-        layout.addWidget(self.kind_tabs)
-        layout.addLayout(tools)
-        layout.addWidget(self.progress)
-        layout.addWidget(self.notes)
-        layout.addWidget(self.updates_notice)
-        layout.addWidget(_section(self.tr("Plan for this machine")))
-        layout.addWidget(self.plan_empty)
-        layout.addWidget(self.plan_tree, 2)
-        layout.addLayout(plan_actions)
-        layout.addWidget(_section(self.tr("Installed engines")))
-        layout.addWidget(self.installed_empty)
-        layout.addWidget(self.installed_tree, 2)
-        layout.addLayout(inst_actions)
-        self.history_title = _section(self.tr("Update history"))
-        layout.addWidget(self.history_title)
-        layout.addWidget(self.history_empty)
-        layout.addWidget(self.history_tree, 1)
-        for w in (self.history_title, self.history_empty, self.history_tree):
-            w.setVisible(updater is not None)
-        self._show_gpus()
-        self.refresh_installed()
+        return inst_actions
 
     # -- inputs -------------------------------------------------------------------------
     def set_gpus(self, gpus: Sequence[GpuTarget]) -> None:

@@ -83,6 +83,35 @@ class GpuPage(Page):
         self.timer.setInterval(max(100, int(self.telemetry.interval * 1000)))
         self.timer.timeout.connect(self.refresh_telemetry)
 
+        tools = self._build_tools()
+        self.progress = ProgressPanel()
+        self.banner = QFrame()
+        self.banner.setObjectName("notice")
+        self.banner_text = QLabel()
+        self.banner_text.setWordWrap(True)
+        banner_layout = QVBoxLayout(self.banner)
+        banner_layout.setContentsMargins(12, 10, 12, 10)
+        banner_layout.addWidget(self.banner_text)
+        self.banner.hide()
+
+        self._build_host_section()
+        self._build_remote_section()
+        self._build_devices_section()
+        self._build_driver_section()
+        scroll = self._build_content()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(PageHeader(self.tr("GPU"), self.tr(
+            "The graphics processors Strata sees, how much memory models can use, and whether the ROCm "
+            "engines can drive them.")))
+        layout.addLayout(tools)
+        layout.addWidget(self.progress)
+        layout.addWidget(scroll, 1)
+
+    # -- sections (each owns its widgets; placed by __init__ / _build_content) ------------------------
+    def _build_tools(self) -> QHBoxLayout:
+        """Where the report came from, Detect again and Copy system report."""
         self.origin = QLabel()
         self.origin.setObjectName("muted")
         self.origin.setWordWrap(True)
@@ -102,17 +131,10 @@ class GpuPage(Page):
         tools.addWidget(self.copied)
         tools.addWidget(self.refresh_button)
         tools.addWidget(self.copy_button)
+        return tools
 
-        self.progress = ProgressPanel()
-        self.banner = QFrame()
-        self.banner.setObjectName("notice")
-        self.banner_text = QLabel()
-        self.banner_text.setWordWrap(True)
-        banner_layout = QVBoxLayout(self.banner)
-        banner_layout.setContentsMargins(12, 10, 12, 10)
-        banner_layout.addWidget(self.banner_text)
-        self.banner.hide()
-
+    def _build_host_section(self) -> None:
+        """This computer: its processor and memory."""
         self.host_box = QFrame()
         self.host_box.setObjectName("card")
         host_title = QLabel(self.tr("This computer"))
@@ -129,6 +151,7 @@ class GpuPage(Page):
             host_grid.addWidget(value, row, 1)
         host_grid.setColumnStretch(1, 1)
 
+    def _build_remote_section(self) -> None:
         # GPUs lent by other machines over llama.cpp RPC (Network page), as last checked.
         self.remote_box = QFrame()
         self.remote_box.setObjectName("card")
@@ -143,6 +166,7 @@ class GpuPage(Page):
         remote_layout.addWidget(self.remote_label)
         self.remote_box.hide()
 
+    def _build_devices_section(self) -> None:
         # Which GPUs models run on: one check box per GPU, with the resolver's reason under it.
         self.devices_box = QFrame()
         self.devices_box.setObjectName("card")
@@ -174,6 +198,7 @@ class GpuPage(Page):
         self.device_reasons: dict[str, QLabel] = {}
         self.devices_box.hide()
 
+    def _build_driver_section(self) -> None:
         # The driver check: a known-bad driver moves ROCm out of the plan; the user may override.
         self.driver_box = QFrame()
         self.driver_box.setObjectName("notice")
@@ -193,6 +218,9 @@ class GpuPage(Page):
         driver_layout.addWidget(self.driver_override)
         self.driver_box.hide()
 
+    def _build_content(self) -> QScrollArea:
+        """The page's scrolled body: banner, empty state, driver check, devices, GPU cards, remote
+        devices, this computer and the notes, in that order."""
         self.empty = QLabel(self.tr("Open this page to detect GPUs."))
         self.empty.setObjectName("muted")
         self.empty.setWordWrap(True)
@@ -223,15 +251,7 @@ class GpuPage(Page):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(content)
-
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(PageHeader(self.tr("GPU"), self.tr(
-            "The graphics processors Strata sees, how much memory models can use, and whether the ROCm "
-            "engines can drive them.")))
-        layout.addLayout(tools)
-        layout.addWidget(self.progress)
-        layout.addWidget(scroll, 1)
+        return scroll
 
     # -- lifecycle -------------------------------------------------------------------------------
     def on_shown(self) -> None:

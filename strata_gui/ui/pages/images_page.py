@@ -45,7 +45,7 @@ from strata_gui.core.images import (
     ImageResult,
     ImageService,
 )
-from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import NoticeBanner, PageHeader
@@ -99,7 +99,72 @@ class ImagesPage(Page):
             "with its settings, so you can make it again."))
         self.banner = NoticeBanner()
 
-        # -- the form ---------------------------------------------------------------------------
+        form_scroll = self._build_form_section()
+        right = self._build_preview_section()
+
+        split = QSplitter()
+        split.addWidget(form_scroll)
+        split.addWidget(right)
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 1)
+        split.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(header)
+        layout.addWidget(self.banner)
+        layout.addWidget(split, 1)
+
+        for keys in ("Ctrl+Return", "Ctrl+Enter"):
+            QShortcut(QKeySequence(keys), self, self.generate)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.cancel)
+        QShortcut(QKeySequence.StandardKey.Copy, self.gallery, self.copy_selected)
+        follow(self, images.events, self._on_event)
+        self._set_selected(None)
+        self._show_plan()
+
+    # -- sections -------------------------------------------------------------------------------------
+    def _build_form_section(self) -> QScrollArea:
+        """The settings form, Generate / Cancel, the progress bar and the status line, scrolled."""
+        form = self._build_settings_form()
+        self.generate_button = QPushButton(self.tr("Generate"))
+        self.generate_button.setDefault(True)
+        self.generate_button.setToolTip(self.tr("Make the images (Ctrl+Enter)"))
+        self.generate_button.clicked.connect(self.generate)
+        self.cancel_button = QPushButton(self.tr("Cancel"))
+        self.cancel_button.setToolTip(self.tr("Stop drawing and free the engine (Esc)"))
+        self.cancel_button.clicked.connect(self.cancel)
+        self.cancel_button.setEnabled(False)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.generate_button, 1)
+        buttons.addWidget(self.cancel_button)
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.bar.setTextVisible(False)
+        self.bar.setFixedHeight(8)
+        self.bar.hide()
+        self.status = QLabel()
+        self.status.setObjectName("muted")
+        self.status.setWordWrap(True)
+
+        form_box = QWidget()
+        form_layout = QVBoxLayout(form_box)
+        form_layout.setContentsMargins(0, 0, 8, 0)
+        form_layout.addLayout(form)
+        form_layout.addLayout(buttons)
+        form_layout.addWidget(self.bar)
+        form_layout.addWidget(self.status)
+        form_layout.addStretch(1)
+        form_scroll = QScrollArea()
+        form_scroll.setWidgetResizable(True)
+        form_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        form_scroll.setWidget(form_box)
+        # As narrow as the form allows (rows wrap), so the preview keeps its room in the smallest window.
+        form_scroll.setMinimumWidth(form_box.minimumSizeHint().width()
+                                    + form_scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
+        return form_scroll
+
+    def _build_settings_form(self) -> QFormLayout:
+        """Model (with its engine line), prompts, size, steps, CFG, sampler, seed and count."""
         self.model = QComboBox()
         self.model.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model.setMinimumContentsLength(18)
@@ -165,44 +230,10 @@ class ImagesPage(Page):
         form.addRow(self.tr("Sampler"), self.sampler)
         form.addRow(self.tr("Seed"), self.seed)
         form.addRow(self.tr("Images"), self.count)
+        return form
 
-        self.generate_button = QPushButton(self.tr("Generate"))
-        self.generate_button.setDefault(True)
-        self.generate_button.setToolTip(self.tr("Make the images (Ctrl+Enter)"))
-        self.generate_button.clicked.connect(self.generate)
-        self.cancel_button = QPushButton(self.tr("Cancel"))
-        self.cancel_button.setToolTip(self.tr("Stop drawing and free the engine (Esc)"))
-        self.cancel_button.clicked.connect(self.cancel)
-        self.cancel_button.setEnabled(False)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.generate_button, 1)
-        buttons.addWidget(self.cancel_button)
-        self.bar = QProgressBar()
-        self.bar.setRange(0, 1000)
-        self.bar.setTextVisible(False)
-        self.bar.setFixedHeight(8)
-        self.bar.hide()
-        self.status = QLabel()
-        self.status.setObjectName("muted")
-        self.status.setWordWrap(True)
-
-        form_box = QWidget()
-        form_layout = QVBoxLayout(form_box)
-        form_layout.setContentsMargins(0, 0, 8, 0)
-        form_layout.addLayout(form)
-        form_layout.addLayout(buttons)
-        form_layout.addWidget(self.bar)
-        form_layout.addWidget(self.status)
-        form_layout.addStretch(1)
-        form_scroll = QScrollArea()
-        form_scroll.setWidgetResizable(True)
-        form_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        form_scroll.setWidget(form_box)
-        # As narrow as the form allows (rows wrap), so the preview keeps its room in the smallest window.
-        form_scroll.setMinimumWidth(form_box.minimumSizeHint().width()
-                                    + form_scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
-
-        # -- the preview and the gallery ------------------------------------------------------------
+    def _build_preview_section(self) -> QWidget:
+        """The preview of the selected image, its details and actions, and the gallery."""
         self.preview = QLabel()
         self.preview.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.preview.setMinimumSize(QSize(256, 256))
@@ -252,27 +283,7 @@ class ImagesPage(Page):
         right_layout.addLayout(actions)
         right_layout.addLayout(gallery_row)
         right_layout.addWidget(self.gallery)
-
-        split = QSplitter()
-        split.addWidget(form_scroll)
-        split.addWidget(right)
-        split.setStretchFactor(0, 0)
-        split.setStretchFactor(1, 1)
-        split.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(header)
-        layout.addWidget(self.banner)
-        layout.addWidget(split, 1)
-
-        for keys in ("Ctrl+Return", "Ctrl+Enter"):
-            QShortcut(QKeySequence(keys), self, self.generate)
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.cancel)
-        QShortcut(QKeySequence.StandardKey.Copy, self.gallery, self.copy_selected)
-        unsubscribe = images.subscribe(self._on_event)
-        self.destroyed.connect(lambda *_: unsubscribe())
-        self._set_selected(None)
-        self._show_plan()
+        return right
 
     # -- Page ---------------------------------------------------------------------------------------
     def on_shown(self) -> None:

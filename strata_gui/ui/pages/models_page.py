@@ -57,7 +57,7 @@ from strata_gui.core.models import (
 )
 from strata_gui.core.progress import format_bytes
 from strata_gui.core.runtime import EMBEDDING, IMAGE, TEXT, EngineKind, kind_named
-from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import core_text, error_text
 from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color
 from strata_gui.ui.pages.base import Page
@@ -117,12 +117,40 @@ class ModelsPage(Page):
         layout.addWidget(self.offline_notice)
         layout.addWidget(self.tabs, 1)
         self.apply_offline()
-        unsubscribe = self.downloads.subscribe(self._on_download_event)
-        # A plain function (not a method of the dying page) stops the events when the page goes.
-        self.destroyed.connect(lambda *_: unsubscribe())
+        follow(self, self.downloads.events, self._on_download_event)
 
     # ------------------------------------------------------------------ browse tab
     def _build_browse(self) -> QWidget:
+        bar = self._build_search_bar()
+        left = self._build_results()
+        self._build_details()
+
+        split = QSplitter()
+        split.addWidget(left)
+        split.addWidget(self.detail_stack)
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        split.setChildrenCollapsible(False)
+
+        self.offline_notice = QFrame()
+        self.offline_notice.setObjectName("notice")
+        self.offline_notice.setProperty("level", "warning")
+        on = QHBoxLayout(self.offline_notice)
+        on.setContentsMargins(12, 8, 12, 8)
+        on_label = QLabel(self.tr("Offline mode is on: the hub is not contacted. Your library still works; "
+                                  "turn offline mode off in Settings to search and download."))
+        on_label.setWordWrap(True)
+        on.addWidget(on_label)
+
+        page = QWidget()
+        pl = QVBoxLayout(page)
+        pl.setContentsMargins(0, 12, 0, 0)
+        pl.addLayout(bar)
+        pl.addWidget(split, 1)
+        return page
+
+    def _build_search_bar(self) -> QHBoxLayout:
+        """The search field (searches as you type, after a pause), text or image models, and the order."""
         self.search_box = QLineEdit()
         self.search_box.setPlaceholderText(self.tr("Search GGUF models (e.g. qwen 7b instruct)"))
         self.search_box.setClearButtonEnabled(True)
@@ -146,7 +174,10 @@ class ModelsPage(Page):
         bar.addWidget(self.search_box, 1)
         bar.addWidget(self.kind_box)
         bar.addWidget(self.sort_box)
+        return bar
 
+    def _build_results(self) -> QWidget:
+        """The hits (more load as you scroll) or the empty state, and the status line under them."""
         self.results = QListWidget()
         self.results.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         # Hits are two-line widgets with dark text: a light selection keeps them readable.
@@ -164,7 +195,11 @@ class ModelsPage(Page):
         ll.setContentsMargins(0, 0, 0, 0)
         ll.addWidget(self.results_stack, 1)
         ll.addWidget(self.results_status)
+        return left
 
+    def _build_details(self) -> None:
+        """The picked model: its quants and whether they fit, Download, and its model card, in
+        :attr:`detail_stack` (an empty state until a model is picked)."""
         self.detail_title = QLabel()
         self.detail_title.setObjectName("sectionTitle")
         self.detail_title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -214,30 +249,6 @@ class ModelsPage(Page):
         self.detail_stack = QStackedWidget()
         self.detail_stack.addWidget(self.detail_empty)
         self.detail_stack.addWidget(detail_body)
-
-        split = QSplitter()
-        split.addWidget(left)
-        split.addWidget(self.detail_stack)
-        split.setStretchFactor(0, 2)
-        split.setStretchFactor(1, 3)
-        split.setChildrenCollapsible(False)
-
-        self.offline_notice = QFrame()
-        self.offline_notice.setObjectName("notice")
-        self.offline_notice.setProperty("level", "warning")
-        on = QHBoxLayout(self.offline_notice)
-        on.setContentsMargins(12, 8, 12, 8)
-        on_label = QLabel(self.tr("Offline mode is on: the hub is not contacted. Your library still works; "
-                                  "turn offline mode off in Settings to search and download."))
-        on_label.setWordWrap(True)
-        on.addWidget(on_label)
-
-        page = QWidget()
-        pl = QVBoxLayout(page)
-        pl.setContentsMargins(0, 12, 0, 0)
-        pl.addLayout(bar)
-        pl.addWidget(split, 1)
-        return page
 
     def apply_offline(self) -> None:
         """Show the offline notice and keep hub controls off while Settings.offline is set."""

@@ -7,8 +7,6 @@ while the page is visible.
 
 from __future__ import annotations
 
-import functools
-
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QHideEvent
 from PySide6.QtWidgets import (
@@ -37,7 +35,7 @@ from strata_gui.core.progress import format_bytes
 from strata_gui.core.remote import RemoteEndpoint, RemoteService
 from strata_gui.core.rpc import DEFAULT_RPC_PORT, RpcPool, WorkerStatus
 from strata_gui.core.serve import LoadedModel, ServeService
-from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle
+from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
 from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
@@ -117,12 +115,7 @@ class NetworkPage(Page):
         layout = QVBoxLayout(self)
         layout.addWidget(header)
         layout.addWidget(scroll, 1)
-        listener = self._on_api_request
-        serve.add_listener(listener)
-        self.destroyed.connect(functools.partial(serve.remove_listener, listener))
-
-    def _on_api_request(self, _request: object) -> None:
-        self.refresh_serve()
+        follow(self, serve.requests, lambda _request: self.refresh_serve())
 
     # -- remote engines ----------------------------------------------------------------------------
     def _build_remote(self) -> QFrame:
@@ -313,6 +306,26 @@ class NetworkPage(Page):
         row.addWidget(self.serve_button)
         layout.addLayout(row)
 
+        self._add_key_rows(layout)
+        self.serve_url = QLineEdit()
+        self.serve_url.setReadOnly(True)
+        url_row = QHBoxLayout()
+        url_row.addWidget(_label(self.tr("Address")))
+        url_row.addWidget(self.serve_url, 1)
+        layout.addLayout(url_row)
+        layout.addWidget(_label(self.tr("Try it from a terminal:"), "muted"))
+        self.curl = QPlainTextEdit()
+        self.curl.setReadOnly(True)
+        self.curl.setMaximumHeight(70)
+        layout.addWidget(self.curl)
+        self.serve_counts = _label("", "muted")
+        layout.addWidget(self.serve_counts)
+
+        self._add_loaded_models(layout)
+        return frame
+
+    def _add_key_rows(self, layout: QVBoxLayout) -> None:
+        """The API key's state and Generate new key; a new key with Copy, shown once."""
         key_row = QHBoxLayout()
         self.key_state = _label("", "muted")
         self.key_button = QPushButton(self.tr("Generate new key"))
@@ -333,20 +346,8 @@ class NetworkPage(Page):
         for w in (self.new_key, self.new_key_note, self.copy_key_button):
             w.hide()
 
-        self.serve_url = QLineEdit()
-        self.serve_url.setReadOnly(True)
-        url_row = QHBoxLayout()
-        url_row.addWidget(_label(self.tr("Address")))
-        url_row.addWidget(self.serve_url, 1)
-        layout.addLayout(url_row)
-        layout.addWidget(_label(self.tr("Try it from a terminal:"), "muted"))
-        self.curl = QPlainTextEdit()
-        self.curl.setReadOnly(True)
-        self.curl.setMaximumHeight(70)
-        layout.addWidget(self.curl)
-        self.serve_counts = _label("", "muted")
-        layout.addWidget(self.serve_counts)
-
+    def _add_loaded_models(self, layout: QVBoxLayout) -> None:
+        """The models the engines hold now, and Unload."""
         layout.addWidget(_label(self.tr("Loaded models"), "sectionTitle"))
         self.loaded_table = QTableWidget(0, 6)
         self.loaded_table.setHorizontalHeaderLabels([self.tr("Model"), self.tr("Engine"), self.tr("Memory"),
@@ -371,7 +372,6 @@ class NetworkPage(Page):
         layout.addWidget(self.loaded_table)
         layout.addLayout(unload_row)
         self._loaded: list[LoadedModel] = []
-        return frame
 
     def refresh_loaded(self) -> None:
         """The models the engines hold now, with memory, use and idle time (every second while shown)."""

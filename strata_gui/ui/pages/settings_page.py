@@ -28,6 +28,7 @@ from strata_gui.core.errors import StrataError
 from strata_gui.core.models import environment_endpoint
 from strata_gui.core.services import Services
 from strata_gui.core.settings import Settings, SettingsChange
+from strata_gui.ui.bridge import follow
 from strata_gui.ui.i18n import core_text, error_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
@@ -78,10 +79,42 @@ class SettingsPage(Page):
         self._open_path = open_path
         self._choose_folder = choose_folder
         self.page_title = self.tr("Settings")
-        unsubscribe = services.settings_service.subscribe(self._settings_changed)
-        # Stop listening when the page goes away (the service outlives every window).
-        self.destroyed.connect(lambda *_: unsubscribe())
+        # Stops listening when the page goes away (the service outlives every window).
+        follow(self, services.settings_service.events, self._settings_changed)
 
+        appearance = self._build_appearance_section()
+        network = self._build_network_section()
+        folders = self._build_folders_section()
+        hardware = self._build_hardware_section()
+        runtime = self._build_runtime_section()
+        buttons = self._build_buttons()
+
+        body = QWidget()
+        body_layout = QVBoxLayout(body)
+        body_layout.setContentsMargins(0, 0, 12, 0)
+        for title, form in ((self.tr("Appearance"), appearance), (self.tr("Network"), network),
+                            (self.tr("Folders"), folders), (self.tr("Hardware"), hardware),
+                            (self.tr("Engine defaults"), runtime)):
+            box = QGroupBox(title)
+            box.setLayout(form)
+            body_layout.addWidget(box)
+        body_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(body)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(PageHeader(self.tr("Settings"),
+                                    self.tr("Saved to %s") % services.paths.settings_file))
+        layout.addWidget(scroll, 1)
+        layout.addLayout(buttons)
+        self.load()
+
+    # -- sections (each builds its widgets and returns its form) --------------------------------------
+    def _build_appearance_section(self) -> QFormLayout:
+        """Theme, language and the first-run guide."""
         self.theme = QComboBox()
         for value, label in (("system", self.tr("Follow system")), ("light", self.tr("Light")),
                              ("dark", self.tr("Dark"))):
@@ -91,9 +124,22 @@ class SettingsPage(Page):
         for value, label in (("system", self.tr("Follow system")), ("en", "English"), ("zh_CN", "简体中文")):
             self.language.addItem(label, value)
 
+        appearance = QFormLayout()
+        appearance.addRow(self.tr("Theme"), self.theme)
+        appearance.addRow(self.tr("Language"), self.language)
+        self.run_guide_button = QPushButton(self.tr("Run the first-run guide again"))
+        self.run_guide_button.clicked.connect(self.run_guide_requested)
+        guide_row = QHBoxLayout()
+        guide_row.addWidget(self.run_guide_button)
+        guide_row.addStretch(1)
+        appearance.addRow(self.tr("Getting started"), guide_row)
+        return appearance
+
+    def _build_network_section(self) -> QFormLayout:
+        """Mirrors of the hub and GitHub, offline mode, and the model server at sign-in."""
         self.hub_endpoint = QLineEdit()
         # Empty means "not set": show what is used then (HF_ENDPOINT or the hub itself).
-        self.hub_endpoint.setPlaceholderText(environment_endpoint(services.environ)[0])
+        self.hub_endpoint.setPlaceholderText(environment_endpoint(self.services.environ)[0])
         self.github_api = QLineEdit()
         self.github_api.setPlaceholderText("https://api.github.com")
         self.github_download = QLineEdit()
@@ -104,9 +150,23 @@ class SettingsPage(Page):
         self.serve_at_login.setToolTip(self.tr(
             "Serves every model of your library to other apps (OpenAI, Ollama and Anthropic APIs) from "
             "sign-in on, loading each one when it is asked for. Turning it off removes the entry."))
-        self.serve_at_login.setVisible(start_at_login is not None)
+        self.serve_at_login.setVisible(self._start_at_login is not None)
         self.serve_at_login.toggled.connect(self._toggle_start_at_login)
 
+        network = QFormLayout()
+        network.addRow(self.tr("Hugging Face endpoint"), self.hub_endpoint)
+        network.addRow(self.tr("GitHub API"), self.github_api)
+        network.addRow(self.tr("GitHub downloads"), self.github_download)
+        network.addRow("", self.serve_at_login)
+        network.addRow("", self.offline)
+        hint = QLabel(self.tr("Use a mirror when the hub or GitHub cannot be reached from your network."))
+        hint.setObjectName("muted")
+        hint.setWordWrap(True)
+        network.addRow("", hint)
+        return network
+
+    def _build_folders_section(self) -> QFormLayout:
+        """Strata's own folders (each with Open) and the model folders."""
         self.model_dirs = QListWidget()
         self.model_dirs.setMaximumHeight(90)
         self.add_dir_button = QPushButton(self.tr("Add folder…"))
@@ -114,6 +174,33 @@ class SettingsPage(Page):
         self.remove_dir_button = QPushButton(self.tr("Remove"))
         self.remove_dir_button.clicked.connect(self._remove_model_dir)
 
+        folders = QFormLayout()
+        self.folder_labels: dict[str, QLabel] = {}
+        for key, label in (("config", self.tr("Settings")), ("data", self.tr("Data (engines, chats)")),
+                           ("cache", self.tr("Cache")), ("logs", self.tr("Logs"))):
+            path_label = QLabel()
+            path_label.setObjectName("muted")
+            path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            open_button = QPushButton(self.tr("Open"))
+            open_button.setObjectName(f"open-{key}")
+            open_button.clicked.connect(lambda _=False, k=key: self._open_folder(k))
+            row = QHBoxLayout()
+            row.addWidget(path_label, 1)
+            row.addWidget(open_button)
+            folders.addRow(label, row)
+            self.folder_labels[key] = path_label
+        dir_buttons = QHBoxLayout()
+        dir_buttons.addWidget(self.add_dir_button)
+        dir_buttons.addWidget(self.remove_dir_button)
+        dir_buttons.addStretch(1)
+        dirs_box = QVBoxLayout()
+        dirs_box.addWidget(self.model_dirs)
+        dirs_box.addLayout(dir_buttons)
+        folders.addRow(self.tr("Model folders"), dirs_box)
+        return folders
+
+    def _build_hardware_section(self) -> QFormLayout:
+        """The GPU target override and the memory limits."""
         self.gfx_override = QLineEdit()
         self.gfx_override.setPlaceholderText(self.tr("detected automatically, e.g. gfx1100"))
         self.memory_budget = QSpinBox()
@@ -125,6 +212,14 @@ class SettingsPage(Page):
         self.fallback_memory.setSuffix(" MiB")
         self.fallback_memory.setSpecialValueText(self.tr("use detected memory"))
 
+        hardware = QFormLayout()
+        hardware.addRow(self.tr("GPU target override"), self.gfx_override)
+        hardware.addRow(self.tr("Memory budget for models"), self.memory_budget)
+        hardware.addRow(self.tr("GPU memory if not detected"), self.fallback_memory)
+        return hardware
+
+    def _build_runtime_section(self) -> QFormLayout:
+        """The engine defaults: context, layers, threads, loading and unloading, updates."""
         self.context_size = QSpinBox()
         self.context_size.setRange(0, 1_048_576)
         self.context_size.setSingleStep(1024)
@@ -170,67 +265,6 @@ class SettingsPage(Page):
         self.update_channel.addItem(self.tr("Stable (the catalog's tested versions)"), "stable")
         self.update_channel.addItem(self.tr("Latest release"), "latest")
 
-        self.status = QLabel()
-        self.status.setObjectName("muted")
-        self.status.setWordWrap(True)
-        self.save_button = QPushButton(self.tr("Save"))
-        self.save_button.setDefault(True)
-        self.save_button.clicked.connect(self.save)
-        self.revert_button = QPushButton(self.tr("Revert"))
-        self.revert_button.clicked.connect(self.load)
-        self.defaults_button = QPushButton(self.tr("Restore defaults"))
-        self.defaults_button.clicked.connect(self.restore_defaults)
-        QShortcut(QKeySequence(QKeySequence.StandardKey.Save), self, self.save)
-
-        appearance = QFormLayout()
-        appearance.addRow(self.tr("Theme"), self.theme)
-        appearance.addRow(self.tr("Language"), self.language)
-        self.run_guide_button = QPushButton(self.tr("Run the first-run guide again"))
-        self.run_guide_button.clicked.connect(self.run_guide_requested)
-        guide_row = QHBoxLayout()
-        guide_row.addWidget(self.run_guide_button)
-        guide_row.addStretch(1)
-        appearance.addRow(self.tr("Getting started"), guide_row)
-        network = QFormLayout()
-        network.addRow(self.tr("Hugging Face endpoint"), self.hub_endpoint)
-        network.addRow(self.tr("GitHub API"), self.github_api)
-        network.addRow(self.tr("GitHub downloads"), self.github_download)
-        network.addRow("", self.serve_at_login)
-        network.addRow("", self.offline)
-        hint = QLabel(self.tr("Use a mirror when the hub or GitHub cannot be reached from your network."))
-        hint.setObjectName("muted")
-        hint.setWordWrap(True)
-        network.addRow("", hint)
-
-        folders = QFormLayout()
-        self.folder_labels: dict[str, QLabel] = {}
-        for key, label in (("config", self.tr("Settings")), ("data", self.tr("Data (engines, chats)")),
-                           ("cache", self.tr("Cache")), ("logs", self.tr("Logs"))):
-            path_label = QLabel()
-            path_label.setObjectName("muted")
-            path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            open_button = QPushButton(self.tr("Open"))
-            open_button.setObjectName(f"open-{key}")
-            open_button.clicked.connect(lambda _=False, k=key: self._open_folder(k))
-            row = QHBoxLayout()
-            row.addWidget(path_label, 1)
-            row.addWidget(open_button)
-            folders.addRow(label, row)
-            self.folder_labels[key] = path_label
-        dir_buttons = QHBoxLayout()
-        dir_buttons.addWidget(self.add_dir_button)
-        dir_buttons.addWidget(self.remove_dir_button)
-        dir_buttons.addStretch(1)
-        dirs_box = QVBoxLayout()
-        dirs_box.addWidget(self.model_dirs)
-        dirs_box.addLayout(dir_buttons)
-        folders.addRow(self.tr("Model folders"), dirs_box)
-
-        hardware = QFormLayout()
-        hardware.addRow(self.tr("GPU target override"), self.gfx_override)
-        hardware.addRow(self.tr("Memory budget for models"), self.memory_budget)
-        hardware.addRow(self.tr("GPU memory if not detected"), self.fallback_memory)
-
         runtime = QFormLayout()
         runtime.addRow(self.tr("Context size"), self.context_size)
         runtime.addRow(self.tr("GPU layers"), self.gpu_layers)
@@ -244,35 +278,28 @@ class SettingsPage(Page):
         runtime.addRow(self.tr("Memory for loaded models"), self.engine_memory)
         runtime.addRow(self.tr("Engine updates"), self.update_channel)
         runtime.addRow(self.tr("Slower update allowed by"), self.update_tolerance)
+        return runtime
 
-        body = QWidget()
-        body_layout = QVBoxLayout(body)
-        body_layout.setContentsMargins(0, 0, 12, 0)
-        for title, form in ((self.tr("Appearance"), appearance), (self.tr("Network"), network),
-                            (self.tr("Folders"), folders), (self.tr("Hardware"), hardware),
-                            (self.tr("Engine defaults"), runtime)):
-            box = QGroupBox(title)
-            box.setLayout(form)
-            body_layout.addWidget(box)
-        body_layout.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setWidget(body)
+    def _build_buttons(self) -> QHBoxLayout:
+        """The status line and Restore defaults / Revert / Save (Ctrl+S saves)."""
+        self.status = QLabel()
+        self.status.setObjectName("muted")
+        self.status.setWordWrap(True)
+        self.save_button = QPushButton(self.tr("Save"))
+        self.save_button.setDefault(True)
+        self.save_button.clicked.connect(self.save)
+        self.revert_button = QPushButton(self.tr("Revert"))
+        self.revert_button.clicked.connect(self.load)
+        self.defaults_button = QPushButton(self.tr("Restore defaults"))
+        self.defaults_button.clicked.connect(self.restore_defaults)
+        QShortcut(QKeySequence(QKeySequence.StandardKey.Save), self, self.save)
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.status, 1)
         buttons.addWidget(self.defaults_button)
         buttons.addWidget(self.revert_button)
         buttons.addWidget(self.save_button)
-
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(PageHeader(self.tr("Settings"),
-                                    self.tr("Saved to %s") % services.paths.settings_file))
-        layout.addWidget(scroll, 1)
-        layout.addLayout(buttons)
-        self.load()
+        return buttons
 
     # -- model <-> widgets ----------------------------------------------------------------------
     def load(self) -> None:
