@@ -33,13 +33,13 @@ from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import Benchmark
 from strata_gui.core.chat.service import ChatService, MessageUpdated
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
+from strata_gui.core.config.resources import kernels_dir
+from strata_gui.core.config.settings import Settings, SettingsService, SettingsStore
 from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.pool import EnginePool
-from strata_gui.core.resources import kernels_dir
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.supervisor import ServerSupervisor
-from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.chat_page import ChatPage
 from strata_gui.ui.pages.dashboard_page import DashboardPage

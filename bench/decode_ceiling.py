@@ -34,8 +34,8 @@ MODELS = {
 
 async def run(folder: Path, engine: Path, tokens: int, reps: int) -> None:
     from strata_gui.core.app_services import build_app_services
+    from strata_gui.core.config.services import build_services
     from strata_gui.core.runtime.client import SamplingParams
-    from strata_gui.core.services import build_services
 
     app = build_app_services(build_services())
     try:

@@ -33,10 +33,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from strata_gui.core.base.errors import EngineDownloadError
+from strata_gui.core.base.progress import no_progress
 from strata_gui.core.engines.download import download_file
-from strata_gui.core.errors import EngineDownloadError
-from strata_gui.core.progress import no_progress
-from strata_gui.core.transfer import network_client
+from strata_gui.core.net.transfer import network_client
 from tests.support.github_server import github_server
 
 SERVE = """

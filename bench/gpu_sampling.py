@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("STRATA_HOME", tempfile.mkdtemp(prefix="strata-bench-"))
 
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.gpu.service import build_gpu_service
-from strata_gui.core.resources import kernels_dir
 
 TREES = ROOT / "tests" / "data" / "gpu" / "linux"
 

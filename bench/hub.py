@@ -31,13 +31,13 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from strata_gui.core.base.progress import no_progress
 from strata_gui.core.models.downloads import DownloadJob
 from strata_gui.core.models.fit import GIB, MemoryTarget
 from strata_gui.core.models.hub_config import HubTokens, SavedHubToken
 from strata_gui.core.models.service import ModelService
-from strata_gui.core.progress import no_progress
+from strata_gui.core.net.transfer import network_client
 from strata_gui.core.remote.secrets import FileSecretStore
-from strata_gui.core.transfer import network_client
 
 SERVE = """
 import sys, time

@@ -32,9 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from strata_gui.core.app_services import build_app_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.images import ImageRequest, parse_size
 from strata_gui.core.runtime.kinds import IMAGE
-from strata_gui.core.services import build_services
 
 _GEN_RE = re.compile(r"generate_image completed in ([0-9.]+)s")
 

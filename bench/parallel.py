@@ -37,13 +37,13 @@ import httpx
 
 from strata_gui.core.chat.service import ChatService
 from strata_gui.core.chat.store import ConversationStore
+from strata_gui.core.config.settings import Settings, SettingsService, SettingsStore
 from strata_gui.core.pool import EnginePool
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.serve.service import ServeService
-from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 from tests.support.pool import library_router
 
 PROMPT = [{"role": "user", "content": "Write a short poem about the sea."}]

@@ -53,8 +53,8 @@ def history_text(words: int, salt: int) -> list[tuple[str, str]]:
 async def run(model: Path, engine: Path, history: int, typing: float, reps: int) -> None:
     from strata_gui.core.app_services import build_app_services
     from strata_gui.core.chat.events import MessageDelta
+    from strata_gui.core.config.services import build_services
     from strata_gui.core.runtime.client import SamplingParams
-    from strata_gui.core.services import build_services
 
     app = build_app_services(build_services())
     chat = app.chat

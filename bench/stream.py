@@ -57,12 +57,12 @@ from PySide6.QtWidgets import QApplication
 
 from strata_gui.core.chat.service import ChatService
 from strata_gui.core.chat.store import ConversationStore
+from strata_gui.core.config.settings import Settings, SettingsService, SettingsStore
 from strata_gui.core.pool import EnginePool
 from strata_gui.core.runtime.client import ChatClient, SamplingParams
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.supervisor import ServerSupervisor
-from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
 from strata_gui.ui.pages.chat_page import ChatPage

@@ -17,7 +17,7 @@ lrelease="${PYSIDE6_LRELEASE:-$([ -x "$bin/pyside6-lrelease" ] && echo "$bin/pys
 out="resources/translations"
 mkdir -p "$out"
 
-# The UI, and the core files whose sentences are marked for translation (core/texts.py).
+# The UI, and the core files whose sentences are marked for translation (core/base/texts.py).
 mapfile -t sources < <(find strata_gui/ui -name '*.py' | LC_ALL=C sort; echo strata_gui/app.py;
                        grep -rl --include='*.py' 'QT_TRANSLATE_NOOP(' strata_gui/core | grep -v '/texts.py$' | LC_ALL=C sort)
 for lang in zh_CN; do

@@ -26,10 +26,9 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from strata_gui import APP_NAME, ORG_NAME, __version__
-from strata_gui.core.errors import StrataError, describe
-from strata_gui.core.logging_setup import close_logging, configure_logging, keep_early_records
-from strata_gui.core.resources import resources_dir
-from strata_gui.core.services import Services, build_services
+from strata_gui.core.base import StrataError, describe
+from strata_gui.core.config import Services, build_services, resources_dir
+from strata_gui.core.platform import close_logging, configure_logging, keep_early_records
 from strata_gui.ui.i18n import core_text, install_language
 from strata_gui.ui.main_window import MainWindow
 from strata_gui.ui.theme import apply_first_theme, apply_theme, remembered_dark, settle_theme
@@ -40,11 +39,10 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     from PySide6.QtWidgets import QFileDialog, QWidget
 
     from strata_gui.core.app_services import AppServices
-    from strata_gui.core.instance import ActivationServer, InstanceLock
     from strata_gui.core.models import StarterModel
+    from strata_gui.core.platform import ActivationServer, InstanceLock, WarmSlot
     from strata_gui.core.rpc import RpcDevice
     from strata_gui.core.serve import HandedOver, ServeService
-    from strata_gui.core.warm import WarmSlot
     from strata_gui.ui.bridge import AsyncBridge, TaskHandle
     from strata_gui.ui.dialogs import ErrorDialog
     from strata_gui.ui.first_run import FirstRunGuide
@@ -515,8 +513,8 @@ def open_first_run(ui: AppUi, starters: list[StarterModel] | None = None) -> Fir
 
     ``starters`` replaces the shipped starter list (tests point it at a loopback hub).
     """
+    from strata_gui.core.config import kernels_dir
     from strata_gui.core.models import STARTERS_FILE, load_starters
-    from strata_gui.core.resources import kernels_dir
     from strata_gui.ui.first_run import FirstRunGuide
 
     window, services, bridge, hooks, pages = ui.window, ui.services, ui.bridge, ui.hooks, ui.pages
@@ -625,7 +623,7 @@ async def run_self_test(window: MainWindow, bridge: AsyncBridge, *, dwell: float
     """Visit every page, let each load, and fail on any error shown. Returns problems found."""
     import asyncio
 
-    from strata_gui.core.errors import InternalError
+    from strata_gui.core.base import InternalError
 
     problems: list[str] = []
     errors_before = len(window.errors_shown)
@@ -721,9 +719,9 @@ def bring_to_front(window: QWidget) -> None:
 
 async def answer_second_launches(window: QWidget, address_file: Path) -> ActivationServer | None:
     """Listen for a second launch of Strata, which asks this app to show its window (see
-    :mod:`strata_gui.core.instance`). None when no loopback port can be had: the second launch
+    :mod:`strata_gui.core.platform.instance`). None when no loopback port can be had: the second launch
     then says the app did not answer."""
-    from strata_gui.core.instance import SHOW, ActivationServer
+    from strata_gui.core.platform import SHOW, ActivationServer
 
     def act(action: str) -> None:
         if action == SHOW:

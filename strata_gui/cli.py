@@ -15,13 +15,12 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from strata_gui import __version__
-from strata_gui.core.errors import StrataError, describe
-from strata_gui.core.logging_setup import close_logging, configure_logging, redact
-from strata_gui.core.services import Services, build_services
+from strata_gui.core.base import StrataError, describe
+from strata_gui.core.config import Services, build_services
+from strata_gui.core.platform import close_logging, configure_logging, redact
 
 if TYPE_CHECKING:
-    from strata_gui.core.instance import InstanceLock
-    from strata_gui.core.warm import WarmSlot
+    from strata_gui.core.platform import InstanceLock, WarmSlot
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +108,9 @@ def _chat_model(args: Sequence[str]) -> str | None:
 
 def _early_engine(args: Sequence[str], command: str | None) -> WarmSlot:
     """Launch the chat's remembered engine now, while Python imports the core (see
-    :mod:`strata_gui.core.warm`): for the app (with the model chosen last and the
+    :mod:`strata_gui.core.platform.warm`): for the app (with the model chosen last and the
     setting on) and a plain `strata chat` of that model. An empty slot otherwise."""
-    from strata_gui.core.warm import WarmSlot, prelaunch
+    from strata_gui.core.platform import WarmSlot, prelaunch
 
     if command == "":
         if "--self-test" in args or "--exit-when-shown" in args:
@@ -228,11 +227,11 @@ _NOT_THE_APP = frozenset({"--self-test", "--exit-when-shown", "-h", "--help", "-
 def _claim_app(args: Sequence[str]) -> tuple[InstanceLock | None, int | None]:
     """For the GUI: this process's one-app lock, or the exit code of a second launch that showed
     (or could not reach) the running app's window. Checked before anything loads: a second launch
-    never launches an engine (see :mod:`strata_gui.core.instance`)."""
+    never launches an engine (see :mod:`strata_gui.core.platform.instance`)."""
     if _NOT_THE_APP.intersection(args):
         return None, None
-    from strata_gui.core.instance import claim_or_ask, unanswered_text
-    from strata_gui.core.paths import AppPaths
+    from strata_gui.core.config import AppPaths
+    from strata_gui.core.platform import claim_or_ask, unanswered_text
 
     paths = AppPaths.from_environment()
     claim = claim_or_ask(paths.instance_lock_file, paths.instance_address_file)

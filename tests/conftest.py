@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from strata_gui.core.events import LISTENER_LOGGER
+from strata_gui.core.base.events import LISTENER_LOGGER
 from tests.support import engines as engine_support
 from tests.support import gguf_model
 
@@ -123,7 +123,7 @@ def _no_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 class ListenerErrors(logging.Handler):
-    """Collects the ERROR records of the listener helper (``strata_gui.core.events.emit``)."""
+    """Collects the ERROR records of the listener helper (``strata_gui.core.base.events.emit``)."""
 
     def __init__(self) -> None:
         super().__init__(level=logging.ERROR)

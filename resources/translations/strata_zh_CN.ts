@@ -785,12 +785,44 @@ Last reply: this computer ({1})</source>
         <translation>Strata 正在关闭其引擎。</translation>
     </message>
     <message>
+        <source>Waited {seconds:.0f} s: {reason}</source>
+        <translation>已等待 {seconds:.0f} 秒：{reason}</translation>
+    </message>
+    <message>
+        <source>the engine is still loading.</source>
+        <translation>引擎仍在加载。</translation>
+    </message>
+    <message>
         <source>Try again in a minute.</source>
         <translation>请一分钟后再试。</translation>
     </message>
     <message>
+        <source>{model} is being unloaded; it loads again once it has stopped.</source>
+        <translation>正在卸载 {model}；停止后会重新加载。</translation>
+    </message>
+    <message>
+        <source>Waiting for the {users} to finish with {model}</source>
+        <translation>正在等待 {users} 用完 {model}</translation>
+    </message>
+    <message>
+        <source>Waiting: 1 request ahead for {model}</source>
+        <translation>等待中：{model} 前面还有 1 个请求</translation>
+    </message>
+    <message>
+        <source>Waiting: {n} requests ahead for {model}</source>
+        <translation>等待中：{model} 前面还有 {n} 个请求</translation>
+    </message>
+    <message>
         <source>Try again when the current request is done.</source>
         <translation>请在当前请求完成后再试。</translation>
+    </message>
+    <message>
+        <source>Waiting for the {user} to finish</source>
+        <translation>正在等待 {user} 完成</translation>
+    </message>
+    <message>
+        <source>Waiting for the {users} to finish</source>
+        <translation>正在等待 {users} 完成</translation>
     </message>
     <message>
         <source>a start</source>
@@ -801,8 +833,20 @@ Last reply: this computer ({1})</source>
         <translation>{model} 已用其他设置加载，正被 {users} 使用；用完后会重新加载。</translation>
     </message>
     <message>
+        <source>Making room for {model}</source>
+        <translation>正在为 {model} 腾出空间</translation>
+    </message>
+    <message>
+        <source>Waiting: a request for {model} goes first</source>
+        <translation>等待中：{model} 的请求优先</translation>
+    </message>
+    <message>
         <source>another start</source>
         <translation>另一次启动</translation>
+    </message>
+    <message>
+        <source>a request that waits</source>
+        <translation>一个等待中的请求</translation>
     </message>
     <message>
         <source>Waiting for memory: {engine} needs about {need} and the engines in use by the {users} hold {used} of {budget}.</source>
@@ -1333,8 +1377,8 @@ Last reply: this computer ({1})</source>
         <translation>量化的 V 缓存需要 flash attention：请将 flash attention 设为 on 或 auto。</translation>
     </message>
     <message>
-        <source>Batch sizes and threads cannot be negative, and there is at least one slot.</source>
-        <translation>批大小和线程数不能为负数，且至少要有一个槽位。</translation>
+        <source>Batch sizes, threads and parallel requests cannot be negative.</source>
+        <translation>批大小、线程数和并行请求数不能为负数。</translation>
     </message>
     <message>
         <source>The micro-batch cannot be larger than the batch.</source>
@@ -1997,10 +2041,6 @@ Last reply: this computer ({1})</source>
         <translation>Strata 正在本机试用引擎更新 {tag}（最多几分钟）；完成后聊天会继续。</translation>
     </message>
     <message>
-        <source>Waiting for the reply being written to finish</source>
-        <translation>正在等待当前回复写完</translation>
-    </message>
-    <message>
         <source>Measuring {tag} with {model}</source>
         <translation>正在用 {model} 测量 {tag}</translation>
     </message>
@@ -2517,10 +2557,6 @@ Last reply: this computer ({1})</source>
         <translation>请重试；引擎日志中有详细信息。</translation>
     </message>
     <message>
-        <source>The GGUF header of {file} ends before its data.</source>
-        <translation>{file} 的 GGUF 文件头在其数据之前就结束了。</translation>
-    </message>
-    <message>
         <source>Download the file again.</source>
         <translation>请重新下载该文件。</translation>
     </message>
@@ -2547,14 +2583,6 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Resume it on the Models page; it continues where it stopped.</source>
         <translation>请在“模型”页面继续下载；它会从中断处接着下载。</translation>
-    </message>
-    <message>
-        <source>Cannot read {file}: {reason}.</source>
-        <translation>无法读取 {file}：{reason}。</translation>
-    </message>
-    <message>
-        <source>Choose a complete .gguf file.</source>
-        <translation>请选择一个完整的 .gguf 文件。</translation>
     </message>
     <message>
         <source>{file} has no vocabulary.</source>
@@ -2603,10 +2631,6 @@ Last reply: this computer ({1})</source>
     <message>
         <source>{file} is not a GGUF file (it starts with {magic}, not b&apos;GGUF&apos;).</source>
         <translation>{file} 不是 GGUF 文件（它以 {magic} 开头，而不是 b&apos;GGUF&apos;）。</translation>
-    </message>
-    <message>
-        <source>{file} is damaged or incomplete: {reason}</source>
-        <translation>{file} 已损坏或不完整：{reason}</translation>
     </message>
     <message>
         <source>{file} is incomplete: {size} bytes of the {required} its header describes.</source>
@@ -2711,10 +2735,6 @@ Last reply: this computer ({1})</source>
     <message>
         <source>The hub at {endpoint} sent an unexpected search answer.</source>
         <translation>位于 {endpoint} 的 Hugging Face 返回了意外的搜索结果。</translation>
-    </message>
-    <message>
-        <source>The hub at {endpoint} described the files of {repo} in a way Strata cannot read.</source>
-        <translation>位于 {endpoint} 的 Hugging Face 对 {repo} 文件的描述方式 Strata 无法读取。</translation>
     </message>
     <message>
         <source>The hub at {endpoint} sent something that is not a model&apos;s details for {repo}.</source>

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from strata_gui.core.settings import MAX_CONTEXT, MAX_PORT, RANGES
+from strata_gui.core.config import MAX_CONTEXT, MAX_PORT, RANGES
 
 
 def int_in(low: int, high: int) -> Callable[[str], int]:

@@ -10,10 +10,9 @@ from pathlib import Path
 from strata_gui.commands import load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
+from strata_gui.core.base import Progress, StrataError
 from strata_gui.core.bench import DEFAULT_DEPTH, BenchConfig
-from strata_gui.core.errors import StrataError
 from strata_gui.core.images import parse_size
-from strata_gui.core.progress import Progress
 from strata_gui.core.runtime import IMAGE, EngineSpec
 
 

@@ -20,9 +20,8 @@ from pathlib import Path
 from strata_gui.commands import chat_session, load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.blocking import run_blocking
+from strata_gui.core.base import ChatError, ChatFormatError, run_blocking
 from strata_gui.core.chat import ChatEvent, ChatImage, EngineStatus, Notice
-from strata_gui.core.errors import ChatError, ChatFormatError
 from strata_gui.core.runtime import SamplingParams
 
 

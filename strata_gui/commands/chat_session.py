@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from strata_gui.core.blocking import run_blocking
+from strata_gui.core.base import ChatError, run_blocking
 from strata_gui.core.chat import (
     OUTPUT_SCHEMA,
     TOOL_RUNNING,
@@ -47,7 +47,6 @@ from strata_gui.core.chat import (
     ThinkingSettings,
     ToolApproval,
 )
-from strata_gui.core.errors import ChatError
 from strata_gui.core.tools import Decision, McpHost, MemoryApprovals, ToolPolicy, load_mcp_config
 
 THINK_CHOICES = ("on", "off", "low", "medium", "high")

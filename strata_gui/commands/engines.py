@@ -16,9 +16,8 @@ from typing import Any
 
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
+from strata_gui.core.base import EngineError, Progress
 from strata_gui.core.engines import EngineService, GpuTarget, InstalledEngine, Release, load_releases_file
-from strata_gui.core.errors import EngineError
-from strata_gui.core.progress import Progress
 from strata_gui.core.runtime import IMAGE, TEXT, EngineKind
 
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.errors import GpuDetectionError
+from strata_gui.core.base import GpuDetectionError
 from strata_gui.core.gpu import GpuReport, GpuSample, fmt_opt_bytes, fmt_sample_value
 
 

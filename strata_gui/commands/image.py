@@ -17,9 +17,7 @@ import sys
 from pathlib import Path
 
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import ImageError
-from strata_gui.core.files import NotRegularFileError, check_regular
+from strata_gui.core.base import ImageError, run_blocking
 from strata_gui.core.images import (
     ImageEvent,
     ImageNotice,
@@ -28,6 +26,7 @@ from strata_gui.core.images import (
     parse_size,
     read_settings,
 )
+from strata_gui.core.platform import NotRegularFileError, check_regular
 from strata_gui.core.runtime import IMAGE
 
 

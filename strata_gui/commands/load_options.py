@@ -30,7 +30,8 @@ def add_arguments(p: argparse.ArgumentParser, *, ctx: bool = True) -> None:
     g.add_argument("--ubatch-size", type=arg_types.BATCH, default=None, metavar="N", help="physical (micro) batch size")
     g.add_argument("--threads", type=arg_types.THREADS, default=None, metavar="N", help="CPU threads")
     g.add_argument("--no-mmap", action="store_true", help="read the model into memory instead of mapping it")
-    g.add_argument("--parallel", type=arg_types.PARALLEL, default=None, metavar="N", help="server slots")
+    g.add_argument("--parallel", type=arg_types.PARALLEL, default=None, metavar="N",
+                   help="requests the engine serves at once (0: as many as fit, at most 4)")
     g.add_argument("--model-draft", type=Path, default=None, metavar="FILE",
                    help="draft model for speculative decoding (same vocabulary as the model)")
     g.add_argument("--draft-max", type=arg_types.DRAFT, default=None, metavar="N", help="most tokens drafted per step")

@@ -14,8 +14,7 @@ from typing import Any
 
 from strata_gui.commands import arg_types, load_options
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import ModelError
+from strata_gui.core.base import ModelError, Progress, format_bytes, run_blocking
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.models import (
     SORTS,
@@ -33,7 +32,6 @@ from strata_gui.core.models import (
     format_params,
     metadata_summary,
 )
-from strata_gui.core.progress import Progress, format_bytes
 from strata_gui.core.runtime import IMAGE, TEXT
 
 

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.platform_check import hold_child, hold_lock, run_checks
+from strata_gui.core.diagnostics import hold_child, hold_lock, run_checks
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

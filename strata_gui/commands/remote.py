@@ -14,8 +14,8 @@ import sys
 
 from strata_gui.commands import chat_session
 from strata_gui.core.app_services import AppServices
+from strata_gui.core.base import ChatError
 from strata_gui.core.chat import Notice
-from strata_gui.core.errors import ChatError
 from strata_gui.core.remote import RemoteService, describe
 from strata_gui.core.runtime import SamplingParams
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.system import collect_system_info
+from strata_gui.core.diagnostics import collect_system_info
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -3,7 +3,7 @@
 Both faces use it: ``app.py`` (the GUI) and every ``strata`` command build exactly this, so they
 make the same decisions. Each decision has one owner inside: which engine runs belongs to the
 :class:`~strata_gui.core.engines.resolver.EngineResolver`; what a setting is, to the
-:class:`~strata_gui.core.settings.SettingsService`; the GPU facts, to the GPU service. The engine pool
+:class:`~strata_gui.core.config.settings.SettingsService`; the GPU facts, to the GPU service. The engine pool
 is the only owner of running engines. This module only connects them; it holds no policy of its own.
 """
 
@@ -21,36 +21,36 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import StrataError
+from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, joined
 from strata_gui.core.bench.store import ImageRun, MetricsStore
-from strata_gui.core.blocking import run_blocking
 from strata_gui.core.chat.service import ChatEvent, ChatService, ChatTools, MessageUpdated
 from strata_gui.core.chat.store import COMPLETE, FORMAT_FAILED, STOPPED, ConversationStore
+from strata_gui.core.config.resources import kernels_dir
+from strata_gui.core.config.services import Services
+from strata_gui.core.config.settings import SettingsService
 from strata_gui.core.engines.catalog import load_catalog
 from strata_gui.core.engines.resolver import EngineResolver, Resolution
 from strata_gui.core.engines.service import EngineService, create_engine_service
-from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.gpu.service import GpuService, build_gpu_service
 from strata_gui.core.models.facts import ModelFacts
 from strata_gui.core.models.load_options import LoadOptionsService
+from strata_gui.core.net.transfer import loopback_client, network_client, tls_context
+from strata_gui.core.platform.storage import DatabaseLockedError
+from strata_gui.core.platform.warm import forget as warm_forget
 from strata_gui.core.pool import EnginePool, EngineStateChanged, PoolEvent, memory_group
 from strata_gui.core.pool.memory import FitTarget, PoolMemory
-from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
-from strata_gui.core.resources import kernels_dir
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import TEXT, EngineKind
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.supervisor import ServerSupervisor
-from strata_gui.core.services import Services
-from strata_gui.core.settings import SettingsService
-from strata_gui.core.storage import DatabaseLockedError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, joined
-from strata_gui.core.transfer import loopback_client, network_client, tls_context
-from strata_gui.core.warm import forget as warm_forget
 
 if TYPE_CHECKING:  # built on first use (see AppServices): their modules load then, not at start-up
     from strata_gui.core.bench.service import DashboardService, ImageBenchmarkRunner
@@ -166,7 +166,7 @@ class AppServices:
 
     def _remember_warm_start(self, event: PoolEvent) -> None:
         """The chat's engine is ready: remember its launch, so the next start launches it early
-        (see :mod:`strata_gui.core.warm`); one that failed to load is forgotten."""
+        (see :mod:`strata_gui.core.platform.warm`); one that failed to load is forgotten."""
         if not isinstance(event, EngineStateChanged) or event.engine.started_by != "chat" \
                 or event.engine.spec.kind is not TEXT:
             return

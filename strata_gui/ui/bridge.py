@@ -3,7 +3,7 @@
 The app runs a qasync event loop, so core coroutines run on the GUI thread's loop and blocking
 work goes to executors inside the core. :class:`AsyncBridge.run` starts a coroutine and returns
 a :class:`TaskHandle` whose Qt signals carry progress, the result, or the error. Errors are
-translated to :class:`~strata_gui.core.errors.StrataError` and, unless the caller handles them,
+translated to :class:`~strata_gui.core.base.errors.StrataError` and, unless the caller handles them,
 reported once through :attr:`AsyncBridge.error_occurred` — the single place the main window
 shows errors from.
 """
@@ -17,9 +17,7 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
-from strata_gui.core.errors import StrataError, describe
-from strata_gui.core.events import Listeners
-from strata_gui.core.progress import Progress, ProgressCallback
+from strata_gui.core.base import Listeners, Progress, ProgressCallback, StrataError, describe
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.errors import StrataError
+from strata_gui.core.base import StrataError
 from strata_gui.ui.i18n import core_text
 
-# The error tree's titles (core/errors.py), listed so lupdate collects them for ErrorDialog.
+# The error tree's titles (core/base/errors.py), listed so lupdate collects them for ErrorDialog.
 _TITLES = (
     QT_TRANSLATE_NOOP("ErrorDialog", "Something went wrong"),
     QT_TRANSLATE_NOOP("ErrorDialog", "Settings problem"),

@@ -33,11 +33,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import ModelError, Progress, ProgressCallback, StrataError, format_bytes
 from strata_gui.core.engines import EnginePlan, EngineResolver, EngineService, InstalledEngine, SetupOutcome
-from strata_gui.core.errors import ModelError, StrataError
 from strata_gui.core.gpu import GpuReport, GpuService
 from strata_gui.core.models import ModelService, StarterFit, StarterModel, Verdict, judge_starters, recommend
-from strata_gui.core.progress import Progress, ProgressCallback, format_bytes
 from strata_gui.core.runtime import Backend, backend_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.i18n import core_text, error_text

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
 
-from strata_gui.core.resources import resources_dir
+from strata_gui.core.config import resources_dir
 
 if TYPE_CHECKING:
-    from strata_gui.core.errors import StrataError
+    from strata_gui.core.base import StrataError
 
 log = logging.getLogger(__name__)
 
@@ -152,11 +152,11 @@ def error_line(error: StrataError) -> str:
 def core_text(text: str) -> str:
     """A sentence from the core in the installed language.
 
-    A :class:`~strata_gui.core.texts.Text` is looked up by its template and filled with its
+    A :class:`~strata_gui.core.base.texts.Text` is looked up by its template and filled with its
     arguments (themselves translated when they are texts); a plain sentence is looked up whole;
     what the catalogue lacks stays English.
     """
-    from strata_gui.core.texts import CONTEXT, Text
+    from strata_gui.core.base import CONTEXT, Text
 
     if isinstance(text, Text):
         template = QCoreApplication.translate(CONTEXT, text.template)

@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import ProgressCallback
 from strata_gui.core.bench import DashboardService, ImageEngineStats
-from strata_gui.core.progress import ProgressCallback
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.charts import BarChart, copy_chart_image
 from strata_gui.ui.widgets import ProgressPanel

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui import APP_NAME
-from strata_gui.core.errors import StrataError
+from strata_gui.core.base import StrataError
 from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import NoticeBanner, guard_wheel

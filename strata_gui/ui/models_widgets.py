@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import Progress, format_bytes
 from strata_gui.core.models import (
     DownloadJob,
     DownloadState,
@@ -22,7 +23,6 @@ from strata_gui.core.models import (
     Verdict,
     format_params,
 )
-from strata_gui.core.progress import Progress, format_bytes
 from strata_gui.ui.i18n import core_text
 
 VERDICT_COLORS = {

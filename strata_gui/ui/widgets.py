@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.progress import Progress
+from strata_gui.core.base import Progress
 from strata_gui.ui.i18n import core_text
 
 if TYPE_CHECKING:

@@ -10,12 +10,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from strata_gui.core.base.errors import StrataError
+from strata_gui.core.base.progress import Progress
 from strata_gui.core.bench.choice import recommend
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import BenchConfig, Benchmark
-from strata_gui.core.errors import StrataError
 from strata_gui.core.pool import EnginePool
-from strata_gui.core.progress import Progress
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.supervisor import ServerSettings, ServerSupervisor
 from tests.support.engines import TestEngines

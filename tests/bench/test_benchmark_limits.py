@@ -12,8 +12,8 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.cli import main
 from strata_gui.core.app_services import build_app_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.models.bandwidth import read_token_bytes
-from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.dashboard_page import DashboardPage
 from tests.gpu.conftest import DATA

@@ -26,12 +26,12 @@ from strata_gui.core.bench.store import BenchResult, MetricsStore
 from strata_gui.core.bench.workload import Benchmark
 from strata_gui.core.chat.service import EngineSwitchOffer
 from strata_gui.core.chat.store import COMPLETE
+from strata_gui.core.config.services import build_services
 from strata_gui.core.pool import EnginePool
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.supervisor import ServerSettings, ServerState, ServerSupervisor
-from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.dashboard_page import DashboardPage
 from tests.support.engines import TestEngines

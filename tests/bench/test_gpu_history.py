@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.gpu.history import GpuTelemetry
 from strata_gui.core.gpu.service import build_gpu_service
-from strata_gui.core.resources import kernels_dir
 
 TREES = Path(__file__).resolve().parents[1] / "data" / "gpu" / "linux"
 

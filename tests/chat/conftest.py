@@ -11,7 +11,7 @@ import httpx
 
 from strata_gui.core.chat.service import ChatEvent, ChatService
 from strata_gui.core.chat.store import ConversationStore
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.engine import EngineSpec
 from tests.support.poll import until  # noqa: F401 (the chat tests' import of it)
 from tests.support.pool import real_pool

@@ -18,7 +18,7 @@ from strata_gui.core.chat.service import (
     MessageUpdated,
 )
 from strata_gui.core.chat.store import COMPLETE, STOPPED, STREAMING, ConversationStore, Message
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.markdown import split_segments

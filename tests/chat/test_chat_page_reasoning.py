@@ -25,8 +25,8 @@ from strata_gui.core.chat import (
     StructuredOutput,
     ThinkingSettings,
 )
+from strata_gui.core.config.services import build_services
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.services import build_services
 from strata_gui.core.tools import Decision, McpServerConfig, parse_mcp_servers
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget

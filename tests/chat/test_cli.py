@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.errors import ChatError
+from strata_gui.core.base.errors import ChatError
 from tests.support import engines as _engines
 
 Engines = _engines.TestEngines

@@ -13,10 +13,10 @@ import pytest
 
 from strata_gui.core.app_services import build_app_services
 from strata_gui.core.chat.store import COMPLETE
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.config.services import build_services
 from strata_gui.core.models.bandwidth import read_token_bytes
-from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.services import build_services
 from tests.gpu.conftest import DATA
 from tests.support.engines import TestEngines
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from strata_gui.core.base.errors import ChatError, ServerError
 from strata_gui.core.chat.service import ChatService, EngineStatus, MessageAdded, MessageDelta, Notice
 from strata_gui.core.chat.store import COMPLETE, INTERRUPTED, STOPPED, ConversationStore
-from strata_gui.core.errors import ChatError, ServerError
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.supervisor import ServerState
 from tests.chat.conftest import run_with_service, until
@@ -368,8 +368,8 @@ def test_a_reply_that_cannot_be_saved_still_ends_on_screen_and_says_why(test_eng
     ended, and the error says it could not be saved."""
     import sqlite3
 
+    from strata_gui.core.base.errors import StorageError
     from strata_gui.core.chat.service import MessageUpdated
-    from strata_gui.core.errors import StorageError
 
     async def body(svc: ChatService, events: list) -> None:  # type: ignore[type-arg]
         conv = svc.new_conversation()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from strata_gui.core.base.errors import StorageError
 from strata_gui.core.chat.store import (
     COMPLETE,
     INTERRUPTED,
@@ -15,8 +16,7 @@ from strata_gui.core.chat.store import (
     STREAMING,
     ConversationStore,
 )
-from strata_gui.core.errors import StorageError
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
 
 
@@ -184,8 +184,8 @@ def test_a_version_3_database_gains_images(db_path: Path) -> None:
 
 
 def test_only_images_the_engine_reads_are_accepted(tmp_path: Path) -> None:
+    from strata_gui.core.base.errors import ChatError
     from strata_gui.core.chat.images import ChatImage
-    from strata_gui.core.errors import ChatError
     from tests.support.images import write_png
 
     image = ChatImage.from_file(write_png(tmp_path / "a.png"))
@@ -340,8 +340,8 @@ def test_damaged_values_read_as_defaults(db_path: Path) -> None:
 
 
 def test_an_invalid_schema_is_a_chat_error_when_the_request_is_built() -> None:
+    from strata_gui.core.base.errors import ChatError
     from strata_gui.core.chat.store import OUTPUT_SCHEMA, StructuredOutput
-    from strata_gui.core.errors import ChatError
 
     with pytest.raises(ChatError, match="not valid JSON"):
         StructuredOutput(OUTPUT_SCHEMA, "{type: object}").response_format()

@@ -18,7 +18,7 @@ from strata_gui.core.chat.service import (
     MessageDelta,
 )
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.client import ChatClient, ChatReply
 from strata_gui.ui.chat.markdown import Segment, plain_extension
 from strata_gui.ui.chat.message_widget import TextBlock

@@ -187,8 +187,8 @@ def test_every_template_through_the_apps_chat(zoo_model: ZooCase, test_engines: 
     A template random text cannot satisfy gets the plain-words format message, not an engine error."""
     from strata_gui.core.app_services import build_app_services
     from strata_gui.core.chat import COMPLETE, FORMAT_FAILED, STOPPED, MessageDelta
+    from strata_gui.core.config.services import build_services
     from strata_gui.core.runtime.client import SamplingParams
-    from strata_gui.core.services import build_services
     from strata_gui.ui.bridge import AsyncBridge
     from strata_gui.ui.pages.chat_page import ChatPage
     from tests.runtime.conftest import cpu_spec

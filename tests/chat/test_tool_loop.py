@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from strata_gui.core.base.errors import ChatFormatError
 from strata_gui.core.chat.service import (
     ChatEvent,
     ChatService,
@@ -44,8 +45,7 @@ from strata_gui.core.chat.store import (
     ThinkingSettings,
     ToolCallRecord,
 )
-from strata_gui.core.errors import ChatFormatError
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.client import ChatClient, ChatReply
 from strata_gui.core.tools import Decision, McpHost, MemoryApprovals, ToolPolicy, parse_mcp_servers
 from tests.support.mcp_servers import stdio_entry

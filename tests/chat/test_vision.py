@@ -16,9 +16,9 @@ from pytestqt.qtbot import QtBot
 from strata_gui.app import AppUi, UiHooks, compose
 from strata_gui.cli import run_command
 from strata_gui.core.app_services import AppServices, build_app_services
-from strata_gui.core.errors import ChatError
+from strata_gui.core.base.errors import ChatError
+from strata_gui.core.config.services import build_services
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from tests.support.engines import TestEngines
 from tests.support.gguf_model import ProjectorSpec

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from strata_gui.core.config.settings import Settings, SettingsService, SettingsStore
 from strata_gui.core.engines import EngineService, ReleaseClient, load_catalog
-from strata_gui.core.settings import Settings, SettingsService, SettingsStore
 from tests.support.engines import TestEngines
 from tests.support.github_server import GitHubServer, github_server
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from strata_gui.core.base.errors import EngineInstallError, TuningTableError, UnsafeArchiveError
+from strata_gui.core.config.settings import Settings
 from strata_gui.core.engines import GpuTarget, InstalledEngine, launch_environment, validate_tuning_table
 from strata_gui.core.engines.archive import safe_extract
 from strata_gui.core.engines.probe import ProcessRun, judge, parse_list_devices, probe_engine
 from strata_gui.core.engines.records import TuningRef
 from strata_gui.core.engines.tuning import check_tuning_table
-from strata_gui.core.errors import EngineInstallError, TuningTableError, UnsafeArchiveError
-from strata_gui.core.settings import Settings
 from tests.engines.conftest import UPSTREAM, Harness, _tar_add, _tar_link, _zip_add, _zip_symlink
 from tests.support.engines import TestEngines
 from tests.support.github_server import GitHubServer

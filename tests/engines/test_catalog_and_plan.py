@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
+from strata_gui.core.base.errors import EngineCatalogError
 from strata_gui.core.engines import GpuTarget, load_catalog, parse_catalog, plan_engines
 from strata_gui.core.engines.releases import load_releases_file
-from strata_gui.core.errors import EngineCatalogError
 
 DATA = Path(__file__).parents[1] / "data" / "engines"
 
 
 @pytest.fixture(scope="module")
 def catalog_raw() -> dict[str, Any]:
-    from strata_gui.core.resources import kernels_dir
+    from strata_gui.core.config.resources import kernels_dir
 
     return json.loads((kernels_dir() / "catalog.json").read_text())
 

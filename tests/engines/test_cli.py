@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.services import Services, build_services
+from strata_gui.core.config.services import Services, build_services
 from tests.engines.test_archive_tuning_launch import _table
 from tests.support.engines import TestEngines
 from tests.support.github_server import GitHubServer

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.engines import choose_devices, match_devices, pick_gpus
 from strata_gui.core.engines.probe import parse_list_devices
 from strata_gui.core.gpu import build_gpu_service
 from strata_gui.core.gpu.model import GpuReport
-from strata_gui.core.resources import kernels_dir
 from tests.gpu.conftest import family_of, linux_tree
 
 LISTS = Path(__file__).resolve().parents[1] / "data" / "engines" / "list-devices"

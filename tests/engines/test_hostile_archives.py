@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from strata_gui.core.base.errors import UnsafeArchiveError
+from strata_gui.core.config.settings import Settings
 from strata_gui.core.engines import EngineService
 from strata_gui.core.engines.archive import ArchiveLimits, safe_extract
-from strata_gui.core.errors import UnsafeArchiveError
-from strata_gui.core.settings import Settings
 from tests.engines.conftest import UPSTREAM, Harness, _tar_add, _tar_link, _zip_add, _zip_symlink
 from tests.support.github_server import GitHubServer
 

@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
+from strata_gui.core.base.errors import EngineDownloadError, UnsafeArchiveError
 from strata_gui.core.engines.download import download_file
 from strata_gui.core.engines.records import InstalledEngine
 from strata_gui.core.engines.service import _check_asset_name
-from strata_gui.core.errors import EngineDownloadError, UnsafeArchiveError
-from strata_gui.core.transfer import Pace
+from strata_gui.core.net.transfer import Pace
 from tests.models.test_hostile_hub import BODY, Behaviour, serve
 
 

@@ -11,21 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from strata_gui.core.bench.store import MetricsStore
-from strata_gui.core.engines import EngineService, GpuTarget
-from strata_gui.core.engines.records import MANIFEST_NAME
-from strata_gui.core.engines.resolver import EngineResolver
-from strata_gui.core.errors import (
+from strata_gui.core.base.errors import (
     ChecksumMismatchError,
     EngineDownloadError,
     EngineInstallError,
     InsufficientSpaceError,
     RateLimitedError,
 )
+from strata_gui.core.base.progress import Progress
+from strata_gui.core.bench.store import MetricsStore
+from strata_gui.core.config.resources import kernels_dir
+from strata_gui.core.config.settings import Settings
+from strata_gui.core.engines import EngineService, GpuTarget
+from strata_gui.core.engines.records import MANIFEST_NAME
+from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.gpu.service import build_gpu_service
-from strata_gui.core.progress import Progress
-from strata_gui.core.resources import kernels_dir
-from strata_gui.core.settings import Settings
 from tests.engines.conftest import LEMONADE, UPSTREAM, Archives, Harness
 from tests.support.engines import TestEngines
 from tests.support.github_server import GitHubServer
@@ -275,8 +275,8 @@ def test_manage_update_pin_gc_remove_and_add_local(harness: Harness, published: 
 
 def test_tuning_table_fetched_with_rocm_engine_and_checked_at_launch(harness: Harness, published: GitHubServer,
                                                                      tmp_path: Path) -> None:
+    from strata_gui.core.config.resources import kernels_dir
     from strata_gui.core.engines import launch_environment, parse_catalog
-    from strata_gui.core.resources import kernels_dir
     from tests.engines.test_archive_tuning_launch import _table
 
     table = _table(tmp_path)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from strata_gui.core.app_services import AppServices, build_app_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.models.identity import model_identity
-from strata_gui.core.services import build_services
 from tests.support import gguf_model
 from tests.support.engines import TestEngines
 

@@ -16,10 +16,10 @@ from typing import Any, BinaryIO
 
 import pytest
 
+from strata_gui.core.base.errors import StorageError
+from strata_gui.core.base.progress import Progress, RateMeter, no_progress
 from strata_gui.core.engines.download import download_file
-from strata_gui.core.errors import StorageError
-from strata_gui.core.progress import Progress, RateMeter, no_progress
-from strata_gui.core.transfer import PROGRESS_INTERVAL, FileSink, network_client, stream_to_sink
+from strata_gui.core.net.transfer import PROGRESS_INTERVAL, FileSink, network_client, stream_to_sink
 from tests.support.github_server import github_server
 
 

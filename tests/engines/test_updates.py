@@ -18,9 +18,13 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from strata_gui.core.base.errors import EngineError, ServerBusyError, StrataError
+from strata_gui.core.base.progress import Progress
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.updates import EngineUpdater, TrialOutcome
 from strata_gui.core.bench.workload import BenchConfig, Benchmark
+from strata_gui.core.config.resources import kernels_dir
+from strata_gui.core.config.settings import Settings
 from strata_gui.core.engines import EngineService, InstalledEngine
 from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.updates import (
@@ -31,15 +35,11 @@ from strata_gui.core.engines.updates import (
     TRIAL_PASSED,
     UpdateEntry,
 )
-from strata_gui.core.errors import EngineError, ServerBusyError, StrataError
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.pool import EnginePool, EngineStateChanged
 from strata_gui.core.pool.runner import run_along_plan
-from strata_gui.core.progress import Progress
-from strata_gui.core.resources import kernels_dir
 from strata_gui.core.runtime.client import ChatClient, RequestOptions
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
-from strata_gui.core.settings import Settings
 from tests.engines.conftest import Harness
 from tests.support.engine_updates import CURRENT, NEW, Builds, make_builds, make_models, publish
 from tests.support.engines import TestEngines

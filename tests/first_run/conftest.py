@@ -14,9 +14,9 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from strata_gui.app import AppUi, Pages, UiHooks, compose
 from strata_gui.core.app_services import AppServices, build_app_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.models.gguf_meta import read_header
 from strata_gui.core.models.starters import StarterModel, parse_starters
-from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.main_window import MainWindow
 from strata_gui.ui.theme import apply_theme

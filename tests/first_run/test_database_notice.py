@@ -8,7 +8,7 @@ from pathlib import Path
 
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.chat.store import ConversationStore
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from tests.first_run.conftest import App
 from tests.support.locked_db import held_by_another_process
 

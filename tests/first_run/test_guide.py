@@ -9,11 +9,11 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from strata_gui.app import open_first_run
+from strata_gui.core.base.progress import Progress
 from strata_gui.core.chat.store import COMPLETE, SamplingParams
+from strata_gui.core.config.resources import kernels_dir
+from strata_gui.core.config.services import build_services
 from strata_gui.core.models.starters import STARTERS_FILE, StarterModel, load_starters
-from strata_gui.core.progress import Progress
-from strata_gui.core.resources import kernels_dir
-from strata_gui.core.services import build_services
 from strata_gui.ui.first_run import STEP_MODELS, STEP_OFFLINE, STEP_READY, STEP_SETUP, FirstRunGuide
 from tests.first_run.conftest import App, saved_settings, shoot, wait_until
 from tests.support.engines import TestEngines

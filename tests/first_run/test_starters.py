@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from strata_gui.core.errors import ModelError
+from strata_gui.core.base.errors import ModelError
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.models.fit import GIB, MemoryTarget, Verdict
 from strata_gui.core.models.starters import (
     STARTERS_FILE,
@@ -16,7 +17,6 @@ from strata_gui.core.models.starters import (
     parse_starters,
     recommend,
 )
-from strata_gui.core.resources import kernels_dir
 
 
 def test_shipped_list_is_valid_and_spans_half_a_gigabyte_to_nine() -> None:

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from strata_gui.core.blocking import run_blocking
+from strata_gui.core.base.blocking import run_blocking
 
 
 @pytest.mark.parametrize("fails", [False, True])

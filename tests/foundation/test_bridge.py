@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pytestqt.qtbot import QtBot
 
-from strata_gui.core.errors import NetworkError
-from strata_gui.core.progress import Progress, ProgressCallback, RateMeter
+from strata_gui.core.base.errors import NetworkError
+from strata_gui.core.base.progress import Progress, ProgressCallback, RateMeter
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.main_window import MainWindow
 from strata_gui.ui.widgets import ProgressPanel

@@ -103,7 +103,7 @@ def test_output_piped_into_head_keeps_the_first_line(test_model: Path) -> None:
     (["serve", "--port", "70000"], "argument --port: 70000 is out of range: use 0 to 65535"),
     (["rpc", "serve", "--port", "99999999999999999999"], "is out of range: use 0 to 65535"),
     (["chat", "--ctx-size", "100000000000000000000", "hi"], "argument --ctx-size: 100000000000000000000 is out of range"),
-    (["chat", "--parallel", "-5", "hi"], "argument --parallel: -5 is out of range: use 1 to 256"),
+    (["chat", "--parallel", "-5", "hi"], "argument --parallel: -5 is out of range: use 0 to 256"),
     (["chat", "--threads", "x", "hi"], "argument --threads: 'x' is not a whole number"),
 ])
 def test_number_flags_outside_their_range_are_usage_errors(argv: list[str], message: str,
@@ -116,7 +116,7 @@ def test_number_flags_outside_their_range_are_usage_errors(argv: list[str], mess
 
 
 def test_a_bad_port_in_settings_is_reset_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:
-    from strata_gui.core.paths import AppPaths
+    from strata_gui.core.config.paths import AppPaths
 
     paths = AppPaths.from_environment()
     paths.ensure()

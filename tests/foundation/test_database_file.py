@@ -17,8 +17,8 @@ import pytest
 from strata_gui.cli import main
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.chat.store import ConversationStore
-from strata_gui.core.paths import AppPaths
-from strata_gui.core.storage import DatabaseDamagedError, DatabaseLockedError, storage_error
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.platform.storage import DatabaseDamagedError, DatabaseLockedError, storage_error
 from tests.support.locked_db import held_by_another_process
 
 

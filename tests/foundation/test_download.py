@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata_gui.core.download import Fetch, FetchResult, fetch
-from strata_gui.core.errors import StrataError
-from strata_gui.core.progress import Progress, RateMeter
+from strata_gui.core.base.errors import StrataError
+from strata_gui.core.base.progress import Progress, RateMeter
+from strata_gui.core.net.download import Fetch, FetchResult, fetch
 from tests.models.test_hostile_hub import BODY, Behaviour, serve
 from tests.support.github_server import github_server
 

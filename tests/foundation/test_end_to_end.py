@@ -12,8 +12,8 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import UiHooks, compose
 from strata_gui.core.app_services import build_app_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from tests.support.engines import TestEngines
 

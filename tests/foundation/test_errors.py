@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from strata_gui.core.errors import InternalError, ServerError, StrataError, describe
+from strata_gui.core.base.errors import InternalError, ServerError, StrataError, describe
 
 
 def test_a_bug_becomes_an_internal_error_with_its_traceback() -> None:

@@ -13,7 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import CrashReporter, UiHooks, compose, run_self_test
 from strata_gui.core.app_services import build_app_services
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.about_page import AboutPage
 from strata_gui.ui.pages.settings_page import SettingsPage

@@ -122,12 +122,12 @@ def test_the_checks_catch_each_kind_of_use() -> None:
 from strata_gui.core.chat.replies import _Buffer, ReplyBuffer, __doc__
 from .service import _helper
 from . import store
-import strata_gui.core.events as events
-import strata_gui.core.errors
+import strata_gui.core.base.events as events
+import strata_gui.core.base.errors
 from os import _exit
 store._open()
 events._name(1)
-strata_gui.core.errors._tree
+strata_gui.core.base.errors._tree
 store.__file__
 """
     found = private_imports("strata_gui.core.chat.engine", source)
@@ -136,7 +136,7 @@ store.__file__
         "line 3: from strata_gui.core.chat.service import _helper",
         "line 8: store._open",
         "line 9: events._name",
-        "line 10: strata_gui.core.errors._tree",
+        "line 10: strata_gui.core.base.errors._tree",
     ]
     # A package's relative import reads from the package itself; a module may use its own names.
     assert private_imports("strata_gui.core.chat", "from .store import _x", is_package=True) == [

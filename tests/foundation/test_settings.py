@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from strata_gui.core.errors import SettingsError
-from strata_gui.core.settings import SETTINGS_VERSION, Settings, SettingsStore
+from strata_gui.core.base.errors import SettingsError
+from strata_gui.core.config.settings import SETTINGS_VERSION, Settings, SettingsStore
 
 
 def test_missing_file_gives_defaults_without_notice(tmp_path: Path) -> None:
@@ -100,7 +100,7 @@ def test_a_deeply_nested_file_is_moved_aside_not_a_recursion_error(tmp_path: Pat
 
 @pytest.mark.parametrize(("key", "value"), [
     ("serve_port", 70000), ("serve_port", -1), ("serve_port", 10**30), ("context_size", 10**20),
-    ("context_size", 1e20), ("parallel_slots", -5), ("parallel_slots", 0), ("threads", 10**9),
+    ("context_size", 1e20), ("parallel_slots", -5), ("parallel_slots", 257), ("threads", 10**9),
     ("engine_memory_mb", 2**70), ("gpu_layers", "99999999999999999999"), ("gpu_layers", "٣"),
     ("rpc_workers", ["host:99999999999999"]), ("rpc_workers", ["no-port"]),
 ])
@@ -120,5 +120,5 @@ def test_out_of_range_values_fall_back_alone_and_the_file_is_kept(tmp_path: Path
 def test_saving_an_out_of_range_value_is_refused_with_the_range(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match=r"serve port must be between 0 and 65535 \(it is 70000\)"):
         SettingsStore(tmp_path / "settings.json").save(Settings(serve_port=70000))
-    with pytest.raises(SettingsError, match="parallel slots must be between 1 and 256"):
+    with pytest.raises(SettingsError, match="parallel slots must be between 0 and 256"):
         SettingsStore(tmp_path / "settings.json").save(Settings(parallel_slots=-5))

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import strata_gui
-from strata_gui.core.errors import SettingsError
-from strata_gui.core.settings import Settings, SettingsChange, SettingsService, SettingsStore
+from strata_gui.core.base.errors import SettingsError
+from strata_gui.core.config.settings import Settings, SettingsChange, SettingsService, SettingsStore
 from tests.conftest import ListenerErrors
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(Settings))
@@ -221,7 +221,7 @@ def f(self, sup, settings):
 
 def test_no_module_outside_core_settings_writes_a_setting() -> None:
     root = Path(strata_gui.__file__).parent
-    owner = root / "core" / "settings.py"
+    owner = root / "core" / "config" / "settings.py"
     found = []
     for path in sorted(root.rglob("*.py")):
         if path != owner:

@@ -17,15 +17,15 @@ import pytest
 
 from strata_gui import __version__
 from strata_gui.cli import run_command
-from strata_gui.core.instance import (
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.config.settings import SettingsService, SettingsStore
+from strata_gui.core.platform.instance import (
     ActivationServer,
     InstanceAddress,
     InstanceLock,
     ask,
     claim_or_ask,
 )
-from strata_gui.core.paths import AppPaths
-from strata_gui.core.settings import SettingsService, SettingsStore
 from tests.support import engines as _engines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HOLDER = """
 import sys, time
 from pathlib import Path
-from strata_gui.core.instance import InstanceLock
+from strata_gui.core.platform.instance import InstanceLock
 lock = InstanceLock.try_acquire(Path(sys.argv[1]))
 print("held" if lock else "refused", flush=True)
 time.sleep(float(sys.argv[2]))

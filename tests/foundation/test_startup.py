@@ -16,7 +16,12 @@ import pytest
 
 import strata_gui.core as core
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.logging_setup import EarlyRecords, close_logging, configure_logging, keep_early_records
+from strata_gui.core.platform.logging_setup import (
+    EarlyRecords,
+    close_logging,
+    configure_logging,
+    keep_early_records,
+)
 
 LAZY_PACKAGES = sorted(
     p.parent.name for p in Path(core.__path__[0]).glob("*/__init__.py") if "lazy_exports(" in p.read_text()
@@ -72,7 +77,7 @@ def test_the_chat_starts_without_the_services_only_other_pages_use(tmp_path: Pat
     later_modules = ", ".join(repr(m) for m in AppServices.LATER_MODULES)
     code = f"""
 import asyncio, sys
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.app_services import build_app_services
 app = build_app_services(build_services())
 assert app.chat.store is not None and app.resolver is not None

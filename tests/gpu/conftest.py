@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.gpu.ids import GpuIdTable, load_gpu_table
 from strata_gui.core.gpu.windows import make_windows_snapshot
-from strata_gui.core.resources import kernels_dir
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 LINUX_CASES = sorted(p.name for p in (DATA / "linux").iterdir() if p.is_dir())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.errors import GpuDetectionError
+from strata_gui.core.base.errors import GpuDetectionError
 from tests.gpu.conftest import LINUX_CASES, linux_tree
 
 STARTUP = "  Device 0: AMD Radeon Graphics, gfx1200 (0x1200), VMM: no, Wave Size: 32, VRAM: 16304 MiB\n"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.gpu.engine_output import parse_list_devices, parse_rocm_startup, resolve_unknown_targets
 from strata_gui.core.gpu.model import RocmVerdict
 from strata_gui.core.gpu.service import build_gpu_service
-from strata_gui.core.resources import kernels_dir
 from tests.gpu.conftest import family_of, linux_tree
 
 LIST_DEVICES = """Available devices:

@@ -11,8 +11,8 @@ import pytest
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.gpu.service import GpuService, build_gpu_service, parse_snapshot_text
-from strata_gui.core.resources import kernels_dir
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.gpu_page import GpuPage
 from strata_gui.ui.theme import apply_theme
@@ -154,11 +154,11 @@ def test_sleeping_laptop_dgpu_is_shown_asleep(make_page, qtbot: QtBot, tmp_path:
 def test_a_capture_without_cpu_facts_shows_the_machine_about_describes(make_page, tmp_path: Path) -> None:
     import json
 
+    from strata_gui.core.config.paths import AppPaths
+    from strata_gui.core.diagnostics.system import collect_system_info
     from strata_gui.core.gpu.linux import capture_linux_tree
     from strata_gui.core.gpu.service import _stamp
     from strata_gui.core.gpu.tree import DirTree
-    from strata_gui.core.paths import AppPaths
-    from strata_gui.core.system import collect_system_info
 
     files = {k: v for k, v in capture_linux_tree(DirTree(linux_tree("rx7900xtx"))).items()
              if not k.startswith("proc/")}  # a capture of sysfs alone: no cpuinfo, no meminfo

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from strata_gui.core.errors import GpuDetectionError
+from strata_gui.core.base.errors import GpuDetectionError
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.gpu.ids import GpuIdTable, gfx_from_target_version, load_gpu_table, normalise_gfx
-from strata_gui.core.resources import kernels_dir
 
 
 @pytest.mark.parametrize(("device", "revision", "gfx", "name"), [

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.gpu.linux import parse_cpuinfo, parse_sclk, pci_location_id
 from strata_gui.core.gpu.model import GpuReport, RocmVerdict
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.gpu.telemetry import TelemetrySampler
-from strata_gui.core.resources import kernels_dir
 from tests.gpu.conftest import LINUX_CASES, family_of, linux_tree
 
 GIB = 1024**3

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pytestqt.qtbot import QtBot
 
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.gpu.service import build_gpu_service
-from strata_gui.core.resources import kernels_dir
 from strata_gui.core.rpc.workers import RpcDevice
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.gpu_page import GpuPage

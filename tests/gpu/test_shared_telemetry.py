@@ -13,7 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import UiHooks, compose
 from strata_gui.core.app_services import build_app_services
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 
 TREES = Path(__file__).resolve().parents[1] / "data" / "gpu" / "linux"

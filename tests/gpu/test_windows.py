@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.gpu.ids import GpuIdTable
 from strata_gui.core.gpu.model import DriverState, GpuReport
 from strata_gui.core.gpu.service import build_gpu_service
@@ -19,7 +20,6 @@ from strata_gui.core.gpu.windows import (
     parse_wmi_video_controllers,
     summarize_pdh,
 )
-from strata_gui.core.resources import kernels_dir
 from tests.gpu.conftest import DATA, family_of, windows_snapshot_data
 
 GIB = 1024**3

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QTranslator
 
-from strata_gui.core import errors
+from strata_gui.core.base import errors
 from tests.i18n.conftest import ROOT, ZH_QM, ZH_TS, placeholders, qt_tool, read_ts, ui_sources
 
 FIX = "Run scripts/update-translations.sh, translate what it marks unfinished, and commit the .ts and .qm."

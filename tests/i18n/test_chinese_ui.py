@@ -12,7 +12,7 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import UiHooks, compose
 from strata_gui.core.app_services import build_app_services
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.dialogs import ErrorDialog
 from strata_gui.ui.i18n import install_language, resolve_language, translators_of
@@ -83,7 +83,7 @@ def test_qt_standard_buttons_and_error_titles_are_chinese(qtbot: QtBot, chinese:
     box = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
     qtbot.addWidget(box)
     assert box.button(QDialogButtonBox.StandardButton.Cancel).text() == "取消"  # from Qt's qtbase_zh_CN
-    from strata_gui.core.errors import NetworkError
+    from strata_gui.core.base.errors import NetworkError
 
     dialog = ErrorDialog(NetworkError("Could not reach the hub"), log_file=tmp_path / "strata.log",
                          open_path=lambda _p: None)
@@ -238,9 +238,9 @@ def test_settings_and_storage_failures_read_in_chinese(qapp: QApplication, tmp_p
     """Settings that cannot be saved (a bad value, a folder that is a file) and a database that
     cannot be opened, raised by the real stores: the dialog's text in Chinese, with the parts
     (what was being done, each problem) translated too; without the catalogue the English is as before."""
+    from strata_gui.core.base.errors import SettingsError, StorageError
     from strata_gui.core.chat.store import ConversationStore
-    from strata_gui.core.errors import SettingsError, StorageError
-    from strata_gui.core.settings import Settings, SettingsService, SettingsStore
+    from strata_gui.core.config.settings import Settings, SettingsService, SettingsStore
     from strata_gui.ui.i18n import error_text
 
     blocker = tmp_path / "blocker"
@@ -291,13 +291,13 @@ def test_benchmark_settings_and_engine_sentences_read_in_chinese(qapp: QApplicat
     catalogue, in English without (the CLI's words)."""
     from pathlib import Path
 
+    from strata_gui.core.base.errors import StorageError
     from strata_gui.core.bench.choice import recommend
     from strata_gui.core.bench.store import BenchResult, MetricsStore
+    from strata_gui.core.config.settings import SettingsStore
     from strata_gui.core.engines import GpuTarget, load_catalog, plan_engines
     from strata_gui.core.engines.probe import ProbeResult, probe_engine
     from strata_gui.core.engines.releases import load_releases_file
-    from strata_gui.core.errors import StorageError
-    from strata_gui.core.settings import SettingsStore
     from strata_gui.ui.i18n import core_text, error_text
 
     (tmp_path / "stats.db").mkdir()  # a folder where the statistics database should be
@@ -393,15 +393,15 @@ def test_engine_updates_and_the_setup_summary_read_in_chinese(qapp: QApplication
 
     import httpx
 
+    from strata_gui.core.base.errors import EngineError
+    from strata_gui.core.base.texts import Text
     from strata_gui.core.bench.store import MetricsStore
     from strata_gui.core.bench.updates import EngineUpdater
+    from strata_gui.core.config.resources import kernels_dir
+    from strata_gui.core.config.settings import Settings
     from strata_gui.core.engines.resolver import EngineResolver
     from strata_gui.core.engines.updates import LEDGER_FILE, UpdateLedger
-    from strata_gui.core.errors import EngineError
     from strata_gui.core.gpu.service import build_gpu_service
-    from strata_gui.core.resources import kernels_dir
-    from strata_gui.core.settings import Settings
-    from strata_gui.core.texts import Text
     from strata_gui.ui.i18n import core_text, error_text
     from tests.engines.conftest import Harness, pack_cpu_zip
     from tests.support.engine_updates import pack_wrapper_zip, publish
@@ -495,8 +495,8 @@ def test_chat_errors_read_in_chinese(qapp: QApplication, chinese: str, test_engi
     object; the CLI's English is unchanged."""
     import httpx
 
+    from strata_gui.core.base.errors import ChatError
     from strata_gui.core.chat.images import ChatImage
-    from strata_gui.core.errors import ChatError
     from strata_gui.core.runtime.client import ChatClient
     from strata_gui.core.runtime.engine_http import EngineHttp
     from strata_gui.core.runtime.kinds import llama_command
@@ -544,7 +544,7 @@ def test_model_file_and_network_errors_read_in_chinese(chinese: str, tmp_path) -
     """A file that is no GGUF model and a server that does not answer, as the Models page shows them."""
     import httpx
 
-    from strata_gui.core.errors import StrataError, network_error
+    from strata_gui.core.base.errors import StrataError, network_error
     from strata_gui.core.models.gguf_meta import read_header
     from strata_gui.ui.i18n import error_text
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 
 
 def _self_test(**env: str) -> str:

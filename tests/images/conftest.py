@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from strata_gui.core.app_services import AppServices, build_app_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.runtime.kinds import IMAGE
-from strata_gui.core.services import build_services
 from tests.support.engines import TestEngines
 from tests.support.image_model import cached_image_model
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 from tests.images.conftest import MISSING_LIBRARY, fake_rocm_engine
 
 

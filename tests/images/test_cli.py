@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.errors import ImageError
+from strata_gui.core.base.errors import ImageError
 from strata_gui.core.images import read_settings
 from strata_gui.core.images.png import image_size
 from tests.images.conftest import MISSING_LIBRARY, fake_rocm_engine

@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QApplication
 
 from strata_gui.app import UiHooks, compose
 from strata_gui.core.app_services import build_app_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.runtime.kinds import IMAGE
-from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from tests.images.test_install import CPU_ASSET, REPO, ROCM_ASSET, TAG, pack_sd_cpu_zip, pack_sd_fake_rocm_zip
 from tests.support.github_server import GitHubServer, github_server

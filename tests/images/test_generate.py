@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from strata_gui.core.errors import ImageError
+from strata_gui.core.base.errors import ImageError
 from strata_gui.core.images import ImageNotice, ImageProgress, ImageRequest, read_settings
 from strata_gui.core.images.png import image_size
 from tests.images.conftest import CRASH_DURING_LOAD, MISSING_LIBRARY, fake_rocm_engine, image_core

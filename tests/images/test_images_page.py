@@ -17,9 +17,9 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import AppUi, UiHooks, compose
 from strata_gui.core.app_services import AppServices, build_app_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.images import ImageNotice, ImageProgress, read_settings
 from strata_gui.core.runtime.kinds import IMAGE
-from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.i18n import core_text, install_language
 from strata_gui.ui.pages.images_page import ImagesPage

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.errors import EngineError
-from strata_gui.core.services import build_services
+from strata_gui.core.base.errors import EngineError
+from strata_gui.core.config.services import build_services
 from tests.images.conftest import MISSING_LIBRARY
 from tests.support.github_server import GitHubServer, github_server
 

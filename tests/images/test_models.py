@@ -84,7 +84,7 @@ def test_the_composed_core_judges_image_models_against_its_fit_target(image_mode
     import asyncio
 
     from strata_gui.core.app_services import build_app_services
-    from strata_gui.core.services import build_services
+    from strata_gui.core.config.services import build_services
 
     async def scenario() -> tuple[str, str]:
         base = build_services()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from strata_gui.core.errors import ImageError
+from strata_gui.core.base.errors import ImageError
 from strata_gui.core.images import Gallery, ImageRequest, parse_parameters, read_settings
 from strata_gui.core.images.png import image_size, read_text, with_text
 

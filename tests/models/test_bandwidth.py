@@ -16,11 +16,11 @@ from pathlib import Path
 import gguf
 import pytest
 
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.gpu.ids import load_gpu_table
 from strata_gui.core.gpu.membw import CpuBandwidth, MeasuredBandwidth, measure_copy_bandwidth
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.models.bandwidth import CPU_DEVICE, TokenBytes, decode_ceiling, read_token_bytes
-from strata_gui.core.resources import kernels_dir
 from tests.support import gguf_model
 
 TREES = Path(__file__).resolve().parent.parent / "data" / "gpu" / "linux"

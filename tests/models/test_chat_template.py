@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from strata_gui.core.errors import GGUFError
+from strata_gui.core.base.errors import GGUFError
 from strata_gui.core.models import gguf_meta
 from strata_gui.core.models.chat_template import (
     TemplateCapabilities,

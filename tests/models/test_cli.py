@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.errors import GGUFError, HubError
-from strata_gui.core.services import Services, build_services
+from strata_gui.core.base.errors import GGUFError, HubError
+from strata_gui.core.config.services import Services, build_services
 
 
 def _cli(services: Services, *argv: str) -> int:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.errors import ModelError
-from strata_gui.core.services import build_services
+from strata_gui.core.base.errors import ModelError
+from strata_gui.core.config.services import build_services
 from tests.models.test_hub_images import ALONE_REPO, FLUX_REPO, SD_REPO, image_repos
 
 

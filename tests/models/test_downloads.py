@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from strata_gui.core.errors import ChecksumMismatchError, HubError, InsufficientSpaceError
+from strata_gui.core.base.errors import ChecksumMismatchError, HubError, InsufficientSpaceError
+from strata_gui.core.base.progress import Progress
 from strata_gui.core.models.downloads import DownloadJob
 from strata_gui.core.models.hub_config import SavedHubToken
 from strata_gui.core.models.hub_errors import HubAuthError
-from strata_gui.core.progress import Progress
 from strata_gui.core.remote.secrets import FileSecretStore
 
 REPO = "strata/test-llama-GGUF"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from strata_gui.cli import main
-from strata_gui.core.errors import ModelError
+from strata_gui.core.base.errors import ModelError
 from strata_gui.core.models.draft import check_draft
 from tests.support import gguf_model
 from tests.support.engines import TestEngines

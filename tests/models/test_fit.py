@@ -160,9 +160,9 @@ def test_default_pick(captured_gpus: dict[str, Any], model_shapes: dict[str, Any
 
 
 def test_memory_target_from_detected_gpus(captured_gpus: dict[str, Any], model_shapes: dict[str, Any]) -> None:
+    from strata_gui.core.config.settings import Settings
     from strata_gui.core.gpu.model import GpuInfo
     from strata_gui.core.models.targets import memory_target_for
-    from strata_gui.core.settings import Settings
 
     halo = captured_gpus["strix_halo"]
     apu = GpuInfo("card0", "AMD", 0x1002, 0x1586, 0xC1, halo["name"], "gfx1151", True,
@@ -190,8 +190,8 @@ def test_default_pick_avoids_bf16_where_the_gpu_runs_it_slowly(captured_gpus: di
 
 
 def test_the_bf16_table_covers_every_known_target() -> None:
+    from strata_gui.core.config.resources import kernels_dir
     from strata_gui.core.gpu.ids import load_gpu_table
-    from strata_gui.core.resources import kernels_dir
 
     table = load_gpu_table(kernels_dir())
     assert table.bf16_speed("gfx1032") == "slow" and table.bf16_speed("gfx1100") == "fast"
@@ -203,9 +203,9 @@ def test_the_bf16_table_covers_every_known_target() -> None:
 def test_a_model_that_fits_only_across_two_gpus(captured_gpus: dict[str, Any], model_shapes: dict[str, Any]) -> None:
     """7900 XTX + RX 7600 chosen together: a 32B Q4_K_M at 32K context is more than the 24 GB card
     holds, but fits spread over both; the verdict says so."""
+    from strata_gui.core.config.settings import Settings
     from strata_gui.core.gpu.model import GpuInfo
     from strata_gui.core.models.targets import memory_target_for_gpus
-    from strata_gui.core.settings import Settings
 
     xtx, small = captured_gpus["rx7900xtx"], captured_gpus["rx7600"]
     cards = [GpuInfo("card0", "AMD", 0x1002, 0x744C, 0xC8, xtx["name"], "gfx1100", False, xtx["vram_bytes"],

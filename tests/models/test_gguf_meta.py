@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from strata_gui.core.errors import GGUFError, HubError
+from strata_gui.core.base.errors import GGUFError, HubError
 from strata_gui.core.models import gguf_meta
 from strata_gui.core.models.gguf_meta import (
     HeaderParser,

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.errors import GGUFError, ImageError, ServerError
+from strata_gui.core.base.errors import GGUFError, ImageError, ServerError
+from strata_gui.core.config.services import build_services
 from strata_gui.core.models import gguf_meta
 from strata_gui.core.models.draft import read_vocabulary
 from strata_gui.core.models.gguf_meta import (
@@ -26,7 +27,6 @@ from strata_gui.core.models.gguf_meta import (
     read_string_field,
 )
 from strata_gui.core.models.library import ModelLibrary
-from strata_gui.core.services import build_services
 
 _U32, _F32, _STRING, _ARRAY, _U64 = 4, 6, 8, 9, 10
 

@@ -23,11 +23,11 @@ from typing import Any
 import httpx
 import pytest
 
-from strata_gui.core.errors import HubError, NetworkError, describe
+from strata_gui.core.base.errors import HubError, NetworkError, describe
 from strata_gui.core.models.downloads import DownloadJob, HubCacheDownloader
 from strata_gui.core.models.hub import HubClient
 from strata_gui.core.models.hub_files import RemoteFile
-from strata_gui.core.transfer import Pace, same_origin
+from strata_gui.core.net.transfer import Pace, same_origin
 
 REPO = "org/model"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -331,7 +331,7 @@ def test_a_header_read_from_a_server_ignoring_range_does_not_read_a_whole_model(
 # -- the CLI's edge: a message and a hint, never a traceback ----------------------------------
 def _cli(endpoint: str, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     from strata_gui.cli import main
-    from strata_gui.core.services import build_services
+    from strata_gui.core.config.services import build_services
 
     build_services().settings_service.update(hub_endpoint=endpoint)  # saved, as the Settings page does
     capsys.readouterr()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from strata_gui.core.errors import HubError
+from strata_gui.core.base.errors import HubError
 from strata_gui.core.models.fit import Verdict
 
 

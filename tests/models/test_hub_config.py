@@ -12,13 +12,13 @@ import httpx
 import pytest
 
 from strata_gui.cli import run_command
-from strata_gui.core.errors import HubError
+from strata_gui.core.base.errors import HubError
+from strata_gui.core.config.services import Services, build_services
+from strata_gui.core.config.settings import Settings, SettingsStore
 from strata_gui.core.models.hub_config import DEFAULT_ENDPOINT, SavedHubToken, resolve_hub
 from strata_gui.core.models.hub_errors import HubAuthError
 from strata_gui.core.models.service import build_model_service
 from strata_gui.core.remote.secrets import FileSecretStore
-from strata_gui.core.services import Services, build_services
-from strata_gui.core.settings import Settings, SettingsStore
 
 NOTHING_LISTENS = "http://127.0.0.1:9"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from strata_gui.core.errors import HubError
+from strata_gui.core.base.errors import HubError
 from strata_gui.core.models.fit import GIB, MemoryTarget
 from strata_gui.core.models.image_models import image_work_bytes
 from strata_gui.core.runtime.kinds import IMAGE

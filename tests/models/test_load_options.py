@@ -18,12 +18,12 @@ import pytest
 
 from strata_gui.cli import main
 from strata_gui.core.app_services import build_app_services
-from strata_gui.core.errors import SettingsError
+from strata_gui.core.base.errors import SettingsError
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.config.services import build_services
 from strata_gui.core.models import LoadOptions, LoadOptionsService, Verdict
 from strata_gui.core.models.fit import MIB, MemoryTarget
-from strata_gui.core.paths import AppPaths
 from strata_gui.core.runtime import ServerState
-from strata_gui.core.services import build_services
 from tests.support import gguf_model
 from tests.support.engines import TestEngines, free_port
 from tests.support.poll import until

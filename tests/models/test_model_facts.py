@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from strata_gui.core.errors import GGUFError
+from strata_gui.core.base.errors import GGUFError
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.models import LoadOptionsService
 from strata_gui.core.models.facts import ModelFacts, file_key
 from strata_gui.core.models.fit import MemoryTarget
-from strata_gui.core.paths import AppPaths
 from tests.support import gguf_model
 from tests.support.settings import settings_service
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from strata_gui.cli import run_command
+from strata_gui.core.config.services import build_services
 from strata_gui.core.models import DownloadState
 from strata_gui.core.runtime.kinds import IMAGE
-from strata_gui.core.services import build_services
 from tests.models.test_hub_images import ALONE_REPO, FLUX_REPO, SD_REPO, image_repos
 from tests.models.test_models_page import harness  # noqa: F401  (fixture)
 

@@ -15,7 +15,7 @@ import PySide6
 import pytest
 
 from strata_gui import __version__
-from strata_gui.core import resources
+from strata_gui.core.config import resources
 
 from .conftest import ROOT
 

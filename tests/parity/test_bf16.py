@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pytestqt.qtbot import QtBot
 
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 from tests.gpu.conftest import linux_tree
 from tests.parity.test_gui_cli_parity import cli, gui
 from tests.support.hub_server import HubRepo, running_hub

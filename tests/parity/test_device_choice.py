@@ -19,7 +19,7 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import startup
 from strata_gui.core.app_services import build_app_services
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 from tests.gpu.conftest import linux_tree
 from tests.parity.test_gui_cli_parity import cli, gui
 from tests.support.engines import TestEngines

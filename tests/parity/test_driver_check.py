@@ -14,8 +14,8 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from strata_gui.app import startup
+from strata_gui.core.base.errors import EngineCatalogError
 from strata_gui.core.engines import check_driver, load_catalog, parse_catalog
-from strata_gui.core.errors import EngineCatalogError
 from strata_gui.core.gpu.windows import parse_driver_date
 from tests.gpu.conftest import windows_snapshot_data
 from tests.parity.test_device_choice import stand_in_rocm_build
@@ -51,7 +51,7 @@ def test_driver_dates_in_every_windows_spelling() -> None:
 def test_the_catalog_validator_names_a_bad_driver_entry() -> None:
     import json
 
-    from strata_gui.core.resources import kernels_dir
+    from strata_gui.core.config.resources import kernels_dir
 
     raw = json.loads((kernels_dir() / "catalog.json").read_text())
     raw["drivers"]["known_bad"][0]["families"] = ["gfx999X"]
@@ -72,8 +72,8 @@ def test_the_catalog_validator_names_a_bad_driver_entry() -> None:
 
 
 def test_the_shipped_catalog_judges_the_captured_drivers(tmp_path: Path) -> None:
+    from strata_gui.core.config.resources import kernels_dir
     from strata_gui.core.gpu import build_gpu_service
-    from strata_gui.core.resources import kernels_dir
 
     catalog = load_catalog()
 

@@ -22,7 +22,7 @@ from pytestqt.qtbot import QtBot
 from strata_gui.app import AppUi, UiHooks, compose, startup
 from strata_gui.cli import main
 from strata_gui.core.app_services import build_app_services
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from tests.gpu.conftest import DATA, LINUX_CASES, WINDOWS_CASES, windows_snapshot_data
 from tests.support.engines import TestEngines

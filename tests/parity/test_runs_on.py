@@ -19,7 +19,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from strata_gui.app import AppUi, open_first_run, startup
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 from tests.gpu.conftest import DATA
 from tests.parity.test_gui_cli_parity import cli, engines_installed, gui  # noqa: F401  (fixture)
 

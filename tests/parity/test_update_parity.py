@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pytestqt.qtbot import QtBot
 
-from strata_gui.core.services import build_services
+from strata_gui.core.config.services import build_services
 from tests.parity.test_gui_cli_parity import cli, gui
 from tests.support.engine_updates import CURRENT, Builds, make_builds, make_models, publish
 from tests.support.engines import TestEngines

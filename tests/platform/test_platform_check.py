@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from strata_gui.core.paths import AppPaths
-from strata_gui.core.platform_check import AWKWARD_NAME, check_job, check_secrets, run_checks
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.diagnostics.platform_check import AWKWARD_NAME, check_job, check_secrets, run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,7 @@ def test_the_text_report_names_each_check(tmp_path: Path) -> None:
 def test_without_setpriv_the_engine_still_dies_with_its_app(tmp_path: Path) -> None:
     """Where util-linux's setpriv is missing (PATH without it), engines are armed by a preexec_fn and
     still die with a killed app."""
-    code = ("import json, sys; from pathlib import Path; from strata_gui.core.platform_check import check_job; "
+    code = ("import json, sys; from pathlib import Path; from strata_gui.core.diagnostics.platform_check import check_job; "
             "r = check_job(Path(sys.argv[1])); print(json.dumps({'ok': r.ok, **r.detail}))")
     res = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PATH": str(tmp_path / "no-tools-here")}, cwd=ROOT, check=False)

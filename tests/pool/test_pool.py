@@ -15,7 +15,7 @@ import httpx
 import psutil
 import pytest
 
-from strata_gui.core.errors import ServerBusyError, ServerError
+from strata_gui.core.base.errors import ServerBusyError, ServerError
 from strata_gui.core.pool import (
     EnginePool,
     EngineUnloaded,

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata_gui.core.errors import ServerBusyError
+from strata_gui.core.base.errors import ServerBusyError
 from strata_gui.core.pool import EnginePool, Lease, PoolActivity, PoolEvent, Waiting
 from strata_gui.core.runtime.launch import ServerSettings
 from tests.pool.test_pool import SMALL, Budget, with_pool

@@ -8,7 +8,7 @@ import httpx
 
 from strata_gui.core.chat.service import ChatService
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.remote.service import build_remote_service
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.chat_page import ChatPage

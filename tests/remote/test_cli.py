@@ -8,7 +8,7 @@ import os
 import pytest
 
 from strata_gui import cli
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from tests.remote.test_remote import KEY, keyed_server  # noqa: F401 (fixture)
 from tests.support.remote_server import WORDS, openai_like_server
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from strata_gui import cli
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.remote.service import split_credentials
 from tests.support.remote_server import openai_like_server

@@ -11,15 +11,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from strata_gui.core.base.errors import ChatError, NetworkError
 from strata_gui.core.chat.service import ChatService, MessageDelta
 from strata_gui.core.chat.store import COMPLETE, FAILED, ConversationStore
-from strata_gui.core.errors import ChatError, NetworkError
-from strata_gui.core.logging_setup import close_logging, configure_logging
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.config.settings import Settings, SettingsStore
+from strata_gui.core.platform.logging_setup import close_logging, configure_logging
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.remote.service import RemoteService, normalize_base_url
 from strata_gui.core.runtime.client import SamplingParams
-from strata_gui.core.settings import Settings, SettingsStore
 from tests.support.engines import TestEngines, running_server
 from tests.support.pool import real_pool
 from tests.support.remote_server import WORDS, openai_like_server

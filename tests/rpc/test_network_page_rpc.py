@@ -11,7 +11,7 @@ import pytest
 
 from strata_gui.core.chat.service import ChatService
 from strata_gui.core.chat.store import ConversationStore
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.rpc.service import RpcPool

@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from strata_gui.core.base.errors import EngineError, ServerError
 from strata_gui.core.chat.service import ChatService, MessageDelta, Notice
 from strata_gui.core.chat.store import COMPLETE, ConversationStore
-from strata_gui.core.errors import EngineError, ServerError
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.models.fit import MIB, MemoryTarget
-from strata_gui.core.paths import AppPaths
 from strata_gui.core.pool import EnginePool
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.rpc.workers import parse_address, parse_devices

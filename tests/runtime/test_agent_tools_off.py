@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from strata_gui.core.config.settings import Settings
 from strata_gui.core.models.load_options import CACHE_TYPES, FLASH_ATTENTION, LoadOptions
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import (
@@ -34,7 +35,6 @@ from strata_gui.core.runtime.kinds import llama_command as build_command
 from strata_gui.core.runtime.kinds import llama_env as launch_env
 from strata_gui.core.runtime.launch import ServerSettings, free_loopback_port
 from strata_gui.core.runtime.supervisor import ServerSupervisor
-from strata_gui.core.settings import Settings
 from tests.runtime.conftest import cpu_spec
 from tests.support import engines as _engines
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from strata_gui.core.errors import ChatError, ServerError
+from strata_gui.core.base.errors import ChatError, ServerError
 from strata_gui.core.runtime.client import READ_AHEAD_MARKER, ChatClient, SamplingParams
 from tests.runtime.sse_server import sse_server
 from tests.support import engines as _engines

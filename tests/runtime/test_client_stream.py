@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata_gui.core.errors import ChatError, ChatFormatError, ServerError
+from strata_gui.core.base.errors import ChatError, ChatFormatError, ServerError
 from strata_gui.core.runtime.client import (
     ANSWER,
     DEFAULT_MAX_TOKENS,

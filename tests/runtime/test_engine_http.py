@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 import httpx
 import pytest
 
-from strata_gui.core.errors import ServerError
+from strata_gui.core.base.errors import ServerError
+from strata_gui.core.net.transfer import loopback_client
 from strata_gui.core.runtime.engine_http import EngineHttp
-from strata_gui.core.transfer import loopback_client
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

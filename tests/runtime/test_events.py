@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from strata_gui.core.events import LISTENER_LOGGER, emit
+from strata_gui.core.base.events import LISTENER_LOGGER, emit
 from tests.conftest import ListenerErrors, listener_failures
 
 

@@ -15,7 +15,7 @@ import httpx
 import psutil
 import pytest
 
-from strata_gui.core.errors import ServerError
+from strata_gui.core.base.errors import ServerError
 from strata_gui.core.rpc.workers import rpc_server_executable
 from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.kinds import llama_command as build_command

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from strata_gui.core.errors import ChatError
+from strata_gui.core.base.errors import ChatError
 from strata_gui.core.runtime.structured import MAX_PROBLEMS, check_json, load_schema
 
 SCHEMA = load_schema("""{

@@ -16,7 +16,7 @@ import httpx
 import psutil
 import pytest
 
-from strata_gui.core.errors import ServerError
+from strata_gui.core.base.errors import ServerError
 from strata_gui.core.runtime.outcome import OutcomeKind, describe_outcome
 from strata_gui.core.runtime.supervisor import ServerSettings, ServerState, ServerSupervisor
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries

@@ -15,9 +15,9 @@ import pytest
 
 from strata_gui import __version__
 from strata_gui.cli import _chat_model, _early_engine, main, run_command
-from strata_gui.core.paths import AppPaths
-from strata_gui.core.settings import SettingsService, SettingsStore
-from strata_gui.core.warm import WarmEngine, WarmSlot, prelaunch
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.config.settings import SettingsService, SettingsStore
+from strata_gui.core.platform.warm import WarmEngine, WarmSlot, prelaunch
 from tests.support import engines as _engines
 
 Engines = _engines.TestEngines

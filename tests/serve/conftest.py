@@ -16,7 +16,7 @@ from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import Benchmark
 from strata_gui.core.chat.service import ChatService
 from strata_gui.core.chat.store import ConversationStore
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.serve.records import ApiRequest, ServerLimits

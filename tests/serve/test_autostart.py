@@ -9,6 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from strata_gui.core.config.services import build_services
 from strata_gui.core.serve.autostart import (
     XdgAutostart,
     autostart_for,
@@ -16,7 +17,6 @@ from strata_gui.core.serve.autostart import (
     serve_command,
     windows_command_line,
 )
-from strata_gui.core.services import build_services
 from strata_gui.ui.pages.settings_page import SettingsPage
 
 

@@ -20,10 +20,10 @@ import psutil
 import pytest
 
 from strata_gui.core.app_services import build_app_services
-from strata_gui.core.instance import InstanceAddress
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.config.services import build_services
+from strata_gui.core.platform.instance import InstanceAddress
 from strata_gui.core.serve import take_over
-from strata_gui.core.services import build_services
 from tests.support.engines import TestEngines, free_port
 
 pytestmark = pytest.mark.engine

@@ -12,7 +12,7 @@ import ollama
 import psutil
 import pytest
 
-from strata_gui.core.errors import ServerError
+from strata_gui.core.base.errors import ServerError
 from strata_gui.core.runtime.supervisor import ServerState
 from strata_gui.core.serve.access import is_loopback
 from strata_gui.core.serve.server import ApiServer

@@ -21,11 +21,11 @@ import psutil
 import pytest
 
 from strata_gui.core.app_services import AppServices, build_app_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.pool import EngineStateChanged, EngineUnloaded, PoolEvent
 from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.launch import ServerState
 from strata_gui.core.serve.server import route_table
-from strata_gui.core.services import build_services
 from tests.runtime.conftest import templated_model
 from tests.support import gguf_model
 from tests.support.engines import TestEngines, free_port

@@ -17,7 +17,7 @@ import ollama
 import openai
 import pytest
 
-from strata_gui.core.errors import ServerError
+from strata_gui.core.base.errors import ServerError
 from strata_gui.core.serve.records import ServerLimits
 from strata_gui.core.serve.router import KIND_EMBEDDING, KIND_TEXT
 from strata_gui.core.serve.server import OPEN_ROUTES, ApiServer, route_table

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import ServerBusyError, ServerError, UnknownModelError
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import ServerBusyError, ServerError, UnknownModelError
 from strata_gui.core.serve.router import KEEP_FOREVER, LoadedModel, ServedModel, Upstream
 from tests.support.engines import free_port
 

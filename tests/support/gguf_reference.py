@@ -12,7 +12,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import GGUFError
+from strata_gui.core.base.errors import GGUFError
 from strata_gui.core.models.gguf_meta import MAX_KEPT_ARRAY, GGUFMetadata, LongArray, TensorInfo
 
 _ARRAY = 9

@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from strata_gui.core.errors import StrataError
+from strata_gui.core.base.errors import StrataError
 from strata_gui.core.pool import (
     EnginePool,
     EngineStateChanged,

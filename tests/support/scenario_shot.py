@@ -18,8 +18,8 @@ def main() -> int:
 
     from strata_gui.app import UiHooks, apply_theme, compose
     from strata_gui.core.app_services import build_app_services
+    from strata_gui.core.config.services import build_services
     from strata_gui.core.runtime.client import SamplingParams
-    from strata_gui.core.services import build_services
     from strata_gui.ui.bridge import AsyncBridge
 
     out, model, engine_dir = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])

@@ -19,7 +19,7 @@ def main() -> int:
 
     from strata_gui.app import UiHooks, apply_theme, compose
     from strata_gui.core.app_services import build_app_services
-    from strata_gui.core.services import build_services
+    from strata_gui.core.config.services import build_services
     from strata_gui.ui.bridge import AsyncBridge
     from strata_gui.ui.i18n import install_language
 

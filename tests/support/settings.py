@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from strata_gui.core.paths import AppPaths
-from strata_gui.core.settings import Settings, SettingsService, SettingsStore
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.config.settings import Settings, SettingsService, SettingsStore
 
 
 def settings_service(**values: Any) -> SettingsService:

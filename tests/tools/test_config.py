@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from strata_gui.core.errors import ToolConfigError, ToolError
+from strata_gui.core.base.errors import ToolConfigError, ToolError
 from strata_gui.core.tools import HTTP, STDIO, McpServerConfig, load_mcp_config, parse_mcp_json
 
 # As Claude Desktop documents claude_desktop_config.json (local servers only, started with npx/uvx).

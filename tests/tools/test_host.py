@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import psutil
 import pytest
 
-from strata_gui.core.errors import ToolError
+from strata_gui.core.base.errors import ToolError
 from strata_gui.core.tools import (
     HTTP,
     STDIO,
@@ -501,7 +501,7 @@ def test_result_text_of_every_content_kind() -> None:
 
 def test_the_app_core_runs_the_saved_servers_and_follows_the_store(tmp_path: Path) -> None:
     from strata_gui.core.app_services import build_app_services
-    from strata_gui.core.services import build_services
+    from strata_gui.core.config.services import build_services
 
     async def main() -> None:
         app = build_app_services(build_services())
@@ -521,7 +521,7 @@ def test_the_app_core_runs_the_saved_servers_and_follows_the_store(tmp_path: Pat
 
 
 def test_secrets_stay_out_of_the_log_even_when_verbose(tmp_path: Path) -> None:
-    from strata_gui.core.logging_setup import close_logging, configure_logging
+    from strata_gui.core.platform.logging_setup import close_logging, configure_logging
 
     log_file = tmp_path / "logs" / "strata.log"
 

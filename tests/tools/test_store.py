@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from strata_gui.core.errors import ToolConfigError
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.base.errors import ToolConfigError
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.tools import (
     HTTP,
@@ -136,7 +136,7 @@ def test_policy_refuses_an_approver_that_does_not_answer_a_decision() -> None:
 
 
 def test_unreadable_store_is_a_storage_error() -> None:
-    from strata_gui.core.errors import StorageError
+    from strata_gui.core.base.errors import StorageError
 
     store = _store()
     store.path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,8 +16,8 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import UiHooks, compose, open_first_run
 from strata_gui.core.app_services import build_app_services
+from strata_gui.core.config.services import build_services
 from strata_gui.core.runtime.client import ReplyStats
-from strata_gui.core.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.i18n import install_language
 from strata_gui.ui.theme import apply_theme

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text, joined
 from strata_gui.core.bench.store import BenchResult
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile, depth_label
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text, joined
 
 TIE_MARGIN = 0.05
 SLOW_PREFILL_RATIO = 0.5

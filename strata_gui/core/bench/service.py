@@ -15,19 +15,19 @@ from typing import Any, Protocol
 
 import httpx
 
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import ServerError, StorageError, StrataError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.progress import ProgressCallback, no_progress
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.bench.choice import Recommendation, recommend
 from strata_gui.core.bench.prometheus import ServerCounters, parse_prometheus
 from strata_gui.core.bench.stats import median
 from strata_gui.core.bench.store import BenchResult, EngineChoice, ImageRun, MetricsStore, RequestRecord
 from strata_gui.core.bench.workload import BenchConfig, Benchmark, fit_depth
-from strata_gui.core.blocking import run_blocking
 from strata_gui.core.engines.limits import DecodeLimits
-from strata_gui.core.errors import ServerError, StorageError, StrataError
-from strata_gui.core.events import Listeners
-from strata_gui.core.progress import ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.engine_http import EngineHttp
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strata_gui.core.base.errors import StorageError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 from strata_gui.core.bench.stats import median, percentile
-from strata_gui.core.errors import StorageError
-from strata_gui.core.events import Listeners
+from strata_gui.core.platform.storage import open_database, storage_error
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
-from strata_gui.core.storage import open_database, storage_error
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 SCHEMA_VERSION = 5
 
@@ -241,7 +241,7 @@ class MetricsStore:
         path: The SQLite database file (shared with the chat store).
         clock: Wall clock for timestamps.
         busy_timeout: Seconds a lock held by another program is waited for before
-            :class:`~strata_gui.core.storage.DatabaseLockedError`.
+            :class:`~strata_gui.core.platform.storage.DatabaseLockedError`.
 
     Raises:
         DatabaseLockedError: Another program holds the file.

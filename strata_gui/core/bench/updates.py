@@ -32,9 +32,13 @@ from typing import Any
 
 import httpx
 
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import EngineError, StrataError
+from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.bench.store import BenchResult, MetricsStore
 from strata_gui.core.bench.workload import BenchConfig, Benchmark
-from strata_gui.core.blocking import run_blocking
+from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.engines.catalog import tag_number
 from strata_gui.core.engines.plan import Candidate
 from strata_gui.core.engines.records import InstalledEngine
@@ -50,15 +54,11 @@ from strata_gui.core.engines.updates import (
     engine_group,
     group_of,
 )
-from strata_gui.core.errors import EngineError, StrataError
 from strata_gui.core.pool import EnginePool, EngineStateChanged, PoolEvent
-from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.runtime.client import ChatClient, RequestOptions
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import INSTALLABLE, EngineKind
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
-from strata_gui.core.settings import Settings, SettingsService
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ class _Refused(Exception):
 
 def _unstopped(error: str | None) -> str:
     """A benchmark's error inside a sentence, without its full stop (a
-    :class:`~strata_gui.core.texts.Text` without one stays a Text, so it is still translated)."""
+    :class:`~strata_gui.core.base.texts.Text` without one stays a Text, so it is still translated)."""
     error = error or ""
     return error.rstrip(".") if error.endswith(".") else error
 

@@ -29,14 +29,14 @@ from typing import Any
 
 import httpx
 
+from strata_gui.core.base.errors import ServerError, StrataError
+from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.bench.store import BenchResult, MetricsStore
-from strata_gui.core.errors import ServerError, StrataError
 from strata_gui.core.pool import EnginePool, Lease, PoolEvent, Waiting
-from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.launch import ServerSettings
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 

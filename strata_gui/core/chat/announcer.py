@@ -1,4 +1,4 @@
-"""How the chat's parts tell the listeners: one :class:`~strata_gui.core.events.Listeners` list, and
+"""How the chat's parts tell the listeners: one :class:`~strata_gui.core.base.events.Listeners` list, and
 the new messages of a reply held back until its request has left for the engine."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-from strata_gui.core.events import Listeners
+from strata_gui.core.base.events import Listeners
 
 from .events import ChatEvent, MessageAdded
 from .store import Message

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from strata_gui.core.errors import ChatError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.base.errors import ChatError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 
 from .images import ChatImage
 from .store import FAILED, FORMAT_FAILED, Conversation, ConversationStore, Message

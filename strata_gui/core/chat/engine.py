@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 
-from strata_gui.core.errors import ChatError
+from strata_gui.core.base.errors import ChatError
+from strata_gui.core.base.progress import ProgressCallback
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.config.settings import Settings
 from strata_gui.core.pool import (
     EnginePool,
     EngineStateChanged,
@@ -26,14 +29,11 @@ from strata_gui.core.pool import (
     PoolEvent,
     run_along_plan,
 )
-from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.runtime.client import ChatClient
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.launch import ServerState
 from strata_gui.core.runtime.outcome import Outcome, ProcessEnded
-from strata_gui.core.settings import Settings
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 from .events import (
     ChatEvent,

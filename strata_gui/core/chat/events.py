@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from strata_gui.core.events import Listeners
+from strata_gui.core.base.events import Listeners
 from strata_gui.core.runtime.client import (
     ChatReply,
     PieceCallback,

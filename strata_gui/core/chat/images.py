@@ -11,8 +11,8 @@ import base64
 from dataclasses import dataclass
 from pathlib import Path
 
-from strata_gui.core.errors import ChatError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import ChatError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 # Larger pictures would be shrunk to the projector's input size anyway (a few hundred pixels);
 # the cap keeps a stray photo from bloating the conversation database.

@@ -8,13 +8,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from strata_gui.core import texts
-from strata_gui.core.errors import ChatError, SettingsError, StrataError
+from strata_gui.core.base import texts
+from strata_gui.core.base.errors import ChatError, SettingsError, StrataError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.models.library import find_projector
 from strata_gui.core.models.load_options import LoadOptions
 from strata_gui.core.runtime.launch import ServerSettings
-from strata_gui.core.settings import Settings, SettingsService
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 from .events import RemoteEngine, TemplateInfo
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from strata_gui.core.errors import StrataError
+from strata_gui.core.base.errors import StrataError
 from strata_gui.core.pool import EnginePool, PooledEngine
 from strata_gui.core.runtime.client import ChatClient, RequestOptions
 

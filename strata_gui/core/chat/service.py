@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from strata_gui.core.base.progress import ProgressCallback
+from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.models.load_options import LoadOptions
 from strata_gui.core.pool import EnginePool, PooledEngine
-from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.runtime.client import ChatClient
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
-from strata_gui.core.settings import Settings, SettingsService
 
 from .announcer import ChatAnnouncer
 from .conversations import DEFAULT_TITLE, Conversations

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import StorageError
+from strata_gui.core.base.errors import StorageError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.platform.storage import open_database, storage_error
 from strata_gui.core.runtime.client import (
     Effort,
     ReplyStats,
@@ -38,8 +40,6 @@ from strata_gui.core.runtime.client import (
     SamplingParams,
     ToolCall,
 )
-from strata_gui.core.storage import open_database, storage_error
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 from .images import ChatImage
 
@@ -358,7 +358,7 @@ class ConversationStore:
         path: The database file (``AppPaths.database_file``).
         clock: Wall clock for timestamps.
         busy_timeout: Seconds a lock held by another program is waited for before :meth:`open`
-            raises :class:`~strata_gui.core.storage.DatabaseLockedError`.
+            raises :class:`~strata_gui.core.platform.storage.DatabaseLockedError`.
     """
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.time, *, busy_timeout: float = 5.0) -> None:

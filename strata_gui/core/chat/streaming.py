@@ -15,13 +15,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core import texts
-from strata_gui.core.errors import ChatError, ChatFormatError, ServerError, StorageError, StrataError
-from strata_gui.core.progress import ProgressCallback
+from strata_gui.core.base import texts
+from strata_gui.core.base.errors import ChatError, ChatFormatError, ServerError, StorageError, StrataError
+from strata_gui.core.base.progress import ProgressCallback
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 from strata_gui.core.runtime.client import ChatClient, ChatReply, ReplyStats, RequestOptions, split_lone_close
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.outcome import ProcessEnded
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 from .announcer import ChatAnnouncer
 from .conversations import Conversations

@@ -10,10 +10,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from strata_gui.core.errors import ToolError
-from strata_gui.core.progress import ProgressCallback
+from strata_gui.core.base.errors import ToolError
+from strata_gui.core.base.progress import ProgressCallback
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.client import ReplyStats, RequestOptions
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.tools.approvals import ApprovalRequest, Decision
 
 from .events import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from strata_gui.core.progress import ProgressCallback
+from strata_gui.core.base.progress import ProgressCallback
 from strata_gui.core.runtime.client import ReplyStats, RequestOptions
 
 from .announcer import ChatAnnouncer

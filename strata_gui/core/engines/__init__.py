@@ -10,7 +10,7 @@ Public surface (what other parts of Strata use):
 
 from typing import TYPE_CHECKING
 
-from strata_gui.core.lazy import lazy_exports
+from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, parse_catalog
@@ -81,7 +81,7 @@ __all__ = [
     "validate_tuning_table",
 ]
 
-# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+# Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
     "catalog": ["EngineCatalog", "load_catalog", "parse_catalog"],
     "devices": ["DeviceChoice", "GpuPick", "choose_devices", "match_devices", "pick_gpus"],

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from strata_gui.core.errors import EngineInstallError, UnsafeArchiveError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import EngineInstallError, UnsafeArchiveError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 _HINT = QT_TRANSLATE_NOOP("Core", "The archive is malformed or malicious. Report it to its publisher.")
 _ONLY_FILES = QT_TRANSLATE_NOOP("Core", "Engine archives only hold files, folders and links.")

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import EngineCatalogError
+from strata_gui.core.base.errors import EngineCatalogError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.kinds import INSTALLABLE, TEXT, EngineKind
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 SCHEMA_VERSION = 1
 BACKENDS = ("rocm", "vulkan", "cpu")
@@ -221,7 +221,7 @@ class EngineCatalog:
 
 
 def default_catalog_path() -> Path:
-    from strata_gui.core.resources import kernels_dir
+    from strata_gui.core.config.resources import kernels_dir
 
     return kernels_dir() / "catalog.json"
 

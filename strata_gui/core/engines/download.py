@@ -1,4 +1,4 @@
-"""Release assets downloaded with the shared fetcher (:mod:`strata_gui.core.download`), in the
+"""Release assets downloaded with the shared fetcher (:mod:`strata_gui.core.net.download`), in the
 engine installer's words.
 
 The file grows as ``<name>.part`` in the downloads folder; an interrupted download (network cut,
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import httpx
 
-from strata_gui.core.download import Fetch, FetchErrors, FetchResult, fetch, partial_size
-from strata_gui.core.errors import ChecksumMismatchError, EngineDownloadError, StorageError, StrataError
-from strata_gui.core.progress import ProgressCallback, RateMeter
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
-from strata_gui.core.transfer import DEFAULT_PACE, PROGRESS_INTERVAL, Pace
+from strata_gui.core.base.errors import ChecksumMismatchError, EngineDownloadError, StorageError, StrataError
+from strata_gui.core.base.progress import ProgressCallback, RateMeter
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.net.download import Fetch, FetchErrors, FetchResult, fetch, partial_size
+from strata_gui.core.net.transfer import DEFAULT_PACE, PROGRESS_INTERVAL, Pace
 
 DownloadResult = FetchResult
 _RESUMES = "Check the connection and install again: the download resumes where it stopped."

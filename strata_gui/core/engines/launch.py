@@ -6,8 +6,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from strata_gui.core.config.settings import Settings
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
-from strata_gui.core.settings import Settings
 
 # llama.cpp hides CPU-type Vulkan devices (Mesa llvmpipe) unless GGML_VK_VISIBLE_DEVICES names
 # them; this variable (or the same-named one in the base environment) lets a user choose.

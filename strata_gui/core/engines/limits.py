@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.blocking import run_blocking
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import StrataError
 from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.run_device import RunDevice, is_software_device
-from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu.membw import CpuBandwidth
 from strata_gui.core.gpu.model import GpuInfo, format_mem
 from strata_gui.core.models.bandwidth import Ceiling, TokenBytes, decode_ceiling, read_token_bytes

@@ -10,10 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text, joined
 from strata_gui.core.engines.catalog import AssetRule, EngineCatalog, Source, tag_number
 from strata_gui.core.engines.records import GpuTarget, Release, ReleaseAsset
 from strata_gui.core.runtime.kinds import TEXT, EngineKind
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text, joined
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core import texts
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base import texts
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 _DEVICE_RE = re.compile(r"^\s+(?P<name>[A-Za-z]+\d+): (?P<desc>.*) \((?P<total>\d+) MiB, (?P<free>\d+) MiB free\)\s*$")
 _VERSION_RE = re.compile(r"^version:\s*(.+)$", re.MULTILINE)

@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import EngineInstallError
+from strata_gui.core.base.errors import EngineInstallError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.kinds import TEXT, EngineKind, kind_named
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 MANIFEST_NAME = "strata-engine.json"
 MANIFEST_VERSION = 1

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 
+from strata_gui.core.base.errors import EngineDownloadError, RateLimitedError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.engines.records import Release, ReleaseAsset, ReleaseListing
-from strata_gui.core.errors import EngineDownloadError, RateLimitedError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def load_releases_file(path: Path) -> tuple[str, tuple[Release, ...]]:
     Returns:
         (repo, releases)
     """
-    from strata_gui.core.errors import EngineCatalogError
+    from strata_gui.core.base.errors import EngineCatalogError
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

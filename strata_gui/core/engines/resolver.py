@@ -18,22 +18,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from strata_gui.core.base.errors import EngineError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text
+from strata_gui.core.config.settings import Settings, SettingsChange
 from strata_gui.core.engines.devices import GpuPick, choose_devices, pick_gpus
 from strata_gui.core.engines.drivers import DriverVerdict
 from strata_gui.core.engines.probe import ProbeResult
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
 from strata_gui.core.engines.run_device import RunDevice, run_device
 from strata_gui.core.engines.service import EngineService
-from strata_gui.core.errors import EngineError
-from strata_gui.core.events import Listeners
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.models.identity import model_identity
-from strata_gui.core.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.runtime.depth import CLEARLY_FASTER, Crossover, DepthProfile, depth_label
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
-from strata_gui.core.settings import Settings, SettingsChange
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text
 
 log = logging.getLogger(__name__)
 

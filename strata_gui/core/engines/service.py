@@ -21,8 +21,20 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.download import free_bytes
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import (
+    EngineCatalogError,
+    EngineError,
+    EngineInstallError,
+    InsufficientSpaceError,
+    StrataError,
+    UnsafeArchiveError,
+)
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.progress import Progress, ProgressCallback, format_bytes, no_progress
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, tag_number
 from strata_gui.core.engines.drivers import DriverVerdict, check_driver
 from strata_gui.core.engines.launch import current_os, launch_environment
@@ -45,21 +57,9 @@ from strata_gui.core.engines.records import (
 )
 from strata_gui.core.engines.releases import ReleaseClient
 from strata_gui.core.engines.updates import LEDGER_FILE, UpdateLedger, group_of
-from strata_gui.core.errors import (
-    EngineCatalogError,
-    EngineError,
-    EngineInstallError,
-    InsufficientSpaceError,
-    StrataError,
-    UnsafeArchiveError,
-)
-from strata_gui.core.events import Listeners
 from strata_gui.core.gpu.model import GpuReport
-from strata_gui.core.paths import AppPaths
-from strata_gui.core.progress import Progress, ProgressCallback, format_bytes, no_progress
+from strata_gui.core.net.download import free_bytes
 from strata_gui.core.runtime.kinds import TEXT, EngineKind
-from strata_gui.core.settings import Settings, SettingsService
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 if TYPE_CHECKING:
     from strata_gui.core.engines.tuning import TuningCheck

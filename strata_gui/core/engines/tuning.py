@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from strata_gui.core.errors import TuningTableError
+from strata_gui.core.base.errors import TuningTableError
 
 KEY_COLUMNS = ("transA", "transB", "batch_count", "m", "n", "k", "a_type", "b_type", "c_type",
                "compute_type", "solution_index")

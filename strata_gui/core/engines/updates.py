@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core import texts
+from strata_gui.core.base import texts
+from strata_gui.core.base.errors import EngineError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.engines.records import InstalledEngine
-from strata_gui.core.errors import EngineError
-from strata_gui.core.events import Listeners
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +39,13 @@ AUTO_ROLLED_BACK = "rolled back automatically"
 
 
 def _saved_texts(values: dict[str, str]) -> dict[str, Any]:
-    """The :class:`~strata_gui.core.texts.Text` values of ``values`` with their templates (the JSON
+    """The :class:`~strata_gui.core.base.texts.Text` values of ``values`` with their templates (the JSON
     keeps the English too), so a sentence read back after a restart is still translated."""
     return {k: texts.to_json(v) for k, v in values.items() if isinstance(v, texts.Text)}
 
 
 def _read_text(english: str, saved: Any) -> str:
-    """``english`` as the :class:`~strata_gui.core.texts.Text` ``saved`` holds when that still reads
+    """``english`` as the :class:`~strata_gui.core.base.texts.Text` ``saved`` holds when that still reads
     the same (a record edited by hand or damaged keeps its English)."""
     if saved is None:
         return english

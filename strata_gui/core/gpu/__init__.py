@@ -6,7 +6,7 @@ See :class:`~strata_gui.core.gpu.service.GpuService` and
 
 from typing import TYPE_CHECKING
 
-from strata_gui.core.lazy import lazy_exports
+from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.gpu.history import GpuTelemetry
@@ -44,7 +44,7 @@ __all__ = [
     "format_mem",
 ]
 
-# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+# Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
     "history": ["GpuTelemetry"],
     "model": ["DriverState", "DriverStatus", "GpuInfo", "GpuReport", "GpuSample", "HostInfo", "RocmVerdict", "fmt_opt_bytes", "fmt_sample_value", "format_mem"],

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import GpuDetectionError
+from strata_gui.core.base.errors import GpuDetectionError
 
 AMD_VENDOR_ID = 0x1002
 TABLE_FILE_NAME = "amd-gpu-ids.json"

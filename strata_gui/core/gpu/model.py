@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata_gui.core.progress import format_bytes
+from strata_gui.core.base.progress import format_bytes
 
 FamilyResolver = Callable[[str], "str | None"]
 SNAPSHOT_FORMAT = "strata-gpu-snapshot"  # marks a replayable GPU snapshot (Linux or Windows)

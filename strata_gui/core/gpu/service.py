@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import GpuDetectionError
-from strata_gui.core.events import Listeners
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import GpuDetectionError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.gpu.ids import BandwidthRow, GpuIdTable, load_gpu_table, normalise_gfx
 from strata_gui.core.gpu.linux import LinuxGpuDetector, LinuxTelemetrySource, capture_linux_tree
 from strata_gui.core.gpu.model import (
@@ -29,7 +30,6 @@ from strata_gui.core.gpu.model import (
     apply_family,
 )
 from strata_gui.core.gpu.tree import DirTree, MappingTree
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 if TYPE_CHECKING:  # the Windows replay, telemetry and engine-output parsers load when used: start-up needs none
     from strata_gui.core.gpu.telemetry import TelemetrySampler, TelemetrySource

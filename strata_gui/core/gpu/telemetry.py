@@ -11,7 +11,7 @@ import threading
 from collections import deque
 from typing import Protocol
 
-from strata_gui.core.events import Listeners
+from strata_gui.core.base.events import Listeners
 from strata_gui.core.gpu.model import GpuSample
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ ipndm_v, lcm, ddim_trailing, tcd, res_multistep, res_2s and er_sde (the pinned 0
 
 from typing import TYPE_CHECKING
 
-from strata_gui.core.lazy import lazy_exports
+from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.images.gallery import Gallery, GalleryImage, read_settings
@@ -56,7 +56,7 @@ __all__ = [
     "read_settings",
 ]
 
-# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+# Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
     "gallery": ["Gallery", "GalleryImage", "read_settings"],
     "params": ["ImageRequest", "ParsedParameters", "parse_parameters", "parse_size"],

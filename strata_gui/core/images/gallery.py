@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import ImageError, StorageError
+from strata_gui.core.base.errors import ImageError, StorageError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.images.params import ImageRequest, ParsedParameters, parse_parameters
 from strata_gui.core.images.png import read_text, with_text
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from strata_gui.core.errors import ImageError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import ImageError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 DEFAULT_SAMPLER = "euler_a"
 MAX_SIDE = 4096

@@ -7,8 +7,8 @@ from __future__ import annotations
 import struct
 import zlib
 
-from strata_gui.core.errors import ImageError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.base.errors import ImageError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

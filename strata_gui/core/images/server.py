@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from strata_gui.core.errors import ImageError, ServerError
+from strata_gui.core.base.errors import ImageError, ServerError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.images.params import ImageRequest
 from strata_gui.core.models.image_models import model_parts
 from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.outcome import ProcessEnded
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 if TYPE_CHECKING:
     from strata_gui.core.runtime.supervisor import ServerSupervisor

@@ -24,10 +24,10 @@ from typing import Any
 
 import httpx
 
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import ImageError, ServerError
-from strata_gui.core.events import Listeners
-from strata_gui.core.files import NotRegularFileError, check_regular
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import ImageError, ServerError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.images.gallery import Gallery, GalleryImage
 from strata_gui.core.images.params import ImageRequest
 from strata_gui.core.images.png import image_size
@@ -38,6 +38,7 @@ from strata_gui.core.images.server import (
     parse_load,
     parse_step,
 )
+from strata_gui.core.platform.files import NotRegularFileError, check_regular
 from strata_gui.core.pool import (
     EnginePool,
     EngineStateChanged,
@@ -51,7 +52,6 @@ from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import IMAGE
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, ProcessEnded, describe_outcome
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from strata_gui.core.lazy import lazy_exports
+from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.models.chat_template import (
@@ -85,7 +85,7 @@ __all__ = [
     "template_capabilities",
 ]
 
-# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+# Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
     "chat_template": ["TemplateCapabilities", "read_chat_template", "template_capabilities"],
     "download_manager": ["DownloadEvent", "JobFinished", "JobProgress", "JobStateChanged"],

@@ -25,8 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from strata_gui.core.errors import ModelError, StorageError, StrataError, describe
-from strata_gui.core.events import Listeners
+from strata_gui.core.base.errors import ModelError, StorageError, StrataError, describe
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.progress import Progress, ProgressCallback
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.downloads import (
     DownloadJob,
     DownloadQueue,
@@ -38,8 +40,6 @@ from strata_gui.core.models.hub import ModelDetail
 from strata_gui.core.models.hub_config import HubTokens
 from strata_gui.core.models.hub_errors import HubAuthError
 from strata_gui.core.models.hub_files import QuantEntry
-from strata_gui.core.progress import Progress, ProgressCallback
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 

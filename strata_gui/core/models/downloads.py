@@ -5,7 +5,7 @@ layout (``models--org--name/blobs/<etag>``, ``snapshots/<commit>/<file>`` → bl
 so ``hf_hub_download``, ``scan_cache_dir`` and every other hub-cache tool find them. We do not
 call ``hf_hub_download`` itself: it runs in a thread that cannot be stopped mid-file (pause and
 cancel would wait for the whole file), and it does not check the SHA-256 of what it wrote. The
-bytes travel through the fetcher engine installs use too (:mod:`strata_gui.core.download`):
+bytes travel through the fetcher engine installs use too (:mod:`strata_gui.core.net.download`):
 pausing is a task cancel that keeps ``<blob>.incomplete``; resuming sends ``Range: bytes=n-``,
 as huggingface_hub does, and the hash is computed while streaming.
 """
@@ -27,8 +27,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from strata_gui.core.download import Fetch, FetchErrors, fetch, free_bytes, partial_size
-from strata_gui.core.errors import (
+from strata_gui.core.base.errors import (
     ChecksumMismatchError,
     HubError,
     InsufficientSpaceError,
@@ -36,6 +35,8 @@ from strata_gui.core.errors import (
     StorageError,
     StrataError,
 )
+from strata_gui.core.base.progress import ProgressCallback, RateMeter, format_bytes
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.hub_cache import repo_folder
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
 from strata_gui.core.models.hub_files import (
@@ -47,9 +48,8 @@ from strata_gui.core.models.hub_files import (
     safe_repo_id,
     safe_repo_path,
 )
-from strata_gui.core.progress import ProgressCallback, RateMeter, format_bytes
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
-from strata_gui.core.transfer import DEFAULT_PACE, PROGRESS_INTERVAL, Pace, credentials_for, within
+from strata_gui.core.net.download import Fetch, FetchErrors, fetch, free_bytes, partial_size
+from strata_gui.core.net.transfer import DEFAULT_PACE, PROGRESS_INTERVAL, Pace, credentials_for, within
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +278,7 @@ class HubCacheDownloader:
             is sent to ``endpoint``'s origin only, never to the CDN a file redirects to.
         disk_free: Free bytes of the folder holding a path (injected for tests).
         deadline: Seconds one metadata request (HEAD) may take in all (default
-            :data:`~strata_gui.core.transfer.REQUEST_DEADLINE`).
+            :data:`~strata_gui.core.net.transfer.REQUEST_DEADLINE`).
         pace: The slowest a file download may go before it is given up (and can be resumed).
     """
 

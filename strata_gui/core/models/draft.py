@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from strata_gui.core.errors import ModelError
+from strata_gui.core.base.errors import ModelError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.gguf_meta import LongArray, read_header
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 TOKENS = "tokenizer.ggml.tokens"
 

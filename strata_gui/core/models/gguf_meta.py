@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from strata_gui.core.errors import GGUFError
-from strata_gui.core.files import NotRegularFileError, open_regular
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text
+from strata_gui.core.base.errors import GGUFError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text
+from strata_gui.core.platform.files import NotRegularFileError, open_regular
 
 _CANNOT_READ = QT_TRANSLATE_NOOP("Core", "Cannot read {file}: {reason}")
 _CHECK_READABLE = QT_TRANSLATE_NOOP("Core", "Check the file exists and is readable.")

@@ -27,7 +27,8 @@ from urllib.parse import quote
 
 import httpx
 
-from strata_gui.core.errors import HubError
+from strata_gui.core.base.errors import HubError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.gguf_meta import SPLIT_RE, GGUFMetadata, quant_from_filename
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
 from strata_gui.core.models.hub_files import (
@@ -39,9 +40,8 @@ from strata_gui.core.models.hub_files import (
 )
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.models.remote_header import read_remote_header
+from strata_gui.core.net.transfer import credentials_for, within
 from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
-from strata_gui.core.transfer import credentials_for, within
 
 _CHECK_ENDPOINT = QT_TRANSLATE_NOOP("Core", "Check the hub endpoint in Settings.")
 
@@ -230,7 +230,7 @@ class HubClient:
         endpoint: Hub base URL from Settings.
         token: Returns the access token for gated repos, or None (never logged).
         deadline: Seconds one request may take in all (default
-            :data:`~strata_gui.core.transfer.REQUEST_DEADLINE`).
+            :data:`~strata_gui.core.net.transfer.REQUEST_DEADLINE`).
     """
 
     def __init__(

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from strata_gui.core.errors import HubError
-from strata_gui.core.settings import Settings
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.base.errors import HubError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.config.settings import Settings
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 SAVED_TOKEN_NAME = "hf-token"

@@ -1,6 +1,6 @@
 """Turning hub HTTP failures (httpx) into HubError with a message and a hint.
 
-Messages and hints are core :class:`~strata_gui.core.texts.Text`: the GUI shows them in the user's
+Messages and hints are core :class:`~strata_gui.core.base.texts.Text`: the GUI shows them in the user's
 language (``ui/i18n.core_text``), the CLI in English.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import httpx
 
-from strata_gui.core.errors import HubError, RateLimitedError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import HubError, RateLimitedError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 TOKEN_HINT = QT_TRANSLATE_NOOP(
     "Core", "This repository is gated or private: accept its terms on the hub, then enter an access token.")

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from strata_gui.core.errors import HubError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import HubError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 
 @dataclass(frozen=True)

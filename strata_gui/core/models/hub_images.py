@@ -21,12 +21,12 @@ from typing import Any
 
 import httpx
 
-from strata_gui.core.errors import HubError, ModelError
+from strata_gui.core.base.errors import HubError, ModelError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.gguf_meta import quant_from_filename
 from strata_gui.core.models.hub_files import QuantEntry, RemoteFile
 from strata_gui.core.models.image_models import COMPANION_FRAGMENTS, MODEL_SUFFIXES, ImageFit
 from strata_gui.core.models.remote_header import ranged_get
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 IMAGE_PIPELINES = ("text-to-image",)
 # diffusers keeps each component in its own folder, in a layout sd.cpp does not load as one file.

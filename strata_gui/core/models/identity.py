@@ -13,7 +13,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from strata_gui.core.files import open_regular
+from strata_gui.core.platform.files import open_regular
 
 _EDGE = 1 << 20
 

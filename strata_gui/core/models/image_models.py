@@ -104,7 +104,7 @@ def image_family(names: Iterable[str]) -> str | None:
 
 def safetensors_names(path: Path) -> list[str]:
     """Tensor names in a safetensors file's header (raises OSError/ValueError on a bad file)."""
-    from strata_gui.core.files import open_regular
+    from strata_gui.core.platform.files import open_regular
 
     with open_regular(path) as f:
         raw = f.read(8)
@@ -166,7 +166,7 @@ def model_parts(path: Path) -> ImageModelParts | None:
             return image_parts(safetensors_names(path), path)
         except (OSError, ValueError):
             return None
-    from strata_gui.core.errors import ModelError
+    from strata_gui.core.base.errors import ModelError
     from strata_gui.core.models.gguf_meta import read_header  # GGUF header only
 
     try:

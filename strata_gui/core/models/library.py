@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import GGUFError, ModelError, StorageError
+from strata_gui.core.base.errors import GGUFError, ModelError, StorageError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.gguf_meta import (
     SPLIT_RE,
     GGUFMetadata,
@@ -26,7 +27,6 @@ from strata_gui.core.models.hub_cache import cached_repos
 from strata_gui.core.models.image_models import ImageModelParts, image_parts, model_parts
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, TEXT, EngineKind
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 _NOT_DELETED = QT_TRANSLATE_NOOP("Core", "Could not delete {name}: {reason}")

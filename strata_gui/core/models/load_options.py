@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import SettingsError, StrataError
-from strata_gui.core.events import Listeners
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import SettingsError, StrataError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, joined
+from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.models.chat_template import (
     TemplateCapabilities,
     read_chat_template,
@@ -43,8 +45,6 @@ from strata_gui.core.models.gguf_meta import read_header
 from strata_gui.core.models.identity import model_identity
 from strata_gui.core.models.library import find_projector
 from strata_gui.core.runtime.launch import ServerSettings
-from strata_gui.core.settings import Settings, SettingsService
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, joined
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ import re
 
 import httpx
 
-from strata_gui.core.errors import GGUFError, HubError
+from strata_gui.core.base.errors import GGUFError, HubError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.gguf_meta import GGUFMetadata, HeaderParser
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
-from strata_gui.core.transfer import within
+from strata_gui.core.net.transfer import within
 
 CHUNK = 2 * 1024 * 1024
 # Token lists of big vocabularies make headers a few MB; anything past this is not a header.
@@ -26,7 +26,7 @@ async def ranged_get(client: httpx.AsyncClient, url: str, headers: dict[str, str
     a ``Content-Length`` no larger than asked for; a server that ignores ``Range`` (200, the whole
     file) is read only when the file is at most :data:`HEADER_LIMIT`. A compressed body is refused
     (a range of an encoded body means nothing, and decoding it has no size bound). The request has
-    ``deadline`` seconds in all (default :data:`~strata_gui.core.transfer.REQUEST_DEADLINE`).
+    ``deadline`` seconds in all (default :data:`~strata_gui.core.net.transfer.REQUEST_DEADLINE`).
 
     Raises:
         HubError: network failure, time-out, redirect loop, an HTTP error status, or a body that

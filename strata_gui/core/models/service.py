@@ -12,9 +12,12 @@ from typing import Any, TypeVar
 
 import httpx
 
-from strata_gui.core import texts
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import HubError, ModelError
+from strata_gui.core.base import texts
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import HubError, ModelError
+from strata_gui.core.base.progress import ProgressCallback
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.config.settings import Settings
 from strata_gui.core.models.download_manager import DownloadManager
 from strata_gui.core.models.downloads import (
     DownloadJob,
@@ -48,10 +51,7 @@ from strata_gui.core.models.hub_images import (
 )
 from strata_gui.core.models.image_models import ImageFit, estimate_image_fit, image_parts
 from strata_gui.core.models.library import LibraryEntry, ModelLibrary
-from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.runtime.kinds import TEXT, EngineKind
-from strata_gui.core.settings import Settings
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

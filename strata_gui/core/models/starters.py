@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import ModelError
+from strata_gui.core.base.errors import ModelError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.fit import FitEstimate, MemoryTarget, ModelShape, Verdict, estimate_fit
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 STARTERS_FILE = "starter-models.json"
 STARTERS_VERSION = 1

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from strata_gui.core.config.settings import Settings
 from strata_gui.core.gpu.model import GpuInfo
 from strata_gui.core.models.fit import MIB, MemoryTarget
-from strata_gui.core.settings import Settings
 
 
 def memory_target_for_gpus(gpus: Sequence[GpuInfo], settings: Settings) -> MemoryTarget:

@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from strata_gui.core.lazy import lazy_exports
+from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.pool.engine import EngineKey, PooledEngine, Priority, memory_group, priority_of

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from strata_gui.core.config.settings import Settings
 from strata_gui.core.engines.devices import GpuPick
 from strata_gui.core.engines.run_device import RunDevice
 from strata_gui.core.gpu.model import GpuReport
@@ -23,7 +24,6 @@ from strata_gui.core.models.load_options import model_bytes
 from strata_gui.core.models.targets import memory_target_for_gpus
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.launch import ServerSettings
-from strata_gui.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

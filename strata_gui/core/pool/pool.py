@@ -40,15 +40,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
-from strata_gui.core.errors import ServerBusyError
-from strata_gui.core.events import Listeners
-from strata_gui.core.progress import Progress, ProgressCallback, format_bytes
+from strata_gui.core.base.errors import ServerBusyError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.progress import Progress, ProgressCallback, format_bytes
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import EngineKind
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.supervisor import EngineProcess, ServerSupervisor, StateChanged
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 from .engine import LONGEST_IDLE_S, EngineKey, PooledEngine, Priority, Request, memory_group, priority_of
 from .events import (

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from strata_gui.core.errors import ServerError
-from strata_gui.core.progress import ProgressCallback
+from strata_gui.core.base.errors import ServerError
+from strata_gui.core.base.progress import ProgressCallback
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, describe_outcome
 from strata_gui.core.runtime.supervisor import ServerSupervisor
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 from .events import FailedOver
 from .pool import CrashAdvisor, EnginePool, Lease

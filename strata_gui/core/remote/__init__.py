@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from strata_gui.core.lazy import lazy_exports
+from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.remote.service import RemoteEndpoint, RemoteService, describe
@@ -13,7 +13,7 @@ __all__ = [
     "describe",
 ]
 
-# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+# Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
     "service": ["RemoteEndpoint", "RemoteService", "describe"],
 })

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from strata_gui.core.errors import StorageError
-from strata_gui.core.logging_setup import register_secret
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import StorageError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.platform.logging_setup import register_secret
 
 log = logging.getLogger(__name__)
 

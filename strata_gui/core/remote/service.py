@@ -20,8 +20,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
-from strata_gui.core.errors import ChatError, NetworkError, StorageError
-from strata_gui.core.events import Listeners
+from strata_gui.core.base.errors import ChatError, NetworkError, StorageError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.client import (
     ChatClient,
     ChatReply,
@@ -30,7 +31,6 @@ from strata_gui.core.runtime.client import (
     SamplingParams,
     StreamPiece,
 )
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from strata_gui.core.lazy import lazy_exports
+from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.rpc.service import RpcPool
@@ -16,7 +16,7 @@ __all__ = [
     "WorkerStatus",
 ]
 
-# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+# Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
     "service": ["RpcPool"],
     "workers": ["DEFAULT_RPC_PORT", "TRUST_WARNING", "RpcDevice", "WorkerStatus"],

@@ -15,19 +15,19 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from strata_gui.core.base.errors import EngineError
+from strata_gui.core.base.progress import format_bytes
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.engines.devices import DEVICE_ARG_ENV, SPLIT_ENV
-from strata_gui.core.errors import EngineError
 from strata_gui.core.models.fit import MIB, MemoryTarget
 from strata_gui.core.models.load_options import model_bytes
 from strata_gui.core.pool import CrashAdvisor, EnginePool, Launcher
-from strata_gui.core.progress import format_bytes
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.outcome import Outcome
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.rpc_server import RpcServerProcess
-from strata_gui.core.settings import Settings, SettingsService
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 from .workers import (
     DEFAULT_RPC_PORT,

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import EngineError
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import EngineError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 DEFAULT_RPC_PORT = 50052
 TRUST_WARNING = ("rpc-server has no password and no encryption: anyone who can reach this port can use "

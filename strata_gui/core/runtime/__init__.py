@@ -3,7 +3,7 @@ the OpenAI-compatible client and structured output."""
 
 from typing import TYPE_CHECKING
 
-from strata_gui.core.lazy import lazy_exports
+from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.runtime.client import (
@@ -53,7 +53,7 @@ __all__ = [
     "load_schema",
 ]
 
-# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+# Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
     "client": ["ChatReply", "RequestOptions", "ResponseFormat", "SamplingParams", "StreamPiece", "ToolCall"],
     "depth": ["depth_label"],

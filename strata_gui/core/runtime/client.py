@@ -20,10 +20,10 @@ Two ways to read a reply:
 - :meth:`ChatClient.stream_chat` (the original API, kept for its callers): ``on_delta(text)``
   with answer text only.
 
-Errors: :class:`~strata_gui.core.errors.ServerError` when the engine is unreachable or fails;
-:class:`~strata_gui.core.errors.ChatFormatError` when the engine's chat-format parser rejects the
+Errors: :class:`~strata_gui.core.base.errors.ServerError` when the engine is unreachable or fails;
+:class:`~strata_gui.core.base.errors.ChatFormatError` when the engine's chat-format parser rejects the
 model's output (the model's doing, not the engine's: its ``partial`` holds the reply so far);
-:class:`~strata_gui.core.errors.ChatError` when the request is refused.
+:class:`~strata_gui.core.base.errors.ChatError` when the request is refused.
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin,
 
 import httpx
 
-from strata_gui.core.errors import ChatError, ChatFormatError, ServerError
+from strata_gui.core.base.errors import ChatError, ChatFormatError, ServerError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.engine_http import (
     STOPPED_ANSWERING,
     STOPPED_ANSWERING_HINT,
     EngineHttp,
     EngineReply,
 )
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +340,7 @@ class ReplyStats:
         return " · ".join(self.summary_parts(with_reason=with_reason))
 
     def summary_parts(self, *, with_reason: bool = True) -> list[str]:
-        """The pieces of :meth:`summary`, each a :class:`~strata_gui.core.texts.Text` the GUI translates."""
+        """The pieces of :meth:`summary`, each a :class:`~strata_gui.core.base.texts.Text` the GUI translates."""
         parts: list[str] = []
         if self.ttft_s is not None:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "TTFT {ms} ms"), ms=f"{self.ttft_s * 1000:.0f}"))

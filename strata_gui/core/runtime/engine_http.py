@@ -5,7 +5,7 @@ reranking, sd-server for images) and the remote OpenAI-compatible servers the ch
 (the loopback one for engines on this computer, the network one for remote servers): each request
 names its own time-out; JSON requests and a streamed POST, read as bytes or as Server-Sent Events
 (:mod:`strata_gui.core.runtime.sse`). httpx's errors are translated here, once, into core's
-:class:`~strata_gui.core.errors.ServerError` with a hint; callers that answer differently (the
+:class:`~strata_gui.core.base.errors.ServerError` with a hint; callers that answer differently (the
 local API in its clients' shapes, the image jobs) catch that.
 
 A request is sent once more when the engine closed the kept-alive connection it went out on
@@ -24,9 +24,9 @@ from typing import Any, Final
 
 import httpx
 
-from strata_gui.core.errors import ServerError
+from strata_gui.core.base.errors import ServerError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.sse import SseEvent, SseReader
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 if TYPE_CHECKING:
     from strata_gui.core.runtime.engine import EngineSpec

@@ -8,7 +8,7 @@ import enum
 import socket
 from dataclasses import dataclass
 
-from strata_gui.core.settings import Settings
+from strata_gui.core.config.settings import Settings
 
 
 class ServerState(enum.Enum):

@@ -14,8 +14,8 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from strata_gui.core.errors import ServerError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import ServerError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 
 class OutcomeKind(enum.Enum):

@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-from strata_gui.core.errors import ServerError
-from strata_gui.core.events import Listeners
+from strata_gui.core.base.errors import ServerError
+from strata_gui.core.base.events import Listeners
 from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, Phase, ProcessEnded, classify_exit
 from strata_gui.core.runtime.process_guard import WindowsJob, guarded_launch
@@ -195,7 +195,7 @@ class ManagedProcess:
 
         Args:
             adopt: A process already launched with exactly this command, environment and folder
-                (and the same pipes, see :mod:`strata_gui.core.warm`): it is watched
+                (and the same pipes, see :mod:`strata_gui.core.platform.warm`): it is watched
                 instead of launching another.
 
         Raises:

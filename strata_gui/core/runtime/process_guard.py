@@ -14,7 +14,7 @@ import logging
 import subprocess
 import sys
 
-from strata_gui.core.child_guard import PR_SET_DEATHSIG, armed_by, guarded_launch, linux_preexec
+from strata_gui.core.platform.child_guard import PR_SET_DEATHSIG, armed_by, guarded_launch, linux_preexec
 
 log = logging.getLogger(__name__)
 

@@ -16,13 +16,13 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
-from strata_gui.core.errors import ServerError
+from strata_gui.core.base.errors import ServerError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.launch import ServerState
 from strata_gui.core.runtime.outcome import Outcome, OutcomeKind, ProcessEnded
 from strata_gui.core.runtime.process import ManagedProcess, tcp_ready
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.supervisor import EngineProcess
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
 
 
 def _bind_problem(host: str, port: int) -> str:

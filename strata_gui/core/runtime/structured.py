@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from strata_gui.core.errors import ChatError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import ChatError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 # jsonschema is imported where it is used: it takes ~60 ms to import, and the chat store (loaded
 # at start-up) imports this module for load_schema.

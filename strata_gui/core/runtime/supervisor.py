@@ -22,10 +22,13 @@ from typing import Any
 
 import httpx
 
-from strata_gui.core.errors import ServerError
-from strata_gui.core.events import Listeners
-from strata_gui.core.files import NotRegularFileError, check_regular
-from strata_gui.core.progress import Progress, ProgressCallback
+from strata_gui.core.base.errors import ServerError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.progress import Progress, ProgressCallback
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.platform.files import NotRegularFileError, check_regular
+from strata_gui.core.platform.warm import WarmEngine, WarmSlot
+from strata_gui.core.platform.warm import remember as warm_remember
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.launch import ServerSettings, ServerState, free_loopback_port
@@ -40,9 +43,6 @@ from strata_gui.core.runtime.outcome import (
 )
 from strata_gui.core.runtime.process import ManagedProcess, http_ready
 from strata_gui.core.runtime.process_guard import WindowsJob
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
-from strata_gui.core.warm import WarmEngine, WarmSlot
-from strata_gui.core.warm import remember as warm_remember
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +171,7 @@ class ServerSupervisor(EngineProcess):
     ) -> None:
         super().__init__(engine.kind.subject_for(engine.label), job=job, clock=clock)
         self._warm = warm
-        self.early = False  # its process was launched early and adopted (see strata_gui.core.warm)
+        self.early = False  # its process was launched early and adopted (see strata_gui.core.platform.warm)
         self.engine = engine
         self.kind = engine.kind
         self.model = model
@@ -269,7 +269,7 @@ class ServerSupervisor(EngineProcess):
 
     def _claim_warm(self) -> WarmEngine | None:
         """The engine launched early for this model, when it is exactly the launch asked for now
-        (see :mod:`strata_gui.core.warm`); a different one is stopped."""
+        (see :mod:`strata_gui.core.platform.warm`); a different one is stopped."""
         warm = self._warm.claim(self.model) if self._warm is not None else None
         if warm is None or self.settings.port:
             if warm is not None:

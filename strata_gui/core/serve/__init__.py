@@ -3,7 +3,7 @@ library model, loaded on demand by the engine pool."""
 
 from typing import TYPE_CHECKING
 
-from strata_gui.core.lazy import lazy_exports
+from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.serve.autostart import serve_command
@@ -30,7 +30,7 @@ __all__ = [
     "take_over",
 ]
 
-# Each module loads when one of its names is first read (see strata_gui.core.lazy).
+# Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
     "autostart": ["serve_command"],
     "handover": ["BackgroundServer", "HandedOver", "take_over"],

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from strata_gui.core.errors import SettingsError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import SettingsError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 

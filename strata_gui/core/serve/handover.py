@@ -6,7 +6,7 @@ use was loaded twice, and the app could not serve on the port the background ser
 
 * A headless `strata serve` holds ``<data>/serve.lock`` while it runs and answers ``hand-over`` on
   a loopback port written with a token to ``<data>/serve-instance.json`` (the one-app machinery of
-  :mod:`strata_gui.core.instance`). It agrees only when it serves the plain library (started with
+  :mod:`strata_gui.core.platform.instance`). It agrees only when it serves the plain library (started with
   no ``--model``, ``--engine``, device or load options; the sign-in entry is such a server): it
   answers with its port and whether it listens on the network, stops listening (requests in flight
   get the usual grace), unloads its models and exits.
@@ -30,10 +30,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from strata_gui.core.instance import HAND_OVER, ActivationServer, InstanceAddress, InstanceLock, request
+from strata_gui.core.platform.instance import (
+    HAND_OVER,
+    ActivationServer,
+    InstanceAddress,
+    InstanceLock,
+    request,
+)
 
 if TYPE_CHECKING:
-    from strata_gui.core.paths import AppPaths
+    from strata_gui.core.config.paths import AppPaths
     from strata_gui.core.serve.service import ServeService
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import ServerBusyError, UnknownModelError
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import ServerBusyError, UnknownModelError
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.pool import EnginePool, PooledEngine, acquire_along_plan
 from strata_gui.core.runtime.engine import EngineSpec

@@ -37,8 +37,10 @@ from collections.abc import Awaitable, Callable
 import httpx
 from aiohttp import web
 
-from strata_gui.core.errors import ServerError
-from strata_gui.core.events import Listeners
+from strata_gui.core.base.errors import ServerError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.net.transfer import loopback_client
 from strata_gui.core.serve.access import browser_refusal, is_loopback, key_matches, presented_key
 from strata_gui.core.serve.anthropic_api import routes as anthropic_routes
 from strata_gui.core.serve.connections import ClientErrorLog, ConnectionGuard, connection_cap
@@ -57,8 +59,6 @@ from strata_gui.core.serve.wire import (
     flavor_of,
     json_response,
 )
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
-from strata_gui.core.transfer import loopback_client
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +236,7 @@ class ApiServer:
         limits: Sizes and time-outs (see :class:`ServerLimits`).
         clock: Monotonic clock for time to first token.
         http: The engines' client: the app's shared loopback client (never closed here). None: the
-            server makes one of its own (:func:`~strata_gui.core.transfer.loopback_client`) for as
+            server makes one of its own (:func:`~strata_gui.core.net.transfer.loopback_client`) for as
             long as it listens.
     """
 

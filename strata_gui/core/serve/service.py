@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
+from strata_gui.core.base.errors import ServerError, SettingsError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 from strata_gui.core.bench.service import DashboardService
-from strata_gui.core.errors import ServerError, SettingsError
-from strata_gui.core.events import Listeners
+from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.serve.access import generate_api_key, is_loopback
 from strata_gui.core.serve.autostart import Autostart, serve_command
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
 from strata_gui.core.serve.router import KIND_TEXT, ModelRouter
-from strata_gui.core.settings import Settings, SettingsService
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
 
 if TYPE_CHECKING:
     from strata_gui.core.serve.handover import HandedOver

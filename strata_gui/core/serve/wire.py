@@ -29,8 +29,8 @@ from typing import Any
 import httpx
 from aiohttp import web
 
-from strata_gui.core.errors import ServerBusyError, ServerError, StrataError, UnknownModelError
-from strata_gui.core.events import Listeners
+from strata_gui.core.base.errors import ServerBusyError, ServerError, StrataError, UnknownModelError
+from strata_gui.core.base.events import Listeners
 from strata_gui.core.runtime.engine_http import EngineHttp, EngineReply
 from strata_gui.core.runtime.sse import SseEvent, SseReader
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits

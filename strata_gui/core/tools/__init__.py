@@ -11,7 +11,7 @@
 
 from typing import TYPE_CHECKING
 
-from strata_gui.core.lazy import lazy_exports
+from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.tools.approvals import (
@@ -70,7 +70,7 @@ __all__ = [
     "parse_mcp_servers",
 ]
 
-# Each module loads when one of its names is first read (see strata_gui.core.lazy); the SDK itself
+# Each module loads when one of its names is first read (see strata_gui.core.base.lazy); the SDK itself
 # is imported only when a server is first started.
 __getattr__, __dir__ = lazy_exports(__name__, {
     "approvals": ["ApprovalMemory", "ApprovalRequest", "Approver", "Decision", "MemoryApprovals", "ToolPolicy"],

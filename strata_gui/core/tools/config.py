@@ -24,8 +24,8 @@ from types import MappingProxyType
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from strata_gui.core.errors import ToolConfigError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text
+from strata_gui.core.base.errors import ToolConfigError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text
 
 Transport = Literal["stdio", "http"]
 STDIO: Transport = "stdio"

@@ -46,8 +46,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from strata_gui import __version__
-from strata_gui.core.errors import ToolError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import ToolError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.tools.approvals import ApprovalRequest, Approver, ToolPolicy
 from strata_gui.core.tools.config import STDIO, McpServerConfig
 from strata_gui.core.tools.loop_thread import LoopThread

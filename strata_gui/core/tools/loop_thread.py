@@ -22,7 +22,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from strata_gui.core.blocking import run_blocking
+from strata_gui.core.base.blocking import run_blocking
 
 log = logging.getLogger(__name__)
 

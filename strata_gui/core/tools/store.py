@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from strata_gui.core.errors import StorageError, ToolConfigError
-from strata_gui.core.events import Listeners
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import StorageError, ToolConfigError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.tools.config import (
     HTTP,
     STDIO,

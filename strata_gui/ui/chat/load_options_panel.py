@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import StrataError
 from strata_gui.core.engines import GpuPick
-from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.models import (
     CACHE_TYPES,

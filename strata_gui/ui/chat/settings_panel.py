@@ -14,8 +14,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import StrataError
 from strata_gui.core.chat import OUTPUT_JSON, OUTPUT_OFF, OUTPUT_SCHEMA, StructuredOutput
-from strata_gui.core.errors import StrataError
 from strata_gui.core.runtime import SamplingParams
 
 

@@ -10,8 +10,8 @@ from PySide6.QtGui import QFontDatabase, QGuiApplication, QIcon
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from strata_gui import __version__
-from strata_gui.core.paths import AppPaths
-from strata_gui.core.system import SystemInfo, collect_system_info
+from strata_gui.core.config import AppPaths
+from strata_gui.core.diagnostics import SystemInfo, collect_system_info
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader
 

@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import ChatFormatError, ProgressCallback, StrataError
 from strata_gui.core.chat import (
     COMPLETE,
     DEFAULT_TITLE,
@@ -62,9 +63,7 @@ from strata_gui.core.chat import (
     ToolApproval,
 )
 from strata_gui.core.engines import GpuPick, Resolution
-from strata_gui.core.errors import ChatFormatError, StrataError
 from strata_gui.core.models import LoadOptionsService
-from strata_gui.core.progress import ProgressCallback
 from strata_gui.core.remote import RemoteService
 from strata_gui.core.runtime import EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow

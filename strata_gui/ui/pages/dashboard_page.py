@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import ProgressCallback, StrataError, format_bytes, to_gib
 from strata_gui.core.bench import (
     DEFAULT_DEPTH,
     BenchConfig,
@@ -42,8 +43,6 @@ from strata_gui.core.bench import (
     ServerCounters,
     spread,
 )
-from strata_gui.core.errors import StrataError
-from strata_gui.core.progress import ProgressCallback, format_bytes, to_gib
 from strata_gui.core.runtime import EngineSpec, depth_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image

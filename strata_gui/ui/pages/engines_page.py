@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import ProgressCallback, format_bytes
 from strata_gui.core.engines import (
     Candidate,
     EnginePlan,
@@ -36,7 +37,6 @@ from strata_gui.core.engines import (
     InstalledEngine,
     SetupOutcome,
 )
-from strata_gui.core.progress import ProgressCallback, format_bytes
 from strata_gui.core.runtime import IMAGE, INSTALLABLE, TEXT, EngineKind, backend_label, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.i18n import core_text

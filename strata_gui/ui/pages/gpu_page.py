@@ -24,11 +24,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import StrataError
+from strata_gui.core.diagnostics import complete_host
 from strata_gui.core.engines import DriverVerdict, GpuPick, ProbeFinding, RunDevice
-from strata_gui.core.errors import StrataError
 from strata_gui.core.gpu import DriverState, GpuInfo, GpuReport, GpuService, GpuTelemetry, fmt_opt_bytes
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
-from strata_gui.core.system import complete_host
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.gpu_widgets import GpuCard
 from strata_gui.ui.pages.base import Page

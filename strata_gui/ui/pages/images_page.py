@@ -34,8 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import StrataError
+from strata_gui.core.base import StrataError, run_blocking
 from strata_gui.core.images import (
     GalleryImage,
     ImageEvent,

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.errors import StrataError
+from strata_gui.core.base import StrataError, format_bytes
 from strata_gui.core.models import (
     DownloadEvent,
     DownloadJob,
@@ -55,7 +55,6 @@ from strata_gui.core.models import (
     RepoSummary,
     SearchPage,
 )
-from strata_gui.core.progress import format_bytes
 from strata_gui.core.runtime import EMBEDDING, IMAGE, TEXT, EngineKind, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import core_text, error_text

@@ -24,10 +24,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.errors import StrataError
+from strata_gui.core.base import StrataError
+from strata_gui.core.config import Services, Settings, SettingsChange
 from strata_gui.core.models import environment_endpoint
-from strata_gui.core.services import Services
-from strata_gui.core.settings import Settings, SettingsChange
 from strata_gui.ui.bridge import follow
 from strata_gui.ui.i18n import core_text, error_text
 from strata_gui.ui.pages.base import Page

@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from strata_gui.core.errors import StorageError
+from strata_gui.core.base.errors import StorageError
 
 
 class NotRegularFileError(StorageError, OSError):

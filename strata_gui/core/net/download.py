@@ -5,8 +5,8 @@ folder, ``blobs/<etag>.incomplete`` in the hub cache). An interrupted download (
 pause, Cancel, app restart) continues from there with ``Range: bytes=<have>-``; a server that
 ignores the range sends the whole file and the download starts over. SHA-256 is computed while
 streaming (the bytes already on disk are hashed first), writing and hashing run on a
-:class:`~strata_gui.core.transfer.FileSink` so they overlap the network reads, and a transfer
-slower than its :class:`~strata_gui.core.transfer.Pace` is given up, keeping what arrived. Only a
+:class:`~strata_gui.core.net.transfer.FileSink` so they overlap the network reads, and a transfer
+slower than its :class:`~strata_gui.core.net.transfer.Pace` is given up, keeping what arrived. Only a
 file of the expected size and digest takes its final name.
 
 What a failure is called is the caller's (:class:`FetchErrors`): an engine install and a model
@@ -29,10 +29,10 @@ from typing import Any
 
 import httpx
 
-from strata_gui.core.blocking import run_blocking
-from strata_gui.core.errors import StrataError
-from strata_gui.core.progress import RateMeter
-from strata_gui.core.transfer import DEFAULT_PACE, FileSink, Hasher, Pace, PaceWatch, stream_to_sink
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import StrataError
+from strata_gui.core.base.progress import RateMeter
+from strata_gui.core.net.transfer import DEFAULT_PACE, FileSink, Hasher, Pace, PaceWatch, stream_to_sink
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import StorageError
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.errors import StorageError
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 log = logging.getLogger(__name__)
 

@@ -137,8 +137,8 @@ def _available_ram() -> int | None:
 
 
 def _guarded(command: list[str]) -> tuple[list[str], Any]:
-    """The same parent-death arming as every engine Strata starts (see core/child_guard.py)."""
-    from strata_gui.core.child_guard import guarded_launch
+    """The same parent-death arming as every engine Strata starts (see core/platform/child_guard.py)."""
+    from strata_gui.core.platform.child_guard import guarded_launch
 
     return guarded_launch(command, os.getpid())
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strata_gui.core.texts import QT_TRANSLATE_NOOP
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 
 
 class StrataError(Exception):

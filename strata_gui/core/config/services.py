@@ -11,9 +11,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from strata_gui.core.paths import AppPaths
-from strata_gui.core.settings import Settings, SettingsService, SettingsStore
-from strata_gui.core.warm import WarmSlot
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.config.settings import Settings, SettingsService, SettingsStore
+from strata_gui.core.platform.warm import WarmSlot
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class Services:
         settings_service: The only writer of settings (validates, saves, tells subscribers).
         environ: The environment the services were built from (engines inherit it).
         warm: The chat engine launched before the core was imported, for the engine pool to adopt
-            (see :mod:`strata_gui.core.warm`); usually empty.
+            (see :mod:`strata_gui.core.platform.warm`); usually empty.
     """
 
     paths: AppPaths

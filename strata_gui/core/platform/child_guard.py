@@ -4,7 +4,7 @@ The child asks the kernel for SIGKILL when its parent dies (``PR_SET_DEATHSIG``)
 when the *thread* that forked the child exits, so engines must be started from a long-lived
 thread (the event loop's, or the main thread before it runs). Kept apart from
 :mod:`strata_gui.core.runtime.process_guard` (the Windows job object) so the warm start
-(:mod:`strata_gui.core.warm`) can arm it before the core is imported.
+(:mod:`strata_gui.core.platform.warm`) can arm it before the core is imported.
 
 Where util-linux's ``setpriv`` exists (every mainstream distribution), the engine is started as
 ``setpriv --pdeathsig KILL -- <engine>``: setpriv arms the signal and executes the engine, which

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.errors import SettingsError
-from strata_gui.core.events import Listeners
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text, joined
+from strata_gui.core.base.errors import SettingsError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text, joined
 
 log = logging.getLogger(__name__)
 

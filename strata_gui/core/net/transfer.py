@@ -24,7 +24,7 @@ from typing import Any, BinaryIO, Protocol, TypeVar
 
 import httpx
 
-from strata_gui.core.progress import RateMeter
+from strata_gui.core.base.progress import RateMeter
 
 BATCH = 1 << 20
 """Bytes of received chunks handed to the writer and hasher threads at once."""

@@ -19,7 +19,7 @@ def resource_root() -> Path:
     bundle = getattr(sys, "_MEIPASS", None)
     if bundle:
         return Path(bundle)
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]  # strata_gui/core/config/resources.py → the checkout
 
 
 def kernels_dir() -> Path:

@@ -80,17 +80,17 @@ class AppPaths:
 
     @property
     def warm_start_file(self) -> Path:
-        """How the chat's last engine was launched, to launch it early next time (core/warm.py)."""
+        """How the chat's last engine was launched, to launch it early next time (core/platform/warm.py)."""
         return self.data_dir / "warm-start.json"
 
     @property
     def instance_lock_file(self) -> Path:
-        """Locked by the running app, so a second launch shows its window (core/instance.py)."""
+        """Locked by the running app, so a second launch shows its window (core/platform/instance.py)."""
         return self.data_dir / "app.lock"
 
     @property
     def instance_address_file(self) -> Path:
-        """Where the running app listens for a second launch (core/instance.py)."""
+        """Where the running app listens for a second launch (core/platform/instance.py)."""
         return self.data_dir / "app-instance.json"
 
     @property

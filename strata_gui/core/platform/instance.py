@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from strata_gui.core.texts import QT_TRANSLATE_NOOP, T, Text
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text
 
 if TYPE_CHECKING:
     import asyncio

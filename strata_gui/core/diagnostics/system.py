@@ -13,9 +13,9 @@ from pathlib import Path
 import psutil
 
 from strata_gui import __version__
+from strata_gui.core.base.progress import format_bytes
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.gpu import HostInfo
-from strata_gui.core.paths import AppPaths
-from strata_gui.core.progress import format_bytes
 
 
 def _dist_version(*names: str) -> str:

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strata_gui.core.paths import AppPaths
+from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.runtime.process_guard import WindowsJob, armed_by, guarded_launch
 
@@ -213,9 +213,9 @@ def hold_child(pid_file: Path, guarded: bool = True) -> int:
 
 
 def check_single_app(scratch: Path) -> CheckResult:
-    """The one-app lock (core/instance.py): refused while another process holds it, free again the
+    """The one-app lock (core/platform/instance.py): refused while another process holds it, free again the
     moment that process is killed (the OS drops it: a crashed app never blocks the next launch)."""
-    from strata_gui.core.instance import InstanceLock
+    from strata_gui.core.platform.instance import InstanceLock
 
     lock_file, held = scratch / "app.lock", scratch / "lock-held"
     holder = subprocess.Popen([*self_command(), "platform-check", "--hold-lock", str(lock_file), str(held)],
@@ -243,7 +243,7 @@ def check_single_app(scratch: Path) -> CheckResult:
 
 def hold_lock(lock_file: Path, held: Path) -> int:
     """The other side of :func:`check_single_app`: take the lock, say so, wait to be killed."""
-    from strata_gui.core.instance import InstanceLock
+    from strata_gui.core.platform.instance import InstanceLock
 
     lock = InstanceLock.try_acquire(lock_file)
     if lock is None:
@@ -254,10 +254,10 @@ def hold_lock(lock_file: Path, held: Path) -> int:
 
 
 def check_gpu() -> CheckResult:
+    from strata_gui.core.config.resources import kernels_dir
     from strata_gui.core.gpu import windows_probe
     from strata_gui.core.gpu.ids import load_gpu_table
     from strata_gui.core.gpu.windows import WindowsSnapshotDetector, make_windows_snapshot
-    from strata_gui.core.resources import kernels_dir
 
     table = load_gpu_table(kernels_dir())
     sources: dict[str, Any] = {}
