@@ -61,34 +61,29 @@ def test_the_chat_and_an_openai_client_stream_from_one_model_at_the_same_time(
 
 def test_an_api_request_waiting_past_the_limit_gets_503_with_retry_after(
         test_engines: TestEngines, test_model: Path) -> None:
-    """One slot, taken by the chat's long reply: the OpenAI client waits its limit (Settings), then
-    gets 503 with Retry-After in OpenAI's error shape; the chat's reply is unharmed."""
+    """One slot, taken by the chat: the OpenAI client waits its limit (Settings), then gets 503 with
+    Retry-After in OpenAI's error shape; once the slot is free the same request is answered."""
 
     async def body(env: Env) -> None:
         url = await env.serve.start()
-        conv = env.chat.new_conversation()
-        env.chat.store.update_settings(conv.id, sampling=SamplingParams(max_tokens=100000, seed=1))
+        await env.chat.ensure_engine()
         waits: list[Waiting] = []
         env.chat.pool.events.subscribe(lambda e: waits.append(e) if isinstance(e, Waiting) else None)
-        deltas: list[MessageDelta] = []
-        env.chat.events.subscribe(lambda e: deltas.append(e) if isinstance(e, MessageDelta) else None)
-        chat = asyncio.create_task(env.chat.send(conv.id, "Tell me a very long story"))
-        while not deltas:
-            await asyncio.wait([chat], timeout=0.05)
-            assert not chat.done(), chat
+        [spec] = env.chat.plan
+        chat = await env.chat.pool.acquire(spec, test_model, env.chat.launch_settings(), user="chat")
         async with openai.AsyncOpenAI(base_url=url, api_key="unused", max_retries=0) as client:
             with pytest.raises(openai.APIStatusError) as info:
                 await client.chat.completions.create(model=test_model.stem, max_tokens=4,
                                                      messages=[{"role": "user", "content": "hi"}])
-        resp = info.value.response
-        assert resp.status_code == 503 and int(resp.headers["Retry-After"]) >= 1
-        error = resp.json()["error"]
-        assert error["message"].startswith("Waited 1 s: Waiting: 1 request ahead for ")
-        assert error["type"]  # OpenAI's shape
-        assert [w.user for w in waits] == ["api"]
-        assert not chat.done()
-        chat.cancel()  # Stop
-        with pytest.raises(asyncio.CancelledError):
-            await chat
+            resp = info.value.response
+            assert resp.status_code == 503 and int(resp.headers["Retry-After"]) >= 1
+            error = resp.json()["error"]
+            assert error["message"].startswith("Waited 1 s: Waiting: 1 request ahead for ")
+            assert error["type"]  # OpenAI's shape
+            assert [w.user for w in waits] == ["api"]
+            chat.release()
+            again = await client.chat.completions.create(model=test_model.stem, max_tokens=4,
+                                                         messages=[{"role": "user", "content": "hi"}])
+            assert again.choices[0].message.content is not None
 
     run_serving([cpu_spec(test_engines)], test_model, body, parallel_slots=1, api_wait_seconds=1)

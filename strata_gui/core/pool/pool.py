@@ -203,7 +203,9 @@ class EnginePool:
         self._seq = itertools.count(1)
         self._closed = False
         self._turn: Request | None = None  # the granted request holding the whole pool, see turn()
-        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the pool runs on (see _on_loop)
+        self._dirty = False  # something changed since the scheduler's last pass
+        self._wake: asyncio.Future[None] | None = None  # what the idle scheduler task awaits
         self._scheduler: asyncio.Task[None] | None = None
         self._last_activity: PoolActivity | None = None
         self.starts = 0  # engines started since the pool was made (tests and the stress bench count them)
@@ -291,8 +293,23 @@ class EnginePool:
                 self._turn = None
             self._kick()
 
+    def _on_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the pool works on: the running one, else the one it last ran on.
+
+        Under Qt (qasync) a task can be stepped from Qt's event processing while no loop is
+        "running" (a test between two ``run_until_complete``): releases, timers and the scheduler
+        then still reach the pool's loop instead of failing half-way."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            if self._loop is None or self._loop.is_closed():
+                raise
+            return self._loop
+        self._loop = loop
+        return loop
+
     def _request(self, user: str, priority: Priority | None, **fields: object) -> Request:
-        loop = asyncio.get_running_loop()
+        loop = self._on_loop()
         return Request(seq=next(self._seq), user=user, priority=priority_of(user) if priority is None else priority,
                        future=loop.create_future(), since=self._clock(), **fields)  # type: ignore[arg-type]
 
@@ -336,27 +353,29 @@ class EnginePool:
 
         The scheduler task runs while requests wait and ends when the queue is empty; the next
         change starts it again (so a pool nobody closes leaves no task behind)."""
-        if self._wake is not None:
-            self._wake.set()
-        task = self._scheduler
+        self._dirty = True
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
         try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop runs (an exit path): nothing can be waiting
+            loop = self._on_loop()
+        except RuntimeError:  # never ran on a loop: nothing can be waiting
             return
+        task = self._scheduler
         if task is None or task.done() or task.get_loop() is not loop:
-            self._wake = wake = asyncio.Event()
-            wake.set()
-            self._scheduler = loop.create_task(self._schedule(wake), name="strata-pool-scheduler")
+            self._scheduler = loop.create_task(self._schedule(loop), name="strata-pool-scheduler")
 
-    async def _schedule(self, wake: asyncio.Event) -> None:
+    async def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
         while True:
-            await wake.wait()
-            wake.clear()
+            if not self._dirty:
+                self._wake = loop.create_future()
+                await self._wake
+            self._dirty = False
             try:
                 self._decide()
             except Exception:  # a bug here must not stop every later decision
                 log.exception("the engine pool's scheduler failed a pass")
-            if not self._queue and not wake.is_set():
+            if not self._queue and not self._dirty:
                 return
 
     def _decide(self) -> None:
@@ -567,6 +586,7 @@ class EnginePool:
             return
         if reason == req.said and ahead == req.ahead:
             return
+        log.debug("request %s of the %s waits: %s", req.seq, req.user, reason)
         req.said, req.ahead = reason, ahead
         if req.spec is not None and req.model is not None:
             self.events.emit(Waiting(req.spec.kind, req.model, req.user, reason, ahead))
@@ -574,6 +594,7 @@ class EnginePool:
             _tell(req.on_progress, Progress(0, None, reason))
 
     def _grant(self, req: Request, engine: PooledEngine) -> None:
+        log.debug("request %s of the %s gets a slot of %s", req.seq, req.user, engine.describe())
         if engine.idle_timer is not None:
             engine.idle_timer.cancel()
             engine.idle_timer = None
@@ -607,7 +628,8 @@ class EnginePool:
     # -- starting and stopping -------------------------------------------------------------------------
     def _start_for(self, req: Request) -> None:
         assert req.key is not None and req.spec is not None and req.model is not None and req.settings is not None
-        loop = asyncio.get_running_loop()
+        log.debug("request %s of the %s starts %s on %s", req.seq, req.user, req.model.name, req.spec.label)
+        loop = self._on_loop()
         entry = PooledEngine(next(self._serial), req.key, self._launcher(req.spec, req.model, req.settings),
                              self._estimate(req), self._clock())
         entry.started_by = req.user
@@ -651,7 +673,7 @@ class EnginePool:
         if entry.idle_timer is not None:
             entry.idle_timer.cancel()
             entry.idle_timer = None
-        entry.stop_task = asyncio.get_running_loop().create_task(self._stop(entry, reason),
+        entry.stop_task = self._on_loop().create_task(self._stop(entry, reason),
                                                                  name=f"strata-engine-stop-{entry.serial}")
 
     async def _stop(self, entry: PooledEngine, reason: str) -> None:
@@ -680,8 +702,7 @@ class EnginePool:
             return  # kept until something else unloads it
         if entry.idle_timer is not None:
             entry.idle_timer.cancel()
-        loop = asyncio.get_running_loop()
-        entry.idle_timer = loop.call_later(max(0.0, timeout), self._idle_expired, entry)
+        entry.idle_timer = self._on_loop().call_later(max(0.0, timeout), self._idle_expired, entry)
         entry.expires_at = self._clock() + max(0.0, timeout)
 
     def _idle_expired(self, entry: PooledEngine) -> None:
