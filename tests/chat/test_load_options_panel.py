@@ -193,3 +193,46 @@ def test_panel_gpu_row_is_the_device_choice_the_resolver_uses(qtbot: QtBot, qapp
         qasync_loop.run_until_complete(bridge.shutdown())
         qasync_loop.run_until_complete(services.aclose())
         ui.window.deleteLater()
+
+
+def test_panel_parallel_requests_say_what_each_request_gets(qtbot: QtBot, qapp: Any, test_model: Path,
+                                                            qasync_loop: asyncio.AbstractEventLoop) -> None:
+    """"Automatic" parallel requests stays automatic when saved; the fit line says how many requests
+    the model answers at once and the context each one gets, and its KV cache counts all of them."""
+    services = build_app_services(build_services())
+    bridge = AsyncBridge()
+    ui = compose(services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
+                                                 choose_model=lambda: None, save_path=lambda _n: None))
+    try:
+        page = ui.pages.chat
+        page.set_model(test_model)
+        panel = page.load_options_panel
+        assert panel is not None
+        panel.activate(True)
+        qasync_loop.run_until_complete(_until(lambda: panel.estimate is not None))
+        assert panel.parallel.value() == 0 and panel.parallel.text() == "Automatic"
+        automatic = panel.estimate
+        assert automatic is not None and automatic.slots == services.load_options.slots(
+            test_model, services.load_options.options(test_model))
+        assert f"{automatic.slots} parallel requests × 4,096 tokens each (automatic)" in panel.verdict.text()
+
+        panel.parallel.setValue(1)
+        one = panel.estimate
+        assert one is not None and one.slots == 1 and one.kv_bytes * automatic.slots == automatic.kv_bytes
+        assert "1 request at a time, 4,096 tokens" in panel.verdict.text()
+        assert "(automatic)" not in panel.verdict.text()
+        assert services.load_options.saved(test_model)["parallel"] == 1
+
+        panel.ctx_size.setValue(1024)
+        panel.parallel.setValue(2)
+        assert "2 parallel requests × 1,024 tokens each" in panel.verdict.text()
+        assert services.load_options.server_settings(test_model).parallel == 2  # what the next load starts with
+
+        panel.parallel.setValue(0)  # Automatic again: saved as automatic, not as one request
+        assert services.load_options.saved(test_model)["parallel"] == 0
+        assert panel.verdict.text().endswith("(automatic)")
+    finally:
+        ui.window.close()
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(services.aclose())
+        ui.window.deleteLater()

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.base import StrataError
+from strata_gui.core.config import RANGES
 from strata_gui.core.engines import GpuPick
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.models import (
@@ -121,7 +122,10 @@ class LoadOptionsPanel(QGroupBox):
         self.batch_size = _spin(0, 1 << 16, default)
         self.ubatch_size = _spin(0, 1 << 16, default)
         self.threads = _spin(0, 512, default)
-        self.parallel = _spin(1, 64)
+        self.parallel = _spin(*RANGES["parallel_slots"], self.tr("Automatic"))
+        self.parallel.setToolTip(self.tr("Requests the model answers at the same time (the chat, other apps, "
+                                         "reading ahead); each gets the whole context size, and the KV cache "
+                                         "holds all of them. Automatic: as many as fit, at most 4"))
         self.mmap = QCheckBox(self.tr("Memory-map the model file"))
         # How the model replies (sent with each request; no reload).
         self.reply_limit = _spin(0, 1 << 20, self.tr("8,192 (default)"), 512)
@@ -184,7 +188,7 @@ class LoadOptionsPanel(QGroupBox):
         form.addRow(self.tr("Batch"), self.batch_size)
         form.addRow(self.tr("Micro-batch"), self.ubatch_size)
         form.addRow(self.tr("Threads"), self.threads)
-        form.addRow(self.tr("Parallel slots"), self.parallel)
+        form.addRow(self.tr("Parallel requests"), self.parallel)
         form.addRow("", self.mmap)
         draft = QHBoxLayout()
         draft.addWidget(self.draft_label, 1)
@@ -458,8 +462,17 @@ class LoadOptionsPanel(QGroupBox):
         e = self.estimate = self._service.fit(self.shape, options)
         self.verdict.setStyleSheet(f"color: {_VERDICT_COLOURS[e.verdict]};")
         self.verdict.setText(self.tr("{0} · KV cache {1} · total {2} of {3}").format(
-            self._verdict_text(e), format_mem(e.kv_bytes), format_mem(e.total_bytes), format_mem(e.gpu_bytes)))
+            self._verdict_text(e), format_mem(e.kv_bytes), format_mem(e.total_bytes), format_mem(e.gpu_bytes))
+            + "\n" + self._slots_text(e, automatic=options.parallel == 0))
         return []
+
+    def _slots_text(self, e: FitEstimate, *, automatic: bool) -> str:
+        """What each request gets: "4 parallel requests × 4,096 tokens each (automatic)"."""
+        if e.slots > 1:
+            text = self.tr("{0} parallel requests × {1} tokens each").format(e.slots, f"{e.n_ctx:,}")
+        else:
+            text = self.tr("1 request at a time, {0} tokens").format(f"{e.n_ctx:,}")
+        return self.tr("{0} (automatic)").format(text) if automatic else text
 
     def _verdict_text(self, e: FitEstimate) -> str:
         if e.verdict is Verdict.FULL_GPU:
