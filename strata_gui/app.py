@@ -483,7 +483,7 @@ def _build_images(ui: AppUi) -> Page:
 def _build_network(ui: AppUi) -> Page:
     from strata_gui.ui.pages.network_page import NetworkPage
 
-    return NetworkPage(ui.services.remote, ui.services.serve, ui.bridge, rpc=ui.services.rpc)
+    return NetworkPage(ui.services.remote, ui.services.serve, ui.bridge, rpc=ui.services.rpc, pool=ui.services.pool)
 
 
 def _build_settings(ui: AppUi, app: QApplication) -> Page:

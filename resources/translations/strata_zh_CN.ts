@@ -4933,6 +4933,10 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>关</translation>
     </message>
     <message>
+        <source>Requests the model answers at the same time (the chat, other apps, reading ahead); each gets the whole context size, and the KV cache holds all of them. Automatic: as many as fit, at most 4</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Memory-map the model file</source>
         <translation>以内存映射方式加载模型文件</translation>
     </message>
@@ -5033,10 +5037,6 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>线程数</translation>
     </message>
     <message>
-        <source>Parallel slots</source>
-        <translation>并行槽位</translation>
-    </message>
-    <message>
         <source>Draft model</source>
         <translation>草稿模型</translation>
     </message>
@@ -5067,6 +5067,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Automatic</source>
         <translation>自动</translation>
+    </message>
+    <message>
+        <source>Parallel requests</source>
+        <translation type="unfinished">并行请求数</translation>
     </message>
     <message>
         <source> (integrated)</source>
@@ -5119,6 +5123,18 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>{0} · KV cache {1} · total {2} of {3}</source>
         <translation>{0} · KV 缓存 {1} · 共需 {2}，可用 {3}</translation>
+    </message>
+    <message>
+        <source>{0} parallel requests × {1} tokens each</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>1 request at a time, {0} tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{0} (automatic)</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Fits fully on the GPU</source>
@@ -5738,6 +5754,60 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>复制</translation>
     </message>
     <message>
+        <source>Waiting requests</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>From</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Why</source>
+        <translation type="unfinished">原因</translation>
+    </message>
+    <message>
+        <source>Waited</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 of %n slot(s)</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Its model is loading</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>every model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Chat</source>
+        <translation type="unfinished">聊天</translation>
+    </message>
+    <message>
+        <source>Images</source>
+        <translation type="unfinished">图像</translation>
+    </message>
+    <message>
+        <source>Other apps (API)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Benchmark</source>
+        <translation type="unfinished">基准测试</translation>
+    </message>
+    <message>
+        <source>Engine update trial</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Requests: {0} total · {1} active · {2} waiting · {3} completed · {4} failed · {5} refused (wrong key)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Try it from a terminal:</source>
         <translation>在终端中试一试：</translation>
     </message>
@@ -5770,6 +5840,18 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>卸载倒计时</translation>
     </message>
     <message>
+        <source>Waiting</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Requests being answered, of the requests the model answers at once (Settings: Parallel requests per model)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Requests waiting for this model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>No model is loaded. Programs load one by naming it.</source>
         <translation>没有加载任何模型。程序指定模型名称时即会加载。</translation>
     </message>
@@ -5780,16 +5862,6 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Free the model&apos;s memory (after the requests using it end).</source>
         <translation>释放该模型占用的内存（在正在使用它的请求结束之后）。</translation>
-    </message>
-    <message numerus="yes">
-        <source>%n request(s)</source>
-        <translation>
-            <numerusform>%n 个请求</numerusform>
-        </translation>
-    </message>
-    <message>
-        <source>no</source>
-        <translation>否</translation>
     </message>
     <message>
         <source>Unload {0}</source>
@@ -5826,10 +5898,6 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>No API key: only programs on this computer can connect.</source>
         <translation>未设置 API 密钥：只有本机程序可以连接。</translation>
-    </message>
-    <message>
-        <source>Requests: {0} total · {1} active · {2} completed · {3} failed · {4} refused (wrong key)</source>
-        <translation>请求：共 {0} · 进行中 {1} · 已完成 {2} · 失败 {3} · 已拒绝 {4}（密钥错误）</translation>
     </message>
     <message>
         <source>RPC workers / lend this GPU</source>
@@ -6035,6 +6103,18 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>从登录起向其他应用提供模型库中的每个模型（OpenAI、Ollama 和 Anthropic API），在被请求时加载。关闭此项会删除启动项。</translation>
     </message>
     <message>
+        <source> s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>How long a request from another app may wait for its model (every parallel request in use, the model loading, or memory being freed). Past this it is answered &quot;busy&quot; (HTTP 503 with Retry-After), so the app can try again later.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Wait limit for API requests</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Add folder…</source>
         <translation>添加文件夹…</translation>
     </message>
@@ -6073,6 +6153,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>engine default</source>
         <translation>引擎默认值</translation>
+    </message>
+    <message>
+        <source>Automatic</source>
+        <translation type="unfinished">自动</translation>
+    </message>
+    <message>
+        <source>How many requests each loaded model answers at the same time: the chat, other apps and reading ahead share it. Each request gets the whole context size, so every one of them needs memory. Automatic: as many as fit in memory, at most 4.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>If an engine fails, continue on the next one (Vulkan, then CPU)</source>
@@ -6125,6 +6213,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Latest release</source>
         <translation>最新发布</translation>
+    </message>
+    <message>
+        <source>Parallel requests per model</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Save</source>
@@ -6217,10 +6309,6 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
-    </message>
-    <message>
-        <source>Parallel requests</source>
-        <translation>并行请求数</translation>
     </message>
     <message>
         <source>Unload idle models after</source>
