@@ -449,6 +449,7 @@ def _build_dashboard(ui: AppUi) -> Page:
     page = DashboardPage(
         services.dashboard, ui.bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
         engine_headers=engine_headers, models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path, images_tab=image_stats,
+        pool=services.pool,
     )
     ui.window.closing.connect(page.stop)
     return page
