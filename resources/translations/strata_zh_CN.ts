@@ -3352,6 +3352,14 @@ Last reply: this computer ({1})</source>
         <translation>引擎自启动以来：提示 %1 tokens，速度 %2 · 生成 %3 tokens，速度 %4 · %5 个处理中，%6 个排队</translation>
     </message>
     <message>
+        <source>Requests now: %1 active · %2 waiting</source>
+        <translation>当前请求：进行中 %1 · 等待中 %2</translation>
+    </message>
+    <message>
+        <source>%1: %2 of %3 in use, %4 waiting</source>
+        <translation>%1：%3 个中 %2 个在用，%4 个等待中</translation>
+    </message>
+    <message>
         <source>Exported to %s</source>
         <translation>已导出到 %s</translation>
     </message>
@@ -4934,7 +4942,7 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Requests the model answers at the same time (the chat, other apps, reading ahead); each gets the whole context size, and the KV cache holds all of them. Automatic: as many as fit, at most 4</source>
-        <translation type="unfinished"></translation>
+        <translation>模型同时回答的请求数（聊天、其他应用和预读共用）；每个请求都有完整的上下文长度，KV 缓存容纳全部请求。自动：内存装得下多少就用多少，最多 4 个</translation>
     </message>
     <message>
         <source>Memory-map the model file</source>
@@ -5070,7 +5078,7 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Parallel requests</source>
-        <translation type="unfinished">并行请求数</translation>
+        <translation>并行请求数</translation>
     </message>
     <message>
         <source> (integrated)</source>
@@ -5126,15 +5134,15 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>{0} parallel requests × {1} tokens each</source>
-        <translation type="unfinished"></translation>
+        <translation>{0} 个并行请求 × 每个 {1} 个 token</translation>
     </message>
     <message>
         <source>1 request at a time, {0} tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>一次 1 个请求，{0} 个 token</translation>
     </message>
     <message>
         <source>{0} (automatic)</source>
-        <translation type="unfinished"></translation>
+        <translation>{0}（自动）</translation>
     </message>
     <message>
         <source>Fits fully on the GPU</source>
@@ -5755,57 +5763,57 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Waiting requests</source>
-        <translation type="unfinished"></translation>
+        <translation>等待中的请求</translation>
     </message>
     <message>
         <source>From</source>
-        <translation type="unfinished"></translation>
+        <translation>来自</translation>
     </message>
     <message>
         <source>Why</source>
-        <translation type="unfinished">原因</translation>
+        <translation>原因</translation>
     </message>
     <message>
         <source>Waited</source>
-        <translation type="unfinished"></translation>
+        <translation>已等待</translation>
     </message>
     <message numerus="yes">
         <source>%1 of %n slot(s)</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%1 / %n 个槽位</numerusform>
         </translation>
     </message>
     <message>
         <source>Its model is loading</source>
-        <translation type="unfinished"></translation>
+        <translation>模型正在加载</translation>
     </message>
     <message>
         <source>every model</source>
-        <translation type="unfinished"></translation>
+        <translation>所有模型</translation>
     </message>
     <message>
         <source>Chat</source>
-        <translation type="unfinished">聊天</translation>
+        <translation>聊天</translation>
     </message>
     <message>
         <source>Images</source>
-        <translation type="unfinished">图像</translation>
+        <translation>图像</translation>
     </message>
     <message>
         <source>Other apps (API)</source>
-        <translation type="unfinished"></translation>
+        <translation>其他应用（API）</translation>
     </message>
     <message>
         <source>Benchmark</source>
-        <translation type="unfinished">基准测试</translation>
+        <translation>基准测试</translation>
     </message>
     <message>
         <source>Engine update trial</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎更新试运行</translation>
     </message>
     <message>
         <source>Requests: {0} total · {1} active · {2} waiting · {3} completed · {4} failed · {5} refused (wrong key)</source>
-        <translation type="unfinished"></translation>
+        <translation>请求：共 {0} · 进行中 {1} · 等待中 {2} · 已完成 {3} · 失败 {4} · 已拒绝 {5}（密钥错误）</translation>
     </message>
     <message>
         <source>Try it from a terminal:</source>
@@ -5841,15 +5849,15 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Waiting</source>
-        <translation type="unfinished"></translation>
+        <translation>等待中</translation>
     </message>
     <message>
         <source>Requests being answered, of the requests the model answers at once (Settings: Parallel requests per model)</source>
-        <translation type="unfinished"></translation>
+        <translation>正在回答的请求数 / 模型可同时回答的请求数（设置：每个模型的并行请求数）</translation>
     </message>
     <message>
         <source>Requests waiting for this model</source>
-        <translation type="unfinished"></translation>
+        <translation>等待此模型的请求数</translation>
     </message>
     <message>
         <source>No model is loaded. Programs load one by naming it.</source>
@@ -6104,15 +6112,15 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source> s</source>
-        <translation type="unfinished"></translation>
+        <translation> 秒</translation>
     </message>
     <message>
         <source>How long a request from another app may wait for its model (every parallel request in use, the model loading, or memory being freed). Past this it is answered &quot;busy&quot; (HTTP 503 with Retry-After), so the app can try again later.</source>
-        <translation type="unfinished"></translation>
+        <translation>其他应用的请求最多可以等待其模型多久（所有并行请求都在使用中、模型正在加载或正在腾出内存）。超过这个时间，请求会得到“忙碌”的回复（HTTP 503，附带 Retry-After），应用可以稍后再试。</translation>
     </message>
     <message>
         <source>Wait limit for API requests</source>
-        <translation type="unfinished"></translation>
+        <translation>API 请求的等待上限</translation>
     </message>
     <message>
         <source>Add folder…</source>
@@ -6156,11 +6164,11 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Automatic</source>
-        <translation type="unfinished">自动</translation>
+        <translation>自动</translation>
     </message>
     <message>
         <source>How many requests each loaded model answers at the same time: the chat, other apps and reading ahead share it. Each request gets the whole context size, so every one of them needs memory. Automatic: as many as fit in memory, at most 4.</source>
-        <translation type="unfinished"></translation>
+        <translation>每个已加载的模型同时回答多少个请求：聊天、其他应用和预读共用这些请求。每个请求都有完整的上下文长度，因此每个请求都要占用内存。自动：内存装得下多少就用多少，最多 4 个。</translation>
     </message>
     <message>
         <source>If an engine fails, continue on the next one (Vulkan, then CPU)</source>
@@ -6216,7 +6224,7 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Parallel requests per model</source>
-        <translation type="unfinished"></translation>
+        <translation>每个模型的并行请求数</translation>
     </message>
     <message>
         <source>Save</source>
