@@ -92,7 +92,11 @@ def test_panel_verdict_follows_the_options_and_the_engine_loads_with_them(
         assert sup is not None and sup.pid is not None
         cmd = psutil.Process(sup.pid).cmdline()
         assert cmd[cmd.index("-ctk") + 1] == "q8_0" and cmd[cmd.index("-ctv") + 1] == "q8_0"
-        assert cmd[cmd.index("-fa") + 1] == "on" and cmd[cmd.index("-c") + 1] == "1024"
+        # 1,024 tokens for each of the parallel requests the panel says (automatic: as many as fit).
+        slots = int(cmd[cmd.index("-np") + 1])
+        assert cmd[cmd.index("-fa") + 1] == "on" and cmd[cmd.index("-c") + 1] == str(1024 * slots)
+        assert panel.slots_note.text() == (f"{slots} parallel requests × 1,024 tokens each (automatic)" if slots > 1
+                                            else "1 request at a time, 1,024 tokens (automatic)")
         assert cmd[cmd.index("-t") + 1] == "2"
 
         # "Use defaults" forgets them: the panel shows Settings' values and the cache is f16 again.
@@ -197,8 +201,9 @@ def test_panel_gpu_row_is_the_device_choice_the_resolver_uses(qtbot: QtBot, qapp
 
 def test_panel_parallel_requests_say_what_each_request_gets(qtbot: QtBot, qapp: Any, test_model: Path,
                                                             qasync_loop: asyncio.AbstractEventLoop) -> None:
-    """"Automatic" parallel requests stays automatic when saved; the fit line says how many requests
-    the model answers at once and the context each one gets, and its KV cache counts all of them."""
+    """"Automatic" parallel requests stays automatic when saved; beside it the panel says how many
+    requests the model answers at once and the context each one gets; the fit's KV cache counts all
+    of them."""
     services = build_app_services(build_services())
     bridge = AsyncBridge()
     ui = compose(services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
@@ -214,23 +219,24 @@ def test_panel_parallel_requests_say_what_each_request_gets(qtbot: QtBot, qapp: 
         automatic = panel.estimate
         assert automatic is not None and automatic.slots == services.load_options.slots(
             test_model, services.load_options.options(test_model))
-        assert f"{automatic.slots} parallel requests × 4,096 tokens each (automatic)" in panel.verdict.text()
+        assert panel.slots_note.text() == f"{automatic.slots} parallel requests × 4,096 tokens each (automatic)"
+        assert panel.slots_note.isVisibleTo(panel)
 
         panel.parallel.setValue(1)
         one = panel.estimate
         assert one is not None and one.slots == 1 and one.kv_bytes * automatic.slots == automatic.kv_bytes
-        assert "1 request at a time, 4,096 tokens" in panel.verdict.text()
-        assert "(automatic)" not in panel.verdict.text()
+        assert panel.slots_note.text() == "1 request at a time, 4,096 tokens"
+        assert f"KV cache {format_mem(one.kv_bytes)}" in panel.verdict.text()
         assert services.load_options.saved(test_model)["parallel"] == 1
 
         panel.ctx_size.setValue(1024)
         panel.parallel.setValue(2)
-        assert "2 parallel requests × 1,024 tokens each" in panel.verdict.text()
+        assert panel.slots_note.text() == "2 parallel requests × 1,024 tokens each"
         assert services.load_options.server_settings(test_model).parallel == 2  # what the next load starts with
 
         panel.parallel.setValue(0)  # Automatic again: saved as automatic, not as one request
         assert services.load_options.saved(test_model)["parallel"] == 0
-        assert panel.verdict.text().endswith("(automatic)")
+        assert panel.slots_note.text().endswith("(automatic)")
     finally:
         ui.window.close()
         qasync_loop.run_until_complete(bridge.shutdown())
