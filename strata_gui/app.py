@@ -449,6 +449,7 @@ def _build_dashboard(ui: AppUi) -> Page:
     page = DashboardPage(
         services.dashboard, ui.bridge, telemetry=services.telemetry, engine_pid=engine_pid, engine_url=engine_url,
         engine_headers=engine_headers, models=model_choices, choose_model=hooks.choose_model, save_path=hooks.save_path, images_tab=image_stats,
+        pool=services.pool,
     )
     ui.window.closing.connect(page.stop)
     return page
@@ -483,7 +484,7 @@ def _build_images(ui: AppUi) -> Page:
 def _build_network(ui: AppUi) -> Page:
     from strata_gui.ui.pages.network_page import NetworkPage
 
-    return NetworkPage(ui.services.remote, ui.services.serve, ui.bridge, rpc=ui.services.rpc)
+    return NetworkPage(ui.services.remote, ui.services.serve, ui.bridge, rpc=ui.services.rpc, pool=ui.services.pool)
 
 
 def _build_settings(ui: AppUi, app: QApplication) -> Page:

@@ -51,8 +51,8 @@
 <context>
     <name>NetworkPage</name>
     <message numerus="yes">
-        <source>%n request(s)</source>
-        <translation><numerusform>%n request</numerusform><numerusform>%n requests</numerusform></translation>
+        <source>%1 of %n slot(s)</source>
+        <translation><numerusform>%1 of %n slot</numerusform><numerusform>%1 of %n slots</numerusform></translation>
     </message>
 </context>
 <context>

@@ -3352,6 +3352,14 @@ Last reply: this computer ({1})</source>
         <translation>引擎自启动以来：提示 %1 tokens，速度 %2 · 生成 %3 tokens，速度 %4 · %5 个处理中，%6 个排队</translation>
     </message>
     <message>
+        <source>Requests now: %1 active · %2 waiting</source>
+        <translation>当前请求：进行中 %1 · 等待中 %2</translation>
+    </message>
+    <message>
+        <source>%1: %2 of %3 in use, %4 waiting</source>
+        <translation>%1：%3 个中 %2 个在用，%4 个等待中</translation>
+    </message>
+    <message>
         <source>Exported to %s</source>
         <translation>已导出到 %s</translation>
     </message>
@@ -4933,6 +4941,10 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>关</translation>
     </message>
     <message>
+        <source>Requests the model answers at the same time (the chat, other apps, reading ahead); each gets the whole context size, and the KV cache holds all of them. Automatic: as many as fit, at most 4</source>
+        <translation>模型同时回答的请求数（聊天、其他应用和预读共用）；每个请求都有完整的上下文长度，KV 缓存容纳全部请求。自动：内存装得下多少就用多少，最多 4 个</translation>
+    </message>
+    <message>
         <source>Memory-map the model file</source>
         <translation>以内存映射方式加载模型文件</translation>
     </message>
@@ -5033,10 +5045,6 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>线程数</translation>
     </message>
     <message>
-        <source>Parallel slots</source>
-        <translation>并行槽位</translation>
-    </message>
-    <message>
         <source>Draft model</source>
         <translation>草稿模型</translation>
     </message>
@@ -5067,6 +5075,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Automatic</source>
         <translation>自动</translation>
+    </message>
+    <message>
+        <source>Parallel requests</source>
+        <translation>并行请求数</translation>
     </message>
     <message>
         <source> (integrated)</source>
@@ -5119,6 +5131,18 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>{0} · KV cache {1} · total {2} of {3}</source>
         <translation>{0} · KV 缓存 {1} · 共需 {2}，可用 {3}</translation>
+    </message>
+    <message>
+        <source>{0} parallel requests × {1} tokens each</source>
+        <translation>{0} 个并行请求 × 每个 {1} 个 token</translation>
+    </message>
+    <message>
+        <source>1 request at a time, {0} tokens</source>
+        <translation>一次 1 个请求，{0} 个 token</translation>
+    </message>
+    <message>
+        <source>{0} (automatic)</source>
+        <translation>{0}（自动）</translation>
     </message>
     <message>
         <source>Fits fully on the GPU</source>
@@ -5738,6 +5762,60 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>复制</translation>
     </message>
     <message>
+        <source>Waiting requests</source>
+        <translation>等待中的请求</translation>
+    </message>
+    <message>
+        <source>From</source>
+        <translation>来自</translation>
+    </message>
+    <message>
+        <source>Why</source>
+        <translation>原因</translation>
+    </message>
+    <message>
+        <source>Waited</source>
+        <translation>已等待</translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 of %n slot(s)</source>
+        <translation>
+            <numerusform>%1 / %n 个槽位</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Its model is loading</source>
+        <translation>模型正在加载</translation>
+    </message>
+    <message>
+        <source>every model</source>
+        <translation>所有模型</translation>
+    </message>
+    <message>
+        <source>Chat</source>
+        <translation>聊天</translation>
+    </message>
+    <message>
+        <source>Images</source>
+        <translation>图像</translation>
+    </message>
+    <message>
+        <source>Other apps (API)</source>
+        <translation>其他应用（API）</translation>
+    </message>
+    <message>
+        <source>Benchmark</source>
+        <translation>基准测试</translation>
+    </message>
+    <message>
+        <source>Engine update trial</source>
+        <translation>引擎更新试运行</translation>
+    </message>
+    <message>
+        <source>Requests: {0} total · {1} active · {2} waiting · {3} completed · {4} failed · {5} refused (wrong key)</source>
+        <translation>请求：共 {0} · 进行中 {1} · 等待中 {2} · 已完成 {3} · 失败 {4} · 已拒绝 {5}（密钥错误）</translation>
+    </message>
+    <message>
         <source>Try it from a terminal:</source>
         <translation>在终端中试一试：</translation>
     </message>
@@ -5770,6 +5848,18 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>卸载倒计时</translation>
     </message>
     <message>
+        <source>Waiting</source>
+        <translation>等待中</translation>
+    </message>
+    <message>
+        <source>Requests being answered, of the requests the model answers at once (Settings: Parallel requests per model)</source>
+        <translation>正在回答的请求数 / 模型可同时回答的请求数（设置：每个模型的并行请求数）</translation>
+    </message>
+    <message>
+        <source>Requests waiting for this model</source>
+        <translation>等待此模型的请求数</translation>
+    </message>
+    <message>
         <source>No model is loaded. Programs load one by naming it.</source>
         <translation>没有加载任何模型。程序指定模型名称时即会加载。</translation>
     </message>
@@ -5780,16 +5870,6 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Free the model&apos;s memory (after the requests using it end).</source>
         <translation>释放该模型占用的内存（在正在使用它的请求结束之后）。</translation>
-    </message>
-    <message numerus="yes">
-        <source>%n request(s)</source>
-        <translation>
-            <numerusform>%n 个请求</numerusform>
-        </translation>
-    </message>
-    <message>
-        <source>no</source>
-        <translation>否</translation>
     </message>
     <message>
         <source>Unload {0}</source>
@@ -5826,10 +5906,6 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>No API key: only programs on this computer can connect.</source>
         <translation>未设置 API 密钥：只有本机程序可以连接。</translation>
-    </message>
-    <message>
-        <source>Requests: {0} total · {1} active · {2} completed · {3} failed · {4} refused (wrong key)</source>
-        <translation>请求：共 {0} · 进行中 {1} · 已完成 {2} · 失败 {3} · 已拒绝 {4}（密钥错误）</translation>
     </message>
     <message>
         <source>RPC workers / lend this GPU</source>
@@ -6035,6 +6111,18 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>从登录起向其他应用提供模型库中的每个模型（OpenAI、Ollama 和 Anthropic API），在被请求时加载。关闭此项会删除启动项。</translation>
     </message>
     <message>
+        <source> s</source>
+        <translation> 秒</translation>
+    </message>
+    <message>
+        <source>How long a request from another app may wait for its model (every parallel request in use, the model loading, or memory being freed). Past this it is answered &quot;busy&quot; (HTTP 503 with Retry-After), so the app can try again later.</source>
+        <translation>其他应用的请求最多可以等待其模型多久（所有并行请求都在使用中、模型正在加载或正在腾出内存）。超过这个时间，请求会得到“忙碌”的回复（HTTP 503，附带 Retry-After），应用可以稍后再试。</translation>
+    </message>
+    <message>
+        <source>Wait limit for API requests</source>
+        <translation>API 请求的等待上限</translation>
+    </message>
+    <message>
         <source>Add folder…</source>
         <translation>添加文件夹…</translation>
     </message>
@@ -6073,6 +6161,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>engine default</source>
         <translation>引擎默认值</translation>
+    </message>
+    <message>
+        <source>Automatic</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>How many requests each loaded model answers at the same time: the chat, other apps and reading ahead share it. Each request gets the whole context size, so every one of them needs memory. Automatic: as many as fit in memory, at most 4.</source>
+        <translation>每个已加载的模型同时回答多少个请求：聊天、其他应用和预读共用这些请求。每个请求都有完整的上下文长度，因此每个请求都要占用内存。自动：内存装得下多少就用多少，最多 4 个。</translation>
     </message>
     <message>
         <source>If an engine fails, continue on the next one (Vulkan, then CPU)</source>
@@ -6125,6 +6221,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Latest release</source>
         <translation>最新发布</translation>
+    </message>
+    <message>
+        <source>Parallel requests per model</source>
+        <translation>每个模型的并行请求数</translation>
     </message>
     <message>
         <source>Save</source>
@@ -6217,10 +6317,6 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
-    </message>
-    <message>
-        <source>Parallel requests</source>
-        <translation>并行请求数</translation>
     </message>
     <message>
         <source>Unload idle models after</source>

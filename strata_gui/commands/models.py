@@ -17,6 +17,7 @@ from strata_gui.core.app_services import AppServices
 from strata_gui.core.base import ModelError, Progress, format_bytes, run_blocking
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.models import (
+    MOST_AUTO_SLOTS,
     SORTS,
     DownloadJob,
     FitEstimate,
@@ -321,6 +322,7 @@ def _memory(shape: ModelShape, estimate: FitEstimate, options: LoadOptions) -> d
         "trained_context": shape.trained_context,
         "kv_bytes_trained_context": shape.kv_bytes(shape.trained_context, k, v),
         "n_ctx": estimate.n_ctx,
+        "slots": estimate.slots,  # parallel requests, each with n_ctx: the KV cache holds them all
         "kv_bytes_n_ctx": estimate.kv_bytes,
         "compute_bytes": estimate.compute_bytes,
         "total_bytes": estimate.total_bytes,
@@ -333,11 +335,22 @@ def _memory_lines(m: dict[str, int]) -> list[str]:
         ("weights", format_mem(m["weights_bytes"]), ""),
         ("KV cache per token", format_mem(m["kv_bytes_per_token"]), ""),
         (f"KV cache at {m['trained_context']}", format_mem(m["kv_bytes_trained_context"]), "trained context"),
-        (f"KV cache at {m['n_ctx']}", format_mem(m["kv_bytes_n_ctx"]), "chosen context"),
+        (f"KV cache at {m['slots']} × {m['n_ctx']}" if m["slots"] > 1 else f"KV cache at {m['n_ctx']}",
+         format_mem(m["kv_bytes_n_ctx"]),
+         f"chosen context, {m['slots']} parallel requests" if m["slots"] > 1 else "chosen context"),
         ("compute buffer", format_mem(m["compute_bytes"]), f"at context {m['n_ctx']}"),
         ("total", format_mem(m["total_bytes"]), f"at context {m['n_ctx']}"),
     ]
     return [f"    {name:<22} {value:>10}  {note}".rstrip() for name, value, note in rows]
+
+
+def _slots_line(estimate: FitEstimate, *, automatic: bool) -> str:
+    """"4 requests at once, 4096 tokens each (automatic)", or "1 request at a time, 4096 tokens"."""
+    if estimate.slots > 1:
+        line = f"{estimate.slots} requests at once, {estimate.n_ctx} tokens each"
+    else:
+        line = f"1 request at a time, {estimate.n_ctx} tokens"
+    return line + (f" (automatic: as many as fit, at most {MOST_AUTO_SLOTS})" if automatic else "")
 
 
 async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
@@ -361,6 +374,7 @@ async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
             "kv_heads": meta.kv_heads_per_layer, "key_length": meta.key_length, "value_length": meta.value_length,
             "chat_template": meta.has_chat_template, "size": entry.size, "tensors": len(meta.tensors),
             "fit": {"verdict": estimate.describe(), "max_context": estimate.max_context, "n_ctx": estimate.n_ctx,
+                    "slots": estimate.slots, "automatic_slots": options.parallel == 0,
                     "gpu_layers": estimate.gpu_layers, "target": app.fit_target().name},
             "limit": limit.to_json() if limit is not None else None,
             "load_options": options.to_json(),
@@ -378,6 +392,7 @@ async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
     print(f"  chat template  {'yes' if meta.has_chat_template else 'no'}")
     print(f"  size           {format_bytes(entry.size)} in {len(entry.files)} file(s)")
     print(f"  fit            {estimate.describe()} at context {estimate.n_ctx} (largest context that fits: {estimate.max_context})")
+    print(f"  parallel       {_slots_line(estimate, automatic=options.parallel == 0)}")
     print(f"  KV cache       K {options.cache_type_k}, V {options.cache_type_v}")
     if limit.ceiling is not None:
         c = limit.ceiling

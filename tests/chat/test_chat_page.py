@@ -187,6 +187,56 @@ def test_stop_keeps_partial_reply(page_env, test_engines: Engines) -> None:  # t
 
 
 @pytest.mark.engine
+def test_a_reply_waiting_for_its_engine_says_why_in_its_bubble(page_env, test_engines: Engines) -> None:  # type: ignore[no-untyped-def]
+    """Another app holds the engine's only slot: the reply's bubble says it waits, and for what;
+    once the slot is free the reply streams, and the line is gone before its first text."""
+    page, service, loop, errors = page_env
+    service.set_plan([cpu_spec(test_engines)])
+    conv_id = page.new_conversation()
+    _short(service, conv_id, 8)
+    page.open_conversation(conv_id)
+    seen_at_first_text: list[bool] = []
+
+    def on_event(event: ChatEvent) -> None:
+        if isinstance(event, MessageDelta) and event.text and not seen_at_first_text:
+            widget = page.message_widgets.get(event.message_id)
+            seen_at_first_text.append(widget is not None and widget.waiting is not None
+                                      and widget.waiting.isVisibleTo(page))
+
+    service.events.subscribe(on_event)
+
+    async def scenario() -> MessageWidget:
+        await service.ensure_engine()
+        engine = service.running_engine
+        assert engine is not None and engine.slots == 1
+        lease = await service.pool.lease_now(engine, "api")  # another app's request, being answered
+        assert lease is not None
+        try:
+            handle = page.send_text("Hello")
+            assert handle is not None
+
+            def waiting_reply() -> MessageWidget | None:
+                return next((w for w in page.message_widgets.values() if w.message.role == "assistant"
+                             and w.waiting is not None and w.waiting.isVisibleTo(page)), None)
+
+            await wait_until(lambda: waiting_reply() is not None)
+            reply = waiting_reply()
+            assert reply is not None and reply.message.status == STREAMING and not reply.text
+            assert reply.waiting is not None
+            assert reply.waiting.text() == f"Waiting: 1 request ahead for {engine.model.name}"
+        finally:
+            lease.release()
+        await handle.wait()
+        return reply
+
+    reply = loop.run_until_complete(scenario())
+    assert not errors
+    assert reply.message.status == COMPLETE and reply.text
+    assert reply.waiting is not None and not reply.waiting.isVisibleTo(page) and page.waiting_text == ""
+    assert seen_at_first_text == [False]  # gone once the request was served, before any text
+
+
+@pytest.mark.engine
 def test_deleting_the_conversation_being_answered_stops_the_reply_first(page_env, test_engines: Engines) -> None:  # type: ignore[no-untyped-def]
     """It showed "Internal error in Strata: AssertionError" and the engine wrote on to the end."""
     page, service, loop, errors = page_env

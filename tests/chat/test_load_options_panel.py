@@ -92,7 +92,11 @@ def test_panel_verdict_follows_the_options_and_the_engine_loads_with_them(
         assert sup is not None and sup.pid is not None
         cmd = psutil.Process(sup.pid).cmdline()
         assert cmd[cmd.index("-ctk") + 1] == "q8_0" and cmd[cmd.index("-ctv") + 1] == "q8_0"
-        assert cmd[cmd.index("-fa") + 1] == "on" and cmd[cmd.index("-c") + 1] == "1024"
+        # 1,024 tokens for each of the parallel requests the panel says (automatic: as many as fit).
+        slots = int(cmd[cmd.index("-np") + 1])
+        assert cmd[cmd.index("-fa") + 1] == "on" and cmd[cmd.index("-c") + 1] == str(1024 * slots)
+        assert panel.slots_note.text() == (f"{slots} parallel requests × 1,024 tokens each (automatic)" if slots > 1
+                                            else "1 request at a time, 1,024 tokens (automatic)")
         assert cmd[cmd.index("-t") + 1] == "2"
 
         # "Use defaults" forgets them: the panel shows Settings' values and the cache is f16 again.
@@ -188,6 +192,51 @@ def test_panel_gpu_row_is_the_device_choice_the_resolver_uses(qtbot: QtBot, qapp
         panel.device.setCurrentIndex(3)
         panel.device.activated.emit(3)
         assert len(services.fit_target().devices) == 2  # both: one split target
+    finally:
+        ui.window.close()
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(services.aclose())
+        ui.window.deleteLater()
+
+
+def test_panel_parallel_requests_say_what_each_request_gets(qtbot: QtBot, qapp: Any, test_model: Path,
+                                                            qasync_loop: asyncio.AbstractEventLoop) -> None:
+    """"Automatic" parallel requests stays automatic when saved; beside it the panel says how many
+    requests the model answers at once and the context each one gets; the fit's KV cache counts all
+    of them."""
+    services = build_app_services(build_services())
+    bridge = AsyncBridge()
+    ui = compose(services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
+                                                 choose_model=lambda: None, save_path=lambda _n: None))
+    try:
+        page = ui.pages.chat
+        page.set_model(test_model)
+        panel = page.load_options_panel
+        assert panel is not None
+        panel.activate(True)
+        qasync_loop.run_until_complete(_until(lambda: panel.estimate is not None))
+        assert panel.parallel.value() == 0 and panel.parallel.text() == "Automatic"
+        automatic = panel.estimate
+        assert automatic is not None and automatic.slots == services.load_options.slots(
+            test_model, services.load_options.options(test_model))
+        assert panel.slots_note.text() == f"{automatic.slots} parallel requests × 4,096 tokens each (automatic)"
+        assert panel.slots_note.isVisibleTo(panel)
+
+        panel.parallel.setValue(1)
+        one = panel.estimate
+        assert one is not None and one.slots == 1 and one.kv_bytes * automatic.slots == automatic.kv_bytes
+        assert panel.slots_note.text() == "1 request at a time, 4,096 tokens"
+        assert f"KV cache {format_mem(one.kv_bytes)}" in panel.verdict.text()
+        assert services.load_options.saved(test_model)["parallel"] == 1
+
+        panel.ctx_size.setValue(1024)
+        panel.parallel.setValue(2)
+        assert panel.slots_note.text() == "2 parallel requests × 1,024 tokens each"
+        assert services.load_options.server_settings(test_model).parallel == 2  # what the next load starts with
+
+        panel.parallel.setValue(0)  # Automatic again: saved as automatic, not as one request
+        assert services.load_options.saved(test_model)["parallel"] == 0
+        assert panel.slots_note.text().endswith("(automatic)")
     finally:
         ui.window.close()
         qasync_loop.run_until_complete(bridge.shutdown())

@@ -109,6 +109,37 @@ def test_settings_page_saves_to_disk_and_applies_theme(qtbot: QtBot, qapp: QAppl
     assert qapp.palette().window().color().lightness() > 150
 
 
+def test_parallel_requests_and_the_api_wait_limit_are_saved_as_shown(qtbot: QtBot, qapp: QApplication,
+                                                                    composed) -> None:
+    """"Automatic" parallel requests is saved as automatic (0), not turned into 1 by the page; the
+    API wait limit is saved in seconds; the mouse wheel scrolling past either changes neither."""
+    services, _, window = composed(Recorder())
+    window.resize(1180, 500)
+    window.show()
+    page = _page(window, SettingsPage)
+    window.show_page(page)
+    assert page.parallel.value() == 0 and page.parallel.text() == "Automatic"
+    assert page.api_wait.value() == 60 and page.api_wait.text() == "60 s"
+    assert "at most 4" in page.parallel.toolTip() and "503" in page.api_wait.toolTip()
+
+    page.parallel.setValue(3)
+    page.api_wait.setValue(120)
+    for box in (page.parallel, page.api_wait):
+        before = box.value()
+        _wheel_over(box)
+        assert box.value() == before
+    assert page.save()
+    saved = json.loads(services.paths.settings_file.read_text())
+    assert (saved["parallel_slots"], saved["api_wait_seconds"]) == (3, 120)
+    assert (services.settings.parallel_slots, services.settings.api_wait_seconds) == (3, 120)
+
+    page.parallel.setValue(0)  # back to Automatic: saved as automatic, not as one request
+    assert page.parallel.text() == "Automatic" and page.save()
+    assert json.loads(services.paths.settings_file.read_text())["parallel_slots"] == 0
+    page.restore_defaults()
+    assert page.parallel.text() == "Automatic" and page.api_wait.value() == 60
+
+
 def test_settings_page_notices_follow_what_changed_and_theme_follows_the_service(
         qtbot: QtBot, qapp: QApplication, composed) -> None:
     services, _, window = composed(Recorder())

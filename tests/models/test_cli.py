@@ -80,22 +80,35 @@ def test_inspect_shows_the_memory_breakdown(services: Services, capsys: pytest.C
     assert mem["kv_bytes_per_token"] == per_token > 0
     assert mem["weights_bytes"] == test_model.stat().st_size == data["size"]
     assert (mem["trained_context"], mem["kv_bytes_trained_context"]) == (4096, 4096 * per_token)
-    assert (mem["n_ctx"], mem["kv_bytes_n_ctx"]) == (2048, 2048 * per_token)  # the Settings context
+    # The Settings context for each of the parallel requests (automatic: as many as fit, at most 4);
+    # the KV cache holds them all.
+    slots = mem["slots"]
+    assert 1 < slots <= 4 and data["fit"]["slots"] == slots and data["fit"]["automatic_slots"]
+    assert (mem["n_ctx"], mem["kv_bytes_n_ctx"]) == (2048, slots * 2048 * per_token)
     assert mem["compute_bytes"] > 0
     assert mem["total_bytes"] == mem["weights_bytes"] + mem["kv_bytes_n_ctx"] + mem["compute_bytes"]
 
     # --ctx-size wins over Settings, for the breakdown and the fit alike; text uses the GPU page's units.
-    assert _cli(services, "models", "inspect", str(test_model), "--ctx-size", "512") == 0
+    assert _cli(services, "models", "inspect", str(test_model), "--ctx-size", "512", "--parallel", "1") == 0
     lines = {" ".join(line.split()) for line in capsys.readouterr().out.splitlines()}
     assert f"weights {format_mem(test_model.stat().st_size)}" in lines
     assert f"KV cache per token {format_mem(per_token)}" in lines
     assert f"KV cache at 4096 {format_mem(4096 * per_token)} trained context" in lines
     assert f"KV cache at 512 {format_mem(512 * per_token)} chosen context" in lines
+    assert "parallel 1 request at a time, 512 tokens" in lines
     assert any(line.startswith("compute buffer ") and line.endswith("MiB at context 512") for line in lines)
     assert any(line.startswith("fit ") and "at context 512 " in line for line in lines)
 
+    # Automatic parallel requests: how many, the context each gets, and the cache for all of them.
+    assert _cli(services, "models", "inspect", str(test_model), "--ctx-size", "512") == 0
+    lines = {" ".join(line.split()) for line in capsys.readouterr().out.splitlines()}
+    assert f"parallel {slots} requests at once, 512 tokens each (automatic: as many as fit, at most 4)" in lines
+    assert (f"KV cache at {slots} × 512 {format_mem(slots * 512 * per_token)} chosen context, {slots} parallel "
+            f"requests") in lines
+
     # A split set counts every shard's weights.
-    assert _cli(services, "models", "inspect", str(split_model[0]), "--json", "--ctx-size", "1024") == 0
+    assert _cli(services, "models", "inspect", str(split_model[0]), "--json", "--ctx-size", "1024",
+                "--parallel", "2") == 0
     split = json.loads(capsys.readouterr().out)["memory"]
     assert split["weights_bytes"] == sum(p.stat().st_size for p in split_model)
-    assert (split["n_ctx"], split["kv_bytes_n_ctx"]) == (1024, 1024 * per_token)
+    assert (split["n_ctx"], split["slots"], split["kv_bytes_n_ctx"]) == (1024, 2, 2 * 1024 * per_token)

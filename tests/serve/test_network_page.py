@@ -54,7 +54,7 @@ def page_env(qtbot, qasync_loop: asyncio.AbstractEventLoop) -> Iterator[tuple]: 
     bridge = AsyncBridge()
     errors: list = []  # type: ignore[type-arg]
     bridge.error_occurred.connect(errors.append)
-    page = NetworkPage(remote, serve, bridge)
+    page = NetworkPage(remote, serve, bridge, pool=chat.pool)
     qtbot.addWidget(page)
     page.resize(900, 900)
     page.show()
@@ -110,7 +110,7 @@ def test_serve_key_shown_once_and_live_counts(page_env) -> None:  # type: ignore
     r = loop.run_until_complete(http.post(url + "/chat/completions", json={"messages": []}))
     assert r.status_code == 401
     page.refresh_serve()
-    assert "1 refused" in page.serve_counts.text()
+    assert "1 refused" in page.serve_counts.text() and "0 waiting" in page.serve_counts.text()
     if os.environ.get("STRATA_SCREENSHOTS"):
         page.grab().save(str(Path(os.environ["STRATA_SCREENSHOTS"]) / "network_page.png"))
     finish(loop, page.toggle_serving())
@@ -135,7 +135,8 @@ def test_loaded_models_list_shows_memory_and_idle_and_unloads(qtbot, qasync_loop
     router = library_router(chat)
     serve = ServeService(settings, secrets, router)
     bridge = AsyncBridge()
-    page = NetworkPage(RemoteService(paths.config_dir / "remote.json", secrets, http), serve, bridge)
+    page = NetworkPage(RemoteService(paths.config_dir / "remote.json", secrets, http), serve, bridge,
+                       pool=chat.pool)
     qtbot.addWidget(page)
     page.resize(900, 1000)
     page.show()
@@ -148,14 +149,14 @@ def test_loaded_models_list_shows_memory_and_idle_and_unloads(qtbot, qasync_loop
             await router.refresh()
             async with router.borrow(test_model.stem):
                 page.refresh_serve()
-                assert page.loaded_table.item(0, 3).text() == "1 request"
+                assert page.loaded_table.item(0, 3).text() == "1 of 1 slot"  # its one slot answers it
 
         loop.run_until_complete(ask())
         page.refresh_serve()
         table = page.loaded_table
         assert table.isVisibleTo(page) and table.rowCount() == 1
-        assert [table.item(0, c).text() for c in (0, 1, 3)] == [test_model.stem, "CPU", "no"]
-        assert "MiB" in table.item(0, 2).text() and table.item(0, 4).text().endswith(" s")
+        assert [table.item(0, c).text() for c in (0, 1, 3, 4)] == [test_model.stem, "CPU", "0 of 1 slot", "—"]
+        assert "MiB" in table.item(0, 2).text() and table.item(0, 5).text().endswith(" s")
         assert not page.unload_button.isEnabled()
         table.selectRow(0)
         assert page.unload_button.isEnabled()
@@ -168,3 +169,82 @@ def test_loaded_models_list_shows_memory_and_idle_and_unloads(qtbot, qasync_loop
         loop.run_until_complete(chat.aclose())
         loop.run_until_complete(chat.pool.aclose())
         loop.run_until_complete(http.aclose())
+
+
+@pytest.mark.engine
+def test_requests_waiting_for_a_model_are_shown_with_why_and_how_long(  # type: ignore[no-untyped-def]
+        qtbot, qasync_loop: asyncio.AbstractEventLoop, test_engines, test_model: Path) -> None:
+    """The chat holds the model's only slot and a program asks for the model: the loaded model shows
+    its slot in use and one request waiting; the waiting request says who asked, why it waits and
+    for how long (counting up while shown); it goes once it is served."""
+    from strata_gui.core.runtime.engine import EngineSpec
+
+    loop = qasync_loop
+    paths = AppPaths.from_environment()
+    paths.ensure()
+    http = httpx.AsyncClient(trust_env=False)
+    settings = settings_service(serve_port=0, context_size=512, parallel_slots=1)
+    chat = ChatService(ConversationStore(paths.database_file).open(), real_pool(http), http, settings)
+    chat.set_plan([EngineSpec("cpu-test", "CPU", "cpu", test_engines.cpu_server)])
+    chat.set_model(test_model, remember=False)
+    secrets = FileSecretStore(paths.config_dir / "secrets.json")
+    router = library_router(chat)
+    serve = ServeService(settings, secrets, router)
+    bridge = AsyncBridge()
+    page = NetworkPage(RemoteService(paths.config_dir / "remote.json", secrets, http), serve, bridge,
+                       pool=chat.pool)
+    qtbot.addWidget(page)
+    page.resize(1000, 1000)
+    page.show()
+    served: list[str] = []
+
+    async def program() -> None:
+        async with router.borrow(test_model.stem) as upstream:
+            served.append(upstream.engine)
+
+    async def scenario() -> None:
+        page.on_shown()
+        await chat.ensure_engine()
+        await router.refresh()
+        engine = chat.running_engine
+        assert engine is not None and engine.slots == 1
+        lease = await chat.pool.lease_now(engine, "chat")  # the chat's reply holds the one slot
+        assert lease is not None
+        asked = asyncio.get_running_loop().create_task(program())
+        try:
+            table = page.waiting_table
+            await wait_for(lambda: table.isVisibleTo(page) and table.rowCount() == 1
+                           and table.item(0, 0).text() == "Other apps (API)")
+            assert [table.item(0, c).text() for c in range(3)] == [
+                "Other apps (API)", test_model.name, f"Waiting: 1 request ahead for {test_model.name}"]
+            assert page.waiting_title.isVisibleTo(page)
+            loaded = page.loaded_table
+            assert [loaded.item(0, c).text() for c in (3, 4)] == ["1 of 1 slot", "1"]
+            assert "1 active" not in page.serve_counts.text() and "1 waiting" in page.serve_counts.text()
+            # How long it has waited counts up while the page is shown (its one-second refresh).
+            await wait_for(lambda: table.item(0, 3) is not None and table.item(0, 3).text() == "1 s")
+            if os.environ.get("STRATA_SCREENSHOTS"):
+                page.grab().save(str(Path(os.environ["STRATA_SCREENSHOTS"]) / "network_page_waiting.png"))
+        finally:
+            lease.release()
+        await asked
+        await wait_for(lambda: not page.waiting_table.isVisibleTo(page))
+        assert served == ["CPU"] and "0 waiting" in page.serve_counts.text()
+        assert page.loaded_table.item(0, 4).text() == "—"
+
+    try:
+        loop.run_until_complete(scenario())
+    finally:
+        loop.run_until_complete(bridge.shutdown())
+        loop.run_until_complete(chat.aclose())
+        loop.run_until_complete(chat.pool.aclose())
+        loop.run_until_complete(http.aclose())
+
+
+async def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Poll inside one loop run (qasync callbacks must not fire between separate runs)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)

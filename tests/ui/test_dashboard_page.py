@@ -6,6 +6,7 @@ import asyncio
 import csv
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -192,3 +193,50 @@ def test_benchmark_from_the_page_sets_the_default_engine(
     out = Path(env.store.path).with_name("stats.json")
     env.export(out, [], env.store.bench_results())
     assert json.loads(out.read_text())["benchmarks"][0]["engine"] == "cpu-b11434"
+
+
+@pytest.mark.engine
+def test_requests_answered_and_waiting_now_are_counted(qtbot: QtBot, env: DashboardService, test_engines: TestEngines,
+                                                       test_model: Path, qasync_loop: asyncio.AbstractEventLoop) -> None:
+    """The chat holds the model's only slot and a program asks for it too: the dashboard counts one
+    request answered and one waiting, per model in its tooltip; then none waiting."""
+    http = httpx.AsyncClient()
+
+    def factory(engine: EngineSpec, model: Path, settings: ServerSettings) -> ServerSupervisor:
+        return ServerSupervisor(engine, model, settings, http=http, ready_timeout=120)
+
+    pool = EnginePool(factory)
+    page = DashboardPage(env, AsyncBridge(), pool=pool)
+    qtbot.addWidget(page)
+    page.show()
+    assert not page.requests_now.isVisibleTo(page)  # nothing loaded, nothing waiting
+    cpu = EngineSpec("cpu-b11434", "CPU", "cpu", test_engines.cpu_server)
+    settings = ServerSettings(ctx_size=512, parallel=1)
+
+    async def scenario() -> None:
+        chat = await pool.acquire(cpu, test_model, settings, user="chat")
+        program = asyncio.get_running_loop().create_task(pool.acquire(cpu, test_model, settings, user="api"))
+        try:
+            await _until(lambda: page.requests_now.text() == "Requests now: 1 active · 1 waiting")
+            assert page.requests_now.isVisibleTo(page)
+            assert page.requests_now.toolTip() == f"{test_model.name}: 1 of 1 in use, 1 waiting"
+        finally:
+            chat.release()
+        (await program).release()
+        await _until(lambda: page.requests_now.text() == "Requests now: 0 active · 0 waiting")
+        await pool.unload_model(test_model, cpu.kind)
+        await _until(lambda: not page.requests_now.isVisibleTo(page))  # nothing loaded any more
+
+    try:
+        qasync_loop.run_until_complete(scenario())
+    finally:
+        qasync_loop.run_until_complete(pool.aclose())
+        qasync_loop.run_until_complete(http.aclose())
+
+
+async def _until(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
         JobStateChanged,
     )
     from strata_gui.core.models.downloads import DownloadJob, DownloadState
-    from strata_gui.core.models.fit import FitEstimate, ModelShape, Verdict
+    from strata_gui.core.models.fit import MOST_AUTO_SLOTS, FitEstimate, ModelShape, Verdict
     from strata_gui.core.models.gguf_meta import format_params, metadata_summary
     from strata_gui.core.models.hub import SORTS, ModelDetail, RepoSummary, SearchPage
     from strata_gui.core.models.hub_config import environment_endpoint
@@ -46,6 +46,7 @@ __all__ = [
     "CACHE_TYPES",
     "EFFORTS",
     "FLASH_ATTENTION",
+    "MOST_AUTO_SLOTS",
     "SORTS",
     "STARTERS_FILE",
     "THINKING",
@@ -90,7 +91,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "chat_template": ["TemplateCapabilities", "read_chat_template", "template_capabilities"],
     "download_manager": ["DownloadEvent", "JobFinished", "JobProgress", "JobStateChanged"],
     "downloads": ["DownloadJob", "DownloadState"],
-    "fit": ["FitEstimate", "ModelShape", "Verdict"],
+    "fit": ["FitEstimate", "MOST_AUTO_SLOTS", "ModelShape", "Verdict"],
     "gguf_meta": ["format_params", "metadata_summary"],
     "hub": ["SORTS", "ModelDetail", "RepoSummary", "SearchPage"],
     "hub_config": ["environment_endpoint"],

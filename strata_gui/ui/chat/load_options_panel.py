@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.base import StrataError
+from strata_gui.core.config import RANGES
 from strata_gui.core.engines import GpuPick
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.models import (
@@ -121,7 +122,13 @@ class LoadOptionsPanel(QGroupBox):
         self.batch_size = _spin(0, 1 << 16, default)
         self.ubatch_size = _spin(0, 1 << 16, default)
         self.threads = _spin(0, 512, default)
-        self.parallel = _spin(1, 64)
+        self.parallel = _spin(*RANGES["parallel_slots"], self.tr("Automatic"))
+        self.parallel.setToolTip(self.tr("Requests the model answers at the same time (the chat, other apps, "
+                                         "reading ahead); each gets the whole context size, and the KV cache "
+                                         "holds all of them. Automatic: as many as fit, at most 4"))
+        # What each request gets, beside the number (the fit line above it has no room for a second line).
+        self.slots_note = QLabel()
+        self.slots_note.setObjectName("muted")
         self.mmap = QCheckBox(self.tr("Memory-map the model file"))
         # How the model replies (sent with each request; no reload).
         self.reply_limit = _spin(0, 1 << 20, self.tr("8,192 (default)"), 512)
@@ -184,7 +191,10 @@ class LoadOptionsPanel(QGroupBox):
         form.addRow(self.tr("Batch"), self.batch_size)
         form.addRow(self.tr("Micro-batch"), self.ubatch_size)
         form.addRow(self.tr("Threads"), self.threads)
-        form.addRow(self.tr("Parallel slots"), self.parallel)
+        parallel = QHBoxLayout()
+        parallel.addWidget(self.parallel, 1)
+        parallel.addWidget(self.slots_note)
+        form.addRow(self.tr("Parallel requests"), parallel)
         form.addRow("", self.mmap)
         draft = QHBoxLayout()
         draft.addWidget(self.draft_label, 1)
@@ -240,8 +250,8 @@ class LoadOptionsPanel(QGroupBox):
         self.device.blockSignals(False)
         self.device_reason.setText("; ".join(f"{p.name}: {p.reason}" for p in chosen))
         visible = bool(picks) and self._choose_devices is not None
-        self.device.setVisible(visible)
-        self.device_reason.setVisible(visible)
+        self._form.setRowVisible(self.device, visible)  # the row's label too: no "GPU" over nothing
+        self._form.setRowVisible(self.device_reason, visible)
 
     def _device_chosen(self, index: int) -> None:
         if self._choose_devices is None:
@@ -448,6 +458,7 @@ class LoadOptionsPanel(QGroupBox):
         """Show the verdict (or what is wrong) for the options as shown; return the problems."""
         options = self.options()
         problems = self._service.problems(self.shape, options) if self.shape is not None else options.problems()
+        self.slots_note.setText("")  # said again below once the fit is known
         if problems:
             self.estimate = None
             self.verdict.setStyleSheet("color: #b91c1c;")
@@ -459,7 +470,16 @@ class LoadOptionsPanel(QGroupBox):
         self.verdict.setStyleSheet(f"color: {_VERDICT_COLOURS[e.verdict]};")
         self.verdict.setText(self.tr("{0} · KV cache {1} · total {2} of {3}").format(
             self._verdict_text(e), format_mem(e.kv_bytes), format_mem(e.total_bytes), format_mem(e.gpu_bytes)))
+        self.slots_note.setText(self._slots_text(e, automatic=options.parallel == 0))
         return []
+
+    def _slots_text(self, e: FitEstimate, *, automatic: bool) -> str:
+        """What each request gets: "4 parallel requests × 4,096 tokens each (automatic)"."""
+        if e.slots > 1:
+            text = self.tr("{0} parallel requests × {1} tokens each").format(e.slots, f"{e.n_ctx:,}")
+        else:
+            text = self.tr("1 request at a time, {0} tokens").format(f"{e.n_ctx:,}")
+        return self.tr("{0} (automatic)").format(text) if automatic else text
 
     def _verdict_text(self, e: FitEstimate) -> str:
         if e.verdict is Verdict.FULL_GPU:

@@ -187,6 +187,7 @@ class MessageWidget(QFrame):
         self.tool_boxes: dict[str, ToolCallBox] = {}
         self.result_view: ToolResultView | None = None
         self.notice: QLabel | None = None  # nothing arriving, a format failure
+        self.waiting: QLabel | None = None  # why the reply has not started (its engine is busy)
         self.retry_unparsed_button: QPushButton | None = None
         self.check: QLabel | None = None  # the structured-output check
         self.live_tokens = 0
@@ -341,6 +342,21 @@ class MessageWidget(QFrame):
                 "something its chat format holds back (a tool call, a structured reply) or thinking the server does "
                 "not stream. Stop keeps what arrived.").format(progress.tokens, duration_text(progress.silent_s)))
 
+    def set_waiting(self, text: str) -> None:
+        """Why the reply has not started yet, as the engine pool says ("Waiting: 1 request ahead
+        for …"); "" once it has (the line goes)."""
+        if not text or self.message.status != STREAMING:
+            if self.waiting is not None:
+                self.waiting.hide()
+            return
+        if self.waiting is None:
+            self.waiting = QLabel()
+            self.waiting.setObjectName("muted")
+            self.waiting.setWordWrap(True)
+            self.tools.insertWidget(0, self.waiting)
+        self.waiting.setText(text)
+        self.waiting.show()
+
     def _show_notice(self, text: str, *, retry: bool = False) -> None:
         if self.notice is None:
             self.notice = QLabel()
@@ -473,6 +489,7 @@ class MessageWidget(QFrame):
             summary = " · ".join(core_text(p) for p in message.stats.summary_parts(with_reason=not status))
         if message.status != STREAMING:
             self.counter.hide()
+            self.set_waiting("")
             text = "  ".join(p for p in (status, summary) if p)
             # A reply far below the hardware's limit says why, with the fix (core's words).
             limit = message.stats.extra.get("limit") if message.role == "assistant" else None

@@ -64,6 +64,7 @@ from strata_gui.core.chat import (
 )
 from strata_gui.core.engines import GpuPick, Resolution
 from strata_gui.core.models import LoadOptionsService
+from strata_gui.core.pool import PoolActivity, PoolEvent
 from strata_gui.core.remote import RemoteService
 from strata_gui.core.runtime import EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
@@ -176,9 +177,11 @@ class ChatPage(Page):
         self._render_timer.setSingleShot(True)
         self._render_timer.timeout.connect(self._flush_renders)
         self._next_render = 0.0  # perf_counter() time before which a streaming reply is not re-rendered
+        self.waiting_text = ""  # why the chat's request waits for its engine, as the pool says ("": it does not)
         self._build()
         self.setStyleSheet(RENDER_STYLE)
         follow(self, chat_service.events, self._on_event)
+        follow(self, chat_service.pool.events, self._on_pool_event)
         chat_service.approver = self._approve  # the inline "Allow once / Always allow / Deny"
         if remote is not None:  # endpoints added or removed on the Network page
             follow(self, remote.events, lambda _e: self.refresh_run_on())
@@ -557,6 +560,8 @@ class ChatPage(Page):
             spare.show()  # hidden on purpose while spare, so the layout does not show it by itself
             self._prepare_spares_later()
         self.message_widgets[msg.id] = w
+        if self.waiting_text and msg.role == "assistant" and msg.status == STREAMING:
+            w.set_waiting(self.waiting_text)  # the pool said why before the reply was shown
         for message_id, call_id in self._approvals:  # a question asked while another conversation was open
             if message_id == msg.id:
                 self._show_question(message_id, call_id)
@@ -804,6 +809,22 @@ class ChatPage(Page):
             self._switch_offer = None
             self._notice_details = event.details
             self.notice.show_message(core_text(event.text), "warning", has_details=bool(event.details))
+
+    def _on_pool_event(self, event: PoolEvent) -> None:
+        """The reply being written says why it waits for its engine (another request holds its
+        slots, the benchmark holds the engine, memory is being made), until its request is served."""
+        if not isinstance(event, PoolActivity):
+            return
+        user = self._service.chat_engine.USER
+        text = next((core_text(w.reason) for w in event.waiting if w.user == user and w.reason), "")
+        if text == self.waiting_text:
+            return
+        self.waiting_text = text
+        reply = max((w for w in self.message_widgets.values()
+                     if w.message.role == "assistant" and w.message.status == STREAMING),
+                    key=lambda w: w.message.id, default=None)
+        if reply is not None:
+            reply.set_waiting(text)
 
     def _schedule_render(self) -> None:
         if self._render_timer.isActive():

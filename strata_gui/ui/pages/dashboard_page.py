@@ -43,6 +43,7 @@ from strata_gui.core.bench import (
     ServerCounters,
     spread,
 )
+from strata_gui.core.pool import EnginePool, PoolActivity, PoolEvent
 from strata_gui.core.runtime import EngineSpec, depth_label
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
@@ -123,6 +124,7 @@ class DashboardPage(Page):
         models: Model files offered for benchmarking.
         choose_model: Asks the user for a GGUF file (None when cancelled).
         save_path: Asks where to export (suggested name → path or None).
+        pool: The engine pool: the requests its engines answer now and those waiting are counted.
     """
 
     page_title = "Dashboard"
@@ -141,6 +143,7 @@ class DashboardPage(Page):
         choose_model: Callable[[], str | None] = lambda: None,
         save_path: Callable[[str], str | None] = lambda _name: None,
         images_tab: ImageDashboard | None = None,
+        pool: EnginePool | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -180,6 +183,9 @@ class DashboardPage(Page):
         self.timer.setInterval(1000)
         self.timer.timeout.connect(self.tick)
         follow(self, service.requests, self._on_request)
+        if pool is not None:
+            self.show_activity(pool.activity())
+            follow(self, pool.events, self._on_pool_event)
 
     # -- throughput tab -----------------------------------------------------------------------------
     def _build_throughput(self) -> QWidget:
@@ -203,6 +209,10 @@ class DashboardPage(Page):
         self.aggregates.setWordWrap(True)
         self.counters_label = QLabel(self.tr("No engine running."))
         self.counters_label.setObjectName("muted")
+        # The pool's live use: requests answered now and waiting (shown while a model is loaded or a request waits).
+        self.requests_now = QLabel()
+        self.requests_now.setObjectName("muted")
+        self.requests_now.hide()
         self.copy_throughput = QPushButton(self.tr("Copy chart"))
         self.copy_throughput.clicked.connect(lambda: copy_chart_image(self.throughput_chart))
         self.export_csv = QPushButton(self.tr("Export CSV…"))
@@ -235,6 +245,7 @@ class DashboardPage(Page):
         layout.addWidget(self.empty_label, 1)
         layout.addWidget(self.throughput_chart, 1)
         layout.addWidget(self.share_chart, 1)
+        layout.addWidget(self.requests_now)
         layout.addLayout(buttons)
         return w
 
@@ -320,6 +331,23 @@ class DashboardPage(Page):
             .replace("%4", f"{c.decode_tps:,.1f} tok/s" if c.decode_tps else "n/a")
             .replace("%5", f"{c.requests_processing or 0:.0f}")
             .replace("%6", f"{c.requests_deferred or 0:.0f}"))
+
+    def _on_pool_event(self, event: PoolEvent) -> None:
+        if isinstance(event, PoolActivity):
+            self.show_activity(event)
+
+    def show_activity(self, activity: PoolActivity) -> None:
+        """Count the requests the engines answer now and those waiting; per model in the tooltip."""
+        if not activity.engines and not activity.waiting:
+            self.requests_now.hide()
+            return
+        self.requests_now.setText(self.tr("Requests now: %1 active · %2 waiting")
+                                  .replace("%1", str(activity.active)).replace("%2", str(len(activity.waiting))))
+        lines = [self.tr("%1: %2 of %3 in use, %4 waiting").replace("%1", e.engine.model.name)
+                 .replace("%2", str(e.active)).replace("%3", str(e.slots))
+                 .replace("%4", str(activity.waiting_for(e.engine.model))) for e in activity.engines]
+        self.requests_now.setToolTip("\n".join(lines))
+        self.requests_now.show()
 
     def export(self, suggested: str) -> Path | None:
         target = self._save_path(suggested)

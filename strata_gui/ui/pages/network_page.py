@@ -7,6 +7,8 @@ while the page is visible.
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QHideEvent
 from PySide6.QtWidgets import (
@@ -31,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.base import StrataError, format_bytes
+from strata_gui.core.pool import EnginePool, PoolActivity, PoolEvent, Priority, WaitingRequest, priority_of
 from strata_gui.core.remote import RemoteEndpoint, RemoteService
 from strata_gui.core.rpc import DEFAULT_RPC_PORT, RpcPool, WorkerStatus
 from strata_gui.core.serve import LoadedModel, ServeService
@@ -58,6 +61,26 @@ def _label(text: str, name: str = "", *, wrap: bool = False) -> QLabel:
     return label
 
 
+def _table(headers: list[str], *, stretch: int = 0) -> QTableWidget:
+    """A read-only table sized to its contents, column ``stretch`` taking the spare width."""
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(headers)
+    table.verticalHeader().setVisible(False)
+    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
+    table.setWordWrap(False)
+    return table
+
+
+def _fit_rows(table: QTableWidget) -> None:
+    """As tall as its rows (no empty band under two of them), a scroll bar from eight on."""
+    rows = min(table.rowCount(), 8)
+    table.setFixedHeight(table.horizontalHeader().height() + 2 * table.frameWidth()
+                         + sum(table.rowHeight(r) for r in range(rows)))
+
+
 def _card() -> tuple[QFrame, QVBoxLayout]:
     frame = QFrame()
     frame.setObjectName("card")
@@ -75,6 +98,8 @@ class NetworkPage(Page):
         serve: The local API ("Serve to other apps").
         bridge: Runs network work and reports its errors.
         rpc: llama.cpp RPC workers and lending this machine (section hidden without it).
+        pool: The engine pool: each loaded model's requests in use and waiting, and why they wait
+            (without it, only the local API's own counters).
     """
 
     page_title = "Network"
@@ -82,12 +107,13 @@ class NetworkPage(Page):
     remotes_changed = Signal()  # an endpoint was added, removed or its model changed
 
     def __init__(self, remote: RemoteService, serve: ServeService, bridge: AsyncBridge,
-                 parent: QWidget | None = None, rpc: RpcPool | None = None) -> None:
+                 parent: QWidget | None = None, rpc: RpcPool | None = None, pool: EnginePool | None = None) -> None:
         super().__init__(parent)
         self.page_title = self.tr("Network")
         self._remote = remote
         self._serve = serve
         self._rpc = rpc
+        self.activity: PoolActivity | None = pool.activity() if pool is not None else None
         self._bridge = bridge
         self.rpc_handle: TaskHandle | None = None
         self.remote_handle: TaskHandle | None = None
@@ -95,6 +121,11 @@ class NetworkPage(Page):
         self.timer = QTimer(self)
         self.timer.setInterval(1000)
         self.timer.timeout.connect(self.refresh_serve)
+        # A burst of requests changes the pool's use many times a second: shown once per burst.
+        self._activity_timer = QTimer(self)
+        self._activity_timer.setSingleShot(True)
+        self._activity_timer.setInterval(50)
+        self._activity_timer.timeout.connect(self._show_activity)
 
         header = PageHeader(self.tr("Network"), self.tr(
             "Chat with models served by other machines, serve your models to other apps, "
@@ -115,6 +146,8 @@ class NetworkPage(Page):
         layout.addWidget(header)
         layout.addWidget(scroll, 1)
         follow(self, serve.requests, lambda _request: self.refresh_serve())
+        if pool is not None:
+            follow(self, pool.events, self._on_pool_event)
 
     # -- remote engines ----------------------------------------------------------------------------
     def _build_remote(self) -> QFrame:
@@ -346,19 +379,18 @@ class NetworkPage(Page):
             w.hide()
 
     def _add_loaded_models(self, layout: QVBoxLayout) -> None:
-        """The models the engines hold now, and Unload."""
+        """The models the engines hold now (their requests in use and waiting), and Unload."""
         layout.addWidget(_label(self.tr("Loaded models"), "sectionTitle"))
-        self.loaded_table = QTableWidget(0, 6)
-        self.loaded_table.setHorizontalHeaderLabels([self.tr("Model"), self.tr("Engine"), self.tr("Memory"),
-                                                     self.tr("In use"), self.tr("Idle"), self.tr("Unloads in")])
-        self.loaded_table.verticalHeader().setVisible(False)
-        self.loaded_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.loaded_table = _table([self.tr("Model"), self.tr("Engine"), self.tr("Memory"), self.tr("In use"),
+                                    self.tr("Waiting"), self.tr("Idle"), self.tr("Unloads in")])
+        for col, tip in ((3, self.tr("Requests being answered, of the requests the model answers at once "
+                                     "(Settings: Parallel requests per model)")),
+                         (4, self.tr("Requests waiting for this model"))):
+            header_item = self.loaded_table.horizontalHeaderItem(col)
+            if header_item is not None:
+                header_item.setToolTip(tip)
         self.loaded_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.loaded_table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
-        header = self.loaded_table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.loaded_table.setWordWrap(False)
         self.loaded_table.itemSelectionChanged.connect(self._sync_unload)
         self.loaded_empty = _label(self.tr("No model is loaded. Programs load one by naming it."), "muted")
         unload_row = QHBoxLayout()
@@ -371,29 +403,91 @@ class NetworkPage(Page):
         layout.addWidget(self.loaded_table)
         layout.addLayout(unload_row)
         self._loaded: list[LoadedModel] = []
+        self._add_waiting(layout)
+
+    def _add_waiting(self, layout: QVBoxLayout) -> None:
+        """The requests the engine pool has not served yet: who asked, for what, why, since when."""
+        self.waiting_title = _label(self.tr("Waiting requests"), "sectionTitle")
+        self.waiting_table = _table([self.tr("From"), self.tr("Model"), self.tr("Why"), self.tr("Waited")],
+                                    stretch=2)
+        self.waiting_table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
+        self.waiting_table.setWordWrap(True)  # a reason is a sentence: shown whole, on more lines
+        rows = self.waiting_table.verticalHeader()
+        rows.setMinimumSectionSize(rows.defaultSectionSize())  # one-line rows as tall as the models'
+        layout.addWidget(self.waiting_title)
+        layout.addWidget(self.waiting_table)
+        self.waiting_title.hide()
+        self.waiting_table.hide()
 
     def refresh_loaded(self) -> None:
-        """The models the engines hold now, with memory, use and idle time (every second while shown)."""
+        """The models the engines hold now, with memory, use and idle time, and the requests waiting
+        (every second while shown, and whenever the pool's use changes)."""
         selected = self.selected_loaded()
         self._loaded = list(self._serve.router.loaded())
         table = self.loaded_table
         table.setRowCount(len(self._loaded))
         for row, m in enumerate(self._loaded):
             expires = ("—" if m.expires_in_s is None else _duration(m.expires_in_s))
+            active, slots, waiting = self._use_of(m)
             cells = [m.model.id, m.engine, format_bytes(m.memory_bytes),
-                     self.tr("%n request(s)", "", m.busy) if m.busy else self.tr("no"),
-                     "—" if m.busy else _duration(m.idle_s), expires]
+                     self.tr("%1 of %n slot(s)", "", slots).replace("%1", str(active)),
+                     str(waiting) if waiting else "—", "—" if m.busy else _duration(m.idle_s), expires]
             for col, text in enumerate(cells):
                 table.setItem(row, col, QTableWidgetItem(text))
             if selected is not None and m.model.id == selected.model.id:
                 table.selectRow(row)
-        # As tall as its rows (no empty band under two models), a scroll bar from eight on.
-        rows = min(len(self._loaded), 8)
-        table.setFixedHeight(table.horizontalHeader().height() + 2 * table.frameWidth()
-                             + sum(table.rowHeight(r) for r in range(rows)))
+        _fit_rows(table)
         self.loaded_table.setVisible(bool(self._loaded))
         self.loaded_empty.setVisible(not self._loaded)
         self._sync_unload()
+        self.refresh_waiting()
+
+    def _use_of(self, m: LoadedModel) -> tuple[int, int, int]:
+        """(requests in use, parallel slots, requests waiting) of a loaded model, as the pool says
+        (without the pool: the router's count on one slot each)."""
+        if self.activity is None:
+            return m.busy, max(1, m.busy), 0
+        engine = next((e for e in self.activity.engines if e.engine.model == m.model.path
+                       and e.engine.kind.name == m.model.kind and e.engine.spec.label == m.engine), None)
+        waiting = self.activity.waiting_for(m.model.path)
+        if engine is None:
+            return m.busy, max(1, m.busy), waiting
+        return engine.active, engine.slots, waiting
+
+    def refresh_waiting(self) -> None:
+        """Every request that waits, with its reason and how long it has waited."""
+        waiting = self.activity.waiting if self.activity is not None else ()
+        table = self.waiting_table
+        table.setRowCount(len(waiting))
+        now = time.monotonic()  # the pool's clock (its default): what WaitingRequest.since counts on
+        for row, w in enumerate(waiting):
+            why = core_text(w.reason) if w.reason else self.tr("Its model is loading")
+            cells = [self._who(w), w.model.name if w.model is not None else self.tr("every model"), why,
+                     _duration(max(0.0, now - w.since))]
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(text)
+                table.setItem(row, col, item)
+        table.resizeRowsToContents()
+        _fit_rows(table)
+        self.waiting_title.setVisible(bool(waiting))
+        table.setVisible(bool(waiting))
+
+    def _who(self, w: WaitingRequest) -> str:
+        """Who made a waiting request, in words ("Other apps (API)", "Chat", "Benchmark")."""
+        names = {"chat": self.tr("Chat"), "images": self.tr("Images"), "api": self.tr("Other apps (API)"),
+                 "benchmark": self.tr("Benchmark"), "engine update": self.tr("Engine update trial")}
+        return names.get(w.user, w.user)
+
+    def _on_pool_event(self, event: PoolEvent) -> None:
+        if isinstance(event, PoolActivity):
+            self.activity = event
+            if self.isVisible() and not self._activity_timer.isActive():
+                self._activity_timer.start()
+
+    def _show_activity(self) -> None:
+        self._show_counts()
+        self.refresh_loaded()
 
     def selected_loaded(self) -> LoadedModel | None:
         rows = self.loaded_table.selectionModel().selectedRows() if self.loaded_table.selectionModel() else []
@@ -438,11 +532,17 @@ class NetworkPage(Page):
                                else self.tr("No API key: only programs on this computer can connect."))
         self.serve_url.setText(svc.url if running else f"http://127.0.0.1:{self.serve_port.value()}/v1")
         self.curl.setPlainText(svc.curl_example())
-        c = svc.counters
-        self.serve_counts.setText(self.tr("Requests: {0} total · {1} active · {2} completed · {3} failed · "
-                                          "{4} refused (wrong key)").format(
-            c.total, c.active, c.completed, c.failed, c.unauthorized))
+        self._show_counts()
         self.refresh_loaded()
+
+    def _show_counts(self) -> None:
+        """The local API's requests: since it started, answered now, and waiting in the pool."""
+        c = self._serve.counters
+        waiting = sum(1 for w in self.activity.waiting if priority_of(w.user) is Priority.API) \
+            if self.activity is not None else 0
+        self.serve_counts.setText(self.tr("Requests: {0} total · {1} active · {2} waiting · {3} completed · "
+                                          "{4} failed · {5} refused (wrong key)").format(
+            c.total, c.active, waiting, c.completed, c.failed, c.unauthorized))
 
     def generate_key(self) -> None:
         try:

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from strata_gui.core.base import StrataError
-from strata_gui.core.config import Services, Settings, SettingsChange
+from strata_gui.core.config import RANGES, Services, Settings, SettingsChange
 from strata_gui.core.models import environment_endpoint
 from strata_gui.ui.bridge import follow
 from strata_gui.ui.i18n import core_text, error_text
@@ -39,7 +39,7 @@ RESTART_KEYS = frozenset({"hub_endpoint", "github_api_url", "github_download_url
 PAGE_KEYS = ("theme", "language", "hub_endpoint", "github_api_url", "github_download_url", "offline", "model_dirs",
              "gfx_override", "memory_budget_mb", "fallback_gpu_memory_mb", "context_size", "gpu_layers",
              "flash_attention", "threads", "parallel_slots", "auto_fallback", "warm_start", "read_ahead",
-             "engine_idle_minutes",
+             "engine_idle_minutes", "api_wait_seconds",
              "engine_memory_mb", "update_tolerance_pct", "update_channel")
 
 
@@ -151,12 +151,20 @@ class SettingsPage(Page):
             "sign-in on, loading each one when it is asked for. Turning it off removes the entry."))
         self.serve_at_login.setVisible(self._start_at_login is not None)
         self.serve_at_login.toggled.connect(self._toggle_start_at_login)
+        self.api_wait = QSpinBox()
+        self.api_wait.setRange(*RANGES["api_wait_seconds"])
+        self.api_wait.setSuffix(self.tr(" s"))
+        self.api_wait.setToolTip(self.tr(
+            "How long a request from another app may wait for its model (every parallel request in use, the "
+            "model loading, or memory being freed). Past this it is answered \"busy\" (HTTP 503 with "
+            "Retry-After), so the app can try again later."))
 
         network = QFormLayout()
         network.addRow(self.tr("Hugging Face endpoint"), self.hub_endpoint)
         network.addRow(self.tr("GitHub API"), self.github_api)
         network.addRow(self.tr("GitHub downloads"), self.github_download)
         network.addRow("", self.serve_at_login)
+        network.addRow(self.tr("Wait limit for API requests"), self.api_wait)
         network.addRow("", self.offline)
         hint = QLabel(self.tr("Use a mirror when the hub or GitHub cannot be reached from your network."))
         hint.setObjectName("muted")
@@ -233,7 +241,13 @@ class SettingsPage(Page):
         self.threads.setRange(0, 256)
         self.threads.setSpecialValueText(self.tr("engine default"))
         self.parallel = QSpinBox()
-        self.parallel.setRange(1, 64)
+        # The setting's own range: a saved value is never clamped into another one on save.
+        self.parallel.setRange(*RANGES["parallel_slots"])
+        self.parallel.setSpecialValueText(self.tr("Automatic"))
+        self.parallel.setToolTip(self.tr(
+            "How many requests each loaded model answers at the same time: the chat, other apps and reading "
+            "ahead share it. Each request gets the whole context size, so every one of them needs memory. "
+            "Automatic: as many as fit in memory, at most 4."))
         self.auto_fallback = QCheckBox(self.tr("If an engine fails, continue on the next one (Vulkan, then CPU)"))
         self.warm_start = QCheckBox(self.tr("Load the last model when Strata starts"))
         self.warm_start.setToolTip(self.tr("Its engine starts while the window opens, so the first message does "
@@ -269,7 +283,7 @@ class SettingsPage(Page):
         runtime.addRow(self.tr("GPU layers"), self.gpu_layers)
         runtime.addRow(self.tr("Flash attention"), self.flash_attention)
         runtime.addRow(self.tr("CPU threads"), self.threads)
-        runtime.addRow(self.tr("Parallel requests"), self.parallel)
+        runtime.addRow(self.tr("Parallel requests per model"), self.parallel)
         runtime.addRow("", self.auto_fallback)
         runtime.addRow("", self.warm_start)
         runtime.addRow("", self.read_ahead)
@@ -331,6 +345,7 @@ class SettingsPage(Page):
         self.warm_start.setChecked(s.warm_start)
         self.read_ahead.setChecked(s.read_ahead)
         self.engine_idle.setValue(s.engine_idle_minutes)
+        self.api_wait.setValue(s.api_wait_seconds)
         self._show_start_at_login()
         self.engine_memory.setValue(s.engine_memory_mb)
         self.update_tolerance.setValue(s.update_tolerance_pct)
@@ -361,6 +376,7 @@ class SettingsPage(Page):
             warm_start=self.warm_start.isChecked(),
             read_ahead=self.read_ahead.isChecked(),
             engine_idle_minutes=self.engine_idle.value(),
+            api_wait_seconds=self.api_wait.value(),
             engine_memory_mb=self.engine_memory.value(),
             update_tolerance_pct=self.update_tolerance.value(),
             update_channel=str(self.update_channel.currentData()),
