@@ -25,7 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import httpx
-import qasync
 from PySide6.QtWidgets import QApplication
 
 from strata_gui.core.bench.service import DashboardService
@@ -41,6 +40,7 @@ from strata_gui.core.pool import EnginePool
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.event_loop import StrataEventLoop
 from strata_gui.ui.pages.chat_page import ChatPage
 from strata_gui.ui.pages.dashboard_page import DashboardPage
 from tests.support.fixed_engines import FixedEngines
@@ -58,7 +58,7 @@ def main() -> int:
     args = ap.parse_args()
     engine_dir, model = stream.default_engine_and_model()
     app = QApplication([])
-    loop = qasync.QEventLoop(app)
+    loop = StrataEventLoop(app)
     asyncio.set_event_loop(loop)
     workdir = tempfile.TemporaryDirectory()
 

@@ -63,14 +63,14 @@ _NONE_BALLAST = [None] * 5_000_000 if sys.version_info < (3, 12) else []
 
 
 def event_loop_stall(seconds: float) -> tuple[list[float], list[float]]:
-    import qasync
     from PySide6.QtWidgets import QApplication
 
     from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.event_loop import StrataEventLoop
     from strata_gui.ui.pages.gpu_page import GpuPage
 
     app = QApplication.instance() or QApplication([])
-    loop = qasync.QEventLoop(app)
+    loop = StrataEventLoop(app)
     asyncio.set_event_loop(loop)
     service = build_gpu_service(kernels_dir(), sysfs_root=TREES / "laptop-780m-rx7600")
     service.interval = 0.05  # 20 Hz: 20x the default rate, to make any stall visible

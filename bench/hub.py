@@ -84,14 +84,14 @@ async def _search_bench(url: str, home: Path, n: int) -> tuple[float, float]:
 
 
 def _rendered_search(url: str, home: Path, n: int) -> float:
-    import qasync
     from PySide6.QtWidgets import QApplication
 
     from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.event_loop import StrataEventLoop
     from strata_gui.ui.pages.models_page import ModelsPage
 
     app = QApplication.instance() or QApplication([])
-    loop = qasync.QEventLoop(app)
+    loop = StrataEventLoop(app)
     asyncio.set_event_loop(loop)
     client = httpx.AsyncClient(timeout=30)
     svc = _service(client, url, home)

@@ -52,7 +52,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
-import qasync
 from PySide6.QtWidgets import QApplication
 
 from strata_gui.core.chat.service import ChatService
@@ -65,6 +64,7 @@ from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
+from strata_gui.ui.event_loop import StrataEventLoop
 from strata_gui.ui.pages.chat_page import ChatPage
 
 PROMPT = "Write a long story about a lighthouse keeper."
@@ -354,7 +354,7 @@ def main() -> int:
     model = args.model or model
 
     app = QApplication([])
-    loop = qasync.QEventLoop(app)
+    loop = StrataEventLoop(app)
     asyncio.set_event_loop(loop)
     workdir = tempfile.TemporaryDirectory()
 

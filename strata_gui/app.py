@@ -763,12 +763,10 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
 
     import asyncio
 
-    import qasync
-
     from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.event_loop import new_event_loop
 
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
+    loop = new_event_loop(app)
     bridge = AsyncBridge()
     window.set_bridge(bridge)
     crash = CrashReporter(services.paths.log_file, hooks.open_path)
@@ -781,8 +779,9 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     exit_code = 0
     try:
         with loop:
-            exit_code = loop.run_until_complete(_run_session(session))
-            _wind_down(loop, session)
+            # One run of the loop for the whole session, closing included: every callback runs
+            # with the loop running (see ui/event_loop.py).
+            exit_code = loop.run_until_complete(_run_and_wind_down(session))
     except Exception:
         traceback.print_exc()
         exit_code = 1
@@ -926,15 +925,22 @@ async def _take_the_background_servers_place(s: _GuiSession, app_services: AppSe
         s.serving_for_background.append((handed, app_services.serve))
 
 
-def _wind_down(loop: asyncio.AbstractEventLoop, s: _GuiSession) -> None:
+async def _run_and_wind_down(s: _GuiSession) -> int:
+    try:
+        return await _run_session(s)
+    finally:
+        await _wind_down(s)
+
+
+async def _wind_down(s: _GuiSession) -> None:
     """After the window closed: stop answering launches, end the tasks, close the core, and give
     the background model server its place back if this app still served in it."""
     for server in s.activation:  # a launch from now on starts a new app
-        loop.run_until_complete(server.aclose())
-    loop.run_until_complete(s.bridge.shutdown())
+        await server.aclose()
+    await s.bridge.shutdown()
     # The background model server comes back if this app still served in its place.
     give_back = [handed for handed, serve in s.serving_for_background if serve.running]
     for built in s.built:
-        loop.run_until_complete(built.aclose())
+        await built.aclose()
     for handed in give_back:  # the port is free and the engines are stopped now
         handed.start_again()

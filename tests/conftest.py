@@ -229,11 +229,10 @@ def broken_models(_models_dir: Path, test_model: Path) -> dict[str, Path]:
 
 @pytest.fixture
 def qasync_loop(qapp: object) -> Iterator[asyncio.AbstractEventLoop]:
-    """A qasync event loop on the test QApplication (what the app runs on)."""
-    import qasync
+    """A qasync event loop on the test QApplication (the app's own: ui/event_loop.py)."""
+    from strata_gui.ui.event_loop import new_event_loop
 
-    loop = qasync.QEventLoop(qapp)
-    asyncio.set_event_loop(loop)
+    loop = new_event_loop(qapp)
     try:
         yield loop
     finally:

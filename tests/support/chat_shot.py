@@ -61,7 +61,6 @@ SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "temperat
 
 
 def main() -> int:
-    import qasync
     from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication
 
@@ -70,6 +69,7 @@ def main() -> int:
     from strata_gui.core.chat import OUTPUT_SCHEMA, StructuredOutput
     from strata_gui.core.config.services import build_services
     from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.event_loop import StrataEventLoop
 
     out = Path(sys.argv[1])
     theme = sys.argv[2] if len(sys.argv) > 2 else "light"
@@ -77,7 +77,7 @@ def main() -> int:
     app = QApplication([sys.argv[0]])
     app.setQuitOnLastWindowClosed(False)
     apply_theme(app, theme)
-    loop = qasync.QEventLoop(app)
+    loop = StrataEventLoop(app)
     asyncio.set_event_loop(loop)
     services = build_app_services(build_services())
     bridge = AsyncBridge()

@@ -12,7 +12,6 @@ from pathlib import Path
 
 
 def main() -> int:
-    import qasync
     from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication
 
@@ -21,6 +20,7 @@ def main() -> int:
     from strata_gui.core.config.services import build_services
     from strata_gui.core.runtime.client import SamplingParams
     from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.event_loop import StrataEventLoop
 
     out, model, engine_dir = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     theme = sys.argv[4] if len(sys.argv) > 4 else "light"
@@ -28,7 +28,7 @@ def main() -> int:
     app = QApplication([sys.argv[0]])
     app.setQuitOnLastWindowClosed(False)
     apply_theme(app, theme)
-    loop = qasync.QEventLoop(app)
+    loop = StrataEventLoop(app)
     asyncio.set_event_loop(loop)
     services = build_app_services(build_services())
     bridge = AsyncBridge()

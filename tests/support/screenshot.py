@@ -13,7 +13,6 @@ from pathlib import Path
 
 
 def main() -> int:
-    import qasync
     from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication
 
@@ -21,6 +20,7 @@ def main() -> int:
     from strata_gui.core.app_services import build_app_services
     from strata_gui.core.config.services import build_services
     from strata_gui.ui.bridge import AsyncBridge
+    from strata_gui.ui.event_loop import StrataEventLoop
     from strata_gui.ui.i18n import install_language
 
     out = Path(sys.argv[1])
@@ -30,7 +30,7 @@ def main() -> int:
     app = QApplication([sys.argv[0]])
     apply_theme(app, theme)
     install_language(app, language)
-    loop = qasync.QEventLoop(app)
+    loop = StrataEventLoop(app)
     asyncio.set_event_loop(loop)
     services = build_app_services(build_services())
     bridge = AsyncBridge()
