@@ -156,7 +156,7 @@ class CrashReporter(QObject):
 
     def _excepthook(self, etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         if issubclass(etype, KeyboardInterrupt):
-            QApplication.quit()
+            QApplication.closeAllWindows()  # closes as the user would (the session then winds down)
             return
         value.__traceback__ = tb
         self.report(value)
@@ -767,6 +767,9 @@ def run_gui(argv: list[str], *, self_test: bool = False, exit_when_shown: bool =
     from strata_gui.ui.event_loop import new_event_loop
 
     loop = new_event_loop(app)
+    # The loop ends when the session's coroutine does (after its closing work), not when Qt sees
+    # the last window close.
+    app.setQuitOnLastWindowClosed(False)
     bridge = AsyncBridge()
     window.set_bridge(bridge)
     crash = CrashReporter(services.paths.log_file, hooks.open_path)

@@ -37,7 +37,7 @@ def run_with_service(
             svc.set_plan(plan)
             svc.set_model(model)
             events: list[ChatEvent] = []
-            svc.subscribe(events.append)
+            svc.events.subscribe(events.append)
             try:
                 return await body(svc, events)
             finally:

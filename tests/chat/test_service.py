@@ -125,7 +125,7 @@ def test_a_running_engine_has_the_request_before_the_messages_are_announced(
                     time.sleep(0.002)
                 engine_had_it.append(time.monotonic() < deadline)
 
-        svc.subscribe(on_event)
+        svc.events.subscribe(on_event)
         reply = await svc.send(conv.id, "and again")
         assert reply.status == COMPLETE
         assert engine_had_it == [True, True]

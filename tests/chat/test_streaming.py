@@ -60,7 +60,7 @@ def test_text_events_are_batched_and_the_first_token_goes_out_alone() -> None:
                     deltas.append(event)
                     times.append(loop.time())
 
-            svc.subscribe(on_event)
+            svc.events.subscribe(on_event)
             try:
                 reply = await svc.send(svc.new_conversation().id, "count")
             finally:
@@ -107,7 +107,7 @@ def test_the_users_message_is_announced_once_sent_or_soon_if_the_engine_is_slow_
                 elif isinstance(event, MessageDelta) and not first_text:
                     first_text.append(loop.time() - sent)
 
-            svc.subscribe(on_event)
+            svc.events.subscribe(on_event)
             conv = svc.new_conversation()
             sent = loop.time()
             try:

@@ -108,7 +108,7 @@ def run_chat(base: str, body: Callable[[ChatService, list[ChatEvent]], Awaitable
                               tools=lambda: tools, **service_args)
             svc.set_remote(Endpoint(http, base))
             events: list[ChatEvent] = []
-            svc.subscribe(events.append)
+            svc.events.subscribe(events.append)
             try:
                 return await body(svc, events)
             finally:
@@ -177,7 +177,7 @@ def test_denied_crashing_and_hanging_tools_are_reported_and_the_chat_goes_on(tmp
 
     async def body(svc: ChatService, events: list[ChatEvent]) -> Message:
         svc.approver = approvals
-        svc.subscribe(lambda e: seen.extend((c.name, c.status) for c in e.message.tool_calls)
+        svc.events.subscribe(lambda e: seen.extend((c.name, c.status) for c in e.message.tool_calls)
                       if isinstance(e, MessageUpdated) else None)
         return await svc.send(svc.new_conversation().id, "use your tools")
 

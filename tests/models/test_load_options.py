@@ -93,7 +93,7 @@ def test_quantised_kv_cache_takes_34_and_18_64ths_as_the_real_engine_allocates(
 def test_the_verdict_follows_the_options(wide_model: Path) -> None:
     probe = _service()
     shape = asyncio.run(probe.shape(wide_model))
-    base = LoadOptions(ctx_size=4096)
+    base = LoadOptions(ctx_size=4096, parallel=1)  # (automatic slots: see the next test)
     q8 = base.replace(cache_type_k="q8_0", cache_type_v="q8_0")
     need_q8 = probe.fit(shape, q8).total_bytes
     need_f16 = probe.fit(shape, base).total_bytes
@@ -109,6 +109,26 @@ def test_the_verdict_follows_the_options(wide_model: Path) -> None:
     # A smaller micro-batch shrinks the compute buffer; a longer context grows the KV cache.
     assert svc.fit(shape, q8.replace(ubatch_size=128)).compute_bytes < svc.fit(shape, q8).compute_bytes
     assert svc.fit(shape, q8.replace(ctx_size=512)).kv_bytes * 8 == svc.fit(shape, q8).kv_bytes
+
+
+@pytest.mark.engine
+def test_automatic_parallel_requests_are_as_many_as_fit_at_most_four(wide_model: Path) -> None:
+    probe = _service()
+    shape = asyncio.run(probe.shape(wide_model))
+    one = LoadOptions(ctx_size=4096, parallel=1)
+    need = {n: probe.fit(shape, one.replace(parallel=n)).total_bytes for n in (1, 2, 3)}
+    assert need[1] < need[2] < need[3]  # each request's cache counts
+    # Room for two requests' caches but not three: automatic gives two, each with the whole context.
+    svc = _service(MemoryTarget("Test GPU", need[2] + (need[3] - need[2]) // 2))
+    auto = svc.fit(shape, one.replace(parallel=0))
+    assert (auto.verdict, auto.slots, auto.n_ctx) == (Verdict.FULL_GPU, 2, 4096)
+    assert svc.slots(wide_model, one.replace(parallel=0)) == 2
+    assert svc.fit(shape, one.replace(parallel=3)).verdict is Verdict.PARTIAL  # asked for: honoured
+    # Plenty of room: four, never more.
+    assert _service().fit(shape, one.replace(parallel=0)).slots == 4
+    # Too little memory for even one: one (the verdict says it won't fit).
+    tiny = _service(MemoryTarget("Tiny GPU", need[1] // 4), ram=need[1] // 4).fit(shape, one.replace(parallel=0))
+    assert (tiny.verdict, tiny.slots) == (Verdict.WONT_FIT, 1)
 
 
 @pytest.mark.engine
@@ -164,8 +184,9 @@ def test_every_option_reaches_the_running_engine(test_engines: TestEngines, wide
             proc = psutil.Process(sup.pid)
             cmd = proc.cmdline()
             assert {flag: _cmdline_value(cmd, flag) for flag in ("-c", "-fa", "-ctk", "-ctv", "-b", "-ub", "-t", "-np")} \
-                == {"-c": "768", "-fa": "on", "-ctk": "q8_0", "-ctv": "q4_0", "-b": "256", "-ub": "128", "-t": "2",
-                    "-np": "2"}
+                == {"-c": "1536", "-fa": "on", "-ctk": "q8_0", "-ctv": "q4_0", "-b": "256", "-ub": "128", "-t": "2",
+                    "-np": "2"}  # -c: the two slots' cache, 768 tokens each
+            await until(lambda: "n_ctx_slot = 768" in "\n".join(sup.log_tail()), 10)
             # mmap off goes by environment: the pinned builds disagree on the flag's spelling.
             assert proc.environ().get("LLAMA_ARG_LOAD_MODE") == "none"
             # (the log is read on its own thread: the lines may land a moment after ready)

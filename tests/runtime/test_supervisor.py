@@ -81,10 +81,13 @@ def test_command_line_carries_the_settings(test_engines: Engines, test_model: Pa
 
     cmd = build_command(EngineSpec("v", "Vulkan", "vulkan", Path("/e/llama-server")), test_model, settings, 4242)
     joined = " ".join(cmd)
-    for part in ("--port 4242", "-c 1024", "-ngl 20", "-fa off", "-t 2", "-np 2", "--jinja", "--metrics",
+    # Two requests at once, 1,024 tokens each: "-c" is both slots' cache, split evenly between them.
+    for part in ("--port 4242", "-c 2048", "-ngl 20", "-fa off", "-t 2", "-np 2", "--jinja", "--metrics",
                  "--host 127.0.0.1"):
         assert part in joined
-    assert "k1" not in joined and llama_env(settings)["LLAMA_API_KEY"] == "k1"  # not readable with ps
+    env = llama_env(settings)
+    assert env["LLAMA_ARG_KV_UNIFIED"] == "0"  # not one buffer a single request could fill
+    assert "k1" not in joined and env["LLAMA_API_KEY"] == "k1"  # not readable with ps
     cpu = build_command(cpu_spec(test_engines), test_model, ServerSettings(), 1)
     assert "-ngl" not in cpu and "-fa" not in cpu  # engine defaults are left to the engine
 

@@ -98,7 +98,7 @@ class Settings:
     gpu_layers: str = "all"  # "all", "auto" or a number
     flash_attention: str = "auto"  # on | off | auto
     threads: int = 0  # 0 = engine default
-    # Requests each model serves at once (llama-server's parallel slots with one shared KV cache):
+    # Requests each model serves at once (llama-server's parallel slots, each with its share of the KV cache):
     # 0 = automatic, as many as fit in memory at the model's context, at most 4.
     parallel_slots: int = 0
     last_model: str = ""

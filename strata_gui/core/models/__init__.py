@@ -91,7 +91,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "chat_template": ["TemplateCapabilities", "read_chat_template", "template_capabilities"],
     "download_manager": ["DownloadEvent", "JobFinished", "JobProgress", "JobStateChanged"],
     "downloads": ["DownloadJob", "DownloadState"],
-    "fit": ["FitEstimate", "MOST_AUTO_SLOTS", "ModelShape", "Verdict"],
+    "fit": ["MOST_AUTO_SLOTS", "FitEstimate", "ModelShape", "Verdict"],
     "gguf_meta": ["format_params", "metadata_summary"],
     "hub": ["SORTS", "ModelDetail", "RepoSummary", "SearchPage"],
     "hub_config": ["environment_endpoint"],

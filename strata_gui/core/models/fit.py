@@ -165,9 +165,9 @@ class FitEstimate:
             this verdict with all layers on the GPU; for partial/CPU verdicts the largest that
             fits in GPU + system memory. 0 when nothing fits.
         gpu_count: GPUs the model needs (2+ when it fits only spread over several).
-        slots: Requests the engine serves at once (parallel slots sharing one KV cache of
-            ``slots × n_ctx`` positions: each request gets ``n_ctx``); ``kv_bytes`` and
-            ``max_context`` count them all.
+        slots: Requests the engine serves at once (parallel slots, a KV cache of ``slots ×
+            n_ctx`` positions split between them: each request gets ``n_ctx``); ``kv_bytes``
+            counts them all, ``max_context`` is per request.
     """
 
     verdict: Verdict
@@ -238,7 +238,7 @@ def estimate_fit(shape: ModelShape, target: MemoryTarget, ram_bytes: int, n_ctx:
         ram_bytes: Total system RAM.
         n_ctx: Context size the user wants for each request.
         layout: KV-cache types, micro-batch and a user cap on GPU layers (the load options).
-        slots: Requests served at once (their caches share one buffer of ``slots × n_ctx``).
+        slots: Requests served at once (each with a cache of ``n_ctx``).
     """
     n_ctx = max(1, min(n_ctx, shape.trained_context))
     slots = max(1, slots)

@@ -6,7 +6,7 @@ the queue in order (priority first — the user's chat and pages, then the local
 the benchmark and update trials — then arrival):
 
 - an engine already running the model with exactly those settings lends one of its **slots**
-  (llama-server's parallel slots with a unified KV cache: the chat, API clients and read-ahead
+  (llama-server's parallel slots, batched together: the chat, API clients and read-ahead
   decode side by side); when every slot is taken the request waits its turn on that engine;
 - an engine that is loading is waited for (ten requests during a load start it once);
 - otherwise the scheduler makes room and starts it: an idle engine of the same model with other

@@ -171,7 +171,7 @@ def llama_command(engine: EngineSpec, model: Path, settings: ServerSettings, por
     if settings.threads > 0:
         cmd += ["-t", str(settings.threads)]
     if settings.parallel > 0:
-        cmd += ["-np", str(settings.parallel)]  # with "-c" the slots' total (see llama_env)
+        cmd += ["-np", str(settings.parallel)]  # "-c" is the slots' total, split evenly (see llama_env)
     if settings.jinja:
         cmd.append("--jinja")
         if not settings.chat_parsing:
@@ -235,11 +235,11 @@ def llama_env(settings: ServerSettings) -> dict[str, str]:
     env.update({"LLAMA_ARG_CORS_ORIGINS": "localhost", "LLAMA_ARG_CORS_CREDENTIALS": "0"})
     if not settings.mmap:
         env.update({"LLAMA_ARG_MMAP": "0", "LLAMA_ARG_LOAD_MODE": "none"})
-    if settings.parallel > 1 and settings.ctx_size > 0:
-        # Several slots share one KV buffer of parallel × ctx cells (continuous batching across
-        # them), each capped at the context a request is given. Builds without these options
-        # split "-c" evenly between the slots instead: the same context per request.
-        env.update({"LLAMA_ARG_KV_UNIFIED": "1", "LLAMA_ARG_KV_UNIFIED_PER_SLOT": str(settings.ctx_size)})
+    if settings.parallel > 1:
+        # Several slots, each with its own share of "-c" (the context a request gets), decoded
+        # together by continuous batching. Not one unified buffer: builds without the per-slot
+        # cap (the pinned Vulkan build) then let one request take the whole of it.
+        env["LLAMA_ARG_KV_UNIFIED"] = "0"
     if settings.draft_model:
         env["LLAMA_ARG_SPEC_TYPE"] = "draft-simple"
         if settings.draft_max > 0:
