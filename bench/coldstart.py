@@ -251,19 +251,6 @@ def engine_command(log_file: Path) -> list[str]:
     return lines[-1].split(" engine: ", 1)[1].split()
 
 
-def default_engine_and_model() -> tuple[Path, Path]:
-    env = Path.home() / ".cache" / "strata-dev" / "engines.env"
-    values = dict(line.split("=", 1) for line in env.read_text().splitlines() if "=" in line)
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", values["STRATA_TEST_LLAMA_SRC"])
-    sys.path.insert(0, str(ROOT))
-    from tests.support import gguf_model
-
-    model = Path(tempfile.gettempdir()) / "strata-bench-model.gguf"
-    if not model.exists():
-        gguf_model.write_model(model)
-    return Path(values["STRATA_TEST_CPU_ENGINE"]), model
-
-
 def ratio_line(name: str, pairs: list[tuple[float, float]], goal: str) -> None:
     med = statistics.median
     print(f"{name}: by hand {med(p[0] for p in pairs) * 1000:.0f} ms  strata {med(p[1] for p in pairs) * 1000:.0f} ms"
@@ -284,7 +271,9 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", default="app,cli,api", help="comma-separated: app, cli, api")
     args = ap.parse_args()
-    engine_dir, model = default_engine_and_model()
+    from tests.support.engines import bench_engine_and_model  # (not in the children: they time their start)
+
+    engine_dir, model = bench_engine_and_model()
     engine_dir, model = args.engine or engine_dir, args.model or model
     only = set(args.only.split(","))
     py = sys.executable

@@ -56,7 +56,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=512)
     args = ap.parse_args()
-    engine_dir, model = stream.default_engine_and_model()
+    engine_dir, model = stream.bench_engine_and_model()
     app = QApplication([])
     loop = StrataEventLoop(app)
     asyncio.set_event_loop(loop)

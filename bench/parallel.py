@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.serve.service import ServeService
+from tests.support.engines import bench_engine_and_model
 from tests.support.pool import library_router
 
 PROMPT = [{"role": "user", "content": "Write a short poem about the sea."}]
@@ -66,18 +66,6 @@ class Figures:
             "four_streams_tps": med(self.four_streams_tps),
             "four_vs_one": med(f / o for f, o in zip(self.four_streams_tps, self.one_stream_tps, strict=True)),
         }
-
-
-def default_engine_and_model() -> tuple[Path, Path]:
-    env = Path.home() / ".cache" / "strata-dev" / "engines.env"
-    values = dict(line.split("=", 1) for line in env.read_text().splitlines() if "=" in line)
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", values["STRATA_TEST_LLAMA_SRC"])
-    from tests.support import gguf_model
-
-    model = Path(tempfile.gettempdir()) / "strata-bench-model.gguf"
-    if not model.exists():
-        gguf_model.write_model(model)
-    return Path(values["STRATA_TEST_CPU_ENGINE"]), model
 
 
 async def stream(http: httpx.AsyncClient, root: str, tokens: int) -> tuple[float, int, float]:
@@ -160,7 +148,7 @@ def main() -> None:
     args = parser.parse_args()
     engine, model = args.engine, args.model
     if engine is None or model is None:
-        default_engine, default_model = default_engine_and_model()
+        default_engine, default_model = bench_engine_and_model()
         engine, model = engine or default_engine, model or default_model
     figures = asyncio.run(run(engine, model, args.reps, args.slots, args.tokens))
     out = figures.summary()

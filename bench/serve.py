@@ -50,7 +50,7 @@ from strata_gui.core.runtime.engine import Backend, EngineSpec
 from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.core.serve.service import ServeService
-from tests.support.engines import free_port
+from tests.support.engines import bench_engine_and_model, free_port
 from tests.support.pool import library_router
 
 PROMPT = "Write a long story about a lighthouse keeper."
@@ -114,18 +114,6 @@ async def small_requests(http: httpx.AsyncClient, root: str, n: int, headers: di
         resp.raise_for_status()
         times.append(time.perf_counter() - t)
     return statistics.median(times)
-
-
-def default_engine_and_model() -> tuple[Path, Path]:
-    env = Path.home() / ".cache" / "strata-dev" / "engines.env"
-    values = dict(line.split("=", 1) for line in env.read_text().splitlines() if "=" in line)
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", values["STRATA_TEST_LLAMA_SRC"])
-    from tests.support import gguf_model
-
-    model = Path(tempfile.gettempdir()) / "strata-bench-model.gguf"
-    if not model.exists():
-        gguf_model.write_model(model)
-    return Path(values["STRATA_TEST_CPU_ENGINE"]), model
 
 
 Stream = Callable[[httpx.AsyncClient, str, int, dict[str, str]], Awaitable[Sample]]
@@ -201,7 +189,7 @@ def main() -> int:
                     help="engine CPU threads (0: its default, every core; 1 leaves a core to the app, as a GPU "
                          "engine would)")
     args = ap.parse_args()
-    engine_dir, model = default_engine_and_model() if not (args.engine and args.model) else (args.engine, args.model)
+    engine_dir, model = bench_engine_and_model() if not (args.engine and args.model) else (args.engine, args.model)
 
     async def run() -> None:
         with tempfile.TemporaryDirectory() as tmp:

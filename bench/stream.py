@@ -66,6 +66,7 @@ from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
 from strata_gui.ui.event_loop import StrataEventLoop
 from strata_gui.ui.pages.chat_page import ChatPage
+from tests.support.engines import bench_engine_and_model
 
 PROMPT = "Write a long story about a lighthouse keeper."
 
@@ -206,18 +207,6 @@ async def strata_once(service: ChatService, page: ChatPage, sampling: SamplingPa
     return ttft, decode, probe.worst, len(recorder.ends), float(handle.result.stats.decode_tps or 0.0), cpu
 
 
-def default_engine_and_model() -> tuple[Path, Path]:
-    env = Path.home() / ".cache" / "strata-dev" / "engines.env"
-    values = dict(line.split("=", 1) for line in env.read_text().splitlines() if "=" in line)
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", values["STRATA_TEST_LLAMA_SRC"])
-    from tests.support import gguf_model
-
-    model = Path(tempfile.gettempdir()) / "strata-bench-model.gguf"
-    if not model.exists():
-        gguf_model.write_model(model)
-    return Path(values["STRATA_TEST_CPU_ENGINE"]), model
-
-
 def bench_spec(engine_dir: Path) -> EngineSpec:
     """The raw CPU test engine as a launch spec (the benchmark measures the chat path, not the resolver)."""
     return EngineSpec("bench-cpu", "CPU", Backend.CPU, TEXT.executable(engine_dir),
@@ -349,7 +338,7 @@ def main() -> int:
         args.tokens = {"engine": 512, "markdown": 8000, "thinking": 1000}[args.content]
     if synthetic and not args.replay:
         args.replay = 2000.0
-    engine_dir, model = default_engine_and_model() if not (args.engine and args.model) else (args.engine, args.model)
+    engine_dir, model = bench_engine_and_model() if not (args.engine and args.model) else (args.engine, args.model)
     engine_dir = args.engine or engine_dir
     model = args.model or model
 

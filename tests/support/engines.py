@@ -124,3 +124,18 @@ def running_server(
             proc.wait()
         if proc.stderr:
             proc.stderr.close()
+
+
+def bench_engine_and_model() -> tuple[Path, Path]:
+    """The CPU test engine's folder and the generated test model (written once to the temp folder):
+    what the bench scripts run on when not given ``--engine`` and ``--model``."""
+    engines = locate()
+    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(engines.llama_src))
+    import tempfile
+
+    from tests.support import gguf_model
+
+    model = Path(tempfile.gettempdir()) / "strata-bench-model.gguf"
+    if not model.exists():
+        gguf_model.write_model(model)
+    return engines.cpu_dir, model
