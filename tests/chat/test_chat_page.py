@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QGuiApplication
@@ -19,7 +20,9 @@ from strata_gui.core.chat.service import (
 )
 from strata_gui.core.chat.store import COMPLETE, STOPPED, STREAMING, ConversationStore, Message
 from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
+from strata_gui.core.serve.service import ServeService
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.markdown import split_segments
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
@@ -27,7 +30,7 @@ from strata_gui.ui.pages.chat_page import FIRST_SCREEN, FRAME_S, PAGE_SIZE, Chat
 from tests.chat.conftest import until
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import engines as _engines
-from tests.support.pool import real_pool
+from tests.support.pool import library_router, real_pool
 from tests.support.settings import settings_service
 
 Engines = _engines.TestEngines
@@ -234,6 +237,51 @@ def test_a_reply_waiting_for_its_engine_says_why_in_its_bubble(page_env, test_en
     assert reply.message.status == COMPLETE and reply.text
     assert reply.waiting is not None and not reply.waiting.isVisibleTo(page) and page.waiting_text == ""
     assert seen_at_first_text == [False]  # gone once the request was served, before any text
+
+
+@pytest.mark.engine
+def test_the_chat_page_and_an_openai_client_stream_from_one_model_at_the_same_time(  # type: ignore[no-untyped-def]
+        page_env, test_engines: Engines, test_model: Path) -> None:
+    """The chat page streams a long reply; another program asks the same model through the local API
+    with the real OpenAI client, and its reply streams while the page's still grows (two slots)."""
+    page, service, loop, errors = page_env
+    service.settings_service.override(parallel_slots=2, serve_port=0)
+    service.set_plan([cpu_spec(test_engines)])
+    serve = ServeService(service.settings_service, FileSecretStore(AppPaths.from_environment().config_dir / "s.json"),
+                         library_router(service))
+    conv_id = page.new_conversation()
+    _short(service, conv_id, 1000)
+    page.open_conversation(conv_id)
+
+    def reply_text() -> str:
+        return next((w.text for w in page.message_widgets.values() if w.message.role == "assistant"), "")
+
+    async def scenario() -> tuple[int, int, list[str]]:
+        url = await serve.start()
+        try:
+            handle = page.send_text("Tell me a long story")
+            assert handle is not None
+            await wait_until(lambda: len(reply_text()) > 20)
+            api_text: list[str] = []
+            shown_at_api_first = -1
+            async with openai.AsyncOpenAI(base_url=url, api_key="unused", max_retries=0) as client:
+                stream = await client.chat.completions.create(
+                    model=test_model.stem, messages=[{"role": "user", "content": "Say hi"}], max_tokens=8, stream=True)
+                async for chunk in stream:
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        if shown_at_api_first < 0:
+                            shown_at_api_first = len(reply_text())
+                            assert handle.is_running  # the page's reply still streams
+                        api_text.append(chunk.choices[0].delta.content)
+            await handle.wait()
+            return shown_at_api_first, len(reply_text()), api_text
+        finally:
+            await serve.stop()
+
+    at_first, at_end, api_text = loop.run_until_complete(scenario())
+    assert not errors and api_text
+    assert 20 < at_first < at_end  # the page's reply kept growing after the other program's first token
+    assert service.pool.starts == 1 and [e.slots for e in service.pool.engines()] == [2]
 
 
 @pytest.mark.engine

@@ -101,7 +101,6 @@ class PooledEngine:
         self.doomed: str | None = None  # failed: stopped at once, leases or not
         self.stopped: asyncio.Future[None] | None = None  # resolved once its process is gone
         self.started_by = ""  # the user whose request started it ("chat", "benchmark", ...)
-        self.starter_progress: list[ProgressCallback] = []  # told the load's progress
 
     # -- what it is ------------------------------------------------------------------------------
     @property
