@@ -91,6 +91,7 @@ class PooledEngine:
         self.loaded_at: float | None = None
         self.keep_alive: float | None = None  # idle time-out asked by the last lease (None: the pool's)
         self.jobs_done = 0  # jobs that finished well on it (a first job's failure blames the engine)
+        self.granted = 0  # leases it has given (0: loaded for a request that has not had it yet)
         self.start_task: asyncio.Task[None] | None = None
         self.stop_task: asyncio.Task[None] | None = None
         self.closing = False  # being stopped: no lease is given any more

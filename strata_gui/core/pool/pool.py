@@ -153,25 +153,30 @@ class _Pass:
     keeps them for ever).
     """
 
-    def __init__(self, queue: list[Request], turn: Request | None) -> None:
+    def __init__(self, queue: list[Request], turn: Request | None, fresh: set[EngineKey]) -> None:
         self.queue = queue
         self.turn = turn
+        self.fresh = fresh  # loaded engines that have not given their first lease yet
         self.blocked_keys: set[EngineKey] = set()  # an earlier request waits for a slot of these
         self.blocked_groups: dict[str, str] = {}  # an earlier request waits for room in these
         self.draining: dict[EngineKey, tuple[int, str]] = {}  # (the drainer's arrival, why)
         self.queued: Counter[EngineKey] = Counter()
 
     def protected(self, req: Request) -> set[EngineKey]:
-        """Engines wanted by requests that arrived before ``req``; not those of requests waiting
-        for another user's turn of the whole pool, which may need that memory meanwhile."""
+        """Engines ``req`` may not unload for room: those wanted by requests that arrived before
+        it, and an engine just loaded that a request still waits for (its first lease comes first,
+        else the load was for nothing); not those of requests waiting for another user's turn of
+        the whole pool, which may need that memory meanwhile."""
         return {r.key for r in self.queue
-                if r.seq < req.seq and r.key is not None and r.target is None and not r.settled
+                if r.key is not None and r.target is None and not r.settled
+                and (r.seq < req.seq or r.key in self.fresh)
                 and (self.turn is None or self.turn.user == r.user)}
 
     def drained(self, req: Request, key: EngineKey) -> str | None:
-        """Why ``req`` may not take a slot of ``key`` now (an earlier request needs it let go)."""
+        """Why ``req`` may not take a slot of ``key`` now (an earlier request needs it let go; an
+        engine just loaded gives its first lease all the same)."""
         drainer = self.draining.get(key)
-        return drainer[1] if drainer is not None and req.seq > drainer[0] else None
+        return drainer[1] if drainer is not None and req.seq > drainer[0] and key not in self.fresh else None
 
 
 class EnginePool:
@@ -388,7 +393,8 @@ class EnginePool:
             return
         self._queue = [r for r in self._queue if not r.settled]
         self._reap({r.key for r in self._queue if r.key is not None})
-        state = _Pass(list(self._queue), self._turn)
+        state = _Pass(list(self._queue), self._turn,
+                      {e.key for e in self._engines.values() if e.granted == 0 and e.ready})
         for req in sorted(self._queue, key=_order):
             try:
                 self._consider(req, state)
@@ -601,6 +607,7 @@ class EnginePool:
         engine.expires_at = None
         engine.expired = False
         engine.holders[req.user] += 1
+        engine.granted += 1
         engine.exclusive = engine.exclusive or req.exclusive
         engine.last_used = self._clock()
         if req.keep_alive is not None:
