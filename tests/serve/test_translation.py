@@ -10,7 +10,7 @@ import pytest
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.serve.catalog import assign_ids, file_id
 from strata_gui.core.serve.ollama_api import (
-    openai_messages,
+    as_openai_chat,
     parse_keep_alive,
     response_format,
     sampling_fields,
@@ -41,7 +41,7 @@ def test_keep_alive_nonsense_is_a_400(value: object) -> None:
 def test_ollama_tool_calls_that_are_not_a_list_are_a_400(calls: object) -> None:
     """They were iterated as they came: a number answered 500 "'int' object is not iterable"."""
     with pytest.raises(ApiError, match="tool_calls must be a list") as err:
-        openai_messages([{"role": "assistant", "content": "", "tool_calls": calls}])
+        as_openai_chat([{"role": "assistant", "content": "", "tool_calls": calls}])
     assert err.value.status == 400
 
 

@@ -104,7 +104,7 @@ def _tool_result(block: Mapping[str, Any]) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": block["tool_use_id"], "content": value}
 
 
-def openai_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+def as_openai_chat(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Anthropic ``system`` + ``messages`` → OpenAI messages."""
     out: list[dict[str, Any]] = []
     if body.get("system"):
@@ -187,7 +187,7 @@ def _tool_choice(tc: Any, out: dict[str, Any]) -> None:
 
 def chat_body(body: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
     """An Anthropic Messages request → an OpenAI chat completion request."""
-    out: dict[str, Any] = {"model": body.get("model"), "messages": openai_messages(body), "stream": stream,
+    out: dict[str, Any] = {"model": body.get("model"), "messages": as_openai_chat(body), "stream": stream,
                            "max_tokens": body["max_tokens"]}
     for key in ("temperature", "top_p", "top_k"):
         if body.get(key) is not None:

@@ -168,7 +168,7 @@ def _content(text: str, images: Any) -> Any:
     return [{"type": "text", "text": text}, *(_image_url(i) for i in images)]
 
 
-def openai_messages(messages: Any) -> list[dict[str, Any]]:
+def as_openai_chat(messages: Any) -> list[dict[str, Any]]:
     """Ollama messages → OpenAI messages (tool calls get ids; tool results are matched to them)."""
     if not isinstance(messages, list):
         raise ApiError(400, "messages must be a list.")
@@ -219,7 +219,7 @@ def openai_messages(messages: Any) -> list[dict[str, Any]]:
 
 def chat_body(body: Mapping[str, Any], *, stream: bool) -> dict[str, Any]:
     """An Ollama ``/api/chat`` request → an OpenAI chat completion request."""
-    out: dict[str, Any] = {"model": body.get("model"), "messages": openai_messages(body.get("messages") or []),
+    out: dict[str, Any] = {"model": body.get("model"), "messages": as_openai_chat(body.get("messages") or []),
                            "stream": stream}
     return _common(out, body, stream)
 

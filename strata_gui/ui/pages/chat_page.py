@@ -194,7 +194,7 @@ class ChatPage(Page):
         sidebar = self._build_sidebar()
         head = self._build_header()
         settings_row = self._build_panels()
-        self._build_messages()
+        self._build_message_list()
         input_row = self._build_input_row()
 
         main = QWidget()
@@ -340,7 +340,7 @@ class ChatPage(Page):
         self._settings_row = settings_row
         return settings_row
 
-    def _build_messages(self) -> None:
+    def _build_message_list(self) -> None:
         """The loaded page of messages in a scroll area, and the empty state, in :attr:`stack`."""
         self.earlier_button = QPushButton(self.tr("Show earlier messages"))
         self.earlier_button.clicked.connect(self.load_earlier)
@@ -467,7 +467,7 @@ class ChatPage(Page):
         if conversation_id == self.conversation_id:
             self.conversation_id = None
             self._service.viewing(None)
-            self._clear_messages()
+            self._clear_message_list()
             self.stack.setCurrentWidget(self.empty_state)
         self.refresh_conversations()
 
@@ -495,7 +495,7 @@ class ChatPage(Page):
             return
         self.conversation_id = conversation_id
         self._cancel_edit()
-        self._clear_messages()
+        self._clear_message_list()
         page = self._service.store.messages(conversation_id, limit=PAGE_SIZE)
         self._loaded_all = len(page) < PAGE_SIZE or self._service.store.count_messages(conversation_id) == len(page)
         self._backfill = page[:-FIRST_SCREEN]
@@ -541,7 +541,7 @@ class ChatPage(Page):
         self._loaded_all = len(page) < PAGE_SIZE
         self.earlier_button.setVisible(not self._loaded_all)
 
-    def _clear_messages(self) -> None:
+    def _clear_message_list(self) -> None:
         self._backfill = []
         for w in self.message_widgets.values():
             self.messages_layout.removeWidget(w)
