@@ -5,7 +5,11 @@
 #   Images: CPU sd-server + sd-cli built from the stable-diffusion.cpp tree vendored in the PyPI sdist
 #           stable-diffusion-cpp-python (about 4 minutes on 2 cores)
 # Prints nothing but progress; the paths are written to $CACHE/engines.env for the test suite.
+#   --source   only the llama.cpp source (real vocabularies and chat templates for the test models):
+#              a download, no build; what the fast tier (scripts/check --fast) needs
 set -euo pipefail
+source_only=0
+[ "${1:-}" = "--source" ] && source_only=1
 
 CACHE="${STRATA_DEV_CACHE:-$HOME/.cache/strata-dev}"
 LLAMA_SDIST_VERSION="11434.0.0"
@@ -45,6 +49,22 @@ if [ ! -f "$src_dir/.complete" ]; then
   tar -xzf "$sdist" -C "$src_dir" --strip-components=1
   touch "$src_dir/.complete"
   rm -rf "$tmp"
+fi
+
+# engines.env names what the cache holds (the source alone after --source).
+write_env() {
+  {
+    if [ -x "$cpu_dir/bin/llama-server" ]; then echo "STRATA_TEST_CPU_ENGINE=$cpu_dir/bin"; fi
+    if [ -x "$vk_dir/bin/llama-server" ]; then echo "STRATA_TEST_VULKAN_ENGINE=$vk_dir/bin"; fi
+    echo "STRATA_TEST_LLAMA_SRC=$src_dir/llama.cpp"
+    if [ -x "$sd_dir/bin/sd-server" ]; then echo "STRATA_TEST_SD_ENGINE=$sd_dir/bin"; fi
+  } > "$CACHE/engines.env.tmp"
+  mv "$CACHE/engines.env.tmp" "$CACHE/engines.env"
+}
+if [ "$source_only" = 1 ]; then
+  write_env
+  echo "[engines] source ready: $src_dir/llama.cpp"
+  exit 0
 fi
 
 # --- CPU llama-server ---
@@ -111,10 +131,5 @@ if [ ! -x "$sd_dir/bin/sd-server" ] || [ ! -x "$sd_dir/bin/sd-cli" ]; then
   rm -rf "$tmp"
 fi
 
-cat > "$CACHE/engines.env" <<ENV
-STRATA_TEST_CPU_ENGINE=$cpu_dir/bin
-STRATA_TEST_VULKAN_ENGINE=$vk_dir/bin
-STRATA_TEST_LLAMA_SRC=$src_dir/llama.cpp
-STRATA_TEST_SD_ENGINE=$sd_dir/bin
-ENV
+write_env
 echo "[engines] ready: $cpu_dir/bin, $vk_dir/bin, $sd_dir/bin"

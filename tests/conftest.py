@@ -174,6 +174,28 @@ def _gc_on_the_gui_thread(request: pytest.FixtureRequest) -> Iterator[None]:
         gc.enable()
 
 
+# Fixtures that start or need a real engine build: a test using one (directly or through other
+# fixtures) is an ``engine`` test, which the fast tier (scripts/check --fast) leaves out.
+ENGINE_FIXTURES = frozenset({"test_engines"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by mark
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``engine`` mark follows the fixtures: a test that uses an engine fixture gets it, and a
+    test marked by hand that uses none is an error (the fast tier would skip it for nothing)."""
+    needless = []
+    for item in items:
+        uses = not ENGINE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+        marked = item.get_closest_marker("engine") is not None
+        if uses and not marked:
+            item.add_marker(pytest.mark.engine)
+        elif marked and not uses:
+            needless.append(item.nodeid)
+    if needless:
+        raise pytest.UsageError("marked `engine` but uses no engine fixture (test_engines); drop the mark:\n  "
+                                + "\n  ".join(needless))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     # What importing every test module built lives for the whole run: later collections skip it.
     gc.collect()
@@ -194,13 +216,20 @@ def _english_plurals(request: pytest.FixtureRequest) -> None:
 
 @pytest.fixture(scope="session")
 def test_engines() -> engine_support.TestEngines:
-    """The real CPU and Vulkan llama-server builds (scripts/test-engines.sh)."""
+    """The real CPU and Vulkan llama-server builds (scripts/test-engines.sh); a test that takes it is
+    marked ``engine`` (pytest_collection_modifyitems below)."""
     return engine_support.locate()
 
 
 @pytest.fixture(scope="session")
-def _models_dir(tmp_path_factory: pytest.TempPathFactory, test_engines: engine_support.TestEngines) -> Path:
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(test_engines.llama_src))
+def llama_source() -> Path:
+    """The pinned llama.cpp source (vocabularies, chat templates): no engine build needed."""
+    return engine_support.locate_source()
+
+
+@pytest.fixture(scope="session")
+def _models_dir(tmp_path_factory: pytest.TempPathFactory, llama_source: Path) -> Path:
+    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(llama_source))
     return tmp_path_factory.mktemp("models")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 
 from strata_gui.core.chat.service import (
@@ -26,7 +26,7 @@ from strata_gui.core.serve.service import ServeService
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.markdown import split_segments
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
-from strata_gui.ui.pages.chat_page import FIRST_SCREEN, FRAME_S, PAGE_SIZE, ChatPage
+from strata_gui.ui.pages.chat_page import BACKFILL_DELAY_MS, FIRST_SCREEN, FRAME_S, PAGE_SIZE, ChatPage
 from tests.chat.conftest import until
 from tests.runtime.conftest import cpu_spec, rocm_without_libraries
 from tests.support import engines as _engines
@@ -391,7 +391,11 @@ def test_showing_earlier_messages_while_the_page_is_still_being_built(page_env, 
     service.store.add_messages(conv.id, [("user", "x")])
     page.open_conversation(conv.id)
     page.open_conversation(other.id)  # a half-built page is dropped, not finished into the next one
-    qtbot.wait(100)
+    # The dropped page's next step was due BACKFILL_DELAY_MS after it opened: a timer started
+    # now with that delay fires after it.
+    after_the_step: list[bool] = []
+    QTimer.singleShot(BACKFILL_DELAY_MS, lambda: after_the_step.append(True))
+    qtbot.waitUntil(lambda: bool(after_the_step))
     assert page.message_widgets == {}
 
 

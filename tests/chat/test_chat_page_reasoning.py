@@ -35,7 +35,7 @@ from strata_gui.ui.pages.chat_page import ChatPage
 from tests.chat.test_tool_loop import Endpoint
 from tests.runtime.conftest import cpu_spec, functionary_model, r1_model  # noqa: F401 (fixtures)
 from tests.support import engines as _engines
-from tests.support.mcp_servers import stdio_entry
+from tests.support.mcp_servers import hang_calls, stdio_entry
 from tests.support.openai_stream_server import openai_stream_server, reasoning_then_content, tool_calls
 
 Engines = _engines.TestEngines
@@ -351,7 +351,7 @@ def test_stop_while_a_tool_waits_for_approval_or_runs(app_page: AppPage) -> None
             message_id, call_id = page.pending_approvals[0]
             page.answer_tool_call(message_id, call_id, Decision.ALLOW_ONCE.value)
             await wait_until(lambda: page.message_widgets[message_id].tool_boxes[call_id].state.text() == "running…")
-            await asyncio.sleep(0.3)
+            await wait_until(lambda: hang_calls(env.app.base.paths.log_dir) == 1)  # the call runs on the server
             page.stop()
             await handle.wait()
 

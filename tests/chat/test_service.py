@@ -299,7 +299,7 @@ def test_the_conversation_in_view_is_read_ahead_so_its_next_reply_starts_from_th
         _history(svc, seen.id, "tides")
         _history(svc, unseen.id, "volcanoes")
         svc.viewing(seen.id)  # no engine yet: nothing is loaded for it
-        await asyncio.sleep(0.2)
+        await svc.read_ahead_settled()  # a read it started (it must not) has ended here
         assert svc.running_engine is None and svc.last_read_ahead is None
         await svc.ensure_engine()  # the model loads: the conversation in view is read meanwhile
         await svc.read_ahead_settled()

@@ -48,7 +48,7 @@ from strata_gui.core.chat.store import (
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.client import ChatClient, ChatReply
 from strata_gui.core.tools import Decision, McpHost, MemoryApprovals, ToolPolicy, parse_mcp_servers
-from tests.support.mcp_servers import stdio_entry
+from tests.support.mcp_servers import hang_calls, stdio_entry
 from tests.support.openai_stream_server import (
     ChunkMaker,
     Pause,
@@ -59,6 +59,7 @@ from tests.support.openai_stream_server import (
     reasoning_then_content,
     tool_calls,
 )
+from tests.support.poll import until
 from tests.support.pool import real_pool
 from tests.support.settings import settings_service
 
@@ -209,7 +210,7 @@ def test_stop_cancels_a_running_tool_and_keeps_the_conversation_consistent() -> 
         task = asyncio.create_task(svc.send(conv.id, "hang please"))
         while not any(c.status == TOOL_RUNNING for c in calls(svc, conv.id)):
             await asyncio.sleep(0.02)
-        await asyncio.sleep(0.2)  # the call is on the server now
+        await until(lambda: hang_calls(AppPaths.from_environment().log_dir) == 1)  # the call is on the server now
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

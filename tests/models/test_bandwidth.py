@@ -63,7 +63,7 @@ def hand_bytes_per_token(path: Path, depth: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory, test_engines: object) -> dict[str, Path]:
+def models(tmp_path_factory: pytest.TempPathFactory, llama_source: Path) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("ceiling")
     return {"dense": gguf_model.write_model(folder / "dense-F16.gguf", DENSE),
             "moe": gguf_model.write_model(folder / "moe-F16.gguf", MOE)}

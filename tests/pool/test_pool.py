@@ -234,11 +234,15 @@ def test_idle_engines_unload_after_the_time_out_and_keep_alive_wins(test_engines
     spec = cpu_spec(test_engines)
 
     async def body(pool: EnginePool, events: list[PoolEvent]) -> None:
+        loop = asyncio.get_running_loop()
+        unloaded_at: list[float] = []
+        pool.events.subscribe(lambda e: unloaded_at.append(loop.time()) if isinstance(e, EngineUnloaded) else None)
         lease = await pool.acquire(spec, test_model, SMALL, user="api")
+        released_at = loop.time()
         lease.release()
-        await asyncio.sleep(0.6)
-        assert pool.engines() and engines_of(test_model)  # the pool's time-out is 1.5 s
+        assert pool.engines() and engines_of(test_model)
         await until(lambda: not pool.engines(), 10)
+        assert unloaded_at[0] - released_at >= 1.5  # the pool's time-out is 1.5 s: not before
         assert not pool.engines() and not engines_of(test_model)
         assert [e.reason.startswith("idle for") for e in events if isinstance(e, EngineUnloaded)] == [True]
         # keep_alive 0 (Ollama's "unload after this request") unloads at once after the release.

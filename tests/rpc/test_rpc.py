@@ -25,7 +25,7 @@ from tests.support.engines import TestEngines
 from tests.support.pool import launcher
 from tests.support.settings import settings_service
 
-pytestmark = pytest.mark.engine
+# The tests that start an engine are marked `engine` by the test_engines fixture (tests/conftest.py).
 
 
 def test_addresses() -> None:

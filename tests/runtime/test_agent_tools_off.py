@@ -50,9 +50,9 @@ def _assert_no_agent_flags(cmd: list[str]) -> None:
     assert not found, (found, cmd)
 
 
-def test_the_flag_lists_match_the_pinned_source() -> None:
+def test_the_flag_lists_match_the_pinned_source(llama_source: Path) -> None:
     """Every option of the pinned arg.cpp whose help says it enables tools/MCP is on the lists."""
-    src = _engines.locate().llama_src / "common" / "arg.cpp"
+    src = llama_source / "common" / "arg.cpp"
     text = src.read_text(encoding="utf-8")
     for flag in FORBIDDEN:
         assert f'"{flag}"' in text, flag

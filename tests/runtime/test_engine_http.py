@@ -6,6 +6,7 @@ loopback that misbehave on purpose."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 
@@ -151,10 +152,12 @@ def test_the_trace_extension_hears_when_the_request_was_sent() -> None:
     server: Server
     heard: list[str] = []
     heard_before_the_answer: list[str] = []
+    sent = asyncio.Event()
 
     async def slow_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await server.read_request(reader)
-        await asyncio.sleep(0.2)
+        with contextlib.suppress(TimeoutError):  # never heard: the assertion below says so
+            await asyncio.wait_for(sent.wait(), 10)
         heard_before_the_answer.extend(heard)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
         await writer.drain()
@@ -162,6 +165,7 @@ def test_the_trace_extension_hears_when_the_request_was_sent() -> None:
     async def trace(name: str, _info: object) -> None:
         if name.endswith("send_request_body.complete"):
             heard.append(name)
+            sent.set()
 
     async def body() -> None:
         nonlocal server

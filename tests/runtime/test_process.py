@@ -36,7 +36,7 @@ from tests.support import engines as _engines
 
 Engines = _engines.TestEngines
 
-pytestmark = pytest.mark.engine
+# The tests that start an engine are marked `engine` by the test_engines fixture (tests/conftest.py).
 
 
 def llama(engines: Engines, model: Path, port: int, http: httpx.AsyncClient,

@@ -24,7 +24,7 @@ from tests.support import engines as _engines
 
 Engines = _engines.TestEngines
 
-pytestmark = pytest.mark.engine
+# The tests that start an engine are marked `engine` by the test_engines fixture (tests/conftest.py).
 
 SMALL = ServerSettings(ctx_size=512)
 

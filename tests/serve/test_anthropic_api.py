@@ -18,7 +18,7 @@ from tests.serve.conftest import CHAT_ID, SCRIPTED_ID, TRANSLATED_ID, Api, run_a
 from tests.support.engine_router import EngineRouter, TestModel, served
 from tests.support.scripted_engine import ENGINE_KEY, scripted_engine
 
-pytestmark = pytest.mark.engine
+# The tests that start an engine are marked `engine` by the test_engines fixture (tests/conftest.py).
 
 KEY = "client-key-for-strata"
 MESSAGES = [{"role": "user", "content": "Say hi"}]

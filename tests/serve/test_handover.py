@@ -26,7 +26,7 @@ from strata_gui.core.platform.instance import InstanceAddress
 from strata_gui.core.serve import take_over
 from tests.support.engines import TestEngines, free_port
 
-pytestmark = pytest.mark.engine
+# The tests that start an engine are marked `engine` by the test_engines fixture (tests/conftest.py).
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ from tests.support.engine_router import EngineRouter, TestModel, llama_command, 
 from tests.support.engines import TestEngines
 from tests.support.scripted_engine import ENGINE_KEY, scripted_engine
 
-pytestmark = pytest.mark.engine
+# The tests that start an engine are marked `engine` by the test_engines fixture (tests/conftest.py).
 
 KEY = "client-key-for-strata"
 MESSAGES = [{"role": "user", "content": "Say hi"}]

@@ -57,8 +57,13 @@ class TestEngines:
         return env
 
 
-def locate() -> TestEngines:
-    """Read ``engines.env`` written by scripts/test-engines.sh; raise with the fix if missing."""
+# Set by ``scripts/check --fast``: the fast tier runs no engine, so a test that reaches one without
+# the ``engine`` mark fails there at once, as it would on a machine that never built the engines.
+NO_ENGINES = "STRATA_TEST_NO_ENGINES"
+
+
+def _cache_values() -> dict[str, str]:
+    """``engines.env`` (what scripts/test-engines.sh put into the cache), then ``STRATA_TEST_*``."""
     env_file = CACHE / "engines.env"
     values: dict[str, str] = {}
     if env_file.exists():
@@ -67,6 +72,24 @@ def locate() -> TestEngines:
                 k, v = line.split("=", 1)
                 values[k] = v
     values.update({k: v for k, v in os.environ.items() if k.startswith("STRATA_TEST_")})
+    return values
+
+
+def locate_source() -> Path:
+    """The pinned llama.cpp source tree (real vocabularies and chat templates for the test models);
+    ``scripts/test-engines.sh --source`` fetches it without building anything."""
+    src = _cache_values().get("STRATA_TEST_LLAMA_SRC")
+    if not src or not Path(src).is_dir():
+        raise FileNotFoundError("llama.cpp source not found: run scripts/test-engines.sh --source")
+    return Path(src)
+
+
+def locate() -> TestEngines:
+    """Read ``engines.env`` written by scripts/test-engines.sh; raise with the fix if missing."""
+    if os.environ.get(NO_ENGINES):
+        raise RuntimeError("this test starts a real engine but is not marked `engine` (the fast tier runs "
+                           "none): take the test_engines fixture, which marks it")
+    values = _cache_values()
     try:
         engines = TestEngines(
             Path(values["STRATA_TEST_CPU_ENGINE"]),

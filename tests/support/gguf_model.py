@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -71,16 +70,9 @@ class ModelSpec:
 
 def llama_src() -> Path:
     """The pinned llama.cpp source tree (``STRATA_TEST_LLAMA_SRC`` or ``engines.env``)."""
-    src = os.environ.get("STRATA_TEST_LLAMA_SRC")
-    if not src:
-        env_file = Path(os.environ.get("STRATA_DEV_CACHE", Path.home() / ".cache/strata-dev")) / "engines.env"
-        if env_file.exists():
-            for line in env_file.read_text().splitlines():
-                if line.startswith("STRATA_TEST_LLAMA_SRC="):
-                    src = line.split("=", 1)[1]
-    if not src:
-        raise FileNotFoundError("llama.cpp source not found: run scripts/test-engines.sh first")
-    return Path(src)
+    from tests.support.engines import locate_source
+
+    return locate_source()
 
 
 def vocab_path(name: str = "llama-spm") -> Path:

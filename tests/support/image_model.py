@@ -56,7 +56,8 @@ def write_image_model(path: Path, *, seed: int = 7) -> Path:
     import gguf
 
     rng = np.random.default_rng(seed)
-    tmp = path.with_name(path.name + ".tmp")
+    # One temporary name per process: parallel test workers may write the cached model at once.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = gguf.GGUFWriter(str(tmp), "sd")
     writer.add_name(f"Strata test image model ({MODEL_VERSION})")

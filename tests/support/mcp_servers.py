@@ -46,6 +46,9 @@ PNG_1X1 = bytes.fromhex(
 
 
 TOOLS = ("add", "echo", "fail", "crash", "hang", "env", "pid", "write", "picture", "weather")
+# What hang() writes on stderr as it starts (a stdio server's stderr goes to the host's log):
+# tests wait for it before stopping a call that must be running on the server.
+HANG_CALLED = "hang tool: called"
 
 
 def build_server(name: str = "strata-test-tools", only: frozenset[str] | None = None) -> MCPServer:
@@ -72,6 +75,8 @@ def build_server(name: str = "strata-test-tools", only: frozenset[str] | None = 
 
     @server.tool(description="Never returns.")
     async def hang() -> str:
+        sys.stderr.write(HANG_CALLED + "\n")  # the host's log of this server: the call arrived
+        sys.stderr.flush()
         await anyio.sleep_forever()
         return "unreachable"
 
@@ -150,6 +155,15 @@ def stdio_entry(name: str = "tools", *, only: Sequence[str] = (), **extra: Any) 
     offer just these tools."""
     args = [str(SCRIPT), "stdio"] + (["--only", ",".join(only)] if only else [])
     return {"command": sys.executable, "args": args, **extra}
+
+
+def hang_calls(log_dir: Path, name: str = "tools") -> int:
+    """How many hang() calls the stdio server ``name`` has started, from the host's log of it in
+    ``log_dir`` (``mcp-<name>.log``)."""
+    try:
+        return (log_dir / f"mcp-{name}.log").read_text(encoding="utf-8", errors="replace").count(HANG_CALLED)
+    except FileNotFoundError:
+        return 0
 
 
 @contextlib.contextmanager

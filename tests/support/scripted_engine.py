@@ -70,6 +70,8 @@ class ScriptedEngine:
     headers: list[dict[str, str]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
     endless_sent: int = 0
+    # Endless streams whose client left (a write failed): the event that proves a stream was closed.
+    endless_left: int = 0
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -118,10 +120,13 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if script == "endless":  # a piece every 20 ms until the client leaves or the test ends
                 self._event(_chunk({"role": "assistant", "content": None}))
-                while not engine.stop.is_set():
-                    self._event(_chunk({"content": "la "}))
-                    engine.endless_sent += 1
-                    time.sleep(0.02)
+                try:
+                    while not engine.stop.is_set():
+                        self._event(_chunk({"content": "la "}))
+                        engine.endless_sent += 1
+                        time.sleep(0.02)
+                except (BrokenPipeError, ConnectionResetError):
+                    engine.endless_left += 1
                 return
             if script == "slow":  # ten pieces 50 ms apart, then a proper end
                 self._event(_chunk({"role": "assistant", "content": None}))

@@ -33,7 +33,8 @@ from strata_gui.core.tools import (
     parse_mcp_servers,
 )
 from strata_gui.core.tools.host import result_text
-from tests.support.mcp_servers import SCRIPT, http_server, stdio_entry
+from tests.support.mcp_servers import SCRIPT, hang_calls, http_server, stdio_entry
+from tests.support.poll import until
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
@@ -219,7 +220,7 @@ def test_cancelling_the_awaiting_task_cancels_the_call(run: Runner[Any], tmp_pat
         try:
             pid = (await host.call_tool("tools", "pid")).text
             call = asyncio.ensure_future(host.call_tool("tools", "hang"))
-            await asyncio.sleep(0.3)
+            await until(lambda: hang_calls(tmp_path) == 1)  # the call runs on the server
             assert not call.done()
             call.cancel()  # what the chat's Stop does
             with pytest.raises(asyncio.CancelledError):
@@ -403,7 +404,7 @@ def test_aclose_cancels_running_calls_and_the_host_can_start_again(tmp_path: Pat
         host = McpHost([_stdio()], log_dir=tmp_path, call_timeout=300)
         pid = int((await host.call_tool("tools", "pid")).text)
         call = asyncio.ensure_future(host.call_tool("tools", "hang"))
-        await asyncio.sleep(0.3)
+        await until(lambda: hang_calls(tmp_path) == 1)  # the call runs on the server
         await host.aclose()
         with pytest.raises(asyncio.CancelledError):
             await call

@@ -6,7 +6,7 @@ import asyncio
 import csv
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -43,20 +43,32 @@ class Telemetry:
         return {"Radeon RX 7900 XTX (gfx1100)": {k: s.points() for k, s in self.series.items()}}
 
 
-@pytest.fixture
-def env(tmp_path: Path, qasync_loop: asyncio.AbstractEventLoop, test_engines: TestEngines):
+def _dashboard(tmp_path: Path, qasync_loop: asyncio.AbstractEventLoop, server: Path) -> Iterator[DashboardService]:
     http = httpx.AsyncClient()
     store = MetricsStore(tmp_path / "strata.sqlite3")
 
     def factory(engine: EngineSpec, model: Path, settings: ServerSettings) -> ServerSupervisor:
         return ServerSupervisor(engine, model, settings, http=http, ready_timeout=120)
 
-    cpu = EngineSpec("cpu-b11434", "CPU", "cpu", test_engines.cpu_server)
+    cpu = EngineSpec("cpu-b11434", "CPU", "cpu", server)
     service = DashboardService(store, Benchmark(http, EnginePool(factory), store), http, resolver=FixedEngines([cpu]),
                                clock=iter(range(1_800_000_000, 1_900_000_000)).__next__)
     yield service
     qasync_loop.run_until_complete(http.aclose())
     store.close()
+
+
+@pytest.fixture
+def env(tmp_path: Path, qasync_loop: asyncio.AbstractEventLoop) -> Iterator[DashboardService]:
+    """The dashboard over real SQLite; its CPU engine is named but never started (history, charts)."""
+    yield from _dashboard(tmp_path, qasync_loop, tmp_path / "cpu" / "llama-server")
+
+
+@pytest.fixture
+def engine_env(tmp_path: Path, qasync_loop: asyncio.AbstractEventLoop,
+               test_engines: TestEngines) -> Iterator[DashboardService]:
+    """The same dashboard on the real CPU engine (benchmarks, requests)."""
+    yield from _dashboard(tmp_path, qasync_loop, test_engines.cpu_server)
 
 
 def test_requests_appear_filtered_with_aggregates_and_export(qtbot: QtBot, env: DashboardService,
@@ -159,8 +171,9 @@ def test_gpu_and_engine_charts_append_only_new_samples(qtbot: QtBot, env: Dashbo
 
 @pytest.mark.engine
 def test_benchmark_from_the_page_sets_the_default_engine(
-    qtbot: QtBot, env: DashboardService, test_model: Path, qasync_loop: asyncio.AbstractEventLoop
+    qtbot: QtBot, engine_env: DashboardService, test_model: Path, qasync_loop: asyncio.AbstractEventLoop
 ) -> None:
+    env = engine_env
     page = DashboardPage(env, AsyncBridge(), models=lambda: [test_model])
     qtbot.addWidget(page)
     page.refresh_choices()
@@ -196,10 +209,11 @@ def test_benchmark_from_the_page_sets_the_default_engine(
 
 
 @pytest.mark.engine
-def test_requests_answered_and_waiting_now_are_counted(qtbot: QtBot, env: DashboardService, test_engines: TestEngines,
+def test_requests_answered_and_waiting_now_are_counted(qtbot: QtBot, engine_env: DashboardService, test_engines: TestEngines,
                                                        test_model: Path, qasync_loop: asyncio.AbstractEventLoop) -> None:
     """The chat holds the model's only slot and a program asks for it too: the dashboard counts one
     request answered and one waiting, per model in its tooltip; then none waiting."""
+    env = engine_env
     http = httpx.AsyncClient()
 
     def factory(engine: EngineSpec, model: Path, settings: ServerSettings) -> ServerSupervisor:
