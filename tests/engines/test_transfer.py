@@ -8,7 +8,6 @@ import hashlib
 import io
 import itertools
 import os
-import resource
 import time
 import typing
 from pathlib import Path
@@ -148,33 +147,3 @@ def test_download_into_an_unwritable_folder_is_a_storage_error(tmp_path: Path) -
         gh.add_release("ggml-org/llama.cpp", "b9999", [src])
         with pytest.raises(StorageError):
             asyncio.run(body(f"{gh.base}/ggml-org/llama.cpp/releases/download/b9999/{src.name}"))
-
-
-@pytest.mark.skipif(not hasattr(resource, "RUSAGE_THREAD"),
-                    reason="page-fault counts per thread are Linux only")
-def test_a_download_reuses_its_memory_instead_of_faulting_in_fresh_pages_for_each_block(tmp_path: Path) -> None:
-    # Blocks that come back from the kernel as new pages each time (a client that read 1 MiB blocks,
-    # above glibc's mmap threshold, did) cost ~130 minor faults per MB on the event loop, half of
-    # its CPU per byte (bench/engine_download.py).
-    src, sha = _asset(tmp_path, 96)
-    faults: list[int] = []
-
-    async def body(url: str) -> None:
-        async with network_client(follow_redirects=True) as http:
-            # The first pass grows the heap once; of the next five, the quietest counts. A single pass
-            # now and then faults in a few thousand pages (the kernel's proactive reclaim takes pages
-            # back, or the heap's layout puts a live object above the freed blocks): with two passes
-            # that failed the test in ~1 run of 5; the quietest of five stayed under 20 faults in
-            # each of 10 runs (with 1 MiB blocks, every pass faulted ~130 per MB).
-            for name in ("warm.bin", "out1.bin", "out2.bin", "out3.bin", "out4.bin", "out5.bin"):
-                before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
-                result = await download_file(http, url, tmp_path / name, expected_size=src.stat().st_size,
-                                             expected_sha256=sha, on_progress=no_progress)
-                faults.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before)
-                assert result.verified
-
-    with github_server() as gh:
-        gh.add_release("ggml-org/llama.cpp", "b9999", [src])
-        asyncio.run(body(f"{gh.base}/ggml-org/llama.cpp/releases/download/b9999/{src.name}"))
-    per_mb = min(faults[1:]) / 96
-    assert per_mb < 16, f"{faults[1:]} page faults for 96 MB on the event loop ({per_mb:.0f} per MB)"

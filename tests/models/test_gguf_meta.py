@@ -128,13 +128,21 @@ def test_quant_label_from_file_name(name: str, quant: str | None) -> None:
 def test_the_fast_local_read_equals_gguf_reader(test_model: Path, split_model: list[Path],
                                                 broken_models: dict[str, Path], tmp_path: Path) -> None:
     """read_header (in place, long arrays skipped) gives what GGUFReader gives, and refuses the same files.
-    Gemma's 262k-token vocabulary with its merges is the case it exists for (GGUFReader: ~20 s here)."""
+    Gemma's 262k-token vocabulary with 515k merges is the case it exists for: GGUFReader takes ~20 s
+    over it here, so GGUFReader checks a 50k-token BPE vocabulary with merges (GLM's, 3 s), and
+    Gemma's header must end exactly where its tensors say the file ends."""
     from tests.support import template_zoo as zoo
 
-    gemma = zoo.zoo_model("google-gemma-2-2b-it").ensure()
-    for path in [test_model, *split_model, gemma]:
+    bpe = zoo.zoo_model("GLM-4.6").ensure()
+    for path in [test_model, *split_model, bpe]:
         assert read_header(path) == read_local(path), path.name
-    assert read_header(gemma).get("tokenizer.ggml.tokens") == LongArray(8, 262144)
+    assert read_header(bpe).get("tokenizer.ggml.merges") == LongArray(8, 50000)
+    gemma_path = zoo.zoo_model("google-gemma-2-2b-it").ensure()
+    gemma = read_header(gemma_path)
+    assert gemma.get("tokenizer.ggml.tokens") == LongArray(8, 262144)
+    assert gemma.get("tokenizer.ggml.merges") == LongArray(8, 514906)
+    assert gemma.get("tokenizer.ggml.bos_token_id") == 2 and gemma.architecture
+    assert gemma.required_size == gemma_path.stat().st_size  # every long array skipped to the byte
     with pytest.raises(GGUFError, match="not a GGUF file"):
         read_header(broken_models["bad_magic"])
     with pytest.raises(GGUFError, match=r"truncated.gguf is incomplete: \d+ bytes of the \d+"):

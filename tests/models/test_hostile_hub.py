@@ -144,7 +144,7 @@ class _Server(ThreadingHTTPServer):
 @contextmanager
 def serve(b: Behaviour, host: str = "127.0.0.1") -> Iterator[str]:
     server = _Server(b, host)
-    thread = threading.Thread(target=server.serve_forever, name="hostile-hub", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, name="hostile-hub", kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://{host}:{server.server_address[1]}"

@@ -186,7 +186,7 @@ def sse_server(script: str) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     server.daemon_threads = False
     server.script = script  # type: ignore[attr-defined]
     server.requests = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, name="sse-server")
+    thread = threading.Thread(target=server.serve_forever, name="sse-server", kwargs={"poll_interval": 0.05})
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", server.requests  # type: ignore[attr-defined]

@@ -258,7 +258,7 @@ def test_read_ahead_is_sent_again_when_the_engine_closes_the_connection_without_
                 super().shutdown_request(request)
 
     server = Server(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
 
     async def scenario() -> int | None:

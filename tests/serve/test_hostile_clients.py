@@ -125,9 +125,10 @@ def test_malformed_and_huge_chunked_bodies_get_an_answer_and_no_traceback(
             # Once the handler reads the body, and after a good chunk: aiohttp's C parser leaves the
             # body open (no public way to see its error), so the body time-out answers, in the API's
             # shape, and the server goes on.
-            for parts in ([head, b"-5\r\nhello\r\n0\r\n\r\n"], [head, b'1\r\n{\r\n', b"-5\r\n"],
-                          [head, b"zz\r\n"]):
-                status, rest = await asyncio.to_thread(ask, parts)
+            # (The three at once: each waits for the body time-out.)
+            cases = ([head, b"-5\r\nhello\r\n0\r\n\r\n"], [head, b'1\r\n{\r\n', b"-5\r\n"], [head, b"zz\r\n"])
+            answers = await asyncio.gather(*(asyncio.to_thread(ask, parts) for parts in cases))
+            for parts, (status, rest) in zip(cases, answers, strict=True):
                 assert status == b"HTTP/1.1 408 Request Timeout", (parts, status, rest)
                 assert json.loads(rest)["error"]["code"] == "request_timeout"
             # A 300 MB chunk: refused with 413 once the limit is read, not after 300 MB.

@@ -252,7 +252,7 @@ def _sha256_file(path: Path) -> str:
 def github_server() -> Iterator[GitHubServer]:
     """Run the fake GitHub on a free loopback port until the block ends."""
     server = _Server(ServerState())
-    thread = threading.Thread(target=server.serve_forever, name="github-server", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, name="github-server", kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield GitHubServer(server)

@@ -370,7 +370,7 @@ def openai_stream_server(*scripts: Script) -> Iterator[StreamServer]:
     server.daemon_threads = False
     server.block_on_close = True
     server.state = _State(list(scripts) or [reasoning_then_content(3, 3)])  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, name="openai-stream-server")
+    thread = threading.Thread(target=server.serve_forever, name="openai-stream-server", kwargs={"poll_interval": 0.05})
     thread.start()
     try:
         yield StreamServer(server)

@@ -69,7 +69,7 @@ def openai_like_server(*, echo_auth: bool = False) -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     server.echo_auth = echo_auth  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, name="remote-test-server")
+    thread = threading.Thread(target=server.serve_forever, name="remote-test-server", kwargs={"poll_interval": 0.05})
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -162,7 +162,7 @@ def scripted_engine(script: str = "thinking") -> Iterator[ScriptedEngine]:
     handler = type("Handler", (_Handler,), {"engine": engine})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = False
-    thread = threading.Thread(target=server.serve_forever, name="scripted-engine")
+    thread = threading.Thread(target=server.serve_forever, name="scripted-engine", kwargs={"poll_interval": 0.05})
     thread.start()
     engine.base_url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
