@@ -156,9 +156,9 @@ def bench_engine_and_model() -> tuple[Path, Path]:
     os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(engines.llama_src))
     import tempfile
 
-    from tests.support import gguf_model
-
     model = Path(tempfile.gettempdir()) / "strata-bench-model.gguf"
-    if not model.exists():
+    if not model.exists():  # (gguf and numpy only then: a venv without the dev extra can re-run a bench)
+        from tests.support import gguf_model
+
         gguf_model.write_model(model)
     return engines.cpu_dir, model
