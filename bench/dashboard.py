@@ -30,8 +30,9 @@ from PySide6.QtWidgets import QApplication
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.bench.store import MetricsStore
 from strata_gui.core.bench.workload import Benchmark
+from strata_gui.core.chat.records import COMPLETE
 from strata_gui.core.chat.service import ChatService, MessageUpdated
-from strata_gui.core.chat.store import COMPLETE, ConversationStore
+from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.config.settings import Settings, SettingsService, SettingsStore
 from strata_gui.core.gpu.history import GpuTelemetry

@@ -26,8 +26,9 @@ from strata_gui.core.base.errors import StrataError
 from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, joined
 from strata_gui.core.bench.store import ImageRun, MetricsStore
+from strata_gui.core.chat.records import COMPLETE, FORMAT_FAILED, STOPPED
 from strata_gui.core.chat.service import ChatEvent, ChatService, ChatTools, MessageUpdated
-from strata_gui.core.chat.store import COMPLETE, FORMAT_FAILED, STOPPED, ConversationStore
+from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.config.services import Services
 from strata_gui.core.config.settings import SettingsService

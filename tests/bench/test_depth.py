@@ -24,8 +24,8 @@ from strata_gui.core.app_services import build_app_services
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.bench.store import BenchResult, MetricsStore
 from strata_gui.core.bench.workload import Benchmark
+from strata_gui.core.chat.records import COMPLETE
 from strata_gui.core.chat.service import EngineSwitchOffer
-from strata_gui.core.chat.store import COMPLETE
 from strata_gui.core.config.services import build_services
 from strata_gui.core.pool import EnginePool
 from strata_gui.core.runtime.client import SamplingParams

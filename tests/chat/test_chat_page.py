@@ -12,13 +12,14 @@ import pytest
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 
+from strata_gui.core.chat.records import COMPLETE, STOPPED, STREAMING, Message
 from strata_gui.core.chat.service import (
     ChatEvent,
     ChatService,
     MessageDelta,
     MessageUpdated,
 )
-from strata_gui.core.chat.store import COMPLETE, STOPPED, STREAMING, ConversationStore, Message
+from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.remote.secrets import FileSecretStore
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from strata_gui.core.app_services import build_app_services
-from strata_gui.core.chat.store import COMPLETE
+from strata_gui.core.chat.records import COMPLETE
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.config.services import build_services
 from strata_gui.core.models.bandwidth import read_token_bytes

@@ -14,7 +14,7 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import UiHooks, compose
 from strata_gui.core.app_services import build_app_services
-from strata_gui.core.chat.store import COMPLETE
+from strata_gui.core.chat.records import COMPLETE
 from strata_gui.core.config.services import build_services
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.runtime import SamplingParams

@@ -21,8 +21,8 @@ import pytest
 
 from strata_gui.cli import run_command
 from strata_gui.core.base.errors import ChatFormatError
+from strata_gui.core.chat.records import COMPLETE, FORMAT_FAILED, STOPPED, TOOL_ALLOWED
 from strata_gui.core.chat.service import ChatEvent, ChatService, ChatTools, MessageDelta, Notice, ToolApproval
-from strata_gui.core.chat.store import COMPLETE, FORMAT_FAILED, STOPPED, TOOL_ALLOWED
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.tools import Decision, McpHost, MemoryApprovals, ToolPolicy, parse_mcp_servers
 from tests.chat.conftest import run_with_service

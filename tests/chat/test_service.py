@@ -12,8 +12,9 @@ import httpx
 import pytest
 
 from strata_gui.core.base.errors import ChatError, ServerError
+from strata_gui.core.chat.records import COMPLETE, INTERRUPTED, STOPPED
 from strata_gui.core.chat.service import ChatService, EngineStatus, MessageAdded, MessageDelta, Notice
-from strata_gui.core.chat.store import COMPLETE, INTERRUPTED, STOPPED, ConversationStore
+from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.supervisor import ServerState

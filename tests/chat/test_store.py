@@ -8,14 +8,9 @@ from pathlib import Path
 import pytest
 
 from strata_gui.core.base.errors import StorageError
-from strata_gui.core.chat.store import (
-    COMPLETE,
-    INTERRUPTED,
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    STREAMING,
-    ConversationStore,
-)
+from strata_gui.core.chat.records import COMPLETE, INTERRUPTED, STREAMING
+from strata_gui.core.chat.schema import MIGRATIONS, SCHEMA_VERSION
+from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
 
@@ -58,7 +53,7 @@ def test_reply_left_streaming_is_marked_interrupted_on_open(db_path: Path) -> No
 def test_tool_calls_left_waiting_or_running_by_a_closed_app_are_settled_on_open(db_path: Path) -> None:
     """After the app was killed during a call, the call showed "running…" (or "waiting for your
     answer", with no buttons) for ever."""
-    from strata_gui.core.chat.store import (
+    from strata_gui.core.chat.records import (
         TOOL_ALLOWED,
         TOOL_ERROR,
         TOOL_PENDING,
@@ -221,12 +216,7 @@ def _v4_database(path: Path) -> None:
 
 
 def test_a_version_4_database_upgrades_with_nothing_lost(db_path: Path) -> None:
-    from strata_gui.core.chat.store import (
-        OUTPUT_OFF,
-        StructuredOutput,
-        ThinkingSettings,
-        ToolCallRecord,
-    )
+    from strata_gui.core.chat.records import OUTPUT_OFF, StructuredOutput, ThinkingSettings, ToolCallRecord
     from tests.support.images import png_bytes
 
     _v4_database(db_path)
@@ -254,7 +244,7 @@ def test_a_version_4_database_upgrades_with_nothing_lost(db_path: Path) -> None:
 
 
 def test_thinking_tool_calls_and_settings_survive_a_restart(db_path: Path) -> None:
-    from strata_gui.core.chat.store import (
+    from strata_gui.core.chat.records import (
         OUTPUT_JSON,
         OUTPUT_SCHEMA,
         TOOL_ALLOWED,
@@ -306,12 +296,7 @@ def test_thinking_tool_calls_and_settings_survive_a_restart(db_path: Path) -> No
 
 
 def test_damaged_values_read_as_defaults(db_path: Path) -> None:
-    from strata_gui.core.chat.store import (
-        TOOL_PENDING,
-        StructuredOutput,
-        ThinkingSettings,
-        ToolCallRecord,
-    )
+    from strata_gui.core.chat.records import TOOL_PENDING, StructuredOutput, ThinkingSettings, ToolCallRecord
 
     with ConversationStore(db_path) as store:
         conv = store.create_conversation("x")
@@ -341,7 +326,7 @@ def test_damaged_values_read_as_defaults(db_path: Path) -> None:
 
 def test_an_invalid_schema_is_a_chat_error_when_the_request_is_built() -> None:
     from strata_gui.core.base.errors import ChatError
-    from strata_gui.core.chat.store import OUTPUT_SCHEMA, StructuredOutput
+    from strata_gui.core.chat.records import OUTPUT_SCHEMA, StructuredOutput
 
     with pytest.raises(ChatError, match="not valid JSON"):
         StructuredOutput(OUTPUT_SCHEMA, "{type: object}").response_format()
@@ -352,7 +337,7 @@ def test_an_invalid_schema_is_a_chat_error_when_the_request_is_built() -> None:
 
 def test_regenerate_keeps_every_answer_and_the_user_can_switch_between_them(db_path: Path) -> None:
     from strata_gui.core.chat.conversations import Conversations
-    from strata_gui.core.chat.store import ToolCallRecord
+    from strata_gui.core.chat.records import ToolCallRecord
 
     clock = iter(range(1000, 2000))
     with ConversationStore(db_path, clock=lambda: float(next(clock))) as store:

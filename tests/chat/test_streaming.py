@@ -11,13 +11,14 @@ from typing import Any
 import httpx
 import pytest
 
+from strata_gui.core.chat.records import COMPLETE
 from strata_gui.core.chat.service import (
     ChatEvent,
     ChatService,
     MessageAdded,
     MessageDelta,
 )
-from strata_gui.core.chat.store import COMPLETE, ConversationStore
+from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.client import ChatClient, ChatReply
 from strata_gui.ui.chat.markdown import Segment, plain_extension

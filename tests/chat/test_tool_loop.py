@@ -20,6 +20,19 @@ import httpx
 import pytest
 
 from strata_gui.core.base.errors import ChatFormatError
+from strata_gui.core.chat.records import (
+    COMPLETE,
+    FORMAT_FAILED,
+    INTERRUPTED,
+    STOPPED,
+    TOOL_ALLOWED,
+    TOOL_DENIED,
+    TOOL_ERROR,
+    TOOL_RUNNING,
+    Message,
+    ThinkingSettings,
+    ToolCallRecord,
+)
 from strata_gui.core.chat.service import (
     ChatEvent,
     ChatService,
@@ -31,20 +44,7 @@ from strata_gui.core.chat.service import (
     ReplyProgress,
     ToolApproval,
 )
-from strata_gui.core.chat.store import (
-    COMPLETE,
-    FORMAT_FAILED,
-    INTERRUPTED,
-    STOPPED,
-    TOOL_ALLOWED,
-    TOOL_DENIED,
-    TOOL_ERROR,
-    TOOL_RUNNING,
-    ConversationStore,
-    Message,
-    ThinkingSettings,
-    ToolCallRecord,
-)
+from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.runtime.client import ChatClient, ChatReply
 from strata_gui.core.tools import Decision, McpHost, MemoryApprovals, ToolPolicy, parse_mcp_servers

@@ -10,7 +10,8 @@ from PySide6.QtWidgets import QApplication
 
 from strata_gui.app import open_first_run
 from strata_gui.core.base.progress import Progress
-from strata_gui.core.chat.store import COMPLETE, SamplingParams
+from strata_gui.core.chat.records import COMPLETE
+from strata_gui.core.chat.store import SamplingParams
 from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.config.services import build_services
 from strata_gui.core.models.starters import STARTERS_FILE, StarterModel, load_starters

@@ -129,7 +129,7 @@ def test_a_missing_catalogue_leaves_the_ui_in_english(qtbot: QtBot, qapp: QAppli
 
 
 def test_a_replys_statistics_from_the_core_read_in_chinese(qtbot: QtBot, chinese: str) -> None:
-    from strata_gui.core.chat.store import STOPPED, Message
+    from strata_gui.core.chat.records import STOPPED, Message
     from strata_gui.core.runtime.client import ReplyStats
     from strata_gui.ui.chat.message_widget import MessageWidget
 

@@ -11,7 +11,7 @@ import pytest
 
 from strata_gui.core.app_services import build_app_services
 from strata_gui.core.bench.workload import BenchConfig
-from strata_gui.core.chat.store import COMPLETE
+from strata_gui.core.chat.records import COMPLETE
 from strata_gui.core.config.services import build_services
 from strata_gui.core.pool import EngineStateChanged, PoolEvent, Waiting
 from strata_gui.core.runtime.client import SamplingParams

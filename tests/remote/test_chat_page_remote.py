@@ -6,8 +6,9 @@ import asyncio
 
 import httpx
 
+from strata_gui.core.chat.records import COMPLETE
 from strata_gui.core.chat.service import ChatService
-from strata_gui.core.chat.store import COMPLETE, ConversationStore
+from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.remote.service import build_remote_service
 from strata_gui.ui.bridge import AsyncBridge

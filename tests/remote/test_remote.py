@@ -12,8 +12,9 @@ import httpx
 import pytest
 
 from strata_gui.core.base.errors import ChatError, NetworkError
+from strata_gui.core.chat.records import COMPLETE, FAILED
 from strata_gui.core.chat.service import ChatService, MessageDelta
-from strata_gui.core.chat.store import COMPLETE, FAILED, ConversationStore
+from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.config.settings import Settings, SettingsStore
 from strata_gui.core.platform.logging_setup import close_logging, configure_logging

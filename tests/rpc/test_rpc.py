@@ -11,8 +11,9 @@ import httpx
 import pytest
 
 from strata_gui.core.base.errors import EngineError, ServerError
+from strata_gui.core.chat.records import COMPLETE
 from strata_gui.core.chat.service import ChatService, MessageDelta, Notice
-from strata_gui.core.chat.store import COMPLETE, ConversationStore
+from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.models.fit import MIB, MemoryTarget
 from strata_gui.core.pool import EnginePool

@@ -27,8 +27,9 @@ from PySide6.QtWidgets import QApplication
 from strata_gui.app import AppUi, UiHooks, compose, open_first_run, startup
 from strata_gui.core.app_services import build_app_services
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.chat.records import COMPLETE, STOPPED
 from strata_gui.core.chat.service import MessageDelta
-from strata_gui.core.chat.store import COMPLETE, STOPPED, SamplingParams
+from strata_gui.core.chat.store import SamplingParams
 from strata_gui.core.config.services import build_services
 from strata_gui.core.models.starters import StarterModel
 from strata_gui.ui.bridge import AsyncBridge

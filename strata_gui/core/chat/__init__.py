@@ -2,22 +2,7 @@
 
 from strata_gui.core.chat.conversations import DEFAULT_TITLE
 from strata_gui.core.chat.images import MAX_IMAGE_BYTES, ChatImage
-from strata_gui.core.chat.service import (
-    ChatApprover,
-    ChatEvent,
-    ChatService,
-    ChatTools,
-    EngineStatus,
-    EngineSwitchOffer,
-    MessageAdded,
-    MessageDelta,
-    MessageUpdated,
-    Notice,
-    PlanChanged,
-    ReplyProgress,
-    ToolApproval,
-)
-from strata_gui.core.chat.store import (
+from strata_gui.core.chat.records import (
     COMPLETE,
     FAILED,
     FORMAT_FAILED,
@@ -37,6 +22,21 @@ from strata_gui.core.chat.store import (
     StructuredOutput,
     ThinkingSettings,
     ToolCallRecord,
+)
+from strata_gui.core.chat.service import (
+    ChatApprover,
+    ChatEvent,
+    ChatService,
+    ChatTools,
+    EngineStatus,
+    EngineSwitchOffer,
+    MessageAdded,
+    MessageDelta,
+    MessageUpdated,
+    Notice,
+    PlanChanged,
+    ReplyProgress,
+    ToolApproval,
 )
 
 __all__ = [

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from strata_gui.core.base.events import Listeners
 
 from .events import ChatEvent, MessageAdded
-from .store import Message
+from .records import Message
 
 # s: new messages are announced at the latest this long after a send (a slow connection to a
 # remote engine must not keep the user's message off the screen)

@@ -15,7 +15,8 @@ from strata_gui.core.base.errors import ChatError
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 
 from .images import ChatImage
-from .store import FAILED, FORMAT_FAILED, Conversation, ConversationStore, Message
+from .records import FAILED, FORMAT_FAILED, Conversation, Message
+from .store import ConversationStore
 
 DEFAULT_TITLE = "New chat"
 UNSENT = (FAILED, FORMAT_FAILED)  # replies that never go back to the model (no answer, or broken output)

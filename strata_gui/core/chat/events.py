@@ -20,9 +20,7 @@ from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.launch import ServerState
 from strata_gui.core.tools.approvals import ApprovalRequest, Approver, Decision, ToolPolicy
 
-from .store import (
-    Message,
-)
+from .records import Message
 
 if TYPE_CHECKING:
     from strata_gui.core.tools.host import ToolCatalog, ToolResult

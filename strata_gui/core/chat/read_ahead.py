@@ -26,8 +26,9 @@ from .conversations import Conversations
 from .engine import ChatEngine
 from .first_token import FirstTokens
 from .model import ChatModel
+from .records import Conversation
 from .request import RequestBuilder, for_template
-from .store import Conversation, ConversationStore
+from .store import ConversationStore
 from .tool_loop import ToolLoop
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from strata_gui.core.runtime.client import DEFAULT_MAX_TOKENS, RequestOptions
 
 from .events import TemplateInfo
 from .model import ChatModel
-from .store import Conversation
+from .records import Conversation
 
 
 class RequestBuilder:

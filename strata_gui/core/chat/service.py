@@ -53,9 +53,10 @@ from .first_token import FirstTokens
 from .images import ChatImage
 from .model import ChatModel
 from .read_ahead import ReadAhead
+from .records import Conversation, Message
 from .replies import DELTA_INTERVAL
 from .request import RequestBuilder, for_template
-from .store import Conversation, ConversationStore, Message
+from .store import ConversationStore
 from .streaming import SILENCE_NOTICE_S, WATCH_INTERVAL, ReplyStreamer
 from .tool_loop import MAX_TOOL_ROUNDS, ToolLoop
 from .turns import Turns

@@ -10,12 +10,6 @@ a conversation, or the messages an edit replaces, removes its images in the same
 ``ON DELETE CASCADE``, so no orphan files are left to collect and one file holds a whole chat
 for backup. They live in their own table so listing messages never reads image bytes it does
 not show.
-
-Since v5 a reply also keeps its thinking (``thinking``; its token count and duration are in the
-statistics), the tool calls it asked for with what became of them (``tool_calls_json``), and a
-``tool`` message carries one call's result (``tool_call_id``, ``tool_name``). A conversation keeps
-its structured-output and thinking settings as JSON. Every JSON value is read defensively: a
-damaged one reads as its default, never as an error.
 """
 
 from __future__ import annotations
@@ -25,7 +19,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,322 +26,30 @@ from strata_gui.core.base.errors import StorageError
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.platform.storage import open_database, storage_error
 from strata_gui.core.runtime.client import (
-    Effort,
     ReplyStats,
-    RequestOptions,
-    ResponseFormat,
     SamplingParams,
-    ToolCall,
 )
 
 from .images import ChatImage
+from .records import (
+    COMPLETE,
+    INTERRUPTED,
+    STREAMING,
+    Conversation,
+    Message,
+    StructuredOutput,
+    ThinkingSettings,
+    ToolCallRecord,
+    tool_calls_from_json,
+    tool_calls_json,
+)
+from .schema import MIGRATIONS, SCHEMA_VERSION, conversation_from_row, message_from_row, settle_tool_calls
 
 # What the database holds, and what a failed write was doing, in the storage errors' sentences.
 _HISTORY = QT_TRANSLATE_NOOP("Core", "the conversation history")
 _SAVING = QT_TRANSLATE_NOOP("Core", "save to the conversation history")
 
 COMPONENT = "chat"
-
-# Message status: what the user sees next to a reply.
-COMPLETE = "complete"
-STREAMING = "streaming"
-INTERRUPTED = "interrupted"  # the engine died or the app closed mid-reply
-STOPPED = "stopped"  # the user pressed Stop
-FAILED = "error"
-FORMAT_FAILED = "format_error"  # the engine's chat-format parser rejected the model's output (kept as it came)
-
-# What became of a tool call the model asked for.
-TOOL_PENDING = "pending"  # asked, not run yet (waiting for the user's approval)
-TOOL_RUNNING = "running"  # allowed, and running now
-TOOL_ALLOWED = "allowed"  # the user (or a rule) allowed it and it ran; ``result`` holds its output
-TOOL_DENIED = "denied"  # the user refused it
-TOOL_ERROR = "error"  # it ran and failed (or was stopped); ``result`` holds the error
-TOOL_STATUSES = (TOOL_PENDING, TOOL_RUNNING, TOOL_ALLOWED, TOOL_DENIED, TOOL_ERROR)
-
-# Structured output of a conversation.
-OUTPUT_OFF = "off"
-OUTPUT_JSON = "json"  # any JSON object
-OUTPUT_SCHEMA = "schema"  # JSON following the conversation's schema
-OUTPUT_MODES = (OUTPUT_OFF, OUTPUT_JSON, OUTPUT_SCHEMA)
-EFFORTS = ("low", "medium", "high")
-
-MIGRATIONS: list[Sequence[str]] = [
-    # v1: conversations and plain messages.
-    (
-        """CREATE TABLE chat_conversations (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            title TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL,
-            system_prompt TEXT NOT NULL DEFAULT '',
-            sampling_json TEXT NOT NULL DEFAULT '{}',
-            model TEXT NOT NULL DEFAULT ''
-        )""",
-        """CREATE TABLE chat_messages (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            conversation_id INTEGER NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
-            role TEXT NOT NULL,
-            content TEXT NOT NULL,
-            status TEXT NOT NULL DEFAULT 'complete',
-            created_at REAL NOT NULL
-        )""",
-        "CREATE INDEX chat_messages_by_conversation ON chat_messages(conversation_id, id)",
-    ),
-    # v2: per-message settings and statistics; conversation list ordered by activity.
-    (
-        "ALTER TABLE chat_messages ADD COLUMN settings_json TEXT NOT NULL DEFAULT '{}'",
-        "ALTER TABLE chat_messages ADD COLUMN stats_json TEXT NOT NULL DEFAULT '{}'",
-        "CREATE INDEX chat_conversations_by_update ON chat_conversations(updated_at)",
-    ),
-    # v3: where each reply ran ("local:<engine>" or "remote:<endpoint>"); the conversation keeps
-    # the place of its latest reply.
-    (
-        "ALTER TABLE chat_conversations ADD COLUMN ran_on TEXT NOT NULL DEFAULT ''",
-        "ALTER TABLE chat_messages ADD COLUMN ran_on TEXT NOT NULL DEFAULT ''",
-    ),
-    # v4: images attached to user messages (vision models), in the order they were attached.
-    (
-        """CREATE TABLE chat_images (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            message_id INTEGER NOT NULL REFERENCES chat_messages(id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,
-            mime TEXT NOT NULL,
-            name TEXT NOT NULL DEFAULT '',
-            data BLOB NOT NULL
-        )""",
-        "CREATE INDEX chat_images_by_message ON chat_images(message_id, position)",
-    ),
-    # v5: thinking, tool calls and tool results per message; structured output and thinking settings
-    # per conversation.
-    (
-        "ALTER TABLE chat_messages ADD COLUMN thinking TEXT NOT NULL DEFAULT ''",
-        "ALTER TABLE chat_messages ADD COLUMN tool_calls_json TEXT NOT NULL DEFAULT '[]'",
-        "ALTER TABLE chat_messages ADD COLUMN tool_call_id TEXT NOT NULL DEFAULT ''",
-        "ALTER TABLE chat_messages ADD COLUMN tool_name TEXT NOT NULL DEFAULT ''",
-        "ALTER TABLE chat_conversations ADD COLUMN output_json TEXT NOT NULL DEFAULT '{}'",
-        "ALTER TABLE chat_conversations ADD COLUMN thinking_json TEXT NOT NULL DEFAULT '{}'",
-    ),
-    # v6: earlier answers to a question, kept when it is answered again (Regenerate), so the
-    # user can switch back (‹ 1/3 ›). A version holds the replies after the question (the
-    # assistant's, and tool results) as they were; the live one stays in chat_messages.
-    (
-        """CREATE TABLE chat_reply_versions (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            conversation_id INTEGER NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
-            question_id INTEGER NOT NULL,
-            made_at REAL NOT NULL,
-            messages_json TEXT NOT NULL
-        )""",
-        "CREATE INDEX chat_reply_versions_by_question ON chat_reply_versions(conversation_id, question_id)",
-    ),
-]
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-@dataclass(frozen=True)
-class ToolCallRecord:
-    """A tool call a reply asked for, and what became of it.
-
-    Attributes:
-        id: The call's id (a ``tool`` message quotes it as ``tool_call_id``).
-        name: The function's name.
-        arguments: The arguments as the model wrote them (JSON text).
-        result: What the tool returned (or the error, for :data:`TOOL_ERROR`); None until it ran.
-        status: :data:`TOOL_PENDING`, :data:`TOOL_RUNNING`, :data:`TOOL_ALLOWED`, :data:`TOOL_DENIED` or
-            :data:`TOOL_ERROR`.
-        duration_s: How long the tool ran.
-    """
-
-    id: str
-    name: str
-    arguments: str = ""
-    result: str | None = None
-    status: str = TOOL_PENDING
-    duration_s: float | None = None
-
-    @classmethod
-    def from_call(cls, call: ToolCall) -> ToolCallRecord:
-        return cls(call.id, call.name, call.arguments)
-
-    def call(self) -> ToolCall:
-        """The call as the client returned it (to send the history back to the model)."""
-        return ToolCall(self.id, self.name, self.arguments)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments, "result": self.result,
-                "status": self.status, "duration_s": self.duration_s}
-
-    @classmethod
-    def from_json(cls, data: Any) -> ToolCallRecord | None:
-        """Read a stored record; None when it is too damaged to name a call."""
-        if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not isinstance(data.get("name"), str):
-            return None
-        arguments, result, status = data.get("arguments"), data.get("result"), data.get("status")
-        return cls(data["id"], data["name"], arguments if isinstance(arguments, str) else "",
-                   result if isinstance(result, str) else None,
-                   status if status in TOOL_STATUSES else TOOL_PENDING, _number(data.get("duration_s")))
-
-
-@dataclass(frozen=True)
-class StructuredOutput:
-    """A conversation's structured-output setting.
-
-    Attributes:
-        mode: :data:`OUTPUT_OFF`, :data:`OUTPUT_JSON` (any JSON object) or :data:`OUTPUT_SCHEMA`.
-        schema: The JSON schema as the user wrote it (kept while the mode is off or plain JSON, so
-            switching back does not lose it).
-    """
-
-    mode: str = OUTPUT_OFF
-    schema: str = ""
-
-    def response_format(self) -> ResponseFormat | None:
-        """What the request carries for this setting (None when off).
-
-        Raises:
-            ChatError: The mode is :data:`OUTPUT_SCHEMA` and the schema is not a valid JSON schema.
-        """
-        if self.mode == OUTPUT_JSON:
-            return ResponseFormat()
-        if self.mode == OUTPUT_SCHEMA:
-            from strata_gui.core.runtime.structured import load_schema  # jsonschema, only when used
-
-            return ResponseFormat(load_schema(self.schema))
-        return None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode, "schema": self.schema}
-
-    @classmethod
-    def from_json(cls, data: Any) -> StructuredOutput:
-        if not isinstance(data, dict):
-            return cls()
-        mode, schema = data.get("mode"), data.get("schema")
-        return cls(mode if mode in OUTPUT_MODES else OUTPUT_OFF, schema if isinstance(schema, str) else "")
-
-
-@dataclass(frozen=True)
-class ThinkingSettings:
-    """A conversation's thinking settings (None: the model's default).
-
-    Attributes:
-        enabled: Thinking on or off, for models that can switch it.
-        effort: ``"low"``, ``"medium"`` or ``"high"``, for models that take an effort level.
-        budget: Most thinking tokens per reply.
-    """
-
-    enabled: bool | None = None
-    effort: Effort | None = None
-    budget: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "effort": self.effort, "budget": self.budget}
-
-    @classmethod
-    def from_json(cls, data: Any) -> ThinkingSettings:
-        if not isinstance(data, dict):
-            return cls()
-        enabled, effort, budget = data.get("enabled"), data.get("effort"), data.get("budget")
-        return cls(enabled if isinstance(enabled, bool) else None,
-                   effort if effort in EFFORTS else None,
-                   budget if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0 else None)
-
-
-@dataclass
-class Conversation:
-    id: int
-    title: str
-    created_at: float
-    updated_at: float
-    system_prompt: str = ""
-    sampling: SamplingParams = field(default_factory=SamplingParams)
-    model: str = ""
-    ran_on: str = ""
-    structured_output: StructuredOutput = field(default_factory=StructuredOutput)
-    thinking: ThinkingSettings = field(default_factory=ThinkingSettings)
-
-    def request_options(self, **more: Any) -> RequestOptions:
-        """The request options its settings ask for (``more``: further :class:`RequestOptions` fields).
-
-        Raises:
-            ChatError: Its schema is not a valid JSON schema (structured output by schema).
-        """
-        t = self.thinking
-        return RequestOptions(thinking=t.enabled, effort=t.effort, thinking_budget=t.budget,
-                              response_format=self.structured_output.response_format(), **more)
-
-
-@dataclass
-class Message:
-    """A stored message.
-
-    ``role`` is ``"user"``, ``"assistant"``, ``"system"`` or ``"tool"``; a ``tool`` message's
-    ``content`` is a call's result, ``tool_call_id`` and ``tool_name`` say which call.
-    """
-
-    id: int
-    conversation_id: int
-    role: str
-    content: str
-    status: str
-    created_at: float
-    settings: dict[str, Any] = field(default_factory=dict)
-    stats: ReplyStats = field(default_factory=ReplyStats)
-    ran_on: str = ""
-    images: tuple[ChatImage, ...] = ()
-    thinking: str = ""
-    tool_calls: tuple[ToolCallRecord, ...] = ()
-    tool_call_id: str = ""
-    tool_name: str = ""
-
-
-def _loads(text: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(text or "{}")
-    except (ValueError, TypeError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _tool_calls(text: str | None) -> tuple[ToolCallRecord, ...]:
-    try:
-        value = json.loads(text or "[]")
-    except (ValueError, TypeError):
-        return ()
-    if not isinstance(value, list):
-        return ()
-    return tuple(r for r in map(ToolCallRecord.from_json, value) if r is not None)
-
-
-def _dump_calls(calls: Sequence[ToolCallRecord]) -> str:
-    return json.dumps([c.to_json() for c in calls])
-
-
-# Left by an app that closed (or was killed) during a tool call: nobody will run or answer them now.
-_CLOSED_BEFORE_RUN = QT_TRANSLATE_NOOP("Core", "Not run: Strata closed before it was answered.")
-_CLOSED_WHILE_RUNNING = QT_TRANSLATE_NOOP("Core", "Stopped: Strata closed while the tool ran.")
-
-
-def _settle_tool_calls(db: sqlite3.Connection) -> None:
-    """Calls saved waiting for an answer or running, from a run that ended: marked as not finished
-    (they showed "running…" or "waiting for your answer" for ever)."""
-    rows = db.execute("SELECT id, tool_calls_json FROM chat_messages WHERE tool_calls_json LIKE ? OR "
-                      "tool_calls_json LIKE ?", (f'%"{TOOL_PENDING}"%', f'%"{TOOL_RUNNING}"%')).fetchall()
-    for row in rows:
-        calls = _tool_calls(row[1])
-        settled = [replace(c, status=TOOL_ERROR,
-                                       result=_CLOSED_BEFORE_RUN if c.status == TOOL_PENDING else _CLOSED_WHILE_RUNNING)
-                   if c.status in (TOOL_PENDING, TOOL_RUNNING) else c for c in calls]
-        if settled != list(calls):
-            db.execute("UPDATE chat_messages SET tool_calls_json=? WHERE id=?", (_dump_calls(settled), row[0]))
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 class ConversationStore:
@@ -384,7 +85,7 @@ class ConversationStore:
             try:
                 self._migrate()
                 db.execute("UPDATE chat_messages SET status=? WHERE status=?", (INTERRUPTED, STREAMING))
-                _settle_tool_calls(db)
+                settle_tool_calls(db)
             except BaseException:
                 self._db = None
                 raise
@@ -466,18 +167,9 @@ class ConversationStore:
         assert conv is not None
         return conv
 
-    @staticmethod
-    def _conversation(row: sqlite3.Row) -> Conversation:
-        return Conversation(id=row["id"], title=row["title"], created_at=row["created_at"],
-                            updated_at=row["updated_at"], system_prompt=row["system_prompt"],
-                            sampling=SamplingParams.from_json(_loads(row["sampling_json"])), model=row["model"],
-                            ran_on=row["ran_on"],
-                            structured_output=StructuredOutput.from_json(_loads(row["output_json"])),
-                            thinking=ThinkingSettings.from_json(_loads(row["thinking_json"])))
-
     def conversation(self, conversation_id: int) -> Conversation | None:
         row = self.db.execute("SELECT * FROM chat_conversations WHERE id=?", (conversation_id,)).fetchone()
-        return self._conversation(row) if row else None
+        return conversation_from_row(row) if row else None
 
     def conversations(self, search: str = "") -> list[Conversation]:
         """Most recently active first; ``search`` matches titles and message text."""
@@ -490,7 +182,7 @@ class ConversationStore:
         else:
             rows = self.db.execute(
                 "SELECT * FROM chat_conversations ORDER BY updated_at DESC, id DESC").fetchall()
-        return [self._conversation(r) for r in rows]
+        return [conversation_from_row(r) for r in rows]
 
     def rename(self, conversation_id: int, title: str) -> None:
         self._write("UPDATE chat_conversations SET title=? WHERE id=?", (title.strip() or "Untitled", conversation_id))
@@ -537,7 +229,7 @@ class ConversationStore:
                     " stats_json, thinking, tool_calls_json, tool_call_id, tool_name)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (conversation_id, role, content, status, now, json.dumps(settings or {}),
-                     json.dumps((stats or ReplyStats()).to_json()), thinking, _dump_calls(tool_calls),
+                     json.dumps((stats or ReplyStats()).to_json()), thinking, tool_calls_json(tool_calls),
                      tool_call_id, tool_name))
                 message_id = int(cur.lastrowid or 0)
                 db.executemany(
@@ -568,7 +260,7 @@ class ConversationStore:
                               ("stats_json", json.dumps(stats.to_json()) if stats else None),
                               ("settings_json", json.dumps(settings) if settings is not None else None),
                               ("thinking", thinking),
-                              ("tool_calls_json", _dump_calls(tool_calls) if tool_calls is not None else None)):
+                              ("tool_calls_json", tool_calls_json(tool_calls) if tool_calls is not None else None)):
             if value is not None:
                 sets.append(f"{column}=?")
                 params.append(value)
@@ -585,24 +277,15 @@ class ConversationStore:
                 row = db.execute("SELECT tool_calls_json FROM chat_messages WHERE id=?", (message_id,)).fetchone()
                 if row is None:
                     return
-                calls = list(_tool_calls(row[0]))
+                calls = list(tool_calls_from_json(row[0]))
                 at = next((i for i, c in enumerate(calls) if c.id == record.id), None)
                 if at is None:
                     calls.append(record)
                 else:
                     calls[at] = record
-                db.execute("UPDATE chat_messages SET tool_calls_json=? WHERE id=?", (_dump_calls(calls), message_id))
+                db.execute("UPDATE chat_messages SET tool_calls_json=? WHERE id=?", (tool_calls_json(calls), message_id))
         except sqlite3.Error as exc:
             raise storage_error(exc, self.path, _SAVING) from exc
-
-    @staticmethod
-    def _message(row: sqlite3.Row) -> Message:
-        return Message(id=row["id"], conversation_id=row["conversation_id"], role=row["role"],
-                       content=row["content"], status=row["status"], created_at=row["created_at"],
-                       settings=_loads(row["settings_json"]), stats=ReplyStats.from_json(_loads(row["stats_json"])),
-                       ran_on=row["ran_on"], thinking=_text(row["thinking"]),
-                       tool_calls=_tool_calls(row["tool_calls_json"]), tool_call_id=_text(row["tool_call_id"]),
-                       tool_name=_text(row["tool_name"]))
 
     def _with_images(self, messages: list[Message]) -> list[Message]:
         """Attach each message's images (one query for the whole page)."""
@@ -621,7 +304,7 @@ class ConversationStore:
 
     def message(self, message_id: int) -> Message | None:
         row = self.db.execute("SELECT * FROM chat_messages WHERE id=?", (message_id,)).fetchone()
-        return self._with_images([self._message(row)])[0] if row else None
+        return self._with_images([message_from_row(row)])[0] if row else None
 
     def messages(self, conversation_id: int, *, limit: int | None = None, before_id: int | None = None) -> list[Message]:
         """Messages in order. With ``limit``: the last ``limit`` ones (before ``before_id``) — a page."""
@@ -634,7 +317,7 @@ class ConversationStore:
         else:
             rows = self.db.execute(f"SELECT * FROM chat_messages WHERE {where} ORDER BY id DESC LIMIT ?",
                                    (*params, limit)).fetchall()[::-1]
-        return self._with_images([self._message(r) for r in rows])
+        return self._with_images([message_from_row(r) for r in rows])
 
     def count_messages(self, conversation_id: int) -> int:
         row = self.db.execute("SELECT COUNT(*) FROM chat_messages WHERE conversation_id=?",

@@ -29,8 +29,7 @@ from .engine import ChatEngine
 from .events import ChatEvent, MessageUpdated, ReplyClient, ReplyProgress, TemplateInfo
 from .first_token import FirstTokens
 from .model import ChatModel
-from .replies import DELTA_INTERVAL, ReplyBuffer, ReplyTarget
-from .store import (
+from .records import (
     COMPLETE,
     FAILED,
     FORMAT_FAILED,
@@ -39,10 +38,11 @@ from .store import (
     STOPPED,
     STREAMING,
     Conversation,
-    ConversationStore,
     Message,
     ToolCallRecord,
 )
+from .replies import DELTA_INTERVAL, ReplyBuffer, ReplyTarget
+from .store import ConversationStore
 
 log = logging.getLogger(__name__)
 

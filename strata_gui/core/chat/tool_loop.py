@@ -27,7 +27,7 @@ from .events import (
     ToolApproval,
 )
 from .model import ChatModel
-from .store import (
+from .records import (
     COMPLETE,
     FAILED,
     STOPPED,
@@ -37,10 +37,10 @@ from .store import (
     TOOL_PENDING,
     TOOL_RUNNING,
     Conversation,
-    ConversationStore,
     Message,
     ToolCallRecord,
 )
+from .store import ConversationStore
 from .streaming import ReplyStreamer
 
 if TYPE_CHECKING:

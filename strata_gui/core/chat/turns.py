@@ -16,8 +16,8 @@ from .first_token import FirstTokens
 from .images import ChatImage
 from .model import ChatModel
 from .read_ahead import ReadAhead
+from .records import STOPPED, Conversation, Message
 from .request import RequestBuilder, for_template
-from .store import STOPPED, Conversation, Message
 from .streaming import ReplyStreamer
 from .tool_loop import ToolLoop
 
