@@ -104,3 +104,11 @@ def test_the_listener_check_finds_the_old_ways() -> None:
         "        self._listeners.append(fn)\n")
     found = sorted(place.split(" ", 1)[0] for place in _own_listener_code("core/example.py", old))
     assert found == ["core/example.py:1", "core/example.py:4", "core/example.py:5"]
+
+
+def test_the_chat_service_parts_stay_at_most_400_lines() -> None:
+    """Issue 42 split the chat service (once 1,275 lines) into parts with explicit interfaces; a
+    part that grows past 400 lines is split again rather than becoming the next big file."""
+    long = {path.name: n for path in sorted((CORE / "chat").glob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400}
+    assert not long, f"split these chat modules (at most 400 lines each): {long}"
