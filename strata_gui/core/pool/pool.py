@@ -208,7 +208,6 @@ class EnginePool:
         self._seq = itertools.count(1)
         self._closed = False
         self._turn: Request | None = None  # the granted request holding the whole pool, see turn()
-        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the pool runs on (see _on_loop)
         self._dirty = False  # something changed since the scheduler's last pass
         self._wake: asyncio.Future[None] | None = None  # what the idle scheduler task awaits
         self._scheduler: asyncio.Task[None] | None = None
@@ -298,23 +297,8 @@ class EnginePool:
                 self._turn = None
             self._kick()
 
-    def _on_loop(self) -> asyncio.AbstractEventLoop:
-        """The event loop the pool works on: the running one, else the one it last ran on.
-
-        Under Qt (qasync) a task can be stepped from Qt's event processing while no loop is
-        "running" (a test between two ``run_until_complete``): releases, timers and the scheduler
-        then still reach the pool's loop instead of failing half-way."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            if self._loop is None or self._loop.is_closed():
-                raise
-            return self._loop
-        self._loop = loop
-        return loop
-
     def _request(self, user: str, priority: Priority | None, **fields: object) -> Request:
-        loop = self._on_loop()
+        loop = asyncio.get_running_loop()
         return Request(seq=next(self._seq), user=user, priority=priority_of(user) if priority is None else priority,
                        future=loop.create_future(), since=self._clock(), **fields)  # type: ignore[arg-type]
 
@@ -363,8 +347,8 @@ class EnginePool:
         if wake is not None and not wake.done():
             wake.set_result(None)
         try:
-            loop = self._on_loop()
-        except RuntimeError:  # never ran on a loop: nothing can be waiting
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs (an exit path): nothing can be waiting
             return
         task = self._scheduler
         if task is None or task.done() or task.get_loop() is not loop:
@@ -636,7 +620,7 @@ class EnginePool:
     def _start_for(self, req: Request) -> None:
         assert req.key is not None and req.spec is not None and req.model is not None and req.settings is not None
         log.debug("request %s of the %s starts %s on %s", req.seq, req.user, req.model.name, req.spec.label)
-        loop = self._on_loop()
+        loop = asyncio.get_running_loop()
         entry = PooledEngine(next(self._serial), req.key, self._launcher(req.spec, req.model, req.settings),
                              self._estimate(req), self._clock())
         entry.started_by = req.user
@@ -680,7 +664,7 @@ class EnginePool:
         if entry.idle_timer is not None:
             entry.idle_timer.cancel()
             entry.idle_timer = None
-        entry.stop_task = self._on_loop().create_task(self._stop(entry, reason),
+        entry.stop_task = asyncio.get_running_loop().create_task(self._stop(entry, reason),
                                                                  name=f"strata-engine-stop-{entry.serial}")
 
     async def _stop(self, entry: PooledEngine, reason: str) -> None:
@@ -709,7 +693,7 @@ class EnginePool:
             return  # kept until something else unloads it
         if entry.idle_timer is not None:
             entry.idle_timer.cancel()
-        entry.idle_timer = self._on_loop().call_later(max(0.0, timeout), self._idle_expired, entry)
+        entry.idle_timer = asyncio.get_running_loop().call_later(max(0.0, timeout), self._idle_expired, entry)
         entry.expires_at = self._clock() + max(0.0, timeout)
 
     def _idle_expired(self, entry: PooledEngine) -> None:
