@@ -229,7 +229,6 @@ def llama_source() -> Path:
 
 @pytest.fixture(scope="session")
 def _models_dir(tmp_path_factory: pytest.TempPathFactory, llama_source: Path) -> Path:
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(llama_source))
     return tmp_path_factory.mktemp("models")
 
 

@@ -34,7 +34,6 @@ async def _until(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
 @pytest.fixture
 def wide_model(tmp_path: Path, test_engines: TestEngines, monkeypatch: pytest.MonkeyPatch) -> Path:
     """32-value heads, so a quantised V cache can load (llama.cpp stores it in 32-value blocks)."""
-    monkeypatch.setenv("STRATA_TEST_LLAMA_SRC", str(test_engines.llama_src))
     return gguf_model.write_model(tmp_path / "wide-F16.gguf", gguf_model.ModelSpec(width=128, heads=4, kv_heads=2))
 
 
@@ -115,7 +114,6 @@ def test_panel_verdict_follows_the_options_and_the_engine_loads_with_them(
 def test_panel_draft_model_is_checked_and_the_reply_shows_the_acceptance(
         test_engines: TestEngines, test_model: Path, tmp_path: Path, qtbot: QtBot, qapp: Any,
         qasync_loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("STRATA_TEST_LLAMA_SRC", str(test_engines.llama_src))
     twin = gguf_model.write_model(tmp_path / "draft-twin.gguf")  # the model's vocabulary and weights
     other_vocab = test_engines.llama_src / "models" / "ggml-vocab-gpt-2.gguf"
     services = build_app_services(build_services())

@@ -20,6 +20,7 @@ from strata_gui.core.models.chat_template import (
     template_capabilities,
 )
 from tests.support import gguf_model, gguf_reference
+from tests.support.engines import locate_source
 
 THINK = ("<think>", "</think>")
 HARMONY = ("<|channel|>analysis<|message|>", "<|end|>")
@@ -186,7 +187,7 @@ EXPECTED: dict[str, TemplateCapabilities] = {
 
 
 def _templates_dir() -> Path:
-    return gguf_model.llama_src() / "models" / "templates"
+    return locate_source() / "models" / "templates"
 
 
 def test_the_table_covers_every_template_of_the_pinned_source() -> None:

@@ -4,7 +4,6 @@ with it, and the acceptance rate reaches the statistics line (CLI and the compos
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from tests.support.engines import TestEngines
 def drafts(tmp_path_factory: pytest.TempPathFactory, test_engines: TestEngines) -> dict[str, Path]:
     """Drafts sharing the test model's vocabulary: a 1-layer one with other weights (it drafts but
     is rarely right) and a twin with the model's own weights (its drafts are accepted)."""
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(test_engines.llama_src))
     folder = tmp_path_factory.mktemp("drafts")
     return {
         "small": gguf_model.write_model(folder / "draft-1layer.gguf",

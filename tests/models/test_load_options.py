@@ -36,9 +36,7 @@ KV_LINE = re.compile(r"KV buffer size\s*=\s*([0-9.]+)\s*MiB")
 def wide_model(tmp_path_factory: pytest.TempPathFactory, test_engines: TestEngines) -> Path:
     """The test llama with 32-value heads: llama.cpp quantises the cache per head in blocks of 32
     (the 16-value heads of the small test model cannot take a q8_0 cache with flash attention)."""
-    import os
 
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(test_engines.llama_src))
     path = tmp_path_factory.mktemp("wide") / "strata-test-llama-wide-F16.gguf"
     return gguf_model.write_model(path, gguf_model.ModelSpec(width=128, heads=4, kv_heads=2))
 

@@ -3,7 +3,6 @@ behind a small start script that behaves as a broken release does (see tests/eng
 
 from __future__ import annotations
 
-import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +68,6 @@ def make_builds(d: Path, test_engines: TestEngines) -> Builds:
 
 def make_models(d: Path, test_engines: TestEngines) -> tuple[Path, Path]:
     """The model the trials use, and a second one."""
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(test_engines.llama_src))
     return (gguf_model.write_model(d / "strata-trial-model.gguf"),
             gguf_model.write_model(d / "strata-other-model.gguf", gguf_model.ModelSpec(seed=7)))
 

@@ -153,7 +153,6 @@ def bench_engine_and_model() -> tuple[Path, Path]:
     """The CPU test engine's folder and the generated test model (written once to the temp folder):
     what the bench scripts run on when not given ``--engine`` and ``--model``."""
     engines = locate()
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(engines.llama_src))
     import tempfile
 
     model = Path(tempfile.gettempdir()) / "strata-bench-model.gguf"

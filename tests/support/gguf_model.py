@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from tests.support.engines import locate_source
+
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
     "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
@@ -68,16 +70,9 @@ class ModelSpec:
     experts_used: int = 0
 
 
-def llama_src() -> Path:
-    """The pinned llama.cpp source tree (``STRATA_TEST_LLAMA_SRC`` or ``engines.env``)."""
-    from tests.support.engines import locate_source
-
-    return locate_source()
-
-
 def vocab_path(name: str = "llama-spm") -> Path:
     """A vocab GGUF from the pinned llama.cpp source (built by scripts/test-engines.sh)."""
-    path = llama_src() / "models" / f"ggml-vocab-{name}.gguf"
+    path = locate_source() / "models" / f"ggml-vocab-{name}.gguf"
     if not path.exists():
         raise FileNotFoundError(f"{path} missing: re-run scripts/test-engines.sh")
     return path

@@ -119,7 +119,7 @@ def template_markers(template: str, caps: TemplateCapabilities) -> tuple[str, ..
 
 def templates_dir() -> Path:
     """``models/templates`` of the pinned llama.cpp source."""
-    return gguf_model.llama_src() / "models" / "templates"
+    return engines.locate_source() / "models" / "templates"
 
 
 def cache_dir() -> Path:
