@@ -41,9 +41,10 @@ from strata_gui.core.pool import EnginePool
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.ui.bridge import AsyncBridge
-from strata_gui.ui.event_loop import StrataEventLoop
+from strata_gui.ui.event_loop import new_event_loop
 from strata_gui.ui.pages.chat_page import ChatPage
 from strata_gui.ui.pages.dashboard_page import DashboardPage
+from tests.support.engines import bench_engine_and_model
 from tests.support.fixed_engines import FixedEngines
 
 _spec = importlib.util.spec_from_file_location("bench_stream", ROOT / "bench" / "stream.py")
@@ -57,10 +58,9 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=512)
     args = ap.parse_args()
-    engine_dir, model = stream.bench_engine_and_model()
+    engine_dir, model = bench_engine_and_model()
     app = QApplication([])
-    loop = StrataEventLoop(app)
-    asyncio.set_event_loop(loop)
+    loop = new_event_loop(app)
     workdir = tempfile.TemporaryDirectory()
 
     async def run() -> None:
@@ -87,6 +87,7 @@ def main() -> int:
             gpu = build_gpu_service(kernels_dir(), sysfs_root=ROOT / "tests/data/gpu/linux/strix-halo")
             history = GpuTelemetry(gpu)
             bridge = AsyncBridge()
+            recorder = stream.PaintRecorder()  # before any message widget exists (it wraps their paints)
             chat = ChatPage(service, bridge)
             chat.resize(1000, 700)
             chat.show()
@@ -100,7 +101,7 @@ def main() -> int:
             on: list[tuple[float, float, float]] = []
             try:
                 await service.ensure_engine()
-                await stream.strata_once(service, chat, sampling)  # warm-up
+                await stream.strata_once(service, chat, sampling, recorder)  # warm-up
                 for _ in range(args.reps):
                     for shown, rows in ((False, off), (True, on)):
                         if shown:
@@ -110,7 +111,7 @@ def main() -> int:
                             dash.hide()
                         await asyncio.sleep(1.2)  # let a dashboard tick happen either way
                         cpu0 = time.process_time()
-                        _ttft, decode, stall, _n, _srv = await stream.strata_once(service, chat, sampling)
+                        _ttft, decode, stall, _n, _srv, _cpu = await stream.strata_once(service, chat, sampling, recorder)
                         rows.append((decode, stall, time.process_time() - cpu0))
             finally:
                 dash.stop()

@@ -66,12 +66,11 @@ def event_loop_stall(seconds: float) -> tuple[list[float], list[float]]:
     from PySide6.QtWidgets import QApplication
 
     from strata_gui.ui.bridge import AsyncBridge
-    from strata_gui.ui.event_loop import StrataEventLoop
+    from strata_gui.ui.event_loop import new_event_loop
     from strata_gui.ui.pages.gpu_page import GpuPage
 
     app = QApplication.instance() or QApplication([])
-    loop = StrataEventLoop(app)
-    asyncio.set_event_loop(loop)
+    loop = new_event_loop(app)
     service = build_gpu_service(kernels_dir(), sysfs_root=TREES / "laptop-780m-rx7600")
     service.interval = 0.05  # 20 Hz: 20x the default rate, to make any stall visible
     page = GpuPage(service, AsyncBridge())

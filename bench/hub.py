@@ -87,12 +87,11 @@ def _rendered_search(url: str, home: Path, n: int) -> float:
     from PySide6.QtWidgets import QApplication
 
     from strata_gui.ui.bridge import AsyncBridge
-    from strata_gui.ui.event_loop import StrataEventLoop
+    from strata_gui.ui.event_loop import new_event_loop
     from strata_gui.ui.pages.models_page import ModelsPage
 
     app = QApplication.instance() or QApplication([])
-    loop = StrataEventLoop(app)
-    asyncio.set_event_loop(loop)
+    loop = new_event_loop(app)
     client = httpx.AsyncClient(timeout=30)
     svc = _service(client, url, home)
     bridge = AsyncBridge()

@@ -64,7 +64,7 @@ from strata_gui.core.runtime.kinds import TEXT
 from strata_gui.core.runtime.supervisor import ServerSupervisor
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.message_widget import CodeBlock, MessageWidget, TextBlock
-from strata_gui.ui.event_loop import StrataEventLoop
+from strata_gui.ui.event_loop import new_event_loop
 from strata_gui.ui.pages.chat_page import ChatPage
 from tests.support.engines import bench_engine_and_model
 
@@ -343,8 +343,7 @@ def main() -> int:
     model = args.model or model
 
     app = QApplication([])
-    loop = StrataEventLoop(app)
-    asyncio.set_event_loop(loop)
+    loop = new_event_loop(app)
     workdir = tempfile.TemporaryDirectory()
 
     async def run() -> None:

@@ -20,7 +20,7 @@ def main() -> int:
     from strata_gui.core.config.services import build_services
     from strata_gui.core.runtime.client import SamplingParams
     from strata_gui.ui.bridge import AsyncBridge
-    from strata_gui.ui.event_loop import StrataEventLoop
+    from strata_gui.ui.event_loop import new_event_loop
 
     out, model, engine_dir = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     theme = sys.argv[4] if len(sys.argv) > 4 else "light"
@@ -28,8 +28,7 @@ def main() -> int:
     app = QApplication([sys.argv[0]])
     app.setQuitOnLastWindowClosed(False)
     apply_theme(app, theme)
-    loop = StrataEventLoop(app)
-    asyncio.set_event_loop(loop)
+    loop = new_event_loop(app)
     services = build_app_services(build_services())
     bridge = AsyncBridge()
     ui = compose(services, bridge, app, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,

@@ -20,7 +20,7 @@ def main() -> int:
     from strata_gui.core.app_services import build_app_services
     from strata_gui.core.config.services import build_services
     from strata_gui.ui.bridge import AsyncBridge
-    from strata_gui.ui.event_loop import StrataEventLoop
+    from strata_gui.ui.event_loop import new_event_loop
     from strata_gui.ui.i18n import install_language
 
     out = Path(sys.argv[1])
@@ -30,8 +30,7 @@ def main() -> int:
     app = QApplication([sys.argv[0]])
     apply_theme(app, theme)
     install_language(app, language)
-    loop = StrataEventLoop(app)
-    asyncio.set_event_loop(loop)
+    loop = new_event_loop(app)
     services = build_app_services(build_services())
     bridge = AsyncBridge()
     ui = compose(services, bridge, app, UiHooks(open_path=lambda p: None, choose_folder=lambda: None,
