@@ -49,10 +49,13 @@ class TaskHandle(QObject):
         self.error: StrataError | None = None
         self.was_cancelled = False
         self.last_progress: Progress | None = None
+        self._settled = False  # the outcome is out (its signals may still be running)
 
     @property
     def is_running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        """True until the outcome is known: a slot connected to ``succeeded`` (or ``failed``,
+        ``cancelled``) already reads False, though the task finishes its last line after it."""
+        return self._task is not None and not self._task.done() and not self._settled
 
     def cancel(self) -> None:
         """Ask the coroutine to stop; ``cancelled`` follows once its cleanup ran."""
@@ -108,11 +111,13 @@ class AsyncBridge(QObject):
                 handle.result = await make_coro(handle._report_progress)
             except asyncio.CancelledError:
                 handle.was_cancelled = True
+                handle._settled = True
                 log.info("task cancelled: %s", name)
                 handle.cancelled.emit()
             except Exception as exc:
                 err = describe(exc)
                 handle.error = err
+                handle._settled = True
                 if isinstance(exc, StrataError):
                     log.warning("task failed: %s: %s", name, err)
                 else:
@@ -121,6 +126,7 @@ class AsyncBridge(QObject):
                 if show_errors:
                     self.error_occurred.emit(err)
             else:
+                handle._settled = True
                 handle.succeeded.emit(handle.result)
             finally:
                 self._handles.discard(handle)

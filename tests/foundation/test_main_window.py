@@ -358,6 +358,28 @@ def test_scrolling_over_a_spin_box_scrolls_the_page_and_leaves_the_setting_alone
     assert page.theme.currentIndex() == theme
 
 
+def test_the_model_picker_says_when_the_library_is_empty(
+        qtbot: QtBot, qapp: QApplication, composed, qasync_loop: asyncio.AbstractEventLoop, tmp_path: Path) -> None:
+    """Opening the picker reads the library; once read, an empty one says so (it said "Reading your
+    library…" for ever: the menu was refilled from the read's own success signal, while the read
+    still counted as running)."""
+    from strata_gui.ui.pages.chat_page import ChatPage
+
+    empty = tmp_path / "no-models"
+    empty.mkdir()
+    build_services().settings_service.update(model_dirs=[str(empty)])
+    _, _, window = composed(Recorder())
+    chat = _page(window, ChatPage)
+    chat.model_menu.popup(chat.model_button.mapToGlobal(chat.model_button.rect().bottomLeft()))  # as a click does
+    qtbot.waitUntil(chat.model_menu.isVisible)
+    handle = chat.library_task
+    assert handle is not None
+    qasync_loop.run_until_complete(handle.wait())
+    qtbot.waitUntil(lambda: [a.text() for a in chat.model_menu.actions() if not a.isSeparator()]
+                    == ["No models in your library yet", "Browse for a GGUF file…"])
+    chat.model_menu.hide()
+
+
 def test_the_model_picker_lists_the_library_and_still_browses(
         qtbot: QtBot, qapp: QApplication, composed, qasync_loop: asyncio.AbstractEventLoop,
         tmp_path: Path, test_model: Path) -> None:
