@@ -9,6 +9,7 @@ Templates are marked with :func:`QT_TRANSLATE_NOOP` in context ``"Core"``, which
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,3 +69,36 @@ def from_json(data: Any) -> str:
     if not isinstance(template, str) or not isinstance(args, dict):
         raise TypeError("not a saved text")
     return Text(template, **{str(k): from_json(v) if isinstance(v, (str, dict)) else v for k, v in args.items()})
+
+
+# C0 and C1 controls (terminal escapes start with ESC or CSI) and the bidirectional overrides that
+# reorder what follows them; tab and newline stay, they are how text is laid out.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def shown(text: str) -> str:
+    """Text another program sent (a tool server, a remote engine), safe to show anywhere.
+
+    Control characters become visible escapes (ESC is shown as ``\\x1b``), so a terminal does not act
+    on them (hide the next question, move the cursor, retitle the window) and a bubble or log shows
+    what was sent; tabs and newlines stay. Lone surrogates (half an emoji from a JSON ``\\ud83d``)
+    become U+FFFD, so the text can be encoded and saved.
+    """
+    return _CONTROLS.sub(_escaped, well_formed(text))
+
+
+def well_formed(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD, so it encodes as UTF-8.
+
+    They come from JSON escapes of half an emoji, or from bytes that were not UTF-8 (Python keeps
+    those as ``\\udcXX`` in a command line). Text without them is returned as it is.
+    """
+    if not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
