@@ -135,12 +135,10 @@ def test_policy_refuses_an_approver_that_does_not_answer_a_decision() -> None:
         asyncio.run(ToolPolicy().decide(ApprovalRequest("s", "t"), sloppy))
 
 
-def test_unreadable_store_is_a_storage_error() -> None:
-    from strata_gui.core.base.errors import StorageError
-
+def test_a_damaged_store_is_kept_aside_and_a_new_one_starts() -> None:
     store = _store()
     store.path.parent.mkdir(parents=True, exist_ok=True)
     store.path.write_text("{broken", encoding="utf-8")
-    with pytest.raises(StorageError) as info:
-        store.servers()
-    assert "cannot be read" in info.value.message
+    assert store.servers() == []  # was a StorageError that broke `strata mcp list` and every reply
+    kept = list(store.path.parent.glob("mcp_servers.json.corrupt-*"))
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == "{broken"

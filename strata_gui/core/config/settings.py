@@ -20,6 +20,7 @@ from typing import Any
 
 from strata_gui.core.base.errors import SettingsError
 from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.state_file import UnusableStateFile, keep_aside, read_state
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text, joined
 
 log = logging.getLogger(__name__)
@@ -202,23 +203,19 @@ class SettingsStore:
             The settings, and a notice for the user when the file was unusable (else None).
         """
         settings = Settings()
-        if not self.path.exists():
-            return settings, None
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-            if not isinstance(raw, dict):
-                raise ValueError("top level is not an object")
-        except RecursionError:
-            # json gives up on brackets nested a few thousand deep: the file is unusable, not a bug.
+            raw = read_state(self.path, dict)
+        except OSError as exc:  # unreadable, not damaged: left where it is
+            log.warning("settings file %s cannot be read (%s); using defaults", self.path, exc)
+            return settings, T(QT_TRANSLATE_NOOP("Core", "Your settings file could not be read ({reason}), so "
+                                                         "defaults are used."), reason=exc.strerror or exc)
+        except UnusableStateFile as exc:
             moved = self._move_aside()
-            log.warning("settings file %s is nested too deeply; using defaults", self.path)
-            return settings, _moved(T(QT_TRANSLATE_NOOP("Core", "Your settings file could not be read (it is nested "
-                                                                "too deeply), so defaults are used.")), moved)
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            moved = self._move_aside()
-            log.warning("settings file %s unusable (%s); using defaults", self.path, exc)
+            log.warning("settings file %s unusable (%s); using defaults", self.path, exc.reason)
             return settings, _moved(T(QT_TRANSLATE_NOOP("Core", "Your settings file could not be read ({reason}), so "
-                                                                "defaults are used."), reason=exc), moved)
+                                                                "defaults are used."), reason=exc.reason), moved)
+        if raw is None:
+            return settings, None
         version = raw.get("version", SETTINGS_VERSION)
         if not isinstance(version, int) or version > SETTINGS_VERSION:
             moved = self._move_aside()
@@ -287,13 +284,7 @@ class SettingsStore:
             return None
 
     def _move_aside(self) -> Path | None:
-        target = self.path.with_name(f"{self.path.name}.corrupt-{int(self._clock())}")
-        try:
-            os.replace(self.path, target)
-            return target
-        except OSError:
-            log.exception("could not move unreadable settings file aside")
-            return None
+        return keep_aside(self.path, self._clock)
 
 
 @dataclass(frozen=True)

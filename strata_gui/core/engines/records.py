@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from strata_gui.core.base.errors import EngineInstallError
+from strata_gui.core.base.state_file import UnusableStateFile, read_state
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.kinds import TEXT, EngineKind, kind_named
 
@@ -196,12 +197,18 @@ class InstalledEngine:
 def read_manifest(folder: Path) -> InstalledEngine:
     """Read ``strata-engine.json`` in an engine folder."""
     try:
-        data = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = read_state(folder / MANIFEST_NAME, dict)
+    except (OSError, UnusableStateFile) as exc:
+        reason = exc.reason if isinstance(exc, UnusableStateFile) else exc.strerror or exc
         raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "{folder} has no readable install manifest ({reason})."),
-                                   folder=folder, reason=exc),
+                                   folder=folder, reason=reason),
                                  hint=QT_TRANSLATE_NOOP("Core", "Remove this folder and install the engine "
                                                                 "again.")) from exc
+    if data is None:
+        raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "{folder} has no readable install manifest ({reason})."),
+                                   folder=folder, reason="missing"),
+                                 hint=QT_TRANSLATE_NOOP("Core", "Remove this folder and install the engine "
+                                                                "again."))
     if not isinstance(data, dict):
         raise EngineInstallError(T(QT_TRANSLATE_NOOP("Core", "The install manifest in {folder} is damaged."),
                                    folder=folder),

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from strata_gui.core.base.errors import EngineDownloadError, RateLimitedError
+from strata_gui.core.base.state_file import load_cache
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.engines.records import Release, ReleaseAsset, ReleaseListing
 
@@ -121,11 +122,8 @@ class ReleaseClient:
         return self._cache_dir / f"{repo.replace('/', '__')}.json"
 
     def _read_cache(self, repo: str) -> dict[str, Any] | None:
-        try:
-            data = json.loads(self._cache_file(repo).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) and "data" in data else None
+        data = load_cache(self._cache_file(repo), dict)
+        return data if data is not None and "data" in data else None
 
     def _write_cache(self, repo: str, etag: str | None, data: Any) -> None:
         path = self._cache_file(repo)

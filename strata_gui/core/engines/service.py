@@ -32,6 +32,7 @@ from strata_gui.core.base.errors import (
 )
 from strata_gui.core.base.events import Listeners
 from strata_gui.core.base.progress import Progress, ProgressCallback, format_bytes, no_progress
+from strata_gui.core.base.state_file import load_cache
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.config.settings import Settings, SettingsService
@@ -343,14 +344,12 @@ class EngineService:
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     def _read_probe(self, engine: InstalledEngine, gpu: GpuTarget | None) -> ProbeResult | None:
-        try:
-            data = json.loads((engine.folder / PROBE_FILE).read_text(encoding="utf-8"))
-            if data.get("key") != self._probe_key(engine, gpu):
-                return None
-            result = ProbeResult.from_json(data["result"])
-        except FileNotFoundError:
+        data = load_cache(engine.folder / PROBE_FILE, dict)  # a damaged record: probed again
+        if data is None or data.get("key") != self._probe_key(engine, gpu):
             return None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        try:
+            result = ProbeResult.from_json(data["result"])
+        except (ValueError, KeyError, TypeError) as exc:
             log.warning("ignoring unreadable probe record of %s: %s", engine.id, exc)
             return None
         self._probes[engine.id] = result

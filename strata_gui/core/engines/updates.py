@@ -22,6 +22,7 @@ from typing import Any
 from strata_gui.core.base import texts
 from strata_gui.core.base.errors import EngineError
 from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.state_file import load_record
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.engines.records import InstalledEngine
 
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 LEDGER_FILE = "strata-updates.json"
 HISTORY_LIMIT = 300
+MAX_EPOCH = 32_503_680_000  # 3000-01-01: a history time past it (or NaN) cannot be shown as a date
 
 # What a history entry records (``UpdateEntry.action``).
 TRIAL_PASSED = "trial passed"  # --trial-only: it would have been promoted
@@ -103,7 +105,10 @@ class UpdateEntry:
     def from_json(cls, data: dict[str, Any]) -> UpdateEntry:
         figures = data.get("figures") or {}
         message = _read_text(str(data.get("message", "")), data.get("message_text"))
-        return cls(float(data.get("at", 0.0)), str(data.get("action", "")), str(data.get("group", "")),
+        at = data.get("at", 0.0)
+        if not isinstance(at, int | float) or not 0 <= at < MAX_EPOCH:  # shown as a date: must be one
+            at = 0.0
+        return cls(float(at), str(data.get("action", "")), str(data.get("group", "")),
                    str(data.get("engine", "")), str(data.get("previous", "")), message,
                    {str(k): float(v) for k, v in dict(figures).items() if isinstance(v, int | float)},
                    str(data.get("model", "")))
@@ -170,15 +175,17 @@ class UpdateLedger:
         # The resolver asks per engine per plan: parse the file again only when it changed.
         try:
             st = self.path.stat()
-            stamp = (st.st_mtime_ns, st.st_size)
-            if self._cache is None or self._cache[0] != stamp:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-                self._cache = (stamp, data if isinstance(data, dict) else {})
-            return _State.from_json(self._cache[1])
-        except FileNotFoundError:
+        except OSError:
             return _State()
-        except (OSError, ValueError, TypeError) as exc:
-            log.warning("ignoring the unreadable engine update records %s: %s", self.path, exc)
+        stamp = (st.st_mtime_ns, st.st_size)
+        if self._cache is None or self._cache[0] != stamp:
+            # A damaged ledger is kept aside and named (log, command line); the next write starts anew.
+            loaded = load_record(self.path, dict, QT_TRANSLATE_NOOP("Core", "the engine update ledger"), self._clock)
+            self._cache = (stamp, loaded.data if loaded.data is not None else {})  # said once, not per question
+        try:
+            return _State.from_json(self._cache[1])
+        except (ValueError, TypeError) as exc:
+            log.warning("ignoring the unusable engine update ledger %s: %s", self.path, exc)
             return _State()
 
     def _write(self, state: _State) -> None:

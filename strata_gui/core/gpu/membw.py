@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from strata_gui.core.base.state_file import load_cache
+
 log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
@@ -114,13 +116,15 @@ class CpuBandwidth:
     def known(self) -> MeasuredBandwidth | None:
         """The kept measurement, or None when there is none (or it cannot be read)."""
         if self._cached is None:
+            data = load_cache(self.path, dict)
+            if data is None:
+                return None
             try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
                 if data.get("method") != METHOD:
                     return None  # measured on one thread by an earlier Strata: too low, measure again
                 self._cached = MeasuredBandwidth(float(data["gbps"]), int(data["copy_bytes"]), int(data["rounds"]),
                                                  float(data["measured_at"]), int(data["threads"]))
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError):
                 return None
         return self._cached if self._cached.gbps > 0 else None
 

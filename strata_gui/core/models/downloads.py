@@ -36,6 +36,7 @@ from strata_gui.core.base.errors import (
     StrataError,
 )
 from strata_gui.core.base.progress import ProgressCallback, RateMeter, format_bytes
+from strata_gui.core.base.state_file import load_record
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.hub_cache import repo_folder
 from strata_gui.core.models.hub_errors import check_response, error_for_transport
@@ -170,14 +171,10 @@ class DownloadQueue:
         self._load()
 
     def _load(self) -> None:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError) as exc:
-            log.warning("download queue %s unreadable, starting empty: %s", self.path, exc)
-            return
-        items = raw.get("jobs", []) if isinstance(raw, dict) else []
+        raw = load_record(self.path, dict, QT_TRANSLATE_NOOP("Core", "the list of unfinished downloads")).data
+        items = raw.get("jobs", []) if raw is not None else []
+        if not isinstance(items, list):
+            items = []
         for item in items:
             try:
                 job = DownloadJob.from_json(item)

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from strata_gui.core.base.state_file import load_cache
+
 log = logging.getLogger(__name__)
 
 FACTS_VERSION = 1  # bump when what a fact holds changes: older files are then ignored
@@ -119,14 +121,8 @@ class ModelFacts:
         return self._entries
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            log.warning("model facts: ignoring %s (%s); headers are read again", self.path, exc)
-            return {}
-        if not isinstance(raw, dict) or raw.get("version") != FACTS_VERSION or not isinstance(raw.get("models"), dict):
+        raw = load_cache(self.path, dict)  # damaged: headers are read again
+        if raw is None or raw.get("version") != FACTS_VERSION or not isinstance(raw.get("models"), dict):
             return {}
         return {k: v for k, v in raw["models"].items() if isinstance(k, str) and isinstance(v, dict)}
 

@@ -22,6 +22,7 @@ from typing import Any
 from strata_gui.core.base.blocking import run_blocking
 from strata_gui.core.base.errors import SettingsError, StrataError
 from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.state_file import load_record
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, joined
 from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.models.chat_template import (
@@ -219,15 +220,10 @@ class LoadOptionsService:
 
     # -- storage ---------------------------------------------------------------------------------
     def _read(self) -> dict[str, dict[str, Any]]:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            # Options are a convenience: an unreadable file means defaults, never a failed start.
-            log.warning("ignoring unreadable load options file %s", self.path, exc_info=True)
-            return {}
-        if not isinstance(raw, dict) or not isinstance(raw.get("models"), dict):
+        # Options are a convenience: an unusable file means defaults, never a failed start (it is
+        # kept aside, named in the log and on the command line).
+        raw = load_record(self.path, dict, QT_TRANSLATE_NOOP("Core", "the saved load options")).data
+        if raw is None or not isinstance(raw.get("models"), dict):
             return {}
         saved = {k: LoadOptions.known(v) for k, v in raw["models"].items() if isinstance(v, dict)}
         if raw.get("version") == 1:

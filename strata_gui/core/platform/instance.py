@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from strata_gui.core.base.state_file import load_cache
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text
 
 if TYPE_CHECKING:
@@ -133,10 +134,12 @@ class InstanceAddress:
     @classmethod
     def read(cls, path: Path) -> InstanceAddress | None:
         """The address in ``path``; None when it is missing or not one (being written, damaged)."""
+        data = load_cache(path, dict)
+        if data is None:
+            return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
             address = cls(pid=int(data["pid"]), port=int(data["port"]), token=str(data["token"]))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return None
         return address if 0 < address.port < 65536 and address.token else None
 

@@ -33,6 +33,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from strata_gui.core.base.state_file import load_cache
+
 log = logging.getLogger(__name__)
 
 RECORD_NAME = "warm-start.json"
@@ -90,11 +92,8 @@ def forget(record: Path) -> None:
 
 
 def _read(record: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("version") != VERSION:
+    data = load_cache(record, dict)
+    if data is None or data.get("version") != VERSION:
         return None
     cmd, files, env_set, unset = data.get("command"), data.get("files"), data.get("set"), data.get("unset")
     if not (isinstance(cmd, list) and cmd and all(isinstance(a, str) for a in cmd) and isinstance(files, dict)

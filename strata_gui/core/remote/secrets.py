@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from strata_gui.core.base.errors import StorageError
+from strata_gui.core.base.state_file import UnusableStateFile, read_state
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.platform.logging_setup import register_secret
 
@@ -109,17 +110,17 @@ class FileSecretStore:
 
     def _read(self) -> dict[str, str]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
+            data = read_state(self.path, dict)
         except OSError as exc:
             self._tell(T(QT_TRANSLATE_NOOP("Core", "The key store {path} cannot be read ({reason}), so no saved API "
                                                    "keys or hub token are used."), path=self.path,
                          reason=exc.strerror or exc))
             return {}
-        except (ValueError, RecursionError) as exc:  # not JSON (ValueError), or nested past json's depth
-            return self._damaged(type(exc).__name__)
-        if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        except UnusableStateFile as exc:
+            return self._damaged(exc.reason)
+        if data is None:
+            return {}
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
             return self._damaged(QT_TRANSLATE_NOOP("Core", "not a JSON object of strings"))
         return data
 

@@ -22,6 +22,7 @@ import httpx
 
 from strata_gui.core.base.errors import ChatError, NetworkError, StorageError
 from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.state_file import UnusableStateFile, read_state
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.client import (
     ChatClient,
@@ -122,20 +123,19 @@ class RemoteService:
     # -- persistence ---------------------------------------------------------------------------
     def endpoints(self) -> list[RemoteEndpoint]:
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return []
-        except (OSError, ValueError) as exc:
+            raw = read_state(self.path, dict)
+        except OSError as exc:
             raise StorageError(T(QT_TRANSLATE_NOOP("Core", "The list of remote engines {path} cannot be read."),
                                  path=self.path),
+                               hint=QT_TRANSLATE_NOOP("Core", "Check the file's permissions.")) from exc
+        except UnusableStateFile as exc:
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "The list of remote engines {path} cannot be used "
+                                                           "({reason})."), path=self.path, reason=exc.reason),
                                hint=QT_TRANSLATE_NOOP("Core", "Delete the file and add the remote engines "
                                                               "again.")) from exc
-        except RecursionError as exc:
-            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "The list of remote engines {path} cannot be read (it "
-                                                           "is nested too deeply)."), path=self.path),
-                               hint=QT_TRANSLATE_NOOP("Core", "Delete the file and add the remote engines "
-                                                              "again.")) from exc
-        items = raw.get("endpoints", []) if isinstance(raw, dict) else []
+        items = raw.get("endpoints", []) if raw is not None else []
+        if not isinstance(items, list):
+            items = []
         known = set(RemoteEndpoint.__dataclass_fields__)
         endpoints = [RemoteEndpoint(**{k: v for k, v in item.items() if k in known})
                      for item in items if isinstance(item, dict) and "id" in item]

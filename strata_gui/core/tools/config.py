@@ -25,6 +25,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from strata_gui.core.base.errors import ToolConfigError
+from strata_gui.core.base.state_file import nested_too_deeply
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text
 
 Transport = Literal["stdio", "http"]
@@ -160,6 +161,9 @@ def parse_mcp_json(text: str, *, source: str = _CONFIGURATION) -> list[McpServer
         ToolConfigError: Not JSON, not the ``mcpServers`` shape, or a server entry is unusable;
             the message names the server and the field.
     """
+    if nested_too_deeply(text):  # json.loads would recurse until Python gives up
+        raise ToolConfigError(T(QT_TRANSLATE_NOOP("Core", "{source} is nested too deeply to be a tool server "
+                                                          "configuration."), source=source))
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

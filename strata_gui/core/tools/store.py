@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from strata_gui.core.base.errors import StorageError, ToolConfigError
 from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.state_file import UnusableStateFile, load_record, parse_state
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.tools.config import (
     HTTP,
@@ -69,17 +70,14 @@ class McpServerStore:
 
     # -- reading -----------------------------------------------------------------------------------
     def _read(self) -> dict[str, Any]:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {"version": VERSION, "servers": [], "always_allow": {}}
-        except (OSError, ValueError) as exc:
+        # A damaged list is kept aside (named in the log and on the command line) and Strata
+        # starts a new one; a list that cannot be read at all is never written over.
+        loaded = load_record(self.path, dict, QT_TRANSLATE_NOOP("Core", "the list of tool servers"))
+        if loaded.unreadable:
             raise StorageError(T(QT_TRANSLATE_NOOP("Core", "The list of tool servers {path} cannot be read."),
                                  path=self.path),
-                               hint=QT_TRANSLATE_NOOP("Core", "Delete the file and add the tool servers again."),
-                               details=type(exc).__name__) from exc
-        if not isinstance(raw, dict):
-            raw = {}
+                               hint=QT_TRANSLATE_NOOP("Core", "Check the file's permissions."))
+        raw = loaded.data if loaded.data is not None else {}
         servers = raw.get("servers")
         allow = raw.get("always_allow")
         return {"version": VERSION,
@@ -104,11 +102,9 @@ class McpServerStore:
         if not raw:
             return {}
         try:
-            data = json.loads(raw)
-        except ValueError:
+            data = parse_state(raw, dict)
+        except UnusableStateFile:
             log.warning("the stored secrets of a tool server cannot be read; it starts without them")
-            return {}
-        if not isinstance(data, dict):
             return {}
         out: dict[str, Any] = {k: {str(n): str(v) for n, v in data[k].items()} for k in ("env", "headers")
                                if isinstance(data.get(k), dict)}
