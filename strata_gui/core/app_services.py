@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from strata_gui.core.base.blocking import run_blocking
-from strata_gui.core.base.errors import StrataError
+from strata_gui.core.base.errors import StorageError, StrataError
 from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, joined
 from strata_gui.core.bench.store import ImageRun, MetricsStore
@@ -507,6 +507,10 @@ def _open_database(path: Path, keep_conversations: bool) -> tuple[MetricsStore, 
         notices.append(joined([exc.message, QT_TRANSLATE_NOOP("Core", "Statistics and conversations are not saved "
                                                                       "this session."), _IN_USE_HINT]))
         return MetricsStore(Path(":memory:")), Path(":memory:"), notices
+    except StorageError as exc:  # a read-only or vanished data folder: reading commands still work
+        notices.append(joined([exc.message, QT_TRANSLATE_NOOP("Core", "Statistics and conversations are not saved "
+                                                                      "this session."), exc.hint or ""]))
+        return MetricsStore(Path(":memory:")), Path(":memory:"), notices
     if metrics.notice:
         notices.append(metrics.notice)
     return metrics, chat_db, notices
@@ -518,6 +522,10 @@ def _open_chat_store(path: Path, notices: list[str]) -> ConversationStore:
     except DatabaseLockedError as exc:
         notices.append(joined([exc.message, QT_TRANSLATE_NOOP("Core", "Conversations are not saved this session."),
                                _IN_USE_HINT]))
+        return ConversationStore(Path(":memory:")).open()
+    except StorageError as exc:
+        notices.append(joined([exc.message, QT_TRANSLATE_NOOP("Core", "Conversations are not saved this session."),
+                               exc.hint or ""]))
         return ConversationStore(Path(":memory:")).open()
     if store.notice:
         notices.append(store.notice)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import threading
 from pathlib import Path
 
@@ -101,14 +102,15 @@ def configure_logging(log_file: Path, *, verbose: bool = False, to_stderr: bool 
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     try:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        file_handler: logging.Handler = logging.handlers.RotatingFileHandler(
-            log_file, maxBytes=1_000_000, backupCount=5, encoding="utf-8"
-        )
-    except OSError:
-        file_handler = logging.StreamHandler()
-    file_handler.setFormatter(RedactingFormatter(LOG_FORMAT))
-    file_handler._strata = True  # type: ignore[attr-defined]
-    root.addHandler(file_handler)
+        file_handler: logging.Handler | None = _log_file(log_file)
+    except OSError as exc:  # a read-only or missing folder: say so once, not per line
+        sys.stderr.write(f"note: the log {log_file} cannot be written ({exc.strerror or exc}); "
+                         f"{'warnings are shown here only' if to_stderr else 'it goes to the console'}.\n")
+        file_handler = None if to_stderr else logging.StreamHandler()
+    if file_handler is not None:
+        file_handler.setFormatter(RedactingFormatter(LOG_FORMAT))
+        file_handler._strata = True  # type: ignore[attr-defined]
+        root.addHandler(file_handler)
     if to_stderr:
         err = logging.StreamHandler()
         err.setLevel(logging.DEBUG if verbose else logging.WARNING)
@@ -122,6 +124,31 @@ def configure_logging(log_file: Path, *, verbose: bool = False, to_stderr: bool 
     # address may carry a key in its query string.
     for name in ("httpx", "httpcore", "httpx2", "httpcore2", "mcp"):
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _log_file(path: Path) -> logging.Handler:
+    import logging.handlers
+
+    class LogFile(logging.handlers.RotatingFileHandler):
+        """The rotating log file, which stops at its first failed write (a full disk, a vanished
+        folder) with one line on stderr, instead of a "--- Logging error ---" traceback per line."""
+
+        failed = False
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if not self.failed:
+                super().emit(record)
+
+        def handleError(self, record: logging.LogRecord) -> None:
+            if self.failed:
+                return
+            self.failed = True
+            exc = sys.exc_info()[1]
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            sys.stderr.write(f"note: the log {self.baseFilename} cannot be written ({reason}); "
+                             "nothing more is logged this session.\n")
+
+    return LogFile(path, maxBytes=1_000_000, backupCount=5, encoding="utf-8")
 
 
 def close_logging() -> None:

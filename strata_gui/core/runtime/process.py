@@ -252,8 +252,8 @@ class ManagedProcess:
         try:
             self.log_file.parent.mkdir(parents=True, exist_ok=True)
             return open(self.log_file, "w", encoding="utf-8")  # the reader thread closes it
-        except OSError:
-            log.warning("cannot write the log of %s to %s", self.subject, self.log_file, exc_info=True)
+        except OSError as exc:  # a read-only or full disk: the engine runs without its log
+            log.warning("cannot write the log of %s to %s (%s)", self.subject, self.log_file, exc.strerror or exc)
             return None
 
     def _end_unlaunched(self, *, reason: str) -> NoReturn:
