@@ -95,6 +95,24 @@ def test_every_route_refuses_a_missing_or_wrong_key(qasync_loop: asyncio.Abstrac
         run_api(scripted_router(engine.base_url, test_model), body, api_key=KEY, loop=qasync_loop)
 
 
+def test_a_key_header_with_bytes_that_are_not_utf8_is_a_401(test_model: Path) -> None:
+    """A Latin-1 byte in ``Authorization`` or ``x-api-key`` was a 500 (and a traceback in the log)
+    raised before the key was compared; it is a wrong key like any other."""
+    with scripted_engine() as engine:
+        async def body(api: Api) -> None:
+            for header in (b"Authorization: Bearer caf\xe9-" + KEY.encode(), b"x-api-key: \xff\xfe" + KEY.encode()):
+                reader, writer = await asyncio.open_connection("127.0.0.1", api.server.port)
+                writer.write(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n" + header + b"\r\nConnection: close\r\n\r\n")
+                answer = await reader.read()
+                writer.close()
+                assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
+                assert b"invalid_api_key" in answer
+            assert api.server.counters.unauthorized == 2
+            assert engine.requests == []
+
+        run_api(scripted_router(engine.base_url, test_model), body, api_key=KEY)
+
+
 def test_not_on_loopback_needs_a_key() -> None:
     with pytest.raises(ServerError, match="without an API key"):
         ApiServer(EngineRouter([]), host="0.0.0.0", port=0)

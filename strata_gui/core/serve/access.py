@@ -37,7 +37,9 @@ def presented_key(headers: Mapping[str, str]) -> str:
 
 def key_matches(presented: str, key: str) -> bool:
     """Constant-time comparison of the key a client sent with the server's."""
-    return hmac.compare_digest(presented.encode(), key.encode())
+    # A header with bytes that are not UTF-8 reaches here with them as lone surrogates: compare
+    # them as the bytes they were (never equal to a key), so the answer is 401, not a 500.
+    return hmac.compare_digest(presented.encode("utf-8", "surrogateescape"), key.encode())
 
 
 def _host_of(authority: str) -> str:
