@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +53,24 @@ def test_wrong_key_refused_and_not_saved(keyed_server: str, capsys: pytest.Captu
     for f in config.iterdir():
         assert KEY not in f.read_text(), f
     assert os.stat(config / "secrets.json").st_mode & 0o077 == 0
+
+
+def _strata_bytes(*argv: bytes, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    # A real process with its output piped: printing text that cannot be encoded fails there.
+    return subprocess.run([os.fsencode(sys.executable), b"-m", b"strata_gui.cli", *argv], env=env,
+                          capture_output=True, timeout=120)
+
+
+def test_half_an_emoji_in_a_reply_or_a_latin1_prompt_is_replaced_not_fatal(tmp_path: Path) -> None:
+    """A remote reply holding the JSON escape ``\\ud83d`` alone, or a prompt byte that is not UTF-8
+    (``strata remote chat lab "$(cat latin1.txt)"``), ended in "Internal error … surrogates not
+    allowed" and the reply was lost."""
+    env = dict(os.environ, STRATA_HOME=str(tmp_path / "home"))
+    with openai_like_server(words=["Hi ", "\ud83d", "!"]) as base:
+        assert _strata_bytes(b"remote", b"add", b"lab", base.encode() + b"/v1", env=env).returncode == 0
+        shown = _strata_bytes(b"remote", b"chat", b"lab", b"caf\xe9 au lait", env=env)
+        assert shown.returncode == 0, shown.stderr.decode(errors="replace")
+        assert shown.stdout.decode("utf-8").strip() == "Hi \ufffd!"
+        assert b"Traceback" not in shown.stderr and b"Internal error" not in shown.stderr
+        data = _strata_bytes(b"remote", b"chat", b"lab", b"caf\xe9", b"--json", env=env)
+        assert data.returncode == 0 and json.loads(data.stdout)["text"] == "Hi \ufffd!"

@@ -48,27 +48,30 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
         self.end_headers()
-        for i, word in enumerate(WORDS):
+        words = getattr(self.server, "words", WORDS)
+        for i, word in enumerate(words):
             chunk = {"id": "c1", "object": "chat.completion.chunk", "model": "org/Model-7B",
                      "choices": [{"index": 0, "delta": {"content": word},
-                                  "finish_reason": "stop" if i == len(WORDS) - 1 else None}]}
+                                  "finish_reason": "stop" if i == len(words) - 1 else None}]}
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.flush()
             time.sleep(0.01)
-        usage = {"id": "c1", "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": len(WORDS),
-                                                        "total_tokens": 9 + len(WORDS)}}
+        usage = {"id": "c1", "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": len(words),
+                                                        "total_tokens": 9 + len(words)}}
         self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
         self.wfile.flush()
         self.close_connection = True
 
 
 @contextmanager
-def openai_like_server(*, echo_auth: bool = False) -> Iterator[str]:
+def openai_like_server(*, echo_auth: bool = False, words: list[str] | None = None) -> Iterator[str]:
     """Serve on a free loopback port; with ``echo_auth`` every chat request fails with a 500 whose
-    message quotes the request's Authorization header (the key)."""
+    message quotes the request's Authorization header (the key). ``words`` are the streamed
+    pieces (JSON-escaped as sent, so a lone surrogate arrives as ``\\ud83d``)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     server.echo_auth = echo_auth  # type: ignore[attr-defined]
+    server.words = words or WORDS  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, name="remote-test-server", kwargs={"poll_interval": 0.05})
     thread.start()
     try:

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Sequence
 
 from strata_gui.core.base.progress import ProgressCallback
+from strata_gui.core.base.texts import well_formed
 from strata_gui.core.runtime.client import ReplyStats, RequestOptions
 
 from .announcer import ChatAnnouncer
@@ -57,7 +58,7 @@ class Turns:
         """
         if images:
             self.chat_model.check_images_accepted()
-        user = self.conversations.add_user_message(conversation_id, text, images)
+        user = self.conversations.add_user_message(conversation_id, well_formed(text), images)
         return await self._reply(conversation_id, on_progress, user)
 
     async def regenerate(self, conversation_id: int, on_progress: ProgressCallback | None = None) -> Message:
@@ -68,7 +69,7 @@ class Turns:
     async def edit_and_resend(self, message_id: int, text: str,
                               on_progress: ProgressCallback | None = None) -> Message:
         """Replace a user message's text, drop everything after it, and answer again."""
-        conversation_id = self.conversations.edit(message_id, text)
+        conversation_id = self.conversations.edit(message_id, well_formed(text))
         return await self._reply(conversation_id, on_progress)
 
     async def retry_without_format_parsing(self, conversation_id: int,

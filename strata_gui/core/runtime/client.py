@@ -43,7 +43,7 @@ from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin,
 import httpx
 
 from strata_gui.core.base.errors import ChatError, ChatFormatError, ServerError
-from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, well_formed
 from strata_gui.core.runtime.engine_http import (
     STOPPED_ANSWERING,
     STOPPED_ANSWERING_HINT,
@@ -936,14 +936,29 @@ class _SentTrace:
 def _parse_chunk(payload: bytes) -> dict[str, Any]:
     try:
         chunk = json.loads(payload)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: brackets nested thousands deep
         raise _unreadable(payload) from exc
     if not isinstance(chunk, dict):
         raise _unreadable(payload)
+    if _SURROGATE_ESCAPE.search(payload):  # half an emoji (a lone \ud83d): text that cannot be printed or saved
+        chunk = {well_formed(k): _well_formed_json(v) for k, v in chunk.items()}
     err = chunk.get("error")
     if err:
         raise _error_from_body(err, status=None)
     return chunk
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _well_formed_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, dict):
+        return {well_formed(k): _well_formed_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_well_formed_json(v) for v in value]
+    return value
 
 
 def _unreadable(payload: bytes) -> ServerError | ChatFormatError:
