@@ -166,6 +166,7 @@ def test_free_space_shortfall_is_checked_first(harness: Harness, published: GitH
     with pytest.raises(InsufficientSpaceError, match="Not enough disk space") as info:
         harness.run(body)
     assert "Free some space" in (info.value.hint or "")
+    assert "plus 64.0 MiB that Strata keeps free" in info.value.message
     assert published.state.downloads == 0
     assert _leftovers(harness) == []
 

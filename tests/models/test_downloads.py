@@ -169,8 +169,10 @@ def test_not_enough_space_is_reported_before_downloading(hub: Any, make_service:
     async def go() -> None:
         async with make_service(hub, disk_free=lambda p: 50_000_000) as svc:
             job = await _job(svc)
-            with pytest.raises(InsufficientSpaceError, match="Not enough disk space"):
+            with pytest.raises(InsufficientSpaceError, match="Not enough disk space") as info:
                 await svc.download(job, lambda p: None)
+            # The margin is said: "needs 42.9 MiB, 59.7 MiB are free" read as a refusal for nothing.
+            assert "plus 200.0 MiB that Strata keeps free" in info.value.message
 
     asyncio.run(go())
     assert not [p for m, p, h in hub.state.requests if m == "GET" and p.endswith("Q4_K_M.gguf")]

@@ -381,9 +381,11 @@ class EngineService:
             free = self._disk_free(folder)
             if free < need + SPACE_MARGIN:
                 raise InsufficientSpaceError(
-                    T(QT_TRANSLATE_NOOP("Core", "Not enough disk space for {asset}: it needs about {need}, {folder} has "
+                    T(QT_TRANSLATE_NOOP("Core", "Not enough disk space for {asset}: it needs about {need}, plus {margin} "
+                                                "that Strata keeps free so the disk does not fill up; {folder} has "
                                                 "{free} free."),
-                      asset=cand.asset.name, need=format_bytes(need), folder=str(folder), free=format_bytes(free)),
+                      asset=cand.asset.name, need=format_bytes(need), margin=format_bytes(SPACE_MARGIN),
+                      folder=str(folder), free=format_bytes(free)),
                     hint=QT_TRANSLATE_NOOP("Core", "Free some space, or choose another engines folder in Settings."))
 
     @staticmethod

@@ -423,8 +423,9 @@ class HubCacheDownloader:
         free = self._disk_free(self.cache_dir)
         if needed + SPACE_MARGIN > free:
             raise InsufficientSpaceError(
-                T(QT_TRANSLATE_NOOP("Core", "Not enough disk space: the download needs {needed}, {free} are free."),
-                  needed=format_bytes(needed), free=format_bytes(free)),
+                T(QT_TRANSLATE_NOOP("Core", "Not enough disk space: the download needs {needed}, plus {margin} that "
+                                            "Strata keeps free so the disk does not fill up; {free} are free."),
+                  needed=format_bytes(needed), margin=format_bytes(SPACE_MARGIN), free=format_bytes(free)),
                 hint=QT_TRANSLATE_NOOP("Core", "Free some space (delete models in the Library tab) or move the hub "
                                                "cache in Settings."),
             )
