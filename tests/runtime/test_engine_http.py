@@ -119,6 +119,25 @@ def test_a_request_on_a_connection_the_engine_closes_at_that_moment_is_sent_agai
     run(body)
 
 
+def test_a_request_dropped_on_a_new_connection_is_not_sent_again() -> None:
+    """Only the keep-alive race is answered by sending again: on a connection opened for the
+    request, the engine had it and broke off (a crash), and a second POST could run it twice."""
+    server: Server
+
+    async def drops_every_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)  # read, then closed unanswered
+
+    async def body() -> None:
+        nonlocal server
+        async with Server(drops_every_request) as server, loopback_client() as http:
+            engine = EngineHttp(http, server.url)
+            with pytest.raises(ServerError, match="stopped answering"):
+                await engine.post("/v1/chat/completions", json={"messages": []}, timeout=5.0)
+            assert server.connections == 1 and len(server.heads) == 1  # sent once
+
+    run(body)
+
+
 def test_a_reply_left_early_closes_its_connection_and_the_next_request_gets_a_new_one() -> None:
     server: Server
 

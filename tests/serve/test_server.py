@@ -113,6 +113,28 @@ def test_a_key_header_with_bytes_that_are_not_utf8_is_a_401(test_model: Path) ->
         run_api(scripted_router(engine.base_url, test_model), body, api_key=KEY)
 
 
+def test_an_engine_that_died_is_a_502_that_names_neither_its_port_nor_the_http_library(test_model: Path) -> None:
+    """The 502 quoted httpx ("All connection attempts failed", "Server disconnected without sending
+    a response") and the engine's internal address; a client can act on neither."""
+    import socket
+
+    with socket.socket() as hold:  # a port nothing answers on: the engine died and its port closed
+        hold.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{hold.getsockname()[1]}"
+    port = dead.rsplit(":", 1)[1]
+
+    async def body(api: Api) -> None:
+        ok = {"Authorization": f"Bearer {KEY}"}
+        for path, payload in (("/v1/chat/completions", CHAT), ("/api/chat", {**CHAT, "stream": False})):
+            r = await api.http.post(api.base + path, headers=ok, json=payload)
+            assert r.status_code == 502, r.text
+            text = r.text
+            assert "could not be reached" in text and port not in text and "127.0.0.1" not in text
+            assert "connection attempts" not in text.lower() and "httpx" not in text.lower()
+
+    run_api(scripted_router(dead, test_model), body, api_key=KEY)
+
+
 def test_not_on_loopback_needs_a_key() -> None:
     with pytest.raises(ServerError, match="without an API key"):
         ApiServer(EngineRouter([]), host="0.0.0.0", port=0)

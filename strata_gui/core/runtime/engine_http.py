@@ -18,7 +18,7 @@ again is safe; callers whose request must not run twice say ``resend=False``.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -152,16 +152,39 @@ class EngineHttp:
                                         headers=self.headers(headers), timeout=timeout, extensions=extensions)
 
     async def _send(self, request: httpx.Request, *, stream: bool, resend: bool) -> httpx.Response:
+        connected = _Connected(request.extensions.get("trace"))
+        request.extensions["trace"] = connected
         try:
             try:
                 return await self._http.send(request, stream=stream)
             except _CLOSED_CONNECTION:
-                if not resend:
+                # Only the keep-alive race is sent again: a kept-alive connection the engine closed
+                # as the request went out on it. On a connection opened for this request, the engine
+                # had it and broke off (it crashed, or refused it): sending it again could run it twice.
+                if not resend or connected.opened:
                     raise
                 log.debug("engine closed a kept-alive connection; resending once")
+                connected.opened = False
                 return await self._http.send(request, stream=stream)
         except httpx.HTTPError as exc:
             raise engine_error(exc, self.base_url) from exc
+
+
+class _Connected:
+    """A request's ``trace`` (httpx's documented request extension) that notes whether a new
+    connection was opened for it, passing every event on to the caller's own trace."""
+
+    __slots__ = ("_inner", "opened")
+
+    def __init__(self, inner: Callable[[str, Mapping[str, Any]], Awaitable[None]] | None) -> None:
+        self._inner = inner
+        self.opened = False
+
+    async def __call__(self, name: str, info: Mapping[str, Any]) -> None:
+        if name.startswith("connection.connect_"):
+            self.opened = True
+        if self._inner is not None:
+            await self._inner(name, info)
 
 
 class EngineReply:

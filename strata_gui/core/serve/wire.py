@@ -275,8 +275,18 @@ _ENGINE_HEADERS = {"Content-Type": JSON_TYPE, "Accept-Encoding": "identity"}
 
 
 def engine_failure(exc: ServerError) -> str:
-    """What broke on the engine leg, in one phrase (httpx's words where it named the fault)."""
-    return exc.details or exc.message
+    """What broke on the engine leg, in one phrase for an API client.
+
+    Never the engine's internal address or the HTTP library's words: a client cannot act on
+    either, and the port is Strata's business. Those go to the log.
+    """
+    log.warning("the engine leg failed: %s (%s)", exc.message, exc.details or "no details")
+    cause = exc.__cause__
+    if isinstance(cause, httpx.ConnectError):
+        return "it could not be reached (it may have stopped; it is started again on the next request)"
+    if isinstance(cause, httpx.TimeoutException):
+        return "it did not answer in time"
+    return "the connection broke off (the engine probably crashed; it is started again on the next request)"
 
 
 @asynccontextmanager
