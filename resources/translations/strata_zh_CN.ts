@@ -953,6 +953,10 @@ Last reply: this computer ({1})</source>
         <translation>请继续下载；它会从中断处接着下载。</translation>
     </message>
     <message>
+        <source>the list of unfinished downloads</source>
+        <translation>未完成下载的列表</translation>
+    </message>
+    <message>
         <source>Could not save the download queue: {reason}</source>
         <translation>无法保存下载队列：{reason}</translation>
     </message>
@@ -985,10 +989,6 @@ Last reply: this computer ({1})</source>
         <translation>正在下载 {name}</translation>
     </message>
     <message>
-        <source>Not enough disk space: the download needs {needed}, {free} are free.</source>
-        <translation>磁盘空间不足：下载需要 {needed}，可用 {free}。</translation>
-    </message>
-    <message>
         <source>Free some space (delete models in the Library tab) or move the hub cache in Settings.</source>
         <translation>请释放一些空间（在“模型库”标签页删除模型），或在设置中移动 hub 缓存。</translation>
     </message>
@@ -1003,6 +1003,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Unexpected answer {status} for {path}.</source>
         <translation>{path} 收到了意外的响应 {status}。</translation>
+    </message>
+    <message>
+        <source>Not enough disk space: the download needs {needed}, plus {margin} that Strata keeps free so the disk does not fill up; {free} are free.</source>
+        <translation>磁盘空间不足：下载需要 {needed}，另需 {margin} 由 Strata 保留为空闲以免磁盘写满；可用 {free}。</translation>
     </message>
     <message>
         <source>The download of {file} stopped at {got} of {size}: the connection dropped.</source>
@@ -1237,8 +1241,8 @@ Last reply: this computer ({1})</source>
         <translation>已在本机试过：{result}。更新驱动后，请在“引擎”页面重新测试。</translation>
     </message>
     <message>
-        <source>Not enough disk space for {asset}: it needs about {need}, {folder} has {free} free.</source>
-        <translation>磁盘空间不足，无法放下 {asset}：约需 {need}，{folder} 只有 {free} 可用。</translation>
+        <source>Not enough disk space for {asset}: it needs about {need}, plus {margin} that Strata keeps free so the disk does not fill up; {folder} has {free} free.</source>
+        <translation>{asset} 的磁盘空间不足：约需 {need}，另需 {margin} 由 Strata 保留为空闲以免磁盘写满；{folder} 可用 {free}。</translation>
     </message>
     <message>
         <source>Free some space, or choose another engines folder in Settings.</source>
@@ -1405,8 +1409,16 @@ Last reply: this computer ({1})</source>
         <translation>思考预算必须是 token 数量，或为 -1 表示不限制。</translation>
     </message>
     <message>
+        <source>the saved load options</source>
+        <translation>已保存的加载选项</translation>
+    </message>
+    <message>
         <source>Could not save the load options: {reason}.</source>
         <translation>无法保存加载选项：{reason}。</translation>
+    </message>
+    <message>
+        <source>the engine update ledger</source>
+        <translation>引擎更新记录</translation>
     </message>
     <message>
         <source>Could not save the engine update records: {reason}</source>
@@ -1485,12 +1497,16 @@ Last reply: this computer ({1})</source>
         <translation>无法读取远程引擎列表 {path}。</translation>
     </message>
     <message>
-        <source>Delete the file and add the remote engines again.</source>
-        <translation>请删除该文件，然后重新添加远程引擎。</translation>
+        <source>Check the file&apos;s permissions.</source>
+        <translation>请检查该文件的权限。</translation>
     </message>
     <message>
-        <source>The list of remote engines {path} cannot be read (it is nested too deeply).</source>
-        <translation>无法读取远程引擎列表 {path}（嵌套层级过深）。</translation>
+        <source>The list of remote engines {path} cannot be used ({reason}).</source>
+        <translation>远程引擎列表 {path} 无法使用（{reason}）。</translation>
+    </message>
+    <message>
+        <source>Delete the file and add the remote engines again.</source>
+        <translation>请删除该文件，然后重新添加远程引擎。</translation>
     </message>
     <message>
         <source>Could not save the remote engines: {reason}</source>
@@ -1613,10 +1629,6 @@ Last reply: this computer ({1})</source>
         <translation>设置未保存：{problems}</translation>
     </message>
     <message>
-        <source>Your settings file could not be read (it is nested too deeply), so defaults are used.</source>
-        <translation>无法读取您的设置文件（嵌套层级过深），因此使用默认设置。</translation>
-    </message>
-    <message>
         <source>Your settings file could not be read ({reason}), so defaults are used.</source>
         <translation>无法读取您的设置文件（{reason}），因此使用默认设置。</translation>
     </message>
@@ -1697,12 +1709,12 @@ Last reply: this computer ({1})</source>
         <translation>粘贴的配置</translation>
     </message>
     <message>
-        <source>The list of tool servers {path} cannot be read.</source>
-        <translation>无法读取工具服务器列表 {path}。</translation>
+        <source>the list of tool servers</source>
+        <translation>工具服务器列表</translation>
     </message>
     <message>
-        <source>Delete the file and add the tool servers again.</source>
-        <translation>请删除该文件，然后重新添加工具服务器。</translation>
+        <source>The list of tool servers {path} cannot be read.</source>
+        <translation>无法读取工具服务器列表 {path}。</translation>
     </message>
     <message>
         <source>Could not save the tool servers: {reason}</source>
@@ -2949,6 +2961,10 @@ Last reply: this computer ({1})</source>
         <translation>粘贴的配置</translation>
     </message>
     <message>
+        <source>{source} is nested too deeply to be a tool server configuration.</source>
+        <translation>{source} 嵌套过深，不是有效的工具服务器配置。</translation>
+    </message>
+    <message>
         <source>{source} is not valid JSON (line {line}, column {column}: {reason}).</source>
         <translation>{source}不是有效的 JSON（第 {line} 行，第 {column} 列：{reason}）。</translation>
     </message>
@@ -3227,6 +3243,38 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Install it, or give the full path of the program in the server&apos;s settings.</source>
         <translation>请安装该程序，或在服务器设置中填写程序的完整路径。</translation>
+    </message>
+    <message>
+        <source>it is nested too deeply</source>
+        <translation>嵌套过深</translation>
+    </message>
+    <message>
+        <source>it is not valid JSON ({reason})</source>
+        <translation>不是有效的 JSON（{reason}）</translation>
+    </message>
+    <message>
+        <source>it does not hold what Strata wrote there</source>
+        <translation>内容不是 Strata 写入的格式</translation>
+    </message>
+    <message>
+        <source>it is larger than {size} MiB</source>
+        <translation>大于 {size} MiB</translation>
+    </message>
+    <message>
+        <source>it is not UTF-8 text</source>
+        <translation>不是 UTF-8 文本</translation>
+    </message>
+    <message>
+        <source>Could not read {what} ({path}): {reason}. Strata goes on without it.</source>
+        <translation>无法读取{what}（{path}）：{reason}。Strata 将在没有它的情况下继续。</translation>
+    </message>
+    <message>
+        <source>Could not use {what} ({path}): {reason}. Strata goes on without it and left the file as it is.</source>
+        <translation>无法使用{what}（{path}）：{reason}。Strata 将在没有它的情况下继续，文件保持原样。</translation>
+    </message>
+    <message>
+        <source>Could not use {what} ({path}): {reason}. The file was kept as {name}, and Strata goes on without it.</source>
+        <translation>无法使用{what}（{path}）：{reason}。该文件已另存为 {name}，Strata 将在没有它的情况下继续。</translation>
     </message>
 </context>
 <context>

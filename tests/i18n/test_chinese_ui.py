@@ -317,6 +317,7 @@ def test_benchmark_settings_and_engine_sentences_read_in_chinese(qapp: QApplicat
     assert settings_notice is not None
     moved_settings = next(p.name for p in tmp_path.iterdir() if p.name.startswith("settings.json."))
     settings_reason = settings_notice[len("Your settings file could not be read ("):settings_notice.index("), so")]
+    json_detail = settings_reason[len("it is not valid JSON ("):-1]  # json's own words stay as they are
 
     damaged = tmp_path / "damaged.db"
     damaged.write_bytes(b"this is not a database" * 100)
@@ -366,7 +367,7 @@ def test_benchmark_settings_and_engine_sentences_read_in_chinese(qapp: QApplicat
             "无法打开统计数据和引擎选择：unable to open database file\n请检查磁盘是否已满，以及数据文件夹是否可写。",
             "ROCm b1011 的解码速度是 Vulkan b7601 的 1.50 倍（60.0 对 40.0 tokens/s）。",
             "无法测量 CPU b7601：timed out",
-            f"无法读取您的设置文件（{settings_reason}），因此使用默认设置。 该文件已移至 {moved_settings}。",
+            f"无法读取您的设置文件（不是有效的 JSON（{json_detail}）），因此使用默认设置。 该文件已移至 {moved_settings}。",
             f"数据库文件已损坏（file is not a database），因此 Strata 为统计数据和引擎选择新建了一个数据库文件。"
             f"旧文件已保留为 {moved_db}。",
             "gfx1036：没有针对此目标的 ROCm 构建 → Vulkan",

@@ -212,5 +212,5 @@ def test_a_download_that_cannot_fit_is_explained_in_chinese(hub: Any, make_servi
     finally:
         install_language(qapp, "en")
     needed = error.message.split("needs ")[1].split(",")[0]
-    assert text == (f"磁盘空间不足：下载需要 {needed}，可用 47.7 MiB。\n"
+    assert text == (f"磁盘空间不足：下载需要 {needed}，另需 200.0 MiB 由 Strata 保留为空闲以免磁盘写满；可用 47.7 MiB。\n"
                     "请释放一些空间（在“模型库”标签页删除模型），或在设置中移动 hub 缓存。")
