@@ -350,7 +350,8 @@ def test_gc_keeps_the_build_in_use_and_the_last_good_one_and_a_damaged_ledger_is
         assert [h.action for h in svc.ledger.history()] == [REFUSED, PROMOTED]
         svc.ledger.path.write_text("{not json")
         assert svc.ledger.history() == [] and svc.ledger.active("text:upstream:cpu:") is None
-        assert "unreadable engine update records" in caplog.text
+        assert "Could not use the engine update ledger" in caplog.text  # kept aside and named
+        assert list(svc.ledger.path.parent.glob("strata-updates.json.corrupt-*"))
         assert svc.garbage_collect() == ["upstream-cpu-all-b7601"]  # no record: the newest stays
 
     h.run(body)

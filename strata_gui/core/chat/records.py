@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from strata_gui.core.base.texts import well_formed
 from strata_gui.core.runtime.client import (
     Effort,
     ReplyStats,
@@ -225,3 +226,9 @@ def tool_calls_from_json(text: str | None) -> tuple[ToolCallRecord, ...]:
 
 def tool_calls_json(calls: Sequence[ToolCallRecord]) -> str:
     return json.dumps([c.to_json() for c in calls])
+
+
+def storable(params: Sequence[Any]) -> tuple[Any, ...]:
+    """``params`` with text made encodable: SQLite takes UTF-8 only, and half an emoji (a JSON
+    ``\\ud83d`` from a server, a byte that was not UTF-8 on a command line) raised and lost the reply."""
+    return tuple(well_formed(p) if isinstance(p, str) else p for p in params)

@@ -142,3 +142,4 @@ def message_from_row(row: sqlite3.Row) -> Message:
                    ran_on=row["ran_on"], thinking=_text(row["thinking"]),
                    tool_calls=tool_calls_from_json(row["tool_calls_json"]), tool_call_id=_text(row["tool_call_id"]),
                    tool_name=_text(row["tool_name"]))
+

@@ -23,12 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from strata_gui.core.base.errors import StorageError
-from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, well_formed
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.platform.storage import open_database, storage_error
-from strata_gui.core.runtime.client import (
-    ReplyStats,
-    SamplingParams,
-)
+from strata_gui.core.runtime.client import ReplyStats, SamplingParams
 
 from .images import ChatImage
 from .records import (
@@ -40,6 +37,7 @@ from .records import (
     StructuredOutput,
     ThinkingSettings,
     ToolCallRecord,
+    storable,
     tool_calls_from_json,
     tool_calls_json,
 )
@@ -147,7 +145,7 @@ class ConversationStore:
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         try:
-            return self.db.execute(sql, _storable(params))
+            return self.db.execute(sql, storable(params))
         except sqlite3.Error as exc:
             raise storage_error(exc, self.path, _SAVING) from exc
 
@@ -228,7 +226,7 @@ class ConversationStore:
                     "INSERT INTO chat_messages(conversation_id, role, content, status, created_at, settings_json,"
                     " stats_json, thinking, tool_calls_json, tool_call_id, tool_name)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    _storable((conversation_id, role, content, status, now, json.dumps(settings or {}),
+                    storable((conversation_id, role, content, status, now, json.dumps(settings or {}),
                                json.dumps((stats or ReplyStats()).to_json()), thinking, tool_calls_json(tool_calls),
                                tool_call_id, tool_name)))
                 message_id = int(cur.lastrowid or 0)
@@ -248,7 +246,7 @@ class ConversationStore:
         with self._transaction() as db:
             db.executemany(
                 "INSERT INTO chat_messages(conversation_id, role, content, status, created_at) VALUES (?, ?, ?, ?, ?)",
-                [_storable((conversation_id, role, content, COMPLETE, now)) for role, content in items])
+                [storable((conversation_id, role, content, COMPLETE, now)) for role, content in items])
             db.execute("UPDATE chat_conversations SET updated_at=? WHERE id=?", (now, conversation_id))
 
     def update_message(self, message_id: int, *, content: str | None = None, status: str | None = None,
@@ -397,8 +395,3 @@ class ConversationStore:
                                hint=QT_TRANSLATE_NOOP("Core", "Check that the disk is not full and the data "
                                                               "folder is writable.")) from exc
 
-
-def _storable(params: Sequence[Any]) -> tuple[Any, ...]:
-    """``params`` with text made encodable: SQLite takes UTF-8 only, and half an emoji (a JSON
-    ``\\ud83d`` from a server, a byte that was not UTF-8 on a command line) raised and lost the reply."""
-    return tuple(well_formed(p) if isinstance(p, str) else p for p in params)
