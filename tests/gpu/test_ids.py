@@ -19,7 +19,9 @@ from strata_gui.core.gpu.ids import GpuIdTable, gfx_from_target_version, load_gp
     (0x73FF, 0xC7, "gfx1032", "Radeon RX 6600 XT / 6600"),
     (0x73FF, 0xDF, "gfx1031", "Radeon RX 6750 GRE 10GB"),  # same id, other chip
     (0x7550, 0xC0, "gfx1201", "Radeon RX 9070 XT"),
-    (0x1586, 0xC1, "gfx1151", "Radeon 8060S / 8050S (Strix Halo)"),
+    (0x1586, 0xC1, "gfx1151", "Radeon 8060S"),  # libdrm's amdgpu.ids names the product by revision
+    (0x1586, 0xC2, "gfx1151", "Radeon 8050S"),
+    (0x1586, 0xE9, "gfx1151", "Radeon 8060S / 8050S (Strix Halo)"),  # a revision it does not list
     (0x15BF, None, "gfx1103", "Radeon 780M"),
     # Rows added for issue 13, each with its source in the table.
     (0x74A1, 0x00, "gfx942", "Instinct MI300X"),

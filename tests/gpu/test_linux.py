@@ -40,7 +40,7 @@ EXPECTED = {
          "Vulkan only: no ROCm build for gfx1036"),
     ],
     "strix-halo": [
-        ("card1", "AMD Radeon 8060S / 8050S (Strix Halo)", "gfx1151", True, 536870912, 96 * GIB,
+        ("card1", "AMD Radeon 8060S", "gfx1151", True, 536870912, 96 * GIB,
          "ROCm via gfx1151 build"),
     ],
     "laptop-780m-rx7600": [
@@ -218,7 +218,7 @@ def test_small_parsers() -> None:
     ("laptop-780m-rx7600", "card1", "AMD Radeon RX 7600 series · gfx1102"),  # the discrete card
     ("rx7900xtx", "card0", "AMD Radeon RX 7900 XTX · gfx1100"),
     ("rx9070xt-intel-igpu", "card1", "AMD Radeon RX 9070 XT · gfx1201"),  # never the Intel iGPU
-    ("strix-halo", "card1", "AMD Radeon 8060S / 8050S (Strix Halo) · gfx1151"),
+    ("strix-halo", "card1", "AMD Radeon 8060S · gfx1151"),
     ("nvidia", None, "CPU only"),
     ("no-gpu", None, "CPU only"),
 ])

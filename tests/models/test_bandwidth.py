@@ -71,7 +71,7 @@ def models(tmp_path_factory: pytest.TempPathFactory, llama_source: Path) -> dict
 
 @pytest.mark.parametrize(("machine", "gpu_name", "gbps"), [
     ("rx7900xtx", "AMD Radeon RX 7900 XTX", 960.0),
-    ("strix-halo", "AMD Radeon 8060S / 8050S (Strix Halo)", 256.0),  # LPDDR5X-8000 × 256-bit
+    ("strix-halo", "AMD Radeon 8060S", 256.0),  # LPDDR5X-8000 × 256-bit (revision C1: the 8060S)
     ("laptop-780m-rx7600", "AMD Radeon 780M", 89.6),  # the APU: DDR5-5600, two channels
     ("no-gpu", None, CPU_GBPS),
 ])

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Container
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from strata_gui.core.base.errors import GpuDetectionError
 
@@ -61,6 +61,22 @@ class BandwidthRow:
     system_memory: str = ""
 
 
+@dataclass(frozen=True)
+class ComputeRow:
+    """Peak matrix throughput of one product, from its spec sheet (dense, no sparsity).
+
+    Attributes:
+        name: Product name as it appears in GPU names.
+        rates: TFLOPS (TOPS for ``int8``) per compute type: ``fp16``, ``bf16``, ``int8``, ``fp32``;
+            a type the product has no figure for is absent.
+        source: Where the figures come from.
+    """
+
+    name: str
+    rates: dict[str, float]
+    source: str
+
+
 def _name_variants(name: str) -> list[str]:
     """``Radeon RX 6700 XT / 6750 XT / 6700`` → each product spelled out in full."""
     clean = " ".join(_TRADEMARKS.sub(" ", name).split())
@@ -100,6 +116,7 @@ class GpuIdTable:
     source: str = ""
     bf16: dict[str, str] = field(default_factory=dict)  # gfx → "fast" | "slow" | "unsupported"
     bandwidth: tuple[BandwidthRow, ...] = ()
+    compute: tuple[ComputeRow, ...] = ()
 
     def bandwidth_for(self, gpu_name: str) -> BandwidthRow | None:
         """The spec-sheet bandwidth of the product ``gpu_name`` names (the longest row name in it).
@@ -107,15 +124,12 @@ class GpuIdTable:
         A name covering several products (``Radeon RX 6700 XT / 6750 XT / 6700``) gets a figure
         only when all of them share it; None when the table does not know the product.
         """
-        found: list[BandwidthRow | None] = []
-        for variant in _name_variants(gpu_name):
-            hits = [r for r in self.bandwidth
-                    if re.search(re.escape(r.name) + r"(?![A-Za-z0-9])", variant, re.IGNORECASE)]
-            found.append(max(hits, key=lambda r: len(r.name)) if hits else None)
-        first = found[0] if found else None
-        if first is None or any(f is None or f.gbps != first.gbps for f in found):
-            return None
-        return first
+        return _row_for(self.bandwidth, gpu_name, lambda r: r.gbps)
+
+    def compute_for(self, gpu_name: str) -> ComputeRow | None:
+        """The spec-sheet matrix rates of the product ``gpu_name`` names (as :meth:`bandwidth_for`:
+        an ambiguous name gets figures only when every product it may be shares them)."""
+        return _row_for(self.compute, gpu_name, lambda r: tuple(sorted(r.rates.items())))
 
     def bf16_speed(self, gfx: str) -> str | None:
         """How this gfx target runs BF16 models: "fast", "slow", "unsupported" (None: not in the table)."""
@@ -166,6 +180,7 @@ def parse_gpu_table(data: Any) -> GpuIdTable:
         requirement = _parse_windows_driver(data.get("windows_driver"))
         bf16 = {gfx_key.lower(): _parse_bf16(gfx_key, row) for gfx_key, row in dict(data.get("bf16", {})).items()}
         bandwidth = [_parse_bandwidth(row, f"bandwidth[{i}]") for i, row in enumerate(data.get("bandwidth", []))]
+        compute = [_parse_compute(row, f"compute[{i}]") for i, row in enumerate(data.get("compute", []))]
     except (ValueError, TypeError) as exc:
         raise GpuDetectionError(
             f"The GPU id table is invalid: {exc}",
@@ -178,6 +193,7 @@ def parse_gpu_table(data: Any) -> GpuIdTable:
         source=str(data.get("source", "")),
         bf16=bf16,
         bandwidth=tuple(bandwidth),
+        compute=tuple(compute),
     )
 
 
@@ -248,6 +264,39 @@ def _parse_bandwidth(row: Any, where: str) -> BandwidthRow:
     if not isinstance(row.get("source"), str) or not row["source"].strip():
         raise ValueError(f"{where}: missing source (the spec sheet the figure comes from)")
     return BandwidthRow(row["name"], float(gbps), row["source"], str(row.get("system_memory", "")))
+
+
+def _parse_compute(row: Any, where: str) -> ComputeRow:
+    """One product's spec-sheet matrix rates (null: no figure for that type)."""
+    if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not row["name"]:
+        raise ValueError(f"{where}: missing name")
+    rates: dict[str, float] = {}
+    for kind in ("fp16", "bf16", "int8", "fp32"):
+        value = row.get(kind)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 100_000:
+            raise ValueError(f"{where}.{kind}: expected TFLOPS, got {value!r}")
+        rates[kind] = float(value)
+    if not isinstance(row.get("source"), str) or not row["source"].strip():
+        raise ValueError(f"{where}: missing source (the spec sheet the figures come from)")
+    return ComputeRow(row["name"], rates, row["source"])
+
+
+Row = TypeVar("Row", BandwidthRow, ComputeRow)
+
+
+def _row_for(rows: Sequence[Row], gpu_name: str, figure: Callable[[Row], object]) -> Row | None:
+    """The row of the product ``gpu_name`` names (the longest row name in it); a name covering
+    several products gets one only when they all share its figure."""
+    found: list[Row | None] = []
+    for variant in _name_variants(gpu_name):
+        hits = [r for r in rows if re.search(re.escape(r.name) + r"(?![A-Za-z0-9])", variant, re.IGNORECASE)]
+        found.append(max(hits, key=lambda r: len(r.name)) if hits else None)
+    first = found[0] if found else None
+    if first is None or any(f is None or figure(f) != figure(first) for f in found):
+        return None
+    return first
 
 
 def load_gpu_table(kernels_dir: Path) -> GpuIdTable:

@@ -49,6 +49,8 @@ class GpuInfo:
             BAR on; 256 MiB without), or None when not reported.
         bandwidth_gbps: Peak memory bandwidth in GB/s from the spec sheet (an APU: its system
             memory's), or None when the GPU id table does not know the product.
+        compute_tflops: Peak matrix rates from the spec sheet, TFLOPS (TOPS for int8) per compute
+            type (``fp16``, ``bf16``, ``int8``, ``fp32``); empty when the table does not know the product.
     """
 
     key: str
@@ -71,6 +73,7 @@ class GpuInfo:
     bf16: str | None = None
     bandwidth_gbps: float | None = None
     visible_vram: int | None = None
+    compute_tflops: dict[str, float] = field(default_factory=dict)
 
     @property
     def is_amd(self) -> bool:

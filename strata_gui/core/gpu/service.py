@@ -18,7 +18,7 @@ from strata_gui.core.base.blocking import run_blocking
 from strata_gui.core.base.errors import GpuDetectionError
 from strata_gui.core.base.events import Listeners
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
-from strata_gui.core.gpu.ids import BandwidthRow, GpuIdTable, load_gpu_table, normalise_gfx
+from strata_gui.core.gpu.ids import BandwidthRow, ComputeRow, GpuIdTable, load_gpu_table, normalise_gfx
 from strata_gui.core.gpu.linux import LinuxGpuDetector, LinuxTelemetrySource, capture_linux_tree
 from strata_gui.core.gpu.model import (
     SNAPSHOT_FORMAT,
@@ -148,14 +148,17 @@ class GpuService:
         gfx_override: The user's "GPU target override" setting: used for AMD GPUs whose target
             could not be detected (detected targets are never overwritten).
         bandwidth_of: GPU name → spec-sheet memory bandwidth row, from the GPU id table.
+        compute_of: GPU name → spec-sheet matrix rates row, from the GPU id table.
     """
 
     def __init__(self, detector: GpuDetector, family_of: FamilyResolver | None = None,
                  interval: float = 1.0, gfx_override: str | None = None,
                  bf16_of: Callable[[str], str | None] | None = None,
-                 bandwidth_of: Callable[[str], BandwidthRow | None] | None = None) -> None:
+                 bandwidth_of: Callable[[str], BandwidthRow | None] | None = None,
+                 compute_of: Callable[[str], ComputeRow | None] | None = None) -> None:
         self.detector = detector
         self.bandwidth_of = bandwidth_of
+        self.compute_of = compute_of
         self.bf16_of = bf16_of
         self.family_of = family_of
         self.interval = interval
@@ -181,6 +184,10 @@ class GpuService:
                 gpu.bandwidth_gbps = row.gbps
                 gpu.sources["bandwidth"] = f"GPU id table: {row.source}" + (
                     f" ({row.system_memory})" if row.system_memory else "")
+            rates = self.compute_of(gpu.name) if self.compute_of is not None and gpu.is_amd else None
+            if rates is not None:
+                gpu.compute_tflops = dict(rates.rates)
+                gpu.sources["compute"] = f"GPU id table: {rates.source}"
         self.last_report = report
         return report
 
@@ -325,4 +332,4 @@ def build_gpu_service(
     else:
         detector = NoGpuSource(platform, host or HostInfo("unknown CPU", None, None))
     return GpuService(detector, family_of=family_of, gfx_override=gfx_override, bf16_of=table.bf16_speed,
-                      bandwidth_of=table.bandwidth_for)
+                      bandwidth_of=table.bandwidth_for, compute_of=table.compute_for)
