@@ -239,17 +239,17 @@ async def _update(args: argparse.Namespace, app: AppServices, show: Callable[[Pr
         _out(args, [h.to_json() for h in entries],
              "\n".join(_history_line(h) for h in entries) or "No engine update has been tried yet.")
         return 0
+    survey = await app.updater.survey(channel=args.channel)
     if args.check:
-        offers = await app.updater.check(channel=args.channel)
-        _out(args, [o.to_json() for o in offers],
-             "\n".join(o.message() for o in offers) or "All engines are up to date.")
+        _out(args, survey.to_json(), survey.report())
         return 0
-    outcomes = await app.updater.update(trial_only=args.trial_only, channel=args.channel,
-                                        retry_refused=args.retry, on_progress=show)
+    outcomes = await app.updater.update(trial_only=args.trial_only, retry_refused=args.retry, on_progress=show,
+                                        survey=survey)
     if outcomes and not args.json and sys.stderr.isatty():  # end the progress line
         print(file=sys.stderr)
-    _out(args, [o.to_json() for o in outcomes],
-         "\n".join(f"{o.verdict}: {o.message}" for o in outcomes) or "All engines are up to date.")
+    text = "\n".join([f"{o.verdict}: {o.message}" for o in outcomes] or ["All engines are up to date."])
+    lines = survey.candidate_lines()
+    _out(args, {"outcomes": [o.to_json() for o in outcomes], **survey.to_json()}, "\n".join([*lines, text]))
     return 0
 
 

@@ -211,6 +211,14 @@ class UpdateLedger:
         """Why ``engine_id`` was refused as an update (None: it was not)."""
         return self._read().refused.get(engine_id)
 
+    def refusal(self, engine_id: str) -> UpdateEntry | None:
+        """The history entry that refused ``engine_id`` (None: not refused, or its entry is no longer
+        kept)."""
+        state = self._read()
+        if engine_id not in state.refused:
+            return None
+        return next((h for h in reversed(state.history) if h.engine == engine_id and h.action == REFUSED), None)
+
     def history(self) -> list[UpdateEntry]:
         """Every trial, promotion and rollback, oldest first."""
         return list(self._read().history)
