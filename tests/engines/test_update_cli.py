@@ -1,10 +1,20 @@
-"""`strata engines update` as a user runs it, against the loopback GitHub and real builds: the
-releases a check looked at, with why each was skipped, in the CLI and on the Engines page."""
+"""`strata engines update` as a user runs it: a real `python -m strata_gui` process against the
+loopback GitHub and real builds, killed or stopped while its trial runs, and what the next commands
+say; and the releases a check looked at, with why each was skipped, in the CLI and on the Engines
+page.
+
+The build in use here (b7601) is the real CPU llama-server behind a start script that, asked to
+load a model, writes a line and waits: the update's trial measures it first, so the test stops
+the update once that line is written (an event, not a delay).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -19,9 +29,10 @@ from strata_gui.core.config.services import build_services
 from strata_gui.core.engines.updates import LEDGER_FILE, REFUSED, UpdateEntry, UpdateLedger
 from tests.engines.conftest import pack_cpu_zip
 from tests.parity.test_gui_cli_parity import gui
-from tests.support.engine_updates import CURRENT, publish
+from tests.support.engine_updates import CURRENT, NEW, hangs_loading, make_models, pack_wrapper_zip, publish
 from tests.support.engines import TestEngines
 from tests.support.github_server import GitHubServer, github_server
+from tests.support.poll import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "text:upstream:cpu:"
@@ -49,6 +60,91 @@ def _install_current(feed: GitHubServer, archive: Path, tmp_path: Path, capsys: 
     rc, out, err = _run(capsys, "engines", "install", "--backend", "cpu", "--json")
     assert rc == 0 and json.loads(out)["id"] == CURRENT, err
     return AppPaths.from_environment().engines_dir / LEDGER_FILE
+
+
+def _ledger(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _start_update(marker: Path, loads: int) -> subprocess.Popen[str]:
+    """`strata engines update` in its own process, returned once its trial is loading a model."""
+    proc = subprocess.Popen([sys.executable, "-m", "strata_gui", "engines", "update"], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: (marker.is_file() and len(marker.read_text().splitlines()) == loads) or proc.poll() is not None,
+                   timeout=180)
+    except TimeoutError:
+        proc.kill()
+        raise
+    assert proc.poll() is None, proc.communicate()
+    return proc
+
+
+def _update_on_trial(feed: GitHubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                     test_engines: TestEngines) -> tuple[Path, Path, Path]:
+    """b7601 in use (its loads wait), b7700 published: (the ledger, the load marker, the model)."""
+    marker = tmp_path / "loads.txt"
+    model = make_models(tmp_path / "models", test_engines)[0]
+    current = pack_wrapper_zip(test_engines.cpu_server, tmp_path / "hangs" / "b7601.zip", hangs_loading(marker))
+    ledger = _install_current(feed, current, tmp_path, capsys, model)
+    (tmp_path / "real").mkdir()
+    publish(feed, "b7700", pack_cpu_zip(test_engines.cpu_server, tmp_path / "real" / "b7700.zip"), tmp_path,
+            "2026-03-02T09:00:00Z")
+    return ledger, marker, model
+
+
+@pytest.mark.engine
+def test_an_update_killed_mid_trial_is_settled_by_the_next_read(
+        feed: GitHubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], test_engines: TestEngines) -> None:
+    ledger, marker, model = _update_on_trial(feed, tmp_path, capsys, test_engines)
+    # Killed outright (SIGKILL: no handler runs): the record says "on trial" until someone reads it.
+    proc = _start_update(marker, 1)
+    proc.kill()
+    proc.communicate()
+    assert _ledger(ledger)["on_trial"] == [NEW]
+    # The next read settles it: not finished, not refused; the build left on disk is not used.
+    rc, out, err = _run(capsys, "engines", "list")
+    assert rc == 0 and NEW in out  # left on disk: the process had no chance to remove it
+    assert (f"not finished: The trial of b7700 did not finish: the Strata process that ran it ({proc.pid}) ended "
+            "during it; b7601 stays in use; the next `strata engines update` tries it again.") in err
+    record = _ledger(ledger)
+    assert record["on_trial"] == [] and record["refused"] == {} and record["history"][-1]["action"] == "not finished"
+    rc, out, _err = _run(capsys, "engines", "resolve", "--model", str(model), "--json")
+    resolved = json.loads(out)
+    assert rc == 0 and resolved["chosen"] == CURRENT
+    assert "did not finish" in next(e["reason"] for e in resolved["engines"] if e["engine"] == NEW)
+    # The next update tries it again (its folder is reused), and is stopped there too.
+    proc = _start_update(marker, 2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert [h["action"] for h in _ledger(ledger)["history"]] == ["not finished", "not finished"]
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize(("sig", "how"), [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl+C")])
+def test_an_update_stopped_mid_trial_ends_it_cleanly_and_says_so(
+        sig: signal.Signals, how: str, feed: GitHubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        test_engines: TestEngines) -> None:
+    ledger, marker, _model = _update_on_trial(feed, tmp_path, capsys, test_engines)
+    # Stopped (SIGTERM, as a logout or `kill` sends; Ctrl+C): the trial ends cleanly and says so.
+    proc = _start_update(marker, 1)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, err
+    assert out.startswith(f"stopped ({how})\n")
+    assert f"not finished: The trial of b7700 did not finish: Strata was stopped ({how}) during it; kept b7601" in out
+    assert "Traceback" not in err
+    record = _ledger(ledger)
+    assert record["on_trial"] == [] and record["refused"] == {} and record["active"] == {}
+    assert [h["action"] for h in record["history"]] == ["not finished"]
+    rc, out, err = _run(capsys, "engines", "list", "--json")
+    assert [e["id"] for e in json.loads(out)] == [CURRENT]  # the stopped trial removed its build
+    assert f"did not finish: Strata was stopped ({how})" in err
+    # The next update offers it again (it was not refused), and says what happened last time.
+    rc, out, _err = _run(capsys, "engines", "update", "--check")
+    assert rc == 0 and "b7700 (2026-03-02): offered" in out
+    assert f"note: The trial of b7700 did not finish: Strata was stopped ({how}) during it; kept b7601 (" in out
 
 
 @pytest.mark.engine

@@ -81,3 +81,8 @@ def publish(github: GitHubServer, tag: str, archive: Path, tmp_path: Path, when:
     target.write_bytes(archive.read_bytes())
     github.add_release(UPSTREAM, tag, [target], published_at=when, name=name)
 
+
+def hangs_loading(marker: Path) -> str:
+    """A start script that, asked to load a model, appends a line to ``marker`` and then waits
+    (as a load that takes long does), so a test can stop an update while its trial runs."""
+    return _START + (f'case " $* " in *" -m "*) echo loading >> "{marker}"; exec sleep 120;; esac\n') + _END

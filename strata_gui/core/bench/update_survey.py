@@ -104,11 +104,14 @@ class UpdateSurvey:
         candidates: Every release looked at, per build in use, best first.
         retries: Refused builds ranked above the offer of their group (or with no offer), best
             first: what ``--retry`` tries before the offer.
+        unfinished: Trials that did not finish (stopped, or their process ended) and were not tried
+            again since.
     """
 
     offers: list[UpdateOffer] = field(default_factory=list)
     candidates: list[UpdateCandidate] = field(default_factory=list)
     retries: list[UpdateOffer] = field(default_factory=list)
+    unfinished: list[UpdateEntry] = field(default_factory=list)
 
     def groups(self) -> list[str]:
         """The groups with something to try, offers' groups first."""
@@ -126,11 +129,16 @@ class UpdateSurvey:
             lines.append("  " + cand.line())
         return lines
 
+    def notes(self) -> list[str]:
+        """What happened to trials that did not finish."""
+        return [T(QT_TRANSLATE_NOOP("Core", "note: {message} ({time}); the next update tries it again."),
+                  message=h.message, time=when(h.at)) for h in self.unfinished]
+
     def report(self) -> str:
-        """The offers (or "All engines are up to date."), then the releases looked at."""
+        """The offers (or "All engines are up to date."), the releases looked at, and the notes."""
         lines = [o.message() for o in self.offers] or [QT_TRANSLATE_NOOP("Core", "All engines are up to date.")]
-        return "\n".join(lines + self.candidate_lines())
+        return "\n".join(lines + self.candidate_lines() + self.notes())
 
     def to_json(self) -> dict[str, Any]:
         return {"offers": [o.to_json() for o in self.offers], "candidates": [c.to_json() for c in self.candidates],
-                "retries": [o.to_json() for o in self.retries]}
+                "retries": [o.to_json() for o in self.retries], "unfinished": [h.to_json() for h in self.unfinished]}

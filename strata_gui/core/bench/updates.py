@@ -22,6 +22,7 @@ history in :class:`~strata_gui.core.engines.updates.UpdateLedger`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import logging
@@ -55,6 +56,7 @@ from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.service import EngineService
 from strata_gui.core.engines.updates import (
     AUTO_ROLLED_BACK,
+    NOT_FINISHED,
     PROMOTED,
     REFUSED,
     ROLLED_BACK,
@@ -268,7 +270,7 @@ class EngineUpdater:
             if active in ids:
                 if e.id == active:
                     out[group] = e
-            elif group not in out and self.ledger.refused(e.id) is None:
+            elif group not in out and self.ledger.refused(e.id) is None and not self.ledger.unfinished(e.id):
                 out[group] = e
         return out
 
@@ -283,7 +285,7 @@ class EngineUpdater:
         channel = channel or self.settings.update_channel
         await self._detect_gpus()
         gpus = self.resolver.gpu_targets()
-        found = UpdateSurvey()
+        found = UpdateSurvey(unfinished=self.ledger.unfinished())
         for kind in INSTALLABLE:
             current = self.current_builds(kind)
             if not current:
@@ -382,7 +384,9 @@ class EngineUpdater:
                                                              "it."))
         await self._detect_gpus()
         gpu = self.resolver.primary_target()
-        self.ledger.begin_trial(cand.engine_id)  # before the install: the resolver never picks it meanwhile
+        # Before the install: the resolver never picks it meanwhile.
+        self.ledger.begin_trial(cand.engine_id, group=offer.group, tag=offer.tag, previous=current.id,
+                                previous_tag=current.tag)
         installed: InstalledEngine | None = None
         try:
             on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Installing {tag} beside {current}"),
@@ -390,6 +394,11 @@ class EngineUpdater:
             installed = next((e for e in self.engines.installed() if e.id == cand.engine_id), None) \
                 or await self.engines.install(cand, on_progress, gpu)
             outcome = await self._try(offer, installed, promote, on_progress)
+        except (asyncio.CancelledError, KeyboardInterrupt) as stop:
+            self._not_finished(offer, stop)
+            if installed is not None:
+                self._discard(installed.id)
+            raise
         except BaseException:
             self.ledger.end_trial(cand.engine_id)
             if installed is not None:
@@ -570,6 +579,22 @@ class EngineUpdater:
     async def _trial_model(self) -> Path | None:
         library = list(await self._models()) if self._models is not None else []
         return await run_blocking(lambda: _pick_model(self.settings.last_model, library), name="strata-trial-model")
+
+    def _not_finished(self, offer: UpdateOffer, stop: BaseException) -> None:
+        """The trial was stopped (a signal, Ctrl+C, Cancel, the app closing): recorded as not
+        finished, not as a fault of the build; the build in use stays, the next update tries it again."""
+        how = stop.args[0] if stop.args and isinstance(stop.args[0], str) else ""
+        if isinstance(stop, KeyboardInterrupt):
+            how = "Ctrl+C"
+        why = (T(QT_TRANSLATE_NOOP("Core", "Strata was stopped ({how}) during it"), how=how) if how
+               else QT_TRANSLATE_NOOP("Core", "it was cancelled"))
+        message = T(QT_TRANSLATE_NOOP("Core", "The trial of {tag} did not finish: {why}; kept {current}"),
+                    tag=offer.tag, why=why, current=offer.current.tag)
+        try:
+            self.ledger.record(UpdateEntry(self._now(), NOT_FINISHED, offer.group, offer.candidate.engine_id,
+                                           offer.current.id, message))
+        except StrataError as exc:  # a read-only folder: the stop goes on; the next read settles the trial
+            log.warning("%s", exc.message)
 
     def _kept(self, offer: UpdateOffer, message: str) -> TrialOutcome:
         self.ledger.end_trial(offer.candidate.engine_id)

@@ -633,7 +633,9 @@ class EngineService:
             engines.sort(key=lambda e: (tag_number(e.tag) or -1, e.installed_at), reverse=True)
             ids = {e.id for e in engines}
             active = self.ledger.active(group)
-            in_use = active if active in ids else engines[0].id
+            # No update decided it: the newest build that is not a refused or unfinished update.
+            usable = [e.id for e in engines if self.ledger.refused(e.id) is None and not self.ledger.unfinished(e.id)]
+            in_use = active if active in ids else (usable or [engines[0].id])[0]
             for old in engines:
                 if old.id != in_use and old.id not in keep:
                     self.remove(old.id)

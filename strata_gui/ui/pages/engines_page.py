@@ -55,7 +55,8 @@ _ACTION_TEXT = {"promoted": str(QT_TRANSLATE_NOOP("EnginesPage", "Promoted")),
                 "refused": str(QT_TRANSLATE_NOOP("EnginesPage", "Refused")),
                 "trial passed": str(QT_TRANSLATE_NOOP("EnginesPage", "Trial passed")),
                 "rolled back": str(QT_TRANSLATE_NOOP("EnginesPage", "Rolled back")),
-                "rolled back automatically": str(QT_TRANSLATE_NOOP("EnginesPage", "Rolled back automatically"))}
+                "rolled back automatically": str(QT_TRANSLATE_NOOP("EnginesPage", "Rolled back automatically")),
+                "not finished": str(QT_TRANSLATE_NOOP("EnginesPage", "Not finished"))}
 
 
 def _section(text: str) -> QLabel:
@@ -544,6 +545,7 @@ class EnginesPage(Page):
         """The offers, then a line per release the check skipped (refused when, older than what):
         a refused release is not a wall, and the user sees which one is offered instead."""
         self._looked_at = [core_text(c.line()) for c in survey.candidates if c.verdict == "skipped"]
+        self._looked_at += [core_text(n) for n in survey.notes()]
         self.updates_notice.setToolTip("\n".join(core_text(line) for line in survey.candidate_lines()))
         self._set_offers(survey.offers)
 
