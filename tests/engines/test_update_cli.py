@@ -113,7 +113,9 @@ def test_an_update_killed_mid_trial_is_settled_by_the_next_read(
     resolved = json.loads(out)
     assert rc == 0 and resolved["chosen"] == CURRENT
     assert "did not finish" in next(e["reason"] for e in resolved["engines"] if e["engine"] == NEW)
-    # The next update tries it again (its folder is reused), and is stopped there too.
+    rc, out, _err = _run(capsys, "engines", "gc", "--json")
+    assert rc == 0 and json.loads(out) == {"removed": [NEW]}  # the untried leftover, never the build in use
+    # The next update tries it again, and is stopped there too.
     proc = _start_update(marker, 2)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
