@@ -32,7 +32,7 @@ from tests.parity.test_gui_cli_parity import gui
 from tests.support.engine_updates import CURRENT, NEW, hangs_loading, make_models, pack_wrapper_zip, publish
 from tests.support.engines import TestEngines
 from tests.support.github_server import GitHubServer, github_server
-from tests.support.poll import wait_until
+from tests.support.poll import until, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "text:upstream:cpu:"
@@ -188,3 +188,29 @@ def test_the_check_lists_each_release_and_why_it_was_skipped_in_both_faces(
         shown = page.updates_notice.text()
         assert "b7650 (2026-03-04) is available" in shown and refused_line in shown
         assert "b7650 (2026-03-04): offered" in page.updates_notice.toolTip()
+
+
+@pytest.mark.engine
+def test_a_trial_cancelled_on_the_engines_page_is_recorded_as_not_finished(
+        feed: GitHubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], test_engines: TestEngines,
+        qtbot: QtBot, qapp: Any, qasync_loop: asyncio.AbstractEventLoop) -> None:
+    ledger, marker, _model = _update_on_trial(feed, tmp_path, capsys, test_engines)
+    asyncio.set_event_loop(qasync_loop)  # the CLI run (asyncio.run) left no current loop
+    for ui in gui(qtbot, qapp, qasync_loop):
+        page = ui.pages.engines
+        handle = page.check_updates()
+        assert handle is not None
+        qasync_loop.run_until_complete(handle.wait())
+        assert page.select_engine(CURRENT) and page.update_button.isEnabled()
+        trial = page.update_selected()
+        assert trial is not None
+        qasync_loop.run_until_complete(until(marker.is_file, timeout=180))
+        trial.cancel()  # the progress panel's Cancel
+        qasync_loop.run_until_complete(until(lambda handle=trial: not handle.is_running, timeout=60))
+        assert trial.was_cancelled
+        message = "The trial of b7700 did not finish: it was cancelled; kept b7601"
+        record = _ledger(ledger)
+        assert record["on_trial"] == [] and record["refused"] == {} and record["history"][-1]["message"] == message
+        top = page.history_tree.topLevelItem(0)
+        assert top is not None and (top.text(1), top.text(3)) == ("Not finished", message)
+        assert [e.id for e in ui.services.engines.installed()] == [CURRENT]

@@ -26,6 +26,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +75,8 @@ from strata_gui.core.runtime.launch import ServerSettings, ServerState
 log = logging.getLogger(__name__)
 
 TRIAL_USER = "engine update"
+# How a face that stops a trial names the signal (``task.cancel(msg=...)``): "SIGTERM", "Ctrl+C".
+_SIGNAL_NAME = re.compile(r"SIG[A-Z]+|Ctrl\+C")
 # Used when the current build has no stored result for the trial's model (it is measured first).
 DEFAULT_TRIAL_BENCH = BenchConfig(prefill_tokens=512, gen_tokens=128, reps=5)
 _FORMAT_TOOL = {"type": "function", "function": {
@@ -583,9 +586,9 @@ class EngineUpdater:
     def _not_finished(self, offer: UpdateOffer, stop: BaseException) -> None:
         """The trial was stopped (a signal, Ctrl+C, Cancel, the app closing): recorded as not
         finished, not as a fault of the build; the build in use stays, the next update tries it again."""
-        how = stop.args[0] if stop.args and isinstance(stop.args[0], str) else ""
-        if isinstance(stop, KeyboardInterrupt):
-            how = "Ctrl+C"
+        how = "Ctrl+C" if isinstance(stop, KeyboardInterrupt) else str(stop.args[0]) if stop.args else ""
+        if not _SIGNAL_NAME.fullmatch(how):  # a library's own cancel message is no reason for people
+            how = ""
         why = (T(QT_TRANSLATE_NOOP("Core", "Strata was stopped ({how}) during it"), how=how) if how
                else QT_TRANSLATE_NOOP("Core", "it was cancelled"))
         message = T(QT_TRANSLATE_NOOP("Core", "The trial of {tag} did not finish: {why}; kept {current}"),
