@@ -185,14 +185,18 @@ def _owner_alive(owner: dict[str, Any] | None) -> bool:
     if not owner:
         return False
     pid, started = owner.get("pid"), owner.get("started")
-    if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(started, int | float):
+    if not isinstance(pid, int) or isinstance(pid, bool):
         return False
+    if not isinstance(started, int | float):  # its start time could not be read: only this process can tell
+        return pid == os.getpid()
     import psutil
 
     try:
         process = psutil.Process(pid)
         return abs(process.create_time() - started) < 1.0 and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
+    except psutil.AccessDenied:  # another user's process: it exists, and may be trying the build
+        return True
+    except psutil.Error:  # gone (or a zombie)
         return False
 
 
