@@ -9,6 +9,7 @@ model, one cannot load one particular model (the architecture error a real regre
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -30,11 +31,13 @@ from strata_gui.core.engines import EngineService, InstalledEngine
 from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.updates import (
     AUTO_ROLLED_BACK,
+    LEDGER_FILE,
     PROMOTED,
     REFUSED,
     ROLLED_BACK,
     TRIAL_PASSED,
     UpdateEntry,
+    UpdateLedger,
 )
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.pool import EnginePool, EngineStateChanged
@@ -394,3 +397,19 @@ def test_gc_keeps_the_build_in_use_and_the_last_good_one_and_a_damaged_ledger_is
         assert svc.garbage_collect() == ["upstream-cpu-all-b7601"]  # no record: the newest stays
 
     h.run(body)
+
+
+def test_a_trial_whose_process_is_unknown_or_gone_is_settled_on_the_next_read(tmp_path: Path) -> None:
+    """A record written before trials named their process (or by a process that is gone) is not
+    left "on trial"; a trial this process runs is."""
+    path = tmp_path / LEDGER_FILE
+    path.write_text(json.dumps({"version": 1, "on_trial": ["upstream-cpu-all-b7700"], "history": []}))
+    ledger = UpdateLedger(path, clock=lambda: 5.0)
+    assert ledger.on_trial() == []
+    (entry,) = ledger.unfinished()
+    assert (entry.at, entry.action, entry.engine) == (5.0, "not finished", "upstream-cpu-all-b7700")
+    assert entry.message == ("The trial of upstream-cpu-all-b7700 did not finish: the Strata process that ran it "
+                             "ended during it; the build in use stays")
+    assert json.loads(path.read_text())["on_trial"] == []  # saved: settled once
+    ledger.begin_trial(NEW, group="text:upstream:cpu:", tag="b7700", previous=CURRENT, previous_tag="b7601")
+    assert ledger.on_trial() == [NEW] and ledger.unfinished() == []  # tried again: no longer unfinished

@@ -200,6 +200,18 @@ def _owner_alive(owner: dict[str, Any] | None) -> bool:
         return False
 
 
+def _ended_mid_trial(engine_id: str, owner: dict[str, Any]) -> str:
+    """The sentence for a trial whose process ended during it (``owner``: what
+    :func:`_trial_owner` recorded; empty for a record written before owners were)."""
+    pid, tag, previous = owner.get("pid"), str(owner.get("tag") or engine_id), str(owner.get("previous_tag") or "")
+    if isinstance(pid, int) and previous:
+        return T(QT_TRANSLATE_NOOP("Core", "The trial of {tag} did not finish: the Strata process that ran it ({pid}) "
+                                           "ended during it; {previous} stays in use"),
+                 tag=tag, pid=pid, previous=previous)
+    return T(QT_TRANSLATE_NOOP("Core", "The trial of {tag} did not finish: the Strata process that ran it ended "
+                                       "during it; the build in use stays"), tag=tag)
+
+
 class UpdateLedger:
     """The engine update records (one JSON file), read fresh on each question.
 
@@ -212,6 +224,7 @@ class UpdateLedger:
         self.path = path
         self._clock = clock
         self._cache: tuple[tuple[int, int], dict[str, Any]] | None = None
+        self._settle_unsaved = False  # a settled trial could not be saved (told once, not at every read)
         # Each new history entry (promotion, refusal, rollback): pages refresh, the chat tells.
         self.events: Listeners[UpdateEntry] = Listeners()
 
@@ -258,20 +271,16 @@ class UpdateLedger:
         for engine_id in stale:
             state.on_trial.remove(engine_id)
             owner = state.trials.pop(engine_id, None) or {}
-            pid = owner.get("pid")
-            message = T(QT_TRANSLATE_NOOP("Core", "The trial of {tag} did not finish: the Strata process that ran it "
-                                                  "({pid}) ended during it; {previous} stays in use"),
-                        tag=str(owner.get("tag") or engine_id), pid=pid if isinstance(pid, int) else "?",
-                        previous=str(owner.get("previous_tag") or owner.get("previous") or "the build in use"))
             entry = UpdateEntry(self._clock(), NOT_FINISHED, str(owner.get("group", "")), engine_id,
-                                str(owner.get("previous", "")), message)
+                                str(owner.get("previous", "")), _ended_mid_trial(engine_id, owner))
             state.history.append(entry)
-            log.warning("engine update: %s", message)
+            log.warning("engine update: %s", entry.message)
         if stale:
             try:
                 self._write(state)
             except EngineError as exc:  # a read-only folder: still read right, settled again next time
-                log.warning("%s", exc.message)
+                log.log(logging.DEBUG if self._settle_unsaved else logging.WARNING, "%s", exc.message)
+                self._settle_unsaved = True
         return state
 
     # -- questions ----------------------------------------------------------------------------------
@@ -299,11 +308,12 @@ class UpdateLedger:
         return next((h for h in reversed(state.history) if h.engine == engine_id and h.action == REFUSED), None)
 
     def unfinished(self, engine_id: str | None = None) -> list[UpdateEntry]:
-        """Trials that did not finish and were not tried again since (of ``engine_id`` only, when
-        given), oldest first: what the next ``engines list`` and ``update`` tell."""
-        seen: set[str] = set()
+        """Trials that did not finish and are not tried again since or now (of ``engine_id`` only,
+        when given), oldest first: what the next ``engines list`` and ``update`` tell."""
+        state = self._current()
+        seen = set(state.on_trial)  # tried again right now
         found = []
-        for entry in reversed(self._current().history):  # the last word on each build
+        for entry in reversed(state.history):  # the last word on each build
             if entry.engine not in seen and engine_id in (None, entry.engine):
                 seen.add(entry.engine)
                 if entry.action == NOT_FINISHED:
