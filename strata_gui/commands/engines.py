@@ -7,9 +7,13 @@ reason comes from the core (engine service and resolver), the same the GUI shows
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
+import signal
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -156,6 +160,9 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         text = "\n".join(_engine_line(e, svc, gpu) for e in engines) or (
             "No engines installed. Run `strata engines install`.")
         _out(args, [_engine_json(e, svc, gpu) for e in engines], text)
+        for entry in svc.ledger.unfinished():  # a trial stopped, or whose process ended, since
+            print(f"note: {_history_line(entry)}; the next `strata engines update` tries it again.",
+                  file=sys.stderr)
         return 0
     if action == "resolve":
         model = args.model or (Path(app.settings.current.last_model) if app.settings.current.last_model else None)
@@ -239,18 +246,67 @@ async def _update(args: argparse.Namespace, app: AppServices, show: Callable[[Pr
         _out(args, [h.to_json() for h in entries],
              "\n".join(_history_line(h) for h in entries) or "No engine update has been tried yet.")
         return 0
-    if args.check:
-        offers = await app.updater.check(channel=args.channel)
-        _out(args, [o.to_json() for o in offers],
-             "\n".join(o.message() for o in offers) or "All engines are up to date.")
-        return 0
-    outcomes = await app.updater.update(trial_only=args.trial_only, channel=args.channel,
-                                        retry_refused=args.retry, on_progress=show)
+    started = time.time()
+    with _stopped_by_signals() as stops:
+        try:
+            survey = await app.updater.survey(channel=args.channel)
+            if args.check:
+                _out(args, survey.to_json(), survey.report())
+                return 0
+            outcomes = await app.updater.update(trial_only=args.trial_only, retry_refused=args.retry,
+                                                on_progress=show, survey=survey)
+        except asyncio.CancelledError:
+            if not stops:
+                raise
+            return _stopped(args, app, stops[0], started)
     if outcomes and not args.json and sys.stderr.isatty():  # end the progress line
         print(file=sys.stderr)
-    _out(args, [o.to_json() for o in outcomes],
-         "\n".join(f"{o.verdict}: {o.message}" for o in outcomes) or "All engines are up to date.")
+    text = "\n".join([f"{o.verdict}: {o.message}" for o in outcomes] or ["All engines are up to date."])
+    lines = survey.candidate_lines() + survey.notes()
+    _out(args, {"outcomes": [o.to_json() for o in outcomes], **survey.to_json()}, "\n".join([*lines, text]))
     return 0
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[list[signal.Signals]]:
+    """While an update runs, SIGTERM and Ctrl+C cancel it (its trial then ends cleanly: recorded as
+    not finished, the build in use kept) instead of ending the process mid-trial. Yields the
+    signals received. Where the loop cannot watch signals (Windows), Ctrl+C still cancels it."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    received: list[signal.Signals] = []
+
+    def stop(sig: signal.Signals) -> None:
+        received.append(sig)
+        if task is not None:
+            task.cancel(msg="Ctrl+C" if sig == signal.SIGINT else sig.name)
+
+    watched: dict[signal.Signals, Any] = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(sig)
+        try:
+            loop.add_signal_handler(sig, stop, sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not on this loop, or not the main thread
+            continue
+        watched[sig] = previous
+    try:
+        yield received
+    finally:
+        for sig, previous in watched.items():
+            loop.remove_signal_handler(sig)
+            if previous is not None:  # None: not set from Python; the loop put the default back
+                signal.signal(sig, previous)  # asyncio.run's own Ctrl+C handling, as it was
+        if received and task is not None:
+            task.uncancel()
+
+
+def _stopped(args: argparse.Namespace, app: AppServices, sig: signal.Signals, started: float) -> int:
+    """An update stopped by ``sig``: say what its trials recorded, exit as the signal's code."""
+    entries = [h for h in app.updater.ledger.history() if h.at >= started]
+    how = "Ctrl+C" if sig == signal.SIGINT else sig.name
+    _out(args, {"stopped": how, "history": [h.to_json() for h in entries]},
+         "\n".join([f"stopped ({how})"] + [f"{h.action}: {h.message}" for h in entries]))
+    return 128 + int(sig)
 
 
 async def _check(args: argparse.Namespace, app: AppServices, gpu: GpuTarget | None) -> int:

@@ -11,7 +11,8 @@ import pytest
 
 from strata_gui.core.base.errors import EngineCatalogError
 from strata_gui.core.engines import GpuTarget, load_catalog, parse_catalog, plan_engines
-from strata_gui.core.engines.releases import load_releases_file
+from strata_gui.core.engines.plan import ranked_releases, release_version
+from strata_gui.core.engines.releases import load_releases_file, parse_releases
 
 DATA = Path(__file__).parents[1] / "data" / "engines"
 
@@ -156,3 +157,23 @@ def test_pinned_tag_and_old_layouts(catalog_raw: dict[str, Any], releases: dict[
     linux = plan_engines(cat, [GpuTarget("7900 XTX", 0x744C, "gfx1100")], "linux", releases)
     assert [c.asset.name for c in linux.included if c.backend != "rocm" and c.asset] == [
         "llama-b5500-bin-ubuntu-vulkan-x64.zip", "llama-b5500-bin-ubuntu-x64.zip"]
+
+
+def test_releases_rank_by_the_build_they_name_not_their_tag() -> None:
+    """The saved llama.cpp listing, plus a release moved to a higher tag (its title still names the
+    old build it holds) and one whose tag and title carry no build number: the plan takes the newest
+    build, b7601, not the highest tag."""
+    data = json.loads((DATA / "releases-ggml-org-llama.cpp.json").read_text())
+    moved = copy.deepcopy(next(r for r in data if r["tag_name"] == "b7000"))
+    moved.update(tag_name="b9001", name="b7000", published_at="2026-03-01T10:00:00Z")
+    nightly = copy.deepcopy(next(r for r in data if r["tag_name"] == "b5500"))
+    nightly.update(tag_name="nightly", name="Nightly build", published_at="2026-03-02T10:00:00Z")
+    rels = parse_releases([moved, nightly, *data], "ggml-org/llama.cpp")
+    plan = plan_engines(load_catalog(), [], "windows", {"ggml-org/llama.cpp": rels})
+    assert [c.tag for c in plan.included] == ["b7601"]
+    assert [release_version(r) for r in ranked_releases(rels)] == ["b7601", "b7000", "b7000", "b5500", "nightly"]
+    # Without a number, the publish date orders them.
+    older = copy.deepcopy(nightly)
+    older.update(tag_name="nightly-old", published_at="2026-01-01T10:00:00Z")
+    dated = ranked_releases(parse_releases([older, nightly], "ggml-org/llama.cpp"))
+    assert [r.tag for r in dated] == ["nightly", "nightly-old"]

@@ -9,9 +9,11 @@ model, one cannot load one particular model (the architecture error a real regre
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,11 +31,13 @@ from strata_gui.core.engines import EngineService, InstalledEngine
 from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.updates import (
     AUTO_ROLLED_BACK,
+    LEDGER_FILE,
     PROMOTED,
     REFUSED,
     ROLLED_BACK,
     TRIAL_PASSED,
     UpdateEntry,
+    UpdateLedger,
 )
 from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.core.pool import EnginePool, EngineStateChanged
@@ -163,14 +167,53 @@ def test_a_build_that_crashes_while_loading_is_refused_with_the_reason(
         (entry,) = rig.svc.ledger.history()
         assert entry.action == REFUSED and entry.message == outcome.message
         # The next update does not try the same build again, and says why.
-        (offer,) = await rig.updater.check()
-        assert offer.held.startswith("it was refused before")
+        survey = await rig.updater.survey()
+        assert survey.offers == [] and [o.tag for o in survey.retries] == ["b7700"]
+        refused, in_use = (c.line() for c in survey.candidates)
+        assert refused.startswith("b7700 (2026-03-02): skipped: refused at ") and "because b7700 failed" in refused
+        assert in_use == "b7601 (2026-02-10): skipped: the build in use"
         assert await rig.updater.update() == []
         return outcome
 
     outcome = run_rig(github, tmp_path, model, body)
     assert outcome.message.startswith(f"b7700 failed with strata-trial-model.gguf on your {WHERE}: ")
     assert "crashed while loading" in outcome.message and outcome.message.endswith("; kept b7601")
+
+
+@pytest.mark.engine
+def test_a_refused_release_is_skipped_and_the_best_other_one_is_offered(
+        github: GitHubServer, builds: Builds, models: tuple[Path, Path], tmp_path: Path) -> None:
+    model = models[0]
+    publish(github, "b7601", builds.real, tmp_path, "2026-02-10T08:10:00Z")
+
+    async def body(rig: Rig) -> None:
+        # An old build moved to a higher tag (its title still says b7651), the good b7700, and b7800,
+        # which an earlier trial refused. By tag number b9001, then b7800, would be the newest.
+        publish(github, "b9001", builds.real, tmp_path, "2026-02-20T09:00:00Z", name="b7651")
+        publish(github, "b7700", builds.real, tmp_path, "2026-03-02T09:00:00Z")
+        publish(github, "b7800", builds.crash, tmp_path, "2026-03-05T09:00:00Z")
+        refused = "upstream-cpu-all-b7800"
+        rig.svc.ledger.record(UpdateEntry(datetime(2026, 3, 6, 10, 15).timestamp(), REFUSED, "text:upstream:cpu:",
+                                          refused, CURRENT, "b7800 failed with strata-trial-model.gguf; kept b7601"),
+                              refuse=True)
+        assert [(o.tag, o.held) for o in await rig.updater.check()] == [("b7700", "")]
+        survey = await rig.updater.survey()
+        assert [c.line() for c in survey.candidates] == [
+            "b7800 (2026-03-05): skipped: refused at 2026-03-06 10:15 because b7800 failed with "
+            "strata-trial-model.gguf; kept b7601",
+            "b7700 (2026-03-02): offered"]
+        assert [o.tag for o in survey.retries] == ["b7800"]
+        # --retry tries the refused build again first; refused again, it does not block the offer.
+        outcomes = await rig.updater.update(retry_refused=True)
+        assert [(o.offer.tag, o.verdict) for o in outcomes] == [("b7800", "refused"), ("b7700", "promoted")], \
+            [o.message for o in outcomes]
+        assert chosen(rig, model) == NEW
+        # Nothing newer that is not refused: up to date, and the check says why for each release.
+        survey = await rig.updater.survey()
+        assert survey.offers == [] and await rig.updater.update(survey=survey) == []
+        assert [c.line().split(": skipped: ")[1][:11] for c in survey.candidates] == ["refused at ", "the build i"]
+
+    run_rig(github, tmp_path, model, body, tolerance=60)
 
 
 @pytest.mark.engine
@@ -355,3 +398,19 @@ def test_gc_keeps_the_build_in_use_and_the_last_good_one_and_a_damaged_ledger_is
         assert svc.garbage_collect() == ["upstream-cpu-all-b7601"]  # no record: the newest stays
 
     h.run(body)
+
+
+def test_a_trial_whose_process_is_unknown_or_gone_is_settled_on_the_next_read(tmp_path: Path) -> None:
+    """A record written before trials named their process (or by a process that is gone) is not
+    left "on trial"; a trial this process runs is."""
+    path = tmp_path / LEDGER_FILE
+    path.write_text(json.dumps({"version": 1, "on_trial": ["upstream-cpu-all-b7700"], "history": []}))
+    ledger = UpdateLedger(path, clock=lambda: 5.0)
+    assert ledger.on_trial() == []
+    (entry,) = ledger.unfinished()
+    assert (entry.at, entry.action, entry.engine) == (5.0, "not finished", "upstream-cpu-all-b7700")
+    assert entry.message == ("The trial of upstream-cpu-all-b7700 did not finish: the Strata process that ran it "
+                             "ended during it; the build in use stays")
+    assert json.loads(path.read_text())["on_trial"] == []  # saved: settled once
+    ledger.begin_trial(NEW, group="text:upstream:cpu:", tag="b7700", previous=CURRENT, previous_tag="b7601")
+    assert ledger.on_trial() == [NEW] and ledger.unfinished() == []  # tried again: no longer unfinished

@@ -435,7 +435,7 @@ def test_engine_updates_and_the_setup_summary_read_in_chinese(qapp: QApplication
                     publish(github, "b7700", broken, tmp_path, "2026-03-02T09:00:00Z")
                     (offer,) = await updater.check()
                     outcome = await updater.trial(offer, on_progress=lambda p: steps.append(p.message))
-                    (held,) = await updater.check()
+                    (held,) = (await updater.survey()).retries  # refused: not offered, kept for --retry
                     with pytest.raises(EngineError) as info:
                         updater.rollback()
                     return setup, outcome, held, info.value

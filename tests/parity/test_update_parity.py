@@ -61,11 +61,11 @@ def test_gui_and_cli_give_the_same_update_verdict(
         publish(gh, "b7700", getattr(builds, new), tmp_path, "2026-03-02T09:00:00Z")
 
         monkeypatch.setenv("STRATA_HOME", str(homes["cli"]))
-        _rc, offers = cli(capsys, "engines", "update", "--check")
-        assert [(o["current"], o["tag"]) for o in offers] == [(CURRENT, "b7700")]
-        rc, outcomes = cli(capsys, "engines", "update")
+        _rc, survey = cli(capsys, "engines", "update", "--check")
+        assert [(o["current"], o["tag"]) for o in survey["offers"]] == [(CURRENT, "b7700")]
+        rc, updated = cli(capsys, "engines", "update")
         assert rc == 0
-        (by_cli,) = outcomes
+        (by_cli,) = updated["outcomes"]
         assert by_cli["verdict"] == verdict, by_cli["message"]
         _rc, history = cli(capsys, "engines", "history")
         assert [h["action"] for h in history] == [verdict]

@@ -72,9 +72,17 @@ def make_models(d: Path, test_engines: TestEngines) -> tuple[Path, Path]:
             gguf_model.write_model(d / "strata-other-model.gguf", gguf_model.ModelSpec(seed=7)))
 
 
-def publish(github: GitHubServer, tag: str, archive: Path, tmp_path: Path, when: str) -> None:
-    """Publish ``archive`` as ``tag`` (renamed to that tag's asset name)."""
+def publish(github: GitHubServer, tag: str, archive: Path, tmp_path: Path, when: str, *,
+            name: str | None = None) -> None:
+    """Publish ``archive`` as ``tag`` (renamed to that tag's asset name), titled ``name`` (default:
+    the tag)."""
     target = tmp_path / "published" / tag / f"llama-{tag}-bin-ubuntu-x64.zip"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(archive.read_bytes())
-    github.add_release(UPSTREAM, tag, [target], published_at=when)
+    github.add_release(UPSTREAM, tag, [target], published_at=when, name=name)
+
+
+def hangs_loading(marker: Path) -> str:
+    """A start script that, asked to load a model, appends a line to ``marker`` and then waits
+    (as a load that takes long does), so a test can stop an update while its trial runs."""
+    return _START + (f'case " $* " in *" -m "*) echo loading >> "{marker}"; exec sleep 120;; esac\n') + _END

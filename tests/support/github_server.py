@@ -212,8 +212,9 @@ class GitHubServer:
 
     def add_release(self, repo: str, tag: str, files: list[Path], *, prerelease: bool = False,
                     digests: bool = True, wrong_digest_for: str | None = None,
-                    published_at: str = "2026-02-10T08:10:00Z") -> list[ServedAsset]:
-        """Publish ``files`` as the assets of ``repo``@``tag`` (newest release first)."""
+                    published_at: str = "2026-02-10T08:10:00Z", name: str | None = None) -> list[ServedAsset]:
+        """Publish ``files`` as the assets of ``repo``@``tag`` (newest release first), titled ``name``
+        (default: the tag, as llama.cpp titles its releases)."""
         assets = []
         for f in files:
             data_sha = _sha256_file(f)
@@ -227,7 +228,7 @@ class GitHubServer:
         release = {
             "url": f"{self.api_base}/repos/{repo}/releases/{tag}",
             "html_url": f"{self.base}/{repo}/releases/tag/{tag}",
-            "tag_name": tag, "name": tag, "draft": False, "prerelease": prerelease,
+            "tag_name": tag, "name": tag if name is None else name, "draft": False, "prerelease": prerelease,
             "published_at": published_at,
             "assets": [{
                 "id": a.id, "name": a.name, "size": a.size, "digest": a.digest,

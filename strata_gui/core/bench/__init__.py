@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from strata_gui.core.bench.service import DashboardService, DraftSpeedup, ImageEngineStats
     from strata_gui.core.bench.stats import spread
     from strata_gui.core.bench.store import BenchResult, RequestRecord
+    from strata_gui.core.bench.update_survey import UpdateCandidate, UpdateSurvey
     from strata_gui.core.bench.updates import EngineUpdater, TrialOutcome, UpdateOffer
     from strata_gui.core.bench.workload import DEFAULT_DEPTH, BenchConfig
 
@@ -27,7 +28,9 @@ __all__ = [
     "RequestRecord",
     "ServerCounters",
     "TrialOutcome",
+    "UpdateCandidate",
     "UpdateOffer",
+    "UpdateSurvey",
     "spread",
 ]
 
@@ -39,6 +42,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "service": ["DashboardService", "DraftSpeedup", "ImageEngineStats"],
     "stats": ["spread"],
     "store": ["BenchResult", "RequestRecord"],
+    "update_survey": ["UpdateCandidate", "UpdateSurvey"],
     "updates": ["EngineUpdater", "TrialOutcome", "UpdateOffer"],
     "workload": ["DEFAULT_DEPTH", "BenchConfig"],
 })

@@ -22,11 +22,15 @@ history in :class:`~strata_gui.core.engines.updates.UpdateLedger`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +41,23 @@ from strata_gui.core.base.errors import EngineError, StrataError
 from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.bench.store import BenchResult, MetricsStore
+from strata_gui.core.bench.update_survey import (
+    OFFERED,
+    SKIPPED,
+    UpdateCandidate,
+    UpdateSurvey,
+    refused_reason,
+)
 from strata_gui.core.bench.workload import BenchConfig, Benchmark
 from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.engines.catalog import tag_number
-from strata_gui.core.engines.plan import Candidate
-from strata_gui.core.engines.records import InstalledEngine
+from strata_gui.core.engines.plan import Candidate, EnginePlan, release_rank, release_version
+from strata_gui.core.engines.records import InstalledEngine, Release, ReleaseListing
 from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.service import EngineService
 from strata_gui.core.engines.updates import (
     AUTO_ROLLED_BACK,
+    NOT_FINISHED,
     PROMOTED,
     REFUSED,
     ROLLED_BACK,
@@ -63,6 +75,8 @@ from strata_gui.core.runtime.launch import ServerSettings, ServerState
 log = logging.getLogger(__name__)
 
 TRIAL_USER = "engine update"
+# How a face that stops a trial names the signal (``task.cancel(msg=...)``): "SIGTERM", "Ctrl+C".
+_SIGNAL_NAME = re.compile(r"SIG[A-Z]+|Ctrl\+C")
 # Used when the current build has no stored result for the trial's model (it is measured first).
 DEFAULT_TRIAL_BENCH = BenchConfig(prefill_tokens=512, gen_tokens=128, reps=5)
 _FORMAT_TOOL = {"type": "function", "function": {
@@ -167,6 +181,31 @@ def _unstopped(error: str | None) -> str:
     return error.rstrip(".") if error.endswith(".") else error
 
 
+def _group_builds(kind: str, group: str, plans: list[tuple[Release, EnginePlan]]) -> list[tuple[Release, Candidate]]:
+    """Each release's build for ``group`` (best release first, as ``plans`` come): the one the plan
+    includes, else one this machine ruled out (its reason says why)."""
+    out = []
+    for release, plan in plans:
+        cand = next((c for c in plan.candidates  # included ones come first
+                     if c.asset is not None and c.tag and c.source_id
+                     and engine_group(kind, c.source_id, c.backend, c.family) == group), None)
+        if cand is not None:
+            out.append((release, cand))
+    return out
+
+
+def _rank_in_use(have: InstalledEngine, listing: ReleaseListing | None) -> tuple[int, str]:
+    """The build in use as :func:`~strata_gui.core.engines.plan.release_rank` ranks releases: its
+    release's rank when the listing still has it, else its tag's number, else when it was installed."""
+    release = next((r for r in listing.releases if r.tag == have.tag), None) if listing else None
+    if release is not None:
+        return release_rank(release)
+    number = tag_number(have.tag)
+    if number is not None:
+        return (number, "")
+    return (-1, datetime.fromtimestamp(have.installed_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
 def _pick_model(last: str, library: Sequence[Path]) -> Path | None:
     """The most recent model when it is still there, else the smallest of the library."""
     if last and Path(last).is_file():
@@ -234,50 +273,75 @@ class EngineUpdater:
             if active in ids:
                 if e.id == active:
                     out[group] = e
-            elif group not in out and self.ledger.refused(e.id) is None:
+            elif group not in out and self.ledger.refused(e.id) is None and not self.ledger.unfinished(e.id):
                 out[group] = e
         return out
 
-    async def check(self, *, channel: str | None = None) -> list[UpdateOffer]:
-        """Newer builds of every installed kind and family (nothing is installed).
+    async def survey(self, *, channel: str | None = None) -> UpdateSurvey:
+        """What is new for every installed kind and family, and every release looked at (nothing is
+        installed).
 
-        Works offline from the cached release listing (the offers then say so).
+        Releases are ranked by what each says it is (:func:`~strata_gui.core.engines.plan.release_rank`),
+        and the best one not refused is offered. Works offline from the cached release listing (the
+        offers then say so).
         """
         channel = channel or self.settings.update_channel
         await self._detect_gpus()
         gpus = self.resolver.gpu_targets()
-        pinned = self.settings.pinned_engine
-        offers: list[UpdateOffer] = []
+        found = UpdateSurvey(unfinished=self.ledger.unfinished())
         for kind in INSTALLABLE:
             current = self.current_builds(kind)
             if not current:
                 continue
             listings = await self.engines.fetch_releases(kind)
             releases = {repo: listing.releases for repo, listing in listings.items()}
-            plan = await self.engines.plan(gpus, releases, kind, latest=channel == "latest")
-            for cand in plan.included:
-                if cand.tag is None or cand.source_id is None:
-                    continue
-                group = engine_group(kind.name, cand.source_id, cand.backend, cand.family)
-                have = current.get(group)
-                if have is None or (tag_number(cand.tag) or -1) <= (tag_number(have.tag) or -1):
-                    continue
-                if any(o.group == group for o in offers):
-                    continue
-                repo = cand.repo or self.engines.catalog.source(cand.source_id).repo
-                listing = listings.get(repo)
-                release = next((r for r in listing.releases if r.tag == cand.tag), None) if listing else None
-                held = ""
-                refused = self.ledger.refused(cand.engine_id)
-                if have.id == pinned:
-                    held = T(QT_TRANSLATE_NOOP("Core", "{engine} is pinned; a pinned build is never replaced"),
-                             engine=have.id)
-                elif refused:
-                    held = T(QT_TRANSLATE_NOOP("Core", "it was refused before ({reason})"), reason=refused)
-                offers.append(UpdateOffer(kind.name, group, have, cand, release.published_at if release else "",
-                                          release_notes_url(repo, cand.tag), channel,
-                                          bool(listing and listing.cached), held))
-        return offers
+            plans = await self.engines.release_plans(gpus, releases, kind, latest=channel == "latest")
+            for group, have in current.items():
+                builds = _group_builds(kind.name, group, plans)
+                if builds:
+                    self._survey_group(found, builds, have, listings, channel)
+        return found
+
+    async def check(self, *, channel: str | None = None) -> list[UpdateOffer]:
+        """The offers of :meth:`survey`: per build in use, the best newer release not refused."""
+        return (await self.survey(channel=channel)).offers
+
+    def _survey_group(self, found: UpdateSurvey, builds: list[tuple[Release, Candidate]], have: InstalledEngine,
+                      listings: dict[str, ReleaseListing], channel: str) -> None:
+        """Walk one group's releases best first: skip the refused ones (``--retry`` keeps them),
+        offer the first other one newer than ``have``; say why for each."""
+        kind, group = have.kind.name, group_of(have)
+        repo = builds[0][1].repo or self.engines.catalog.source(builds[0][1].source_id or "").repo
+        listing = listings.get(repo)
+        in_use = _rank_in_use(have, listing)
+        for release, cand in builds:
+            seen = functools.partial(UpdateCandidate, kind, group, have, cand, release_version(release),
+                                     release.published_at)
+            if release_rank(release) <= in_use:  # nothing newer is offered: say why
+                found.candidates.append(seen(SKIPPED, QT_TRANSLATE_NOOP("Core", "the build in use")
+                                             if cand.engine_id == have.id else
+                                             T(QT_TRANSLATE_NOOP("Core", "not newer than {current}, the build in "
+                                                                         "use"), current=have.tag)))
+                return
+            if not cand.included:  # this machine's probe or driver rules it out
+                found.candidates.append(seen(SKIPPED, cand.reason))
+                continue
+            offer = UpdateOffer(kind, group, have, cand, release.published_at,
+                                release_notes_url(repo, cand.tag or ""), channel, bool(listing and listing.cached))
+            refused = self.ledger.refused(cand.engine_id)
+            if refused is not None:
+                found.candidates.append(seen(SKIPPED, refused_reason(self.ledger.refusal(cand.engine_id), refused),
+                                             refused=True))
+                found.retries.append(dataclasses.replace(offer, held=T(QT_TRANSLATE_NOOP(
+                    "Core", "it was refused before ({reason})"), reason=refused)))
+                continue
+            held = ""
+            if have.id == self.settings.pinned_engine:
+                held = T(QT_TRANSLATE_NOOP("Core", "{engine} is pinned; a pinned build is never replaced"),
+                         engine=have.id)
+            found.offers.append(dataclasses.replace(offer, held=held))
+            found.candidates.append(seen(OFFERED, held))
+            return
 
     @property
     def settings(self) -> Settings:
@@ -285,16 +349,26 @@ class EngineUpdater:
 
     # -- trying -------------------------------------------------------------------------------------
     async def update(self, *, trial_only: bool = False, channel: str | None = None, retry_refused: bool = False,
-                     on_progress: ProgressCallback = no_progress) -> list[TrialOutcome]:
-        """Try every offered update (:meth:`check`); promote those that pass unless ``trial_only``.
+                     on_progress: ProgressCallback = no_progress, survey: UpdateSurvey | None = None
+                     ) -> list[TrialOutcome]:
+        """Try every offered update (``survey``, else :meth:`survey`); promote those that pass
+        unless ``trial_only``.
 
-        ``retry_refused`` tries again a tag refused before. A pinned build is never replaced.
+        ``retry_refused`` first tries again the refused builds ranked above each offer, best first;
+        the offer is still tried when they are refused again. A pinned build is never replaced.
         """
+        found = survey or await self.survey(channel=channel)
         out = []
-        for offer in await self.check(channel=channel):
-            if offer.held and not (retry_refused and offer.current.id != self.settings.pinned_engine):
-                continue
-            out.append(await self.trial(offer, promote=not trial_only, on_progress=on_progress))
+        for group in found.groups():
+            queue = [o for o in found.retries if o.group == group] if retry_refused else []
+            queue += [o for o in found.offers if o.group == group]
+            for offer in queue:
+                if offer.current.id == self.settings.pinned_engine:
+                    break
+                outcome = await self.trial(offer, promote=not trial_only, on_progress=on_progress)
+                out.append(outcome)
+                if outcome.verdict != "refused":
+                    break
         return out
 
     async def trial(self, offer: UpdateOffer, *, promote: bool = True,
@@ -313,7 +387,9 @@ class EngineUpdater:
                                                              "it."))
         await self._detect_gpus()
         gpu = self.resolver.primary_target()
-        self.ledger.begin_trial(cand.engine_id)  # before the install: the resolver never picks it meanwhile
+        # Before the install: the resolver never picks it meanwhile.
+        self.ledger.begin_trial(cand.engine_id, group=offer.group, tag=offer.tag, previous=current.id,
+                                previous_tag=current.tag)
         installed: InstalledEngine | None = None
         try:
             on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Installing {tag} beside {current}"),
@@ -321,6 +397,11 @@ class EngineUpdater:
             installed = next((e for e in self.engines.installed() if e.id == cand.engine_id), None) \
                 or await self.engines.install(cand, on_progress, gpu)
             outcome = await self._try(offer, installed, promote, on_progress)
+        except (asyncio.CancelledError, KeyboardInterrupt) as stop:
+            self._not_finished(offer, stop)
+            if installed is not None:
+                self._discard(installed.id)
+            raise
         except BaseException:
             self.ledger.end_trial(cand.engine_id)
             if installed is not None:
@@ -501,6 +582,22 @@ class EngineUpdater:
     async def _trial_model(self) -> Path | None:
         library = list(await self._models()) if self._models is not None else []
         return await run_blocking(lambda: _pick_model(self.settings.last_model, library), name="strata-trial-model")
+
+    def _not_finished(self, offer: UpdateOffer, stop: BaseException) -> None:
+        """The trial was stopped (a signal, Ctrl+C, Cancel, the app closing): recorded as not
+        finished, not as a fault of the build; the build in use stays, the next update tries it again."""
+        how = "Ctrl+C" if isinstance(stop, KeyboardInterrupt) else str(stop.args[0]) if stop.args else ""
+        if not _SIGNAL_NAME.fullmatch(how):  # a library's own cancel message is no reason for people
+            how = ""
+        why = (T(QT_TRANSLATE_NOOP("Core", "Strata was stopped ({how}) during it"), how=how) if how
+               else QT_TRANSLATE_NOOP("Core", "it was cancelled"))
+        message = T(QT_TRANSLATE_NOOP("Core", "The trial of {tag} did not finish: {why}; kept {current}"),
+                    tag=offer.tag, why=why, current=offer.current.tag)
+        try:
+            self.ledger.record(UpdateEntry(self._now(), NOT_FINISHED, offer.group, offer.candidate.engine_id,
+                                           offer.current.id, message))
+        except StrataError as exc:  # a read-only folder: the stop goes on; the next read settles the trial
+            log.warning("%s", exc.message)
 
     def _kept(self, offer: UpdateOffer, message: str) -> TrialOutcome:
         self.ledger.end_trial(offer.candidate.engine_id)

@@ -113,11 +113,28 @@ def _with_build(why: Text, source: Source, release: Release) -> Text:
     return joined([why, f"{source.repo} {release.tag}"], sep=": ")
 
 
-def _newest_first(releases: Iterable[Release]) -> list[Release]:
-    def key(r: Release) -> tuple[int, str]:
-        return (tag_number(r.tag) or -1, r.published_at)
+def release_number(release: Release) -> int | None:
+    """The build number the release gives itself: its title's ("b7651"; a release moved to another
+    tag keeps its title), else its tag's; None when neither is a build number."""
+    named = tag_number(release.name) if release.name else None
+    return named if named is not None else tag_number(release.tag)
 
-    return sorted((r for r in releases if not r.draft), key=key, reverse=True)
+
+def release_version(release: Release) -> str:
+    """The build as the release names it: its title when that is a build number, else its tag."""
+    return release.name.strip() if release.name and tag_number(release.name) is not None else release.tag
+
+
+def release_rank(release: Release) -> tuple[int, str]:
+    """Sort key of releases, higher is newer: the release's own build number
+    (:func:`release_number`), then its publish date, which alone orders releases without one."""
+    number = release_number(release)
+    return (-1 if number is None else number, release.published_at)
+
+
+def ranked_releases(releases: Iterable[Release]) -> list[Release]:
+    """The releases newest first by :func:`release_rank` (drafts left out)."""
+    return sorted((r for r in releases if not r.draft), key=release_rank, reverse=True)
 
 
 def _find_asset(
@@ -128,7 +145,7 @@ def _find_asset(
     rules = [r for r in source.rules if r.os == os_name and r.backend == backend]
     if not rules:
         return None
-    for rel in _newest_first(releases):
+    for rel in ranked_releases(releases):
         if rel.prerelease or not source.accepts_tag(rel.tag):
             continue
         for asset in rel.assets:

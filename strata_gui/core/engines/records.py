@@ -64,6 +64,7 @@ class Release:
     prerelease: bool
     assets: tuple[ReleaseAsset, ...]
     draft: bool = False
+    name: str = ""  # the release's title: "b7601" (kept when a release is moved to another tag)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ def parse_releases(data: Any, repo: str) -> tuple[Release, ...]:
         out.append(Release(
             repo=repo, tag=str(item["tag_name"]), published_at=str(item.get("published_at") or ""),
             prerelease=bool(item.get("prerelease")), assets=tuple(assets), draft=bool(item.get("draft")),
+            name=str(item.get("name") or ""),
         ))
     return tuple(out)
 
@@ -163,7 +164,7 @@ class ReleaseClient:
         return tuple(
             Release(r.repo, r.tag, r.published_at, r.prerelease,
                     tuple(ReleaseAsset(a.name, a.size, self.rewrite_url(a.download_url), a.digest) for a in r.assets),
-                    r.draft)
+                    r.draft, r.name)
             for r in releases
         )
 

@@ -39,7 +39,7 @@ from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.engines.catalog import EngineCatalog, load_catalog, tag_number
 from strata_gui.core.engines.drivers import DriverVerdict, check_driver
 from strata_gui.core.engines.launch import current_os, launch_environment
-from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines
+from strata_gui.core.engines.plan import Candidate, EnginePlan, plan_engines, ranked_releases
 from strata_gui.core.engines.probe import (
     ProbeResult,
     ProcessRunner,
@@ -241,25 +241,39 @@ class EngineService:
             listings = await self.fetch_releases(kind)
             releases = {repo: listing.releases for repo, listing in listings.items()}
             notes = [lst.notice for lst in listings.values() if lst.notice]
+        plan = self._planned(gpus, releases, kind, latest, self.driver_verdict(), {e.id: e for e in self.installed()})
+        return replace(plan, notes=plan.notes + tuple(notes))
+
+    async def release_plans(self, gpus: Sequence[GpuTarget], releases: Mapping[str, Sequence[Release]],
+                            kind: EngineKind = TEXT, *, latest: bool = False) -> list[tuple[Release, EnginePlan]]:
+        """One plan per release, as :meth:`plan` makes it from that release alone, each repository's
+        releases newest first (:func:`~strata_gui.core.engines.plan.ranked_releases`): the builds an
+        update can choose from when the newest is refused."""
+        driver = self.driver_verdict()
+        installed = {e.id: e for e in self.installed()}
+        return [(release, self._planned(gpus, {repo: (release,)}, kind, latest, driver, installed))
+                for repo, listing in releases.items() for release in ranked_releases(listing)]
+
+    def _planned(self, gpus: Sequence[GpuTarget], releases: Mapping[str, Sequence[Release]], kind: EngineKind,
+                 latest: bool, driver: DriverVerdict | None, installed: Mapping[str, InstalledEngine]) -> EnginePlan:
+        """:func:`plan_engines` with the channel, the driver check and this machine's probes applied."""
         catalog = self.catalog
         if latest:
             catalog = replace(catalog, sources=tuple(replace(src, pinned_tag=None) for src in catalog.sources))
         plan = plan_engines(catalog, gpus, self.os_name, releases, kind)
-        driver = self.driver_verdict()
         if driver is not None and driver.blocks_rocm:
             # A known-bad driver: ROCm is not installed, Vulkan is tried first instead.
             plan = replace(plan, candidates=tuple(
                 replace(c, included=False, reason=driver.skip_reason()) if c.backend == "rocm" and c.included else c
                 for c in plan.candidates))
             plan = replace(plan, candidates=tuple(sorted(plan.candidates, key=lambda c: not c.included)))
-        plan = self._with_probes(plan, gpus[0] if gpus else None)
-        return replace(plan, notes=plan.notes + tuple(notes))
+        return self._with_probes(plan, gpus[0] if gpus else None, installed)
 
-    def _with_probes(self, plan: EnginePlan, gpu: GpuTarget | None) -> EnginePlan:
+    def _with_probes(self, plan: EnginePlan, gpu: GpuTarget | None,
+                     installed: Mapping[str, InstalledEngine]) -> EnginePlan:
         """The plan with what this machine already showed: a build that was installed and failed its
         device check is listed as tried, not offered first again ("1. ROCm (recommended)" after ROCm
         was downloaded, rejected and replaced by Vulkan)."""
-        installed = {e.id: e for e in self.installed()}
         changed = False
         candidates = []
         for cand in plan.candidates:
@@ -620,7 +634,9 @@ class EngineService:
             engines.sort(key=lambda e: (tag_number(e.tag) or -1, e.installed_at), reverse=True)
             ids = {e.id for e in engines}
             active = self.ledger.active(group)
-            in_use = active if active in ids else engines[0].id
+            # No update decided it: the newest build that is not a refused or unfinished update.
+            usable = [e.id for e in engines if self.ledger.refused(e.id) is None and not self.ledger.unfinished(e.id)]
+            in_use = active if active in ids else (usable or [engines[0].id])[0]
             for old in engines:
                 if old.id != in_use and old.id not in keep:
                     self.remove(old.id)

@@ -38,6 +38,7 @@ PROMOTED = "promoted"
 REFUSED = "refused"
 ROLLED_BACK = "rolled back"
 AUTO_ROLLED_BACK = "rolled back automatically"
+NOT_FINISHED = "not finished"  # the trial was stopped (signal, Cancel) or its process ended during it
 
 
 def _saved_texts(values: dict[str, str]) -> dict[str, Any]:
@@ -74,8 +75,8 @@ class UpdateEntry:
 
     Attributes:
         at: Epoch seconds.
-        action: :data:`PROMOTED`, :data:`REFUSED`, :data:`TRIAL_PASSED`, :data:`ROLLED_BACK` or
-            :data:`AUTO_ROLLED_BACK`.
+        action: :data:`PROMOTED`, :data:`REFUSED`, :data:`TRIAL_PASSED`, :data:`ROLLED_BACK`,
+            :data:`AUTO_ROLLED_BACK` or :data:`NOT_FINISHED`.
         group: The kind and family (:func:`engine_group`).
         engine: The build the entry is about (the candidate; the build restored by a rollback).
         previous: The build it was compared with, or the one a rollback replaced.
@@ -122,11 +123,14 @@ class _State:
     refused: dict[str, str] = field(default_factory=dict)  # build -> why
     bad: list[dict[str, str]] = field(default_factory=list)  # {engine, model_key, gpu, reason}
     history: list[UpdateEntry] = field(default_factory=list)
+    # build on trial -> the process trying it and what it replaces (:func:`_trial_owner`)
+    trials: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "version": 1, "active": self.active, "last_good": self.last_good, "on_trial": self.on_trial,
-            "refused": self.refused, "bad": self.bad, "history": [h.to_json() for h in self.history]}
+            "refused": self.refused, "bad": self.bad, "history": [h.to_json() for h in self.history],
+            "trials": self.trials}
         refused_texts = _saved_texts(self.refused)
         if refused_texts:
             data["refused_text"] = refused_texts
@@ -150,9 +154,67 @@ class _State:
         for i, mark in enumerate(bad):  # the index counts the marks as written (all dicts)
             if "reason" in mark:
                 mark["reason"] = _read_text(mark["reason"], bad_texts.get(str(i)))
+        trials = data.get("trials")
         return cls(strmap(data.get("active")), strmap(data.get("last_good")),
                    [str(x) for x in data.get("on_trial") or []], refused, bad,
-                   [UpdateEntry.from_json(h) for h in data.get("history") or [] if isinstance(h, dict)])
+                   [UpdateEntry.from_json(h) for h in data.get("history") or [] if isinstance(h, dict)],
+                   {str(k): v for k, v in trials.items() if isinstance(v, dict)} if isinstance(trials, dict) else {})
+
+    def unfinished(self, engine_id: str) -> UpdateEntry | None:
+        """The entry saying ``engine_id``'s trial did not finish, when that is the last word on it."""
+        for entry in reversed(self.history):
+            if entry.engine == engine_id:
+                return entry if entry.action == NOT_FINISHED else None
+        return None
+
+
+def _trial_owner(group: str, tag: str, previous: str, previous_tag: str) -> dict[str, Any]:
+    """Who is trying a build: this process (its id and start time, so a reused id is not taken
+    for it) and what the build would replace (for the sentence if the process ends mid-trial)."""
+    return {"pid": os.getpid(), "started": _started(os.getpid()), "group": group, "tag": tag,
+            "previous": previous, "previous_tag": previous_tag}
+
+
+def _started(pid: int) -> float | None:
+    """When process ``pid`` started (epoch seconds); None when there is no such process."""
+    import psutil  # loaded only where a trial is running or recorded (~8 ms)
+
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
+def _owner_alive(owner: dict[str, Any] | None) -> bool:
+    """Whether the process that began a trial still runs (a record without one: it does not)."""
+    if not owner:
+        return False
+    pid, started = owner.get("pid"), owner.get("started")
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return False
+    if not isinstance(started, int | float):  # its start time could not be read: only this process can tell
+        return pid == os.getpid()
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return abs(process.create_time() - started) < 1.0 and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.AccessDenied:  # another user's process: it exists, and may be trying the build
+        return True
+    except psutil.Error:  # gone (or a zombie)
+        return False
+
+
+def _ended_mid_trial(engine_id: str, owner: dict[str, Any]) -> str:
+    """The sentence for a trial whose process ended during it (``owner``: what
+    :func:`_trial_owner` recorded; empty for a record written before owners were)."""
+    pid, tag, previous = owner.get("pid"), str(owner.get("tag") or engine_id), str(owner.get("previous_tag") or "")
+    if isinstance(pid, int) and previous:
+        return T(QT_TRANSLATE_NOOP("Core", "The trial of {tag} did not finish: the Strata process that ran it ({pid}) "
+                                           "ended during it; {previous} stays in use"),
+                 tag=tag, pid=pid, previous=previous)
+    return T(QT_TRANSLATE_NOOP("Core", "The trial of {tag} did not finish: the Strata process that ran it ended "
+                                       "during it; the build in use stays"), tag=tag)
 
 
 class UpdateLedger:
@@ -167,6 +229,7 @@ class UpdateLedger:
         self.path = path
         self._clock = clock
         self._cache: tuple[tuple[int, int], dict[str, Any]] | None = None
+        self._settle_unsaved = False  # a settled trial could not be saved (told once, not at every read)
         # Each new history entry (promotion, refusal, rollback): pages refresh, the chat tells.
         self.events: Listeners[UpdateEntry] = Listeners()
 
@@ -202,36 +265,82 @@ class UpdateLedger:
                               hint=T(QT_TRANSLATE_NOOP("Core", "Check that {folder} is writable."),
                                      folder=self.path.parent)) from exc
 
+    def _current(self) -> _State:
+        """The records, with trials whose process is gone settled first (:meth:`_settle`)."""
+        state = self._read()
+        return self._settle(state) if state.on_trial else state
+
+    def _settle(self, state: _State) -> _State:
+        """Record as not finished each trial whose process ended (killed, the machine went down):
+        the build in use stays, and the build is tried again by the next update, not left "on trial"
+        until then."""
+        stale = [e for e in state.on_trial if not _owner_alive(state.trials.get(e))]
+        for engine_id in stale:
+            state.on_trial.remove(engine_id)
+            owner = state.trials.pop(engine_id, None) or {}
+            entry = UpdateEntry(self._clock(), NOT_FINISHED, str(owner.get("group", "")), engine_id,
+                                str(owner.get("previous", "")), _ended_mid_trial(engine_id, owner))
+            state.history.append(entry)
+            log.warning("engine update: %s", entry.message)
+        if stale:
+            try:
+                self._write(state)
+            except EngineError as exc:  # a read-only folder: still read right, settled again next time
+                log.log(logging.DEBUG if self._settle_unsaved else logging.WARNING, "%s", exc.message)
+                self._settle_unsaved = True
+        return state
+
     # -- questions ----------------------------------------------------------------------------------
     def active(self, group: str) -> str | None:
         """The build promoted (or restored) for ``group``; None: no update decided it yet."""
-        return self._read().active.get(group)
+        return self._current().active.get(group)
 
     def last_good(self, group: str) -> str | None:
         """The build kept to roll back to, if any."""
-        return self._read().last_good.get(group)
+        return self._current().last_good.get(group)
 
     def on_trial(self) -> list[str]:
-        return list(self._read().on_trial)
+        return list(self._current().on_trial)
 
     def refused(self, engine_id: str) -> str | None:
         """Why ``engine_id`` was refused as an update (None: it was not)."""
-        return self._read().refused.get(engine_id)
+        return self._current().refused.get(engine_id)
+
+    def refusal(self, engine_id: str) -> UpdateEntry | None:
+        """The history entry that refused ``engine_id`` (None: not refused, or its entry is no longer
+        kept)."""
+        state = self._current()
+        if engine_id not in state.refused:
+            return None
+        return next((h for h in reversed(state.history) if h.engine == engine_id and h.action == REFUSED), None)
+
+    def unfinished(self, engine_id: str | None = None) -> list[UpdateEntry]:
+        """Trials that did not finish and are not tried again since or now (of ``engine_id`` only,
+        when given), oldest first: what the next ``engines list`` and ``update`` tell."""
+        state = self._current()
+        seen = set(state.on_trial)  # tried again right now
+        found = []
+        for entry in reversed(state.history):  # the last word on each build
+            if entry.engine not in seen and engine_id in (None, entry.engine):
+                seen.add(entry.engine)
+                if entry.action == NOT_FINISHED:
+                    found.append(entry)
+        return found[::-1]
 
     def history(self) -> list[UpdateEntry]:
         """Every trial, promotion and rollback, oldest first."""
-        return list(self._read().history)
+        return list(self._current().history)
 
     def is_bad(self, engine_id: str, model_key: str | None, gpu: str) -> str | None:
         """Why ``engine_id`` is marked bad for this model on this GPU (None: it is not)."""
-        for mark in self._read().bad:
+        for mark in self._current().bad:
             if mark.get("engine") == engine_id and mark.get("model_key") == model_key and mark.get("gpu") == gpu:
                 return mark.get("reason", "")
         return None
 
     def role(self, engine: InstalledEngine) -> str | None:
         """"last good" (kept to roll back to), "updated" (in use since an update), else None."""
-        state = self._read()
+        state = self._current()
         group = group_of(engine)
         if state.last_good.get(group) == engine.id:
             return "last good"
@@ -241,11 +350,11 @@ class UpdateLedger:
 
     def can_roll_back(self, engine: InstalledEngine) -> bool:
         """Whether ``engine``'s kind and family has a last good build to go back to."""
-        return group_of(engine) in self._read().last_good
+        return group_of(engine) in self._current().last_good
 
     def keep(self) -> set[str]:
         """Builds ``gc`` must keep: in use, last good, on trial."""
-        state = self._read()
+        state = self._current()
         return set(state.active.values()) | set(state.last_good.values()) | set(state.on_trial)
 
     def held_back(self, engine: InstalledEngine, installed: Collection[str], *, model_key: str | None,
@@ -255,11 +364,14 @@ class UpdateLedger:
         A build on trial, a refused one, one marked bad for this model and GPU, and the other
         builds of a kind whose update decided the build in use (a pin still wins).
         """
-        state = self._read()
+        state = self._current()
         if engine.id in state.on_trial:
             return QT_TRANSLATE_NOOP("Core", "on trial as an engine update; used once it is promoted")
         if engine.id in state.refused:
             return T(QT_TRANSLATE_NOOP("Core", "refused as an update: {reason}"), reason=state.refused[engine.id])
+        if state.unfinished(engine.id) is not None:
+            return QT_TRANSLATE_NOOP("Core", "its trial as an engine update did not finish; the next update tries it "
+                                             "again")
         if model_key is not None:
             for mark in state.bad:
                 if mark.get("engine") == engine.id and mark.get("model_key") == model_key and mark.get("gpu") == gpu:
@@ -277,17 +389,22 @@ class UpdateLedger:
         return None
 
     # -- decisions ----------------------------------------------------------------------------------
-    def begin_trial(self, engine_id: str) -> None:
-        state = self._read()
+    def begin_trial(self, engine_id: str, *, group: str = "", tag: str = "", previous: str = "",
+                    previous_tag: str = "") -> None:
+        """``engine_id`` is on trial in this process (if the process ends before the trial does, the
+        next read records it as not finished); ``previous`` is the build it would replace."""
+        state = self._current()
         if engine_id not in state.on_trial:
             state.on_trial.append(engine_id)
+        state.trials[engine_id] = _trial_owner(group, tag or engine_id, previous, previous_tag)
         state.refused.pop(engine_id, None)
         self._write(state)
 
     def end_trial(self, engine_id: str) -> None:
-        state = self._read()
+        state = self._current()
         if engine_id in state.on_trial:
             state.on_trial.remove(engine_id)
+            state.trials.pop(engine_id, None)
             self._write(state)
 
     def record(self, entry: UpdateEntry, *, promote: tuple[str, str] | None = None, refuse: bool = False,
@@ -300,9 +417,10 @@ class UpdateLedger:
             restore: The build a rollback puts back in use (the replaced one is no longer kept).
             bad: (model key, GPU): ``entry.previous`` is marked bad for that model and GPU.
         """
-        state = self._read()
+        state = self._current()
         if entry.engine in state.on_trial:
             state.on_trial.remove(entry.engine)
+        state.trials.pop(entry.engine, None)
         if promote is not None:
             new, previous = promote
             state.active[entry.group] = new
@@ -326,7 +444,7 @@ class UpdateLedger:
 
     def forget(self, engine_id: str) -> None:
         """An engine was removed: drop what names it (its history stays)."""
-        state = self._read()
+        state = self._current()
         changed = False
         for table in (state.active, state.last_good):
             for group in [g for g, e in table.items() if e == engine_id]:
@@ -334,6 +452,7 @@ class UpdateLedger:
                 changed = True
         if engine_id in state.on_trial:
             state.on_trial.remove(engine_id)
+            state.trials.pop(engine_id, None)
             changed = True
         # A refusal stays: the same tag is not tried again by the next update.
         if changed:

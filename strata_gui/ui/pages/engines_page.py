@@ -6,6 +6,7 @@ bar and Cancel; the page only shows what the core's :class:`EngineService` repor
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +45,7 @@ from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
 if TYPE_CHECKING:
-    from strata_gui.core.bench import EngineUpdater, TrialOutcome, UpdateOffer
+    from strata_gui.core.bench import EngineUpdater, TrialOutcome, UpdateOffer, UpdateSurvey
     from strata_gui.core.engines import UpdateEntry
 
 _STATE_TEXT = {"works": str(QT_TRANSLATE_NOOP("EnginesPage", "Works")),
@@ -54,7 +55,8 @@ _ACTION_TEXT = {"promoted": str(QT_TRANSLATE_NOOP("EnginesPage", "Promoted")),
                 "refused": str(QT_TRANSLATE_NOOP("EnginesPage", "Refused")),
                 "trial passed": str(QT_TRANSLATE_NOOP("EnginesPage", "Trial passed")),
                 "rolled back": str(QT_TRANSLATE_NOOP("EnginesPage", "Rolled back")),
-                "rolled back automatically": str(QT_TRANSLATE_NOOP("EnginesPage", "Rolled back automatically"))}
+                "rolled back automatically": str(QT_TRANSLATE_NOOP("EnginesPage", "Rolled back automatically")),
+                "not finished": str(QT_TRANSLATE_NOOP("EnginesPage", "Not finished"))}
 
 
 def _section(text: str) -> QLabel:
@@ -88,6 +90,7 @@ class EnginesPage(Page):
         self._bridge = bridge
         self._updater = updater
         self._offers: dict[str, UpdateOffer] = {}  # the build in use's id -> the newer build offered
+        self._looked_at: list[str] = []  # the releases the last check looked at, and why each was skipped
         self.last_trial: TrialOutcome | None = None
         self._gpus: list[GpuTarget] = engine_service.gpus_from_settings()
         self.plan: EnginePlan | None = None
@@ -320,7 +323,7 @@ class EnginesPage(Page):
         async def work(_p: ProgressCallback) -> EnginePlan:
             plan = await self._service.plan(gpus, kind=kind)
             if self._updater is not None:
-                self._set_offers(await self._updater.check())
+                self._set_survey(await self._updater.survey())
             return plan
 
         return self._start(work, self.tr("Reading releases"), self._show_plan)
@@ -533,10 +536,18 @@ class EnginesPage(Page):
         if updater is None:
             return None
 
-        async def work(_p: ProgressCallback) -> list[UpdateOffer]:
-            return await updater.check()
+        async def work(_p: ProgressCallback) -> UpdateSurvey:
+            return await updater.survey()
 
-        return self._start(work, self.tr("Checking for updates"), self._set_offers)
+        return self._start(work, self.tr("Checking for updates"), self._set_survey)
+
+    def _set_survey(self, survey: UpdateSurvey) -> None:
+        """The offers, then a line per release the check skipped (refused when, older than what):
+        a refused release is not a wall, and the user sees which one is offered instead."""
+        self._looked_at = [core_text(c.line()) for c in survey.candidates if c.verdict == "skipped"]
+        self._looked_at += [core_text(n) for n in survey.notes()]
+        self.updates_notice.setToolTip("\n".join(core_text(line) for line in survey.candidate_lines()))
+        self._set_offers(survey.offers)
 
     def _set_offers(self, offers: list[UpdateOffer]) -> None:
         self._offers = {o.current.id: o for o in offers}
@@ -548,12 +559,15 @@ class EnginesPage(Page):
                  + (self.tr(" (from the saved release list)") if o.cached else "")
                  + (" " + self.tr("Not tried: {why}.").format(why=core_text(o.held)) if o.held else "")
                  for o in offers]
+        lines += [html.escape(line) for line in self._looked_at]  # release names come from the feed
         self.updates_notice.setText("<br>".join(lines))
         self.updates_notice.setVisible(bool(lines))
         self.refresh_installed()
 
     def _show_trial(self, outcome: TrialOutcome) -> None:
         self.last_trial = outcome
+        self._looked_at = []  # what the check skipped was before this trial's decision
+        self.updates_notice.setToolTip("")
         self._offers.pop(outcome.offer.current.id, None)
         self._updates.pop(outcome.offer.current.id, None)
         self._set_offers(list(self._offers.values()))
