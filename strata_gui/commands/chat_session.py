@@ -47,6 +47,7 @@ from strata_gui.core.chat import (
     ThinkingSettings,
     ToolApproval,
 )
+from strata_gui.core.runtime import parse_tool_arguments
 from strata_gui.core.tools import Decision, McpHost, MemoryApprovals, ToolPolicy, load_mcp_config
 
 THINK_CHOICES = ("on", "off", "low", "medium", "high")
@@ -253,8 +254,8 @@ def result_json(messages: list[Message]) -> dict[str, Any]:
     for m in replies:
         for c in m.tool_calls:
             try:
-                arguments: Any = json.loads(c.arguments or "{}")
-            except ValueError:
+                arguments: Any = parse_tool_arguments(c.arguments)
+            except ChatError:  # as the model wrote them (the call's result says why they were refused)
                 arguments = c.arguments
             calls.append({"name": c.name, "arguments": arguments, "result": c.result, "status": c.status})
     out: dict[str, Any] = {

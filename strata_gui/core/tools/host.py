@@ -46,8 +46,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from strata_gui import __version__
-from strata_gui.core.base.errors import ToolError
+from strata_gui.core.base.errors import ChatError, ToolError
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.runtime.tool_arguments import parse_tool_arguments
 from strata_gui.core.tools.approvals import ApprovalRequest, Approver, ToolPolicy
 from strata_gui.core.tools.config import STDIO, McpServerConfig
 from strata_gui.core.tools.loop_thread import LoopThread
@@ -890,20 +891,14 @@ def _make_tools(found: Sequence[tuple[str, Any]]) -> tuple[McpTool, ...]:
 
 
 def parse_arguments(arguments: str | Mapping[str, Any] | None) -> dict[str, Any] | str:
-    """The model's arguments as a dict, or a sentence saying why they are unusable."""
-    if arguments is None:
-        return {}
+    """The model's arguments as a dict, or a sentence saying why they are unusable (not JSON, not
+    an object, nested too deeply: see :func:`~strata_gui.core.runtime.parse_tool_arguments`)."""
     if isinstance(arguments, Mapping):
         return dict(arguments)
-    if not arguments.strip():
-        return {}
     try:
-        value = json.loads(arguments)
-    except json.JSONDecodeError as exc:
-        return f"The tool arguments are not valid JSON ({exc.msg} at character {exc.pos})."
-    if not isinstance(value, dict):
-        return "The tool arguments must be a JSON object."
-    return value
+        return parse_tool_arguments(arguments)
+    except ChatError as exc:
+        return exc.message
 
 
 def _root_cause(exc: BaseException) -> BaseException:

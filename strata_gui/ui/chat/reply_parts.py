@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import ChatError
 from strata_gui.core.chat import (
     TOOL_ALLOWED,
     TOOL_DENIED,
@@ -32,7 +33,9 @@ from strata_gui.core.chat import (
     Message,
     ToolCallRecord,
 )
+from strata_gui.core.runtime import parse_tool_arguments
 
+MAX_ARGUMENT_CHARS = 2_000  # arguments that are not a JSON object are shown as written, up to this
 MAX_SHOWN_CHARS = 20_000  # a tool result longer than this is cut in the view (Copy takes it all)
 
 
@@ -247,9 +250,10 @@ class ToolCallBox(QFrame):
         self.record = record
         self.title.setText(self.tr("Tool call: {0}").format(record.name))
         try:
-            args = json.dumps(json.loads(record.arguments or "{}"), indent=2, ensure_ascii=False)
-        except ValueError:
-            args = record.arguments
+            args = json.dumps(parse_tool_arguments(record.arguments), indent=2, ensure_ascii=False)
+        except ChatError:  # as the model wrote them, cut (the call's result says why they were refused)
+            args = record.arguments if len(record.arguments) <= MAX_ARGUMENT_CHARS else (
+                record.arguments[:MAX_ARGUMENT_CHARS] + "…")
         self.arguments.setText(args)
         texts = {
             TOOL_PENDING: self.tr("waiting for your answer"),
