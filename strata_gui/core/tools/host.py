@@ -27,6 +27,7 @@ what a chat needs around it:
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import enum
 import functools
@@ -217,18 +218,22 @@ def openai_names(keys: Sequence[tuple[str, str]]) -> list[str]:
 
     A tool keeps its own name (cleaned) when no other server has one like it; otherwise it is
     prefixed with its server's name (``files__search``). Names that are still taken get a number.
+    Linear in the number of tools: a server that lists 12,000 tools of one name took 13 s of CPU
+    at every listing when each duplicate counted and numbered from the start again.
     """
     plain = [_clean(tool) for _, tool in keys]
-    clash = {n for n in plain if plain.count(n) > 1}
+    seen = collections.Counter(plain)
     taken: set[str] = set()
+    next_number: dict[str, int] = {}  # per name: every number below it is taken already
     out = []
     for (server, tool), base in zip(keys, plain, strict=True):
-        name = _fit(f"{_clean(server)}__{base}" if base in clash else base, f"{server}\0{tool}")
-        candidate, n = name, 2
+        name = _fit(f"{_clean(server)}__{base}" if seen[base] > 1 else base, f"{server}\0{tool}")
+        candidate, n = name, next_number.get(name, 2)
         while candidate in taken:
             suffix = f"_{n}"
             candidate = name[: OPENAI_NAME_MAX - len(suffix)] + suffix
             n += 1
+        next_number[name] = n
         taken.add(candidate)
         out.append(candidate)
     return out
