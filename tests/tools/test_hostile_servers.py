@@ -4,13 +4,19 @@ Real MCP servers (the SDK's low-level server, over stdio: ``tests/support/hostil
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+from strata_gui.cli import main
 from strata_gui.core.tools import McpHost, openai_names, parse_mcp_servers
 from tests.support.hostile_mcp_server import entry
+from tests.support.openai_stream_server import openai_stream_server, reasoning_then_content, tool_calls
 
+REPO = Path(__file__).resolve().parents[2]
 DUPLICATES = 12_000
 
 
@@ -60,3 +66,29 @@ def test_a_server_listing_the_same_tool_twelve_thousand_times_is_listed_and_call
             await host.aclose()
 
     asyncio.run(main())
+
+
+# -- case 11: a server that prints other text on its standard output --------------------------------
+def test_fifty_lines_of_chatter_on_stdout_are_said_once_and_the_tool_works(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"chatty": entry(tools=["echo"], noise=50)}}))
+    listed = subprocess.run([sys.executable, "-m", "strata_gui", "mcp", "tools", "--mcp-config", str(config)],
+                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert listed.returncode == 0 and "  echo" in listed.stdout
+    _said_once(listed.stderr)
+
+    with openai_stream_server(tool_calls([("echo", '{"text": "hi"}')]), reasoning_then_content(0, 2)) as server:
+        assert main(["remote", "add", "loop", server.url, "--no-check"]) == 0
+        chat = subprocess.run([sys.executable, "-m", "strata_gui", "remote", "chat", "loop", "go", "--mcp-config",
+                               str(config), "--allow-tool", "echo", "--json"],
+                              capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert chat.returncode == 0, chat.stderr
+    (call,) = json.loads(chat.stdout)["tool_calls"]
+    assert call["status"] == "allowed" and call["result"] == "echo ran: hi"
+    _said_once(chat.stderr)
+
+
+def _said_once(stderr: str) -> None:
+    lines = stderr.splitlines()
+    assert len(lines) <= 1, stderr[:2000]  # it was 11 lines of traceback per line of chatter
+    assert not lines or ("chatty" in lines[0] and "not an MCP message" in lines[0] and len(lines[0]) < 200)

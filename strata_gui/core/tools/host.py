@@ -53,6 +53,7 @@ from strata_gui.core.runtime.tool_arguments import parse_tool_arguments
 from strata_gui.core.tools.approvals import ApprovalRequest, Approver, ToolPolicy
 from strata_gui.core.tools.config import STDIO, McpServerConfig
 from strata_gui.core.tools.loop_thread import LoopThread
+from strata_gui.core.tools.stdout_noise import watch_stdout
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -635,6 +636,7 @@ class McpHost:
             log.info("starting tool server %s (%s)", config.name, Path(config.command).name)
             from mcp.client.stdio import stdio_client
 
+            watch_stdout(config.name)  # the SDK's reader, started from this task, logs each stray line
             transport = stdio_client(transport, errlog=errlog)
         else:
             import httpx2
