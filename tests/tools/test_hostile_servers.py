@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from strata_gui.cli import main
 from strata_gui.core.tools import McpHost, openai_names, parse_mcp_servers
@@ -92,3 +95,22 @@ def _said_once(stderr: str) -> None:
     lines = stderr.splitlines()
     assert len(lines) <= 1, stderr[:2000]  # it was 11 lines of traceback per line of chatter
     assert not lines or ("chatty" in lines[0] and "not an MCP message" in lines[0] and len(lines[0]) < 200)
+
+
+def test_the_apps_log_gets_one_line_for_chatter_too(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The app runs the same host: its log file got a traceback per line."""
+    (config,) = parse_mcp_servers({"mcpServers": {"chatty": entry(tools=["echo"], noise=50)}})
+
+    async def list_and_call() -> None:
+        host = McpHost([config], log_dir=tmp_path)
+        try:
+            await host.list_tools()
+            assert (await host.call_tool("chatty", "echo", {"text": "hi"})).text == "echo ran: hi"
+        finally:
+            await host.aclose()
+
+    with caplog.at_level(logging.DEBUG):
+        asyncio.run(list_and_call())
+    about = [r for r in caplog.records if "not an MCP message" in r.getMessage()]
+    assert len(about) == 1 and about[0].exc_info is None and "chatty" in about[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info is not None]
