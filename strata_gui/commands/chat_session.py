@@ -9,8 +9,9 @@ tool calls and structured output behave the same in both and in the app:
 - ``--json-schema FILE`` asks for JSON that follows the schema (the engine enforces it with a
   grammar); the reply is checked against it;
 - ``--mcp-config FILE`` offers the tools of the servers in an ``mcpServers`` JSON file (the servers
-  saved in the app are not used). Every call is asked about first: ``--allow-tool NAME``
-  (repeatable) and ``--allow-all-tools`` answer in advance; otherwise the command asks on the
+  saved in the app are not used). Every call is asked about first: ``--allow-tool SERVER.NAME``
+  (that server's tool only; a bare ``NAME`` while only one server has such a tool; repeatable) and
+  ``--allow-all-tools`` answer in advance; otherwise the command asks on the
   terminal when it is interactive and denies the call when it is not (a pipe, a script), saying
   so. ``--tool-choice required`` makes the model's first step a tool call;
 - ``--extra-body JSON`` sends server-specific fields with every request (``logit_bias`` ...).
@@ -48,7 +49,7 @@ from strata_gui.core.chat import (
     ToolApproval,
 )
 from strata_gui.core.runtime import parse_tool_arguments
-from strata_gui.core.tools import Decision, McpHost, MemoryApprovals, ToolPolicy, load_mcp_config
+from strata_gui.core.tools import AllowedTools, Decision, McpHost, MemoryApprovals, ToolPolicy, load_mcp_config
 
 THINK_CHOICES = ("on", "off", "low", "medium", "high")
 DIM, RESET = "\x1b[2m", "\x1b[0m"
@@ -65,7 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="offer the tools of the servers in this mcpServers JSON file (Claude Desktop, Cursor, "
                         "LM Studio)")
     g.add_argument("--allow-tool", action="append", default=[], metavar="NAME",
-                   help="let this tool run without asking (its name, or SERVER.NAME; repeat for more)")
+                   help="let this tool run without asking: SERVER.NAME (that server's tool only), or NAME when "
+                        "only one server has a tool of that name; repeat for more")
     g.add_argument("--allow-all-tools", action="store_true",
                    help="let every tool run without asking. Without this or --allow-tool, a terminal is asked "
                         "and anything else is denied")
@@ -207,22 +209,26 @@ def configure(service: ChatService, args: argparse.Namespace, printer: Printer,
     host = McpHost(load_mcp_config(args.mcp_config.expanduser()), log_dir=log_dir)
     tools = ChatTools(host, ToolPolicy(MemoryApprovals()))
     service.tools = lambda: tools
-    service.approver = approver(set(args.allow_tool), args.allow_all_tools, sys.stdin, printer)
+    allowed = AllowedTools(args.allow_tool, (s.name for s in host.servers))
+    service.approver = approver(allowed, args.allow_all_tools, sys.stdin, printer)
     return host
 
 
-def approver(allowed: set[str], allow_all: bool, stdin: TextIO,
+def approver(allowed: AllowedTools, allow_all: bool, stdin: TextIO,
              printer: Printer) -> Callable[[ToolApproval], Any]:
     """The command line's answer to a tool call: allowed in advance, asked on a terminal, or denied."""
     interactive = stdin.isatty()
 
     async def ask(approval: ToolApproval) -> Decision:
         req = approval.request
-        if allow_all or req.tool in allowed or f"{req.server}.{req.tool}" in allowed:
+        if allow_all or allowed.allows(req):
             return Decision.ALLOW_ONCE
+        if allowed.ambiguous(req):
+            printer.say(f"--allow-tool {req.tool} allows none of the {len(req.offered_by)} servers' tools of that "
+                        f"name ({', '.join(req.offered_by)}); name one: --allow-tool {req.server}.{req.tool}")
         if not interactive:
             printer.say(f"the tool {req.tool} of {req.server} was not allowed to run: nobody is at a terminal "
-                        f"to ask (pass --allow-tool {req.tool} or --allow-all-tools)")
+                        f"to ask (pass --allow-tool {req.server}.{req.tool} or --allow-all-tools)")
             return Decision.DENY
         question = (f"\nThe model wants to run {req.tool} (server {req.server}) with "
                     f"{json.dumps(dict(req.arguments), ensure_ascii=False)}\n"

@@ -15,6 +15,7 @@ from strata_gui.cli import main
 from strata_gui.core.base import ChatError
 from strata_gui.core.runtime import MAX_ARGUMENT_DEPTH, parse_tool_arguments
 from strata_gui.core.runtime.client import ToolCall
+from tests.support.hostile_mcp_server import entry
 from tests.support.mcp_servers import stdio_entry
 from tests.support.openai_stream_server import (
     DONE,
@@ -92,3 +93,52 @@ def test_every_reader_of_arguments_bounds_them_the_same_way() -> None:
     assert parse_tool_arguments("  ") == {} and parse_tool_arguments(None) == {}
     with pytest.raises(ChatError, match="must be a JSON object"):
         parse_tool_arguments("[1]")
+
+
+# -- case 3: --allow-tool names one server's tool ---------------------------------------------------
+def test_allow_tool_names_one_servers_tool_and_a_bare_name_only_an_unambiguous_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Server ``files`` has ``echo``; server ``other`` has ``echo`` and a tool literally named ``files.echo``.
+    The model calls all three (``files_echo`` is other's ``files.echo``; the others clash and are prefixed)."""
+    config = mcp_config(tmp_path, files=entry(tools=["echo"]), other=entry(tools=["files.echo", "echo"]))
+    three = tool_calls([("files_echo", '{"text": "1"}'), ("files__echo", '{"text": "2"}'),
+                        ("other__echo", '{"text": "3"}')])
+    runs: dict[str, dict[str, Any]] = {}
+    with openai_stream_server() as server:
+        assert main(["remote", "add", "loop", server.url, "--no-check"]) == 0
+        for allowed in ("files.echo", "echo", "other.files.echo"):
+            server.queue(three, reasoning_then_content(0, 1))
+            capsys.readouterr()
+            code = main(["remote", "chat", "loop", "go", "--mcp-config", str(config), "--allow-tool", allowed,
+                         "--json"])
+            assert code == 0
+            runs[allowed] = json.loads(capsys.readouterr().out)
+    ran = {allowed: [c["result"] for c in data["tool_calls"] if c["status"] == "allowed"]
+           for allowed, data in runs.items()}
+    assert ran == {"files.echo": ["echo ran: 2"],  # files' echo only: not other's tool named files.echo
+                   "echo": [],  # two servers have an echo: neither
+                   "other.files.echo": ["files.echo ran: 1"]}
+    assert any("--allow-tool echo allows none of the 2 servers' tools of that name (files, other); name one: "
+               "--allow-tool files.echo" in n for n in runs["echo"]["notices"])
+
+
+def test_a_bare_name_allows_the_tool_while_only_one_server_has_it(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    config = mcp_config(tmp_path, files=entry(tools=["echo"]), other=entry(tools=["files.echo"]))
+    with openai_stream_server(tool_calls([("echo", '{"text": "1"}'), ("files_echo", '{"text": "2"}')]),
+                              reasoning_then_content(0, 1)) as server:
+        code = remote_chat(server.url, capsys, "go", "--mcp-config", str(config), "--allow-tool", "echo", "--json")
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(c["status"], c["result"]) for c in data["tool_calls"]] == [
+        ("allowed", "echo ran: 1"), ("denied", "The user did not allow the tool 'files.echo' to run.")]
+
+
+def test_a_name_that_reads_as_two_servers_tools_is_refused_before_anything_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = mcp_config(tmp_path, a=entry(tools=["b.c"]), **{"a.b": entry(tools=["c"])})
+    with openai_stream_server(reasoning_then_content(0, 1)) as server:
+        code = remote_chat(server.url, capsys, "go", "--mcp-config", str(config), "--allow-tool", "a.b.c")
+        assert server.requests == []
+    assert code == 1 and "error: The tool name 'a.b.c' could mean the tool 'b.c' of 'a' or 'c' of 'a.b'." in \
+        capsys.readouterr().err

@@ -201,6 +201,10 @@ class ToolCatalog:
                         hint=QT_TRANSLATE_NOOP("Core", "The model asked for a tool that none of the enabled "
                                                        "tool servers offers."))
 
+    def servers_offering(self, name: str) -> tuple[str, ...]:
+        """The servers that have a tool named ``name`` (its name on the server), in order."""
+        return tuple(dict.fromkeys(t.server for t in self.tools if t.name == name))
+
     def to_json(self) -> dict[str, Any]:
         return {"tools": [t.to_json() for t in self.tools], "problems": [p.to_json() for p in self.problems]}
 
@@ -546,7 +550,8 @@ class McpHost:
         args = parse_arguments(arguments)
         if isinstance(args, str):
             return ToolResult(tool.server, tool.name, ToolOutcome.BAD_ARGUMENTS, args)
-        decision = await policy.decide(ApprovalRequest(tool.server, tool.name, tool.description, args), approver)
+        request = ApprovalRequest(tool.server, tool.name, tool.description, args, catalog.servers_offering(tool.name))
+        decision = await policy.decide(request, approver)
         if not decision.allowed:
             return ToolResult(tool.server, tool.name, ToolOutcome.DENIED,
                               f"The user did not allow the tool '{tool.name}' to run.")
