@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from strata_gui.core.base import ChatError, run_blocking
+from strata_gui.core.base import ChatError, run_blocking, shown
 from strata_gui.core.chat import (
     OUTPUT_SCHEMA,
     TOOL_RUNNING,
@@ -49,7 +49,14 @@ from strata_gui.core.chat import (
     ToolApproval,
 )
 from strata_gui.core.runtime import parse_tool_arguments
-from strata_gui.core.tools import AllowedTools, Decision, McpHost, MemoryApprovals, ToolPolicy, load_mcp_config
+from strata_gui.core.tools import (
+    AllowedTools,
+    Decision,
+    McpHost,
+    MemoryApprovals,
+    ToolPolicy,
+    load_mcp_config,
+)
 
 THINK_CHOICES = ("on", "off", "low", "medium", "high")
 DIM, RESET = "\x1b[2m", "\x1b[0m"
@@ -130,14 +137,14 @@ class Printer:
             if self.quiet:
                 return
             if event.thinking:
-                self.err.write(self._dim(event.thinking))
+                self.err.write(self._dim(_streamed(event.thinking)))
                 self.err.flush()
                 self._thinking = True
             if event.text:
                 if self._thinking:
                     self.err.write("\n")
                     self._thinking = False
-                self.out.write(event.text)
+                self.out.write(_streamed(event.text))
                 self.out.flush()
         elif isinstance(event, ReplyProgress):
             if event.silent and event.message_id not in self._silent_said:
@@ -148,7 +155,7 @@ class Printer:
         elif isinstance(event, MessageAdded) and event.message.role == "tool" and not self.quiet:
             self._end_line()
             result = " ".join(event.message.content.split())
-            self.err.write(f"tool {event.message.tool_name} → {result[:300]}\n")
+            self.err.write(shown(f"tool {event.message.tool_name} → {result[:300]}") + "\n")
             self.err.flush()
 
     def _tool_calls(self, msg: Message) -> None:
@@ -159,7 +166,7 @@ class Printer:
             if call.status == TOOL_RUNNING and key not in self._calls_said:
                 self._calls_said.add(key)
                 self._end_line()
-                self.err.write(f"calling {call.name}({call.arguments})\n")
+                self.err.write(shown(f"calling {call.name}({call.arguments})") + "\n")
                 self.err.flush()
 
     def _end_line(self) -> None:
@@ -171,8 +178,14 @@ class Printer:
         """A note on standard error (also kept for ``--json``'s ``notices``)."""
         self.notices.append(text)
         self._end_line()
-        self.err.write(f"note: {text}\n")
+        self.err.write(f"note: {shown(text)}\n")
         self.err.flush()
+
+
+def _streamed(text: str) -> str:
+    """A piece of the model's reply, safe for a terminal (:func:`shown`): a model or a remote engine
+    can write ESC too. Windows line ends are plain line ends, not a visible ``\\x0d``."""
+    return shown(text.replace("\r\n", "\n"))
 
 
 def extra_body(text: str | None) -> dict[str, Any]:
@@ -235,7 +248,7 @@ def approver(allowed: AllowedTools, allow_all: bool, stdin: TextIO,
                     "Allow? [y] once, [a] always this run, [N] no: ")
 
         def prompt() -> str:
-            printer.err.write(question)
+            printer.err.write(shown(question))
             printer.err.flush()
             return stdin.readline().strip().lower()
 

@@ -6,6 +6,11 @@ MCP servers (the SDK's, over stdio) whose names and results the tests choose.
 from __future__ import annotations
 
 import json
+import logging
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +18,7 @@ import pytest
 
 from strata_gui.cli import main
 from strata_gui.core.base import ChatError
+from strata_gui.core.platform.logging_setup import close_logging, configure_logging
 from strata_gui.core.runtime import MAX_ARGUMENT_DEPTH, parse_tool_arguments
 from strata_gui.core.runtime.client import ToolCall
 from tests.support.hostile_mcp_server import entry
@@ -22,11 +28,13 @@ from tests.support.openai_stream_server import (
     ChunkMaker,
     Script,
     event,
+    http_error,
     openai_stream_server,
     reasoning_then_content,
     tool_calls,
 )
 
+REPO = Path(__file__).resolve().parents[2]
 NESTED = "[" * 5000 + "]" * 5000  # 10 KB; 5,000 levels made json raise RecursionError
 
 
@@ -142,3 +150,76 @@ def test_a_name_that_reads_as_two_servers_tools_is_refused_before_anything_runs(
         assert server.requests == []
     assert code == 1 and "error: The tool name 'a.b.c' could mean the tool 'b.c' of 'a' or 'c' of 'a.b'." in \
         capsys.readouterr().err
+
+
+# -- case 2: terminal escapes in what tool servers and engines send ---------------------------------
+CONCEAL, TITLE, CSI = "\x1b[8m", "\x1b]0;owned\x07", "\x9b"  # hide what follows; retitle the window; 8-bit CSI
+WIPE = f"delete{TITLE}all"  # a tool's name, as its server lists it
+
+
+def test_escapes_in_tool_results_names_and_replies_are_shown_not_acted_on(tmp_path: Path) -> None:
+    """A result ending in 'conceal' hid the next approval question; escapes in a tool's name landed in
+    the question itself. stdin is a terminal, so the command asks (and is told no)."""
+    config = mcp_config(tmp_path, h=entry(tools=["peek", WIPE], suffix=CONCEAL + CSI))
+    m = ChunkMaker()
+    answer = Script([m.role(), m.chunk({"content": "done\x1b[2J\r\n"}), m.chunk({"reasoning_content": "\x1b[5m"}),
+                     m.final("stop"), DONE])
+    scripts = [tool_calls([("peek", "{}")]), tool_calls([("delete_0_owned_all", '{"text": "\\u001b[31m"}')]), answer]
+    with openai_stream_server(*scripts) as server:
+        assert main(["remote", "add", "loop", server.url, "--no-check"]) == 0
+        controller, terminal = pty.openpty()
+        try:
+            os.write(controller, b"n\n")
+            proc = subprocess.run([sys.executable, "-m", "strata_gui", "remote", "chat", "loop", "go",
+                                   "--mcp-config", str(config), "--allow-tool", "h.peek"],
+                                  stdin=terminal, capture_output=True, text=True, timeout=120, cwd=REPO)
+        finally:
+            os.close(terminal)
+            os.close(controller)
+    assert proc.returncode == 0, proc.stderr
+    for raw in ("\x1b", "\x07", CSI):
+        assert raw not in proc.stderr and raw not in proc.stdout
+    assert "tool peek → peek ran: \\x1b[8m\\x9b" in proc.stderr
+    assert ("The model wants to run delete\\x1b]0;owned\\x07all (server h) with {\"text\": \"\\u001b[31m\"}\n"
+            "Allow? [y] once") in proc.stderr
+    assert "done\\x1b[2J\n" in proc.stdout  # the model's words too; a Windows line end stays a line end
+    assert "\\x1b[5m" in proc.stderr  # and its thinking
+
+
+def test_json_output_escapes_what_a_terminal_acts_on_and_keeps_the_data(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    config = mcp_config(tmp_path, h=entry(tools=["peek"], suffix=CONCEAL + CSI + "\u202e"))
+    with openai_stream_server(tool_calls([("peek", "{}")]), reasoning_then_content(0, 1)) as server:
+        code = remote_chat(server.url, capsys, "go", "--mcp-config", str(config), "--allow-all-tools", "--json")
+    out = capsys.readouterr().out
+    assert code == 0 and "\x9b" not in out and "\u202e" not in out and "\\u009b\\u202e" in out
+    assert json.loads(out)["tool_calls"][0]["result"] == "peek ran: " + CONCEAL + CSI + "\u202e"
+
+
+def test_mcp_tools_shows_escapes_in_names_and_descriptions(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    config = mcp_config(tmp_path, h=entry(tools=[WIPE]))
+    assert main(["mcp", "tools", "--mcp-config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "  delete\\x1b]0;owned\\x07all (the model sees delete_0_owned_all)  Echo for delete\\x1b]0;owned\\x07all" in out
+
+
+def test_log_lines_show_escapes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What the log quotes (a server's words) reaches stderr and the log file as text, not as escapes."""
+    log_file = tmp_path / "strata.log"
+    configure_logging(log_file, to_stderr=True)
+    try:
+        logging.getLogger("strata_gui.test").warning("tool server said %s", CONCEAL + "\ud83d")
+    finally:
+        close_logging()
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "said \\x1b[8m\ufffd" in err
+    assert "said \\x1b[8m\ufffd" in log_file.read_text(encoding="utf-8")
+
+
+def test_an_engines_error_message_is_printed_as_text(capsys: pytest.CaptureFixture[str]) -> None:
+    with openai_stream_server(http_error(400, "bad request" + CONCEAL + "Allow? y", "invalid_request_error")) as server:
+        code = remote_chat(server.url, capsys, "go")
+    err = capsys.readouterr().err
+    assert code == 1 and "\x1b" not in err and "bad request\\x1b[8mAllow? y" in err
