@@ -15,7 +15,7 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from strata_gui import __version__
-from strata_gui.core.base import StrataError, describe
+from strata_gui.core.base import StrataError, describe, shown
 from strata_gui.core.config import Services, build_services
 from strata_gui.core.platform import close_logging, configure_logging, redact
 
@@ -287,16 +287,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _reader_went_away()
     except StrataError as exc:
         # A server's error may quote the request, key included: never print a known key.
-        print(f"error: {redact(exc.message)}", file=sys.stderr)
+        # A tool server's or a remote engine's words may be in it: shown, so a terminal does not act on them.
+        print(f"error: {shown(redact(exc.message))}", file=sys.stderr)
         if exc.hint:
-            print(f"hint: {redact(exc.hint)}", file=sys.stderr)
+            print(f"hint: {shown(redact(exc.hint))}", file=sys.stderr)
         log.info("command failed: %s", exc, exc_info=exc.details is None)
         return 1
     except Exception as exc:  # the edge: a message and a hint, never a raw traceback
         err = describe(exc)
-        print(f"error: {redact(err.message)}", file=sys.stderr)
+        print(f"error: {shown(redact(err.message))}", file=sys.stderr)
         if err.hint:
-            print(f"hint: {redact(err.hint)}", file=sys.stderr)
+            print(f"hint: {shown(redact(err.hint))}", file=sys.stderr)
         log.error("command failed: %s", err.message, exc_info=exc)  # the traceback goes to the log file
         return 1
     except KeyboardInterrupt:

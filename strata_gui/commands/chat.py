@@ -20,7 +20,7 @@ from pathlib import Path
 from strata_gui.commands import chat_session, load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.base import ChatError, ChatFormatError, run_blocking
+from strata_gui.core.base import ChatError, ChatFormatError, run_blocking, shown_json
 from strata_gui.core.chat import ChatEvent, ChatImage, EngineStatus, Notice
 from strata_gui.core.runtime import SamplingParams
 
@@ -125,7 +125,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
                "images": len(images)}
         if failure is not None:
             out["error"] = {"message": failure.message, "hint": _parsing_hint(), "details": failure.details}
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+        print(shown_json(json.dumps(out, indent=2, ensure_ascii=False)))
     else:
         print()
         print(reply.stats.summary(), file=sys.stderr)

@@ -9,8 +9,9 @@ tool calls and structured output behave the same in both and in the app:
 - ``--json-schema FILE`` asks for JSON that follows the schema (the engine enforces it with a
   grammar); the reply is checked against it;
 - ``--mcp-config FILE`` offers the tools of the servers in an ``mcpServers`` JSON file (the servers
-  saved in the app are not used). Every call is asked about first: ``--allow-tool NAME``
-  (repeatable) and ``--allow-all-tools`` answer in advance; otherwise the command asks on the
+  saved in the app are not used). Every call is asked about first: ``--allow-tool SERVER.NAME``
+  (that server's tool only; a bare ``NAME`` while only one server has such a tool; repeatable) and
+  ``--allow-all-tools`` answer in advance; otherwise the command asks on the
   terminal when it is interactive and denies the call when it is not (a pipe, a script), saying
   so. ``--tool-choice required`` makes the model's first step a tool call;
 - ``--extra-body JSON`` sends server-specific fields with every request (``logit_bias`` ...).
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from strata_gui.core.base import ChatError, run_blocking
+from strata_gui.core.base import ChatError, run_blocking, shown
 from strata_gui.core.chat import (
     OUTPUT_SCHEMA,
     TOOL_RUNNING,
@@ -47,7 +48,15 @@ from strata_gui.core.chat import (
     ThinkingSettings,
     ToolApproval,
 )
-from strata_gui.core.tools import Decision, McpHost, MemoryApprovals, ToolPolicy, load_mcp_config
+from strata_gui.core.runtime import parse_tool_arguments
+from strata_gui.core.tools import (
+    AllowedTools,
+    Decision,
+    McpHost,
+    MemoryApprovals,
+    ToolPolicy,
+    load_mcp_config,
+)
 
 THINK_CHOICES = ("on", "off", "low", "medium", "high")
 DIM, RESET = "\x1b[2m", "\x1b[0m"
@@ -64,7 +73,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="offer the tools of the servers in this mcpServers JSON file (Claude Desktop, Cursor, "
                         "LM Studio)")
     g.add_argument("--allow-tool", action="append", default=[], metavar="NAME",
-                   help="let this tool run without asking (its name, or SERVER.NAME; repeat for more)")
+                   help="let this tool run without asking: SERVER.NAME (that server's tool only), or NAME when "
+                        "only one server has a tool of that name; repeat for more")
     g.add_argument("--allow-all-tools", action="store_true",
                    help="let every tool run without asking. Without this or --allow-tool, a terminal is asked "
                         "and anything else is denied")
@@ -127,14 +137,14 @@ class Printer:
             if self.quiet:
                 return
             if event.thinking:
-                self.err.write(self._dim(event.thinking))
+                self.err.write(self._dim(_streamed(event.thinking)))
                 self.err.flush()
                 self._thinking = True
             if event.text:
                 if self._thinking:
                     self.err.write("\n")
                     self._thinking = False
-                self.out.write(event.text)
+                self.out.write(_streamed(event.text))
                 self.out.flush()
         elif isinstance(event, ReplyProgress):
             if event.silent and event.message_id not in self._silent_said:
@@ -145,7 +155,7 @@ class Printer:
         elif isinstance(event, MessageAdded) and event.message.role == "tool" and not self.quiet:
             self._end_line()
             result = " ".join(event.message.content.split())
-            self.err.write(f"tool {event.message.tool_name} → {result[:300]}\n")
+            self.err.write(shown(f"tool {event.message.tool_name} → {result[:300]}") + "\n")
             self.err.flush()
 
     def _tool_calls(self, msg: Message) -> None:
@@ -156,7 +166,7 @@ class Printer:
             if call.status == TOOL_RUNNING and key not in self._calls_said:
                 self._calls_said.add(key)
                 self._end_line()
-                self.err.write(f"calling {call.name}({call.arguments})\n")
+                self.err.write(shown(f"calling {call.name}({call.arguments})") + "\n")
                 self.err.flush()
 
     def _end_line(self) -> None:
@@ -168,8 +178,14 @@ class Printer:
         """A note on standard error (also kept for ``--json``'s ``notices``)."""
         self.notices.append(text)
         self._end_line()
-        self.err.write(f"note: {text}\n")
+        self.err.write(f"note: {shown(text)}\n")
         self.err.flush()
+
+
+def _streamed(text: str) -> str:
+    """A piece of the model's reply, safe for a terminal (:func:`shown`): a model or a remote engine
+    can write ESC too. Windows line ends are plain line ends, not a visible ``\\x0d``."""
+    return shown(text.replace("\r\n", "\n"))
 
 
 def extra_body(text: str | None) -> dict[str, Any]:
@@ -206,29 +222,33 @@ def configure(service: ChatService, args: argparse.Namespace, printer: Printer,
     host = McpHost(load_mcp_config(args.mcp_config.expanduser()), log_dir=log_dir)
     tools = ChatTools(host, ToolPolicy(MemoryApprovals()))
     service.tools = lambda: tools
-    service.approver = approver(set(args.allow_tool), args.allow_all_tools, sys.stdin, printer)
+    allowed = AllowedTools(args.allow_tool, (s.name for s in host.servers))
+    service.approver = approver(allowed, args.allow_all_tools, sys.stdin, printer)
     return host
 
 
-def approver(allowed: set[str], allow_all: bool, stdin: TextIO,
+def approver(allowed: AllowedTools, allow_all: bool, stdin: TextIO,
              printer: Printer) -> Callable[[ToolApproval], Any]:
     """The command line's answer to a tool call: allowed in advance, asked on a terminal, or denied."""
     interactive = stdin.isatty()
 
     async def ask(approval: ToolApproval) -> Decision:
         req = approval.request
-        if allow_all or req.tool in allowed or f"{req.server}.{req.tool}" in allowed:
+        if allow_all or allowed.allows(req):
             return Decision.ALLOW_ONCE
+        if allowed.ambiguous(req):
+            printer.say(f"--allow-tool {req.tool} allows none of the {len(req.offered_by)} servers' tools of that "
+                        f"name ({', '.join(req.offered_by)}); name one: --allow-tool {req.server}.{req.tool}")
         if not interactive:
             printer.say(f"the tool {req.tool} of {req.server} was not allowed to run: nobody is at a terminal "
-                        f"to ask (pass --allow-tool {req.tool} or --allow-all-tools)")
+                        f"to ask (pass --allow-tool {req.server}.{req.tool} or --allow-all-tools)")
             return Decision.DENY
         question = (f"\nThe model wants to run {req.tool} (server {req.server}) with "
                     f"{json.dumps(dict(req.arguments), ensure_ascii=False)}\n"
                     "Allow? [y] once, [a] always this run, [N] no: ")
 
         def prompt() -> str:
-            printer.err.write(question)
+            printer.err.write(shown(question))
             printer.err.flush()
             return stdin.readline().strip().lower()
 
@@ -253,8 +273,8 @@ def result_json(messages: list[Message]) -> dict[str, Any]:
     for m in replies:
         for c in m.tool_calls:
             try:
-                arguments: Any = json.loads(c.arguments or "{}")
-            except ValueError:
+                arguments: Any = parse_tool_arguments(c.arguments)
+            except ChatError:  # as the model wrote them (the call's result says why they were refused)
                 arguments = c.arguments
             calls.append({"name": c.name, "arguments": arguments, "result": c.result, "status": c.status})
     out: dict[str, Any] = {

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from strata_gui.core.app_services import AppServices
+from strata_gui.core.base import shown, shown_json
 from strata_gui.core.tools import McpHost, McpServerConfig, ToolCatalog, load_mcp_config
 
 
@@ -51,11 +52,11 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
             print("no tool servers; add some with: strata mcp import FILE")
         else:
             for s in saved:
-                print(f"{s.name}\t{s.transport}\t{s.target}\t{'on' if s.enabled else 'off'}")
+                print(shown(f"{s.name}\t{s.transport}\t{s.target}\t{'on' if s.enabled else 'off'}"))
         return 0
     if action == "import":
         added = store.import_file(args.file)
-        print(f"imported {len(added)} tool server(s): {', '.join(s.name for s in added)}")
+        print(shown(f"imported {len(added)} tool server(s): {', '.join(s.name for s in added)}"))
         return 0
     if action == "remove":
         store.remove(args.name)
@@ -73,14 +74,14 @@ async def _tools(servers: list[McpServerConfig], args: argparse.Namespace, log_d
     finally:
         await host.aclose()
     if args.json:
-        print(json.dumps({"servers": [s.describe() for s in servers], **catalog.to_json()}, indent=2,
-                         ensure_ascii=False))
+        print(shown_json(json.dumps({"servers": [s.describe() for s in servers], **catalog.to_json()}, indent=2,
+                                    ensure_ascii=False)))
     else:
         _print_catalog(servers, catalog)
     for problem in catalog.problems:
-        print(f"error: {problem.error.message}", file=sys.stderr)
+        print(f"error: {shown(problem.error.message)}", file=sys.stderr)  # it may quote the server
         if problem.error.hint:
-            print(f"hint: {problem.error.hint}", file=sys.stderr)
+            print(f"hint: {shown(problem.error.hint)}", file=sys.stderr)
     return 1 if catalog.problems else 0
 
 
@@ -88,9 +89,10 @@ def _print_catalog(servers: list[McpServerConfig], catalog: ToolCatalog) -> None
     failed = {p.server for p in catalog.problems}
     for s in servers:
         state = "off" if not s.enabled else "failed" if s.name in failed else ""
-        print(f"{s.name} ({s.transport}: {s.target})" + (f" [{state}]" if state else ""))
+        print(shown(f"{s.name} ({s.transport}: {s.target})" + (f" [{state}]" if state else "")))
         for t in catalog.tools:
             if t.server == s.name:
                 first_line = t.description.strip().splitlines()[0] if t.description.strip() else ""
                 alias = f" (the model sees {t.openai_name})" if t.openai_name != t.name else ""
-                print(f"  {t.name}{alias}" + (f"  {first_line}" if first_line else ""))
+                # Names and descriptions are the server's words: a terminal must not act on them.
+                print(shown(f"  {t.name}{alias}" + (f"  {first_line}" if first_line else "")))

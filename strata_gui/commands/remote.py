@@ -14,7 +14,7 @@ import sys
 
 from strata_gui.commands import chat_session
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.base import ChatError
+from strata_gui.core.base import ChatError, shown_json
 from strata_gui.core.chat import Notice
 from strata_gui.core.remote import RemoteService, describe
 from strata_gui.core.runtime import SamplingParams
@@ -117,8 +117,8 @@ async def _chat(args: argparse.Namespace, app: AppServices) -> int:
         if host is not None:
             await host.aclose()
     if args.json:
-        print(json.dumps({"text": reply.content, **chat_session.result_json(messages), "stats": reply.stats.to_json(),
-                          "notices": printer.notices}, ensure_ascii=False))
+        print(shown_json(json.dumps({"text": reply.content, **chat_session.result_json(messages),
+                                     "stats": reply.stats.to_json(), "notices": printer.notices}, ensure_ascii=False)))
     else:
         print()
         print(reply.stats.summary(), file=sys.stderr)

@@ -25,3 +25,14 @@ def test_ordinary_text_is_returned_unchanged() -> None:
     text = "Grüße 👋 — tab\there, 中文"
     assert shown(text) is text or shown(text) == text
     assert well_formed(text) is text
+
+
+def test_json_text_keeps_its_data_and_loses_what_a_terminal_acts_on() -> None:
+    import json
+
+    from strata_gui.core.base.texts import shown_json
+
+    value = {"result": "ok\x1b[8m\x9b\u202e\ud83d 中文", "n": 1}
+    out = shown_json(json.dumps(value, ensure_ascii=False))
+    assert not any(c in out for c in "\x1b\x9b\u202e\ud83d") and "中文" in out
+    assert json.loads(out) == value

@@ -352,7 +352,7 @@ def test_run_call_asks_first_and_never_runs_a_denied_call(tmp_path: Path) -> Non
             denied = await host.run_call(catalog, "write", args, policy=policy, approver=approver)
             assert denied.outcome is ToolOutcome.DENIED and not out.exists()
             assert asked[-1] == ApprovalRequest("tools", "write", catalog.resolve("write").description,
-                                                {"path": str(out), "text": "hi"})
+                                                {"path": str(out), "text": "hi"}, offered_by=("tools",))
 
             answers.append(Decision.ALLOW_ONCE)
             once = await host.run_call(catalog, "write", args, policy=policy, approver=approver)

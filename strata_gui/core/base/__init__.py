@@ -64,7 +64,10 @@ if TYPE_CHECKING:
         Text,
         from_json,
         joined,
+        shown,
+        shown_json,
         to_json,
+        well_formed,
     )
 
 __all__ = [
@@ -114,8 +117,11 @@ __all__ = [
     "network_error",
     "no_progress",
     "run_blocking",
+    "shown",
+    "shown_json",
     "to_gib",
     "to_json",
+    "well_formed",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
@@ -124,5 +130,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "events": ["LISTENER_LOGGER", "Listeners"],
     "lazy": ["lazy_exports"],
     "progress": ["GIB", "Progress", "ProgressCallback", "RateMeter", "format_bytes", "format_duration", "no_progress", "to_gib"],
-    "texts": ["CONTEXT", "QT_TRANSLATE_NOOP", "Text", "from_json", "joined", "to_json"],
+    "texts": ["CONTEXT", "QT_TRANSLATE_NOOP", "Text", "from_json", "joined", "shown", "shown_json", "to_json", "well_formed"],
 })

@@ -102,3 +102,16 @@ def well_formed(text: str) -> str:
 def _escaped(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+# What json.dumps(ensure_ascii=False) leaves as it is and a terminal may act on (DEL, C1 controls,
+# bidirectional overrides), and lone surrogates, which cannot be printed at all.
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def shown_json(text: str) -> str:
+    """JSON text (from ``json.dumps(..., ensure_ascii=False)``) safe to print: the characters
+    :func:`shown` escapes are written as ``\\uXXXX`` escapes, which JSON reads back as the same
+    characters, so the data is unchanged (half an emoji stays ``\\ud83d``). Other letters stay as
+    they are, readable."""
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

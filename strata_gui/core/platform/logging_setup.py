@@ -14,6 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
+from strata_gui.core.base.texts import shown
+
 LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 REDACTED = "***"
 
@@ -48,10 +50,13 @@ def redact(text: str) -> str:
 
 
 class RedactingFormatter(logging.Formatter):
-    """A formatter whose output (message, arguments and traceback) goes through :func:`redact`."""
+    """A formatter whose output (message, arguments and traceback) goes through :func:`redact`, and
+    then :func:`~strata_gui.core.base.texts.shown`: a log line may quote a tool server or a remote
+    engine, whose terminal escapes must not act on the terminal (the CLI prints warnings) or on
+    whoever reads the file with ``cat``, and whose half emoji must not make the line unwritable."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        return shown(redact(super().format(record)))
 
 
 class EarlyRecords(logging.Handler):

@@ -27,12 +27,14 @@ if TYPE_CHECKING:
     )
     from strata_gui.core.runtime.launch import ServerSettings, ServerState
     from strata_gui.core.runtime.structured import JsonCheck, check_json, load_schema
+    from strata_gui.core.runtime.tool_arguments import MAX_ARGUMENT_DEPTH, parse_tool_arguments
 
 __all__ = [
     "EMBEDDING",
     "IMAGE",
     "INSTALLABLE",
     "KINDS",
+    "MAX_ARGUMENT_DEPTH",
     "TEXT",
     "Backend",
     "ChatReply",
@@ -51,6 +53,7 @@ __all__ = [
     "depth_label",
     "kind_named",
     "load_schema",
+    "parse_tool_arguments",
 ]
 
 # Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
@@ -61,4 +64,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "kinds": ["EMBEDDING", "IMAGE", "INSTALLABLE", "KINDS", "TEXT", "EngineKind", "kind_named"],
     "launch": ["ServerSettings", "ServerState"],
     "structured": ["JsonCheck", "check_json", "load_schema"],
+    "tool_arguments": ["MAX_ARGUMENT_DEPTH", "parse_tool_arguments"],
 })

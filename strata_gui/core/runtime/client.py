@@ -50,6 +50,7 @@ from strata_gui.core.runtime.engine_http import (
     EngineHttp,
     EngineReply,
 )
+from strata_gui.core.runtime.tool_arguments import parse_tool_arguments
 
 log = logging.getLogger(__name__)
 
@@ -263,17 +264,10 @@ class ToolCall:
         """The arguments as a JSON object.
 
         Raises:
-            ChatError: They are not a JSON object.
+            ChatError: They are not a JSON object, or are nested too deeply
+                (:func:`~strata_gui.core.runtime.tool_arguments.parse_tool_arguments`).
         """
-        try:
-            value = json.loads(self.arguments or "{}")
-        except ValueError as exc:
-            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "The model called {tool} with arguments that are not valid JSON: {error}"), tool=self.name, error=str(exc)),
-                            details=self.arguments[:2000]) from exc
-        if not isinstance(value, dict):
-            raise ChatError(T(QT_TRANSLATE_NOOP("Core", "The model called {tool} with arguments that are not a JSON object."), tool=self.name),
-                            details=self.arguments[:2000])
-        return value
+        return parse_tool_arguments(self.arguments)
 
     def to_openai(self) -> dict[str, Any]:
         """The call as an assistant message's ``tool_calls`` entry (to send the history back)."""
@@ -867,7 +861,7 @@ class _Reader:
                 if isinstance(args, str):
                     piece = args
                 elif isinstance(args, dict):  # some servers send the arguments as an object
-                    piece = json.dumps(args, ensure_ascii=False)
+                    piece = _arguments_text(args)
                 if piece:
                     parts.args.append(piece)
             if self._on_piece is not None:
@@ -941,7 +935,10 @@ def _parse_chunk(payload: bytes) -> dict[str, Any]:
     if not isinstance(chunk, dict):
         raise _unreadable(payload)
     if _SURROGATE_ESCAPE.search(payload):  # half an emoji (a lone \ud83d): text that cannot be printed or saved
-        chunk = {well_formed(k): _well_formed_json(v) for k, v in chunk.items()}
+        try:
+            chunk = {well_formed(k): _well_formed_json(v) for k, v in chunk.items()}
+        except RecursionError as exc:  # nested just below json's own limit
+            raise _unreadable(payload) from exc
     err = chunk.get("error")
     if err:
         raise _error_from_body(err, status=None)
@@ -959,6 +956,15 @@ def _well_formed_json(value: Any) -> Any:
     if isinstance(value, list):
         return [_well_formed_json(v) for v in value]
     return value
+
+
+def _arguments_text(args: dict[str, Any]) -> str:
+    """Arguments a server sent as an object, as the JSON text a call keeps."""
+    try:
+        return json.dumps(args, ensure_ascii=False)
+    except RecursionError:  # nested nearly as deep as json could read: no tool takes that
+        raise ServerError(QT_TRANSLATE_NOOP("Core", "The engine sent a reply Strata cannot read."),
+                          details="tool call arguments nested too deeply") from None
 
 
 def _unreadable(payload: bytes) -> ServerError | ChatFormatError:

@@ -6,7 +6,7 @@
   JSON of Claude Desktop, Cursor and LM Studio.
 - :class:`McpServerStore` — the user's servers (secrets in the key store) and "always allow".
 - :class:`ToolPolicy`, :class:`Decision`, :class:`ApprovalRequest`, :data:`Approver` — asking
-  before every call.
+  before every call; :class:`AllowedTools` — tools allowed in advance by name (``--allow-tool``).
 """
 
 from typing import TYPE_CHECKING
@@ -15,6 +15,7 @@ from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from strata_gui.core.tools.approvals import (
+        AllowedTools,
         ApprovalMemory,
         ApprovalRequest,
         Approver,
@@ -48,6 +49,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "HTTP",
     "STDIO",
+    "AllowedTools",
     "ApprovalMemory",
     "ApprovalRequest",
     "Approver",
@@ -73,7 +75,7 @@ __all__ = [
 # Each module loads when one of its names is first read (see strata_gui.core.base.lazy); the SDK itself
 # is imported only when a server is first started.
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "approvals": ["ApprovalMemory", "ApprovalRequest", "Approver", "Decision", "MemoryApprovals", "ToolPolicy"],
+    "approvals": ["AllowedTools", "ApprovalMemory", "ApprovalRequest", "Approver", "Decision", "MemoryApprovals", "ToolPolicy"],
     "config": ["HTTP", "STDIO", "McpServerConfig", "Transport", "load_mcp_config", "parse_mcp_json",
                "parse_mcp_servers"],
     "host": ["DEFAULT_CALL_TIMEOUT", "McpHost", "McpTool", "ServerProblem", "ToolCatalog", "ToolOutcome",

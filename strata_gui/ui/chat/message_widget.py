@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import shown
 from strata_gui.core.chat import (
     COMPLETE,
     FAILED,
@@ -210,6 +211,7 @@ class MessageWidget(QFrame):
         # The live counter: one line that does not wrap (a wrapping label re-lays the bubble out at
         # each change), shown while the reply streams.
         self.counter = QLabel()
+        self.counter.setTextFormat(Qt.TextFormat.PlainText)  # it names the tool the model is calling
         self.counter.setObjectName("muted")
         self.counter.hide()
         self.copy_button = self._action(self.tr("Copy"), self.copy)
@@ -318,7 +320,7 @@ class MessageWidget(QFrame):
 
     def _show_counter(self, tool: str = "") -> None:
         if tool:
-            text = self.tr("Writing a call to {0}… {1:,} tokens").format(tool, self.live_tokens)
+            text = self.tr("Writing a call to {0}… {1:,} tokens").format(shown(tool), self.live_tokens)
         else:
             text = self.tr("Generating… {0:,} tokens").format(self.live_tokens)
         self.counter.setText(text)

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.core.base import ChatError, shown
 from strata_gui.core.chat import (
     TOOL_ALLOWED,
     TOOL_DENIED,
@@ -32,7 +33,9 @@ from strata_gui.core.chat import (
     Message,
     ToolCallRecord,
 )
+from strata_gui.core.runtime import parse_tool_arguments
 
+MAX_ARGUMENT_CHARS = 2_000  # arguments that are not a JSON object are shown as written, up to this
 MAX_SHOWN_CHARS = 20_000  # a tool result longer than this is cut in the view (Copy takes it all)
 
 
@@ -202,7 +205,10 @@ class ToolCallBox(QFrame):
         self.setObjectName("toolCall")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.record = record
+        # The tool's name, arguments and description are the server's and the model's words: plain text
+        # (a name holding HTML would otherwise be drawn as HTML) with control characters shown.
         self.title = QLabel()
+        self.title.setTextFormat(Qt.TextFormat.PlainText)
         self.title.setObjectName("toolCallTitle")
         self.state = QLabel()
         self.state.setObjectName("muted")
@@ -213,6 +219,7 @@ class ToolCallBox(QFrame):
         self.arguments.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.arguments.setWordWrap(True)
         self.question = QLabel()
+        self.question.setTextFormat(Qt.TextFormat.PlainText)
         self.question.setWordWrap(True)
         self.allow_button = QPushButton(self.tr("Allow once"))
         self.always_button = QPushButton(self.tr("Always allow this tool"))
@@ -245,12 +252,13 @@ class ToolCallBox(QFrame):
 
     def set_record(self, record: ToolCallRecord, server: str = "") -> None:
         self.record = record
-        self.title.setText(self.tr("Tool call: {0}").format(record.name))
+        self.title.setText(self.tr("Tool call: {0}").format(shown(record.name)))
         try:
-            args = json.dumps(json.loads(record.arguments or "{}"), indent=2, ensure_ascii=False)
-        except ValueError:
-            args = record.arguments
-        self.arguments.setText(args)
+            args = json.dumps(parse_tool_arguments(record.arguments), indent=2, ensure_ascii=False)
+        except ChatError:  # as the model wrote them, cut (the call's result says why they were refused)
+            args = record.arguments if len(record.arguments) <= MAX_ARGUMENT_CHARS else (
+                record.arguments[:MAX_ARGUMENT_CHARS] + "…")
+        self.arguments.setText(shown(args))
         texts = {
             TOOL_PENDING: self.tr("waiting for your answer"),
             TOOL_RUNNING: self.tr("running…"),
@@ -264,9 +272,9 @@ class ToolCallBox(QFrame):
 
     def ask(self, server: str, description: str) -> None:
         """Show the question and the three answers (nothing runs unasked)."""
-        text = self.tr("Run {0} of the tool server {1}?").format(self.record.name, server)
-        if description:
-            text += "\n" + description.strip().splitlines()[0]
+        text = self.tr("Run {0} of the tool server {1}?").format(shown(self.record.name), shown(server))
+        if description.strip():
+            text += "\n" + shown(description.strip().splitlines()[0])
         self.question.setText(text)
         self.approval.show()
         self.allow_button.setFocus()
@@ -296,6 +304,7 @@ class ToolResultView(QFrame):
         self.copy_button.setAutoRaise(True)
         self.copy_button.clicked.connect(self.copy)
         self.details = QLabel()
+        self.details.setTextFormat(Qt.TextFormat.PlainText)
         self.details.setObjectName("muted")
         self.details.setWordWrap(True)
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -323,9 +332,9 @@ class ToolResultView(QFrame):
 
     def set_message(self, message: Message) -> None:
         self.message = message
-        server = str(message.settings.get("server") or "")
+        server = shown(str(message.settings.get("server") or ""))
         outcome = str(message.settings.get("outcome") or "ok")
-        name = message.tool_name or self.tr("tool")
+        name = shown(message.tool_name) or self.tr("tool")
         if outcome == "ok":
             head = self.tr("Result of {0}").format(name) + (f" ({server})" if server else "")
         elif outcome == "denied":
@@ -334,14 +343,15 @@ class ToolResultView(QFrame):
             head = self.tr("{0} was stopped").format(name)
         else:
             # A server that crashed, hung or failed: said here, in the conversation; the chat goes on.
-            head = self.tr("{0} failed: {1}").format(name, message.content.splitlines()[0] if message.content else "")
+            head = self.tr("{0} failed: {1}").format(name, shown(message.content.splitlines()[0]) if message.content
+                                                     else "")
         self.toggle.setText(head)
         self.toggle.setToolTip(head)
-        shown = message.content if len(message.content) <= MAX_SHOWN_CHARS else (
+        cut = message.content if len(message.content) <= MAX_SHOWN_CHARS else (
             message.content[:MAX_SHOWN_CHARS] + "\n…")
-        self.view.setPlainText(shown)
+        self.view.setPlainText(shown(cut))  # Copy takes the result as the server sent it
         details = str(message.settings.get("details") or "")
-        self.details.setText(details)
+        self.details.setText(shown(details))
 
     def set_expanded(self, on: bool) -> None:
         if self.toggle.isChecked() != on:

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.base import StrataError
+from strata_gui.core.base import StrataError, shown
 from strata_gui.core.tools import HTTP, STDIO, McpHost, McpServerConfig, McpServerStore, ToolCatalog
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import core_text, error_line
@@ -168,6 +168,7 @@ class ToolsPanel(QGroupBox):
         self.check_button.setToolTip(self.tr("Start the servers that are on and list their tools"))
         self.check_button.clicked.connect(self.check)
         self.report = QLabel()
+        self.report.setTextFormat(Qt.TextFormat.PlainText)  # tool names and errors are the servers' words
         self.report.setObjectName("muted")
         self.report.setWordWrap(True)
         self.report.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -278,8 +279,8 @@ class ToolsPanel(QGroupBox):
         servers = sorted({t.server for t in catalog.tools})
         for server in servers:
             names = [t.name for t in catalog.tools if t.server == server]
-            lines.append(self.tr("{0}: {1}").format(server, ", ".join(names)))
+            lines.append(self.tr("{0}: {1}").format(shown(server), shown(", ".join(names))))
         for problem in catalog.problems:
-            lines.append(self.tr("{0}: {1}").format(problem.server, core_text(problem.error.message)))
+            lines.append(self.tr("{0}: {1}").format(shown(problem.server), shown(core_text(problem.error.message))))
         self.report.setText("\n".join(lines) or self.tr("No server is on."))
 

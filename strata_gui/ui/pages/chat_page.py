@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.base import ChatFormatError, ProgressCallback, StrataError
+from strata_gui.core.base import ChatFormatError, ProgressCallback, StrataError, shown
 from strata_gui.core.chat import (
     COMPLETE,
     DEFAULT_TITLE,
@@ -311,6 +311,7 @@ class ChatPage(Page):
     def _build_panels(self) -> QHBoxLayout:
         """The notice, and the conversation settings and load options panels (shown by their toggles)."""
         self.notice = NoticeBanner()
+        self.notice.text.setTextFormat(Qt.TextFormat.PlainText)  # notices quote tool servers and engines
         self.notice.details_requested.connect(self._show_notice_details)
         self.notice.action_requested.connect(self.accept_engine_switch)
         self._switch_offer: EngineSwitchOffer | None = None  # the offer the notice's action accepts
@@ -807,8 +808,9 @@ class ChatPage(Page):
             self.notice.show_message(event.text, "info", action=self.tr("Switch to %s") % event.engine.label)
         elif isinstance(event, Notice):
             self._switch_offer = None
-            self._notice_details = event.details
-            self.notice.show_message(core_text(event.text), "warning", has_details=bool(event.details))
+            # A notice may quote a tool server (its last words on stderr): shown as text, escapes visible.
+            self._notice_details = shown(event.details)
+            self.notice.show_message(shown(core_text(event.text)), "warning", has_details=bool(event.details))
 
     def _on_pool_event(self, event: PoolEvent) -> None:
         """The reply being written says why it waits for its engine (another request holds its
