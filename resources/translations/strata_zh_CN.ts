@@ -417,14 +417,6 @@ Last reply: this computer ({1})</source>
 <context>
     <name>Core</name>
     <message>
-        <source>The model called {tool} with arguments that are not valid JSON: {error}</source>
-        <translation>模型调用 {tool} 时给出的参数不是有效的 JSON：{error}</translation>
-    </message>
-    <message>
-        <source>The model called {tool} with arguments that are not a JSON object.</source>
-        <translation>模型调用 {tool} 时给出的参数不是 JSON 对象。</translation>
-    </message>
-    <message>
         <source>TTFT {ms} ms</source>
         <translation>首 token {ms} ms</translation>
     </message>
@@ -491,6 +483,14 @@ Last reply: this computer ({1})</source>
     <message>
         <source>{percent} % of this GPU&apos;s memory limit</source>
         <translation>达到此 GPU 内存带宽上限的 {percent} %</translation>
+    </message>
+    <message>
+        <source>{percent} % of the CPU&apos;s compute limit</source>
+        <translation>CPU 计算上限的 {percent} %</translation>
+    </message>
+    <message>
+        <source>{percent} % of this GPU&apos;s compute limit</source>
+        <translation>此 GPU 计算上限的 {percent} %</translation>
     </message>
     <message>
         <source>Could not reach the engine at {url}.</source>
@@ -1417,6 +1417,14 @@ Last reply: this computer ({1})</source>
         <translation>无法保存加载选项：{reason}。</translation>
     </message>
     <message>
+        <source>The trial of {tag} did not finish: the Strata process that ran it ({pid}) ended during it; {previous} stays in use</source>
+        <translation>{tag} 的试用未完成：运行它的 Strata 进程（{pid}）在试用期间结束；继续使用 {previous}</translation>
+    </message>
+    <message>
+        <source>The trial of {tag} did not finish: the Strata process that ran it ended during it; the build in use stays</source>
+        <translation>{tag} 的试用未完成：运行它的 Strata 进程在试用期间结束；继续使用当前构建</translation>
+    </message>
+    <message>
         <source>the engine update ledger</source>
         <translation>引擎更新记录</translation>
     </message>
@@ -1435,6 +1443,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>refused as an update: {reason}</source>
         <translation>作为更新被拒绝：{reason}</translation>
+    </message>
+    <message>
+        <source>its trial as an engine update did not finish; the next update tries it again</source>
+        <translation>它作为引擎更新的试用未完成；下次更新时会再试</translation>
     </message>
     <message>
         <source>marked bad for this model on this GPU: {reason}</source>
@@ -2049,6 +2061,10 @@ Last reply: this computer ({1})</source>
         <translation>正在使用的构建</translation>
     </message>
     <message>
+        <source>not newer than {current}, the build in use</source>
+        <translation>不比正在使用的构建 {current} 更新</translation>
+    </message>
+    <message>
         <source>Strata is trying the engine update {tag} on this machine (a few minutes at most); the chat continues once it is done.</source>
         <translation>Strata 正在本机试用引擎更新 {tag}（最多几分钟）；完成后聊天会继续。</translation>
     </message>
@@ -2095,6 +2111,18 @@ Last reply: this computer ({1})</source>
     <message>
         <source>no reply</source>
         <translation>没有回复</translation>
+    </message>
+    <message>
+        <source>Strata was stopped ({how}) during it</source>
+        <translation>Strata 在此期间被停止（{how}）</translation>
+    </message>
+    <message>
+        <source>it was cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>The trial of {tag} did not finish: {why}; kept {current}</source>
+        <translation>{tag} 的试用未完成：{why}；保留 {current}</translation>
     </message>
     <message>
         <source>your {gpu}</source>
@@ -3276,6 +3304,74 @@ Last reply: this computer ({1})</source>
         <source>Could not use {what} ({path}): {reason}. The file was kept as {name}, and Strata goes on without it.</source>
         <translation>无法使用{what}（{path}）：{reason}。该文件已另存为 {name}，Strata 将在没有它的情况下继续。</translation>
     </message>
+    <message>
+        <source>refused before because {reason}</source>
+        <translation>之前被拒绝，原因：{reason}</translation>
+    </message>
+    <message>
+        <source>refused at {time} because {reason}</source>
+        <translation>于 {time} 被拒绝，原因：{reason}</translation>
+    </message>
+    <message>
+        <source>{tag} (named {version}, {date})</source>
+        <translation>{tag}（名为 {version}，{date}）</translation>
+    </message>
+    <message>
+        <source>{tag} ({date})</source>
+        <translation>{tag}（{date}）</translation>
+    </message>
+    <message>
+        <source>{release}: offered, not tried: {why}</source>
+        <translation>{release}：已提供，未试用：{why}</translation>
+    </message>
+    <message>
+        <source>{release}: offered</source>
+        <translation>{release}：已提供</translation>
+    </message>
+    <message>
+        <source>{release}: skipped: {why}</source>
+        <translation>{release}：已跳过：{why}</translation>
+    </message>
+    <message>
+        <source>Releases looked at for {backend} {tag} ({engine}):</source>
+        <translation>为 {backend} {tag}（{engine}）查看的发布版本：</translation>
+    </message>
+    <message>
+        <source>note: {message} ({time}); the next update tries it again.</source>
+        <translation>注意：{message}（{time}）；下次更新时会再试。</translation>
+    </message>
+    <message>
+        <source>All engines are up to date.</source>
+        <translation>所有引擎均为最新。</translation>
+    </message>
+    <message>
+        <source>The tool arguments are nested more than {depth} levels deep; they were not used.</source>
+        <translation>工具参数嵌套超过 {depth} 层；未使用这些参数。</translation>
+    </message>
+    <message>
+        <source>The model wrote arguments no tool takes; ask again or rephrase.</source>
+        <translation>模型写出的参数没有工具能接受；请重新提问或换种说法。</translation>
+    </message>
+    <message>
+        <source>The tool arguments are not valid JSON ({error} at character {position}).</source>
+        <translation>工具参数不是有效的 JSON（第 {position} 个字符处：{error}）。</translation>
+    </message>
+    <message>
+        <source>The tool arguments could not be read ({error}).</source>
+        <translation>无法读取工具参数（{error}）。</translation>
+    </message>
+    <message>
+        <source>The tool arguments must be a JSON object.</source>
+        <translation>工具参数必须是 JSON 对象。</translation>
+    </message>
+    <message>
+        <source>The tool name &apos;{name}&apos; could mean the tool &apos;{first}&apos; of &apos;{first_server}&apos; or &apos;{second}&apos; of &apos;{second_server}&apos;.</source>
+        <translation>工具名“{name}”可能指“{first_server}”的工具“{first}”，也可能指“{second_server}”的工具“{second}”。</translation>
+    </message>
+    <message>
+        <source>Rename one of the servers, or answer when asked instead.</source>
+        <translation>请重命名其中一个服务器，或在询问时再作答。</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>
@@ -3794,6 +3890,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Plan for this machine</source>
         <translation>本机的引擎计划</translation>
+    </message>
+    <message>
+        <source>Not finished</source>
+        <translation>未完成</translation>
     </message>
     <message>
         <source>Installed engines</source>
