@@ -6,7 +6,6 @@ MCP servers (the SDK's, over stdio) whose names and results the tests choose.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import pty
 import subprocess
@@ -18,7 +17,6 @@ import pytest
 
 from strata_gui.cli import main
 from strata_gui.core.base import ChatError
-from strata_gui.core.platform.logging_setup import close_logging, configure_logging
 from strata_gui.core.runtime import MAX_ARGUMENT_DEPTH, parse_tool_arguments
 from strata_gui.core.runtime.client import ToolCall
 from tests.support.hostile_mcp_server import entry
@@ -205,15 +203,19 @@ def test_mcp_tools_shows_escapes_in_names_and_descriptions(tmp_path: Path,
     assert "  delete\\x1b]0;owned\\x07all (the model sees delete_0_owned_all)  Echo for delete\\x1b]0;owned\\x07all" in out
 
 
-def test_log_lines_show_escapes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """What the log quotes (a server's words) reaches stderr and the log file as text, not as escapes."""
+def test_log_lines_show_escapes(tmp_path: Path) -> None:
+    """What the log quotes (a server's words) reaches stderr and the log file as text, not as escapes.
+
+    Run in its own process: pytest's own log capture would keep the raw record, and the half emoji
+    in it cannot cross to the xdist controller."""
     log_file = tmp_path / "strata.log"
-    configure_logging(log_file, to_stderr=True)
-    try:
-        logging.getLogger("strata_gui.test").warning("tool server said %s", CONCEAL + "\ud83d")
-    finally:
-        close_logging()
-    err = capsys.readouterr().err
+    script = ("import logging, sys; from pathlib import Path\n"
+              "from strata_gui.core.platform.logging_setup import configure_logging\n"
+              "configure_logging(Path(sys.argv[1]), to_stderr=True)\n"
+              "logging.getLogger('strata_gui.test').warning('tool server said %s', '\\x1b[8m' + '\\ud83d')\n")
+    res = subprocess.run([sys.executable, "-c", script, str(log_file)], capture_output=True, timeout=60)
+    err = res.stderr.decode("utf-8")
+    assert res.returncode == 0, err
     assert "\x1b" not in err and "said \\x1b[8m\ufffd" in err
     assert "said \\x1b[8m\ufffd" in log_file.read_text(encoding="utf-8")
 
