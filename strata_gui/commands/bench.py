@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from strata_gui.commands import load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
@@ -13,7 +14,7 @@ from strata_gui.core.app_services import AppServices
 from strata_gui.core.base import Progress, StrataError
 from strata_gui.core.bench import DEFAULT_DEPTH, BenchConfig
 from strata_gui.core.images import parse_size
-from strata_gui.core.runtime import IMAGE, EngineSpec
+from strata_gui.core.runtime import IMAGE, EngineSpec, percent_text
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -100,17 +101,15 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
                           "draft_speedup": [s.to_json() for s in speedups]}, indent=2))
         return 0 if rec.engine else 1
     print(file=sys.stderr)
-    print(f"{'engine':<24} {'backend':<8} {'depth':>6} {'prefill tok/s':>14} {'decode tok/s':>13} "
-          f"{'of limit':>9}  status")
+    print(f"{'engine':<24} {'backend':<8} {'depth':>6} {'prefill tok/s':>14} {'of compute':>10} {'decode tok/s':>13} "
+          f"{'of memory':>9}  status")
     for r, lim in zip(results, limits, strict=True):
         pre = f"{r.prefill_median:,.0f}" if r.prefill_median else "—"
         dec = f"{r.decode_median:,.1f}" if r.decode_median else "—"
-        share = f"{lim['share'] * 100:.0f} %" if lim and lim.get("share") else "—"
-        print(f"{r.engine:<24} {r.backend:<8} {r.depth:>6} {pre:>14} {dec:>13} {share:>9}  {'ok' if r.ok else r.error}")
+        print(f"{r.engine:<24} {r.backend:<8} {r.depth:>6} {pre:>14} {_share((lim or {}).get('prefill')):>10} {dec:>13} "
+              f"{_share(lim):>9}  {'ok' if r.ok else r.error}")
     for r, lim in zip(results, limits, strict=True):
-        if lim and lim.get("ceiling_tps"):
-            print(f"memory limit for {r.engine} at depth {r.depth}: {lim['ceiling_tps']:,.1f} tok/s on {lim['device']} "
-                  f"({lim['bytes_per_token'] / 1e6:,.1f} MB read per token)")
+        _print_limits(r.engine, r.depth, lim)
     for s in speedups:
         ratio = f"x{s.speedup:.2f}" if s.speedup else "—"
         print(f"draft model on {s.engine}: decode {s.decode_without:,.1f} -> {s.decode_with:,.1f} tok/s ({ratio})")
@@ -122,3 +121,24 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     if rec.engine:
         print(f"Default engine for {args.model.name}: {rec.engine}")
     return 0 if rec.engine else 1
+
+
+def _share(limit: Any) -> str:
+    if not isinstance(limit, dict) or not isinstance(limit.get("share"), (int, float)):
+        return "—"
+    return f"{percent_text(limit['share'])} %"
+
+
+def _print_limits(engine: str, depth: int, lim: dict[str, Any] | None) -> None:
+    """Each run's ceilings, with what they are computed from."""
+    if not lim:
+        return
+    prefill = lim.get("prefill")
+    if isinstance(prefill, dict):
+        print(f"compute limit for {engine} at depth {depth}: {prefill['ceiling_tps']:,.1f} tok/s on {prefill['device']} "
+              f"({prefill['flops_per_token'] / 1e9:,.2f} GFLOP per prompt token at {prefill['tflops']:,.2f} "
+              f"{'TOPS' if prefill['compute_type'] == 'int8' else 'TFLOPS'} {prefill['compute_type']}: "
+              f"{prefill['source']})")
+    if lim.get("ceiling_tps"):
+        print(f"memory limit for {engine} at depth {depth}: {lim['ceiling_tps']:,.1f} tok/s on {lim['device']} "
+              f"({lim['bytes_per_token'] / 1e6:,.1f} MB read per token)")

@@ -35,6 +35,8 @@ from strata_gui.core.models import (
 )
 from strata_gui.core.runtime import IMAGE, TEXT
 
+INSPECT_PROMPT = 512  # the prompt `models inspect` gives the prefill ceiling for
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("models", help="search the hub, download GGUF models, manage the local library")
@@ -367,6 +369,9 @@ async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
     memory = _memory(shape, estimate, options)
     # The decode ceiling at the start of a reply (depth 0) on the device the engine runs on.
     limit = await run_blocking(lambda: app.limits.limit(args.file), name="strata-decode-limit")
+    # The prefill ceiling of a typical prompt (INSPECT_PROMPT tokens, nothing cached) on the same device.
+    prefill, _where = await run_blocking(lambda: app.limits.prefill_limit(args.file, INSPECT_PROMPT),
+                                         name="strata-prefill-limit")
     if args.json:
         _print_json({
             "file": str(args.file), "architecture": meta.architecture, "name": meta.name, "quant": meta.quant,
@@ -377,6 +382,7 @@ async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
                     "slots": estimate.slots, "automatic_slots": options.parallel == 0,
                     "gpu_layers": estimate.gpu_layers, "target": app.fit_target().name},
             "limit": limit.to_json() if limit is not None else None,
+            "prefill_limit": prefill.to_json(device_kind=limit.device_kind) if prefill is not None else None,
             "load_options": options.to_json(),
             "problems": app.load_options.problems(shape, options),
             "memory": memory,
@@ -400,6 +406,13 @@ async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
               f"token at {', '.join(f'{p.gbps:,.1f} GB/s ({p.source})' for p in c.parts if p.bytes_per_token)}")
     else:
         print(f"  memory limit   unknown ({limit.where.describe()}; no bandwidth figure for it)")
+    if prefill is not None:
+        unit = "TOPS" if prefill.rate.compute_type == "int8" else "TFLOPS"
+        print(f"  compute limit  {prefill.tokens_per_s:,.1f} tok/s prefill of a {INSPECT_PROMPT}-token prompt on "
+              f"{prefill.rate.device}: {prefill.flops_per_token / 1e9:,.2f} GFLOP per token at "
+              f"{prefill.rate.tflops:,.2f} {unit} {prefill.rate.compute_type} ({prefill.rate.source})")
+    else:
+        print(f"  compute limit  unknown ({limit.where.describe()}; no matrix rate for it)")
     for warning in limit.warnings:
         print(f"  warning        {warning}")
     for problem in app.load_options.problems(shape, options):

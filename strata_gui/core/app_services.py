@@ -324,11 +324,15 @@ class AppServices:
             model = s.engine or "remote"
         limit = s.extra.get("limit")
         share = limit.get("share") if isinstance(limit, dict) else None
+        prefill = s.extra.get("prefill_limit")
+        prefill_share = prefill.get("share") if isinstance(prefill, dict) else None
         try:
             self.dashboard.record(model=model, engine=s.engine or "unknown", backend=s.backend or "",
                                   prompt_tokens=s.prompt_n, cached_tokens=s.cache_n, output_tokens=s.predicted_n,
                                   prefill_tps=s.prefill_tps, decode_tps=s.decode_tps, ttft_s=s.ttft_s,
-                                  limit_share=float(share) if isinstance(share, (int, float)) else None)
+                                  limit_share=float(share) if isinstance(share, (int, float)) else None,
+                                  prefill_share=float(prefill_share) if isinstance(prefill_share, (int, float))
+                                  else None)
         except StrataError as exc:
             # A warning, not a traceback: the CLI logs to stderr, in the middle of the reply.
             log.warning("could not record request statistics: %s", exc.message)
@@ -480,8 +484,8 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     pool.events.subscribe(app._remember_warm_start)
     chat.tools = app.chat_tools
     # A lambda: the ceilings (and their CPU measurement) are built on the first finished reply, not here.
-    chat.streamer.decode_limit = lambda engine, model, tps, depth: app.limits.reply_limit(  # noqa: PLW0108
-        engine, model, tps, depth)
+    chat.streamer.limits = lambda engine, model, stats: app.limits.reply_limits(  # noqa: PLW0108
+        engine, model, stats)
     chat.first_tokens.prefetch = lambda model: app.limits.prefetch(model)  # noqa: PLW0108
     return app
 

@@ -25,7 +25,7 @@ from strata_gui.core.bench.prometheus import ServerCounters, parse_prometheus
 from strata_gui.core.bench.stats import median
 from strata_gui.core.bench.store import BenchResult, EngineChoice, ImageRun, MetricsStore, RequestRecord
 from strata_gui.core.bench.workload import BenchConfig, Benchmark, fit_depth
-from strata_gui.core.engines.limits import DecodeLimits
+from strata_gui.core.engines.limits import MIN_PREFILL_TOKENS, DecodeLimits
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.engine_http import EngineHttp
 
@@ -137,13 +137,15 @@ class DashboardService:
 
     async def benchmark_limits(self, model: Path, results: Sequence[BenchResult],
                                engines: Sequence[EngineSpec]) -> list[dict[str, Any] | None]:
-        """Each run's decode ceiling and share of it (None where unknown), in ``results`` order."""
+        """Each run's ceilings and shares of them (None where unknown), in ``results`` order: decode
+        against memory, and under ``"prefill"`` prefill against arithmetic."""
         limits = self.limits
         if limits is None:
             return [None] * len(results)
         by_id = {e.id: e for e in engines}
         return await run_blocking(lambda: [limits.benchmark_limit(model, by_id.get(r.engine), r.depth, r.prefill_tokens,
-                                                                  r.gen_tokens, r.decode_median) for r in results],
+                                                                  r.gen_tokens, r.decode_median, r.prefill_median)
+                                           for r in results],
                                   name="strata-bench-limits")
 
     # -- request history --------------------------------------------------------------------------
@@ -151,13 +153,37 @@ class DashboardService:
                prompt_tokens: int | None = None, cached_tokens: int | None = None,
                output_tokens: int | None = None, prefill_tps: float | None = None,
                decode_tps: float | None = None, ttft_s: float | None = None,
-               limit_share: float | None = None) -> RequestRecord:
+               limit_share: float | None = None, prefill_share: float | None = None) -> RequestRecord:
         rec = self.store.record_request(RequestRecord(
             at=self._clock(), model=model, engine=engine, backend=backend, source=source,
             prompt_tokens=prompt_tokens, cached_tokens=cached_tokens, output_tokens=output_tokens,
-            prefill_tps=prefill_tps, decode_tps=decode_tps, ttft_s=ttft_s, limit_share=limit_share))
+            prefill_tps=prefill_tps, decode_tps=decode_tps, ttft_s=ttft_s, limit_share=limit_share,
+            prefill_share=prefill_share))
         self.requests.emit(rec)
         return rec
+
+    async def fill_prefill_shares(self, model_path: Callable[[str], Path | None]) -> int:
+        """Give replies recorded before prefill shares were kept their share, where it can be
+        computed: the model (by file name, ``model_path``) is still here, and this machine's
+        device is the one they ran on (their engine's backend is not remote). Returns how many."""
+        limits = self.limits
+        if limits is None:
+            return 0
+
+        def fill() -> int:
+            filled = 0
+            for rec in self.store.missing_prefill_shares(MIN_PREFILL_TOKENS):
+                path = model_path(rec.model)
+                if path is None or rec.id is None:
+                    continue
+                data = limits.prefill_json(path, rec.prompt_tokens or 0, rec.cached_tokens or 0, None, rec.prefill_tps)
+                share = data.get("share") if data else None
+                if isinstance(share, (int, float)):
+                    self.store.set_prefill_share(rec.id, float(share))
+                    filled += 1
+            return filled
+
+        return await run_blocking(fill, name="strata-fill-prefill-shares")
 
     async def server_counters(self, base_url: str | None, headers: dict[str, str] | None = None
                               ) -> ServerCounters | None:

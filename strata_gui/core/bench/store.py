@@ -23,7 +23,7 @@ from strata_gui.core.bench.stats import median, percentile
 from strata_gui.core.platform.storage import open_database, storage_error
 from strata_gui.core.runtime.depth import DepthPoint, DepthProfile
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # What the database holds, and what a failed write was doing, in the storage errors' sentences.
 _STATISTICS = QT_TRANSLATE_NOOP("Core", "statistics and engine choices")
@@ -114,6 +114,11 @@ _MIGRATIONS: dict[int, str] = {
     5: """
     ALTER TABLE metrics_requests ADD COLUMN limit_share REAL;
     """,
+    # Each reply's prefill speed as a share of the device's peak arithmetic for the model's weights
+    # (0.18: 18 %), beside the decode share; NULL where no ceiling was known or the prompt was short.
+    6: """
+    ALTER TABLE metrics_requests ADD COLUMN prefill_share REAL;
+    """,
 }
 
 
@@ -133,6 +138,7 @@ class RequestRecord:
     decode_tps: float | None = None
     ttft_s: float | None = None
     limit_share: float | None = None  # decode ÷ the memory-bandwidth limit (None: not known)
+    prefill_share: float | None = None  # prefill ÷ the compute limit (None: not known, or a short prompt)
     id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -151,6 +157,7 @@ class Aggregates:
     ttft_median: float | None
     ttft_p90: float | None
     share_median: float | None = None  # of the requests whose memory limit was known
+    prefill_share_median: float | None = None  # of the requests whose compute limit was known
 
 
 @dataclass
@@ -331,9 +338,11 @@ class MetricsStore:
         with self._tx() as db:
             cur = db.execute(
                 "INSERT INTO metrics_requests (at, model, engine, backend, source, prompt_tokens, cached_tokens,"
-                " output_tokens, prefill_tps, decode_tps, ttft_s, limit_share) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                " output_tokens, prefill_tps, decode_tps, ttft_s, limit_share, prefill_share)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (rec.at or self._clock(), rec.model, rec.engine, rec.backend, rec.source, rec.prompt_tokens,
-                 rec.cached_tokens, rec.output_tokens, rec.prefill_tps, rec.decode_tps, rec.ttft_s, rec.limit_share),
+                 rec.cached_tokens, rec.output_tokens, rec.prefill_tps, rec.decode_tps, rec.ttft_s, rec.limit_share,
+                 rec.prefill_share),
             )
         fields = asdict(rec)
         fields.update(id=cur.lastrowid, at=rec.at or self._clock())
@@ -352,7 +361,7 @@ class MetricsStore:
             where.append("at >= ?")
             args.append(since)
         sql = ("SELECT id, at, model, engine, backend, source, prompt_tokens, cached_tokens, output_tokens,"
-               " prefill_tps, decode_tps, ttft_s, limit_share FROM metrics_requests")
+               " prefill_tps, decode_tps, ttft_s, limit_share, prefill_share FROM metrics_requests")
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY at DESC, id DESC LIMIT ?"
@@ -360,9 +369,18 @@ class MetricsStore:
             rows = self._db.execute(sql, (*args, limit)).fetchall()
         out = [RequestRecord(id=r[0], at=r[1], model=r[2], engine=r[3], backend=r[4], source=r[5],
                              prompt_tokens=r[6], cached_tokens=r[7], output_tokens=r[8], prefill_tps=r[9],
-                             decode_tps=r[10], ttft_s=r[11], limit_share=r[12]) for r in rows]
+                             decode_tps=r[10], ttft_s=r[11], limit_share=r[12], prefill_share=r[13]) for r in rows]
         out.reverse()
         return out
+
+    def missing_prefill_shares(self, min_prompt: int) -> list[RequestRecord]:
+        """Local replies recorded before prefill shares were kept (or without a ceiling then)."""
+        return [r for r in self.requests(limit=100_000) if r.prefill_share is None and r.prefill_tps
+                and (r.prompt_tokens or 0) >= min_prompt and r.backend != "remote"]
+
+    def set_prefill_share(self, request_id: int, share: float) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE metrics_requests SET prefill_share=? WHERE id=?", (share, request_id))
 
     def distinct(self, column: str) -> list[str]:
         if column not in ("model", "engine"):
@@ -376,8 +394,9 @@ class MetricsStore:
         dec = [r.decode_tps for r in records if r.decode_tps]
         ttft = [r.ttft_s for r in records if r.ttft_s is not None]
         shares = [r.limit_share for r in records if r.limit_share is not None]
+        prefill_shares = [r.prefill_share for r in records if r.prefill_share is not None]
         return Aggregates(len(records), median(pre), percentile(pre, 90), median(dec), percentile(dec, 90),
-                          median(ttft), percentile(ttft, 90), median(shares))
+                          median(ttft), percentile(ttft, 90), median(shares), median(prefill_shares))
 
     # -- benchmarks ---------------------------------------------------------------------------------
     def save_bench(self, res: BenchResult) -> BenchResult:

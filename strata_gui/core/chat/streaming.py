@@ -46,8 +46,8 @@ from .store import ConversationStore
 
 log = logging.getLogger(__name__)
 
-# (engine that answered, model, decode tok/s, context depth) → the ceiling and share to keep.
-DecodeLimitSource = Callable[[EngineSpec | None, Path, float, int], Awaitable[dict[str, Any] | None]]
+# (engine that answered, model, the reply's statistics) → the ceilings and shares to keep with them.
+LimitSource = Callable[[EngineSpec | None, Path, ReplyStats], Awaitable[dict[str, Any]]]
 WATCH_INTERVAL = 1.0  # s between looks at the engine's progress while nothing streams
 SILENCE_NOTICE_S = 15.0  # s of the engine generating with nothing arriving before the reply says so
 
@@ -71,8 +71,8 @@ class ReplyStreamer:
             reply says so (:class:`ReplyProgress`).
 
     Attributes:
-        decode_limit: A local reply → its decode ceiling and share (engine, model, decode tok/s,
-            depth); None: not shown.
+        limits: A local reply → its ceilings and shares (``"limit"``: decode against memory,
+            ``"prefill_limit"``: prefill against arithmetic); None: not shown.
     """
 
     def __init__(self, store: ConversationStore, conversations: Conversations, chat_model: ChatModel,
@@ -89,7 +89,7 @@ class ReplyStreamer:
         self.delta_interval = delta_interval
         self.watch_interval = watch_interval
         self.silence_notice_s = silence_notice_s
-        self.decode_limit: DecodeLimitSource | None = None
+        self.limits: LimitSource | None = None
         self._announcer = announcer
         self._replies: dict[int, Message] = {}  # replies being written, as they were created
         self._live: dict[int, ReplyBuffer] = {}  # their text so far
@@ -281,18 +281,14 @@ class ReplyStreamer:
         return buffer.text, buffer.thinking_text
 
     async def _add_limit(self, stats: ReplyStats, where: ReplyTarget) -> None:
-        """Keep the decode ceiling with a local reply's statistics ("71 % of this GPU's memory limit")."""
-        if self.decode_limit is None or where.model is None or not stats.decode_tps:
+        """Keep the ceilings with a local reply's statistics ("71 % of this GPU's memory limit",
+        "18 % of this GPU's compute limit")."""
+        if self.limits is None or where.model is None or not (stats.decode_tps or stats.prefill_tps):
             return
-        # The average depth while decoding: the prompt, then half the reply on top.
-        depth = (stats.prompt_n or 0) + (stats.cache_n or 0) + (stats.predicted_n or 0) // 2
         try:
-            limit = await self.decode_limit(where.spec, where.model, stats.decode_tps, depth)
+            stats.extra.update(await self.limits(where.spec, where.model, stats))
         except (StrataError, OSError) as exc:
-            log.info("no decode ceiling for %s: %s", where.model, exc)
-            return
-        if limit is not None:
-            stats.extra["limit"] = limit
+            log.info("no ceilings for %s: %s", where.model, exc)
 
     def _checked_output(self, reply_id: int, conv: Conversation, text: str,
                         finish_reason: str | None) -> dict[str, Any] | None:

@@ -1,10 +1,18 @@
-"""How close a reply comes to the hardware's limit, and why it may be far from it.
+"""How close a reply comes to the hardware's limits, and why it may be far from them.
 
-One owner for the decode ceiling of a model on this machine: the device the chosen engine really
-runs on (:mod:`strata_gui.core.engines.run_device`), that device's memory bandwidth (the GPU id
-table's spec-sheet figure; the CPU's measured copy bandwidth), the model's bytes per token
-(:mod:`strata_gui.core.models.bandwidth`) and, for a partial offload, the layers the fit puts on
-the GPU. The chat's statistics, the benchmark, ``models inspect`` and ``bench --json`` all ask it.
+One owner for the ceilings of a model on this machine, both computed for the device the chosen
+engine really runs on (:mod:`strata_gui.core.engines.run_device`):
+
+* decode, bound by memory: that device's memory bandwidth (the GPU id table's spec-sheet figure;
+  the CPU's measured copy bandwidth) over the model's bytes per token
+  (:mod:`strata_gui.core.models.bandwidth`) and, for a partial offload, the layers the fit puts on
+  the GPU;
+* prefill, bound by arithmetic: that device's peak matrix rate for the weights' type (the GPU id
+  table's spec-sheet figures; the CPU's cores × clock × FLOPs per cycle) over the model's FLOPs per
+  prompt token (:mod:`strata_gui.core.models.compute`). A partial offload counts the GPU's rate:
+  llama.cpp multiplies a large batch on the GPU, copying the layers kept in system memory there.
+
+The chat's statistics, the benchmark, ``models inspect`` and ``bench --json`` all ask it.
 """
 
 from __future__ import annotations
@@ -23,11 +31,13 @@ from strata_gui.core.base.blocking import run_blocking
 from strata_gui.core.base.errors import StrataError
 from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.run_device import RunDevice, is_software_device
+from strata_gui.core.gpu.cpu_peak import CpuPeak, cpu_peak, read_cpu_facts
 from strata_gui.core.gpu.membw import CpuBandwidth
 from strata_gui.core.gpu.model import GpuInfo, format_mem
-from strata_gui.core.models.bandwidth import Ceiling, TokenBytes, decode_ceiling, read_token_bytes
+from strata_gui.core.models.bandwidth import CPU_DEVICE, Ceiling, TokenBytes, decode_ceiling, read_token_bytes
+from strata_gui.core.models.compute import ComputeRate, PrefillCeiling, TokenFlops, read_token_flops
 from strata_gui.core.models.fit import FitEstimate, Verdict
-from strata_gui.core.runtime.client import share_phrase
+from strata_gui.core.runtime.client import ReplyStats, share_phrase
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 
 __all__ = ["LOW_SHARE", "DecodeLimit", "DecodeLimits", "resizable_bar_warning", "share_phrase"]
@@ -36,6 +46,15 @@ log = logging.getLogger(__name__)
 
 # Below this share of the ceiling a reply's statistics carry the warnings that explain it.
 LOW_SHARE = 0.5
+# Prompts shorter than this are not compared with the compute ceiling: a small batch is bound by
+# launching kernels and reading the weights once, not by arithmetic.
+MIN_PREFILL_TOKENS = 128
+
+
+def _this_cpu_peak() -> CpuPeak | None:
+    import psutil
+
+    return cpu_peak(read_cpu_facts(), psutil.cpu_count(logical=False) or psutil.cpu_count())
 
 
 @dataclass(frozen=True)
@@ -107,10 +126,14 @@ class DecodeLimits:
     """
 
     def __init__(self, resolver: EngineResolver, cpu: CpuBandwidth,
-                 fit: Callable[[Path], FitEstimate | None] = lambda _model: None) -> None:
+                 fit: Callable[[Path], FitEstimate | None] = lambda _model: None,
+                 cpu_peak: Callable[[], CpuPeak | None] = _this_cpu_peak) -> None:
         self.resolver = resolver
         self.cpu = cpu
         self._fit = fit
+        self._read_cpu_peak = cpu_peak
+        self._cpu_peak: tuple[CpuPeak | None] | None = None  # read once: (None,) when the OS does not say
+        self._flops: dict[tuple[str, int, int], TokenFlops] = {}
         self._tokens: dict[tuple[str, int, int], TokenBytes] = {}
         self._reading: dict[tuple[str, int, int], asyncio.Task[TokenBytes]] = {}  # prefetches under way
 
@@ -272,20 +295,55 @@ class DecodeLimits:
         return []
 
     def benchmark_limit(self, model: Path, engine: EngineSpec | None, depth: int, prefill_tokens: int,
-                        gen_tokens: int, decode_tps: float | None) -> dict[str, Any] | None:
-        """A benchmark run's ceiling and share (``bench --json``, the benchmark table): its decode
-        reads the context left by the depth and the prefill, plus half the generated tokens."""
+                        gen_tokens: int, decode_tps: float | None,
+                        prefill_tps: float | None = None) -> dict[str, Any] | None:
+        """A benchmark run's ceilings and shares (``bench --json``, the benchmark table): its decode
+        reads the context left by the depth and the prefill, plus half the generated tokens; its
+        prefill (under ``"prefill"``) reads ``prefill_tokens`` after ``depth``. The decode keys are
+        None when only the prefill ceiling is known; None when neither is."""
+        prefill = self.prefill_json(model, prefill_tokens, depth, engine, prefill_tps)
         try:
             limit = self.limit(model, depth + prefill_tokens + gen_tokens // 2, engine)
         except (StrataError, OSError) as exc:
             log.info("no decode ceiling for %s: %s", model, exc)
-            return None
-        return limit.to_json(decode_tps) if limit.ceiling is not None else None
+            return {"ceiling_tps": None, "share": None, "prefill": prefill} if prefill else None
+        if limit.ceiling is None:
+            return {"ceiling_tps": None, "share": None, "prefill": prefill} if prefill else None
+        return {**limit.to_json(decode_tps), "prefill": prefill}
+
+    async def reply_limits(self, engine: EngineSpec | None, model: Path, stats: ReplyStats) -> dict[str, Any]:
+        """What the chat keeps with a reply's statistics: ``"limit"`` (decode: ceiling, share, device
+        and, when the reply is slow for this hardware, the warnings) and ``"prefill_limit"`` (the
+        prompt's compute ceiling and share); each only when known."""
+        out: dict[str, Any] = {}
+        if stats.prefill_tps and stats.prompt_n:
+            flops_read = self._has_flops(model)
+            if not flops_read:
+                _collect_here()
+            prefill = await run_blocking(
+                lambda: self.prefill_json(model, stats.prompt_n or 0, stats.cache_n or 0, engine, stats.prefill_tps),
+                name="strata-prefill-limit") if not flops_read else \
+                self.prefill_json(model, stats.prompt_n, stats.cache_n or 0, engine, stats.prefill_tps)
+            if prefill is not None:
+                out["prefill_limit"] = prefill
+        if stats.decode_tps:
+            # The average depth while decoding: the prompt, then half the reply on top.
+            depth = (stats.prompt_n or 0) + (stats.cache_n or 0) + (stats.predicted_n or 0) // 2
+            decode = await self.reply_limit(engine, model, stats.decode_tps, depth)
+            if decode is not None:
+                out["limit"] = decode
+        return out
+
+    def _has_flops(self, model: Path) -> bool:
+        try:
+            return self._key(model) in self._flops
+        except OSError:
+            return False
 
     async def reply_limit(self, engine: EngineSpec | None, model: Path, decode_tps: float,
                           depth: int) -> dict[str, Any] | None:
-        """What the chat keeps with a reply's statistics: ceiling, share, device and (when the
-        reply is slow for this hardware) the warnings. None when the ceiling is unknown."""
+        """A reply's decode ceiling, share, device and (when the reply is slow for this hardware)
+        the warnings. None when the ceiling is unknown."""
         limit = await self.limit_async(model, depth, engine)
         share = limit.share(decode_tps)
         if share is None:
@@ -294,3 +352,66 @@ class DecodeLimits:
         if share >= LOW_SHARE and not limit.where.on_cpu:
             data["warnings"] = []
         return data
+
+    # -- prefill ----------------------------------------------------------------------------------------
+    def token_flops(self, model: Path) -> TokenFlops:
+        """FLOPs per prompt token of ``model`` (cached per file version; blocking on first read)."""
+        key = self._key(model)
+        if key not in self._flops:
+            self._flops[key] = read_token_flops(model)
+        return self._flops[key]
+
+    def cpu_peak(self) -> CpuPeak | None:
+        """The CPU's peak arithmetic, read from the OS once."""
+        if self._cpu_peak is None:
+            self._cpu_peak = (self._read_cpu_peak(),)
+        return self._cpu_peak[0]
+
+    def compute_rate(self, where: RunDevice, compute_type: str) -> ComputeRate | None:
+        """The peak rate of the device(s) the model runs on for weights of ``compute_type``; None
+        when a device has no figure for it (the table does not know the product, or the type)."""
+        if where.on_cpu:
+            peak = self.cpu_peak()
+            if peak is None:
+                return None
+            return ComputeRate(CPU_DEVICE, peak.rate(compute_type), "int8" if compute_type == "int8" else
+                               "bf16" if compute_type == "bf16" and peak.bf16_factor > 1 else "fp32", peak.source)
+        gpus = self._gpus()
+        rates = [g.compute_tflops.get(compute_type) for g in gpus]
+        if not gpus or any(r is None for r in rates):
+            return None
+        # Layers split over several GPUs are multiplied one GPU after the other, each its share.
+        sizes = [max(1, g.model_memory or 1) for g in gpus]
+        seconds = sum(s / sum(sizes) / (r or 1) for s, r in zip(sizes, rates, strict=True))
+        return ComputeRate(" + ".join(g.name for g in gpus), 1.0 / seconds, compute_type,
+                           "; ".join(g.sources.get("compute", "GPU id table") for g in gpus))
+
+    def prefill_limit(self, model: Path, prompt_tokens: int, depth: int = 0,
+                      engine: EngineSpec | None = None) -> tuple[PrefillCeiling | None, RunDevice]:
+        """The prefill ceiling of a ``prompt_tokens`` prompt read after ``depth`` cached tokens
+        (blocking: reads the header once), and where it runs.
+
+        Raises:
+            GGUFError: the model's header cannot be read.
+            OSError: the model cannot be read.
+        """
+        flops = self.token_flops(model)
+        where = self._where(engine)
+        rate = self.compute_rate(where, flops.compute_type)
+        if rate is None or prompt_tokens <= 0:
+            return None, where
+        return PrefillCeiling(rate, flops.per_token(prompt_tokens, depth), prompt_tokens, depth), where
+
+    def prefill_json(self, model: Path, prompt_tokens: int, depth: int, engine: EngineSpec | None,
+                     prefill_tps: float | None) -> dict[str, Any] | None:
+        """A prefill's ceiling and share (None: unknown, or a prompt too short to compare)."""
+        if prompt_tokens < MIN_PREFILL_TOKENS:
+            return None
+        try:
+            ceiling, where = self.prefill_limit(model, prompt_tokens, depth, engine)
+        except (StrataError, OSError) as exc:
+            log.info("no prefill ceiling for %s: %s", model, exc)
+            return None
+        if ceiling is None:
+            return None
+        return ceiling.to_json(prefill_tps, "cpu" if where.on_cpu else "gpu")

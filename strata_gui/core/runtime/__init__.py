@@ -13,6 +13,7 @@ if TYPE_CHECKING:
         SamplingParams,
         StreamPiece,
         ToolCall,
+        percent_text,
     )
     from strata_gui.core.runtime.depth import depth_label
     from strata_gui.core.runtime.engine import Backend, EngineSpec, backend_label
@@ -54,11 +55,13 @@ __all__ = [
     "kind_named",
     "load_schema",
     "parse_tool_arguments",
+    "percent_text",
 ]
 
 # Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "client": ["ChatReply", "RequestOptions", "ResponseFormat", "SamplingParams", "StreamPiece", "ToolCall"],
+    "client": ["ChatReply", "RequestOptions", "ResponseFormat", "SamplingParams", "StreamPiece", "ToolCall",
+               "percent_text"],
     "depth": ["depth_label"],
     "engine": ["Backend", "EngineSpec", "backend_label"],
     "kinds": ["EMBEDDING", "IMAGE", "INSTALLABLE", "KINDS", "TEXT", "EngineKind", "kind_named"],

@@ -352,6 +352,9 @@ class ReplyStats:
                            cached=f"{self.cache_n:,}", total=f"{self.cache_n + self.prompt_n:,}"))
         if self.prefill_tps:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "prefill {rate} tok/s"), rate=f"{self.prefill_tps:,.0f}"))
+            prefill = self.extra.get("prefill_limit")
+            if isinstance(prefill, dict) and isinstance(prefill.get("share"), (int, float)):
+                parts.append(compute_share_phrase(float(prefill["share"]), str(prefill.get("device_kind", "gpu"))))
         if self.decode_tps:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "decode {rate} tok/s"), rate=f"{self.decode_tps:,.1f}"))
             limit = self.extra.get("limit")
@@ -385,12 +388,29 @@ FINISH_REASONS = (QT_TRANSLATE_NOOP("Core", "stop"), QT_TRANSLATE_NOOP("Core", "
 def share_phrase(share: float, device_kind: str) -> str:
     """"71 % of this GPU's memory limit": a decode speed as a share of the device's bandwidth
     ceiling (``device_kind`` "gpu", "cpu" or "gpu+cpu"; see :mod:`strata_gui.core.engines.limits`)."""
-    percent = f"{share * 100:.0f}"
+    percent = percent_text(share)
     if device_kind == "cpu":
         return T(QT_TRANSLATE_NOOP("Core", "{percent} % of the CPU's memory limit"), percent=percent)
     if device_kind == "gpu+cpu":
         return T(QT_TRANSLATE_NOOP("Core", "{percent} % of this GPU + CPU's memory limit"), percent=percent)
     return T(QT_TRANSLATE_NOOP("Core", "{percent} % of this GPU's memory limit"), percent=percent)
+
+
+def compute_share_phrase(share: float, device_kind: str) -> str:
+    """"18 % of this GPU's compute limit": a prefill speed as a share of the device's peak matrix
+    rate for the model's weights (see :mod:`strata_gui.core.models.compute`)."""
+    percent = percent_text(share)
+    if device_kind == "cpu":
+        return T(QT_TRANSLATE_NOOP("Core", "{percent} % of the CPU's compute limit"), percent=percent)
+    return T(QT_TRANSLATE_NOOP("Core", "{percent} % of this GPU's compute limit"), percent=percent)
+
+
+def percent_text(share: float) -> str:
+    """A share as a percentage a reader can trust: "0.3" rather than "0" for a small one."""
+    percent = share * 100
+    if percent < 1:
+        return f"{percent:.1f}"
+    return f"{percent:.0f}"
 
 
 def _duration(seconds: float) -> str:

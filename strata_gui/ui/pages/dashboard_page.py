@@ -44,7 +44,7 @@ from strata_gui.core.bench import (
     spread,
 )
 from strata_gui.core.pool import EnginePool, PoolActivity, PoolEvent
-from strata_gui.core.runtime import EngineSpec, depth_label
+from strata_gui.core.runtime import EngineSpec, depth_label, percent_text
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
 from strata_gui.ui.i18n import core_text
@@ -198,11 +198,14 @@ class DashboardPage(Page):
             [(self.tr("Prefill"), "left"), (self.tr("Decode"), "right")],
             left_label=self.tr("prefill tok/s"), right_label=self.tr("decode tok/s"), markers=True)
         # Each reply's decode speed as a share of the memory-bandwidth limit of the device it ran on
-        # (what the reply's statistics say, "71 % of this GPU's memory limit"), over time: shown
-        # once a request in view has one (remote engines and the local API have none).
+        # ("71 % of this GPU's memory limit") and its prefill as a share of the compute limit ("18 %
+        # of this GPU's compute limit"), over time: shown once a request in view has one (remote
+        # engines, the local API and short prompts have none).
         self.share_chart = TimeSeriesChart(
-            self.tr("Decode speed as a share of the memory limit"), [(self.tr("Share of the limit"), "left")],
+            self.tr("Share of the hardware's limits"),
+            [(self.tr("Decode of the memory limit"), "left"), (self.tr("Prefill of the compute limit"), "left")],
             left_label=self.tr("% of limit"), markers=True)
+        self._filled_shares = False  # replies recorded before prefill shares were kept: filled once
         self.share_chart.setVisible(False)
         self.aggregates = QLabel()
         self.aggregates.setObjectName("muted")
@@ -251,6 +254,9 @@ class DashboardPage(Page):
 
     def reload_history(self) -> None:
         """Re-read the history for the current filters (on show and on filter change)."""
+        if not self._filled_shares:
+            self._filled_shares = True
+            self._fill_prefill_shares()
         self.filters.fill(self.service.store.distinct("model"), self.service.store.distinct("engine"))
         self._records = self.service.store.requests(model=self.filters.value(self.filters.model),
                                                     engine=self.filters.value(self.filters.engine))
@@ -260,6 +266,13 @@ class DashboardPage(Page):
             self._plot(r)
         self._update_aggregates()
 
+    def _fill_prefill_shares(self) -> None:
+        """Older replies get their prefill share where it can be computed (their model is still in
+        the library), once per run; the chart is drawn again when some did."""
+        by_name = {path.name: path for path in self._models()}
+        task = self.bridge.run(lambda _p: self.service.fill_prefill_shares(by_name.get), name="Prefill shares")
+        task.succeeded.connect(lambda filled: self.reload_history() if filled else None)
+
     def _matches(self, r: RequestRecord) -> bool:
         m, e = self.filters.value(self.filters.model), self.filters.value(self.filters.engine)
         return (m is None or r.model == m) and (e is None or r.engine == e)
@@ -268,8 +281,10 @@ class DashboardPage(Page):
         self.throughput_chart.append(self.tr("Prefill"), r.at, r.prefill_tps)
         self.throughput_chart.append(self.tr("Decode"), r.at, r.decode_tps)
         if r.limit_share is not None:
-            self.share_chart.append(self.tr("Share of the limit"), r.at, r.limit_share * 100)
-        else:  # the same time axis as the chart above
+            self.share_chart.append(self.tr("Decode of the memory limit"), r.at, r.limit_share * 100)
+        if r.prefill_share is not None:
+            self.share_chart.append(self.tr("Prefill of the compute limit"), r.at, r.prefill_share * 100)
+        if r.limit_share is None and r.prefill_share is None:  # the same time axis as the chart above
             self.share_chart.include_time(r.at)
 
     def _on_request(self, r: RequestRecord) -> None:
@@ -284,7 +299,7 @@ class DashboardPage(Page):
         agg = self.service.store.aggregate(self._records)
         self.empty_label.setVisible(agg.count == 0)
         self.throughput_chart.setVisible(agg.count > 0)
-        self.share_chart.setVisible(agg.share_median is not None)
+        self.share_chart.setVisible(agg.share_median is not None or agg.prefill_share_median is not None)
         self.aggregates.setVisible(agg.count > 0)
         self._show_sources()
 
@@ -298,7 +313,9 @@ class DashboardPage(Page):
             .replace("%4", f(agg.decode_median, "tok/s", digits=1)).replace("%5", f(agg.decode_p90, "tok/s", digits=1))
             .replace("%6", f(agg.ttft_median, "ms", 1000)).replace("%7", f(agg.ttft_p90, "ms", 1000))
             + ("" if agg.share_median is None else " · " + self.tr("decode median %1 % of the memory limit")
-               .replace("%1", f"{agg.share_median * 100:.0f}")))
+               .replace("%1", f"{agg.share_median * 100:.0f}"))
+            + ("" if agg.prefill_share_median is None else " · " + self.tr("prefill median %1 % of the compute limit")
+               .replace("%1", f"{agg.prefill_share_median * 100:.0f}")))
 
     def _show_sources(self) -> None:
         """Requests per model and per source (the chat, each API of the local API), shown once
@@ -493,10 +510,11 @@ class DashboardPage(Page):
         """The progress, the results table, the prefill and decode charts, the recommendation, and
         the engine choice row (placed by :meth:`_build_benchmark`); returns the charts' and the choice's rows."""
         self.progress = ProgressPanel()
-        self.results_table = QTableWidget(0, 7)
+        self.results_table = QTableWidget(0, 8)
         self.results_table.setHorizontalHeaderLabels([self.tr("Engine"), self.tr("Backend"), self.tr("Depth"),
-                                                      self.tr("Prefill tok/s"), self.tr("Decode tok/s"),
-                                                      self.tr("Of memory limit"), self.tr("Status")])
+                                                      self.tr("Prefill tok/s"), self.tr("Of compute limit"),
+                                                      self.tr("Decode tok/s"), self.tr("Of memory limit"),
+                                                      self.tr("Status")])
         self.results_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.results_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.results_table.verticalHeader().hide()
@@ -611,6 +629,17 @@ class DashboardPage(Page):
             return
         results, rec = self.service.saved_results(model)
         self.show_results(results, rec)
+        if results:  # the shares are computed, not stored: work them out again for the saved runs
+            engines = [self.engine_list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.engine_list.count())]
+            specs = [e for e in engines if isinstance(e, EngineSpec)]
+            task = self.bridge.run(lambda _p: self.service.benchmark_limits(model, results, specs),
+                                   name="Benchmark limits")
+            task.succeeded.connect(lambda limits: self._saved_limits(model, results, rec, limits))
+
+    def _saved_limits(self, model: Path, results: list[BenchResult], rec: Recommendation,
+                      limits: list[dict[str, Any] | None]) -> None:
+        if self.current_model() == model and self.last_results is results:  # still the runs on show
+            self.show_results(results, rec, (), limits)
 
     def show_results(self, results: list[BenchResult], rec: Recommendation,
                      speedups: Sequence[DraftSpeedup] = (), limits: Sequence[dict[str, Any] | None] = ()) -> None:
@@ -630,30 +659,28 @@ class DashboardPage(Page):
             s = spread(values)
             return f"{med:,.{digits}f}" + (f" ± {s * 100:.0f} %" if s is not None else "")
 
-        def share(limit: dict[str, Any] | None) -> str:
-            if not limit or not isinstance(limit.get("share"), (int, float)):
-                return "—"
-            return self.tr("{0} % of {1:,.0f} tok/s").format(round(limit["share"] * 100), limit["ceiling_tps"])
-
         for row, (r, limit) in enumerate(zip(results, self.last_limits, strict=True)):
+            prefill = (limit or {}).get("prefill")
             cells = [name(r.engine), r.backend, depth_label(r.depth), fmt(r.prefill_tps, r.prefill_median, 0),
-                     fmt(r.decode_tps, r.decode_median, 1), share(limit),
+                     self._share_cell(prefill), fmt(r.decode_tps, r.decode_median, 1), self._share_cell(limit),
                      self.tr("ok") if r.ok else (core_text(r.error) if r.error else self.tr("failed"))]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                if col == 5 and limit:
+                if col == 4 and isinstance(prefill, dict):
+                    item.setToolTip(self.tr("Compute limit on {0}: {1:,.1f} TFLOPS ({2}), {3:,.2f} GFLOP per prompt "
+                                            "token. {4}").format(prefill.get("device", ""), prefill.get("tflops") or 0,
+                                                                 prefill.get("compute_type", ""),
+                                                                 (prefill.get("flops_per_token") or 0) / 1e9,
+                                                                 prefill.get("source", "")))
+                if col == 6 and limit and limit.get("ceiling_tps"):
                     item.setToolTip(self.tr("Memory limit on {0}: {1:,.1f} MB read per token").format(
                         limit.get("device", ""), (limit.get("bytes_per_token") or 0) / 1e6))
                 self.results_table.setItem(row, col, item)
-        ok = [(r, lim) for r, lim in zip(results, self.last_limits, strict=True)
-              if r.ok and r.depth == 0]  # the bars compare engines at depth 0
-        self.prefill_bars.set_data([name(r.engine) for r, _l in ok],
-                                   {self.tr("Prefill"): [r.prefill_median or 0 for r, _l in ok]})
-        decode: dict[str, list[float]] = {self.tr("Decode"): [r.decode_median or 0 for r, _l in ok]}
-        if any(lim and lim.get("ceiling_tps") for _r, lim in ok):
-            # The memory limit beside each engine's decode: how close each comes to it.
-            decode[self.tr("Memory limit")] = [float((lim or {}).get("ceiling_tps") or 0) for _r, lim in ok]
-        self.decode_bars.set_data([name(r.engine) for r, _l in ok], decode)
+        ok = [r for r in results if r.ok and r.depth == 0]  # the bars compare engines at depth 0
+        # Only what was measured: a ceiling drawn as a bar beside it dwarfed the measurement (a
+        # 14.5 tok/s decode beside a 2,383 tok/s limit); the shares are in the table.
+        self.prefill_bars.set_data([name(r.engine) for r in ok], {self.tr("Prefill"): [r.prefill_median or 0 for r in ok]})
+        self.decode_bars.set_data([name(r.engine) for r in ok], {self.tr("Decode"): [r.decode_median or 0 for r in ok]})
         if results:
             self.recommendation_label.setText(
                 (self.tr("Fastest here: %s. ") % name(rec.engine) if rec.engine else "") + core_text(rec.reason)
@@ -663,6 +690,12 @@ class DashboardPage(Page):
         self.warnings_label.setText("\n".join("⚠ " + core_text(w) for w in rec.warnings))
         self.use_button.setEnabled(rec.engine is not None)
         self._show_choice()
+
+    def _share_cell(self, limit: Any) -> str:
+        """"18 % of 2,100 tok/s": a run's share of a ceiling; "—" where none is known."""
+        if not isinstance(limit, dict) or not isinstance(limit.get("share"), (int, float)):
+            return "—"
+        return self.tr("{0} % of {1:,.0f} tok/s").format(percent_text(limit["share"]), limit["ceiling_tps"])
 
     def _show_choice(self) -> None:
         model = self.current_model()
