@@ -445,6 +445,14 @@ Last reply: this computer ({1})</source>
         <translation>解码 {rate} tok/s</translation>
     </message>
     <message>
+        <source>{percent} % of its measured peak</source>
+        <translation>实测峰值的 {percent} %</translation>
+    </message>
+    <message>
+        <source>{percent} % of its nominal peak</source>
+        <translation>标称峰值的 {percent} %</translation>
+    </message>
+    <message>
         <source>{count} tokens</source>
         <translation>{count} 个 token</translation>
     </message>
@@ -471,6 +479,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>stopped</source>
         <translation>已停止</translation>
+    </message>
+    <message>
+        <source>{percent} % of the CPU&apos;s measured memory limit</source>
+        <translation>CPU 实测内存上限的 {percent} %</translation>
     </message>
     <message>
         <source>{percent} % of the CPU&apos;s memory limit</source>
@@ -571,6 +583,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>your next engine folder</source>
         <translation>你的下一个引擎文件夹</translation>
+    </message>
+    <message>
+        <source>{reason}; {lead}</source>
+        <translation>{reason}；{lead}</translation>
     </message>
     <message>
         <source>you chose it for this model on this GPU</source>
@@ -1779,6 +1795,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>{first} is fastest.</source>
         <translation>{first} 最快。</translation>
+    </message>
+    <message>
+        <source>Also: {lead}.</source>
+        <translation>另外：{lead}。</translation>
     </message>
     <message>
         <source>At {depth} depth {first} decodes fastest ({decode:.1f} vs {other_decode:.1f} tokens/s for {other}).</source>
@@ -3372,6 +3392,58 @@ Last reply: this computer ({1})</source>
         <source>Rename one of the servers, or answer when asked instead.</source>
         <translation>请重命名其中一个服务器，或在询问时再作答。</translation>
     </message>
+    <message>
+        <source>its hipBLASLt revision</source>
+        <translation>其 hipBLASLt 版本</translation>
+    </message>
+    <message>
+        <source>its gfx target</source>
+        <translation>其 gfx 目标</translation>
+    </message>
+    <message>
+        <source>its header</source>
+        <translation>其表头</translation>
+    </message>
+    <message>
+        <source>a row</source>
+        <translation>某一行</translation>
+    </message>
+    <message>
+        <source>reading it</source>
+        <translation>读取</translation>
+    </message>
+    <message>
+        <source>Update the engine, or fetch the table made for the hipBLASLt revision this engine ships (Engines page, or strata engines install).</source>
+        <translation>请更新引擎，或获取为此引擎所带 hipBLASLt 版本制作的表（“引擎”页面，或 strata engines install）。</translation>
+    </message>
+    <message>
+        <source>Fetch the table made for this GPU&apos;s gfx target (Engines page, or strata engines install).</source>
+        <translation>请获取为此 GPU 的 gfx 目标制作的表（“引擎”页面，或 strata engines install）。</translation>
+    </message>
+    <message>
+        <source>The table is damaged: install the engine again to fetch it anew.</source>
+        <translation>该表已损坏：请重新安装引擎以重新获取。</translation>
+    </message>
+    <message>
+        <source>Check the engine&apos;s folder, then install the engine again.</source>
+        <translation>请检查引擎文件夹，然后重新安装引擎。</translation>
+    </message>
+    <message>
+        <source>Prefill reached only {percent} % of this GPU&apos;s compute limit: hipBLASLt&apos;s tuning table was rejected on {check} ({reason}), so the dense projections take the untuned slow path. {fix}</source>
+        <translation>预填充只达到此 GPU 计算上限的 {percent} %：hipBLASLt 调优表在{check}检查上被拒绝（{reason}），因此稠密投影走的是未调优的慢速路径。{fix}</translation>
+    </message>
+    <message>
+        <source>Prefill reached only {percent} % of this GPU&apos;s compute limit: a hipBLASLt tuning table for {gfx} and revision {revision} is published but not installed, so the dense projections take the untuned slow path. Install the engine again to fetch it.</source>
+        <translation>预填充只达到此 GPU 计算上限的 {percent} %：已发布适用于 {gfx} 和版本 {revision} 的 hipBLASLt 调优表，但尚未安装，因此稠密投影走的是未调优的慢速路径。请重新安装引擎以获取它。</translation>
+    </message>
+    <message>
+        <source>Prefill reached only {percent} % of this GPU&apos;s compute limit: the hipBLASLt tuning table for {gfx} is made for revision {published}, and this engine ships {revision}, so hipBLASLt would ignore it (revision check) and the dense projections take the untuned slow path. Update the engine to a build with that revision.</source>
+        <translation>预填充只达到此 GPU 计算上限的 {percent} %：{gfx} 的 hipBLASLt 调优表是为版本 {published} 制作的，而此引擎带的是 {revision}，hipBLASLt 会忽略它（版本检查），稠密投影因此走未调优的慢速路径。请将引擎更新到带该版本的构建。</translation>
+    </message>
+    <message>
+        <source>the benchmark measured Vulkan prefilling {times:.1f}× as fast as ROCm for this model here ({vulkan:,.0f} vs {rocm:,.0f} tokens/s): ROCm&apos;s prefill takes a slow path</source>
+        <translation>基准测试测得此模型在这里用 Vulkan 预填充的速度是 ROCm 的 {times:.1f} 倍（{vulkan:,.0f} 对 {rocm:,.0f} token/秒）：ROCm 的预填充走了慢速路径</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>
@@ -3448,14 +3520,6 @@ Last reply: this computer ({1})</source>
         <translation>解码 tok/s</translation>
     </message>
     <message>
-        <source>Decode speed as a share of the memory limit</source>
-        <translation>解码速度占内存带宽上限的比例</translation>
-    </message>
-    <message>
-        <source>Share of the limit</source>
-        <translation>占上限比例</translation>
-    </message>
-    <message>
         <source>% of limit</source>
         <translation>占上限 %</translation>
     </message>
@@ -3486,6 +3550,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>decode median %1 % of the memory limit</source>
         <translation>解码中位数为内存上限的 %1 %</translation>
+    </message>
+    <message>
+        <source>prefill median %1 % of the compute limit</source>
+        <translation>预填充中位数为计算上限的 %1 %</translation>
     </message>
     <message>
         <source>No engine running (or it has metrics off).</source>
@@ -3530,6 +3598,18 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Images</source>
         <translation>图像</translation>
+    </message>
+    <message>
+        <source>Share of the hardware&apos;s limits</source>
+        <translation>占硬件上限的比例</translation>
+    </message>
+    <message>
+        <source>Decode of the memory limit</source>
+        <translation>解码占内存上限</translation>
+    </message>
+    <message>
+        <source>Prefill of the compute limit</source>
+        <translation>预填充占计算上限</translation>
     </message>
     <message numerus="yes">
         <source>%n request(s) · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token median %6, p90 %7</source>
@@ -3634,6 +3714,10 @@ Last reply: this computer ({1})</source>
         <translation>测试负载</translation>
     </message>
     <message>
+        <source>Of compute limit</source>
+        <translation>占计算上限</translation>
+    </message>
+    <message>
         <source>No working engine installed — install one on the Engines page.</source>
         <translation>没有可用的已安装引擎——请在“引擎”页面安装一个。</translation>
     </message>
@@ -3644,6 +3728,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Draft model on {0}: decode {1:,.1f} → {2:,.1f} tok/s (×{3:.2f})</source>
         <translation>草稿模型（{0}）：解码 {1:,.1f} → {2:,.1f} tok/s（×{3:.2f}）</translation>
+    </message>
+    <message>
+        <source>Compute limit on {0}: {1:,.1f} TFLOPS ({2}), {3:,.2f} GFLOP per prompt token. {4}</source>
+        <translation>{0} 的计算上限：{1:,.1f} TFLOPS（{2}），每个提示 token {3:,.2f} GFLOP。{4}</translation>
     </message>
     <message>
         <source>{0} % of {1:,.0f} tok/s</source>
@@ -3660,10 +3748,6 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Memory limit on {0}: {1:,.1f} MB read per token</source>
         <translation>{0} 的内存上限：每个 token 读取 {1:,.1f} MB</translation>
-    </message>
-    <message>
-        <source>Memory limit</source>
-        <translation>内存上限</translation>
     </message>
     <message>
         <source>Fastest here: %s. </source>

@@ -11,7 +11,7 @@ from typing import Any
 from strata_gui.commands import load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
-from strata_gui.core.base import Progress, StrataError
+from strata_gui.core.base import Progress, StrataError, from_json
 from strata_gui.core.bench import DEFAULT_DEPTH, BenchConfig
 from strata_gui.core.images import parse_size
 from strata_gui.core.runtime import IMAGE, EngineSpec, percent_text
@@ -134,11 +134,16 @@ def _print_limits(engine: str, depth: int, lim: dict[str, Any] | None) -> None:
     if not lim:
         return
     prefill = lim.get("prefill")
+    if isinstance(prefill, dict) and prefill.get("slow_path"):
+        print(f"warning: {from_json(prefill['slow_path'])}")
     if isinstance(prefill, dict):
         print(f"compute limit for {engine} at depth {depth}: {prefill['ceiling_tps']:,.1f} tok/s on {prefill['device']} "
               f"({prefill['flops_per_token'] / 1e9:,.2f} GFLOP per prompt token at {prefill['tflops']:,.2f} "
               f"{'TOPS' if prefill['compute_type'] == 'int8' else 'TFLOPS'} {prefill['compute_type']}: "
               f"{prefill['source']})")
     if lim.get("ceiling_tps"):
+        other = lim.get("other_peak")
         print(f"memory limit for {engine} at depth {depth}: {lim['ceiling_tps']:,.1f} tok/s on {lim['device']} "
-              f"({lim['bytes_per_token'] / 1e6:,.1f} MB read per token)")
+              f"({lim['bytes_per_token'] / 1e6:,.1f} MB read per token, {lim.get('peak', 'nominal')} peak)"
+              + (f"; {_share(other)} of the {other['peak']} peak ({other['ceiling_tps']:,.1f} tok/s at "
+                 f"{other['gbps']:,.1f} GB/s)" if isinstance(other, dict) else ""))

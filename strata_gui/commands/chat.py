@@ -129,6 +129,8 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     else:
         print()
         print(reply.stats.summary(), file=sys.stderr)
+        if reply.stats.slow_path:
+            print(f"warning: {reply.stats.slow_path}", file=sys.stderr)
     if failure is not None:
         raise ChatFormatError(failure.message, hint=_parsing_hint(), details=failure.details)
     return 0

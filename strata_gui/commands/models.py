@@ -403,7 +403,12 @@ async def _inspect(args: argparse.Namespace, app: AppServices) -> int:
     if limit.ceiling is not None:
         c = limit.ceiling
         print(f"  memory limit   {c.tokens_per_s:,.1f} tok/s on {c.device}: {c.bytes_per_token / 1e6:,.1f} MB read per "
-              f"token at {', '.join(f'{p.gbps:,.1f} GB/s ({p.source})' for p in c.parts if p.bytes_per_token)}")
+              f"token at {', '.join(f'{p.gbps:,.1f} GB/s ({p.source})' for p in c.parts if p.bytes_per_token)} "
+              f"[{limit.peak} peak]")
+        other = limit.to_json().get("other_peak")
+        if isinstance(other, dict):
+            print(f"  {other['peak'] + ' peak':<14} {other['ceiling_tps']:,.1f} tok/s at {other['gbps']:,.1f} GB/s "
+                  f"({other['source']})")
     else:
         print(f"  memory limit   unknown ({limit.where.describe()}; no bandwidth figure for it)")
     if prefill is not None:

@@ -61,7 +61,7 @@ def test_a_cpu_reply_reports_its_share_of_the_measured_cpu_bandwidth(
             assert limit["ceiling_tps"] == pytest.approx(kept["gbps"] * 1e9 / expected, rel=1e-3)
             assert limit["share"] == pytest.approx(reply.stats.decode_tps / (kept["gbps"] * 1e9 / expected), rel=1e-3)
             summary = reply.stats.summary()
-            assert f"{limit['share'] * 100:.0f} % of the CPU's memory limit" in summary
+            assert f"{limit['share'] * 100:.0f} % of the CPU's measured memory limit" in summary
             # The dashboard keeps the share with the request, for its chart over time.
             recorded = app.dashboard.store.requests()
             assert [r.limit_share for r in recorded] == pytest.approx(

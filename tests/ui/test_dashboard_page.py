@@ -109,10 +109,14 @@ def test_each_replys_share_of_the_memory_limit_is_charted_over_time(qtbot: QtBot
     env.record(model="a.gguf", engine="remote", backend="remote", decode_tps=40.0)  # no limit known
     assert page.throughput_chart.isVisible() and not page.share_chart.isVisible()
     assert "memory limit" not in page.aggregates.text()
-    for share in (0.62, 0.71, 0.8):
-        env.record(model="a.gguf", engine="cpu", backend="cpu", decode_tps=50.0, limit_share=share)
+    for share, prefill in ((0.62, 0.3), (0.71, None), (0.8, 0.4)):
+        env.record(model="a.gguf", engine="cpu", backend="cpu", decode_tps=50.0, limit_share=share,
+                   prefill_tps=300.0, prefill_share=prefill)
     assert page.share_chart.isVisible()
-    assert page.share_chart.values("Share of the limit") == pytest.approx([62.0, 71.0, 80.0])
+    assert page.share_chart.values("Decode of the memory limit") == pytest.approx([62.0, 71.0, 80.0])
+    # The prefill beside it, against the compute limit (a short prompt has none).
+    assert page.share_chart.values("Prefill of the compute limit") == pytest.approx([30.0, 40.0])
+    assert "prefill median 35 % of the compute limit" in page.aggregates.text()
     # Both charts span the same time, the request without a share included.
     assert page.share_chart.x_axis.min() == page.throughput_chart.x_axis.min()
     assert page.share_chart.x_axis.max() == page.throughput_chart.x_axis.max()
@@ -125,7 +129,8 @@ def test_each_replys_share_of_the_memory_limit_is_charted_over_time(qtbot: QtBot
     qtbot.addWidget(again)
     again.show()
     again.reload_history()
-    assert again.share_chart.values("Share of the limit") == pytest.approx([62.0, 71.0, 80.0])
+    assert again.share_chart.values("Decode of the memory limit") == pytest.approx([62.0, 71.0, 80.0])
+    assert again.share_chart.values("Prefill of the compute limit") == pytest.approx([30.0, 40.0])
     again.filters.engine.setCurrentIndex(again.filters.engine.findData("remote"))
     assert not again.share_chart.isVisible()
 
@@ -190,8 +195,9 @@ def test_benchmark_from_the_page_sets_the_default_engine(
     qasync_loop.run_until_complete(handle.wait())
     assert handle.error is None, handle.error
     assert page.results_table.rowCount() == 1
-    assert page.results_table.item(0, 6).text() == "ok"
-    assert page.results_table.item(0, 5).text() == "—"  # no ceilings wired into this service
+    assert page.results_table.item(0, 7).text() == "ok"
+    # No ceilings wired into this service: neither share is known.
+    assert page.results_table.item(0, 4).text() == page.results_table.item(0, 6).text() == "—"
     # Engines by the names people read (the id stays in the saved results and the export).
     assert page.results_table.item(0, 0).text() == "CPU"
     assert page.decode_bars.categories == ["CPU"] and page.decode_bars.values["Decode"][0] > 0

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text, joined
 from strata_gui.core.bench.store import BenchResult
-from strata_gui.core.runtime.depth import DepthPoint, DepthProfile, depth_label
+from strata_gui.core.runtime.depth import DepthPoint, DepthProfile, depth_label, prefill_lead
 
 TIE_MARGIN = 0.05
 SLOW_PREFILL_RATIO = 0.5
@@ -95,6 +95,10 @@ def recommend(results: list[BenchResult], name: Callable[[str], str] = lambda en
                        first=first, times=bd / sd, other=other, decode=bd, other_decode=sd)
         else:
             reason = T(QT_TRANSLATE_NOOP("Core", "{first} is fastest."), first=first)
+    backends = {r.engine: str(r.backend) for r in ranking}
+    lead = prefill_lead({r.engine: r.prefill_median or 0.0 for r in ranking}, backends.get)
+    if lead is not None:  # the engine choice says it, as the chat header's "Why" does
+        reason = joined([reason, T(QT_TRANSLATE_NOOP("Core", "Also: {lead}."), lead=lead)])
     return Recommendation(best.engine, reason, ranking, warnings, note)
 
 

@@ -455,6 +455,14 @@ class MetricsStore:
         return DepthProfile(DepthPoint(r.engine, r.depth, r.decode_median or 0.0, r.prefill_median or 0.0)
                             for r in self.bench_results(model_key=model_key, gpu=gpu) if r.ok)
 
+    def start_prefill(self, model_key: str, gpu: str) -> dict[str, float]:
+        """Prefill tokens/s per engine at depth 0 for a model on a GPU, from its latest benchmark."""
+        out: dict[str, float] = {}
+        for r in self.bench_results(model_key=model_key, gpu=gpu):  # newest first: the first one wins
+            if r.ok and r.depth == 0 and r.prefill_median and r.engine not in out:
+                out[r.engine] = r.prefill_median
+        return out
+
     # -- per-model engine choice ----------------------------------------------------------------------
     def set_choice(self, model_key: str, gpu: str, engine: str, source: str, model_name: str = "") -> EngineChoice:
         choice = EngineChoice(model_name, engine, source, self._clock(), model_key, gpu)

@@ -27,10 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strata_gui.core.base import texts
 from strata_gui.core.base.blocking import run_blocking
 from strata_gui.core.base.errors import StrataError
+from strata_gui.core.base.texts import Text
 from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.run_device import RunDevice, is_software_device
+from strata_gui.core.engines.slow_path import slow_path_finding
 from strata_gui.core.gpu.cpu_peak import CpuPeak, cpu_peak, read_cpu_facts
 from strata_gui.core.gpu.membw import CpuBandwidth
 from strata_gui.core.gpu.model import GpuInfo, format_mem
@@ -66,6 +69,11 @@ class DecodeLimit:
         where: Where the engine runs.
         warnings: Causes that slow decoding, each with its fix.
         gpu_layers, total_layers: The offload the ceiling assumed.
+        peak: Which peak the ceiling is against: ``"nominal"`` (a spec sheet's figure) or
+            ``"measured"`` (the CPU's copy bandwidth, measured here).
+        other_peak: The same memory's other peak, (kind, GB/s, source), where both are known: an
+            APU's system memory has a nominal figure and one measured here (published runs reach
+            70–81 % of Strix Halo's nominal 256 GB/s, about 96 % of its measured peak).
     """
 
     ceiling: Ceiling | None
@@ -73,6 +81,8 @@ class DecodeLimit:
     warnings: tuple[str, ...] = field(default=())
     gpu_layers: int | None = None
     total_layers: int = 0
+    peak: str = "nominal"
+    other_peak: tuple[str, float, str] | None = None
 
     @property
     def device_kind(self) -> str:
@@ -89,8 +99,23 @@ class DecodeLimit:
             "ceiling_tps": None, "share": None}
         data.update({"device_kind": self.device_kind, "runs_on": self.where.describe(),
                      "warnings": list(self.warnings), "gpu_layers": self.gpu_layers,
-                     "total_layers": self.total_layers})
+                     "total_layers": self.total_layers, "peak": self.peak})
+        other = self._other_ceiling()
+        if other is not None and self.other_peak is not None:
+            share = tokens_per_s / other if tokens_per_s and other > 0 else None
+            data["other_peak"] = {"peak": self.other_peak[0], "gbps": self.other_peak[1], "source": self.other_peak[2],
+                                  "ceiling_tps": round(other, 2),
+                                  "share": float(f"{share:.4g}") if share is not None else None}
         return data
+
+    def _other_ceiling(self) -> float | None:
+        """The ceiling against the other peak (one device only: a split has no single other peak)."""
+        if self.ceiling is None or self.other_peak is None:
+            return None
+        parts = [p for p in self.ceiling.parts if p.bytes_per_token]
+        if len(parts) != 1 or parts[0].gbps <= 0:
+            return None
+        return self.ceiling.tokens_per_s * self.other_peak[1] / parts[0].gbps
 
 
 def _collect_here() -> None:
@@ -134,6 +159,7 @@ class DecodeLimits:
         self._read_cpu_peak = cpu_peak
         self._cpu_peak: tuple[CpuPeak | None] | None = None  # read once: (None,) when the OS does not say
         self._flops: dict[tuple[str, int, int], TokenFlops] = {}
+        self._slow_told: set[tuple[str, str]] = set()  # (model, engine) told of its slow path
         self._tokens: dict[tuple[str, int, int], TokenBytes] = {}
         self._reading: dict[tuple[str, int, int], asyncio.Task[TokenBytes]] = {}  # prefetches under way
 
@@ -173,6 +199,10 @@ class DecodeLimits:
                 log.debug("bytes per token of %s not read ahead: %s", model, t.exception())
 
         task.add_done_callback(done)
+
+    def _all_gpus(self) -> list[GpuInfo]:
+        report = self.resolver.gpus.last_report
+        return list(report.gpus) if report is not None else []
 
     def _gpus(self) -> list[GpuInfo]:
         report = self.resolver.gpus.last_report
@@ -221,6 +251,11 @@ class DecodeLimits:
             if where.gpus:  # a GPU is there but unused: say why and what fixes it (no GPU: nothing to fix)
                 warnings.append(f"Runs on the CPU: {where.why or 'the engine runs on the processor'}."
                                 + (f" {where.fix}" if where.fix else ""))
+            # An APU's table row names its system memory's nominal peak: the same memory the CPU reads.
+            apu = next((g for g in self._all_gpus() if g.integrated and g.bandwidth_gbps), None)
+            nominal = (("nominal", apu.bandwidth_gbps, apu.sources.get("bandwidth", "GPU id table"))
+                       if apu is not None and apu.bandwidth_gbps else None)
+            return DecodeLimit(ceiling, where, tuple(warnings), None, tokens.n_layers, "measured", nominal)
         else:
             gpus = self._gpus()
             fit = self._safe_fit(model)
@@ -243,7 +278,10 @@ class DecodeLimits:
                                          gpu_layers=gpu_layers)
             warnings += self._pick_warnings()
             warnings += [w for g in gpus if (w := resizable_bar_warning(g)) is not None]
-        return DecodeLimit(ceiling, where, tuple(warnings), gpu_layers, tokens.n_layers)
+        measured = self.cpu.known()
+        other = (("measured", measured.gbps, measured.source)
+                 if measured is not None and len(gpus) == 1 and gpus[0].integrated else None)
+        return DecodeLimit(ceiling, where, tuple(warnings), gpu_layers, tokens.n_layers, "nominal", other)
 
     async def limit_async(self, model: Path, depth: int = 0, engine: EngineSpec | None = None) -> DecodeLimit:
         """:meth:`limit` from the event loop: only the header read and the CPU measurement run on a
@@ -259,7 +297,8 @@ class DecodeLimits:
         if self.cpu.known() is None:
             where = self._where(engine)
             fit = None if where.on_cpu else self._safe_fit(model)
-            if where.on_cpu or (fit is not None and fit.verdict in (Verdict.PARTIAL, Verdict.CPU_ONLY)):
+            apu = not where.on_cpu and any(g.integrated for g in self._gpus())  # its measured peak, beside the nominal
+            if where.on_cpu or apu or (fit is not None and fit.verdict in (Verdict.PARTIAL, Verdict.CPU_ONLY)):
                 _collect_here()
                 await run_blocking(self.cpu.measure, name="strata-memory-bandwidth")
         return self.limit(model, depth, engine, measure_cpu=False)
@@ -321,9 +360,10 @@ class DecodeLimits:
             if not flops_read:
                 _collect_here()
             prefill = await run_blocking(
-                lambda: self.prefill_json(model, stats.prompt_n or 0, stats.cache_n or 0, engine, stats.prefill_tps),
+                lambda: self.prefill_json(model, stats.prompt_n or 0, stats.cache_n or 0, engine, stats.prefill_tps,
+                                          tell_once=True),
                 name="strata-prefill-limit") if not flops_read else \
-                self.prefill_json(model, stats.prompt_n, stats.cache_n or 0, engine, stats.prefill_tps)
+                self.prefill_json(model, stats.prompt_n, stats.cache_n or 0, engine, stats.prefill_tps, tell_once=True)
             if prefill is not None:
                 out["prefill_limit"] = prefill
         if stats.decode_tps:
@@ -403,8 +443,10 @@ class DecodeLimits:
         return PrefillCeiling(rate, flops.per_token(prompt_tokens, depth), prompt_tokens, depth), where
 
     def prefill_json(self, model: Path, prompt_tokens: int, depth: int, engine: EngineSpec | None,
-                     prefill_tps: float | None) -> dict[str, Any] | None:
-        """A prefill's ceiling and share (None: unknown, or a prompt too short to compare)."""
+                     prefill_tps: float | None, *, tell_once: bool = False) -> dict[str, Any] | None:
+        """A prefill's ceiling and share (None: unknown, or a prompt too short to compare), with
+        ``"slow_path"`` (a saved text) when a ROCm prefill that slow is explained by its tuning
+        table. ``tell_once``: that finding only the first time for this model and engine."""
         if prompt_tokens < MIN_PREFILL_TOKENS:
             return None
         try:
@@ -414,4 +456,23 @@ class DecodeLimits:
             return None
         if ceiling is None:
             return None
-        return ceiling.to_json(prefill_tps, "cpu" if where.on_cpu else "gpu")
+        data = ceiling.to_json(prefill_tps, "cpu" if where.on_cpu else "gpu")
+        finding = self._slow_path(engine, data.get("share"), prompt_tokens)
+        if finding is not None:
+            told = (str(model), engine.id if engine is not None else "")
+            if not (tell_once and told in self._slow_told):
+                self._slow_told.add(told)
+                data["slow_path"] = texts.to_json(finding)
+        return data
+
+    def _slow_path(self, engine: EngineSpec | None, share: Any, prompt_tokens: int) -> Text | None:
+        if engine is None or engine.backend is not Backend.ROCM or not isinstance(share, (int, float)):
+            return None
+        engines = self.resolver.engines
+        try:
+            installed = engines.get(engine.id)
+        except StrataError:
+            return None  # an engine folder chosen for this session: no tuning record to check
+        target = self.resolver.primary_target()
+        return slow_path_finding(installed, target.gfx if target is not None else None, engines.catalog,
+                                 float(share), prompt_tokens)

@@ -31,7 +31,7 @@ from strata_gui.core.engines.run_device import RunDevice, run_device
 from strata_gui.core.engines.service import EngineService
 from strata_gui.core.gpu.model import GpuInfo, GpuReport
 from strata_gui.core.models.identity import model_identity
-from strata_gui.core.runtime.depth import CLEARLY_FASTER, Crossover, DepthProfile, depth_label
+from strata_gui.core.runtime.depth import CLEARLY_FASTER, Crossover, DepthProfile, depth_label, prefill_lead
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
 
@@ -69,6 +69,10 @@ class ChoiceLookup(Protocol):
 
     def depth_profile(self, model_key: str, gpu: str) -> DepthProfile:
         """Measured decode speed per engine and context depth (the benchmark's depth passes)."""
+        ...
+
+    def start_prefill(self, model_key: str, gpu: str) -> dict[str, float]:
+        """Measured prefill tokens/s per engine at the start of the context (the latest benchmark)."""
         ...
 
 
@@ -458,6 +462,8 @@ class EngineResolver:
             ranked.append(((tier, sub, 0 if probe is not None else 1, order.get(backend, 9), -e.installed_at),
                            e, reason))
         ranked.sort(key=lambda t: t[0])
+        if text and key and ranked:
+            ranked[0] = (*ranked[0][:2], self._with_prefill_lead(ranked[0][2], key, gpu_key, installed))
         specs = tuple(self._spec(e, reason, probes[e.id], kind) for _k, e, reason in ranked)
         where, specs = self._run_device(specs, probes, out)
         inside = [EngineVerdict(s.id, s.label, s.backend, True, s.reason,
@@ -466,6 +472,13 @@ class EngineResolver:
         return Resolution(specs, tuple(inside + out), gpu_key, model.name if model is not None else None, key,
                           tuple(notes), tuple(self.gpu_picks()), driver, depth, crossovers,
                           by_depth[0] if by_depth is not None else None, where)
+
+    def _with_prefill_lead(self, reason: str, key: str, gpu_key: str, installed: list[InstalledEngine]) -> str:
+        """The chosen engine's reason, with what the benchmark said when Vulkan prefilled clearly
+        faster than ROCm for this model on this GPU (the chat header's "Why")."""
+        backends = {e.id: e.backend for e in installed}
+        lead = prefill_lead(self.choices.start_prefill(key, gpu_key), backends.get)
+        return T(QT_TRANSLATE_NOOP("Core", "{reason}; {lead}"), reason=reason, lead=lead) if lead else reason
 
     def _fastest_at_depth(self, installed: list[InstalledEngine], scope: _Scope, key: str,
                           depth: int) -> tuple[tuple[str, str] | None, tuple[Crossover, ...]]:

@@ -43,7 +43,7 @@ from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin,
 import httpx
 
 from strata_gui.core.base.errors import ChatError, ChatFormatError, ServerError
-from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, well_formed
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, from_json, well_formed
 from strata_gui.core.runtime.engine_http import (
     STOPPED_ANSWERING,
     STOPPED_ANSWERING_HINT,
@@ -323,6 +323,19 @@ class ReplyStats:
         """Read stored statistics; unknown keys and values of the wrong type are left out."""
         return cls(**_json_fields(cls, data))
 
+    @property
+    def slow_path(self) -> str | None:
+        """Why the prefill ran far below the compute limit, when a tuning table explains it
+        (:mod:`strata_gui.core.engines.slow_path`; a text the GUI translates), else None."""
+        prefill = self.extra.get("prefill_limit")
+        saved = prefill.get("slow_path") if isinstance(prefill, dict) else None
+        if saved is None:
+            return None
+        try:
+            return from_json(saved)
+        except (KeyError, TypeError, ValueError):
+            return None
+
     def summary(self, *, with_reason: bool = True) -> str:
         """One line: ``TTFT 42 ms · thought 840 tokens in 12 s · answer after 12 s · prefill 3,000 tok/s
         · decode 760 tok/s · 1,128 tokens · stop · CPU``. A reply cut by its output limit (the
@@ -359,7 +372,15 @@ class ReplyStats:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "decode {rate} tok/s"), rate=f"{self.decode_tps:,.1f}"))
             limit = self.extra.get("limit")
             if isinstance(limit, dict) and isinstance(limit.get("share"), (int, float)):
-                parts.append(share_phrase(float(limit["share"]), str(limit.get("device_kind", "gpu"))))
+                parts.append(share_phrase(float(limit["share"]), str(limit.get("device_kind", "gpu")),
+                                          measured=limit.get("peak") == "measured"))
+                other = limit.get("other_peak")
+                if isinstance(other, dict) and isinstance(other.get("share"), (int, float)):
+                    # The same memory's other peak: an APU's spec-sheet figure and the one measured here.
+                    template = (QT_TRANSLATE_NOOP("Core", "{percent} % of its measured peak")
+                                if other.get("peak") == "measured"
+                                else QT_TRANSLATE_NOOP("Core", "{percent} % of its nominal peak"))
+                    parts.append(T(template, percent=percent_text(float(other["share"]))))
         if self.predicted_n is not None:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "{count} tokens"), count=str(self.predicted_n)))
         if self.acceptance is not None:
@@ -385,10 +406,13 @@ FINISH_REASONS = (QT_TRANSLATE_NOOP("Core", "stop"), QT_TRANSLATE_NOOP("Core", "
                   QT_TRANSLATE_NOOP("Core", "tool_calls"), QT_TRANSLATE_NOOP("Core", "stopped"))
 
 
-def share_phrase(share: float, device_kind: str) -> str:
+def share_phrase(share: float, device_kind: str, *, measured: bool = False) -> str:
     """"71 % of this GPU's memory limit": a decode speed as a share of the device's bandwidth
-    ceiling (``device_kind`` "gpu", "cpu" or "gpu+cpu"; see :mod:`strata_gui.core.engines.limits`)."""
+    ceiling (``device_kind`` "gpu", "cpu" or "gpu+cpu"; see :mod:`strata_gui.core.engines.limits`);
+    ``measured``: the ceiling is the bandwidth measured here, not a spec sheet's (the CPU's)."""
     percent = percent_text(share)
+    if device_kind == "cpu" and measured:
+        return T(QT_TRANSLATE_NOOP("Core", "{percent} % of the CPU's measured memory limit"), percent=percent)
     if device_kind == "cpu":
         return T(QT_TRANSLATE_NOOP("Core", "{percent} % of the CPU's memory limit"), percent=percent)
     if device_kind == "gpu+cpu":

@@ -13,9 +13,11 @@ another engine is clearly faster now.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
+
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text
 
 CLEARLY_FASTER = 0.10  # a switch (which costs a reload) is offered only for at least 10 % more decode speed
 
@@ -156,3 +158,28 @@ class DepthProfile:
         wanted = set(among)
         return [e for e in self.engines if e in wanted]
 
+
+
+PREFILL_LEAD = 1.10  # Vulkan must prefill at least 10 % faster than ROCm for it to be said
+
+
+def prefill_lead(prefill: Mapping[str, float], backend_of: Callable[[str], str | None]) -> Text | None:
+    """"Vulkan prefills 2.4× as fast as ROCm here": said where the benchmark measured a Vulkan
+    engine prefilling clearly faster than a ROCm one for this model on this GPU, which on an AMD
+    GPU means ROCm's dense projections took a slow path (an untuned or rejected hipBLASLt table).
+
+    Args:
+        prefill: Prefill tokens/s per engine id, measured at the start of the context.
+        backend_of: An engine id's backend ("rocm", "vulkan"; None when unknown).
+    """
+    best: dict[str, float] = {}
+    for engine, tps in prefill.items():
+        backend = backend_of(engine)
+        if backend in ("rocm", "vulkan") and tps > best.get(backend, 0.0):
+            best[backend] = tps
+    vulkan, rocm = best.get("vulkan", 0.0), best.get("rocm", 0.0)
+    if not vulkan or not rocm or vulkan < PREFILL_LEAD * rocm:
+        return None
+    return T(QT_TRANSLATE_NOOP("Core", "the benchmark measured Vulkan prefilling {times:.1f}× as fast as ROCm for "
+                                       "this model here ({vulkan:,.0f} vs {rocm:,.0f} tokens/s): ROCm's prefill takes "
+                                       "a slow path"), times=vulkan / rocm, vulkan=vulkan, rocm=rocm)

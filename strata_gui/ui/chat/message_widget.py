@@ -496,6 +496,9 @@ class MessageWidget(QFrame):
             # A reply far below the hardware's limit says why, with the fix (core's words).
             limit = message.stats.extra.get("limit") if message.role == "assistant" else None
             warnings = [str(w) for w in limit.get("warnings", [])] if isinstance(limit, dict) else []
+            slow_path = message.stats.slow_path if message.role == "assistant" else None
+            if slow_path:  # a ROCm prefill on the untuned path: which check failed, and the fix
+                warnings.append(core_text(slow_path))
             if warnings:
                 text += "\n" + "\n".join("⚠ " + w for w in warnings)
             self.stats.setText(text)

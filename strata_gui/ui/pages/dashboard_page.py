@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.base import ProgressCallback, StrataError, format_bytes, to_gib
+from strata_gui.core.base import ProgressCallback, StrataError, format_bytes, from_json, to_gib
 from strata_gui.core.bench import (
     DEFAULT_DEPTH,
     BenchConfig,
@@ -687,7 +687,11 @@ class DashboardPage(Page):
                 + (" " + core_text(rec.depth_note) if rec.depth_note else ""))
         else:
             self.recommendation_label.setText(self.tr("No benchmark for this model on this machine yet."))
-        self.warnings_label.setText("\n".join("⚠ " + core_text(w) for w in rec.warnings))
+        # A ROCm prefill on the untuned path: which tuning-table check failed, and the fix (once each).
+        findings = [from_json(p["slow_path"]) for lim in self.last_limits
+                    if isinstance(p := (lim or {}).get("prefill"), dict) and p.get("slow_path")]
+        warnings = [*rec.warnings, *dict.fromkeys(findings)]
+        self.warnings_label.setText("\n".join("⚠ " + core_text(w) for w in warnings))
         self.use_button.setEnabled(rec.engine is not None)
         self._show_choice()
 
