@@ -497,6 +497,10 @@ Last reply: this computer ({1})</source>
         <translation>达到此 GPU 内存带宽上限的 {percent} %</translation>
     </message>
     <message>
+        <source>{percent} % of the CPU&apos;s compute limit at the clock it reports (it runs faster)</source>
+        <translation>按 CPU 报告的时钟计算，为其计算上限的 {percent} %（它实际运行得更快）</translation>
+    </message>
+    <message>
         <source>{percent} % of the CPU&apos;s compute limit</source>
         <translation>CPU 计算上限的 {percent} %</translation>
     </message>

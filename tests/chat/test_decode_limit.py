@@ -16,6 +16,7 @@ from strata_gui.core.chat.records import COMPLETE
 from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.config.services import build_services
 from strata_gui.core.models.bandwidth import read_token_bytes
+from strata_gui.core.models.compute import read_token_flops
 from strata_gui.core.runtime.client import SamplingParams
 from tests.gpu.conftest import DATA
 from tests.support.engines import TestEngines
@@ -69,6 +70,42 @@ def test_a_cpu_reply_reports_its_share_of_the_measured_cpu_bandwidth(
             # Kept with the message: a later read of the conversation shows the same line.
             stored = app.chat.store.message(reply.id)
             assert stored is not None and stored.stats.summary() == summary
+        finally:
+            await app.aclose()
+
+    asyncio.run(body())
+
+
+def test_a_long_prompt_reports_its_prefill_share_of_the_cpus_compute_limit(
+        test_engines: TestEngines, test_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prefill beside decode (issue 43): the prompt's FLOPs from the GGUF over the CPU's peak
+    (cores × clock × FLOPs per cycle, read from the OS), kept with the reply and the dashboard."""
+    monkeypatch.setenv("STRATA_SYSFS_ROOT", str(DATA / "linux" / "no-gpu"))
+
+    async def body() -> None:
+        app = build_app_services(build_services())
+        try:
+            await app.prepare()
+            await app.use_engine_folder(test_engines.cpu_dir)
+            app.chat.set_model(test_model)
+            conv = app.chat.new_conversation()
+            app.chat.store.update_settings(conv.id, sampling=SamplingParams(max_tokens=8, seed=3))
+            reply = await app.chat.send(conv.id, " ".join(["the quick brown fox jumps over the lazy dog"] * 30))
+            assert reply.status == COMPLETE and reply.stats.prefill_tps and (reply.stats.prompt_n or 0) >= 128
+            prefill = reply.stats.extra["prefill_limit"]
+            assert prefill["device_kind"] == "cpu" and prefill["prompt_tokens"] == reply.stats.prompt_n
+            peak = app.limits.cpu_peak()
+            assert peak is not None and prefill["tflops"] == pytest.approx(peak.tflops)  # F16 weights: the FP32 rate
+            flops = read_token_flops(test_model).per_token(reply.stats.prompt_n or 0, reply.stats.cache_n or 0)
+            assert prefill["ceiling_tps"] == pytest.approx(peak.tflops * 1e12 / flops, rel=1e-3)
+            assert prefill["share"] == pytest.approx(reply.stats.prefill_tps / prefill["ceiling_tps"], rel=1e-3)
+            assert "slow_path" not in prefill and reply.stats.slow_path is None  # a CPU has no tuning table
+            assert " % of the CPU's compute limit" in reply.stats.summary()
+            # A short question is not compared: it is not bound by arithmetic.
+            short = await app.chat.send(conv.id, "Why?")
+            assert "prefill_limit" not in short.stats.extra or (short.stats.prompt_n or 0) >= 128
+            recorded = app.dashboard.store.requests()
+            assert recorded[0].prefill_share == pytest.approx(prefill["share"])
         finally:
             await app.aclose()
 

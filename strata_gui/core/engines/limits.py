@@ -423,7 +423,8 @@ class DecodeLimits:
         # Layers split over several GPUs are multiplied one GPU after the other, each its share.
         sizes = [max(1, g.model_memory or 1) for g in gpus]
         seconds = sum(s / sum(sizes) / (r or 1) for s, r in zip(sizes, rates, strict=True))
-        return ComputeRate(" + ".join(g.name for g in gpus), 1.0 / seconds, compute_type,
+        rate = rates[0] if len(gpus) == 1 and rates[0] else 1.0 / seconds
+        return ComputeRate(" + ".join(g.name for g in gpus), rate, compute_type,
                            "; ".join(g.sources.get("compute", "GPU id table") for g in gpus))
 
     def prefill_limit(self, model: Path, prompt_tokens: int, depth: int = 0,

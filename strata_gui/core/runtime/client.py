@@ -424,6 +424,11 @@ def compute_share_phrase(share: float, device_kind: str) -> str:
     """"18 % of this GPU's compute limit": a prefill speed as a share of the device's peak matrix
     rate for the model's weights (see :mod:`strata_gui.core.models.compute`)."""
     percent = percent_text(share)
+    if device_kind == "cpu" and share > 1.0:
+        # The peak uses the clock the OS reports; a CPU boosting above it (a VM that shows its base
+        # clock, a laptop on mains power) gets past the figure, and the line says why.
+        return T(QT_TRANSLATE_NOOP("Core", "{percent} % of the CPU's compute limit at the clock it reports (it "
+                                           "runs faster)"), percent=percent)
     if device_kind == "cpu":
         return T(QT_TRANSLATE_NOOP("Core", "{percent} % of the CPU's compute limit"), percent=percent)
     return T(QT_TRANSLATE_NOOP("Core", "{percent} % of this GPU's compute limit"), percent=percent)
