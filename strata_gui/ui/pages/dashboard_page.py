@@ -203,7 +203,8 @@ class DashboardPage(Page):
         # engines, the local API and short prompts have none).
         self.share_chart = TimeSeriesChart(
             self.tr("Share of the hardware's limits"),
-            [(self.tr("Decode of the memory limit"), "left"), (self.tr("Prefill of the compute limit"), "left")],
+            # Prefill first: the same colours as the throughput chart above (prefill, then decode).
+            [(self.tr("Prefill of the compute limit"), "left"), (self.tr("Decode of the memory limit"), "left")],
             left_label=self.tr("% of limit"), markers=True)
         self._filled_shares = False  # replies recorded before prefill shares were kept: filled once
         self.share_chart.setVisible(False)
