@@ -73,3 +73,12 @@ def test_a_reply_wrong_everywhere_lists_a_bounded_number_of_places() -> None:
 def test_a_bad_schema_is_named_where_it_is_wrong(text: str, message: str) -> None:
     with pytest.raises(ChatError, match=message):
         load_schema(text)
+
+
+def test_a_reply_nested_thousands_deep_is_refused_not_a_crash() -> None:
+    """json.loads recursed until Python gave up (RecursionError, "Internal error"): issue 47's
+    nesting, in a structured-output reply."""
+    deep = "[" * 5000 + "]" * 5000
+    check = check_json(deep, {"type": "array"})
+    assert check.value is None and check.problems and "Nested more than" in check.problems[0]
+    assert check_json("[" * 20 + "1" + "]" * 20).value is not None  # ordinary nesting still parses

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from strata_gui.core.base.errors import ChatError
+from strata_gui.core.base.state_file import MAX_DEPTH, nested_too_deeply
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 # jsonschema is imported where it is used: it takes ~60 ms to import, and the chat store (loaded
@@ -88,6 +89,8 @@ def check_json(text: str, schema: Mapping[str, Any] | None = None) -> JsonCheck:
         schema: The schema it must follow (None: any JSON).
     """
     body = _unfenced(text)
+    if nested_too_deeply(body):  # json.loads (and the schema check after it) would recurse until Python gives up
+        return JsonCheck(None, text, (f"Nested more than {MAX_DEPTH} levels deep: not checked",))
     try:
         value = json.loads(body)
     except json.JSONDecodeError as exc:

@@ -437,7 +437,7 @@ class MessageWidget(QFrame):
             return None
         try:
             return json.dumps(json.loads(_unfenced(self.text)), indent=2, ensure_ascii=False)
-        except ValueError:
+        except (ValueError, RecursionError):  # a reply nested thousands deep is shown as its text
             return None
 
     def take_paint_cost(self) -> float:
