@@ -283,7 +283,9 @@ class MessageWidget(QFrame):
             w.show()
 
     def _action(self, text: str, slot: object) -> QPushButton:
-        b = QPushButton(text)
+        # Parented at once: a parentless button made visible before it is laid out is a top-level
+        # window for a moment, which took the focus and closed an open menu (the model picker).
+        b = QPushButton(text, self)
         b.setFlat(True)
         b.setCursor(Qt.CursorShape.PointingHandCursor)
         b.clicked.connect(slot)
