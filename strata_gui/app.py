@@ -418,23 +418,32 @@ def _build_gpu(ui: AppUi) -> Page:
 
 
 def _build_dashboard(ui: AppUi) -> Page:
-    from strata_gui.core.runtime import IMAGE, ServerState
+    from strata_gui.core.runtime import IMAGE, TEXT, ServerState
     from strata_gui.ui.image_dashboard import ImageDashboard
     from strata_gui.ui.pages.dashboard_page import DashboardPage
 
     services, hooks = ui.services, ui.hooks
 
-    def engine_url() -> str | None:
+    def shown() -> Any:  # the engine's ServerSupervisor, or None
+        # The chat's engine, else any text engine the pool holds (loaded for the model server, a
+        # benchmark, or a chat of another model): "No engine running" was shown while one ran.
         sup = services.chat.supervisor
+        if sup is not None and not sup.state.is_terminal:
+            return sup
+        live = [e.server for e in services.pool.engines(kind=TEXT) if not e.closing and not e.state.is_terminal]
+        return live[0] if live else None
+
+    def engine_url() -> str | None:
+        sup = shown()
         return sup.base_url if sup is not None and sup.state is ServerState.READY else None
 
     def engine_headers() -> dict[str, str]:
-        sup = services.chat.supervisor
+        sup = shown()
         return sup.auth_headers() if sup is not None else {}
 
     def engine_pid() -> int | None:
-        sup = services.chat.supervisor
-        return sup.pid if sup is not None and not sup.state.is_terminal else None
+        sup = shown()
+        return sup.pid if sup is not None else None
 
     def model_choices() -> list[Path]:
         models = ui.pages.built("models")  # its library is scanned when it is shown

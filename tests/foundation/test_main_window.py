@@ -405,3 +405,36 @@ def test_the_model_picker_lists_the_library_and_still_browses(
     assert build_services().settings.last_model == str(library / "beta-Q8_0.gguf")  # remembered
     chat._fill_model_menu()
     assert [a.isChecked() for a in chat.model_menu.actions()[:2]] == [False, True]  # the current one is ticked
+
+
+@pytest.mark.engine
+def test_the_dashboard_shows_an_engine_the_chat_did_not_load(
+        qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop, test_engines: object,
+        test_model: Path) -> None:
+    """Issue 48: "No engine running" was shown while one ran, when the model server (or a benchmark)
+    had loaded it and the chat had not."""
+    from strata_gui.ui.pages.dashboard_page import DashboardPage
+
+    app_services = build_app_services(build_services())
+    bridge = AsyncBridge()
+    window = compose(app_services, bridge, qapp, Recorder().hooks()).window
+    try:
+        async def load_for_the_api() -> object:
+            await app_services.prepare()
+            spec = await app_services.use_engine_folder(test_engines.cpu_dir)  # type: ignore[attr-defined]
+            return await app_services.pool.acquire(spec, test_model, app_services.chat.launch_settings(), user="api")
+
+        lease = qasync_loop.run_until_complete(load_for_the_api())
+        assert app_services.chat.supervisor is None  # the chat has no engine of its own
+        dashboard = _page(window, DashboardPage)
+        dashboard.tick()
+        qtbot.waitUntil(lambda: dashboard.engine_label.text().startswith("Engine: CPU"), timeout=10_000)
+        async def give_back() -> None:
+            lease.release()  # type: ignore[attr-defined]
+
+        qasync_loop.run_until_complete(give_back())
+    finally:
+        window.close()
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(app_services.aclose())
+        window.deleteLater()
