@@ -6,6 +6,10 @@
         <source>%n request(s) · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token median %6, p90 %7</source>
         <translation><numerusform>%n request · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token median %6, p90 %7</numerusform><numerusform>%n requests · prefill median %2, p90 %3 · decode median %4, p90 %5 · time to first token median %6, p90 %7</numerusform></translation>
     </message>
+    <message numerus="yes">
+        <source>%n request(s) to remote engines not in these medians</source>
+        <translation><numerusform>%n request to remote engines not in these medians</numerusform><numerusform>%n requests to remote engines not in these medians</numerusform></translation>
+    </message>
 </context>
 <context>
     <name>ImagesPage</name>

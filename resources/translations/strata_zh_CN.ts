@@ -3559,6 +3559,12 @@ Last reply: this computer ({1})</source>
         <source>prefill median %1 % of the compute limit</source>
         <translation>预填充中位数为计算上限的 %1 %</translation>
     </message>
+    <message numerus="yes">
+        <source>%n request(s) to remote engines not in these medians</source>
+        <translation>
+            <numerusform>另有 %n 个发往远程引擎的请求未计入这些中位数</numerusform>
+        </translation>
+    </message>
     <message>
         <source>No engine running (or it has metrics off).</source>
         <translation>没有正在运行的引擎（或引擎未开启指标）。</translation>

@@ -88,11 +88,13 @@ class TimeSeriesChart(QChartView):
         left_label / right_label: Axis titles (units).
         markers: Draw a dot per point (for discrete events such as requests; a lone point
             would otherwise be invisible).
+        gap_s: Two points further apart than this are not joined (the app was closed, the page
+            hidden, nothing asked for an hour): the line starts again after the gap.
     """
 
     def __init__(self, title: str, series: Sequence[tuple[str, str]], *, window_s: float | None = None,
                  left_label: str = "", right_label: str = "", markers: bool = False,
-                 parent: QWidget | None = None) -> None:
+                 gap_s: float | None = None, parent: QWidget | None = None) -> None:
         self._chart = QChart()
         super().__init__(self._chart, parent)
         self.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -105,7 +107,10 @@ class TimeSeriesChart(QChartView):
         self.x_axis.setTickCount(5)
         self._chart.addAxis(self.x_axis, Qt.AlignmentFlag.AlignBottom)
         self.axes: dict[str, QValueAxis] = {}
-        self.series: dict[str, QLineSeries] = {}
+        self.series: dict[str, QLineSeries] = {}  # each name's current segment
+        self._segments: dict[str, list[QLineSeries]] = {}  # each name's segments, oldest first
+        self._gap_ms = gap_s * 1000.0 if gap_s is not None else None
+        self._markers = markers
         self._axis_of: dict[str, str] = {}
         self._max: dict[str, float] = {}
         self._last_t: dict[str, float] = {}
@@ -118,21 +123,44 @@ class TimeSeriesChart(QChartView):
                 self._chart.addAxis(axis, Qt.AlignmentFlag.AlignLeft if side == "left" else Qt.AlignmentFlag.AlignRight)
                 self.axes[side] = axis
                 self._max[side] = 0.0
-            line = QLineSeries()
-            line.setName(name)
-            line.setPen(QPen(QColor(PALETTE[i % len(PALETTE)]), 2))
-            line.setPointsVisible(markers)
-            if markers:
-                line.setMarkerSize(6.0)
-            self._chart.addSeries(line)
-            line.attachAxis(self.x_axis)
-            line.attachAxis(self.axes[side])
-            self.series[name] = line
             self._axis_of[name] = side
+            line = self._new_line(name, QPen(QColor(PALETTE[i % len(PALETTE)]), 2))
+            self.series[name] = line
+            self._segments[name] = [line]
         self._t_min: float | None = None
         self._t_max: float | None = None
 
+    def _new_line(self, name: str, pen: QPen) -> QLineSeries:
+        line = QLineSeries()
+        line.setName(name)
+        line.setPen(pen)
+        line.setPointsVisible(self._markers)
+        if self._markers:
+            line.setMarkerSize(6.0)
+        self._chart.addSeries(line)
+        line.attachAxis(self.x_axis)
+        line.attachAxis(self.axes[self._axis_of[name]])
+        return line
+
+    def _after_gap(self, name: str, x_ms: float) -> QLineSeries:
+        """The segment a point at ``x_ms`` goes on: a new one when it comes after a gap."""
+        line = self.series[name]
+        if self._gap_ms is None or not line.count() or x_ms - line.at(line.count() - 1).x() <= self._gap_ms:
+            return line
+        segment = self._new_line(name, line.pen())
+        for marker in self._chart.legend().markers(segment):  # one legend entry per name
+            marker.setVisible(False)
+        self.series[name] = segment
+        self._segments[name].append(segment)
+        return segment
+
     def clear(self) -> None:
+        for name, segments in self._segments.items():
+            for extra in segments[1:]:
+                self._chart.removeSeries(extra)
+                extra.deleteLater()
+            self._segments[name] = segments[:1]
+            self.series[name] = segments[0]
         for line in self.series.values():
             line.clear()
         for side in self._max:
@@ -142,17 +170,21 @@ class TimeSeriesChart(QChartView):
         self._t_min = self._t_max = None
 
     def point_count(self, name: str) -> int:
-        return self.series[name].count()
+        return sum(line.count() for line in self._segments[name])
 
     def values(self, name: str) -> list[float]:
-        return [p.y() for p in self.series[name].points()]
+        return [p.y() for line in self._segments[name] for p in line.points()]
+
+    def segment_count(self, name: str) -> int:
+        """How many separately drawn lines ``name`` has (one more after each gap)."""
+        return len([line for line in self._segments[name] if line.count()])
 
     def append(self, name: str, t: float, value: float | None) -> None:
         """Add one point (``t`` in epoch seconds); ``None`` (sensor missing) adds nothing."""
         self._last_t[name] = max(t, self._last_t.get(name, t))
         if value is None:
             return
-        line = self.series[name]
+        line = self._after_gap(name, t * 1000.0)
         line.append(QPointF(t * 1000.0, float(value)))
         side = self._axis_of[name]
         if value > self._max[side]:
@@ -162,14 +194,25 @@ class TimeSeriesChart(QChartView):
         self._t_max = t if self._t_max is None else max(self._t_max, t)
         self._t_min = t if self._t_min is None else min(self._t_min, t)
         if self._window_s is not None:
-            cutoff = (self._t_max - self._window_s) * 1000.0
+            self._trim(name, (self._t_max - self._window_s) * 1000.0)
+            self._t_min = max(self._t_min, self._t_max - self._window_s)
+        self._update_x()
+
+    def _trim(self, name: str, cutoff_ms: float) -> None:
+        """Drop ``name``'s points older than the window, and the segments left empty."""
+        kept = []
+        for line in self._segments[name]:
             drop = 0
-            while drop < line.count() and line.at(drop).x() < cutoff:
+            while drop < line.count() and line.at(drop).x() < cutoff_ms:
                 drop += 1
             if drop:
                 line.removePoints(0, drop)
-            self._t_min = max(self._t_min, self._t_max - self._window_s)
-        self._update_x()
+            if line.count() or line is self.series[name]:
+                kept.append(line)
+            else:
+                self._chart.removeSeries(line)
+                line.deleteLater()
+        self._segments[name] = kept
 
     def include_time(self, t: float) -> None:
         """Widen the time axis to ``t`` without a point (keeps it aligned with a chart above that

@@ -15,7 +15,7 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.core.bench.process_stats import RingSeries
 from strata_gui.core.bench.service import DashboardService
-from strata_gui.core.bench.store import MetricsStore
+from strata_gui.core.bench.store import MetricsStore, RequestRecord
 from strata_gui.core.bench.workload import Benchmark
 from strata_gui.core.pool import EnginePool
 from strata_gui.core.runtime.engine import EngineSpec
@@ -260,3 +260,42 @@ async def _until(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
     while not predicate():
         assert loop.time() < deadline, "condition not met in time"
         await asyncio.sleep(0.02)
+
+
+def test_all_keeps_a_remote_engines_rates_out_of_this_machines_medians(qtbot: QtBot, env: DashboardService) -> None:
+    """Issue 48: "All" mixed a remote engine's rates into the local medians."""
+    page = DashboardPage(env, AsyncBridge())
+    qtbot.addWidget(page)
+    page.show()
+    page.reload_history()
+    for decode in (10.0, 12.0, 14.0):
+        env.record(model="a.gguf", engine="cpu", backend="cpu", decode_tps=decode)
+    env.record(model="lab", engine="lab · Model-70B", backend="remote", decode_tps=900.0)
+    text = page.aggregates.text()
+    assert "decode median 12.0 tok/s" in text and "3 requests" in text
+    assert "1 request to remote engines not in these medians" in text
+    # The remote engine chosen alone gets its own figures.
+    page.filters.engine.setCurrentIndex(page.filters.engine.findData("lab · Model-70B"))
+    assert "decode median 900.0 tok/s" in page.aggregates.text()
+    assert "remote engines not in" not in page.aggregates.text()
+
+
+def test_a_line_is_not_drawn_across_a_gap(qtbot: QtBot, env: DashboardService) -> None:
+    """Issue 48: two requests hours apart (the app closed overnight) were joined by one line."""
+    page = DashboardPage(env, AsyncBridge())
+    qtbot.addWidget(page)
+    page.show()
+    page.reload_history()
+    start = 1_800_000_000.0
+    for at in (start, start + 60, start + 120, start + 8 * 3600, start + 8 * 3600 + 60):
+        env.store.record_request(RequestRecord(at=at, model="a.gguf", engine="cpu", backend="cpu", decode_tps=10.0,
+                                               prefill_tps=100.0))
+    page.reload_history()
+    chart = page.throughput_chart
+    assert chart.values("Decode") == [10.0] * 5  # every point kept ...
+    assert chart.segment_count("Decode") == 2  # ... drawn as two lines, broken at the night
+    # The engine's 1 Hz samples break where sampling stopped (the page hidden).
+    engine = page.engine_chart
+    for t in (start, start + 1, start + 2, start + 60, start + 61):
+        engine.append("CPU %", t, 5.0)
+    assert engine.segment_count("CPU %") == 2

@@ -111,6 +111,10 @@ class _Filters(QWidget):
         return None if data in (None, ALL) else str(data)
 
 
+# Points further apart than these are not joined by a line (issue 48: a line was drawn across a gap).
+REQUEST_GAP_S = 30 * 60  # requests: half an hour without one (the app closed, a night)
+SAMPLE_GAP_S = 10.0  # 1 Hz samples: sampling stopped (the page hidden, the engine restarted)
+
 class DashboardPage(Page):
     """Three tabs: Throughput, GPU & engine, Benchmark.
 
@@ -196,7 +200,7 @@ class DashboardPage(Page):
         self.throughput_chart = TimeSeriesChart(
             self.tr("Tokens per second per request"),
             [(self.tr("Prefill"), "left"), (self.tr("Decode"), "right")],
-            left_label=self.tr("prefill tok/s"), right_label=self.tr("decode tok/s"), markers=True)
+            left_label=self.tr("prefill tok/s"), right_label=self.tr("decode tok/s"), markers=True, gap_s=REQUEST_GAP_S)
         # Each reply's decode speed as a share of the memory-bandwidth limit of the device it ran on
         # ("71 % of this GPU's memory limit") and its prefill as a share of the compute limit ("18 %
         # of this GPU's compute limit"), over time: shown once a request in view has one (remote
@@ -205,7 +209,7 @@ class DashboardPage(Page):
             self.tr("Share of the hardware's limits"),
             # Prefill first: the same colours as the throughput chart above (prefill, then decode).
             [(self.tr("Prefill of the compute limit"), "left"), (self.tr("Decode of the memory limit"), "left")],
-            left_label=self.tr("% of limit"), markers=True)
+            left_label=self.tr("% of limit"), markers=True, gap_s=REQUEST_GAP_S)
         self._filled_shares = False  # replies recorded before prefill shares were kept: filled once
         self.share_chart.setVisible(False)
         self.aggregates = QLabel()
@@ -297,11 +301,16 @@ class DashboardPage(Page):
             self._update_aggregates()
 
     def _update_aggregates(self) -> None:
-        agg = self.service.store.aggregate(self._records)
-        self.empty_label.setVisible(agg.count == 0)
-        self.throughput_chart.setVisible(agg.count > 0)
+        # A remote engine's rates are another machine's: "All" gives this machine's medians, and
+        # says how many remote requests it left out (a remote engine chosen alone gets its own).
+        local = [r for r in self._records if r.backend != "remote"]
+        remote = len(self._records) - len(local)
+        agg = self.service.store.aggregate(local or self._records)
+        shown = bool(self._records)
+        self.empty_label.setVisible(not shown)
+        self.throughput_chart.setVisible(shown)
         self.share_chart.setVisible(agg.share_median is not None or agg.prefill_share_median is not None)
-        self.aggregates.setVisible(agg.count > 0)
+        self.aggregates.setVisible(shown)
         self._show_sources()
 
         def f(v: float | None, unit: str, scale: float = 1.0, digits: int = 0) -> str:
@@ -316,7 +325,9 @@ class DashboardPage(Page):
             + ("" if agg.share_median is None else " · " + self.tr("decode median %1 % of the memory limit")
                .replace("%1", f"{agg.share_median * 100:.0f}"))
             + ("" if agg.prefill_share_median is None else " · " + self.tr("prefill median %1 % of the compute limit")
-               .replace("%1", f"{agg.prefill_share_median * 100:.0f}")))
+               .replace("%1", f"{agg.prefill_share_median * 100:.0f}"))
+            + ("" if not (local and remote) else " · " + self.tr(
+                "%n request(s) to remote engines not in these medians", "", remote)))
 
     def _show_sources(self) -> None:
         """Requests per model and per source (the chat, each API of the local API), shown once
@@ -391,7 +402,7 @@ class DashboardPage(Page):
         self.gpu_layout.addWidget(self.no_gpu_label)
         self.engine_chart = TimeSeriesChart(
             self.tr("Engine process"), [(self.tr("CPU %"), "left"), (self.tr("Memory (GiB)"), "right")],
-            window_s=600, left_label="%", right_label="GiB")
+            window_s=600, left_label="%", right_label="GiB", gap_s=SAMPLE_GAP_S)
         self.engine_label = QLabel(self.tr("No engine running."))
         self.engine_label.setObjectName("muted")
         self.gpu_layout.addWidget(self.engine_label)
@@ -410,7 +421,7 @@ class DashboardPage(Page):
             box = QGroupBox(gpu)
             grid = QGridLayout(box)
             for i, (key, title) in enumerate(GPU_METRICS):
-                chart = TimeSeriesChart(self.tr(title), [(self.tr(title), "left")], window_s=600)
+                chart = TimeSeriesChart(self.tr(title), [(self.tr(title), "left")], window_s=600, gap_s=SAMPLE_GAP_S)
                 chart.setMinimumHeight(170)
                 chart._chart.legend().hide()
                 grid.addWidget(chart, i // 3, i % 3)
