@@ -6425,6 +6425,18 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
 </context>
 <context>
+    <name>QFileDialog</name>
+    <message>
+        <source>Files of &amp;type:</source>
+        <extracomment>Languages the UI ships, as stored in ``Settings.language`` (besides &quot;system&quot;).</extracomment>
+        <translation>文件类型(&amp;T)：</translation>
+    </message>
+    <message>
+        <source>&amp;Look in:</source>
+        <translation>查找范围(&amp;L)：</translation>
+    </message>
+</context>
+<context>
     <name>ReplyParts</name>
     <message>
         <source>{0:.1f} s</source>

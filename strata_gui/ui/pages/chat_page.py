@@ -292,19 +292,23 @@ class ChatPage(Page):
         self.load_bar.setTextVisible(False)
         self.load_bar.setFixedHeight(6)
         self.load_bar.hide()
-        # The model's name has a row of its own: beside six controls it was cut to "No mo…hosen".
+        # The model's name shares its row only with the panel toggles (beside six controls it was cut
+        # to "No mo…hosen"; it shortens itself); the model and engine choices have the row below (in one
+        # row with the toggles they were cut at the smallest window).
         head = QVBoxLayout()
         head.setSpacing(4)
-        head.addWidget(self.model_label)
+        title = QHBoxLayout()
+        title.addWidget(self.model_label, 1)
+        title.addWidget(self.settings_toggle)
+        title.addWidget(self.load_options_toggle)
+        title.addWidget(self.tools_toggle)
+        head.addLayout(title)
         controls = QHBoxLayout()
         controls.addWidget(self.run_on)
         controls.addWidget(self.model_button)
         controls.addWidget(self.engine_button)
         controls.addWidget(self.retry_button)
         controls.addStretch(1)
-        controls.addWidget(self.settings_toggle)
-        controls.addWidget(self.load_options_toggle)
-        controls.addWidget(self.tools_toggle)
         head.addLayout(controls)
         return head
 

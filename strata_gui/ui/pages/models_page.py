@@ -185,6 +185,7 @@ class ModelsPage(Page):
         self.results.verticalScrollBar().valueChanged.connect(self._maybe_load_more)
         self.results_status = QLabel()
         self.results_status.setObjectName("muted")
+        self.results_status.setWordWrap(True)  # a hub error with its hint, in a narrow column
         self.results_empty = EmptyState(self.tr("Type a model name above, or browse the most downloaded GGUF models."))
         self.results_stack = QStackedWidget()
         self.results_stack.addWidget(self.results_empty)
