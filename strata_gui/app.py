@@ -598,7 +598,7 @@ def show_engine_status(ui: AppUi) -> None:
     services = ui.services
     report = services.gpu.last_report
     chosen = services.resolver.resolve(services.chat.model).chosen
-    engine = (QCoreApplication.translate("startup", "engine: %1").replace("%1", chosen.label)
+    engine = (QCoreApplication.translate("startup", "engine: %1").replace("%1", core_text(chosen.label))
               if chosen else QCoreApplication.translate("startup", "no engine installed yet"))
     ui.window.statusBar().showMessage(f"{report.label()} · {engine}" if report is not None else engine)
 

@@ -44,7 +44,7 @@
     </message>
     <message>
         <source>npx -y @modelcontextprotocol/server-filesystem ~/notes  or  https://host/mcp</source>
-        <translation>npx -y @modelcontextprotocol/server-filesystem ~/notes  或  https://host/mcp</translation>
+        <translation>npx -y @modelcontextprotocol/server-filesystem ~/notes 或 https://host/mcp</translation>
     </message>
     <message>
         <source>A command is started on this computer and spoken to over stdio; an address (http:// or https://) is reached as a streamable-HTTP MCP server. Secrets such as API keys: import a JSON file with &quot;env&quot; or &quot;headers&quot; (they are kept in the key store).</source>
@@ -329,7 +329,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>Context: {0:,} / {1:,} tokens</source>
-        <translation>上下文：{0:,} / {1:,} tokens</translation>
+        <translation>上下文：{0:,} / {1:,} 个 token</translation>
     </message>
 </context>
 <context>
@@ -383,7 +383,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>Max tokens</source>
-        <translation>最大 tokens</translation>
+        <translation>最大 token 数</translation>
     </message>
     <message>
         <source>Seed</source>
@@ -434,7 +434,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>{cached} of {total} prompt tokens cached</source>
-        <translation>提示词 {total} 个词元中 {cached} 个来自缓存</translation>
+        <translation>提示词 {total} 个 token 中 {cached} 个来自缓存</translation>
     </message>
     <message>
         <source>prefill {rate} tok/s</source>
@@ -623,6 +623,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>{backend} in the order {order} with no AMD GPU detected</source>
         <translation>未检测到 AMD GPU，按 {order} 顺序使用 {backend}</translation>
+    </message>
+    <message>
+        <source>{backend} (your build: {folder})</source>
+        <translation>{backend}（自行构建：{folder}）</translation>
     </message>
     <message>
         <source>you chose it for this model on this machine</source>
@@ -1786,15 +1790,15 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>{first} is the only engine that ran ({decode:.1f} tokens/s decode).</source>
-        <translation>{first} 是唯一运行成功的引擎（解码 {decode:.1f} tokens/s）。</translation>
+        <translation>{first} 是唯一运行成功的引擎（解码 {decode:.1f} token/s）。</translation>
     </message>
     <message>
         <source>{first} and {other} decode equally fast ({decode:.1f} vs {other_decode:.1f} tokens/s); {first} prefills faster ({prefill:.0f} vs {other_prefill:.0f} tokens/s).</source>
-        <translation>{first} 与 {other} 的解码速度相当（{decode:.1f} 对 {other_decode:.1f} tokens/s）；{first} 的预填充更快（{prefill:.0f} 对 {other_prefill:.0f} tokens/s）。</translation>
+        <translation>{first} 与 {other} 的解码速度相当（{decode:.1f} 对 {other_decode:.1f} token/s）；{first} 的预填充更快（{prefill:.0f} 对 {other_prefill:.0f} token/s）。</translation>
     </message>
     <message>
         <source>{first} decodes {times:.2f}× as fast as {other} ({decode:.1f} vs {other_decode:.1f} tokens/s).</source>
-        <translation>{first} 的解码速度是 {other} 的 {times:.2f} 倍（{decode:.1f} 对 {other_decode:.1f} tokens/s）。</translation>
+        <translation>{first} 的解码速度是 {other} 的 {times:.2f} 倍（{decode:.1f} 对 {other_decode:.1f} token/s）。</translation>
     </message>
     <message>
         <source>{first} is fastest.</source>
@@ -1806,7 +1810,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>At {depth} depth {first} decodes fastest ({decode:.1f} vs {other_decode:.1f} tokens/s for {other}).</source>
-        <translation>在 {depth} 深度下，{first} 解码最快（{decode:.1f} tokens/s，{other} 为 {other_decode:.1f} tokens/s）。</translation>
+        <translation>在 {depth} 深度下，{first} 解码最快（{decode:.1f} token/s，{other} 为 {other_decode:.1f} token/s）。</translation>
     </message>
     <message>
         <source>Crossover at about {depth} tokens of context: {before} is faster below, {after} from there.</source>
@@ -1818,7 +1822,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>{engine} prefills at {prefill:.0f} tokens/s, far below Vulkan&apos;s {vulkan_prefill:.0f}, and no hipBLASLt tuning table is active: prefill is on the untuned path. Fetch the tuning table for this GPU on the Engines page (or update the engine so its hipBLASLt revision matches the table).</source>
-        <translation>{engine} 的预填充速度为 {prefill:.0f} tokens/s，远低于 Vulkan 的 {vulkan_prefill:.0f}，且没有启用 hipBLASLt 调优表：预填充走的是未调优的路径。请在“引擎”页面获取此 GPU 的调优表（或更新引擎，使其 hipBLASLt 版本与调优表匹配）。</translation>
+        <translation>{engine} 的预填充速度为 {prefill:.0f} token/s，远低于 Vulkan 的 {vulkan_prefill:.0f}，且没有启用 hipBLASLt 调优表：预填充走的是未调优的路径。请在“引擎”页面获取此 GPU 的调优表（或更新引擎，使其 hipBLASLt 版本与调优表匹配）。</translation>
     </message>
     <message>
         <source>Cannot read {model}.</source>
@@ -1890,7 +1894,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>{engine} re-read {read} prompt tokens instead of {expected}: the filled context was not kept, so depth {depth} was not measured.</source>
-        <translation>{engine} 重新读取了 {read} 个提示 tokens，而不是 {expected} 个：已填充的上下文没有保留，因此未能测量深度 {depth}。</translation>
+        <translation>{engine} 重新读取了 {read} 个提示 token，而不是 {expected} 个：已填充的上下文没有保留，因此未能测量深度 {depth}。</translation>
     </message>
     <message>
         <source>The engine could not tokenize the benchmark prompt.</source>
@@ -2118,15 +2122,15 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>{tag} prefilled {slower:.0f} % slower than {current} on {where} with {model} ({new:.1f} vs {old:.1f} tokens/s; the tolerance is {tolerance} %)</source>
-        <translation>{tag} 在{where}上使用 {model} 时，预填充比 {current} 慢 {slower:.0f} %（{new:.1f} 对 {old:.1f} tokens/s；容差为 {tolerance} %）</translation>
+        <translation>{tag} 在{where}上使用 {model} 时，预填充比 {current} 慢 {slower:.0f} %（{new:.1f} 对 {old:.1f} token/s；容差为 {tolerance} %）</translation>
     </message>
     <message>
         <source>{tag} decoded {slower:.0f} % slower than {current} on {where} with {model} ({new:.1f} vs {old:.1f} tokens/s; the tolerance is {tolerance} %)</source>
-        <translation>{tag} 在{where}上使用 {model} 时，解码比 {current} 慢 {slower:.0f} %（{new:.1f} 对 {old:.1f} tokens/s；容差为 {tolerance} %）</translation>
+        <translation>{tag} 在{where}上使用 {model} 时，解码比 {current} 慢 {slower:.0f} %（{new:.1f} 对 {old:.1f} token/s；容差为 {tolerance} %）</translation>
     </message>
     <message>
         <source>(best repetitions: prefill {prefill:.1f} vs {current_prefill:.1f} tokens/s, decode {decode:.1f} vs {current_decode:.1f})</source>
-        <translation>（最佳重复：预填充 {prefill:.1f} 对 {current_prefill:.1f} tokens/s，解码 {decode:.1f} 对 {current_decode:.1f}）</translation>
+        <translation>（最佳重复：预填充 {prefill:.1f} 对 {current_prefill:.1f} token/s，解码 {decode:.1f} 对 {current_decode:.1f}）</translation>
     </message>
     <message>
         <source>the reply was empty</source>
@@ -2666,11 +2670,11 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>{draft_tokenizer} tokenizer, {draft_size:,} tokens vs {tokenizer}, {size:,}</source>
-        <translation>{draft_tokenizer} 分词器，{draft_size:,} 个 tokens，对比 {tokenizer}，{size:,} 个</translation>
+        <translation>{draft_tokenizer} 分词器，{draft_size:,} 个 token，对比 {tokenizer}，{size:,} 个</translation>
     </message>
     <message>
         <source>the same number of tokens, but different ones</source>
-        <translation>tokens 数量相同，但内容不同</translation>
+        <translation>token 数量相同，但内容不同</translation>
     </message>
     <message>
         <source>{draft} cannot draft for {model}: its vocabulary differs ({what}).</source>
@@ -2915,6 +2919,31 @@ Last reply: this computer ({1})</source>
     <message>
         <source>{fit}, not counting the missing parts</source>
         <translation>{fit}（未计入缺失的部分）</translation>
+    </message>
+    <message>
+        <source>Tiny and fast; runs anywhere, even on the processor. Good for a first try.</source>
+        <extracomment>The shipped list&apos;s descriptions, marked so the catalogue translates them (the GUI looks a starter&apos;s description up whole; one not listed here is shown as written). tests/models checks the list is whole.</extracomment>
+        <translation>小而快；在哪里都能运行，处理器上也行。适合初次尝试。</translation>
+    </message>
+    <message>
+        <source>Small general assistant from Meta with a long context window.</source>
+        <translation>Meta 出品的小型通用助手，上下文窗口很长。</translation>
+    </message>
+    <message>
+        <source>Capable everyday assistant that fits most GPUs with 4 GB or more.</source>
+        <translation>能干的日常助手，适合大多数 4 GB 及以上显存的 GPU。</translation>
+    </message>
+    <message>
+        <source>Strong all-rounder for writing, coding and many languages (8 GB GPUs).</source>
+        <translation>写作、编程、多语言都很强的全能模型（8 GB GPU）。</translation>
+    </message>
+    <message>
+        <source>Google&apos;s mid-size model with fluent, well-structured answers.</source>
+        <translation>Google 的中等规模模型，回答流畅、条理清晰。</translation>
+    </message>
+    <message>
+        <source>The best answers of this list; needs a GPU with 12 GB or more.</source>
+        <translation>本列表中回答最好的模型；需要 12 GB 及以上显存的 GPU。</translation>
     </message>
     <message>
         <source>The starter model list is damaged; reinstall Strata.</source>
@@ -3448,6 +3477,135 @@ Last reply: this computer ({1})</source>
         <source>the benchmark measured Vulkan prefilling {times:.1f}× as fast as ROCm for this model here ({vulkan:,.0f} vs {rocm:,.0f} tokens/s): ROCm&apos;s prefill takes a slow path</source>
         <translation>基准测试测得此模型在这里用 Vulkan 预填充的速度是 ROCm 的 {times:.1f} 倍（{vulkan:,.0f} 对 {rocm:,.0f} token/秒）：ROCm 的预填充走了慢速路径</translation>
     </message>
+    <message>
+        <source>you chose it</source>
+        <translation>你选择了它</translation>
+    </message>
+    <message>
+        <source>left out: you chose {names}</source>
+        <translation>未使用：你选择了 {names}</translation>
+    </message>
+    <message>
+        <source>the discrete AMD GPU with the most memory</source>
+        <translation>显存最大的 AMD 独立显卡</translation>
+    </message>
+    <message>
+        <source>the discrete AMD GPU</source>
+        <translation>AMD 独立显卡</translation>
+    </message>
+    <message>
+        <source>the only kind of AMD GPU here (integrated)</source>
+        <translation>这里唯一的 AMD GPU（集成显卡）</translation>
+    </message>
+    <message>
+        <source>integrated GPU left out: {best} is faster and has its own memory, and ROCm builds that see an iGPU may pick it or crash; choose it to use it</source>
+        <translation>未使用集成显卡：{best} 更快且有独立显存，而能看到集成显卡的 ROCm 构建可能会选中它或崩溃；要使用它请勾选</translation>
+    </message>
+    <message>
+        <source>left out: {best} has more memory ({mem}); choose both to use both</source>
+        <translation>未使用：{best} 显存更大（{mem}）；两者都勾选即可同时使用</translation>
+    </message>
+    <message>
+        <source>another GPU</source>
+        <translation>另一块 GPU</translation>
+    </message>
+    <message>
+        <source>not an AMD GPU ({vendor})</source>
+        <translation>不是 AMD GPU（{vendor}）</translation>
+    </message>
+    <message>
+        <source>Runs on the CPU: {why}.</source>
+        <translation>在 CPU 上运行：{why}。</translation>
+    </message>
+    <message>
+        <source>the engine runs on the processor</source>
+        <translation>引擎在处理器上运行</translation>
+    </message>
+    <message>
+        <source>the CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>the GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>runs on the CPU: {why}</source>
+        <translation>在 CPU 上运行：{why}</translation>
+    </message>
+    <message>
+        <source>runs on the CPU</source>
+        <translation>在 CPU 上运行</translation>
+    </message>
+    <message>
+        <source>runs on {device}</source>
+        <translation>在 {device} 上运行</translation>
+    </message>
+    <message>
+        <source>{backend} sees only {renderer}, a software driver on the processor</source>
+        <translation>{backend} 只能看到 {renderer}，这是在处理器上运行的软件驱动</translation>
+    </message>
+    <message>
+        <source>no GPU engine works here yet ({engines}: check failed)</source>
+        <translation>这里还没有可用的 GPU 引擎（{engines}：检查未通过）</translation>
+    </message>
+    <message>
+        <source>no GPU engine works here yet</source>
+        <translation>这里还没有可用的 GPU 引擎</translation>
+    </message>
+    <message>
+        <source>no GPU engine is installed</source>
+        <translation>没有安装 GPU 引擎</translation>
+    </message>
+    <message>
+        <source>no GPU was found</source>
+        <translation>未发现 GPU</translation>
+    </message>
+    <message>
+        <source>{why}; {detail}</source>
+        <translation>{why}；{detail}</translation>
+    </message>
+    <message>
+        <source>Install or update the AMD Adrenalin driver, then check the engines again (Engines page).</source>
+        <translation>安装或更新 AMD Adrenalin 驱动，然后重新检查引擎（“引擎”页面）。</translation>
+    </message>
+    <message>
+        <source>Install Mesa&apos;s RADV Vulkan driver (package mesa-vulkan-drivers) or a ROCm build that supports your GPU, then check the engines again (Engines page).</source>
+        <translation>安装 Mesa 的 RADV Vulkan 驱动（软件包 mesa-vulkan-drivers）或支持你的 GPU 的 ROCm 构建，然后重新检查引擎（“引擎”页面）。</translation>
+    </message>
+    <message>
+        <source>fits fully on GPU</source>
+        <extracomment>Each verdict&apos;s words, marked for the catalogue (the values stay English: they are saved and printed).</extracomment>
+        <translation>可完全放入 GPU</translation>
+    </message>
+    <message>
+        <source>partial offload</source>
+        <translation>部分卸载到 GPU</translation>
+    </message>
+    <message>
+        <source>CPU only</source>
+        <translation>仅 CPU</translation>
+    </message>
+    <message>
+        <source>won&apos;t fit</source>
+        <translation>放不下</translation>
+    </message>
+    <message>
+        <source>fits in system RAM, runs on the CPU</source>
+        <translation>可放入系统内存，在 CPU 上运行</translation>
+    </message>
+    <message>
+        <source>partial offload ({layers} of {total} layers)</source>
+        <translation>部分卸载（{total} 层中的 {layers} 层）</translation>
+    </message>
+    <message>
+        <source>fits across {count} GPUs</source>
+        <translation>可分布在 {count} 块 GPU 上</translation>
+    </message>
+    <message>
+        <source>system RAM — {where}</source>
+        <translation>系统内存 — {where}</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>
@@ -3505,7 +3663,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>Tokens per second per request</source>
-        <translation>每个请求的 tokens/s</translation>
+        <translation>每个请求的 token/s</translation>
     </message>
     <message>
         <source>Prefill</source>
@@ -3571,7 +3729,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>Engine since start: %1 prompt tokens at %2 · %3 generated at %4 · %5 busy, %6 waiting</source>
-        <translation>引擎自启动以来：提示 %1 tokens，速度 %2 · 生成 %3 tokens，速度 %4 · %5 个处理中，%6 个排队</translation>
+        <translation>引擎自启动以来：提示 %1 个 token，速度 %2 · 生成 %3 个 token，速度 %4 · %5 个处理中，%6 个排队</translation>
     </message>
     <message>
         <source>Requests now: %1 active · %2 waiting</source>
@@ -3645,7 +3803,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>Also measure with this many tokens already in the context: which engine is fastest deep into a long conversation. 0 turns it off.</source>
-        <translation>另外在上下文中已有这么多 tokens 时测量：看长对话深处哪个引擎最快。设为 0 则关闭。</translation>
+        <translation>另外在上下文中已有这么多 token 时测量：看长对话深处哪个引擎最快。设为 0 则关闭。</translation>
     </message>
     <message>
         <source>Benchmark this model</source>
@@ -3685,7 +3843,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>tokens/s</source>
-        <translation>tokens/s</translation>
+        <translation>token/s</translation>
     </message>
     <message>
         <source>Decode (median)</source>
@@ -3709,11 +3867,11 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>Prompt tokens</source>
-        <translation>提示 tokens</translation>
+        <translation>提示 token</translation>
     </message>
     <message>
         <source>Generated tokens</source>
-        <translation>生成 tokens</translation>
+        <translation>生成 token</translation>
     </message>
     <message>
         <source>Repetitions</source>
@@ -4051,7 +4209,7 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>  · unverified download</source>
-        <translation>  · 下载未经校验</translation>
+        <translation> · 下载未经校验</translation>
     </message>
     <message>
         <source>{asset} had no published checksum, so this engine could not be verified against its publisher&apos;s build.</source>
@@ -4103,11 +4261,11 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>  · last good build (kept to roll back to)</source>
-        <translation>  · 上一个正常的构建（保留以便回滚）</translation>
+        <translation> · 上一个正常的构建（保留以便回滚）</translation>
     </message>
     <message>
         <source>  · in use since its update</source>
-        <translation>  · 更新后正在使用</translation>
+        <translation> · 更新后正在使用</translation>
     </message>
     <message>
         <source>Removed: {ids}</source>
@@ -4485,7 +4643,7 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Judged for %1: %2 usable, %3-token context</source>
-        <translation>按 %1 评估：可用 %2，上下文 %3 tokens</translation>
+        <translation>按 %1 评估：可用 %2，上下文 %3 个 token</translation>
     </message>
     <message>
         <source>No GPU memory known: judged for the processor and %1 of RAM.</source>
@@ -5196,7 +5354,7 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Longest reply in tokens, thinking included; a conversation&apos;s own &quot;Max tokens&quot; wins</source>
-        <translation>回复的最大 token 数（含思考）；对话自己的“最大 tokens”优先</translation>
+        <translation>回复的最大 token 数（含思考）；对话自己的“最大 token 数”优先</translation>
     </message>
     <message>
         <source>Read thinking and tool calls (chat-format parsing)</source>
@@ -5224,7 +5382,7 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>A smaller model with the same vocabulary drafts tokens the model then checks (speculative decoding)</source>
-        <translation>由词表相同的小模型先起草词元，再由主模型校验（推测解码）</translation>
+        <translation>由词表相同的小模型先起草 token，再由主模型校验（推测解码）</translation>
     </message>
     <message>
         <source>None</source>
@@ -5292,7 +5450,7 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Draft tokens</source>
-        <translation>草稿词元数</translation>
+        <translation>草稿 token 数</translation>
     </message>
     <message>
         <source>Reply limit</source>
@@ -5463,11 +5621,11 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Writing a call to {0}… {1:,} tokens</source>
-        <translation>正在编写对 {0} 的调用… {1:,} tokens</translation>
+        <translation>正在编写对 {0} 的调用… {1:,} 个 token</translation>
     </message>
     <message>
         <source>Generating… {0:,} tokens</source>
-        <translation>正在生成… {0:,} tokens</translation>
+        <translation>正在生成… {0:,} 个 token</translation>
     </message>
     <message>
         <source>The engine has generated {0:,} tokens, but nothing has arrived for {1}. The model may be writing something its chat format holds back (a tool call, a structured reply) or thinking the server does not stream. Stop keeps what arrived.</source>
@@ -6273,6 +6431,18 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
 </context>
 <context>
+    <name>QFileDialog</name>
+    <message>
+        <source>Files of &amp;type:</source>
+        <extracomment>Languages the UI ships, as stored in ``Settings.language`` (besides &quot;system&quot;).</extracomment>
+        <translation>文件类型(&amp;T)：</translation>
+    </message>
+    <message>
+        <source>&amp;Look in:</source>
+        <translation>查找范围(&amp;L)：</translation>
+    </message>
+</context>
+<context>
     <name>ReplyParts</name>
     <message>
         <source>{0:.1f} s</source>
@@ -6656,7 +6826,7 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
     <message>
         <source>Thinking… {0:,} tokens</source>
-        <translation>思考中… {0:,} tokens</translation>
+        <translation>思考中… {0:,} 个 token</translation>
     </message>
     <message>
         <source>Thinking…</source>

@@ -535,7 +535,7 @@ class FirstRunGuide(QDialog):
         best = recommend(self.fits)
         if target.usable_bytes > 0:
             self.target_label.setText(self.tr("Judged for %1: %2 usable, %3-token context")
-                                      .replace("%1", target.name).replace("%2", format_bytes(target.usable_bytes))
+                                      .replace("%1", core_text(target.name)).replace("%2", format_bytes(target.usable_bytes))
                                       .replace("%3", str(ctx)))
         else:
             self.target_label.setText(self.tr("No GPU memory known: judged for the processor and %1 of RAM.")
@@ -595,7 +595,7 @@ class FirstRunGuide(QDialog):
             self.model_description.setText("")
         else:
             licence = self.tr(" Licence: %s.") % s.license if s.license else ""
-            self.model_description.setText(f"{s.description}{licence}\n{s.repo} · {s.file}")
+            self.model_description.setText(f"{core_text(s.description)}{licence}\n{s.repo} · {s.file}")
         self._refresh_buttons()
 
     def download_model(self) -> TaskHandle | None:

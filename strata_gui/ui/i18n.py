@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QLibraryInfo, QLocale, QTranslator
 
 from strata_gui.core.config import resources_dir
 
@@ -28,6 +28,14 @@ ENGLISH = "en"
 CHINESE = "zh_CN"
 #: Languages the UI ships, as stored in ``Settings.language`` (besides "system").
 SHIPPED = (ENGLISH, CHINESE)
+
+
+# Strings of Qt's own dialogs that Qt's catalogue lacks (its zh_CN file dialog said "Files of &type:");
+# Strata's catalogue, installed after Qt's and so asked first, holds them under Qt's context.
+QT_CATALOGUE_GAPS = (
+    QT_TRANSLATE_NOOP("QFileDialog", "Files of &type:"),
+    QT_TRANSLATE_NOOP("QFileDialog", "&Look in:"),
+)
 
 
 def translations_dir() -> Path:

@@ -31,7 +31,7 @@ from strata_gui import APP_NAME
 from strata_gui.core.base import StrataError
 from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import NoticeBanner, guard_wheel
+from strata_gui.ui.widgets import NoticeBanner, install_wheel_guard
 
 if TYPE_CHECKING:  # asyncio, the bridge and the dialogs load after the first paint (see app.run_gui)
     from strata_gui.ui.bridge import AsyncBridge
@@ -159,11 +159,12 @@ class MainWindow(QMainWindow):
 
             pixmap = getattr(QStyle.StandardPixmap, page.page_icon, QStyle.StandardPixmap.SP_FileIcon)
             icon = self.style().standardIcon(pixmap)
-        guard_wheel(page)
+        install_wheel_guard()  # scrolling a page never turns its controls
         self._append(_Entry(None, page, page), title, icon)
 
     def add_lazy_page(self, title: str, icon: QIcon, factory: Callable[[], Page]) -> int:
         """Append a sidebar entry whose page ``factory`` builds on first visit; returns its index."""
+        install_wheel_guard()  # covers the page when it is built
         return self._append(_Entry(factory, None, QWidget()), title, icon)
 
     def _append(self, entry: _Entry, title: str, icon: QIcon) -> int:
@@ -188,7 +189,6 @@ class MainWindow(QMainWindow):
             assert entry.factory is not None
             page = entry.factory()
             entry.page, entry.factory = page, None
-            guard_wheel(page)  # scrolling a page never turns its spin boxes (see WheelGuard)
             slot, entry.slot = entry.slot, page
             self.stack.insertWidget(self.stack.indexOf(slot), page)
             if self.stack.currentWidget() is slot:

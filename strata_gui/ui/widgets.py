@@ -211,21 +211,24 @@ class WheelGuard(QObject):
 
     A wheel turned over such a control while it does not have keyboard focus scrolls the page around
     it instead (the event is ignored, so Qt hands it to the parent). Click or Tab into the control
-    and the wheel changes it as usual. Installed once on the application by the composition root.
+    and the wheel changes it as usual. Installed once on the application (:func:`install_wheel_guard`),
+    so a control built later (a panel opened lazily, a dialog) is covered the moment it is polished.
     """
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         # Qt and QEvent not at import: naming them before the first paint makes PySide6 create
         # every enum of their namespaces (see NoticeBanner.show_message)
-        from PySide6.QtCore import QEvent, Qt
+        from PySide6.QtCore import QEvent
 
-        if event.type() != QEvent.Type.Wheel or not isinstance(watched, _WHEEL_VALUE_WIDGETS):
+        kind = event.type()
+        if kind == QEvent.Type.Polish:
+            if isinstance(watched, _WHEEL_VALUE_WIDGETS):
+                _no_wheel_focus(watched)
             return False
-        if watched.hasFocus():
+        if kind != QEvent.Type.Wheel or not isinstance(watched, _WHEEL_VALUE_WIDGETS):
             return False
-        if watched.focusPolicy() == Qt.FocusPolicy.WheelFocus:
-            # a control that would take focus from the wheel must not: the page keeps scrolling
-            watched.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        if watched.hasFocus() or isinstance(watched, QScrollBar):  # a scroll bar is what the wheel is for
+            return False
         area = _scroll_area_around(watched)
         if area is None:
             event.ignore()  # Qt offers an ignored wheel event to the parent
@@ -239,6 +242,16 @@ class WheelGuard(QObject):
 _WHEEL_VALUE_WIDGETS = (QAbstractSpinBox, QComboBox, QAbstractSlider)
 
 
+def _no_wheel_focus(widget: QWidget) -> None:
+    """A control that would take focus from the wheel must not: Qt gives that focus before any
+    event filter sees the wheel event, and a focused control takes the wheel (the page stops
+    scrolling and the value turns). A scroll bar keeps its policy: the wheel is what it is for."""
+    from PySide6.QtCore import Qt
+
+    if not isinstance(widget, QScrollBar) and widget.focusPolicy() == Qt.FocusPolicy.WheelFocus:
+        widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+
 def _scroll_area_around(widget: QWidget) -> QAbstractScrollArea | None:
     parent = widget.parentWidget()
     while parent is not None:
@@ -248,14 +261,26 @@ def _scroll_area_around(widget: QWidget) -> QAbstractScrollArea | None:
     return None
 
 
-def guard_wheel(root: QWidget) -> None:
-    """Install a :class:`WheelGuard` on every spin box, combo box and slider under ``root``.
+def install_wheel_guard() -> WheelGuard:
+    """Install the one :class:`WheelGuard` on the application (again: the one already there); returns it.
 
-    Per widget rather than on the application: an application-wide filter would run Python for
-    every event of the process, paints of a streaming reply included.
+    On the application, not per widget, because controls are built after the pages too (the chat's
+    Settings and Load options panels, dialogs, rows added later) and a per-widget guard missed them.
+    The filter's cost is one type comparison per event (about 3 µs in Python), run after the first
+    paint. Controls that already exist are made to stop taking focus from the wheel here; later ones
+    when they are polished (before they are first shown).
     """
-    guard = WheelGuard(root)
-    for widget in root.findChildren(QWidget):
-        # a scroll bar is what the wheel is for (and a scroll area hands it the wheel itself)
-        if isinstance(widget, _WHEEL_VALUE_WIDGETS) and not isinstance(widget, QScrollBar):
-            widget.installEventFilter(guard)
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    assert app is not None, "the guard is installed on a running application"
+    found = getattr(app, "_strata_wheel_guard", None)
+    if isinstance(found, WheelGuard):
+        return found
+    guard = WheelGuard(app)
+    app._strata_wheel_guard = guard  # type: ignore[attr-defined]
+    for widget in QApplication.allWidgets():
+        if isinstance(widget, _WHEEL_VALUE_WIDGETS):
+            _no_wheel_focus(widget)
+    app.installEventFilter(guard)
+    return guard

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -325,15 +326,14 @@ def test_ui_report_describes_the_window_a_script_cannot_see(
 
 
 def _wheel_over(widget, steps: int = 3) -> None:
-    from PySide6.QtCore import QPoint, QPointF
-    from PySide6.QtGui import QWheelEvent
+    """The wheel turned over ``widget`` in its active window, the way a mouse sends it (see
+    tests/support/wheel.py: a synthetic event sent to the widget misses the focus Qt gives first)."""
+    from tests.support.wheel import wheel_over
 
-    centre = QPointF(widget.rect().center())
-    for _ in range(steps):  # one notch down at a time
-        event = QWheelEvent(centre, QPointF(widget.mapToGlobal(widget.rect().center())), QPoint(0, 0), QPoint(0, -120),
-                            Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase,
-                            False)
-        QApplication.sendEvent(widget, event)
+    window = widget.window()
+    window.activateWindow()
+    QTest.qWaitForWindowActive(window)
+    wheel_over(widget, -steps)
 
 
 def test_scrolling_over_a_spin_box_scrolls_the_page_and_leaves_the_setting_alone(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 from PySide6.QtCore import QLocale
@@ -12,6 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from strata_gui.app import UiHooks, compose
 from strata_gui.core.app_services import build_app_services
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.config.services import build_services
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.dialogs import ErrorDialog
@@ -365,7 +367,7 @@ def test_benchmark_settings_and_engine_sentences_read_in_chinese(qapp: QApplicat
                 core_text(settings_notice), core_text(db_notice), core_text(no_rocm.reason),
                 core_text(vulkan.reason), core_text(probe.message), core_text(saved.message)] == [
             "无法打开统计数据和引擎选择：unable to open database file\n请检查磁盘是否已满，以及数据文件夹是否可写。",
-            "ROCm b1011 的解码速度是 Vulkan b7601 的 1.50 倍（60.0 对 40.0 tokens/s）。",
+            "ROCm b1011 的解码速度是 Vulkan b7601 的 1.50 倍（60.0 对 40.0 token/s）。",
             "无法测量 CPU b7601：timed out",
             f"无法读取您的设置文件（不是有效的 JSON（{json_detail}）），因此使用默认设置。 该文件已移至 {moved_settings}。",
             f"数据库文件已损坏（file is not a database），因此 Strata 为统计数据和引擎选择新建了一个数据库文件。"
@@ -561,3 +563,44 @@ def test_model_file_and_network_errors_read_in_chinese(chinese: str, tmp_path) -
     assert slow is not None and slow.user_text() == ("A server did not answer in time.\n"
                                                      "Check your network or proxy and try again.")
     assert error_text(slow) == "服务器未能及时响应。\n请检查网络或代理，然后重试。"
+
+
+def test_chinese_names_a_token_one_way() -> None:
+    """Issue 48: "tokens", "个 token" and "词元" were mixed; the catalogue says "token" (outside placeholders)."""
+    from tests.i18n.conftest import ZH_TS, read_ts
+
+    mixed = [f"[{m.context}] {t}" for m in read_ts(ZH_TS) for t in m.translations
+             if "词元" in t or re.search(r"\btokens\b", re.sub(r"\{[^}]*\}", "", t))]
+    assert not mixed, "\n".join(mixed)
+
+
+def test_where_a_model_runs_and_its_fit_read_in_chinese(chinese: str) -> None:
+    """Issue 48: the fit line ("针对 system RAM — runs on the CPU"), the Fit column, the GPU page's
+    reasons, the CPU warning's why and fix, engine names and the starters' blurbs came from core
+    f-strings and stayed English."""
+    from pathlib import Path
+
+    from strata_gui.core.config import kernels_dir
+    from strata_gui.core.engines.devices import pick_gpus
+    from strata_gui.core.engines.probe import Device
+    from strata_gui.core.engines.run_device import run_device
+    from strata_gui.core.gpu import build_gpu_service
+    from strata_gui.core.models.fit import FitEstimate, Verdict
+    from strata_gui.core.models.starters import SHIPPED_DESCRIPTIONS
+    from strata_gui.core.runtime.engine import Backend, EngineSpec
+    from strata_gui.ui.i18n import core_text
+    from tests.first_run.conftest import GPU_TREES
+
+    vulkan = EngineSpec("vulkan-b7601", "Vulkan b7601", Backend.VULKAN, Path("/x/llama-server"))
+    llvmpipe = Device("Vulkan0", "llvmpipe (LLVM 19.1.7, 256 bits)", 32000, 32000)
+    # the 7900 XTX and the Raphael iGPU beside it, as their sysfs tree reads
+    picks = pick_gpus(build_gpu_service(kernels_dir(), sysfs_root=GPU_TREES / "rx7900xtx").detect(), [])
+    where = run_device(vulkan, [llvmpipe], picks, ["ROCm b1011"])
+    assert where.on_cpu
+    english = re.compile(r"\b(runs|the|on|no|engine|works|check|failed|sees|only|driver|Install|discrete)\b")
+    for said in (where.describe(), where.fix, *(p.reason for p in picks), T(QT_TRANSLATE_NOOP("Core", "system RAM — {where}"),
+                                                                  where=where.describe()),
+                 FitEstimate(Verdict.CPU_ONLY, 0, 10, 4096, 0, 0, 0, 0, 4096).describe(), *SHIPPED_DESCRIPTIONS):
+        shown = core_text(said)
+        assert shown != said and not english.search(shown), shown
+    assert core_text(where.describe()).startswith("在 CPU 上运行："), core_text(where.describe())

@@ -64,6 +64,8 @@ def _label_problem(label: QLabel) -> str | None:
     rich = label.textFormat() == Qt.TextFormat.RichText or (
         label.textFormat() == Qt.TextFormat.AutoText and "<" in text and bool(re.search(r"<[a-zA-Z/][^>]*>", text)))
     plain = _plain(text, rich)
+    if label.buddy() is not None and not rich:  # "File &name:": the & marks the shortcut, it is not shown
+        plain = plain.replace("&&", "\0").replace("&", "").replace("\0", "&")
     if getattr(label, "shown_text", None) is not None:  # ElidedLabel: shortens itself
         shown = label.shown_text()  # type: ignore[attr-defined]
         if shown != label.text() and not _whole_text_in_tooltip(label, label.text()):
@@ -174,4 +176,21 @@ def cut_texts(root: QWidget) -> list[str]:
             continue
         if problem:
             problems.append(f"{_name(widget)} {text[:60]!r}: {problem}")
+    return problems
+
+
+def squeezed_views(root: QWidget, rows: int = 3) -> list[str]:
+    """Visible lists, trees and tables under ``root`` with room for fewer than ``rows`` rows of text
+    (at the smallest window the Engines page's tables were one row high)."""
+    problems = []
+    for view in root.findChildren(QAbstractItemView):
+        if not view.isVisible() or isinstance(view, QHeaderView) or (isinstance(view, QListView) and view.parentWidget() is not None and isinstance(
+                view.parentWidget().parentWidget(), QComboBox)):
+            continue
+        line = QFontMetrics(view.font()).height()
+        header = getattr(view, "header", None) or getattr(view, "horizontalHeader", None)
+        taken = header().height() if header is not None and header() is not None and header().isVisible() else 0
+        room = view.viewport().height()
+        if room < rows * line and view.height() - taken < rows * line:
+            problems.append(f"{_name(view)}: room for {room // max(1, line)} row(s) of text, fewer than {rows}")
     return problems

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QApplication, QLabel, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from strata_gui.app import UiHooks, compose, open_first_run
@@ -21,10 +23,10 @@ from strata_gui.core.runtime.client import ReplyStats
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.i18n import install_language
 from strata_gui.ui.theme import apply_theme
-from tests.support.cut_text import cut_texts
+from tests.support.cut_text import cut_texts, squeezed_views
 from tests.support.engines import TestEngines
 
-SIZES = ((1180, 760), (1600, 1000))
+SIZES = ((820, 560), (1180, 760), (1600, 1000))  # 820×560: the smallest the window allows
 SHOTS = Path(os.environ["STRATA_CUT_SHOTS"]) if os.environ.get("STRATA_CUT_SHOTS") else None
 
 
@@ -76,6 +78,7 @@ def test_no_text_is_cut_on_any_page(language: str, theme: str, qtbot: QtBot, qap
                     window.show_page_index(index)
                     await asyncio.sleep(0.05)
                     problems += [f"{width}×{height} {title}: {p}" for p in cut_texts(window)]
+                    problems += [f"{width}×{height} {title}: {p}" for p in squeezed_views(window)]
                     if SHOTS:  # STRATA_CUT_SHOTS=DIR keeps what was checked, to look at
                         SHOTS.mkdir(parents=True, exist_ok=True)
                         window.grab().save(str(SHOTS / f"{language}-{theme}-{width}-{index:02d}.png"))
@@ -95,6 +98,7 @@ def test_no_text_is_cut_on_any_page(language: str, theme: str, qtbot: QtBot, qap
             await asyncio.sleep(0.1)
             problems += [f"guide: {p}" for p in cut_texts(guide)]
             guide.close()
+            problems += await _dialogs_cut(window)
 
         try:
             qasync_loop.run_until_complete(visit())
@@ -108,6 +112,33 @@ def test_no_text_is_cut_on_any_page(language: str, theme: str, qtbot: QtBot, qap
     finally:
         install_language(qapp, "en")
         apply_theme(qapp, "system")
+
+
+async def _dialogs_cut(window: QWidget) -> list[str]:
+    """Cut texts in the app's dialogs at the size they open with: the error dialog, and Qt's own file
+    dialog (the one Strata's Open/Attach/Choose buttons show; Qt's catalogue translates it)."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from strata_gui.core.base import NetworkError
+    from strata_gui.ui.dialogs import ErrorDialog
+
+    error = ErrorDialog(NetworkError("Could not reach the hub", hint="Check your network or proxy."),
+                        log_file=Path("strata.log"), open_path=lambda _p: None, parent=window)
+    files = QFileDialog(window, window.tr("Open model"), str(Path.home()))
+    files.setOption(QFileDialog.Option.DontUseNativeDialog)  # what Linux desktops without a portal show
+    problems: list[str] = []
+    for dialog, name in ((error, "error dialog"), (files, "file dialog")):
+        dialog.show()
+        await asyncio.sleep(0.1)
+        # (its file list's column headers are Qt's own, sized by Qt for the dialog's default width)
+        problems += [f"{name}: {p}" for p in cut_texts(dialog) if dialog is not files or "column" not in p]
+        if dialog is files and QCoreApplication.translate("QFileDialog", "Look in:") != "Look in:":  # translated
+            english = [w.text() for w in dialog.findChildren(QLabel) + dialog.findChildren(QPushButton)
+                       if w.isVisible() and re.fullmatch(r"[&A-Za-z .:…]*[A-Za-z][&A-Za-z .:…]*", w.text())]
+            problems += [f"{name}: {t!r} left in English" for t in english]
+        dialog.close()
+        dialog.deleteLater()
+    return problems
 
 
 def test_the_check_breaks_lines_where_qt_does(qtbot: QtBot) -> None:

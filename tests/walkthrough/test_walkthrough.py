@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from strata_gui.app import AppUi, UiHooks, compose, open_first_run, startup
 from strata_gui.core.app_services import build_app_services
@@ -39,8 +39,10 @@ from strata_gui.ui.i18n import core_text, install_language, translators_of
 from strata_gui.ui.theme import apply_theme
 from tests.first_run.conftest import GPU_TREES, wait_until
 from tests.support.engines import CACHE as ENGINE_CACHE
+from tests.support.gguf_model import write_model
 from tests.support.github_server import GitHubServer
 from tests.support.hub_server import RunningHub
+from tests.support.wheel import scroll_into_view, value_of, wheel_controls, wheel_over
 from tests.walkthrough.conftest import Shots, settle
 
 ENGINE = "Vulkan b7601"
@@ -392,3 +394,76 @@ def test_an_empty_dashboard_keeps_its_filters_at_the_top(start_app: Callable[...
     assert dash.empty_label.height() > tab.height() // 2
     Shots("empty-dashboard")(ui.window, "dashboard")
     run.loop.run_until_complete(wait_until(lambda: not any(h.is_running for h in ui.bridge.running)))
+
+
+def test_the_wheel_scrolls_every_page_past_every_control(start_app: Callable[..., Run], tmp_path) -> None:
+    """Issue 48: a person scrolling a page with the wheel, the pointer passing over spin boxes, combo
+    boxes and sliders, changes no setting: on every page, and in the chat's Settings and Load options
+    panels (opened after the page was built), with nothing clicked."""
+    model = write_model(tmp_path / "models" / "wheel-test.gguf")
+    run = start_app([], language="en", theme="light", first_run_done=True, offline=True,
+                    model_dirs=[str(model.parent)], last_model=str(model))
+    ui, window = run.ui, run.window
+    window.resize(1180, 560)  # short: most pages scroll
+    chat = ui.pages.chat
+    changed: list[str] = []
+
+    async def scroll_every_page() -> None:
+        await wait_until(lambda: not any(h.is_running for h in ui.bridge.running))
+        for index in range(window.sidebar.count()):
+            page = window.page_at(index)
+            window.show_page(page)
+            if page is chat:
+                chat.settings_toggle.setChecked(True)
+                chat.load_options_toggle.setChecked(True)
+            await wait_until(lambda: not any(h.is_running for h in ui.bridge.running))
+            await settle()
+            changed.extend(await _wheel_past_every_control(page))
+
+    run.loop.run_until_complete(scroll_every_page())
+    assert not changed, "the wheel changed settings it only passed over:\n" + "\n".join(changed)
+    # the panels' controls were there to pass over (a panel that stayed closed would prove nothing)
+    assert chat.load_options_panel is not None
+    assert wheel_controls(chat.settings_panel) and wheel_controls(chat.load_options_panel)
+
+
+async def _wheel_past_every_control(page: QWidget) -> list[str]:
+    """Scroll each control of ``page`` into view, turn the wheel over it both ways, and say which
+    values (of any control on the page) changed."""
+    controls = wheel_controls(page)
+    changed: list[str] = []
+    for control in controls:
+        scroll_into_view(control)
+        await settle()
+        if not control.isVisible():
+            continue
+        # the active window, as the one a person scrolls: Qt gives keyboard focus (the trap) only there
+        page.window().activateWindow()
+        await wait_until(lambda: QApplication.activeWindow() is page.window())
+        before = {c: value_of(c) for c in controls}
+        wheel_over(control, -2)
+        await settle()
+        wheel_over(control, 2)
+        await settle()
+        changed += [f"{type(page).__name__}: {type(c).__name__} {c.objectName() or c.toolTip()[:40]!r}: "
+                    f"{before[c]!r} → {value_of(c)!r} (wheel over {type(control).__name__})"
+                    for c in controls if value_of(c) != before[c]]
+        for c, value in before.items():  # back as it was, so one slip is reported once
+            _set_value(c, value)
+    return changed
+
+
+def _set_value(control: QWidget, value: object) -> None:
+    from PySide6.QtWidgets import QAbstractSlider, QAbstractSpinBox, QComboBox
+
+    if isinstance(control, QComboBox):
+        assert isinstance(value, tuple)
+        control.setCurrentIndex(value[0])
+        if control.isEditable():
+            control.setEditText(value[1])
+    elif isinstance(control, QAbstractSpinBox):
+        control.lineEdit().setText(str(value))
+        control.interpretText()
+    elif isinstance(control, QAbstractSlider):
+        assert isinstance(value, int)
+        control.setValue(value)

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.engines.probe import BACKEND_DEVICE_PREFIX, Device
 from strata_gui.core.gpu.model import GpuInfo, GpuReport, format_mem
 
@@ -93,33 +94,40 @@ def pick_gpus(report: GpuReport | None, wanted: Sequence[str]) -> list[GpuPick]:
         names = ", ".join(g.name for g in chosen_by_user)
         for g in report.gpus:
             if g in chosen_by_user:
-                out.append(GpuPick(g.key, g.name, True, "you chose it", g.integrated))
+                out.append(GpuPick(g.key, g.name, True, T(QT_TRANSLATE_NOOP("Core", "you chose it")), g.integrated))
             elif not g.is_amd:
-                out.append(GpuPick(g.key, g.name, False, f"not an AMD GPU ({g.vendor})", g.integrated, amd=False))
+                out.append(GpuPick(g.key, g.name, False, _not_amd(g), g.integrated, amd=False))
             else:
-                out.append(GpuPick(g.key, g.name, False, f"left out: you chose {names}", g.integrated))
+                out.append(GpuPick(g.key, g.name, False, T(QT_TRANSLATE_NOOP("Core", "left out: you chose {names}"), names=names),
+                                   g.integrated))
         return out
     discrete = sorted((g for g in amd if not g.integrated), key=lambda g: g.vram_total or 0, reverse=True)
     best = discrete[0] if discrete else max(amd, key=lambda g: g.model_memory or 0, default=None)
     for g in report.gpus:
         if not g.is_amd:
-            out.append(GpuPick(g.key, g.name, False, f"not an AMD GPU ({g.vendor})", g.integrated, amd=False))
+            out.append(GpuPick(g.key, g.name, False, _not_amd(g), g.integrated, amd=False))
         elif g is best and not g.integrated:
-            extra = " with the most memory" if len(discrete) > 1 else ""
-            out.append(GpuPick(g.key, g.name, True, f"the discrete AMD GPU{extra}", False))
+            why = (T(QT_TRANSLATE_NOOP("Core", "the discrete AMD GPU with the most memory")) if len(discrete) > 1
+                   else T(QT_TRANSLATE_NOOP("Core", "the discrete AMD GPU")))
+            out.append(GpuPick(g.key, g.name, True, why, False))
         elif g is best:
-            out.append(GpuPick(g.key, g.name, True, "the only kind of AMD GPU here (integrated)", True))
+            out.append(GpuPick(g.key, g.name, True, T(QT_TRANSLATE_NOOP("Core", "the only kind of AMD GPU here (integrated)")), True))
         elif g.integrated and best is not None and not best.integrated:
             out.append(GpuPick(
                 g.key, g.name, False,
-                f"integrated GPU left out: {best.name} is faster and has its own memory, and ROCm builds "
-                "that see an iGPU may pick it or crash; choose it to use it", True))
+                T(QT_TRANSLATE_NOOP("Core", "integrated GPU left out: {best} is faster and has its own memory, and "
+                                          "ROCm builds that see an iGPU may pick it or crash; choose it to use it"),
+                  best=best.name), True))
         else:
             mem = format_mem(best.vram_total or 0) if best is not None else "?"
             out.append(GpuPick(g.key, g.name, False,
-                               f"left out: {best.name if best else 'another GPU'} has more memory ({mem}); "
-                               "choose both to use both", g.integrated))
+                               T(QT_TRANSLATE_NOOP("Core", "left out: {best} has more memory ({mem}); choose both to use both"),
+                                 best=best.name if best else T(QT_TRANSLATE_NOOP("Core", "another GPU")), mem=mem), g.integrated))
     return out
+
+
+def _not_amd(gpu: GpuInfo) -> str:
+    return T(QT_TRANSLATE_NOOP("Core", "not an AMD GPU ({vendor})"), vendor=gpu.vendor)
 
 
 def _words(text: str) -> set[str]:

@@ -30,7 +30,7 @@ from typing import Any
 from strata_gui.core.base import texts
 from strata_gui.core.base.blocking import run_blocking
 from strata_gui.core.base.errors import StrataError
-from strata_gui.core.base.texts import Text
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text, joined
 from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.run_device import RunDevice, is_software_device
 from strata_gui.core.engines.slow_path import slow_path_finding
@@ -98,7 +98,9 @@ class DecodeLimit:
         data: dict[str, Any] = self.ceiling.to_json(tokens_per_s) if self.ceiling is not None else {
             "ceiling_tps": None, "share": None}
         data.update({"device_kind": self.device_kind, "runs_on": self.where.describe(),
-                     "warnings": list(self.warnings), "gpu_layers": self.gpu_layers,
+                     "warnings": [str(w) for w in self.warnings],
+                     # the same sentences as templates and arguments: shown in the reader's language
+                     "warning_texts": [texts.to_json(w) for w in self.warnings], "gpu_layers": self.gpu_layers,
                      "total_layers": self.total_layers, "peak": self.peak})
         other = self._other_ceiling()
         if other is not None and self.other_peak is not None:
@@ -249,8 +251,9 @@ class DecodeLimits:
         if where.on_cpu:
             ceiling = decode_ceiling(tokens, depth, gpu=None, cpu=cpu())
             if where.gpus:  # a GPU is there but unused: say why and what fixes it (no GPU: nothing to fix)
-                warnings.append(f"Runs on the CPU: {where.why or 'the engine runs on the processor'}."
-                                + (f" {where.fix}" if where.fix else ""))
+                said = T(QT_TRANSLATE_NOOP("Core", "Runs on the CPU: {why}."),
+                         why=where.why or T(QT_TRANSLATE_NOOP("Core", "the engine runs on the processor")))
+                warnings.append(joined([said, where.fix]) if where.fix else said)
             # An APU's table row names its system memory's nominal peak: the same memory the CPU reads.
             apu = next((g for g in self._all_gpus() if g.integrated and g.bandwidth_gbps), None)
             nominal = (("nominal", apu.bandwidth_gbps, apu.sources.get("bandwidth", "GPU id table"))

@@ -617,7 +617,8 @@ class EngineResolver:
     def _label(engine: InstalledEngine) -> str:
         backend = Backend.parse(engine.backend)
         if engine.source == "local":
-            return f"{backend.label} (your build: {engine.server_path.parent.name})"
+            return T(QT_TRANSLATE_NOOP("Core", "{backend} (your build: {folder})"), backend=backend.label,
+                     folder=engine.server_path.parent.name)
         return f"{backend.label} {engine.tag}".strip()
 
     def _spec(self, engine: InstalledEngine, reason: str, probe: ProbeResult | None,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.engines.devices import GpuPick
 from strata_gui.core.engines.probe import BACKEND_DEVICE_PREFIX, Device
 from strata_gui.core.runtime.engine import Backend, EngineSpec
@@ -54,14 +55,16 @@ class RunDevice:
     def device_name(self) -> str:
         """The device a model's speed is bound by: "the CPU" or the GPU(s)."""
         if self.on_cpu:
-            return "the CPU"
-        return " + ".join(self.gpus) or "the GPU"
+            return T(QT_TRANSLATE_NOOP("Core", "the CPU"))
+        return " + ".join(self.gpus) or T(QT_TRANSLATE_NOOP("Core", "the GPU"))
 
     def describe(self) -> str:
         """One phrase: "runs on the CPU: no GPU engine works here yet" / "runs on Radeon RX 7900 XTX"."""
         if self.on_cpu:
-            return "runs on the CPU" + (f": {self.why}" if self.why else "")
-        return f"runs on {self.device_name}"
+            if self.why:
+                return T(QT_TRANSLATE_NOOP("Core", "runs on the CPU: {why}"), why=self.why)
+            return T(QT_TRANSLATE_NOOP("Core", "runs on the CPU"))
+        return T(QT_TRANSLATE_NOOP("Core", "runs on {device}"), device=self.device_name)
 
     def to_json(self) -> dict[str, Any]:
         return {"on_cpu": self.on_cpu, "engine": self.engine, "engine_devices": list(self.engine_devices),
@@ -105,27 +108,32 @@ def run_device(chosen: EngineSpec | None, probe_devices: Sequence[Device], picks
     if chosen.backend is Backend.CPU or software:
         if software:
             renderer = used[0].description.split(" (")[0]
-            detail = f"{chosen.backend.label} sees only {renderer}, a software driver on the processor"
+            detail: str = T(QT_TRANSLATE_NOOP("Core", "{backend} sees only {renderer}, a software driver on the processor"),
+                       backend=chosen.backend.label, renderer=renderer)
         else:
             detail = ""
+        why: str = ""
         if gpus and gpu_engine_behind and not software:
             why = ""  # chosen over a GPU engine on purpose: the plan's reason says by whom
-        elif gpus and (left_out_gpu_engines or software):
-            why = "no GPU engine works here yet"
-            if left_out_gpu_engines:
-                why += f" ({', '.join(left_out_gpu_engines)}: check failed)"
+        elif gpus and left_out_gpu_engines:
+            why = T(QT_TRANSLATE_NOOP("Core", "no GPU engine works here yet ({engines}: check failed)"),
+                    engines=", ".join(left_out_gpu_engines))
+        elif gpus and software:
+            why = T(QT_TRANSLATE_NOOP("Core", "no GPU engine works here yet"))
         elif gpus:
-            why = "no GPU engine is installed"
+            why = T(QT_TRANSLATE_NOOP("Core", "no GPU engine is installed"))
         else:
-            why = "no GPU was found"
+            why = T(QT_TRANSLATE_NOOP("Core", "no GPU was found"))
         if detail:
-            why += f"; {detail}"
+            why = T(QT_TRANSLATE_NOOP("Core", "{why}; {detail}"), why=why, detail=detail) if why else detail
         fix = ""
         if gpus:
-            fix = ("Install or update the AMD Adrenalin driver, then check the engines again (Engines page)."
+            fix = (T(QT_TRANSLATE_NOOP("Core", "Install or update the AMD Adrenalin driver, then check the engines "
+                                               "again (Engines page)."))
                    if os_name == "windows" else
-                   "Install Mesa's RADV Vulkan driver (package mesa-vulkan-drivers) or a ROCm build that "
-                   "supports your GPU, then check the engines again (Engines page).")
+                   T(QT_TRANSLATE_NOOP("Core", "Install Mesa's RADV Vulkan driver (package mesa-vulkan-drivers) or a "
+                                               "ROCm build that supports your GPU, then check the engines again "
+                                               "(Engines page).")))
         return RunDevice(True, chosen.label, shown, gpus, why, fix, differs=bool(gpus))
     differs = bool(gpus) and bool(used) and not any(same_device(g, d.description) for g in gpus for d in used)
     return RunDevice(False, chosen.label, shown, gpus, differs=differs)

@@ -15,6 +15,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.gguf_meta import GGUFMetadata
 
 MIB = 1024 * 1024
@@ -150,6 +151,15 @@ class Verdict(enum.Enum):
     WONT_FIT = "won't fit"
 
 
+#: Each verdict's words, marked for the catalogue (the values stay English: they are saved and printed).
+_VERDICT_WORDS = {
+    Verdict.FULL_GPU: QT_TRANSLATE_NOOP("Core", "fits fully on GPU"),
+    Verdict.PARTIAL: QT_TRANSLATE_NOOP("Core", "partial offload"),
+    Verdict.CPU_ONLY: QT_TRANSLATE_NOOP("Core", "CPU only"),
+    Verdict.WONT_FIT: QT_TRANSLATE_NOOP("Core", "won't fit"),
+}
+
+
 @dataclass(frozen=True)
 class FitEstimate:
     """The outcome for one model file (or split set) on one memory target.
@@ -188,12 +198,13 @@ class FitEstimate:
 
     def describe(self) -> str:
         if self.verdict is Verdict.CPU_ONLY:
-            return "fits in system RAM, runs on the CPU"
+            return T(QT_TRANSLATE_NOOP("Core", "fits in system RAM, runs on the CPU"))
         if self.verdict is Verdict.PARTIAL:
-            return f"partial offload ({self.gpu_layers} of {self.total_layers} layers)"
+            return T(QT_TRANSLATE_NOOP("Core", "partial offload ({layers} of {total} layers)"),
+                     layers=self.gpu_layers, total=self.total_layers)
         if self.verdict is Verdict.FULL_GPU and self.gpu_count > 1:
-            return f"fits across {self.gpu_count} GPUs"
-        return str(self.verdict.value)
+            return T(QT_TRANSLATE_NOOP("Core", "fits across {count} GPUs"), count=self.gpu_count)
+        return T(_VERDICT_WORDS[self.verdict])
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,16 @@ from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.fit import FitEstimate, MemoryTarget, ModelShape, Verdict, estimate_fit
 
 STARTERS_FILE = "starter-models.json"
+#: The shipped list's descriptions, marked so the catalogue translates them (the GUI looks a starter's
+#: description up whole; one not listed here is shown as written). tests/models checks the list is whole.
+SHIPPED_DESCRIPTIONS = (
+    QT_TRANSLATE_NOOP("Core", "Tiny and fast; runs anywhere, even on the processor. Good for a first try."),
+    QT_TRANSLATE_NOOP("Core", "Small general assistant from Meta with a long context window."),
+    QT_TRANSLATE_NOOP("Core", "Capable everyday assistant that fits most GPUs with 4 GB or more."),
+    QT_TRANSLATE_NOOP("Core", "Strong all-rounder for writing, coding and many languages (8 GB GPUs)."),
+    QT_TRANSLATE_NOOP("Core", "Google's mid-size model with fluent, well-structured answers."),
+    QT_TRANSLATE_NOOP("Core", "The best answers of this list; needs a GPU with 12 GB or more."),
+)
 STARTERS_VERSION = 1
 _SHAPE_KEYS = ("n_layers", "kv_heads", "head_dim", "trained_context", "n_vocab", "embedding_length")
 _DAMAGED_HINT = QT_TRANSLATE_NOOP("Core", "The starter model list is damaged; reinstall Strata.")

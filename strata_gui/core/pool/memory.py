@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.config.settings import Settings
 from strata_gui.core.engines.devices import GpuPick
 from strata_gui.core.engines.run_device import RunDevice
@@ -62,7 +63,7 @@ class FitTarget:
         where = self._picks.run_on()
         if where.on_cpu and self._ram is not None:
             budget = max(0, self._settings.memory_budget_mb) * MIB
-            return MemoryTarget(name=f"system RAM — {where.describe()}",
+            return MemoryTarget(name=T(QT_TRANSLATE_NOOP("Core", "system RAM — {where}"), where=where.describe()),
                                 vram_bytes=max(0, self._ram() - RAM_RESERVE), budget_bytes=budget, on_cpu=True)
         report = self._gpu.last_report
         chosen = {p.key for p in self._picks.gpu_picks() if p.chosen}

@@ -129,14 +129,17 @@ class LoadOptionsPanel(QGroupBox):
         # What each request gets, beside the number (the fit line above it has no room for a second line).
         self.slots_note = QLabel()
         self.slots_note.setObjectName("muted")
+        self.slots_note.setWordWrap(True)  # beside the number in a narrow panel (the smallest window)
         self.mmap = QCheckBox(self.tr("Memory-map the model file"))
         # How the model replies (sent with each request; no reload).
         self.reply_limit = _spin(0, 1 << 20, self.tr("8,192 (default)"), 512)
         self.reply_limit.setToolTip(self.tr("Longest reply in tokens, thinking included; a conversation's own "
                                             "\"Max tokens\" wins"))
         self.chat_parsing = QCheckBox(self.tr("Read thinking and tool calls (chat-format parsing)"))
-        self.chat_parsing.setToolTip(self.tr("Off: the engine leaves the model's text as written (for a model "
-                                             "whose output keeps failing its chat format); no tool calls then"))
+        # the whole label first: in the narrow panel of the smallest window the box's text is cut
+        self.chat_parsing.setToolTip(self.chat_parsing.text() + "\n" + self.tr(
+            "Off: the engine leaves the model's text as written (for a model whose output keeps failing its chat "
+            "format); no tool calls then"))
         self.thinking = QComboBox()
         for value, text in (("auto", self.tr("Model default")), ("on", self.tr("On")), ("off", self.tr("Off"))):
             self.thinking.addItem(text, value)

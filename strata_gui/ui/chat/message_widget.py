@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import (
@@ -29,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.base import shown
+from strata_gui.core.base import from_json, shown
 from strata_gui.core.chat import (
     COMPLETE,
     FAILED,
@@ -497,7 +498,7 @@ class MessageWidget(QFrame):
             text = "  ".join(p for p in (status, summary) if p)
             # A reply far below the hardware's limit says why, with the fix (core's words).
             limit = message.stats.extra.get("limit") if message.role == "assistant" else None
-            warnings = [str(w) for w in limit.get("warnings", [])] if isinstance(limit, dict) else []
+            warnings = _limit_warnings(limit) if isinstance(limit, dict) else []
             slow_path = message.stats.slow_path if message.role == "assistant" else None
             if slow_path:  # a ROCm prefill on the untuned path: which check failed, and the fix
                 warnings.append(core_text(slow_path))
@@ -581,3 +582,11 @@ def _unfenced(text: str) -> str:
         return body[body.index("\n") + 1:-3]
     return body
 
+
+def _limit_warnings(limit: dict[str, Any]) -> list[str]:
+    """A reply's limit warnings in the reader's language (replies saved before they were kept as
+    templates: as they were written)."""
+    saved = limit.get("warning_texts")
+    if isinstance(saved, list):
+        return [core_text(from_json(w)) for w in saved]
+    return [str(w) for w in limit.get("warnings", [])]

@@ -292,19 +292,23 @@ class ChatPage(Page):
         self.load_bar.setTextVisible(False)
         self.load_bar.setFixedHeight(6)
         self.load_bar.hide()
-        # The model's name has a row of its own: beside six controls it was cut to "No mo…hosen".
+        # The model's name shares its row only with the panel toggles (beside six controls it was cut
+        # to "No mo…hosen"; it shortens itself); the model and engine choices have the row below (in one
+        # row with the toggles they were cut at the smallest window).
         head = QVBoxLayout()
         head.setSpacing(4)
-        head.addWidget(self.model_label)
+        title = QHBoxLayout()
+        title.addWidget(self.model_label, 1)
+        title.addWidget(self.settings_toggle)
+        title.addWidget(self.load_options_toggle)
+        title.addWidget(self.tools_toggle)
+        head.addLayout(title)
         controls = QHBoxLayout()
         controls.addWidget(self.run_on)
         controls.addWidget(self.model_button)
         controls.addWidget(self.engine_button)
         controls.addWidget(self.retry_button)
         controls.addStretch(1)
-        controls.addWidget(self.settings_toggle)
-        controls.addWidget(self.load_options_toggle)
-        controls.addWidget(self.tools_toggle)
         head.addLayout(controls)
         return head
 
@@ -805,7 +809,7 @@ class ChatPage(Page):
             self._show_engine_state(self._service.engine_state, "")
         elif isinstance(event, EngineSwitchOffer):
             self._switch_offer = event
-            self.notice.show_message(event.text, "info", action=self.tr("Switch to %s") % event.engine.label)
+            self.notice.show_message(event.text, "info", action=self.tr("Switch to %s") % core_text(event.engine.label))
         elif isinstance(event, Notice):
             self._switch_offer = None
             # A notice may quote a tool server (its last words on stderr): shown as text, escapes visible.
@@ -1026,7 +1030,7 @@ class ChatPage(Page):
         self.engine_button.setEnabled(True)
         self._show_model()
         engine = self._service.engine
-        label = engine.label if engine else ""
+        label = core_text(engine.label) if engine else ""
         if not self._service.plan:
             text = self.tr("No engine chosen: pick an engine folder.")
         elif state is ServerState.STARTING:
@@ -1036,7 +1040,7 @@ class ChatPage(Page):
         elif state is ServerState.READY and self._service.on_fallback_engine and self._service.preferred_engine:
             # Another engine than the one announced: the notice above says why.
             text = self.tr("● {0} engine ready, instead of {1} (see the notice above)").format(
-                label, self._service.preferred_engine.label)
+                label, core_text(self._service.preferred_engine.label))
         elif state is ServerState.READY:
             text = self.tr("● {0} engine ready").format(label)
             resolution = self._resolve(self._service.model) if self._resolve is not None else None
@@ -1053,7 +1057,7 @@ class ChatPage(Page):
         preferred = self._service.preferred_engine
         show_retry = state is ServerState.READY and self._service.on_fallback_engine and preferred is not None
         if show_retry and preferred is not None:
-            self.retry_button.setText(self.tr("Retry {0}").format(preferred.label))
+            self.retry_button.setText(self.tr("Retry {0}").format(core_text(preferred.label)))
         self.retry_button.setVisible(show_retry)
         self._update_meter()
 
@@ -1062,7 +1066,7 @@ class ChatPage(Page):
         preferred = self._service.preferred_engine
         if preferred is None:
             return ""
-        lines = [self.tr("Engine: {0} (starts with your first message)").format(preferred.label)]
+        lines = [self.tr("Engine: {0} (starts with your first message)").format(core_text(preferred.label))]
         if preferred.reason:
             lines.append(self.tr("Why: {0}").format(core_text(preferred.reason)))
         resolution = self._resolve(self._service.model) if self._resolve is not None else None

@@ -17,11 +17,13 @@ from PySide6.QtGui import QBrush, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QInputDialog,
     QLabel,
     QPushButton,
+    QScrollArea,
     QTabBar,
     QTreeWidget,
     QTreeWidgetItem,
@@ -115,7 +117,17 @@ class EnginesPage(Page):
         plan_actions = self._build_plan_section()
         inst_actions = self._build_installed_section()
 
-        layout = QVBoxLayout(self)
+        # In a scroll area: at the smallest window (820×560) the three tables were squeezed to one
+        # row each; now each keeps a few rows and the page scrolls.
+        content = QWidget()
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+        layout = QVBoxLayout(content)
         layout.setContentsMargins(24, 20, 24, 20)
         layout.setSpacing(10)
         layout.addWidget(header)
@@ -146,6 +158,7 @@ class EnginesPage(Page):
         """The text / image engine tabs, the GPUs planned for, Refresh plan and Set up automatically."""
         self.gpu_label = QLabel()
         self.gpu_label.setObjectName("muted")
+        self.gpu_label.setWordWrap(True)  # beside two buttons at the smallest window
         self.setup_button = QPushButton(self.tr("Set up automatically"))
         self.setup_button.setToolTip(self.tr("Install and test the planned engines in order until one works"))
         self.setup_button.clicked.connect(self.setup_automatically)
@@ -170,6 +183,7 @@ class EnginesPage(Page):
         self.plan_tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.plan_tree.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.plan_tree.itemSelectionChanged.connect(self._sync_buttons)
+        _show_rows(self.plan_tree, 3)
         self.plan_empty = QLabel(self.tr("No plan yet. Press “Refresh plan” to read the available releases."))
         self.plan_empty.setObjectName("muted")
         self.install_button = QPushButton(self.tr("Install selected"))
@@ -179,7 +193,7 @@ class EnginesPage(Page):
         plan_actions.addWidget(self.install_button)
         return plan_actions
 
-    def _build_installed_section(self) -> QHBoxLayout:
+    def _build_installed_section(self) -> QVBoxLayout:
         """The installed engines with their actions, and the update history."""
         updater = self._updater
         self.installed_tree = QTreeWidget()
@@ -226,13 +240,22 @@ class EnginesPage(Page):
                                             "not slower."))
         self.history_empty.setObjectName("muted")
         self.history_empty.setWordWrap(True)
-        inst_actions = QHBoxLayout()
-        inst_actions.addWidget(self.add_local_button)
-        inst_actions.addWidget(self.gc_button)
-        inst_actions.addWidget(self.check_updates_button)
-        inst_actions.addStretch(1)
+        for tree in (self.installed_tree, self.history_tree):
+            _show_rows(tree, 3)
+        # Two rows: the selected engine's actions, then the page's; in one row, eight buttons were cut
+        # at the smallest window ("加本地构建").
+        selected = QHBoxLayout()
+        selected.addStretch(1)
         for b in (self.probe_button, self.pin_button, self.update_button, self.rollback_button, self.remove_button):
-            inst_actions.addWidget(b)
+            selected.addWidget(b)
+        general = QHBoxLayout()
+        general.addWidget(self.add_local_button)
+        general.addWidget(self.gc_button)
+        general.addWidget(self.check_updates_button)
+        general.addStretch(1)
+        inst_actions = QVBoxLayout()
+        inst_actions.addLayout(selected)
+        inst_actions.addLayout(general)
         return inst_actions
 
     # -- inputs -------------------------------------------------------------------------
@@ -660,3 +683,9 @@ class EnginesPage(Page):
         self.pin_button.setVisible(self._kind.follows_choices)  # the pin is the chat's engine choice
         pinned = engine is not None and self._service.settings.pinned_engine == engine.id
         self.pin_button.setText(self.tr("Choose automatically") if pinned else self.tr("Always use"))
+
+
+def _show_rows(tree: QTreeWidget, rows: int) -> None:
+    """Keep room for the header and ``rows`` rows however little room the window has."""
+    line = tree.fontMetrics().height() + 8  # a row's text and its padding in the styles Strata uses
+    tree.setMinimumHeight(line * (rows + 1) + 2 * tree.frameWidth())

@@ -31,6 +31,7 @@ from strata_gui.core.gpu import DriverState, GpuInfo, GpuReport, GpuService, Gpu
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.gpu_widgets import GpuCard
+from strata_gui.ui.i18n import core_text
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
@@ -348,9 +349,9 @@ class GpuPage(Page):
             self.driver_box.hide()
             return
         if verdict.overridden:
-            text = self.tr("Driver check: %s. You chose to use ROCm anyway.") % verdict.message
+            text = self.tr("Driver check: %s. You chose to use ROCm anyway.") % core_text(verdict.message)
         else:
-            text = self.tr("Driver check: %s. Strata uses the Vulkan engine instead of ROCm.") % verdict.message
+            text = self.tr("Driver check: %s. Strata uses the Vulkan engine instead of ROCm.") % core_text(verdict.message)
         self.driver_text.setText(text)
         self.driver_links.setText(" · ".join(f'<a href="{link}">{link}</a>' for link in verdict.links))
         self.driver_links.setVisible(bool(verdict.links))
@@ -384,7 +385,7 @@ class GpuPage(Page):
             check = QCheckBox(pick.name)
             check.setChecked(pick.chosen)
             check.toggled.connect(self._device_toggled)
-            reason = QLabel(pick.reason)
+            reason = QLabel(core_text(pick.reason))
             reason.setObjectName("muted")
             reason.setWordWrap(True)
             reason.setTextFormat(Qt.TextFormat.PlainText)
@@ -403,9 +404,9 @@ class GpuPage(Page):
         devices = ", ".join(where.engine_devices) or self.tr("the processor")
         text = self.tr("The engine ({0}) reports: {1}").format(where.engine, devices)
         if where.on_cpu:
-            text += "\n" + self.tr("Models run on the CPU, not the GPU ticked above: {0}").format(where.why)
+            text += "\n" + self.tr("Models run on the CPU, not the GPU ticked above: {0}").format(core_text(where.why))
             if where.fix:
-                text += "\n" + where.fix
+                text += "\n" + core_text(where.fix)
         elif where.differs:
             text += "\n" + self.tr("This is not the GPU ticked above.")
         self.engine_device.setProperty("level", "warning" if where.on_cpu or where.differs else "")

@@ -371,9 +371,9 @@ class ImagesPage(Page):
         if not plan:
             self.engine_line.setText(self.tr("No image engine installed: install one on the Engines page."))
             return
-        text = self.tr("Draws on %1").replace("%1", plan[0].label)
+        text = self.tr("Draws on %1").replace("%1", core_text(plan[0].label))
         if len(plan) > 1:
-            text += " · " + self.tr("then %1 if it fails").replace("%1", plan[1].label)
+            text += " · " + self.tr("then %1 if it fails").replace("%1", core_text(plan[1].label))
         self.engine_line.setText(text)
         self.engine_line.setToolTip("\n".join(f"{s.label}: {s.reason}" for s in plan))
 

@@ -185,6 +185,7 @@ class ModelsPage(Page):
         self.results.verticalScrollBar().valueChanged.connect(self._maybe_load_more)
         self.results_status = QLabel()
         self.results_status.setObjectName("muted")
+        self.results_status.setWordWrap(True)  # a hub error with its hint, in a narrow column
         self.results_empty = EmptyState(self.tr("Type a model name above, or browse the most downloaded GGUF models."))
         self.results_stack = QStackedWidget()
         self.results_stack.addWidget(self.results_empty)
@@ -411,7 +412,7 @@ class ModelsPage(Page):
             meta.append(self.tr("vision: sees images in chat (its projector downloads with the model)"))
         self.detail_meta.setText(" · ".join(meta))
         target = report.target
-        note = self.tr("Fit for %1 (%2 usable) at context %3.").replace("%1", target.name).replace(
+        note = self.tr("Fit for %1 (%2 usable) at context %3.").replace("%1", core_text(target.name)).replace(
             "%2", format_bytes(target.usable_bytes)).replace("%3", str(report.n_ctx))
         if report.note:
             note += " " + core_text(report.note)
@@ -421,7 +422,7 @@ class ModelsPage(Page):
         bold.setBold(True)
         for row, fit in enumerate(report.fits):
             label = fit.entry.label + (self.tr("  (recommended)") if fit.is_default else "")
-            verdict = fit.estimate.describe() if fit.estimate else self.tr("unknown")
+            verdict = core_text(fit.estimate.describe()) if fit.estimate else self.tr("unknown")
             if fit.bf16:
                 verdict += " · " + {"fast": self.tr("BF16: fast on this GPU"), "slow": self.tr("BF16: slow on this GPU"),
                                     "unsupported": self.tr("BF16: not supported by this GPU")}.get(fit.bf16, fit.bf16)
@@ -455,7 +456,7 @@ class ModelsPage(Page):
         note = ""
         if report.family:
             note = self.tr("Fit for %1 (%2 usable) making %3×%4 images, with the parts each file needs.").replace(
-                "%1", report.target.name).replace("%2", format_bytes(report.target.usable_bytes)).replace(
+                "%1", core_text(report.target.name)).replace("%2", format_bytes(report.target.usable_bytes)).replace(
                 "%3", str(report.width)).replace("%4", str(report.height))
         if report.note:
             note = (note + " " + core_text(report.note)).strip()
