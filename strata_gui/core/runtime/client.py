@@ -460,9 +460,10 @@ def compute_share_phrase(share: float, device_kind: str) -> str:
 
 # A decode rate counted on the client (a remote server that does not time its replies, a stopped
 # reply) needs this many pieces over this long: a reply of three network chunks arriving within a
-# millisecond is not a rate (it read 3,651 tok/s).
+# millisecond is not a rate (it read 3,651 tok/s). Over 10 ms, a millisecond of network or timer
+# jitter moves it by 10 % at most.
 MIN_RATE_PIECES = 8
-MIN_RATE_SPAN_S = 0.25
+MIN_RATE_SPAN_S = 0.01
 
 
 def counted_rate(tokens: int, pieces: int, span_s: float) -> float | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 
 from PySide6.QtCore import Qt, Signal
@@ -166,6 +167,12 @@ class MessageWidget(QFrame):
 
     A reply's thinking, tool calls and notices are built only when it has them.
 
+    Args:
+        message: The message shown.
+        parent: The conversation's view.
+        said: Warnings already shown in the conversation, and under which message (shared by its
+            bubbles; None: each bubble shows its own).
+
     Signals:
         edit_requested(int), regenerate_requested(int): message id.
         answer_step_requested(int): -1 / +1, "‹" / "›" between the kept answers to the question.
@@ -179,7 +186,8 @@ class MessageWidget(QFrame):
     retry_unparsed_requested = Signal(int)
     tool_decided = Signal(int, str, str)
 
-    def __init__(self, message: Message, parent: QWidget | None = None) -> None:
+    def __init__(self, message: Message, parent: QWidget | None = None, *,
+                 said: dict[str, int] | None = None) -> None:
         super().__init__(parent)
         self.message = message
         self.text = message.content
@@ -191,6 +199,9 @@ class MessageWidget(QFrame):
         self.waiting: QLabel | None = None  # why the reply has not started (its engine is busy)
         self.retry_unparsed_button: QPushButton | None = None
         self.check: QLabel | None = None  # the structured-output check
+        # Warning → the message that shows it, shared by the bubbles of one conversation (the chat
+        # page's): a warning such as "Runs on the CPU: …" is said under one reply, not every one.
+        self.said = said
         self.live_tokens = 0
         self._counter_at = 0.0
         self._silent = False
@@ -220,9 +231,10 @@ class MessageWidget(QFrame):
                                               lambda: self.regenerate_requested.emit(self.message.id))
         self.edit_button.setVisible(role == "user")
         self.regenerate_button.setVisible(False)
+        self.stats.hide()  # shown once there is something to say
         actions = QHBoxLayout()
         actions.addWidget(self.counter)
-        actions.addWidget(self.stats, 1)
+        actions.addStretch(1)
         actions.addWidget(self.copy_button)
         actions.addWidget(self.edit_button)
         actions.addWidget(self.regenerate_button)
@@ -248,6 +260,9 @@ class MessageWidget(QFrame):
         self.tools = QVBoxLayout()  # tool calls and notices (below the answer)
         self.tools.setSpacing(4)
         layout.addLayout(self.tools)
+        # The statistics get the bubble's width, on a line of their own: beside the buttons they
+        # were squeezed into a column about 11 lines high.
+        layout.addWidget(self.stats)
         layout.addLayout(actions)
         if role == "tool":
             self.result_view = ToolResultView(message, self)
@@ -488,7 +503,8 @@ class MessageWidget(QFrame):
             self._counter_at = time.monotonic()
         else:
             # The status sentence already says how it ended: the statistics do not repeat it.
-            summary = " · ".join(core_text(p) for p in message.stats.summary_parts(with_reason=not status))
+            summary = " · ".join(unbroken_units(core_text(p))
+                                 for p in message.stats.summary_parts(with_reason=not status))
         if message.status != STREAMING:
             self.counter.hide()
             self.set_waiting("")
@@ -499,13 +515,27 @@ class MessageWidget(QFrame):
             slow_path = message.stats.slow_path if message.role == "assistant" else None
             if slow_path:  # a ROCm prefill on the untuned path: which check failed, and the fix
                 warnings.append(core_text(slow_path))
+            warnings = [w for w in warnings if self._says(w)]
             if warnings:
                 text += "\n" + "\n".join("⚠ " + w for w in warnings)
             self.stats.setText(text)
         else:
             self.stats.setText("")
+        self.stats.setVisible(bool(self.stats.text()))
         self._show_check(message)
         self.copy_button.setEnabled(message.status != STREAMING)
+
+    def _says(self, warning: str) -> bool:
+        """Whether this bubble shows ``warning``: the first bubble of its conversation to have it does."""
+        if self.said is None:
+            return True
+        return self.said.setdefault(warning, self.message.id) == self.message.id
+
+    def forget_warnings(self) -> None:
+        """The bubble goes (a reply regenerated): the next reply with its warnings shows them."""
+        if self.said is not None:
+            for warning in [w for w, owner in self.said.items() if owner == self.message.id]:
+                del self.said[warning]
 
     def _set_thinking(self, message: Message) -> None:
         if not message.thinking and self.thinking_block is None:
@@ -570,6 +600,15 @@ class MessageWidget(QFrame):
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self._structured() or self.text)
+
+
+_NUMBER_UNIT = re.compile(r"(\d) (?=tok/s|%)")
+
+
+def unbroken_units(text: str) -> str:
+    """``text`` with no line break inside "tok/s" (a word joiner after the slash: it wrapped as
+    "tok/ s") nor between a number and its unit (no-break spaces)."""
+    return _NUMBER_UNIT.sub("\\1\u00a0", text).replace("tok/s", "tok/\u2060s")
 
 
 def _unfenced(text: str) -> str:
