@@ -173,7 +173,8 @@ def test_stop_keeps_partial_reply(page_env, test_engines: Engines) -> None:  # t
     handle = page.send_text("tell me a long story")
 
     async def scenario() -> None:
-        await wait_until(lambda: any(w.message.role == "assistant" and len(w.text) > 20
+        # Enough pieces for a decode rate (fewer make none: MIN_RATE_PIECES).
+        await wait_until(lambda: any(w.message.role == "assistant" and len(w.text) > 80
                                      for w in page.message_widgets.values()))
         page.stop()
         await handle.wait()

@@ -216,29 +216,7 @@ class MessageWidget(QFrame):
         self.body.setSpacing(6)
         self.blocks: list[TextBlock | CodeBlock] = []
         self.stats = QLabel()
-        self.stats.setObjectName("muted")
-        self.stats.setWordWrap(True)
-        self.stats.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # The live counter: one line that does not wrap (a wrapping label re-lays the bubble out at
-        # each change), shown while the reply streams.
-        self.counter = QLabel()
-        self.counter.setTextFormat(Qt.TextFormat.PlainText)  # it names the tool the model is calling
-        self.counter.setObjectName("muted")
-        self.counter.hide()
-        self.copy_button = self._action(self.tr("Copy"), self.copy)
-        self.edit_button = self._action(self.tr("Edit"), lambda: self.edit_requested.emit(self.message.id))
-        self.regenerate_button = self._action(self.tr("Regenerate"),
-                                              lambda: self.regenerate_requested.emit(self.message.id))
-        self.edit_button.setVisible(role == "user")
-        self.regenerate_button.setVisible(False)
-        self.stats.hide()  # shown once there is something to say
-        actions = QHBoxLayout()
-        actions.addWidget(self.counter)
-        actions.addStretch(1)
-        actions.addWidget(self.copy_button)
-        actions.addWidget(self.edit_button)
-        actions.addWidget(self.regenerate_button)
-        self._actions = actions
+        self._build_footer(role)
         self.answer_switch: tuple[QPushButton, QLabel, QPushButton] | None = None  # built when first needed
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 6)
@@ -263,13 +241,39 @@ class MessageWidget(QFrame):
         # The statistics get the bubble's width, on a line of their own: beside the buttons they
         # were squeezed into a column about 11 lines high.
         layout.addWidget(self.stats)
-        layout.addLayout(actions)
+        layout.addLayout(self._actions)
         if role == "tool":
             self.result_view = ToolResultView(message, self)
             self.tools.addWidget(self.result_view)
             self.copy_button.hide()  # the result has its own Copy
         self.render_text()
         self.set_message(message)
+
+    def _build_footer(self, role: str) -> None:
+        """The statistics line, the live counter and the actions (Copy, Edit, Regenerate)."""
+        self.stats.setObjectName("muted")
+        self.stats.setWordWrap(True)
+        self.stats.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # The live counter: one line that does not wrap (a wrapping label re-lays the bubble out at
+        # each change), shown while the reply streams.
+        self.counter = QLabel()
+        self.counter.setTextFormat(Qt.TextFormat.PlainText)  # it names the tool the model is calling
+        self.counter.setObjectName("muted")
+        self.counter.hide()
+        self.copy_button = self._action(self.tr("Copy"), self.copy)
+        self.edit_button = self._action(self.tr("Edit"), lambda: self.edit_requested.emit(self.message.id))
+        self.regenerate_button = self._action(self.tr("Regenerate"),
+                                              lambda: self.regenerate_requested.emit(self.message.id))
+        self.edit_button.setVisible(role == "user")
+        self.regenerate_button.setVisible(False)
+        self.stats.hide()  # shown once there is something to say
+        actions = QHBoxLayout()
+        actions.addWidget(self.counter)
+        actions.addStretch(1)
+        actions.addWidget(self.copy_button)
+        actions.addWidget(self.edit_button)
+        actions.addWidget(self.regenerate_button)
+        self._actions = actions
 
     def show_answer_choice(self, index: int, count: int) -> None:
         """Show "‹ index/count ›" (several answers to the question) or nothing (one)."""
