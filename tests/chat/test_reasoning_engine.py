@@ -21,7 +21,15 @@ import pytest
 
 from strata_gui.cli import run_command
 from strata_gui.core.base.errors import ChatFormatError
-from strata_gui.core.chat.records import COMPLETE, FORMAT_FAILED, STOPPED, TOOL_ALLOWED
+from strata_gui.core.chat.records import (
+    COMPLETE,
+    FORMAT_FAILED,
+    OUTPUT_SCHEMA,
+    STOPPED,
+    TOOL_ALLOWED,
+    StructuredOutput,
+    ThinkingSettings,
+)
 from strata_gui.core.chat.service import ChatEvent, ChatService, ChatTools, MessageDelta, Notice, ToolApproval
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.core.tools import Decision, McpHost, MemoryApprovals, ToolPolicy, parse_mcp_servers
@@ -71,6 +79,24 @@ def test_r1_thinking_streams_live_is_saved_apart_and_stop_keeps_it(test_engines:
         assert stopped.stats.ttft_s is not None and stopped.stats.thinking_n
         assert svc.running_engine is engine and engine is not None and engine.ready
         assert not [e for e in events if isinstance(e, Notice)]
+
+    run_with_service([cpu_spec(test_engines)], r1_model, body)
+
+
+def test_the_live_counter_counts_what_the_final_statistics_count(test_engines: Engines, r1_model: Path) -> None:  # noqa: F811
+    """Thinking off, a JSON schema: the engine generates tokens its grammar's text holds back (no
+    piece carries them). The live counter follows the engine's own count, so it ends on the final
+    figure (it read 23 pieces, then "31 tokens"), and a reply cut at its limit says the limit."""
+    async def body(svc: ChatService, events: list[ChatEvent]) -> None:
+        conv = svc.new_conversation()
+        schema = {"type": "object", "properties": {"city": {"enum": ["Paris", "Rome"]}}, "required": ["city"]}
+        svc.store.update_settings(conv.id, thinking=ThinkingSettings(enabled=False),
+                                  structured_output=StructuredOutput(OUTPUT_SCHEMA, json.dumps(schema)))
+        _limit(svc, conv.id, 20)
+        reply = await svc.send(conv.id, "Where?")
+        live = [e.tokens for e in events if isinstance(e, MessageDelta) and e.message_id == reply.id]
+        assert live == sorted(live) and live[-1] == reply.stats.predicted_n == 20
+        assert "20 tokens generated" in reply.stats.summary()
 
     run_with_service([cpu_spec(test_engines)], r1_model, body)
 

@@ -393,6 +393,27 @@ def test_silence_while_the_engine_generates_is_announced_with_its_count() -> Non
     assert "nothing has arrived for" in loud[0].text and f"{loud[0].tokens:,} tokens" in loud[0].text
 
 
+def test_a_reply_stopped_while_nothing_arrives_keeps_the_count_it_showed() -> None:
+    """The counter moved on with the engine's count while nothing streamed ("Generating… 854
+    tokens"); Stop then kept the pieces' count ("448 tokens"). The stopped reply keeps the last
+    count shown, never a smaller one."""
+    async def body(svc: ChatService, events: list[ChatEvent]) -> tuple[Message, int]:
+        conv = svc.new_conversation()
+        task = asyncio.create_task(svc.send(conv.id, "hello"))
+        await until(lambda: any(isinstance(e, ReplyProgress) and e.tokens >= 10 for e in events))
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        shown = max(e.tokens for e in events if isinstance(e, ReplyProgress))
+        return svc.store.messages(conv.id)[-1], shown
+
+    with openai_stream_server(busy_silence(60, then_content=3)) as server:
+        reply, shown = run_chat(server.url, body, servers={}, watch_interval=0.05)
+    assert reply.status == STOPPED and shown >= 10
+    assert reply.stats.predicted_n is not None and reply.stats.predicted_n >= shown
+    assert reply.stats.decode_tps is None  # one piece: no rate
+
+
 def test_a_format_failure_keeps_everything_and_blames_nobody() -> None:
     async def body(svc: ChatService, events: list[ChatEvent]) -> tuple[BaseException, Message, list[ChatEvent]]:
         conv = svc.new_conversation()

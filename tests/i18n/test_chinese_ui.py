@@ -139,7 +139,7 @@ def test_a_replys_statistics_from_the_core_read_in_chinese(qtbot: QtBot, chinese
                        thinking_s=1.5, finish_reason="stopped", engine="CPU b7601")
     widget = MessageWidget(Message(1, 1, "assistant", "…", STOPPED, 0.0, stats=stats))
     qtbot.addWidget(widget)
-    footer = widget.stats.text()
+    footer = widget.stats.text().replace("\u2060", "").replace("\u00a0", " ")  # as read (units kept whole)
     assert footer.startswith("已停止")  # the UI's own status sentence
     for part in ("首 token 42 ms", "思考 40 个 token，用时 1.5 s", "预填充 3,000 tok/s", "解码 76.5 tok/s", "128 个 token"):
         assert part in footer, footer

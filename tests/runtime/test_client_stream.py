@@ -215,14 +215,20 @@ def test_options_build_the_request_body_with_only_what_is_set() -> None:
 def test_stats_summary_and_damaged_stored_stats() -> None:
     stats = ReplyStats(ttft_s=0.042, thinking_n=840, thinking_s=12.2, decode_tps=760.0, predicted_n=1128,
                        finish_reason="stop")
-    assert stats.summary() == "TTFT 42 ms · thought 840 tokens in 12 s · decode 760.0 tok/s · 1128 tokens · stop"
+    # One count, named: every token generated, thinking included; the normal end says nothing.
+    assert stats.summary() == ("TTFT 42 ms · thought 840 tokens in 12 s · decode 760.0 tok/s · "
+                               "1,128 tokens generated, thinking included")
     assert "thought 3 tokens in 0.4 s" in ReplyStats(thinking_n=3, thinking_s=0.41).summary()
     assert "in 2 min 5 s" in ReplyStats(thinking_n=3, thinking_s=125).summary()
     assert "thought 3 tokens in 12 s · answer after 12 s" in ReplyStats(thinking_n=3, thinking_s=12.1,
                                                                         answer_s=12.3).summary()
     cut = ReplyStats(predicted_n=8192, finish_reason="length", extra={"output_limit": 8192})
-    assert cut.summary(with_reason=False) == "8192 tokens · stopped at the output limit (8,192 tokens)"
-    assert ReplyStats(finish_reason="length").summary() == "length"  # no limit known: the engine's word
+    assert cut.summary(with_reason=False) == "8,192 tokens generated · stopped at the output limit (8,192 tokens)"
+    # The engine's reasons in words people read, not the API's.
+    assert ReplyStats(finish_reason="length").summary() == "stopped at the output limit"
+    assert ReplyStats(predicted_n=3, finish_reason="tool_calls").summary() == "3 tokens generated · called a tool"
+    assert ReplyStats(finish_reason="stop").summary() == ""
+    assert ReplyStats(finish_reason="eos_token").summary() == "eos_token"  # a server's own word, as sent
     assert ReplyStats.from_json(stats.to_json()) == stats
     damaged = ReplyStats.from_json({"thinking_n": "lots", "ttft_s": [1], "predicted_n": 7.0, "decode_tps": 3,
                                     "finish_reason": 5, "extra": "x", "answer_s": True, "unknown": 1})

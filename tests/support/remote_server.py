@@ -56,22 +56,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.flush()
             time.sleep(0.01)
-        usage = {"id": "c1", "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": len(words),
-                                                        "total_tokens": 9 + len(words)}}
+        tokens = getattr(self.server, "completion_tokens", None) or len(words)
+        usage = {"id": "c1", "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": tokens,
+                                                        "total_tokens": 9 + tokens}}
         self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
         self.wfile.flush()
         self.close_connection = True
 
 
 @contextmanager
-def openai_like_server(*, echo_auth: bool = False, words: list[str] | None = None) -> Iterator[str]:
+def openai_like_server(*, echo_auth: bool = False, words: list[str] | None = None,
+                       completion_tokens: int | None = None) -> Iterator[str]:
     """Serve on a free loopback port; with ``echo_auth`` every chat request fails with a 500 whose
     message quotes the request's Authorization header (the key). ``words`` are the streamed
-    pieces (JSON-escaped as sent, so a lone surrogate arrives as ``\\ud83d``)."""
+    pieces (JSON-escaped as sent, so a lone surrogate arrives as ``\\ud83d``), 10 ms apart;
+    ``completion_tokens`` what the final usage says (default: one per piece)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     server.echo_auth = echo_auth  # type: ignore[attr-defined]
     server.words = words or WORDS  # type: ignore[attr-defined]
+    server.completion_tokens = completion_tokens  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, name="remote-test-server", kwargs={"poll_interval": 0.05})
     thread.start()
     try:

@@ -18,6 +18,7 @@ from strata_gui.core.runtime.client import (
     THINKING,
     ReplyStats,
     StreamPiece,
+    counted_rate,
 )
 from strata_gui.core.runtime.engine import EngineSpec
 
@@ -97,15 +98,18 @@ class ReplyBuffer:
     """
 
     __slots__ = ("_first", "_first_answer", "_interval", "_last", "_last_emit", "_last_save", "_sent", "_sent_thinking",
-                 "_sink", "_started", "_think_first", "_timer", "last_seen", "message_id", "pieces", "thinking",
-                 "tokens", "tool")
+                 "_sink", "_started", "_think_first", "_timer", "decoded", "last_seen", "message_id", "pieces",
+                 "received", "thinking", "thinking_tokens", "tokens", "tool")
 
     def __init__(self, message_id: int, sink: ReplySink) -> None:
         now = sink.now()
         self.message_id = message_id
         self.pieces: list[str] = []  # the answer
         self.thinking: list[str] = []
-        self.tokens = 0  # of every kind
+        self.tokens = 0  # of every kind, as the pieces count them (the engine's count where it sends one)
+        self.thinking_tokens = 0  # the thinking's share of them
+        self.received = 0  # pieces of every kind
+        self.decoded = 0  # the most the engine said it had generated while nothing arrived (/slots)
         self.tool = ""  # the function a tool call being written names
         self._sink = sink
         self._interval = sink.delta_interval
@@ -137,6 +141,7 @@ class ReplyBuffer:
                 self._first_answer = self._sink.now()
         elif kind == THINKING:
             self.thinking.append(piece[1])
+            self.thinking_tokens = piece[2]
             if self._think_first is None:
                 self._think_first = self._sink.now()
         else:
@@ -144,6 +149,7 @@ class ReplyBuffer:
             if self._first_answer is None:
                 self._first_answer = self._sink.now()
         self.tokens = piece[3]
+        self.received += 1
         sink = self._sink
         now = sink.now()
         if self._first is None:
@@ -195,9 +201,9 @@ class ReplyBuffer:
 
     def counted_stats(self) -> ReplyStats:
         """Statistics of a reply cut short (Stop, a format failure): the engine's final timings
-        never arrive, so the pieces are counted (llama-server streams one token per piece) and
-        timed here."""
-        n = self.tokens
+        never arrive, so the last count the live counter showed is kept (the engine's, per chunk
+        or from ``/slots`` while nothing arrived; never fewer) and the reply is timed here."""
+        n = max(self.tokens, self.decoded)
         stats = ReplyStats(predicted_n=n)
         first, last = self._first, self._last
         if first is not None:
@@ -205,11 +211,11 @@ class ReplyBuffer:
         if self._first_answer is not None:
             stats.answer_s = self._first_answer - self._started
         if self.thinking:
-            stats.thinking_n = len(self.thinking)
+            stats.thinking_n = self.thinking_tokens or len(self.thinking)
             if self._think_first is not None:
                 end = self._first_answer if self._first_answer is not None else last
                 if end is not None:
                     stats.thinking_s = end - self._think_first
-        if first is not None and last is not None and n > 1 and last > first:
-            stats.decode_tps = (n - 1) / (last - first)
+        if first is not None and last is not None:
+            stats.decode_tps = counted_rate(self.tokens, self.received, last - first)
         return stats

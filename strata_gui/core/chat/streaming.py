@@ -163,6 +163,9 @@ class ReplyStreamer:
         attempts = 0
         job_failed = False  # the last attempt's request failed (its partial reply is kept)
         ran_on: EngineSpec | None = None
+        # llama-server then sends its count of the tokens generated with every chunk: the live
+        # counter counts what the final statistics count (a piece is not a token).
+        counted_options = dataclasses.replace(options, extra={**options.extra, "timings_per_token": True})
 
         async def answer(spec: EngineSpec, client: ChatClient) -> Message:
             nonlocal attempts, job_failed, ran_on
@@ -175,7 +178,7 @@ class ReplyStreamer:
             where = ReplyTarget(spec.label, spec.backend, f"local:{spec.label}", INTERRUPTED, "interrupted",
                                 spec=spec, model=self.chat_model.path)
             try:
-                return await self._stream_into(reply.id, client, history, conv, options, where)
+                return await self._stream_into(reply.id, client, history, conv, counted_options, where)
             except ServerError:
                 job_failed = True
                 raise
@@ -229,6 +232,9 @@ class ReplyStreamer:
             try:
                 result = await client.stream(history, sampling=conv.sampling, options=options, on_piece=buffer.add,
                                              on_sent=self._announcer.announce)
+                # The last tokens may carry no text (the end of a grammar, the end-of-text token):
+                # the counter's last value is the count the statistics show.
+                buffer.tokens = max(buffer.tokens, result.stats.predicted_n or 0)
                 await buffer.complete()
             finally:
                 if watch is not None:
@@ -325,6 +331,7 @@ class ReplyStreamer:
             decoded = await progress()
             if decoded is None:
                 continue
+            buffer.decoded = max(buffer.decoded, decoded)
             tokens = max(decoded, buffer.tokens)
             notice = silent >= self.silence_notice_s and decoded > buffer.tokens
             self.emit(ReplyProgress(buffer.message_id, tokens, silent, decoded, notice))

@@ -31,6 +31,7 @@ from strata_gui.core.runtime.client import (
     RequestOptions,
     SamplingParams,
     StreamPiece,
+    counted_rate,
 )
 
 log = logging.getLogger(__name__)
@@ -287,10 +288,11 @@ class RemoteChat:
         Raises:
             ServerError, ChatFormatError, ChatError: As :meth:`ChatClient.stream`.
         """
-        count = [0]
+        count = [0, 0]  # tokens (as the pieces say), pieces
 
         def piece(p: StreamPiece) -> None:
             count[0] = p.total
+            count[1] += 1
             if on_piece is not None:
                 on_piece(p)
 
@@ -301,9 +303,8 @@ class RemoteChat:
         if s.decode_tps is None and s.total_s is not None and s.ttft_s is not None:
             # Without the server's count, the pieces streamed (one token each on llama.cpp and vLLM).
             tokens = s.predicted_n if s.predicted_n is not None else count[0]
-            span = s.total_s - s.ttft_s
-            if tokens > 1 and span > 0:
-                s.decode_tps = (tokens - 1) / span
+            s.decode_tps = counted_rate(tokens, count[1], s.total_s - s.ttft_s)
+            if s.decode_tps is not None:
                 s.extra["client_side"] = True
         return reply
 

@@ -222,8 +222,10 @@ class StreamPiece(NamedTuple):
 
     A named tuple: one is made per token, and a tuple is the cheapest immutable record to make.
 
-    Token counts are the server's chunks (llama-server sends one token per chunk), so they are
-    live counters, not the engine's final figures (:class:`ReplyStats` has those).
+    Token counts are the engine's own count where each chunk carries it (llama-server's
+    ``timings.predicted_n`` with ``timings_per_token``), so the live counter ends on the final
+    figure; else the pieces so far (one token each on llama.cpp and vLLM, but tags and held-back
+    text are tokens no piece carries).
 
     Attributes:
         kind: ``"thinking"``, ``"answer"`` or ``"tool_call"``.
@@ -281,8 +283,10 @@ class ReplyStats:
     Times are seconds from the moment the request was sent. ``ttft_s`` counts the first token of
     any kind (thinking included); ``answer_s`` the first token of the answer itself (or of a
     tool call); ``thinking_s`` how long the thinking lasted (first thinking token to the answer,
-    or to the end when the reply never got past it). ``thinking_n`` counts the thinking tokens
-    as streamed (``predicted_n`` includes them).
+    or to the end when the reply never got past it). ``predicted_n`` counts every token generated,
+    thinking included, as the engine counts them (the live counter counts the same);
+    ``thinking_n`` the thinking's share of them (the engine's count at the thinking's last piece
+    where it gives per-chunk counts, else its pieces).
     """
 
     ttft_s: float | None = None
@@ -382,7 +386,10 @@ class ReplyStats:
                                 else QT_TRANSLATE_NOOP("Core", "{percent} % of its nominal peak"))
                     parts.append(T(template, percent=percent_text(float(other["share"]))))
         if self.predicted_n is not None:
-            parts.append(T(QT_TRANSLATE_NOOP("Core", "{count} tokens"), count=str(self.predicted_n)))
+            # The count the live counter showed ("Generating… 1,128 tokens"), thinking included.
+            template = (QT_TRANSLATE_NOOP("Core", "{count} tokens generated, thinking included") if self.thinking_n
+                        else QT_TRANSLATE_NOOP("Core", "{count} tokens generated"))
+            parts.append(T(template, count=f"{self.predicted_n:,}"))
         if self.acceptance is not None:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "draft accepted {share} ({accepted}/{drafted})"),
                            share=f"{self.acceptance:.0%}", accepted=str(self.draft_accepted),
@@ -393,7 +400,9 @@ class ReplyStats:
             parts.append(T(QT_TRANSLATE_NOOP("Core", "stopped at the output limit ({limit} tokens)"),
                            limit=f"{limit:,}"))
         elif self.finish_reason and with_reason:
-            parts.append(T(self.finish_reason) if self.finish_reason in FINISH_REASONS else self.finish_reason)
+            said = finish_words(self.finish_reason)
+            if said:
+                parts.append(said)
         if self.engine:
             # The engine's label already names its backend ("Vulkan b7601"); say it only when it does not.
             named = not self.backend or self.engine.lower().startswith(self.backend.lower())
@@ -401,9 +410,24 @@ class ReplyStats:
         return parts
 
 
-# Why a reply ended, as the engine says it (the OpenAI API's words), marked for translation.
-FINISH_REASONS = (QT_TRANSLATE_NOOP("Core", "stop"), QT_TRANSLATE_NOOP("Core", "length"),
-                  QT_TRANSLATE_NOOP("Core", "tool_calls"), QT_TRANSLATE_NOOP("Core", "stopped"))
+# Why a reply ended, as the engine says it (the OpenAI API's words), in words people read. "stop"
+# is the normal end: nothing to say. A reason not listed (a remote server's own) is shown as sent.
+FINISH_WORDS = {
+    "stop": "",
+    "length": QT_TRANSLATE_NOOP("Core", "stopped at the output limit"),
+    "tool_calls": QT_TRANSLATE_NOOP("Core", "called a tool"),
+    "function_call": QT_TRANSLATE_NOOP("Core", "called a tool"),
+    "content_filter": QT_TRANSLATE_NOOP("Core", "withheld by the server's content filter"),
+    "stopped": QT_TRANSLATE_NOOP("Core", "stopped"),
+}
+
+
+def finish_words(reason: str) -> str:
+    """Why a reply ended, said for a reader ("" for the normal end); a text the GUI translates."""
+    words = FINISH_WORDS.get(reason)
+    if words is None:
+        return reason
+    return T(words) if words else ""
 
 
 def share_phrase(share: float, device_kind: str, *, measured: bool = False) -> str:
@@ -432,6 +456,23 @@ def compute_share_phrase(share: float, device_kind: str) -> str:
     if device_kind == "cpu":
         return T(QT_TRANSLATE_NOOP("Core", "{percent} % of the CPU's compute limit"), percent=percent)
     return T(QT_TRANSLATE_NOOP("Core", "{percent} % of this GPU's compute limit"), percent=percent)
+
+
+# A decode rate counted on the client (a remote server that does not time its replies, a stopped
+# reply) needs this many pieces over this long: a reply of three network chunks arriving within a
+# millisecond is not a rate (it read 3,651 tok/s). Over 10 ms, a millisecond of network or timer
+# jitter moves it by 10 % at most.
+MIN_RATE_PIECES = 8
+MIN_RATE_SPAN_S = 0.01
+
+
+def counted_rate(tokens: int, pieces: int, span_s: float) -> float | None:
+    """Tokens per second of a reply timed on the client: ``tokens`` (the first excluded, it ends
+    the time to first token) over the ``span_s`` seconds from the first piece to the last; None
+    when ``pieces`` or the span are too few to make it a rate."""
+    if pieces < MIN_RATE_PIECES or span_s < MIN_RATE_SPAN_S or tokens < 2:
+        return None
+    return (tokens - 1) / span_s
 
 
 def percent_text(share: float) -> str:
@@ -730,8 +771,8 @@ class _Reader:
     """
 
     __slots__ = ("_answering", "_clock", "_closed_at", "_on_delta", "_on_piece", "_split", "_tail", "_tools", "answer",
-                 "answer_n", "started", "stats", "think_t0", "thinking", "thinking_n", "timings", "tool_n", "total",
-                 "usage")
+                 "answer_n", "generated", "started", "stats", "think_t0", "thinking", "thinking_n", "thinking_tokens",
+                 "timings", "tool_n", "total", "usage")
 
     def __init__(self, clock: Callable[[], float], on_delta: DeltaCallback | None, on_piece: PieceCallback | None,
                  split_thinking: bool) -> None:
@@ -740,7 +781,7 @@ class _Reader:
         self._on_piece = on_piece
         self._split = _UNDECIDED if split_thinking else _PLAIN
         self._tail = ""  # text held back while a <think> tag may be arriving in pieces
-        self._closed_at: tuple[float, int] | None = None  # when it came, after how many answer pieces
+        self._closed_at: tuple[float, int] | None = None  # when it came, after how many tokens
         self._tools: dict[int, _ToolCallParts] = {}
         self.started = clock()
         self.stats = ReplyStats()
@@ -749,7 +790,13 @@ class _Reader:
         self.answer_n = 0
         self.thinking_n = 0
         self.tool_n = 0
-        self.total = 0
+        self.total = 0  # pieces of every kind
+        # The engine's own count of the tokens generated so far (llama-server's per-chunk
+        # ``timings.predicted_n`` when asked with ``timings_per_token``): a piece is not a token
+        # (tags and held-back tool-call text are tokens no piece carries; one piece may carry
+        # several), so the live counts follow the engine's where it gives one.
+        self.generated: int | None = None
+        self.thinking_tokens = 0  # the thinking's tokens: the engine's count at its last piece, else its pieces
         self._answering = False  # the answer (or a tool call) has started
         self.think_t0: float | None = None
         self.timings: dict[str, Any] = {}
@@ -760,6 +807,9 @@ class _Reader:
         timings = chunk.get("timings")
         if timings is not None and isinstance(timings, dict):
             self.timings.update(timings)
+            generated = timings.get("predicted_n")
+            if isinstance(generated, int) and not isinstance(generated, bool):
+                self.generated = generated
         usage = chunk.get("usage")
         if usage is not None and isinstance(usage, dict):
             self.usage.update(usage)
@@ -806,8 +856,10 @@ class _Reader:
         self.thinking.append(text)
         self.thinking_n += 1
         self.total += 1
+        generated = self.generated
+        self.thinking_tokens = self.thinking_n if generated is None else generated
         if self._on_piece is not None:
-            self._on_piece(StreamPiece(THINKING, text, self.thinking_n, self.total))
+            self._on_piece(StreamPiece(THINKING, text, self.thinking_tokens, self.counted()))
 
     def _answer(self, text: str) -> None:
         if not self._answering:
@@ -818,13 +870,18 @@ class _Reader:
         if self._on_delta is not None:
             self._on_delta(text)
         if self._on_piece is not None:
-            self._on_piece(StreamPiece(ANSWER, text, self.answer_n, self.total))
+            self._on_piece(StreamPiece(ANSWER, text, self.answer_n, self.counted()))
+
+    def counted(self) -> int:
+        """Tokens generated so far: the engine's count where it gives one, else the pieces."""
+        generated = self.generated
+        return self.total if generated is None else generated
 
     def _check_close(self) -> None:
         """Whether the answer so far just completed a lone ``</think>`` (the tag's pieces are among
         the last few: each holds at least one character)."""
         if THINK_CLOSE in "".join(self.answer[-len(THINK_CLOSE):]):
-            self._closed_at = (self._clock(), self.answer_n)
+            self._closed_at = (self._clock(), self.answer_n if self.generated is None else self.generated)
             self._split = _PLAIN
 
     def _first_answer(self) -> None:
@@ -914,7 +971,7 @@ class _Reader:
                 if piece:
                     parts.args.append(piece)
             if self._on_piece is not None:
-                self._on_piece(StreamPiece(TOOL_CALL, piece, self.tool_n, self.total, index, parts.name))
+                self._on_piece(StreamPiece(TOOL_CALL, piece, self.tool_n, self.counted(), index, parts.name))
 
     # -- at the end ------------------------------------------------------------------------------
     def reply(self) -> ChatReply:
@@ -936,12 +993,12 @@ class _Reader:
             # The template's prompt opened the thinking and the server left it in the text: only its
             # closing tag arrived. The pieces went out as answer; the reply tells them apart.
             text, thinking = split_lone_close(text, thinking)
-            closed, self.thinking_n = self._closed_at
+            closed, self.thinking_tokens = self._closed_at
             if stats.answer_s is not None:
                 stats.thinking_s = closed - self.started - stats.answer_s
                 stats.answer_s = closed - self.started if text else None
-        if self.thinking_n:
-            stats.thinking_n = self.thinking_n
+        if self.thinking_tokens:
+            stats.thinking_n = self.thinking_tokens
         _fill_stats(stats, self.timings, self.usage)
         calls = _with_own_ids(ToolCall(p.id, p.name, "".join(p.args)) for _, p in sorted(self._tools.items()))
         if stats.thinking_n and stats.predicted_n and not text.strip() and not calls:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from typing import Any
 
@@ -167,6 +168,12 @@ class MessageWidget(QFrame):
 
     A reply's thinking, tool calls and notices are built only when it has them.
 
+    Args:
+        message: The message shown.
+        parent: The conversation's view.
+        said: Warnings already shown in the conversation, and under which message (shared by its
+            bubbles; None: each bubble shows its own).
+
     Signals:
         edit_requested(int), regenerate_requested(int): message id.
         answer_step_requested(int): -1 / +1, "‹" / "›" between the kept answers to the question.
@@ -180,7 +187,8 @@ class MessageWidget(QFrame):
     retry_unparsed_requested = Signal(int)
     tool_decided = Signal(int, str, str)
 
-    def __init__(self, message: Message, parent: QWidget | None = None) -> None:
+    def __init__(self, message: Message, parent: QWidget | None = None, *,
+                 said: dict[str, int] | None = None) -> None:
         super().__init__(parent)
         self.message = message
         self.text = message.content
@@ -192,6 +200,9 @@ class MessageWidget(QFrame):
         self.waiting: QLabel | None = None  # why the reply has not started (its engine is busy)
         self.retry_unparsed_button: QPushButton | None = None
         self.check: QLabel | None = None  # the structured-output check
+        # Warning → the message that shows it, shared by the bubbles of one conversation (the chat
+        # page's): a warning such as "Runs on the CPU: …" is said under one reply, not every one.
+        self.said = said
         self.live_tokens = 0
         self._counter_at = 0.0
         self._silent = False
@@ -206,28 +217,7 @@ class MessageWidget(QFrame):
         self.body.setSpacing(6)
         self.blocks: list[TextBlock | CodeBlock] = []
         self.stats = QLabel()
-        self.stats.setObjectName("muted")
-        self.stats.setWordWrap(True)
-        self.stats.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # The live counter: one line that does not wrap (a wrapping label re-lays the bubble out at
-        # each change), shown while the reply streams.
-        self.counter = QLabel()
-        self.counter.setTextFormat(Qt.TextFormat.PlainText)  # it names the tool the model is calling
-        self.counter.setObjectName("muted")
-        self.counter.hide()
-        self.copy_button = self._action(self.tr("Copy"), self.copy)
-        self.edit_button = self._action(self.tr("Edit"), lambda: self.edit_requested.emit(self.message.id))
-        self.regenerate_button = self._action(self.tr("Regenerate"),
-                                              lambda: self.regenerate_requested.emit(self.message.id))
-        self.edit_button.setVisible(role == "user")
-        self.regenerate_button.setVisible(False)
-        actions = QHBoxLayout()
-        actions.addWidget(self.counter)
-        actions.addWidget(self.stats, 1)
-        actions.addWidget(self.copy_button)
-        actions.addWidget(self.edit_button)
-        actions.addWidget(self.regenerate_button)
-        self._actions = actions
+        self._build_footer(role)
         self.answer_switch: tuple[QPushButton, QLabel, QPushButton] | None = None  # built when first needed
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 6)
@@ -249,13 +239,42 @@ class MessageWidget(QFrame):
         self.tools = QVBoxLayout()  # tool calls and notices (below the answer)
         self.tools.setSpacing(4)
         layout.addLayout(self.tools)
-        layout.addLayout(actions)
+        # The statistics get the bubble's width, on a line of their own: beside the buttons they
+        # were squeezed into a column about 11 lines high.
+        layout.addWidget(self.stats)
+        layout.addLayout(self._actions)
         if role == "tool":
             self.result_view = ToolResultView(message, self)
             self.tools.addWidget(self.result_view)
             self.copy_button.hide()  # the result has its own Copy
         self.render_text()
         self.set_message(message)
+
+    def _build_footer(self, role: str) -> None:
+        """The statistics line, the live counter and the actions (Copy, Edit, Regenerate)."""
+        self.stats.setObjectName("muted")
+        self.stats.setWordWrap(True)
+        self.stats.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # The live counter: one line that does not wrap (a wrapping label re-lays the bubble out at
+        # each change), shown while the reply streams.
+        self.counter = QLabel()
+        self.counter.setTextFormat(Qt.TextFormat.PlainText)  # it names the tool the model is calling
+        self.counter.setObjectName("muted")
+        self.counter.hide()
+        self.copy_button = self._action(self.tr("Copy"), self.copy)
+        self.edit_button = self._action(self.tr("Edit"), lambda: self.edit_requested.emit(self.message.id))
+        self.regenerate_button = self._action(self.tr("Regenerate"),
+                                              lambda: self.regenerate_requested.emit(self.message.id))
+        self.edit_button.setVisible(role == "user")
+        self.regenerate_button.setVisible(False)
+        self.stats.hide()  # shown once there is something to say
+        actions = QHBoxLayout()
+        actions.addWidget(self.counter)
+        actions.addStretch(1)
+        actions.addWidget(self.copy_button)
+        actions.addWidget(self.edit_button)
+        actions.addWidget(self.regenerate_button)
+        self._actions = actions
 
     def show_answer_choice(self, index: int, count: int) -> None:
         """Show "‹ index/count ›" (several answers to the question) or nothing (one)."""
@@ -491,7 +510,8 @@ class MessageWidget(QFrame):
             self._counter_at = time.monotonic()
         else:
             # The status sentence already says how it ended: the statistics do not repeat it.
-            summary = " · ".join(core_text(p) for p in message.stats.summary_parts(with_reason=not status))
+            summary = " · ".join(unbroken_units(core_text(p))
+                                 for p in message.stats.summary_parts(with_reason=not status))
         if message.status != STREAMING:
             self.counter.hide()
             self.set_waiting("")
@@ -502,13 +522,27 @@ class MessageWidget(QFrame):
             slow_path = message.stats.slow_path if message.role == "assistant" else None
             if slow_path:  # a ROCm prefill on the untuned path: which check failed, and the fix
                 warnings.append(core_text(slow_path))
+            warnings = [w for w in warnings if self._says(w)]
             if warnings:
                 text += "\n" + "\n".join("⚠ " + w for w in warnings)
             self.stats.setText(text)
         else:
             self.stats.setText("")
+        self.stats.setVisible(bool(self.stats.text()))
         self._show_check(message)
         self.copy_button.setEnabled(message.status != STREAMING)
+
+    def _says(self, warning: str) -> bool:
+        """Whether this bubble shows ``warning``: the first bubble of its conversation to have it does."""
+        if self.said is None:
+            return True
+        return self.said.setdefault(warning, self.message.id) == self.message.id
+
+    def forget_warnings(self) -> None:
+        """The bubble goes (a reply regenerated): the next reply with its warnings shows them."""
+        if self.said is not None:
+            for warning in [w for w, owner in self.said.items() if owner == self.message.id]:
+                del self.said[warning]
 
     def _set_thinking(self, message: Message) -> None:
         if not message.thinking and self.thinking_block is None:
@@ -573,6 +607,15 @@ class MessageWidget(QFrame):
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self._structured() or self.text)
+
+
+_NUMBER_UNIT = re.compile(r"(\d) (?=tok/s|%)")
+
+
+def unbroken_units(text: str) -> str:
+    """``text`` with no line break inside "tok/s" (a word joiner after the slash: it wrapped as
+    "tok/ s") nor between a number and its unit (no-break spaces)."""
+    return _NUMBER_UNIT.sub("\\1\u00a0", text).replace("tok/s", "tok/\u2060s")
 
 
 def _unfenced(text: str) -> str:

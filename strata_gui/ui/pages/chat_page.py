@@ -159,6 +159,7 @@ class ChatPage(Page):
         self._remote = remote
         self.conversation_id: int | None = None
         self.message_widgets: dict[int, MessageWidget] = {}
+        self._said: dict[str, int] = {}  # a warning → the reply of this conversation that shows it
         self.reply_handle: TaskHandle | None = None
         self._reply_conversation_id: int | None = None  # where the reply being written goes
         self.engine_handle: TaskHandle | None = None
@@ -552,6 +553,7 @@ class ChatPage(Page):
             self.messages_layout.removeWidget(w)
             w.deleteLater()
         self.message_widgets.clear()
+        self._said.clear()
         self._dirty.clear()
 
     def _add_widget(self, msg: Message, index: int | None = None) -> MessageWidget:
@@ -573,7 +575,7 @@ class ChatPage(Page):
         return w
 
     def _new_widget(self, msg: Message) -> MessageWidget:
-        w = MessageWidget(msg, self.messages_box)
+        w = MessageWidget(msg, self.messages_box, said=self._said)
         w.edit_requested.connect(self.begin_edit)
         w.regenerate_requested.connect(lambda _id: self.regenerate())
         w.answer_step_requested.connect(self.switch_answer)
@@ -758,6 +760,7 @@ class ChatPage(Page):
     def _drop_widgets_from(self, message_id: int) -> None:
         for i in [i for i in self.message_widgets if i >= message_id]:
             w = self.message_widgets.pop(i)
+            w.forget_warnings()
             self.messages_layout.removeWidget(w)
             w.deleteLater()
             self._dirty.discard(i)
