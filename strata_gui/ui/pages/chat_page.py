@@ -69,6 +69,7 @@ from strata_gui.core.remote import RemoteService
 from strata_gui.core.runtime import EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
 from strata_gui.ui.chat.attachments import AttachmentStrip
+from strata_gui.ui.chat.find_bar import FindBar
 from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
 from strata_gui.ui.chat.message_widget import MessageWidget
@@ -78,6 +79,8 @@ from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
 
 if TYPE_CHECKING:
+    from PySide6.QtGui import QShortcut
+
     from strata_gui.core.tools import ApprovalRequest, Decision, McpHost, McpServerStore
     from strata_gui.ui.chat.tools_panel import ToolsPanel
 
@@ -177,6 +180,7 @@ class ChatPage(Page):
         self._render_timer.setSingleShot(True)
         self._render_timer.timeout.connect(self._flush_renders)
         self._next_render = 0.0  # perf_counter() time before which a streaming reply is not re-rendered
+        self.shortcuts: list[QShortcut] | None = None  # Ctrl+N, Esc, Ctrl+F, Ctrl+K, Ctrl+L (on_shown)
         self.waiting_text = ""  # why the chat's request waits for its engine, as the pool says ("": it does not)
         self._build()
         self.setStyleSheet(RENDER_STYLE)
@@ -206,6 +210,7 @@ class ChatPage(Page):
         right.addWidget(self.load_bar)
         right.addWidget(self.notice)
         right.addLayout(settings_row)
+        right.addWidget(self.find_bar)
         right.addWidget(self.stack, 1)
         right.addWidget(self.edit_hint)
         right.addWidget(self.attachments)
@@ -364,6 +369,8 @@ class ChatPage(Page):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.empty_state)
         self.stack.addWidget(self.scroll_area)
+        self.find_bar = FindBar(self.scroll_area, prepare=self.finish_loading)  # Ctrl+F
+        self.find_bar.closed.connect(self._focus_input)
 
     def _build_input_row(self) -> QHBoxLayout:
         """The message input with Send / Stop / Attach image (the attachment strip and context
@@ -400,6 +407,10 @@ class ChatPage(Page):
 
     # -- navigation ------------------------------------------------------------------------------
     def on_shown(self) -> None:
+        if self.shortcuts is None:  # made when first shown: not on the way to the first paint
+            from strata_gui.ui.chat.shortcuts import add_chat_shortcuts
+
+            self.shortcuts = add_chat_shortcuts(self)
         self._prepare_spares_later()
         self.refresh_run_on()
         self.refresh_conversations()
@@ -445,6 +456,9 @@ class ChatPage(Page):
     def _on_conversation_selected(self, item: QListWidgetItem | None, _prev: QListWidgetItem | None) -> None:
         if item is not None:
             self.open_conversation(int(item.data(Qt.ItemDataRole.UserRole)))
+
+    def _focus_input(self) -> None:
+        self.input.setFocus()  # (built after the find bar: looked up when called)
 
     def new_conversation(self) -> int:
         conv = self._service.new_conversation()
@@ -496,6 +510,8 @@ class ChatPage(Page):
             return
         self.conversation_id = conversation_id
         self._cancel_edit()
+        if self.find_bar.isVisible():  # its matches were in the conversation that goes
+            self.find_bar.close_bar()
         self._clear_message_list()
         page = self._service.store.messages(conversation_id, limit=PAGE_SIZE)
         self._loaded_all = len(page) < PAGE_SIZE or self._service.store.count_messages(conversation_id) == len(page)
