@@ -23,6 +23,7 @@ from strata_gui.core.chat.records import (
     ThinkingSettings,
     ToolCallRecord,
 )
+from strata_gui.core.chat.search import MARK_END, MARK_START, SearchHit, search_conversations
 from strata_gui.core.chat.service import (
     ChatApprover,
     ChatEvent,
@@ -45,6 +46,8 @@ __all__ = [
     "FAILED",
     "FORMAT_FAILED",
     "INTERRUPTED",
+    "MARK_END",
+    "MARK_START",
     "MAX_IMAGE_BYTES",
     "OUTPUT_JSON",
     "OUTPUT_MODES",
@@ -71,8 +74,10 @@ __all__ = [
     "Notice",
     "PlanChanged",
     "ReplyProgress",
+    "SearchHit",
     "StructuredOutput",
     "ThinkingSettings",
     "ToolApproval",
     "ToolCallRecord",
+    "search_conversations",
 ]

@@ -47,6 +47,8 @@ from strata_gui.core.base import ChatFormatError, ProgressCallback, StrataError,
 from strata_gui.core.chat import (
     COMPLETE,
     DEFAULT_TITLE,
+    MARK_END,
+    MARK_START,
     STREAMING,
     ChatEvent,
     ChatImage,
@@ -60,7 +62,9 @@ from strata_gui.core.chat import (
     Notice,
     PlanChanged,
     ReplyProgress,
+    SearchHit,
     ToolApproval,
+    search_conversations,
 )
 from strata_gui.core.engines import GpuPick, Resolution
 from strata_gui.core.models import LoadOptionsService
@@ -427,12 +431,14 @@ class ChatPage(Page):
         current = self.conversation_id
         self.conversation_list.blockSignals(True)
         self.conversation_list.clear()
-        for conv in self._service.store.conversations(self.search.text()):
+        for hit in self._search_hits():
+            conv = hit.conversation
             # the core names a new conversation "New chat": shown in the UI's language
             title = self.tr("New chat") if conv.title == DEFAULT_TITLE else conv.title
-            item = QListWidgetItem(title)
+            snippet = hit.snippet.replace(MARK_START, "").replace(MARK_END, "")
+            item = QListWidgetItem(f"{title}\n{snippet}" if snippet else title)  # where the search found it
             item.setData(Qt.ItemDataRole.UserRole, conv.id)
-            item.setToolTip(self._ran_on_text(title, conv.ran_on))  # the whole title, and where it ran
+            item.setToolTip(self._ran_on_text(f"{title}\n{snippet}" if snippet else title, conv.ran_on))
             self.conversation_list.addItem(item)
             if conv.id == current:
                 self.conversation_list.setCurrentItem(item)
@@ -440,6 +446,14 @@ class ChatPage(Page):
         has = self.conversation_id is not None
         self.rename_button.setEnabled(has)
         self.delete_button.setEnabled(has)
+
+    def _search_hits(self) -> list[SearchHit]:
+        """The conversations the search box asks for (all of them when it is empty), by full-text search."""
+        try:
+            return search_conversations(self._service.store, self.search.text())
+        except StrataError as exc:
+            self.notice.show_message(error_line(exc), "error")
+            return []
 
     def _ran_on_text(self, title: str, ran_on: str) -> str:
         """The conversation's tooltip: its title and where its latest reply ran."""
