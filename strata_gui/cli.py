@@ -35,6 +35,7 @@ COMMAND_MODULES = {
     "engines": "strata_gui.commands.engines",
     "models": "strata_gui.commands.models",
     "chat": "strata_gui.commands.chat",
+    "chats": "strata_gui.commands.chats",
     "image": "strata_gui.commands.image",
     "bench": "strata_gui.commands.bench",
     "remote": "strata_gui.commands.remote",

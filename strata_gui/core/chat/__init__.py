@@ -1,7 +1,11 @@
 """Conversations: the SQLite store and the chat session logic (engine fallback, thinking, tools)."""
 
 from strata_gui.core.chat.conversations import DEFAULT_TITLE
+from strata_gui.core.chat.export import FORMATS as EXPORT_FORMATS
+from strata_gui.core.chat.export import SUFFIXES as EXPORT_SUFFIXES
+from strata_gui.core.chat.export import export_conversation
 from strata_gui.core.chat.images import MAX_IMAGE_BYTES, ChatImage
+from strata_gui.core.chat.importers import CHATGPT, OPEN_WEBUI, ImportResult, import_file
 from strata_gui.core.chat.records import (
     COMPLETE,
     FAILED,
@@ -41,14 +45,18 @@ from strata_gui.core.chat.service import (
 )
 
 __all__ = [
+    "CHATGPT",
     "COMPLETE",
     "DEFAULT_TITLE",
+    "EXPORT_FORMATS",
+    "EXPORT_SUFFIXES",
     "FAILED",
     "FORMAT_FAILED",
     "INTERRUPTED",
     "MARK_END",
     "MARK_START",
     "MAX_IMAGE_BYTES",
+    "OPEN_WEBUI",
     "OUTPUT_JSON",
     "OUTPUT_MODES",
     "OUTPUT_OFF",
@@ -67,6 +75,7 @@ __all__ = [
     "ChatTools",
     "EngineStatus",
     "EngineSwitchOffer",
+    "ImportResult",
     "Message",
     "MessageAdded",
     "MessageDelta",
@@ -79,5 +88,7 @@ __all__ = [
     "ThinkingSettings",
     "ToolApproval",
     "ToolCallRecord",
+    "export_conversation",
+    "import_file",
     "search_conversations",
 ]

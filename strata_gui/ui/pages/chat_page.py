@@ -55,6 +55,7 @@ from strata_gui.core.chat import (
     ChatService,
     EngineStatus,
     EngineSwitchOffer,
+    ImportResult,
     Message,
     MessageAdded,
     MessageDelta,
@@ -73,6 +74,7 @@ from strata_gui.core.remote import RemoteService
 from strata_gui.core.runtime import EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
 from strata_gui.ui.chat.attachments import AttachmentStrip
+from strata_gui.ui.chat.conversation_menu import ConversationMenu
 from strata_gui.ui.chat.find_bar import FindBar
 from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
@@ -246,6 +248,10 @@ class ChatPage(Page):
         self.rename_button.clicked.connect(self._ask_rename)
         self.delete_button = QPushButton(self.tr("Delete"))
         self.delete_button.clicked.connect(self._ask_delete)
+        # Export the open conversation; import ChatGPT's or Open WebUI's (the notice says how it went).
+        self.conversation_menu = ConversationMenu(self._service, self._bridge, lambda: self.conversation_id)
+        self.conversation_menu.reported.connect(self._report)
+        self.conversation_menu.imported.connect(self._show_imported)
         sidebar = QWidget()
         side = QVBoxLayout(sidebar)
         side.setContentsMargins(0, 0, 8, 0)
@@ -255,6 +261,7 @@ class ChatPage(Page):
         row = QHBoxLayout()
         row.addWidget(self.rename_button)
         row.addWidget(self.delete_button)
+        row.addWidget(self.conversation_menu)
         side.addLayout(row)
         return sidebar
 
@@ -446,6 +453,15 @@ class ChatPage(Page):
         has = self.conversation_id is not None
         self.rename_button.setEnabled(has)
         self.delete_button.setEnabled(has)
+
+    def _report(self, text: str, level: str) -> None:
+        self.notice.show_message(text, level)  # (the notice is built after the sidebar)
+
+    def _show_imported(self, result: ImportResult) -> None:
+        self.refresh_conversations()
+        if result.conversation_ids:
+            self.open_conversation(result.conversation_ids[0])
+            self.refresh_conversations()
 
     def _search_hits(self) -> list[SearchHit]:
         """The conversations the search box asks for (all of them when it is empty), by full-text search."""
