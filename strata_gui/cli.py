@@ -79,7 +79,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 # `strata chat` options that change only the request, never how the engine is launched: with
 # nothing else given, the chat's remembered engine may be launched before the core is imported.
-_REQUEST_ONLY_OPTIONS = {"--system": True, "--max-tokens": True, "--temperature": True, "--seed": True,
+_REQUEST_ONLY_OPTIONS = {"--system": True, "--preset": True, "--max-tokens": True, "--temperature": True, "--seed": True,
                          "--json": False, "--think": True, "--json-schema": True, "-v": False, "--verbose": False}
 
 

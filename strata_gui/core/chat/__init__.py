@@ -6,6 +6,7 @@ from strata_gui.core.chat.export import SUFFIXES as EXPORT_SUFFIXES
 from strata_gui.core.chat.export import export_conversation
 from strata_gui.core.chat.images import MAX_IMAGE_BYTES, ChatImage
 from strata_gui.core.chat.importers import CHATGPT, OPEN_WEBUI, ImportResult, import_file
+from strata_gui.core.chat.presets import PRESETS_FILE, Preset, PresetStore, apply_preset, matching_preset
 from strata_gui.core.chat.records import (
     COMPLETE,
     FAILED,
@@ -61,6 +62,7 @@ __all__ = [
     "OUTPUT_MODES",
     "OUTPUT_OFF",
     "OUTPUT_SCHEMA",
+    "PRESETS_FILE",
     "STOPPED",
     "STREAMING",
     "TOOL_ALLOWED",
@@ -82,13 +84,17 @@ __all__ = [
     "MessageUpdated",
     "Notice",
     "PlanChanged",
+    "Preset",
+    "PresetStore",
     "ReplyProgress",
     "SearchHit",
     "StructuredOutput",
     "ThinkingSettings",
     "ToolApproval",
     "ToolCallRecord",
+    "apply_preset",
     "export_conversation",
     "import_file",
+    "matching_preset",
     "search_conversations",
 ]

@@ -24,6 +24,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
+    QFormLayout,
     QFrame,
     QHBoxLayout,
     QInputDialog,
@@ -87,7 +88,9 @@ from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
 if TYPE_CHECKING:
     from PySide6.QtGui import QShortcut
 
+    from strata_gui.core.chat import PresetStore
     from strata_gui.core.tools import ApprovalRequest, Decision, McpHost, McpServerStore
+    from strata_gui.ui.chat.presets import PresetBar
     from strata_gui.ui.chat.tools_panel import ToolsPanel
 
 PAGE_SIZE = 60
@@ -135,6 +138,8 @@ class ChatPage(Page):
         choose_devices: Saves the user's GPU choice (the same setting the GPU page writes).
         tools: The saved tool servers and their host (read when the "Tools" panel is first shown);
             without it, no panel.
+        library: The library's chat models, for the model picker.
+        presets: The saved presets; with them, the conversation settings have a preset picker.
     """
 
     page_title = "Chat"
@@ -148,8 +153,10 @@ class ChatPage(Page):
                  gpu_picks: Callable[[], list[GpuPick]] | None = None,
                  choose_devices: Callable[[list[str]], object] | None = None,
                  tools: Callable[[], tuple[McpServerStore, McpHost]] | None = None,
-                 library: Callable[[], Awaitable[list[Path]]] | None = None) -> None:
+                 library: Callable[[], Awaitable[list[Path]]] | None = None,
+                 presets: PresetStore | None = None) -> None:
         super().__init__(parent)
+        self._presets = presets  # saved presets: a picker in the conversation settings
         self._tools = tools
         self._library = library  # the library's chat models, for the model picker
         self.library_models: list[Path] = []
@@ -340,6 +347,18 @@ class ChatPage(Page):
         self._read_again.setInterval(READ_AGAIN_MS)
         self._read_again.timeout.connect(lambda: self._service.viewing(self.conversation_id))
         self.settings_toggle.toggled.connect(self.settings_panel.setVisible)
+        self.preset_bar: PresetBar | None = None
+        if self._presets is not None:
+            from strata_gui.ui.chat.presets import PresetBar
+
+            self.preset_bar = PresetBar(self._presets, self.settings_panel, self._service, lambda: self.conversation_id,
+                                        enabled_tools=self._enabled_tools if self._tools else None,
+                                        set_tools=self._set_tools if self._tools else None)
+            self.preset_bar.reported.connect(self._report)
+            self.preset_bar.applied.connect(lambda _p: self._read_again.start())
+            form = self.settings_panel.layout()
+            assert isinstance(form, QFormLayout)
+            form.insertRow(0, self.tr("Preset"), self.preset_bar)
         # Load options sit next to the conversation settings: both are shown before a load.
         self.load_options_panel: LoadOptionsPanel | None = None
         if self._load_options is not None:
@@ -553,6 +572,8 @@ class ChatPage(Page):
             QTimer.singleShot(BACKFILL_DELAY_MS, self, self._backfill_step)
         self.earlier_button.setVisible(not self._loaded_all)
         self.settings_panel.load(conv.system_prompt, conv.sampling, conv.structured_output)
+        if self.preset_bar is not None:
+            self.preset_bar.refresh()  # shows the preset this conversation's settings match
         self._service.viewing(conversation_id)  # its next request is read ahead while the user types
         self.stack.setCurrentWidget(self.scroll_area)
         self._stick_to_bottom = True
@@ -1180,6 +1201,18 @@ class ChatPage(Page):
         if self.tools_toggle.isChecked() != on:
             self.tools_toggle.setChecked(on)
         return self.tools_panel
+
+    def _enabled_tools(self) -> list[str]:
+        assert self._tools is not None
+        return [server.name for server in self._tools()[0].enabled_servers()]
+
+    def _set_tools(self, names: tuple[str, ...]) -> None:
+        """Switch on exactly the tool servers ``names`` (a chosen preset's)."""
+        assert self._tools is not None
+        store = self._tools()[0]
+        for server in store.servers():
+            if server.enabled != (server.name in names):
+                store.set_enabled(server.name, server.name in names)
 
     # -- settings and context ----------------------------------------------------------------------
     def _save_conversation_settings(self) -> None:
