@@ -349,6 +349,7 @@ def _follow_the_core(ui: AppUi) -> None:
 
 # -- the pages, each built on its first visit ---------------------------------------------------------
 def _build_chat(ui: AppUi) -> Page:
+    from strata_gui.core.chat import PRESETS_FILE, PresetStore
     from strata_gui.core.runtime import TEXT
     from strata_gui.ui.pages.chat_page import ChatPage
 
@@ -358,7 +359,8 @@ def _build_chat(ui: AppUi) -> Page:
                     gpu_picks=services.resolver.gpu_picks,
                     choose_devices=lambda keys: services.settings.update(devices=keys),
                     tools=lambda: (services.tool_servers, services.tools),
-                    library=lambda: services.models.usable_models(TEXT))
+                    library=lambda: services.models.usable_models(TEXT),
+                    presets=PresetStore(services.base.paths.config_dir / PRESETS_FILE))
 
 
 def _build_models(ui: AppUi) -> Page:

@@ -35,6 +35,7 @@ COMMAND_MODULES = {
     "engines": "strata_gui.commands.engines",
     "models": "strata_gui.commands.models",
     "chat": "strata_gui.commands.chat",
+    "chats": "strata_gui.commands.chats",
     "image": "strata_gui.commands.image",
     "bench": "strata_gui.commands.bench",
     "remote": "strata_gui.commands.remote",
@@ -78,7 +79,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 # `strata chat` options that change only the request, never how the engine is launched: with
 # nothing else given, the chat's remembered engine may be launched before the core is imported.
-_REQUEST_ONLY_OPTIONS = {"--system": True, "--max-tokens": True, "--temperature": True, "--seed": True,
+_REQUEST_ONLY_OPTIONS = {"--system": True, "--preset": True, "--max-tokens": True, "--temperature": True, "--seed": True,
                          "--json": False, "--think": True, "--json-schema": True, "-v": False, "--verbose": False}
 
 

@@ -15,13 +15,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from strata_gui.commands import chat_session, load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.base import ChatError, ChatFormatError, run_blocking, shown_json
-from strata_gui.core.chat import ChatEvent, ChatImage, EngineStatus, Notice
+from strata_gui.core.chat import (
+    PRESETS_FILE,
+    ChatEvent,
+    ChatImage,
+    EngineStatus,
+    Notice,
+    PresetStore,
+    ThinkingSettings,
+)
 from strata_gui.core.runtime import SamplingParams
 
 
@@ -34,7 +43,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "installed engines stay as fallbacks)")
     p.add_argument("--image", "-i", action="append", default=[], metavar="FILE", type=Path,
                    help="attach a PNG/JPEG/GIF/BMP image (repeat for more; the model needs its mmproj)")
-    p.add_argument("--system", default="", help="system prompt")
+    p.add_argument("--preset", metavar="NAME", default=None,
+                   help="a preset saved in the app (system prompt, sampling, thinking); the options below override it")
+    p.add_argument("--system", default=None, help="system prompt")
     p.add_argument("--max-tokens", type=int, default=None, help="stop after this many tokens")
     p.add_argument("--temperature", type=float, default=None)
     p.add_argument("--seed", type=int, default=None)
@@ -54,6 +65,17 @@ def _model(args: argparse.Namespace, app: AppServices) -> Path:
     return Path(chosen).expanduser()
 
 
+def _settings(args: argparse.Namespace, app: AppServices) -> tuple[str, SamplingParams, ThinkingSettings]:
+    """The system prompt, sampling and thinking: ``--preset``'s, with the options given over them."""
+    preset = PresetStore(app.base.paths.config_dir / PRESETS_FILE).require(args.preset) if args.preset else None
+    given = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
+    sampling = preset.sampling if preset else SamplingParams()
+    sampling = replace(sampling, **{k: v for k, v in given.items() if v is not None})
+    think = chat_session.thinking(args.think) if args.think or preset is None else preset.thinking
+    system = args.system if args.system is not None else preset.system_prompt if preset else ""
+    return system, sampling, think
+
+
 def _folders(given: list[str]) -> list[Path]:
     return [Path(f).expanduser() for f in given]
 
@@ -69,6 +91,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     model = _model(args, app)
     await load_options.check(app, model)
     structured = chat_session.structured_output(args.json_schema)  # a bad schema fails before any load
+    system, sampling, think = _settings(args, app)  # and an unknown preset
     # A bad file fails here, before any engine loads.
     images = await run_blocking(lambda: [ChatImage.from_file(Path(f).expanduser()) for f in args.image],
                                 name="strata-read-images")
@@ -101,9 +124,8 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     host = chat_session.configure(service, args, printer, app.base.paths.log_dir)
     try:
         conv = service.new_conversation()
-        service.store.update_settings(conv.id, system_prompt=args.system, sampling=SamplingParams(
-            max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed),
-            thinking=chat_session.thinking(args.think), structured_output=structured)
+        service.store.update_settings(conv.id, system_prompt=system, sampling=sampling, thinking=think,
+                                      structured_output=structured)
         await service.ensure_engine()
         if stream and sys.stderr.isatty():
             print("\r" + " " * 72 + "\r", end="", file=sys.stderr)

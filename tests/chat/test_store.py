@@ -109,7 +109,7 @@ def test_migrates_a_version_1_database(db_path: Path) -> None:
     db.commit()
     db.close()
     with ConversationStore(db_path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 6
+        assert store.schema_version() == SCHEMA_VERSION == 7
         [msg] = store.messages(1)
         assert msg.content == "hi" and msg.stats.predicted_n is None and msg.settings == {}
         assert store.db.execute("SELECT version FROM schema_version WHERE component='dashboards'").fetchone()[0] == 7
@@ -221,7 +221,7 @@ def test_a_version_4_database_upgrades_with_nothing_lost(db_path: Path) -> None:
 
     _v4_database(db_path)
     with ConversationStore(db_path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 6
+        assert store.schema_version() == SCHEMA_VERSION == 7
         [conv] = store.conversations()
         assert (conv.title, conv.system_prompt, conv.model, conv.ran_on) == ("old", "Be brief", "m.gguf", "local:CPU")
         assert conv.sampling == SamplingParams(temperature=0.2, seed=7) and (conv.created_at, conv.updated_at) == (1, 2)

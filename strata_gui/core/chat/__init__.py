@@ -1,7 +1,12 @@
 """Conversations: the SQLite store and the chat session logic (engine fallback, thinking, tools)."""
 
 from strata_gui.core.chat.conversations import DEFAULT_TITLE
+from strata_gui.core.chat.export import FORMATS as EXPORT_FORMATS
+from strata_gui.core.chat.export import SUFFIXES as EXPORT_SUFFIXES
+from strata_gui.core.chat.export import export_conversation
 from strata_gui.core.chat.images import MAX_IMAGE_BYTES, ChatImage
+from strata_gui.core.chat.importers import CHATGPT, OPEN_WEBUI, ImportResult, import_file
+from strata_gui.core.chat.presets import PRESETS_FILE, Preset, PresetStore, apply_preset, matching_preset
 from strata_gui.core.chat.records import (
     COMPLETE,
     FAILED,
@@ -23,6 +28,7 @@ from strata_gui.core.chat.records import (
     ThinkingSettings,
     ToolCallRecord,
 )
+from strata_gui.core.chat.search import MARK_END, MARK_START, SearchHit, search_conversations
 from strata_gui.core.chat.service import (
     ChatApprover,
     ChatEvent,
@@ -40,16 +46,23 @@ from strata_gui.core.chat.service import (
 )
 
 __all__ = [
+    "CHATGPT",
     "COMPLETE",
     "DEFAULT_TITLE",
+    "EXPORT_FORMATS",
+    "EXPORT_SUFFIXES",
     "FAILED",
     "FORMAT_FAILED",
     "INTERRUPTED",
+    "MARK_END",
+    "MARK_START",
     "MAX_IMAGE_BYTES",
+    "OPEN_WEBUI",
     "OUTPUT_JSON",
     "OUTPUT_MODES",
     "OUTPUT_OFF",
     "OUTPUT_SCHEMA",
+    "PRESETS_FILE",
     "STOPPED",
     "STREAMING",
     "TOOL_ALLOWED",
@@ -64,15 +77,24 @@ __all__ = [
     "ChatTools",
     "EngineStatus",
     "EngineSwitchOffer",
+    "ImportResult",
     "Message",
     "MessageAdded",
     "MessageDelta",
     "MessageUpdated",
     "Notice",
     "PlanChanged",
+    "Preset",
+    "PresetStore",
     "ReplyProgress",
+    "SearchHit",
     "StructuredOutput",
     "ThinkingSettings",
     "ToolApproval",
     "ToolCallRecord",
+    "apply_preset",
+    "export_conversation",
+    "import_file",
+    "matching_preset",
+    "search_conversations",
 ]

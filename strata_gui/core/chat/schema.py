@@ -18,6 +18,7 @@ from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 from strata_gui.core.runtime.client import ReplyStats, SamplingParams
 
 from .records import (
+    STREAMING,
     TOOL_ERROR,
     TOOL_PENDING,
     TOOL_RUNNING,
@@ -98,6 +99,34 @@ MIGRATIONS: list[Sequence[str]] = [
             messages_json TEXT NOT NULL
         )""",
         "CREATE INDEX chat_reply_versions_by_question ON chat_reply_versions(conversation_id, question_id)",
+    ),
+    # v7: full-text search over every message's text and thinking (SQLite FTS5, see .search). The
+    # index reads its text from chat_messages (external content) and holds exactly the messages that
+    # are not streaming, with their current text: a reply being written (saved about once a second)
+    # is indexed once, when it ends. The triggers keep it so for every write; the last statement
+    # indexes the messages already there.
+    (
+        "CREATE VIRTUAL TABLE chat_messages_fts USING fts5(content, thinking, content='chat_messages',"
+        " content_rowid='id', tokenize='trigram')",
+        f"""CREATE TRIGGER chat_messages_fts_added AFTER INSERT ON chat_messages WHEN new.status != '{STREAMING}'
+        BEGIN
+            INSERT INTO chat_messages_fts(rowid, content, thinking) VALUES (new.id, new.content, new.thinking);
+        END""",
+        f"""CREATE TRIGGER chat_messages_fts_deleted AFTER DELETE ON chat_messages WHEN old.status != '{STREAMING}'
+        BEGIN
+            INSERT INTO chat_messages_fts(chat_messages_fts, rowid, content, thinking)
+                VALUES ('delete', old.id, old.content, old.thinking);
+        END""",
+        # One trigger, so the old text leaves the index before the new one enters (in that order).
+        f"""CREATE TRIGGER chat_messages_fts_changed AFTER UPDATE OF content, thinking, status ON chat_messages
+        BEGIN
+            INSERT INTO chat_messages_fts(chat_messages_fts, rowid, content, thinking)
+                SELECT 'delete', old.id, old.content, old.thinking WHERE old.status != '{STREAMING}';
+            INSERT INTO chat_messages_fts(rowid, content, thinking)
+                SELECT new.id, new.content, new.thinking WHERE new.status != '{STREAMING}';
+        END""",
+        f"INSERT INTO chat_messages_fts(rowid, content, thinking) SELECT id, content, thinking FROM chat_messages"
+        f" WHERE status != '{STREAMING}'",
     ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -24,6 +24,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
+    QFormLayout,
     QFrame,
     QHBoxLayout,
     QInputDialog,
@@ -47,12 +48,15 @@ from strata_gui.core.base import ChatFormatError, ProgressCallback, StrataError,
 from strata_gui.core.chat import (
     COMPLETE,
     DEFAULT_TITLE,
+    MARK_END,
+    MARK_START,
     STREAMING,
     ChatEvent,
     ChatImage,
     ChatService,
     EngineStatus,
     EngineSwitchOffer,
+    ImportResult,
     Message,
     MessageAdded,
     MessageDelta,
@@ -60,7 +64,9 @@ from strata_gui.core.chat import (
     Notice,
     PlanChanged,
     ReplyProgress,
+    SearchHit,
     ToolApproval,
+    search_conversations,
 )
 from strata_gui.core.engines import GpuPick, Resolution
 from strata_gui.core.models import LoadOptionsService
@@ -69,6 +75,8 @@ from strata_gui.core.remote import RemoteService
 from strata_gui.core.runtime import EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
 from strata_gui.ui.chat.attachments import AttachmentStrip
+from strata_gui.ui.chat.conversation_menu import ConversationMenu
+from strata_gui.ui.chat.find_bar import FindBar
 from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
 from strata_gui.ui.chat.message_widget import MessageWidget
@@ -78,7 +86,11 @@ from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
 
 if TYPE_CHECKING:
+    from PySide6.QtGui import QShortcut
+
+    from strata_gui.core.chat import PresetStore
     from strata_gui.core.tools import ApprovalRequest, Decision, McpHost, McpServerStore
+    from strata_gui.ui.chat.presets import PresetBar
     from strata_gui.ui.chat.tools_panel import ToolsPanel
 
 PAGE_SIZE = 60
@@ -126,6 +138,8 @@ class ChatPage(Page):
         choose_devices: Saves the user's GPU choice (the same setting the GPU page writes).
         tools: The saved tool servers and their host (read when the "Tools" panel is first shown);
             without it, no panel.
+        library: The library's chat models, for the model picker.
+        presets: The saved presets; with them, the conversation settings have a preset picker.
     """
 
     page_title = "Chat"
@@ -139,8 +153,10 @@ class ChatPage(Page):
                  gpu_picks: Callable[[], list[GpuPick]] | None = None,
                  choose_devices: Callable[[list[str]], object] | None = None,
                  tools: Callable[[], tuple[McpServerStore, McpHost]] | None = None,
-                 library: Callable[[], Awaitable[list[Path]]] | None = None) -> None:
+                 library: Callable[[], Awaitable[list[Path]]] | None = None,
+                 presets: PresetStore | None = None) -> None:
         super().__init__(parent)
+        self._presets = presets  # saved presets: a picker in the conversation settings
         self._tools = tools
         self._library = library  # the library's chat models, for the model picker
         self.library_models: list[Path] = []
@@ -178,6 +194,7 @@ class ChatPage(Page):
         self._render_timer.setSingleShot(True)
         self._render_timer.timeout.connect(self._flush_renders)
         self._next_render = 0.0  # perf_counter() time before which a streaming reply is not re-rendered
+        self.shortcuts: list[QShortcut] | None = None  # Ctrl+N, Esc, Ctrl+F, Ctrl+K, Ctrl+L (on_shown)
         self.waiting_text = ""  # why the chat's request waits for its engine, as the pool says ("": it does not)
         self._build()
         self.setStyleSheet(RENDER_STYLE)
@@ -207,6 +224,7 @@ class ChatPage(Page):
         right.addWidget(self.load_bar)
         right.addWidget(self.notice)
         right.addLayout(settings_row)
+        right.addWidget(self.find_bar)
         right.addWidget(self.stack, 1)
         right.addWidget(self.edit_hint)
         right.addWidget(self.attachments)
@@ -238,6 +256,10 @@ class ChatPage(Page):
         self.rename_button.clicked.connect(self._ask_rename)
         self.delete_button = QPushButton(self.tr("Delete"))
         self.delete_button.clicked.connect(self._ask_delete)
+        # Export the open conversation; import ChatGPT's or Open WebUI's (the notice says how it went).
+        self.conversation_menu = ConversationMenu(self._service, self._bridge, lambda: self.conversation_id)
+        self.conversation_menu.reported.connect(self._report)
+        self.conversation_menu.imported.connect(self._show_imported)
         sidebar = QWidget()
         side = QVBoxLayout(sidebar)
         side.setContentsMargins(0, 0, 8, 0)
@@ -247,6 +269,7 @@ class ChatPage(Page):
         row = QHBoxLayout()
         row.addWidget(self.rename_button)
         row.addWidget(self.delete_button)
+        row.addWidget(self.conversation_menu)
         side.addLayout(row)
         return sidebar
 
@@ -329,6 +352,18 @@ class ChatPage(Page):
         self._read_again.setInterval(READ_AGAIN_MS)
         self._read_again.timeout.connect(lambda: self._service.viewing(self.conversation_id))
         self.settings_toggle.toggled.connect(self.settings_panel.setVisible)
+        self.preset_bar: PresetBar | None = None
+        if self._presets is not None:
+            from strata_gui.ui.chat.presets import PresetBar
+
+            self.preset_bar = PresetBar(self._presets, self.settings_panel, self._service, lambda: self.conversation_id,
+                                        enabled_tools=self._enabled_tools if self._tools else None,
+                                        set_tools=self._set_tools if self._tools else None)
+            self.preset_bar.reported.connect(self._report)
+            self.preset_bar.applied.connect(lambda _p: self._read_again.start())
+            form = self.settings_panel.layout()
+            assert isinstance(form, QFormLayout)
+            form.insertRow(0, self.tr("Preset"), self.preset_bar)
         # Load options sit next to the conversation settings: both are shown before a load.
         self.load_options_panel: LoadOptionsPanel | None = None
         if self._load_options is not None:
@@ -369,6 +404,8 @@ class ChatPage(Page):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.empty_state)
         self.stack.addWidget(self.scroll_area)
+        self.find_bar = FindBar(self.scroll_area, prepare=self.finish_loading)  # Ctrl+F
+        self.find_bar.closed.connect(self._focus_input)
 
     def _build_input_row(self) -> QHBoxLayout:
         """The message input with Send / Stop / Attach image (the attachment strip and context
@@ -405,6 +442,10 @@ class ChatPage(Page):
 
     # -- navigation ------------------------------------------------------------------------------
     def on_shown(self) -> None:
+        if self.shortcuts is None:  # made when first shown: not on the way to the first paint
+            from strata_gui.ui.chat.shortcuts import add_chat_shortcuts
+
+            self.shortcuts = add_chat_shortcuts(self)
         self._prepare_spares_later()
         self.refresh_run_on()
         self.refresh_conversations()
@@ -421,12 +462,14 @@ class ChatPage(Page):
         current = self.conversation_id
         self.conversation_list.blockSignals(True)
         self.conversation_list.clear()
-        for conv in self._service.store.conversations(self.search.text()):
+        for hit in self._search_hits():
+            conv = hit.conversation
             # the core names a new conversation "New chat": shown in the UI's language
             title = self.tr("New chat") if conv.title == DEFAULT_TITLE else conv.title
-            item = QListWidgetItem(title)
+            snippet = hit.snippet.replace(MARK_START, "").replace(MARK_END, "")
+            item = QListWidgetItem(f"{title}\n{snippet}" if snippet else title)  # where the search found it
             item.setData(Qt.ItemDataRole.UserRole, conv.id)
-            item.setToolTip(self._ran_on_text(title, conv.ran_on))  # the whole title, and where it ran
+            item.setToolTip(self._ran_on_text(f"{title}\n{snippet}" if snippet else title, conv.ran_on))
             self.conversation_list.addItem(item)
             if conv.id == current:
                 self.conversation_list.setCurrentItem(item)
@@ -434,6 +477,23 @@ class ChatPage(Page):
         has = self.conversation_id is not None
         self.rename_button.setEnabled(has)
         self.delete_button.setEnabled(has)
+
+    def _report(self, text: str, level: str) -> None:
+        self.notice.show_message(text, level)  # (the notice is built after the sidebar)
+
+    def _show_imported(self, result: ImportResult) -> None:
+        self.refresh_conversations()
+        if result.conversation_ids:
+            self.open_conversation(result.conversation_ids[0])
+            self.refresh_conversations()
+
+    def _search_hits(self) -> list[SearchHit]:
+        """The conversations the search box asks for (all of them when it is empty), by full-text search."""
+        try:
+            return search_conversations(self._service.store, self.search.text())
+        except StrataError as exc:
+            self.notice.show_message(error_line(exc), "error")
+            return []
 
     def _ran_on_text(self, title: str, ran_on: str) -> str:
         """The conversation's tooltip: its title and where its latest reply ran."""
@@ -450,6 +510,9 @@ class ChatPage(Page):
     def _on_conversation_selected(self, item: QListWidgetItem | None, _prev: QListWidgetItem | None) -> None:
         if item is not None:
             self.open_conversation(int(item.data(Qt.ItemDataRole.UserRole)))
+
+    def _focus_input(self) -> None:
+        self.input.setFocus()  # (built after the find bar: looked up when called)
 
     def new_conversation(self) -> int:
         conv = self._service.new_conversation()
@@ -501,6 +564,8 @@ class ChatPage(Page):
             return
         self.conversation_id = conversation_id
         self._cancel_edit()
+        if self.find_bar.isVisible():  # its matches were in the conversation that goes
+            self.find_bar.close_bar()
         self._clear_message_list()
         page = self._service.store.messages(conversation_id, limit=PAGE_SIZE)
         self._loaded_all = len(page) < PAGE_SIZE or self._service.store.count_messages(conversation_id) == len(page)
@@ -512,6 +577,8 @@ class ChatPage(Page):
             QTimer.singleShot(BACKFILL_DELAY_MS, self, self._backfill_step)
         self.earlier_button.setVisible(not self._loaded_all)
         self.settings_panel.load(conv.system_prompt, conv.sampling, conv.structured_output)
+        if self.preset_bar is not None:
+            self.preset_bar.refresh()  # shows the preset this conversation's settings match
         self._service.viewing(conversation_id)  # its next request is read ahead while the user types
         self.stack.setCurrentWidget(self.scroll_area)
         self._stick_to_bottom = True
@@ -1141,6 +1208,18 @@ class ChatPage(Page):
         if self.tools_toggle.isChecked() != on:
             self.tools_toggle.setChecked(on)
         return self.tools_panel
+
+    def _enabled_tools(self) -> list[str]:
+        assert self._tools is not None
+        return [server.name for server in self._tools()[0].enabled_servers()]
+
+    def _set_tools(self, names: tuple[str, ...]) -> None:
+        """Switch on exactly the tool servers ``names`` (a chosen preset's)."""
+        assert self._tools is not None
+        store = self._tools()[0]
+        for server in store.servers():
+            if server.enabled != (server.name in names):
+                store.set_enabled(server.name, server.name in names)
 
     # -- settings and context ----------------------------------------------------------------------
     def _save_conversation_settings(self) -> None:
