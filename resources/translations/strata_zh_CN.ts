@@ -148,6 +148,10 @@
         <translation>模型可以调用的 MCP 工具服务器（每次调用都会先征求你的同意）</translation>
     </message>
     <message>
+        <source>Preset</source>
+        <translation>预设</translation>
+    </message>
+    <message>
         <source>Send pictures to a vision model (you can also paste or drop them)</source>
         <translation>向视觉模型发送图片（也可以粘贴或拖放）</translation>
     </message>
@@ -331,6 +335,18 @@ Last reply: this computer ({1})</source>
         <source>Context: {0:,} / {1:,} tokens</source>
         <translation>上下文：{0:,} / {1:,} 个 token</translation>
     </message>
+    <message>
+        <source>New chat ({0})</source>
+        <translation>新对话（{0}）</translation>
+    </message>
+    <message>
+        <source>Stop the reply ({0})</source>
+        <translation>停止回复（{0}）</translation>
+    </message>
+    <message>
+        <source>Choose the model ({0})</source>
+        <translation>选择模型（{0}）</translation>
+    </message>
 </context>
 <context>
     <name>CodeBlock</name>
@@ -345,6 +361,73 @@ Last reply: this computer ({1})</source>
     <message>
         <source>code</source>
         <translation>代码</translation>
+    </message>
+</context>
+<context>
+    <name>ConversationMenu</name>
+    <message>
+        <source>Export this conversation, or import conversations from ChatGPT or Open WebUI</source>
+        <translation>导出此对话，或从 ChatGPT 或 Open WebUI 导入对话</translation>
+    </message>
+    <message>
+        <source>Export as Markdown…</source>
+        <translation>导出为 Markdown…</translation>
+    </message>
+    <message>
+        <source>Export as JSON…</source>
+        <translation>导出为 JSON…</translation>
+    </message>
+    <message>
+        <source>Export as HTML…</source>
+        <translation>导出为 HTML…</translation>
+    </message>
+    <message>
+        <source>Import from ChatGPT or Open WebUI…</source>
+        <translation>从 ChatGPT 或 Open WebUI 导入…</translation>
+    </message>
+    <message>
+        <source>Markdown (*.md)</source>
+        <translation>Markdown (*.md)</translation>
+    </message>
+    <message>
+        <source>JSON (*.json)</source>
+        <translation>JSON (*.json)</translation>
+    </message>
+    <message>
+        <source>Web page (*.html)</source>
+        <translation>网页 (*.html)</translation>
+    </message>
+    <message>
+        <source>Export conversation</source>
+        <translation>导出对话</translation>
+    </message>
+    <message>
+        <source>Could not write {0}: {1}</source>
+        <translation>无法写入 {0}：{1}</translation>
+    </message>
+    <message>
+        <source>Exported to {0}</source>
+        <translation>已导出到 {0}</translation>
+    </message>
+    <message>
+        <source>Import conversations</source>
+        <translation>导入对话</translation>
+    </message>
+    <message>
+        <source>Exports (*.json);;All files (*)</source>
+        <translation>导出文件 (*.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Imported 1 conversation from {0}.</source>
+        <translation>已从 {0} 导入 1 个对话。</translation>
+    </message>
+    <message>
+        <source>Imported {0} conversations from {1}.</source>
+        <translation>已从 {1} 导入 {0} 个对话。</translation>
+    </message>
+    <message>
+        <source>Empty conversations left out: {0}.</source>
+        <translation>已略过空对话：{0}。</translation>
     </message>
 </context>
 <context>
@@ -453,8 +536,24 @@ Last reply: this computer ({1})</source>
         <translation>标称峰值的 {percent} %</translation>
     </message>
     <message>
-        <source>{count} tokens</source>
-        <translation>{count} 个 token</translation>
+        <source>{count} tokens generated, thinking included</source>
+        <translation>已生成 {count} 个 token（含思考）</translation>
+    </message>
+    <message>
+        <source>{count} tokens generated</source>
+        <translation>已生成 {count} 个 token</translation>
+    </message>
+    <message>
+        <source>stopped at the output limit</source>
+        <translation>已达到输出上限而停止</translation>
+    </message>
+    <message>
+        <source>called a tool</source>
+        <translation>调用了工具</translation>
+    </message>
+    <message>
+        <source>withheld by the server&apos;s content filter</source>
+        <translation>被服务器的内容过滤器拦下</translation>
     </message>
     <message>
         <source>draft accepted {share} ({accepted}/{drafted})</source>
@@ -463,18 +562,6 @@ Last reply: this computer ({1})</source>
     <message>
         <source>stopped at the output limit ({limit} tokens)</source>
         <translation>已达到输出上限（{limit} 个 token）</translation>
-    </message>
-    <message>
-        <source>stop</source>
-        <translation>正常结束</translation>
-    </message>
-    <message>
-        <source>length</source>
-        <translation>达到长度上限</translation>
-    </message>
-    <message>
-        <source>tool_calls</source>
-        <translation>调用工具</translation>
     </message>
     <message>
         <source>stopped</source>
@@ -1517,8 +1604,52 @@ Last reply: this computer ({1})</source>
         <translation>无法保存密钥存储 {path}：{reason}</translation>
     </message>
     <message>
+        <source>Choose a preset file that Strata exported (.json).</source>
+        <translation>请选择由 Strata 导出的预设文件（.json）。</translation>
+    </message>
+    <message>
+        <source>This is not a Strata preset (it has no name).</source>
+        <translation>这不是 Strata 预设（没有名称）。</translation>
+    </message>
+    <message>
+        <source>A preset needs a name of 1 to {n} characters.</source>
+        <translation>预设名称需为 1 到 {n} 个字符。</translation>
+    </message>
+    <message>
+        <source>the list of presets</source>
+        <translation>预设列表</translation>
+    </message>
+    <message>
+        <source>The presets file {path} cannot be read.</source>
+        <translation>无法读取预设文件 {path}。</translation>
+    </message>
+    <message>
+        <source>There is no preset called “{name}”.</source>
+        <translation>没有名为“{name}”的预设。</translation>
+    </message>
+    <message>
+        <source>Saved presets: {names}.</source>
+        <translation>已保存的预设：{names}。</translation>
+    </message>
+    <message>
+        <source>Could not save the presets: {reason}</source>
+        <translation>无法保存预设：{reason}</translation>
+    </message>
+    <message>
         <source>Check that the config folder is writable.</source>
         <translation>请检查配置文件夹是否可写。</translation>
+    </message>
+    <message>
+        <source>{file} is too big for a preset.</source>
+        <translation>{file} 太大，不是预设。</translation>
+    </message>
+    <message>
+        <source>{file} is not a preset: {reason}</source>
+        <translation>{file} 不是预设：{reason}</translation>
+    </message>
+    <message>
+        <source>{file} is not a Strata preset.</source>
+        <translation>{file} 不是 Strata 预设。</translation>
     </message>
     <message>
         <source>&apos;{url}&apos; is not a server address.</source>
@@ -2685,8 +2816,48 @@ Last reply: this computer ({1})</source>
         <translation>请选择同一系列（相同分词器）的较小模型，例如为 7B 模型选 0.5B 模型。</translation>
     </message>
     <message>
+        <source>save the imported conversations</source>
+        <translation>保存导入的对话</translation>
+    </message>
+    <message>
+        <source>Choose ChatGPT&apos;s conversations.json (from its data export) or a chat export of Open WebUI (.json).</source>
+        <translation>请选择 ChatGPT 数据导出中的 conversations.json，或 Open WebUI 的对话导出（.json）。</translation>
+    </message>
+    <message>
+        <source>Conversation {n} of the ChatGPT export has no message tree (“mapping”).</source>
+        <translation>ChatGPT 导出中的第 {n} 个对话没有消息树（“mapping”）。</translation>
+    </message>
+    <message>
+        <source>Chat {n} of the Open WebUI export has no messages (“history” or “messages”).</source>
+        <translation>Open WebUI 导出中的第 {n} 个对话没有消息（“history”或“messages”）。</translation>
+    </message>
+    <message>
+        <source>This file holds no conversations.</source>
+        <translation>此文件中没有对话。</translation>
+    </message>
+    <message>
+        <source>This file is not an export of ChatGPT or Open WebUI.</source>
+        <translation>此文件不是 ChatGPT 或 Open WebUI 的导出。</translation>
+    </message>
+    <message>
+        <source>Item {n} of the file is not a conversation.</source>
+        <translation>文件中的第 {n} 项不是对话。</translation>
+    </message>
+    <message>
+        <source>{file} is {size} MB: more than the {limit} MB an import reads.</source>
+        <translation>{file} 有 {size} MB：超过导入可读取的 {limit} MB。</translation>
+    </message>
+    <message>
+        <source>Split the export into smaller files.</source>
+        <translation>请将导出拆分为更小的文件。</translation>
+    </message>
+    <message>
         <source>Cannot read {file}: {reason}</source>
         <translation>无法读取 {file}：{reason}</translation>
+    </message>
+    <message>
+        <source>{file} is not a JSON file ({reason}).</source>
+        <translation>{file} 不是 JSON 文件（{reason}）。</translation>
     </message>
     <message>
         <source>Check the file exists and is readable.</source>
@@ -3606,6 +3777,30 @@ Last reply: this computer ({1})</source>
         <source>system RAM — {where}</source>
         <translation>系统内存 — {where}</translation>
     </message>
+    <message>
+        <source>Unknown export format “{fmt}”.</source>
+        <translation>未知的导出格式“{fmt}”。</translation>
+    </message>
+    <message>
+        <source>Choose md (Markdown), json or html.</source>
+        <translation>请选择 md（Markdown）、json 或 html。</translation>
+    </message>
+    <message>
+        <source>There is no conversation {id}.</source>
+        <translation>没有对话 {id}。</translation>
+    </message>
+    <message>
+        <source>List them with `strata chats list`.</source>
+        <translation>用 `strata chats list` 列出对话。</translation>
+    </message>
+    <message>
+        <source>Could not search the conversations: {reason}</source>
+        <translation>无法搜索对话：{reason}</translation>
+    </message>
+    <message>
+        <source>Try again; if it keeps failing, restart Strata.</source>
+        <translation>请重试；如果一直失败，请重启 Strata。</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>
@@ -4421,6 +4616,33 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Hide details</source>
         <translation>隐藏详情</translation>
+    </message>
+</context>
+<context>
+    <name>FindBar</name>
+    <message>
+        <source>Find in this conversation</source>
+        <translation>在此对话中查找</translation>
+    </message>
+    <message>
+        <source>Previous match (Shift+Enter)</source>
+        <translation>上一个匹配（Shift+Enter）</translation>
+    </message>
+    <message>
+        <source>Next match (Enter)</source>
+        <translation>下一个匹配（Enter）</translation>
+    </message>
+    <message>
+        <source>Close (Esc)</source>
+        <translation>关闭（Esc）</translation>
+    </message>
+    <message>
+        <source>No matches</source>
+        <translation>无匹配</translation>
+    </message>
+    <message>
+        <source>{0} of {1}</source>
+        <translation>第 {0} 个，共 {1} 个</translation>
     </message>
 </context>
 <context>
@@ -6413,6 +6635,69 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Dismiss</source>
         <translation>关闭</translation>
+    </message>
+</context>
+<context>
+    <name>PresetBar</name>
+    <message>
+        <source>System prompt, sampling, thinking and tools saved under a name</source>
+        <translation>以名称保存的系统提示词、采样、思考和工具设置</translation>
+    </message>
+    <message>
+        <source>Save as…</source>
+        <translation>另存为…</translation>
+    </message>
+    <message>
+        <source>Save these settings as a preset</source>
+        <translation>将这些设置保存为预设</translation>
+    </message>
+    <message>
+        <source>Import a preset file…</source>
+        <translation>导入预设文件…</translation>
+    </message>
+    <message>
+        <source>Export this preset…</source>
+        <translation>导出此预设…</translation>
+    </message>
+    <message>
+        <source>Delete this preset</source>
+        <translation>删除此预设</translation>
+    </message>
+    <message>
+        <source>No preset</source>
+        <translation>无预设</translation>
+    </message>
+    <message>
+        <source>Save as preset</source>
+        <translation>保存为预设</translation>
+    </message>
+    <message>
+        <source>Preset name:</source>
+        <translation>预设名称：</translation>
+    </message>
+    <message>
+        <source>Saved the preset “{0}”.</source>
+        <translation>已保存预设“{0}”。</translation>
+    </message>
+    <message>
+        <source>Presets (*.json)</source>
+        <translation>预设 (*.json)</translation>
+    </message>
+    <message>
+        <source>Export preset</source>
+        <translation>导出预设</translation>
+    </message>
+    <message>
+        <source>Exported to {0}</source>
+        <translation>已导出到 {0}</translation>
+    </message>
+    <message>
+        <source>Import preset</source>
+        <translation>导入预设</translation>
+    </message>
+    <message>
+        <source>Imported the preset “{0}”.</source>
+        <translation>已导入预设“{0}”。</translation>
     </message>
 </context>
 <context>

@@ -57,8 +57,8 @@ def add_chat_shortcuts(page: ChatPage) -> list[QShortcut]:
     made = []
     for keys, action in actions:
         made.append(QShortcut(QKeySequence(keys), page, action))
-    tr = QCoreApplication.translate
-    page.new_button.setToolTip(tr("ChatPage", "New chat ({0})").format(NEW_CHAT))
-    page.stop_button.setToolTip(tr("ChatPage", "Stop the reply ({0})").format(STOP))
-    page.model_button.setToolTip(tr("ChatPage", "Choose the model ({0})").format(MODEL_PICKER))
+    # Spelled out (not through an alias): lupdate finds only QCoreApplication.translate(...) calls.
+    page.new_button.setToolTip(QCoreApplication.translate("ChatPage", "New chat ({0})").format(NEW_CHAT))
+    page.stop_button.setToolTip(QCoreApplication.translate("ChatPage", "Stop the reply ({0})").format(STOP))
+    page.model_button.setToolTip(QCoreApplication.translate("ChatPage", "Choose the model ({0})").format(MODEL_PICKER))
     return made
