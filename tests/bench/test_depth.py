@@ -117,6 +117,7 @@ def test_bench_measures_both_depths_and_the_plan_follows_the_conversation_depth(
     rc, plain = cli(capsys, "engines", "resolve", "--model", str(test_model))
     assert plain["chosen"] == shallow and plain["depth"] is None
 
+    asyncio.set_event_loop(qasync_loop)  # the app's loop again: each CLI run above (asyncio.run) unset it
     for ui in gui(qtbot, qapp, qasync_loop):
         qasync_loop.run_until_complete(ui.services.resolver.prepare())
         for depth, cli_plan in plans.items():
@@ -158,7 +159,7 @@ def test_dashboard_benchmark_runs_the_depth_pass(qtbot: QtBot, tmp_path: Path, t
         assert handle is not None
         qasync_loop.run_until_complete(handle.wait())
         table = page.results_table
-        rows = [[table.item(r, c).text() for c in (0, 2, 6)] for r in range(table.rowCount())]
+        rows = [[table.item(r, c).text() for c in (0, 2, 7)] for r in range(table.rowCount())]
         assert rows == [["CPU", "0", "ok"], ["CPU", "64", "ok"]]
         saved = store.bench_results(model_key=service._key(test_model))
         assert sorted(r.depth for r in saved) == [0, 64]

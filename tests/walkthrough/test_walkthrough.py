@@ -315,7 +315,7 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
         await handle.wait()
         table = dash.results_table
         assert table.rowCount() == 1 and table.item(0, 0).text() == ENGINE
-        assert table.item(0, 6).text() == tr("DashboardPage", "ok"), table.item(0, 6).text()
+        assert table.item(0, 7).text() == tr("DashboardPage", "ok"), table.item(0, 7).text()
         # Engines by the names people read, never by their ids.
         assert ENGINE in dash.recommendation_label.text() and "upstream-" not in dash.recommendation_label.text()
         await settle()
