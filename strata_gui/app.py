@@ -358,7 +358,8 @@ def _build_chat(ui: AppUi) -> Page:
                     gpu_picks=services.resolver.gpu_picks,
                     choose_devices=lambda keys: services.settings.update(devices=keys),
                     tools=lambda: (services.tool_servers, services.tools),
-                    library=lambda: services.models.usable_models(TEXT))
+                    library=lambda: services.models.usable_models(TEXT),
+                    open_model=lambda path: services.models.open_file(path, keep=True))
 
 
 def _build_models(ui: AppUi) -> Page:

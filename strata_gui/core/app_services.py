@@ -138,8 +138,14 @@ class AppServices:
         """The hub, downloads and the model library."""
         from strata_gui.core.models.service import build_model_service
 
+        settings = self.base.settings_service
+
+        def save_model_files(files: list[Path]) -> None:
+            settings.update(model_files=[str(f) for f in files])
+
         return build_model_service(self.base.settings, self.base.paths.data_dir, self.http, self._later.environ,
-                                   memory_target=self.fit_target, secrets=self._later.secrets)
+                                   memory_target=self.fit_target, secrets=self._later.secrets,
+                                   save_model_files=save_model_files)
 
     @cached_property
     def dashboard(self) -> DashboardService:

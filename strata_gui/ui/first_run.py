@@ -700,7 +700,7 @@ class FirstRunGuide(QDialog):
             return None
 
         async def work(_p: ProgressCallback) -> Any:
-            return await self._models.open_file(Path(path))
+            return await self._models.open_file(Path(path), keep=True)
 
         handle = self._bridge.run(work, name=self.tr("Open GGUF"), show_errors=False)
         self.local_handle = handle

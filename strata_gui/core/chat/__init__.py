@@ -1,6 +1,12 @@
 """Conversations: the SQLite store and the chat session logic (engine fallback, thinking, tools)."""
 
-from strata_gui.core.chat.conversations import DEFAULT_TITLE
+from strata_gui.core.chat.conversations import (
+    DEFAULT_TITLE,
+    MODEL_KEPT,
+    MODEL_MISSING,
+    MODEL_SWITCHED,
+    ModelResume,
+)
 from strata_gui.core.chat.images import MAX_IMAGE_BYTES, ChatImage
 from strata_gui.core.chat.records import (
     COMPLETE,
@@ -46,6 +52,9 @@ __all__ = [
     "FORMAT_FAILED",
     "INTERRUPTED",
     "MAX_IMAGE_BYTES",
+    "MODEL_KEPT",
+    "MODEL_MISSING",
+    "MODEL_SWITCHED",
     "OUTPUT_JSON",
     "OUTPUT_MODES",
     "OUTPUT_OFF",
@@ -68,6 +77,7 @@ __all__ = [
     "MessageAdded",
     "MessageDelta",
     "MessageUpdated",
+    "ModelResume",
     "Notice",
     "PlanChanged",
     "ReplyProgress",

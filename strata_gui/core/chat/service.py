@@ -26,7 +26,7 @@ from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 
 from .announcer import ChatAnnouncer
-from .conversations import DEFAULT_TITLE, Conversations
+from .conversations import DEFAULT_TITLE, MODEL_SWITCHED, Conversations, ModelResume
 from .engine import ChatEngine
 from .events import (
     ChatApprover,
@@ -342,6 +342,13 @@ class ChatService:
     def new_conversation(self, title: str = DEFAULT_TITLE) -> Conversation:
         """A new, empty conversation with the chat's model."""
         return self.conversations.new(title, model=str(self.model or ""))
+
+    def resume_model(self, conversation_id: int) -> ModelResume:
+        """Select the model ``conversation_id`` was last answered with again (see :meth:`Conversations.resume`)."""
+        resume = self.conversations.resume(conversation_id, self.model, remote=self.remote is not None)
+        if resume.outcome == MODEL_SWITCHED and resume.model is not None:
+            self.set_model(resume.model)
+        return resume
 
     def history(self, conversation: Conversation, upto: int | None = None) -> list[dict[str, Any]]:
         """Messages sent to the engine (see :meth:`Conversations.history`); images go along when

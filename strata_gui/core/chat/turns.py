@@ -92,6 +92,8 @@ class Turns:
         reply are announced with it."""
         try:
             conv = self.conversations.get(conversation_id)
+            if self.chat_model.remote is None and self.chat_model.path is not None:
+                self.conversations.remember_model(conv, self.chat_model.path)
             options = self.requests.options(conv)  # a bad schema fails here, before anything is saved
             reply = self.streamer.new_reply(conv)
         except BaseException:

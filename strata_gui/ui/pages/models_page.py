@@ -808,7 +808,7 @@ class ModelsPage(Page):
         """Add single files to the library (they are listed even when broken)."""
         async def add(_p: object) -> None:
             for p in paths:
-                await self.service.open_file(p)
+                await self.service.open_file(p, keep=True)  # the user added it: listed after a restart too
 
         handle = self.bridge.run(add, name="Open model")
         handle.finished.connect(self.refresh_library)
