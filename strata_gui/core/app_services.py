@@ -477,7 +477,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     chat_store = _open_chat_store(chat_db, storage_notices)
     chat = ChatService(chat_store, pool, local, base.settings_service, plans=resolver,
                        launch_settings=load_options.server_settings, model_options=load_options.options,
-                       save_model_options=load_options.save, template=load_options.template)
+                       template=load_options.template)
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     app = AppServices(base, client, local, gpu=gpu, engines=engines, resolver=resolver, metrics=metrics,
                       chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, pool=pool, fit_target=fit_target,
