@@ -521,6 +521,8 @@ class FirstRunGuide(QDialog):
                                                "Add a local build from the Engines page, or try again later.") % tried)
             return
         self.engine = outcome.chosen
+        self.plan = outcome.plan  # a build rejected on the way is now listed as tried, not recommended
+        self._show_plan()
         probe = self._engines.last_probe(outcome.chosen.id)
         detail = f" — {core_text(probe.message)}" if probe is not None else ""
         self.engine_status.setText(self.tr("Installed: %s") % self._engine_name(outcome.chosen) + detail)
