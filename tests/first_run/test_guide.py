@@ -277,8 +277,8 @@ def test_offline_offers_local_build_and_gguf(make_app, test_engines: TestEngines
 
 @pytest.mark.engine
 @pytest.mark.vulkan
-def test_the_plan_after_a_rejected_rocm_build_and_llvmpipe_said_plainly(published: GitHubServer, make_app,  # type: ignore[no-untyped-def]
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_plan_after_a_rejected_rocm_build_and_llvmpipe_said_plainly(  # type: ignore[no-untyped-def]
+        published: GitHubServer, make_app, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """Issue 48 item 9: after ROCm was downloaded and rejected, the guide still read "1. ROCm
     (recommended)", and "llvmpipe" was not explained."""
     monkeypatch.setenv("STRATA_VK_VISIBLE_DEVICES", "0")  # this machine's only Vulkan device is Mesa llvmpipe
