@@ -360,7 +360,8 @@ def _build_chat(ui: AppUi) -> Page:
                     choose_devices=lambda keys: services.settings.update(devices=keys),
                     tools=lambda: (services.tool_servers, services.tools),
                     library=lambda: services.models.usable_models(TEXT),
-                    presets=PresetStore(services.base.paths.config_dir / PRESETS_FILE))
+                    presets=PresetStore(services.base.paths.config_dir / PRESETS_FILE),
+                    open_model=lambda path: services.models.open_file(path, keep=True))
 
 
 def _build_models(ui: AppUi) -> Page:

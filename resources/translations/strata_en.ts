@@ -12,6 +12,17 @@
     </message>
 </context>
 <context>
+    <name>EnginesPage</name>
+    <message numerus="yes">
+        <source>Plan read: %n build(s) to try, %1 first.</source>
+        <translation><numerusform>Plan read: %n build to try, %1 first.</numerusform><numerusform>Plan read: %n builds to try, %1 first.</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n newer build(s) found; see above.</source>
+        <translation><numerusform>%n newer build found; see above.</numerusform><numerusform>%n newer builds found; see above.</numerusform></translation>
+    </message>
+</context>
+<context>
     <name>ImagesPage</name>
     <message numerus="yes">
         <source>%n image(s) in %1 s on %2</source>
@@ -48,12 +59,24 @@
         <translation><numerusform>%n like</numerusform><numerusform>%n likes</numerusform></translation>
     </message>
     <message numerus="yes">
+        <source>Downloads %n file(s), %2 in total: %3</source>
+        <translation><numerusform>Downloads %n file, %2 in total: %3</numerusform><numerusform>Downloads %n files, %2 in total: %3</numerusform></translation>
+    </message>
+    <message numerus="yes">
         <source>%n model(s) · %2 on disk</source>
         <translation><numerusform>%n model · %2 on disk</numerusform><numerusform>%n models · %2 on disk</numerusform></translation>
     </message>
 </context>
 <context>
     <name>NetworkPage</name>
+    <message numerus="yes">
+        <source>Added {0}: %n model(s).</source>
+        <translation><numerusform>Added {0}: %n model.</numerusform><numerusform>Added {0}: %n models.</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>{0} serves %n model(s).</source>
+        <translation><numerusform>{0} serves %n model.</numerusform><numerusform>{0} serves %n models.</numerusform></translation>
+    </message>
     <message numerus="yes">
         <source>%1 of %n slot(s)</source>
         <translation><numerusform>%1 of %n slot</numerusform><numerusform>%1 of %n slots</numerusform></translation>

@@ -196,12 +196,36 @@ Last reply: this computer ({1})</source>
         <translation>删除此对话及其全部消息？</translation>
     </message>
     <message>
+        <source>This conversation was answered by {0}, which is no longer on disk.</source>
+        <translation>此对话由 {0} 回答，但该模型已不在磁盘上。</translation>
+    </message>
+    <message>
+        <source>The next reply comes from {0}.</source>
+        <translation>下一条回复将来自 {0}。</translation>
+    </message>
+    <message>
+        <source>Choose a model above to go on.</source>
+        <translation>请在上方选择一个模型以继续。</translation>
+    </message>
+    <message>
+        <source>Continue with {0}</source>
+        <translation>使用 {0} 继续</translation>
+    </message>
+    <message>
         <source>Attach images</source>
         <translation>附加图片</translation>
     </message>
     <message>
         <source>Images (*.png *.jpg *.jpeg *.gif *.bmp)</source>
         <translation>图片 (*.png *.jpg *.jpeg *.gif *.bmp)</translation>
+    </message>
+    <message>
+        <source>Add dropped model</source>
+        <translation>添加拖入的模型</translation>
+    </message>
+    <message>
+        <source>The Chat page uses chat models; the file stays in your library (Models page).</source>
+        <translation>“对话”页面使用对话模型；该文件会保留在模型库中（“模型”页面）。</translation>
     </message>
     <message>
         <source>Edit and resend</source>
@@ -1444,6 +1468,10 @@ Last reply: this computer ({1})</source>
         <translation>无法删除 {name}：{reason}</translation>
     </message>
     <message>
+        <source>{name} is a {kind} model, not a {wanted} model.</source>
+        <translation>{name} 是{kind}模型，不是{wanted}模型。</translation>
+    </message>
+    <message>
         <source>This {family} model needs its {parts}: put the file(s) in the same folder (downloads from its repository).</source>
         <translation>此 {family} 模型需要其 {parts}：请将相应文件放在同一文件夹中（可从其仓库下载）。</translation>
     </message>
@@ -2142,6 +2170,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>sees no {kind} device (devices seen: {seen})</source>
         <translation>未发现 {kind} 设备（发现的设备：{seen}）</translation>
+    </message>
+    <message>
+        <source>sees {devices} — a software renderer on the CPU, not your GPU</source>
+        <translation>看到的是 {devices} —— 这是在 CPU 上运行的软件渲染器，不是你的 GPU</translation>
     </message>
     <message>
         <source>sees {devices}</source>
@@ -4363,8 +4395,22 @@ Last reply: this computer ({1})</source>
         <translation>未发现 AMD GPU：按处理器规划。在“设置”中指定 gfx 目标即可按 GPU 规划。</translation>
     </message>
     <message>
+        <source>Stopped.</source>
+        <translation>已停止。</translation>
+    </message>
+    <message>
         <source>Reading releases</source>
         <translation>正在读取发行版本</translation>
+    </message>
+    <message numerus="yes">
+        <source>Plan read: %n build(s) to try, %1 first.</source>
+        <translation>
+            <numerusform>已读取计划：%n 个构建可试，首先是 %1。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Plan read: no build fits this machine; see the reasons below.</source>
+        <translation>已读取计划：没有适合此机器的构建；原因见下方。</translation>
     </message>
     <message>
         <source>not used</source>
@@ -4431,6 +4477,10 @@ Last reply: this computer ({1})</source>
         <translation>正在测试引擎</translation>
     </message>
     <message>
+        <source>No engines installed.</source>
+        <translation>未安装引擎。</translation>
+    </message>
+    <message>
         <source>Trying {tag} on this machine</source>
         <translation>正在本机试用 {tag}</translation>
     </message>
@@ -4439,8 +4489,18 @@ Last reply: this computer ({1})</source>
         <translation>正在更新 {engine}</translation>
     </message>
     <message>
+        <source>Looking for a newer build of {engine}</source>
+        <translation>正在查找 {engine} 的更新构建</translation>
+    </message>
+    <message>
         <source>Checking for updates</source>
         <translation>正在检查更新</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n newer build(s) found; see above.</source>
+        <translation>
+            <numerusform>找到 %n 个更新的构建；见上方。</numerusform>
+        </translation>
     </message>
     <message>
         <source>{backend} {tag} ({date}) is available; you use {current}. &lt;a href=&quot;{url}&quot;&gt;Release notes&lt;/a&gt;</source>
@@ -5858,8 +5918,8 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>不解析格式重试</translation>
     </message>
     <message>
-        <source>Reload this model&apos;s engine without chat-format parsing and answer again: the model&apos;s text then arrives as written (thinking and tool calls as plain text). Saved for this model; the Load options panel turns it back on.</source>
-        <translation>在不解析聊天格式的情况下重新加载此模型的引擎并再次回答：模型的文本将按原样到达（思考和工具调用为纯文本）。此设置会为该模型保存；可在“加载选项”面板中重新打开。</translation>
+        <source>Reload this model&apos;s engine without chat-format parsing and answer this question again, once: the model&apos;s text then arrives as written (thinking and tool calls as plain text). The next reply parses again; to turn parsing off for this model for good, clear “Read thinking and tool calls” in Load options.</source>
+        <translation>不使用对话格式解析重新加载此模型的引擎，并仅此一次重新回答这个问题：模型的文本将按原样到达（思考和工具调用为纯文本）。下一条回复会再次解析；若要为此模型永久关闭解析，请在“加载选项”中取消勾选“读取思考和工具调用”。</translation>
     </message>
     <message>
         <source>Interrupted: the engine stopped before the reply finished.</source>
@@ -6130,9 +6190,11 @@ Add a local build from the Engines page, or try again later.</source>
         <source>%1 needs parts this repository does not have:</source>
         <translation>%1 需要此仓库中没有的组件：</translation>
     </message>
-    <message>
-        <source>Downloads %1 file(s), %2 in total: %3</source>
-        <translation>将下载 %1 个文件，共 %2：%3</translation>
+    <message numerus="yes">
+        <source>Downloads %n file(s), %2 in total: %3</source>
+        <translation>
+            <numerusform>下载 %n 个文件，共 %2：%3</numerusform>
+        </translation>
     </message>
     <message>
         <source>No downloads. Pick a quant in “Browse the hub” and press Download.</source>
@@ -6340,16 +6402,8 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>检查远程引擎</translation>
     </message>
     <message>
-        <source>Added {0}: {1} model(s).</source>
-        <translation>已添加 {0}：{1} 个模型。</translation>
-    </message>
-    <message>
         <source>List remote models</source>
         <translation>列出远程模型</translation>
-    </message>
-    <message>
-        <source>{0} serves {1} model(s).</source>
-        <translation>{0} 提供 {1} 个模型。</translation>
     </message>
     <message>
         <source>Serve to other apps</source>
@@ -6440,6 +6494,18 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Try it from a terminal:</source>
         <translation>在终端中试一试：</translation>
+    </message>
+    <message numerus="yes">
+        <source>Added {0}: %n model(s).</source>
+        <translation>
+            <numerusform>已添加 {0}：%n 个模型。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>{0} serves %n model(s).</source>
+        <translation>
+            <numerusform>{0} 提供 %n 个模型。</numerusform>
+        </translation>
     </message>
     <message>
         <source>Loaded models</source>

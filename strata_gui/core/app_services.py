@@ -138,8 +138,14 @@ class AppServices:
         """The hub, downloads and the model library."""
         from strata_gui.core.models.service import build_model_service
 
+        settings = self.base.settings_service
+
+        def save_model_files(files: list[Path]) -> None:
+            settings.update(model_files=[str(f) for f in files])
+
         return build_model_service(self.base.settings, self.base.paths.data_dir, self.http, self._later.environ,
-                                   memory_target=self.fit_target, secrets=self._later.secrets)
+                                   memory_target=self.fit_target, secrets=self._later.secrets,
+                                   save_model_files=save_model_files)
 
     @cached_property
     def dashboard(self) -> DashboardService:
@@ -471,7 +477,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     chat_store = _open_chat_store(chat_db, storage_notices)
     chat = ChatService(chat_store, pool, local, base.settings_service, plans=resolver,
                        launch_settings=load_options.server_settings, model_options=load_options.options,
-                       save_model_options=load_options.save, template=load_options.template)
+                       template=load_options.template)
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
     app = AppServices(base, client, local, gpu=gpu, engines=engines, resolver=resolver, metrics=metrics,
                       chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, pool=pool, fit_target=fit_target,

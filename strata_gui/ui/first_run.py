@@ -521,6 +521,8 @@ class FirstRunGuide(QDialog):
                                                "Add a local build from the Engines page, or try again later.") % tried)
             return
         self.engine = outcome.chosen
+        self.plan = outcome.plan  # a build rejected on the way is now listed as tried, not recommended
+        self._show_plan()
         probe = self._engines.last_probe(outcome.chosen.id)
         detail = f" — {core_text(probe.message)}" if probe is not None else ""
         self.engine_status.setText(self.tr("Installed: %s") % self._engine_name(outcome.chosen) + detail)
@@ -700,7 +702,7 @@ class FirstRunGuide(QDialog):
             return None
 
         async def work(_p: ProgressCallback) -> Any:
-            return await self._models.open_file(Path(path))
+            return await self._models.open_file(Path(path), keep=True)
 
         handle = self._bridge.run(work, name=self.tr("Open GGUF"), show_errors=False)
         self.local_handle = handle

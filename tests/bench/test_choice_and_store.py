@@ -123,7 +123,7 @@ def test_results_saved_before_depths_existed_read_as_depth_zero(tmp_path: Path) 
         assert [e for e, _ in profile.ranking_at(8192)] == ["rocm", "vk"]
         rec = recommend(store.bench_results(model_key="sha:1"))
         assert rec.engine == "vk"  # the default is chosen at depth 0
-        assert "At 8K depth rocm decodes fastest (38.0 vs 30.0 tokens/s for vk)" in rec.depth_note
+        assert "At 8,192 depth rocm decodes fastest (38.0 vs 30.0 tokens/s for vk)" in rec.depth_note
         assert "Crossover at about" in rec.depth_note
     finally:
         store.close()

@@ -201,6 +201,7 @@ def test_a_format_failure_says_so_and_retry_without_parsing_answers(app_page: Ap
     engine = env.app.chat.running_engine
     assert engine is not None and engine.ready
 
+    tip = button.toolTip()
     button.click()
     assert page.reply_handle is not None
     env.run(page.reply_handle.wait())
@@ -209,9 +210,13 @@ def test_a_format_failure_says_so_and_retry_without_parsing_answers(app_page: Ap
     assert [w.message.id for w in env.widgets()] == [m.id for m in msgs]
     again = env.app.chat.running_engine
     assert again is not None and "--skip-chat-parsing" in again.server.command
-    assert env.app.load_options.options(functionary_model).chat_parsing is False  # saved for the model
+    # Issue 48 item 7: a one-time retry, as its name says; the lasting switch is Load options' own
+    # control, left as it was.
+    assert "once" in tip and "Read thinking and tool calls" in tip
+    assert env.app.load_options.options(functionary_model).chat_parsing is True
     panel = page.load_options_panel
-    assert panel is not None and not panel.chat_parsing.isChecked()
+    assert panel is not None and panel.chat_parsing.isChecked()
+    assert panel.chat_parsing.text() == "Read thinking and tool calls (chat-format parsing)"
     assert not env.errors
 
 

@@ -142,6 +142,13 @@ def test_a_format_failure_is_kept_and_retry_without_parsing_answers(test_engines
         assert again is not None and again is not engine and "--skip-chat-parsing" in again.server.command
         assert [m.status for m in svc.store.messages(conv.id)] == [COMPLETE, COMPLETE]  # the failed one replaced
         assert not [e for e in events if isinstance(e, Notice)]
+        # Issue 48 item 7: the retry is one time; the next reply parses again (the lasting switch is
+        # the model's load option), so this model's output fails its format again.
+        with pytest.raises(ChatFormatError):
+            await svc.send(conv.id, "Hello again")
+        parsed = svc.running_engine
+        assert parsed is not None and "--skip-chat-parsing" not in parsed.server.command
+        assert svc.chat_model.model_options().chat_parsing
 
     run_with_service([cpu_spec(test_engines)], functionary_model, body)
 

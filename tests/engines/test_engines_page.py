@@ -12,14 +12,21 @@ import pytest
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
+from strata_gui.core.bench.store import MetricsStore
+from strata_gui.core.bench.updates import EngineUpdater
+from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.engines import GpuTarget
+from strata_gui.core.engines.resolver import EngineResolver
+from strata_gui.core.gpu.service import build_gpu_service
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.engines_page import EnginesPage
 from tests.engines.conftest import Harness
 from tests.support.engines import TestEngines
 from tests.support.github_server import GitHubServer
+from tests.support.pool import real_pool
 
 SHOTS = Path("/tmp/strata-shots")
+GPU_TREES = Path(__file__).resolve().parents[1] / "data" / "gpu" / "linux"
 
 
 @pytest.fixture
@@ -136,3 +143,51 @@ def test_an_engine_without_a_published_checksum_is_marked_unverified(page: Engin
     assert "unverified download" in rows["upstream-cpu-all-b0"].text(3)
     assert "no published checksum" in rows["upstream-cpu-all-b0"].toolTip(3)
     assert "unverified" not in rows["upstream-cpu-all-b1"].text(3)
+
+
+@pytest.mark.engine
+def test_every_engine_button_says_what_it_did(qtbot: QtBot, qapp: QApplication,
+                                              qasync_loop: asyncio.AbstractEventLoop, harness: Harness) -> None:
+    """Check for updates, Update, Roll back, Test and Refresh plan each show progress, then the
+    sentence the CLI prints, "nothing to do" included (issue 48, item 4)."""
+    http = httpx.AsyncClient(follow_redirects=True, timeout=30)
+    svc = harness.service(http)
+    gpus = build_gpu_service(kernels_dir(), sysfs_root=GPU_TREES / "rx7900xtx")
+    store = MetricsStore(harness.root / "metrics.sqlite3")
+    resolver = EngineResolver(svc, gpus, svc.settings, store)
+    pool = real_pool(http, harness.environ, log_dir=harness.root / "logs")
+    bridge = AsyncBridge()
+    page = EnginesPage(svc, bridge, updater=EngineUpdater(svc, resolver, pool, http, store, harness.settings_service))
+    qtbot.addWidget(page)
+    page.set_gpus([GpuTarget("AMD Radeon RX 7900 XTX", 0x744C, "gfx1100")])
+    page.show()
+    try:
+        page.refresh_plan()
+        assert page.progress.isVisibleTo(page) and page.notes.text() == "Reading releases…"
+        _wait(qasync_loop, page)
+        assert page.notes.text().startswith("Plan read: 3 build")  # "(s)": the plural catalogue comes with the app
+        assert "to try, ROCm first." in page.notes.text()
+        page.check_updates()
+        _wait(qasync_loop, page)
+        assert page.notes.text() == "All engines are up to date."
+        assert page.select_candidate("cpu")
+        page.install_selected()
+        _wait(qasync_loop, page)
+        assert page.notes.text().startswith("upstream-cpu-all-b7601: Works: ")
+        assert page.select_engine("upstream-cpu-all-b7601")
+        assert page.update_button.isEnabled() and page.rollback_button.isEnabled()
+        page.update_selected()
+        assert page.notes.text() == "Looking for a newer build of b7601…"
+        _wait(qasync_loop, page)
+        assert page.notes.text() == "All engines are up to date."
+        page.rollback_selected()
+        assert page.notes.text().startswith("There is no earlier build to roll back to.")
+        page.probe_selected()
+        assert page.notes.text() == "Testing engines…"
+        _wait(qasync_loop, page)
+        assert page.notes.text().startswith("upstream-cpu-all-b7601: Works: ")
+    finally:
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(pool.aclose())
+        store.close()
+        qasync_loop.run_until_complete(http.aclose())

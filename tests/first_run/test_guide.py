@@ -16,6 +16,7 @@ from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.config.services import build_services
 from strata_gui.core.models.starters import STARTERS_FILE, StarterModel, load_starters
 from strata_gui.ui.first_run import STEP_MODELS, STEP_OFFLINE, STEP_READY, STEP_SETUP, FirstRunGuide
+from tests.engines.conftest import archives, github, published  # noqa: F401  (fixtures)
 from tests.first_run.conftest import App, saved_settings, shoot, wait_until
 from tests.support.engines import TestEngines
 from tests.support.github_server import GitHubServer
@@ -272,3 +273,29 @@ def test_offline_offers_local_build_and_gguf(make_app, test_engines: TestEngines
     app.loop.run_until_complete(scenario())
     assert app.chooser.asked == ["folder", "folder", "model"]
     QApplication.processEvents()
+
+
+@pytest.mark.engine
+@pytest.mark.vulkan
+def test_the_plan_after_a_rejected_rocm_build_and_llvmpipe_said_plainly(  # type: ignore[no-untyped-def]
+        published: GitHubServer, make_app, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Issue 48 item 9: after ROCm was downloaded and rejected, the guide still read "1. ROCm
+    (recommended)", and "llvmpipe" was not explained."""
+    monkeypatch.setenv("STRATA_VK_VISIBLE_DEVICES", "0")  # this machine's only Vulkan device is Mesa llvmpipe
+    app: App = make_app("rx7900xtx", github_api_url=published.api_base)
+    guide = open_first_run(app.ui, starters=load_starters(kernels_dir() / STARTERS_FILE))
+
+    async def scenario() -> None:
+        await wait_until(lambda: guide.plan is not None)
+        assert "1. ROCm (recommended)" in guide.plan_label.text()
+        guide.primary_button.click()
+        assert guide.engine_handle is not None
+        await guide.engine_handle.wait()
+
+    app.loop.run_until_complete(scenario())
+    assert guide.engine is not None and guide.engine.backend == "vulkan"
+    plan = guide.plan_label.text()
+    assert "1. Vulkan (recommended)" in plan and "1. ROCm" not in plan, plan
+    assert "Not used: ROCm" in plan and "Tried on this machine: sees no ROCm device" in plan
+    assert "llvmpipe" in guide.engine_status.text()
+    assert "a software renderer on the CPU, not your GPU" in guide.engine_status.text()

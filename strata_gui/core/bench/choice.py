@@ -115,7 +115,7 @@ def depth_note(results: list[BenchResult], name: Callable[[str], str] = lambda e
         (first, a), (second, b) = ranking[0], ranking[1]
         parts.append(T(QT_TRANSLATE_NOOP("Core", "At {depth} depth {first} decodes fastest ({decode:.1f} vs "
                                                  "{other_decode:.1f} tokens/s for {other})."),
-                       depth=depth_label(depth), first=name(first), decode=a, other_decode=b, other=name(second)))
+                       depth=f"{depth:,}", first=name(first), decode=a, other_decode=b, other=name(second)))
     crossings = profile.crossovers()
     if crossings:
         parts += [T(QT_TRANSLATE_NOOP("Core", "Crossover at about {depth} tokens of context: {before} is faster "

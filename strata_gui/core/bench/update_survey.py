@@ -134,10 +134,13 @@ class UpdateSurvey:
         return [T(QT_TRANSLATE_NOOP("Core", "note: {message} ({time}); the next update tries it again."),
                   message=h.message, time=when(h.at)) for h in self.unfinished]
 
+    def summary(self) -> list[str]:
+        """The check's outcome: a line per offer, or "All engines are up to date."."""
+        return [o.message() for o in self.offers] or [QT_TRANSLATE_NOOP("Core", "All engines are up to date.")]
+
     def report(self) -> str:
         """The offers (or "All engines are up to date."), the releases looked at, and the notes."""
-        lines = [o.message() for o in self.offers] or [QT_TRANSLATE_NOOP("Core", "All engines are up to date.")]
-        return "\n".join(lines + self.candidate_lines() + self.notes())
+        return "\n".join(self.summary() + self.candidate_lines() + self.notes())
 
     def to_json(self) -> dict[str, Any]:
         return {"offers": [o.to_json() for o in self.offers], "candidates": [c.to_json() for c in self.candidates],

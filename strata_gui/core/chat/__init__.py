@@ -1,6 +1,12 @@
 """Conversations: the SQLite store and the chat session logic (engine fallback, thinking, tools)."""
 
-from strata_gui.core.chat.conversations import DEFAULT_TITLE
+from strata_gui.core.chat.conversations import (
+    DEFAULT_TITLE,
+    MODEL_KEPT,
+    MODEL_MISSING,
+    MODEL_SWITCHED,
+    ModelResume,
+)
 from strata_gui.core.chat.export import FORMATS as EXPORT_FORMATS
 from strata_gui.core.chat.export import SUFFIXES as EXPORT_SUFFIXES
 from strata_gui.core.chat.export import export_conversation
@@ -57,6 +63,9 @@ __all__ = [
     "MARK_END",
     "MARK_START",
     "MAX_IMAGE_BYTES",
+    "MODEL_KEPT",
+    "MODEL_MISSING",
+    "MODEL_SWITCHED",
     "OPEN_WEBUI",
     "OUTPUT_JSON",
     "OUTPUT_MODES",
@@ -82,6 +91,7 @@ __all__ = [
     "MessageAdded",
     "MessageDelta",
     "MessageUpdated",
+    "ModelResume",
     "Notice",
     "PlanChanged",
     "Preset",

@@ -9,6 +9,8 @@ engine; :class:`~strata_gui.core.chat.service.ChatService` runs the replies.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from strata_gui.core.base.errors import ChatError
@@ -19,7 +21,26 @@ from .records import FAILED, FORMAT_FAILED, Conversation, Message
 from .store import ConversationStore
 
 DEFAULT_TITLE = "New chat"
+# ModelResume.outcome
+MODEL_KEPT = "kept"  # the conversation's model is the chat's (or it has none, or replies go to a remote engine)
+MODEL_SWITCHED = "switched"  # the chat switched to the conversation's model
+MODEL_MISSING = "missing"  # the conversation's model is no longer on disk: the chat's stays
 UNSENT = (FAILED, FORMAT_FAILED)  # replies that never go back to the model (no answer, or broken output)
+
+
+@dataclass(frozen=True)
+class ModelResume:
+    """What reopening a conversation did to the chat's model.
+
+    Attributes:
+        outcome: :data:`MODEL_KEPT`, :data:`MODEL_SWITCHED` or :data:`MODEL_MISSING`.
+        model: The model the conversation was last answered with.
+        current: The model the chat answers with now.
+    """
+
+    outcome: str
+    model: Path | None = None
+    current: Path | None = None
 
 
 class Conversations:
@@ -34,6 +55,21 @@ class Conversations:
 
     def new(self, title: str = DEFAULT_TITLE, *, model: str = "") -> Conversation:
         return self.store.create_conversation(title, model=model)
+
+    def remember_model(self, conversation: Conversation, model: Path) -> None:
+        """Keep ``model`` as the one the conversation was last answered with (reopening it selects it again)."""
+        if conversation.model != str(model):
+            self.store.update_settings(conversation.id, model=str(model))
+
+    def resume(self, conversation_id: int, current: Path | None, *, remote: bool = False) -> ModelResume:
+        """What reopening the conversation does to the chat's model ``current``: a reopened chat goes
+        on with its own model; when that file is gone, ``current`` stays and the outcome says so.
+        Replies going to a remote engine (``remote``) leave the local model as it is."""
+        conv = self.get(conversation_id)
+        if not conv.model or remote or Path(conv.model) == current:
+            return ModelResume(MODEL_KEPT, current, current)
+        wanted = Path(conv.model)
+        return ModelResume(MODEL_SWITCHED if wanted.is_file() else MODEL_MISSING, wanted, current)
 
     def get(self, conversation_id: int) -> Conversation:
         """The conversation, or a clear error when it was deleted meanwhile."""

@@ -3,9 +3,10 @@ say, whether it sees images, and whether the engine parses its chat format."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 from strata_gui.core.base import texts
@@ -35,8 +36,6 @@ class ChatModel:
         launch_settings: How to launch a model (its saved load options); without it, Settings'.
         model_options: A model's saved options (its reply limit, thinking, chat-format parsing);
             without it, the defaults.
-        save_model_options: Saves a model's options (:meth:`turn_off_format_parsing`); without it,
-            that lasts for this session.
         template: What the model's chat template supports (tools, past reasoning); None when unknown.
 
     Attributes:
@@ -51,7 +50,6 @@ class ChatModel:
         *,
         launch_settings: Callable[[Path], ServerSettings] | None = None,
         model_options: Callable[[Path], LoadOptions] | None = None,
-        save_model_options: Callable[[Path, LoadOptions], None] | None = None,
         template: Callable[[Path], Awaitable[TemplateInfo | None]] | None = None,
     ) -> None:
         self.settings_service = settings_service
@@ -61,9 +59,8 @@ class ChatModel:
         self.template = template
         self._launch_settings = launch_settings
         self._model_options = model_options
-        self._save_model_options = save_model_options
         self._templates: dict[Path, TemplateInfo | None] = {}
-        self._unparsed: set[Path] = set()  # models answering without chat-format parsing (this session)
+        self._unparsed: set[Path] = set()  # models answering one retry without chat-format parsing
         self._projector_key: tuple[Path, int] | None = None
         self._projector: Path | None = None
 
@@ -182,9 +179,11 @@ class ChatModel:
                 self._templates[model] = None
         return self._templates[model]
 
-    def turn_off_format_parsing(self) -> None:
-        """Load the model with the engine's chat-format parsing off from now on (llama-server's
-        ``--skip-chat-parsing``), saved with the model's options (else for this session).
+    @contextlib.contextmanager
+    def without_format_parsing(self) -> Iterator[None]:
+        """While this lasts, the model is loaded with the engine's chat-format parsing off
+        (llama-server's ``--skip-chat-parsing``): one retry of a reply that broke its format. The
+        model's saved options are left alone; the lasting switch is its load options' ``chat_parsing``.
 
         Raises:
             ChatError: Replies go to a remote engine (its chat format is the server's to change),
@@ -197,14 +196,11 @@ class ChatModel:
         model = self.path
         if model is None:
             raise no_model()
-        if self._save_model_options is not None and self._model_options is not None:
-            try:
-                self._save_model_options(model, self._model_options(model).replace(chat_parsing=False))
-            except (OSError, StrataError):
-                log.warning("could not save the model's options; parsing is off for this session", exc_info=True)
-                self._unparsed.add(model)
-        else:
-            self._unparsed.add(model)
+        self._unparsed.add(model)
+        try:
+            yield
+        finally:
+            self._unparsed.discard(model)
 
     def checked_launch_settings(self) -> ServerSettings:
         """:meth:`launch_settings`, with an unreadable model file as a clear error.

@@ -26,7 +26,7 @@ from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 
 from .announcer import ChatAnnouncer
-from .conversations import DEFAULT_TITLE, Conversations
+from .conversations import DEFAULT_TITLE, MODEL_SWITCHED, Conversations, ModelResume
 from .engine import ChatEngine
 from .events import (
     ChatApprover,
@@ -104,7 +104,6 @@ class ChatService:
         delta_interval: Shortest time between two :class:`MessageDelta` events of a reply (a frame).
         launch_settings: How to launch a model (its saved load options); without it, Settings'.
         model_options: A model's saved options (reply limit, thinking, ...); without it, the defaults.
-        save_model_options: Saves a model's options (format parsing off); without it, for this session.
         template: What the model's chat template supports (tools, past reasoning); None when unknown.
         tools: The tools replies may call (built on first use); None or returning None: no tools.
         watch_interval: Seconds between looks at the engine's progress while nothing streams.
@@ -137,7 +136,6 @@ class ChatService:
         delta_interval: float = DELTA_INTERVAL,
         launch_settings: Callable[[Path], ServerSettings] | None = None,
         model_options: Callable[[Path], LoadOptions] | None = None,
-        save_model_options: Callable[[Path, LoadOptions], None] | None = None,
         template: Callable[[Path], Awaitable[TemplateInfo | None]] | None = None,
         tools: Callable[[], ChatTools | None] | None = None,
         watch_interval: float = WATCH_INTERVAL,
@@ -152,7 +150,7 @@ class ChatService:
         self.events = self.announcer.listeners
         self.first_tokens = FirstTokens()
         self.chat_model = ChatModel(settings_service, launch_settings=launch_settings, model_options=model_options,
-                                    save_model_options=save_model_options, template=template)
+                                    template=template)
         self.chat_engine = ChatEngine(pool, http, self.chat_model, self.announcer.emit, plans=plans)
         self.requests = RequestBuilder(self.chat_model)
         self.streamer = ReplyStreamer(store, self.conversations, self.chat_model, self.chat_engine, self.announcer,
@@ -343,6 +341,13 @@ class ChatService:
         """A new, empty conversation with the chat's model."""
         return self.conversations.new(title, model=str(self.model or ""))
 
+    def resume_model(self, conversation_id: int) -> ModelResume:
+        """Select the model ``conversation_id`` was last answered with again (see :meth:`Conversations.resume`)."""
+        resume = self.conversations.resume(conversation_id, self.model, remote=self.remote is not None)
+        if resume.outcome == MODEL_SWITCHED and resume.model is not None:
+            self.set_model(resume.model)
+        return resume
+
     def history(self, conversation: Conversation, upto: int | None = None) -> list[dict[str, Any]]:
         """Messages sent to the engine (see :meth:`Conversations.history`); images go along when
         the engine accepts them."""
@@ -386,6 +391,6 @@ class ChatService:
 
     async def retry_without_format_parsing(self, conversation_id: int,
                                            on_progress: ProgressCallback | None = None) -> Message:
-        """Answer the last question again with the engine's chat-format parsing off for this model
+        """Answer the last question again, this once, with the engine's chat-format parsing off
         (see :meth:`Turns.retry_without_format_parsing`)."""
         return await self.turns.retry_without_format_parsing(conversation_id, on_progress)

@@ -74,17 +74,18 @@ class Turns:
 
     async def retry_without_format_parsing(self, conversation_id: int,
                                            on_progress: ProgressCallback | None = None) -> Message:
-        """Answer the last question again with the engine's chat-format parsing off for this model
+        """Answer the last question again, this once, with the engine's chat-format parsing off
         (llama-server's ``--skip-chat-parsing``): the model's text then arrives as written, its
         thinking split here when it opens with ``<think>``. The model's engine is reloaded with
-        that flag (the pool swaps it in); the choice is saved with the model's options.
+        that flag (the pool swaps it in); the next reply parses again. The lasting switch is the
+        model's load option (``chat_parsing``).
 
         Raises:
             ChatError: Replies go to a remote engine (its chat format is the server's to change),
                 or no model is chosen.
         """
-        self.chat_model.turn_off_format_parsing()
-        return await self.regenerate(conversation_id, on_progress)
+        with self.chat_model.without_format_parsing():
+            return await self.regenerate(conversation_id, on_progress)
 
     async def _reply(self, conversation_id: int, on_progress: ProgressCallback | None,
                      user: Message | None = None) -> Message:
@@ -92,6 +93,8 @@ class Turns:
         reply are announced with it."""
         try:
             conv = self.conversations.get(conversation_id)
+            if self.chat_model.remote is None and self.chat_model.path is not None:
+                self.conversations.remember_model(conv, self.chat_model.path)
             options = self.requests.options(conv)  # a bad schema fails here, before anything is saved
             reply = self.streamer.new_reply(conv)
         except BaseException:

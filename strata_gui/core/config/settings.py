@@ -68,6 +68,8 @@ class Settings:
     engines_dir: str = ""
     hf_cache_dir: str = ""
     model_dirs: list[str] = field(default_factory=list)
+    # Single model files added by "Open GGUF…" or a drop: listed in the library across restarts.
+    model_files: list[str] = field(default_factory=list)
     # Hardware overrides for machines Strata cannot probe (or bug-report replays).
     gfx_override: str = ""
     # GPUs models run on (GPU keys such as "card1", PCI buses, part of a name, or an engine's

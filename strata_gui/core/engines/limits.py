@@ -31,8 +31,9 @@ from strata_gui.core.base import texts
 from strata_gui.core.base.blocking import run_blocking
 from strata_gui.core.base.errors import StrataError
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text, joined
+from strata_gui.core.engines.probe import is_software_device
 from strata_gui.core.engines.resolver import EngineResolver
-from strata_gui.core.engines.run_device import RunDevice, is_software_device
+from strata_gui.core.engines.run_device import RunDevice
 from strata_gui.core.engines.slow_path import slow_path_finding
 from strata_gui.core.gpu.cpu_peak import CpuPeak, cpu_peak, read_cpu_facts
 from strata_gui.core.gpu.membw import CpuBandwidth

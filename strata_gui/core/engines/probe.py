@@ -161,6 +161,15 @@ def _loader_message(run: ProcessRun) -> str:
     return lines[-1] if lines else T(QT_TRANSLATE_NOOP("Core", "exit code {code}"), code=code)
 
 
+# Vulkan/D3D drivers that render on the processor: an engine that sees only these runs on the CPU.
+_SOFTWARE = re.compile(r"llvmpipe|lavapipe|swiftshader|softpipe|microsoft basic render", re.IGNORECASE)
+
+
+def is_software_device(device: Device) -> bool:
+    """A device that is the processor under a GPU API (llvmpipe, lavapipe, SwiftShader)."""
+    return bool(_SOFTWARE.search(device.description))
+
+
 def judge(backend: str, version_run: ProcessRun, devices_run: ProcessRun | None) -> ProbeResult:
     """Turn the two runs into a verdict (pure)."""
     details = "\n".join(x for x in (version_run.stdout, version_run.stderr,
@@ -183,6 +192,10 @@ def judge(backend: str, version_run: ProcessRun, devices_run: ProcessRun | None)
         return ProbeResult("no_device", T(QT_TRANSLATE_NOOP("Core", "sees no {kind} device (devices seen: {seen})"),
                                           kind=prefix, seen=seen), version, devices, details)
     names = ", ".join(f"{d.name} {d.description}" for d in mine)
+    if all(is_software_device(d) for d in mine):  # "llvmpipe" means nothing to most people: said what it is
+        return ProbeResult("works", T(QT_TRANSLATE_NOOP("Core", "sees {devices} — a software renderer on the CPU, "
+                                                                "not your GPU"), devices=names),
+                           version, devices, details)
     return ProbeResult("works", T(QT_TRANSLATE_NOOP("Core", "sees {devices}"), devices=names), version, devices,
                        details)
 

@@ -15,17 +15,10 @@ from typing import Any
 
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.engines.devices import GpuPick
-from strata_gui.core.engines.probe import BACKEND_DEVICE_PREFIX, Device
+from strata_gui.core.engines.probe import BACKEND_DEVICE_PREFIX, Device, is_software_device
 from strata_gui.core.runtime.engine import Backend, EngineSpec
 
-# Vulkan/D3D drivers that render on the processor: an engine that sees only these runs on the CPU.
-_SOFTWARE = re.compile(r"llvmpipe|lavapipe|swiftshader|softpipe|microsoft basic render", re.IGNORECASE)
 _GENERIC = {"amd", "ati", "radeon", "graphics", "gpu", "tm", "r", "series", "radv", "pro", "rx"}
-
-
-def is_software_device(device: Device) -> bool:
-    """A device that is the processor under a GPU API (llvmpipe, lavapipe, SwiftShader)."""
-    return bool(_SOFTWARE.search(device.description))
 
 
 @dataclass(frozen=True)

@@ -580,6 +580,8 @@ class EngineService:
                 if wanted <= 0 or engine.backend == "cpu":
                     break
         log.info("%s engine set-up chose %s", kind.label, chosen.id if chosen else "nothing: no engine works here")
+        # the plan as it reads now: a build this set-up rejected is listed as tried, not as "1. (recommended)"
+        plan = self._with_probes(plan, gpu, {e.id: e for e in self.installed()})
         return SetupOutcome(plan, tuple(attempts), chosen, tuple(a.summary for a in attempts))
 
     # -- manage ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,16 @@ class LibraryEntry:
     @property
     def broken(self) -> bool:
         return bool(self.error)
+
+    def refusal_for(self, kind: EngineKind) -> str:
+        """Why this file cannot be run as ``kind`` (a chat GGUF given to the Images page, an image
+        model dropped on the Chat page); "" when it can."""
+        if self.error:
+            return self.error
+        if self.kind == kind:
+            return ""
+        return T(QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not a {wanted} model."),
+                 name=self.path.name, kind=self.kind.label, wanted=kind.label)
 
     @property
     def display_name(self) -> str:
@@ -226,12 +236,17 @@ class ModelLibrary:
     Args:
         cache_dir: The hub cache.
         folders: Folders the user added (Settings.model_dirs); scanned recursively.
+        kept: Single files the user added before (Settings.model_files).
+        save_kept: Saves the kept files when they change (None: they last for this session).
     """
 
-    def __init__(self, cache_dir: Path, folders: list[Path]) -> None:
+    def __init__(self, cache_dir: Path, folders: list[Path], kept: Sequence[Path] = (),
+                 save_kept: Callable[[list[Path]], None] | None = None) -> None:
         self.cache_dir = cache_dir
         self.folders = folders
-        self.opened: list[Path] = []
+        self.opened: list[Path] = list(kept)
+        self.kept: list[Path] = list(kept)
+        self._save_kept = save_kept
 
     def open_file(self, path: Path) -> LibraryEntry:
         """Add a single file (Open GGUF…, drag and drop); return its entry (possibly broken)."""
@@ -239,6 +254,25 @@ class ModelLibrary:
         if path not in self.opened:
             self.opened.append(path)
         return entry
+
+    def keep(self, path: Path) -> None:
+        """The user added ``path`` (Open GGUF…, a drop): it stays in the library after a restart.
+        A file only inspected or served for a command is listed for this session."""
+        if path not in self.kept:
+            self.kept.append(path)
+            self._kept_changed()
+
+    def forget(self, path: Path) -> None:
+        """``path`` was deleted: no longer listed, now or after a restart."""
+        if path in self.opened:
+            self.opened.remove(path)
+        if path in self.kept:
+            self.kept.remove(path)
+            self._kept_changed()
+
+    def _kept_changed(self) -> None:
+        if self._save_kept is not None:
+            self._save_kept(list(self.kept))
 
     def scan(self) -> list[LibraryEntry]:
         """Every model in the hub cache, the folders and the opened files (blocking: run in an executor)."""

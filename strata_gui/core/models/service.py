@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -146,6 +146,8 @@ class ModelService:
         offline: bool = False,
         context_size: int = 4096,
         disk_free: Callable[[Path], int] | None = None,
+        model_files: Sequence[Path] = (),
+        save_model_files: Callable[[list[Path]], None] | None = None,
     ) -> None:
         self.tokens = token_store
         self.hub = HubClient(client, endpoint, token_store.get)
@@ -153,7 +155,7 @@ class ModelService:
         self.queue = DownloadQueue(queue_file)
         self.downloads = DownloadManager(self.queue, self.downloader, token_store, check_online=self._online)
         self._blocking: set[asyncio.Task[Any]] = set()
-        self.library = ModelLibrary(cache_dir, list(model_dirs))
+        self.library = ModelLibrary(cache_dir, list(model_dirs), model_files, save_model_files)
         self.memory_target = memory_target
         self.ram_bytes = ram_bytes
         self.offline = offline
@@ -311,14 +313,20 @@ class ModelService:
         """The library's models of one kind that can run (chat, image or embedding models)."""
         return [e.path for e in await self.scan_library() if e.kind == kind and not e.broken]
 
-    async def open_file(self, path: Path) -> LibraryEntry:
-        return await self._off_loop(self.library.open_file, path)
+    async def open_file(self, path: Path, *, keep: bool = False) -> LibraryEntry:
+        """Add a single model file to the library (``keep``: across restarts, see :meth:`ModelLibrary.open_file`)."""
+        entry = await self._off_loop(self.library.open_file, path)
+        if keep:  # saved on the loop: settings announce their changes there
+            self.library.keep(path)
+        return entry
 
     async def inspect(self, path: Path) -> GGUFMetadata:
         return await self._off_loop(read_header, path)
 
     async def delete(self, entry: LibraryEntry) -> int:
-        return await self._off_loop(self.library.delete, entry)
+        freed = await self._off_loop(self.library.delete, entry)
+        self.library.forget(entry.path)
+        return freed
 
     def set_model_dirs(self, dirs: list[Path]) -> None:
         self.library.folders = list(dirs)
@@ -348,6 +356,7 @@ def build_model_service(
     memory_target: Callable[[], MemoryTarget] | None = None,
     *,
     secrets: SecretStore,
+    save_model_files: Callable[[list[Path]], None] | None = None,
 ) -> ModelService:
     """Wire a ModelService from Settings the way the app and the CLI both need it.
 
@@ -360,6 +369,7 @@ def build_model_service(
         environ: Environment (HF_ENDPOINT, HF_HOME, HF_HUB_CACHE, HF_TOKEN, HF_TOKEN_PATH ...).
         memory_target: The GPU memory to judge fits against.
         secrets: The user-only key store, where the token saved in Strata lives.
+        save_model_files: Saves the single files the user added (Settings.model_files).
     """
     import psutil
 
@@ -382,6 +392,8 @@ def build_model_service(
         ram_bytes=int(psutil.virtual_memory().total),
         offline=settings.offline,
         context_size=settings.context_size or 4096,
+        model_files=[Path(f).expanduser() for f in settings.model_files],
+        save_model_files=save_model_files,
     )
 
 

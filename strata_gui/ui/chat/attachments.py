@@ -7,6 +7,8 @@ only gets the bytes out of Qt: local files from a drop, or a clipboard picture s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
@@ -41,11 +43,17 @@ def has_images(mime: QMimeData) -> bool:
     return mime.hasImage() or any(u.isLocalFile() for u in mime.urls())
 
 
+def model_files(mime: QMimeData) -> list[Path]:
+    """The GGUF model files in a drop or paste (the chat uses them as its model, never as pictures)."""
+    return [Path(u.toLocalFile()) for u in mime.urls() if u.isLocalFile() and u.toLocalFile().lower().endswith(".gguf")]
+
+
 def raw_images(mime: QMimeData) -> list[tuple[bytes, str]]:
-    """(bytes, name) of each picture in a drop or paste: local files first, else the picture itself."""
+    """(bytes, name) of each picture in a drop or paste: local files first, else the picture itself.
+    GGUF files are left out (:func:`model_files`): a model of many gigabytes is never read as a picture."""
     out: list[tuple[bytes, str]] = []
     for url in mime.urls():
-        if url.isLocalFile():
+        if url.isLocalFile() and not url.toLocalFile().lower().endswith(".gguf"):
             path = url.toLocalFile()
             try:
                 with open(path, "rb") as fh:

@@ -7,7 +7,7 @@ from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
-from strata_gui.ui.chat.attachments import has_images, raw_images
+from strata_gui.ui.chat.attachments import has_images, model_files, raw_images
 
 
 class ChatInput(QPlainTextEdit):
@@ -16,10 +16,12 @@ class ChatInput(QPlainTextEdit):
     Signals:
         submitted(str): Enter was pressed with non-blank text (or with images attached).
         images_received(list): Pictures were pasted or dropped: ``[(bytes, name), ...]``.
+        models_received(list): GGUF model files were dropped: ``[Path, ...]``.
     """
 
     submitted = Signal(str)
     images_received = Signal(list)
+    models_received = Signal(list)
     # Set by the page: Enter may send a message that is only images.
     has_attachments = False
 
@@ -45,9 +47,13 @@ class ChatInput(QPlainTextEdit):
         return has_images(source) or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:
+        models = model_files(source)
+        if models:
+            self.models_received.emit(models)
         if has_images(source):
             found = raw_images(source)
             if found:
                 self.images_received.emit(found)
                 return
-        super().insertFromMimeData(source)
+        if not models:  # a dropped model is not pasted as its path
+            super().insertFromMimeData(source)

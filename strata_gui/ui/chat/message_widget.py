@@ -393,9 +393,10 @@ class MessageWidget(QFrame):
         if retry and self.retry_unparsed_button is None:
             self.retry_unparsed_button = QPushButton(self.tr("Retry without format parsing"))
             self.retry_unparsed_button.setToolTip(self.tr(
-                "Reload this model's engine without chat-format parsing and answer again: the model's text then "
-                "arrives as written (thinking and tool calls as plain text). Saved for this model; the Load options "
-                "panel turns it back on."))
+                "Reload this model's engine without chat-format parsing and answer this question again, once: the "
+                "model's text then arrives as written (thinking and tool calls as plain text). The next reply parses "
+                "again; to turn parsing off for this model for good, clear “Read thinking and tool calls” in Load "
+                "options."))
             self.retry_unparsed_button.clicked.connect(lambda: self.retry_unparsed_requested.emit(self.message.id))
             row = QHBoxLayout()
             row.addWidget(self.retry_unparsed_button)

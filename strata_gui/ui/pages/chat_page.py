@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -50,6 +51,8 @@ from strata_gui.core.chat import (
     DEFAULT_TITLE,
     MARK_END,
     MARK_START,
+    MODEL_MISSING,
+    MODEL_SWITCHED,
     STREAMING,
     ChatEvent,
     ChatImage,
@@ -69,12 +72,12 @@ from strata_gui.core.chat import (
     search_conversations,
 )
 from strata_gui.core.engines import GpuPick, Resolution
-from strata_gui.core.models import LoadOptionsService
+from strata_gui.core.models import LibraryEntry, LoadOptionsService
 from strata_gui.core.pool import PoolActivity, PoolEvent
 from strata_gui.core.remote import RemoteService
-from strata_gui.core.runtime import EngineSpec, ServerState
+from strata_gui.core.runtime import TEXT, EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
-from strata_gui.ui.chat.attachments import AttachmentStrip
+from strata_gui.ui.chat.attachments import AttachmentStrip, model_files, raw_images
 from strata_gui.ui.chat.conversation_menu import ConversationMenu
 from strata_gui.ui.chat.find_bar import FindBar
 from strata_gui.ui.chat.input_box import ChatInput
@@ -154,11 +157,15 @@ class ChatPage(Page):
                  choose_devices: Callable[[list[str]], object] | None = None,
                  tools: Callable[[], tuple[McpServerStore, McpHost]] | None = None,
                  library: Callable[[], Awaitable[list[Path]]] | None = None,
-                 presets: PresetStore | None = None) -> None:
+                 presets: PresetStore | None = None,
+                 open_model: Callable[[Path], Awaitable[LibraryEntry]] | None = None) -> None:
         super().__init__(parent)
         self._presets = presets  # saved presets: a picker in the conversation settings
         self._tools = tools
         self._library = library  # the library's chat models, for the model picker
+        self._open_model = open_model  # adds a dropped GGUF to the library (kept across restarts)
+        self.drop_handle: TaskHandle | None = None
+        self.setAcceptDrops(True)  # a GGUF dropped anywhere on the page becomes the chat's model
         self.library_models: list[Path] = []
         self.library_task: TaskHandle | None = None
         self.tools_panel: ToolsPanel | None = None  # built when first shown
@@ -187,6 +194,7 @@ class ChatPage(Page):
         # One bubble per role built ahead while idle: a send only fills them (time to first token).
         self._spares: dict[str, MessageWidget] = {}
         self._notice_details = ""
+        self._model_gone_in: int | None = None  # the conversation whose own model is gone (the notice offers to go on)
         self._stick_to_bottom = True
         self._loaded_all = True
         self._backfill: list[Message] = []  # the open page's older messages not built yet (oldest first)
@@ -342,6 +350,7 @@ class ChatPage(Page):
         self.notice.text.setTextFormat(Qt.TextFormat.PlainText)  # notices quote tool servers and engines
         self.notice.details_requested.connect(self._show_notice_details)
         self.notice.action_requested.connect(self.accept_engine_switch)
+        self.notice.action_requested.connect(self._continue_with_current_model)
         self._switch_offer: EngineSwitchOffer | None = None  # the offer the notice's action accepts
         self.settings_panel = ConversationSettingsPanel()
         self.settings_panel.hide()
@@ -416,6 +425,7 @@ class ChatPage(Page):
         self.input = ChatInput()
         self.input.submitted.connect(self.send_text)
         self.input.images_received.connect(self._add_raw_images)
+        self.input.models_received.connect(self.use_dropped_models)
         self.attachments = AttachmentStrip()
         self.attachments.changed.connect(self._on_attachments_changed)
         self.attach_button = QPushButton(self.tr("Attach image…"))
@@ -579,6 +589,7 @@ class ChatPage(Page):
         self.settings_panel.load(conv.system_prompt, conv.sampling, conv.structured_output)
         if self.preset_bar is not None:
             self.preset_bar.refresh()  # shows the preset this conversation's settings match
+        self.resume_model(conversation_id)
         self._service.viewing(conversation_id)  # its next request is read ahead while the user types
         self.stack.setCurrentWidget(self.scroll_area)
         self._stick_to_bottom = True
@@ -586,6 +597,38 @@ class ChatPage(Page):
         self._update_meter()
         self.rename_button.setEnabled(True)
         self.delete_button.setEnabled(True)
+
+    def resume_model(self, conversation_id: int) -> None:
+        """A reopened conversation goes on with the model it was last answered with; when that file
+        is gone, the notice says so and offers to continue with the chat's model. While a reply is
+        being written the model stays (its end calls this again)."""
+        if self.is_busy:
+            return
+        if self._model_gone_in is not None:
+            self._model_gone_in = None
+            self.notice.hide()
+        resume = self._service.resume_model(conversation_id)
+        if resume.outcome == MODEL_SWITCHED:
+            self._show_model()
+        elif resume.outcome == MODEL_MISSING and resume.model is not None:
+            self._switch_offer = None
+            self._model_gone_in = conversation_id
+            text = self.tr("This conversation was answered by {0}, which is no longer on disk.").format(
+                resume.model.name)
+            current = resume.current.name if resume.current is not None else ""
+            text += " " + (self.tr("The next reply comes from {0}.").format(current) if current
+                           else self.tr("Choose a model above to go on."))
+            self.notice.show_message(text, "warning",
+                                     action=self.tr("Continue with {0}").format(current) if current else "")
+
+    def _continue_with_current_model(self) -> None:
+        """The notice's action for a conversation whose model is gone: it keeps the chat's model from now."""
+        conversation_id, self._model_gone_in = self._model_gone_in, None
+        model = self._service.model
+        if conversation_id is None or model is None:
+            return
+        self._service.conversations.remember_model(self._service.conversations.get(conversation_id), model)
+        self.notice.hide()
 
     def _backfill_step(self) -> None:
         """Build a few more of the open page's older messages above the shown ones."""
@@ -725,6 +768,51 @@ class ChatPage(Page):
             if not self.attach_image(data, name):
                 break
 
+    # -- drops: a GGUF becomes the chat's model, a picture an attachment -------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        mime = event.mimeData()
+        event.acceptProposedAction()
+        models = model_files(mime)
+        if models:
+            self.use_dropped_models(models)
+        pictures = raw_images(mime)
+        if pictures:
+            self._add_raw_images(pictures)
+
+    def use_dropped_models(self, paths: list[Path]) -> TaskHandle | None:
+        """Add dropped GGUF files to the library (kept after a restart) and chat with the first one
+        that is a chat model; the notice says why the others cannot be used here."""
+        open_model = self._open_model
+        if open_model is None:
+            self.set_model(paths[0])
+            return None
+
+        async def add(_p: ProgressCallback) -> list[LibraryEntry]:
+            return [await open_model(p) for p in paths]
+
+        handle = self._bridge.run(add, name=self.tr("Add dropped model"))
+        handle.succeeded.connect(self._use_dropped_entries)
+        self.drop_handle = handle
+        return handle
+
+    def _use_dropped_entries(self, entries: list[LibraryEntry]) -> None:
+        usable = [e for e in entries if not e.refusal_for(TEXT)]
+        if usable:
+            self.set_model(usable[0].path)
+        refused = [core_text(e.refusal_for(TEXT)) for e in entries if e.refusal_for(TEXT)]
+        if refused:
+            self._switch_offer, self._model_gone_in = None, None
+            self.notice.show_message(" ".join(refused) + " " + self.tr(
+                "The Chat page uses chat models; the file stays in your library (Models page)."), "warning")
+        self.library_task = None
+        self.refresh_library()  # the picker lists it from now
+
     def _on_attachments_changed(self) -> None:
         self.input.has_attachments = bool(self.attachments.images)
 
@@ -805,6 +893,8 @@ class ChatPage(Page):
         # meter already moved with the reply's final update (MessageUpdated).
         QTimer.singleShot(YIELD_MS, self, self.refresh_conversations)
         self._prepare_spares_later()
+        if self.conversation_id is not None and self.conversation_id != self._reply_conversation_id:
+            self.resume_model(self.conversation_id)  # opened while the reply was written: its model now
 
     def stop(self) -> None:
         if self.reply_handle is not None:
@@ -878,10 +968,10 @@ class ChatPage(Page):
         elif isinstance(event, PlanChanged):
             self._show_engine_state(self._service.engine_state, "")
         elif isinstance(event, EngineSwitchOffer):
-            self._switch_offer = event
+            self._switch_offer, self._model_gone_in = event, None
             self.notice.show_message(event.text, "info", action=self.tr("Switch to %s") % core_text(event.engine.label))
         elif isinstance(event, Notice):
-            self._switch_offer = None
+            self._switch_offer, self._model_gone_in = None, None
             # A notice may quote a tool server (its last words on stderr): shown as text, escapes visible.
             self._notice_details = shown(event.details)
             self.notice.show_message(shown(core_text(event.text)), "warning", has_details=bool(event.details))
@@ -1007,6 +1097,9 @@ class ChatPage(Page):
 
     def set_model(self, path: Path) -> None:
         self._service.set_model(path)
+        if self._model_gone_in is not None:  # a model chosen: the conversation goes on with it
+            self._model_gone_in = None
+            self.notice.hide()
         self._show_model()
 
     def choose_engine_folder(self) -> None:

@@ -44,7 +44,7 @@ from strata_gui.core.bench import (
     spread,
 )
 from strata_gui.core.pool import EnginePool, PoolActivity, PoolEvent
-from strata_gui.core.runtime import EngineSpec, depth_label, percent_text
+from strata_gui.core.runtime import EngineSpec, percent_text
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
 from strata_gui.ui.i18n import core_text
@@ -673,7 +673,7 @@ class DashboardPage(Page):
 
         for row, (r, limit) in enumerate(zip(results, self.last_limits, strict=True)):
             prefill = (limit or {}).get("prefill")
-            cells = [name(r.engine), r.backend, depth_label(r.depth), fmt(r.prefill_tps, r.prefill_median, 0),
+            cells = [name(r.engine), r.backend, f"{r.depth:,}", fmt(r.prefill_tps, r.prefill_median, 0),
                      self._share_cell(prefill), fmt(r.decode_tps, r.decode_median, 1), self._share_cell(limit),
                      self.tr("ok") if r.ok else (core_text(r.error) if r.error else self.tr("failed"))]
             for col, text in enumerate(cells):

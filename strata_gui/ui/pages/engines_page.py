@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from strata_gui.core.base import ProgressCallback, format_bytes
+from strata_gui.core.base import ProgressCallback, StrataError, format_bytes
 from strata_gui.core.engines import (
     Candidate,
     EnginePlan,
@@ -42,7 +42,7 @@ from strata_gui.core.engines import (
 )
 from strata_gui.core.runtime import IMAGE, INSTALLABLE, TEXT, EngineKind, backend_label, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import core_text, error_line
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import PageHeader, ProgressPanel
 
@@ -321,16 +321,26 @@ class EnginesPage(Page):
         return self._running
 
     def _start(self, make: Any, name: str, on_done: Any) -> TaskHandle | None:
+        """Run ``make`` with the progress panel; its outcome (or its error) is said in :attr:`notes`
+        after, so no button ends in silence."""
         if self._busy():
             return None
         handle = self._bridge.run(make, name=name)
         self.last_handle = handle
         self._running = True
         self.progress.attach(handle, name)
+        self._say(name + "…")
         handle.succeeded.connect(on_done)
+        handle.failed.connect(lambda err: self._say(error_line(err)))
+        handle.cancelled.connect(lambda: self._say(self.tr("Stopped.")))
         handle.finished.connect(self._after_task)
         self._sync_buttons()
         return handle
+
+    def _say(self, text: str) -> None:
+        """Show an action's progress or outcome under the buttons."""
+        self.notes.setText(text)
+        self.notes.setVisible(bool(text))
 
     def _after_task(self) -> None:
         self._running = False
@@ -349,7 +359,21 @@ class EnginesPage(Page):
                 self._set_survey(await self._updater.survey())
             return plan
 
-        return self._start(work, self.tr("Reading releases"), self._show_plan)
+        return self._start(work, self.tr("Reading releases"), self._show_read_plan)
+
+    def _show_read_plan(self, plan: EnginePlan) -> None:
+        """The plan, and what was read: how many builds will be tried, the first one, and the plan's notes."""
+        self._show_plan(plan)
+        if plan.candidates and plan.candidates[0].kind != self._kind:
+            return
+        included = plan.included
+        if included:
+            first = included[0]
+            line = self.tr("Plan read: %n build(s) to try, %1 first.", "", len(included)).replace(
+                "%1", backend_label(first.backend))
+        else:
+            line = self.tr("Plan read: no build fits this machine; see the reasons below.")
+        self._say("\n".join([line] + [core_text(n) for n in plan.notes]))
 
     def _show_plan(self, plan: EnginePlan) -> None:
         kind = plan.candidates[0].kind if plan.candidates else self._kind
@@ -407,13 +431,12 @@ class EnginesPage(Page):
             return None
         gpu = self._gpu
 
-        async def work(p: ProgressCallback) -> InstalledEngine:
+        async def work(p: ProgressCallback) -> list[tuple[InstalledEngine, Any]]:
             engine = await self._service.install(cand, p, gpu)
-            await self._service.probe(engine, gpu)
-            return engine
+            return [(engine, await self._service.probe(engine, gpu))]
 
         return self._start(work, self.tr("Installing {name}").format(name=cand.asset.name if cand.asset else ""),
-                           lambda _e: None)
+                           self._show_probes)
 
     def setup_automatically(self) -> TaskHandle | None:
         gpus = list(self._gpus)
@@ -505,11 +528,15 @@ class EnginesPage(Page):
         engines = [engine] if engine else list(self._engine_rows)
         gpu = self._gpu
 
-        async def work(_p: ProgressCallback) -> None:
-            for e in engines:
-                await self._service.probe(e, gpu)
+        async def work(_p: ProgressCallback) -> list[tuple[InstalledEngine, Any]]:
+            return [(e, await self._service.probe(e, gpu)) for e in engines]
 
-        return self._start(work, self.tr("Testing engines"), lambda _r: None)
+        return self._start(work, self.tr("Testing engines"), self._show_probes)
+
+    def _show_probes(self, results: list[tuple[InstalledEngine, Any]]) -> None:
+        """One line per engine tested, as `strata engines probe` prints it."""
+        self._say("\n".join(f"{e.id}: {self.tr(_STATE_TEXT.get(r.verdict, r.verdict))}: {core_text(r.message)}"
+                             for e, r in results) or self.tr("No engines installed."))
 
     def toggle_pin(self) -> None:
         engine = self.selected_engine()
@@ -528,11 +555,14 @@ class EnginesPage(Page):
             self.engines_changed.emit()
 
     def update_selected(self) -> TaskHandle | None:
-        """Update the selected engine: with the updater, a trial decides whether the new build is used."""
+        """Update the selected engine: with the updater, a trial decides whether the new build is used.
+
+        With no newer build known yet, the updater first looks (as `strata engines update` does) and
+        says "All engines are up to date." when there is none."""
         engine = self.selected_engine()
-        cand = self._updates.get(engine.id) if engine else None
-        if cand is None or engine is None:
+        if engine is None:
             return None
+        cand = self._updates.get(engine.id)
         gpu = self._gpu
         updater, offer = self._updater, self._offers.get(engine.id)
         if updater is not None and offer is not None:
@@ -541,6 +571,10 @@ class EnginesPage(Page):
 
             return self._start(trial, self.tr("Trying {tag} on this machine").format(tag=offer.tag),
                                self._show_trial)
+        if updater is not None:
+            return self._update_after_check(updater, engine)
+        if cand is None:
+            return None
 
         async def work(p: ProgressCallback) -> InstalledEngine:
             new = await self._service.install(cand, p, gpu)
@@ -551,6 +585,24 @@ class EnginesPage(Page):
             self._updates.pop(engine.id, None)
 
         return self._start(work, self.tr("Updating {engine}").format(engine=engine.id), done)
+
+    def _update_after_check(self, updater: EngineUpdater, engine: InstalledEngine) -> TaskHandle | None:
+        """Look for a newer build of ``engine``; try it when there is one, else say there is nothing to do."""
+
+        async def check_then_try(p: ProgressCallback) -> tuple[UpdateSurvey, TrialOutcome | None]:
+            survey = await updater.survey()
+            offer = next((o for o in survey.offers if o.current.id == engine.id and not o.held), None)
+            return survey, None if offer is None else await updater.trial(offer, on_progress=p)
+
+        def done(result: tuple[UpdateSurvey, TrialOutcome | None]) -> None:
+            survey, trial = result
+            if trial is None:
+                self._set_survey(survey)
+            else:
+                self._show_trial(trial)
+
+        return self._start(check_then_try, self.tr("Looking for a newer build of {engine}").format(engine=engine.tag),
+                           done)
 
     # -- updates: check, trial, roll back, history -----------------------------------------------------
     def check_updates(self) -> TaskHandle | None:
@@ -571,6 +623,10 @@ class EnginesPage(Page):
         self._looked_at += [core_text(n) for n in survey.notes()]
         self.updates_notice.setToolTip("\n".join(core_text(line) for line in survey.candidate_lines()))
         self._set_offers(survey.offers)
+        if survey.offers:  # each offer is a line of the notice above
+            self._say(self.tr("%n newer build(s) found; see above.", "", len(survey.offers)))
+        else:
+            self._say("\n".join(core_text(line) for line in survey.summary()))
 
     def _set_offers(self, offers: list[UpdateOffer]) -> None:
         self._offers = {o.current.id: o for o in offers}
@@ -598,13 +654,16 @@ class EnginesPage(Page):
         self.notes.show()
 
     def rollback_selected(self) -> UpdateEntry | None:
-        """Use the last good build of the selected engine's kind again."""
+        """Use the last good build of the selected engine's kind again; with none kept, say so."""
         engine = self.selected_engine()
         if self._updater is None or engine is None:
             return None
-        entry = self._updater.rollback(engine.id)
-        self.notes.setText(core_text(entry.message))
-        self.notes.show()
+        try:
+            entry = self._updater.rollback(engine.id)
+        except StrataError as exc:  # "no earlier build": an outcome to read here, not an error dialog
+            self._say(error_line(exc))
+            return None
+        self._say(core_text(entry.message))
         self.refresh_installed()
         self.engines_changed.emit()
         return entry
@@ -660,10 +719,10 @@ class EnginesPage(Page):
         gpu = self._gpu
         kind = self._kind
 
-        async def work(_p: ProgressCallback) -> object:
-            return await self._service.add_local(folder, backend, gpu, kind=kind)
+        async def work(_p: ProgressCallback) -> list[tuple[InstalledEngine, Any]]:
+            return [await self._service.add_local(folder, backend, gpu, kind=kind)]
 
-        return self._start(work, self.tr("Testing {folder}").format(folder=folder.name), lambda _r: None)
+        return self._start(work, self.tr("Testing {folder}").format(folder=folder.name), self._show_probes)
 
     def _sync_buttons(self) -> None:
         busy = self._busy()
@@ -676,9 +735,12 @@ class EnginesPage(Page):
             b.setEnabled(not busy and bool(self._engine_rows))
         for b in (self.pin_button, self.remove_button):
             b.setEnabled(not busy and engine is not None)
-        self.update_button.setEnabled(not busy and engine is not None and engine.id in self._updates
-                                      and not (engine.id in self._offers and self._offers[engine.id].held))
-        self.rollback_button.setEnabled(not busy and self._can_roll_back(engine))
+        # with the updater, Update and Roll back say "up to date" / "no earlier build" rather than stay grey
+        updater = self._updater is not None
+        self.update_button.setEnabled(not busy and engine is not None and (
+            updater or engine.id in self._updates)
+            and not (engine.id in self._offers and self._offers[engine.id].held))
+        self.rollback_button.setEnabled(not busy and updater and engine is not None)
         self.check_updates_button.setEnabled(not busy)
         self.pin_button.setVisible(self._kind.follows_choices)  # the pin is the chat's engine choice
         pinned = engine is not None and self._service.settings.pinned_engine == engine.id

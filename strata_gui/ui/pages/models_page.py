@@ -525,7 +525,7 @@ class ModelsPage(Page):
             text += "\n" + "\n".join("• " + m.describe() for m in variant.missing)
         else:
             names = [f.path for f in variant.files]
-            text = self.tr("Downloads %1 file(s), %2 in total: %3").replace("%1", str(len(names))).replace(
+            text = self.tr("Downloads %n file(s), %2 in total: %3", "", len(names)).replace(
                 "%2", format_bytes(variant.size)).replace("%3", ", ".join(names))
         self.image_plan.setText(text)
         self.image_plan.show()
@@ -809,7 +809,7 @@ class ModelsPage(Page):
         """Add single files to the library (they are listed even when broken)."""
         async def add(_p: object) -> None:
             for p in paths:
-                await self.service.open_file(p)
+                await self.service.open_file(p, keep=True)  # the user added it: listed after a restart too
 
         handle = self.bridge.run(add, name="Open model")
         handle.finished.connect(self.refresh_library)

@@ -260,7 +260,7 @@ class NetworkPage(Page):
 
     def _on_remote_added(self, result: tuple[RemoteEndpoint, list[str]]) -> None:
         ep, models = result
-        self.remote_status.setText(self.tr("Added {0}: {1} model(s).").format(ep.name, len(models)))
+        self.remote_status.setText(self.tr("Added {0}: %n model(s).", "", len(models)).format(ep.name))
         self.remote_name.clear()
         self.remote_url.clear()
         self.remote_key.clear()  # the key is only in the key store now
@@ -283,7 +283,7 @@ class NetworkPage(Page):
             self.remote_model.addItems(models)
             if ep.model in models:
                 self.remote_model.setCurrentText(ep.model)
-            self.remote_status.setText(self.tr("{0} serves {1} model(s).").format(ep.name, len(models)))
+            self.remote_status.setText(self.tr("{0} serves %n model(s).", "", len(models)).format(ep.name))
 
         handle.succeeded.connect(show)
         handle.failed.connect(lambda exc: self.remote_status.setText(core_text(exc.message)))
