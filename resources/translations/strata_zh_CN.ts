@@ -411,11 +411,11 @@ Last reply: this computer ({1})</source>
     </message>
     <message>
         <source>Markdown (*.md)</source>
-        <translation>Markdown (*.md)</translation>
+        <translation>Markdown 文件 (*.md)</translation>
     </message>
     <message>
         <source>JSON (*.json)</source>
-        <translation>JSON (*.json)</translation>
+        <translation>JSON 文件 (*.json)</translation>
     </message>
     <message>
         <source>Web page (*.html)</source>

@@ -421,7 +421,9 @@ def test_rename_delete_and_search(page_env) -> None:  # type: ignore[no-untyped-
     assert shown.toPlainText() == odd
     page.rename_conversation(b.id, "Beta")
     page.search.setText("zebra")
-    assert [page.conversation_list.item(i).text() for i in range(page.conversation_list.count())] == ["Beta"]
+    # A hit shows its title, and under it the passage that matched (full-text search).
+    assert [page.conversation_list.item(i).text().split("\n")[0]
+            for i in range(page.conversation_list.count())] == ["Beta"]
     page.search.clear()
     page.open_conversation(b.id)
     page.delete_conversation(b.id)

@@ -49,7 +49,7 @@ def test_browse_pick_and_download_an_image_model(harness: Any, hub: Any,  # noqa
     assert shown[1][0].endswith("(recommended)") and shown[1][2].startswith("fits in Radeon RX 7600")
     assert "image model: FLUX" in page.detail_meta.text() and "1024×1024" in page.fit_note.text()
     table.selectRow(0)
-    assert page.image_plan.text().startswith("Downloads 4 file(s)")
+    assert page.image_plan.text().startswith("Downloads 4 files")
     assert "text_encoders/clip_l.safetensors" in page.image_plan.text() and page.download_button.isEnabled()
     h.shot("image-detail")
 

@@ -21,7 +21,8 @@ def _main(argv: list[str]) -> int:
 
 
 def test_add_list_models_chat_remove(capsys: pytest.CaptureFixture[str]) -> None:
-    with openai_like_server() as base:
+    words = WORDS * 5  # enough pieces for a decode rate measured on the client (issue 48: 3 chunks were "3,651 tok/s")
+    with openai_like_server(words=words) as base:
         assert _main(["remote", "add", "vllm", base + "/v1"]) == 0
         assert "using org/Model-7B" in capsys.readouterr().out
         assert _main(["remote", "list", "--json"]) == 0
@@ -29,7 +30,7 @@ def test_add_list_models_chat_remove(capsys: pytest.CaptureFixture[str]) -> None
         assert listed == [{"name": "vllm", "url": base, "api_key": False, "model": "org/Model-7B"}]
         assert _main(["remote", "chat", "vllm", "hi", "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
-        assert out["text"] == "".join(WORDS) and out["stats"]["decode_tps"] > 0
+        assert out["text"] == "".join(words) and out["stats"]["decode_tps"] > 0
         assert _main(["remote", "remove", "vllm"]) == 0
         capsys.readouterr()
         assert _main(["remote", "list"]) == 0

@@ -129,5 +129,5 @@ class ConversationMenu(QToolButton):
                 else self.tr("Imported {0} conversations from {1}.").format(f"{n:,}", source))
         if result.skipped:
             text += " " + self.tr("Empty conversations left out: {0}.").format(f"{result.skipped:,}")
-        self.reported.emit(text, "info")
-        self.imported.emit(result)
+        self.imported.emit(result)  # opens the first one (which may say its model is not here) ...
+        self.reported.emit(text, "info")  # ... and the import's own report is what stays on show
