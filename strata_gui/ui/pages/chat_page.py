@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QToolButton,
@@ -271,13 +272,15 @@ class ChatPage(Page):
         sidebar = QWidget()
         side = QVBoxLayout(sidebar)
         side.setContentsMargins(0, 0, 8, 0)
-        side.addWidget(self.new_button)
+        top = QHBoxLayout()  # the menu beside "New chat": under the list it widened the column past the smallest window
+        top.addWidget(self.new_button, 1)
+        top.addWidget(self.conversation_menu)
+        side.addLayout(top)
         side.addWidget(self.search)
         side.addWidget(self.conversation_list, 1)
         row = QHBoxLayout()
         row.addWidget(self.rename_button)
         row.addWidget(self.delete_button)
-        row.addWidget(self.conversation_menu)
         side.addLayout(row)
         return sidebar
 
@@ -297,6 +300,8 @@ class ChatPage(Page):
         self.run_on = QComboBox()
         # Its items come after the first show (remote engines are added any time): sized by them.
         self.run_on.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        # Never narrower than its text: at the smallest window the row's buttons give way instead.
+        self.run_on.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.run_on.setToolTip(self.tr("Where replies are computed: this computer or a remote engine"))
         self.run_on.currentIndexChanged.connect(self._on_run_on_changed)
         self.run_on.setVisible(self._remote is not None)
