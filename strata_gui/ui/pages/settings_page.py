@@ -52,6 +52,8 @@ class SettingsPage(Page):
     Args:
         services: Holds the settings service and the user folders.
         apply_theme: Switches the app's theme (called when the ``theme`` setting changes).
+        apply_language: Switches the app's language live (called when the ``language`` setting
+            changes); None leaves the switch to the next start.
         open_path: Opens a folder in the file manager.
         choose_folder: Asks the user for a folder; returns None when cancelled.
     """
@@ -66,6 +68,7 @@ class SettingsPage(Page):
         services: Services,
         *,
         apply_theme: Callable[[str], None],
+        apply_language: Callable[[str], object] | None = None,
         open_path: Callable[[Path], object],
         choose_folder: Callable[[], str | None],
         start_at_login: tuple[Callable[[], bool], Callable[[bool], None]] | None = None,
@@ -75,6 +78,7 @@ class SettingsPage(Page):
         self.services = services
         self._start_at_login = start_at_login
         self._apply_theme = apply_theme
+        self._apply_language = apply_language
         self._open_path = open_path
         self._choose_folder = choose_folder
         self.page_title = self.tr("Settings")
@@ -396,7 +400,7 @@ class SettingsPage(Page):
             return False
         if changed & RESTART_KEYS:
             self.status.setText(self.tr("Saved. Network and folder changes apply after restarting Strata."))
-        elif "language" in changed:
+        elif "language" in changed and self._apply_language is None:
             self.status.setText(self.tr("Saved. The new language applies after restarting Strata."))
         else:
             self.status.setText(self.tr("Saved."))
@@ -424,6 +428,8 @@ class SettingsPage(Page):
     def _settings_changed(self, change: SettingsChange) -> None:
         if "theme" in change.keys:
             self._apply_theme(change.settings.theme)
+        if "language" in change.keys and self._apply_language is not None:
+            self._apply_language(change.settings.language)  # every open page reads in it at once
 
     def _open_folder(self, key: str) -> None:
         path = Path(self.services.paths.as_dict()[key])
