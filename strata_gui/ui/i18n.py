@@ -16,6 +16,7 @@ conversation and running work stay as they are).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import weakref
@@ -28,7 +29,7 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QLibraryInfo, QL
 from strata_gui.core.config import resources_dir
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QLabel
+    from PySide6.QtWidgets import QComboBox, QLabel
 
     from strata_gui.core.base import StrataError
 
@@ -245,6 +246,16 @@ class LiveTexts:
         setter(text())
         self._bound.append((setter, text))
 
+    def call(self, set_texts: Callable[[], object]) -> None:
+        """Run ``set_texts`` now and after every language switch (texts set together, such as a
+        header's title and subtitle)."""
+        self.set(lambda _: set_texts(), lambda: "")
+
+    def item(self, combo: QComboBox, text: Callable[[], str], data: object = None) -> None:
+        """Add an item to ``combo`` whose text follows the language (its data stays)."""
+        combo.addItem("", data)
+        self.set(functools.partial(combo.setItemText, combo.count() - 1), text)
+
     def label(self, text: Callable[[], str]) -> QLabel:
         """A label showing ``text()`` (a form row's label, say), kept in the installed language."""
         from PySide6.QtWidgets import QLabel
@@ -254,5 +265,8 @@ class LiveTexts:
         return label
 
     def _apply(self) -> None:
-        for setter, text in self._bound:
-            setter(text())
+        for setter, text in list(self._bound):
+            try:
+                setter(text())
+            except RuntimeError:  # its widget was deleted since (a row rebuilt): nothing to show
+                self._bound.remove((setter, text))
