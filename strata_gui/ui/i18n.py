@@ -22,7 +22,7 @@ import logging
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QLibraryInfo, QLocale, QObject, QTranslator
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from PySide6.QtWidgets import QComboBox, QLabel
 
     from strata_gui.core.base import StrataError
+    from strata_gui.ui.widgets import PageHeader
 
 log = logging.getLogger(__name__)
 
@@ -170,13 +171,15 @@ def install_language(app: QCoreApplication, setting: str) -> str:
     return language
 
 
-def keep_translated(owner: QObject, set_texts: Callable[[], object]) -> None:
-    """Call ``set_texts`` now and again after every language switch while ``owner`` lives.
+def keep_translated(owner: QObject, set_texts: Callable[[], object], *, now: bool = True) -> None:
+    """Call ``set_texts`` now (unless ``now`` is False) and again after every language switch while
+    ``owner`` lives.
 
     ``set_texts`` sets the owner's translated texts (``self.tr(...)``, :func:`core_text`) from its
     current state; it must not change that state, so a switch loses nothing.
     """
-    set_texts()
+    if now:
+        set_texts()
     app = QCoreApplication.instance()
     if app is not None:
         translators_of(app).keep(owner, set_texts)
@@ -224,6 +227,9 @@ def core_text(text: str) -> str:
     return QCoreApplication.translate(CONTEXT, text) if text else text
 
 
+TextT = TypeVar("TextT")
+
+
 class LiveTexts:
     """The translated texts of one page or panel, each set again after a language switch.
 
@@ -238,11 +244,12 @@ class LiveTexts:
     """
 
     def __init__(self, owner: QObject) -> None:
-        self._bound: list[tuple[Callable[[str], object], Callable[[], str]]] = []
+        self._bound: list[tuple[Callable[[Any], object], Callable[[], Any]]] = []
         keep_translated(owner, self._apply)
 
-    def set(self, setter: Callable[[str], object], text: Callable[[], str]) -> None:
-        """Show ``text()`` through ``setter`` now and after every language switch."""
+    def set(self, setter: Callable[[TextT], object], text: Callable[[], TextT]) -> None:
+        """Show ``text()`` through ``setter`` now and after every language switch (a text, or
+        what the setter takes: a table's header labels, say)."""
         setter(text())
         self._bound.append((setter, text))
 
@@ -255,6 +262,14 @@ class LiveTexts:
         """Add an item to ``combo`` whose text follows the language (its data stays)."""
         combo.addItem("", data)
         self.set(functools.partial(combo.setItemText, combo.count() - 1), text)
+
+    def header(self, title: Callable[[], str], subtitle: Callable[[], str] = str) -> PageHeader:
+        """A page's header whose title and subtitle follow the language."""
+        from strata_gui.ui.widgets import PageHeader
+
+        header = PageHeader("")
+        self.call(lambda: header.set_texts(title(), subtitle()))
+        return header
 
     def label(self, text: Callable[[], str]) -> QLabel:
         """A label showing ``text()`` (a form row's label, say), kept in the installed language."""

@@ -30,7 +30,6 @@ from strata_gui.core.models import environment_endpoint
 from strata_gui.ui.bridge import follow
 from strata_gui.ui.i18n import LiveTexts, core_text, error_text
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import PageHeader
 
 # Changes to these are read once at start-up (network clients, folders, translations).
 RESTART_KEYS = frozenset({"hub_endpoint", "github_api_url", "github_download_url", "offline", "engines_dir",
@@ -111,10 +110,8 @@ class SettingsPage(Page):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        header = PageHeader("")
-        self.texts.call(lambda: header.set_texts(self.tr("Settings"),
-                                                 self.tr("Saved to %s") % services.paths.settings_file))
-        layout.addWidget(header)
+        layout.addWidget(self.texts.header(lambda: self.tr("Settings"),
+                                           lambda: self.tr("Saved to %s") % services.paths.settings_file))
         layout.addWidget(scroll, 1)
         layout.addLayout(buttons)
         self.load()
