@@ -29,7 +29,7 @@ from strata_gui import APP_NAME, ORG_NAME, __version__
 from strata_gui.core.base import StrataError, describe
 from strata_gui.core.config import Services, build_services, resources_dir
 from strata_gui.core.platform import close_logging, configure_logging, keep_early_records
-from strata_gui.ui.i18n import core_text, install_language
+from strata_gui.ui.i18n import core_text, install_language, keep_translated
 from strata_gui.ui.main_window import MainWindow
 from strata_gui.ui.theme import apply_first_theme, apply_theme, remembered_dark, settle_theme
 
@@ -198,8 +198,9 @@ class Pages:
         self._window = window
         self._index: dict[str, int] = {}
 
-    def register(self, role: str, title: str, icon: QIcon, factory: Callable[[], Page]) -> None:
-        """Add a sidebar entry for ``role`` whose page ``factory`` builds (and wires) on first use."""
+    def register(self, role: str, title: str | Callable[[], str], icon: QIcon, factory: Callable[[], Page]) -> None:
+        """Add a sidebar entry for ``role`` whose page ``factory`` builds (and wires) on first use
+        (``title``: its sidebar text, or what gives it in the language installed now)."""
         self._index[role] = self._window.add_lazy_page(title, icon, factory)
 
     def get(self, role: str) -> Page:
@@ -296,23 +297,23 @@ def populate(window: MainWindow, services: AppServices, bridge: AsyncBridge, app
     pages = Pages(window)
     ui = AppUi(window, pages, services, bridge, hooks)
     # Titles in each page's own translation context, so the sidebar reads as the page will.
-    pages.register("chat", QCoreApplication.translate("ChatPage", "Chat"), icon_named("chat"),
+    pages.register("chat", lambda: QCoreApplication.translate("ChatPage", "Chat"), icon_named("chat"),
                    functools.partial(_build_chat, ui))
-    pages.register("images", QCoreApplication.translate("ImagesPage", "Images"), icon_named("images"),
+    pages.register("images", lambda: QCoreApplication.translate("ImagesPage", "Images"), icon_named("images"),
                    functools.partial(_build_images, ui))
-    pages.register("models", QCoreApplication.translate("ModelsPage", "Models"), icon_named("models"),
+    pages.register("models", lambda: QCoreApplication.translate("ModelsPage", "Models"), icon_named("models"),
                    functools.partial(_build_models, ui))
-    pages.register("engines", QCoreApplication.translate("EnginesPage", "Engines"), icon_named("engines"),
+    pages.register("engines", lambda: QCoreApplication.translate("EnginesPage", "Engines"), icon_named("engines"),
                    functools.partial(_build_engines, ui))
-    pages.register("gpu", QCoreApplication.translate("GpuPage", "GPU"), icon_named("gpu"),
+    pages.register("gpu", lambda: QCoreApplication.translate("GpuPage", "GPU"), icon_named("gpu"),
                    functools.partial(_build_gpu, ui))
-    pages.register("dashboard", QCoreApplication.translate("DashboardPage", "Dashboard"), icon_named("dashboard"),
+    pages.register("dashboard", lambda: QCoreApplication.translate("DashboardPage", "Dashboard"), icon_named("dashboard"),
                    functools.partial(_build_dashboard, ui))
-    pages.register("network", QCoreApplication.translate("NetworkPage", "Network"), icon_named("network"),
+    pages.register("network", lambda: QCoreApplication.translate("NetworkPage", "Network"), icon_named("network"),
                    functools.partial(_build_network, ui))
-    pages.register("settings", QCoreApplication.translate("SettingsPage", "Settings"), icon_named("settings"),
+    pages.register("settings", lambda: QCoreApplication.translate("SettingsPage", "Settings"), icon_named("settings"),
                    functools.partial(_build_settings, ui, app))
-    pages.register("about", QCoreApplication.translate("AboutPage", "About"), icon_named("about"),
+    pages.register("about", lambda: QCoreApplication.translate("AboutPage", "About"), icon_named("about"),
                    functools.partial(_build_about, ui))
     pages.get("chat")  # the first page on screen (registering the first entry selected it)
     _follow_the_core(ui)
@@ -331,11 +332,12 @@ def _follow_the_core(ui: AppUi) -> None:
 
     window = ui.window
 
-    def plan_changed(event: object) -> None:
-        if isinstance(event, PlanChanged) and window.statusBar().currentMessage():
+    def restate() -> None:
+        if window.statusBar().currentMessage():
             show_engine_status(ui)  # once start-up has shown it, it follows every change
 
-    follow(window, ui.services.chat.events, plan_changed)
+    follow(window, ui.services.chat.events, lambda event: restate() if isinstance(event, PlanChanged) else None)
+    keep_translated(window.statusBar(), restate)  # and a language switch
 
     def rolled_back(entry: Any) -> None:
         # A promoted engine that broke a model was put back by the core: the notice wherever the user is.
@@ -506,6 +508,7 @@ def _build_settings(ui: AppUi, app: QApplication) -> Page:
     page = SettingsPage(
         ui.services.base,
         apply_theme=lambda theme: apply_theme(app, theme),
+        apply_language=lambda language: install_language(app, language),
         open_path=ui.hooks.open_path,
         choose_folder=ui.hooks.choose_folder,
         start_at_login=(lambda: serve.starts_at_login, serve.set_start_at_login),

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from strata_gui.core.engines import ProbeFinding
 from strata_gui.core.gpu import GpuInfo, GpuSample, RocmVerdict, fmt_opt_bytes, format_mem
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import LiveTexts, core_text
 
 PROBE_OK, PROBE_FAILED, PROBE_PENDING = "#15803d", "#b91c1c", "#b45309"
 VERDICT_COLOURS = {
@@ -174,6 +174,7 @@ class GpuCard(QFrame):
 
     def __init__(self, gpu: GpuInfo, platform: str = "linux", parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.setObjectName("card")
         self.gpu = gpu
         self.name = QLabel(gpu.name)

@@ -27,6 +27,7 @@ from strata_gui.core.base import ProgressCallback
 from strata_gui.core.bench import DashboardService, ImageEngineStats
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.charts import BarChart, copy_chart_image
+from strata_gui.ui.i18n import LiveTexts
 from strata_gui.ui.widgets import ProgressPanel
 
 
@@ -43,6 +44,7 @@ class ImageDashboard(QWidget):
     def __init__(self, service: DashboardService, bridge: AsyncBridge, *, models: Callable[[], Awaitable[list[Path]]],
                  choose_model: Callable[[], str | None], parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.service = service
         self.bridge = bridge
         self._models = models
@@ -53,13 +55,15 @@ class ImageDashboard(QWidget):
 
         self.usage_table = self._table([self.tr("Engine"), self.tr("Backend"), self.tr("Images"),
                                         self.tr("Seconds per image"), self.tr("Seconds per step")])
-        self.usage_empty = QLabel(self.tr("No images yet. Make one on the Images page and its speed appears here."))
+        self.usage_empty = QLabel()
+        self.texts.set(self.usage_empty.setText, lambda: self.tr("No images yet. Make one on the Images page and its speed appears here."))
         self.usage_empty.setObjectName("muted")
         self.usage_empty.setWordWrap(True)
 
         self.model_combo = QComboBox()
         self.model_combo.setMinimumWidth(360)
-        self.browse_button = QPushButton(self.tr("Browse…"))
+        self.browse_button = QPushButton()
+        self.texts.set(self.browse_button.setText, lambda: self.tr("Browse…"))
         self.browse_button.clicked.connect(self._browse)
         model_row = QHBoxLayout()
         model_row.addWidget(self.model_combo, 1)
@@ -79,12 +83,13 @@ class ImageDashboard(QWidget):
             spin.setMaximumWidth(140)
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
-        form.addRow(self.tr("Model"), model_row)
-        form.addRow(self.tr("Image size (square)"), self.size_spin)
-        form.addRow(self.tr("Steps"), self.steps_spin)
-        form.addRow(self.tr("Timed runs per engine"), self.reps_spin)
-        self.run_button = QPushButton(self.tr("Benchmark this model"))
-        self.run_button.setToolTip(self.tr("Each image engine makes the same image: one warm-up, then the timed runs. "
+        form.addRow(self.texts.label(lambda: self.tr("Model")), model_row)
+        form.addRow(self.texts.label(lambda: self.tr("Image size (square)")), self.size_spin)
+        form.addRow(self.texts.label(lambda: self.tr("Steps")), self.steps_spin)
+        form.addRow(self.texts.label(lambda: self.tr("Timed runs per engine")), self.reps_spin)
+        self.run_button = QPushButton()
+        self.texts.set(self.run_button.setText, lambda: self.tr("Benchmark this model"))
+        self.texts.set(self.run_button.setToolTip, lambda: self.tr("Each image engine makes the same image: one warm-up, then the timed runs. "
                                            "Nothing is added to the gallery."))
         self.run_button.clicked.connect(self.start_benchmark)
         self.progress = ProgressPanel()
@@ -95,7 +100,8 @@ class ImageDashboard(QWidget):
         self.bars.hide()
         self.summary = QLabel()
         self.summary.setWordWrap(True)
-        self.copy_button = QPushButton(self.tr("Copy chart"))
+        self.copy_button = QPushButton()
+        self.texts.set(self.copy_button.setText, lambda: self.tr("Copy chart"))
         self.copy_button.clicked.connect(lambda: copy_chart_image(self.bars))
         self.copy_button.hide()
         run_row = QHBoxLayout()

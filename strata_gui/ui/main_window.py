@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QSize, Signal
+from PySide6.QtCore import QByteArray, QCoreApplication, QSize, Signal
 from PySide6.QtGui import QCloseEvent, QIcon
 from PySide6.QtWidgets import (
     QFrame,
@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from strata_gui import APP_NAME
 from strata_gui.core.base import StrataError
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import core_text, keep_translated
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import NoticeBanner, install_wheel_guard
 
@@ -40,11 +40,13 @@ if TYPE_CHECKING:  # asyncio, the bridge and the dialogs load after the first pa
 
 @dataclass
 class _Entry:
-    """One sidebar entry: its page once built, else the factory and the empty stand-in in the stack."""
+    """One sidebar entry: its page once built, else the factory and the empty stand-in in the stack;
+    ``title`` gives its sidebar text in the language installed now."""
 
     factory: Callable[[], Page] | None
     page: Page | None
     slot: QWidget
+    title: Callable[[], str]
 
 
 class MainWindow(QMainWindow):
@@ -106,7 +108,7 @@ class MainWindow(QMainWindow):
         self.stack = QStackedWidget()
         # Shown for the moment between the window appearing and the pages being built.
         # Centred by its paragraph, not Qt.AlignmentFlag (see above); a label centres vertically.
-        self._loading: QLabel | None = QLabel(f'<p align="center">{html.escape(self.tr("Starting Strata…"))}</p>')
+        self._loading: QLabel | None = QLabel()
         self._loading.setObjectName("muted")
         self.stack.addWidget(self._loading)
         self.banner = NoticeBanner()
@@ -129,9 +131,11 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.content)
 
         self.busy_label = QLabel()
+        self._busy_count = 0
         self.statusBar().addPermanentWidget(self.busy_label)
         if bridge is not None:
             self.set_bridge(bridge)
+        keep_translated(self, self._retranslate)
 
         self._restore_state()
 
@@ -160,17 +164,23 @@ class MainWindow(QMainWindow):
             pixmap = getattr(QStyle.StandardPixmap, page.page_icon, QStyle.StandardPixmap.SP_FileIcon)
             icon = self.style().standardIcon(pixmap)
         install_wheel_guard()  # scrolling a page never turns its controls
-        self._append(_Entry(None, page, page), title, icon)
+        source = type(page).page_title  # the English title; the page's class is its context
+        self._append(_Entry(None, page, page, lambda: QCoreApplication.translate(type(page).__name__, source)
+                            if source else title), icon)
 
-    def add_lazy_page(self, title: str, icon: QIcon, factory: Callable[[], Page]) -> int:
-        """Append a sidebar entry whose page ``factory`` builds on first visit; returns its index."""
+    def add_lazy_page(self, title: str | Callable[[], str], icon: QIcon, factory: Callable[[], Page]) -> int:
+        """Append a sidebar entry whose page ``factory`` builds on first visit; returns its index.
+
+        ``title`` is the sidebar text, or what gives it in the language installed now (so the
+        entry follows a language switch).
+        """
         install_wheel_guard()  # covers the page when it is built
-        return self._append(_Entry(factory, None, QWidget()), title, icon)
+        return self._append(_Entry(factory, None, QWidget(), title if callable(title) else lambda: title), icon)
 
-    def _append(self, entry: _Entry, title: str, icon: QIcon) -> int:
+    def _append(self, entry: _Entry, icon: QIcon) -> int:
         index = len(self._entries)
-        item = QListWidgetItem(icon, title)
-        item.setToolTip(f"{title} (Ctrl+{index + 1})" if index < 9 else title)
+        item = QListWidgetItem(icon, "")
+        self._set_title(item, index, entry.title())
         if self._loading is not None:
             self.stack.removeWidget(self._loading)
             self._loading.deleteLater()
@@ -181,6 +191,22 @@ class MainWindow(QMainWindow):
         if index == 0:
             self.sidebar.setCurrentRow(0)
         return index
+
+    @staticmethod
+    def _set_title(item: QListWidgetItem, index: int, title: str) -> None:
+        item.setText(title)
+        item.setToolTip(f"{title} (Ctrl+{index + 1})" if index < 9 else title)
+
+    def _retranslate(self) -> None:
+        """The window's own texts in the language installed now (the pages keep their own)."""
+        if self._loading is not None:
+            self._loading.setText(f'<p align="center">{html.escape(self.tr("Starting Strata…"))}</p>')
+        for index, entry in enumerate(self._entries):
+            title = entry.title()
+            self._set_title(self.sidebar.item(index), index, title)
+            if entry.page is not None:
+                entry.page.page_title = title
+        self._on_busy(self._busy_count)
 
     def page_at(self, index: int) -> Page:
         """The page at sidebar ``index``, built now if it was added lazily and not built yet."""
@@ -283,6 +309,7 @@ class MainWindow(QMainWindow):
         self._dialog.open()
 
     def _on_busy(self, count: int) -> None:
+        self._busy_count = count
         self.busy_label.setText(self.tr("%n task(s) running", "", count) if count else "")
 
     # -- window state ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from strata_gui.core.models import (
     Verdict,
     format_params,
 )
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import LiveTexts, core_text
 
 VERDICT_COLORS = {
     Verdict.FULL_GPU: "#15803d",
@@ -83,6 +83,7 @@ class DownloadRow(QFrame):
 
     def __init__(self, job: DownloadJob, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.setObjectName("card")
         self.job = job
         self.title = QLabel(f"{job.repo_id} · {job.name}")
@@ -96,7 +97,8 @@ class DownloadRow(QFrame):
         self.status.setWordWrap(True)
         self.pause_button = QPushButton(self.tr("Pause"))
         self.pause_button.clicked.connect(lambda _checked=False: self._toggle())
-        self.cancel_button = QPushButton(self.tr("Cancel"))
+        self.cancel_button = QPushButton()
+        self.texts.set(self.cancel_button.setText, lambda: self.tr("Cancel"))
         self.cancel_button.clicked.connect(lambda _checked=False: self.cancel_requested.emit())
         top = QHBoxLayout()
         top.addWidget(self.title, 1)

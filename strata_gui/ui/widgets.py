@@ -113,6 +113,12 @@ class PageHeader(QWidget):
         layout.addWidget(self.title)
         layout.addWidget(self.subtitle)
 
+    def set_texts(self, title: str, subtitle: str = "") -> None:
+        """Show another title and subtitle (the language changed)."""
+        self.title.setText(title)
+        self.subtitle.setText(subtitle)
+        self.subtitle.setVisible(bool(subtitle))
+
 
 class NoticeBanner(QFrame):
     """A dismissible message strip (info / warning / error) at the top of the window."""

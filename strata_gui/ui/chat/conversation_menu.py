@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
 from strata_gui.core.base import StrataError
 from strata_gui.core.chat import EXPORT_SUFFIXES, ChatService, ImportResult, export_conversation, import_file
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
-from strata_gui.ui.i18n import error_line
+from strata_gui.ui.i18n import LiveTexts, error_line
 
 
 def file_name(title: str, fmt: str) -> str:
@@ -47,13 +47,14 @@ class ConversationMenu(QToolButton):
     def __init__(self, service: ChatService, bridge: AsyncBridge, current: Callable[[], int | None],
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self._service = service
         self._bridge = bridge
         self._current = current
         self.dialog: QFileDialog | None = None  # the file dialog open now
         self.import_task: TaskHandle | None = None
         self.setText("⋯")
-        self.setToolTip(self.tr("Export this conversation, or import conversations from ChatGPT or Open WebUI"))
+        self.texts.set(self.setToolTip, lambda: self.tr("Export this conversation, or import conversations from ChatGPT or Open WebUI"))
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(self)
         self.export_actions: dict[str, QAction] = {}

@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from strata_gui.ui.i18n import LiveTexts
+
 REFIND_MS = 150  # typing in the find box searches again once it pauses this long
 MATCH_COLOUR = QColor("#fde68a")  # every match (amber-200)
 CURRENT_COLOUR = QColor("#f59e0b")  # the current one (amber-500)
@@ -62,6 +64,7 @@ class FindBar(QWidget):
     def __init__(self, scroll_area: QScrollArea, parent: QWidget | None = None, *,
                  prepare: Callable[[], object] | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self._scroll_area = scroll_area
         self._prepare = prepare
         self.matches: list[Match] = []
@@ -69,7 +72,7 @@ class FindBar(QWidget):
         self._painted: list[TextView] = []  # views whose extra selections show matches now
         self._selected_label: QLabel | None = None
         self.field = QLineEdit()
-        self.field.setPlaceholderText(self.tr("Find in this conversation"))
+        self.texts.set(self.field.setPlaceholderText, lambda: self.tr("Find in this conversation"))
         self.field.setClearButtonEnabled(True)
         self.field.installEventFilter(self)  # Enter: next match, Shift+Enter: previous, Esc: close
         self.count_label = QLabel()

@@ -8,6 +8,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from strata_gui.ui.chat.attachments import has_images, model_files, raw_images
+from strata_gui.ui.i18n import LiveTexts
 
 
 class ChatInput(QPlainTextEdit):
@@ -27,7 +28,8 @@ class ChatInput(QPlainTextEdit):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setPlaceholderText(self.tr("Message the model…  (Enter sends, Shift+Enter adds a line)"))
+        self.texts = LiveTexts(self)  # follow a language switch
+        self.texts.set(self.setPlaceholderText, lambda: self.tr("Message the model…  (Enter sends, Shift+Enter adds a line)"))
         self.setTabChangesFocus(True)
         self.setFixedHeight(76)
 

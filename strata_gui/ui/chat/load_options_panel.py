@@ -43,7 +43,7 @@ from strata_gui.core.models import (
     Verdict,
 )
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import LiveTexts, core_text
 
 _VERDICT_COLOURS = {Verdict.FULL_GPU: "#15803d", Verdict.PARTIAL: "#b45309",
                     Verdict.CPU_ONLY: "#6b7280", Verdict.WONT_FIT: "#b91c1c"}
@@ -75,7 +75,8 @@ class LoadOptionsPanel(QGroupBox):
                  gpu_picks: Callable[[], list[GpuPick]] | None = None,
                  choose_devices: Callable[[list[str]], object] | None = None) -> None:
         super().__init__(parent)
-        self.setTitle(self.tr("Load options"))
+        self.texts = LiveTexts(self)  # follow a language switch
+        self.texts.set(self.setTitle, lambda: self.tr("Load options"))
         self._service = service
         self._bridge = bridge
         self._gpu_picks = gpu_picks or list
@@ -110,7 +111,7 @@ class LoadOptionsPanel(QGroupBox):
         self.gpu_layers = QComboBox()
         self.gpu_layers.setEditable(True)
         self.gpu_layers.addItems(["all", "auto"])
-        self.gpu_layers.setToolTip(self.tr("'all', 'auto' or a number of layers"))
+        self.texts.set(self.gpu_layers.setToolTip, lambda: self.tr("'all', 'auto' or a number of layers"))
         self.flash_attention = QComboBox()
         for value, text in (("auto", self.tr("Auto")), ("on", self.tr("On")), ("off", self.tr("Off"))):
             self.flash_attention.addItem(text, value)
@@ -123,21 +124,23 @@ class LoadOptionsPanel(QGroupBox):
         self.ubatch_size = _spin(0, 1 << 16, default)
         self.threads = _spin(0, 512, default)
         self.parallel = _spin(*RANGES["parallel_slots"], self.tr("Automatic"))
-        self.parallel.setToolTip(self.tr("Requests the model answers at the same time (the chat, other apps, "
+        self.texts.set(self.parallel.setToolTip, lambda: self.tr("Requests the model answers at the same time (the chat, other apps, "
                                          "reading ahead); each gets the whole context size, and the KV cache "
                                          "holds all of them. Automatic: as many as fit, at most 4"))
         # What each request gets, beside the number (the fit line above it has no room for a second line).
         self.slots_note = QLabel()
         self.slots_note.setObjectName("muted")
         self.slots_note.setWordWrap(True)  # beside the number in a narrow panel (the smallest window)
-        self.mmap = QCheckBox(self.tr("Memory-map the model file"))
+        self.mmap = QCheckBox()
+        self.texts.set(self.mmap.setText, lambda: self.tr("Memory-map the model file"))
         # How the model replies (sent with each request; no reload).
         self.reply_limit = _spin(0, 1 << 20, self.tr("8,192 (default)"), 512)
-        self.reply_limit.setToolTip(self.tr("Longest reply in tokens, thinking included; a conversation's own "
+        self.texts.set(self.reply_limit.setToolTip, lambda: self.tr("Longest reply in tokens, thinking included; a conversation's own "
                                             "\"Max tokens\" wins"))
-        self.chat_parsing = QCheckBox(self.tr("Read thinking and tool calls (chat-format parsing)"))
+        self.chat_parsing = QCheckBox()
+        self.texts.set(self.chat_parsing.setText, lambda: self.tr("Read thinking and tool calls (chat-format parsing)"))
         # the whole label first: in the narrow panel of the smallest window the box's text is cut
-        self.chat_parsing.setToolTip(self.chat_parsing.text() + "\n" + self.tr(
+        self.texts.set(self.chat_parsing.setToolTip, lambda: self.chat_parsing.text() + "\n" + self.tr(
             "Off: the engine leaves the model's text as written (for a model whose output keeps failing its chat "
             "format); no tool calls then"))
         self.thinking = QComboBox()
@@ -147,32 +150,36 @@ class LoadOptionsPanel(QGroupBox):
         for value in EFFORTS:
             self.effort.addItem(value.capitalize() if value else self.tr("Model default"), value)
         self.thinking_budget = _spin(-1, 1 << 20, self.tr("no limit"), 256)
-        self.thinking_budget.setToolTip(self.tr("Most thinking tokens per reply; the engine then ends the thinking"))
+        self.texts.set(self.thinking_budget.setToolTip, lambda: self.tr("Most thinking tokens per reply; the engine then ends the thinking"))
 
     def _build_draft_and_fit_fields(self) -> None:
         """The draft model, the fit verdict with Use defaults, and the GPU models run on."""
         # Speculative decoding: a small model of the same vocabulary drafts, the model checks.
         self.draft_label = QLabel()
         self.draft_label.setWordWrap(True)
-        self.draft_button = QPushButton(self.tr("Choose…"))
-        self.draft_button.setToolTip(self.tr("A smaller model with the same vocabulary drafts tokens the model "
+        self.draft_button = QPushButton()
+        self.texts.set(self.draft_button.setText, lambda: self.tr("Choose…"))
+        self.texts.set(self.draft_button.setToolTip, lambda: self.tr("A smaller model with the same vocabulary drafts tokens the model "
                                              "then checks (speculative decoding)"))
         self.draft_button.clicked.connect(self._choose_draft)
-        self.draft_clear = QPushButton(self.tr("None"))
+        self.draft_clear = QPushButton()
+        self.texts.set(self.draft_clear.setText, lambda: self.tr("None"))
         self.draft_clear.clicked.connect(lambda: self.set_draft_model(None))
         self.draft_max = _spin(0, 64, self.tr("default"))
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
-        self.note = QLabel(self.tr("Saved for this model; used at the next load (the engine reloads)."))
+        self.note = QLabel()
+        self.texts.set(self.note.setText, lambda: self.tr("Saved for this model; used at the next load (the engine reloads)."))
         self.note.setObjectName("muted")
         self.note.setWordWrap(True)
-        self.reset_button = QPushButton(self.tr("Use defaults"))
-        self.reset_button.setToolTip(self.tr("Forget this model's options: it follows Settings again"))
+        self.reset_button = QPushButton()
+        self.texts.set(self.reset_button.setText, lambda: self.tr("Use defaults"))
+        self.texts.set(self.reset_button.setToolTip, lambda: self.tr("Forget this model's options: it follows Settings again"))
         self.reset_button.clicked.connect(self.reset)
 
         # Which GPU the model runs on: the same choice as the GPU page's "Models run on".
         self.device = QComboBox()
-        self.device.setToolTip(self.tr("The GPU models run on (also on the GPU page); the engine reloads"))
+        self.texts.set(self.device.setToolTip, lambda: self.tr("The GPU models run on (also on the GPU page); the engine reloads"))
         self.device_reason = QLabel()
         self.device_reason.setObjectName("muted")
         self.device_reason.setWordWrap(True)
@@ -180,38 +187,38 @@ class LoadOptionsPanel(QGroupBox):
     def _build_form(self) -> None:
         """The fields in one form, GPU first and the fit verdict last."""
         form = QFormLayout(self)
-        form.addRow(self.tr("GPU"), self.device)
+        form.addRow(self.texts.label(lambda: self.tr("GPU")), self.device)
         form.addRow("", self.device_reason)
-        form.addRow(self.tr("Context size"), self.ctx_size)
-        form.addRow(self.tr("GPU layers"), self.gpu_layers)
-        form.addRow(self.tr("Flash attention"), self.flash_attention)
+        form.addRow(self.texts.label(lambda: self.tr("Context size")), self.ctx_size)
+        form.addRow(self.texts.label(lambda: self.tr("GPU layers")), self.gpu_layers)
+        form.addRow(self.texts.label(lambda: self.tr("Flash attention")), self.flash_attention)
         kv = QHBoxLayout()
         kv.addWidget(QLabel(self.tr("K")))
         kv.addWidget(self.cache_type_k, 1)
         kv.addWidget(QLabel(self.tr("V")))
         kv.addWidget(self.cache_type_v, 1)
-        form.addRow(self.tr("KV cache"), kv)
-        form.addRow(self.tr("Batch"), self.batch_size)
-        form.addRow(self.tr("Micro-batch"), self.ubatch_size)
-        form.addRow(self.tr("Threads"), self.threads)
+        form.addRow(self.texts.label(lambda: self.tr("KV cache")), kv)
+        form.addRow(self.texts.label(lambda: self.tr("Batch")), self.batch_size)
+        form.addRow(self.texts.label(lambda: self.tr("Micro-batch")), self.ubatch_size)
+        form.addRow(self.texts.label(lambda: self.tr("Threads")), self.threads)
         parallel = QHBoxLayout()
         parallel.addWidget(self.parallel, 1)
         parallel.addWidget(self.slots_note)
-        form.addRow(self.tr("Parallel requests"), parallel)
+        form.addRow(self.texts.label(lambda: self.tr("Parallel requests")), parallel)
         form.addRow("", self.mmap)
         draft = QHBoxLayout()
         draft.addWidget(self.draft_label, 1)
         draft.addWidget(self.draft_button)
         draft.addWidget(self.draft_clear)
-        form.addRow(self.tr("Draft model"), draft)
-        form.addRow(self.tr("Draft tokens"), self.draft_max)
-        form.addRow(self.tr("Reply limit"), self.reply_limit)
-        form.addRow(self.tr("Thinking"), self.thinking)
-        form.addRow(self.tr("Thinking effort"), self.effort)
-        form.addRow(self.tr("Thinking budget"), self.thinking_budget)
+        form.addRow(self.texts.label(lambda: self.tr("Draft model")), draft)
+        form.addRow(self.texts.label(lambda: self.tr("Draft tokens")), self.draft_max)
+        form.addRow(self.texts.label(lambda: self.tr("Reply limit")), self.reply_limit)
+        form.addRow(self.texts.label(lambda: self.tr("Thinking")), self.thinking)
+        form.addRow(self.texts.label(lambda: self.tr("Thinking effort")), self.effort)
+        form.addRow(self.texts.label(lambda: self.tr("Thinking budget")), self.thinking_budget)
         form.addRow("", self.chat_parsing)
         self._form = form
-        form.addRow(self.tr("Fit"), self.verdict)
+        form.addRow(self.texts.label(lambda: self.tr("Fit")), self.verdict)
         row = QHBoxLayout()
         row.addWidget(self.note, 1)
         row.addWidget(self.reset_button)

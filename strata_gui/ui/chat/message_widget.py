@@ -45,7 +45,7 @@ from strata_gui.core.chat import (
 from strata_gui.ui.chat.attachments import ImageThumb
 from strata_gui.ui.chat.markdown import Segment, plain_extension, split_segments
 from strata_gui.ui.chat.reply_parts import ThinkingBlock, ToolCallBox, ToolResultView, duration_text
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import LiveTexts, core_text, keep_translated
 
 MESSAGE_THUMB = 160
 COUNTER_GAP_S = 0.25  # the live token counter changes at most this often (a label's relayout per token is waste)
@@ -130,13 +130,14 @@ class CodeBlock(QFrame):
 
     def __init__(self, segment: Segment, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.setObjectName("codeBlock")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.lang = QLabel()
         self.lang.setObjectName("muted")
         self.copy_button = QToolButton()
-        self.copy_button.setText(self.tr("Copy"))
-        self.copy_button.setToolTip(self.tr("Copy this code"))
+        self.texts.set(self.copy_button.setText, lambda: self.tr("Copy"))
+        self.texts.set(self.copy_button.setToolTip, lambda: self.tr("Copy this code"))
         self.copy_button.clicked.connect(self.copy)
         self.code = QLabel()
         self.code.setTextFormat(Qt.TextFormat.PlainText)
@@ -211,7 +212,7 @@ class MessageWidget(QFrame):
         self.setObjectName({"user": "userMessage", "tool": "toolMessage"}.get(role, "assistantMessage"))
         self._background = (QPalette.ColorRole.AlternateBase if role == "user"
                             else QPalette.ColorRole.Window)
-        self.role = QLabel({"user": self.tr("You"), "tool": self.tr("Tool")}.get(role, self.tr("Assistant")))
+        self.role = QLabel()
         self.role.setObjectName("messageRole")
         self.body = QVBoxLayout()
         self.body.setSpacing(6)
@@ -249,6 +250,23 @@ class MessageWidget(QFrame):
             self.copy_button.hide()  # the result has its own Copy
         self.render_text()
         self.set_message(message)
+        keep_translated(self, self._retranslate, now=False)
+
+    def _set_texts(self) -> None:
+        """The texts that do not depend on the message's state: who speaks, the actions."""
+        self.role.setText({"user": self.tr("You"), "tool": self.tr("Tool")}.get(self.message.role,
+                                                                                  self.tr("Assistant")))
+        self.copy_button.setText(self.tr("Copy"))
+        self.edit_button.setText(self.tr("Edit"))
+        self.regenerate_button.setText(self.tr("Regenerate"))
+
+    def _retranslate(self) -> None:
+        """The language changed: every text again, the saved state's included (a streaming reply's
+        counter follows at its next token)."""
+        self._set_texts()
+        if self.message.status != STREAMING:
+            self.forget_warnings()  # said again in the new language, by the first bubble that has it
+            self.set_message(self.message)
 
     def _build_footer(self, role: str) -> None:
         """The statistics line, the live counter and the actions (Copy, Edit, Regenerate)."""
@@ -261,10 +279,10 @@ class MessageWidget(QFrame):
         self.counter.setTextFormat(Qt.TextFormat.PlainText)  # it names the tool the model is calling
         self.counter.setObjectName("muted")
         self.counter.hide()
-        self.copy_button = self._action(self.tr("Copy"), self.copy)
-        self.edit_button = self._action(self.tr("Edit"), lambda: self.edit_requested.emit(self.message.id))
-        self.regenerate_button = self._action(self.tr("Regenerate"),
-                                              lambda: self.regenerate_requested.emit(self.message.id))
+        self.copy_button = self._action("", self.copy)
+        self.edit_button = self._action("", lambda: self.edit_requested.emit(self.message.id))
+        self.regenerate_button = self._action("", lambda: self.regenerate_requested.emit(self.message.id))
+        self._set_texts()
         self.edit_button.setVisible(role == "user")
         self.regenerate_button.setVisible(False)
         self.stats.hide()  # shown once there is something to say

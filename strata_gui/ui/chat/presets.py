@@ -20,7 +20,7 @@ from strata_gui.core.chat import (
     matching_preset,
 )
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
-from strata_gui.ui.i18n import error_line
+from strata_gui.ui.i18n import LiveTexts, error_line
 
 
 class PresetBar(QWidget):
@@ -46,6 +46,7 @@ class PresetBar(QWidget):
                  current: Callable[[], int | None], *, enabled_tools: Callable[[], list[str]] | None = None,
                  set_tools: Callable[[tuple[str, ...]], object] | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.presets = presets
         self._panel = panel
         self._service = service
@@ -54,11 +55,11 @@ class PresetBar(QWidget):
         self._set_tools = set_tools
         self.dialog: QFileDialog | None = None
         self.picker = QComboBox()
-        self.picker.setToolTip(self.tr("System prompt, sampling, thinking and tools saved under a name"))
+        self.texts.set(self.picker.setToolTip, lambda: self.tr("System prompt, sampling, thinking and tools saved under a name"))
         self.picker.activated.connect(self._chosen)
         self.save_button = QToolButton()
-        self.save_button.setText(self.tr("Save as…"))
-        self.save_button.setToolTip(self.tr("Save these settings as a preset"))
+        self.texts.set(self.save_button.setText, lambda: self.tr("Save as…"))
+        self.texts.set(self.save_button.setToolTip, lambda: self.tr("Save these settings as a preset"))
         self.save_button.clicked.connect(self.ask_save)
         self.more = QToolButton()
         self.more.setText("⋯")

@@ -34,6 +34,7 @@ from strata_gui.core.chat import (
     ToolCallRecord,
 )
 from strata_gui.core.runtime import parse_tool_arguments
+from strata_gui.ui.i18n import LiveTexts
 
 MAX_ARGUMENT_CHARS = 2_000  # arguments that are not a JSON object are shown as written, up to this
 MAX_SHOWN_CHARS = 20_000  # a tool result longer than this is cut in the view (Copy takes it all)
@@ -97,6 +98,7 @@ class ThinkingBlock(QFrame):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.setObjectName("thinkingBlock")
         self.text = ""
         self._shown = ""
@@ -113,8 +115,8 @@ class ThinkingBlock(QFrame):
         self.toggle.setAutoRaise(True)
         self.toggle.clicked.connect(self._clicked)
         self.copy_button = QToolButton()
-        self.copy_button.setText(self.tr("Copy"))
-        self.copy_button.setToolTip(self.tr("Copy the thinking"))
+        self.texts.set(self.copy_button.setText, lambda: self.tr("Copy"))
+        self.texts.set(self.copy_button.setToolTip, lambda: self.tr("Copy the thinking"))
         self.copy_button.setAutoRaise(True)
         self.copy_button.clicked.connect(self.copy)
         self.view = _plain_view("")
@@ -202,6 +204,7 @@ class ToolCallBox(QFrame):
 
     def __init__(self, record: ToolCallRecord, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.setObjectName("toolCall")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.record = record
@@ -221,9 +224,12 @@ class ToolCallBox(QFrame):
         self.question = QLabel()
         self.question.setTextFormat(Qt.TextFormat.PlainText)
         self.question.setWordWrap(True)
-        self.allow_button = QPushButton(self.tr("Allow once"))
-        self.always_button = QPushButton(self.tr("Always allow this tool"))
-        self.deny_button = QPushButton(self.tr("Deny"))
+        self.allow_button = QPushButton()
+        self.texts.set(self.allow_button.setText, lambda: self.tr("Allow once"))
+        self.always_button = QPushButton()
+        self.texts.set(self.always_button.setText, lambda: self.tr("Always allow this tool"))
+        self.deny_button = QPushButton()
+        self.texts.set(self.deny_button.setText, lambda: self.tr("Deny"))
         self.allow_button.clicked.connect(lambda: self._decide("allow_once"))
         self.always_button.clicked.connect(lambda: self._decide("always"))
         self.deny_button.clicked.connect(lambda: self._decide("deny"))
@@ -292,6 +298,7 @@ class ToolResultView(QFrame):
 
     def __init__(self, message: Message, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.setObjectName("toolResult")
         self.toggle = QToolButton()
         self.toggle.setCheckable(True)
@@ -300,7 +307,7 @@ class ToolResultView(QFrame):
         self.toggle.setArrowType(Qt.ArrowType.RightArrow)
         self.toggle.toggled.connect(self.set_expanded)
         self.copy_button = QToolButton()
-        self.copy_button.setText(self.tr("Copy"))
+        self.texts.set(self.copy_button.setText, lambda: self.tr("Copy"))
         self.copy_button.setAutoRaise(True)
         self.copy_button.clicked.connect(self.copy)
         self.details = QLabel()

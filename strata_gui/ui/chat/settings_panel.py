@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 from strata_gui.core.base import StrataError
 from strata_gui.core.chat import OUTPUT_JSON, OUTPUT_OFF, OUTPUT_SCHEMA, StructuredOutput
 from strata_gui.core.runtime import SamplingParams
+from strata_gui.ui.i18n import LiveTexts
 
 
 def _double(lo: float, hi: float, step: float) -> QDoubleSpinBox:
@@ -49,9 +50,10 @@ class ConversationSettingsPanel(QGroupBox):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setTitle(self.tr("Conversation settings"))
+        self.texts = LiveTexts(self)  # follow a language switch
+        self.texts.set(self.setTitle, lambda: self.tr("Conversation settings"))
         self.system_prompt = QPlainTextEdit()
-        self.system_prompt.setPlaceholderText(self.tr("System prompt (optional): how the assistant should behave"))
+        self.texts.set(self.system_prompt.setPlaceholderText, lambda: self.tr("System prompt (optional): how the assistant should behave"))
         self.system_prompt.setMaximumHeight(70)
         self.temperature = _double(0.0, 2.0, 0.05)
         self.top_p = _double(0.0, 1.0, 0.05)
@@ -60,14 +62,14 @@ class ConversationSettingsPanel(QGroupBox):
         self.max_tokens = _int(1, 131072)
         self.seed = _int(0, 2**31 - 1)
         form = QFormLayout(self)
-        form.addRow(self.tr("System prompt"), self.system_prompt)
-        form.addRow(self.tr("Temperature"), self.temperature)
-        form.addRow(self.tr("Top-p"), self.top_p)
-        form.addRow(self.tr("Top-k"), self.top_k)
-        form.addRow(self.tr("Min-p"), self.min_p)
-        form.addRow(self.tr("Max tokens"), self.max_tokens)
-        form.addRow(self.tr("Seed"), self.seed)
-        self.max_tokens.setToolTip(self.tr("Longest reply in tokens; default: the model's reply limit "
+        form.addRow(self.texts.label(lambda: self.tr("System prompt")), self.system_prompt)
+        form.addRow(self.texts.label(lambda: self.tr("Temperature")), self.temperature)
+        form.addRow(self.texts.label(lambda: self.tr("Top-p")), self.top_p)
+        form.addRow(self.texts.label(lambda: self.tr("Top-k")), self.top_k)
+        form.addRow(self.texts.label(lambda: self.tr("Min-p")), self.min_p)
+        form.addRow(self.texts.label(lambda: self.tr("Max tokens")), self.max_tokens)
+        form.addRow(self.texts.label(lambda: self.tr("Seed")), self.seed)
+        self.texts.set(self.max_tokens.setToolTip, lambda: self.tr("Longest reply in tokens; default: the model's reply limit "
                                            "(Load options), else 8,192"))
         self.output_mode = QComboBox()
         for mode, text in ((OUTPUT_OFF, self.tr("Text")), (OUTPUT_JSON, self.tr("JSON")),
@@ -80,8 +82,8 @@ class ConversationSettingsPanel(QGroupBox):
         self.schema_problem = QLabel()
         self.schema_problem.setObjectName("error")
         self.schema_problem.setWordWrap(True)
-        form.addRow(self.tr("Reply format"), self.output_mode)
-        form.addRow(self.tr("Schema"), self.schema)
+        form.addRow(self.texts.label(lambda: self.tr("Reply format")), self.output_mode)
+        form.addRow(self.texts.label(lambda: self.tr("Schema")), self.schema)
         form.addRow("", self.schema_problem)
         self._form = form
         self._loading = False

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from strata_gui.core.base import StrataError, shown
 from strata_gui.core.tools import HTTP, STDIO, McpHost, McpServerConfig, McpServerStore, ToolCatalog
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
-from strata_gui.ui.i18n import core_text, error_line
+from strata_gui.ui.i18n import LiveTexts, core_text, error_line
 
 
 class AddServerDialog(QDialog):
@@ -41,16 +41,18 @@ class AddServerDialog(QDialog):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle(self.tr("Add a tool server"))
+        self.texts = LiveTexts(self)  # follow a language switch
+        self.texts.set(self.setWindowTitle, lambda: self.tr("Add a tool server"))
         self.name = QLineEdit()
-        self.name.setPlaceholderText(self.tr("files"))
+        self.texts.set(self.name.setPlaceholderText, lambda: self.tr("files"))
         self.target = QLineEdit()
-        self.target.setPlaceholderText(self.tr("npx -y @modelcontextprotocol/server-filesystem ~/notes  or  "
+        self.texts.set(self.target.setPlaceholderText, lambda: self.tr("npx -y @modelcontextprotocol/server-filesystem ~/notes  or  "
                                                "https://host/mcp"))
         self.problem = QLabel()
         self.problem.setObjectName("error")
         self.problem.setWordWrap(True)
-        note = QLabel(self.tr("A command is started on this computer and spoken to over stdio; an address "
+        note = QLabel()
+        self.texts.set(note.setText, lambda: self.tr("A command is started on this computer and spoken to over stdio; an address "
                               "(http:// or https://) is reached as a streamable-HTTP MCP server. Secrets such as "
                               "API keys: import a JSON file with \"env\" or \"headers\" (they are kept in the key "
                               "store)."))
@@ -60,8 +62,8 @@ class AddServerDialog(QDialog):
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         form = QFormLayout(self)
-        form.addRow(self.tr("Name"), self.name)
-        form.addRow(self.tr("Command or address"), self.target)
+        form.addRow(self.texts.label(lambda: self.tr("Name")), self.name)
+        form.addRow(self.texts.label(lambda: self.tr("Command or address")), self.target)
         form.addRow(note)
         form.addRow(self.problem)
         form.addRow(buttons)
@@ -101,11 +103,13 @@ class ImportDialog(QDialog):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle(self.tr("Import tool servers"))
+        self.texts = LiveTexts(self)  # follow a language switch
+        self.texts.set(self.setWindowTitle, lambda: self.tr("Import tool servers"))
         self.text = QPlainTextEdit()
         self.text.setPlaceholderText('{"mcpServers": {"files": {"command": "npx", "args": ["-y", '
                                      '"@modelcontextprotocol/server-filesystem", "~/notes"]}}}')
-        self.open_button = QPushButton(self.tr("Open file…"))
+        self.open_button = QPushButton()
+        self.texts.set(self.open_button.setText, lambda: self.tr("Open file…"))
         self.open_button.clicked.connect(self._open)
         self.problem = QLabel()
         self.problem.setObjectName("error")
@@ -150,7 +154,8 @@ class ToolsPanel(QGroupBox):
     def __init__(self, store: McpServerStore, host: McpHost, bridge: AsyncBridge,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setTitle(self.tr("Tools"))
+        self.texts = LiveTexts(self)  # follow a language switch
+        self.texts.set(self.setTitle, lambda: self.tr("Tools"))
         self._store = store
         self._host = host
         self._bridge = bridge
@@ -158,21 +163,26 @@ class ToolsPanel(QGroupBox):
         self.servers = QListWidget()
         self.servers.itemChanged.connect(self._item_changed)
         self.servers.currentItemChanged.connect(lambda *_: self._update_buttons())
-        self.add_button = QPushButton(self.tr("Add…"))
+        self.add_button = QPushButton()
+        self.texts.set(self.add_button.setText, lambda: self.tr("Add…"))
         self.add_button.clicked.connect(self.ask_add)
-        self.import_button = QPushButton(self.tr("Import JSON…"))
+        self.import_button = QPushButton()
+        self.texts.set(self.import_button.setText, lambda: self.tr("Import JSON…"))
         self.import_button.clicked.connect(self.ask_import)
-        self.remove_button = QPushButton(self.tr("Remove"))
+        self.remove_button = QPushButton()
+        self.texts.set(self.remove_button.setText, lambda: self.tr("Remove"))
         self.remove_button.clicked.connect(self.remove_current)
-        self.check_button = QPushButton(self.tr("Check"))
-        self.check_button.setToolTip(self.tr("Start the servers that are on and list their tools"))
+        self.check_button = QPushButton()
+        self.texts.set(self.check_button.setText, lambda: self.tr("Check"))
+        self.texts.set(self.check_button.setToolTip, lambda: self.tr("Start the servers that are on and list their tools"))
         self.check_button.clicked.connect(self.check)
         self.report = QLabel()
         self.report.setTextFormat(Qt.TextFormat.PlainText)  # tool names and errors are the servers' words
         self.report.setObjectName("muted")
         self.report.setWordWrap(True)
         self.report.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        note = QLabel(self.tr("Ticked servers' tools are offered to models that can call tools. Every call asks "
+        note = QLabel()
+        self.texts.set(note.setText, lambda: self.tr("Ticked servers' tools are offered to models that can call tools. Every call asks "
                               "you first: Allow once, Always allow this tool, or Deny."))
         note.setObjectName("muted")
         note.setWordWrap(True)

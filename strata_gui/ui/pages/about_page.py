@@ -12,8 +12,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, 
 from strata_gui import __version__
 from strata_gui.core.config import AppPaths
 from strata_gui.core.diagnostics import SystemInfo, collect_system_info
+from strata_gui.ui.i18n import LiveTexts
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import PageHeader
 
 
 class AboutPage(Page):
@@ -38,6 +38,7 @@ class AboutPage(Page):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.paths = paths
         self._open_path = open_path
         self._extra_report = extra_report
@@ -47,7 +48,8 @@ class AboutPage(Page):
         logo = QLabel()
         if icon is not None:
             logo.setPixmap(icon.pixmap(64, 64))
-        blurb = QLabel(self.tr(
+        blurb = QLabel()
+        self.texts.set(blurb.setText, lambda: self.tr(
             "Strata runs local language models on AMD Radeon GPUs and Ryzen AI APUs with ROCm, "
             "Vulkan or CPU engines — no HIP SDK or toolchain needed."))
         blurb.setWordWrap(True)
@@ -58,9 +60,11 @@ class AboutPage(Page):
         self.report_view = QPlainTextEdit()
         self.report_view.setReadOnly(True)
         self.report_view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.copy_button = QPushButton(self.tr("Copy report"))
+        self.copy_button = QPushButton()
+        self.texts.set(self.copy_button.setText, lambda: self.tr("Copy report"))
         self.copy_button.clicked.connect(self.copy_report)
-        self.open_logs_button = QPushButton(self.tr("Open log folder"))
+        self.open_logs_button = QPushButton()
+        self.texts.set(self.open_logs_button.setText, lambda: self.tr("Open log folder"))
         self.open_logs_button.clicked.connect(self.open_log_folder)
         self.copied_label = QLabel()
         self.copied_label.setObjectName("muted")
@@ -71,7 +75,7 @@ class AboutPage(Page):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(PageHeader(self.tr("About Strata"), self.tr("Version %s") % __version__))
+        layout.addWidget(self.texts.header(lambda: self.tr("About Strata"), lambda: self.tr("Version %s") % __version__))
         layout.addLayout(top)
         layout.addWidget(self.report_view, 1)
         layout.addLayout(buttons)

@@ -85,7 +85,7 @@ from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
-from strata_gui.ui.i18n import core_text, error_line
+from strata_gui.ui.i18n import LiveTexts, core_text, error_line
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
 
@@ -161,6 +161,7 @@ class ChatPage(Page):
                  presets: PresetStore | None = None,
                  open_model: Callable[[Path], Awaitable[LibraryEntry]] | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self._presets = presets  # saved presets: a picker in the conversation settings
         self._tools = tools
         self._library = library  # the library's chat models, for the model picker
@@ -253,17 +254,20 @@ class ChatPage(Page):
     def _build_sidebar(self) -> QWidget:
         """Search, New chat, the conversation list, Rename and Delete."""
         self.search = QLineEdit()
-        self.search.setPlaceholderText(self.tr("Search conversations"))
+        self.texts.set(self.search.setPlaceholderText, lambda: self.tr("Search conversations"))
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self.refresh_conversations)
-        self.new_button = QPushButton(self.tr("New chat"))
+        self.new_button = QPushButton()
+        self.texts.set(self.new_button.setText, lambda: self.tr("New chat"))
         self.new_button.clicked.connect(self.new_conversation)
         self.conversation_list = QListWidget()
         self._list_elides = False  # set up with the first titles (naming Qt enums before the first paint costs)
         self.conversation_list.currentItemChanged.connect(self._on_conversation_selected)
-        self.rename_button = QPushButton(self.tr("Rename"))
+        self.rename_button = QPushButton()
+        self.texts.set(self.rename_button.setText, lambda: self.tr("Rename"))
         self.rename_button.clicked.connect(self._ask_rename)
-        self.delete_button = QPushButton(self.tr("Delete"))
+        self.delete_button = QPushButton()
+        self.texts.set(self.delete_button.setText, lambda: self.tr("Delete"))
         self.delete_button.clicked.connect(self._ask_delete)
         # Export the open conversation; import ChatGPT's or Open WebUI's (the notice says how it went).
         self.conversation_menu = ConversationMenu(self._service, self._bridge, lambda: self.conversation_id)
@@ -294,15 +298,16 @@ class ChatPage(Page):
         self.model_menu = QMenu(self.model_button)
         self.model_menu.aboutToShow.connect(self._fill_model_menu)
         self.model_button.setMenu(self.model_menu)
-        self.engine_button = QPushButton(self.tr("Engine folder…"))
-        self.engine_button.setToolTip(self.tr("Choose the folder of an installed llama.cpp engine"))
+        self.engine_button = QPushButton()
+        self.texts.set(self.engine_button.setText, lambda: self.tr("Engine folder…"))
+        self.texts.set(self.engine_button.setToolTip, lambda: self.tr("Choose the folder of an installed llama.cpp engine"))
         self.engine_button.clicked.connect(self.choose_engine_folder)
         self.run_on = QComboBox()
         # Its items come after the first show (remote engines are added any time): sized by them.
         self.run_on.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         # Never narrower than its text: at the smallest window the row's buttons give way instead.
         self.run_on.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
-        self.run_on.setToolTip(self.tr("Where replies are computed: this computer or a remote engine"))
+        self.texts.set(self.run_on.setToolTip, lambda: self.tr("Where replies are computed: this computer or a remote engine"))
         self.run_on.currentIndexChanged.connect(self._on_run_on_changed)
         self.run_on.setVisible(self._remote is not None)
         self.engine_state = QLabel()
@@ -313,14 +318,14 @@ class ChatPage(Page):
         self.retry_button.clicked.connect(self.retry_preferred_engine)
         self.retry_button.hide()
         self.settings_toggle = QToolButton()
-        self.settings_toggle.setText(self.tr("Settings"))
+        self.texts.set(self.settings_toggle.setText, lambda: self.tr("Settings"))
         self.settings_toggle.setCheckable(True)
         self.load_options_toggle = QToolButton()
-        self.load_options_toggle.setText(self.tr("Load options"))
+        self.texts.set(self.load_options_toggle.setText, lambda: self.tr("Load options"))
         self.load_options_toggle.setCheckable(True)
         self.tools_toggle = QToolButton()
-        self.tools_toggle.setText(self.tr("Tools"))
-        self.tools_toggle.setToolTip(self.tr("MCP tool servers the model may call (every call asks you first)"))
+        self.texts.set(self.tools_toggle.setText, lambda: self.tr("Tools"))
+        self.texts.set(self.tools_toggle.setToolTip, lambda: self.tr("MCP tool servers the model may call (every call asks you first)"))
         self.tools_toggle.setCheckable(True)
         self.tools_toggle.toggled.connect(self.show_tools)
         self.tools_toggle.setVisible(self._tools is not None)
@@ -397,7 +402,8 @@ class ChatPage(Page):
 
     def _build_message_list(self) -> None:
         """The loaded page of messages in a scroll area, and the empty state, in :attr:`stack`."""
-        self.earlier_button = QPushButton(self.tr("Show earlier messages"))
+        self.earlier_button = QPushButton()
+        self.texts.set(self.earlier_button.setText, lambda: self.tr("Show earlier messages"))
         self.earlier_button.clicked.connect(self.load_earlier)
         self.earlier_button.hide()
         self.messages_box = QWidget()
@@ -433,18 +439,21 @@ class ChatPage(Page):
         self.input.models_received.connect(self.use_dropped_models)
         self.attachments = AttachmentStrip()
         self.attachments.changed.connect(self._on_attachments_changed)
-        self.attach_button = QPushButton(self.tr("Attach image…"))
-        self.attach_button.setToolTip(self.tr("Send pictures to a vision model (you can also paste or drop them)"))
+        self.attach_button = QPushButton()
+        self.texts.set(self.attach_button.setText, lambda: self.tr("Attach image…"))
+        self.texts.set(self.attach_button.setToolTip, lambda: self.tr("Send pictures to a vision model (you can also paste or drop them)"))
         self.attach_button.clicked.connect(self.choose_images)
-        self.send_button = QPushButton(self.tr("Send"))
+        self.send_button = QPushButton()
+        self.texts.set(self.send_button.setText, lambda: self.tr("Send"))
         self.send_button.setDefault(True)
         self.send_button.clicked.connect(lambda: self.send_text(self.input.toPlainText()))
-        self.stop_button = QPushButton(self.tr("Stop"))
+        self.stop_button = QPushButton()
+        self.texts.set(self.stop_button.setText, lambda: self.tr("Stop"))
         self.stop_button.clicked.connect(self.stop)
         self.stop_button.hide()
         self.context_meter = QProgressBar()
         self.context_meter.setFixedHeight(14)
-        self.context_meter.setToolTip(self.tr("Context used by this conversation / context size"))
+        self.texts.set(self.context_meter.setToolTip, lambda: self.tr("Context used by this conversation / context size"))
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)

@@ -3,6 +3,7 @@ benchmark that compares engines on this machine and sets the model's default eng
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,10 +48,10 @@ from strata_gui.core.pool import EnginePool, PoolActivity, PoolEvent
 from strata_gui.core.runtime import EngineSpec, percent_text
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.charts import BarChart, TimeSeriesChart, copy_chart_image
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import LiveTexts, core_text
 from strata_gui.ui.image_dashboard import ImageDashboard
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import PageHeader, ProgressPanel
+from strata_gui.ui.widgets import ProgressPanel
 
 ALL = "__all__"
 GPU_METRICS = (("load", str(QT_TRANSLATE_NOOP("DashboardPage", "Load %"))),
@@ -151,6 +152,7 @@ class DashboardPage(Page):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.page_title = self.tr("Dashboard")
         self.service = service
         self.bridge = bridge
@@ -170,16 +172,20 @@ class DashboardPage(Page):
         self.gpu_charts: dict[str, dict[str, TimeSeriesChart]] = {}
 
         self.tabs = QTabWidget()
-        self.tabs.addTab(self._build_throughput(), self.tr("Throughput"))
-        self.tabs.addTab(self._build_gpu(), self.tr("GPU and engine"))
-        self.tabs.addTab(self._build_benchmark(), self.tr("Benchmark"))
+        self.texts.set(functools.partial(self.tabs.setTabText, self.tabs.addTab(self._build_throughput(), "")),
+                       lambda: self.tr("Throughput"))
+        self.texts.set(functools.partial(self.tabs.setTabText, self.tabs.addTab(self._build_gpu(), "")),
+                       lambda: self.tr("GPU and engine"))
+        self.texts.set(functools.partial(self.tabs.setTabText, self.tabs.addTab(self._build_benchmark(), "")),
+                       lambda: self.tr("Benchmark"))
         self.images_tab = images_tab
         if images_tab is not None:
-            self.tabs.addTab(images_tab, self.tr("Images"))
+            self.texts.set(functools.partial(self.tabs.setTabText, self.tabs.addTab(images_tab, "")),
+                           lambda: self.tr("Images"))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(PageHeader(self.tr("Dashboard"),
-                                    self.tr("Prefill and decode speed of every request, GPU and engine over "
+        layout.addWidget(self.texts.header(lambda: self.tr("Dashboard"),
+                                           lambda: self.tr("Prefill and decode speed of every request, GPU and engine over "
                                             "time, and a benchmark of the engines on this machine.")))
         layout.addWidget(self.tabs, 1)
 
@@ -221,11 +227,14 @@ class DashboardPage(Page):
         self.requests_now = QLabel()
         self.requests_now.setObjectName("muted")
         self.requests_now.hide()
-        self.copy_throughput = QPushButton(self.tr("Copy chart"))
+        self.copy_throughput = QPushButton()
+        self.texts.set(self.copy_throughput.setText, lambda: self.tr("Copy chart"))
         self.copy_throughput.clicked.connect(lambda: copy_chart_image(self.throughput_chart))
-        self.export_csv = QPushButton(self.tr("Export CSV…"))
+        self.export_csv = QPushButton()
+        self.texts.set(self.export_csv.setText, lambda: self.tr("Export CSV…"))
         self.export_csv.clicked.connect(lambda: self.export("strata-requests.csv"))
-        self.export_json = QPushButton(self.tr("Export JSON…"))
+        self.export_json = QPushButton()
+        self.texts.set(self.export_json.setText, lambda: self.tr("Export JSON…"))
         self.export_json.clicked.connect(lambda: self.export("strata-stats.json"))
         # Who asked: the chat, or other apps through the local API (per model and per API).
         self.sources_table = QTableWidget(0, 1 + len(SOURCES))
@@ -236,7 +245,8 @@ class DashboardPage(Page):
         self.sources_table.horizontalHeader().setStretchLastSection(False)
         self.sources_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.sources_table.setMaximumHeight(120)
-        self.empty_label = QLabel(self.tr("No requests yet. Chat with a model and its speed appears here."))
+        self.empty_label = QLabel()
+        self.texts.set(self.empty_label.setText, lambda: self.tr("No requests yet. Chat with a model and its speed appears here."))
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setObjectName("muted")
         buttons = QHBoxLayout()
@@ -396,7 +406,8 @@ class DashboardPage(Page):
     def _build_gpu(self) -> QWidget:
         body = QWidget()
         self.gpu_layout = QVBoxLayout(body)
-        self.no_gpu_label = QLabel(self.tr(
+        self.no_gpu_label = QLabel()
+        self.texts.set(self.no_gpu_label.setText, lambda: self.tr(
             "No GPU telemetry on this machine. The engine's CPU and memory are shown below."))
         self.no_gpu_label.setObjectName("muted")
         self.gpu_layout.addWidget(self.no_gpu_label)
@@ -478,7 +489,8 @@ class DashboardPage(Page):
         """The model, the engines to compare, the workload's sizes and depth, and Benchmark this model."""
         self.model_combo = QComboBox()
         self.model_combo.setMinimumWidth(320)
-        self.browse_button = QPushButton(self.tr("Browse…"))
+        self.browse_button = QPushButton()
+        self.texts.set(self.browse_button.setText, lambda: self.tr("Browse…"))
         self.browse_button.clicked.connect(self._browse_model)
         self.engine_list = QListWidget()
         self.engine_list.setMaximumHeight(110)
@@ -495,10 +507,11 @@ class DashboardPage(Page):
         self.depth_spin.setRange(0, 262144)
         self.depth_spin.setSingleStep(1024)
         self.depth_spin.setValue(DEFAULT_DEPTH)
-        self.depth_spin.setSpecialValueText(self.tr("off"))
-        self.depth_spin.setToolTip(self.tr("Also measure with this many tokens already in the context: which engine "
+        self.texts.set(self.depth_spin.setSpecialValueText, lambda: self.tr("off"))
+        self.texts.set(self.depth_spin.setToolTip, lambda: self.tr("Also measure with this many tokens already in the context: which engine "
                                            "is fastest deep into a long conversation. 0 turns it off."))
-        self.run_button = QPushButton(self.tr("Benchmark this model"))
+        self.run_button = QPushButton()
+        self.texts.set(self.run_button.setText, lambda: self.tr("Benchmark this model"))
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(self.start_benchmark)
 
@@ -506,8 +519,8 @@ class DashboardPage(Page):
         model_row.addWidget(self.model_combo, 1)
         model_row.addWidget(self.browse_button)
         form = QFormLayout()
-        form.addRow(self.tr("Model"), model_row)
-        form.addRow(self.tr("Engines"), self.engine_list)
+        form.addRow(self.texts.label(lambda: self.tr("Model")), model_row)
+        form.addRow(self.texts.label(lambda: self.tr("Engines")), self.engine_list)
         sizes = QHBoxLayout()
         for label, spin in ((self.tr("Prompt tokens"), self.prefill_spin), (self.tr("Generated tokens"), self.gen_spin),
                             (self.tr("Repetitions"), self.reps_spin), (self.tr("Depth"), self.depth_spin)):
@@ -515,7 +528,7 @@ class DashboardPage(Page):
             sizes.addWidget(spin)
         sizes.addStretch(1)
         sizes.addWidget(self.run_button)
-        form.addRow(self.tr("Workload"), sizes)
+        form.addRow(self.texts.label(lambda: self.tr("Workload")), sizes)
         return form
 
     def _build_benchmark_results(self) -> tuple[QHBoxLayout, QHBoxLayout]:
@@ -523,7 +536,7 @@ class DashboardPage(Page):
         the engine choice row (placed by :meth:`_build_benchmark`); returns the charts' and the choice's rows."""
         self.progress = ProgressPanel()
         self.results_table = QTableWidget(0, 8)
-        self.results_table.setHorizontalHeaderLabels([self.tr("Engine"), self.tr("Backend"), self.tr("Depth"),
+        self.texts.set(self.results_table.setHorizontalHeaderLabels, lambda: [self.tr("Engine"), self.tr("Backend"), self.tr("Depth"),
                                                       self.tr("Prefill tok/s"), self.tr("Of compute limit"),
                                                       self.tr("Decode tok/s"), self.tr("Of memory limit"),
                                                       self.tr("Status")])
@@ -543,11 +556,14 @@ class DashboardPage(Page):
         self.warnings_label.setObjectName("muted")
         self.choice_label = QLabel()
         self.choice_label.setObjectName("muted")
-        self.use_button = QPushButton(self.tr("Always use this engine for the model"))
+        self.use_button = QPushButton()
+        self.texts.set(self.use_button.setText, lambda: self.tr("Always use this engine for the model"))
         self.use_button.clicked.connect(self.pin_recommended)
-        self.auto_button = QPushButton(self.tr("Choose automatically"))
+        self.auto_button = QPushButton()
+        self.texts.set(self.auto_button.setText, lambda: self.tr("Choose automatically"))
         self.auto_button.clicked.connect(self.set_automatic)
-        self.copy_bars = QPushButton(self.tr("Copy chart"))
+        self.copy_bars = QPushButton()
+        self.texts.set(self.copy_bars.setText, lambda: self.tr("Copy chart"))
         self.copy_bars.clicked.connect(lambda: copy_chart_image(self.decode_bars))
 
         bars = QHBoxLayout()

@@ -6,8 +6,9 @@ bar and Cancel; the page only shows what the core's :class:`EngineService` repor
 
 from __future__ import annotations
 
+import functools
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,9 +43,9 @@ from strata_gui.core.engines import (
 )
 from strata_gui.core.runtime import IMAGE, INSTALLABLE, TEXT, EngineKind, backend_label, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
-from strata_gui.ui.i18n import core_text, error_line
+from strata_gui.ui.i18n import LiveTexts, core_text, error_line
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import PageHeader, ProgressPanel
+from strata_gui.ui.widgets import ProgressPanel
 
 if TYPE_CHECKING:
     from strata_gui.core.bench import EngineUpdater, TrialOutcome, UpdateOffer, UpdateSurvey
@@ -87,6 +88,7 @@ class EnginesPage(Page):
     def __init__(self, engine_service: EngineService, bridge: AsyncBridge, parent: QWidget | None = None, *,
                  updater: EngineUpdater | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.page_title = self.tr("Engines")
         self._service = engine_service
         self._bridge = bridge
@@ -105,7 +107,7 @@ class EnginesPage(Page):
         self._kind: EngineKind = TEXT  # which engines the page shows: the chat's (llama.cpp) or the images' (stable-diffusion.cpp)
         self._plans: dict[EngineKind, EnginePlan] = {}
 
-        header = PageHeader(self.tr("Engines"), self._subtitle(TEXT))
+        header = self.texts.header(lambda: self.tr("Engines"), lambda: self._subtitle(self._kind))
         self.header = header
         tools = self._build_tools()
         self.progress = ProgressPanel()
@@ -136,15 +138,15 @@ class EnginesPage(Page):
         layout.addWidget(self.progress)
         layout.addWidget(self.notes)
         layout.addWidget(self.updates_notice)
-        layout.addWidget(_section(self.tr("Plan for this machine")))
+        layout.addWidget(self._section(lambda: self.tr("Plan for this machine")))
         layout.addWidget(self.plan_empty)
         layout.addWidget(self.plan_tree, 2)
         layout.addLayout(plan_actions)
-        layout.addWidget(_section(self.tr("Installed engines")))
+        layout.addWidget(self._section(lambda: self.tr("Installed engines")))
         layout.addWidget(self.installed_empty)
         layout.addWidget(self.installed_tree, 2)
         layout.addLayout(inst_actions)
-        self.history_title = _section(self.tr("Update history"))
+        self.history_title = self._section(lambda: self.tr("Update history"))
         layout.addWidget(self.history_title)
         layout.addWidget(self.history_empty)
         layout.addWidget(self.history_tree, 1)
@@ -159,14 +161,18 @@ class EnginesPage(Page):
         self.gpu_label = QLabel()
         self.gpu_label.setObjectName("muted")
         self.gpu_label.setWordWrap(True)  # beside two buttons at the smallest window
-        self.setup_button = QPushButton(self.tr("Set up automatically"))
-        self.setup_button.setToolTip(self.tr("Install and test the planned engines in order until one works"))
+        self.setup_button = QPushButton()
+        self.texts.set(self.setup_button.setText, lambda: self.tr("Set up automatically"))
+        self.texts.set(self.setup_button.setToolTip, lambda: self.tr("Install and test the planned engines in order until one works"))
         self.setup_button.clicked.connect(self.setup_automatically)
-        self.refresh_button = QPushButton(self.tr("Refresh plan"))
+        self.refresh_button = QPushButton()
+        self.texts.set(self.refresh_button.setText, lambda: self.tr("Refresh plan"))
         self.refresh_button.clicked.connect(self.refresh_plan)
         self.kind_tabs = QTabBar()
-        self.kind_tabs.addTab(self.tr("Text engines (llama.cpp)"))
-        self.kind_tabs.addTab(self.tr("Image engines (stable-diffusion.cpp)"))
+        for index, text in enumerate((lambda: self.tr("Text engines (llama.cpp)"),
+                                      lambda: self.tr("Image engines (stable-diffusion.cpp)"))):
+            self.kind_tabs.addTab("")
+            self.texts.set(functools.partial(self.kind_tabs.setTabText, index), text)
         self.kind_tabs.setExpanding(False)
         self.kind_tabs.currentChanged.connect(lambda i: self.show_kind(INSTALLABLE[i]))
         tools = QHBoxLayout()
@@ -178,15 +184,17 @@ class EnginesPage(Page):
     def _build_plan_section(self) -> QHBoxLayout:
         """The plan's builds in the order they are tried, and Install selected."""
         self.plan_tree = QTreeWidget()
-        self.plan_tree.setHeaderLabels([self.tr("Order"), self.tr("Backend"), self.tr("Build"), self.tr("Why")])
+        self.texts.set(self.plan_tree.setHeaderLabels, lambda: [self.tr("Order"), self.tr("Backend"), self.tr("Build"), self.tr("Why")])
         self.plan_tree.setRootIsDecorated(False)
         self.plan_tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.plan_tree.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.plan_tree.itemSelectionChanged.connect(self._sync_buttons)
         _show_rows(self.plan_tree, 3)
-        self.plan_empty = QLabel(self.tr("No plan yet. Press “Refresh plan” to read the available releases."))
+        self.plan_empty = QLabel()
+        self.texts.set(self.plan_empty.setText, lambda: self.tr("No plan yet. Press “Refresh plan” to read the available releases."))
         self.plan_empty.setObjectName("muted")
-        self.install_button = QPushButton(self.tr("Install selected"))
+        self.install_button = QPushButton()
+        self.texts.set(self.install_button.setText, lambda: self.tr("Install selected"))
         self.install_button.clicked.connect(self.install_selected)
         plan_actions = QHBoxLayout()
         plan_actions.addStretch(1)
@@ -197,7 +205,7 @@ class EnginesPage(Page):
         """The installed engines with their actions, and the update history."""
         updater = self._updater
         self.installed_tree = QTreeWidget()
-        self.installed_tree.setHeaderLabels([self.tr("Engine"), self.tr("Backend"), self.tr("Version"),
+        self.texts.set(self.installed_tree.setHeaderLabels, lambda: [self.tr("Engine"), self.tr("Backend"), self.tr("Version"),
                                              self.tr("State"), self.tr("Tuning table")])
         self.installed_tree.setRootIsDecorated(False)
         self.installed_tree.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
@@ -205,25 +213,32 @@ class EnginesPage(Page):
         self.installed_empty = QLabel()
         self.installed_empty.setObjectName("muted")
         self.installed_empty.setWordWrap(True)
-        self.probe_button = QPushButton(self.tr("Test"))
-        self.probe_button.setToolTip(self.tr("Run the engine's device check with its launch environment"))
+        self.probe_button = QPushButton()
+        self.texts.set(self.probe_button.setText, lambda: self.tr("Test"))
+        self.texts.set(self.probe_button.setToolTip, lambda: self.tr("Run the engine's device check with its launch environment"))
         self.probe_button.clicked.connect(self.probe_selected)
         self.pin_button = QPushButton(self.tr("Always use"))
         self.pin_button.clicked.connect(self.toggle_pin)
-        self.update_button = QPushButton(self.tr("Update"))
+        self.update_button = QPushButton()
+        self.texts.set(self.update_button.setText, lambda: self.tr("Update"))
         self.update_button.clicked.connect(self.update_selected)
-        self.remove_button = QPushButton(self.tr("Remove"))
+        self.remove_button = QPushButton()
+        self.texts.set(self.remove_button.setText, lambda: self.tr("Remove"))
         self.remove_button.clicked.connect(self.remove_selected)
-        self.add_local_button = QPushButton(self.tr("Add local build…"))
+        self.add_local_button = QPushButton()
+        self.texts.set(self.add_local_button.setText, lambda: self.tr("Add local build…"))
         self.add_local_button.clicked.connect(self._ask_local_folder)
-        self.gc_button = QPushButton(self.tr("Remove old versions"))
+        self.gc_button = QPushButton()
+        self.texts.set(self.gc_button.setText, lambda: self.tr("Remove old versions"))
         self.gc_button.clicked.connect(self.garbage_collect)
-        self.check_updates_button = QPushButton(self.tr("Check for updates"))
-        self.check_updates_button.setToolTip(self.tr("See which newer builds exist (from the saved list when offline)"))
+        self.check_updates_button = QPushButton()
+        self.texts.set(self.check_updates_button.setText, lambda: self.tr("Check for updates"))
+        self.texts.set(self.check_updates_button.setToolTip, lambda: self.tr("See which newer builds exist (from the saved list when offline)"))
         self.check_updates_button.clicked.connect(self.check_updates)
         self.check_updates_button.setVisible(updater is not None)
-        self.rollback_button = QPushButton(self.tr("Roll back"))
-        self.rollback_button.setToolTip(self.tr("Use the last good build of this kind again"))
+        self.rollback_button = QPushButton()
+        self.texts.set(self.rollback_button.setText, lambda: self.tr("Roll back"))
+        self.texts.set(self.rollback_button.setToolTip, lambda: self.tr("Use the last good build of this kind again"))
         self.rollback_button.clicked.connect(self.rollback_selected)
         self.rollback_button.setVisible(updater is not None)
         self.updates_notice = QLabel()
@@ -232,10 +247,11 @@ class EnginesPage(Page):
         self.updates_notice.setOpenExternalLinks(True)
         self.updates_notice.hide()
         self.history_tree = QTreeWidget()
-        self.history_tree.setHeaderLabels([self.tr("When"), self.tr("What"), self.tr("Build"), self.tr("Details")])
+        self.texts.set(self.history_tree.setHeaderLabels, lambda: [self.tr("When"), self.tr("What"), self.tr("Build"), self.tr("Details")])
         self.history_tree.setRootIsDecorated(False)
         self.history_tree.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        self.history_empty = QLabel(self.tr("No engine update has been tried yet. “Update” tries a new build on this "
+        self.history_empty = QLabel()
+        self.texts.set(self.history_empty.setText, lambda: self.tr("No engine update has been tried yet. “Update” tries a new build on this "
                                             "machine first and keeps the current one unless the new one works and is "
                                             "not slower."))
         self.history_empty.setObjectName("muted")
@@ -273,6 +289,12 @@ class EnginesPage(Page):
     def kind(self) -> EngineKind:
         """The engines shown: the chat's (llama.cpp) or the images' (stable-diffusion.cpp)."""
         return self._kind
+
+    def _section(self, text: Callable[[], str]) -> QLabel:
+        """A section title that follows the language."""
+        label = _section("")
+        self.texts.set(label.setText, text)
+        return label
 
     def _subtitle(self, kind: EngineKind) -> str:
         if kind is IMAGE:

@@ -31,9 +31,9 @@ from strata_gui.core.gpu import DriverState, GpuInfo, GpuReport, GpuService, Gpu
 from strata_gui.core.rpc import RpcDevice as RemoteDevice
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.gpu_widgets import GpuCard
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import LiveTexts, core_text
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import PageHeader, ProgressPanel
+from strata_gui.ui.widgets import ProgressPanel
 
 
 class GpuPage(Page):
@@ -66,6 +66,7 @@ class GpuPage(Page):
                  rocm_findings: Callable[[GpuInfo], Sequence[ProbeFinding]] | None = None,
                  run_on: Callable[[], RunDevice] | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self._run_on = run_on
         self._driver_check = driver_check or (lambda: None)
         self._ignore_driver_check = ignore_driver_check
@@ -103,7 +104,7 @@ class GpuPage(Page):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(PageHeader(self.tr("GPU"), self.tr(
+        layout.addWidget(self.texts.header(lambda: self.tr("GPU"), lambda: self.tr(
             "The graphics processors Strata sees, how much memory models can use, and whether the ROCm "
             "engines can drive them.")))
         layout.addLayout(tools)
@@ -118,10 +119,12 @@ class GpuPage(Page):
         self.origin.setWordWrap(True)
         # Long replay paths must wrap, not widen the page.
         self.origin.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.refresh_button = QPushButton(self.tr("Detect again"))
+        self.refresh_button = QPushButton()
+        self.texts.set(self.refresh_button.setText, lambda: self.tr("Detect again"))
         self.refresh_button.clicked.connect(self.detect)
-        self.copy_button = QPushButton(self.tr("Copy system report"))
-        self.copy_button.setToolTip(self.tr("Copies a text report with a snapshot others can replay "
+        self.copy_button = QPushButton()
+        self.texts.set(self.copy_button.setText, lambda: self.tr("Copy system report"))
+        self.texts.set(self.copy_button.setToolTip, lambda: self.tr("Copies a text report with a snapshot others can replay "
                                             "(strata gpu --snapshot FILE)."))
         self.copy_button.clicked.connect(self.copy_report)
         self.copy_button.setEnabled(False)
@@ -138,7 +141,8 @@ class GpuPage(Page):
         """This computer: its processor and memory."""
         self.host_box = QFrame()
         self.host_box.setObjectName("card")
-        host_title = QLabel(self.tr("This computer"))
+        host_title = QLabel()
+        self.texts.set(host_title.setText, lambda: self.tr("This computer"))
         host_title.setStyleSheet("font-size: 16px; font-weight: 600;")
         self.cpu_label = QLabel("—")
         self.ram_label = QLabel("—")
@@ -156,7 +160,8 @@ class GpuPage(Page):
         # GPUs lent by other machines over llama.cpp RPC (Network page), as last checked.
         self.remote_box = QFrame()
         self.remote_box.setObjectName("card")
-        remote_title = QLabel(self.tr("Remote devices (RPC workers)"))
+        remote_title = QLabel()
+        self.texts.set(remote_title.setText, lambda: self.tr("Remote devices (RPC workers)"))
         remote_title.setStyleSheet("font-size: 16px; font-weight: 600;")
         self.remote_label = QLabel()
         self.remote_label.setWordWrap(True)
@@ -171,7 +176,8 @@ class GpuPage(Page):
         # Which GPUs models run on: one check box per GPU, with the resolver's reason under it.
         self.devices_box = QFrame()
         self.devices_box.setObjectName("card")
-        devices_title = QLabel(self.tr("Models run on"))
+        devices_title = QLabel()
+        self.texts.set(devices_title.setText, lambda: self.tr("Models run on"))
         devices_title.setStyleSheet("font-size: 16px; font-weight: 600;")
         self.devices_layout = QVBoxLayout(self.devices_box)
         self.devices_layout.setContentsMargins(16, 10, 16, 12)
@@ -184,8 +190,9 @@ class GpuPage(Page):
         self.engine_device.setTextFormat(Qt.TextFormat.PlainText)
         self.engine_device.hide()
         self.devices_layout.addWidget(self.engine_device)
-        self.devices_auto = QPushButton(self.tr("Let Strata choose"))
-        self.devices_auto.setToolTip(self.tr("The discrete AMD GPU with the most memory; an integrated GPU only "
+        self.devices_auto = QPushButton()
+        self.texts.set(self.devices_auto.setText, lambda: self.tr("Let Strata choose"))
+        self.texts.set(self.devices_auto.setToolTip, lambda: self.tr("The discrete AMD GPU with the most memory; an integrated GPU only "
                                              "when there is no discrete one."))
         self.devices_auto.clicked.connect(lambda: self._save_devices([]))
         self.devices_error = QLabel()
@@ -210,7 +217,8 @@ class GpuPage(Page):
         self.driver_links = QLabel()
         self.driver_links.setWordWrap(True)
         self.driver_links.setOpenExternalLinks(True)
-        self.driver_override = QCheckBox(self.tr("Use ROCm anyway (I have checked this driver works)"))
+        self.driver_override = QCheckBox()
+        self.texts.set(self.driver_override.setText, lambda: self.tr("Use ROCm anyway (I have checked this driver works)"))
         self.driver_override.toggled.connect(self._driver_override_toggled)
         driver_layout = QVBoxLayout(self.driver_box)
         driver_layout.setContentsMargins(12, 10, 12, 10)

@@ -45,9 +45,9 @@ from strata_gui.core.images import (
     ImageService,
 )
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import LiveTexts, core_text
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import NoticeBanner, PageHeader
+from strata_gui.ui.widgets import NoticeBanner
 
 # stable-diffusion.cpp's sampling methods (its --sampling-method names), the usual first.
 SAMPLERS = ("euler_a", "euler", "heun", "dpm2", "dpm++2s_a", "dpm++2m", "dpm++2mv2", "ipndm", "ipndm_v", "lcm",
@@ -79,6 +79,7 @@ class ImagesPage(Page):
                  last_model: Callable[[], str] = lambda: "", remember_model: Callable[[Path], object] = lambda _p: None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.page_title = self.tr("Images")
         self._last_model = last_model
         self._remember_model = remember_model
@@ -93,7 +94,7 @@ class ImagesPage(Page):
         self._entries: dict[str, GalleryImage] = {}
         self._loaded_once = False
 
-        header = PageHeader(self.tr("Images"), self.tr(
+        header = self.texts.header(lambda: self.tr("Images"), lambda: self.tr(
             "Describe a picture and a local Stable Diffusion model draws it on this computer. Every image is saved "
             "with its settings, so you can make it again."))
         self.banner = NoticeBanner()
@@ -125,12 +126,14 @@ class ImagesPage(Page):
     def _build_form_section(self) -> QScrollArea:
         """The settings form, Generate / Cancel, the progress bar and the status line, scrolled."""
         form = self._build_settings_form()
-        self.generate_button = QPushButton(self.tr("Generate"))
+        self.generate_button = QPushButton()
+        self.texts.set(self.generate_button.setText, lambda: self.tr("Generate"))
         self.generate_button.setDefault(True)
-        self.generate_button.setToolTip(self.tr("Make the images (Ctrl+Enter)"))
+        self.texts.set(self.generate_button.setToolTip, lambda: self.tr("Make the images (Ctrl+Enter)"))
         self.generate_button.clicked.connect(self.generate)
-        self.cancel_button = QPushButton(self.tr("Cancel"))
-        self.cancel_button.setToolTip(self.tr("Stop drawing and free the engine (Esc)"))
+        self.cancel_button = QPushButton()
+        self.texts.set(self.cancel_button.setText, lambda: self.tr("Cancel"))
+        self.texts.set(self.cancel_button.setToolTip, lambda: self.tr("Stop drawing and free the engine (Esc)"))
         self.cancel_button.clicked.connect(self.cancel)
         self.cancel_button.setEnabled(False)
         buttons = QHBoxLayout()
@@ -168,7 +171,8 @@ class ImagesPage(Page):
         self.model.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model.setMinimumContentsLength(18)
         self.model.currentIndexChanged.connect(self._model_changed)
-        self.browse = QPushButton(self.tr("Browse…"))
+        self.browse = QPushButton()
+        self.texts.set(self.browse.setText, lambda: self.tr("Browse…"))
         self.browse.clicked.connect(self._browse)
         model_row = QHBoxLayout()
         model_row.addWidget(self.model, 1)
@@ -177,15 +181,16 @@ class ImagesPage(Page):
         self.engine_line = QLabel()
         self.engine_line.setObjectName("muted")
         self.engine_line.setWordWrap(True)
-        self.setup_button = QPushButton(self.tr("Set up image engines…"))
+        self.setup_button = QPushButton()
+        self.texts.set(self.setup_button.setText, lambda: self.tr("Set up image engines…"))
         self.setup_button.clicked.connect(self.engines_requested)
         self.setup_button.hide()
         self.prompt = QPlainTextEdit()
-        self.prompt.setPlaceholderText(self.tr("A lighthouse on a cliff at dawn, oil painting"))
+        self.texts.set(self.prompt.setPlaceholderText, lambda: self.tr("A lighthouse on a cliff at dawn, oil painting"))
         self.prompt.setTabChangesFocus(True)
         self.prompt.setFixedHeight(96)
         self.negative = QPlainTextEdit()
-        self.negative.setPlaceholderText(self.tr("What to keep out (optional): blurry, text"))
+        self.texts.set(self.negative.setPlaceholderText, lambda: self.tr("What to keep out (optional): blurry, text"))
         self.negative.setTabChangesFocus(True)
         self.negative.setFixedHeight(52)
         self.width_box = self._side_box(512)
@@ -208,8 +213,8 @@ class ImagesPage(Page):
         self.seed = QSpinBox()
         self.seed.setRange(-1, 2**31 - 65)
         self.seed.setValue(-1)
-        self.seed.setSpecialValueText(self.tr("Random"))
-        self.seed.setToolTip(self.tr("The first image's seed; the next images of the batch use the next seeds."))
+        self.texts.set(self.seed.setSpecialValueText, lambda: self.tr("Random"))
+        self.texts.set(self.seed.setToolTip, lambda: self.tr("The first image's seed; the next images of the batch use the next seeds."))
         self.count = QSpinBox()
         self.count.setRange(1, 64)
         self.count.setValue(1)
@@ -218,17 +223,17 @@ class ImagesPage(Page):
         # In the smallest window a field that does not fit beside its label goes under it (the
         # form was cut at its right edge, behind a sideways scroll bar).
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
-        form.addRow(self.tr("Model"), model_row)
+        form.addRow(self.texts.label(lambda: self.tr("Model")), model_row)
         form.addRow("", self.engine_line)
         form.addRow("", self.setup_button)
-        form.addRow(self.tr("Prompt"), self.prompt)
-        form.addRow(self.tr("Negative prompt"), self.negative)
-        form.addRow(self.tr("Size"), size_row)
-        form.addRow(self.tr("Steps"), self.steps)
-        form.addRow(self.tr("CFG scale"), self.cfg)
-        form.addRow(self.tr("Sampler"), self.sampler)
-        form.addRow(self.tr("Seed"), self.seed)
-        form.addRow(self.tr("Images"), self.count)
+        form.addRow(self.texts.label(lambda: self.tr("Prompt")), self.prompt)
+        form.addRow(self.texts.label(lambda: self.tr("Negative prompt")), self.negative)
+        form.addRow(self.texts.label(lambda: self.tr("Size")), size_row)
+        form.addRow(self.texts.label(lambda: self.tr("Steps")), self.steps)
+        form.addRow(self.texts.label(lambda: self.tr("CFG scale")), self.cfg)
+        form.addRow(self.texts.label(lambda: self.tr("Sampler")), self.sampler)
+        form.addRow(self.texts.label(lambda: self.tr("Seed")), self.seed)
+        form.addRow(self.texts.label(lambda: self.tr("Images")), self.count)
         return form
 
     def _build_preview_section(self) -> QWidget:
@@ -243,11 +248,14 @@ class ImagesPage(Page):
         self.details.setWordWrap(True)
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.details.setObjectName("muted")
-        self.reuse_button = QPushButton(self.tr("Use these settings again"))
+        self.reuse_button = QPushButton()
+        self.texts.set(self.reuse_button.setText, lambda: self.tr("Use these settings again"))
         self.reuse_button.clicked.connect(self.reuse_selected)
-        self.copy_button = QPushButton(self.tr("Copy image"))
+        self.copy_button = QPushButton()
+        self.texts.set(self.copy_button.setText, lambda: self.tr("Copy image"))
         self.copy_button.clicked.connect(self.copy_selected)
-        self.folder_button = QPushButton(self.tr("Open folder"))
+        self.folder_button = QPushButton()
+        self.texts.set(self.folder_button.setText, lambda: self.tr("Open folder"))
         self.folder_button.clicked.connect(self.open_folder)
         actions = QHBoxLayout()
         actions.addWidget(self.reuse_button)

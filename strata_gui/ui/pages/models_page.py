@@ -9,6 +9,7 @@ restarts): the Downloads tab sends it commands and shows the events it publishes
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,10 +58,9 @@ from strata_gui.core.models import (
 )
 from strata_gui.core.runtime import EMBEDDING, IMAGE, TEXT, EngineKind, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
-from strata_gui.ui.i18n import core_text, error_text
+from strata_gui.ui.i18n import LiveTexts, core_text, error_text
 from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import PageHeader
 
 SEARCH_DEBOUNCE_MS = 350
 SORT_KEYS = ("downloads", "likes", "trending", "updated")
@@ -83,6 +83,7 @@ class ModelsPage(Page):
     def __init__(self, model_service: ModelService, bridge: AsyncBridge, parent: QWidget | None = None,
                  *, open_url: Callable[[QUrl], Any] | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.page_title = self.tr("Models")
         self.service = model_service
         self.bridge = bridge
@@ -103,13 +104,16 @@ class ModelsPage(Page):
         self.confirm_box: QMessageBox | None = None
         self._shown_once = False
 
-        self.header = PageHeader(self.tr("Models"), self.tr(
+        self.header = self.texts.header(lambda: self.tr("Models"), lambda: self.tr(
             "Find chat and image models on the Hugging Face hub, see which file fits your GPU, "
             "and manage the models on this computer."))
         self.tabs = QTabWidget()
-        self.tabs.addTab(self._build_browse(), self.tr("Browse the hub"))
-        self.tabs.addTab(self._build_downloads(), self.tr("Downloads"))
-        self.tabs.addTab(self._build_library(), self.tr("Library"))
+        self.texts.set(functools.partial(self.tabs.setTabText, self.tabs.addTab(self._build_browse(), "")),
+                       lambda: self.tr("Browse the hub"))
+        self.texts.set(functools.partial(self.tabs.setTabText, self.tabs.addTab(self._build_downloads(), "")),
+                       lambda: self.tr("Downloads"))
+        self.texts.set(functools.partial(self.tabs.setTabText, self.tabs.addTab(self._build_library(), "")),
+                       lambda: self.tr("Library"))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(24, 20, 24, 20)
         layout.addWidget(self.header)
@@ -136,7 +140,8 @@ class ModelsPage(Page):
         self.offline_notice.setProperty("level", "warning")
         on = QHBoxLayout(self.offline_notice)
         on.setContentsMargins(12, 8, 12, 8)
-        on_label = QLabel(self.tr("Offline mode is on: the hub is not contacted. Your library still works; "
+        on_label = QLabel()
+        self.texts.set(on_label.setText, lambda: self.tr("Offline mode is on: the hub is not contacted. Your library still works; "
                                   "turn offline mode off in Settings to search and download."))
         on_label.setWordWrap(True)
         on.addWidget(on_label)
@@ -166,8 +171,8 @@ class ModelsPage(Page):
         self.sort_box.currentIndexChanged.connect(lambda _i: self.start_search())
         # Text (GGUF for llama.cpp) or image models (text-to-image for stable-diffusion.cpp).
         self.kind_box = QComboBox()
-        self.kind_box.addItem(self.tr("Text models"), TEXT.name)  # Qt keeps plain data: the kind's name
-        self.kind_box.addItem(self.tr("Image models"), IMAGE.name)
+        self.texts.item(self.kind_box, lambda: self.tr("Text models"), TEXT.name)  # Qt keeps plain data: the kind's name
+        self.texts.item(self.kind_box, lambda: self.tr("Image models"), IMAGE.name)
         self.kind_box.currentIndexChanged.connect(self._on_kind_changed)
         bar = QHBoxLayout()
         bar.addWidget(self.search_box, 1)
@@ -242,7 +247,8 @@ class ModelsPage(Page):
         row.addStretch(1)
         row.addWidget(self.download_button)
         dl.addLayout(row)
-        card_title = QLabel(self.tr("Model card"))
+        card_title = QLabel()
+        self.texts.set(card_title.setText, lambda: self.tr("Model card"))
         card_title.setObjectName("sectionTitle")
         dl.addWidget(card_title)
         dl.addWidget(self.card_view, 3)
@@ -549,13 +555,15 @@ class ModelsPage(Page):
         self.token_frame = QFrame()
         self.token_frame.setObjectName("notice")
         self.token_frame.setProperty("level", "warning")
-        self.token_label = QLabel(self.tr("This model is gated or private. Accept its terms on the hub, then paste "
+        self.token_label = QLabel()
+        self.texts.set(self.token_label.setText, lambda: self.tr("This model is gated or private. Accept its terms on the hub, then paste "
                                           "an access token (saved in the hub's own token store)."))
         self.token_label.setWordWrap(True)
         self.token_edit = QLineEdit()
         self.token_edit.setEchoMode(QLineEdit.EchoMode.Password)
-        self.token_edit.setPlaceholderText(self.tr("hf_…"))
-        self.token_button = QPushButton(self.tr("Save token and retry"))
+        self.texts.set(self.token_edit.setPlaceholderText, lambda: self.tr("hf_…"))
+        self.token_button = QPushButton()
+        self.texts.set(self.token_button.setText, lambda: self.tr("Save token and retry"))
         self.token_button.clicked.connect(self.save_token_and_retry)
         tl = QVBoxLayout(self.token_frame)
         tl.setContentsMargins(12, 8, 12, 8)
@@ -689,13 +697,17 @@ class ModelsPage(Page):
 
     # ------------------------------------------------------------------ library tab
     def _build_library(self) -> QWidget:
-        self.open_button = QPushButton(self.tr("Open GGUF…"))
+        self.open_button = QPushButton()
+        self.texts.set(self.open_button.setText, lambda: self.tr("Open GGUF…"))
         self.open_button.clicked.connect(self.choose_file)
-        self.refresh_button = QPushButton(self.tr("Refresh"))
+        self.refresh_button = QPushButton()
+        self.texts.set(self.refresh_button.setText, lambda: self.tr("Refresh"))
         self.refresh_button.clicked.connect(self.refresh_library)
-        self.reveal_button = QPushButton(self.tr("Show in folder"))
+        self.reveal_button = QPushButton()
+        self.texts.set(self.reveal_button.setText, lambda: self.tr("Show in folder"))
         self.reveal_button.clicked.connect(self.reveal_selected)
-        self.delete_button = QPushButton(self.tr("Delete…"))
+        self.delete_button = QPushButton()
+        self.texts.set(self.delete_button.setText, lambda: self.tr("Delete…"))
         self.delete_button.clicked.connect(self.request_delete)
         self.chat_button = QPushButton(self.tr("Chat with this model"))
         self.chat_button.setDefault(True)

@@ -38,9 +38,8 @@ from strata_gui.core.remote import RemoteEndpoint, RemoteService
 from strata_gui.core.rpc import DEFAULT_RPC_PORT, RpcPool, WorkerStatus
 from strata_gui.core.serve import LoadedModel, ServeService
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
-from strata_gui.ui.i18n import core_text
+from strata_gui.ui.i18n import LiveTexts, core_text
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import PageHeader
 
 
 def _duration(seconds: float) -> str:
@@ -109,6 +108,7 @@ class NetworkPage(Page):
     def __init__(self, remote: RemoteService, serve: ServeService, bridge: AsyncBridge,
                  parent: QWidget | None = None, rpc: RpcPool | None = None, pool: EnginePool | None = None) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.page_title = self.tr("Network")
         self._remote = remote
         self._serve = serve
@@ -127,7 +127,7 @@ class NetworkPage(Page):
         self._activity_timer.setInterval(50)
         self._activity_timer.timeout.connect(self._show_activity)
 
-        header = PageHeader(self.tr("Network"), self.tr(
+        header = self.texts.header(lambda: self.tr("Network"), lambda: self.tr(
             "Chat with models served by other machines, serve your models to other apps, "
             "and pool GPUs of several computers."))
         body = QWidget()
@@ -171,9 +171,11 @@ class NetworkPage(Page):
         self.remote_model.setMinimumWidth(240)
         self.remote_model.activated.connect(self._on_remote_model_chosen)
         row.addWidget(self.remote_model, 1)
-        self.remote_models_button = QPushButton(self.tr("Refresh models"))
+        self.remote_models_button = QPushButton()
+        self.texts.set(self.remote_models_button.setText, lambda: self.tr("Refresh models"))
         self.remote_models_button.clicked.connect(self.refresh_remote_models)
-        self.remote_remove_button = QPushButton(self.tr("Remove"))
+        self.remote_remove_button = QPushButton()
+        self.texts.set(self.remote_remove_button.setText, lambda: self.tr("Remove"))
         self.remote_remove_button.clicked.connect(self.remove_selected_remote)
         row.addWidget(self.remote_models_button)
         row.addWidget(self.remote_remove_button)
@@ -181,19 +183,20 @@ class NetworkPage(Page):
 
         form = QFormLayout()
         self.remote_name = QLineEdit()
-        self.remote_name.setPlaceholderText(self.tr("e.g. Lab server"))
+        self.texts.set(self.remote_name.setPlaceholderText, lambda: self.tr("e.g. Lab server"))
         self.remote_url = QLineEdit()
         self.remote_url.setPlaceholderText("http://192.168.1.20:8000/v1")
         self.remote_key = QLineEdit()
         self.remote_key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.remote_key.setPlaceholderText(self.tr("optional"))
-        form.addRow(self.tr("Name"), self.remote_name)
-        form.addRow(self.tr("Address"), self.remote_url)
-        form.addRow(self.tr("API key"), self.remote_key)
+        self.texts.set(self.remote_key.setPlaceholderText, lambda: self.tr("optional"))
+        form.addRow(self.texts.label(lambda: self.tr("Name")), self.remote_name)
+        form.addRow(self.texts.label(lambda: self.tr("Address")), self.remote_url)
+        form.addRow(self.texts.label(lambda: self.tr("API key")), self.remote_key)
         layout.addLayout(form)
         add_row = QHBoxLayout()
         self.remote_status = _label("", "muted", wrap=True)
-        self.remote_add_button = QPushButton(self.tr("Add and check"))
+        self.remote_add_button = QPushButton()
+        self.texts.set(self.remote_add_button.setText, lambda: self.tr("Add and check"))
         self.remote_add_button.clicked.connect(self.add_remote)
         add_row.addWidget(self.remote_status, 1)
         add_row.addWidget(self.remote_add_button)
@@ -330,7 +333,8 @@ class NetworkPage(Page):
         self.serve_port.setRange(1024, 65535)
         self.serve_port.setValue(self._serve.settings.serve_port or 8765)
         row.addWidget(self.serve_port)
-        self.serve_lan = QCheckBox(self.tr("Allow other computers on the network (requires an API key)"))
+        self.serve_lan = QCheckBox()
+        self.texts.set(self.serve_lan.setText, lambda: self.tr("Allow other computers on the network (requires an API key)"))
         self.serve_lan.setChecked(self._serve.settings.serve_lan)
         row.addWidget(self.serve_lan, 1)
         self.serve_button = QPushButton(self.tr("Start serving"))
@@ -605,7 +609,7 @@ class NetworkPage(Page):
         self.rpc_host.setEditable(True)
         self.rpc_host.addItem("127.0.0.1")
         self.rpc_host.addItem("0.0.0.0")
-        self.rpc_host.setToolTip(self.tr("127.0.0.1: this computer only. 0.0.0.0 or a LAN address: "
+        self.texts.set(self.rpc_host.setToolTip, lambda: self.tr("127.0.0.1: this computer only. 0.0.0.0 or a LAN address: "
                                          "other computers can connect."))
         lend.addWidget(self.rpc_host)
         lend.addWidget(_label(self.tr("Port")))
@@ -614,7 +618,7 @@ class NetworkPage(Page):
         self.rpc_port.setValue(DEFAULT_RPC_PORT)
         lend.addWidget(self.rpc_port)
         self.rpc_devices = QLineEdit()
-        self.rpc_devices.setPlaceholderText(self.tr("devices, e.g. Vulkan0 (default: all)"))
+        self.texts.set(self.rpc_devices.setPlaceholderText, lambda: self.tr("devices, e.g. Vulkan0 (default: all)"))
         lend.addWidget(self.rpc_devices, 1)
         self.rpc_serve_button = QPushButton(self.tr("Lend this GPU"))
         self.rpc_serve_button.clicked.connect(self.toggle_lending)
@@ -624,7 +628,8 @@ class NetworkPage(Page):
         layout.addWidget(self.rpc_serve_state)
 
         layout.addWidget(_label(self.tr("Workers this computer uses"), "sectionTitle"))
-        self.rpc_enabled = QCheckBox(self.tr("Spread models over these workers (takes effect when the model "
+        self.rpc_enabled = QCheckBox()
+        self.texts.set(self.rpc_enabled.setText, lambda: self.tr("Spread models over these workers (takes effect when the model "
                                              "loads next)"))
         self.rpc_enabled.setChecked(rpc.settings.rpc_enabled)
         self.rpc_enabled.toggled.connect(self._on_rpc_enabled)
@@ -638,11 +643,14 @@ class NetworkPage(Page):
         row = QHBoxLayout()
         self.rpc_address = QLineEdit()
         self.rpc_address.setPlaceholderText("192.168.1.30:50052")
-        self.rpc_add_button = QPushButton(self.tr("Add and check"))
+        self.rpc_add_button = QPushButton()
+        self.texts.set(self.rpc_add_button.setText, lambda: self.tr("Add and check"))
         self.rpc_add_button.clicked.connect(self.add_worker)
-        self.rpc_check_button = QPushButton(self.tr("Check all"))
+        self.rpc_check_button = QPushButton()
+        self.texts.set(self.rpc_check_button.setText, lambda: self.tr("Check all"))
         self.rpc_check_button.clicked.connect(self.check_workers)
-        self.rpc_remove_button = QPushButton(self.tr("Remove"))
+        self.rpc_remove_button = QPushButton()
+        self.texts.set(self.rpc_remove_button.setText, lambda: self.tr("Remove"))
         self.rpc_remove_button.clicked.connect(self.remove_worker)
         row.addWidget(self.rpc_address, 1)
         row.addWidget(self.rpc_add_button)

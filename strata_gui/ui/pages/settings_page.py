@@ -28,9 +28,8 @@ from strata_gui.core.base import StrataError
 from strata_gui.core.config import RANGES, Services, Settings, SettingsChange
 from strata_gui.core.models import environment_endpoint
 from strata_gui.ui.bridge import follow
-from strata_gui.ui.i18n import core_text, error_text
+from strata_gui.ui.i18n import LiveTexts, core_text, error_text
 from strata_gui.ui.pages.base import Page
-from strata_gui.ui.widgets import PageHeader
 
 # Changes to these are read once at start-up (network clients, folders, translations).
 RESTART_KEYS = frozenset({"hub_endpoint", "github_api_url", "github_download_url", "offline", "engines_dir",
@@ -52,6 +51,8 @@ class SettingsPage(Page):
     Args:
         services: Holds the settings service and the user folders.
         apply_theme: Switches the app's theme (called when the ``theme`` setting changes).
+        apply_language: Switches the app's language live (called when the ``language`` setting
+            changes); None leaves the switch to the next start.
         open_path: Opens a folder in the file manager.
         choose_folder: Asks the user for a folder; returns None when cancelled.
     """
@@ -66,15 +67,18 @@ class SettingsPage(Page):
         services: Services,
         *,
         apply_theme: Callable[[str], None],
+        apply_language: Callable[[str], object] | None = None,
         open_path: Callable[[Path], object],
         choose_folder: Callable[[], str | None],
         start_at_login: tuple[Callable[[], bool], Callable[[bool], None]] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        self.texts = LiveTexts(self)  # follow a language switch
         self.services = services
         self._start_at_login = start_at_login
         self._apply_theme = apply_theme
+        self._apply_language = apply_language
         self._open_path = open_path
         self._choose_folder = choose_folder
         self.page_title = self.tr("Settings")
@@ -91,10 +95,11 @@ class SettingsPage(Page):
         body = QWidget()
         body_layout = QVBoxLayout(body)
         body_layout.setContentsMargins(0, 0, 12, 0)
-        for title, form in ((self.tr("Appearance"), appearance), (self.tr("Network"), network),
-                            (self.tr("Folders"), folders), (self.tr("Hardware"), hardware),
-                            (self.tr("Engine defaults"), runtime)):
-            box = QGroupBox(title)
+        for title, form in ((lambda: self.tr("Appearance"), appearance), (lambda: self.tr("Network"), network),
+                            (lambda: self.tr("Folders"), folders), (lambda: self.tr("Hardware"), hardware),
+                            (lambda: self.tr("Engine defaults"), runtime)):
+            box = QGroupBox()
+            self.texts.set(box.setTitle, title)
             box.setLayout(form)
             body_layout.addWidget(box)
         body_layout.addStretch(1)
@@ -105,8 +110,8 @@ class SettingsPage(Page):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(PageHeader(self.tr("Settings"),
-                                    self.tr("Saved to %s") % services.paths.settings_file))
+        layout.addWidget(self.texts.header(lambda: self.tr("Settings"),
+                                           lambda: self.tr("Saved to %s") % services.paths.settings_file))
         layout.addWidget(scroll, 1)
         layout.addLayout(buttons)
         self.load()
@@ -115,23 +120,25 @@ class SettingsPage(Page):
     def _build_appearance_section(self) -> QFormLayout:
         """Theme, language and the first-run guide."""
         self.theme = QComboBox()
-        for value, label in (("system", self.tr("Follow system")), ("light", self.tr("Light")),
-                             ("dark", self.tr("Dark"))):
-            self.theme.addItem(label, value)
+        for value, label in (("system", lambda: self.tr("Follow system")), ("light", lambda: self.tr("Light")),
+                             ("dark", lambda: self.tr("Dark"))):
+            self.texts.item(self.theme, label, value)
         self.language = QComboBox()
         # Each language is named in itself, so users can find theirs whatever is shown now.
-        for value, label in (("system", self.tr("Follow system")), ("en", "English"), ("zh_CN", "简体中文")):
-            self.language.addItem(label, value)
+        for value, label in (("system", lambda: self.tr("Follow system")), ("en", lambda: "English"),
+                             ("zh_CN", lambda: "简体中文")):
+            self.texts.item(self.language, label, value)
 
         appearance = QFormLayout()
-        appearance.addRow(self.tr("Theme"), self.theme)
-        appearance.addRow(self.tr("Language"), self.language)
-        self.run_guide_button = QPushButton(self.tr("Run the first-run guide again"))
+        appearance.addRow(self.texts.label(lambda: self.tr("Theme")), self.theme)
+        appearance.addRow(self.texts.label(lambda: self.tr("Language")), self.language)
+        self.run_guide_button = QPushButton()
+        self.texts.set(self.run_guide_button.setText, lambda: self.tr("Run the first-run guide again"))
         self.run_guide_button.clicked.connect(self.run_guide_requested)
         guide_row = QHBoxLayout()
         guide_row.addWidget(self.run_guide_button)
         guide_row.addStretch(1)
-        appearance.addRow(self.tr("Getting started"), guide_row)
+        appearance.addRow(self.texts.label(lambda: self.tr("Getting started")), guide_row)
         return appearance
 
     def _build_network_section(self) -> QFormLayout:
@@ -142,31 +149,34 @@ class SettingsPage(Page):
         self.github_api = QLineEdit()
         self.github_api.setPlaceholderText("https://api.github.com")
         self.github_download = QLineEdit()
-        self.github_download.setPlaceholderText(self.tr("(as given by the release)"))
-        self.offline = QCheckBox(self.tr("Offline mode: never contact the hub or GitHub"))
+        self.texts.set(self.github_download.setPlaceholderText, lambda: self.tr("(as given by the release)"))
+        self.offline = QCheckBox()
+        self.texts.set(self.offline.setText, lambda: self.tr("Offline mode: never contact the hub or GitHub"))
         # Applied at once (it is an entry of the system's, not a setting saved with the others).
-        self.serve_at_login = QCheckBox(self.tr("Start the model server when I sign in (no window)"))
-        self.serve_at_login.setToolTip(self.tr(
+        self.serve_at_login = QCheckBox()
+        self.texts.set(self.serve_at_login.setText, lambda: self.tr("Start the model server when I sign in (no window)"))
+        self.texts.set(self.serve_at_login.setToolTip, lambda: self.tr(
             "Serves every model of your library to other apps (OpenAI, Ollama and Anthropic APIs) from "
             "sign-in on, loading each one when it is asked for. Turning it off removes the entry."))
         self.serve_at_login.setVisible(self._start_at_login is not None)
         self.serve_at_login.toggled.connect(self._toggle_start_at_login)
         self.api_wait = QSpinBox()
         self.api_wait.setRange(*RANGES["api_wait_seconds"])
-        self.api_wait.setSuffix(self.tr(" s"))
-        self.api_wait.setToolTip(self.tr(
+        self.texts.set(self.api_wait.setSuffix, lambda: self.tr(" s"))
+        self.texts.set(self.api_wait.setToolTip, lambda: self.tr(
             "How long a request from another app may wait for its model (every parallel request in use, the "
             "model loading, or memory being freed). Past this it is answered \"busy\" (HTTP 503 with "
             "Retry-After), so the app can try again later."))
 
         network = QFormLayout()
-        network.addRow(self.tr("Hugging Face endpoint"), self.hub_endpoint)
-        network.addRow(self.tr("GitHub API"), self.github_api)
-        network.addRow(self.tr("GitHub downloads"), self.github_download)
+        network.addRow(self.texts.label(lambda: self.tr("Hugging Face endpoint")), self.hub_endpoint)
+        network.addRow(self.texts.label(lambda: self.tr("GitHub API")), self.github_api)
+        network.addRow(self.texts.label(lambda: self.tr("GitHub downloads")), self.github_download)
         network.addRow("", self.serve_at_login)
-        network.addRow(self.tr("Wait limit for API requests"), self.api_wait)
+        network.addRow(self.texts.label(lambda: self.tr("Wait limit for API requests")), self.api_wait)
         network.addRow("", self.offline)
-        hint = QLabel(self.tr("Use a mirror when the hub or GitHub cannot be reached from your network."))
+        hint = QLabel()
+        self.texts.set(hint.setText, lambda: self.tr("Use a mirror when the hub or GitHub cannot be reached from your network."))
         hint.setObjectName("muted")
         hint.setWordWrap(True)
         network.addRow("", hint)
@@ -176,25 +186,28 @@ class SettingsPage(Page):
         """Strata's own folders (each with Open) and the model folders."""
         self.model_dirs = QListWidget()
         self.model_dirs.setMaximumHeight(90)
-        self.add_dir_button = QPushButton(self.tr("Add folder…"))
+        self.add_dir_button = QPushButton()
+        self.texts.set(self.add_dir_button.setText, lambda: self.tr("Add folder…"))
         self.add_dir_button.clicked.connect(self._add_model_dir)
-        self.remove_dir_button = QPushButton(self.tr("Remove"))
+        self.remove_dir_button = QPushButton()
+        self.texts.set(self.remove_dir_button.setText, lambda: self.tr("Remove"))
         self.remove_dir_button.clicked.connect(self._remove_model_dir)
 
         folders = QFormLayout()
         self.folder_labels: dict[str, QLabel] = {}
-        for key, label in (("config", self.tr("Settings")), ("data", self.tr("Data (engines, chats)")),
-                           ("cache", self.tr("Cache")), ("logs", self.tr("Logs"))):
+        for key, label in (("config", lambda: self.tr("Settings")), ("data", lambda: self.tr("Data (engines, chats)")),
+                           ("cache", lambda: self.tr("Cache")), ("logs", lambda: self.tr("Logs"))):
             path_label = QLabel()
             path_label.setObjectName("muted")
             path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            open_button = QPushButton(self.tr("Open"))
+            open_button = QPushButton()
+            self.texts.set(open_button.setText, lambda: self.tr("Open"))
             open_button.setObjectName(f"open-{key}")
             open_button.clicked.connect(lambda _=False, k=key: self._open_folder(k))
             row = QHBoxLayout()
             row.addWidget(path_label, 1)
             row.addWidget(open_button)
-            folders.addRow(label, row)
+            folders.addRow(self.texts.label(label), row)
             self.folder_labels[key] = path_label
         dir_buttons = QHBoxLayout()
         dir_buttons.addWidget(self.add_dir_button)
@@ -203,26 +216,26 @@ class SettingsPage(Page):
         dirs_box = QVBoxLayout()
         dirs_box.addWidget(self.model_dirs)
         dirs_box.addLayout(dir_buttons)
-        folders.addRow(self.tr("Model folders"), dirs_box)
+        folders.addRow(self.texts.label(lambda: self.tr("Model folders")), dirs_box)
         return folders
 
     def _build_hardware_section(self) -> QFormLayout:
         """The GPU target override and the memory limits."""
         self.gfx_override = QLineEdit()
-        self.gfx_override.setPlaceholderText(self.tr("detected automatically, e.g. gfx1100"))
+        self.texts.set(self.gfx_override.setPlaceholderText, lambda: self.tr("detected automatically, e.g. gfx1100"))
         self.memory_budget = QSpinBox()
         self.memory_budget.setRange(0, 1024 * 1024)
         self.memory_budget.setSuffix(" MiB")
-        self.memory_budget.setSpecialValueText(self.tr("no limit"))
+        self.texts.set(self.memory_budget.setSpecialValueText, lambda: self.tr("no limit"))
         self.fallback_memory = QSpinBox()
         self.fallback_memory.setRange(0, 1024 * 1024)
         self.fallback_memory.setSuffix(" MiB")
-        self.fallback_memory.setSpecialValueText(self.tr("use detected memory"))
+        self.texts.set(self.fallback_memory.setSpecialValueText, lambda: self.tr("use detected memory"))
 
         hardware = QFormLayout()
-        hardware.addRow(self.tr("GPU target override"), self.gfx_override)
-        hardware.addRow(self.tr("Memory budget for models"), self.memory_budget)
-        hardware.addRow(self.tr("GPU memory if not detected"), self.fallback_memory)
+        hardware.addRow(self.texts.label(lambda: self.tr("GPU target override")), self.gfx_override)
+        hardware.addRow(self.texts.label(lambda: self.tr("Memory budget for models")), self.memory_budget)
+        hardware.addRow(self.texts.label(lambda: self.tr("GPU memory if not detected")), self.fallback_memory)
         return hardware
 
     def _build_runtime_section(self) -> QFormLayout:
@@ -230,67 +243,71 @@ class SettingsPage(Page):
         self.context_size = QSpinBox()
         self.context_size.setRange(0, 1_048_576)
         self.context_size.setSingleStep(1024)
-        self.context_size.setSpecialValueText(self.tr("model default"))
+        self.texts.set(self.context_size.setSpecialValueText, lambda: self.tr("model default"))
         self.gpu_layers = QComboBox()
         self.gpu_layers.setEditable(True)
         self.gpu_layers.addItems(["all", "auto", "0"])
         self.flash_attention = QComboBox()
-        for value, label in (("auto", self.tr("auto")), ("on", self.tr("on")), ("off", self.tr("off"))):
-            self.flash_attention.addItem(label, value)
+        for value, label in (("auto", lambda: self.tr("auto")), ("on", lambda: self.tr("on")),
+                             ("off", lambda: self.tr("off"))):
+            self.texts.item(self.flash_attention, label, value)
         self.threads = QSpinBox()
         self.threads.setRange(0, 256)
-        self.threads.setSpecialValueText(self.tr("engine default"))
+        self.texts.set(self.threads.setSpecialValueText, lambda: self.tr("engine default"))
         self.parallel = QSpinBox()
         # The setting's own range: a saved value is never clamped into another one on save.
         self.parallel.setRange(*RANGES["parallel_slots"])
-        self.parallel.setSpecialValueText(self.tr("Automatic"))
-        self.parallel.setToolTip(self.tr(
+        self.texts.set(self.parallel.setSpecialValueText, lambda: self.tr("Automatic"))
+        self.texts.set(self.parallel.setToolTip, lambda: self.tr(
             "How many requests each loaded model answers at the same time: the chat, other apps and reading "
             "ahead share it. Each request gets the whole context size, so every one of them needs memory. "
             "Automatic: as many as fit in memory, at most 4."))
-        self.auto_fallback = QCheckBox(self.tr("If an engine fails, continue on the next one (Vulkan, then CPU)"))
-        self.warm_start = QCheckBox(self.tr("Load the last model when Strata starts"))
-        self.warm_start.setToolTip(self.tr("Its engine starts while the window opens, so the first message does "
+        self.auto_fallback = QCheckBox()
+        self.texts.set(self.auto_fallback.setText, lambda: self.tr("If an engine fails, continue on the next one (Vulkan, then CPU)"))
+        self.warm_start = QCheckBox()
+        self.texts.set(self.warm_start.setText, lambda: self.tr("Load the last model when Strata starts"))
+        self.texts.set(self.warm_start.setToolTip, lambda: self.tr("Its engine starts while the window opens, so the first message does "
                                            "not wait for the model to load. It is unloaded when idle, as any model."))
-        self.read_ahead = QCheckBox(self.tr("Read the open conversation ahead while you type"))
-        self.read_ahead.setToolTip(self.tr("While the model is loaded and idle, its engine reads the conversation "
+        self.read_ahead = QCheckBox()
+        self.texts.set(self.read_ahead.setText, lambda: self.tr("Read the open conversation ahead while you type"))
+        self.texts.set(self.read_ahead.setToolTip, lambda: self.tr("While the model is loaded and idle, its engine reads the conversation "
                                            "you have open (system prompt, tools, history), so the reply to your "
                                            "next message starts sooner. It uses the GPU or processor meanwhile."))
         self.engine_idle = QSpinBox()
         self.engine_idle.setRange(0, 24 * 60)
-        self.engine_idle.setSuffix(self.tr(" min"))
-        self.engine_idle.setSpecialValueText(self.tr("keep loaded"))
-        self.engine_idle.setToolTip(self.tr("An engine nobody used for this long is unloaded to free its memory; "
+        self.texts.set(self.engine_idle.setSuffix, lambda: self.tr(" min"))
+        self.texts.set(self.engine_idle.setSpecialValueText, lambda: self.tr("keep loaded"))
+        self.texts.set(self.engine_idle.setToolTip, lambda: self.tr("An engine nobody used for this long is unloaded to free its memory; "
                                             "the next message loads the model again."))
         self.engine_memory = QSpinBox()
         self.engine_memory.setRange(0, 1024 * 1024)
         self.engine_memory.setSingleStep(1024)
         self.engine_memory.setSuffix(" MiB")
-        self.engine_memory.setSpecialValueText(self.tr("GPU memory (or RAM)"))
-        self.engine_memory.setToolTip(self.tr("What all loaded models may hold together. When a model does not fit "
+        self.texts.set(self.engine_memory.setSpecialValueText, lambda: self.tr("GPU memory (or RAM)"))
+        self.texts.set(self.engine_memory.setToolTip, lambda: self.tr("What all loaded models may hold together. When a model does not fit "
                                               "beside the others, the least recently used one is unloaded first."))
         self.update_tolerance = QSpinBox()
         self.update_tolerance.setRange(0, 100)
         self.update_tolerance.setSuffix(" %")
-        self.update_tolerance.setToolTip(self.tr("A new engine build is used only when its trial on this machine is not "
+        self.texts.set(self.update_tolerance.setToolTip, lambda: self.tr("A new engine build is used only when its trial on this machine is not "
                                                  "slower than the current build by more than this (prefill or decode)."))
         self.update_channel = QComboBox()
-        self.update_channel.addItem(self.tr("Stable (the catalog's tested versions)"), "stable")
-        self.update_channel.addItem(self.tr("Latest release"), "latest")
+        self.texts.item(self.update_channel, lambda: self.tr("Stable (the catalog's tested versions)"), "stable")
+        self.texts.item(self.update_channel, lambda: self.tr("Latest release"), "latest")
 
         runtime = QFormLayout()
-        runtime.addRow(self.tr("Context size"), self.context_size)
-        runtime.addRow(self.tr("GPU layers"), self.gpu_layers)
-        runtime.addRow(self.tr("Flash attention"), self.flash_attention)
-        runtime.addRow(self.tr("CPU threads"), self.threads)
-        runtime.addRow(self.tr("Parallel requests per model"), self.parallel)
+        runtime.addRow(self.texts.label(lambda: self.tr("Context size")), self.context_size)
+        runtime.addRow(self.texts.label(lambda: self.tr("GPU layers")), self.gpu_layers)
+        runtime.addRow(self.texts.label(lambda: self.tr("Flash attention")), self.flash_attention)
+        runtime.addRow(self.texts.label(lambda: self.tr("CPU threads")), self.threads)
+        runtime.addRow(self.texts.label(lambda: self.tr("Parallel requests per model")), self.parallel)
         runtime.addRow("", self.auto_fallback)
         runtime.addRow("", self.warm_start)
         runtime.addRow("", self.read_ahead)
-        runtime.addRow(self.tr("Unload idle models after"), self.engine_idle)
-        runtime.addRow(self.tr("Memory for loaded models"), self.engine_memory)
-        runtime.addRow(self.tr("Engine updates"), self.update_channel)
-        runtime.addRow(self.tr("Slower update allowed by"), self.update_tolerance)
+        runtime.addRow(self.texts.label(lambda: self.tr("Unload idle models after")), self.engine_idle)
+        runtime.addRow(self.texts.label(lambda: self.tr("Memory for loaded models")), self.engine_memory)
+        runtime.addRow(self.texts.label(lambda: self.tr("Engine updates")), self.update_channel)
+        runtime.addRow(self.texts.label(lambda: self.tr("Slower update allowed by")), self.update_tolerance)
         return runtime
 
     def _build_buttons(self) -> QHBoxLayout:
@@ -298,12 +315,15 @@ class SettingsPage(Page):
         self.status = QLabel()
         self.status.setObjectName("muted")
         self.status.setWordWrap(True)
-        self.save_button = QPushButton(self.tr("Save"))
+        self.save_button = QPushButton()
+        self.texts.set(self.save_button.setText, lambda: self.tr("Save"))
         self.save_button.setDefault(True)
         self.save_button.clicked.connect(self.save)
-        self.revert_button = QPushButton(self.tr("Revert"))
+        self.revert_button = QPushButton()
+        self.texts.set(self.revert_button.setText, lambda: self.tr("Revert"))
         self.revert_button.clicked.connect(self.load)
-        self.defaults_button = QPushButton(self.tr("Restore defaults"))
+        self.defaults_button = QPushButton()
+        self.texts.set(self.defaults_button.setText, lambda: self.tr("Restore defaults"))
         self.defaults_button.clicked.connect(self.restore_defaults)
         QShortcut(QKeySequence(QKeySequence.StandardKey.Save), self, self.save)
 
@@ -396,7 +416,7 @@ class SettingsPage(Page):
             return False
         if changed & RESTART_KEYS:
             self.status.setText(self.tr("Saved. Network and folder changes apply after restarting Strata."))
-        elif "language" in changed:
+        elif "language" in changed and self._apply_language is None:
             self.status.setText(self.tr("Saved. The new language applies after restarting Strata."))
         else:
             self.status.setText(self.tr("Saved."))
@@ -424,6 +444,8 @@ class SettingsPage(Page):
     def _settings_changed(self, change: SettingsChange) -> None:
         if "theme" in change.keys:
             self._apply_theme(change.settings.theme)
+        if "language" in change.keys and self._apply_language is not None:
+            self._apply_language(change.settings.language)  # every open page reads in it at once
 
     def _open_folder(self, key: str) -> None:
         path = Path(self.services.paths.as_dict()[key])
