@@ -123,6 +123,7 @@ MAX_RENDER_GAP_S = 0.1  # ... but a long reply still moves at least 10 times a s
 YIELD_MS = 1  # later work in a turn of its own: a 0 ms timer chains with the turn before it (see
 # the chat service's YIELD_S), so timers and input would wait for both
 SPARE_DELAY_MS = 300  # spare bubbles are built this long after the page is shown or a reply ended (idle)
+MODEL_BUTTON_CHARS = 32  # the model picker shows this many characters of its model's name (it fits at 820 px)
 READ_AGAIN_MS = 800  # a changed system prompt is read ahead again once the typing pauses this long
 
 
@@ -609,7 +610,7 @@ class ChatPage(Page):
             self.notice.hide()
         resume = self._service.resume_model(conversation_id)
         if resume.outcome == MODEL_SWITCHED:
-            self._show_model()
+            self._model_changed()
         elif resume.outcome == MODEL_MISSING and resume.model is not None:
             self._switch_offer = None
             self._model_gone_in = conversation_id
@@ -1048,9 +1049,20 @@ class ChatPage(Page):
                 "<h3>Start a conversation</h3><p>Type a message below to chat with {0}.<br>"
                 "Strata starts the engine for you and switches to another engine if one fails.</p>")
                 .format(html.escape(model.name)))
+        self._name_model_button(model)
         panel = self.load_options_panel
         if panel is not None and panel.model != model:
             panel.set_model(model)
+
+    def _name_model_button(self, model: Path | None) -> None:
+        """The picker names the chat's model once one is chosen ("Choose model…" after a choice read as
+        if none was made); a long file name is shortened in its middle, where quantisations differ least."""
+        if model is None:
+            self.model_button.setText(self.tr("Choose model…"))
+            return
+        metrics = self.model_button.fontMetrics()
+        self.model_button.setText(metrics.elidedText(model.name, Qt.TextElideMode.ElideMiddle,
+                                                     metrics.averageCharWidth() * MODEL_BUTTON_CHARS))
 
     def refresh_library(self) -> TaskHandle | None:
         """Read the library's chat models for the picker (off the event loop's paint path)."""
@@ -1100,7 +1112,12 @@ class ChatPage(Page):
         if self._model_gone_in is not None:  # a model chosen: the conversation goes on with it
             self._model_gone_in = None
             self.notice.hide()
-        self._show_model()
+        self._model_changed()
+
+    def _model_changed(self) -> None:
+        """Another model was chosen: the header says what its engine does now (the last model's
+        "engine ready" stayed until the new one had loaded; no engine event says the model changed)."""
+        self._show_engine_state(self._service.engine_state, "")
 
     def choose_engine_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, self.tr("Choose an engine folder"))
