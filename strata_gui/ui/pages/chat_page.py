@@ -377,8 +377,10 @@ class ChatPage(Page):
         # Load options sit next to the conversation settings: both are shown before a load.
         self.load_options_panel: LoadOptionsPanel | None = None
         if self._load_options is not None:
-            self.load_options_panel = LoadOptionsPanel(self._load_options, self._bridge, gpu_picks=self._gpu_picks,
-                                                       choose_devices=self._choose_devices)
+            resolve = self._resolve
+            self.load_options_panel = LoadOptionsPanel(
+                self._load_options, self._bridge, gpu_picks=self._gpu_picks, choose_devices=self._choose_devices,
+                run_device=(lambda model: resolve(model).run_device) if resolve is not None else None)
             self.load_options_panel.hide()
             self.load_options_panel.saved.connect(self._update_meter)
             self.load_options_toggle.toggled.connect(self.load_options_panel.activate)
@@ -1204,10 +1206,12 @@ class ChatPage(Page):
             self.retry_button.hide()
             self.model_button.setEnabled(False)
             self.engine_button.setEnabled(False)
+            self._offer_load_options(remote=True)
             self._update_meter()
             return
         self.model_button.setEnabled(True)
         self.engine_button.setEnabled(True)
+        self._offer_load_options(remote=False)
         self._show_model()
         engine = self._service.engine
         label = core_text(engine.label) if engine else ""
@@ -1240,6 +1244,15 @@ class ChatPage(Page):
             self.retry_button.setText(self.tr("Retry {0}").format(core_text(preferred.label)))
         self.retry_button.setVisible(show_retry)
         self._update_meter()
+
+    def _offer_load_options(self, *, remote: bool) -> None:
+        """Load options set how this computer loads a model: a remote engine loads its own, so they are
+        closed and off while it answers, and the toggle's tooltip says why."""
+        toggle = self.load_options_toggle
+        if remote and toggle.isChecked():
+            toggle.setChecked(False)
+        toggle.setEnabled(not remote)
+        toggle.setToolTip(self.tr("A remote engine loads its model with its own options") if remote else "")
 
     def _announce_engine(self) -> str:
         """Which engine the next reply starts, and why; then the installed engines left out."""
