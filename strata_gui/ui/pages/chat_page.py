@@ -204,6 +204,7 @@ class ChatPage(Page):
         self._render_timer.timeout.connect(self._flush_renders)
         self._next_render = 0.0  # perf_counter() time before which a streaming reply is not re-rendered
         self.shortcuts: list[QShortcut] | None = None  # Ctrl+N, Esc, Ctrl+F, Ctrl+K, Ctrl+L (on_shown)
+        self._context_before = 0  # the meter's figure before the reply being written (its lower bound)
         self.waiting_text = ""  # why the chat's request waits for its engine, as the pool says ("": it does not)
         self._build()
         self.setStyleSheet(RENDER_STYLE)
@@ -938,6 +939,7 @@ class ChatPage(Page):
                 if event.thinking:
                     widget.append_thinking(event.thinking)
                 widget.set_live(event.tokens, event.tool)
+                self._show_live_context(event)
                 self._dirty.add(event.message_id)
                 if event.complete or answer_starts:
                     self._flush_renders()  # the answer's start and the reply's end are shown at once
@@ -1353,8 +1355,20 @@ class ChatPage(Page):
             self._read_again.start()
 
     def _update_meter(self) -> None:
-        size = max(1, self._service.context_size)
         used = self._service.context_used(self.conversation_id) if self.conversation_id is not None else 0
+        self._context_before = used
+        self._set_meter(used)
+
+    def _show_live_context(self, event: MessageDelta) -> None:
+        """While a reply streams, the meter counts its prompt and the tokens generated so far (it read
+        the last finished reply's figure: 0 in a new conversation). Where the engine does not say how
+        long the prompt was, the last measured context and the tokens so far (a lower bound)."""
+        used = event.context or self._context_before + event.tokens
+        if used != self.context_meter.value():
+            self._set_meter(used)
+
+    def _set_meter(self, used: int) -> None:
+        size = max(1, self._service.context_size)
         meter = self.context_meter
         # QProgressBar repaints at once when its value changes, and that repaint paints every
         # pending change of the window with it (at a reply's end, its last text): with updates
