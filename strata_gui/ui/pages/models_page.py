@@ -343,10 +343,22 @@ class ModelsPage(Page):
     def _add_hit(self, hit: RepoSummary) -> None:
         item = QListWidgetItem()
         item.setData(Qt.ItemDataRole.UserRole, hit.repo_id)
-        widget = SearchHitWidget(hit)
+        widget = SearchHitWidget(hit, downloaded=hit.repo_id.lower() in self._library_repos())
         item.setSizeHint(widget.sizeHint())
         self.results.addItem(item)
         self.results.setItemWidget(item, widget)
+
+    def _library_repos(self) -> set[str]:
+        """The hub repositories with files in the library (as the last scan found it), lower case."""
+        return {e.repo_id.lower() for e in self.library if e.repo_id}
+
+    def _mark_downloaded_hits(self) -> None:
+        """Mark the shown hits whose files are in the library (a scan may end after the search)."""
+        repos = self._library_repos()
+        for i in range(self.results.count()):
+            widget = self.results.itemWidget(self.results.item(i))
+            if isinstance(widget, SearchHitWidget):
+                widget.set_downloaded(widget.hit.repo_id.lower() in repos)
 
     def _on_search_failed(self, generation: int, err: StrataError) -> None:
         if generation != self._search_generation:
@@ -768,6 +780,7 @@ class ModelsPage(Page):
 
     def _show_library(self, entries: list[LibraryEntry]) -> None:
         self.library = list(entries)
+        self._mark_downloaded_hits()
         table = self.library_table
         table.setRowCount(len(entries))
         for row, e in enumerate(entries):
