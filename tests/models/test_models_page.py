@@ -129,6 +129,29 @@ def test_search_paging_and_stale_answers(harness: Any, hub: Any) -> None:
     assert "No GGUF models match" in page.results_empty.text()
 
 
+def test_an_empty_search_clears_the_detail_and_says_so(harness: Any, hub: Any) -> None:
+    """Issue 48 item 13: after a search that found nothing, the detail pane still showed the model
+    picked before, as if it were a result."""
+    h = harness()
+    page: ModelsPage = h.page
+    page.on_shown()
+    h.settle(page.search_handle)
+    page.results.setCurrentRow(0)
+    h.settle(page.detail_handle)
+    assert page.detail_stack.currentIndex() == 1 and page.detail_title.text() == "strata/test-llama-GGUF"
+    page.search_box.setText("no such model anywhere")
+    page.start_search()
+    h.settle(page.search_handle)
+    assert page.results.count() == 0 and page.detail is None
+    assert page.detail_stack.currentWidget() is page.detail_empty
+    assert page.detail_empty.text() == "No results: no model to show."
+    page.search_box.setText("llama")  # results again: the pane asks for a pick
+    page.start_search()
+    h.settle(page.search_handle)
+    assert page.results.count() > 0 and page.detail_stack.currentWidget() is page.detail_empty
+    assert page.detail_empty.text().startswith("Pick a model on the left")
+
+
 def test_detail_download_and_library(harness: Any, hub: Any, test_model: Path) -> None:
     h = harness()
     page: ModelsPage = h.page
