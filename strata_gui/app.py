@@ -477,7 +477,8 @@ def _build_images(ui: AppUi) -> Page:
     page = ImagesPage(services.images, ui.bridge, models=lambda: services.models.usable_models(IMAGE),
                       choose_model=hooks.choose_image_model, open_path=hooks.open_path,
                       last_model=lambda: base.settings.last_image_model,
-                      remember_model=lambda path: _save_quietly(base, last_image_model=str(path)))
+                      remember_model=lambda path: _save_quietly(base, last_image_model=str(path)),
+                      read_model=services.models.open_file)
 
     def made(_result: object) -> None:
         dashboard = pages.built("dashboard")

@@ -292,7 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {shown(redact(exc.message))}", file=sys.stderr)
         if exc.hint:
             print(f"hint: {shown(redact(exc.hint))}", file=sys.stderr)
-        log.info("command failed: %s", exc, exc_info=exc.details is None)
+        # An expected condition (no model given, a missing file): one line, its details if any, no
+        # traceback (issue 48: a usage error wrote one into the log). Bugs are InternalError, below.
+        log.info("command failed: %s%s", exc, f" ({exc.details})" if exc.details else "")
         return 1
     except Exception as exc:  # the edge: a message and a hint, never a raw traceback
         err = describe(exc)

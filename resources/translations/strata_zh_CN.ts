@@ -336,6 +336,10 @@ Last reply: this computer ({1})</source>
         <translation>{0} 引擎出错：{1}</translation>
     </message>
     <message>
+        <source>A remote engine loads its model with its own options</source>
+        <translation>远程引擎用它自己的选项加载模型</translation>
+    </message>
+    <message>
         <source>Engine: {0} (starts with your first message)</source>
         <translation>引擎：{0}（发送第一条消息时启动）</translation>
     </message>
@@ -1466,6 +1470,18 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Could not delete {name}: {reason}</source>
         <translation>无法删除 {name}：{reason}</translation>
+    </message>
+    <message>
+        <source>{name} is a {kind} model, not a chat model.</source>
+        <translation>{name} 是{kind}模型，不是对话模型。</translation>
+    </message>
+    <message>
+        <source>{name} is a {kind} model, not an image model.</source>
+        <translation>{name} 是{kind}模型，不是图像模型。</translation>
+    </message>
+    <message>
+        <source>{name} is a {kind} model, not an embedding model.</source>
+        <translation>{name} 是{kind}模型，不是嵌入模型。</translation>
     </message>
     <message>
         <source>{name} is a {kind} model, not a {wanted} model.</source>
@@ -5467,6 +5483,10 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
+        <source>The Images page draws with image models (Stable Diffusion, FLUX…); chat with this one on the Chat page.</source>
+        <translation>“图像”页面使用图像模型（Stable Diffusion、FLUX…）绘图；请在“聊天”页面与此模型对话。</translation>
+    </message>
+    <message>
         <source>No image model yet: get one on the Models page, or Browse… for a file (.gguf or .safetensors).</source>
         <translation>还没有图像模型：请在“模型”页获取，或点击“浏览…”选择文件（.gguf 或 .safetensors）。</translation>
     </message>
@@ -5769,6 +5789,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>All of them (split the model)</source>
         <translation>全部（拆分模型）</translation>
+    </message>
+    <message>
+        <source>GPU: none to choose, the engine {0}</source>
+        <translation>GPU：无可选，该引擎{0}</translation>
     </message>
     <message>
         <source>Choose a model to see whether it fits.</source>
@@ -6081,6 +6105,10 @@ Add a local build from the Engines page, or try again later.</source>
         <translation>
             <numerusform>%n 个模型</numerusform>
         </translation>
+    </message>
+    <message>
+        <source>No results: no model to show.</source>
+        <translation>没有结果：没有可显示的模型。</translation>
     </message>
     <message numerus="yes">
         <source>%n download(s)</source>
@@ -6814,6 +6842,14 @@ Add a local build from the Engines page, or try again later.</source>
 </context>
 <context>
     <name>SearchHitWidget</name>
+    <message>
+        <source>✓ in your library</source>
+        <translation>✓ 已在模型库中</translation>
+    </message>
+    <message>
+        <source>Files of this repository are in your library</source>
+        <translation>此仓库的文件已在你的模型库中</translation>
+    </message>
     <message numerus="yes">
         <source>%1 download(s)</source>
         <translation>
@@ -7233,6 +7269,10 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>failed</source>
         <translation>失败</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
     </message>
     <message>
         <source>Run {0} of the tool server {1}?</source>

@@ -46,13 +46,18 @@ def compact_count(n: int) -> str:
 
 
 class SearchHitWidget(QWidget):
-    """Two lines for one search hit: repo name, then downloads · likes · params · updated."""
+    """Two lines for one search hit: repo name (and whether its files are in the library), then
+    downloads · likes · params · updated."""
 
-    def __init__(self, hit: RepoSummary, parent: QWidget | None = None) -> None:
+    def __init__(self, hit: RepoSummary, parent: QWidget | None = None, *, downloaded: bool = False) -> None:
         super().__init__(parent)
         self.hit = hit
         name = QLabel(hit.repo_id)
         name.setStyleSheet("font-weight: 600;")
+        self.in_library = QLabel(self.tr("✓ in your library"))
+        self.in_library.setStyleSheet("color: #15803d;")
+        self.in_library.setToolTip(self.tr("Files of this repository are in your library"))
+        self.in_library.setVisible(downloaded)
         parts = [self.tr("%1 download(s)", "", hit.downloads).replace("%1", compact_count(hit.downloads)),
                  self.tr("%1 like(s)", "", hit.likes).replace("%1", compact_count(hit.likes))]
         if hit.params:
@@ -66,8 +71,16 @@ class SearchHitWidget(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(1)
-        layout.addWidget(name)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.addWidget(name, 1)
+        top.addWidget(self.in_library)
+        layout.addLayout(top)
         layout.addWidget(meta)
+
+    def set_downloaded(self, on: bool) -> None:
+        """Mark (or unmark) the repository as one whose files are in the library."""
+        self.in_library.setVisible(on)
 
 
 class DownloadRow(QFrame):

@@ -74,6 +74,37 @@ def _short(service: ChatService, conv_id: int, max_tokens: int) -> None:
 
 
 @pytest.mark.engine
+def test_the_context_meter_counts_the_prompt_and_the_reply_while_it_streams(page_env, test_engines: Engines) -> None:  # type: ignore[no-untyped-def]
+    """Issue 48 item 13: the meter read 0 during a stream (a new conversation) and left the prompt out
+    until the reply had ended. While the reply streams it reads the prompt the engine holds and the
+    tokens generated so far, and ends on the figure the finished reply measured."""
+    page, service, loop, errors = page_env
+    service.set_plan([cpu_spec(test_engines)])
+    conv_id = page.new_conversation()
+    service.store.update_settings(conv_id, system_prompt="You answer questions about rivers. " * 20,
+                                  sampling=SamplingParams(max_tokens=40, seed=5))
+    page.open_conversation(conv_id)
+    assert page.context_meter.format() == "Context: 0 / 1,024 tokens"
+    live: list[tuple[int, int]] = []  # (the meter's figure, the tokens generated) as each piece showed
+
+    def on_event(event: object) -> None:  # after the page's own handler (subscribed before)
+        if isinstance(event, MessageDelta) and not event.complete:
+            live.append((page.context_meter.value(), event.tokens))
+
+    service.events.subscribe(on_event)
+    loop.run_until_complete(page.send_text("Name a long river.").wait())
+    assert not errors
+    reply = list(page.message_widgets.values())[-1].message
+    assert reply.status == COMPLETE
+    prompt = (reply.stats.prompt_n or 0) + (reply.stats.cache_n or 0)
+    assert prompt > 100  # the system prompt is in it
+    assert live and all(used >= prompt + tokens for used, tokens in live)  # the prompt, then each token
+    assert [used for used, _t in live] == sorted(used for used, _t in live)
+    final = service.context_used(conv_id)
+    assert final >= live[-1][0] and page.context_meter.format() == f"Context: {final:,} / 1,024 tokens"
+
+
+@pytest.mark.engine
 def test_enter_sends_and_the_reply_streams_with_stats(page_env, test_engines: Engines, qtbot) -> None:  # type: ignore[no-untyped-def]
     page, service, loop, errors = page_env
     service.set_plan([cpu_spec(test_engines)])

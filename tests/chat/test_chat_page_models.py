@@ -61,6 +61,34 @@ def test_a_reopened_conversation_goes_on_with_its_own_model(page_env, test_engin
     assert not page.notice.isVisibleTo(page)
 
 
+@pytest.mark.engine
+def test_the_picker_names_the_chosen_model_and_the_header_waits_for_its_engine(
+        page_env, test_engines: Engines, test_model: Path, tmp_path: Path, qtbot: QtBot) -> None:  # noqa: F811
+    """Issue 48 item 13: "Choose model…" stayed on the picker after a choice, and "engine ready" (the
+    last model's) stayed in the header after another model was chosen, before it had loaded."""
+    page, service, loop, errors = page_env
+    service.set_plan([cpu_spec(test_engines)])
+    assert page.model_button.text() == test_model.name  # the last session's model
+    other = tmp_path / "other-model.gguf"
+    shutil.copyfile(test_model, other)
+    _short(service, page.new_conversation(), 4)
+    loop.run_until_complete(page.send_text("hello").wait())
+    assert not errors and "engine ready" in page.engine_state.text()
+
+    page.library_models = [test_model, other]  # what the library read found
+    page.model_menu.popup(page.model_button.mapToGlobal(page.model_button.rect().bottomLeft()))  # as a click does
+    qtbot.waitUntil(page.model_menu.isVisible)
+    next(a for a in page.model_menu.actions() if a.text() == other.name).trigger()
+    page.model_menu.hide()
+    assert service.model == other and page.model_button.text() == other.name
+    assert "ready" not in page.engine_state.text()
+    assert "starts with your first message" in page.engine_state.text()
+    loop.run_until_complete(page.send_text("hello again").wait())
+    assert not errors and "engine ready" in page.engine_state.text()
+    running = service.running_engine
+    assert running is not None and running.model == other
+
+
 def _drop(widget: QWidget, files: list[Path]) -> None:
     """Drop ``files`` from the file manager onto ``widget`` (Qt's own drag events, as a drop sends them)."""
     mime = QMimeData()

@@ -21,6 +21,7 @@ from strata_gui.core.runtime import SamplingParams
 from strata_gui.ui.bridge import AsyncBridge
 from tests.support import gguf_model
 from tests.support.engines import TestEngines
+from tests.support.remote_server import openai_like_server
 
 
 async def _until(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
@@ -190,6 +191,53 @@ def test_panel_gpu_row_is_the_device_choice_the_resolver_uses(qtbot: QtBot, qapp
         panel.device.setCurrentIndex(3)
         panel.device.activated.emit(3)
         assert len(services.fit_target().devices) == 2  # both: one split target
+    finally:
+        ui.window.close()
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(services.aclose())
+        ui.window.deleteLater()
+
+
+@pytest.mark.engine
+def test_panel_offers_only_the_gpus_the_engine_uses_and_none_to_a_remote_engine(
+        test_engines: TestEngines, qtbot: QtBot, qapp: Any, test_model: Path,
+        qasync_loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 48 item 13: a 7900 XTX is detected, but the only engine is Vulkan on llvmpipe (this
+    machine's real Vulkan build): the GPU row offered the 7900 XTX to an engine that cannot use it.
+    It says why there is nothing to choose instead; and Load options are off for a remote engine."""
+    trees = Path(__file__).resolve().parents[1] / "data" / "gpu" / "linux"
+    monkeypatch.setenv("STRATA_SYSFS_ROOT", str(trees / "rx7900xtx"))
+    monkeypatch.setenv("STRATA_VK_VISIBLE_DEVICES", "0")  # llvmpipe is this machine's Vulkan device
+    services = build_app_services(build_services())
+    bridge = AsyncBridge()
+    ui = compose(services, bridge, qapp, UiHooks(open_path=lambda _p: None, choose_folder=lambda: None,
+                                                 choose_model=lambda: None, save_path=lambda _n: None))
+    try:
+        qasync_loop.run_until_complete(services.detect_gpus())
+        qasync_loop.run_until_complete(services.use_engine_folder(test_engines.vulkan_dir))
+        page = ui.pages.chat
+        page.set_model(test_model)
+        panel = page.load_options_panel
+        assert panel is not None
+        page.resize(1000, 800)
+        page.show()
+        page.load_options_toggle.click()
+        assert panel.isVisibleTo(page)
+        assert not panel.device.isVisibleTo(panel)  # no 7900 XTX (nor "Automatic") to choose
+        assert panel.device_reason.isVisibleTo(panel)
+        assert panel.device_reason.text().startswith("GPU: none to choose, the engine runs on the CPU")
+        assert "llvmpipe" in panel.device_reason.text()
+
+        with openai_like_server() as base:
+            services.remote.add("gpu box", base)
+            page.on_shown()
+            page.run_on.setCurrentIndex(1)
+            assert services.chat.remote is not None
+            toggle = page.load_options_toggle
+            assert not toggle.isEnabled() and not panel.isVisibleTo(page)
+            assert toggle.toolTip() == "A remote engine loads its model with its own options"
+            page.run_on.setCurrentIndex(0)
+            assert toggle.isEnabled() and toggle.toolTip() == ""
     finally:
         ui.window.close()
         qasync_loop.run_until_complete(bridge.shutdown())

@@ -29,6 +29,7 @@ from strata_gui.core.chat.records import (
     TOOL_DENIED,
     TOOL_ERROR,
     TOOL_RUNNING,
+    TOOL_STOPPED,
     Message,
     ThinkingSettings,
     ToolCallRecord,
@@ -221,7 +222,7 @@ def test_stop_cancels_a_running_tool_and_keeps_the_conversation_consistent() -> 
         assert len(server.requests) == 1  # nothing was sent after Stop
     assert [m.role for m in msgs] == ["user", "assistant", "tool"]
     (record,) = msgs[1].tool_calls
-    assert record.status == TOOL_ERROR and record.result == "Stopped by the user before the tool finished."
+    assert record.status == TOOL_STOPPED and record.result == "Stopped by the user before the tool finished."
     assert msgs[2].settings == {"outcome": "stopped"}
     # The next request is a valid conversation: the call and its (stopped) result go together.
     assert [m["role"] for m in history] == ["user", "assistant", "tool"]
@@ -251,7 +252,7 @@ def test_stop_while_the_first_of_two_calls_waits_answers_both() -> None:
     with openai_stream_server(script) as server:
         msgs, history = run_chat(server.url, body)
     assert [(c.name, c.status, c.result) for c in msgs[1].tool_calls] == [
-        ("add", TOOL_ERROR, "Not run: stopped by the user."), ("echo", TOOL_ERROR, "Not run: stopped by the user.")]
+        ("add", TOOL_STOPPED, "Not run: stopped by the user."), ("echo", TOOL_STOPPED, "Not run: stopped by the user.")]
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "tool"]  # every call answered
 
 

@@ -124,3 +124,16 @@ def test_a_bad_port_in_settings_is_reset_with_a_note(capsys: pytest.CaptureFixtu
     assert main(["system", "--json"]) == 0
     err = capsys.readouterr().err
     assert "invalid values and were reset to their defaults: serve_port" in err
+
+
+def test_a_usage_error_writes_one_line_and_no_traceback_to_the_log(_user_dirs_in_tmp: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 48: "No model given." (and a missing file) wrote a traceback into the log each time."""
+    from strata_gui.core.config.paths import AppPaths
+
+    assert main(["chat", "hi"]) == 1
+    assert main(["models", "inspect", str(_user_dirs_in_tmp / "missing.gguf")]) == 1
+    err = capsys.readouterr().err
+    assert "error: No model given." in err and "hint: Pass --model FILE.gguf." in err
+    log = AppPaths.from_environment().log_file.read_text(encoding="utf-8")
+    assert "command failed: No model given." in log and "Traceback" not in log

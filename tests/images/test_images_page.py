@@ -37,12 +37,14 @@ class Opened(list[Path]):
 def make_app(qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop, sd_dir: Path) -> Iterator[object]:
     made: list[tuple[AppServices, AsyncBridge, AppUi]] = []
 
-    def make(engines: tuple[str, ...] = ("sd",), opened: Opened | None = None) -> tuple[AppServices, AppUi]:
+    def make(engines: tuple[str, ...] = ("sd",), opened: Opened | None = None,
+             browsed: Path | None = None) -> tuple[AppServices, AppUi]:
         services = build_app_services(build_services())
         services.images.threads = 2
         bridge = AsyncBridge()
         hooks = UiHooks(open_path=opened if opened is not None else (lambda _p: None), choose_folder=lambda: None,
-                        choose_model=lambda: None, save_path=lambda _n: None, choose_image_model=lambda: None)
+                        choose_model=lambda: None, save_path=lambda _n: None,
+                        choose_image_model=lambda: str(browsed) if browsed is not None else None)
         ui = compose(services, bridge, qapp, hooks)
         made.append((services, bridge, ui))
         for name in engines:
@@ -148,6 +150,22 @@ def test_bad_settings_and_no_model_are_explained_without_starting_a_job(make_app
     page.prompt.setPlainText("ok")
     page.width_box.setValue(100)  # not a multiple of 8
     assert page.generate() is None and "multiple of 8" in page.banner.text.text()
+
+
+def test_a_chat_model_browsed_to_is_refused_with_a_word(make_app, image_model: Path, test_model: Path,
+                                                        qasync_loop: asyncio.AbstractEventLoop) -> None:
+    """Issue 48 item 13: Browse… took a chat GGUF without a word (only the engine's failure said
+    something was wrong). It is refused in the banner and the image model stays chosen."""
+    _, ui = make_app(browsed=test_model)
+    page = ui.pages.images
+    ui.window.show_page(page)
+    page.set_model(image_model)
+    page.browse.click()
+    assert page.model_check is not None
+    qasync_loop.run_until_complete(page.model_check.wait())
+    assert page.current_model() == image_model
+    assert page.banner.isVisible()
+    assert page.banner.text.text().startswith(f"{test_model.name} is a chat model, not an image model.")
 
 
 def test_cancel_mid_job_stops_the_engine_and_the_next_job_runs(

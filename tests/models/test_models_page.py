@@ -129,6 +129,29 @@ def test_search_paging_and_stale_answers(harness: Any, hub: Any) -> None:
     assert "No GGUF models match" in page.results_empty.text()
 
 
+def test_an_empty_search_clears_the_detail_and_says_so(harness: Any, hub: Any) -> None:
+    """Issue 48 item 13: after a search that found nothing, the detail pane still showed the model
+    picked before, as if it were a result."""
+    h = harness()
+    page: ModelsPage = h.page
+    page.on_shown()
+    h.settle(page.search_handle)
+    page.results.setCurrentRow(0)
+    h.settle(page.detail_handle)
+    assert page.detail_stack.currentIndex() == 1 and page.detail_title.text() == "strata/test-llama-GGUF"
+    page.search_box.setText("no such model anywhere")
+    page.start_search()
+    h.settle(page.search_handle)
+    assert page.results.count() == 0 and page.detail is None
+    assert page.detail_stack.currentWidget() is page.detail_empty
+    assert page.detail_empty.text() == "No results: no model to show."
+    page.search_box.setText("llama")  # results again: the pane asks for a pick
+    page.start_search()
+    h.settle(page.search_handle)
+    assert page.results.count() > 0 and page.detail_stack.currentWidget() is page.detail_empty
+    assert page.detail_empty.text().startswith("Pick a model on the left")
+
+
 def test_detail_download_and_library(harness: Any, hub: Any, test_model: Path) -> None:
     h = harness()
     page: ModelsPage = h.page
@@ -136,6 +159,7 @@ def test_detail_download_and_library(harness: Any, hub: Any, test_model: Path) -
     h.settle(page.search_handle)
     h.settle(page.library_handle)
     assert "No models yet" in page.library_empty.text()
+    assert not any(_marked(page))  # nothing downloaded yet
     page.results.setCurrentRow(0)
     h.settle(page.detail_handle)
     assert page.detail_title.text() == "strata/test-llama-GGUF"
@@ -164,6 +188,20 @@ def test_detail_download_and_library(harness: Any, hub: Any, test_model: Path) -
     assert [e.display_name for e in page.library] == ["strata-test-llama-Q4_K_M.gguf"]
     assert page.library_table.item(0, 3).text() == "F16" and page.library_table.item(0, 6).text() == "yes"
     h.shot("library")
+    # Issue 48 item 13: the hub's results did not say which repositories are already downloaded.
+    marked = [repo for repo, on in zip(page.hit_ids(), _marked(page), strict=True) if on]
+    assert marked == ["strata/test-llama-GGUF"]
+    page.search_box.setText("llama")
+    page.start_search()
+    h.settle(page.search_handle)
+    assert "strata/test-llama-GGUF" in page.hit_ids()  # a new search marks it as it lists it
+    assert [r for r, on in zip(page.hit_ids(), _marked(page), strict=True) if on] == ["strata/test-llama-GGUF"]
+
+
+def _marked(page: ModelsPage) -> list[bool]:
+    """Each hit: whether its "in your library" mark shows."""
+    widgets = [page.results.itemWidget(page.results.item(i)) for i in range(page.results.count())]
+    return [w.in_library.isVisibleTo(w) for w in widgets]  # type: ignore[union-attr]
 
 
 def test_pause_resume_cancel_and_token(harness: Any, hub: Any, test_model: Path) -> None:

@@ -87,6 +87,8 @@ class MessageDelta:
         thinking: New thinking text (the model's reasoning, shown apart from the answer).
         tokens: Tokens of every kind streamed so far (thinking, answer, tool calls): the live counter.
         tool: The function a tool call being written names ("" when none is).
+        context: Tokens in the context now: the prompt the engine read and the tokens generated
+            since (0 where the engine does not say how long the prompt was).
     """
 
     message_id: int
@@ -95,6 +97,7 @@ class MessageDelta:
     thinking: str = ""
     tokens: int = 0
     tool: str = ""
+    context: int = 0
 
 
 @dataclass(frozen=True)

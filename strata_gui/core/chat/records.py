@@ -34,8 +34,9 @@ TOOL_PENDING = "pending"  # asked, not run yet (waiting for the user's approval)
 TOOL_RUNNING = "running"  # allowed, and running now
 TOOL_ALLOWED = "allowed"  # the user (or a rule) allowed it and it ran; ``result`` holds its output
 TOOL_DENIED = "denied"  # the user refused it
-TOOL_ERROR = "error"  # it ran and failed (or was stopped); ``result`` holds the error
-TOOL_STATUSES = (TOOL_PENDING, TOOL_RUNNING, TOOL_ALLOWED, TOOL_DENIED, TOOL_ERROR)
+TOOL_ERROR = "error"  # it ran and failed; ``result`` holds the error
+TOOL_STOPPED = "stopped"  # the user pressed Stop while it waited for an answer or ran; ``result`` says which
+TOOL_STATUSES = (TOOL_PENDING, TOOL_RUNNING, TOOL_ALLOWED, TOOL_DENIED, TOOL_ERROR, TOOL_STOPPED)
 
 # Structured output of a conversation.
 OUTPUT_OFF = "off"
@@ -58,8 +59,8 @@ class ToolCallRecord:
         name: The function's name.
         arguments: The arguments as the model wrote them (JSON text).
         result: What the tool returned (or the error, for :data:`TOOL_ERROR`); None until it ran.
-        status: :data:`TOOL_PENDING`, :data:`TOOL_RUNNING`, :data:`TOOL_ALLOWED`, :data:`TOOL_DENIED` or
-            :data:`TOOL_ERROR`.
+        status: :data:`TOOL_PENDING`, :data:`TOOL_RUNNING`, :data:`TOOL_ALLOWED`, :data:`TOOL_DENIED`,
+            :data:`TOOL_ERROR` or :data:`TOOL_STOPPED`.
         duration_s: How long the tool ran.
     """
 

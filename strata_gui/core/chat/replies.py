@@ -99,7 +99,7 @@ class ReplyBuffer:
 
     __slots__ = ("_first", "_first_answer", "_interval", "_last", "_last_emit", "_last_save", "_sent", "_sent_thinking",
                  "_sink", "_started", "_think_first", "_timer", "decoded", "last_seen", "message_id", "pieces",
-                 "received", "thinking", "thinking_tokens", "tokens", "tool")
+                 "prompt", "received", "thinking", "thinking_tokens", "tokens", "tool")
 
     def __init__(self, message_id: int, sink: ReplySink) -> None:
         now = sink.now()
@@ -111,6 +111,7 @@ class ReplyBuffer:
         self.received = 0  # pieces of every kind
         self.decoded = 0  # the most the engine said it had generated while nothing arrived (/slots)
         self.tool = ""  # the function a tool call being written names
+        self.prompt: int | None = None  # the prompt's tokens in the context (None: the engine does not say)
         self._sink = sink
         self._interval = sink.delta_interval
         self._last_save = now
@@ -149,6 +150,8 @@ class ReplyBuffer:
             if self._first_answer is None:
                 self._first_answer = self._sink.now()
         self.tokens = piece[3]
+        if piece[6] is not None:
+            self.prompt = piece[6]
         self.received += 1
         sink = self._sink
         now = sink.now()
@@ -193,7 +196,8 @@ class ReplyBuffer:
             thinking = "".join(self.thinking[self._sent_thinking:])
             self._sent_thinking = len(self.thinking)
         self._last_emit = now
-        self._sink.emit(MessageDelta(self.message_id, text, complete, thinking, self.tokens, self.tool))
+        context = self.prompt + self.tokens if self.prompt is not None else 0
+        self._sink.emit(MessageDelta(self.message_id, text, complete, thinking, self.tokens, self.tool, context))
 
     def shown(self) -> tuple[str, str]:
         """The answer and thinking sent to listeners so far (what the next delta goes on from)."""

@@ -36,6 +36,7 @@ from .records import (
     TOOL_ERROR,
     TOOL_PENDING,
     TOOL_RUNNING,
+    TOOL_STOPPED,
     Conversation,
     Message,
     ToolCallRecord,
@@ -178,7 +179,8 @@ class ToolLoop:
         for record in (current or reply).tool_calls:
             if record.status != TOOL_PENDING:
                 continue
-            self.store.update_tool_call(reply.id, dataclasses.replace(record, status=TOOL_ERROR, result=text))
+            status = TOOL_STOPPED if outcome == "stopped" else TOOL_ERROR  # Stop is no failure of the tool
+            self.store.update_tool_call(reply.id, dataclasses.replace(record, status=status, result=text))
             self._add_tool_message(reply, record, text, {"outcome": outcome})
         msg = self.store.message(reply.id)
         if msg is not None:
@@ -217,7 +219,7 @@ class ToolLoop:
         except asyncio.CancelledError:
             stopped = (QT_TRANSLATE_NOOP("Core", "Stopped by the user before the tool finished.") if started
                        else QT_TRANSLATE_NOOP("Core", "Not run: stopped by the user."))
-            self._update_call(reply, dataclasses.replace(record, status=TOOL_ERROR, result=stopped))
+            self._update_call(reply, dataclasses.replace(record, status=TOOL_STOPPED, result=stopped))
             self._add_tool_message(reply, record, stopped, {"outcome": "stopped"})
             raise
         from strata_gui.core.tools.host import ToolOutcome  # loaded with the host, when tools are used

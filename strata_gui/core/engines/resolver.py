@@ -23,9 +23,9 @@ from strata_gui.core.base.events import Listeners
 from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text
 from strata_gui.core.config.settings import Settings, SettingsChange
-from strata_gui.core.engines.devices import GpuPick, choose_devices, pick_gpus
+from strata_gui.core.engines.devices import GpuPick, choose_devices, match_devices, pick_gpus
 from strata_gui.core.engines.drivers import DriverVerdict
-from strata_gui.core.engines.probe import ProbeResult
+from strata_gui.core.engines.probe import BACKEND_DEVICE_PREFIX, ProbeResult, is_software_device
 from strata_gui.core.engines.records import GpuTarget, InstalledEngine
 from strata_gui.core.engines.run_device import RunDevice, run_device
 from strata_gui.core.engines.service import EngineService
@@ -537,12 +537,26 @@ class EngineResolver:
                            [v.label for v in left_out if v.backend is not Backend.CPU],
                            gpu_engine_behind=any(s.backend is not Backend.CPU for s in specs[1:]),
                            os_name=self.engines.os_name)
+        where = replace(where, usable_gpus=self._gpus_seen(chosen, probe))
         if chosen is not None and where.on_cpu:
             reason = _on_this_machine(chosen.reason)
             if where.gpus:  # a GPU is there: say the model does not run on it
                 reason = T(QT_TRANSLATE_NOOP("Core", "{reason}; {where}"), reason=reason, where=where.describe())
             specs = (replace(chosen, reason=reason), *specs[1:])
         return where, specs
+
+    def _gpus_seen(self, chosen: EngineSpec | None, probe: ProbeResult | None) -> tuple[str, ...] | None:
+        """Keys of the detected GPUs among the devices ``chosen`` listed in its last check: the only
+        ones it can be given (a Vulkan build on llvmpipe sees none, though a 7900 XTX is there)."""
+        if chosen is not None and chosen.backend is Backend.CPU:
+            return ()
+        if chosen is None or probe is None:
+            return None
+        prefix = BACKEND_DEVICE_PREFIX.get(str(chosen.backend))
+        # A software device is no detected GPU, whatever its memory size matches.
+        mine = [d for d in probe.devices if d.kind == prefix and not is_software_device(d)]
+        report = self.gpus.last_report
+        return tuple(g.key for g in match_devices(report.amd_gpus if report is not None else [], mine).values())
 
     def run_on(self, kind: EngineKind = TEXT) -> RunDevice:
         """Where models of ``kind`` run now (the first engine of a plan with no model preference)."""

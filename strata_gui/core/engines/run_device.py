@@ -34,6 +34,8 @@ class RunDevice:
         why: Why it runs on the CPU (empty on a GPU).
         fix: What would put it on the GPU (empty on a GPU or when nothing would).
         differs: The engine's devices are not the chosen GPU (llvmpipe, or another card).
+        usable_gpus: Keys of the detected GPUs the engine's last check listed: the ones it can be
+            given (none for a CPU build or Vulkan on llvmpipe); None when it was not checked yet.
     """
 
     on_cpu: bool
@@ -43,6 +45,7 @@ class RunDevice:
     why: str = ""
     fix: str = ""
     differs: bool = False
+    usable_gpus: tuple[str, ...] | None = None
 
     @property
     def device_name(self) -> str:
@@ -62,6 +65,7 @@ class RunDevice:
     def to_json(self) -> dict[str, Any]:
         return {"on_cpu": self.on_cpu, "engine": self.engine, "engine_devices": list(self.engine_devices),
                 "gpus": list(self.gpus), "why": self.why, "fix": self.fix, "differs": self.differs,
+                "usable_gpus": list(self.usable_gpus) if self.usable_gpus is not None else None,
                 "describe": self.describe()}
 
 

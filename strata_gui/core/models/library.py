@@ -30,6 +30,13 @@ from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, TEXT, EngineKind
 
 log = logging.getLogger(__name__)
 _NOT_DELETED = QT_TRANSLATE_NOOP("Core", "Could not delete {name}: {reason}")
+# A whole sentence per kind asked for: "a"/"an" differ ("not a image model" was read), and a
+# translation needs the sentence, not the article.
+_NOT_THIS_KIND = {
+    TEXT.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not a chat model."),
+    IMAGE.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not an image model."),
+    EMBEDDING.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not an embedding model."),
+}
 
 SOURCE_HUB = "hub cache"
 SOURCE_FOLDER = "folder"
@@ -88,8 +95,8 @@ class LibraryEntry:
             return self.error
         if self.kind == kind:
             return ""
-        return T(QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not a {wanted} model."),
-                 name=self.path.name, kind=self.kind.label, wanted=kind.label)
+        sentence = _NOT_THIS_KIND.get(kind.name, QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not a {wanted} model."))
+        return T(sentence, name=self.path.name, kind=self.kind.label, wanted=kind.label)
 
     @property
     def display_name(self) -> str:

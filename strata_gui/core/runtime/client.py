@@ -235,6 +235,8 @@ class StreamPiece(NamedTuple):
         total: Tokens of every kind so far.
         tool_index: Which tool call (0, 1, ...) a ``"tool_call"`` piece belongs to, else -1.
         tool_name: The called function's name on tool-call pieces (empty until the server sent it).
+        prompt: The prompt's tokens in the engine's context (llama-server's per-chunk ``prompt_n``
+            plus ``cache_n``); None where the engine does not say.
     """
 
     kind: PieceKind
@@ -243,6 +245,7 @@ class StreamPiece(NamedTuple):
     total: int
     tool_index: int = -1
     tool_name: str = ""
+    prompt: int | None = None
 
 
 PieceCallback = Callable[[StreamPiece], None]
@@ -771,8 +774,8 @@ class _Reader:
     """
 
     __slots__ = ("_answering", "_clock", "_closed_at", "_on_delta", "_on_piece", "_split", "_tail", "_tools", "answer",
-                 "answer_n", "generated", "started", "stats", "think_t0", "thinking", "thinking_n", "thinking_tokens",
-                 "timings", "tool_n", "total", "usage")
+                 "answer_n", "generated", "prompt", "started", "stats", "think_t0", "thinking", "thinking_n",
+                 "thinking_tokens", "timings", "tool_n", "total", "usage")
 
     def __init__(self, clock: Callable[[], float], on_delta: DeltaCallback | None, on_piece: PieceCallback | None,
                  split_thinking: bool) -> None:
@@ -796,6 +799,7 @@ class _Reader:
         # (tags and held-back tool-call text are tokens no piece carries; one piece may carry
         # several), so the live counts follow the engine's where it gives one.
         self.generated: int | None = None
+        self.prompt: int | None = None  # the prompt's tokens in the context, as the engine counts them
         self.thinking_tokens = 0  # the thinking's tokens: the engine's count at its last piece, else its pieces
         self._answering = False  # the answer (or a tool call) has started
         self.think_t0: float | None = None
@@ -810,6 +814,10 @@ class _Reader:
             generated = timings.get("predicted_n")
             if isinstance(generated, int) and not isinstance(generated, bool):
                 self.generated = generated
+            read = timings.get("prompt_n")
+            if isinstance(read, int) and not isinstance(read, bool):
+                cached = timings.get("cache_n")
+                self.prompt = read + (cached if isinstance(cached, int) and not isinstance(cached, bool) else 0)
         usage = chunk.get("usage")
         if usage is not None and isinstance(usage, dict):
             self.usage.update(usage)
@@ -859,7 +867,7 @@ class _Reader:
         generated = self.generated
         self.thinking_tokens = self.thinking_n if generated is None else generated
         if self._on_piece is not None:
-            self._on_piece(StreamPiece(THINKING, text, self.thinking_tokens, self.counted()))
+            self._on_piece(StreamPiece(THINKING, text, self.thinking_tokens, self.counted(), prompt=self.prompt))
 
     def _answer(self, text: str) -> None:
         if not self._answering:
@@ -870,7 +878,7 @@ class _Reader:
         if self._on_delta is not None:
             self._on_delta(text)
         if self._on_piece is not None:
-            self._on_piece(StreamPiece(ANSWER, text, self.answer_n, self.counted()))
+            self._on_piece(StreamPiece(ANSWER, text, self.answer_n, self.counted(), prompt=self.prompt))
 
     def counted(self) -> int:
         """Tokens generated so far: the engine's count where it gives one, else the pieces."""
@@ -971,7 +979,8 @@ class _Reader:
                 if piece:
                     parts.args.append(piece)
             if self._on_piece is not None:
-                self._on_piece(StreamPiece(TOOL_CALL, piece, self.tool_n, self.counted(), index, parts.name))
+                self._on_piece(StreamPiece(TOOL_CALL, piece, self.tool_n, self.counted(), index, parts.name,
+                                            self.prompt))
 
     # -- at the end ------------------------------------------------------------------------------
     def reply(self) -> ChatReply:

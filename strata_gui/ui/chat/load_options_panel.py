@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from strata_gui.core.base import StrataError
 from strata_gui.core.config import RANGES
-from strata_gui.core.engines import GpuPick
+from strata_gui.core.engines import GpuPick, RunDevice
 from strata_gui.core.gpu import format_mem
 from strata_gui.core.models import (
     CACHE_TYPES,
@@ -67,13 +67,17 @@ class LoadOptionsPanel(QGroupBox):
     Args:
         service: The core owner of load options (saving, checking, the fit).
         bridge: Reads the model's header off the event loop.
+        gpu_picks: The detected GPUs and which ones models run on (the GPU row offers them).
+        choose_devices: Saves the user's GPU choice; without it, no GPU row.
+        run_device: Where a model's chosen engine runs: the GPU row offers only the GPUs it can use.
     """
 
     saved = Signal()
 
     def __init__(self, service: LoadOptionsService, bridge: AsyncBridge, parent: QWidget | None = None, *,
                  gpu_picks: Callable[[], list[GpuPick]] | None = None,
-                 choose_devices: Callable[[list[str]], object] | None = None) -> None:
+                 choose_devices: Callable[[list[str]], object] | None = None,
+                 run_device: Callable[[Path | None], RunDevice | None] | None = None) -> None:
         super().__init__(parent)
         self.texts = LiveTexts(self)  # follow a language switch
         self.texts.set(self.setTitle, lambda: self.tr("Load options"))
@@ -81,6 +85,7 @@ class LoadOptionsPanel(QGroupBox):
         self._bridge = bridge
         self._gpu_picks = gpu_picks or list
         self._choose_devices = choose_devices
+        self._run_device = run_device
         self.model: Path | None = None
         self.shape: ModelShape | None = None
         self.estimate: FitEstimate | None = None
@@ -243,8 +248,9 @@ class LoadOptionsPanel(QGroupBox):
 
     # -- device -------------------------------------------------------------------------------------
     def show_devices(self) -> None:
-        """List the AMD GPUs with the one(s) models run on selected, and why (the resolver decides)."""
-        picks = [p for p in self._gpu_picks() if p.amd]
+        """List the AMD GPUs the chosen engine can use, with the one(s) models run on selected, and why
+        (the resolver decides); where it can use none (a CPU build, Vulkan on llvmpipe), say so instead."""
+        picks, unusable = self._offered_gpus()
         chosen = [p for p in picks if p.chosen]
         self.device.blockSignals(True)
         self.device.clear()
@@ -258,16 +264,28 @@ class LoadOptionsPanel(QGroupBox):
         elif len(chosen) > 1:
             self.device.setCurrentIndex(self.device.count() - 1)
         self.device.blockSignals(False)
-        self.device_reason.setText("; ".join(f"{p.name}: {p.reason}" for p in chosen))
+        self.device_reason.setText(unusable or "; ".join(f"{p.name}: {p.reason}" for p in chosen))
         visible = bool(picks) and self._choose_devices is not None
         self._form.setRowVisible(self.device, visible)  # the row's label too: no "GPU" over nothing
-        self._form.setRowVisible(self.device_reason, visible)
+        self._form.setRowVisible(self.device_reason, visible or bool(unusable and self._choose_devices))
+
+    def _offered_gpus(self) -> tuple[list[GpuPick], str]:
+        """The AMD GPUs the model's engine lists in its last check (all detected ones before a check),
+        and why none is offered where GPUs were detected but the engine uses none of them."""
+        picks = [p for p in self._gpu_picks() if p.amd]
+        where = self._run_device(self.model) if self._run_device is not None else None
+        if where is None or where.usable_gpus is None:
+            return picks, ""
+        usable = [p for p in picks if p.key in where.usable_gpus]
+        if picks and not usable:
+            return [], self.tr("GPU: none to choose, the engine {0}").format(where.describe())
+        return usable, ""
 
     def _device_chosen(self, index: int) -> None:
         if self._choose_devices is None:
             return
         key = str(self.device.itemData(index) or "")
-        keys = [p.key for p in self._gpu_picks() if p.amd] if key == "*" else ([key] if key else [])
+        keys = [p.key for p in self._offered_gpus()[0]] if key == "*" else ([key] if key else [])
         try:
             self._choose_devices(keys)
         except StrataError as exc:
@@ -295,6 +313,7 @@ class LoadOptionsPanel(QGroupBox):
         self.verdict.setText(self.tr("Reading the model…"))
         self.shape_handle = None
         if self.active:
+            self.show_devices()  # another model may run on another engine
             self.ensure_shape()
             self.ensure_template()
 

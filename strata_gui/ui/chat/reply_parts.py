@@ -30,6 +30,7 @@ from strata_gui.core.chat import (
     TOOL_ERROR,
     TOOL_PENDING,
     TOOL_RUNNING,
+    TOOL_STOPPED,
     Message,
     ToolCallRecord,
 )
@@ -271,6 +272,7 @@ class ToolCallBox(QFrame):
             TOOL_ALLOWED: self.tr("done in {0}").format(duration_text(record.duration_s or 0.0)),
             TOOL_DENIED: self.tr("denied"),
             TOOL_ERROR: self.tr("failed"),
+            TOOL_STOPPED: self.tr("stopped"),
         }
         self.state.setText(texts.get(record.status, record.status))
         if record.status != TOOL_PENDING:

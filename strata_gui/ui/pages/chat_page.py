@@ -85,7 +85,7 @@ from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
-from strata_gui.ui.i18n import LiveTexts, core_text, error_line
+from strata_gui.ui.i18n import LiveTexts, core_text, error_line, keep_translated
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
 
@@ -124,6 +124,7 @@ MAX_RENDER_GAP_S = 0.1  # ... but a long reply still moves at least 10 times a s
 YIELD_MS = 1  # later work in a turn of its own: a 0 ms timer chains with the turn before it (see
 # the chat service's YIELD_S), so timers and input would wait for both
 SPARE_DELAY_MS = 300  # spare bubbles are built this long after the page is shown or a reply ended (idle)
+MODEL_BUTTON_CHARS = 32  # the model picker shows this many characters of its model's name (it fits at 820 px)
 READ_AGAIN_MS = 800  # a changed system prompt is read ahead again once the typing pauses this long
 
 
@@ -205,6 +206,7 @@ class ChatPage(Page):
         self._render_timer.timeout.connect(self._flush_renders)
         self._next_render = 0.0  # perf_counter() time before which a streaming reply is not re-rendered
         self.shortcuts: list[QShortcut] | None = None  # Ctrl+N, Esc, Ctrl+F, Ctrl+K, Ctrl+L (on_shown)
+        self._context_before = 0  # the meter's figure before the reply being written (its lower bound)
         self.waiting_text = ""  # why the chat's request waits for its engine, as the pool says ("": it does not)
         self._build()
         self.setStyleSheet(RENDER_STYLE)
@@ -295,6 +297,8 @@ class ChatPage(Page):
         self.model_label.setObjectName("pageTitle")
         # A picker of the library's models, as LM Studio's, with "Browse…" for any file on disk.
         self.model_button = QPushButton(self.tr("Choose model…"))
+        # Named from the chat's state, so a language switch re-names it the same way.
+        keep_translated(self.model_button, lambda: self._name_model_button(self._service.model), now=False)
         self.model_menu = QMenu(self.model_button)
         self.model_menu.aboutToShow.connect(self._fill_model_menu)
         self.model_button.setMenu(self.model_menu)
@@ -386,8 +390,10 @@ class ChatPage(Page):
         # Load options sit next to the conversation settings: both are shown before a load.
         self.load_options_panel: LoadOptionsPanel | None = None
         if self._load_options is not None:
-            self.load_options_panel = LoadOptionsPanel(self._load_options, self._bridge, gpu_picks=self._gpu_picks,
-                                                       choose_devices=self._choose_devices)
+            resolve = self._resolve
+            self.load_options_panel = LoadOptionsPanel(
+                self._load_options, self._bridge, gpu_picks=self._gpu_picks, choose_devices=self._choose_devices,
+                run_device=(lambda model: resolve(model).run_device) if resolve is not None else None)
             self.load_options_panel.hide()
             self.load_options_panel.saved.connect(self._update_meter)
             self.load_options_toggle.toggled.connect(self.load_options_panel.activate)
@@ -623,7 +629,7 @@ class ChatPage(Page):
             self.notice.hide()
         resume = self._service.resume_model(conversation_id)
         if resume.outcome == MODEL_SWITCHED:
-            self._show_model()
+            self._model_changed()
         elif resume.outcome == MODEL_MISSING and resume.model is not None:
             self._switch_offer = None
             self._model_gone_in = conversation_id
@@ -949,6 +955,7 @@ class ChatPage(Page):
                 if event.thinking:
                     widget.append_thinking(event.thinking)
                 widget.set_live(event.tokens, event.tool)
+                self._show_live_context(event)
                 self._dirty.add(event.message_id)
                 if event.complete or answer_starts:
                     self._flush_renders()  # the answer's start and the reply's end are shown at once
@@ -1062,9 +1069,20 @@ class ChatPage(Page):
                 "<h3>Start a conversation</h3><p>Type a message below to chat with {0}.<br>"
                 "Strata starts the engine for you and switches to another engine if one fails.</p>")
                 .format(html.escape(model.name)))
+        self._name_model_button(model)
         panel = self.load_options_panel
         if panel is not None and panel.model != model:
             panel.set_model(model)
+
+    def _name_model_button(self, model: Path | None) -> None:
+        """The picker names the chat's model once one is chosen ("Choose model…" after a choice read as
+        if none was made); a long file name is shortened in its middle, where quantisations differ least."""
+        if model is None:
+            self.model_button.setText(self.tr("Choose model…"))
+            return
+        metrics = self.model_button.fontMetrics()
+        self.model_button.setText(metrics.elidedText(model.name, Qt.TextElideMode.ElideMiddle,
+                                                     metrics.averageCharWidth() * MODEL_BUTTON_CHARS))
 
     def refresh_library(self) -> TaskHandle | None:
         """Read the library's chat models for the picker (off the event loop's paint path)."""
@@ -1114,7 +1132,12 @@ class ChatPage(Page):
         if self._model_gone_in is not None:  # a model chosen: the conversation goes on with it
             self._model_gone_in = None
             self.notice.hide()
-        self._show_model()
+        self._model_changed()
+
+    def _model_changed(self) -> None:
+        """Another model was chosen: the header says what its engine does now (the last model's
+        "engine ready" stayed until the new one had loaded; no engine event says the model changed)."""
+        self._show_engine_state(self._service.engine_state, "")
 
     def choose_engine_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, self.tr("Choose an engine folder"))
@@ -1201,10 +1224,12 @@ class ChatPage(Page):
             self.retry_button.hide()
             self.model_button.setEnabled(False)
             self.engine_button.setEnabled(False)
+            self._offer_load_options(remote=True)
             self._update_meter()
             return
         self.model_button.setEnabled(True)
         self.engine_button.setEnabled(True)
+        self._offer_load_options(remote=False)
         self._show_model()
         engine = self._service.engine
         label = core_text(engine.label) if engine else ""
@@ -1237,6 +1262,15 @@ class ChatPage(Page):
             self.retry_button.setText(self.tr("Retry {0}").format(core_text(preferred.label)))
         self.retry_button.setVisible(show_retry)
         self._update_meter()
+
+    def _offer_load_options(self, *, remote: bool) -> None:
+        """Load options set how this computer loads a model: a remote engine loads its own, so they are
+        closed and off while it answers, and the toggle's tooltip says why."""
+        toggle = self.load_options_toggle
+        if remote and toggle.isChecked():
+            toggle.setChecked(False)
+        toggle.setEnabled(not remote)
+        toggle.setToolTip(self.tr("A remote engine loads its model with its own options") if remote else "")
 
     def _announce_engine(self) -> str:
         """Which engine the next reply starts, and why; then the installed engines left out."""
@@ -1337,8 +1371,20 @@ class ChatPage(Page):
             self._read_again.start()
 
     def _update_meter(self) -> None:
-        size = max(1, self._service.context_size)
         used = self._service.context_used(self.conversation_id) if self.conversation_id is not None else 0
+        self._context_before = used
+        self._set_meter(used)
+
+    def _show_live_context(self, event: MessageDelta) -> None:
+        """While a reply streams, the meter counts its prompt and the tokens generated so far (it read
+        the last finished reply's figure: 0 in a new conversation). Where the engine does not say how
+        long the prompt was, the last measured context and the tokens so far (a lower bound)."""
+        used = event.context or self._context_before + event.tokens
+        if used != self.context_meter.value():
+            self._set_meter(used)
+
+    def _set_meter(self, used: int) -> None:
+        size = max(1, self._service.context_size)
         meter = self.context_meter
         # QProgressBar repaints at once when its value changes, and that repaint paints every
         # pending change of the window with it (at a reply's end, its last text): with updates

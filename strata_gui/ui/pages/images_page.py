@@ -44,6 +44,8 @@ from strata_gui.core.images import (
     ImageResult,
     ImageService,
 )
+from strata_gui.core.models import LibraryEntry
+from strata_gui.core.runtime import IMAGE
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import LiveTexts, core_text
 from strata_gui.ui.pages.base import Page
@@ -67,6 +69,8 @@ class ImagesPage(Page):
         open_path: Opens a file or folder in the OS (the gallery folder).
         last_model: The model chosen last time (a path; "" for none): the page opens with it.
         remember_model: Saves the model the user picks, for the next start.
+        read_model: Reads a file the user browsed to (what kind of model it is): a chat GGUF is
+            refused with a word instead of failing when a picture is asked for.
     """
 
     page_title = "Images"
@@ -77,9 +81,12 @@ class ImagesPage(Page):
     def __init__(self, images: ImageService, bridge: AsyncBridge, *, models: Callable[[], Awaitable[list[Path]]],
                  choose_model: Callable[[], str | None], open_path: Callable[[Path], object],
                  last_model: Callable[[], str] = lambda: "", remember_model: Callable[[Path], object] = lambda _p: None,
+                 read_model: Callable[[Path], Awaitable[LibraryEntry]] | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.texts = LiveTexts(self)  # follow a language switch
+        self._read_model = read_model
+        self.model_check: TaskHandle | None = None  # reading a browsed file before it is chosen
         self.page_title = self.tr("Images")
         self._last_model = last_model
         self._remember_model = remember_model
@@ -365,7 +372,31 @@ class ImagesPage(Page):
     def _browse(self) -> None:
         chosen = self._choose_model()
         if chosen:
-            self.set_model(Path(chosen))
+            self.use_file(Path(chosen))
+
+    def use_file(self, path: Path) -> TaskHandle | None:
+        """Choose a file the user browsed to once it reads as an image model; a chat (or embedding)
+        GGUF is refused in the banner, and the model shown stays (it was taken without a word, and
+        only the engine's failure said something was wrong)."""
+        read = self._read_model
+        if read is None:
+            self.set_model(path)
+            return None
+        handle = self._bridge.run(lambda _p: read(path), name="Read the model", show_errors=False)
+        handle.succeeded.connect(self._use_read_file)
+        handle.failed.connect(lambda err: self._show_error(err.message, err.hint))
+        self.model_check = handle
+        return handle
+
+    def _use_read_file(self, entry: LibraryEntry) -> None:
+        refusal = entry.refusal_for(IMAGE)
+        if not refusal:
+            self.banner.hide()
+            self.set_model(entry.path)
+            return
+        self.banner.show_message(core_text(refusal) + " " + self.tr(
+            "The Images page draws with image models (Stable Diffusion, FLUX…); chat with this one on the "
+            "Chat page."), "warning")
 
     def _show_plan(self) -> None:
         model = self.current_model()

@@ -341,18 +341,44 @@ class ModelsPage(Page):
                      else self.tr("No GGUF models match “%1”. Try fewer or other words."))
             self.results_empty.setText(empty.replace("%1", self.search_box.text()))
             self.results_stack.setCurrentWidget(self.results_empty)
+            self._clear_detail()
         else:
             self.results_stack.setCurrentWidget(self.results)
+            if self.detail is None and self.detail_stack.currentWidget() is self.detail_empty:
+                self.detail_empty.setText(self.tr(
+                    "Pick a model on the left to see its files and whether they fit your GPU."))
         more = self.tr(" · scroll for more") if page.next_url else ""
         self.results_status.setText(self.tr("%n model(s)", "", count) + more)
 
     def _add_hit(self, hit: RepoSummary) -> None:
         item = QListWidgetItem()
         item.setData(Qt.ItemDataRole.UserRole, hit.repo_id)
-        widget = SearchHitWidget(hit)
+        widget = SearchHitWidget(hit, downloaded=hit.repo_id.lower() in self._library_repos())
         item.setSizeHint(widget.sizeHint())
         self.results.addItem(item)
         self.results.setItemWidget(item, widget)
+
+    def _clear_detail(self) -> None:
+        """A search found nothing: the pane lets go of the model it showed (it stayed, as if it were a
+        result of this search) and says there are no results; a detail still loading is dropped."""
+        self._detail_generation += 1
+        if self.detail_handle is not None:
+            self.detail_handle.cancel()
+        self.detail, self.report, self.image_report = None, None, None
+        self.detail_empty.setText(self.tr("No results: no model to show."))
+        self.detail_stack.setCurrentWidget(self.detail_empty)
+
+    def _library_repos(self) -> set[str]:
+        """The hub repositories with files in the library (as the last scan found it), lower case."""
+        return {e.repo_id.lower() for e in self.library if e.repo_id}
+
+    def _mark_downloaded_hits(self) -> None:
+        """Mark the shown hits whose files are in the library (a scan may end after the search)."""
+        repos = self._library_repos()
+        for i in range(self.results.count()):
+            widget = self.results.itemWidget(self.results.item(i))
+            if isinstance(widget, SearchHitWidget):
+                widget.set_downloaded(widget.hit.repo_id.lower() in repos)
 
     def _on_search_failed(self, generation: int, err: StrataError) -> None:
         if generation != self._search_generation:
@@ -780,6 +806,7 @@ class ModelsPage(Page):
 
     def _show_library(self, entries: list[LibraryEntry]) -> None:
         self.library = list(entries)
+        self._mark_downloaded_hits()
         table = self.library_table
         table.setRowCount(len(entries))
         for row, e in enumerate(entries):
