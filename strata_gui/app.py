@@ -607,7 +607,7 @@ def show_engine_status(ui: AppUi) -> None:
     chosen = services.resolver.resolve(services.chat.model).chosen
     engine = (QCoreApplication.translate("startup", "engine: %1").replace("%1", core_text(chosen.label))
               if chosen else QCoreApplication.translate("startup", "no engine installed yet"))
-    ui.window.statusBar().showMessage(f"{report.label()} · {engine}" if report is not None else engine)
+    ui.window.statusBar().showMessage(f"{core_text(report.label())} · {engine}" if report is not None else engine)
 
 
 async def startup(ui: AppUi, after: TaskHandle | None = None) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata_gui.core.base.progress import format_bytes
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 FamilyResolver = Callable[[str], "str | None"]
 SNAPSHOT_FORMAT = "strata-gpu-snapshot"  # marks a replayable GPU snapshot (Linux or Windows)
@@ -204,7 +205,7 @@ class GpuReport:
         """Short status-bar text: ``"Radeon RX 7900 XTX · gfx1100"`` or ``"CPU only"``."""
         gpu = self.primary
         if gpu is None:
-            return "CPU only"
+            return T(QT_TRANSLATE_NOOP("Core", "CPU only"))  # a text the status bar translates
         return f"{gpu.name} · {gpu.gfx_target or 'gfx unknown'}"
 
     def to_dict(self, samples: dict[str, GpuSample] | None = None) -> dict[str, Any]:
