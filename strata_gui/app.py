@@ -331,9 +331,11 @@ def _follow_the_core(ui: AppUi) -> None:
     from strata_gui.ui.bridge import follow
 
     window = ui.window
+    closed: list[bool] = []  # the services close with the window; a later switch must not ask them
+    window.closing.connect(lambda: closed.append(True))
 
     def restate() -> None:
-        if window.statusBar().currentMessage():
+        if not closed and window.statusBar().currentMessage():
             show_engine_status(ui)  # once start-up has shown it, it follows every change
 
     follow(window, ui.services.chat.events, lambda event: restate() if isinstance(event, PlanChanged) else None)

@@ -235,7 +235,7 @@ class ChatPage(Page):
         right.addWidget(self.engine_state)
         right.addWidget(self.load_bar)
         right.addWidget(self.notice)
-        right.addLayout(settings_row)
+        right.addWidget(self._scrolled_panels(settings_row))
         right.addWidget(self.find_bar)
         right.addWidget(self.stack, 1)
         right.addWidget(self.edit_hint)
@@ -405,6 +405,32 @@ class ChatPage(Page):
             settings_row.addWidget(self.load_options_panel, 1)
         self._settings_row = settings_row
         return settings_row
+
+    def _scrolled_panels(self, row: QHBoxLayout) -> QScrollArea:
+        """The panels in a scroll area that is as tall as they are while there is room, and scrolls
+        when there is not (at 820×560 Load options' rows were squeezed on top of each other)."""
+        inner = QWidget()
+        inner.setLayout(row)
+        area = QScrollArea()
+        area.setWidget(inner)
+        area.setWidgetResizable(True)
+        area.setFrameShape(QFrame.Shape.NoFrame)
+        area.setSizeAdjustPolicy(QScrollArea.SizeAdjustPolicy.AdjustToContents)
+        area.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        area.setMinimumHeight(0)
+        area.hide()
+
+        def fit() -> None:  # shown while a panel is, at the height the panels need
+            shown = self.settings_panel.isVisibleTo(inner) or (
+                self.load_options_panel is not None and self.load_options_panel.isVisibleTo(inner))
+            area.setVisible(shown)
+            area.updateGeometry()
+
+        # After the panels' own slots (connected when they were built): they are shown or hidden by then.
+        self.settings_toggle.toggled.connect(lambda _on: fit())
+        self.load_options_toggle.toggled.connect(lambda _on: fit())
+        self.panels_area = area
+        return area
 
     def _build_message_list(self) -> None:
         """The loaded page of messages in a scroll area, and the empty state, in :attr:`stack`."""
