@@ -153,6 +153,22 @@ def test_a_replys_statistics_from_the_core_read_in_chinese(qtbot: QtBot, chinese
     assert stats.summary().startswith("TTFT 42 ms · thought 40 tokens in 1.5 s · prefill 3,000 tok/s")
 
 
+def test_a_local_build_named_in_a_replys_statistics_reads_in_chinese_after_saving(qtbot: QtBot, chinese: str) -> None:
+    """The engine's name at the end of a reply's line ("CPU (your build: bin)") was English in the
+    Chinese UI; it is saved as a text and read back translated."""
+    from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+    from strata_gui.core.chat.records import COMPLETE, Message
+    from strata_gui.core.runtime.client import ReplyStats
+    from strata_gui.ui.chat.message_widget import MessageWidget
+
+    label = T(QT_TRANSLATE_NOOP("Core", "{backend} (your build: {folder})"), backend="CPU", folder="bin")
+    saved = ReplyStats.from_json(ReplyStats(decode_tps=50.0, predicted_n=8, engine=label, backend="cpu").to_json())
+    assert saved.summary().endswith("CPU (your build: bin)")  # the CLI's English
+    widget = MessageWidget(Message(1, 1, "assistant", "…", COMPLETE, 0.0, stats=saved))
+    qtbot.addWidget(widget)
+    assert "自行构建" in widget.stats.text() and "your build" not in widget.stats.text()
+
+
 @pytest.mark.engine
 def test_an_engine_that_cannot_load_the_model_is_explained_in_chinese(
         qtbot: QtBot, chinese: str, composed, test_engines, broken_models, tmp_path,

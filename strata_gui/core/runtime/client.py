@@ -28,6 +28,7 @@ model's output (the model's doing, not the engine's: its ``partial`` holds the r
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -43,7 +44,8 @@ from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin,
 import httpx
 
 from strata_gui.core.base.errors import ChatError, ChatFormatError, ServerError
-from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, from_json, well_formed
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text, from_json, joined, well_formed
+from strata_gui.core.base.texts import to_json as texts_to_json
 from strata_gui.core.runtime.engine_http import (
     STOPPED_ANSWERING,
     STOPPED_ANSWERING_HINT,
@@ -323,12 +325,21 @@ class ReplyStats:
         return (self.prompt_n or 0) + (self.cache_n or 0) + (self.predicted_n or 0)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if isinstance(self.engine, Text):  # "CPU (your build: bin)": read back, still translated
+            data["engine"] = str(self.engine)
+            data["engine_text"] = texts_to_json(self.engine)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> ReplyStats:
         """Read stored statistics; unknown keys and values of the wrong type are left out."""
-        return cls(**_json_fields(cls, data))
+        stats = cls(**_json_fields(cls, data))
+        saved = data.get("engine_text") if isinstance(data, Mapping) else None
+        if saved is not None:
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                stats.engine = from_json(saved)
+        return stats
 
     @property
     def slow_path(self) -> str | None:
@@ -409,7 +420,7 @@ class ReplyStats:
         if self.engine:
             # The engine's label already names its backend ("Vulkan b7601"); say it only when it does not.
             named = not self.backend or self.engine.lower().startswith(self.backend.lower())
-            parts.append(self.engine + ("" if named else f" ({self.backend})"))
+            parts.append(self.engine if named else joined([self.engine, f"({self.backend})"]))
         return parts
 
 
