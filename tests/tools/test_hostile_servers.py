@@ -4,6 +4,7 @@ Real MCP servers (the SDK's low-level server, over stdio: ``tests/support/hostil
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import subprocess
@@ -55,6 +56,9 @@ def test_numbered_names_still_step_around_names_that_are_taken() -> None:
 
 
 def test_a_server_listing_the_same_tool_twelve_thousand_times_is_listed_and_called(tmp_path: Path) -> None:
+    # 12,000 tools allocate enough on the tool host's thread to start the cyclic collector there,
+    # which would free an earlier test's Qt objects off the GUI thread: collect them here first.
+    gc.collect()
     (config,) = parse_mcp_servers({"mcpServers": {"dup": entry(tools=["echo", "other"], duplicates=DUPLICATES)}})
 
     async def main() -> None:
