@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -68,13 +66,7 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    engines = engine_support.locate()
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(engines.llama_src))
-    with tempfile.TemporaryDirectory(prefix="strata-ceiling-") as tmp:
-        root = Path(tmp)
-        for name in ("CONFIG", "DATA", "CACHE", "LOG"):
-            os.environ[f"STRATA_{name}_DIR"] = str(root / name.lower())
-        os.environ["STRATA_SYSFS_ROOT"] = str(Path(__file__).resolve().parent.parent / "tests/data/gpu/linux/no-gpu")
+    with engine_support.bench_profile("strata-ceiling-") as (engines, root):
         asyncio.run(run(root, engines.cpu_dir, args.tokens, args.reps))
     return 0
 

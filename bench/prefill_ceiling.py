@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -81,13 +79,7 @@ def main() -> int:
     parser.add_argument("--words", type=int, default=300, help="prompt length in words (about 3 tokens each)")
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    engines = engine_support.locate()
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(engines.llama_src))
-    with tempfile.TemporaryDirectory(prefix="strata-prefill-") as tmp:
-        root = Path(tmp)
-        for name in ("CONFIG", "DATA", "CACHE", "LOG"):
-            os.environ[f"STRATA_{name}_DIR"] = str(root / name.lower())
-        os.environ["STRATA_SYSFS_ROOT"] = str(Path(__file__).resolve().parent.parent / "tests/data/gpu/linux/no-gpu")
+    with engine_support.bench_profile("strata-prefill-") as (engines, root):
         asyncio.run(run(root, engines.cpu_dir, args.words, args.reps))
     return 0
 

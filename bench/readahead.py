@@ -24,7 +24,6 @@ import asyncio
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -106,13 +105,7 @@ def main() -> int:
     parser.add_argument("--typing", type=float, default=3.0, help="seconds between opening and sending")
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    engines = engine_support.locate()
-    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(engines.llama_src))
-    with tempfile.TemporaryDirectory(prefix="strata-readahead-") as tmp:
-        root = Path(tmp)
-        for name in ("CONFIG", "DATA", "CACHE", "LOG"):
-            os.environ[f"STRATA_{name}_DIR"] = str(root / name.lower())
-        os.environ["STRATA_SYSFS_ROOT"] = str(Path(__file__).resolve().parent.parent / "tests/data/gpu/linux/no-gpu")
+    with engine_support.bench_profile("strata-readahead-") as (engines, root):
         model = args.model or gguf_model.write_model(root / "read-ahead-bench.gguf", BENCH_MODEL)
         print(f"model {model.name} ({model.stat().st_size / 1e6:,.0f} MB)  cores {os.cpu_count()}"
               f"  load {os.getloadavg()[0]:.2f}")

@@ -161,3 +161,20 @@ def bench_engine_and_model() -> tuple[Path, Path]:
 
         gguf_model.write_model(model)
     return engines.cpu_dir, model
+
+
+@contextmanager
+def bench_profile(prefix: str) -> Iterator[tuple[TestEngines, Path]]:
+    """The CPU test engines and a throw-away Strata profile for a bench script: Strata's folders in a
+    temporary folder, the captured CPU-only machine as the GPU tree, the llama.cpp source for
+    generated models. Yields (engines, the profile's root)."""
+    import tempfile
+
+    engines = locate()
+    os.environ.setdefault("STRATA_TEST_LLAMA_SRC", str(engines.llama_src))
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        root = Path(tmp)
+        for name in ("CONFIG", "DATA", "CACHE", "LOG"):
+            os.environ[f"STRATA_{name}_DIR"] = str(root / name.lower())
+        os.environ["STRATA_SYSFS_ROOT"] = str(Path(__file__).resolve().parents[1] / "data/gpu/linux/no-gpu")
+        yield engines, root

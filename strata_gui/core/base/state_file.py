@@ -19,6 +19,7 @@ What a reader does with an unusable file depends on what is in it:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -151,6 +152,24 @@ def load_record(path: Path, expect: type[Shape], what: str,
                        what=what, path=path, reason=exc.reason, name=moved.name)
         log.warning("%s", notice)
         return Loaded(None, notice, moved)
+
+
+def write_state(path: Path, data: Any) -> None:
+    """Write ``data`` to ``path`` as JSON, whole or not at all: a temporary file beside it, then a
+    rename, so a crash or a full disk never leaves half a file for :func:`read_state` to meet.
+
+    Raises:
+        OSError: The folder or the file could not be written (the old file is then unchanged).
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def keep_aside(path: Path, clock: Callable[[], float] = time.time) -> Path | None:

@@ -111,7 +111,7 @@ _RAW_IN_JSON = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud80
 
 def shown_json(text: str) -> str:
     """JSON text (from ``json.dumps(..., ensure_ascii=False)``) safe to print: the characters
-    :func:`shown` escapes are written as ``\\uXXXX`` escapes, which JSON reads back as the same
+    :func:`shown` escapes are written as JSON's own ``\\u`` escapes (four hex digits), read back as the same
     characters, so the data is unchanged (half an emoji stays ``\\ud83d``). Other letters stay as
     they are, readable."""
     return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

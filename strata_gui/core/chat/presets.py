@@ -11,13 +11,12 @@ with it (None: the servers stay as they are).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from strata_gui.core.base.errors import ChatError, StorageError
-from strata_gui.core.base.state_file import UnusableStateFile, load_record, parse_state
+from strata_gui.core.base.state_file import UnusableStateFile, load_record, parse_state, write_state
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.runtime.client import SamplingParams
 
@@ -135,12 +134,9 @@ class PresetStore:
         self._write([p for p in self.presets() if p.name != name])
 
     def _write(self, presets: list[Preset]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
         data = {"version": VERSION, "presets": [p.to_json() for p in sorted(presets, key=lambda p: p.name.casefold())]}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-            os.replace(tmp, self.path)
+            write_state(self.path, data)
         except OSError as exc:
             raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not save the presets: {reason}"),
                                  reason=exc.strerror or exc),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets as _secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import Any, Protocol
 
 from strata_gui.core.base.errors import StorageError, ToolConfigError
 from strata_gui.core.base.events import Listeners
-from strata_gui.core.base.state_file import UnusableStateFile, load_record, parse_state
+from strata_gui.core.base.state_file import UnusableStateFile, load_record, parse_state, write_state
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.tools.config import (
     HTTP,
@@ -87,11 +86,8 @@ class McpServerStore:
                 if isinstance(allow, dict) else {}}
 
     def _write(self, data: dict[str, Any]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-            os.replace(tmp, self.path)
+            write_state(self.path, data)
         except OSError as exc:
             raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not save the tool servers: {reason}"),
                                  reason=exc.strerror or exc),
