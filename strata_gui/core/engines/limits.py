@@ -34,7 +34,7 @@ from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T, Text, joined
 from strata_gui.core.engines.probe import is_software_device
 from strata_gui.core.engines.resolver import EngineResolver
 from strata_gui.core.engines.run_device import RunDevice
-from strata_gui.core.engines.slow_path import slow_path_finding
+from strata_gui.core.engines.slow_path import MIN_SLOW_PATH_PROMPT, SLOW_PREFILL_SHARE, slow_path_finding
 from strata_gui.core.gpu.cpu_peak import CpuPeak, cpu_peak, read_cpu_facts
 from strata_gui.core.gpu.membw import CpuBandwidth
 from strata_gui.core.gpu.model import GpuInfo, format_mem
@@ -360,14 +360,12 @@ class DecodeLimits:
         prompt's compute ceiling and share); each only when known."""
         out: dict[str, Any] = {}
         if stats.prefill_tps and stats.prompt_n:
-            flops_read = self._has_flops(model)
-            if not flops_read:
+            if not self._has_flops(model):  # the header is read once, on a worker (as limit_async does)
                 _collect_here()
-            prefill = await run_blocking(
-                lambda: self.prefill_json(model, stats.prompt_n or 0, stats.cache_n or 0, engine, stats.prefill_tps,
-                                          tell_once=True),
-                name="strata-prefill-limit") if not flops_read else \
-                self.prefill_json(model, stats.prompt_n, stats.cache_n or 0, engine, stats.prefill_tps, tell_once=True)
+                with contextlib.suppress(StrataError, OSError):  # unreadable: prefill_json says so, decode goes on
+                    await run_blocking(lambda: self.token_flops(model), name="strata-prefill-limit")
+            prefill = self.prefill_json(model, stats.prompt_n, stats.cache_n or 0, engine, stats.prefill_tps,
+                                        tell_once=True)
             if prefill is not None:
                 out["prefill_limit"] = prefill
         if stats.decode_tps:
@@ -462,16 +460,19 @@ class DecodeLimits:
         if ceiling is None:
             return None
         data = ceiling.to_json(prefill_tps, "cpu" if where.on_cpu else "gpu")
+        told = (str(model), engine.id if engine is not None else "")
+        if tell_once and told in self._slow_told:
+            return data  # said once for this model and engine: the manifests and table are not read again
         finding = self._slow_path(engine, data.get("share"), prompt_tokens)
         if finding is not None:
-            told = (str(model), engine.id if engine is not None else "")
-            if not (tell_once and told in self._slow_told):
-                self._slow_told.add(told)
-                data["slow_path"] = texts.to_json(finding)
+            self._slow_told.add(told)
+            data["slow_path"] = texts.to_json(finding)
         return data
 
     def _slow_path(self, engine: EngineSpec | None, share: Any, prompt_tokens: int) -> Text | None:
-        if engine is None or engine.backend is not Backend.ROCM or not isinstance(share, (int, float)):
+        # The cheap conditions first: only then are the installed manifests and the table read.
+        if engine is None or engine.backend is not Backend.ROCM or not isinstance(share, (int, float)) \
+                or share >= SLOW_PREFILL_SHARE or prompt_tokens < MIN_SLOW_PATH_PROMPT:
             return None
         engines = self.resolver.engines
         try:
