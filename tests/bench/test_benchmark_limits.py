@@ -16,6 +16,7 @@ from strata_gui.core.app_services import build_app_services
 from strata_gui.core.config.services import build_services
 from strata_gui.core.models.bandwidth import read_token_bytes
 from strata_gui.core.models.compute import read_token_flops
+from strata_gui.core.runtime import percent_text
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.pages.dashboard_page import DashboardPage
 from tests.gpu.conftest import DATA
@@ -51,9 +52,9 @@ def test_bench_json_and_the_dashboard_show_the_share_of_the_memory_limit(
     results, rec = app.dashboard.saved_results(test_model)
     assert len(results) == 1
     page.show_results(results, rec, (), [limit])
-    expected = f"{round(limit['share'] * 100)} % of {limit['ceiling_tps']:,.0f} tok/s"
+    expected = f"{percent_text(limit['share'])} % of {limit['ceiling_tps']:,.0f} tok/s"  # "0.2 %" under 1 %
     assert page.results_table.item(0, 6).text() == expected
-    assert page.results_table.item(0, 4).text() == f"{round(prefill['share'] * 100)} % of {prefill['ceiling_tps']:,.0f} tok/s"
+    assert page.results_table.item(0, 4).text() == f"{percent_text(prefill['share'])} % of {prefill['ceiling_tps']:,.0f} tok/s"
     # Only the measurement is drawn: a ceiling bar dwarfed a 14.5 tok/s decode.
     assert list(page.decode_bars.values) == ["Decode"] and list(page.prefill_bars.values) == ["Prefill"]
     # After a restart the saved run gets its shares back (they were "—").

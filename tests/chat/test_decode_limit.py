@@ -17,7 +17,7 @@ from strata_gui.core.config.paths import AppPaths
 from strata_gui.core.config.services import build_services
 from strata_gui.core.models.bandwidth import read_token_bytes
 from strata_gui.core.models.compute import read_token_flops
-from strata_gui.core.runtime.client import SamplingParams
+from strata_gui.core.runtime.client import SamplingParams, percent_text
 from tests.gpu.conftest import DATA
 from tests.support.engines import TestEngines
 
@@ -62,7 +62,7 @@ def test_a_cpu_reply_reports_its_share_of_the_measured_cpu_bandwidth(
             assert limit["ceiling_tps"] == pytest.approx(kept["gbps"] * 1e9 / expected, rel=1e-3)
             assert limit["share"] == pytest.approx(reply.stats.decode_tps / (kept["gbps"] * 1e9 / expected), rel=1e-3)
             summary = reply.stats.summary()
-            assert f"{limit['share'] * 100:.0f} % of the CPU's measured memory limit" in summary
+            assert f"{percent_text(limit['share'])} % of the CPU's measured memory limit" in summary
             # The dashboard keeps the share with the request, for its chart over time.
             recorded = app.dashboard.store.requests()
             assert [r.limit_share for r in recorded] == pytest.approx(
