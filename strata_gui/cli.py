@@ -37,6 +37,7 @@ COMMAND_MODULES = {
     "chat": "strata_gui.commands.chat",
     "chats": "strata_gui.commands.chats",
     "image": "strata_gui.commands.image",
+    "transcribe": "strata_gui.commands.transcribe",
     "bench": "strata_gui.commands.bench",
     "remote": "strata_gui.commands.remote",
     "mcp": "strata_gui.commands.mcp",

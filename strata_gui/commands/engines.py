@@ -22,7 +22,7 @@ from strata_gui.commands.device_option import add_device_option, apply_device_op
 from strata_gui.core.app_services import AppServices
 from strata_gui.core.base import EngineError, Progress
 from strata_gui.core.engines import EngineService, GpuTarget, InstalledEngine, Release, load_releases_file
-from strata_gui.core.runtime import IMAGE, TEXT, EngineKind
+from strata_gui.core.runtime import IMAGE, INSTALLABLE, TEXT, EngineKind, kind_named
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,6 +42,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def images_arg(ap: argparse.ArgumentParser) -> None:
         ap.add_argument("--images", action="store_true",
                         help="image engines (stable-diffusion.cpp's sd-server) instead of llama.cpp's")
+        # Every kind with builds of its own, named as the catalog and manifests name it.
+        ap.add_argument("--kind", choices=[k.name for k in INSTALLABLE],
+                        help="whose engines: " + ", ".join(f"{k.name} ({k.project}'s {k.binary})" for k in INSTALLABLE))
 
     plan = add("plan", "which builds would be tried for this GPU, and why")
     gpu_args(plan)
@@ -94,6 +97,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _kind(args: argparse.Namespace) -> EngineKind:
+    if getattr(args, "kind", None):
+        return kind_named(args.kind)
     return IMAGE if getattr(args, "images", False) else TEXT
 
 

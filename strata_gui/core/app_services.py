@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from strata_gui.core.base.blocking import run_blocking
-from strata_gui.core.base.errors import StorageError, StrataError
+from strata_gui.core.base.errors import SpeechError, StorageError, StrataError
 from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, joined
 from strata_gui.core.bench.store import ImageRun, MetricsStore
@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # built on first use (see AppServices): their modules load th
     from strata_gui.core.models.library import LibraryEntry
     from strata_gui.core.models.service import ModelService
     from strata_gui.core.serve.service import ServeService
+    from strata_gui.core.speech.service import TranscriptionService
     from strata_gui.core.tools.approvals import ToolPolicy
     from strata_gui.core.tools.host import McpHost
     from strata_gui.core.tools.store import McpServerStore
@@ -232,6 +233,34 @@ class AppServices:
                               Gallery(self.base.paths.data_dir / "images"))
         images.records.subscribe(image_recorder(self.metrics))
         return images
+
+    @cached_property
+    def speech(self) -> TranscriptionService:
+        """Speech to text (whisper-server engines from the resolver's plan for the speech kind),
+        launched as the local API launches speech models, so both share the loaded engine."""
+        from strata_gui.core.runtime.kinds import SPEECH
+        from strata_gui.core.speech.service import TranscriptionService
+
+        return TranscriptionService(lambda model: self.resolver.plan_for(model, kind=SPEECH),
+                                    lambda model: self.launch_settings(model, SPEECH), self.pool, self.local_http)
+
+    async def speech_model(self) -> Path:
+        """The whisper model transcriptions use: the one chosen in Settings, else the library's first.
+
+        Raises:
+            SpeechError: no speech model in the library.
+        """
+        from strata_gui.core.runtime.kinds import SPEECH
+
+        chosen = self.settings.current.speech_model
+        if chosen and await run_blocking(os.path.isfile, chosen, name="strata-speech-model"):
+            return Path(chosen)
+        models = await self.models.usable_models(SPEECH)
+        if not models:
+            raise SpeechError(QT_TRANSLATE_NOOP("Core", "No speech model is in the library."),
+                              hint=QT_TRANSLATE_NOOP("Core", "Download a whisper model (ggml-*.bin) on the Models "
+                                                             "page (Speech models), or add the folder holding one."))
+        return models[0]
 
     @cached_property
     def tool_servers(self) -> McpServerStore:

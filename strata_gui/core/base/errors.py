@@ -184,6 +184,12 @@ class ImageError(StrataError):
     title = "Image problem"
 
 
+class SpeechError(StrataError):
+    """Speech could not be transcribed (not audio, no speech engine, no microphone, the engine failed)."""
+
+    title = "Speech problem"
+
+
 class ToolError(StrataError):
     """An MCP tool server could not be configured, started, listed or called."""
 

@@ -106,6 +106,10 @@ class Settings:
     parallel_slots: int = 0
     last_model: str = ""
     last_image_model: str = ""  # the Images page opens with it again
+    # Speech to text: the whisper model ("" = the library's first) and the language spoken
+    # ("" = the app's language, "auto" = the engine detects it, else a code such as "de").
+    speech_model: str = ""
+    speech_language: str = ""
     # Networking: the local API for other apps, and llama.cpp RPC workers ("host:port").
     serve_port: int = 8765
     serve_lan: bool = False  # listen on every interface (needs an API key)

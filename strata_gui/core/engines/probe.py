@@ -225,19 +225,23 @@ def judge_image(backend: str, version_run: ProcessRun) -> ProbeResult:
     if version_run.error is not None or version_run.returncode != 0:
         return ProbeResult("failed", _wont_start(_loader_message(version_run)), details=details)
     text = (version_run.stdout + "\n" + version_run.stderr).strip()
-    version = text.splitlines()[0].strip() if text else None
+    first = text.splitlines()[0].strip() if text else ""
+    # A build probed with --help (whisper-server has no --version) prints its usage, not a version.
+    version = first if first and not first.lower().startswith("usage") else None
     what = _ON_PROCESSOR if backend == "cpu" else QT_TRANSLATE_NOOP("Core", "starts (its GPU is checked when a "
                                                                               "model loads)")
     return ProbeResult("works", what, version, (), details)
 
 
 async def probe_image_engine(server: Path, backend: str, env: Mapping[str, str], *,
-                             runner: ProcessRunner = run_process, timeout: float = 30.0) -> ProbeResult:
-    """Run ``sd-server --version`` with ``env`` and judge it (:func:`judge_image`)."""
+                             runner: ProcessRunner = run_process, timeout: float = 30.0,
+                             args: Sequence[str] = ("--version",)) -> ProbeResult:
+    """Run a build that cannot list its devices (``sd-server --version``, ``whisper-server --help``:
+    its kind's ``probe_args``) with ``env`` and judge it (:func:`judge_image`)."""
 
     def work() -> ProbeResult:
         if not server.exists():
             return ProbeResult("failed", _missing(server))
-        return judge_image(backend, runner([str(server), "--version"], env, timeout))
+        return judge_image(backend, runner([str(server), *args], env, timeout))
 
     return await run_blocking(work, name="strata-probe")

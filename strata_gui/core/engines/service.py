@@ -534,8 +534,12 @@ class EngineService:
         """Run the engine's ``--version``/``--list-devices`` with its launch environment."""
         env, _notices = self.launch_env(engine, gpu)
         # A build that can list its devices is judged by them; one that cannot, by starting at all.
-        probe = probe_engine if engine.kind.lists_devices else probe_image_engine
-        result = await probe(engine.server_path, engine.backend, env, runner=self._runner, timeout=self._probe_timeout)
+        if engine.kind.lists_devices:
+            result = await probe_engine(engine.server_path, engine.backend, env, runner=self._runner,
+                                        timeout=self._probe_timeout)
+        else:
+            result = await probe_image_engine(engine.server_path, engine.backend, env, runner=self._runner,
+                                              timeout=self._probe_timeout, args=engine.kind.probe_args)
         self._probes[engine.id] = result
         self._save_probe(engine, gpu, result)
         self.events.emit(EnginesChanged("probed", engine.id))

@@ -26,7 +26,8 @@ from strata_gui.core.models.gguf_meta import (
 from strata_gui.core.models.hub_cache import cached_repos
 from strata_gui.core.models.image_models import ImageModelParts, image_parts, model_parts
 from strata_gui.core.models.projector import is_projector, projector_rank
-from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, TEXT, EngineKind
+from strata_gui.core.models.speech_models import whisper_header
+from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, SPEECH, TEXT, EngineKind
 
 log = logging.getLogger(__name__)
 _NOT_DELETED = QT_TRANSLATE_NOOP("Core", "Could not delete {name}: {reason}")
@@ -36,6 +37,7 @@ _NOT_THIS_KIND = {
     TEXT.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not a chat model."),
     IMAGE.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not an image model."),
     EMBEDDING.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not an embedding model."),
+    SPEECH.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not a speech model."),
 }
 
 SOURCE_HUB = "hub cache"
@@ -55,7 +57,8 @@ class LibraryEntry:
         size: Bytes on disk.
         error: Why the model cannot be used (empty when fine).
         kind: The engine kind that runs it: a chat model, an embedding model (an encoder, or a GGUF
-            with a pooling type) or an image model (stable-diffusion.cpp, GGUF or safetensors).
+            with a pooling type), an image model (stable-diffusion.cpp, GGUF or safetensors) or a
+            speech model (whisper.cpp's GGML ``.bin``, told by its header).
         image_family: For image models: "Stable Diffusion", "SDXL", "FLUX", ...
         image_missing: For image models: parts neither in the file nor found beside it.
         companions: For image models: the text encoder / VAE files found beside it.
@@ -139,12 +142,26 @@ def _image_entry(path: Path, source: str, repo_id: str | None, size: int, parts:
                         image_missing=parts.missing, companions=companions)
 
 
+def _speech_entry(path: Path, source: str, repo_id: str | None) -> LibraryEntry:
+    """A ``.bin`` file: a whisper.cpp speech model when its header says so."""
+    header = whisper_header(path)
+    if header is None:
+        return LibraryEntry(path, (path,), source, _size(path), repo_id,
+                            error=QT_TRANSLATE_NOOP("Core", "Not a model Strata can run (a .bin file that is no "
+                                                            "whisper.cpp speech model)."))
+    quant = {0: "F32", 1: "F16"}.get(header.ftype % 1000, f"type {header.ftype % 1000}")
+    return LibraryEntry(path, (path,), source, _size(path), repo_id, architecture="whisper", quant=quant,
+                        context_length=header.text_ctx, name=f"whisper {header.size_class}", kind=SPEECH)
+
+
 def describe_model(path: Path, source: str, repo_id: str | None = None) -> LibraryEntry:
     """Read ``path`` (and its sibling shards) into a LibraryEntry; errors become ``error``.
 
     Image models (Stable Diffusion and relatives, GGUF or safetensors) are recognised by their
     tensor names and described with the parts they hold and the companion files beside them.
     """
+    if path.suffix.lower() == ".bin":
+        return _speech_entry(path, source, repo_id)
     if path.suffix.lower() == ".safetensors":
         parts = model_parts(path)
         if parts is None:
@@ -226,6 +243,10 @@ def _model_files(paths: Iterable[Path]) -> list[Path]:
         if name.endswith(".safetensors"):
             parts = model_parts(p)
             if parts is not None and parts.diffusion:
+                out.append(p)
+            continue
+        if name.endswith(".bin"):
+            if whisper_header(p) is not None:  # ggml-*.bin speech models; other .bin files are not models
                 out.append(p)
             continue
         if not name.endswith(".gguf") or is_projector(name):

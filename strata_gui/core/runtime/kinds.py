@@ -43,6 +43,7 @@ EMBEDDINGS = "embeddings"  # /v1/embeddings
 RERANK = "rerank"  # /v1/rerank
 SDCPP = "sdcpp"  # /sdcpp/v1/img_gen and its job API
 OPENAI_IMAGES = "openai-images"  # /v1/images/generations
+WHISPER_INFERENCE = "whisper-inference"  # whisper-server's POST /inference (multipart: file, response_format, language)
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ class EngineKind:
         parallel_slots: The server decodes several requests at once in parallel slots (llama-server's
             ``-np`` with continuous batching), so the pool lends it to ``settings.parallel`` users
             together; else it takes one job at a time.
+        probe_args: What the probe of a build that cannot list its devices runs it with: a build
+            that answers (exit 0) starts on this computer. whisper-server has no ``--version``.
     """
 
     name: str
@@ -100,6 +103,7 @@ class EngineKind:
     scrub_env: EnvironmentFilter = field(default=dict)
     takes_key: bool = False
     parallel_slots: bool = False
+    probe_args: tuple[str, ...] = ("--version",)
 
     def executable(self, folder: Path, *, windows: bool | None = None) -> Path:
         """The server inside ``folder`` (``.exe`` on Windows)."""
@@ -209,6 +213,17 @@ def sd_command(engine: EngineSpec, model: Path, settings: ServerSettings, port: 
     return cmd
 
 
+def whisper_command(engine: EngineSpec, model: Path, settings: ServerSettings, port: int) -> list[str]:
+    """whisper.cpp's whisper-server: the model, a loopback port, the threads. The language is asked
+    per request (``language`` in the multipart form), so one engine serves every language."""
+    cmd = [str(engine.server_path), "-m", str(model), "--host", settings.host, "--port", str(port)]
+    if settings.threads > 0:
+        cmd += ["-t", str(settings.threads)]
+    if engine.backend == "cpu":
+        cmd.append("-ng")  # a CPU build must not look for a GPU backend it was not built with
+    return cmd
+
+
 def llama_env(settings: ServerSettings) -> dict[str, str]:
     """Variables for options whose flag differs between llama.cpp builds.
 
@@ -274,7 +289,16 @@ EMBEDDING = EngineKind(
     parallel_slots=True,
     hub_search=(("filter", "gguf"), ("pipeline_tag", "feature-extraction")),
 )
-KINDS: tuple[EngineKind, ...] = (TEXT, IMAGE, EMBEDDING)
+SPEECH = EngineKind(
+    name="speech", label="speech", builds="speech", binary="whisper-server", project="whisper.cpp",
+    # whisper-server loads the model before it listens; /health answers 200 once it is loaded.
+    lists_devices=False, ready_path="/health", command=whisper_command, probe_args=("--help",),
+    apis=frozenset({WHISPER_INFERENCE}), subject=QT_TRANSLATE_NOOP("Core", "{engine} speech engine"),
+    id_prefix="speech-", load_timeout=120.0,
+    # whisper.cpp's own GGML files (ggml-*.bin) live in repos tagged "whisper" on the hub.
+    hub_search=(("filter", "whisper"), ("pipeline_tag", "automatic-speech-recognition")),
+)
+KINDS: tuple[EngineKind, ...] = (TEXT, IMAGE, EMBEDDING, SPEECH)
 """The kinds Strata ships (what stored names are read back as)."""
 INSTALLABLE: tuple[EngineKind, ...] = tuple(k for k in KINDS if k.builds == k.name)
 """The kinds that have builds of their own to install (the others borrow another kind's)."""

@@ -1,0 +1,251 @@
+"""Speech to text: whisper.cpp's ``whisper-server`` borrowed from the engine pool.
+
+:class:`TranscriptionService` is the one place the chat's microphone, a dropped audio file and
+``strata transcribe`` ask. It takes the speech engines in the resolver's order and runs each job
+through the pool's fallback loop (:func:`~strata_gui.core.pool.run_along_plan`), as images do:
+the engine keeps the model loaded between jobs and is shared with the local API's
+``/v1/audio/transcriptions``. A long recording goes to the engine in pieces
+(:data:`~strata_gui.core.speech.audio.PIECE_SECONDS`), each one a progress step; cancelling the
+awaiting task stops between pieces (the piece being heard finishes first: whisper-server cannot
+stop a running inference, and the engine stays loaded for the next job).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import ServerError, SpeechError
+from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.pool import EnginePool, Lease, run_along_plan
+from strata_gui.core.runtime.engine import EngineSpec
+from strata_gui.core.runtime.engine_http import EngineHttp
+from strata_gui.core.runtime.kinds import SPEECH
+from strata_gui.core.runtime.launch import ServerSettings
+from strata_gui.core.runtime.outcome import OutcomeKind, ProcessEnded, describe_outcome
+from strata_gui.core.speech.audio import (
+    ENGINE_FORMATS,
+    PIECE_SECONDS,
+    AudioClip,
+    audio_format,
+    wav_info,
+    wav_pieces,
+)
+
+log = logging.getLogger(__name__)
+
+INFERENCE_PATH = "/inference"
+"""whisper-server's transcription endpoint (multipart: file, response_format, language)."""
+_JOB_TIMEOUT = httpx.Timeout(30.0, read=None)  # hearing a piece takes as long as it takes
+
+PlanProvider = Callable[[Path], Sequence[EngineSpec]]
+SettingsProvider = Callable[[Path], ServerSettings]
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """What a transcription heard.
+
+    Attributes:
+        text: The words, pieces joined by a space.
+        engine: The engine's label.
+        seconds: Wall time of the job (model loading included).
+        audio_seconds: Length of the recording (None when the engine decoded it whole).
+        pieces: How many pieces it was sent in.
+        language: The language asked for ("auto": the engine detected it).
+    """
+
+    text: str
+    engine: str
+    seconds: float
+    audio_seconds: float | None = None
+    pieces: int = 1
+    language: str = "auto"
+    notices: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "engine": self.engine, "seconds": self.seconds,
+                "audio_seconds": self.audio_seconds, "pieces": self.pieces, "language": self.language,
+                "notices": list(self.notices)}
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One upload: a file's bytes and its name (the engine tells the format by its content)."""
+
+    data: bytes
+    name: str
+
+
+@dataclass(frozen=True)
+class _Pieces:
+    """A recording, ready to send piece by piece."""
+
+    count: int
+    seconds: float | None
+    make: Callable[[], Iterator[_Piece]]
+
+
+def multipart_body(piece: bytes, name: str, fields: dict[str, str]) -> tuple[bytes, str]:
+    """The multipart form whisper-server reads (``file`` and the fields), and its content type."""
+    request = httpx.Request("POST", "http://engine" + INFERENCE_PATH, data=fields,
+                            files={"file": (name, piece, "application/octet-stream")})
+    return request.read(), request.headers["Content-Type"]
+
+
+def _clip_pieces(clip: AudioClip, seconds: float) -> _Pieces:
+    count = max(1, -(-len(clip.pcm) // max(1, int(seconds * clip.rate) * clip.frame_bytes)))
+    return _Pieces(count, clip.seconds,
+                   lambda: (_Piece(p.to_wav(), "speech.wav") for p in clip.pieces(seconds)))
+
+
+def prepare(source: Path | AudioClip, seconds: float = PIECE_SECONDS) -> _Pieces:
+    """How ``source`` goes to the engine (blocking: reads the file's header).
+
+    A PCM WAV is cut into pieces; MP3, FLAC and WAV files Python cannot read (float samples) go
+    whole (the engine decodes them); PCM from the GUI is wrapped as WAV.
+
+    Raises:
+        SpeechError: not audio, or a format the engine cannot read.
+    """
+    if isinstance(source, AudioClip):
+        if not source.pcm:
+            raise SpeechError(QT_TRANSLATE_NOOP("Core", "The recording is empty."),
+                              hint=QT_TRANSLATE_NOOP("Core", "Hold the microphone button while you speak."))
+        return _clip_pieces(source, seconds)
+    kind = audio_format(source)
+    if kind not in ENGINE_FORMATS:
+        raise SpeechError(T(QT_TRANSLATE_NOOP("Core", "{name} is {kind} audio, which the speech engine cannot "
+                                                      "read."), name=source.name, kind=kind.upper()),
+                          hint=QT_TRANSLATE_NOOP("Core", "Drop it on the chat (Strata converts it there), or "
+                                                         "convert it to WAV, MP3 or FLAC."))
+    info = wav_info(source) if kind == "wav" else None
+    if info is None:
+        return _Pieces(1, None, lambda: iter([_Piece(source.read_bytes(), source.name)]))
+    count = max(1, -(-info.frames // max(1, int(seconds * info.rate))))
+    return _Pieces(count, info.seconds,
+                   lambda: (_Piece(p.to_wav(), f"{source.stem}-{n}.wav")
+                            for n, p in enumerate(wav_pieces(source, seconds))))
+
+
+class TranscriptionService:
+    """Transcribes recordings with whisper.cpp engines borrowed from the engine pool.
+
+    Args:
+        plan: Speech engines for a model, best first (the resolver's plan for the speech kind).
+        settings: How a speech model is launched (the same as the local API's, so both share it).
+        pool: Where engines are borrowed.
+        http: Loopback HTTP client (no proxy).
+        clock: Monotonic clock (seconds).
+    """
+
+    USER = "speech"
+
+    def __init__(self, plan: PlanProvider, settings: SettingsProvider, pool: EnginePool,
+                 http: httpx.AsyncClient, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._plan = plan
+        self._settings = settings
+        self.pool = pool
+        self._http = http
+        self._clock = clock
+        self._lock = asyncio.Lock()
+
+    def plan(self, model: Path) -> list[EngineSpec]:
+        """The engines a job for ``model`` would try, in order."""
+        return list(self._plan(model))
+
+    async def transcribe(self, model: Path, source: Path | AudioClip, *, language: str = "auto",
+                         on_progress: ProgressCallback = no_progress) -> Transcript:
+        """What is said in ``source`` (a file, or PCM from the microphone), heard by ``model``.
+
+        Cancel the awaiting task to cancel: it stops after the piece being heard.
+
+        Raises:
+            SpeechError: not audio, no speech engine, the model is not a whisper model, or every
+                engine failed.
+        """
+        pieces = await run_blocking(prepare, source, name="strata-speech-audio")
+        plan = self.plan(model)
+        if not plan:
+            raise SpeechError(QT_TRANSLATE_NOOP("Core", "No speech engine is installed."),
+                              hint=QT_TRANSLATE_NOOP("Core", "Add a whisper.cpp build: strata engines add-local "
+                                                             "FOLDER --kind speech (or the Engines page)."))
+        settings = await run_blocking(self._settings, model, name="strata-speech-model")
+        started = self._clock()
+        async with self._lock:
+            try:
+                ran = await run_along_plan(self.pool, plan, model, lambda _spec: settings,
+                                           lambda lease: self._hear(lease, pieces, language, on_progress),
+                                           user=self.USER, activity="transcribing")
+            except ProcessEnded as exc:
+                raise _engine_failed(exc, model) from exc
+        text, label = ran.value
+        return Transcript(text, label, self._clock() - started, pieces.seconds, pieces.count, language)
+
+    async def _hear(self, lease: Lease, pieces: _Pieces, language: str,
+                    on_progress: ProgressCallback) -> tuple[str, str]:
+        engine = EngineHttp(self._http, lease.base_url, lease.api_key or None)
+        label = lease.spec.label
+        words: list[str] = []
+        on_progress(Progress(0, pieces.count, T(QT_TRANSLATE_NOOP("Core", "Transcribing with {engine}…"),
+                                                engine=label)))
+        for n, piece in enumerate(pieces.make(), start=1):
+            body, ctype = multipart_body(piece.data, piece.name,
+                                         {"response_format": "json", "language": language, "temperature": "0.0"})
+            resp = await engine.post(INFERENCE_PATH, content=body, headers={"Content-Type": ctype},
+                                     timeout=_JOB_TIMEOUT, resend=False)
+            words.append(_heard(resp, piece.name))
+            on_progress(Progress(n, pieces.count, T(QT_TRANSLATE_NOOP("Core", "Transcribed piece {done} of "
+                                                                              "{count}"), done=n,
+                                                    count=pieces.count)))
+        lease.succeeded()
+        return " ".join(w for w in words if w), label
+
+    async def unload(self) -> None:
+        """Unload the speech engines (frees the model's memory)."""
+        for engine in self.pool.engines(kind=SPEECH):
+            await self.pool.unload(engine, "unloaded after transcribing")
+
+
+def _heard(resp: httpx.Response, name: str) -> str:
+    """The text of whisper-server's answer for one piece."""
+    if resp.status_code == 400:
+        raise SpeechError(T(QT_TRANSLATE_NOOP("Core", "The speech engine could not read {name} as audio."),
+                            name=name),
+                          hint=QT_TRANSLATE_NOOP("Core", "The file may be damaged, or not a WAV, MP3 or FLAC "
+                                                         "recording."),
+                          details=resp.text[:500])
+    if resp.status_code != 200:
+        raise ServerError(T(QT_TRANSLATE_NOOP("Core", "The speech engine answered {status}."),
+                            status=resp.status_code), details=resp.text[:500])
+    try:
+        data = resp.json()
+    except ValueError as exc:
+        raise ServerError(QT_TRANSLATE_NOOP("Core", "The speech engine sent something that is not a "
+                                                    "transcript."), details=resp.text[:500]) from exc
+    text = data.get("text") if isinstance(data, dict) else None
+    # whisper-server puts each segment on its own line; dictation wants one paragraph.
+    return " ".join(text.split()) if isinstance(text, str) else ""
+
+
+def _engine_failed(exc: ProcessEnded, model: Path) -> SpeechError:
+    outcome = exc.outcome
+    if outcome.kind is OutcomeKind.BAD_MODEL and outcome.exit_code is not None:
+        return SpeechError(T(QT_TRANSLATE_NOOP("Core", "{model} is not a speech model whisper.cpp can load."),
+                             model=model.name),
+                           hint=QT_TRANSLATE_NOOP("Core", "Choose a whisper model (ggml-*.bin)."),
+                           details=outcome.details())
+    if outcome.kind is OutcomeKind.STOPPED:
+        return SpeechError(QT_TRANSLATE_NOOP("Core", "The speech engine was stopped."))
+    return SpeechError(T(QT_TRANSLATE_NOOP("Core", "No speech engine could transcribe the recording. {reason}"),
+                         reason=describe_outcome(outcome, activity="transcribing")),
+                       hint=QT_TRANSLATE_NOOP("Core", "See the engine log."), details=outcome.details())
