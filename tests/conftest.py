@@ -255,6 +255,16 @@ def broken_models(_models_dir: Path, test_model: Path) -> dict[str, Path]:
     }
 
 
+@pytest.fixture(scope="session")
+def whisper_model(test_engines: engine_support.TestEngines, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real whisper.cpp model (``ggml-*.bin``: the real English vocabulary, small seeded random
+    weights; tests/support/whisper_model.py) the CPU whisper-server loads."""
+    from tests.support.whisper_model import write_whisper_model
+
+    return write_whisper_model(tmp_path_factory.mktemp("speech") / "ggml-strata-test.en.bin",
+                               test_engines.whisper_vocab_model())
+
+
 @pytest.fixture
 def qasync_loop(qapp: object) -> Iterator[asyncio.AbstractEventLoop]:
     """A qasync event loop on the test QApplication (the app's own: ui/event_loop.py)."""

@@ -27,6 +27,7 @@ class TestEngines:
     vulkan_dir: Path
     llama_src: Path
     sd_dir: Path | None = None
+    whisper_dir: Path | None = None  # bin/ of the CPU whisper.cpp build; its samples/ and models/ beside it
 
     @property
     def sd_server(self) -> Path:
@@ -40,6 +41,26 @@ class TestEngines:
         if self.sd_dir is None or not (self.sd_dir / "sd-cli").exists():
             raise FileNotFoundError("sd-cli missing: run scripts/test-engines.sh")
         return self.sd_dir / "sd-cli"
+
+    @property
+    def whisper_server(self) -> Path:
+        """The CPU ``whisper-server``; raises with the fix when scripts/test-engines.sh did not build it."""
+        if self.whisper_dir is None or not (self.whisper_dir / "whisper-server").exists():
+            raise FileNotFoundError("whisper-server missing: run scripts/test-engines.sh")
+        return self.whisper_dir / "whisper-server"
+
+    @property
+    def whisper_cli(self) -> Path:
+        return self.whisper_server.with_name("whisper-cli")
+
+    @property
+    def whisper_sample(self) -> Path:
+        """whisper.cpp's own sample recording (samples/jfk.wav: 11 s, 16 kHz mono)."""
+        return self.whisper_server.parent.parent / "samples" / "jfk.wav"
+
+    def whisper_vocab_model(self, name: str = "tiny.en") -> Path:
+        """One of whisper.cpp's vocab-only test models (models/for-tests-ggml-NAME.bin)."""
+        return self.whisper_server.parent.parent / "models" / f"for-tests-ggml-{name}.bin"
 
     @property
     def cpu_server(self) -> Path:
@@ -96,6 +117,7 @@ def locate() -> TestEngines:
             Path(values["STRATA_TEST_VULKAN_ENGINE"]),
             Path(values["STRATA_TEST_LLAMA_SRC"]),
             Path(values["STRATA_TEST_SD_ENGINE"]) if values.get("STRATA_TEST_SD_ENGINE") else None,
+            Path(values["STRATA_TEST_WHISPER_ENGINE"]) if values.get("STRATA_TEST_WHISPER_ENGINE") else None,
         )
     except KeyError as exc:
         raise FileNotFoundError(f"test engines not set up ({exc}): run scripts/test-engines.sh") from exc

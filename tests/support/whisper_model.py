@@ -103,3 +103,4 @@ def write_whisper_model(path: Path, vocab_source: Path, *, seed: int = 7) -> Pat
             values = np.ones(shape[::-1]) if ones else rng.normal(0.0, SCALES.get(name, 0.5), shape[::-1])
             f.write(values.astype("<f2" if half else "<f4").tobytes())
     return path
+

@@ -400,7 +400,7 @@ def _walk(folder: Path) -> list[Path]:
     out: list[Path] = []
     try:
         for root, _dirs, names in os.walk(folder):
-            out.extend(Path(root) / n for n in names if n.lower().endswith((".gguf", ".safetensors")))
+            out.extend(Path(root) / n for n in names if n.lower().endswith((".gguf", ".safetensors", ".bin")))
     except OSError as exc:
         log.warning("cannot scan %s: %s", folder, exc)
     return out

@@ -14,17 +14,20 @@ from typing import Any
 
 from strata_gui.core.models.gguf_meta import SPLIT_RE, format_params, quant_from_filename
 from strata_gui.core.models.library import LibraryEntry
-from strata_gui.core.serve.router import KIND_EMBEDDING, KIND_IMAGE, KIND_TEXT, ServedModel
+from strata_gui.core.serve.router import KIND_EMBEDDING, KIND_IMAGE, KIND_SPEECH, KIND_TEXT, ServedModel
 
 
 def file_id(path: Path) -> str:
-    """The id of a file outside the hub cache: its name without ``.gguf`` (and without the
-    ``-00001-of-0000N`` of a split set)."""
+    """The id of a file outside the hub cache: its name without ``.gguf`` (or a whisper model's
+    ``.bin``; and without the ``-00001-of-0000N`` of a split set)."""
     name = path.name
     m = SPLIT_RE.match(name)
     if m:
         return str(m.group("prefix"))
-    return name[: -len(".gguf")] if name.lower().endswith(".gguf") else name
+    for suffix in (".gguf", ".bin"):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def assign_ids(entries: Sequence[LibraryEntry]) -> list[str]:
@@ -52,9 +55,12 @@ def _quant(e: LibraryEntry) -> str:
     return e.quant or quant_from_filename(e.path.name) or ""
 
 
+_FORMATS = {".gguf": "gguf", ".safetensors": "safetensors"}  # else whisper.cpp's GGML (.bin)
+
+
 def details_of(entry: LibraryEntry, kind: str) -> dict[str, Any]:
     """The ``details`` of a :class:`ServedModel` made from a library entry."""
-    details: dict[str, Any] = {"format": "gguf" if entry.path.suffix.lower() == ".gguf" else "safetensors"}
+    details: dict[str, Any] = {"format": _FORMATS.get(entry.path.suffix.lower(), "ggml")}
     family = entry.image_family if entry.kind.name == KIND_IMAGE else entry.architecture
     if family:
         details["family"] = family
@@ -67,7 +73,8 @@ def details_of(entry: LibraryEntry, kind: str) -> dict[str, Any]:
         details["quantization_level"] = quant
     if entry.context_length:
         details["context_length"] = entry.context_length
-    caps = {KIND_TEXT: ["completion"], KIND_EMBEDDING: ["embedding"], KIND_IMAGE: ["image"]}.get(kind, [])
+    caps = {KIND_TEXT: ["completion"], KIND_EMBEDDING: ["embedding"], KIND_IMAGE: ["image"],
+            KIND_SPEECH: ["transcription"]}.get(kind, [])
     if kind == KIND_TEXT and entry.vision:
         caps.append("vision")
     details["capabilities"] = caps

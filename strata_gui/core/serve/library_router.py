@@ -30,7 +30,7 @@ from strata_gui.core.base.errors import ServerBusyError, UnknownModelError
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.pool import EnginePool, PooledEngine, acquire_along_plan
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, TEXT, EngineKind, kind_named
+from strata_gui.core.runtime.kinds import EMBEDDING, TEXT, EngineKind, kind_named
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.serve.catalog import assign_ids, served_model
 from strata_gui.core.serve.router import LoadedModel, ServedModel, Upstream
@@ -136,8 +136,8 @@ class LibraryRouter:
         plan = self._plans(served.path, engine_kind)
         if not plan:
             raise UnknownModelError(f"No {engine_kind.label} engine is installed to run '{served.id}'.",
-                                    hint="Install one on the Engines page (strata engines install"
-                                         + (" --images)." if engine_kind is IMAGE else ")."))
+                                    hint="Install one on the Engines page (strata engines install --kind "
+                                         f"{engine_kind.name}, or add-local DIR --kind {engine_kind.name}).")
         if self._waiting >= self.max_waiting:
             raise ServerBusyError(f"{self._waiting} requests are already waiting for an engine.",
                                   retry_after=5.0, hint="Send fewer requests at once.")

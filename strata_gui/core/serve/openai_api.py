@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
+from strata_gui.core.serve.audio_api import transcriptions
 from strata_gui.core.serve.router import (
     API_EMBEDDINGS,
     API_IMAGES,
@@ -82,4 +83,5 @@ def routes() -> list[Route]:
         ("POST", "/v1/responses", passthrough(KIND_TEXT, API_RESPONSES), True),
         ("POST", "/v1/rerank", passthrough(None, API_RERANK), True),
         ("POST", "/v1/images/generations", passthrough(KIND_IMAGE, API_IMAGES), True),
+        ("POST", "/v1/audio/transcriptions", transcriptions, True),
     ]

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from strata_gui.core.runtime import kinds
-from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, TEXT
+from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, SPEECH, TEXT
 
 # Engine kinds: what a model is loaded as (the names of the descriptors in core/runtime/kinds.py).
 KIND_TEXT = TEXT.name
 KIND_EMBEDDING = EMBEDDING.name
 KIND_IMAGE = IMAGE.name
+KIND_SPEECH = SPEECH.name
 
 # What an engine speaks natively (Upstream.apis, from its kind's descriptor): the HTTP layer passes a
 # request through when its engine speaks the request's API, translates where it knows how, and

@@ -290,7 +290,8 @@ def engine_failure(exc: ServerError) -> str:
 
 
 @asynccontextmanager
-async def upstream_post(ctx: ServeContext, up: Upstream, path: str, body: bytes) -> AsyncIterator[EngineReply]:
+async def upstream_post(ctx: ServeContext, up: Upstream, path: str, body: bytes, *,
+                        content_type: str = JSON_TYPE) -> AsyncIterator[EngineReply]:
     """POST ``body`` to the engine and hold its response open (the body is read by the caller).
 
     The engines' client is the app's shared loopback client: no proxy, a kept-alive connection
@@ -307,8 +308,8 @@ async def upstream_post(ctx: ServeContext, up: Upstream, path: str, body: bytes)
         raise ApiError(503, "Strata's server is not running.", "busy")
     engine = EngineHttp(http, up.base_url, up.api_key)
     try:
-        async with engine.stream(path, content=body, headers=_ENGINE_HEADERS, timeout=ENGINE_TIMEOUT,
-                                 raw=True) as resp:
+        headers = {**_ENGINE_HEADERS, "Content-Type": content_type}
+        async with engine.stream(path, content=body, headers=headers, timeout=ENGINE_TIMEOUT, raw=True) as resp:
             yield resp
     except ServerError as exc:
         raise ApiError(502, f"The engine did not answer: {engine_failure(exc)}.", "upstream") from exc
@@ -525,15 +526,16 @@ class EventRenamer:
 
 
 async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, stream: bool,
-                flavor: Flavor, record: bool = True) -> web.StreamResponse:
+                flavor: Flavor, record: bool = True, content_type: str = JSON_TYPE) -> web.StreamResponse:
     """Send the client's body to the engine's ``path`` unchanged and its answer back as it comes.
 
     A stream's bytes go out as they arrive (SSE events are not re-encoded); statistics are read on
-    the way. The engine's errors are answered in the client's API shape.
+    the way. The engine's errors are answered in the client's API shape. ``content_type``: the
+    body's (a multipart form's, with its boundary, for an audio upload).
     """
     ctx = context(request)
     meter = Meter(ctx.clock)
-    async with upstream_post(ctx, up, path, raw) as resp:
+    async with upstream_post(ctx, up, path, raw, content_type=content_type) as resp:
         ctype = resp.content_type
         if resp.status_code != 200 or not ctype.startswith(SSE_TYPE):
             data = await resp.read()

@@ -145,14 +145,17 @@ class TranscriptionService:
         settings: How a speech model is launched (the same as the local API's, so both share it).
         pool: Where engines are borrowed.
         http: Loopback HTTP client (no proxy).
+        piece_seconds: Length of one piece of a long recording.
         clock: Monotonic clock (seconds).
     """
 
     USER = "speech"
 
     def __init__(self, plan: PlanProvider, settings: SettingsProvider, pool: EnginePool,
-                 http: httpx.AsyncClient, *, clock: Callable[[], float] = time.monotonic) -> None:
+                 http: httpx.AsyncClient, *, piece_seconds: float = PIECE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._plan = plan
+        self.piece_seconds = piece_seconds
         self._settings = settings
         self.pool = pool
         self._http = http
@@ -173,7 +176,7 @@ class TranscriptionService:
             SpeechError: not audio, no speech engine, the model is not a whisper model, or every
                 engine failed.
         """
-        pieces = await run_blocking(prepare, source, name="strata-speech-audio")
+        pieces = await run_blocking(prepare, source, self.piece_seconds, name="strata-speech-audio")
         plan = self.plan(model)
         if not plan:
             raise SpeechError(QT_TRANSLATE_NOOP("Core", "No speech engine is installed."),

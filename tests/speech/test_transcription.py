@@ -1,0 +1,183 @@
+"""Speech to text through the composed core: the real CPU whisper-server (built from the pinned
+whisper.cpp source) started by the engine pool, whisper.cpp's own sample recording, a real
+whisper model file (real vocabulary, seeded random weights), and the ``strata transcribe`` CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import wave
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import pytest
+
+from strata_gui.core.app_services import AppServices, build_app_services
+from strata_gui.core.base import Progress, SpeechError
+from strata_gui.core.config.services import build_services
+from strata_gui.core.runtime import SPEECH
+from strata_gui.core.speech import AudioClip
+from tests.support.engines import TestEngines
+
+T = TypeVar("T")
+
+
+def by_hand(engines: TestEngines, model: Path, audio: Path) -> str:
+    """What whisper-cli says with the decoding Strata's requests ask of whisper-server (greedy,
+    best of 2: the server's defaults), words on one line (its text file: the words without times)."""
+    out = audio.parent / f"{audio.stem}-by-hand"
+    subprocess.run([str(engines.whisper_cli), "-m", str(model), "-f", str(audio), "-bs", "1", "-bo", "2", "-np",
+                    "-otxt", "-of", str(out)], capture_output=True, timeout=120, check=True)
+    return " ".join(out.with_suffix(".txt").read_text().split())
+
+
+def with_speech(engines: TestEngines, model: Path, body: Callable[[AppServices], Awaitable[T]]) -> T:
+    """The composed core with the CPU whisper.cpp build registered and ``model``'s folder in the library."""
+
+    async def main() -> T:
+        app = build_app_services(build_services())
+        try:
+            app.settings.update(model_dirs=[str(model.parent)])
+            await app.prepare()
+            await app.engines.add_local(engines.whisper_server.parent, "cpu", kind=SPEECH)
+            return await body(app)
+        finally:
+            await app.aclose()
+
+    return asyncio.run(main())
+
+
+def write_wav(path: Path, samples: np.ndarray, rate: int, channels: int = 1) -> Path:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(samples.astype("<i2").tobytes())
+    return path
+
+
+def read_samples(path: Path) -> np.ndarray:
+    with wave.open(str(path), "rb") as w:
+        return np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+
+
+def test_a_recording_is_heard_as_whisper_cli_hears_it(test_engines: TestEngines, whisper_model: Path) -> None:
+    expected = by_hand(test_engines, whisper_model, test_engines.whisper_sample)
+    assert len(expected.split()) >= 5  # the random model says words (nonsense ones)
+
+    async def body(app: AppServices) -> None:
+        assert await app.speech_model() == whisper_model  # the library's whisper model, told by its header
+        shown: list[Progress] = []
+        transcript = await app.speech.transcribe(whisper_model, test_engines.whisper_sample, language="en",
+                                                 on_progress=shown.append)
+        assert transcript.text == expected
+        assert transcript.audio_seconds == pytest.approx(11.0, abs=0.01) and transcript.pieces == 1
+        assert (shown[-1].done, shown[-1].total) == (1, 1)
+        # the engine stays loaded for the next recording: the microphone's PCM, wrapped as WAV
+        pcm = read_samples(test_engines.whisper_sample).tobytes()
+        again = await app.speech.transcribe(whisper_model, AudioClip(pcm), language="en")
+        assert again.text == expected
+        assert len(app.pool.engines(kind=SPEECH)) == 1
+
+    with_speech(test_engines, whisper_model, body)
+
+
+def test_a_long_recording_goes_in_pieces_with_progress_and_cancel_stops_between_them(
+        test_engines: TestEngines, whisper_model: Path, tmp_path: Path) -> None:
+    sample = read_samples(test_engines.whisper_sample)
+    long_wav = write_wav(tmp_path / "long.wav", np.tile(sample, 4), 16_000)  # 44 s
+
+    async def body(app: AppServices) -> None:
+        app.speech.piece_seconds = 12.0  # a 3-hour file is cut the same way, every 120 s
+        shown: list[Progress] = []
+        transcript = await app.speech.transcribe(whisper_model, long_wav, language="en", on_progress=shown.append)
+        assert transcript.pieces == 4 and transcript.audio_seconds == pytest.approx(44.0, abs=0.01)
+        assert [(p.done, p.total) for p in shown] == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+        assert len(transcript.text.split()) > 10
+
+        first_piece = asyncio.Event()
+        task = asyncio.ensure_future(app.speech.transcribe(
+            whisper_model, long_wav, language="en",
+            on_progress=lambda p: first_piece.set() if p.done == 1 else None))
+        await first_piece.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # the engine was not stopped: the next job needs no reload
+        assert [e.ready for e in app.pool.engines(kind=SPEECH)] == [True]
+
+    with_speech(test_engines, whisper_model, body)
+
+
+def test_another_sample_rate_and_stereo_are_converted_by_the_engine(
+        test_engines: TestEngines, whisper_model: Path, tmp_path: Path) -> None:
+    mono = read_samples(test_engines.whisper_sample).astype(np.float64)
+    # 44.1 kHz stereo: the recording resampled (linear) and put on both channels
+    t = np.arange(int(len(mono) * 44_100 / 16_000)) * 16_000 / 44_100
+    resampled = np.interp(t, np.arange(len(mono)), mono)
+    stereo = write_wav(tmp_path / "cd.wav", np.repeat(resampled, 2), 44_100, channels=2)
+
+    async def body(app: AppServices) -> None:
+        transcript = await app.speech.transcribe(whisper_model, stereo, language="en")
+        assert transcript.audio_seconds == pytest.approx(11.0, abs=0.01)
+        assert len(transcript.text.split()) >= 5
+
+    with_speech(test_engines, whisper_model, body)
+
+
+def test_what_is_not_audio_is_refused_before_any_engine_starts(
+        test_engines: TestEngines, whisper_model: Path, tmp_path: Path) -> None:
+    pdf = tmp_path / "talk.wav"
+    pdf.write_bytes(b"%PDF-1.7\n" + b"x" * 4000)  # a PDF named like a recording
+    ogg = tmp_path / "voice.ogg"
+    ogg.write_bytes(b"OggS\x00\x02" + b"\x00" * 4000)
+
+    async def body(app: AppServices) -> None:
+        with pytest.raises(SpeechError, match="talk.wav is not audio"):
+            await app.speech.transcribe(whisper_model, pdf)
+        with pytest.raises(SpeechError, match="OGG audio, which the speech engine cannot read") as info:
+            await app.speech.transcribe(whisper_model, ogg)
+        assert "WAV, MP3 or FLAC" in (info.value.hint or "")
+        with pytest.raises(SpeechError, match="recording is empty"):
+            await app.speech.transcribe(whisper_model, AudioClip(b""))
+        assert app.pool.engines() == []
+
+    with_speech(test_engines, whisper_model, body)
+
+
+def test_a_file_that_is_no_whisper_model_gets_a_clear_error(
+        test_engines: TestEngines, whisper_model: Path, tmp_path: Path) -> None:
+    wrong = tmp_path / "ggml-wrong.bin"
+    wrong.write_bytes(b"GGUF" + bytes(range(256)) * 20)  # a model file, but not whisper.cpp's
+
+    async def body(app: AppServices) -> None:
+        with pytest.raises(SpeechError) as info:
+            await app.speech.transcribe(wrong, test_engines.whisper_sample)
+        assert info.value.message == "ggml-wrong.bin is not a speech model whisper.cpp can load."
+        assert "bad magic" in (info.value.details or "")
+
+    with_speech(test_engines, whisper_model, body)
+
+
+def test_strata_transcribe_prints_the_words(test_engines: TestEngines, whisper_model: Path,
+                                             tmp_path: Path) -> None:
+    env_home = {"STRATA_HOME": str(tmp_path / "home")}
+    import os
+
+    env = {**os.environ, **env_home}
+    cli = [sys.executable, "-m", "strata_gui.cli"]
+    subprocess.run([*cli, "engines", "add-local", str(test_engines.whisper_server.parent), "--kind", "speech"],
+                   env=env, check=True, capture_output=True, timeout=120)
+    out = subprocess.run([*cli, "transcribe", str(test_engines.whisper_sample), "--model", str(whisper_model),
+                          "--language", "en", "--json"], env=env, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["text"] == by_hand(test_engines, whisper_model, test_engines.whisper_sample)
+    assert data["engine"].startswith("CPU") and data["pieces"] == 1
+    bad = subprocess.run([*cli, "transcribe", str(whisper_model), "--model", str(whisper_model)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "is not audio" in bad.stderr
