@@ -29,8 +29,8 @@ def test_the_openai_client_transcribes_through_strata_serve(test_engines: TestEn
     model = Path(shutil.copy2(whisper_model, library / whisper_model.name))
     sample = Path(shutil.copy2(test_engines.whisper_sample, tmp_path / "jfk.wav"))
     expected = by_hand(test_engines, model, sample)
-    not_audio = tmp_path / "notes.wav"
-    not_audio.write_text("these are meeting notes, not a recording\n" * 50)
+    recording = ("jfk.wav", sample.read_bytes())
+    not_audio = ("notes.wav", b"these are meeting notes, not a recording\n" * 50)
 
     async def main() -> None:
         app = build_app_services(build_services())
@@ -42,18 +42,15 @@ def test_the_openai_client_transcribes_through_strata_serve(test_engines: TestEn
             async with openai.AsyncOpenAI(base_url=url, api_key="none", max_retries=0) as client:
                 listed = {m.id: m for m in (await client.models.list()).data}
                 assert listed[MODEL_ID].model_extra == {"kind": "speech"}
-                with sample.open("rb") as f:
-                    heard = await client.audio.transcriptions.create(model=MODEL_ID, file=f, language="en")
+                heard = await client.audio.transcriptions.create(model=MODEL_ID, file=recording, language="en")
                 assert " ".join(heard.text.split()) == expected
-                with sample.open("rb") as f:
-                    text = await client.audio.transcriptions.create(model=MODEL_ID, file=f, response_format="text")
+                text = await client.audio.transcriptions.create(model=MODEL_ID, file=recording, response_format="text")
                 assert " ".join(str(text).split()) == expected
-                with sample.open("rb") as f:
-                    verbose = await client.audio.transcriptions.create(model=MODEL_ID, file=f,
-                                                                       response_format="verbose_json")
+                verbose = await client.audio.transcriptions.create(model=MODEL_ID, file=recording,
+                                                                   response_format="verbose_json")
                 assert verbose.duration == pytest.approx(11.0, abs=0.01) and verbose.segments
-                with not_audio.open("rb") as f, pytest.raises(openai.BadRequestError, match="not audio"):
-                    await client.audio.transcriptions.create(model=MODEL_ID, file=f)
+                with pytest.raises(openai.BadRequestError, match="not audio"):
+                    await client.audio.transcriptions.create(model=MODEL_ID, file=not_audio)
             # one engine served them all, loaded once
             assert len(app.pool.engines(kind=SPEECH)) == 1
             async with httpx.AsyncClient() as raw:

@@ -137,7 +137,7 @@ def test_what_is_not_audio_is_refused_before_any_engine_starts(
     ogg.write_bytes(b"OggS\x00\x02" + b"\x00" * 4000)
 
     async def body(app: AppServices) -> None:
-        with pytest.raises(SpeechError, match="talk.wav is not audio"):
+        with pytest.raises(SpeechError, match=r"talk\.wav is not audio"):
             await app.speech.transcribe(whisper_model, pdf)
         with pytest.raises(SpeechError, match="OGG audio, which the speech engine cannot read") as info:
             await app.speech.transcribe(whisper_model, ogg)
