@@ -39,11 +39,14 @@ if TYPE_CHECKING:  # the heavy modules load after the window is on screen (see r
     from PySide6.QtWidgets import QFileDialog, QWidget
 
     from strata_gui.core.app_services import AppServices
+    from strata_gui.core.base import ProgressCallback
     from strata_gui.core.models import StarterModel
     from strata_gui.core.platform import ActivationServer, InstanceLock, WarmSlot
     from strata_gui.core.rpc import RpcDevice
     from strata_gui.core.serve import HandedOver, ServeService
+    from strata_gui.core.speech import AudioClip, Transcript
     from strata_gui.ui.bridge import AsyncBridge, TaskHandle
+    from strata_gui.ui.chat.voice import Transcriber
     from strata_gui.ui.dialogs import ErrorDialog
     from strata_gui.ui.first_run import FirstRunGuide
     from strata_gui.ui.pages.about_page import AboutPage
@@ -365,7 +368,23 @@ def _build_chat(ui: AppUi) -> Page:
                     tools=lambda: (services.tool_servers, services.tools),
                     library=lambda: services.models.usable_models(TEXT),
                     presets=PresetStore(services.base.paths.config_dir / PRESETS_FILE),
-                    open_model=lambda path: services.models.open_file(path, keep=True))
+                    open_model=lambda path: services.models.open_file(path, keep=True),
+                    transcribe=speech_transcriber(services))
+
+
+def speech_transcriber(services: AppServices) -> Transcriber:
+    """The chat's speech to text: Settings' whisper model (else the library's first), in the
+    language chosen in Settings, else the app's own language."""
+    from PySide6.QtCore import QLocale
+
+    from strata_gui.core.speech import spoken_language
+
+    async def transcribe(source: Path | AudioClip, on_progress: ProgressCallback) -> Transcript:
+        model = await services.speech_model()
+        language = spoken_language(services.settings.current.speech_language, QLocale().name())
+        return await services.speech.transcribe(model, source, language=language, on_progress=on_progress)
+
+    return transcribe
 
 
 def _build_models(ui: AppUi) -> Page:

@@ -253,8 +253,10 @@ class AppServices:
         from strata_gui.core.runtime.kinds import SPEECH
 
         chosen = self.settings.current.speech_model
-        if chosen and await run_blocking(os.path.isfile, chosen, name="strata-speech-model"):
-            return Path(chosen)
+        if chosen:
+            exists: bool = await run_blocking(Path(chosen).is_file, name="strata-speech-model")
+            if exists:
+                return Path(chosen)
         models = await self.models.usable_models(SPEECH)
         if not models:
             raise SpeechError(QT_TRANSLATE_NOOP("Core", "No speech model is in the library."),

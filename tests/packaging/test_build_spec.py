@@ -64,7 +64,7 @@ def test_unused_qt_modules_are_excluded_and_used_ones_are_not(spec: SimpleNamesp
     excluded = set(spec.EXCLUDES)
     for heavy in (
         "PySide6.QtWebEngineCore", "PySide6.QtWebEngineWidgets", "PySide6.Qt3DCore",
-        "PySide6.QtMultimedia", "PySide6.QtQml", "PySide6.QtQuick", "PySide6.QtPdf",
+        "PySide6.QtMultimediaWidgets", "PySide6.QtQml", "PySide6.QtQuick", "PySide6.QtPdf",
         "PySide6.QtDesigner", "PySide6.QtBluetooth", "PySide6.QtVirtualKeyboard",
     ):
         assert heavy in excluded

@@ -129,10 +129,13 @@ def prepare(source: Path | AudioClip, seconds: float = PIECE_SECONDS) -> _Pieces
                           hint=QT_TRANSLATE_NOOP("Core", "Drop it on the chat (Strata converts it there), or "
                                                          "convert it to WAV, MP3 or FLAC."))
     info = wav_info(source) if kind == "wav" else None
-    count = max(1, -(-info.frames // max(1, int(seconds * info.rate)))) if info is not None else 1
+    whole = _Pieces(1, info.seconds if info is not None else None,
+                    lambda: iter([_Piece(source.read_bytes(), source.name)]))
+    if info is None:
+        return whole
+    count = max(1, -(-info.frames // max(1, int(seconds * info.rate))))
     if count == 1:  # sent as it is: the engine reads it whole
-        return _Pieces(1, info.seconds if info is not None else None,
-                       lambda: iter([_Piece(source.read_bytes(), source.name)]))
+        return whole
     return _Pieces(count, info.seconds,
                    lambda: (_Piece(p.to_wav(), f"{source.stem}-{n}.wav")
                             for n, p in enumerate(wav_pieces(source, seconds))))

@@ -3,6 +3,8 @@ become attachments instead of text."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
@@ -32,6 +34,8 @@ class ChatInput(QPlainTextEdit):
         self.texts.set(self.setPlaceholderText, lambda: self.tr("Message the model…  (Enter sends, Shift+Enter adds a line)"))
         self.setTabChangesFocus(True)
         self.setFixedHeight(76)
+        # Set by the page: transcribes a dropped recording (True: the drop was audio, not text).
+        self.take_audio: Callable[[QMimeData], bool] | None = None
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (
@@ -49,6 +53,8 @@ class ChatInput(QPlainTextEdit):
         return has_images(source) or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:
+        if self.take_audio is not None and self.take_audio(source):
+            return
         models = model_files(source)
         if models:
             self.models_received.emit(models)

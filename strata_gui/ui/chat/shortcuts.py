@@ -1,8 +1,9 @@
 """The chat page's keyboard shortcuts.
 
 Ctrl+N starts a new chat, Esc closes the find bar or else stops the reply, Ctrl+F finds in the
-conversation, Ctrl+K opens the model picker and Ctrl+L puts the cursor in the message box. They
-live on the chat page, so they act only while it is shown; the window's own (Ctrl+1…9 for the
+conversation, Ctrl+K opens the model picker, Ctrl+L puts the cursor in the message box and
+Ctrl+Shift+Space starts and stops a recording for speech to text (the microphone button records
+while held). They live on the chat page, so they act only while it is shown; the window's own (Ctrl+1…9 for the
 pages, Ctrl+Q) and the other pages' (Ctrl+S on Settings, Ctrl+Enter and Esc on Images) use other
 keys or are hidden then.
 """
@@ -23,6 +24,7 @@ STOP = "Esc"
 FIND = "Ctrl+F"
 MODEL_PICKER = "Ctrl+K"
 MESSAGE_BOX = "Ctrl+L"
+PUSH_TO_TALK = "Ctrl+Shift+Space"  # first press records, the next one stops and transcribes
 
 
 def escape(page: ChatPage) -> None:
@@ -53,7 +55,8 @@ def add_chat_shortcuts(page: ChatPage) -> list[QShortcut]:
     """Create the chat page's shortcuts (they live as long as the page)."""
     actions = ((NEW_CHAT, page.new_conversation), (STOP, lambda: escape(page)),
                (FIND, page.find_bar.open_bar), (MODEL_PICKER, lambda: open_model_picker(page)),
-               (MESSAGE_BOX, lambda: focus_message_box(page)))
+               (MESSAGE_BOX, lambda: focus_message_box(page)),
+               (PUSH_TO_TALK, lambda: page.voice.toggle_recording() if page.voice is not None else None))
     made = []
     for keys, action in actions:
         made.append(QShortcut(QKeySequence(keys), page, action))

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QMimeData, Qt, QTimer
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -85,6 +85,7 @@ from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
+from strata_gui.ui.chat.voice import Transcriber, VoiceInput, audio_files
 from strata_gui.ui.i18n import LiveTexts, core_text, error_line, keep_translated
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
@@ -160,8 +161,10 @@ class ChatPage(Page):
                  tools: Callable[[], tuple[McpServerStore, McpHost]] | None = None,
                  library: Callable[[], Awaitable[list[Path]]] | None = None,
                  presets: PresetStore | None = None,
-                 open_model: Callable[[Path], Awaitable[LibraryEntry]] | None = None) -> None:
+                 open_model: Callable[[Path], Awaitable[LibraryEntry]] | None = None,
+                 transcribe: Transcriber | None = None) -> None:
         super().__init__(parent)
+        self._transcribe = transcribe  # speech to text (the microphone, dropped audio); None: no voice
         self.texts = LiveTexts(self)  # follow a language switch
         self._presets = presets  # saved presets: a picker in the conversation settings
         self._tools = tools
@@ -469,6 +472,7 @@ class ChatPage(Page):
         self.input.submitted.connect(self.send_text)
         self.input.images_received.connect(self._add_raw_images)
         self.input.models_received.connect(self.use_dropped_models)
+        self.input.take_audio = self.take_audio
         self.attachments = AttachmentStrip()
         self.attachments.changed.connect(self._on_attachments_changed)
         self.attach_button = QPushButton()
@@ -494,7 +498,24 @@ class ChatPage(Page):
         input_row = QHBoxLayout()
         input_row.addWidget(self.input, 1)
         input_row.addLayout(buttons)
+        self.voice: VoiceInput | None = None
+        if self._transcribe is not None:
+            self.voice = VoiceInput(self._bridge, self._transcribe)
+            self.voice.transcribed.connect(self.insert_transcript)
+            self.voice.problem.connect(lambda err: self.notice.show_message(error_line(err), "warning"))
+            buttons.insertWidget(buttons.count() - 1, self.voice)
         return input_row
+
+    def insert_transcript(self, text: str) -> None:
+        """Put what was said in the message box at the cursor, for editing before it is sent."""
+        if not text:
+            self.notice.show_message(self.tr("No speech was heard in the recording."), "info")
+            return
+        cursor = self.input.textCursor()
+        before = self.input.toPlainText()[:cursor.position()]
+        cursor.insertText(text if not before or before.endswith((" ", "\n")) else " " + text)
+        self.input.setTextCursor(cursor)
+        self.input.setFocus()
 
     # -- navigation ------------------------------------------------------------------------------
     def on_shown(self) -> None:
@@ -824,12 +845,22 @@ class ChatPage(Page):
     def dropEvent(self, event: QDropEvent) -> None:
         mime = event.mimeData()
         event.acceptProposedAction()
+        if self.take_audio(mime):
+            return
         models = model_files(mime)
         if models:
             self.use_dropped_models(models)
         pictures = raw_images(mime)
         if pictures:
             self._add_raw_images(pictures)
+
+    def take_audio(self, mime: QMimeData) -> bool:
+        """A dropped recording is transcribed into the message box (not attached as a picture)."""
+        recordings = audio_files(mime)
+        if not recordings or self.voice is None:
+            return False
+        self.voice.transcribe(recordings[0])
+        return True
 
     def use_dropped_models(self, paths: list[Path]) -> TaskHandle | None:
         """Add dropped GGUF files to the library (kept after a restart) and chat with the first one

@@ -1,0 +1,187 @@
+"""Speaking to the chat page: real widgets, the real CPU whisper-server on the engine pool, and a
+virtual microphone (a PulseAudio null sink whose sound is a source Qt lists as a microphone; the
+test plays whisper.cpp's sample into it while the button is held)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import time
+import wave
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from PySide6.QtCore import QMimeData, QUrl
+from PySide6.QtMultimedia import QAudioDevice
+
+from strata_gui.core.base import ProgressCallback
+from strata_gui.core.chat.service import ChatService
+from strata_gui.core.chat.store import ConversationStore
+from strata_gui.core.config.paths import AppPaths
+from strata_gui.core.runtime import SPEECH, EngineSpec
+from strata_gui.core.runtime.launch import ServerSettings
+from strata_gui.core.speech import AudioClip, Transcript, TranscriptionService
+from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.pages.chat_page import ChatPage
+from tests.speech.test_transcription import by_hand
+from tests.support.engines import TestEngines
+from tests.support.pool import real_pool
+from tests.support.settings import settings_service
+
+pytestmark = pytest.mark.slow
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll inside one loop run (qasync callbacks must not fire between separate runs)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def voice_page(qtbot, qasync_loop: asyncio.AbstractEventLoop, test_engines: TestEngines,  # type: ignore[no-untyped-def]
+               whisper_model: Path, test_model: Path) -> Iterator[tuple[ChatPage, TranscriptionService]]:
+    paths = AppPaths.from_environment()
+    paths.ensure()
+    http = httpx.AsyncClient(trust_env=False)
+    pool = real_pool(http)
+    chat = ChatService(ConversationStore(paths.database_file).open(), pool, http,
+                       settings_service(context_size=1024, last_model=str(test_model)))
+    spec = EngineSpec("whisper-test", "CPU", "cpu", test_engines.whisper_server, {}, kind=SPEECH)
+    speech = TranscriptionService(lambda _m: [spec], lambda _m: ServerSettings(), pool, http, piece_seconds=12.0)
+
+    async def transcribe(source: Path | AudioClip, on_progress: ProgressCallback) -> Transcript:
+        return await speech.transcribe(whisper_model, source, language="en", on_progress=on_progress)
+
+    bridge = AsyncBridge()
+    page = ChatPage(chat, bridge, transcribe=transcribe)
+    qtbot.addWidget(page)
+    page.resize(1000, 700)
+    page.show()
+    try:
+        yield page, speech
+    finally:
+        qasync_loop.run_until_complete(bridge.shutdown())
+        qasync_loop.run_until_complete(chat.aclose())
+        qasync_loop.run_until_complete(pool.aclose())
+        qasync_loop.run_until_complete(http.aclose())
+
+
+@pytest.fixture(scope="session")
+def virtual_microphone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Path], subprocess.Popen[bytes]]]:
+    """A PulseAudio server of the test session's own with a null sink ``vmic`` and, over its
+    monitor, a source Qt lists as the default microphone; yields ``play(wav)`` (into the sink).
+    It lives as long as the session: Qt's sound system stays connected to it once opened."""
+    if shutil.which("pulseaudio") is None:
+        pytest.fail("pulseaudio is missing: scripts/setup-system.sh installs it")
+    run = tmp_path_factory.mktemp("pulse")
+    socket = run / "native"
+    env = {**os.environ, "PULSE_RUNTIME_PATH": str(run), "PULSE_STATE_PATH": str(run), "HOME": str(run),
+           "PULSE_SERVER": f"unix:{socket}"}
+    # Daemonised (not a child of the tests, which must leave none running), stopped at the end.
+    subprocess.run(
+        ["pulseaudio", "-n", "--daemonize=yes", "--exit-idle-time=-1", "--log-target=stderr",
+         f"--load=module-native-protocol-unix socket={socket} auth-anonymous=1",
+         "--load=module-null-sink sink_name=vmic",
+         "--load=module-remap-source master=vmic.monitor source_name=virtmic "
+         "source_properties=device.description=VirtualMicrophone"],
+        env=env, capture_output=True, check=True, timeout=30)
+
+    def play(wav: Path) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(["paplay", "--device=vmic", str(wav)], env=env)
+
+    try:
+        deadline = time.monotonic() + 20
+        while subprocess.run(["pactl", "set-default-source", "virtmic"], env=env, capture_output=True).returncode:
+            assert time.monotonic() < deadline, "the test's PulseAudio server did not start"
+            time.sleep(0.05)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("PULSE_SERVER", env["PULSE_SERVER"])
+            yield play
+    finally:
+        subprocess.run(["pulseaudio", "--kill"], env=env, capture_output=True, timeout=30)
+
+
+def test_holding_the_microphone_button_puts_the_words_in_the_message_box(
+        voice_page, virtual_microphone, test_engines: TestEngines, qasync_loop, qtbot) -> None:  # type: ignore[no-untyped-def]
+    page, _speech = voice_page
+    voice = page.voice
+    assert voice is not None
+    qtbot.keyClicks(page.input, "Please summarise:")  # typed first: the words go after it
+    levels: list[float] = []
+    voice.recorder.level.connect(levels.append)
+
+    async def walk() -> None:
+        voice.mic_button.pressed.emit()  # held down
+        assert voice.recorder.recording and voice.meter.isVisible()
+        player = virtual_microphone(test_engines.whisper_sample)
+        await wait_until(lambda: len(levels) > 20 and max(levels) > 0.1, 30)
+        assert voice.meter.value() >= 0  # the level is shown while recording
+        await asyncio.sleep(0)
+        voice.mic_button.released.emit()
+        assert voice.handle is not None
+        await voice.handle.wait()
+        player.terminate()
+        player.wait(10)
+
+    qasync_loop.run_until_complete(walk())
+    text = page.input.toPlainText()
+    assert text.startswith("Please summarise: ") and len(text.split()) > 3  # the transcript, to edit
+    assert page.conversation_id is None or not page.message_widgets  # nothing was sent
+    assert not voice.meter.isVisible() and voice.mic_button.isEnabled()
+
+
+def test_a_dropped_recording_is_transcribed_with_progress_and_cancel(
+        voice_page, test_engines: TestEngines, whisper_model: Path, tmp_path: Path, qasync_loop) -> None:  # type: ignore[no-untyped-def]
+    page, _speech = voice_page
+    voice = page.voice
+    assert voice is not None
+    long_wav = tmp_path / "meeting.wav"
+    with wave.open(str(test_engines.whisper_sample), "rb") as src, wave.open(str(long_wav), "wb") as out:
+        out.setparams(src.getparams())
+        frames = src.readframes(src.getnframes())
+        out.writeframes(frames * 6)  # 66 s: 6 pieces of 12 s
+
+    def drop(path: Path) -> None:
+        mime = QMimeData()
+        mime.setUrls([QUrl.fromLocalFile(str(path))])
+        page.input.insertFromMimeData(mime)  # what a drop on the message box calls
+
+    async def walk() -> list[str]:
+        shown: list[str] = []
+        drop(long_wav)
+        handle = voice.handle
+        assert handle is not None and voice.cancel_button.isVisible()
+        handle.progress.connect(lambda p: shown.append(voice.meter.format()))
+        await wait_until(lambda: voice.meter.maximum() == 6 and voice.meter.value() >= 2)
+        voice.cancel_button.click()
+        await wait_until(lambda: not handle.is_running)
+        assert handle.was_cancelled and page.input.toPlainText() == ""
+        drop(test_engines.whisper_sample)  # a short one, to the end
+        assert voice.handle is not None
+        await voice.handle.wait()
+        return shown
+
+    shown = qasync_loop.run_until_complete(walk())
+    assert "Transcribed piece 2 of 6" in shown
+    assert page.input.toPlainText() == by_hand(test_engines, whisper_model, test_engines.whisper_sample)
+    assert not page.attachments.images  # not taken for a picture
+
+
+def test_no_microphone_gets_a_clear_error(voice_page) -> None:  # type: ignore[no-untyped-def]
+    page, _speech = voice_page
+    voice = page.voice
+    assert voice is not None
+    voice.recorder.default_device = QAudioDevice  # what Qt answers on a computer with no microphone: a null device
+    voice.mic_button.pressed.emit()
+    assert not voice.recorder.recording and not voice.meter.isVisible()
+    assert page.notice.isVisible()
+    shown = page.notice.text.text()
+    assert shown.startswith("No microphone was found.")
+    assert "Settings → Privacy & security → Microphone" in shown  # where Windows users allow it
