@@ -103,7 +103,9 @@ def test_qt_plugin_selection_on_the_installed_pyside6(spec: SimpleNamespace) -> 
     plugins = [p for p in root.rglob("*") if p.is_file()]
     assert plugins, "PySide6 without plugins?"
     kept = {p.relative_to(root).as_posix() for p in plugins if spec.keep_entry(_plugin_dest(p))}
-    wanted = ["platforms/qoffscreen", "imageformats/qsvg", "imageformats/qico", "iconengines/qsvgicon"]
+    # multimedia: the chat's microphone and audio decoding (Qt's FFmpeg backend)
+    wanted = ["platforms/qoffscreen", "imageformats/qsvg", "imageformats/qico", "iconengines/qsvgicon",
+              "multimedia/ffmpegmediaplugin"]
     unwanted = ["imageformats/qpdf", "platforminputcontexts/qtvirtualkeyboardplugin"]
     if sys.platform == "win32":
         wanted += ["platforms/qwindows", "styles/qmodernwindowsstyle"]
@@ -117,7 +119,7 @@ def test_qt_plugin_selection_on_the_installed_pyside6(spec: SimpleNamespace) -> 
     for name in unwanted:
         assert _plugin_file(*name.split("/")) not in kept
     kept_kinds = {k.split("/")[0] for k in kept}
-    assert not kept_kinds & {"sqldrivers", "multimedia", "qmltooling", "sensors", "geoservices",
+    assert not kept_kinds & {"sqldrivers", "qmltooling", "sensors", "geoservices",
                              "egldeviceintegrations", "generic", "webview", "texttospeech"}
 
 

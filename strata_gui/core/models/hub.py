@@ -41,7 +41,7 @@ from strata_gui.core.models.hub_files import (
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.models.remote_header import read_remote_header
 from strata_gui.core.net.transfer import credentials_for, within
-from strata_gui.core.runtime.kinds import IMAGE, TEXT, EngineKind
+from strata_gui.core.runtime.kinds import IMAGE, SPEECH, TEXT, EngineKind
 
 _CHECK_ENDPOINT = QT_TRANSLATE_NOOP("Core", "Check the hub endpoint in Settings.")
 
@@ -91,7 +91,9 @@ class ModelDetail:
     likes: int
     quants: tuple[QuantEntry, ...]
     other_files: tuple[RemoteFile, ...] = field(default=())
-    kind: EngineKind = TEXT  # IMAGE: a text-to-image repo; its model files are ``images``, not ``quants``
+    # IMAGE: a text-to-image repo, SPEECH: whisper.cpp models (ggml-*.bin); their single-file
+    # model variants are ``images``, not ``quants``
+    kind: EngineKind = TEXT
     images: tuple[QuantEntry, ...] = field(default=())
 
     @property
@@ -303,14 +305,16 @@ class HubClient:
         if info.sha:
             safe_commit(info.sha, endpoint=self.endpoint)
         from strata_gui.core.models.hub_images import image_variants, is_image_repo
+        from strata_gui.core.models.speech_models import is_speech_repo, speech_variants
 
-        kind = IMAGE if is_image_repo(info.pipeline_tag, list(info.tags)) else TEXT
         images: list[QuantEntry] = []
-        if kind is IMAGE:
-            images, others = image_variants(files)
-            quants: list[QuantEntry] = []
+        quants: list[QuantEntry] = []
+        if is_image_repo(info.pipeline_tag, list(info.tags)):
+            kind, (images, others) = IMAGE, image_variants(files)
+        elif is_speech_repo(files):
+            kind, (images, others) = SPEECH, speech_variants(files)
         else:
-            quants, others = group_quants(files)
+            kind, (quants, others) = TEXT, group_quants(files)
         card = ""
         if any(f.path == "README.md" for f in files):
             card = await self._card(repo_id, info.sha or revision)

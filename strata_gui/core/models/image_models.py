@@ -204,7 +204,12 @@ def image_work_bytes(width: int = 512, height: int = 512) -> int:
 def estimate_image_fit(weights_bytes: int, target: MemoryTarget, ram_bytes: int,
                        width: int = 512, height: int = 512) -> ImageFit:
     """Judge an image model (all its files' bytes) at one image size against the GPU memory and system RAM."""
-    need = int(weights_bytes * 1.05) + image_work_bytes(width, height)
+    return estimate_bytes_fit(int(weights_bytes * 1.05) + image_work_bytes(width, height), target, ram_bytes)
+
+
+def estimate_bytes_fit(need: int, target: MemoryTarget, ram_bytes: int) -> ImageFit:
+    """Judge a model that needs ``need`` bytes as a whole (image and speech models: no KV cache)
+    against the GPU memory and system RAM."""
     gib = 1 << 30
     if target.usable_bytes and need <= target.usable_bytes:
         return ImageFit("gpu", f"fits in {target.name} ({need / gib:.1f} of {target.usable_bytes / gib:.1f} GiB)",

@@ -49,8 +49,9 @@ from strata_gui.core.models.hub_images import (
     pick_image_default,
     plan_companions,
 )
-from strata_gui.core.models.image_models import ImageFit, estimate_image_fit, image_parts
+from strata_gui.core.models.image_models import ImageFit, estimate_bytes_fit, estimate_image_fit, image_parts
 from strata_gui.core.models.library import LibraryEntry, ModelLibrary
+from strata_gui.core.models.speech_models import SPEECH_OVERHEAD_BYTES
 from strata_gui.core.runtime.kinds import TEXT, EngineKind
 
 T = TypeVar("T")
@@ -254,6 +255,25 @@ class ModelService:
             complete = [f for f in fits_list if not f.missing]
             fits_list[fits_list.index(complete[pick])] = replace(complete[pick], is_default=True)
         return ImageReport(target, parts.family, width, height, tuple(fits_list))
+
+    def speech_report(self, detail: ModelDetail, target: MemoryTarget | None = None) -> ImageReport:
+        """Judge every whisper model file of a speech repo by its size plus whisper.cpp's buffers
+        (no header read: a whisper model's memory is its file and a small, fixed overhead). The
+        recommended one is ``base`` (English-only when there is one), else the smallest."""
+        target = target or self.memory_target()
+        fits = [ImageVariantFit(q, (), (), estimate_bytes_fit(q.size + SPEECH_OVERHEAD_BYTES, target, self.ram_bytes))
+                for q in detail.images]
+        if not fits:
+            return ImageReport(target, "whisper", 0, 0, (),
+                               note=QT_TRANSLATE_NOOP("Core", "This repository has no whisper model (ggml-*.bin)."))
+        labels = [f.entry.label for f in fits]
+        pick = next((labels.index(x) for x in ("base.en", "base") if x in labels), 0)
+        fits[pick] = replace(fits[pick], is_default=True)
+        return ImageReport(target, "whisper", 0, 0, tuple(fits))
+
+    def speech_fit(self, entry: LibraryEntry) -> ImageFit:
+        """Where a local speech model runs (its size plus whisper.cpp's buffers)."""
+        return estimate_bytes_fit(entry.size + SPEECH_OVERHEAD_BYTES, self.memory_target(), self.ram_bytes)
 
     def enqueue_image(self, detail: ModelDetail, variant: ImageVariantFit) -> DownloadJob:
         """Queue an image model file with its companions as one job: they land in the same

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from strata_gui.core.models.hub_files import QuantEntry, RemoteFile
 
 GGML_MAGIC = 0x67676D6C
 _HEADER = struct.Struct("<I11i")
@@ -81,3 +85,26 @@ def is_whisper_file_name(name: str) -> bool:
 SPEECH_OVERHEAD_BYTES = 200 * 1024 * 1024
 """What a whisper model needs beyond its file: the mel and KV buffers and compute graphs (whisper.cpp
 reports about 100-200 MB for the small sizes)."""
+
+
+def is_speech_repo(files: list[RemoteFile]) -> bool:
+    """A hub repo of whisper.cpp models: it holds ``ggml-*.bin`` files and no GGUF."""
+    names = [PurePosixPath(f.path).name for f in files]
+    return any(is_whisper_file_name(n) for n in names) and not any(n.lower().endswith(".gguf") for n in names)
+
+
+def speech_variants(files: list[RemoteFile]) -> tuple[list[QuantEntry], list[RemoteFile]]:
+    """The whisper model files of a repo (smallest first, labelled ``base.en``, ``large-v3-q5_0``)
+    and the rest."""
+    from strata_gui.core.models.hub_files import QuantEntry
+
+    variants: list[QuantEntry] = []
+    others: list[RemoteFile] = []
+    for f in files:
+        name = PurePosixPath(f.path).name
+        if is_whisper_file_name(name) and f.size > 0:
+            variants.append(QuantEntry(name[len("ggml-"):-len(".bin")], name, (f,)))
+        else:
+            others.append(f)
+    variants.sort(key=lambda q: q.size)
+    return variants, others

@@ -295,8 +295,9 @@ SPEECH = EngineKind(
     lists_devices=False, ready_path="/health", command=whisper_command, probe_args=("--help",),
     apis=frozenset({WHISPER_INFERENCE}), subject=QT_TRANSLATE_NOOP("Core", "{engine} speech engine"),
     id_prefix="speech-", load_timeout=120.0,
-    # whisper.cpp's own GGML files (ggml-*.bin) live in repos tagged "whisper" on the hub.
-    hub_search=(("filter", "whisper"), ("pipeline_tag", "automatic-speech-recognition")),
+    # Speech-recognition repos; those holding whisper.cpp's ggml-*.bin files are told by their
+    # files when opened (core/models/speech_models.py), the others list no file to download.
+    hub_search=(("pipeline_tag", "automatic-speech-recognition"),),
 )
 KINDS: tuple[EngineKind, ...] = (TEXT, IMAGE, EMBEDDING, SPEECH)
 """The kinds Strata ships (what stored names are read back as)."""

@@ -41,7 +41,7 @@ from strata_gui.core.engines import (
     InstalledEngine,
     SetupOutcome,
 )
-from strata_gui.core.runtime import IMAGE, INSTALLABLE, TEXT, EngineKind, backend_label, kind_named
+from strata_gui.core.runtime import IMAGE, INSTALLABLE, SPEECH, TEXT, EngineKind, backend_label, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.i18n import LiveTexts, core_text, error_line
 from strata_gui.ui.pages.base import Page
@@ -169,10 +169,10 @@ class EnginesPage(Page):
         self.texts.set(self.refresh_button.setText, lambda: self.tr("Refresh plan"))
         self.refresh_button.clicked.connect(self.refresh_plan)
         self.kind_tabs = QTabBar()
-        for index, text in enumerate((lambda: self.tr("Text engines (llama.cpp)"),
-                                      lambda: self.tr("Image engines (stable-diffusion.cpp)"))):
+        for index, kind in enumerate(INSTALLABLE):
             self.kind_tabs.addTab("")
-            self.texts.set(functools.partial(self.kind_tabs.setTabText, index), text)
+            self.texts.set(functools.partial(self.kind_tabs.setTabText, index),
+                           functools.partial(self._kind_text, kind, "tab"))
         self.kind_tabs.setExpanding(False)
         self.kind_tabs.currentChanged.connect(lambda i: self.show_kind(INSTALLABLE[i]))
         tools = QHBoxLayout()
@@ -296,13 +296,38 @@ class EnginesPage(Page):
         self.texts.set(label.setText, text)
         return label
 
+    def _kind_text(self, kind: EngineKind, what: str) -> str:
+        """The page's sentences about one kind of engine (its tab, subtitle, set-up title, empty list)."""
+        texts = {
+            TEXT.name: {
+                "tab": self.tr("Text engines (llama.cpp)"),
+                "subtitle": self.tr("The llama.cpp builds Strata runs models with. Strata picks the fastest one that "
+                                    "really works on this machine: ROCm for your GPU's family, then Vulkan, then the "
+                                    "processor."),
+                "setup": self.tr("Setting up the best engine"),
+                "empty": self.tr("No engines installed. “Set up automatically” installs the best one for this "
+                                 "machine, or “Add local build…” registers a llama-server you built yourself.")},
+            IMAGE.name: {
+                "tab": self.tr("Image engines (stable-diffusion.cpp)"),
+                "subtitle": self.tr("The stable-diffusion.cpp builds the Images page draws with. Strata tries them in "
+                                    "the same order: ROCm for your GPU's family, then Vulkan, then the processor, and "
+                                    "moves to the next one when a build cannot load a model."),
+                "setup": self.tr("Setting up the image engines"),
+                "empty": self.tr("No image engines installed. “Set up automatically” installs the best one for this "
+                                 "machine, or “Add local build…” registers an sd-server you built yourself.")},
+            SPEECH.name: {
+                "tab": self.tr("Speech engines (whisper.cpp)"),
+                "subtitle": self.tr("The whisper.cpp builds that turn speech into text (the chat's microphone, "
+                                    "dropped recordings, /v1/audio/transcriptions). Tried in the same order: ROCm, "
+                                    "Vulkan, then the processor."),
+                "setup": self.tr("Setting up the speech engines"),
+                "empty": self.tr("No speech engines installed. whisper.cpp publishes Windows builds only: on Linux, "
+                                 "“Add local build…” registers a whisper-server you built yourself.")},
+        }
+        return texts.get(kind.name, texts[TEXT.name])[what]
+
     def _subtitle(self, kind: EngineKind) -> str:
-        if kind is IMAGE:
-            return self.tr("The stable-diffusion.cpp builds the Images page draws with. Strata tries them in the same "
-                           "order: ROCm for your GPU's family, then Vulkan, then the processor, and moves to the next "
-                           "one when a build cannot load a model.")
-        return self.tr("The llama.cpp builds Strata runs models with. Strata picks the fastest one that really "
-                       "works on this machine: ROCm for your GPU's family, then Vulkan, then the processor.")
+        return self._kind_text(kind, "subtitle")
 
     def show_kind(self, kind: EngineKind | str) -> None:
         """Show the text or the image engines: their plan, set-up and installed builds."""
@@ -467,7 +492,7 @@ class EnginesPage(Page):
         async def work(p: ProgressCallback) -> SetupOutcome:
             return await self._service.setup(gpus, p, kind=kind)
 
-        title = self.tr("Setting up the image engines") if kind is IMAGE else self.tr("Setting up the best engine")
+        title = self._kind_text(kind, "setup")
         return self._start(work, title, self._show_outcome)
 
     def _show_outcome(self, outcome: SetupOutcome) -> None:
@@ -513,11 +538,7 @@ class EnginesPage(Page):
         for col in range(3):
             self.installed_tree.resizeColumnToContents(col)
         self.installed_empty.setVisible(not engines)
-        self.installed_empty.setText(
-            self.tr("No image engines installed. “Set up automatically” installs the best one for this machine, "
-                    "or “Add local build…” registers an sd-server you built yourself.") if self._kind is IMAGE
-            else self.tr("No engines installed. “Set up automatically” installs the best one for this machine, "
-                         "or “Add local build…” registers a llama-server you built yourself."))
+        self.installed_empty.setText(self._kind_text(self._kind, "empty"))
         self._show_history()
         self._sync_buttons()
 
@@ -726,7 +747,7 @@ class EnginesPage(Page):
 
     def _ask_local_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(
-            self, self.tr("Folder holding sd-server") if self._kind is IMAGE else self.tr("Folder holding llama-server"))
+            self, self.tr("Folder holding %1").replace("%1", self._kind.binary))
         if not folder:
             return
         # the build tells its backend (its libraries, its device list): asked only to override that

@@ -56,7 +56,7 @@ from strata_gui.core.models import (
     RepoSummary,
     SearchPage,
 )
-from strata_gui.core.runtime import EMBEDDING, IMAGE, TEXT, EngineKind, kind_named
+from strata_gui.core.runtime import EMBEDDING, IMAGE, SPEECH, TEXT, EngineKind, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import LiveTexts, core_text, error_text
 from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color
@@ -173,6 +173,7 @@ class ModelsPage(Page):
         self.kind_box = QComboBox()
         self.texts.item(self.kind_box, lambda: self.tr("Text models"), TEXT.name)  # Qt keeps plain data: the kind's name
         self.texts.item(self.kind_box, lambda: self.tr("Image models"), IMAGE.name)
+        self.texts.item(self.kind_box, lambda: self.tr("Speech models"), SPEECH.name)
         self.kind_box.currentIndexChanged.connect(self._on_kind_changed)
         bar = QHBoxLayout()
         bar.addWidget(self.search_box, 1)
@@ -284,9 +285,10 @@ class ModelsPage(Page):
         return kind_named(str(self.kind_box.currentData() or ""))
 
     def _on_kind_changed(self, _index: int) -> None:
-        self.search_box.setPlaceholderText(
-            self.tr("Search image models (e.g. flux, stable diffusion)") if self.search_kind is IMAGE
-            else self.tr("Search GGUF models (e.g. qwen 7b instruct)"))
+        placeholders = {IMAGE.name: self.tr("Search image models (e.g. flux, stable diffusion)"),
+                        SPEECH.name: self.tr("Search speech models (e.g. whisper.cpp, large-v3)")}
+        self.search_box.setPlaceholderText(placeholders.get(self.search_kind.name,
+                                                            self.tr("Search GGUF models (e.g. qwen 7b instruct)")))
         self.start_search()
 
     def start_search(self) -> None:
@@ -337,8 +339,9 @@ class ModelsPage(Page):
         self.next_url = page.next_url
         count = self.results.count()
         if count == 0:
-            empty = (self.tr("No image models match “%1”. Try fewer or other words.") if self.search_kind is IMAGE
-                     else self.tr("No GGUF models match “%1”. Try fewer or other words."))
+            empties = {IMAGE.name: self.tr("No image models match “%1”. Try fewer or other words."),
+                       SPEECH.name: self.tr("No speech models match “%1”. Try fewer or other words.")}
+            empty = empties.get(self.search_kind.name, self.tr("No GGUF models match “%1”. Try fewer or other words."))
             self.results_empty.setText(empty.replace("%1", self.search_box.text()))
             self.results_stack.setCurrentWidget(self.results_empty)
             self._clear_detail()
@@ -411,6 +414,8 @@ class ModelsPage(Page):
             detail = await self.service.detail(repo_id)
             if detail.kind is IMAGE:
                 return detail, await self.service.image_report(detail)
+            if detail.kind is SPEECH:  # a whisper file's memory is its size plus fixed buffers: no header read
+                return detail, self.service.speech_report(detail)
             return detail, await self.service.fit_report(detail)
 
         handle = self.bridge.run(load, name=f"Model {repo_id}")
@@ -480,13 +485,18 @@ class ModelsPage(Page):
         self.detail, self.report, self.image_report = detail, None, report
         meta = [self.tr("%n download(s)", "", detail.downloads),
                 self.tr("%n like(s)", "", detail.likes)]
+        speech = detail.kind is SPEECH
         if report.family:
-            meta.append(self.tr("image model: %1").replace("%1", report.family))
+            meta.append((self.tr("speech model: %1") if speech else self.tr("image model: %1")).replace(
+                "%1", report.family))
         if detail.gated:
             meta.append(self.tr("gated: needs an access token"))
         self.detail_meta.setText(" · ".join(meta))
         note = ""
-        if report.family:
+        if speech:
+            note = self.tr("Fit for %1 (%2 usable): each file and whisper.cpp's working memory.").replace(
+                "%1", core_text(report.target.name)).replace("%2", format_bytes(report.target.usable_bytes))
+        elif report.family:
             note = self.tr("Fit for %1 (%2 usable) making %3×%4 images, with the parts each file needs.").replace(
                 "%1", core_text(report.target.name)).replace("%2", format_bytes(report.target.usable_bytes)).replace(
                 "%3", str(report.width)).replace("%4", str(report.height))
@@ -781,13 +791,14 @@ class ModelsPage(Page):
         self.reveal_button.setEnabled(has)
         self.delete_button.setEnabled(has)
         # Embedding models answer other apps (the local API), not a chat.
-        self.chat_button.setEnabled(entry is not None and not entry.broken and entry.kind is not EMBEDDING)
+        # (speech models are used by the chat's microphone and the local API, not chatted with)
+        self.chat_button.setEnabled(entry is not None and not entry.broken and entry.kind not in (EMBEDDING, SPEECH))
         image = entry is not None and entry.kind is IMAGE
         self.chat_button.setText(self.tr("Make images with this model") if image else self.tr("Chat with this model"))
 
     def _chat_with_selected(self) -> None:
         entry = self.selected_entry()
-        if entry is not None and not entry.broken and entry.kind is not EMBEDDING:
+        if entry is not None and not entry.broken and entry.kind not in (EMBEDDING, SPEECH):
             (self.make_images if entry.kind is IMAGE else self.use_model).emit(entry.path)
 
     def library_paths(self, kind: EngineKind = TEXT) -> list[Path]:
@@ -813,6 +824,7 @@ class ModelsPage(Page):
             where = e.repo_id or str(e.path.parent) if not e.broken else self.tr("Broken: %1").replace("%1", core_text(e.error))
             template = "" if e.broken else (self.tr("image model") if e.kind is IMAGE else
                                             self.tr("embedding model") if e.kind is EMBEDDING else
+                                            self.tr("speech model") if e.kind is SPEECH else
                                             self.tr("yes") if e.has_chat_template else self.tr("no"))
             cells = [e.display_name, e.architecture, e.params_text, e.quant,
                      str(e.context_length) if e.context_length else "", format_bytes(e.size), template, where]

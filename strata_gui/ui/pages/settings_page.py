@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from strata_gui.core.base import StrataError
 from strata_gui.core.config import RANGES, Services, Settings, SettingsChange
 from strata_gui.core.models import environment_endpoint
+from strata_gui.core.speech import WHISPER_LANGUAGES
 from strata_gui.ui.bridge import follow
 from strata_gui.ui.i18n import LiveTexts, core_text, error_text
 from strata_gui.ui.pages.base import Page
@@ -132,6 +133,15 @@ class SettingsPage(Page):
         appearance = QFormLayout()
         appearance.addRow(self.texts.label(lambda: self.tr("Theme")), self.theme)
         appearance.addRow(self.texts.label(lambda: self.tr("Language")), self.language)
+        # What the chat's microphone hears: the app's language, detected, or one of whisper's.
+        self.spoken_language = QComboBox()
+        self.texts.item(self.spoken_language, lambda: self.tr("The app's language"), "")
+        self.texts.item(self.spoken_language, lambda: self.tr("Detect it"), "auto")
+        for code in sorted(WHISPER_LANGUAGES):
+            self.spoken_language.addItem(code, code)
+        self.texts.set(self.spoken_language.setToolTip, lambda: self.tr(
+            "The language you speak to the microphone (speech to text)"))
+        appearance.addRow(self.texts.label(lambda: self.tr("Spoken language")), self.spoken_language)
         self.run_guide_button = QPushButton()
         self.texts.set(self.run_guide_button.setText, lambda: self.tr("Run the first-run guide again"))
         self.run_guide_button.clicked.connect(self.run_guide_requested)
@@ -347,6 +357,7 @@ class SettingsPage(Page):
     def _show(self, s: Settings) -> None:
         self.theme.setCurrentIndex(max(0, self.theme.findData(s.theme)))
         self.language.setCurrentIndex(max(0, self.language.findData(s.language)))
+        self.spoken_language.setCurrentIndex(max(0, self.spoken_language.findData(s.speech_language)))
         self.hub_endpoint.setText(s.hub_endpoint)
         self.github_api.setText(s.github_api_url)
         self.github_download.setText(s.github_download_url)
@@ -379,6 +390,7 @@ class SettingsPage(Page):
             self.services.settings,
             theme=str(self.theme.currentData()),
             language=str(self.language.currentData()),
+            speech_language=str(self.spoken_language.currentData() or ""),
             hub_endpoint=self.hub_endpoint.text().strip().rstrip("/"),
             github_api_url=self.github_api.text().strip().rstrip("/"),
             github_download_url=self.github_download.text().strip().rstrip("/"),
