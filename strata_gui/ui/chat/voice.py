@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QMimeData, Signal
+from PySide6.QtCore import QEvent, QMimeData, QObject, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QToolButton, QWidget
 
 from strata_gui.core.base import Progress, ProgressCallback, SpeechError
@@ -57,12 +57,14 @@ class VoiceInput(QWidget):
         self.handle: TaskHandle | None = None
         self.mic_button = QToolButton()
         self.mic_button.setObjectName("micButton")
-        self.texts.set(self.mic_button.setText, lambda: self.tr("🎤 Hold to talk"))
+        self.texts.set(self.mic_button.setText, lambda: self.tr("Hold to talk"))
         self.texts.set(self.mic_button.setToolTip, lambda: self.tr(
             "Hold to speak; the words land in the message box ({0} starts and stops). You can also drop "
             "an audio file on the chat.").format(PUSH_TO_TALK))
         self.mic_button.pressed.connect(self.start_recording)
         self.mic_button.released.connect(self.stop_recording)
+        # A release away from the button (the pointer left it while held) emits no "released".
+        self.mic_button.installEventFilter(self)
         self.meter = QProgressBar()
         self.meter.setRange(0, 100)
         self.meter.setFixedHeight(12)
@@ -77,6 +79,11 @@ class VoiceInput(QWidget):
         row.addWidget(self.mic_button)
         row.addWidget(self.meter, 1)
         row.addWidget(self.cancel_button)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.mic_button and event.type() == QEvent.Type.MouseButtonRelease:
+            QTimer.singleShot(0, self.stop_recording)
+        return super().eventFilter(watched, event)
 
     @property
     def recorder(self) -> MicRecorder:
@@ -106,13 +113,15 @@ class VoiceInput(QWidget):
         self.meter.setRange(0, 100)
         self.meter.setValue(0)
         self.meter.show()
-        self.texts.set(self.mic_button.setText, lambda: self.tr("● Recording… release to stop"))
+        self.mic_button.setDown(True)  # held, also when the keyboard started it
+        self.meter.setToolTip(self.tr("Recording… release the button (or press %1 again) to stop").replace(
+            "%1", PUSH_TO_TALK))
 
     def stop_recording(self) -> TaskHandle | None:
         if self._recorder is None or not self._recorder.recording:
             return None
         clip = self.recorder.stop()
-        self.texts.set(self.mic_button.setText, lambda: self.tr("🎤 Hold to talk"))
+        self.mic_button.setDown(False)
         return self.transcribe(clip)
 
     def toggle_recording(self) -> None:
