@@ -5,7 +5,9 @@ whisper model file (real vocabulary, seeded random weights), and the ``strata tr
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import struct
 import subprocess
 import sys
 import wave
@@ -181,3 +183,22 @@ def test_strata_transcribe_prints_the_words(test_engines: TestEngines, whisper_m
     bad = subprocess.run([*cli, "transcribe", str(whisper_model), "--model", str(whisper_model)], env=env,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "is not audio" in bad.stderr
+
+
+def test_a_three_hour_recording_is_cut_into_pieces_read_one_at_a_time(tmp_path: Path) -> None:
+    from strata_gui.core.speech.service import prepare
+
+    hours3 = tmp_path / "lecture.wav"
+    data = 3 * 3600 * 16_000 * 2  # 3 hours of 16 kHz mono 16-bit
+    header = (b"RIFF" + struct.pack("<I", 36 + data) + b"WAVE" + b"fmt " +
+              struct.pack("<IHHIIHH", 16, 1, 1, 16_000, 32_000, 2, 16) + b"data" + struct.pack("<I", data))
+    with hours3.open("wb") as f:  # the samples: a sparse file of silence (no 345 MB written)
+        f.write(header)
+        f.truncate(len(header) + data)
+    with wave.open(str(hours3), "rb") as check:
+        assert check.getnframes() == 3 * 3600 * 16_000
+    pieces = prepare(hours3)
+    assert (pieces.count, pieces.seconds) == (90, 10_800.0)  # 2-minute pieces
+    first = next(iter(pieces.make()))
+    with wave.open(io.BytesIO(first.data), "rb") as piece:
+        assert (piece.getnframes(), piece.getframerate()) == (120 * 16_000, 16_000)
