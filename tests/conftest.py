@@ -6,11 +6,13 @@ import asyncio
 import gc
 import logging
 import os
+import shutil
+import subprocess
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -263,6 +265,41 @@ def whisper_model(test_engines: engine_support.TestEngines, tmp_path_factory: py
 
     return write_whisper_model(tmp_path_factory.mktemp("speech") / "ggml-strata-test.en.bin",
                                test_engines.whisper_vocab_model())
+
+
+@pytest.fixture(scope="session")
+def virtual_microphone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Path], subprocess.Popen[bytes]]]:
+    """A PulseAudio server of the test session's own with a null sink ``vmic`` and, over its
+    monitor, a source Qt lists as the default microphone; yields ``play(wav)`` (into the sink).
+    It lives as long as the session: Qt's sound system stays connected to it once opened."""
+    if shutil.which("pulseaudio") is None:
+        pytest.fail("pulseaudio is missing: scripts/setup-system.sh installs it")
+    run = tmp_path_factory.mktemp("pulse")
+    socket = run / "native"
+    env = {**os.environ, "PULSE_RUNTIME_PATH": str(run), "PULSE_STATE_PATH": str(run), "HOME": str(run),
+           "PULSE_SERVER": f"unix:{socket}"}
+    # Daemonised (not a child of the tests, which must leave none running), stopped at the end.
+    subprocess.run(
+        ["pulseaudio", "-n", "--daemonize=yes", "--exit-idle-time=-1", "--log-target=stderr",
+         f"--load=module-native-protocol-unix socket={socket} auth-anonymous=1",
+         "--load=module-null-sink sink_name=vmic",
+         "--load=module-remap-source master=vmic.monitor source_name=virtmic "
+         "source_properties=device.description=VirtualMicrophone"],
+        env=env, capture_output=True, check=True, timeout=30)
+
+    def play(wav: Path) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(["paplay", "--device=vmic", str(wav)], env=env)
+
+    try:
+        deadline = time.monotonic() + 20
+        while subprocess.run(["pactl", "set-default-source", "virtmic"], env=env, capture_output=True).returncode:
+            assert time.monotonic() < deadline, "the test's PulseAudio server did not start"
+            time.sleep(0.05)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("PULSE_SERVER", env["PULSE_SERVER"])
+            yield play
+    finally:
+        subprocess.run(["pulseaudio", "--kill"], env=env, capture_output=True, timeout=30)
 
 
 @pytest.fixture
