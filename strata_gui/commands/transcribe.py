@@ -65,6 +65,8 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
             print(p.message, file=sys.stderr, flush=True)
 
     transcript = await app.speech.transcribe(model, audio, language=language, on_progress=show)
+    for notice in transcript.notices:
+        print(f"note: {notice}", file=sys.stderr)
     if args.json:
         print(json.dumps({**transcript.to_json(), "model": str(model), "file": str(audio)}, indent=2))
     else:

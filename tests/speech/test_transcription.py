@@ -202,3 +202,38 @@ def test_a_three_hour_recording_is_cut_into_pieces_read_one_at_a_time(tmp_path: 
     first = next(iter(pieces.make()))
     with wave.open(io.BytesIO(first.data), "rb") as piece:
         assert (piece.getnframes(), piece.getframerate()) == (120 * 16_000, 16_000)
+
+
+def test_an_engine_that_cannot_start_is_left_for_the_next_one_of_the_plan(
+        test_engines: TestEngines, whisper_model: Path, tmp_path: Path) -> None:
+    """The same fallback loop as text and image engines: a build that dies while starting (here a
+    GPU build whose library is missing, as a script that says so) gives the job to the next."""
+    import httpx
+
+    from strata_gui.core.runtime import EngineSpec
+    from strata_gui.core.runtime.launch import ServerSettings
+    from strata_gui.core.speech import TranscriptionService
+    from tests.support.pool import real_pool
+
+    broken = tmp_path / "vulkan" / "whisper-server"
+    broken.parent.mkdir()
+    broken.write_text("#!/bin/sh\necho 'error while loading shared libraries: libvulkan.so.1: cannot open shared "
+                      "object file' >&2\nexit 127\n")
+    broken.chmod(0o755)
+    plan = [EngineSpec("speech-vulkan", "Vulkan", "vulkan", broken, {}, kind=SPEECH),
+            EngineSpec("speech-cpu", "CPU", "cpu", test_engines.whisper_server, {}, kind=SPEECH)]
+
+    async def main() -> None:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            pool = real_pool(http)
+            try:
+                speech = TranscriptionService(lambda _m: plan, lambda _m: ServerSettings(), pool, http)
+                transcript = await speech.transcribe(whisper_model, test_engines.whisper_sample, language="en")
+            finally:
+                await pool.aclose()
+        assert transcript.engine == "CPU" and transcript.text == by_hand(test_engines, whisper_model,
+                                                                           test_engines.whisper_sample)
+        [notice] = transcript.notices
+        assert "Switching to CPU." in notice
+
+    asyncio.run(main())

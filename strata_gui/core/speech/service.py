@@ -26,7 +26,7 @@ from strata_gui.core.base.blocking import run_blocking
 from strata_gui.core.base.errors import ServerError, SpeechError
 from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
-from strata_gui.core.pool import EnginePool, Lease, run_along_plan
+from strata_gui.core.pool import EnginePool, FailedOver, Lease, run_along_plan
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.engine_http import EngineHttp
 from strata_gui.core.runtime.kinds import SPEECH
@@ -62,6 +62,7 @@ class Transcript:
         audio_seconds: Length of the recording (None when the engine decoded it whole).
         pieces: How many pieces it was sent in.
         language: The language asked for ("auto": the engine detected it).
+        notices: The engines given up on the way, each with why.
     """
 
     text: str
@@ -188,15 +189,22 @@ class TranscriptionService:
                                                              "FOLDER --kind speech (or the Engines page)."))
         settings = await run_blocking(self._settings, model, name="strata-speech-model")
         started = self._clock()
+        notices: list[str] = []
+
+        def failed_over(event: FailedOver) -> None:  # the next engine of the plan takes the job
+            notices.append(T(QT_TRANSLATE_NOOP("Core", "{reason} Switching to {engine}."), reason=event.reason,
+                             engine=event.next.label))
+
         async with self._lock:
             try:
                 ran = await run_along_plan(self.pool, plan, model, lambda _spec: settings,
                                            lambda lease: self._hear(lease, pieces, language, on_progress),
-                                           user=self.USER, activity="transcribing")
+                                           user=self.USER, activity="transcribing", on_failover=failed_over)
             except ProcessEnded as exc:
                 raise _engine_failed(exc, model) from exc
         text, label = ran.value
-        return Transcript(text, label, self._clock() - started, pieces.seconds, pieces.count, language)
+        return Transcript(text, label, self._clock() - started, pieces.seconds, pieces.count, language,
+                          tuple(notices))
 
     async def _hear(self, lease: Lease, pieces: _Pieces, language: str,
                     on_progress: ProgressCallback) -> tuple[str, str]:
@@ -205,22 +213,32 @@ class TranscriptionService:
         words: list[str] = []
         on_progress(Progress(0, pieces.count, T(QT_TRANSLATE_NOOP("Core", "Transcribing with {engine}…"),
                                                 engine=label)))
-        for n, piece in enumerate(pieces.make(), start=1):
-            body, ctype = multipart_body(piece.data, piece.name,
-                                         {"response_format": "json", "language": language, "temperature": "0.0"})
+        fields = {"response_format": "json", "language": language, "temperature": "0.0"}
+        upload = _uploads(pieces, fields)
+        n = 0
+        # Each piece is read (and its form built) on a worker: a long WAV's pieces are megabytes.
+        while (form := await run_blocking(next, upload, None, name="strata-speech-piece")) is not None:
+            body, ctype, name = form
             resp = await engine.post(INFERENCE_PATH, content=body, headers={"Content-Type": ctype},
                                      timeout=_JOB_TIMEOUT, resend=False)
-            words.append(_heard(resp, piece.name))
+            words.append(_heard(resp, name))
+            n += 1
             on_progress(Progress(n, pieces.count, T(QT_TRANSLATE_NOOP("Core", "Transcribed piece {done} of "
                                                                               "{count}"), done=n,
                                                     count=pieces.count)))
-        lease.succeeded()
         return " ".join(w for w in words if w), label
 
     async def unload(self) -> None:
         """Unload the speech engines (frees the model's memory)."""
         for engine in self.pool.engines(kind=SPEECH):
             await self.pool.unload(engine, "unloaded after transcribing")
+
+
+def _uploads(pieces: _Pieces, fields: dict[str, str]) -> Iterator[tuple[bytes, str, str]]:
+    """(multipart body, its content type, the piece's name) for each piece, read as asked."""
+    for piece in pieces.make():
+        body, ctype = multipart_body(piece.data, piece.name, fields)
+        yield body, ctype, piece.name
 
 
 def _heard(resp: httpx.Response, name: str) -> str:

@@ -18,7 +18,7 @@ from strata_gui.core.base import Progress, ProgressCallback, SpeechError
 from strata_gui.core.speech import AudioClip, Transcript
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle
 from strata_gui.ui.chat.shortcuts import PUSH_TO_TALK
-from strata_gui.ui.i18n import LiveTexts
+from strata_gui.ui.i18n import LiveTexts, core_text
 
 if TYPE_CHECKING:
     from strata_gui.ui.chat.voice_capture import MicRecorder
@@ -42,7 +42,8 @@ class VoiceInput(QWidget):
 
     Signals:
         transcribed(str): The words heard (for the message box).
-        problem(str): A one-line error for the page's notice.
+        problem(object): What went wrong (a ``StrataError``: no microphone, not audio, no speech
+            engine ...), for the page's notice.
     """
 
     transcribed = Signal(str)
@@ -163,7 +164,7 @@ class VoiceInput(QWidget):
         if p.total:
             self.meter.setRange(0, int(p.total))
             self.meter.setValue(int(p.done))
-        self.meter.setFormat(p.message)
+        self.meter.setFormat(core_text(p.message))
 
     def cancel(self) -> None:
         if self.handle is not None:
