@@ -215,8 +215,10 @@ class AppServices:
 
     def launch_settings(self, model: Path, kind: EngineKind) -> ServerSettings:
         """How the local API loads ``model`` as ``kind``: as the chat does for chat and embedding
-        models (their load options and projector), as Images does for image models, so a request
-        for a model another page has loaded shares its engine (blocking: reads headers)."""
+        models (their load options and projector), as Images does for the kinds that load a model
+        file whole (image models with the parts found beside them; a whisper file has none, and
+        the speech service asks the same), so a request for a model another page has loaded shares
+        its engine (blocking: reads headers)."""
         if kind.kv_cache:
             return self.load_options.launch_settings(model)
         from strata_gui.core.images.server import image_launch_settings
