@@ -146,3 +146,39 @@ def test_no_microphone_gets_a_clear_error(voice_page) -> None:  # type: ignore[n
     shown = page.notice.text.text()
     assert shown.startswith("No microphone was found.")
     assert "Settings → Privacy & security → Microphone" in shown  # where Windows users allow it
+
+
+def test_a_recording_in_a_format_the_engine_cannot_read_is_decoded_by_qt_first(
+        voice_page, test_engines: TestEngines, tmp_path: Path, qasync_loop) -> None:  # type: ignore[no-untyped-def]
+    """Ogg, Opus, M4A … go through QAudioDecoder (Qt's FFmpeg backend) to 16 kHz mono PCM. No encoder
+    for those formats is installed here, so the file is a 44.1 kHz stereo recording under an
+    ``.opus`` name: the page takes the decoder path by the name, FFmpeg reads it by its content."""
+    from strata_gui.ui.chat.voice_capture import decode_audio
+
+    page, _speech = voice_page
+    voice = page.voice
+    assert voice is not None
+    with wave.open(str(test_engines.whisper_sample), "rb") as src:
+        mono = src.readframes(src.getnframes())
+    samples = memoryview(mono).cast("h")
+    stereo = bytearray()
+    for i in range(len(samples) * 44_100 // 16_000):  # nearest-sample resampling to 44.1 kHz, both channels
+        s = samples[i * 16_000 // 44_100].to_bytes(2, "little", signed=True)
+        stereo += s + s
+    memo = tmp_path / "memo.opus"
+    with wave.open(str(memo), "wb") as out:
+        out.setnchannels(2)
+        out.setsampwidth(2)
+        out.setframerate(44_100)
+        out.writeframes(bytes(stereo))
+
+    clip = qasync_loop.run_until_complete(decode_audio(memo))
+    assert (clip.rate, clip.channels, clip.sample_width) == (16_000, 1, 2)
+    assert abs(clip.seconds - 11.0) < 0.1
+
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(memo))])
+    page.input.insertFromMimeData(mime)
+    assert voice.handle is not None
+    qasync_loop.run_until_complete(voice.handle.wait())
+    assert len(page.input.toPlainText().split()) > 5
