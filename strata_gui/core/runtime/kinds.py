@@ -82,6 +82,10 @@ class EngineKind:
             together; else it takes one job at a time.
         probe_args: What the probe of a build that cannot list its devices runs it with: a build
             that answers (exit 0) starts on this computer. whisper-server has no ``--version``.
+        about_paths: Where the ready server says what it is (llama-server's ``/props``, sd-server's
+            capabilities at its readiness path), asked in order until one answers; empty for a
+            server with nothing to say (each request to whisper-server costs ~40 ms on a kept-alive
+            connection: it writes headers and body apart, and delayed ACKs hold the second).
     """
 
     name: str
@@ -104,6 +108,7 @@ class EngineKind:
     takes_key: bool = False
     parallel_slots: bool = False
     probe_args: tuple[str, ...] = ("--version",)
+    about_paths: tuple[str, ...] | None = None  # None: /props, then the readiness path
 
     def executable(self, folder: Path, *, windows: bool | None = None) -> Path:
         """The server inside ``folder`` (``.exe`` on Windows)."""
@@ -292,7 +297,7 @@ EMBEDDING = EngineKind(
 SPEECH = EngineKind(
     name="speech", label="speech", builds="speech", binary="whisper-server", project="whisper.cpp",
     # whisper-server loads the model before it listens; /health answers 200 once it is loaded.
-    lists_devices=False, ready_path="/health", command=whisper_command, probe_args=("--help",),
+    lists_devices=False, ready_path="/health", command=whisper_command, probe_args=("--help",), about_paths=(),
     apis=frozenset({WHISPER_INFERENCE}), subject=QT_TRANSLATE_NOOP("Core", "{engine} speech engine"),
     id_prefix="speech-", load_timeout=120.0,
     # Speech-recognition repos; those holding whisper.cpp's ggml-*.bin files are told by their

@@ -301,7 +301,8 @@ class ServerSupervisor(EngineProcess):
         """What the server says about itself: llama-server's ``/props`` (``n_ctx``), else the
         readiness answer (sd-server's capabilities)."""
         engine = self.engine_http()
-        for path in ("/props", self.kind.ready_path):
+        about = self.kind.about_paths
+        for path in ("/props", self.kind.ready_path) if about is None else about:
             try:
                 data = await engine.get_json(path, timeout=5.0)
             except ServerError:
