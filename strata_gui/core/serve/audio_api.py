@@ -2,8 +2,9 @@
 
 OpenAI's form and whisper-server's ``/inference`` form use the same field names (``file``,
 ``language``, ``prompt``, ``response_format`` json/text/verbose_json/srt/vtt, ``temperature``), so
-the client's multipart body goes to the engine unchanged; Strata reads only ``model`` (which engine)
-and the file's first bytes (audio that is not audio, or a container the engine cannot decode, is
+the client's multipart body goes to the engine unchanged; Strata reads only ``model`` (which engine;
+OpenAI's ``whisper-1``, many clients' default, means the one speech model served) and the file's
+first bytes (audio that is not audio, or a container the engine cannot decode, is
 refused here with a clear 400 before any engine starts).
 """
 
@@ -21,6 +22,7 @@ from strata_gui.core.speech.audio import ENGINE_FORMATS, sniff_format
 from strata_gui.core.speech.service import INFERENCE_PATH
 
 MULTIPART = "multipart/form-data"
+OPENAI_WHISPER = "whisper-1"
 
 
 def form_fields(raw: bytes, content_type: str) -> dict[str, bytes]:
@@ -58,8 +60,9 @@ async def transcriptions(request: web.Request) -> web.StreamResponse:
     if "file" not in fields:
         raise ApiError(400, "The form has no 'file' field (the recording).")
     check_audio(fields["file"])
-    model = ctx.pick_model({"model": fields["model"].decode(errors="replace")} if "model" in fields else {},
-                           SPEECH.name)
+    named = fields["model"].decode(errors="replace") if "model" in fields else ""
+    # OpenAI's own model name, which clients send by default: the speech model served here.
+    model = ctx.pick_model({"model": named} if named and named != OPENAI_WHISPER else {}, SPEECH.name)
     async with ctx.borrow(model, kind=SPEECH.name, needs=WHISPER_INFERENCE) as up:
         return await relay(request, up, INFERENCE_PATH, raw, stream=False, flavor=Flavor.OPENAI,
                            content_type=request.headers["Content-Type"])
