@@ -29,6 +29,7 @@ def test_the_speech_kind_is_a_descriptor_with_builds_of_its_own() -> None:
     assert kind_named("speech") is SPEECH and SPEECH in KINDS and SPEECH in INSTALLABLE
     assert (SPEECH.binary, SPEECH.project, SPEECH.ready_path) == ("whisper-server", "whisper.cpp", "/health")
     assert SPEECH.serves(WHISPER_INFERENCE) and not SPEECH.lists_devices and SPEECH.probe_args == ("--help",)
+    assert SPEECH.about_paths == ()  # nothing to ask once ready: its /health said it
     assert SPEECH.executable(Path("bin"), windows=True) == Path("bin/whisper-server.exe")
 
 

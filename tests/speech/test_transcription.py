@@ -146,6 +146,8 @@ def test_what_is_not_audio_is_refused_before_any_engine_starts(
         assert "WAV, MP3 or FLAC" in (info.value.hint or "")
         with pytest.raises(SpeechError, match="recording is empty"):
             await app.speech.transcribe(whisper_model, AudioClip(b""))
+        with pytest.raises(SpeechError, match="does not know the language 'klingon'"):
+            await app.speech.transcribe(whisper_model, test_engines.whisper_sample, language="klingon")
         assert app.pool.engines() == []
 
     with_speech(test_engines, whisper_model, body)

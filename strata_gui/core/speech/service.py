@@ -40,6 +40,7 @@ from strata_gui.core.speech.audio import (
     wav_info,
     wav_pieces,
 )
+from strata_gui.core.speech.language import AUTO, WHISPER_LANGUAGES
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +182,11 @@ class TranscriptionService:
             SpeechError: not audio, no speech engine, the model is not a whisper model, or every
                 engine failed.
         """
+        if language != AUTO and language not in WHISPER_LANGUAGES:
+            raise SpeechError(T(QT_TRANSLATE_NOOP("Core", "Whisper does not know the language '{language}'."),
+                                language=language),
+                              hint=QT_TRANSLATE_NOOP("Core", "Use a two-letter code such as en, de, fr, zh or ja, "
+                                                             "or auto to let the engine detect it."))
         pieces = await run_blocking(prepare, source, self.piece_seconds, name="strata-speech-audio")
         plan = self.plan(model)
         if not plan:
