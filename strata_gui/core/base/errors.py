@@ -184,6 +184,12 @@ class ImageError(StrataError):
     title = "Image problem"
 
 
+class DocumentError(StrataError):
+    """A document that cannot be attached or indexed (damaged, not what its name says, too large)."""
+
+    title = "Document problem"
+
+
 class ToolError(StrataError):
     """An MCP tool server could not be configured, started, listed or called."""
 

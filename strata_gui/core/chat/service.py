@@ -62,6 +62,7 @@ from .tool_loop import MAX_TOOL_ROUNDS, ToolLoop
 from .turns import Turns
 
 if TYPE_CHECKING:
+    from strata_gui.core.documents import DocumentService
     from strata_gui.core.runtime.supervisor import ServerSupervisor
 
 # The chat's events and protocols live in .events; they are named here too, where callers found them.
@@ -163,6 +164,7 @@ class ChatService:
                                     self.tool_loop, self.first_tokens, self.requests)
         self.turns = Turns(self.conversations, self.chat_model, self.requests, self.streamer, self.tool_loop,
                            self.read_ahead, self.announcer, self.first_tokens)
+        self.turns.context_size = lambda: self.chat_engine.context_size
 
     @property
     def settings(self) -> Settings:
@@ -207,6 +209,15 @@ class ChatService:
         self.requests.extra = extra
 
     # -- the model, its plan and its engine (ChatEngine) ---------------------------------------------
+    @property
+    def documents(self) -> DocumentService | None:
+        """The conversations' attached documents (their passages go with each question)."""
+        return self.turns.documents
+
+    @documents.setter
+    def documents(self, documents: DocumentService | None) -> None:
+        self.turns.documents = documents
+
     @property
     def model(self) -> Path | None:
         """The GGUF the chat answers with."""

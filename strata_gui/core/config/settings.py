@@ -106,6 +106,9 @@ class Settings:
     parallel_slots: int = 0
     last_model: str = ""
     last_image_model: str = ""  # the Images page opens with it again
+    # The embedding model (a GGUF) that makes vectors of attached documents' passages; "" = full-text
+    # search only (SQLite FTS5, which always works).
+    embedding_model: str = ""
     # Networking: the local API for other apps, and llama.cpp RPC workers ("host:port").
     serve_port: int = 8765
     serve_lan: bool = False  # listen on every interface (needs an API key)
