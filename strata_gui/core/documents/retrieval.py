@@ -28,7 +28,7 @@ STOPWORDS = frozenset(["a", "an", "and", "are", "as", "at", "be", "been", "but",
 def full_text_query(question: str) -> str:
     """An FTS5 query for ``question``: its words (stop words left out), any of them, each quoted
     (so no word is read as FTS5 syntax)."""
-    words = [w for w in re.findall(r"\w+", question.lower()) if w not in STOPWORDS and len(w) > 1]
+    words = [w for w in re.findall(r"\w+", question.lower()) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
     if not words:
         words = re.findall(r"\w+", question.lower())
     seen: dict[str, None] = dict.fromkeys(words)

@@ -309,7 +309,11 @@ class DocumentStore:
         return {int(r["id"]): _chunk(r) for r in rows}
 
     def full_text(self, query: str, doc_ids: Sequence[int], limit: int) -> list[int]:
-        """Chunk ids of these documents matching the FTS5 ``query``, best (bm25) first."""
+        """Chunk ids of these documents matching the FTS5 ``query``, best (bm25) first.
+
+        A word in the passage's heading path weighs five times one in its text: the heading names
+        what the section is about (on SQLite's C API reference, 20 questions: 17 of 20 answers in
+        the top 3 with equal weights, 18 with 5 or 10)."""
         if not doc_ids or not query:
             return []
         marks = ",".join("?" * len(doc_ids))
@@ -317,7 +321,7 @@ class DocumentStore:
             rows = self.db.execute(
                 "SELECT f.rowid FROM docs_chunks_fts f JOIN docs_chunks c ON c.id=f.rowid"
                 f" WHERE docs_chunks_fts MATCH ? AND c.document_id IN ({marks})"
-                " ORDER BY bm25(docs_chunks_fts, 1.0, 2.0) LIMIT ?", (query, *doc_ids, limit)).fetchall()
+                " ORDER BY bm25(docs_chunks_fts, 1.0, 5.0) LIMIT ?", (query, *doc_ids, limit)).fetchall()
         except sqlite3.OperationalError:  # a query FTS5 cannot parse finds nothing (never an error)
             return []
         return [int(r[0]) for r in rows]
