@@ -108,6 +108,8 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     service.set_model(model, remember=False)  # a one-off prompt does not change the app's last model
     if images:
         service.check_images_accepted()  # before engines are probed: a text-only model fails at once
+    conv = service.new_conversation()
+    await _attach(args, app, conv.id, not args.json)  # a bad document fails here too, before any engine
     await app.prepare()
     for folder in _folders(args.engine):
         await app.resolver.use_folder(folder)
@@ -132,10 +134,8 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     service.events.subscribe(on_event)
     host = chat_session.configure(service, args, printer, app.base.paths.log_dir)
     try:
-        conv = service.new_conversation()
         service.store.update_settings(conv.id, system_prompt=system, sampling=sampling, thinking=think,
                                       structured_output=structured)
-        await _attach(args, app, conv.id, stream)
         await service.ensure_engine()
         if stream and sys.stderr.isatty():
             print("\r" + " " * 72 + "\r", end="", file=sys.stderr)
@@ -170,20 +170,18 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
 
 
 async def _attach(args: argparse.Namespace, app: AppServices, conversation_id: int, stream: bool) -> None:
-    """Index each ``--attach`` file into the conversation (a bad file fails before the question is sent)."""
+    """Index each ``--attach`` file into the conversation (a bad file fails before any engine loads;
+    the question makes the passages' vectors, when an embedding model is chosen)."""
     if args.embedding_model is not None:
         app.settings.override(embedding_model=str(args.embedding_model.expanduser().resolve()))
     for path in args.attach:
-        attached = await app.documents.attach(conversation_id, path.expanduser())
+        attached = await app.documents.attach(conversation_id, path.expanduser(), embed=False)
         for note in attached.notes:
             print(f"note: {note}", file=sys.stderr)
         if stream:
             doc = attached.document
             how = "index reused" if attached.reused else f"{doc.chunks:,} passages indexed"
             print(f"attached: {doc.name} ({how})", file=sys.stderr)
-        if attached.vectors_missing:
-            print(f"note: {attached.vectors_missing:,} passages have no vectors yet: "
-                  f"{app.documents.last_embedding_error}", file=sys.stderr)
 
 
 def _documents_json(reply: Message) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from strata_gui.core.base.errors import DocumentError
 from strata_gui.core.documents import chunk_blocks, document_text, kind_of, read_document
 from strata_gui.core.documents.readers import CODE_BLOCK, HEADING, MAX_DOCX_XML_BYTES, MAX_FILE_BYTES, PAGE
 from tests.support.documents import (
-    page_text,
     write_docx,
     write_docx_bomb,
     write_pdf,

@@ -209,11 +209,13 @@ class DocumentService:
         self._matrices: dict[tuple[str, tuple[int, ...]], tuple[int, VectorMatrix | None]] = {}
 
     # -- attaching ----------------------------------------------------------------------------------
-    async def attach(self, conversation_id: int, path: Path, on_progress: ProgressCallback = no_progress) -> Attached:
+    async def attach(self, conversation_id: int, path: Path, on_progress: ProgressCallback = no_progress, *,
+                     embed: bool = True) -> Attached:
         """Index ``path`` (or reuse the index of the same content) and attach it to the conversation.
 
-        Vectors are made when an embedding model is chosen; if its engine fails they are left for
-        later (``vectors_missing``), and the full text is usable at once. Cancelling before the
+        Vectors are made when an embedding model is chosen (and ``embed``: else the first question
+        makes them); if its engine fails they are left for later (``vectors_missing``), and the
+        full text is usable at once. Cancelling before the
         text is stored stores nothing; cancelling while embedding keeps the batches done.
 
         Raises:
@@ -234,7 +236,7 @@ class DocumentService:
                                             read.chunks)
         self.store.attach(conversation_id, found, path.name, str(path.resolve()))
         self.events.emit(DocumentsChanged(conversation_id))
-        missing = await self.embed_missing([found], on_progress)
+        missing = await self.embed_missing([found], on_progress) if embed else 0
         return Attached(self._document(conversation_id, found), reused, missing, notes)
 
     async def reindex(self, conversation_id: int, doc_id: int, on_progress: ProgressCallback = no_progress) -> Attached:
