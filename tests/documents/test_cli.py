@@ -52,7 +52,7 @@ def test_chat_attach_streams_which_happened(test_engines: TestEngines, test_mode
 def test_chat_attach_refuses_a_bad_file_before_any_engine(test_model: Path, tmp_path: Path) -> None:
     fake = tmp_path / "scan.pdf"
     fake.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 32)
-    with pytest.raises(DocumentError, match="scan.pdf is not what its name says: it is PNG"):
+    with pytest.raises(DocumentError, match=r"scan.pdf is not what its name says: it is PNG"):
         run_command(["chat", "-m", str(test_model), "--attach", str(fake), "hi"])
 
 
@@ -76,5 +76,5 @@ def test_docs_list_and_remove(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert capsys.readouterr().out == f"Removed document {doc_id} and its index.\n"
     assert run_command(["docs", "list", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
-    with pytest.raises(DocumentError, match=f"No document {doc_id}"):
+    with pytest.raises(DocumentError, match=rf"No document {doc_id}"):
         run_command(["docs", "remove", str(doc_id)])

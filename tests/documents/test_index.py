@@ -44,7 +44,7 @@ def test_a_bad_file_stores_nothing(tmp_path: Path) -> None:
     svc = _service(tmp_path / "strata.db")
     fake = tmp_path / "fake.pdf"
     fake.write_text("not a pdf", encoding="utf-8")
-    with pytest.raises(DocumentError, match="fake.pdf is not what its name says"):
+    with pytest.raises(DocumentError, match=r"fake.pdf is not what its name says"):
         asyncio.run(svc.attach(1, fake))
     assert svc.documents(1) == [] and svc.all_documents() == []
 
