@@ -365,7 +365,8 @@ def _build_chat(ui: AppUi) -> Page:
                     tools=lambda: (services.tool_servers, services.tools),
                     library=lambda: services.models.usable_models(TEXT),
                     presets=PresetStore(services.base.paths.config_dir / PRESETS_FILE),
-                    open_model=lambda path: services.models.open_file(path, keep=True))
+                    open_model=lambda path: services.models.open_file(path, keep=True),
+                    documents=services.documents)
 
 
 def _build_models(ui: AppUi) -> Page:

@@ -266,6 +266,11 @@ class DocumentService:
         self._matrices.clear()
         return gone
 
+    def forget_deleted(self) -> None:
+        """Drop the links of deleted conversations, and documents no conversation has any more."""
+        self.store.prune()
+        self._matrices.clear()
+
     def documents(self, conversation_id: int) -> list[StoredDocument]:
         return self.store.documents(conversation_id)
 

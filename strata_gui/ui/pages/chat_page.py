@@ -80,6 +80,7 @@ from strata_gui.core.runtime import TEXT, EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
 from strata_gui.ui.chat.attachments import AttachmentStrip, model_files, raw_images
 from strata_gui.ui.chat.conversation_menu import ConversationMenu
+from strata_gui.ui.chat.documents import DocumentsPanel, PassageDialog, is_image
 from strata_gui.ui.chat.find_bar import FindBar
 from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
@@ -93,6 +94,7 @@ if TYPE_CHECKING:
     from PySide6.QtGui import QShortcut
 
     from strata_gui.core.chat import PresetStore
+    from strata_gui.core.documents import Citation, DocumentService
     from strata_gui.core.tools import ApprovalRequest, Decision, McpHost, McpServerStore
     from strata_gui.ui.chat.presets import PresetBar
     from strata_gui.ui.chat.tools_panel import ToolsPanel
@@ -160,8 +162,10 @@ class ChatPage(Page):
                  tools: Callable[[], tuple[McpServerStore, McpHost]] | None = None,
                  library: Callable[[], Awaitable[list[Path]]] | None = None,
                  presets: PresetStore | None = None,
-                 open_model: Callable[[Path], Awaitable[LibraryEntry]] | None = None) -> None:
+                 open_model: Callable[[Path], Awaitable[LibraryEntry]] | None = None,
+                 documents: DocumentService | None = None) -> None:
         super().__init__(parent)
+        self._documents = documents  # attached documents: their panel, and the passages citations open
         self.texts = LiveTexts(self)  # follow a language switch
         self._presets = presets  # saved presets: a picker in the conversation settings
         self._tools = tools
@@ -240,6 +244,8 @@ class ChatPage(Page):
         right.addWidget(self.stack, 1)
         right.addWidget(self.edit_hint)
         right.addWidget(self.attachments)
+        if self.documents_panel is not None:
+            right.addWidget(self.documents_panel)
         right.addLayout(input_row)
         right.addWidget(self.context_meter)
 
@@ -471,9 +477,15 @@ class ChatPage(Page):
         self.input.models_received.connect(self.use_dropped_models)
         self.attachments = AttachmentStrip()
         self.attachments.changed.connect(self._on_attachments_changed)
+        self.documents_panel: DocumentsPanel | None = None
+        if self._documents is not None:
+            self.documents_panel = DocumentsPanel(self._documents, self._bridge)
+            self.documents_panel.reported.connect(self._report)
         self.attach_button = QPushButton()
-        self.texts.set(self.attach_button.setText, lambda: self.tr("Attach image…"))
-        self.texts.set(self.attach_button.setToolTip, lambda: self.tr("Send pictures to a vision model (you can also paste or drop them)"))
+        self.texts.set(self.attach_button.setText, lambda: self.tr("Attach…"))
+        self.texts.set(self.attach_button.setToolTip, lambda: self.tr(
+            "Attach documents (PDF, Word, HTML, Markdown, text, code: the reply cites them) or pictures for a "
+            "vision model; you can also paste or drop them"))
         self.attach_button.clicked.connect(self.choose_images)
         self.send_button = QPushButton()
         self.texts.set(self.send_button.setText, lambda: self.tr("Send"))
@@ -589,8 +601,12 @@ class ChatPage(Page):
             handle.cancel()
             return
         self._service.store.delete_conversation(conversation_id)
+        if self._documents is not None:
+            self._documents.forget_deleted()  # its documents' links (and documents no chat has) go
         if conversation_id == self.conversation_id:
             self.conversation_id = None
+            if self.documents_panel is not None:
+                self.documents_panel.show_conversation(None)
             self._service.viewing(None)
             self._clear_message_list()
             self.stack.setCurrentWidget(self.empty_state)
@@ -619,6 +635,8 @@ class ChatPage(Page):
         if conv is None:
             return
         self.conversation_id = conversation_id
+        if self.documents_panel is not None:
+            self.documents_panel.show_conversation(conversation_id)
         self._cancel_edit()
         if self.find_bar.isVisible():  # its matches were in the conversation that goes
             self.find_bar.close_bar()
@@ -737,6 +755,7 @@ class ChatPage(Page):
         w.answer_step_requested.connect(self.switch_answer)
         w.retry_unparsed_requested.connect(lambda _id: self.retry_without_format_parsing())
         w.tool_decided.connect(self._tool_decided)
+        w.citation_opened.connect(self.open_citation)
         return w
 
     @property
@@ -789,13 +808,35 @@ class ChatPage(Page):
 
     # -- images ----------------------------------------------------------------------------------
     def choose_images(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, self.tr("Attach images"), "",
-                                                self.tr("Images (*.png *.jpg *.jpeg *.gif *.bmp)"))
+        files, _ = QFileDialog.getOpenFileNames(
+            self, self.tr("Attach documents or images"), "",
+            self.tr("Documents and images (*.pdf *.docx *.html *.htm *.md *.txt *.png *.jpg *.jpeg *.gif *.bmp);;"
+                    "All files (*)"))
         self.attach_files([Path(f) for f in files])
 
-    def attach_files(self, files: list[Path]) -> None:
-        """Attach image files to the next message (a file that is not a usable image is reported)."""
-        self._add_raw_images([(f.read_bytes() if f.is_file() else b"", f.name) for f in files])
+    def attach_files(self, files: list[Path]) -> TaskHandle | None:
+        """Attach files: pictures to the next message (one that is not a usable image is reported),
+        documents to the conversation (indexed; a bad one is reported). Returns the indexing task."""
+        self._add_raw_images([(f.read_bytes() if f.is_file() else b"", f.name) for f in files if is_image(f)])
+        return self.attach_documents([f for f in files if not is_image(f)])
+
+    def attach_documents(self, files: list[Path]) -> TaskHandle | None:
+        """Index documents into the open conversation (a new one when none is open)."""
+        if not files or self.documents_panel is None:
+            return None
+        if self.conversation_id is None:
+            self.new_conversation()
+        assert self.conversation_id is not None
+        return self.documents_panel.attach(self.conversation_id, files)
+
+    def open_citation(self, citation: Citation) -> PassageDialog | None:
+        """Show the passage a citation names (a PDF at its page, the passage marked)."""
+        if self._documents is None:
+            return None
+        dialog = PassageDialog(self._documents, self._bridge, citation, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
 
     def attach_image(self, data: bytes, name: str = "") -> bool:
         """Attach one image's bytes; False (and a notice saying why) when it cannot be sent."""
@@ -827,6 +868,11 @@ class ChatPage(Page):
         models = model_files(mime)
         if models:
             self.use_dropped_models(models)
+        documents = [Path(u.toLocalFile()) for u in mime.urls() if u.isLocalFile()
+                     and not u.toLocalFile().lower().endswith(".gguf") and not is_image(Path(u.toLocalFile()))]
+        if documents and self.documents_panel is not None:
+            self.attach_documents(documents)
+            return
         pictures = raw_images(mime)
         if pictures:
             self._add_raw_images(pictures)
