@@ -486,7 +486,7 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
     documents = DocumentService(_open_document_store(chat_db if chat_store.path != Path(":memory:") else Path(":memory:"),
                                                      storage_notices),
                                 document_embedder(pool, resolver, load_options, base.settings_service))
-    chat.documents = documents
+    chat.turns.documents = documents  # their passages go with each question
     app = AppServices(base, client, local, gpu=gpu, engines=engines, resolver=resolver, metrics=metrics,
                       chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, pool=pool, fit_target=fit_target,
                       load_options=load_options, later=LaterParts(env, secrets), documents=documents,

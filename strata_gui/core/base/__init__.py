@@ -128,7 +128,7 @@ __all__ = [
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "blocking": ["SerialLane", "run_blocking"],
-    "errors": ["ChatError", "ChatFormatError", "DocumentError", "ChecksumMismatchError", "EngineCatalogError", "EngineDownloadError", "EngineError", "EngineInstallError", "EngineProbeError", "GGUFError", "GpuDetectionError", "HubError", "ImageError", "InsufficientSpaceError", "InternalError", "ModelError", "NetworkError", "RateLimitedError", "ServerBusyError", "ServerError", "SettingsError", "StorageError", "StrataError", "ToolConfigError", "ToolError", "TuningTableError", "UnknownModelError", "UnsafeArchiveError", "describe", "network_error"],
+    "errors": ["ChatError", "ChatFormatError", "ChecksumMismatchError", "DocumentError", "EngineCatalogError", "EngineDownloadError", "EngineError", "EngineInstallError", "EngineProbeError", "GGUFError", "GpuDetectionError", "HubError", "ImageError", "InsufficientSpaceError", "InternalError", "ModelError", "NetworkError", "RateLimitedError", "ServerBusyError", "ServerError", "SettingsError", "StorageError", "StrataError", "ToolConfigError", "ToolError", "TuningTableError", "UnknownModelError", "UnsafeArchiveError", "describe", "network_error"],
     "events": ["LISTENER_LOGGER", "Listeners"],
     "lazy": ["lazy_exports"],
     "progress": ["GIB", "Progress", "ProgressCallback", "RateMeter", "format_bytes", "format_duration", "no_progress", "to_gib"],

@@ -62,7 +62,6 @@ from .tool_loop import MAX_TOOL_ROUNDS, ToolLoop
 from .turns import Turns
 
 if TYPE_CHECKING:
-    from strata_gui.core.documents import DocumentService
     from strata_gui.core.runtime.supervisor import ServerSupervisor
 
 # The chat's events and protocols live in .events; they are named here too, where callers found them.
@@ -209,15 +208,6 @@ class ChatService:
         self.requests.extra = extra
 
     # -- the model, its plan and its engine (ChatEngine) ---------------------------------------------
-    @property
-    def documents(self) -> DocumentService | None:
-        """The conversations' attached documents (their passages go with each question)."""
-        return self.turns.documents
-
-    @documents.setter
-    def documents(self, documents: DocumentService | None) -> None:
-        self.turns.documents = documents
-
     @property
     def model(self) -> Path | None:
         """The GGUF the chat answers with."""

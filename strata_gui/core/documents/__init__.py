@@ -57,7 +57,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "embedding": ["Embedder", "PoolEmbedder"],
     "pages": ["PageImage", "render_page"],
     "readers": ["MAX_FILE_BYTES", "Block", "DocumentText", "kind_of", "read_document"],
-    "service": ["HYBRID", "RETRIEVED", "WHOLE", "Attached", "Citation", "DocumentContext", "DocumentService",
-                "DocumentsChanged", "citations_of", "with_sources"],
+    "service": ["HYBRID", "RETRIEVED", "WHOLE", "Attached", "Citation", "DocumentContext", "DocumentsChanged",
+                "DocumentService", "citations_of", "with_sources"],
     "store": ["DocumentStore", "StoredChunk", "StoredDocument"],
 })
