@@ -308,7 +308,6 @@ class DocumentService:
             self.store.add_vectors(embedder.key, [(c.id, pack(v)) for c, v in zip(batch, vectors, strict=True)])
         if total:
             on_progress(Progress(total, total, T(QT_TRANSLATE_NOOP("Core", "Embedding passages…"))))
-        self._matrices.clear()
         return 0
 
     last_embedding_error = ""
@@ -362,12 +361,12 @@ class DocumentService:
     def _matrix(self, key: str, doc_ids: list[int]) -> VectorMatrix | None:
         """The documents' vectors as one matrix, kept while they do not change."""
         cache_key = (key, tuple(sorted(doc_ids)))
-        rows = self.store.vectors(doc_ids, key)
+        count = self.store.count_vectors(doc_ids, key)  # cheap; reading 10,000 vectors is not (~100 ms)
         cached = self._matrices.get(cache_key)
-        if cached is not None and cached[0] == len(rows):
+        if cached is not None and cached[0] == count:
             return cached[1]
-        matrix = VectorMatrix.of(rows)
-        self._matrices[cache_key] = (len(rows), matrix)
+        matrix = VectorMatrix.of(self.store.vectors(doc_ids, key))
+        self._matrices[cache_key] = (count, matrix)
         return matrix
 
     async def context_for(self, conversation_id: int, question: str, context_tokens: int) -> DocumentContext | None:

@@ -343,6 +343,15 @@ class DocumentStore:
             db.executemany("INSERT OR REPLACE INTO docs_vectors(chunk_id, model, vector) VALUES (?, ?, ?)",
                            [(cid, model, blob) for cid, blob in vectors])
 
+    def count_vectors(self, doc_ids: Sequence[int], model: str) -> int:
+        """How many chunks of these documents have a vector from ``model``."""
+        if not doc_ids:
+            return 0
+        marks = ",".join("?" * len(doc_ids))
+        row = self.db.execute(f"SELECT COUNT(*) FROM docs_vectors v JOIN docs_chunks c ON c.id=v.chunk_id"
+                              f" WHERE c.document_id IN ({marks}) AND v.model=?", (*doc_ids, model)).fetchone()
+        return int(row[0])
+
     def vectors(self, doc_ids: Sequence[int], model: str) -> list[tuple[int, bytes]]:
         """(chunk id, float32 bytes) of these documents' chunks that have a vector from ``model``."""
         if not doc_ids:
