@@ -98,3 +98,35 @@ def test_attach_ask_click_a_citation_and_the_cli_cites_the_same(
                         QUESTION]) == 0
     cli = json.loads(capsys.readouterr().out)["citations"]
     assert _key(cli) == _key(gui) and cli[0]["page"] == 23
+
+
+def test_the_documents_panel_removes_and_a_markdown_citation_opens_its_passage(
+        qtbot: QtBot, qapp: QApplication, qasync_loop: asyncio.AbstractEventLoop, tmp_path: Path) -> None:
+    notes = tmp_path / "tides.md"
+    notes.write_text("# Tides\n\n## Spring\n\nHigh water at the harbour is at noon in spring.\n", encoding="utf-8")
+    services, bridge, ui = _app(qapp)
+    chat = ui.pages.chat
+    try:
+        handle = chat.attach_files([notes])
+        assert handle is not None
+        qasync_loop.run_until_complete(asyncio.wait_for(handle.wait(), 30))
+        panel = chat.documents_panel
+        assert panel is not None and panel.list.count() == 1 and panel.title.text() == "Documents (1)"
+        conv = chat.conversation_id
+        assert conv is not None
+        context = qasync_loop.run_until_complete(services.documents.context_for(conv, "When is high water?", 4096))
+        assert context is not None and context.citations[0].label() == "tides.md › Tides › Spring"
+        dialog = chat.open_citation(context.citations[0])
+        assert dialog is not None and "High water at the harbour is at noon" in dialog.text_view.toPlainText()
+        assert "Tides › Spring" in dialog.text_view.toPlainText() and not dialog.prev_button.isVisible()
+        dialog.close()
+        panel.remove_selected()
+        assert panel.list.count() == 0 and not panel.isVisible() and services.documents.documents(conv) == []
+        bad = tmp_path / "photo.pdf"
+        bad.write_bytes(b"\xff\xd8\xff\xe0" + b"\x00" * 64)
+        failed = chat.attach_files([bad])
+        assert failed is not None
+        qasync_loop.run_until_complete(asyncio.wait_for(failed.wait(), 30))
+        assert "photo.pdf is not what its name says: it is JPEG" in chat.notice.text.text()
+    finally:
+        _close(qasync_loop, services, bridge, ui)

@@ -27,13 +27,13 @@ class PageImage:
     marks: tuple[tuple[int, int, int, int], ...]
 
 
-def _probe_text(passage: str) -> str:
-    """The passage's first line of substance (how it is searched for on the page)."""
-    for raw in passage.splitlines():
-        line = " ".join(raw.split())
-        if len(line) >= 8:
-            return line[:80]
-    return " ".join(passage.split())[:80]
+MAX_MARKED_LINES = 80
+
+
+def _lines(passage: str) -> list[str]:
+    """The passage's lines as PDFium's search reads them (spaces collapsed; short scraps dropped)."""
+    lines = [" ".join(raw.split()) for raw in passage.splitlines()]
+    return [line for line in lines if len(line) >= 4][:MAX_MARKED_LINES]
 
 
 def render_page(path: Path, page: int, passage: str = "", *, scale: float = 1.5) -> PageImage:
@@ -55,7 +55,7 @@ def render_page(path: Path, page: int, passage: str = "", *, scale: float = 1.5)
             raise DocumentError(T(QT_TRANSLATE_NOOP("Core", "{name} has no page {page}."), name=path.name, page=page))
         pdf_page = pdf[page - 1]
         bitmap = pdf_page.render(scale=scale, force_bitmap_format=pdfium.raw.FPDFBitmap_BGRA, rev_byteorder=True)
-        marks = _marks(pdf_page, _probe_text(passage), scale) if passage.strip() else ()
+        marks = _marks(pdf_page, _lines(passage), scale) if passage.strip() else ()
         image = PageImage(page, len(pdf), bitmap.width, bitmap.height, bitmap.stride, bytes(bitmap.buffer), marks)
         bitmap.close()
         pdf_page.close()
@@ -64,21 +64,26 @@ def render_page(path: Path, page: int, passage: str = "", *, scale: float = 1.5)
         pdf.close()
 
 
-def _marks(pdf_page: object, probe: str, scale: float) -> tuple[tuple[int, int, int, int], ...]:
+def _marks(pdf_page: object, lines: list[str], scale: float) -> tuple[tuple[int, int, int, int], ...]:
+    """Rectangles of the passage's lines, each searched for after the one before (a line that
+    repeats elsewhere on the page is marked where the passage has it)."""
     textpage = pdf_page.get_textpage()  # type: ignore[attr-defined]
+    height = pdf_page.get_height()  # type: ignore[attr-defined]
+    out: list[tuple[int, int, int, int]] = []
+    after = 0
     try:
-        searcher = textpage.search(probe, match_case=False)
-        found = searcher.get_next()
-        searcher.close()
-        if not found:
-            return ()
-        index, count = found
-        height = pdf_page.get_height()  # type: ignore[attr-defined]
-        out = []
-        for i in range(textpage.count_rects(index, count)):
-            left, bottom, right, top = textpage.get_rect(i)
-            out.append((int(left * scale), int((height - top) * scale), max(1, int((right - left) * scale)),
-                        max(1, int((top - bottom) * scale))))
+        for line in lines:
+            searcher = textpage.search(line, index=after, match_case=False)
+            found = searcher.get_next()
+            searcher.close()
+            if not found:
+                continue
+            index, count = found
+            after = index + count
+            for i in range(textpage.count_rects(index, count)):
+                left, bottom, right, top = textpage.get_rect(i)
+                out.append((int(left * scale), int((height - top) * scale), max(1, int((right - left) * scale)),
+                            max(1, int((top - bottom) * scale))))
         return tuple(out)
     finally:
         textpage.close()

@@ -71,7 +71,7 @@ class DocumentsPanel(QWidget):
         self.title = QLabel()
         self.title.setObjectName("muted")
         self.list = QListWidget()
-        self.list.setMaximumHeight(90)
+        self.list.setMaximumHeight(64)
         self.remove_button = QPushButton(self.tr("Remove"))
         self.remove_button.setToolTip(self.tr("Take this document from the conversation"))
         self.remove_button.clicked.connect(self.remove_selected)
@@ -263,7 +263,7 @@ class PassageDialog(QDialog):
         self.citation = citation
         self.bridge = bridge
         self.setWindowTitle(citation.label())
-        self.resize(760, 820)
+        self.resize(780, 700)
         self.page_view = QLabel()
         self.page_view.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
         scroll = QScrollArea()
@@ -319,7 +319,8 @@ class PassageDialog(QDialog):
         async def draw(_p: Callable[[Progress], None]) -> PageImage:
             from strata_gui.core.base import run_blocking
 
-            return await run_blocking(render_page, path, page, passage, name="strata-render-page")
+            # 1.25: an A4 page is ~745 pixels wide, the dialog's width at 96 dpi
+            return await run_blocking(lambda: render_page(path, page, passage, scale=1.25), name="strata-render-page")
 
         handle = self.bridge.run(draw, name="Show page", show_errors=False)
         handle.succeeded.connect(self._show_image)
