@@ -354,7 +354,7 @@ def _follow_the_core(ui: AppUi) -> None:
 # -- the pages, each built on its first visit ---------------------------------------------------------
 def _build_chat(ui: AppUi) -> Page:
     from strata_gui.core.chat import PRESETS_FILE, PresetStore
-    from strata_gui.core.runtime import TEXT
+    from strata_gui.core.runtime import EMBEDDING, TEXT
     from strata_gui.ui.pages.chat_page import ChatPage
 
     services = ui.services
@@ -366,7 +366,8 @@ def _build_chat(ui: AppUi) -> Page:
                     library=lambda: services.models.usable_models(TEXT),
                     presets=PresetStore(services.base.paths.config_dir / PRESETS_FILE),
                     open_model=lambda path: services.models.open_file(path, keep=True),
-                    documents=services.documents)
+                    documents=services.documents,
+                    embedding_models=lambda: services.models.usable_models(EMBEDDING))
 
 
 def _build_models(ui: AppUi) -> Page:

@@ -20,6 +20,7 @@ from strata_gui.core.config.services import build_services
 from strata_gui.core.runtime.client import SamplingParams
 from strata_gui.ui.bridge import AsyncBridge
 from strata_gui.ui.chat.documents import PassageDialog
+from tests.support import gguf_model
 from tests.support.documents import write_pdf
 from tests.support.engines import TestEngines
 
@@ -120,6 +121,19 @@ def test_the_documents_panel_removes_and_a_markdown_citation_opens_its_passage(
         assert dialog is not None and "High water at the harbour is at noon" in dialog.text_view.toPlainText()
         assert "Tides › Spring" in dialog.text_view.toPlainText() and not dialog.prev_button.isVisible()
         dialog.close()
+        # The search choice lists the library's embedding models; choosing one is Settings' choice.
+        embed = gguf_model.write_model(tmp_path / "models" / "strata-test-embed-F16.gguf",
+                                       gguf_model.ModelSpec(pooling=1, name="Strata Test Embed"))
+        services.models.set_model_dirs([embed.parent])
+        listed = panel.list_models()
+        assert listed is not None
+        qasync_loop.run_until_complete(asyncio.wait_for(listed.wait(), 30))
+        assert [panel.vectors.itemText(i) for i in range(panel.vectors.count())] == [
+            "Full-text search only", "Full text and vectors: strata-test-embed-F16.gguf"]
+        panel.vectors.activated.emit(1)
+        assert services.settings.current.embedding_model == str(embed)
+        panel.vectors.activated.emit(0)
+        assert services.settings.current.embedding_model == ""
         panel.remove_selected()
         assert panel.list.count() == 0 and not panel.isVisible() and services.documents.documents(conv) == []
         bad = tmp_path / "photo.pdf"

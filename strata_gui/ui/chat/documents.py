@@ -9,12 +9,14 @@ this module shows them.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import (
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QHBoxLayout,
@@ -44,6 +46,9 @@ from strata_gui.core.documents import (
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import error_line
 
+if TYPE_CHECKING:
+    from strata_gui.core.config import SettingsService
+
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp"})
 
 
@@ -62,12 +67,17 @@ class DocumentsPanel(QWidget):
 
     reported = Signal(str, str)
 
-    def __init__(self, documents: DocumentService, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+    def __init__(self, documents: DocumentService, bridge: AsyncBridge, parent: QWidget | None = None, *,
+                 settings: SettingsService | None = None,
+                 embedding_models: Callable[[], Awaitable[list[Path]]] | None = None) -> None:
         super().__init__(parent)
         self.documents = documents
         self.bridge = bridge
+        self._settings = settings
+        self._embedding_models = embedding_models
         self.conversation_id: int | None = None
         self.task: TaskHandle | None = None
+        self.models_task: TaskHandle | None = None
         self.title = QLabel()
         self.title.setObjectName("muted")
         self.list = QListWidget()
@@ -92,18 +102,60 @@ class DocumentsPanel(QWidget):
         busy = QHBoxLayout()
         busy.addWidget(self.bar, 1)
         busy.addWidget(self.cancel_button)
+        head = QHBoxLayout()
+        head.addWidget(self.title)
+        head.addStretch(1)
+        head.addWidget(self._build_vectors())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.title)
+        layout.addLayout(head)
         layout.addLayout(row)
         layout.addLayout(busy)
         self._show_busy(False)
         follow(self, documents.events, lambda e: self.refresh() if e.conversation_id == self.conversation_id else None)
         self.refresh()
 
+    def _build_vectors(self) -> QComboBox:
+        """"Search: Full text only / full text and vectors from <embedding model>" (Settings' embedding model)."""
+        self.vectors = QComboBox()
+        self.vectors.setToolTip(self.tr("Passages are found by their words (SQLite full-text search); with an "
+                                        "embedding model of the library, also by their meaning"))
+        self._fill_vectors([])
+        self.vectors.activated.connect(self._vectors_chosen)
+        self.list_models()
+        return self.vectors
+
+    def list_models(self) -> TaskHandle | None:
+        """List the library's embedding models in the search choice (again: the library changes)."""
+        if self._embedding_models is None:
+            return None
+        models = self._embedding_models
+        handle = self.bridge.run(lambda _p: models(), name="List embedding models", show_errors=False)
+        handle.succeeded.connect(self._fill_vectors)
+        self.models_task = handle
+        return handle
+
+    def _fill_vectors(self, models: list[Path]) -> None:
+        chosen = self._settings.current.embedding_model if self._settings is not None else ""
+        paths = list(models)
+        if chosen and Path(chosen) not in paths:
+            paths.append(Path(chosen))
+        self.vectors.clear()
+        self.vectors.addItem(self.tr("Full-text search only"), "")
+        for path in paths:
+            self.vectors.addItem(self.tr("Full text and vectors: %1").replace("%1", path.name), str(path))
+        self.vectors.setCurrentIndex(max(0, self.vectors.findData(chosen)))
+        self.vectors.setEnabled(self._settings is not None and len(paths) > 0)
+
+    def _vectors_chosen(self, index: int) -> None:
+        if self._settings is not None:
+            self._settings.update(embedding_model=str(self.vectors.itemData(index) or ""))
+
     def show_conversation(self, conversation_id: int | None) -> None:
         self.conversation_id = conversation_id
         self.refresh()
+        if self.isVisible():
+            self.list_models()
 
     def refresh(self) -> None:
         docs = self.documents.documents(self.conversation_id) if self.conversation_id is not None else []

@@ -163,9 +163,11 @@ class ChatPage(Page):
                  library: Callable[[], Awaitable[list[Path]]] | None = None,
                  presets: PresetStore | None = None,
                  open_model: Callable[[Path], Awaitable[LibraryEntry]] | None = None,
-                 documents: DocumentService | None = None) -> None:
+                 documents: DocumentService | None = None,
+                 embedding_models: Callable[[], Awaitable[list[Path]]] | None = None) -> None:
         super().__init__(parent)
         self._documents = documents  # attached documents: their panel, and the passages citations open
+        self._embedding_models = embedding_models  # the library's embedding models (the panel's vector choice)
         self.texts = LiveTexts(self)  # follow a language switch
         self._presets = presets  # saved presets: a picker in the conversation settings
         self._tools = tools
@@ -479,7 +481,8 @@ class ChatPage(Page):
         self.attachments.changed.connect(self._on_attachments_changed)
         self.documents_panel: DocumentsPanel | None = None
         if self._documents is not None:
-            self.documents_panel = DocumentsPanel(self._documents, self._bridge)
+            self.documents_panel = DocumentsPanel(self._documents, self._bridge, settings=self._service.settings_service,
+                                                  embedding_models=self._embedding_models)
             self.documents_panel.reported.connect(self._report)
         self.attach_button = QPushButton()
         self.texts.set(self.attach_button.setText, lambda: self.tr("Attach…"))
