@@ -550,14 +550,20 @@ def document_embedder(pool: EnginePool, resolver: EngineResolver, load_options: 
         if name not in made:
             model = Path(name)
 
-            def launch(_spec: EngineSpec) -> ServerSettings:
-                from strata_gui.core.models.gguf_meta import read_header
-                from strata_gui.core.models.library import is_embedding_model
+            launched: list[ServerSettings] = []
 
-                launch = load_options.server_settings(model)
-                if not is_embedding_model(read_header(model)):
-                    launch = dataclasses.replace(launch, extra_args=(*launch.extra_args, "--pooling", "mean"))
-                return launch
+            def launch(_spec: EngineSpec) -> ServerSettings:
+                # Once per model: each batch asks, and reading the header and the load options
+                # again per batch of 32 passages cost as much as the batch on a loaded CPU.
+                if not launched:
+                    from strata_gui.core.models.gguf_meta import read_header
+                    from strata_gui.core.models.library import is_embedding_model
+
+                    chosen = load_options.server_settings(model)
+                    if not is_embedding_model(read_header(model)):
+                        chosen = dataclasses.replace(chosen, extra_args=(*chosen.extra_args, "--pooling", "mean"))
+                    launched.append(chosen)
+                return launched[0]
 
             made.clear()
             made[name] = PoolEmbedder(pool, lambda: resolver.plan_for(model, kind=EMBEDDING), launch, model)

@@ -345,7 +345,9 @@ class DocumentService:
         if embedder is None:
             return None, T(QT_TRANSLATE_NOOP("Core", "No embedding model is chosen, so the search was full text "
                                                      "only."))
-        missing = await self.embed_missing(doc_ids)
+        missing = 0
+        if self.store.count_vectors(doc_ids, embedder.key) < self.store.count_chunks(doc_ids):
+            missing = await self.embed_missing(doc_ids)  # resumed here after an engine failed mid-index
         try:
             query = (await embedder.embed([question]))[0]
         except StrataError as exc:

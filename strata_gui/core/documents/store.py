@@ -343,6 +343,14 @@ class DocumentStore:
             db.executemany("INSERT OR REPLACE INTO docs_vectors(chunk_id, model, vector) VALUES (?, ?, ?)",
                            [(cid, model, blob) for cid, blob in vectors])
 
+    def count_chunks(self, doc_ids: Sequence[int]) -> int:
+        """How many chunks these documents have."""
+        if not doc_ids:
+            return 0
+        marks = ",".join("?" * len(doc_ids))
+        return int(self.db.execute(f"SELECT COUNT(*) FROM docs_chunks WHERE document_id IN ({marks})",
+                                   tuple(doc_ids)).fetchone()[0])
+
     def count_vectors(self, doc_ids: Sequence[int], model: str) -> int:
         """How many chunks of these documents have a vector from ``model``."""
         if not doc_ids:
