@@ -136,6 +136,17 @@ def test_the_documents_panel_removes_and_a_markdown_citation_opens_its_passage(
         assert services.settings.current.embedding_model == ""
         panel.remove_selected()
         assert panel.list.count() == 0 and not panel.isVisible() and services.documents.documents(conv) == []
+        # A document dropped (or pasted) on the message box is attached, never read as a picture or text.
+        from PySide6.QtCore import QMimeData, QUrl
+
+        mime = QMimeData()
+        mime.setUrls([QUrl.fromLocalFile(str(write_pdf(tmp_path / "dropped.pdf", pages=2)))])
+        chat.input.insertFromMimeData(mime)
+        dropped = panel.task
+        assert dropped is not None
+        qasync_loop.run_until_complete(asyncio.wait_for(dropped.wait(), 30))
+        assert chat.input.toPlainText() == "" and chat.attachments.images == []
+        assert [d.name for d in services.documents.documents(conv)] == ["dropped.pdf"]
         bad = tmp_path / "photo.pdf"
         bad.write_bytes(b"\xff\xd8\xff\xe0" + b"\x00" * 64)
         failed = chat.attach_files([bad])

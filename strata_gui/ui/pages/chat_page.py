@@ -78,7 +78,7 @@ from strata_gui.core.pool import PoolActivity, PoolEvent
 from strata_gui.core.remote import RemoteService
 from strata_gui.core.runtime import TEXT, EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
-from strata_gui.ui.chat.attachments import AttachmentStrip, model_files, raw_images
+from strata_gui.ui.chat.attachments import AttachmentStrip, local_files, model_files, raw_images
 from strata_gui.ui.chat.conversation_menu import ConversationMenu
 from strata_gui.ui.chat.documents import DocumentsPanel, PassageDialog, is_image
 from strata_gui.ui.chat.find_bar import FindBar
@@ -481,6 +481,8 @@ class ChatPage(Page):
         self.attachments.changed.connect(self._on_attachments_changed)
         self.documents_panel: DocumentsPanel | None = None
         if self._documents is not None:
+            self.input.takes_files = True
+            self.input.files_received.connect(self.attach_files)
             self.documents_panel = DocumentsPanel(self._documents, self._bridge, settings=self._service.settings_service,
                                                   embedding_models=self._embedding_models)
             self.documents_panel.reported.connect(self._report)
@@ -871,10 +873,9 @@ class ChatPage(Page):
         models = model_files(mime)
         if models:
             self.use_dropped_models(models)
-        documents = [Path(u.toLocalFile()) for u in mime.urls() if u.isLocalFile()
-                     and not u.toLocalFile().lower().endswith(".gguf") and not is_image(Path(u.toLocalFile()))]
-        if documents and self.documents_panel is not None:
-            self.attach_documents(documents)
+        files = local_files(mime)
+        if files and self.documents_panel is not None:  # pictures and documents, each where it goes
+            self.attach_files(files)
             return
         pictures = raw_images(mime)
         if pictures:
