@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 from .chunking import Chunk, chunk_blocks, document_text
 from .embedding import BATCH, Embedder
-from .readers import MAX_FILE_BYTES, PDF, checked_head, read_document
+from .readers import MAX_FILE_BYTES, checked_head, read_document
 from .retrieval import CANDIDATES, VectorMatrix, full_text_query, fuse, pack
 from .store import DocumentStore, StoredChunk, StoredDocument
 
@@ -207,6 +207,7 @@ class DocumentService:
         self.max_bytes = max_bytes
         self.events: Listeners[DocumentsChanged] = Listeners()
         self._matrices: dict[tuple[str, tuple[int, ...]], tuple[int, VectorMatrix | None]] = {}
+        self.last_embedding_error = ""  # why the last embedding stopped ("" when it did not)
 
     # -- attaching ----------------------------------------------------------------------------------
     async def attach(self, conversation_id: int, path: Path, on_progress: ProgressCallback = no_progress, *,
@@ -310,8 +311,6 @@ class DocumentService:
             on_progress(Progress(total, total, T(QT_TRANSLATE_NOOP("Core", "Embedding passages…"))))
         return 0
 
-    last_embedding_error = ""
-
     # -- questions ----------------------------------------------------------------------------------
     async def search(self, conversation_id: int, question: str, limit: int = CITED) -> tuple[list[StoredChunk], str, str]:
         """The passages of the conversation's documents most relevant to ``question``.
@@ -395,8 +394,6 @@ class DocumentService:
 
 
 def _named(chunk: StoredChunk, doc: StoredDocument) -> StoredChunk:
-    from dataclasses import replace
-
     return replace(chunk, name=doc.name, path=doc.path)
 
 
@@ -432,6 +429,3 @@ def with_sources(question: str, context: DocumentContext) -> str:
     """The user's message as the model reads it: the instruction, the sources, then the question."""
     return f"{INSTRUCTION}\n\n{context.prompt}\n\nQuestion: {question}"
 
-
-def is_pdf(kind: str) -> bool:
-    return kind == PDF

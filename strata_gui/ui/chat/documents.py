@@ -203,8 +203,9 @@ class DocumentsPanel(QWidget):
                 attached = await docs.attach(conversation_id, path, on_progress)
                 notes.extend(attached.notes)
                 if attached.vectors_missing:
-                    notes.append(self.tr("%n passages have no vectors yet (the embedding engine failed); "
-                                         "the next question tries again.", "", attached.vectors_missing))
+                    notes.append(self.tr("%n passages have no vectors yet (the embedding engine failed: %1); "
+                                         "full-text search works, and the next question tries again.", "",
+                                         attached.vectors_missing).replace("%1", docs.last_embedding_error))
             return notes
 
         return self._run(run, self.tr("Attach documents"))
