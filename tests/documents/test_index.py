@@ -102,3 +102,25 @@ def test_twenty_questions_on_sqlites_c_api_reference_find_their_passages(tmp_pat
 
     hits = [q for q, want in QUESTIONS if any(want.lower() in h.lower() for h in asyncio.run(top3(q)))]
     assert len(QUESTIONS) == 20 and len(hits) >= 18, [q for q, _ in QUESTIONS if q not in hits]
+
+
+def test_cancelling_an_attach_before_its_text_is_stored_stores_nothing(tmp_path: Path) -> None:
+    from strata_gui.core.base.progress import Progress
+    from tests.support.poll import until
+
+    svc = _service(tmp_path / "strata.db")
+    pdf = write_pdf(tmp_path / "capes.pdf", pages=60)
+    seen: list[Progress] = []
+
+    async def main() -> None:
+        task = asyncio.create_task(svc.attach(1, pdf, seen.append))
+        await until(lambda: seen)  # "Reading capes.pdf…": the file is being hashed and read
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert "Reading capes.pdf" in seen[0].message
+    assert svc.documents(1) == [] and svc.all_documents() == []
+    again = asyncio.run(svc.attach(1, pdf))  # nothing half-stored stands in the way
+    assert not again.reused and again.document.pages == 60
