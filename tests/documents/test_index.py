@@ -124,3 +124,16 @@ def test_cancelling_an_attach_before_its_text_is_stored_stores_nothing(tmp_path:
     assert svc.documents(1) == [] and svc.all_documents() == []
     again = asyncio.run(svc.attach(1, pdf))  # nothing half-stored stands in the way
     assert not again.reused and again.document.pages == 60
+
+
+def test_a_question_in_chinese_finds_its_passage_by_trigrams(tmp_path: Path) -> None:
+    svc = _service(tmp_path / "strata.db")
+    guide = tmp_path / "指南.md"
+    guide.write_text("# 安装\n\n在 Linux 上运行安装脚本，然后重新启动电脑。\n\n"
+                     "# 灯塔\n\n灯塔看守人每天晚上记录风暴和船只。\n\n"
+                     "# 费用\n\n每周的停泊费用是十二克朗。\n", encoding="utf-8")
+    asyncio.run(svc.attach(1, guide))
+    found, search, _ = asyncio.run(svc.search(1, "灯塔看守人每天晚上记录什么？", limit=1))
+    assert search == "full text" and found[0].heading == "灯塔" and "记录风暴和船只" in found[0].text
+    fee, _, _ = asyncio.run(svc.search(1, "停泊费用是多少？", limit=1))
+    assert fee[0].heading == "费用"

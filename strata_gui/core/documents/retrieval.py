@@ -35,6 +35,19 @@ def full_text_query(question: str) -> str:
     return " OR ".join(f'"{w}"' for w in seen)
 
 
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{3,}")
+
+
+def cjk_query(question: str) -> str:
+    """An FTS5 query for the trigram index: every three-character piece of the question's runs of
+    Chinese, Japanese or Korean (any of them); "" when it has no run of three such characters."""
+    grams: dict[str, None] = {}
+    for run in _CJK_RUN.findall(question):
+        for i in range(len(run) - 2):
+            grams[run[i:i + 3]] = None
+    return " OR ".join(f'"{g}"' for g in grams)
+
+
 def fuse(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
     """Reciprocal rank fusion of ranked id lists: the ids by the sum of 1 / (k + rank), best first."""
     score: dict[int, float] = {}

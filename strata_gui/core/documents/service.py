@@ -25,7 +25,7 @@ from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from .chunking import Chunk, chunk_blocks, document_text
 from .embedding import BATCH, Embedder
 from .readers import MAX_FILE_BYTES, checked_head, read_document
-from .retrieval import CANDIDATES, VectorMatrix, full_text_query, fuse, pack
+from .retrieval import CANDIDATES, VectorMatrix, cjk_query, full_text_query, fuse, pack
 from .store import DocumentStore, StoredChunk, StoredDocument
 
 log = logging.getLogger(__name__)
@@ -322,6 +322,9 @@ class DocumentService:
         docs = self.store.documents(conversation_id)
         doc_ids = [d.id for d in docs]
         rankings = [self.store.full_text(full_text_query(question), doc_ids, CANDIDATES)]
+        cjk = cjk_query(question)
+        if cjk:  # words with no spaces between them: the trigram index's ranking joins the fusion
+            rankings.append(self.store.full_text(cjk, doc_ids, CANDIDATES, table="docs_chunks_cjk"))
         search, note = FULL_TEXT, ""
         nearest, note = await self._nearest(doc_ids, question)
         if nearest is not None:

@@ -6,8 +6,8 @@ holds a chat with its documents. A document is stored once per content (its SHA-
 unchanged file again, or the same file to another conversation, reuses its chunks, full-text index
 and vectors. ``docs_attached`` says which conversation has which document under which name.
 
-Full text: FTS5 with the Porter stemmer (``unicode61``), reading its text from ``docs_chunks``
-(external content), kept by triggers. Vectors: one row per chunk and embedding model
+Full text: FTS5 with the Porter stemmer (``unicode61``), and a trigram index for Chinese, Japanese
+and Korean, both reading their text from ``docs_chunks`` (external content), kept by triggers. Vectors: one row per chunk and embedding model
 (float32 BLOB); the chunks with no row for the current model are the ones still to embed, so an
 embedding engine that fails mid-index leaves full text usable and the vectors resume later.
 """
@@ -56,11 +56,18 @@ MIGRATIONS: list[Sequence[str]] = [
         "CREATE INDEX docs_chunks_by_document ON docs_chunks(document_id, ordinal)",
         "CREATE VIRTUAL TABLE docs_chunks_fts USING fts5(text, heading, content='docs_chunks', content_rowid='id',"
         " tokenize='porter unicode61 remove_diacritics 2')",
+        # Chinese, Japanese and Korean have no spaces between words, which unicode61 needs: a
+        # trigram index beside it finds their passages by the question's runs of three characters.
+        "CREATE VIRTUAL TABLE docs_chunks_cjk USING fts5(text, heading, content='docs_chunks', content_rowid='id',"
+        " tokenize='trigram')",
         """CREATE TRIGGER docs_chunks_fts_added AFTER INSERT ON docs_chunks BEGIN
             INSERT INTO docs_chunks_fts(rowid, text, heading) VALUES (new.id, new.text, new.heading);
+            INSERT INTO docs_chunks_cjk(rowid, text, heading) VALUES (new.id, new.text, new.heading);
         END""",
         """CREATE TRIGGER docs_chunks_fts_deleted AFTER DELETE ON docs_chunks BEGIN
             INSERT INTO docs_chunks_fts(docs_chunks_fts, rowid, text, heading)
+                VALUES ('delete', old.id, old.text, old.heading);
+            INSERT INTO docs_chunks_cjk(docs_chunks_cjk, rowid, text, heading)
                 VALUES ('delete', old.id, old.text, old.heading);
         END""",
         """CREATE TABLE docs_vectors (
@@ -308,20 +315,21 @@ class DocumentStore:
         rows = self.db.execute(f"SELECT * FROM docs_chunks WHERE id IN ({marks})", tuple(chunk_ids))
         return {int(r["id"]): _chunk(r) for r in rows}
 
-    def full_text(self, query: str, doc_ids: Sequence[int], limit: int) -> list[int]:
+    def full_text(self, query: str, doc_ids: Sequence[int], limit: int, *, table: str = "docs_chunks_fts") -> list[int]:
         """Chunk ids of these documents matching the FTS5 ``query``, best (bm25) first.
 
         A word in the passage's heading path weighs five times one in its text: the heading names
         what the section is about (on SQLite's C API reference, 20 questions: 17 of 20 answers in
-        the top 3 with equal weights, 18 with 5 or 10)."""
+        the top 3 with equal weights, 18 with 5 or 10). ``table`` is ``docs_chunks_cjk`` for the
+        trigram index (see :func:`~.retrieval.cjk_query`)."""
         if not doc_ids or not query:
             return []
         marks = ",".join("?" * len(doc_ids))
         try:
             rows = self.db.execute(
-                "SELECT f.rowid FROM docs_chunks_fts f JOIN docs_chunks c ON c.id=f.rowid"
-                f" WHERE docs_chunks_fts MATCH ? AND c.document_id IN ({marks})"
-                " ORDER BY bm25(docs_chunks_fts, 1.0, 5.0) LIMIT ?", (query, *doc_ids, limit)).fetchall()
+                f"SELECT f.rowid FROM {table} f JOIN docs_chunks c ON c.id=f.rowid"
+                f" WHERE {table} MATCH ? AND c.document_id IN ({marks})"
+                f" ORDER BY bm25({table}, 1.0, 5.0) LIMIT ?", (query, *doc_ids, limit)).fetchall()
         except sqlite3.OperationalError:  # a query FTS5 cannot parse finds nothing (never an error)
             return []
         return [int(r[0]) for r in rows]
