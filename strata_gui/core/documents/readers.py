@@ -39,6 +39,9 @@ PARAGRAPH, HEADING, CODE_BLOCK, PAGE = "paragraph", "heading", "code", "page"
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 """The largest file read (a 300-page PDF is a few MB; a 2 GB file is refused from its size)."""
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+"""The largest text file read (Markdown, HTML, code, text): it is read whole and decoded, and 64 MB
+of text is some 20,000 pages."""
 MAX_DOCX_XML_BYTES = 64 * 1024 * 1024
 """The most ``word/document.xml`` may inflate to (a 1,000-page Word file's is ~30 MB)."""
 
@@ -102,7 +105,7 @@ def read_document(path: Path, *, max_bytes: int = MAX_FILE_BYTES, max_docx_xml: 
             ``max_docx_xml``.
     """
     kind = kind_of(path)
-    head = checked_head(path, max_bytes)
+    head = checked_head(path, cap_for(path, max_bytes))
     _check_content(path, kind, head)
     if kind == PDF:
         return _read_pdf(path)
@@ -114,6 +117,11 @@ def read_document(path: Path, *, max_bytes: int = MAX_FILE_BYTES, max_docx_xml: 
     if kind == MARKDOWN:
         return DocumentText(MARKDOWN, tuple(markdown_blocks(text)), notes=notes)
     return DocumentText(kind, tuple(_plain_blocks(text, code=kind == CODE)), notes=notes)
+
+
+def cap_for(path: Path, max_bytes: int = MAX_FILE_BYTES) -> int:
+    """The largest ``path`` may be: ``max_bytes``, or less for text, which is read whole."""
+    return max_bytes if kind_of(path) in (PDF, DOCX) else min(max_bytes, MAX_TEXT_BYTES)
 
 
 def checked_head(path: Path, max_bytes: int) -> bytes:

@@ -24,7 +24,7 @@ from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 
 from .chunking import Chunk, chunk_blocks, document_text
 from .embedding import BATCH, Embedder
-from .readers import MAX_FILE_BYTES, checked_head, read_document
+from .readers import MAX_FILE_BYTES, cap_for, checked_head, read_document
 from .retrieval import CANDIDATES, VectorMatrix, cjk_query, full_text_query, fuse, pack
 from .store import DocumentStore, StoredChunk, StoredDocument
 
@@ -174,6 +174,7 @@ def _read(path: Path, max_bytes: int) -> _Read:
 
 
 def _hash(path: Path, max_bytes: int) -> str:
+    max_bytes = cap_for(path, max_bytes)
     checked_head(path, max_bytes)  # a file over the cap is refused from its size, never hashed
     digest = hashlib.sha256()
     try:
