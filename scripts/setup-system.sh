@@ -7,13 +7,15 @@
 #   DLL for the prefix, a Windows llama-server.exe), xdotool + imagemagick (find and shoot the window)
 #   speech: pulseaudio + pulseaudio-utils (a virtual microphone: a null sink the tests play into, which
 #   Qt's multimedia lists as a microphone)
+#   documents: sqlite3-doc (SQLite's public-domain C API reference: the real 160-page document the
+#   retrieval-quality test and bench/documents.py ask 20 questions of)
 set -euo pipefail
 PKGS=(cmake build-essential xvfb xauth mesa-vulkan-drivers nsis desktop-file-utils
       libegl1 libgl1 libfontconfig1 libdbus-1-3 libxkbcommon0 libxkbcommon-x11-0
       libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 libxcb-image0 libxcb-render-util0
       libxcb-xkb1 libxcb-shape0 libxcb-randr0 libxcb-xinerama0 fonts-noto-cjk
       wine wine64 wine32:i386 gcc-mingw-w64-x86-64-win32 g++-mingw-w64-x86-64-posix xdotool imagemagick
-      pulseaudio pulseaudio-utils)
+      pulseaudio pulseaudio-utils sqlite3-doc)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

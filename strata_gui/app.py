@@ -357,7 +357,7 @@ def _follow_the_core(ui: AppUi) -> None:
 # -- the pages, each built on its first visit ---------------------------------------------------------
 def _build_chat(ui: AppUi) -> Page:
     from strata_gui.core.chat import PRESETS_FILE, PresetStore
-    from strata_gui.core.runtime import TEXT
+    from strata_gui.core.runtime import EMBEDDING, TEXT
     from strata_gui.ui.pages.chat_page import ChatPage
 
     services = ui.services
@@ -369,7 +369,9 @@ def _build_chat(ui: AppUi) -> Page:
                     library=lambda: services.models.usable_models(TEXT),
                     presets=PresetStore(services.base.paths.config_dir / PRESETS_FILE),
                     open_model=lambda path: services.models.open_file(path, keep=True),
-                    transcribe=speech_transcriber(services))
+                    transcribe=speech_transcriber(services),
+                    documents=services.documents,
+                    embedding_models=lambda: services.models.usable_models(EMBEDDING))
 
 
 def speech_transcriber(services: AppServices) -> Transcriber:

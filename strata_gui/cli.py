@@ -36,6 +36,7 @@ COMMAND_MODULES = {
     "models": "strata_gui.commands.models",
     "chat": "strata_gui.commands.chat",
     "chats": "strata_gui.commands.chats",
+    "docs": "strata_gui.commands.docs",
     "image": "strata_gui.commands.image",
     "transcribe": "strata_gui.commands.transcribe",
     "bench": "strata_gui.commands.bench",

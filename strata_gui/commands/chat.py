@@ -1,4 +1,4 @@
-"""`strata chat --model M [--engine DIR] [--image FILE] [--json] "prompt"`: one streamed reply and its statistics.
+"""`strata chat --model M [--engine DIR] [--image FILE] [--attach FILE] [--json] "prompt"`: one streamed reply and its statistics.
 
 With ``--image`` the pictures go with the prompt as OpenAI image content; the model's vision
 projector (``mmproj`` next to it) is loaded with it, as in the app. Thinking, structured output and
@@ -17,6 +17,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from strata_gui.commands import chat_session, load_options
 from strata_gui.commands.device_option import add_device_option, apply_device_option
@@ -27,10 +28,12 @@ from strata_gui.core.chat import (
     ChatEvent,
     ChatImage,
     EngineStatus,
+    Message,
     Notice,
     PresetStore,
     ThinkingSettings,
 )
+from strata_gui.core.documents import citations_of
 from strata_gui.core.runtime import SamplingParams
 
 
@@ -43,6 +46,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "installed engines stay as fallbacks)")
     p.add_argument("--image", "-i", action="append", default=[], metavar="FILE", type=Path,
                    help="attach a PNG/JPEG/GIF/BMP image (repeat for more; the model needs its mmproj)")
+    p.add_argument("--attach", "-a", action="append", default=[], metavar="FILE", type=Path,
+                   help="attach a document: PDF, DOCX, HTML, Markdown, text or source code (repeat for more); "
+                        "the reply cites its passages")
+    p.add_argument("--embedding-model", metavar="GGUF", default=None, type=Path,
+                   help="make vectors of the documents' passages with this embedding model (default: Settings'; "
+                        "none: full-text search only)")
     p.add_argument("--preset", metavar="NAME", default=None,
                    help="a preset saved in the app (system prompt, sampling, thinking); the options below override it")
     p.add_argument("--system", default=None, help="system prompt")
@@ -99,6 +108,8 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     service.set_model(model, remember=False)  # a one-off prompt does not change the app's last model
     if images:
         service.check_images_accepted()  # before engines are probed: a text-only model fails at once
+    conv = service.new_conversation()
+    await _attach(args, app, conv.id, not args.json)  # a bad document fails here too, before any engine
     await app.prepare()
     for folder in _folders(args.engine):
         await app.resolver.use_folder(folder)
@@ -123,7 +134,6 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
     service.events.subscribe(on_event)
     host = chat_session.configure(service, args, printer, app.base.paths.log_dir)
     try:
-        conv = service.new_conversation()
         service.store.update_settings(conv.id, system_prompt=system, sampling=sampling, thinking=think,
                                       structured_output=structured)
         await service.ensure_engine()
@@ -144,18 +154,52 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
                "context_used": reply.stats.context_used, "notices": printer.notices,
                "engine": resolution.to_json(),
                "projector": str(service.projector) if service.projector else None,
-               "images": len(images)}
+               "images": len(images), **_documents_json(reply)}
         if failure is not None:
             out["error"] = {"message": failure.message, "hint": _parsing_hint(), "details": failure.details}
         print(shown_json(json.dumps(out, indent=2, ensure_ascii=False)))
     else:
         print()
+        _print_citations(reply)
         print(reply.stats.summary(), file=sys.stderr)
         if reply.stats.slow_path:
             print(f"warning: {reply.stats.slow_path}", file=sys.stderr)
     if failure is not None:
         raise ChatFormatError(failure.message, hint=_parsing_hint(), details=failure.details)
     return 0
+
+
+async def _attach(args: argparse.Namespace, app: AppServices, conversation_id: int, stream: bool) -> None:
+    """Index each ``--attach`` file into the conversation (a bad file fails before any engine loads;
+    the question makes the passages' vectors, when an embedding model is chosen)."""
+    if args.embedding_model is not None:
+        app.settings.override(embedding_model=str(args.embedding_model.expanduser().resolve()))
+    for path in args.attach:
+        attached = await app.documents.attach(conversation_id, path.expanduser(), embed=False)
+        for note in attached.notes:
+            print(f"note: {note}", file=sys.stderr)
+        if stream:
+            doc = attached.document
+            how = "index reused" if attached.reused else f"{doc.chunks:,} passages indexed"
+            print(f"attached: {doc.name} ({how})", file=sys.stderr)
+
+
+def _documents_json(reply: Message) -> dict[str, Any]:
+    """``documents`` (which happened: whole or retrieved, and how) and ``citations`` for ``--json``."""
+    record = reply.settings.get("documents")
+    if not isinstance(record, dict):
+        return {"citations": []}
+    return {"documents": {k: record.get(k) for k in ("mode", "search", "summary", "used")},
+            "citations": [c.to_json() for c in citations_of(reply.settings)]}
+
+
+def _print_citations(reply: Message) -> None:
+    record = reply.settings.get("documents")
+    if not isinstance(record, dict):
+        return
+    print(str(record.get("summary") or ""), file=sys.stderr)
+    for citation in citations_of(reply.settings):
+        print(f"[{citation.number}] {citation.label()}", file=sys.stderr)
 
 
 def _parsing_hint() -> str:

@@ -10,6 +10,7 @@ is the only owner of running engines. This module only connects them; it holds n
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import logging
 import os
@@ -32,6 +33,7 @@ from strata_gui.core.chat.store import ConversationStore
 from strata_gui.core.config.resources import kernels_dir
 from strata_gui.core.config.services import Services
 from strata_gui.core.config.settings import SettingsService
+from strata_gui.core.documents import DocumentService, DocumentStore, Embedder
 from strata_gui.core.engines.catalog import load_catalog
 from strata_gui.core.engines.resolver import EngineResolver, Resolution
 from strata_gui.core.engines.service import EngineService, create_engine_service
@@ -48,7 +50,7 @@ from strata_gui.core.remote.secrets import FileSecretStore, default_protector
 from strata_gui.core.remote.service import RemoteService
 from strata_gui.core.rpc.service import RpcPool
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.kinds import TEXT, EngineKind
+from strata_gui.core.runtime.kinds import EMBEDDING, TEXT, EngineKind
 from strata_gui.core.runtime.launch import ServerSettings, ServerState
 from strata_gui.core.runtime.process_guard import WindowsJob
 from strata_gui.core.runtime.supervisor import ServerSupervisor
@@ -93,7 +95,7 @@ class AppServices:
                  gpu: GpuService, engines: EngineService, resolver: EngineResolver, metrics: MetricsStore,
                  chat_store: ConversationStore, chat: ChatService, remote: RemoteService, rpc: RpcPool,
                  pool: EnginePool, fit_target: FitTarget, load_options: LoadOptionsService, later: LaterParts,
-                 gpu_error: StrataError | None = None) -> None:
+                 documents: DocumentService, gpu_error: StrataError | None = None) -> None:
         self.base = base
         self.http = http  # the network: GitHub, the hub (honours proxy settings)
         self.local_http = local_http  # loopback engines (never through a proxy)
@@ -108,6 +110,7 @@ class AppServices:
         self.pool = pool  # the one owner of every running engine: chat, bench, API and images borrow
         self.fit_target = fit_target
         self.load_options = load_options  # per-model load options: the chat launch, bench, the panel's fit
+        self.documents = documents  # documents attached to conversations: index, retrieval, citations
         self.gpu_error = gpu_error  # why the configured GPU source could not be used
         # What the user must be told about the database file at start-up (moved aside because it
         # was damaged, or in use by another program so nothing is saved this session).
@@ -408,6 +411,7 @@ class AppServices:
                 await self.http.aclose()
                 await self.local_http.aclose()
                 self.chat_store.close()
+                self.documents.store.close()
                 self.metrics.close()
 
 
@@ -512,9 +516,14 @@ def build_app_services(base: Services, http: httpx.AsyncClient | None = None, *,
                        launch_settings=load_options.server_settings, model_options=load_options.options,
                        template=load_options.template)
     remote = RemoteService(paths.config_dir / "remote_engines.json", secrets, client)
+    documents = DocumentService(_open_document_store(chat_db if chat_store.path != Path(":memory:") else Path(":memory:"),
+                                                     storage_notices),
+                                document_embedder(pool, resolver, load_options, base.settings_service))
+    chat.turns.documents = documents  # their passages go with each question
     app = AppServices(base, client, local, gpu=gpu, engines=engines, resolver=resolver, metrics=metrics,
                       chat_store=chat_store, chat=chat, remote=remote, rpc=rpc, pool=pool, fit_target=fit_target,
-                      load_options=load_options, later=LaterParts(env, secrets), gpu_error=gpu_error)
+                      load_options=load_options, later=LaterParts(env, secrets), documents=documents,
+                      gpu_error=gpu_error)
     app.storage_notices = storage_notices
     for notice in storage_notices:  # shown by the CLI and the window; info here, not twice on stderr
         log.info("%s", notice)
@@ -557,6 +566,56 @@ def _open_database(path: Path, keep_conversations: bool) -> tuple[MetricsStore, 
     if metrics.notice:
         notices.append(metrics.notice)
     return metrics, chat_db, notices
+
+
+def document_embedder(pool: EnginePool, resolver: EngineResolver, load_options: LoadOptionsService,
+                      settings: SettingsService) -> Callable[[], Embedder | None]:
+    """The embedding model Settings names, borrowed from the pool as the local API borrows one
+    (the resolver's embedding plan, the chat's load options; a chat model embeds with mean pooling)."""
+    from strata_gui.core.documents import PoolEmbedder
+
+    made: dict[str, Embedder] = {}
+
+    def current() -> Embedder | None:
+        name = settings.current.embedding_model
+        if not name:
+            return None
+        if name not in made:
+            model = Path(name)
+
+            launched: list[ServerSettings] = []
+
+            def launch(_spec: EngineSpec) -> ServerSettings:
+                # Once per model: each batch asks, and reading the header and the load options
+                # again per batch of 32 passages cost as much as the batch on a loaded CPU.
+                if not launched:
+                    from strata_gui.core.models.gguf_meta import read_header
+                    from strata_gui.core.models.library import is_embedding_model
+
+                    chosen = load_options.server_settings(model)
+                    if not is_embedding_model(read_header(model)):
+                        chosen = dataclasses.replace(chosen, extra_args=(*chosen.extra_args, "--pooling", "mean"))
+                    launched.append(chosen)
+                return launched[0]
+
+            made.clear()
+            made[name] = PoolEmbedder(pool, lambda: resolver.plan_for(model, kind=EMBEDDING), launch, model)
+        return made[name]
+
+    return current
+
+
+def _open_document_store(path: Path, notices: list[str]) -> DocumentStore:
+    """The document tables in the conversations' file (in memory when conversations are)."""
+    try:
+        store = DocumentStore(path).open()
+    except StorageError as exc:
+        notices.append(joined([exc.message, QT_TRANSLATE_NOOP("Core", "Attached documents are not kept this "
+                                                                      "session."), exc.hint or ""]))
+        return DocumentStore(Path(":memory:")).open()
+    if store.notice:
+        notices.append(store.notice)
+    return store
 
 
 def _open_chat_store(path: Path, notices: list[str]) -> ConversationStore:

@@ -44,6 +44,7 @@ _TITLES = (
     QT_TRANSLATE_NOOP("ErrorDialog", "Chat problem"),
     QT_TRANSLATE_NOOP("ErrorDialog", "Image problem"),
     QT_TRANSLATE_NOOP("ErrorDialog", "Speech problem"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Document problem"),
     QT_TRANSLATE_NOOP("ErrorDialog", "Engines busy"),
     QT_TRANSLATE_NOOP("ErrorDialog", "Tool problem"),
     QT_TRANSLATE_NOOP("ErrorDialog", "Reply does not fit the chat format"),

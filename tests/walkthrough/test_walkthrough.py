@@ -2,7 +2,8 @@
 
 The composed app (every service and page, as ``run_gui`` builds them) on a replayed Radeon RX 7900
 XTX, with loopback GitHub and hub stand-ins and the real engines: first start → guide → engine →
-model → chat → stop → regenerate → dashboard → benchmark → GPU page → settings → restart. At each
+model → chat → stop → regenerate → dashboard → benchmark → GPU page → settings → restart → a PDF
+attached, asked about, and a citation opened at its page. At each
 step the test reads what a person reads (in the language shown) and saves a screenshot under
 ``artifacts/screenshots/walkthrough/<language>-<theme>/``.
 
@@ -18,6 +19,7 @@ import asyncio
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,11 +35,13 @@ from strata_gui.core.chat.store import SamplingParams
 from strata_gui.core.config.services import build_services
 from strata_gui.core.models.starters import StarterModel
 from strata_gui.ui.bridge import AsyncBridge
+from strata_gui.ui.chat.documents import PassageDialog
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.first_run import STEP_MODELS, STEP_READY, STEP_SETUP
 from strata_gui.ui.i18n import core_text, install_language, translators_of
 from strata_gui.ui.theme import apply_theme
 from tests.first_run.conftest import GPU_TREES, wait_until
+from tests.support.documents import write_pdf
 from tests.support.engines import CACHE as ENGINE_CACHE
 from tests.support.gguf_model import write_model
 from tests.support.github_server import GitHubServer
@@ -149,7 +153,7 @@ VARIANTS = [("en", "light"), ("en", "dark"), ("zh_CN", "light"), ("zh_CN", "dark
 @pytest.mark.engine
 @pytest.mark.parametrize(("language", "theme"), VARIANTS, ids=[f"{lang}-{t}" for lang, t in VARIANTS])
 def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter: StarterModel,
-                           start_app: Callable[..., Run], language: str, theme: str) -> None:
+                           start_app: Callable[..., Run], language: str, theme: str, tmp_path: Path) -> None:
     # (the servers come first: they stop after the app has closed its connections)
     shots = Shots(f"{language}-{theme}")
     run = start_app([test_starter], language=language, theme=theme,
@@ -374,11 +378,39 @@ def test_first_ten_minutes(releases: GitHubServer, hub: RunningHub, test_starter
         await settle()
         shots(window2, "restarted")
         await reads_settled(ui2)
+        await documents(ui2)
+
+    async def documents(ui: AppUi) -> None:
+        # 13. Documents (issue 44): a PDF attached to a new conversation, a question, and a citation
+        # under the reply that opens its page with the passage marked.
+        chat, services = ui.pages.chat, ui.services
+        conv = chat.new_conversation()
+        services.chat.store.update_settings(conv, sampling=SamplingParams(max_tokens=8, seed=3))
+        handle = chat.attach_files([write_pdf(tmp_path / "capes.pdf", pages=30)])
+        assert handle is not None and chat.documents_panel is not None
+        await handle.wait()
+        assert handle.error is None and chat.documents_panel.list.count() == 1
+        reply = chat.send_text("What does the keeper of cape 17 log?")
+        assert reply is not None
+        await reply.wait()
+        assert reply.error is None, reply.error
+        widget = assistant_widgets(ui)[-1]
+        assert widget.sources.isVisible() and widget.sources.citations[0].page == 17
+        await settle()
+        shots(ui.window, "documents-reply")
+        widget.sources.linkActivated.emit("cite:0")
+        dialog = next(w for w in QApplication.topLevelWidgets() if isinstance(w, PassageDialog) and w.isVisible())
+        assert dialog.render_task is not None
+        await dialog.render_task.wait()
+        assert dialog.page_image is not None and dialog.page_image.page == 17 and dialog.page_image.marks
+        await settle()
+        shots(dialog, "documents-citation")
+        dialog.close()
 
     again_run.loop.run_until_complete(restarted())
     assert shots.saved == ["guide-gpu-and-plan", "guide-engine-installed", "guide-ready", "chat-announced",
                            "chat-reply", "chat-stopped", "chat-regenerated", "dashboard", "benchmark", "gpu",
-                           "settings", "restarted"]
+                           "settings", "restarted", "documents-reply", "documents-citation"]
 
 
 def test_an_empty_dashboard_keeps_its_filters_at_the_top(start_app: Callable[..., Run]) -> None:

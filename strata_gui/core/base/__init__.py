@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         ChatError,
         ChatFormatError,
         ChecksumMismatchError,
+        DocumentError,
         EngineCatalogError,
         EngineDownloadError,
         EngineError,
@@ -79,6 +80,7 @@ __all__ = [
     "ChatError",
     "ChatFormatError",
     "ChecksumMismatchError",
+    "DocumentError",
     "EngineCatalogError",
     "EngineDownloadError",
     "EngineError",
@@ -128,7 +130,7 @@ __all__ = [
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "blocking": ["SerialLane", "run_blocking"],
-    "errors": ["ChatError", "ChatFormatError", "ChecksumMismatchError", "EngineCatalogError", "EngineDownloadError", "EngineError", "EngineInstallError", "EngineProbeError", "GGUFError", "GpuDetectionError", "HubError", "ImageError", "InsufficientSpaceError", "InternalError", "ModelError", "NetworkError", "RateLimitedError", "ServerBusyError", "ServerError", "SettingsError", "SpeechError", "StorageError", "StrataError", "ToolConfigError", "ToolError", "TuningTableError", "UnknownModelError", "UnsafeArchiveError", "describe", "network_error"],
+    "errors": ["ChatError", "ChatFormatError", "ChecksumMismatchError", "DocumentError", "EngineCatalogError", "EngineDownloadError", "EngineError", "EngineInstallError", "EngineProbeError", "GGUFError", "GpuDetectionError", "HubError", "ImageError", "InsufficientSpaceError", "InternalError", "ModelError", "NetworkError", "RateLimitedError", "ServerBusyError", "ServerError", "SettingsError", "SpeechError", "StorageError", "StrataError", "ToolConfigError", "ToolError", "TuningTableError", "UnknownModelError", "UnsafeArchiveError", "describe", "network_error"],
     "events": ["LISTENER_LOGGER", "Listeners"],
     "lazy": ["lazy_exports"],
     "progress": ["GIB", "Progress", "ProgressCallback", "RateMeter", "format_bytes", "format_duration", "no_progress", "to_gib"],

@@ -188,6 +188,10 @@ class SpeechError(StrataError):
     """Speech could not be transcribed (not audio, no speech engine, no microphone, the engine failed)."""
 
     title = "Speech problem"
+class DocumentError(StrataError):
+    """A document that cannot be attached or indexed (damaged, not what its name says, too large)."""
+
+    title = "Document problem"
 
 
 class ToolError(StrataError):

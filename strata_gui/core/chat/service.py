@@ -163,6 +163,7 @@ class ChatService:
                                     self.tool_loop, self.first_tokens, self.requests)
         self.turns = Turns(self.conversations, self.chat_model, self.requests, self.streamer, self.tool_loop,
                            self.read_ahead, self.announcer, self.first_tokens)
+        self.turns.context_size = lambda: self.chat_engine.context_size
 
     @property
     def settings(self) -> Settings:

@@ -13,7 +13,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strata_gui.core.base import texts
 from strata_gui.core.base.errors import ChatError, ChatFormatError, ServerError, StorageError, StrataError
@@ -44,12 +44,34 @@ from .records import (
 from .replies import DELTA_INTERVAL, ReplyBuffer, ReplyTarget
 from .store import ConversationStore
 
+if TYPE_CHECKING:
+    from strata_gui.core.documents import DocumentContext
+
 log = logging.getLogger(__name__)
 
 # (engine that answered, model, the reply's statistics) → the ceilings and shares to keep with them.
 LimitSource = Callable[[EngineSpec | None, Path, ReplyStats], Awaitable[dict[str, Any]]]
 WATCH_INTERVAL = 1.0  # s between looks at the engine's progress while nothing streams
 SILENCE_NOTICE_S = 15.0  # s of the engine generating with nothing arriving before the reply says so
+
+
+def with_passages(history: list[dict[str, Any]], sources: DocumentContext) -> None:
+    """Put the documents' numbered passages before the last question of ``history`` (in place; the
+    saved message keeps the user's words)."""
+    from strata_gui.core.documents import with_sources
+
+    for item in reversed(history):
+        if item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            item["content"] = with_sources(content, sources)
+        elif isinstance(content, list):
+            parts = [p for p in content if isinstance(p, dict) and p.get("type") == "text"]
+            question = parts[0].get("text", "") if parts else ""
+            rest = [p for p in content if p not in parts[:1]]
+            item["content"] = [{"type": "text", "text": with_sources(str(question), sources)}, *rest]
+        return
 
 
 class ReplyStreamer:
@@ -91,6 +113,8 @@ class ReplyStreamer:
         self.silence_notice_s = silence_notice_s
         self.limits: LimitSource | None = None
         self._announcer = announcer
+        # Per conversation, the documents' passages its question goes with (set for one turn).
+        self.sources: dict[int, DocumentContext] = {}
         self._replies: dict[int, Message] = {}  # replies being written, as they were created
         self._live: dict[int, ReplyBuffer] = {}  # their text so far
 
@@ -115,10 +139,14 @@ class ReplyStreamer:
             log.warning("could not save the reply being written: %s", exc.message)
 
     # -- one reply ----------------------------------------------------------------------------------
-    def new_reply(self, conv: Conversation) -> Message:
-        """Save an empty streaming assistant message in ``conv`` with the settings it is asked with."""
+    def new_reply(self, conv: Conversation, *, sources: DocumentContext | None = None) -> Message:
+        """Save an empty streaming assistant message in ``conv`` with the settings it is asked with
+        (and the documents' passages it is given: ``documents``, read back with the reply)."""
         settings: dict[str, Any] = {"system_prompt": conv.system_prompt, "sampling": conv.sampling.to_json(),
                                     "model": str(self.chat_model.path or "")}
+        sources = sources or self.sources.get(conv.id)
+        if sources is not None:
+            settings["documents"] = sources.record()
         remote = self.chat_model.remote
         if remote is not None:
             settings["model"] = remote.label
@@ -149,6 +177,9 @@ class ReplyStreamer:
         """
         history = self.conversations.history(conv, upto=reply.id, with_images=self.chat_model.accepts_images,
                                              with_reasoning=template is not None and template.keeps_past_reasoning)
+        sources = self.sources.get(conv.id)
+        if sources is not None:
+            with_passages(history, sources)
         remote = self.chat_model.remote
         if remote is not None:
             # Broken off midway: what came is kept and goes back to the model, as for a local engine.

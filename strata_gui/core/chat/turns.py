@@ -4,7 +4,8 @@ model's reply streamed through the tool loop, announced as its request leaves fo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from strata_gui.core.base.progress import ProgressCallback
 from strata_gui.core.base.texts import well_formed
@@ -21,6 +22,9 @@ from .records import STOPPED, Conversation, Message
 from .request import RequestBuilder, for_template
 from .streaming import ReplyStreamer
 from .tool_loop import ToolLoop
+
+if TYPE_CHECKING:
+    from strata_gui.core.documents import DocumentContext, DocumentService
 
 
 class Turns:
@@ -48,6 +52,9 @@ class Turns:
         self.read_ahead = read_ahead
         self.announcer = announcer
         self.first_tokens = first_tokens
+        # Attached documents (their passages go with each question), and the context they must fit.
+        self.documents: DocumentService | None = None
+        self.context_size: Callable[[], int] = lambda: chat_model.context_size
 
     async def send(self, conversation_id: int, text: str, on_progress: ProgressCallback | None = None, *,
                    images: Sequence[ChatImage] = ()) -> Message:
@@ -96,7 +103,8 @@ class Turns:
             if self.chat_model.remote is None and self.chat_model.path is not None:
                 self.conversations.remember_model(conv, self.chat_model.path)
             options = self.requests.options(conv)  # a bad schema fails here, before anything is saved
-            reply = self.streamer.new_reply(conv)
+            sources = await self._sources(conv, user)
+            reply = self.streamer.new_reply(conv, sources=sources)
         except BaseException:
             if user is not None:
                 self.announcer.emit(MessageAdded(user))
@@ -104,12 +112,24 @@ class Turns:
         # Held back until the request is sent: building a reply's widgets takes milliseconds
         # that the engine can spend on the prompt meanwhile (time to first token).
         deadline = self.announcer.hold(m for m in (user, reply) if m is not None)
+        if sources is not None:
+            self.streamer.sources[conv.id] = sources
         try:
             with self.first_tokens.awaiting_reply():
                 return await self._converse(conv, reply, options, on_progress)
         finally:
+            self.streamer.sources.pop(conv.id, None)
             deadline.cancel()
             self.announcer.announce()
+
+    async def _sources(self, conv: Conversation, user: Message | None) -> DocumentContext | None:
+        """The passages of the conversation's documents that go with its last question (None when
+        it has no documents)."""
+        if self.documents is None:
+            return None
+        question = user.content if user is not None else next(
+            (m.content for m in reversed(self.conversations.store.messages(conv.id)) if m.role == "user"), "")
+        return await self.documents.context_for(conv.id, question, self.context_size())
 
     async def _converse(self, conv: Conversation, reply: Message, options: RequestOptions,
                         on_progress: ProgressCallback | None) -> Message:

@@ -110,6 +110,9 @@ class Settings:
     # ("" = the app's language, "auto" = the engine detects it, else a code such as "de").
     speech_model: str = ""
     speech_language: str = ""
+    # The embedding model (a GGUF) that makes vectors of attached documents' passages; "" = full-text
+    # search only (SQLite FTS5, which always works).
+    embedding_model: str = ""
     # Networking: the local API for other apps, and llama.cpp RPC workers ("host:port").
     serve_port: int = 8765
     serve_lan: bool = False  # listen on every interface (needs an API key)

@@ -34,7 +34,9 @@ class Priority(enum.IntEnum):
     """Work that wants a quiet engine and can wait: the benchmark, engine-update trials."""
 
 
-USER_PRIORITY = {"chat": Priority.FOREGROUND, "images": Priority.FOREGROUND, "api": Priority.API,
+# "documents": passages of a document the user attached (or a question to them) being embedded.
+USER_PRIORITY = {"chat": Priority.FOREGROUND, "images": Priority.FOREGROUND, "documents": Priority.FOREGROUND,
+                 "api": Priority.API,
                  "benchmark": Priority.BACKGROUND, "engine update": Priority.BACKGROUND}
 """The priority of each pool user (others: :attr:`Priority.API`)."""
 

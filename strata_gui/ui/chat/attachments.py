@@ -48,6 +48,12 @@ def model_files(mime: QMimeData) -> list[Path]:
     return [Path(u.toLocalFile()) for u in mime.urls() if u.isLocalFile() and u.toLocalFile().lower().endswith(".gguf")]
 
 
+def local_files(mime: QMimeData) -> list[Path]:
+    """The local files of a drop or paste other than GGUF models (pictures or documents)."""
+    return [Path(u.toLocalFile()) for u in mime.urls()
+            if u.isLocalFile() and not u.toLocalFile().lower().endswith(".gguf")]
+
+
 def raw_images(mime: QMimeData) -> list[tuple[bytes, str]]:
     """(bytes, name) of each picture in a drop or paste: local files first, else the picture itself.
     GGUF files are left out (:func:`model_files`): a model of many gigabytes is never read as a picture."""

@@ -1,5 +1,5 @@
 """The message input: Enter sends, Shift+Enter inserts a new line; pasted or dropped pictures
-become attachments instead of text."""
+and documents become attachments instead of text."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
-from strata_gui.ui.chat.attachments import has_images, model_files, raw_images
+from strata_gui.ui.chat.attachments import has_images, local_files, model_files, raw_images
 from strata_gui.ui.i18n import LiveTexts
 
 
@@ -20,13 +20,19 @@ class ChatInput(QPlainTextEdit):
         submitted(str): Enter was pressed with non-blank text (or with images attached).
         images_received(list): Pictures were pasted or dropped: ``[(bytes, name), ...]``.
         models_received(list): GGUF model files were dropped: ``[Path, ...]``.
+        files_received(list): Other local files were pasted or dropped (pictures or documents; the
+            page sorts them): ``[Path, ...]``. Emitted instead of ``images_received`` when a page
+            takes documents (``takes_files``).
     """
 
     submitted = Signal(str)
     images_received = Signal(list)
     models_received = Signal(list)
+    files_received = Signal(list)
     # Set by the page: Enter may send a message that is only images.
     has_attachments = False
+    # Set by the page when it attaches documents: local files go to it as paths, never read here.
+    takes_files = False
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -58,6 +64,10 @@ class ChatInput(QPlainTextEdit):
         models = model_files(source)
         if models:
             self.models_received.emit(models)
+        files = local_files(source) if self.takes_files else []
+        if files:
+            self.files_received.emit(files)
+            return
         if has_images(source):
             found = raw_images(source)
             if found:

@@ -43,6 +43,7 @@ from strata_gui.core.chat import (
     ReplyProgress,
 )
 from strata_gui.ui.chat.attachments import ImageThumb
+from strata_gui.ui.chat.documents import SourcesLabel
 from strata_gui.ui.chat.markdown import Segment, plain_extension, split_segments
 from strata_gui.ui.chat.reply_parts import ThinkingBlock, ToolCallBox, ToolResultView, duration_text
 from strata_gui.ui.i18n import LiveTexts, core_text, keep_translated
@@ -180,6 +181,7 @@ class MessageWidget(QFrame):
         answer_step_requested(int): -1 / +1, "‹" / "›" between the kept answers to the question.
         retry_unparsed_requested(int): "Retry without format parsing" (message id).
         tool_decided(int, str, str): the user answered a tool call (message id, call id, decision).
+        citation_opened(object): a citation of the reply was clicked (its ``Citation``).
     """
 
     edit_requested = Signal(int)
@@ -187,6 +189,7 @@ class MessageWidget(QFrame):
     answer_step_requested = Signal(int)
     retry_unparsed_requested = Signal(int)
     tool_decided = Signal(int, str, str)
+    citation_opened = Signal(object)
 
     def __init__(self, message: Message, parent: QWidget | None = None, *,
                  said: dict[str, int] | None = None) -> None:
@@ -240,6 +243,10 @@ class MessageWidget(QFrame):
         self.tools = QVBoxLayout()  # tool calls and notices (below the answer)
         self.tools.setSpacing(4)
         layout.addLayout(self.tools)
+        # Which passages of the attached documents went with the question, and its citations.
+        self.sources = SourcesLabel(self)
+        self.sources.opened.connect(self.citation_opened.emit)
+        layout.addWidget(self.sources)
         # The statistics get the bubble's width, on a line of their own: beside the buttons they
         # were squeezed into a column about 11 lines high.
         layout.addWidget(self.stats)
@@ -502,6 +509,8 @@ class MessageWidget(QFrame):
         if self.result_view is not None:
             self.result_view.set_message(message)
         self._show_tool_calls(message)
+        if message.role == "assistant":
+            self.sources.show_message(message)
         status = {
             INTERRUPTED: self.tr("Interrupted: the engine stopped before the reply finished."),
             STOPPED: self.tr("Stopped."),

@@ -78,8 +78,9 @@ from strata_gui.core.pool import PoolActivity, PoolEvent
 from strata_gui.core.remote import RemoteService
 from strata_gui.core.runtime import TEXT, EngineSpec, ServerState
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
-from strata_gui.ui.chat.attachments import AttachmentStrip, model_files, raw_images
+from strata_gui.ui.chat.attachments import AttachmentStrip, local_files, model_files, raw_images
 from strata_gui.ui.chat.conversation_menu import ConversationMenu
+from strata_gui.ui.chat.documents import DocumentsPanel, PassageDialog, is_image
 from strata_gui.ui.chat.find_bar import FindBar
 from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
@@ -94,6 +95,7 @@ if TYPE_CHECKING:
     from PySide6.QtGui import QShortcut
 
     from strata_gui.core.chat import PresetStore
+    from strata_gui.core.documents import Citation, DocumentService
     from strata_gui.core.tools import ApprovalRequest, Decision, McpHost, McpServerStore
     from strata_gui.ui.chat.presets import PresetBar
     from strata_gui.ui.chat.tools_panel import ToolsPanel
@@ -162,9 +164,13 @@ class ChatPage(Page):
                  library: Callable[[], Awaitable[list[Path]]] | None = None,
                  presets: PresetStore | None = None,
                  open_model: Callable[[Path], Awaitable[LibraryEntry]] | None = None,
-                 transcribe: Transcriber | None = None) -> None:
+                 transcribe: Transcriber | None = None,
+                 documents: DocumentService | None = None,
+                 embedding_models: Callable[[], Awaitable[list[Path]]] | None = None) -> None:
         super().__init__(parent)
         self._transcribe = transcribe  # speech to text (the microphone, dropped audio); None: no voice
+        self._documents = documents  # attached documents: their panel, and the passages citations open
+        self._embedding_models = embedding_models  # the library's embedding models (the panel's vector choice)
         self.texts = LiveTexts(self)  # follow a language switch
         self._presets = presets  # saved presets: a picker in the conversation settings
         self._tools = tools
@@ -243,6 +249,8 @@ class ChatPage(Page):
         right.addWidget(self.stack, 1)
         right.addWidget(self.edit_hint)
         right.addWidget(self.attachments)
+        if self.documents_panel is not None:
+            right.addWidget(self.documents_panel)
         right.addLayout(input_row)
         right.addWidget(self.context_meter)
 
@@ -475,9 +483,18 @@ class ChatPage(Page):
         self.input.take_audio = self.take_audio
         self.attachments = AttachmentStrip()
         self.attachments.changed.connect(self._on_attachments_changed)
+        self.documents_panel: DocumentsPanel | None = None
+        if self._documents is not None:
+            self.input.takes_files = True
+            self.input.files_received.connect(self.attach_files)
+            self.documents_panel = DocumentsPanel(self._documents, self._bridge, settings=self._service.settings_service,
+                                                  embedding_models=self._embedding_models)
+            self.documents_panel.reported.connect(self._report)
         self.attach_button = QPushButton()
-        self.texts.set(self.attach_button.setText, lambda: self.tr("Attach image…"))
-        self.texts.set(self.attach_button.setToolTip, lambda: self.tr("Send pictures to a vision model (you can also paste or drop them)"))
+        self.texts.set(self.attach_button.setText, lambda: self.tr("Attach…"))
+        self.texts.set(self.attach_button.setToolTip, lambda: self.tr(
+            "Attach documents (PDF, Word, HTML, Markdown, text, code: the reply cites them) or pictures for a "
+            "vision model; you can also paste or drop them"))
         self.attach_button.clicked.connect(self.choose_images)
         self.send_button = QPushButton()
         self.texts.set(self.send_button.setText, lambda: self.tr("Send"))
@@ -610,8 +627,12 @@ class ChatPage(Page):
             handle.cancel()
             return
         self._service.store.delete_conversation(conversation_id)
+        if self._documents is not None:
+            self._documents.forget_deleted()  # its documents' links (and documents no chat has) go
         if conversation_id == self.conversation_id:
             self.conversation_id = None
+            if self.documents_panel is not None:
+                self.documents_panel.show_conversation(None)
             self._service.viewing(None)
             self._clear_message_list()
             self.stack.setCurrentWidget(self.empty_state)
@@ -640,6 +661,8 @@ class ChatPage(Page):
         if conv is None:
             return
         self.conversation_id = conversation_id
+        if self.documents_panel is not None:
+            self.documents_panel.show_conversation(conversation_id)
         self._cancel_edit()
         if self.find_bar.isVisible():  # its matches were in the conversation that goes
             self.find_bar.close_bar()
@@ -758,6 +781,7 @@ class ChatPage(Page):
         w.answer_step_requested.connect(self.switch_answer)
         w.retry_unparsed_requested.connect(lambda _id: self.retry_without_format_parsing())
         w.tool_decided.connect(self._tool_decided)
+        w.citation_opened.connect(self.open_citation)
         return w
 
     @property
@@ -810,13 +834,35 @@ class ChatPage(Page):
 
     # -- images ----------------------------------------------------------------------------------
     def choose_images(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, self.tr("Attach images"), "",
-                                                self.tr("Images (*.png *.jpg *.jpeg *.gif *.bmp)"))
+        files, _ = QFileDialog.getOpenFileNames(
+            self, self.tr("Attach documents or images"), "",
+            self.tr("Documents and images (*.pdf *.docx *.html *.htm *.md *.txt *.png *.jpg *.jpeg *.gif *.bmp);;"
+                    "All files (*)"))
         self.attach_files([Path(f) for f in files])
 
-    def attach_files(self, files: list[Path]) -> None:
-        """Attach image files to the next message (a file that is not a usable image is reported)."""
-        self._add_raw_images([(f.read_bytes() if f.is_file() else b"", f.name) for f in files])
+    def attach_files(self, files: list[Path]) -> TaskHandle | None:
+        """Attach files: pictures to the next message (one that is not a usable image is reported),
+        documents to the conversation (indexed; a bad one is reported). Returns the indexing task."""
+        self._add_raw_images([(f.read_bytes() if f.is_file() else b"", f.name) for f in files if is_image(f)])
+        return self.attach_documents([f for f in files if not is_image(f)])
+
+    def attach_documents(self, files: list[Path]) -> TaskHandle | None:
+        """Index documents into the open conversation (a new one when none is open)."""
+        if not files or self.documents_panel is None:
+            return None
+        if self.conversation_id is None:
+            self.new_conversation()
+        assert self.conversation_id is not None
+        return self.documents_panel.attach(self.conversation_id, files)
+
+    def open_citation(self, citation: Citation) -> PassageDialog | None:
+        """Show the passage a citation names (a PDF at its page, the passage marked)."""
+        if self._documents is None:
+            return None
+        dialog = PassageDialog(self._documents, self._bridge, citation, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
 
     def attach_image(self, data: bytes, name: str = "") -> bool:
         """Attach one image's bytes; False (and a notice saying why) when it cannot be sent."""
@@ -850,6 +896,10 @@ class ChatPage(Page):
         models = model_files(mime)
         if models:
             self.use_dropped_models(models)
+        files = local_files(mime)
+        if files and self.documents_panel is not None:  # pictures and documents, each where it goes
+            self.attach_files(files)
+            return
         pictures = raw_images(mime)
         if pictures:
             self._add_raw_images(pictures)
