@@ -44,6 +44,7 @@ def library(tmp_path_factory: pytest.TempPathFactory, test_model: Path) -> Path:
     shutil.copy2(test_model, folder / "alpha-F16.gguf")
     gguf_model.write_model(folder / "bravo-F16.gguf", gguf_model.ModelSpec(seed=99, name="Bravo"))
     gguf_model.write_model(folder / "embed-F16.gguf", gguf_model.ModelSpec(seed=5, name="Embed", pooling=1))
+    gguf_model.write_model(folder / "rerank-Q8_0.gguf", gguf_model.ModelSpec(**gguf_model.RERANKER_SPEC_ARGS))
     return folder
 
 
@@ -78,7 +79,7 @@ def test_the_library_is_served_models_load_on_demand_are_reused_and_evicted(
     async def body(app: AppServices, root: str, events: list[PoolEvent]) -> None:
         async with openai.AsyncOpenAI(base_url=root + "/v1", api_key="none", max_retries=0) as client:
             ids = sorted(m.id for m in (await client.models.list()).data)
-            assert ids == ["alpha-F16", "bravo-F16", "embed-F16"]
+            assert ids == ["alpha-F16", "bravo-F16", "embed-F16", "rerank-Q8_0"]
             assert app.pool.engines() == []  # listing loads nothing
             for _ in range(2):
                 reply = await client.chat.completions.create(
@@ -121,8 +122,8 @@ def test_embeddings_concurrent_loads_and_keep_alive(library: Path, test_engines:
             emb = await client.embeddings.create(model="embed-F16", input=["hello", "world"])
             assert len(emb.data) == 2 and len(emb.data[0].embedding) == 64
             # A chat model cannot answer as an embedding model without asking for it by kind; an
-            # embedding model is no chat model.
-            with pytest.raises(openai.NotFoundError):
+            # embedding model is no chat model: refused, saying which kind it is.
+            with pytest.raises(openai.BadRequestError, match="kind 'embedding'"):
                 await client.chat.completions.create(model="embed-F16", max_tokens=2,
                                                      messages=[{"role": "user", "content": "hi"}])
             # Ten requests while bravo loads start its engine once.
@@ -247,3 +248,46 @@ def _answers(url: str) -> bool:
         return httpx.get(url, timeout=1, trust_env=False).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+PASSAGES = ["A cat is a small furry animal that purrs.", "The stock market fell sharply on Monday.",
+            "Kittens grow into cats within a year.", "Rain is expected over the weekend."]
+
+
+def test_a_reranker_is_served_as_its_own_kind_and_other_kinds_are_refused_before_loading(
+        library: Path, test_engines: TestEngines) -> None:
+    """/v1/rerank and /rerank (llama-server's shape) run the reranker GGUF on the real engine started
+    with --reranking; a chat model named there is refused with a 400 naming its kind, and no engine
+    starts for it (the pool's events say so)."""
+    async def body(app: AppServices, root: str, events: list[PoolEvent]) -> None:
+        async with openai.AsyncOpenAI(base_url=root + "/v1", api_key="none", max_retries=0) as client:
+            kinds = {m.id: m.model_extra["kind"] for m in (await client.models.list()).data if m.model_extra}
+            assert kinds["rerank-Q8_0"] == "rerank"
+            # No client library here has a rerank call (openai, ollama and anthropic have none):
+            # the request goes through the OpenAI client's raw POST, as RAG tools send it.
+            with pytest.raises(openai.BadRequestError, match="kind 'text'") as err:
+                await client.post("/rerank", cast_to=httpx.Response,
+                                  body={"model": "alpha-F16", "query": "cats", "documents": PASSAGES})
+            assert "reranker" in str(err.value)
+            with pytest.raises(openai.BadRequestError, match="kind 'rerank'"):
+                await client.chat.completions.create(model="rerank-Q8_0", max_tokens=2,
+                                                     messages=[{"role": "user", "content": "hi"}])
+            assert app.pool.engines() == [] and started(events, "alpha-F16.gguf") == 0
+            reply = await client.post("/rerank", cast_to=httpx.Response,
+                                      body={"model": "rerank-Q8_0", "query": "cats", "documents": PASSAGES,
+                                            "top_n": 3})
+            data = reply.json()
+        assert data["model"] == "rerank-Q8_0" and data["usage"]["prompt_tokens"] > 0
+        results = data["results"]
+        assert len(results) == 3 and {r["index"] for r in results} <= set(range(len(PASSAGES)))
+        scores = [r["relevance_score"] for r in results]
+        assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
+        [engine] = app.pool.engines()
+        assert engine.kind.name == "rerank"  # started with --reranking: llama-server refuses /rerank otherwise
+        # llama-server's own path (no /v1), TEI's request shape ("texts"): a list of {index, score}.
+        r = await app.local_http.post(root + "/rerank", json={"model": "rerank-Q8_0", "query": "cats",
+                                                               "texts": PASSAGES[:2]})
+        assert r.status_code == 200 and sorted(x["index"] for x in r.json()) == [0, 1]
+        assert started(events, "rerank-Q8_0.gguf") == 1
+
+    serving(library, test_engines, body)

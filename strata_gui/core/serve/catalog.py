@@ -14,7 +14,7 @@ from typing import Any
 
 from strata_gui.core.models.gguf_meta import SPLIT_RE, format_params, quant_from_filename
 from strata_gui.core.models.library import LibraryEntry
-from strata_gui.core.serve.router import KIND_EMBEDDING, KIND_IMAGE, KIND_TEXT, ServedModel
+from strata_gui.core.serve.router import KIND_EMBEDDING, KIND_IMAGE, KIND_RERANK, KIND_TEXT, ServedModel
 
 
 def file_id(path: Path) -> str:
@@ -67,7 +67,8 @@ def details_of(entry: LibraryEntry, kind: str) -> dict[str, Any]:
         details["quantization_level"] = quant
     if entry.context_length:
         details["context_length"] = entry.context_length
-    caps = {KIND_TEXT: ["completion"], KIND_EMBEDDING: ["embedding"], KIND_IMAGE: ["image"]}.get(kind, [])
+    caps = {KIND_TEXT: ["completion"], KIND_EMBEDDING: ["embedding"], KIND_IMAGE: ["image"],
+            KIND_RERANK: ["rerank"]}.get(kind, [])
     if kind == KIND_TEXT and entry.vision:
         caps.append("vision")
     details["capabilities"] = caps

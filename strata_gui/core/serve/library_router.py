@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from strata_gui.core.base.blocking import run_blocking
-from strata_gui.core.base.errors import ServerBusyError, UnknownModelError
+from strata_gui.core.base.errors import ServerBusyError, UnknownModelError, WrongModelKindError
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.pool import EnginePool, PooledEngine, acquire_along_plan
 from strata_gui.core.runtime.engine import EngineSpec
@@ -117,8 +117,9 @@ class LibraryRouter:
         # Any chat GGUF can embed (llama-server --embedding, mean pooling); nothing else converts.
         if wanted is EMBEDDING and own is TEXT:
             return EMBEDDING
-        raise UnknownModelError(f"'{served.id}' is a {own.label} model, not a {wanted.label} model.",
-                                hint=f"Name a {wanted.label} model (GET /v1/models lists them).")
+        raise WrongModelKindError(f"'{served.id}' is a {own.label} model (kind '{own.name}'), not a "
+                                  f"{wanted.label} model (kind '{wanted.name}'): this endpoint needs one.",
+                                  hint=f"Name a {wanted.label} model (GET /v1/models lists each model's kind).")
 
     def _settings(self, served: ServedModel, kind: EngineKind) -> ServerSettings:
         settings = self._launch(served.path, kind)

@@ -29,7 +29,13 @@ from typing import Any
 import httpx
 from aiohttp import web
 
-from strata_gui.core.base.errors import ServerBusyError, ServerError, StrataError, UnknownModelError
+from strata_gui.core.base.errors import (
+    ServerBusyError,
+    ServerError,
+    StrataError,
+    UnknownModelError,
+    WrongModelKindError,
+)
 from strata_gui.core.base.events import Listeners
 from strata_gui.core.runtime.engine_http import EngineHttp, EngineReply
 from strata_gui.core.runtime.sse import SseEvent, SseReader
@@ -128,6 +134,8 @@ def from_strata_error(exc: StrataError) -> ApiError:
     text = exc.user_text().replace("\n", " ")
     if isinstance(exc, UnknownModelError):
         return ApiError(404, text, "not_found")
+    if isinstance(exc, WrongModelKindError):
+        return ApiError(400, text, "invalid_request")
     if isinstance(exc, ServerBusyError):
         retry = max(1, math.ceil(exc.retry_after))  # Retry-After is whole seconds: never earlier than asked
         return ApiError(503, text, "busy", {"Retry-After": str(retry)})
