@@ -23,6 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--port", type=arg_types.PORT, default=None, help="TCP port (default: from Settings, 8765)")
     p.add_argument("--lan", action="store_true",
                    help="listen on every network interface (requires an API key; see --new-key)")
+    p.add_argument("--no-model-routes", action="store_true",
+                   help="refuse /api/pull, /api/copy and /api/delete for this run (Settings turns them off for good)")
     p.add_argument("--new-key", action="store_true", help="generate a new API key, print it once and exit")
     p.add_argument("--show-key", action="store_true", help="print the current API key and exit")
     add_device_option(p)
@@ -72,6 +74,8 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         print(serve.api_key() or "no API key set (generate one with --new-key)")
         return 0
     load_options.apply(args, app)
+    if args.no_model_routes and serve.admin is not None:
+        serve.admin.off_for_this_run = True
     models = await _choose(app, args)
     for model in models:
         await load_options.check(app, model)
@@ -126,7 +130,7 @@ async def _answer_the_app(args: argparse.Namespace, app: AppServices, done: asyn
         return None
     plain = not (args.model or args.engine or args.device or load_options.given(args))
     relaunch = [*serve_command(), *(["--port", str(args.port)] if args.port is not None else []),
-                *(["--lan"] if args.lan else [])]
+                *(["--lan"] if args.lan else []), *(["--no-model-routes"] if args.no_model_routes else [])]
     background = BackgroundServer(app.base.paths, port=app.serve.port, lan=bool(args.lan or app.serve.settings.serve_lan),
                                   relaunch=relaunch, plain=plain, on_hand_over=done.set)
     return background if await background.start() else None

@@ -167,6 +167,8 @@ def test_a_wrong_key_is_refused_on_every_route(library: Path, test_engines: Test
     async def body(app: AppServices, root: str, _events: list[PoolEvent]) -> None:
         assert app.serve.server is not None
         table = route_table(app.serve.server.app)
+        # The routes that change the library are among them (Ollama's pull, copy, delete).
+        assert {("POST", "/api/pull"), ("POST", "/api/copy"), ("DELETE", "/api/delete")} <= set(table)
         async with httpx.AsyncClient(trust_env=False) as http:
             for method, path in table:
                 if path in ("/health", "/"):  # liveness probes, open to all
@@ -239,7 +241,7 @@ def test_strata_serve_runs_headless_and_stops_on_ctrl_c(library: Path, test_engi
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert "serving 3 models" in out and "Traceback" not in err, err
+    assert "serving 4 models" in out and "Traceback" not in err, err
     assert not [p for p in engines if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 

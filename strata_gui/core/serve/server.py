@@ -33,6 +33,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import httpx
 from aiohttp import web
@@ -45,6 +46,7 @@ from strata_gui.core.serve.access import browser_refusal, is_loopback, key_match
 from strata_gui.core.serve.anthropic_api import routes as anthropic_routes
 from strata_gui.core.serve.connections import ClientErrorLog, ConnectionGuard, connection_cap
 from strata_gui.core.serve.ollama_api import routes as ollama_routes
+from strata_gui.core.serve.ollama_models import routes as ollama_model_routes
 from strata_gui.core.serve.openai_api import routes as openai_routes
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
 from strata_gui.core.serve.router import ModelRouter
@@ -60,6 +62,9 @@ from strata_gui.core.serve.wire import (
     json_response,
 )
 
+if TYPE_CHECKING:
+    from strata_gui.core.serve.model_admin import ModelAdmin
+
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8765
@@ -67,7 +72,7 @@ DEFAULT_PORT = 8765
 # ("/" is the one Ollama's clients send before anything else, HEAD / in its Go client).
 OPEN_ROUTES = frozenset({("GET", "/health"), ("HEAD", "/health"), ("GET", "/"), ("HEAD", "/")})
 # What a browser may send to this server once its page is allowed (see :func:`build_app`).
-CORS_METHODS = "GET, POST, OPTIONS"
+CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 CORS_MAX_AGE_S = "600"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -149,7 +154,7 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
     app.on_response_prepare.append(functools.partial(_allow_the_page, api_key))
     app.router.add_get("/health", _health)
     app.router.add_get("/", _root)
-    for routes in (openai_routes, anthropic_routes, ollama_routes):
+    for routes in (openai_routes, anthropic_routes, ollama_routes, ollama_model_routes):
         for method, path, fn, runs_model in routes():
             app.router.add_route(method, path, fn)
             if runs_model:
@@ -238,11 +243,14 @@ class ApiServer:
         http: The engines' client: the app's shared loopback client (never closed here). None: the
             server makes one of its own (:func:`~strata_gui.core.net.transfer.loopback_client`) for as
             long as it listens.
+        admin: Pulls, deletes and names library models (Ollama's ``/api/pull``, ``/api/delete``,
+            ``/api/copy``); None: those routes answer 501.
     """
 
     def __init__(self, router: ModelRouter, *, host: str = "127.0.0.1",
                  port: int = DEFAULT_PORT, api_key: str | None = None, limits: ServerLimits | None = None,
-                 clock: Callable[[], float] = time.perf_counter, http: httpx.AsyncClient | None = None) -> None:
+                 clock: Callable[[], float] = time.perf_counter, http: httpx.AsyncClient | None = None,
+                 admin: ModelAdmin | None = None) -> None:
         if not is_loopback(host) and not api_key:
             raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Refusing to serve on {host} without an API key."),
                                 host=host),
@@ -251,7 +259,7 @@ class ApiServer:
         self.host = host
         self.port = port
         self._api_key = api_key or None
-        self.ctx = ServeContext(router, limits or ServerLimits(), clock)
+        self.ctx = ServeContext(router, limits or ServerLimits(), clock, admin=admin)
         self.requests: Listeners[ApiRequest] = self.ctx.finished  # each completed model request
         self._http = http
         self.app = build_app(self.ctx, self._api_key)

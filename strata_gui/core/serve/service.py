@@ -20,6 +20,7 @@ from strata_gui.core.serve.router import KIND_TEXT, ModelRouter
 
 if TYPE_CHECKING:
     from strata_gui.core.serve.handover import HandedOver
+    from strata_gui.core.serve.model_admin import ModelAdmin
     from strata_gui.core.serve.server import ApiServer
 
 log = logging.getLogger(__name__)
@@ -52,12 +53,15 @@ class ServeService:
         autostart: How this platform starts programs at sign-in (None: not offered).
         http: The engines' client: the app's loopback client, shared with the chat and every
             other feature (None: the server makes its own while it listens).
+        admin: Ollama's model routes over the library (pull, delete, copy); None: not offered.
     """
 
     def __init__(self, settings_service: SettingsService, secrets: SecretStore, router: ModelRouter,
                  *, limits: ServerLimits | None = None,
-                 autostart: Autostart | None = None, http: httpx.AsyncClient | None = None) -> None:
+                 autostart: Autostart | None = None, http: httpx.AsyncClient | None = None,
+                 admin: ModelAdmin | None = None) -> None:
         self.settings_service = settings_service
+        self.admin = admin
         self._http = http
         self.autostart = autostart
         self._secrets = secrets
@@ -141,7 +145,7 @@ class ServeService:
 
         server = ApiServer(self.router, host=bind,
                            port=self.settings.serve_port if port is None else port,
-                           api_key=key, limits=self._limits, http=self._http)
+                           api_key=key, limits=self._limits, http=self._http, admin=self.admin)
         server.requests.subscribe(self.requests.emit)
         await self.router.refresh()
         await server.start()

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from aiohttp import web
@@ -39,8 +39,12 @@ from strata_gui.core.base.errors import (
 from strata_gui.core.base.events import Listeners
 from strata_gui.core.runtime.engine_http import EngineHttp, EngineReply
 from strata_gui.core.runtime.sse import SseEvent, SseReader
+from strata_gui.core.serve.catalog import find_served
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
-from strata_gui.core.serve.router import LATEST, ModelRouter, ServedModel, Upstream
+from strata_gui.core.serve.router import ModelRouter, ServedModel, Upstream
+
+if TYPE_CHECKING:
+    from strata_gui.core.serve.model_admin import ModelAdmin
 
 log = logging.getLogger(__name__)
 
@@ -170,15 +174,15 @@ class ServeContext:
     requests: dict[Any, web.BaseRequest] = field(default_factory=dict)
     reading: set[Any] = field(default_factory=set)
     http: httpx.AsyncClient | None = None  # the engines' client (the app's loopback one), while the server runs
+    admin: ModelAdmin | None = None  # pulls, deletes and names library models (Ollama's model routes)
 
     def record(self, req: ApiRequest) -> None:
         self.finished.emit(req)
 
     def find(self, model_id: str) -> ServedModel | None:
-        found = next((m for m in self.router.models() if m.id == model_id), None)
-        if found is None and model_id.endswith(LATEST):  # Ollama's clients add it to a name without a tag
-            return self.find(model_id[:-len(LATEST)])
-        return found
+        """The model a client names: its id (with Ollama's ``:latest`` or not) or the hub name it
+        was pulled as (``hf.co/org/repo:quant``)."""
+        return find_served(self.router.models(), model_id)
 
     def pick_model(self, body: Mapping[str, Any], kind: str | None, key: str = "model") -> str:
         """The model a request names; none named means the only model of ``kind`` served, if there is one."""
@@ -204,9 +208,8 @@ class ServeContext:
             keep_alive: Seconds to keep it loaded afterwards (None: the router's default).
             needs: An ``API_*`` the engine must speak (400 otherwise).
         """
-        if model_id.endswith(LATEST):  # "name:latest" from Ollama's clients: the name
-            found = self.find(model_id)
-            model_id = found.id if found is not None else model_id
+        found = self.find(model_id)  # "name:latest" from Ollama's clients, a hub name: the id
+        model_id = found.id if found is not None else model_id
         try:
             cm = self.router.borrow(model_id, kind=kind, keep_alive=keep_alive)
             up = await cm.__aenter__()
