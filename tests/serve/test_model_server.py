@@ -4,6 +4,7 @@ every library model on demand from the engine pool (the real CPU engine), shared
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -222,7 +223,9 @@ def test_strata_serve_runs_headless_and_stops_on_ctrl_c(library: Path, test_engi
     subprocess.run([sys.executable, "-m", "strata_gui", "engines", "add-local", str(test_engines.cpu_dir),
                     "--backend", "cpu"], env=env, check=True, capture_output=True)
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "strata_gui", "serve", "--port", str(port)], env=env,
+    log = tmp_path / "requests.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "strata_gui", "serve", "--port", str(port),
+                             "--log-requests", str(log)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: _answers(f"http://127.0.0.1:{port}/health"), 60)
@@ -242,6 +245,12 @@ def test_strata_serve_runs_headless_and_stops_on_ctrl_c(library: Path, test_engi
             proc.kill()
             proc.communicate()
     assert "serving 4 models" in out and "Traceback" not in err, err
+    # --log-requests: one JSON line per model request (the listing is no model request).
+    [line] = log.read_text(encoding="utf-8").splitlines()
+    logged = json.loads(line)
+    assert (logged["path"], logged["model"], logged["status"], logged["client"]) == \
+        ("/v1/chat/completions", "bravo-F16", 200, "127.0.0.1")
+    assert logged["output_tokens"] == 3 and logged["wait_s"] >= 0 and logged["request_body"] is None
     assert not [p for p in engines if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 

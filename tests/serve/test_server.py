@@ -36,7 +36,7 @@ ROUTES = [
     ("POST", "/v1/messages"), ("POST", "/v1/messages/count_tokens"),
     ("GET", "/api/tags"), ("POST", "/api/show"), ("POST", "/api/chat"), ("POST", "/api/generate"),
     ("POST", "/api/embed"), ("POST", "/api/embeddings"), ("GET", "/api/ps"), ("GET", "/api/version"),
-    ("POST", "/api/pull"), ("POST", "/api/copy"), ("DELETE", "/api/delete"),
+    ("POST", "/api/pull"), ("POST", "/api/copy"), ("DELETE", "/api/delete"), ("GET", "/metrics"),
 ]
 
 

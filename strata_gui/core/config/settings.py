@@ -112,6 +112,8 @@ class Settings:
     # Apps may pull, copy and delete library models through the API (Ollama's /api/pull, /api/copy,
     # /api/delete: Open WebUI's model manager uses them).
     serve_model_routes: bool = True
+    # The Network page's Activity view keeps request bodies (redacted: keys and images replaced).
+    serve_capture_bodies: bool = False
     # A local API request that waits this long for a slot or an engine gets 503 with Retry-After.
     api_wait_seconds: int = 60
     rpc_workers: list[str] = field(default_factory=list)

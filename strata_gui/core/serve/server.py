@@ -43,8 +43,11 @@ from strata_gui.core.base.events import Listeners
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.net.transfer import loopback_client
 from strata_gui.core.serve.access import browser_refusal, is_loopback, key_matches, presented_key
+from strata_gui.core.serve.activity import CURRENT, Activity
 from strata_gui.core.serve.anthropic_api import routes as anthropic_routes
 from strata_gui.core.serve.connections import ClientErrorLog, ConnectionGuard, connection_cap
+from strata_gui.core.serve.metrics import CONTENT_TYPE as METRICS_TYPE
+from strata_gui.core.serve.metrics import ServerMetrics
 from strata_gui.core.serve.ollama_api import routes as ollama_routes
 from strata_gui.core.serve.ollama_models import routes as ollama_model_routes
 from strata_gui.core.serve.openai_api import routes as openai_routes
@@ -154,6 +157,7 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
     app.on_response_prepare.append(functools.partial(_allow_the_page, api_key))
     app.router.add_get("/health", _health)
     app.router.add_get("/", _root)
+    app.router.add_get("/metrics", _metrics)
     for routes in (openai_routes, anthropic_routes, ollama_routes, ollama_model_routes):
         for method, path, fn, runs_model in routes():
             app.router.add_route(method, path, fn)
@@ -196,21 +200,41 @@ def _routing_error(request: web.Request, exc: web.HTTPException) -> ApiError:
 
 
 async def _counted(ctx: ServeContext, request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Run a model route, counted as active, then completed or failed."""
+    """Run a model route, counted as active, then completed or failed, and traced: its entry goes
+    to the activity list, the request log and ``/metrics``."""
     c = ctx.counters
     c.total += 1
     c.active += 1
     ok = False
+    status = 500
+    trace = ctx.activity.begin(request.remote or "", request.method, request.path, request.headers)
+    token = CURRENT.set(trace)
     try:
         resp = await handler(request)
         ok = resp.status < 400 and not request.get(FAILED)
+        status = resp.status if ok or resp.status >= 400 else 500
         return resp
+    except ApiError as err:
+        status = err.status
+        raise
     finally:
+        CURRENT.reset(token)
         c.active -= 1
         if ok:
             c.completed += 1
         else:
             c.failed += 1
+        entry = ctx.activity.end(trace, status)
+        if ctx.metrics is not None:
+            ctx.metrics.observe(entry)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    """Prometheus' scrape (see :mod:`~strata_gui.core.serve.metrics`)."""
+    metrics = request.app[CTX].metrics
+    if metrics is None:
+        raise ApiError(404, "No metrics here.", "no_route")
+    return web.Response(body=metrics.exposition(), headers={"Content-Type": METRICS_TYPE})
 
 
 async def _allow_the_page(api_key: str | None, request: web.Request, response: web.StreamResponse) -> None:
@@ -245,12 +269,14 @@ class ApiServer:
             long as it listens.
         admin: Pulls, deletes and names library models (Ollama's ``/api/pull``, ``/api/delete``,
             ``/api/copy``); None: those routes answer 501.
+        activity: Where finished requests are listed (shared by the servers a service starts;
+            None: one of its own).
     """
 
     def __init__(self, router: ModelRouter, *, host: str = "127.0.0.1",
                  port: int = DEFAULT_PORT, api_key: str | None = None, limits: ServerLimits | None = None,
                  clock: Callable[[], float] = time.perf_counter, http: httpx.AsyncClient | None = None,
-                 admin: ModelAdmin | None = None) -> None:
+                 admin: ModelAdmin | None = None, activity: Activity | None = None) -> None:
         if not is_loopback(host) and not api_key:
             raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Refusing to serve on {host} without an API key."),
                                 host=host),
@@ -259,7 +285,9 @@ class ApiServer:
         self.host = host
         self.port = port
         self._api_key = api_key or None
-        self.ctx = ServeContext(router, limits or ServerLimits(), clock, admin=admin)
+        self.ctx = ServeContext(router, limits or ServerLimits(), clock, admin=admin,
+                                activity=activity or Activity(clock=clock))
+        self.ctx.metrics = ServerMetrics(router.loaded, lambda: self.ctx.counters.active, lambda: self.ctx.waiting)
         self.requests: Listeners[ApiRequest] = self.ctx.finished  # each completed model request
         self._http = http
         self.app = build_app(self.ctx, self._api_key)

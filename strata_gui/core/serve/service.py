@@ -14,6 +14,7 @@ from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.serve.access import generate_api_key, is_loopback
+from strata_gui.core.serve.activity import Activity
 from strata_gui.core.serve.autostart import Autostart, serve_command
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
 from strata_gui.core.serve.router import KIND_TEXT, ModelRouter
@@ -62,6 +63,8 @@ class ServeService:
                  admin: ModelAdmin | None = None) -> None:
         self.settings_service = settings_service
         self.admin = admin
+        # Every request of every server this starts, for the Activity view and --log-requests.
+        self.activity = Activity(capture=lambda: self.settings.serve_capture_bodies)
         self._http = http
         self.autostart = autostart
         self._secrets = secrets
@@ -145,7 +148,8 @@ class ServeService:
 
         server = ApiServer(self.router, host=bind,
                            port=self.settings.serve_port if port is None else port,
-                           api_key=key, limits=self._limits, http=self._http, admin=self.admin)
+                           api_key=key, limits=self._limits, http=self._http, admin=self.admin,
+                           activity=self.activity)
         server.requests.subscribe(self.requests.emit)
         await self.router.refresh()
         await server.start()

@@ -39,11 +39,13 @@ from strata_gui.core.base.errors import (
 from strata_gui.core.base.events import Listeners
 from strata_gui.core.runtime.engine_http import EngineHttp, EngineReply
 from strata_gui.core.runtime.sse import SseEvent, SseReader
+from strata_gui.core.serve.activity import CURRENT, Activity
 from strata_gui.core.serve.catalog import find_served
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
 from strata_gui.core.serve.router import ModelRouter, ServedModel, Upstream
 
 if TYPE_CHECKING:
+    from strata_gui.core.serve.metrics import ServerMetrics
     from strata_gui.core.serve.model_admin import ModelAdmin
 
 log = logging.getLogger(__name__)
@@ -175,8 +177,14 @@ class ServeContext:
     reading: set[Any] = field(default_factory=set)
     http: httpx.AsyncClient | None = None  # the engines' client (the app's loopback one), while the server runs
     admin: ModelAdmin | None = None  # pulls, deletes and names library models (Ollama's model routes)
+    activity: Activity = field(default_factory=Activity)  # recent requests (the Activity view, the log)
+    waiting: int = 0  # requests waiting for an engine or a slot now (/metrics' queue depth)
+    metrics: ServerMetrics | None = None  # /metrics' series
 
     def record(self, req: ApiRequest) -> None:
+        trace = CURRENT.get()
+        if trace is not None:
+            trace.stats = req
         self.finished.emit(req)
 
     def find(self, model_id: str) -> ServedModel | None:
@@ -210,11 +218,20 @@ class ServeContext:
         """
         found = self.find(model_id)  # "name:latest" from Ollama's clients, a hub name: the id
         model_id = found.id if found is not None else model_id
+        trace = CURRENT.get()
+        if trace is not None:
+            trace.model = model_id
+        began = self.clock()
+        self.waiting += 1
         try:
             cm = self.router.borrow(model_id, kind=kind, keep_alive=keep_alive)
             up = await cm.__aenter__()
         except StrataError as exc:
             raise from_strata_error(exc) from exc
+        finally:
+            self.waiting -= 1
+        if trace is not None:
+            trace.wait_s = self.clock() - began
         try:
             if needs is not None and needs not in up.apis:
                 raise ApiError(400, f"The engine serving {up.model.id} does not offer this endpoint "
@@ -245,7 +262,11 @@ async def read_body(request: web.Request, ctx: ServeContext) -> bytes:
     ctx.reading.add(request.protocol)
     try:
         async with asyncio.timeout(ctx.limits.body_timeout_s):
-            return await request.read()  # the size limit holds while reading (client_max_size)
+            body = await request.read()  # the size limit holds while reading (client_max_size)
+        trace = CURRENT.get()
+        if trace is not None and ctx.activity.capture():
+            trace.body = body
+        return body
     except TimeoutError as exc:
         raise ApiError(408, "The request body did not arrive in time.", "timeout") from exc
     except web.HTTPRequestEntityTooLarge as exc:
