@@ -130,6 +130,22 @@ class ServeService:
         """
         self.settings_service.update(serve_port=port, serve_lan=lan)
 
+    def allow_model_routes(self, on: bool) -> None:
+        """Whether apps may pull, copy and delete library models (Ollama's model routes; saved).
+
+        Raises:
+            SettingsError: The settings could not be saved (nothing changed).
+        """
+        self.settings_service.update(serve_model_routes=on)
+
+    def capture_bodies(self, on: bool) -> None:
+        """Whether the activity list keeps request bodies (redacted, capped; saved, from the next request).
+
+        Raises:
+            SettingsError: The settings could not be saved (nothing changed).
+        """
+        self.settings_service.update(serve_capture_bodies=on)
+
     async def start(self, *, lan: bool | None = None, port: int | None = None, host: str | None = None) -> str:
         """Listen (loopback unless ``lan``); returns the URL. A running server is restarted.
 
