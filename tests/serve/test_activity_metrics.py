@@ -96,3 +96,21 @@ def test_redaction_of_data_urls_and_the_size_cap() -> None:
                        + b'"}}], "password": "p"}], "filler": "' + b"x" * 100_000 + b'"}')
     assert "<image 195 KB>" in text and '"password": "<redacted>"' in text
     assert len(text) < CAPTURE_LIMIT + 100 and text.endswith("more characters not kept)")
+
+
+def test_the_text_format_escapes_labels_and_parses_with_prometheus_own_parser() -> None:
+    from strata_gui.core.serve.activity import ActivityEntry
+    from strata_gui.core.serve.metrics import ServerMetrics
+
+    odd = 'my "model"\\with\nlines'
+    metrics = ServerMetrics(lambda: [], lambda: 2, lambda: 1)
+    for ttft in (0.07, 0.3, 700.0):
+        metrics.observe(ActivityEntry(0.0, "::1", "POST", "/api/chat", "ollama", odd, 200, 1.5, ttft_s=ttft))
+    samples = _samples(metrics.exposition().decode())
+    labels = (("api", "ollama"), ("model", odd))
+    assert samples[("strata_requests_total", (*labels, ("status", "200")))] == 3
+    buckets = {le: samples[("strata_time_to_first_token_seconds_bucket", (("api", "ollama"), ("le", le), ("model", odd)))]
+               for le in ("0.05", "0.1", "0.5", "300", "+Inf")}
+    assert buckets == {"0.05": 0, "0.1": 1, "0.5": 2, "300": 2, "+Inf": 3}
+    assert samples[("strata_time_to_first_token_seconds_sum", labels)] == pytest.approx(700.37)
+    assert samples[("strata_requests_in_flight", ())] == 2 and samples[("strata_queue_depth", ())] == 1
