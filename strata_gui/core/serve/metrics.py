@@ -93,9 +93,8 @@ class Histogram:
     def lines(self, name: str, labels: str) -> list[str]:
         out = []
         running = 0
-        for bound, count in zip((*self.bounds, "+Inf"), self.counts, strict=True):
+        for le, count in zip([*map(number, self.bounds), "+Inf"], self.counts, strict=True):
             running += count
-            le = bound if isinstance(bound, str) else number(bound)
             out.append(f'{name}_bucket{{{labels},le="{le}"}} {running}\n')
         out.append(f"{name}_sum{{{labels}}} {number(self.total)}\n{name}_count{{{labels}}} {self.n}\n")
         return out
