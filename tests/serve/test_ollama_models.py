@@ -17,8 +17,6 @@ from tests.serve.test_model_server import serving
 from tests.support.engines import TestEngines
 from tests.support.hub_server import HubRepo, running_hub
 
-pytestmark = pytest.mark.engine
-
 REPO = "strata/pull-test-GGUF"
 HUB_NAME = f"hf.co/{REPO}:F16"
 
@@ -42,6 +40,7 @@ async def _pull_lines(o: ollama.AsyncClient, name: str) -> list[ollama.ProgressR
     return [p async for p in await o.pull(name, stream=True)]
 
 
+@pytest.mark.engine
 def test_pull_show_copy_delete_with_the_ollama_client(folder: Path, hub: Any, test_engines: TestEngines) -> None:
     async def body(app: AppServices, root: str, _events: list[PoolEvent]) -> None:
         async with ollama.AsyncClient(host=root) as o:
@@ -86,6 +85,7 @@ def test_pull_show_copy_delete_with_the_ollama_client(folder: Path, hub: Any, te
     serving(folder, test_engines, body, hub_endpoint=hub.url)
 
 
+@pytest.mark.engine
 def test_pull_errors_and_the_setting_that_turns_the_routes_off(folder: Path, hub: Any,
                                                               test_engines: TestEngines) -> None:
     async def body(app: AppServices, root: str, _events: list[PoolEvent]) -> None:
@@ -107,3 +107,13 @@ def test_pull_errors_and_the_setting_that_turns_the_routes_off(folder: Path, hub
         assert app.pool.engines() == []
 
     serving(folder, test_engines, body, hub_endpoint=hub.url)
+
+
+def test_hub_names_as_ollama_users_write_them() -> None:
+    from strata_gui.core.serve.catalog import hub_name
+
+    assert hub_name("hf.co/acme/Model-GGUF:Q4_K_M") == ("acme/Model-GGUF", "Q4_K_M")
+    assert hub_name("https://huggingface.co/acme/Model-GGUF") == ("acme/Model-GGUF", "")
+    assert hub_name("acme/Model-GGUF:latest") == ("acme/Model-GGUF", "")
+    for not_hub in ("llama3.2", "llama3.2:1b", "hf.co/../etc:x", "hf.co/a/b/c", ""):
+        assert hub_name(not_hub) is None, not_hub
