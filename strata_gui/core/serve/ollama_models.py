@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from strata_gui.core.base.errors import HubError, ModelError, StrataError, UnknownModelError
-from strata_gui.core.serve.model_admin import ModelAdmin, PullStep
+from strata_gui.core.serve.model_admin import PROGRESS_INTERVAL_S, ModelAdmin, PullStep
 from strata_gui.core.serve.wire import (
     FAILED,
     NDJSON_TYPE,
@@ -33,7 +33,6 @@ from strata_gui.core.serve.wire import (
     write_chunk,
 )
 
-PROGRESS_INTERVAL_S = 0.1  # at most ~10 progress lines a second
 TURNED_OFF = ("Pulling, copying and deleting models through the API is turned off in Strata "
               "(Network page, or `strata serve` was started with --no-model-routes).")
 
@@ -111,8 +110,8 @@ async def pull(request: web.Request) -> web.StreamResponse:
                 await write_chunk(request, out, data)
             if None in steps:
                 break
-            # A few lines a second are enough for a progress bar: the download reports every chunk,
-            # and a line per chunk cost the client (and this loop) a fifth of the download's speed.
+            # A few lines a second are enough for a progress bar (ModelAdmin sends at most ten):
+            # written as they come, each would cost the client and this loop a wake-up.
             await asyncio.wait({task}, timeout=PROGRESS_INTERVAL_S)
         await write_chunk(request, out, _pull_end(request, task))
         await out.write_eof()
