@@ -246,19 +246,7 @@ async def _pull(args: argparse.Namespace, svc: ModelService) -> int:
     detail = await svc.detail(args.repo)
     if detail.kind is IMAGE:
         return await _image_pull(args, svc, detail)
-    if not detail.quants:
-        raise ModelError(f"{args.repo} has no GGUF files.", hint="Pick a repository whose name ends in -GGUF.")
-    wanted = args.quant.strip()
-    if wanted:
-        matches = [q for q in detail.quants
-                   if q.label.upper() == wanted.upper() or wanted in (q.name, q.first.path)]
-        if not matches:
-            labels = ", ".join(q.label for q in detail.quants)
-            raise ModelError(f"{args.repo} has no quant '{wanted}'.", hint=f"Available: {labels}")
-        quant = matches[0]
-    else:
-        report = await svc.fit_report(detail)
-        quant = report.default.entry if report.default else min(detail.quants, key=lambda q: q.size)
+    quant = await svc.choose_quant(detail, args.quant)
     paths = await _wait(svc, svc.enqueue(detail, quant))
     if args.json:
         _print_json({"repo_id": detail.repo_id, "label": quant.label, "files": [str(p) for p in paths], "size": quant.size})

@@ -23,6 +23,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--port", type=arg_types.PORT, default=None, help="TCP port (default: from Settings, 8765)")
     p.add_argument("--lan", action="store_true",
                    help="listen on every network interface (requires an API key; see --new-key)")
+    p.add_argument("--no-model-routes", action="store_true",
+                   help="refuse /api/pull, /api/copy and /api/delete for this run (Settings turns them off for good)")
+    p.add_argument("--log-requests", metavar="FILE", type=Path,
+                   help="append each request to FILE as one JSON line (client, API, model, status, tokens, times)")
     p.add_argument("--new-key", action="store_true", help="generate a new API key, print it once and exit")
     p.add_argument("--show-key", action="store_true", help="print the current API key and exit")
     add_device_option(p)
@@ -72,6 +76,10 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         print(serve.api_key() or "no API key set (generate one with --new-key)")
         return 0
     load_options.apply(args, app)
+    if args.no_model_routes and serve.admin is not None:
+        serve.admin.off_for_this_run = True
+    if args.log_requests is not None:
+        serve.activity.log_to(args.log_requests.expanduser())
     models = await _choose(app, args)
     for model in models:
         await load_options.check(app, model)
@@ -108,6 +116,7 @@ async def run(args: argparse.Namespace, app: AppServices) -> int:
         print("stopping: unloading the models", file=sys.stderr, flush=True)
         raise
     finally:
+        serve.activity.close_log()
         if background is not None:
             if background.handed_over:
                 print("the Strata app serves in this server's place now: unloading the models and stopping",
@@ -124,9 +133,9 @@ async def _answer_the_app(args: argparse.Namespace, app: AppServices, done: asyn
     load options is left alone."""
     if args.max_requests:  # a test's server with a fixed end
         return None
-    plain = not (args.model or args.engine or args.device or load_options.given(args))
+    plain = not (args.model or args.engine or args.device or args.log_requests or load_options.given(args))
     relaunch = [*serve_command(), *(["--port", str(args.port)] if args.port is not None else []),
-                *(["--lan"] if args.lan else [])]
+                *(["--lan"] if args.lan else []), *(["--no-model-routes"] if args.no_model_routes else [])]
     background = BackgroundServer(app.base.paths, port=app.serve.port, lan=bool(args.lan or app.serve.settings.serve_lan),
                                   relaunch=relaunch, plain=plain, on_hand_over=done.set)
     return background if await background.start() else None

@@ -198,15 +198,19 @@ class AppServices:
     def serve(self) -> ServeService:
         """"Serve to other apps": every library model on demand (OpenAI, Ollama, Anthropic), a view
         over the engine pool, shared with the chat."""
+        from strata_gui.core.models.aliases import ModelAliases
         from strata_gui.core.serve.autostart import autostart_for
         from strata_gui.core.serve.library_router import LibraryRouter
+        from strata_gui.core.serve.model_admin import ModelAdmin
         from strata_gui.core.serve.service import ServeService, dashboard_recorder
 
         router = LibraryRouter(self.pool, self.served_library,
                                lambda model, kind: self.resolver.plan_for(model, kind=kind), self.launch_settings,
-                               wait_limit=lambda: float(self.settings.current.api_wait_seconds))
+                               wait_limit=lambda: float(self.settings.current.api_wait_seconds),
+                               aliases=ModelAliases(self.base.paths.config_dir / "model_aliases.json"))
+        admin = ModelAdmin(self.models, router, enabled=lambda: self.settings.current.serve_model_routes)
         serve = ServeService(self.settings, self._later.secrets, router,
-                             autostart=autostart_for(self._later.environ), http=self.local_http)
+                             autostart=autostart_for(self._later.environ), http=self.local_http, admin=admin)
         serve.requests.subscribe(dashboard_recorder(self.dashboard))  # first: later listeners see it recorded
         return serve
 

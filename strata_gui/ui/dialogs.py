@@ -49,6 +49,7 @@ _TITLES = (
     QT_TRANSLATE_NOOP("ErrorDialog", "Tool problem"),
     QT_TRANSLATE_NOOP("ErrorDialog", "Reply does not fit the chat format"),
     QT_TRANSLATE_NOOP("ErrorDialog", "Unknown model"),
+    QT_TRANSLATE_NOOP("ErrorDialog", "Wrong kind of model"),
 )
 
 

@@ -78,3 +78,19 @@ def test_hub_cache_models_are_listed_and_deleted(hub: Any, make_service: Any, te
 
     asyncio.run(go())
     assert not (tmp_path / "hf-home" / "hub" / "models--strata--test-llama-GGUF").exists()
+
+
+def test_rerankers_are_told_apart_by_rank_pooling_or_a_classifier_head(tmp_path: Path, test_model: Path) -> None:
+    """A reranker runs as its own kind (llama-server --reranking), never as a chat or embedding model."""
+    from strata_gui.core.runtime.kinds import EMBEDDING, RERANKER, TEXT
+    from tests.support import gguf_model
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    shutil.copy(test_model, folder / "chat.gguf")
+    gguf_model.write_model(folder / "ranked.gguf", gguf_model.ModelSpec(**gguf_model.RERANKER_SPEC_ARGS))
+    head_only = {**gguf_model.RERANKER_SPEC_ARGS, "pooling": None}  # a classifier head, no pooling key
+    gguf_model.write_model(folder / "head.gguf", gguf_model.ModelSpec(**head_only))
+    gguf_model.write_model(folder / "mean.gguf", gguf_model.ModelSpec(pooling=1))
+    kinds = {e.path.name: e.kind for e in ModelLibrary(tmp_path / "cache", [folder]).scan()}
+    assert kinds == {"chat.gguf": TEXT, "ranked.gguf": RERANKER, "head.gguf": RERANKER, "mean.gguf": EMBEDDING}

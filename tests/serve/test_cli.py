@@ -34,7 +34,7 @@ def test_serves_a_streamed_reply(test_engines: TestEngines, test_model: Path,
     result: list[int] = []
     t = threading.Thread(target=lambda: result.append(cli.main(
         ["serve", "--engine", str(test_engines.cpu_dir), "--model", str(test_model), "--port", str(port),
-         "--max-requests", "1"])))
+         "--max-requests", "1", "--no-model-routes"])))
     t.start()
     try:
         base = f"http://127.0.0.1:{port}"
@@ -46,6 +46,10 @@ def test_serves_a_streamed_reply(test_engines: TestEngines, test_model: Path,
             except httpx.HTTPError:
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
+        # --no-model-routes: apps may not delete (nor pull or copy) library models on this run.
+        refused = httpx.request("DELETE", base + "/api/delete", json={"model": test_model.stem}, timeout=30)
+        assert refused.status_code == 403 and "turned off" in refused.json()["error"]
+        assert test_model.exists()
         text = []
         with httpx.stream("POST", base + "/v1/chat/completions", timeout=60,
                           json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 6,

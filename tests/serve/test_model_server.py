@@ -4,6 +4,7 @@ every library model on demand from the engine pool (the real CPU engine), shared
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -44,6 +45,7 @@ def library(tmp_path_factory: pytest.TempPathFactory, test_model: Path) -> Path:
     shutil.copy2(test_model, folder / "alpha-F16.gguf")
     gguf_model.write_model(folder / "bravo-F16.gguf", gguf_model.ModelSpec(seed=99, name="Bravo"))
     gguf_model.write_model(folder / "embed-F16.gguf", gguf_model.ModelSpec(seed=5, name="Embed", pooling=1))
+    gguf_model.write_model(folder / "rerank-Q8_0.gguf", gguf_model.ModelSpec(**gguf_model.RERANKER_SPEC_ARGS))
     return folder
 
 
@@ -78,7 +80,7 @@ def test_the_library_is_served_models_load_on_demand_are_reused_and_evicted(
     async def body(app: AppServices, root: str, events: list[PoolEvent]) -> None:
         async with openai.AsyncOpenAI(base_url=root + "/v1", api_key="none", max_retries=0) as client:
             ids = sorted(m.id for m in (await client.models.list()).data)
-            assert ids == ["alpha-F16", "bravo-F16", "embed-F16"]
+            assert ids == ["alpha-F16", "bravo-F16", "embed-F16", "rerank-Q8_0"]
             assert app.pool.engines() == []  # listing loads nothing
             for _ in range(2):
                 reply = await client.chat.completions.create(
@@ -121,8 +123,8 @@ def test_embeddings_concurrent_loads_and_keep_alive(library: Path, test_engines:
             emb = await client.embeddings.create(model="embed-F16", input=["hello", "world"])
             assert len(emb.data) == 2 and len(emb.data[0].embedding) == 64
             # A chat model cannot answer as an embedding model without asking for it by kind; an
-            # embedding model is no chat model.
-            with pytest.raises(openai.NotFoundError):
+            # embedding model is no chat model: refused, saying which kind it is.
+            with pytest.raises(openai.BadRequestError, match="kind 'embedding'"):
                 await client.chat.completions.create(model="embed-F16", max_tokens=2,
                                                      messages=[{"role": "user", "content": "hi"}])
             # Ten requests while bravo loads start its engine once.
@@ -166,6 +168,8 @@ def test_a_wrong_key_is_refused_on_every_route(library: Path, test_engines: Test
     async def body(app: AppServices, root: str, _events: list[PoolEvent]) -> None:
         assert app.serve.server is not None
         table = route_table(app.serve.server.app)
+        # The routes that change the library are among them (Ollama's pull, copy, delete).
+        assert {("POST", "/api/pull"), ("POST", "/api/copy"), ("DELETE", "/api/delete")} <= set(table)
         async with httpx.AsyncClient(trust_env=False) as http:
             for method, path in table:
                 if path in ("/health", "/"):  # liveness probes, open to all
@@ -219,7 +223,9 @@ def test_strata_serve_runs_headless_and_stops_on_ctrl_c(library: Path, test_engi
     subprocess.run([sys.executable, "-m", "strata_gui", "engines", "add-local", str(test_engines.cpu_dir),
                     "--backend", "cpu"], env=env, check=True, capture_output=True)
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "strata_gui", "serve", "--port", str(port)], env=env,
+    log = tmp_path / "requests.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "strata_gui", "serve", "--port", str(port),
+                             "--log-requests", str(log)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: _answers(f"http://127.0.0.1:{port}/health"), 60)
@@ -238,7 +244,13 @@ def test_strata_serve_runs_headless_and_stops_on_ctrl_c(library: Path, test_engi
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert "serving 3 models" in out and "Traceback" not in err, err
+    assert "serving 4 models" in out and "Traceback" not in err, err
+    # --log-requests: one JSON line per model request (the listing is no model request).
+    [line] = log.read_text(encoding="utf-8").splitlines()
+    logged = json.loads(line)
+    assert (logged["path"], logged["model"], logged["status"], logged["client"]) == \
+        ("/v1/chat/completions", "bravo-F16", 200, "127.0.0.1")
+    assert logged["output_tokens"] == 3 and logged["wait_s"] >= 0 and logged["request_body"] is None
     assert not [p for p in engines if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
@@ -247,3 +259,46 @@ def _answers(url: str) -> bool:
         return httpx.get(url, timeout=1, trust_env=False).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+PASSAGES = ["A cat is a small furry animal that purrs.", "The stock market fell sharply on Monday.",
+            "Kittens grow into cats within a year.", "Rain is expected over the weekend."]
+
+
+def test_a_reranker_is_served_as_its_own_kind_and_other_kinds_are_refused_before_loading(
+        library: Path, test_engines: TestEngines) -> None:
+    """/v1/rerank and /rerank (llama-server's shape) run the reranker GGUF on the real engine started
+    with --reranking; a chat model named there is refused with a 400 naming its kind, and no engine
+    starts for it (the pool's events say so)."""
+    async def body(app: AppServices, root: str, events: list[PoolEvent]) -> None:
+        async with openai.AsyncOpenAI(base_url=root + "/v1", api_key="none", max_retries=0) as client:
+            kinds = {m.id: m.model_extra["kind"] for m in (await client.models.list()).data if m.model_extra}
+            assert kinds["rerank-Q8_0"] == "rerank"
+            # No client library here has a rerank call (openai, ollama and anthropic have none):
+            # the request goes through the OpenAI client's raw POST, as RAG tools send it.
+            with pytest.raises(openai.BadRequestError, match="kind 'text'") as err:
+                await client.post("/rerank", cast_to=httpx.Response,
+                                  body={"model": "alpha-F16", "query": "cats", "documents": PASSAGES})
+            assert "reranker" in str(err.value)
+            with pytest.raises(openai.BadRequestError, match="kind 'rerank'"):
+                await client.chat.completions.create(model="rerank-Q8_0", max_tokens=2,
+                                                     messages=[{"role": "user", "content": "hi"}])
+            assert app.pool.engines() == [] and started(events, "alpha-F16.gguf") == 0
+            reply = await client.post("/rerank", cast_to=httpx.Response,
+                                      body={"model": "rerank-Q8_0", "query": "cats", "documents": PASSAGES,
+                                            "top_n": 3})
+            data = reply.json()
+        assert data["model"] == "rerank-Q8_0" and data["usage"]["prompt_tokens"] > 0
+        results = data["results"]
+        assert len(results) == 3 and {r["index"] for r in results} <= set(range(len(PASSAGES)))
+        scores = [r["relevance_score"] for r in results]
+        assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
+        [engine] = app.pool.engines()
+        assert engine.kind.name == "rerank"  # started with --reranking: llama-server refuses /rerank otherwise
+        # llama-server's own path (no /v1), TEI's request shape ("texts"): a list of {index, score}.
+        r = await app.local_http.post(root + "/rerank", json={"model": "rerank-Q8_0", "query": "cats",
+                                                               "texts": PASSAGES[:2]})
+        assert r.status_code == 200 and sorted(x["index"] for x in r.json()) == [0, 1]
+        assert started(events, "rerank-Q8_0.gguf") == 1
+
+    serving(library, test_engines, body)

@@ -118,6 +118,38 @@ def test_serve_key_shown_once_and_live_counts(page_env) -> None:  # type: ignore
 
 
 
+def test_activity_lists_requests_live_and_the_switches_save_their_settings(page_env) -> None:  # type: ignore[no-untyped-def]
+    page, _remote, serve, loop, http, _paths = page_env
+    panel = page.activity_panel
+    assert panel.empty.isVisibleTo(page) and panel.table.rowCount() == 0
+    assert panel.model_routes.isChecked() and not panel.capture.isChecked()
+    page.serve_port.setMinimum(0)
+    page.serve_port.setValue(0)
+    finish(loop, page.toggle_serving())
+    chat = {"model": "no-such-model", "messages": [{"role": "user", "content": "hi"}]}
+    r = loop.run_until_complete(http.post(serve.url + "/chat/completions", json=chat))
+    assert r.status_code == 404
+    wait(loop, lambda: panel.table.rowCount() == 1)  # live: no refresh asked for
+    cells = [panel.table.item(0, c).text() for c in range(9)]
+    assert cells[1:5] == ["127.0.0.1", "openai", "no-such-model", "404"] and cells[8] == "—"
+    panel.table.selectRow(0)
+    assert panel.body.isVisibleTo(page) and "Keep request bodies" in panel.body.toPlainText()
+    # Capture on: the next request's body is kept, its key left out.
+    panel.capture.setChecked(True)
+    assert serve.settings.serve_capture_bodies
+    r = loop.run_until_complete(http.post(serve.url + "/chat/completions", json=chat,
+                                          headers={"Authorization": "Bearer sk-private"}))
+    wait(loop, lambda: panel.table.rowCount() == 2)
+    panel.table.selectRow(0)
+    body = panel.body.toPlainText()
+    assert '"no-such-model"' in body and "sk-private" not in body and "<redacted>" in body
+    if os.environ.get("STRATA_SCREENSHOTS"):
+        page.grab().save(str(Path(os.environ["STRATA_SCREENSHOTS"]) / "network_page_activity.png"))
+    panel.model_routes.setChecked(False)
+    assert not serve.settings.serve_model_routes
+    finish(loop, page.toggle_serving())
+
+
 @pytest.mark.engine
 def test_loaded_models_list_shows_memory_and_idle_and_unloads(qtbot, qasync_loop: asyncio.AbstractEventLoop,  # type: ignore[no-untyped-def]
                                                               test_engines, test_model: Path) -> None:

@@ -32,10 +32,11 @@ ROUTES = [
     ("GET", "/health"), ("GET", "/"),
     ("GET", "/v1/models"), ("GET", "/v1/models/{model}"), ("POST", "/v1/chat/completions"),
     ("POST", "/v1/completions"), ("POST", "/v1/embeddings"), ("POST", "/v1/responses"), ("POST", "/v1/rerank"),
-    ("POST", "/v1/images/generations"),
+    ("POST", "/rerank"), ("POST", "/v1/images/generations"),
     ("POST", "/v1/messages"), ("POST", "/v1/messages/count_tokens"),
     ("GET", "/api/tags"), ("POST", "/api/show"), ("POST", "/api/chat"), ("POST", "/api/generate"),
     ("POST", "/api/embed"), ("POST", "/api/embeddings"), ("GET", "/api/ps"), ("GET", "/api/version"),
+    ("POST", "/api/pull"), ("POST", "/api/copy"), ("DELETE", "/api/delete"), ("GET", "/metrics"),
 ]
 
 
@@ -77,10 +78,13 @@ def test_every_route_refuses_a_missing_or_wrong_key(qasync_loop: asyncio.Abstrac
             assert api.server.counters.unauthorized == refused
             assert engine.requests == []  # nothing reached the engine
             # Unknown paths are refused before they are looked up; with the key, a 404 in the path's API shape.
-            assert (await api.http.get(api.base + "/api/pull")).status_code == 401
+            assert (await api.http.get(api.base + "/api/push")).status_code == 401
             ok = {"Authorization": f"Bearer {KEY}"}
-            r = await api.http.post(api.base + "/api/pull", headers=ok, json={})
-            assert r.status_code == 404 and r.json() == {"error": "No POST /api/pull here."}
+            r = await api.http.post(api.base + "/api/push", headers=ok, json={})
+            assert r.status_code == 404 and r.json() == {"error": "No POST /api/push here."}
+            # A server with no library to manage (this router) says so on the library's routes.
+            r = await api.http.post(api.base + "/api/pull", headers=ok, json={"model": "hf.co/a/b"})
+            assert r.status_code == 501 and "does not manage a model library" in r.json()["error"]
             r = await api.http.get(api.base + "/v1/chat/completions", headers={"x-api-key": KEY})
             assert r.status_code == 405 and r.headers["Allow"] == "POST"
             assert r.json()["error"]["message"] == "No GET /v1/chat/completions here."

@@ -34,6 +34,17 @@ CHATML_TEMPLATE = (
 )
 
 
+# Qwen3-Reranker's prompt as llama.cpp's converter stores it (conversion/qwen.py), shortened.
+RERANK_TEMPLATE = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query. "
+    "Answer only \"yes\" or \"no\".<|im_end|>\n"
+    "<|im_start|>user\n<Query>: {query}\n<Document>: {document}<|im_end|>\n<|im_start|>assistant\n"
+)
+RERANKER_SPEC_ARGS: dict[str, Any] = {"arch": "qwen3", "rerank": True, "pooling": 4, "vocab": "qwen2", "name": "Strata Test Reranker",
+                                      "tie_embeddings": True, "embedding_type": "Q8_0"}
+"""A small Qwen3-style reranker: ``ModelSpec(**RERANKER_SPEC_ARGS)``."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Shape of a generated test model.
@@ -68,6 +79,13 @@ class ModelSpec:
     # uses ``experts_used``; 0 writes a dense model.
     experts: int = 0
     experts_used: int = 0
+    # The architecture written (``general.architecture`` and the prefix of its keys): "llama", or
+    # "qwen3" (llama's layout plus a norm on each head's queries and keys).
+    arch: str = "llama"
+    # A reranker's head as llama.cpp's converter writes Qwen3-Reranker (conversion/qwen.py), with
+    # ``pooling=4`` (rank) as it writes it too: ``classifier.output_labels`` ["yes", "no"], a ``cls.output`` head of two rows and a
+    # "rerank" chat template that puts the query and the document in one prompt.
+    rerank: bool = False
 
 
 def vocab_path(name: str = "llama-spm") -> Path:
@@ -238,6 +256,8 @@ def _tensors(spec: ModelSpec, n_vocab: int) -> list[tuple[str, np.ndarray, Any]]
             (p + "attn_output.weight", w(spec.width, spec.width), None),
             (p + "ffn_norm.weight", norm(spec.width), None),
         ]
+        if spec.arch == "qwen3":
+            out += [(p + "attn_q_norm.weight", norm(head_dim), None), (p + "attn_k_norm.weight", norm(head_dim), None)]
         if spec.experts:
             out += [
                 (p + "ffn_gate_inp.weight", w(spec.experts, spec.width).astype(np.float32), None),
@@ -254,6 +274,8 @@ def _tensors(spec: ModelSpec, n_vocab: int) -> list[tuple[str, np.ndarray, Any]]
     out.append(("output_norm.weight", norm(spec.width), None))
     if not spec.tie_embeddings:
         out.append(("output.weight", w(n_vocab, spec.width), None))
+    if spec.rerank:  # the rows of "yes" and "no" of the output head: numpy (2, width) = GGUF {width, 2}
+        out.append(("cls.output.weight", w(2, spec.width), None))
     return out
 
 
@@ -327,9 +349,14 @@ def _writer_common(writer: object, spec: ModelSpec, vocab: Vocab) -> None:
     wr.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     for key, value, vtype, sub in vocab.fields:
         wr.add_key_value(key, value, vtype, sub)
-    wr.add_chat_template(spec.chat_template)
+    if spec.rerank:
+        wr.add_chat_template([{"name": "default", "template": spec.chat_template},
+                              {"name": "rerank", "template": RERANK_TEMPLATE}])
+        wr.add_array(f"{spec.arch}.classifier.output_labels", ["yes", "no"])
+    else:
+        wr.add_chat_template(spec.chat_template)
     if spec.pooling is not None:
-        wr.add_uint32("llama.pooling_type", spec.pooling)
+        wr.add_uint32(f"{spec.arch}.pooling_type", spec.pooling)
     if spec.experts:
         wr.add_expert_count(spec.experts)
         wr.add_expert_used_count(spec.experts_used)
@@ -349,7 +376,7 @@ def write_model(path: Path, spec: ModelSpec | None = None) -> Path:
     spec = spec or ModelSpec()
     vocab = load_vocab(spec.vocab, spec.added_tokens)
     path.parent.mkdir(parents=True, exist_ok=True)
-    writer = _fast_writer(str(path), "llama")
+    writer = _fast_writer(str(path), spec.arch)
     _writer_common(writer, spec, vocab)
     _write_tensors(writer, spec, vocab)
     writer.write_header_to_file()
@@ -500,9 +527,12 @@ def main() -> None:
     ap.add_argument("--split", type=int, default=0, help="write N shards into OUT's folder")
     ap.add_argument("--vocab", default="llama-spm", help="a ggml-vocab-<NAME>.gguf of the pinned source")
     ap.add_argument("--template", type=Path, help="a .jinja chat template file (default: ChatML)")
+    ap.add_argument("--rerank", action="store_true", help="a Qwen3-style reranker (pooling type rank)")
     args = ap.parse_args()
     spec = ModelSpec(layers=args.layers, width=args.width, seed=args.seed, vocab=args.vocab,
                      chat_template=args.template.read_text(encoding="utf-8") if args.template else CHATML_TEMPLATE)
+    if args.rerank:
+        spec = ModelSpec(**{**RERANKER_SPEC_ARGS, "layers": args.layers, "width": args.width, "seed": args.seed})
     if args.split:
         for f in write_split_model(args.out.parent, args.out.stem, args.split, spec):
             print(f)

@@ -129,6 +129,13 @@ class UnknownModelError(ServerError):
     title = "Unknown model"
 
 
+class WrongModelKindError(ServerError):
+    """A client of the local API named a model of another kind than the endpoint serves (a chat
+    model for ``/v1/rerank``): refused before anything loads (the API answers 400)."""
+
+    title = "Wrong kind of model"
+
+
 class ServerBusyError(ServerError):
     """No engine can take the work now: the engines in use hold the memory another model needs, or
     every slot of the local API's queue is taken, and the caller may not wait. The client should try

@@ -116,6 +116,11 @@ class Settings:
     # Networking: the local API for other apps, and llama.cpp RPC workers ("host:port").
     serve_port: int = 8765
     serve_lan: bool = False  # listen on every interface (needs an API key)
+    # Apps may pull, copy and delete library models through the API (Ollama's /api/pull, /api/copy,
+    # /api/delete: Open WebUI's model manager uses them).
+    serve_model_routes: bool = True
+    # The Network page's Activity view keeps request bodies (redacted: keys and images replaced).
+    serve_capture_bodies: bool = False
     # A local API request that waits this long for a slot or an engine gets 503 with Retry-After.
     api_wait_seconds: int = 60
     rpc_workers: list[str] = field(default_factory=list)

@@ -27,7 +27,7 @@ from strata_gui.core.models.hub_cache import cached_repos
 from strata_gui.core.models.image_models import ImageModelParts, image_parts, model_parts
 from strata_gui.core.models.projector import is_projector, projector_rank
 from strata_gui.core.models.speech_models import whisper_header
-from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, SPEECH, TEXT, EngineKind
+from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, RERANKER, SPEECH, TEXT, EngineKind
 
 log = logging.getLogger(__name__)
 _NOT_DELETED = QT_TRANSLATE_NOOP("Core", "Could not delete {name}: {reason}")
@@ -38,6 +38,7 @@ _NOT_THIS_KIND = {
     IMAGE.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not an image model."),
     EMBEDDING.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not an embedding model."),
     SPEECH.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not a speech model."),
+    RERANKER.name: QT_TRANSLATE_NOOP("Core", "{name} is a {kind} model, not a reranker."),
 }
 
 SOURCE_HUB = "hub cache"
@@ -204,13 +205,35 @@ def describe_model(path: Path, source: str, repo_id: str | None = None) -> Libra
         has_chat_template=head.has_chat_template,
         name=head.name or "",
         projector=find_projector(first),
-        kind=EMBEDDING if is_embedding_model(head) else TEXT,
+        kind=kind_of_gguf(head),
     )
 
 
 # Encoder-only architectures: they embed text, they do not chat.
 ENCODER_ARCHITECTURES = frozenset({"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3",
                                    "modern-bert", "neo-bert", "t5encoder"})
+
+
+# llama.cpp's enum llama_pooling_type (include/llama.h of the pinned source): RANK attaches the
+# classification head that scores a (query, document) pair.
+POOLING_RANK = 4
+# The classification head's tensors as llama.cpp's converter writes them (src/llama-arch.cpp:
+# "cls", "cls.output", "cls.norm"); a BERT-style reranker has them whatever its pooling key says.
+CLASSIFIER_TENSOR_PREFIX = "cls."
+
+
+def is_reranker(meta: GGUFMetadata) -> bool:
+    """A reranker: converted with pooling type "rank", or carrying a classifier head (``cls.*``)."""
+    if meta.get(f"{meta.architecture}.pooling_type") == POOLING_RANK:
+        return True
+    return any(t.name.startswith(CLASSIFIER_TENSOR_PREFIX) for t in meta.tensors)
+
+
+def kind_of_gguf(meta: GGUFMetadata) -> EngineKind:
+    """The engine kind a (non-image) GGUF runs as: reranker, embedding or chat model."""
+    if is_reranker(meta):
+        return RERANKER
+    return EMBEDDING if is_embedding_model(meta) else TEXT
 
 
 def is_embedding_model(meta: GGUFMetadata) -> bool:

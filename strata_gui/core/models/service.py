@@ -212,6 +212,30 @@ class ModelService:
                      for q, c in zip(detail.quants, choices, strict=True))
         return FitReport(target, min(ctx, meta.context_length or ctx), fits, meta.architecture, meta.context_length or 0)
 
+    async def choose_quant(self, detail: ModelDetail, wanted: str = "") -> QuantEntry:
+        """The quant ``wanted`` names (its label in any case, its file name or path), or, with none
+        named, the best that fits this computer (the fit report's pick, else the smallest): what
+        ``strata models pull`` and Ollama's ``/api/pull`` download.
+
+        Raises:
+            ModelError: The repo has no GGUF files, or no quant of that name.
+        """
+        if not detail.quants:
+            raise ModelError(texts.T(QT_TRANSLATE_NOOP("Core", "{repo} has no GGUF files."), repo=detail.repo_id),
+                             hint=QT_TRANSLATE_NOOP("Core", "Pick a repository whose name ends in -GGUF."))
+        wanted = wanted.strip()
+        if wanted:
+            matches = [q for q in detail.quants
+                       if q.label.upper() == wanted.upper() or wanted in (q.name, q.first.path)]
+            if not matches:
+                raise ModelError(texts.T(QT_TRANSLATE_NOOP("Core", "{repo} has no quant '{quant}'."),
+                                         repo=detail.repo_id, quant=wanted),
+                                 hint=texts.T(QT_TRANSLATE_NOOP("Core", "Available: {labels}"),
+                                              labels=", ".join(q.label for q in detail.quants)))
+            return matches[0]
+        report = await self.fit_report(detail)
+        return report.default.entry if report.default else min(detail.quants, key=lambda q: q.size)
+
     async def image_report(self, detail: ModelDetail, target: MemoryTarget | None = None) -> ImageReport:
         """Judge every model file of an image repo at its family's native size.
 

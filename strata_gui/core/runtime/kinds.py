@@ -208,6 +208,12 @@ def embedding_command(engine: EngineSpec, model: Path, settings: ServerSettings,
     return [*llama_command(engine, model, settings, port), "--embedding"]
 
 
+def rerank_command(engine: EngineSpec, model: Path, settings: ServerSettings, port: int) -> list[str]:
+    """llama-server serving ``/v1/rerank``: the chat command plus ``--reranking`` (which also turns
+    embeddings on with rank pooling, ``common/arg.cpp`` of the pinned source)."""
+    return [*llama_command(engine, model, settings, port), "--reranking"]
+
+
 def sd_command(engine: EngineSpec, model: Path, settings: ServerSettings, port: int) -> list[str]:
     """stable-diffusion.cpp's sd-server: the model options (``settings.model_args``, else
     ``--model``) and a loopback port; sd-server takes no chat options."""
@@ -273,7 +279,6 @@ def llama_env(settings: ServerSettings) -> dict[str, str]:
 TEXT = EngineKind(
     name="text", label="chat", builds="text", binary="llama-server", project="llama.cpp", lists_devices=True,
     ready_path="/health", command=llama_command, environment=llama_env, scrub_env=without_agent_tools_env,
-    # (rerank needs an engine started with --reranking: a kind of its own when a model needs it)
     apis=frozenset({OPENAI_CHAT, ANTHROPIC, RESPONSES}), follows_choices=True, kv_cache=True, takes_key=True,
     parallel_slots=True,
 )
@@ -294,6 +299,16 @@ EMBEDDING = EngineKind(
     parallel_slots=True,
     hub_search=(("filter", "gguf"), ("pipeline_tag", "feature-extraction")),
 )
+# Rerankers (pooling type "rank": a classifier head scores a query against each document): the same
+# llama.cpp builds, started with --reranking; they answer /v1/rerank (and /rerank) only.
+RERANKER = EngineKind(
+    name="rerank", label="reranker", builds="text", binary="llama-server", project="llama.cpp",
+    lists_devices=True, ready_path="/health", command=rerank_command, environment=llama_env,
+    scrub_env=without_agent_tools_env,
+    apis=frozenset({RERANK}), subject=QT_TRANSLATE_NOOP("Core", "{engine} reranker engine"), kv_cache=True,
+    takes_key=True, parallel_slots=True,
+    hub_search=(("filter", "gguf"), ("pipeline_tag", "text-ranking")),
+)
 SPEECH = EngineKind(
     name="speech", label="speech", builds="speech", binary="whisper-server", project="whisper.cpp",
     # whisper-server loads the model before it listens; /health answers 200 once it is loaded.
@@ -304,7 +319,7 @@ SPEECH = EngineKind(
     # files when opened (core/models/speech_models.py), the others list no file to download.
     hub_search=(("pipeline_tag", "automatic-speech-recognition"),),
 )
-KINDS: tuple[EngineKind, ...] = (TEXT, IMAGE, EMBEDDING, SPEECH)
+KINDS: tuple[EngineKind, ...] = (TEXT, IMAGE, EMBEDDING, RERANKER, SPEECH)
 """The kinds Strata ships (what stored names are read back as)."""
 INSTALLABLE: tuple[EngineKind, ...] = tuple(k for k in KINDS if k.builds == k.name)
 """The kinds that have builds of their own to install (the others borrow another kind's)."""

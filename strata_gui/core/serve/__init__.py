@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from strata_gui.core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from strata_gui.core.serve.activity import ActivityEntry
     from strata_gui.core.serve.autostart import serve_command
     from strata_gui.core.serve.handover import BackgroundServer, HandedOver, take_over
     from strata_gui.core.serve.library_router import LibraryRouter
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from strata_gui.core.serve.service import ServeService
 
 __all__ = [
+    "ActivityEntry",
     "ApiRequest",
     "ApiServer",
     "BackgroundServer",
@@ -32,6 +34,7 @@ __all__ = [
 
 # Each module loads when one of its names is first read (see strata_gui.core.base.lazy).
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "activity": ["ActivityEntry"],
     "autostart": ["serve_command"],
     "handover": ["BackgroundServer", "HandedOver", "take_over"],
     "library_router": ["LibraryRouter"],

@@ -26,13 +26,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from strata_gui.core.base.blocking import run_blocking
-from strata_gui.core.base.errors import ServerBusyError, UnknownModelError
+from strata_gui.core.base.errors import ServerBusyError, UnknownModelError, WrongModelKindError
+from strata_gui.core.models.aliases import ModelAliases
 from strata_gui.core.models.library import LibraryEntry
 from strata_gui.core.pool import EnginePool, PooledEngine, acquire_along_plan
 from strata_gui.core.runtime.engine import EngineSpec
 from strata_gui.core.runtime.kinds import EMBEDDING, TEXT, EngineKind, kind_named
 from strata_gui.core.runtime.launch import ServerSettings
-from strata_gui.core.serve.catalog import assign_ids, served_model
+from strata_gui.core.serve.catalog import assign_ids, find_served, served_model
 from strata_gui.core.serve.router import LoadedModel, ServedModel, Upstream
 
 log = logging.getLogger(__name__)
@@ -59,12 +60,14 @@ class LibraryRouter:
         wait_limit: Seconds a request may wait for a slot or an engine before it is answered "busy"
             (503 with Retry-After; read per request, so a settings change applies to the next one).
         clock: Monotonic clock (idle times).
+        aliases: The user's other names for models (Ollama's ``/api/copy``), served beside their ids.
     """
 
     def __init__(self, pool: EnginePool, library: Library, plans: Plans, launch: Launch, *,
                  max_waiting: int = 32, wait_limit: Callable[[], float | None] = lambda: None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, aliases: ModelAliases | None = None) -> None:
         self.pool = pool
+        self.aliases = aliases
         self._wait_limit = wait_limit
         self._library = library
         self._plans = plans
@@ -93,13 +96,33 @@ class LibraryRouter:
                 out.append(served_model(entry, model_id, entry.kind.name, modified))
             return out
 
-        self._served = await run_blocking(describe, name="strata-serve-catalogue")
-        self._entries = dict(zip(ids, entries, strict=True))
+        served = await run_blocking(describe, name="strata-serve-catalogue")
+        by_id = dict(zip(ids, entries, strict=True))
+        aliases = await run_blocking(self.aliases.prune, name="strata-serve-aliases") if self.aliases else {}
+        by_path = {m.path: m for m in served}
+        for name, path in aliases.items():
+            target = by_path.get(path)
+            if target is not None and name not in by_id:
+                served.append(dataclasses.replace(target, id=name))
+                by_id[name] = by_id[target.id]
+        self._served, self._entries = served, by_id
+
+    def entry(self, model_id: str) -> LibraryEntry:
+        """The library entry a served id (or alias) stands for.
+
+        Raises:
+            UnknownModelError: No such model.
+        """
+        return self._entries[self._find(model_id).id]
+
+    def is_alias(self, model_id: str) -> bool:
+        """Whether ``model_id`` is one of the user's other names, not a model's own id."""
+        return self.aliases is not None and model_id in self.aliases.names()
 
     def _find(self, model_id: str) -> ServedModel:
-        served = {m.id: m for m in self._served}
-        if model_id in served:
-            return served[model_id]
+        found = find_served(self._served, model_id)
+        if found is not None:
+            return found
         # A client may also name the file (with or without .gguf), as older Strata versions listed it.
         for m in self._served:
             if model_id in (m.path.name, m.path.stem):
@@ -117,8 +140,9 @@ class LibraryRouter:
         # Any chat GGUF can embed (llama-server --embedding, mean pooling); nothing else converts.
         if wanted is EMBEDDING and own is TEXT:
             return EMBEDDING
-        raise UnknownModelError(f"'{served.id}' is a {own.label} model, not a {wanted.label} model.",
-                                hint=f"Name a {wanted.label} model (GET /v1/models lists them).")
+        raise WrongModelKindError(f"'{served.id}' is a {own.label} model (kind '{own.name}'), not a "
+                                  f"{wanted.label} model (kind '{wanted.name}'): this endpoint needs one.",
+                                  hint=f"Name a {wanted.label} model (GET /v1/models lists each model's kind).")
 
     def _settings(self, served: ServedModel, kind: EngineKind) -> ServerSettings:
         settings = self._launch(served.path, kind)

@@ -35,6 +35,9 @@ from typing import Any
 
 from aiohttp import web
 
+from strata_gui.core.base.blocking import run_blocking
+from strata_gui.core.base.errors import ModelError
+from strata_gui.core.models.gguf_meta import LongArray, read_header
 from strata_gui.core.pool.engine import LONGEST_IDLE_S
 from strata_gui.core.serve.router import (
     API_EMBEDDINGS,
@@ -596,6 +599,8 @@ def model_info(m: ServedModel) -> dict[str, Any]:
 
 
 async def show(request: web.Request) -> web.Response:
+    """Template, parameters, details and ``model_info`` (the GGUF header's keys, its long arrays as
+    null as Ollama sends them without ``verbose``)."""
     ctx = context(request)
     _raw, body = await read_json(request, ctx)
     await ctx.router.refresh()
@@ -604,10 +609,40 @@ async def show(request: web.Request) -> web.Response:
     if m is None:
         raise ApiError(404, f"model '{name}' not found", "not_found")
     caps = list(m.details.get("capabilities") or [])
+    info, template = await run_blocking(header_info, m, name="strata-serve-show")
+    context_length = m.details.get("context_length")
+    parameters = f"num_ctx {context_length}" if context_length else ""
     return json_response({
-        "modelfile": f"# Served by Strata\nFROM {m.id}\n", "parameters": "", "template": "",
-        "details": details(m), "model_info": model_info(m), "capabilities": caps, "modified_at": _iso(m.modified),
+        "modelfile": f"# Served by Strata\nFROM {m.id}\n", "parameters": parameters, "template": template,
+        "details": details(m), "model_info": info, "capabilities": caps, "modified_at": _iso(m.modified),
     })
+
+
+def header_info(m: ServedModel) -> tuple[dict[str, Any], str]:
+    """``(model_info, chat template)`` from the model's GGUF header (blocking: reads the file); a
+    model that has none (a safetensors image model) is described by its details."""
+    try:
+        meta = read_header(m.path)
+    except ModelError:
+        return model_info(m), ""
+    info: dict[str, Any] = {}
+    for key, value in meta.fields.items():
+        if key.startswith("tokenizer.chat_template"):
+            continue  # the template is its own field
+        info[key] = None if isinstance(value, LongArray) else _plain(value)
+    template = meta.get("tokenizer.chat_template")
+    return info, template if isinstance(template, str) else ""
+
+
+def _plain(value: Any) -> Any:
+    """A header value as JSON can carry it."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 async def ps(request: web.Request) -> web.Response:

@@ -21,6 +21,7 @@ from strata_gui.core.serve.router import (
     API_RESPONSES,
     KIND_EMBEDDING,
     KIND_IMAGE,
+    KIND_RERANK,
     KIND_TEXT,
     ServedModel,
 )
@@ -81,7 +82,9 @@ def routes() -> list[Route]:
         ("POST", "/v1/completions", passthrough(KIND_TEXT, API_OPENAI), True),
         ("POST", "/v1/embeddings", passthrough(KIND_EMBEDDING, API_EMBEDDINGS), True),
         ("POST", "/v1/responses", passthrough(KIND_TEXT, API_RESPONSES), True),
-        ("POST", "/v1/rerank", passthrough(None, API_RERANK), True),
+        # llama-server's spellings of its rerank endpoint (Jina's and TEI's request shapes)
+        ("POST", "/v1/rerank", passthrough(KIND_RERANK, API_RERANK), True),
+        ("POST", "/rerank", passthrough(KIND_RERANK, API_RERANK), True),
         ("POST", "/v1/images/generations", passthrough(KIND_IMAGE, API_IMAGES), True),
         ("POST", "/v1/audio/transcriptions", transcriptions, True),
     ]

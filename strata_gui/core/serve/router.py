@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from strata_gui.core.runtime import kinds
-from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, SPEECH, TEXT
+from strata_gui.core.runtime.kinds import EMBEDDING, IMAGE, RERANKER, SPEECH, TEXT
 
 # Engine kinds: what a model is loaded as (the names of the descriptors in core/runtime/kinds.py).
 KIND_TEXT = TEXT.name
 KIND_EMBEDDING = EMBEDDING.name
 KIND_IMAGE = IMAGE.name
+KIND_RERANK = RERANKER.name
 KIND_SPEECH = SPEECH.name
 
 # What an engine speaks natively (Upstream.apis, from its kind's descriptor): the HTTP layer passes a
@@ -44,7 +45,7 @@ API_SDCPP = kinds.SDCPP               # stable-diffusion.cpp's job API (POST /sd
 # llama-server for chat, llama-server started with --embedding, sd-server.
 LLAMA_TEXT_APIS = TEXT.apis
 LLAMA_EMBEDDING_APIS = EMBEDDING.apis
-LLAMA_RERANK_APIS = frozenset({API_RERANK})
+LLAMA_RERANK_APIS = RERANKER.apis
 SD_SERVER_APIS = IMAGE.apis
 
 KEEP_FOREVER = math.inf

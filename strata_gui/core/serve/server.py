@@ -33,6 +33,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import httpx
 from aiohttp import web
@@ -42,9 +43,13 @@ from strata_gui.core.base.events import Listeners
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.net.transfer import loopback_client
 from strata_gui.core.serve.access import browser_refusal, is_loopback, key_matches, presented_key
+from strata_gui.core.serve.activity import CURRENT, Activity
 from strata_gui.core.serve.anthropic_api import routes as anthropic_routes
 from strata_gui.core.serve.connections import ClientErrorLog, ConnectionGuard, connection_cap
+from strata_gui.core.serve.metrics import CONTENT_TYPE as METRICS_TYPE
+from strata_gui.core.serve.metrics import ServerMetrics
 from strata_gui.core.serve.ollama_api import routes as ollama_routes
+from strata_gui.core.serve.ollama_models import routes as ollama_model_routes
 from strata_gui.core.serve.openai_api import routes as openai_routes
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
 from strata_gui.core.serve.router import ModelRouter
@@ -60,6 +65,9 @@ from strata_gui.core.serve.wire import (
     json_response,
 )
 
+if TYPE_CHECKING:
+    from strata_gui.core.serve.model_admin import ModelAdmin
+
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8765
@@ -67,7 +75,7 @@ DEFAULT_PORT = 8765
 # ("/" is the one Ollama's clients send before anything else, HEAD / in its Go client).
 OPEN_ROUTES = frozenset({("GET", "/health"), ("HEAD", "/health"), ("GET", "/"), ("HEAD", "/")})
 # What a browser may send to this server once its page is allowed (see :func:`build_app`).
-CORS_METHODS = "GET, POST, OPTIONS"
+CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 CORS_MAX_AGE_S = "600"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -149,7 +157,8 @@ def build_app(ctx: ServeContext, api_key: str | None) -> web.Application:
     app.on_response_prepare.append(functools.partial(_allow_the_page, api_key))
     app.router.add_get("/health", _health)
     app.router.add_get("/", _root)
-    for routes in (openai_routes, anthropic_routes, ollama_routes):
+    app.router.add_get("/metrics", _metrics)
+    for routes in (openai_routes, anthropic_routes, ollama_routes, ollama_model_routes):
         for method, path, fn, runs_model in routes():
             app.router.add_route(method, path, fn)
             if runs_model:
@@ -191,21 +200,41 @@ def _routing_error(request: web.Request, exc: web.HTTPException) -> ApiError:
 
 
 async def _counted(ctx: ServeContext, request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Run a model route, counted as active, then completed or failed."""
+    """Run a model route, counted as active, then completed or failed, and traced: its entry goes
+    to the activity list, the request log and ``/metrics``."""
     c = ctx.counters
     c.total += 1
     c.active += 1
     ok = False
+    status = 500
+    trace = ctx.activity.begin(request.remote or "", request.method, request.path, request.headers)
+    token = CURRENT.set(trace)
     try:
         resp = await handler(request)
         ok = resp.status < 400 and not request.get(FAILED)
+        status = resp.status if ok or resp.status >= 400 else 500
         return resp
+    except ApiError as err:
+        status = err.status
+        raise
     finally:
+        CURRENT.reset(token)
         c.active -= 1
         if ok:
             c.completed += 1
         else:
             c.failed += 1
+        entry = ctx.activity.end(trace, status)
+        if ctx.metrics is not None:
+            ctx.metrics.observe(entry)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    """Prometheus' scrape (see :mod:`~strata_gui.core.serve.metrics`)."""
+    metrics = request.app[CTX].metrics
+    if metrics is None:
+        raise ApiError(404, "No metrics here.", "no_route")
+    return web.Response(body=metrics.exposition(), headers={"Content-Type": METRICS_TYPE})
 
 
 async def _allow_the_page(api_key: str | None, request: web.Request, response: web.StreamResponse) -> None:
@@ -238,11 +267,16 @@ class ApiServer:
         http: The engines' client: the app's shared loopback client (never closed here). None: the
             server makes one of its own (:func:`~strata_gui.core.net.transfer.loopback_client`) for as
             long as it listens.
+        admin: Pulls, deletes and names library models (Ollama's ``/api/pull``, ``/api/delete``,
+            ``/api/copy``); None: those routes answer 501.
+        activity: Where finished requests are listed (shared by the servers a service starts;
+            None: one of its own).
     """
 
     def __init__(self, router: ModelRouter, *, host: str = "127.0.0.1",
                  port: int = DEFAULT_PORT, api_key: str | None = None, limits: ServerLimits | None = None,
-                 clock: Callable[[], float] = time.perf_counter, http: httpx.AsyncClient | None = None) -> None:
+                 clock: Callable[[], float] = time.perf_counter, http: httpx.AsyncClient | None = None,
+                 admin: ModelAdmin | None = None, activity: Activity | None = None) -> None:
         if not is_loopback(host) and not api_key:
             raise ServerError(T(QT_TRANSLATE_NOOP("Core", "Refusing to serve on {host} without an API key."),
                                 host=host),
@@ -251,7 +285,9 @@ class ApiServer:
         self.host = host
         self.port = port
         self._api_key = api_key or None
-        self.ctx = ServeContext(router, limits or ServerLimits(), clock)
+        self.ctx = ServeContext(router, limits or ServerLimits(), clock, admin=admin,
+                                activity=activity or Activity(clock=clock))
+        self.ctx.metrics = ServerMetrics(router.loaded, lambda: self.ctx.counters.active, lambda: self.ctx.waiting)
         self.requests: Listeners[ApiRequest] = self.ctx.finished  # each completed model request
         self._http = http
         self.app = build_app(self.ctx, self._api_key)

@@ -14,12 +14,14 @@ from strata_gui.core.base.texts import QT_TRANSLATE_NOOP
 from strata_gui.core.bench.service import DashboardService
 from strata_gui.core.config.settings import Settings, SettingsService
 from strata_gui.core.serve.access import generate_api_key, is_loopback
+from strata_gui.core.serve.activity import Activity
 from strata_gui.core.serve.autostart import Autostart, serve_command
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
 from strata_gui.core.serve.router import KIND_TEXT, ModelRouter
 
 if TYPE_CHECKING:
     from strata_gui.core.serve.handover import HandedOver
+    from strata_gui.core.serve.model_admin import ModelAdmin
     from strata_gui.core.serve.server import ApiServer
 
 log = logging.getLogger(__name__)
@@ -52,12 +54,17 @@ class ServeService:
         autostart: How this platform starts programs at sign-in (None: not offered).
         http: The engines' client: the app's loopback client, shared with the chat and every
             other feature (None: the server makes its own while it listens).
+        admin: Ollama's model routes over the library (pull, delete, copy); None: not offered.
     """
 
     def __init__(self, settings_service: SettingsService, secrets: SecretStore, router: ModelRouter,
                  *, limits: ServerLimits | None = None,
-                 autostart: Autostart | None = None, http: httpx.AsyncClient | None = None) -> None:
+                 autostart: Autostart | None = None, http: httpx.AsyncClient | None = None,
+                 admin: ModelAdmin | None = None) -> None:
         self.settings_service = settings_service
+        self.admin = admin
+        # Every request of every server this starts, for the Activity view and --log-requests.
+        self.activity = Activity(capture=lambda: self.settings.serve_capture_bodies)
         self._http = http
         self.autostart = autostart
         self._secrets = secrets
@@ -123,6 +130,22 @@ class ServeService:
         """
         self.settings_service.update(serve_port=port, serve_lan=lan)
 
+    def allow_model_routes(self, on: bool) -> None:
+        """Whether apps may pull, copy and delete library models (Ollama's model routes; saved).
+
+        Raises:
+            SettingsError: The settings could not be saved (nothing changed).
+        """
+        self.settings_service.update(serve_model_routes=on)
+
+    def capture_bodies(self, on: bool) -> None:
+        """Whether the activity list keeps request bodies (redacted, capped; saved, from the next request).
+
+        Raises:
+            SettingsError: The settings could not be saved (nothing changed).
+        """
+        self.settings_service.update(serve_capture_bodies=on)
+
     async def start(self, *, lan: bool | None = None, port: int | None = None, host: str | None = None) -> str:
         """Listen (loopback unless ``lan``); returns the URL. A running server is restarted.
 
@@ -141,7 +164,8 @@ class ServeService:
 
         server = ApiServer(self.router, host=bind,
                            port=self.settings.serve_port if port is None else port,
-                           api_key=key, limits=self._limits, http=self._http)
+                           api_key=key, limits=self._limits, http=self._http, admin=self.admin,
+                           activity=self.activity)
         server.requests.subscribe(self.requests.emit)
         await self.router.refresh()
         await server.start()

@@ -24,17 +24,29 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from aiohttp import web
 
-from strata_gui.core.base.errors import ServerBusyError, ServerError, StrataError, UnknownModelError
+from strata_gui.core.base.errors import (
+    ServerBusyError,
+    ServerError,
+    StrataError,
+    UnknownModelError,
+    WrongModelKindError,
+)
 from strata_gui.core.base.events import Listeners
 from strata_gui.core.runtime.engine_http import EngineHttp, EngineReply
 from strata_gui.core.runtime.sse import SseEvent, SseReader
+from strata_gui.core.serve.activity import CURRENT, Activity
+from strata_gui.core.serve.catalog import find_served
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
-from strata_gui.core.serve.router import LATEST, ModelRouter, ServedModel, Upstream
+from strata_gui.core.serve.router import ModelRouter, ServedModel, Upstream
+
+if TYPE_CHECKING:
+    from strata_gui.core.serve.metrics import ServerMetrics
+    from strata_gui.core.serve.model_admin import ModelAdmin
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +140,8 @@ def from_strata_error(exc: StrataError) -> ApiError:
     text = exc.user_text().replace("\n", " ")
     if isinstance(exc, UnknownModelError):
         return ApiError(404, text, "not_found")
+    if isinstance(exc, WrongModelKindError):
+        return ApiError(400, text, "invalid_request")
     if isinstance(exc, ServerBusyError):
         retry = max(1, math.ceil(exc.retry_after))  # Retry-After is whole seconds: never earlier than asked
         return ApiError(503, text, "busy", {"Retry-After": str(retry)})
@@ -162,15 +176,21 @@ class ServeContext:
     requests: dict[Any, web.BaseRequest] = field(default_factory=dict)
     reading: set[Any] = field(default_factory=set)
     http: httpx.AsyncClient | None = None  # the engines' client (the app's loopback one), while the server runs
+    admin: ModelAdmin | None = None  # pulls, deletes and names library models (Ollama's model routes)
+    activity: Activity = field(default_factory=Activity)  # recent requests (the Activity view, the log)
+    waiting: int = 0  # requests waiting for an engine or a slot now (/metrics' queue depth)
+    metrics: ServerMetrics | None = None  # /metrics' series
 
     def record(self, req: ApiRequest) -> None:
+        trace = CURRENT.get()
+        if trace is not None:
+            trace.stats = req
         self.finished.emit(req)
 
     def find(self, model_id: str) -> ServedModel | None:
-        found = next((m for m in self.router.models() if m.id == model_id), None)
-        if found is None and model_id.endswith(LATEST):  # Ollama's clients add it to a name without a tag
-            return self.find(model_id[:-len(LATEST)])
-        return found
+        """The model a client names: its id (with Ollama's ``:latest`` or not) or the hub name it
+        was pulled as (``hf.co/org/repo:quant``)."""
+        return find_served(self.router.models(), model_id)
 
     def pick_model(self, body: Mapping[str, Any], kind: str | None, key: str = "model") -> str:
         """The model a request names; none named means the only model of ``kind`` served, if there is one."""
@@ -196,14 +216,22 @@ class ServeContext:
             keep_alive: Seconds to keep it loaded afterwards (None: the router's default).
             needs: An ``API_*`` the engine must speak (400 otherwise).
         """
-        if model_id.endswith(LATEST):  # "name:latest" from Ollama's clients: the name
-            found = self.find(model_id)
-            model_id = found.id if found is not None else model_id
+        found = self.find(model_id)  # "name:latest" from Ollama's clients, a hub name: the id
+        model_id = found.id if found is not None else model_id
+        trace = CURRENT.get()
+        if trace is not None:
+            trace.model = model_id
+        began = self.clock()
+        self.waiting += 1
         try:
             cm = self.router.borrow(model_id, kind=kind, keep_alive=keep_alive)
             up = await cm.__aenter__()
         except StrataError as exc:
             raise from_strata_error(exc) from exc
+        finally:
+            self.waiting -= 1
+        if trace is not None:
+            trace.wait_s = self.clock() - began
         try:
             if needs is not None and needs not in up.apis:
                 raise ApiError(400, f"The engine serving {up.model.id} does not offer this endpoint "
@@ -234,7 +262,11 @@ async def read_body(request: web.Request, ctx: ServeContext) -> bytes:
     ctx.reading.add(request.protocol)
     try:
         async with asyncio.timeout(ctx.limits.body_timeout_s):
-            return await request.read()  # the size limit holds while reading (client_max_size)
+            body = await request.read()  # the size limit holds while reading (client_max_size)
+        trace = CURRENT.get()
+        if trace is not None and ctx.activity.capture():
+            trace.body = body
+        return body
     except TimeoutError as exc:
         raise ApiError(408, "The request body did not arrive in time.", "timeout") from exc
     except web.HTTPRequestEntityTooLarge as exc:

@@ -56,7 +56,7 @@ from strata_gui.core.models import (
     RepoSummary,
     SearchPage,
 )
-from strata_gui.core.runtime import EMBEDDING, IMAGE, SPEECH, TEXT, EngineKind, kind_named
+from strata_gui.core.runtime import EMBEDDING, IMAGE, RERANKER, SPEECH, TEXT, EngineKind, kind_named
 from strata_gui.ui.bridge import AsyncBridge, TaskHandle, follow
 from strata_gui.ui.i18n import LiveTexts, core_text, error_text
 from strata_gui.ui.models_widgets import DownloadRow, EmptyState, GgufDropArea, SearchHitWidget, verdict_color
@@ -790,15 +790,15 @@ class ModelsPage(Page):
         has = entry is not None
         self.reveal_button.setEnabled(has)
         self.delete_button.setEnabled(has)
-        # Embedding models answer other apps (the local API), not a chat.
-        # (speech models are used by the chat's microphone and the local API, not chatted with)
-        self.chat_button.setEnabled(entry is not None and not entry.broken and entry.kind not in (EMBEDDING, SPEECH))
+        # Embedding models and rerankers answer other apps (the local API), not a chat; speech models
+        # are used by the chat's microphone and the local API, not chatted with.
+        self.chat_button.setEnabled(entry is not None and not entry.broken and entry.kind not in (EMBEDDING, RERANKER, SPEECH))
         image = entry is not None and entry.kind is IMAGE
         self.chat_button.setText(self.tr("Make images with this model") if image else self.tr("Chat with this model"))
 
     def _chat_with_selected(self) -> None:
         entry = self.selected_entry()
-        if entry is not None and not entry.broken and entry.kind not in (EMBEDDING, SPEECH):
+        if entry is not None and not entry.broken and entry.kind not in (EMBEDDING, RERANKER, SPEECH):
             (self.make_images if entry.kind is IMAGE else self.use_model).emit(entry.path)
 
     def library_paths(self, kind: EngineKind = TEXT) -> list[Path]:
@@ -825,6 +825,7 @@ class ModelsPage(Page):
             template = "" if e.broken else (self.tr("image model") if e.kind is IMAGE else
                                             self.tr("embedding model") if e.kind is EMBEDDING else
                                             self.tr("speech model") if e.kind is SPEECH else
+                                            self.tr("reranker") if e.kind is RERANKER else
                                             self.tr("yes") if e.has_chat_template else self.tr("no"))
             cells = [e.display_name, e.architecture, e.params_text, e.quant,
                      str(e.context_length) if e.context_length else "", format_bytes(e.size), template, where]

@@ -40,6 +40,7 @@ from strata_gui.core.serve import LoadedModel, ServeService
 from strata_gui.ui.bridge import AsyncBridge, CoroutineFactory, TaskHandle, follow
 from strata_gui.ui.i18n import LiveTexts, core_text
 from strata_gui.ui.pages.base import Page
+from strata_gui.ui.pages.serve_activity import ActivityPanel
 
 
 def _duration(seconds: float) -> str:
@@ -358,6 +359,8 @@ class NetworkPage(Page):
         layout.addWidget(self.serve_counts)
 
         self._add_loaded_models(layout)
+        self.activity_panel = ActivityPanel(self._serve, self._bridge)
+        layout.addWidget(self.activity_panel)
         return frame
 
     def _add_key_rows(self, layout: QVBoxLayout) -> None:

@@ -1,0 +1,229 @@
+"""What the local API did lately: one entry per model request, for the Network page's Activity view,
+``/metrics`` and ``strata serve --log-requests FILE``.
+
+Each model request is traced while it runs (:class:`Trace`, found through a context variable, so
+the layers that learn something, the engine borrow, the body reader, the statistics, note it
+without being handed the request): the client's address, the model, how long it waited for an
+engine, its tokens and times. When it ends it becomes an :class:`ActivityEntry`, kept in a bounded
+list and announced to listeners.
+
+Bodies are kept only when the user turns capture on (Settings, the Network page): redacted (keys,
+tokens and passwords as ``<redacted>``, images as ``<image 123 KB>``) and cut at
+:data:`CAPTURE_LIMIT`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import contextvars
+import json
+import logging
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from strata_gui.core.base.errors import StorageError
+from strata_gui.core.base.events import Listeners
+from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.serve.records import ApiRequest
+
+log = logging.getLogger(__name__)
+
+KEEP = 500  # entries kept for the Activity view
+CAPTURE_LIMIT = 64 * 1024  # characters of a captured body
+REDACTED = "<redacted>"
+# Keys whose values are secrets wherever they appear in a body.
+_SECRET_KEY = re.compile(r"(?i)(api[_-]?key|authorization|password|secret|token)$")
+_DATA_URL = re.compile(r"data:image/[\w.+-]+;base64,", re.ASCII)
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "cookie", "proxy-authorization"})
+
+
+@dataclass
+class Trace:
+    """A model request while it runs (what its layers learn about it on the way)."""
+
+    started: float
+    client: str
+    method: str
+    path: str
+    model: str = ""
+    wait_s: float | None = None
+    stats: ApiRequest | None = None
+    body: bytes | None = None  # kept only while capture is on
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+CURRENT: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("strata_serve_trace", default=None)
+"""The trace of the request the running task serves (None outside a model request)."""
+
+
+def api_of(path: str) -> str:
+    """Which API a path belongs to: "ollama", "anthropic" or "openai"."""
+    if path.startswith("/api/"):
+        return "ollama"
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    return "openai"
+
+
+@dataclass(frozen=True)
+class ActivityEntry:
+    """One model request the server answered (or refused), as the Activity view lists it.
+
+    Attributes:
+        at: When it started, epoch seconds.
+        client: The client's address ("127.0.0.1").
+        method: "POST".
+        path: "/v1/chat/completions".
+        api: "openai", "ollama" or "anthropic".
+        model: The model it named ("" when it named none it could use).
+        status: The HTTP status (a stream that broke off counts as 500).
+        duration_s: From its arrival to its last byte.
+        wait_s: Waiting for an engine or a slot (None: it never got that far).
+        prompt_tokens: Prompt tokens (None: not told).
+        output_tokens: Generated tokens.
+        ttft_s: Time to the first token.
+        decode_tps: Generation speed, tokens per second.
+        request_body: The redacted body, when capture was on.
+    """
+
+    at: float
+    client: str
+    method: str
+    path: str
+    api: str
+    model: str
+    status: int
+    duration_s: float
+    wait_s: float | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    ttft_s: float | None = None
+    decode_tps: float | None = None
+    request_body: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Activity:
+    """The recent requests of the local API (every server a :class:`ServeService` starts).
+
+    Args:
+        capture: Whether request bodies are kept (read per request: a setting).
+        clock: Monotonic clock of the durations (the server's).
+        wall: Wall clock of the entries' ``at``.
+    """
+
+    def __init__(self, capture: Callable[[], bool] = lambda: False, *,
+                 clock: Callable[[], float] = time.perf_counter, wall: Callable[[], float] = time.time) -> None:
+        self.capture = capture
+        self._clock = clock
+        self._wall = wall
+        self.entries: deque[ActivityEntry] = deque(maxlen=KEEP)
+        self.finished: Listeners[ActivityEntry] = Listeners()
+        self._log: IO[str] | None = None
+        self.log_path: Path | None = None
+
+    def begin(self, client: str, method: str, path: str, headers: Mapping[str, str]) -> Trace:
+        keep = self.capture()
+        return Trace(self._clock(), client, method, path, headers=dict(headers) if keep else {})
+
+    def end(self, trace: Trace, status: int) -> ActivityEntry:
+        """Turn a finished request's trace into an entry: kept, logged, announced."""
+        now = self._clock()
+        s = trace.stats
+        body = redact_body(trace.body, trace.headers) if trace.body is not None and self.capture() else None
+        entry = ActivityEntry(
+            at=self._wall() - (now - trace.started), client=trace.client, method=trace.method, path=trace.path,
+            api=api_of(trace.path), model=trace.model, status=status, duration_s=now - trace.started,
+            wait_s=trace.wait_s, prompt_tokens=s.prompt_tokens if s else None,
+            output_tokens=s.output_tokens if s else None, ttft_s=s.ttft_s if s else None,
+            decode_tps=s.decode_tps if s else None, request_body=body)
+        self.entries.append(entry)
+        self._write(entry)
+        self.finished.emit(entry)
+        return entry
+
+    # -- the JSON-lines log (strata serve --log-requests) ------------------------------------------------
+    def log_to(self, path: Path) -> None:
+        """Append each request to ``path`` as one JSON line from now on.
+
+        Raises:
+            StorageError: The file cannot be opened for writing.
+        """
+        try:
+            handle = path.open("a", encoding="utf-8", buffering=1)  # a line at a time: readable while it runs
+        except OSError as exc:
+            raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Cannot write the request log {path}: {reason}"),
+                                 path=str(path), reason=str(exc.strerror or exc))) from exc
+        self.close_log()
+        self._log, self.log_path = handle, path
+
+    def close_log(self) -> None:
+        if self._log is not None:
+            with contextlib.suppress(OSError):
+                self._log.close()
+        self._log = self.log_path = None
+
+    def _write(self, entry: ActivityEntry) -> None:
+        if self._log is None:
+            return
+        try:
+            self._log.write(json.dumps(entry.to_json(), ensure_ascii=False) + "\n")
+        except OSError as exc:  # a full disk stops the log, never the request
+            log.warning("request log %s stopped: %s", self.log_path, exc)
+            self.close_log()
+
+
+# -- redaction ------------------------------------------------------------------------------------------
+def _image_size(text: str) -> str:
+    return f"<image {max(1, round(len(text) * 3 / 4 / 1024))} KB>"
+
+
+def _looks_like_base64_image(text: str) -> bool:
+    """An Ollama ``images`` item: long base64 (checked on its start only: a few MB are not decoded)."""
+    if len(text) < 256:
+        return False
+    with contextlib.suppress(binascii.Error, ValueError):
+        head = base64.b64decode(text[:64], validate=True)
+        return head[:4] in (b"\x89PNG", b"GIF8", b"RIFF") or head[:3] == b"\xff\xd8\xff"
+    return False
+
+
+def _redact(value: Any, key: str = "") -> Any:
+    if key and _SECRET_KEY.search(key) and isinstance(value, (str, int)):
+        return REDACTED
+    if isinstance(value, dict):
+        return {k: _redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v, key) for v in value]
+    if isinstance(value, str):
+        match = _DATA_URL.match(value)
+        if match:
+            return _image_size(value[match.end():])
+        if _looks_like_base64_image(value):
+            return _image_size(value)
+    return value
+
+
+def redact_body(body: bytes, headers: Mapping[str, str] | None = None) -> str:
+    """A request body as the Activity view may keep it: secrets and images replaced, at most
+    :data:`CAPTURE_LIMIT` characters (the rest counted). The request's headers go in front, their
+    credentials redacted."""
+    try:
+        text = json.dumps(_redact(json.loads(body)), ensure_ascii=False, indent=1)
+    except (ValueError, RecursionError):
+        text = body[:CAPTURE_LIMIT].decode("utf-8", "replace")
+    if headers:
+        head = "\n".join(f"{k}: {REDACTED if k.lower() in _SECRET_HEADERS else v}" for k, v in headers.items())
+        text = head + "\n\n" + text
+    if len(text) > CAPTURE_LIMIT:
+        text = text[:CAPTURE_LIMIT] + f"\n… ({len(text) - CAPTURE_LIMIT} more characters not kept)"
+    return text
