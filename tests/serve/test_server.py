@@ -32,7 +32,7 @@ ROUTES = [
     ("GET", "/health"), ("GET", "/"),
     ("GET", "/v1/models"), ("GET", "/v1/models/{model}"), ("POST", "/v1/chat/completions"),
     ("POST", "/v1/completions"), ("POST", "/v1/embeddings"), ("POST", "/v1/responses"), ("POST", "/v1/rerank"),
-    ("POST", "/rerank"), ("POST", "/v1/images/generations"),
+    ("POST", "/rerank"), ("POST", "/v1/images/generations"), ("POST", "/v1/audio/transcriptions"),
     ("POST", "/v1/messages"), ("POST", "/v1/messages/count_tokens"),
     ("GET", "/api/tags"), ("POST", "/api/show"), ("POST", "/api/chat"), ("POST", "/api/generate"),
     ("POST", "/api/embed"), ("POST", "/api/embeddings"), ("GET", "/api/ps"), ("GET", "/api/version"),
