@@ -12,6 +12,25 @@
     </message>
 </context>
 <context>
+    <name>DocumentsPanel</name>
+    <message numerus="yes">
+        <source>Documents (%n)</source>
+        <translation><numerusform>Documents (%n)</numerusform><numerusform>Documents (%n)</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>, %n pages</source>
+        <translation><numerusform>, %n pages</numerusform><numerusform>, %n pages</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n passages</source>
+        <translation><numerusform>%n passages</numerusform><numerusform>%n passages</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n passages have no vectors yet (the embedding engine failed: %1); full-text search works, and the next question tries again.</source>
+        <translation><numerusform>%n passages have no vectors yet (the embedding engine failed: %1); full-text search works, and the next question tries again.</numerusform><numerusform>%n passages have no vectors yet (the embedding engine failed: %1); full-text search works, and the next question tries again.</numerusform></translation>
+    </message>
+</context>
+<context>
     <name>EnginesPage</name>
     <message numerus="yes">
         <source>Plan read: %n build(s) to try, %1 first.</source>
@@ -91,6 +110,13 @@
     <message numerus="yes">
         <source>%1 like(s)</source>
         <translation><numerusform>%1 like</numerusform><numerusform>%1 likes</numerusform></translation>
+    </message>
+</context>
+<context>
+    <name>SourcesLabel</name>
+    <message numerus="yes">
+        <source>The %n most relevant passages of the attached documents went with the question (%1).</source>
+        <translation><numerusform>The %n most relevant passages of the attached documents went with the question (%1).</numerusform><numerusform>The %n most relevant passages of the attached documents went with the question (%1).</numerusform></translation>
     </message>
 </context>
 </TS>

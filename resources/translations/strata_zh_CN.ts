@@ -33,6 +33,69 @@
     </message>
 </context>
 <context>
+    <name>ActivityPanel</name>
+    <message>
+        <source>Activity</source>
+        <translation>活动</translation>
+    </message>
+    <message>
+        <source>Time</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>Client</source>
+        <translation>客户端</translation>
+    </message>
+    <message>
+        <source>API</source>
+        <translation>接口</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Tokens in → out</source>
+        <translation>token 输入 → 输出</translation>
+    </message>
+    <message>
+        <source>First token</source>
+        <translation>首个 token</translation>
+    </message>
+    <message>
+        <source>Decode</source>
+        <translation>解码</translation>
+    </message>
+    <message>
+        <source>Waited</source>
+        <translation>等待</translation>
+    </message>
+    <message>
+        <source>No requests yet. Each request of another app appears here as it ends.</source>
+        <translation>还没有请求。其他应用的每个请求结束后都会显示在这里。</translation>
+    </message>
+    <message>
+        <source>Apps may download, copy and delete models</source>
+        <translation>允许应用下载、复制和删除模型</translation>
+    </message>
+    <message>
+        <source>Ollama&apos;s /api/pull, /api/copy and /api/delete (Open WebUI&apos;s model manager uses them). Beyond this computer they need the API key, like every address.</source>
+        <translation>Ollama 的 /api/pull、/api/copy 和 /api/delete（Open WebUI 的模型管理器使用它们）。在本机以外访问时，与其他地址一样需要 API 密钥。</translation>
+    </message>
+    <message>
+        <source>Keep request bodies (keys and images left out)</source>
+        <translation>保留请求正文（不含密钥和图片）</translation>
+    </message>
+    <message>
+        <source>No body kept: turn on “Keep request bodies” to see the next requests&apos; bodies.</source>
+        <translation>未保留正文：打开“保留请求正文”即可查看之后请求的正文。</translation>
+    </message>
+</context>
+<context>
     <name>AddServerDialog</name>
     <message>
         <source>Add a tool server</source>
@@ -128,12 +191,28 @@
         <translation>显示更早的消息</translation>
     </message>
     <message>
-        <source>&lt;h3&gt;Start a conversation&lt;/h3&gt;&lt;p&gt;Choose a model (a .gguf file) above, then type a message below.&lt;br&gt;Strata starts the engine for you and switches to another engine if one fails.&lt;/p&gt;</source>
-        <translation>&lt;h3&gt;开始对话&lt;/h3&gt;&lt;p&gt;先在上方选择一个模型（.gguf 文件），再在下方输入消息。&lt;br&gt;Strata 会为你启动引擎；某个引擎出错时会自动换用另一个。&lt;/p&gt;</translation>
+        <source>Attach…</source>
+        <translation>附加…</translation>
     </message>
     <message>
-        <source>Attach image…</source>
-        <translation>附加图片…</translation>
+        <source>Attach documents (PDF, Word, HTML, Markdown, text, code: the reply cites them) or pictures for a vision model; you can also paste or drop them</source>
+        <translation>附加文档（PDF、Word、HTML、Markdown、文本、代码：回复会引用它们）或给视觉模型的图片；也可以粘贴或拖放</translation>
+    </message>
+    <message>
+        <source>No speech was heard in the recording.</source>
+        <translation>录音中没有听到语音。</translation>
+    </message>
+    <message>
+        <source>Attach documents or images</source>
+        <translation>附加文档或图片</translation>
+    </message>
+    <message>
+        <source>Documents and images (*.pdf *.docx *.html *.htm *.md *.txt *.png *.jpg *.jpeg *.gif *.bmp);;All files (*)</source>
+        <translation>文档和图片 (*.pdf *.docx *.html *.htm *.md *.txt *.png *.jpg *.jpeg *.gif *.bmp);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>&lt;h3&gt;Start a conversation&lt;/h3&gt;&lt;p&gt;Choose a model (a .gguf file) above, then type a message below.&lt;br&gt;Strata starts the engine for you and switches to another engine if one fails.&lt;/p&gt;</source>
+        <translation>&lt;h3&gt;开始对话&lt;/h3&gt;&lt;p&gt;先在上方选择一个模型（.gguf 文件），再在下方输入消息。&lt;br&gt;Strata 会为你启动引擎；某个引擎出错时会自动换用另一个。&lt;/p&gt;</translation>
     </message>
     <message>
         <source>Load options</source>
@@ -150,10 +229,6 @@
     <message>
         <source>Preset</source>
         <translation>预设</translation>
-    </message>
-    <message>
-        <source>Send pictures to a vision model (you can also paste or drop them)</source>
-        <translation>向视觉模型发送图片（也可以粘贴或拖放）</translation>
     </message>
     <message>
         <source>Send</source>
@@ -210,14 +285,6 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Continue with {0}</source>
         <translation>使用 {0} 继续</translation>
-    </message>
-    <message>
-        <source>Attach images</source>
-        <translation>附加图片</translation>
-    </message>
-    <message>
-        <source>Images (*.png *.jpg *.jpeg *.gif *.bmp)</source>
-        <translation>图片 (*.png *.jpg *.jpeg *.gif *.bmp)</translation>
     </message>
     <message>
         <source>Add dropped model</source>
@@ -1188,6 +1255,14 @@ Last reply: this computer ({1})</source>
         <translation>{engine} 嵌入引擎</translation>
     </message>
     <message>
+        <source>{engine} reranker engine</source>
+        <translation>{engine} 重排序引擎</translation>
+    </message>
+    <message>
+        <source>{engine} speech engine</source>
+        <translation>{engine} 语音引擎</translation>
+    </message>
+    <message>
         <source>the conversation history</source>
         <translation>对话历史</translation>
     </message>
@@ -1484,12 +1559,24 @@ Last reply: this computer ({1})</source>
         <translation>{name} 是{kind}模型，不是嵌入模型。</translation>
     </message>
     <message>
+        <source>{name} is a {kind} model, not a speech model.</source>
+        <translation>{name} 是{kind}模型，不是语音模型。</translation>
+    </message>
+    <message>
+        <source>{name} is a {kind} model, not a reranker.</source>
+        <translation>{name} 是{kind}模型，不是重排序模型。</translation>
+    </message>
+    <message>
         <source>{name} is a {kind} model, not a {wanted} model.</source>
         <translation>{name} 是{kind}模型，不是{wanted}模型。</translation>
     </message>
     <message>
         <source>This {family} model needs its {parts}: put the file(s) in the same folder (downloads from its repository).</source>
         <translation>此 {family} 模型需要其 {parts}：请将相应文件放在同一文件夹中（可从其仓库下载）。</translation>
+    </message>
+    <message>
+        <source>Not a model Strata can run (a .bin file that is no whisper.cpp speech model).</source>
+        <translation>不是 Strata 能运行的模型（这个 .bin 文件不是 whisper.cpp 语音模型）。</translation>
     </message>
     <message>
         <source>Not a model Strata can run (a safetensors file that is no image model).</source>
@@ -1936,12 +2023,24 @@ Last reply: this computer ({1})</source>
         <translation>请先添加它，或导入一个 mcpServers JSON 文件。</translation>
     </message>
     <message>
+        <source>No speech model is in the library.</source>
+        <translation>模型库中没有语音模型。</translation>
+    </message>
+    <message>
+        <source>Download a whisper model (ggml-*.bin) on the Models page (Speech models), or add the folder holding one.</source>
+        <translation>在“模型”页（语音模型）下载一个 whisper 模型（ggml-*.bin），或添加包含它的文件夹。</translation>
+    </message>
+    <message>
         <source>Another Strata, or a program that opened the file, is holding it; the file is not damaged. Close the other program and restart Strata to see and keep your history.</source>
         <translation>另一个 Strata 或打开了该文件的程序正在占用它；文件并未损坏。请关闭该程序并重新启动 Strata，以查看并保留您的历史记录。</translation>
     </message>
     <message>
         <source>Statistics and conversations are not saved this session.</source>
         <translation>本次运行期间不会保存统计数据和对话。</translation>
+    </message>
+    <message>
+        <source>Attached documents are not kept this session.</source>
+        <translation>本次会话不保留附加的文档。</translation>
     </message>
     <message>
         <source>Conversations are not saved this session.</source>
@@ -3128,6 +3227,22 @@ Last reply: this computer ({1})</source>
         <translation>此仓库没有 GGUF 文件。</translation>
     </message>
     <message>
+        <source>{repo} has no GGUF files.</source>
+        <translation>{repo} 没有 GGUF 文件。</translation>
+    </message>
+    <message>
+        <source>Pick a repository whose name ends in -GGUF.</source>
+        <translation>请选择名称以 -GGUF 结尾的仓库。</translation>
+    </message>
+    <message>
+        <source>{repo} has no quant &apos;{quant}&apos;.</source>
+        <translation>{repo} 没有量化版本“{quant}”。</translation>
+    </message>
+    <message>
+        <source>Available: {labels}</source>
+        <translation>可用：{labels}</translation>
+    </message>
+    <message>
         <source>This repository has no single-file image model.</source>
         <translation>此仓库没有单文件图像模型。</translation>
     </message>
@@ -3138,6 +3253,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>{fit}, not counting the missing parts</source>
         <translation>{fit}（未计入缺失的部分）</translation>
+    </message>
+    <message>
+        <source>This repository has no whisper model (ggml-*.bin).</source>
+        <translation>这个仓库没有 whisper 模型（ggml-*.bin）。</translation>
     </message>
     <message>
         <source>Tiny and fast; runs anywhere, even on the processor. Good for a first try.</source>
@@ -3849,6 +3968,282 @@ Last reply: this computer ({1})</source>
         <source>Try again; if it keeps failing, restart Strata.</source>
         <translation>请重试；如果一直失败，请重启 Strata。</translation>
     </message>
+    <message>
+        <source>The embedding engine answered {status}.</source>
+        <translation>嵌入引擎返回了 {status}。</translation>
+    </message>
+    <message>
+        <source>The embedding engine&apos;s answer is not what was asked.</source>
+        <translation>嵌入引擎的回答与请求不符。</translation>
+    </message>
+    <message>
+        <source>Cannot open {name}: {reason}</source>
+        <translation>无法打开 {name}：{reason}</translation>
+    </message>
+    <message>
+        <source>The file may have moved since it was attached; attach it again.</source>
+        <translation>文件在附加之后可能已被移动；请重新附加。</translation>
+    </message>
+    <message>
+        <source>{name} has no page {page}.</source>
+        <translation>{name} 没有第 {page} 页。</translation>
+    </message>
+    <message>
+        <source>{name} is not a regular file.</source>
+        <translation>{name} 不是普通文件。</translation>
+    </message>
+    <message>
+        <source>{name} is {size}, larger than the {cap} a document may be.</source>
+        <translation>{name} 大小为 {size}，超过了文档上限 {cap}。</translation>
+    </message>
+    <message>
+        <source>Attach a smaller file, or the part of it you need.</source>
+        <translation>请附加更小的文件，或只附加需要的部分。</translation>
+    </message>
+    <message>
+        <source>Cannot read {name}: {reason}</source>
+        <translation>无法读取 {name}：{reason}</translation>
+    </message>
+    <message>
+        <source>{name} is not what its name says: it is {what}.</source>
+        <translation>{name} 与其名称不符：它是{what}。</translation>
+    </message>
+    <message>
+        <source>Rename it to what it is, or attach the right file.</source>
+        <translation>请按实际类型重命名，或附加正确的文件。</translation>
+    </message>
+    <message>
+        <source>not a PDF</source>
+        <translation>不是 PDF</translation>
+    </message>
+    <message>
+        <source>not a DOCX (Word) file</source>
+        <translation>不是 DOCX（Word）文件</translation>
+    </message>
+    <message>
+        <source>binary data, not text</source>
+        <translation>二进制数据，不是文本</translation>
+    </message>
+    <message>
+        <source>{name} is not valid UTF-8: {count} invalid byte sequences were replaced with U+FFFD (�).</source>
+        <translation>{name} 不是有效的 UTF-8：{count} 个无效字节序列已替换为 U+FFFD（�）。</translation>
+    </message>
+    <message>
+        <source>{name} is a damaged PDF ({reason}).</source>
+        <translation>{name} 是损坏的 PDF（{reason}）。</translation>
+    </message>
+    <message>
+        <source>{name} is an encrypted PDF.</source>
+        <translation>{name} 是加密的 PDF。</translation>
+    </message>
+    <message>
+        <source>Save a copy without a password and attach that.</source>
+        <translation>请另存一份无密码的副本再附加。</translation>
+    </message>
+    <message>
+        <source>Open it in a PDF viewer and save it again.</source>
+        <translation>请在 PDF 阅读器中打开并重新保存。</translation>
+    </message>
+    <message>
+        <source>{name} has no text layer (a scanned PDF?); Strata cannot read text from images yet (no OCR).</source>
+        <translation>{name} 没有文本层（扫描的 PDF？）；Strata 还不能从图像中读取文字（没有 OCR）。</translation>
+    </message>
+    <message>
+        <source>Run OCR on it in another program first.</source>
+        <translation>请先用其他程序对它进行 OCR。</translation>
+    </message>
+    <message>
+        <source>{name} inflates to more than {cap} of text: it looks like a zip bomb, so it was not read.</source>
+        <translation>{name} 解压后超过 {cap} 的文本：看起来像压缩炸弹，因此未读取。</translation>
+    </message>
+    <message>
+        <source>{name} is not a readable DOCX file.</source>
+        <translation>{name} 不是可读取的 DOCX 文件。</translation>
+    </message>
+    <message>
+        <source>It has no word/document.xml.</source>
+        <translation>它没有 word/document.xml。</translation>
+    </message>
+    <message>
+        <source>{name} declares a DTD; Word files never do, so it was not read.</source>
+        <translation>{name} 声明了 DTD；Word 文件从不这样做，因此未读取。</translation>
+    </message>
+    <message>
+        <source>{name}, page {page}</source>
+        <translation>{name}，第 {page} 页</translation>
+    </message>
+    <message>
+        <source>The attached documents fit the context: they went whole with the question.</source>
+        <translation>附加的文档能放入上下文：已随问题完整发送。</translation>
+    </message>
+    <message>
+        <source>The attached documents are too long for the context: the {count} most relevant passages went with the question ({search}).</source>
+        <translation>附加的文档超出上下文：已随问题发送最相关的 {count} 个段落（{search}）。</translation>
+    </message>
+    <message>
+        <source>Reading {name}…</source>
+        <translation>正在读取 {name}…</translation>
+    </message>
+    <message>
+        <source>Indexing {name}…</source>
+        <translation>正在索引 {name}…</translation>
+    </message>
+    <message>
+        <source>This conversation has no document {id}.</source>
+        <translation>此对话没有文档 {id}。</translation>
+    </message>
+    <message>
+        <source>Embedding passages…</source>
+        <translation>正在为段落生成向量…</translation>
+    </message>
+    <message>
+        <source>No embedding model is chosen, so the search was full text only.</source>
+        <translation>未选择嵌入模型，因此只进行了全文搜索。</translation>
+    </message>
+    <message>
+        <source>The embedding engine failed ({error}), so the search was full text only.</source>
+        <translation>嵌入引擎出错（{error}），因此只进行了全文搜索。</translation>
+    </message>
+    <message>
+        <source>{count} passages have no vectors yet.</source>
+        <translation>{count} 个段落还没有向量。</translation>
+    </message>
+    <message>
+        <source>the document index</source>
+        <translation>文档索引</translation>
+    </message>
+    <message>
+        <source>save to the document index</source>
+        <translation>保存到文档索引</translation>
+    </message>
+    <message>
+        <source>The document index was written by a newer Strata (schema {schema}).</source>
+        <translation>文档索引由更新版本的 Strata 写入（结构版本 {schema}）。</translation>
+    </message>
+    <message>
+        <source>Update Strata to use these documents.</source>
+        <translation>请更新 Strata 以使用这些文档。</translation>
+    </message>
+    <message>
+        <source>&apos;{name}&apos; cannot be a model name.</source>
+        <translation>“{name}”不能用作模型名称。</translation>
+    </message>
+    <message>
+        <source>Use letters, digits and . _ - / : (at most 200).</source>
+        <translation>请使用字母、数字和 . _ - / :（最多 200 个）。</translation>
+    </message>
+    <message>
+        <source>Could not save the model names: {reason}</source>
+        <translation>无法保存模型名称：{reason}</translation>
+    </message>
+    <message>
+        <source>Cannot write the request log {path}: {reason}</source>
+        <translation>无法写入请求日志 {path}：{reason}</translation>
+    </message>
+    <message>
+        <source>&apos;{name}&apos; is not a Hugging Face model name.</source>
+        <translation>“{name}”不是 Hugging Face 模型名称。</translation>
+    </message>
+    <message>
+        <source>Strata pulls GGUF models from the Hugging Face hub: name one as hf.co/org/repo:Q4_K_M.</source>
+        <translation>Strata 从 Hugging Face hub 拉取 GGUF 模型：请写成 hf.co/org/repo:Q4_K_M。</translation>
+    </message>
+    <message>
+        <source>This server cannot name models.</source>
+        <translation>此服务器不能为模型命名。</translation>
+    </message>
+    <message>
+        <source>&apos;{name}&apos; is already the name of a model.</source>
+        <translation>“{name}”已经是某个模型的名称。</translation>
+    </message>
+    <message>
+        <source>Choose another name, or delete that model first.</source>
+        <translation>请换一个名称，或先删除那个模型。</translation>
+    </message>
+    <message>
+        <source>{name} is not audio.</source>
+        <translation>{name} 不是音频。</translation>
+    </message>
+    <message>
+        <source>Choose a recording: WAV, MP3 or FLAC (other formats: drop them on the chat, which converts them).</source>
+        <translation>请选择录音：WAV、MP3 或 FLAC（其他格式请拖放到聊天中，会自动转换）。</translation>
+    </message>
+    <message>
+        <source>The recording is empty.</source>
+        <translation>录音是空的。</translation>
+    </message>
+    <message>
+        <source>Hold the microphone button while you speak.</source>
+        <translation>说话时请按住麦克风按钮。</translation>
+    </message>
+    <message>
+        <source>{name} is {kind} audio, which the speech engine cannot read.</source>
+        <translation>{name} 是 {kind} 音频，语音引擎无法读取。</translation>
+    </message>
+    <message>
+        <source>Drop it on the chat (Strata converts it there), or convert it to WAV, MP3 or FLAC.</source>
+        <translation>请将它拖放到聊天中（Strata 会在那里转换），或转换为 WAV、MP3 或 FLAC。</translation>
+    </message>
+    <message>
+        <source>Whisper does not know the language &apos;{language}&apos;.</source>
+        <translation>Whisper 不认识语言“{language}”。</translation>
+    </message>
+    <message>
+        <source>Use a two-letter code such as en, de, fr, zh or ja, or auto to let the engine detect it.</source>
+        <translation>请使用两个字母的代码，例如 en、de、fr、zh 或 ja，或用 auto 让引擎自动检测。</translation>
+    </message>
+    <message>
+        <source>No speech engine is installed.</source>
+        <translation>没有安装语音引擎。</translation>
+    </message>
+    <message>
+        <source>Add a whisper.cpp build: strata engines add-local FOLDER --kind speech (or the Engines page).</source>
+        <translation>请添加一个 whisper.cpp 构建：strata engines add-local 文件夹 --kind speech（或在“引擎”页）。</translation>
+    </message>
+    <message>
+        <source>Transcribing with {engine}…</source>
+        <translation>正在用 {engine} 转写…</translation>
+    </message>
+    <message>
+        <source>Transcribed piece {done} of {count}</source>
+        <translation>已转写第 {done} 段，共 {count} 段</translation>
+    </message>
+    <message>
+        <source>The speech engine could not read {name} as audio.</source>
+        <translation>语音引擎无法将 {name} 读取为音频。</translation>
+    </message>
+    <message>
+        <source>The file may be damaged, or not a WAV, MP3 or FLAC recording.</source>
+        <translation>文件可能已损坏，或不是 WAV、MP3 或 FLAC 录音。</translation>
+    </message>
+    <message>
+        <source>The speech engine answered {status}.</source>
+        <translation>语音引擎返回了 {status}。</translation>
+    </message>
+    <message>
+        <source>The speech engine sent something that is not a transcript.</source>
+        <translation>语音引擎返回的内容不是转写文本。</translation>
+    </message>
+    <message>
+        <source>{model} is not a speech model whisper.cpp can load.</source>
+        <translation>{model} 不是 whisper.cpp 能加载的语音模型。</translation>
+    </message>
+    <message>
+        <source>Choose a whisper model (ggml-*.bin).</source>
+        <translation>请选择一个 whisper 模型（ggml-*.bin）。</translation>
+    </message>
+    <message>
+        <source>The speech engine was stopped.</source>
+        <translation>语音引擎已停止。</translation>
+    </message>
+    <message>
+        <source>No speech engine could transcribe the recording. {reason}</source>
+        <translation>没有语音引擎能转写这段录音。{reason}</translation>
+    </message>
+    <message>
+        <source>See the engine log.</source>
+        <translation>请查看引擎日志。</translation>
+    </message>
 </context>
 <context>
     <name>DashboardPage</name>
@@ -4182,6 +4577,73 @@ Last reply: this computer ({1})</source>
     </message>
 </context>
 <context>
+    <name>DocumentsPanel</name>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Take this document from the conversation</source>
+        <translation>从对话中移除此文档</translation>
+    </message>
+    <message>
+        <source>Re-index</source>
+        <translation>重新索引</translation>
+    </message>
+    <message>
+        <source>Read the file again and rebuild its index</source>
+        <translation>重新读取文件并重建索引</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Passages are found by their words (SQLite full-text search); with an embedding model of the library, also by their meaning</source>
+        <translation>按文字查找段落（SQLite 全文搜索）；若使用模型库中的嵌入模型，还会按语义查找</translation>
+    </message>
+    <message>
+        <source>Full-text search only</source>
+        <translation>仅全文搜索</translation>
+    </message>
+    <message>
+        <source>Full text and vectors: %1</source>
+        <translation>全文和向量：%1</translation>
+    </message>
+    <message numerus="yes">
+        <source>Documents (%n)</source>
+        <translation>
+            <numerusform>文档（%n）</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>, %n pages</source>
+        <translation>
+            <numerusform>，%n 页</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n passages</source>
+        <translation>
+            <numerusform>%n 个段落</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n passages have no vectors yet (the embedding engine failed: %1); full-text search works, and the next question tries again.</source>
+        <translation>
+            <numerusform>%n 个段落还没有向量（嵌入引擎出错：%1）；全文搜索可用，下一个问题会重试。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Attach documents</source>
+        <translation>附加文档</translation>
+    </message>
+    <message>
+        <source>Re-index document</source>
+        <translation>重新索引文档</translation>
+    </message>
+</context>
+<context>
     <name>DownloadRow</name>
     <message>
         <source>Pause</source>
@@ -4477,6 +4939,22 @@ Last reply: this computer ({1})</source>
         <translation>尚未安装图像引擎。“自动设置”会为本机安装最合适的引擎，“添加本地构建…”可登记你自己编译的 sd-server。</translation>
     </message>
     <message>
+        <source>Speech engines (whisper.cpp)</source>
+        <translation>语音引擎（whisper.cpp）</translation>
+    </message>
+    <message>
+        <source>The whisper.cpp builds that turn speech into text (the chat&apos;s microphone, dropped recordings, /v1/audio/transcriptions). Tried in the same order: ROCm, Vulkan, then the processor.</source>
+        <translation>将语音转为文字的 whisper.cpp 构建（聊天的麦克风、拖放的录音、/v1/audio/transcriptions）。按同样的顺序尝试：ROCm、Vulkan，然后是处理器。</translation>
+    </message>
+    <message>
+        <source>Setting up the speech engines</source>
+        <translation>正在设置语音引擎</translation>
+    </message>
+    <message>
+        <source>No speech engines installed. whisper.cpp publishes Windows builds only: on Linux, “Add local build…” registers a whisper-server you built yourself.</source>
+        <translation>没有安装语音引擎。whisper.cpp 只发布 Windows 构建：在 Linux 上，“添加本地构建…”可以注册你自己构建的 whisper-server。</translation>
+    </message>
+    <message>
         <source>not used by this backend</source>
         <translation>此后端不使用</translation>
     </message>
@@ -4547,12 +5025,8 @@ Last reply: this computer ({1})</source>
         <translation>没有可移除的旧版本。</translation>
     </message>
     <message>
-        <source>Folder holding llama-server</source>
-        <translation>llama-server 所在的文件夹</translation>
-    </message>
-    <message>
-        <source>Folder holding sd-server</source>
-        <translation>包含 sd-server 的文件夹</translation>
+        <source>Folder holding %1</source>
+        <translation>包含 %1 的文件夹</translation>
     </message>
     <message>
         <source>Detect from the build (recommended)</source>
@@ -4662,6 +5136,14 @@ Last reply: this computer ({1})</source>
         <translation>图像问题</translation>
     </message>
     <message>
+        <source>Speech problem</source>
+        <translation>语音问题</translation>
+    </message>
+    <message>
+        <source>Document problem</source>
+        <translation>文档问题</translation>
+    </message>
+    <message>
         <source>Engines busy</source>
         <translation>引擎繁忙</translation>
     </message>
@@ -4676,6 +5158,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Unknown model</source>
         <translation>未知模型</translation>
+    </message>
+    <message>
+        <source>Wrong kind of model</source>
+        <translation>模型类型不对</translation>
     </message>
     <message>
         <source>Show details</source>
@@ -6107,6 +6593,18 @@ Add a local build from the Engines page, or try again later.</source>
         </translation>
     </message>
     <message>
+        <source>Speech models</source>
+        <translation>语音模型</translation>
+    </message>
+    <message>
+        <source>Search speech models (e.g. whisper.cpp, large-v3)</source>
+        <translation>搜索语音模型（例如 whisper.cpp、large-v3）</translation>
+    </message>
+    <message>
+        <source>No speech models match “%1”. Try fewer or other words.</source>
+        <translation>没有与“%1”匹配的语音模型。请减少或更换关键词。</translation>
+    </message>
+    <message>
         <source>No results: no model to show.</source>
         <translation>没有结果：没有可显示的模型。</translation>
     </message>
@@ -6173,6 +6671,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>image model: %1</source>
         <translation>图像模型：%1</translation>
+    </message>
+    <message>
+        <source>speech model: %1</source>
+        <translation>语音模型：%1</translation>
+    </message>
+    <message>
+        <source>Fit for %1 (%2 usable): each file and whisper.cpp&apos;s working memory.</source>
+        <translation>%1 的适配情况（可用 %2）：每个文件加上 whisper.cpp 的工作内存。</translation>
     </message>
     <message>
         <source>Fit for %1 (%2 usable) making %3×%4 images, with the parts each file needs.</source>
@@ -6307,6 +6813,14 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>embedding model</source>
         <translation>嵌入模型</translation>
+    </message>
+    <message>
+        <source>speech model</source>
+        <translation>语音模型</translation>
+    </message>
+    <message>
+        <source>reranker</source>
+        <translation>重排序模型</translation>
     </message>
     <message>
         <source>yes</source>
@@ -6732,6 +7246,25 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
 </context>
 <context>
+    <name>PassageDialog</name>
+    <message>
+        <source>Previous page</source>
+        <translation>上一页</translation>
+    </message>
+    <message>
+        <source>Next page</source>
+        <translation>下一页</translation>
+    </message>
+    <message>
+        <source>This passage is no longer stored (its document was removed).</source>
+        <translation>此段落已不再保存（其文档已被移除）。</translation>
+    </message>
+    <message>
+        <source>Page %1 of %2</source>
+        <translation>第 %1 页，共 %2 页</translation>
+    </message>
+</context>
+<context>
     <name>PresetBar</name>
     <message>
         <source>System prompt, sampling, thinking and tools saved under a name</source>
@@ -6892,6 +7425,22 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Dark</source>
         <translation>深色</translation>
+    </message>
+    <message>
+        <source>The app&apos;s language</source>
+        <translation>应用的语言</translation>
+    </message>
+    <message>
+        <source>Detect it</source>
+        <translation>自动检测</translation>
+    </message>
+    <message>
+        <source>The language you speak to the microphone (speech to text)</source>
+        <translation>你对麦克风说话所用的语言（语音转文字）</translation>
+    </message>
+    <message>
+        <source>Spoken language</source>
+        <translation>口述语言</translation>
     </message>
     <message>
         <source>(as given by the release)</source>
@@ -7187,6 +7736,27 @@ Add a local build from the Engines page, or try again later.</source>
     </message>
 </context>
 <context>
+    <name>SourcesLabel</name>
+    <message>
+        <source>full text and vectors</source>
+        <translation>全文和向量</translation>
+    </message>
+    <message>
+        <source>full text</source>
+        <translation>全文</translation>
+    </message>
+    <message>
+        <source>The attached documents went whole with the question.</source>
+        <translation>附加的文档已随问题完整发送。</translation>
+    </message>
+    <message numerus="yes">
+        <source>The %n most relevant passages of the attached documents went with the question (%1).</source>
+        <translation>
+            <numerusform>已随问题发送附加文档中最相关的 %n 个段落（%1）。</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>Sparkline</name>
     <message>
         <source>n/a</source>
@@ -7394,6 +7964,60 @@ Add a local build from the Engines page, or try again later.</source>
     <message>
         <source>Export</source>
         <translation>导出</translation>
+    </message>
+</context>
+<context>
+    <name>Voice</name>
+    <message>
+        <source>On Windows: Settings → Privacy &amp; security → Microphone, then allow desktop apps to use it.</source>
+        <translation>在 Windows 上：设置 → 隐私和安全性 → 麦克风，然后允许桌面应用使用它。</translation>
+    </message>
+    <message>
+        <source>The system denied Strata the microphone.</source>
+        <translation>系统拒绝了 Strata 使用麦克风。</translation>
+    </message>
+    <message>
+        <source>No microphone was found.</source>
+        <translation>没有找到麦克风。</translation>
+    </message>
+    <message>
+        <source>The microphone could not be opened.</source>
+        <translation>无法打开麦克风。</translation>
+    </message>
+    <message>
+        <source>{0} could not be decoded: {1}</source>
+        <translation>无法解码 {0}：{1}</translation>
+    </message>
+    <message>
+        <source>Convert it to WAV, MP3 or FLAC.</source>
+        <translation>请转换为 WAV、MP3 或 FLAC。</translation>
+    </message>
+</context>
+<context>
+    <name>VoiceInput</name>
+    <message>
+        <source>Hold to talk</source>
+        <translation>按住说话</translation>
+    </message>
+    <message>
+        <source>Hold to speak; the words land in the message box ({0} starts and stops). You can also drop an audio file on the chat.</source>
+        <translation>按住说话；文字会出现在消息框中（{0} 开始和停止）。也可以把音频文件拖放到聊天中。</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Recording… release the button (or press %1 again) to stop</source>
+        <translation>正在录音… 松开按钮（或再按 %1）停止</translation>
+    </message>
+    <message>
+        <source>Decoding {0}…</source>
+        <translation>正在解码 {0}…</translation>
+    </message>
+    <message>
+        <source>Transcribe speech</source>
+        <translation>转写语音</translation>
     </message>
 </context>
 <context>
