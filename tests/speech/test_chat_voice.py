@@ -182,3 +182,20 @@ def test_a_recording_in_a_format_the_engine_cannot_read_is_decoded_by_qt_first(
     assert voice.handle is not None
     qasync_loop.run_until_complete(voice.handle.wait())
     assert len(page.input.toPlainText().split()) > 5
+
+
+def test_a_recording_chosen_with_attach_is_transcribed_not_attached(
+        voice_page, test_engines: TestEngines, whisper_model: Path, qasync_loop) -> None:  # type: ignore[no-untyped-def]
+    """Attach… takes any file: a recording goes to the speech engine like a dropped one."""
+    page, _speech = voice_page
+    voice = page.voice
+    assert voice is not None
+
+    async def walk() -> None:
+        assert page.attach_files([test_engines.whisper_sample]) is None  # nothing to index
+        assert voice.handle is not None
+        await voice.handle.wait()
+
+    qasync_loop.run_until_complete(walk())
+    assert page.input.toPlainText() == by_hand(test_engines, whisper_model, test_engines.whisper_sample)
+    assert not page.attachments.images

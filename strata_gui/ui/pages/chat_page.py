@@ -86,7 +86,7 @@ from strata_gui.ui.chat.input_box import ChatInput
 from strata_gui.ui.chat.load_options_panel import LoadOptionsPanel
 from strata_gui.ui.chat.message_widget import MessageWidget
 from strata_gui.ui.chat.settings_panel import ConversationSettingsPanel
-from strata_gui.ui.chat.voice import Transcriber, VoiceInput, audio_files
+from strata_gui.ui.chat.voice import AUDIO_SUFFIXES, Transcriber, VoiceInput, audio_files
 from strata_gui.ui.i18n import LiveTexts, core_text, error_line, keep_translated
 from strata_gui.ui.pages.base import Page
 from strata_gui.ui.widgets import ElidedLabel, NoticeBanner
@@ -842,7 +842,12 @@ class ChatPage(Page):
 
     def attach_files(self, files: list[Path]) -> TaskHandle | None:
         """Attach files: pictures to the next message (one that is not a usable image is reported),
-        documents to the conversation (indexed; a bad one is reported). Returns the indexing task."""
+        documents to the conversation (indexed; a bad one is reported), a recording to the speech
+        engine (its words land in the message box). Returns the indexing task."""
+        recordings = [f for f in files if f.name.lower().endswith(AUDIO_SUFFIXES)]
+        if recordings and self.voice is not None:
+            self.voice.transcribe(recordings[0])
+            files = [f for f in files if f not in recordings]
         self._add_raw_images([(f.read_bytes() if f.is_file() else b"", f.name) for f in files if is_image(f)])
         return self.attach_documents([f for f in files if not is_image(f)])
 
