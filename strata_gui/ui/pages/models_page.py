@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal, SignalInstance
 from PySide6.QtGui import QColor, QDesktopServices, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -790,16 +790,25 @@ class ModelsPage(Page):
         has = entry is not None
         self.reveal_button.setEnabled(has)
         self.delete_button.setEnabled(has)
-        # Embedding models and rerankers answer other apps (the local API), not a chat; speech models
-        # are used by the chat's microphone and the local API, not chatted with.
-        self.chat_button.setEnabled(entry is not None and not entry.broken and entry.kind not in (EMBEDDING, RERANKER, SPEECH))
-        image = entry is not None and entry.kind is IMAGE
-        self.chat_button.setText(self.tr("Make images with this model") if image else self.tr("Chat with this model"))
+        # Only chat and image models have a page to use them on: embedding models and rerankers answer
+        # other apps (the local API), speech models the chat's microphone.
+        use = self._use_page(entry)
+        self.chat_button.setEnabled(use is not None)
+        self.chat_button.setText(use[0] if use is not None else self.tr("Chat with this model"))
+
+    def _use_page(self, entry: LibraryEntry | None) -> tuple[str, SignalInstance] | None:
+        """The button's words and the signal that opens the page a model is used on (kind → page)."""
+        if entry is None or entry.broken:
+            return None
+        pages = {TEXT.name: (self.tr("Chat with this model"), self.use_model),
+                 IMAGE.name: (self.tr("Make images with this model"), self.make_images)}
+        return pages.get(entry.kind.name)
 
     def _chat_with_selected(self) -> None:
         entry = self.selected_entry()
-        if entry is not None and not entry.broken and entry.kind not in (EMBEDDING, RERANKER, SPEECH):
-            (self.make_images if entry.kind is IMAGE else self.use_model).emit(entry.path)
+        use = self._use_page(entry)
+        if entry is not None and use is not None:
+            use[1].emit(entry.path)
 
     def library_paths(self, kind: EngineKind = TEXT) -> list[Path]:
         """Usable models of one kind (chat models by default; Stable Diffusion and relatives ...)
@@ -815,6 +824,14 @@ class ModelsPage(Page):
         handle.failed.connect(lambda err: self.library_status.setText(error_text(err)))
         self.library_handle = handle
 
+    def _template_cell(self, entry: LibraryEntry) -> str:
+        """The library's "chat template" column: yes/no for chat models, else what the model is."""
+        kinds = {IMAGE.name: self.tr("image model"), EMBEDDING.name: self.tr("embedding model"),
+                 SPEECH.name: self.tr("speech model"), RERANKER.name: self.tr("reranker")}
+        if entry.kind.name in kinds:
+            return kinds[entry.kind.name]
+        return self.tr("yes") if entry.has_chat_template else self.tr("no")
+
     def _show_library(self, entries: list[LibraryEntry]) -> None:
         self.library = list(entries)
         self._mark_downloaded_hits()
@@ -822,11 +839,7 @@ class ModelsPage(Page):
         table.setRowCount(len(entries))
         for row, e in enumerate(entries):
             where = e.repo_id or str(e.path.parent) if not e.broken else self.tr("Broken: %1").replace("%1", core_text(e.error))
-            template = "" if e.broken else (self.tr("image model") if e.kind is IMAGE else
-                                            self.tr("embedding model") if e.kind is EMBEDDING else
-                                            self.tr("speech model") if e.kind is SPEECH else
-                                            self.tr("reranker") if e.kind is RERANKER else
-                                            self.tr("yes") if e.has_chat_template else self.tr("no"))
+            template = "" if e.broken else self._template_cell(e)
             cells = [e.display_name, e.architecture, e.params_text, e.quant,
                      str(e.context_length) if e.context_length else "", format_bytes(e.size), template, where]
             for col, text in enumerate(cells):
