@@ -103,7 +103,7 @@ def bench_retrieval(tmp: Path, questions: Sequence[str]) -> tuple[float, int]:
     ids = [c.id for c in store.chunks([doc.id])]
     store.add_vectors("bench-768", [(cid, pack(v.tolist())) for cid, v in zip(ids, vectors, strict=True)])
     query = vectors[0].tolist()
-    svc.embedder = lambda: FixedVectors(query)  # type: ignore[assignment,return-value]
+    svc.embedder = lambda: FixedVectors(query)
     asyncio.run(svc.search(1, questions[0]))  # the matrix is built once (then kept while nothing changes)
     times = []
     for q in questions:

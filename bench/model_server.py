@@ -102,7 +102,8 @@ async def bench_pull(url: str, size_mb: int, rounds: int) -> None:
     (HOME / "models-pull").mkdir(exist_ok=True)
     app, root = await _app(HOME / "models-pull", url)
     try:
-        cli, api = [], []
+        cli: list[float] = []
+        api: list[float] = []
         for i in range(rounds):
             for which in ((0, 1) if i % 2 == 0 else (1, 0)):
                 await _forget(app)
