@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from strata_gui.core.app_services import build_app_services
 from strata_gui.core.config.services import build_services
 from strata_gui.core.runtime.kinds import SPEECH
-from strata_gui.core.speech.service import multipart_body
+from strata_gui.core.speech.service import INFERENCE_PATH
 from tests.support.engines import bench_profile, free_port
 
 _TOTAL_RE = re.compile(r"total time =\s*([0-9.]+) ms")
@@ -57,8 +57,10 @@ def run_cli(cli: Path, model: Path, audio: Path, threads: int) -> tuple[float, f
 def cold_by_hand(server: Path, model: Path, audio: Path, threads: int) -> float:
     """Seconds from starting whisper-server by hand to the first transcription's answer."""
     port = free_port()
-    body, ctype = multipart_body(audio.read_bytes(), audio.name,
-                                 {"response_format": "json", "language": "en", "temperature": "0.0"})
+    form = httpx.Request("POST", "http://engine" + INFERENCE_PATH,
+                         data={"response_format": "json", "language": "en", "temperature": "0.0"},
+                         files={"file": (audio.name, audio.read_bytes(), "application/octet-stream")})
+    body, ctype = form.read(), form.headers["Content-Type"]
     t0 = time.perf_counter()
     proc = subprocess.Popen([str(server), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
                              "-t", str(threads), "-ng"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

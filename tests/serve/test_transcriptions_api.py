@@ -17,11 +17,10 @@ from strata_gui.core.runtime import SPEECH
 from tests.speech.test_transcription import by_hand
 from tests.support.engines import TestEngines, free_port
 
-pytestmark = pytest.mark.engine
-
 MODEL_ID = "ggml-strata-test.en"
 
 
+@pytest.mark.engine
 def test_the_openai_client_transcribes_through_strata_serve(test_engines: TestEngines, whisper_model: Path,
                                                             tmp_path: Path) -> None:
     library = tmp_path / "library"
@@ -58,6 +57,65 @@ def test_the_openai_client_transcribes_through_strata_serve(test_engines: TestEn
             async with httpx.AsyncClient() as raw:
                 wrong = await raw.post(url + "/audio/transcriptions", json={"model": MODEL_ID})
             assert wrong.status_code == 400 and "multipart/form-data" in wrong.text
+        finally:
+            await app.aclose()
+
+    asyncio.run(main())
+
+
+_CLIENT = """
+import sys, httpx
+url, path, form = sys.argv[1], sys.argv[2], sys.argv[3]
+with open(path, "rb") as f, httpx.Client(timeout=120) as http:
+    if form == "chunked":  # no Content-Length: the limit must hold while reading
+        head = b"--b\\r\\nContent-Disposition: form-data; name=\\"file\\"; filename=\\"a.wav\\"\\r\\n\\r\\n"
+        body = iter([head, f.read(), b"\\r\\n--b--\\r\\n"])
+        r = http.post(url, content=body, headers={"Content-Type": "multipart/form-data; boundary=b"})
+    else:  # the file first, the model after it: the whole form is read before the model is looked up
+        r = http.post(url, files={"file": ("big.wav", f)}, data={"model": "no-such-model"})
+print(r.status_code, r.text)
+"""
+
+
+def test_a_large_upload_is_read_as_it_arrives_and_kept_once(tmp_path: Path) -> None:
+    """A 30 MiB form costs the server about 30 MiB, not copies of it for a parser; a form with no
+    length announced is still cut at the body limit."""
+    import subprocess
+    import sys
+    import tracemalloc
+
+    size = 30 * 1024 * 1024
+    recording = tmp_path / "big.wav"
+    with recording.open("wb") as f:  # a WAV's header, then silence: audio as far as the check goes
+        f.write(b"RIFF" + (size - 8).to_bytes(4, "little") + b"WAVE")
+        f.truncate(size)
+    too_big = tmp_path / "bigger.wav"
+    with too_big.open("wb") as f:
+        f.write(b"RIFF\x00\x00\x00\x00WAVE")
+        f.truncate(33 * 1024 * 1024)
+
+    async def post(url: str, path: Path, form: str) -> str:
+        client = await asyncio.create_subprocess_exec(sys.executable, "-c", _CLIENT, url, str(path), form,
+                                                      stdout=subprocess.PIPE)
+        out, _ = await client.communicate()
+        return out.decode()
+
+    async def main() -> None:
+        app = build_app_services(build_services())
+        try:
+            app.settings.update(model_dirs=[str(tmp_path)], serve_port=free_port())
+            await app.prepare()
+            url = await app.serve.start() + "/audio/transcriptions"
+            tracemalloc.start()
+            try:
+                answer = await post(url, recording, "form")
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert answer.startswith(("400", "404")) and "no-such-model" in answer, answer
+            assert peak < 1.5 * size, f"the server held {peak / size:.1f} times the upload"
+            chunked = await post(url, too_big, "chunked")
+            assert chunked.startswith("413") and "larger than 32768 KiB" in chunked, chunked
         finally:
             await app.aclose()
 

@@ -5,6 +5,7 @@ whisper model file (real vocabulary, seeded random weights), and the ``strata tr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import struct
@@ -239,3 +240,44 @@ def test_an_engine_that_cannot_start_is_left_for_the_next_one_of_the_plan(
         assert "Switching to CPU." in notice
 
     asyncio.run(main())
+
+
+def test_a_pipe_is_refused_instead_of_waiting_forever_for_a_writer(tmp_path: Path) -> None:
+    """``/dev/stdin`` or a FIFO dropped on the chat: reading it would block until a writer comes."""
+    import os
+
+    from strata_gui.core.speech.service import prepare
+
+    fifo = tmp_path / "recording.wav"
+    os.mkfifo(fifo)
+
+    async def main() -> None:
+        try:
+            with pytest.raises(SpeechError, match=r"recording\.wav is not a regular file") as info:
+                await asyncio.wait_for(asyncio.to_thread(prepare, fifo), 60)
+            assert "Save the recording to a file first" in (info.value.hint or "")
+        finally:  # a reader blocked in open() (the bug) is let go, so the test ends either way
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    asyncio.run(main())
+
+
+def test_a_file_too_large_to_send_whole_is_refused_with_the_limit_named(tmp_path: Path) -> None:
+    from strata_gui.core.speech.service import WHOLE_FILE_LIMIT, prepare
+
+    flac = tmp_path / "week.flac"
+    with flac.open("wb") as f:  # a sparse file: nothing but the header is written
+        f.write(b"fLaC" + b"\x00" * 60)
+        f.truncate(3 * 1024**3)
+    with pytest.raises(SpeechError, match=r"week\.flac is 3\.0 GiB: a recording sent whole to the speech engine "
+                                          r"can be at most 2\.0 GiB\.") as info:
+        prepare(flac)
+    assert "16-bit WAV" in (info.value.hint or "")
+    flac.unlink()
+    with flac.open("wb") as f:  # at the limit it goes, read from disk as it is sent
+        f.write(b"fLaC" + b"\x00" * 60)
+        f.truncate(WHOLE_FILE_LIMIT)
+    [piece] = list(prepare(flac).make())
+    assert not isinstance(piece.data, bytes) and piece.data.read(4) == b"fLaC"
+    piece.data.close()

@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import IO, Any, Final
 
 import httpx
 
@@ -41,6 +42,20 @@ STOPPED_ANSWERING_HINT: Final = QT_TRANSLATE_NOOP("Core", "The engine probably c
 
 # What a connection the engine closed just as a request went out on it raises before any answer.
 _CLOSED_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError)
+
+
+@dataclass(frozen=True)
+class Form:
+    """A multipart form for an engine (whisper-server's ``/inference``): httpx encodes it and reads
+    a file given as a file object in chunks while it sends, so a recording is never copied whole.
+
+    Attributes:
+        fields: The text fields.
+        files: Field name to (file name, bytes or a binary file open for reading, content type).
+    """
+
+    fields: Mapping[str, str]
+    files: Mapping[str, tuple[str, bytes | IO[bytes], str]]
 
 
 def engine_error(exc: httpx.HTTPError, base_url: str) -> ServerError:
@@ -90,14 +105,16 @@ class EngineHttp:
         """
         return await self._send(self._request("GET", path, timeout, headers), stream=False, resend=True)
 
-    async def post(self, path: str, *, json: Any = None, content: bytes | None = None, timeout: Timeout,
-                   headers: Mapping[str, str] | None = None, resend: bool = True) -> httpx.Response:
-        """``POST path`` with a JSON (``json``) or raw (``content``) body, the answer's body read.
+    async def post(self, path: str, *, json: Any = None, content: bytes | None = None, form: Form | None = None,
+                   timeout: Timeout, headers: Mapping[str, str] | None = None,
+                   resend: bool = True) -> httpx.Response:
+        """``POST path`` with a JSON (``json``), raw (``content``) or multipart (``form``) body, the
+        answer's body read.
 
         Raises:
             ServerError: As :meth:`get`.
         """
-        request = self._request("POST", path, timeout, headers, json=json, content=content)
+        request = self._request("POST", path, timeout, headers, json=json, content=content, form=form)
         return await self._send(request, stream=False, resend=resend)
 
     async def get_json(self, path: str, *, timeout: Timeout) -> Any:
@@ -116,7 +133,7 @@ class EngineHttp:
 
     @asynccontextmanager
     async def stream(self, path: str, *, json: Any = None, content: bytes | None = None,
-                     timeout: Timeout = STREAM_TIMEOUT, headers: Mapping[str, str] | None = None,
+                     form: Form | None = None, timeout: Timeout = STREAM_TIMEOUT, headers: Mapping[str, str] | None = None,
                      extensions: dict[str, Any] | None = None, raw: bool = False,
                      resend: bool = True) -> AsyncIterator[EngineReply]:
         """``POST path`` and hold the answer open while the block reads it.
@@ -127,7 +144,8 @@ class EngineHttp:
         Args:
             path: The endpoint.
             json: A JSON body, or
-            content: a body sent as it is.
+            content: a body sent as it is, or
+            form: a multipart form (httpx sets its content type).
             timeout: The request's time-outs (by default no limit between two pieces of the body).
             headers: Sent besides the key.
             extensions: httpx request extensions (the ``trace`` that tells when the body was sent).
@@ -138,7 +156,8 @@ class EngineHttp:
             ServerError: As :meth:`get`, before the answer's head arrived; reading the body raises
                 it too (the connection broke).
         """
-        request = self._request("POST", path, timeout, headers, json=json, content=content, extensions=extensions)
+        request = self._request("POST", path, timeout, headers, json=json, content=content, form=form,
+                                extensions=extensions)
         reply = EngineReply(await self._send(request, stream=True, resend=resend), self.base_url, raw=raw)
         try:
             yield reply
@@ -146,8 +165,11 @@ class EngineHttp:
             await reply.aclose()
 
     def _request(self, method: str, path: str, timeout: Timeout, headers: Mapping[str, str] | None, *,
-                 json: Any = None, content: bytes | None = None,
+                 json: Any = None, content: bytes | None = None, form: Form | None = None,
                  extensions: dict[str, Any] | None = None) -> httpx.Request:
+        if form is not None:
+            return self._http.build_request(method, self.url(path), data=dict(form.fields), files=dict(form.files),
+                                            headers=self.headers(headers), timeout=timeout, extensions=extensions)
         return self._http.build_request(method, self.url(path), json=json, content=content,
                                         headers=self.headers(headers), timeout=timeout, extensions=extensions)
 

@@ -37,7 +37,7 @@ from strata_gui.core.base.errors import (
     WrongModelKindError,
 )
 from strata_gui.core.base.events import Listeners
-from strata_gui.core.runtime.engine_http import EngineHttp, EngineReply
+from strata_gui.core.runtime.engine_http import EngineHttp, EngineReply, Form
 from strata_gui.core.runtime.sse import SseEvent, SseReader
 from strata_gui.core.serve.activity import CURRENT, Activity
 from strata_gui.core.serve.catalog import find_served
@@ -254,27 +254,44 @@ def context(request: web.Request) -> ServeContext:
 
 # --------------------------------------------------------------------------- request bodies
 
-async def read_body(request: web.Request, ctx: ServeContext) -> bytes:
-    """The request body, within the size and time limits."""
-    limit = ctx.limits.max_body_bytes
-    if request.content_length is not None and request.content_length > limit:
-        raise ApiError(413, f"The request is larger than {limit // 1024} KiB.", "too_large")
+def too_large(ctx: ServeContext) -> ApiError:
+    """The 413 for a body over the size limit."""
+    return ApiError(413, f"The request is larger than {ctx.limits.max_body_bytes // 1024} KiB.", "too_large")
+
+
+@asynccontextmanager
+async def receiving(request: web.Request, ctx: ServeContext) -> AsyncIterator[None]:
+    """The block that reads the request's body: within the time limit (408), one announced over
+    the size limit refused before (413), a broken body answered 400."""
+    if request.content_length is not None and request.content_length > ctx.limits.max_body_bytes:
+        raise too_large(ctx)
     ctx.reading.add(request.protocol)
     try:
         async with asyncio.timeout(ctx.limits.body_timeout_s):
-            body = await request.read()  # the size limit holds while reading (client_max_size)
-        trace = CURRENT.get()
-        if trace is not None and ctx.activity.capture():
-            trace.body = body
-        return body
+            yield
     except TimeoutError as exc:
         raise ApiError(408, "The request body did not arrive in time.", "timeout") from exc
     except web.HTTPRequestEntityTooLarge as exc:
-        raise ApiError(413, f"The request is larger than {limit // 1024} KiB.", "too_large") from exc
+        raise too_large(ctx) from exc
     except web.RequestPayloadError as exc:  # broken chunked framing, a body shorter than its length
         raise ApiError(400, f"The request body is malformed: {exc}.") from exc
     finally:
         ctx.reading.discard(request.protocol)
+
+
+def keep_for_capture(ctx: ServeContext, body: bytes) -> None:
+    """Keep the request's body with its activity entry when captures are on."""
+    trace = CURRENT.get()
+    if trace is not None and ctx.activity.capture():
+        trace.body = body
+
+
+async def read_body(request: web.Request, ctx: ServeContext) -> bytes:
+    """The request body, within the size and time limits."""
+    async with receiving(request, ctx):
+        body = await request.read()  # the size limit holds while reading (client_max_size)
+    keep_for_capture(ctx, body)
+    return body
 
 
 async def read_json(request: web.Request, ctx: ServeContext) -> tuple[bytes, dict[str, Any]]:
@@ -303,7 +320,8 @@ generation is fine; a client that leaves closes it)."""
 
 ENGINE_ERRORS = (ServerError,)  # what a failing engine connection raises (the engine client's translation)
 # Raw bytes are passed through as they are: the engine is asked not to compress them.
-_ENGINE_HEADERS = {"Content-Type": JSON_TYPE, "Accept-Encoding": "identity"}
+_ENGINE_ENCODING = {"Accept-Encoding": "identity"}
+_ENGINE_HEADERS = {"Content-Type": JSON_TYPE, **_ENGINE_ENCODING}
 
 
 def engine_failure(exc: ServerError) -> str:
@@ -322,9 +340,10 @@ def engine_failure(exc: ServerError) -> str:
 
 
 @asynccontextmanager
-async def upstream_post(ctx: ServeContext, up: Upstream, path: str, body: bytes, *,
-                        content_type: str = JSON_TYPE) -> AsyncIterator[EngineReply]:
-    """POST ``body`` to the engine and hold its response open (the body is read by the caller).
+async def upstream_post(ctx: ServeContext, up: Upstream, path: str,
+                        body: bytes | Form) -> AsyncIterator[EngineReply]:
+    """POST ``body`` (JSON, or a multipart form) to the engine and hold its response open (the
+    answer is read by the caller).
 
     The engines' client is the app's shared loopback client: no proxy, a kept-alive connection
     reused, one the engine closed just then sent again (see
@@ -340,8 +359,11 @@ async def upstream_post(ctx: ServeContext, up: Upstream, path: str, body: bytes,
         raise ApiError(503, "Strata's server is not running.", "busy")
     engine = EngineHttp(http, up.base_url, up.api_key)
     try:
-        headers = {**_ENGINE_HEADERS, "Content-Type": content_type}
-        async with engine.stream(path, content=body, headers=headers, timeout=ENGINE_TIMEOUT, raw=True) as resp:
+        if isinstance(body, Form):  # httpx names the form's content type (its boundary)
+            sent = engine.stream(path, form=body, headers=_ENGINE_ENCODING, timeout=ENGINE_TIMEOUT, raw=True)
+        else:
+            sent = engine.stream(path, content=body, headers=_ENGINE_HEADERS, timeout=ENGINE_TIMEOUT, raw=True)
+        async with sent as resp:
             yield resp
     except ServerError as exc:
         raise ApiError(502, f"The engine did not answer: {engine_failure(exc)}.", "upstream") from exc
@@ -557,17 +579,17 @@ class EventRenamer:
         return named(rest, self.model_id)
 
 
-async def relay(request: web.Request, up: Upstream, path: str, raw: bytes, *, stream: bool,
-                flavor: Flavor, record: bool = True, content_type: str = JSON_TYPE) -> web.StreamResponse:
+async def relay(request: web.Request, up: Upstream, path: str, raw: bytes | Form, *, stream: bool,
+                flavor: Flavor, record: bool = True) -> web.StreamResponse:
     """Send the client's body to the engine's ``path`` unchanged and its answer back as it comes.
 
     A stream's bytes go out as they arrive (SSE events are not re-encoded); statistics are read on
-    the way. The engine's errors are answered in the client's API shape. ``content_type``: the
-    body's (a multipart form's, with its boundary, for an audio upload).
+    the way. The engine's errors are answered in the client's API shape. ``raw``: a JSON body, or
+    a multipart form (an audio upload).
     """
     ctx = context(request)
     meter = Meter(ctx.clock)
-    async with upstream_post(ctx, up, path, raw, content_type=content_type) as resp:
+    async with upstream_post(ctx, up, path, raw) as resp:
         ctype = resp.content_type
         if resp.status_code != 200 or not ctype.startswith(SSE_TYPE):
             data = await resp.read()

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from strata_gui.core.base.errors import SpeechError
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.platform.files import NotRegularFileError, open_regular
 
 WHISPER_RATE = 16_000
 """The sample rate whisper models hear (the engine resamples anything else to it)."""
@@ -95,11 +96,18 @@ def audio_format(path: Path) -> str:
     """The audio format of ``path``.
 
     Raises:
-        SpeechError: the file cannot be read, or it is not audio.
+        SpeechError: the file cannot be read, is no regular file (a pipe such as ``/dev/stdin``
+            or a device: reading it could block forever), or it is not audio.
     """
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             head = f.read(_SNIFF_BYTES)
+    except NotRegularFileError as exc:
+        raise SpeechError(T(QT_TRANSLATE_NOOP("Core", "{path} is not a regular file (a pipe, device or folder "
+                                                      "cannot be transcribed)."), path=str(path)),
+                          hint=QT_TRANSLATE_NOOP("Core", "Save the recording to a file first, then transcribe "
+                                                         "that file."),
+                          details=exc.message) from exc
     except OSError as exc:
         raise SpeechError(T(QT_TRANSLATE_NOOP("Core", "Could not read {path}: {reason}"), path=str(path),
                             reason=exc.strerror or str(exc))) from exc
@@ -129,7 +137,7 @@ def wav_info(path: Path) -> WavInfo | None:
     """The header of a PCM WAV file; None for one Python's reader does not take (float samples,
     some extensible headers): the engine still reads those whole."""
     try:
-        with wave.open(str(path), "rb") as w:
+        with open_regular(path) as f, wave.open(f, "rb") as w:
             return WavInfo(w.getframerate(), w.getnchannels(), w.getsampwidth(), w.getnframes())
     except (wave.Error, EOFError):
         return None
@@ -137,7 +145,7 @@ def wav_info(path: Path) -> WavInfo | None:
 
 def wav_pieces(path: Path, seconds: float = PIECE_SECONDS) -> Iterator[AudioClip]:
     """A PCM WAV file in pieces of ``seconds``, read one piece at a time."""
-    with wave.open(str(path), "rb") as w:
+    with open_regular(path) as f, wave.open(f, "rb") as w:
         rate, channels, width = w.getframerate(), w.getnchannels(), w.getsampwidth()
         frames = max(1, int(seconds * rate))
         while True:

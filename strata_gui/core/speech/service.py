@@ -18,17 +18,18 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpx
 
 from strata_gui.core.base.blocking import run_blocking
 from strata_gui.core.base.errors import ServerError, SpeechError
-from strata_gui.core.base.progress import Progress, ProgressCallback, no_progress
+from strata_gui.core.base.progress import GIB, Progress, ProgressCallback, format_bytes, no_progress
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.platform.files import open_regular
 from strata_gui.core.pool import EnginePool, FailedOver, Lease, run_along_plan
 from strata_gui.core.runtime.engine import EngineSpec
-from strata_gui.core.runtime.engine_http import EngineHttp
+from strata_gui.core.runtime.engine_http import EngineHttp, Form
 from strata_gui.core.runtime.kinds import SPEECH
 from strata_gui.core.runtime.launch import ServerSettings
 from strata_gui.core.runtime.outcome import OutcomeKind, ProcessEnded, describe_outcome
@@ -47,6 +48,10 @@ log = logging.getLogger(__name__)
 INFERENCE_PATH = "/inference"
 """whisper-server's transcription endpoint (multipart: file, response_format, language)."""
 _JOB_TIMEOUT = httpx.Timeout(30.0, read=None)  # hearing a piece takes as long as it takes
+WHOLE_FILE_LIMIT = 2 * GIB
+"""The largest file sent to the engine whole (MP3, FLAC, a WAV Python cannot cut): it is streamed
+from disk, but whisper-server holds the upload and its decoded samples in memory (2 GiB of FLAC is
+already days of audio). PCM WAVs go in pieces and have no limit."""
 
 PlanProvider = Callable[[Path], Sequence[EngineSpec]]
 SettingsProvider = Callable[[Path], ServerSettings]
@@ -82,9 +87,10 @@ class Transcript:
 
 @dataclass(frozen=True)
 class _Piece:
-    """One upload: a file's bytes and its name (the engine tells the format by its content)."""
+    """One upload: a piece's bytes or a whole file open for reading (streamed as it is sent), and
+    its name (the engine tells the format by its content)."""
 
-    data: bytes
+    data: bytes | BinaryIO
     name: str
 
 
@@ -97,11 +103,22 @@ class _Pieces:
     make: Callable[[], Iterator[_Piece]]
 
 
-def multipart_body(piece: bytes, name: str, fields: dict[str, str]) -> tuple[bytes, str]:
-    """The multipart form whisper-server reads (``file`` and the fields), and its content type."""
-    request = httpx.Request("POST", "http://engine" + INFERENCE_PATH, data=fields,
-                            files={"file": (name, piece, "application/octet-stream")})
-    return request.read(), request.headers["Content-Type"]
+def inference_form(piece: bytes | BinaryIO, name: str, fields: dict[str, str]) -> Form:
+    """The multipart form whisper-server reads: ``file`` (bytes, or a file read as it is sent) and
+    the fields."""
+    return Form(fields, {"file": (name, piece, "application/octet-stream")})
+
+
+def _whole_file(source: Path, seconds: float | None) -> _Pieces:
+    """``source`` sent whole, streamed from disk (refused above :data:`WHOLE_FILE_LIMIT`)."""
+    size = source.stat().st_size
+    if size > WHOLE_FILE_LIMIT:
+        raise SpeechError(T(QT_TRANSLATE_NOOP("Core", "{name} is {size}: a recording sent whole to the speech "
+                                                      "engine can be at most {limit}."), name=source.name,
+                            size=format_bytes(size), limit=format_bytes(WHOLE_FILE_LIMIT)),
+                          hint=QT_TRANSLATE_NOOP("Core", "Convert it to a 16-bit WAV (Strata sends those in "
+                                                         "pieces, of any length), or cut it shorter."))
+    return _Pieces(1, seconds, lambda: iter([_Piece(open_regular(source), source.name)]))
 
 
 def _clip_pieces(clip: AudioClip, seconds: float) -> _Pieces:
@@ -117,7 +134,8 @@ def prepare(source: Path | AudioClip, seconds: float = PIECE_SECONDS) -> _Pieces
     whole (the engine decodes them); PCM from the GUI is wrapped as WAV.
 
     Raises:
-        SpeechError: not audio, or a format the engine cannot read.
+        SpeechError: not audio, not a regular file, a format the engine cannot read, or a file sent
+            whole that is larger than :data:`WHOLE_FILE_LIMIT`.
     """
     if isinstance(source, AudioClip):
         if not source.pcm:
@@ -131,13 +149,11 @@ def prepare(source: Path | AudioClip, seconds: float = PIECE_SECONDS) -> _Pieces
                           hint=QT_TRANSLATE_NOOP("Core", "Drop it on the chat (Strata converts it there), or "
                                                          "convert it to WAV, MP3 or FLAC."))
     info = wav_info(source) if kind == "wav" else None
-    whole = _Pieces(1, info.seconds if info is not None else None,
-                    lambda: iter([_Piece(source.read_bytes(), source.name)]))
     if info is None:
-        return whole
+        return _whole_file(source, None)
     count = max(1, -(-info.frames // max(1, int(seconds * info.rate))))
     if count == 1:  # sent as it is: the engine reads it whole
-        return whole
+        return _whole_file(source, info.seconds)
     return _Pieces(count, info.seconds,
                    lambda: (_Piece(p.to_wav(), f"{source.stem}-{n}.wav")
                             for n, p in enumerate(wav_pieces(source, seconds))))
@@ -220,14 +236,17 @@ class TranscriptionService:
         on_progress(Progress(0, pieces.count, T(QT_TRANSLATE_NOOP("Core", "Transcribing with {engine}…"),
                                                 engine=label)))
         fields = {"response_format": "json", "language": language, "temperature": "0.0"}
-        upload = _uploads(pieces, fields)
+        upload = pieces.make()
         n = 0
-        # Each piece is read (and its form built) on a worker: a long WAV's pieces are megabytes.
-        while (form := await run_blocking(next, upload, None, name="strata-speech-piece")) is not None:
-            body, ctype, name = form
-            resp = await engine.post(INFERENCE_PATH, content=body, headers={"Content-Type": ctype},
-                                     timeout=_JOB_TIMEOUT, resend=False)
-            words.append(_heard(resp, name))
+        # Each piece is read (or the file opened) on a worker: a long WAV's pieces are megabytes.
+        while (piece := await run_blocking(next, upload, None, name="strata-speech-piece")) is not None:
+            try:
+                resp = await engine.post(INFERENCE_PATH, form=inference_form(piece.data, piece.name, fields),
+                                         timeout=_JOB_TIMEOUT, resend=False)
+            finally:
+                if not isinstance(piece.data, bytes):
+                    piece.data.close()
+            words.append(_heard(resp, piece.name))
             n += 1
             on_progress(Progress(n, pieces.count, T(QT_TRANSLATE_NOOP("Core", "Transcribed piece {done} of "
                                                                               "{count}"), done=n,
@@ -238,13 +257,6 @@ class TranscriptionService:
         """Unload the speech engines (frees the model's memory)."""
         for engine in self.pool.engines(kind=SPEECH):
             await self.pool.unload(engine, "unloaded after transcribing")
-
-
-def _uploads(pieces: _Pieces, fields: dict[str, str]) -> Iterator[tuple[bytes, str, str]]:
-    """(multipart body, its content type, the piece's name) for each piece, read as asked."""
-    for piece in pieces.make():
-        body, ctype = multipart_body(piece.data, piece.name, fields)
-        yield body, ctype, piece.name
 
 
 def _heard(resp: httpx.Response, name: str) -> str:
