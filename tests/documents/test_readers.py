@@ -150,3 +150,38 @@ def test_a_docx_with_a_dtd_is_refused(tmp_path: Path) -> None:
         zf.writestr("word/document.xml", '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">]><w:document/>')
     with pytest.raises(DocumentError, match=r"laughs.docx declares a DTD"):
         read_document(laughs)
+
+
+def _docx_with(path: Path, document_xml: bytes) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("word/document.xml", document_xml)
+    return path
+
+
+_W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def test_a_utf16_docx_with_a_dtd_is_refused_and_one_without_is_read(tmp_path: Path) -> None:
+    """Expat reads UTF-16 from its BOM, where no ASCII ``<!DOCTYPE`` can be seen in the bytes: the
+    DTD is refused by the parser itself, in any encoding, before an entity is expanded."""
+    laughs = ('<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE d [<!ENTITY a "lol"><!ENTITY b "&a;&a;&a;&a;">]>'
+              f'<w:document xmlns:w="{_W_NS}"><w:body><w:p><w:r><w:t>&b;</w:t></w:r></w:p></w:body></w:document>')
+    for encoding in ("utf-16", "utf-16-be", "utf-16-le"):
+        data = laughs.encode(encoding)
+        if encoding != "utf-16":
+            data = "\ufeff".encode(encoding) + data
+        with pytest.raises(DocumentError, match=r"laughs.docx declares a DTD"):
+            read_document(_docx_with(tmp_path / "laughs.docx", data))
+    # A DOCTYPE with no entities, and an entity declared in an external subset, are refused the same.
+    bare = ('<?xml version="1.0"?><!DOCTYPE d SYSTEM "http://example.invalid/x.dtd">'
+            f'<w:document xmlns:w="{_W_NS}"/>').encode("utf-16")
+    with pytest.raises(DocumentError, match=r"bare.docx declares a DTD"):
+        read_document(_docx_with(tmp_path / "bare.docx", bare))
+    plain = (f'<?xml version="1.0" encoding="UTF-16"?><w:document xmlns:w="{_W_NS}"><w:body>'
+             '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Tides</w:t></w:r></w:p>'
+             '<w:p><w:r><w:t>High water</w:t><w:tab/><w:t>at noon.</w:t></w:r></w:p></w:body></w:document>')
+    doc = read_document(_docx_with(tmp_path / "plain.docx", plain.encode("utf-16")))
+    assert [(b.kind, b.text, b.heading) for b in doc.blocks] == [
+        (HEADING, "Tides", "Tides"), ("paragraph", "High water\tat noon.", "Tides")]
