@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from xml.etree.ElementTree import Element, TreeBuilder
 
 from strata_gui.core.base.errors import DocumentError
@@ -266,7 +266,7 @@ def _docx_parser(elements: list[Element]) -> xml.parsers.expat.XMLParserType:
     def tag(name: str) -> str:
         return "{" + name if "}" in name else name
 
-    def refuse(*_: Any) -> None:
+    def refuse(*_: Any) -> NoReturn:
         raise _DtdRefused
 
     def start(name: str, attrs: dict[str, str]) -> None:
