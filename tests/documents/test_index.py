@@ -10,7 +10,7 @@ import pytest
 
 from strata_gui.core.base.errors import DocumentError
 from strata_gui.core.chat.store import ConversationStore
-from strata_gui.core.documents import RETRIEVED, WHOLE, DocumentService, DocumentStore, citations_of
+from strata_gui.core.documents import RETRIEVED, WHOLE, Attached, DocumentService, DocumentStore, citations_of
 from tests.documents.questions import DOCUMENT, QUESTIONS
 from tests.support.documents import write_pdf
 
@@ -137,3 +137,21 @@ def test_a_question_in_chinese_finds_its_passage_by_trigrams(tmp_path: Path) -> 
     assert search == "full text" and found[0].heading == "灯塔" and "记录风暴和船只" in found[0].text
     fee, _, _ = asyncio.run(svc.search(1, "停泊费用是多少？", limit=1))
     assert fee[0].heading == "费用"
+
+
+def test_the_same_file_attached_twice_at_once_is_stored_once(tmp_path: Path) -> None:
+    """Both attaches hash and read the file before either stores it: the second finds the first's
+    row in its own transaction and reuses it (it failed on UNIQUE(sha256) before)."""
+    svc = _service(tmp_path / "strata.db")
+    pdf = write_pdf(tmp_path / "capes.pdf", pages=6)
+    copy = tmp_path / "copy.pdf"
+    copy.write_bytes(pdf.read_bytes())
+
+    async def both() -> list[Attached]:
+        return list(await asyncio.gather(svc.attach(1, pdf), svc.attach(2, copy), svc.attach(1, pdf)))
+
+    first, second, third = asyncio.run(both())
+    assert first.document.id == second.document.id == third.document.id
+    assert svc.store.db.execute("SELECT COUNT(*) FROM docs_documents").fetchone()[0] == 1
+    assert svc.store.db.execute("SELECT COUNT(*) FROM docs_chunks").fetchone()[0] == first.document.chunks
+    assert [d.name for d in svc.documents(1)] == ["capes.pdf"] and [d.name for d in svc.documents(2)] == ["copy.pdf"]

@@ -227,7 +227,8 @@ class DocumentService:
         path = Path(path)
         on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Reading {name}…"), name=path.name)))
         digest = await run_blocking(_hash, path, self.max_bytes, name="strata-document-hash")
-        found = self.store.find(digest)
+        where = (conversation_id, path.name, str(path.resolve()))
+        found = self.store.attach_stored(conversation_id, digest, where[1], where[2])
         notes: tuple[str, ...] = ()
         reused = found is not None
         if found is None:
@@ -235,8 +236,7 @@ class DocumentService:
             notes = read.notes
             on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Indexing {name}…"), name=path.name)))
             found = self.store.add_document(digest, read.kind, read.size, read.chars, read.pages, "\n".join(notes),
-                                            read.chunks)
-        self.store.attach(conversation_id, found, path.name, str(path.resolve()))
+                                            read.chunks, where)
         self.events.emit(DocumentsChanged(conversation_id))
         missing = await self.embed_missing([found], on_progress) if embed else 0
         return Attached(self._document(conversation_id, found), reused, missing, notes)

@@ -235,16 +235,40 @@ class DocumentStore:
         row = self.db.execute("SELECT id FROM docs_documents WHERE sha256=?", (sha256,)).fetchone()
         return int(row[0]) if row else None
 
+    def attach_stored(self, conversation_id: int, sha256: str, name: str, path: str) -> int | None:
+        """Attach the stored document with this content, if there is one (its id; None when none).
+
+        One transaction: a document pruned meanwhile is not there to attach (None), never a
+        link to a document that is gone."""
+        with self.transaction() as db:
+            row = db.execute("SELECT id FROM docs_documents WHERE sha256=?", (sha256,)).fetchone()
+            if row is None:
+                return None
+            self._attach(db, conversation_id, int(row[0]), name, path)
+            return int(row[0])
+
     def add_document(self, sha256: str, kind: str, size: int, chars: int, pages: int, notes: str,
-                     chunks: Sequence[Chunk]) -> int:
-        """Store a document and its chunks (indexed for full text in the same transaction)."""
+                     chunks: Sequence[Chunk], attach_to: tuple[int, str, str]) -> int:
+        """Store a document and its chunks (indexed for full text) and attach it, in one transaction.
+
+        The same content stored meanwhile (the same file attached twice at once) is reused, not
+        stored again.
+
+        Args:
+            attach_to: (conversation id, the file's name, its path).
+        """
         with self.transaction() as db:
             cur = db.execute("INSERT INTO docs_documents(sha256, kind, size, chars, pages, notes, indexed_at)"
-                             " VALUES (?, ?, ?, ?, ?, ?, ?)", (sha256, kind, size, chars, pages, notes, self._clock()))
-            doc_id = int(cur.lastrowid or 0)
-            db.executemany("INSERT INTO docs_chunks(document_id, ordinal, text, heading, page, start, end)"
-                           " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           [(doc_id, c.ordinal, c.text, c.heading, c.page, c.start, c.end) for c in chunks])
+                             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
+                             (sha256, kind, size, chars, pages, notes, self._clock()))
+            if cur.rowcount:
+                doc_id = int(cur.lastrowid or 0)
+                db.executemany("INSERT INTO docs_chunks(document_id, ordinal, text, heading, page, start, end)"
+                               " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               [(doc_id, c.ordinal, c.text, c.heading, c.page, c.start, c.end) for c in chunks])
+            else:
+                doc_id = int(db.execute("SELECT id FROM docs_documents WHERE sha256=?", (sha256,)).fetchone()[0])
+            self._attach(db, attach_to[0], doc_id, attach_to[1], attach_to[2])
         return doc_id
 
     def replace_chunks(self, doc_id: int, kind: str, chars: int, pages: int, notes: str,
@@ -261,10 +285,13 @@ class DocumentStore:
     def attach(self, conversation_id: int, doc_id: int, name: str, path: str) -> None:
         """Give ``conversation_id`` the document (again: its name and path are updated)."""
         with self.transaction() as db:
-            db.execute("INSERT INTO docs_attached(conversation_id, document_id, name, path, attached_at)"
-                       " VALUES (?, ?, ?, ?, ?) ON CONFLICT(conversation_id, document_id)"
-                       " DO UPDATE SET name=excluded.name, path=excluded.path",
-                       (conversation_id, doc_id, name, path, self._clock()))
+            self._attach(db, conversation_id, doc_id, name, path)
+
+    def _attach(self, db: sqlite3.Connection, conversation_id: int, doc_id: int, name: str, path: str) -> None:
+        db.execute("INSERT INTO docs_attached(conversation_id, document_id, name, path, attached_at)"
+                   " VALUES (?, ?, ?, ?, ?) ON CONFLICT(conversation_id, document_id)"
+                   " DO UPDATE SET name=excluded.name, path=excluded.path",
+                   (conversation_id, doc_id, name, path, self._clock()))
 
     def detach(self, conversation_id: int, doc_id: int) -> None:
         """Take the document from the conversation; stored content nobody has any more goes too."""
