@@ -213,16 +213,25 @@ def _pdf_pages(pdf: Any, path: Path) -> Iterator[Block]:
 
     for index in range(len(pdf)):
         try:
-            page = pdf[index]
-            textpage = page.get_textpage()
-            text = textpage.get_text_bounded()
-            textpage.close()
-            page.close()
+            text = _page_text(pdf, index)
         except pdfium.PdfiumError as exc:
             raise DocumentError(T(_PDF_DAMAGED, name=path.name, reason=str(exc))) from exc
         text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
         if text:
             yield Block(text, PAGE, page=index + 1)
+
+
+def _page_text(pdf: Any, index: int) -> str:
+    """A page's text; its page and text page are closed even when PDFium fails on it."""
+    page = pdf[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            return str(textpage.get_text_bounded())
+        finally:
+            textpage.close()
+    finally:
+        page.close()
 
 
 # -- DOCX ----------------------------------------------------------------------------------------------
