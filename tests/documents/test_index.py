@@ -152,6 +152,7 @@ def test_the_same_file_attached_twice_at_once_is_stored_once(tmp_path: Path) -> 
 
     first, second, third = asyncio.run(both())
     assert first.document.id == second.document.id == third.document.id
+    assert [a.reused for a in (first, second, third)].count(False) == 1  # one stored it, the others reused it
     assert svc.store.db.execute("SELECT COUNT(*) FROM docs_documents").fetchone()[0] == 1
     assert svc.store.db.execute("SELECT COUNT(*) FROM docs_chunks").fetchone()[0] == first.document.chunks
     assert [d.name for d in svc.documents(1)] == ["capes.pdf"] and [d.name for d in svc.documents(2)] == ["copy.pdf"]

@@ -229,15 +229,17 @@ class DocumentService:
         on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Reading {name}…"), name=path.name)))
         digest = await run_blocking(_hash, path, self.max_bytes, name="strata-document-hash")
         where = (conversation_id, path.name, str(path.resolve()))
-        found = await _off_loop(self.store.attach_stored, conversation_id, digest, where[1], where[2])
+        known = await _off_loop(self.store.attach_stored, conversation_id, digest, where[1], where[2])
         notes: tuple[str, ...] = ()
-        reused = found is not None
-        if found is None:
+        if known is not None:
+            found, reused = known, True
+        else:
             read = await run_blocking(_read, path, self.max_bytes, name="strata-document-read")
             notes = read.notes
             on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Indexing {name}…"), name=path.name)))
-            found = await _off_loop(self.store.add_document, digest, read.kind, read.size, read.chars, read.pages,
-                                    "\n".join(notes), read.chunks, where)
+            found, stored = await _off_loop(self.store.add_document, digest, read.kind, read.size, read.chars,
+                                            read.pages, "\n".join(notes), read.chunks, where)
+            reused = not stored
         self.events.emit(DocumentsChanged(conversation_id))
         missing = await self.embed_missing([found], on_progress) if embed else 0
         return Attached(self._document(conversation_id, found), reused, missing, notes)

@@ -283,7 +283,7 @@ class DocumentStore:
 
     @_serialised
     def add_document(self, sha256: str, kind: str, size: int, chars: int, pages: int, notes: str,
-                     chunks: Sequence[Chunk], attach_to: tuple[int, str, str]) -> int:
+                     chunks: Sequence[Chunk], attach_to: tuple[int, str, str]) -> tuple[int, bool]:
         """Store a document and its chunks (indexed for full text) and attach it, in one transaction.
 
         The same content stored meanwhile (the same file attached twice at once) is reused, not
@@ -291,6 +291,9 @@ class DocumentStore:
 
         Args:
             attach_to: (conversation id, the file's name, its path).
+
+        Returns:
+            The document's id, and whether it was stored now (False: it was stored meanwhile).
         """
         with self.transaction() as db:
             cur = db.execute("INSERT INTO docs_documents(sha256, kind, size, chars, pages, notes, indexed_at)"
@@ -304,7 +307,7 @@ class DocumentStore:
             else:
                 doc_id = int(db.execute("SELECT id FROM docs_documents WHERE sha256=?", (sha256,)).fetchone()[0])
             self._attach(db, attach_to[0], doc_id, attach_to[1], attach_to[2])
-        return doc_id
+        return doc_id, bool(cur.rowcount)
 
     @_serialised
     def replace_chunks(self, doc_id: int, kind: str, chars: int, pages: int, notes: str,
