@@ -242,7 +242,7 @@ class DocumentService:
             reused = not stored
         self.events.emit(DocumentsChanged(conversation_id))
         missing = await self.embed_missing([found], on_progress) if embed else 0
-        return Attached(self._document(conversation_id, found), reused, missing, notes)
+        return Attached(await _off_loop(self._document, conversation_id, found), reused, missing, notes)
 
     async def reindex(self, conversation_id: int, doc_id: int, on_progress: ProgressCallback = no_progress) -> Attached:
         """Read the document's file again and rebuild its index (and vectors).
@@ -250,7 +250,7 @@ class DocumentService:
         Raises:
             DocumentError: The conversation has no such document, or its file cannot be read now.
         """
-        doc = self._document(conversation_id, doc_id)
+        doc = await _off_loop(self._document, conversation_id, doc_id)
         on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Reading {name}…"), name=doc.name)))
         read = await run_blocking(_read, Path(doc.path), self.max_bytes, name="strata-document-read")
         await _off_loop(self.store.replace_chunks, doc_id, read.kind, read.chars, read.pages, "\n".join(read.notes),
@@ -258,7 +258,7 @@ class DocumentService:
         self._matrices.clear()
         self.events.emit(DocumentsChanged(conversation_id))
         missing = await self.embed_missing([doc_id], on_progress)
-        return Attached(self._document(conversation_id, doc_id), False, missing, read.notes)
+        return Attached(await _off_loop(self._document, conversation_id, doc_id), False, missing, read.notes)
 
     async def remove(self, conversation_id: int, doc_id: int) -> None:
         """Take a document from a conversation (its index goes when no conversation has it: a
@@ -326,7 +326,7 @@ class DocumentService:
             The chunks best first, how they were ranked (``full text`` or ``full text + vectors``),
             and why vectors were not used when they were not ("" otherwise).
         """
-        docs = self.store.documents(conversation_id)
+        docs = await _off_loop(self.store.documents, conversation_id)  # a long insert may hold the store
         doc_ids = [d.id for d in docs]
         rankings = await _off_loop(self._full_text_rankings, doc_ids, question)
         search, note = FULL_TEXT, ""
@@ -391,7 +391,7 @@ class DocumentService:
 
     async def context_for(self, conversation_id: int, question: str, context_tokens: int) -> DocumentContext | None:
         """What ``question`` sends of the conversation's documents (None when it has none)."""
-        docs = self.store.documents(conversation_id)
+        docs = await _off_loop(self.store.documents, conversation_id)  # a long insert may hold the store
         if not docs:
             return None
         ranked, search, note = await self.search(conversation_id, question)
