@@ -134,7 +134,9 @@ def test_the_documents_panel_removes_and_a_markdown_citation_opens_its_passage(
         assert services.settings.current.embedding_model == str(embed)
         panel.vectors.activated.emit(0)
         assert services.settings.current.embedding_model == ""
-        panel.remove_selected()
+        removed = panel.remove_selected()
+        assert removed is not None
+        qasync_loop.run_until_complete(asyncio.wait_for(removed.wait(), 30))
         assert panel.list.count() == 0 and not panel.isVisible() and services.documents.documents(conv) == []
         # A document dropped (or pasted) on the message box is attached, never read as a picture or text.
         from PySide6.QtCore import QMimeData, QUrl

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from strata_gui.core.base.errors import DocumentError
+from strata_gui.core.base.progress import Progress
 from strata_gui.core.chat.store import ConversationStore
-from strata_gui.core.documents import RETRIEVED, WHOLE, DocumentService, DocumentStore, citations_of
+from strata_gui.core.documents import RETRIEVED, WHOLE, Attached, DocumentService, DocumentStore, citations_of
 from tests.documents.questions import DOCUMENT, QUESTIONS
 from tests.support.documents import write_pdf
 
@@ -32,9 +33,9 @@ def test_the_same_content_is_indexed_once_and_shared(tmp_path: Path) -> None:
     assert chunks == first.document.chunks
     [listed] = svc.all_documents()
     assert listed.conversations == 2
-    svc.remove(1, first.document.id)  # one conversation lets go: the other keeps it
+    asyncio.run(svc.remove(1, first.document.id))  # one conversation lets go: the other keeps it
     assert svc.documents(1) == [] and [d.id for d in svc.documents(2)] == [first.document.id]
-    svc.remove(2, first.document.id)  # nobody has it: its chunks and full-text rows go
+    asyncio.run(svc.remove(2, first.document.id))  # nobody has it: its chunks and full-text rows go
     assert svc.store.db.execute("SELECT COUNT(*) FROM docs_chunks").fetchone()[0] == 0
     assert svc.store.db.execute("SELECT COUNT(*) FROM docs_chunks_fts WHERE docs_chunks_fts MATCH 'cape'"
                                 ).fetchone()[0] == 0
@@ -105,7 +106,6 @@ def test_twenty_questions_on_sqlites_c_api_reference_find_their_passages(tmp_pat
 
 
 def test_cancelling_an_attach_before_its_text_is_stored_stores_nothing(tmp_path: Path) -> None:
-    from strata_gui.core.base.progress import Progress
     from tests.support.poll import until
 
     svc = _service(tmp_path / "strata.db")
@@ -137,3 +137,56 @@ def test_a_question_in_chinese_finds_its_passage_by_trigrams(tmp_path: Path) -> 
     assert search == "full text" and found[0].heading == "灯塔" and "记录风暴和船只" in found[0].text
     fee, _, _ = asyncio.run(svc.search(1, "停泊费用是多少？", limit=1))
     assert fee[0].heading == "费用"
+
+
+def test_the_same_file_attached_twice_at_once_is_stored_once(tmp_path: Path) -> None:
+    """Both attaches hash and read the file before either stores it: the second finds the first's
+    row in its own transaction and reuses it (it failed on UNIQUE(sha256) before)."""
+    svc = _service(tmp_path / "strata.db")
+    pdf = write_pdf(tmp_path / "capes.pdf", pages=6)
+    copy = tmp_path / "copy.pdf"
+    copy.write_bytes(pdf.read_bytes())
+
+    async def both() -> list[Attached]:
+        return list(await asyncio.gather(svc.attach(1, pdf), svc.attach(2, copy), svc.attach(1, pdf)))
+
+    first, second, third = asyncio.run(both())
+    assert first.document.id == second.document.id == third.document.id
+    assert [a.reused for a in (first, second, third)].count(False) == 1  # one stored it, the others reused it
+    assert svc.store.db.execute("SELECT COUNT(*) FROM docs_documents").fetchone()[0] == 1
+    assert svc.store.db.execute("SELECT COUNT(*) FROM docs_chunks").fetchone()[0] == first.document.chunks
+    assert [d.name for d in svc.documents(1)] == ["capes.pdf"] and [d.name for d in svc.documents(2)] == ["copy.pdf"]
+
+
+def test_storing_a_long_document_leaves_the_event_loop_free(tmp_path: Path) -> None:
+    """Its chunks and both full-text indexes are written on a worker thread: a callback the loop
+    was given when indexing began runs while the document is still being stored (before its
+    transaction commits, as another connection to the file sees), not after."""
+    import sqlite3
+
+    db = tmp_path / "strata.db"
+    svc = _service(db)
+    long = tmp_path / "long.md"
+    long.write_text("".join(f"# Harbour {i}\n\n" + f"The tide at harbour {i} turns at noon and at midnight. " * 40
+                            + "\n\n" for i in range(3000)), encoding="utf-8")
+    seen_while_storing: list[tuple[bool, int]] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        def look() -> None:  # what the loop sees when it gets to run this
+            with sqlite3.connect(db) as other:
+                stored = other.execute("SELECT COUNT(*) FROM docs_documents").fetchone()[0]
+            seen_while_storing.append((task.done(), stored))
+
+        def on_progress(progress: Progress) -> None:
+            if progress.message.startswith("Indexing"):
+                loop.call_soon(look)
+
+        task = asyncio.create_task(svc.attach(1, long, on_progress))
+        attached = await task
+        assert attached.document.chunks >= 3000
+
+    asyncio.run(main())
+    assert seen_while_storing == [(False, 0)]  # before: (True, 1), the loop was blocked until it was stored
+    assert [d.name for d in svc.documents(1)] == ["long.md"]

@@ -150,3 +150,63 @@ def test_a_docx_with_a_dtd_is_refused(tmp_path: Path) -> None:
         zf.writestr("word/document.xml", '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">]><w:document/>')
     with pytest.raises(DocumentError, match=r"laughs.docx declares a DTD"):
         read_document(laughs)
+
+
+def _docx_with(path: Path, document_xml: bytes) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("word/document.xml", document_xml)
+    return path
+
+
+_W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def test_a_utf16_docx_with_a_dtd_is_refused_and_one_without_is_read(tmp_path: Path) -> None:
+    """Expat reads UTF-16 from its BOM, where no ASCII ``<!DOCTYPE`` can be seen in the bytes: the
+    DTD is refused by the parser itself, in any encoding, before an entity is expanded."""
+    laughs = ('<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE d [<!ENTITY a "lol"><!ENTITY b "&a;&a;&a;&a;">]>'
+              f'<w:document xmlns:w="{_W_NS}"><w:body><w:p><w:r><w:t>&b;</w:t></w:r></w:p></w:body></w:document>')
+    for encoding in ("utf-16", "utf-16-be", "utf-16-le"):
+        data = laughs.encode(encoding)
+        if encoding != "utf-16":
+            data = "\ufeff".encode(encoding) + data
+        with pytest.raises(DocumentError, match=r"laughs.docx declares a DTD"):
+            read_document(_docx_with(tmp_path / "laughs.docx", data))
+    # A DOCTYPE with no entities, and an entity declared in an external subset, are refused the same.
+    bare = ('<?xml version="1.0"?><!DOCTYPE d SYSTEM "http://example.invalid/x.dtd">'
+            f'<w:document xmlns:w="{_W_NS}"/>').encode("utf-16")
+    with pytest.raises(DocumentError, match=r"bare.docx declares a DTD"):
+        read_document(_docx_with(tmp_path / "bare.docx", bare))
+    plain = (f'<?xml version="1.0" encoding="UTF-16"?><w:document xmlns:w="{_W_NS}"><w:body>'
+             '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Tides</w:t></w:r></w:p>'
+             '<w:p><w:r><w:t>High water</w:t><w:tab/><w:t>at noon.</w:t></w:r></w:p></w:body></w:document>')
+    doc = read_document(_docx_with(tmp_path / "plain.docx", plain.encode("utf-16")))
+    assert [(b.kind, b.text, b.heading) for b in doc.blocks] == [
+        (HEADING, "Tides", "Tides"), ("paragraph", "High water\tat noon.", "Tides")]
+
+
+def test_a_huge_pdf_page_is_drawn_within_the_pixel_cap_with_its_passage_marked(tmp_path: Path) -> None:
+    """A page's size is the file's to say: 7,200 points square would be 9,000 × 9,000 pixels
+    (324 MB, copied twice) at the citation's scale; it is drawn within 40 Mpx, the passage's
+    mark where its text is on the smaller picture. An ordinary page keeps the asked scale."""
+    from fpdf import FPDF
+
+    from strata_gui.core.documents import render_page
+
+    huge = tmp_path / "poster.pdf"
+    pdf = FPDF(unit="pt", format=(7200, 7200))
+    pdf.set_font("helvetica", size=200)
+    pdf.add_page()
+    pdf.set_xy(3600, 3600)
+    pdf.cell(text="Harbour tides")
+    pdf.output(str(huge))
+    image = render_page(huge, 1, "Harbour tides", scale=1.25)
+    assert image.width * image.height <= 40_000_000
+    assert image.width == image.height > 6000  # shrunk only as far as the cap needs
+    [(x, y, _width, _height)] = image.marks
+    assert image.width // 2 - 50 <= x < image.width * 3 // 4 and image.height // 2 - 200 <= y < image.height * 3 // 4
+    assert len(image.rgba) == image.stride * image.height
+    normal = render_page(write_pdf(tmp_path / "capes.pdf", pages=1), 1, scale=1.25)
+    assert (normal.width, normal.height) == (745, 1053)  # A4 (595.3 × 841.9 points) at 1.25, rounded up

@@ -7,8 +7,10 @@ passage's first line on that page (in pixels of the picture).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from strata_gui.core.base.errors import DocumentError
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
@@ -28,6 +30,20 @@ class PageImage:
 
 
 MAX_MARKED_LINES = 80
+MAX_PIXELS = 40_000_000
+"""The most pixels a drawn page has (160 MB of RGBA): a page's size is the file's to say, and a
+hostile one (a huge MediaBox or UserUnit) would otherwise allocate gigabytes at the asked scale.
+An A4 page at the usual 1.25 is under 1 Mpx."""
+
+
+def fitted_scale(width: float, height: float, scale: float, max_pixels: int = MAX_PIXELS) -> float:
+    """``scale``, or less so a ``width`` × ``height`` (points) page draws to at most ``max_pixels``.
+
+    PDFium rounds each side up, so the bound solves (w·s + 1)(h·s + 1) ≤ max_pixels."""
+    if width <= 0 or height <= 0 or (width * scale + 1) * (height * scale + 1) <= max_pixels:
+        return scale
+    area, sides = width * height, width + height
+    return (math.sqrt(sides * sides + 4 * area * (max_pixels - 1)) - sides) / (2 * area)
 
 
 def _lines(passage: str) -> list[str]:
@@ -38,6 +54,8 @@ def _lines(passage: str) -> list[str]:
 
 def render_page(path: Path, page: int, passage: str = "", *, scale: float = 1.5) -> PageImage:
     """Draw page ``page`` (1-based) of the PDF at ``path`` and mark ``passage`` on it (blocking).
+
+    A page that would draw to more than :data:`MAX_PIXELS` at ``scale`` is drawn smaller.
 
     Raises:
         DocumentError: The file is gone, damaged or encrypted, or has no such page.
@@ -53,15 +71,31 @@ def render_page(path: Path, page: int, passage: str = "", *, scale: float = 1.5)
     try:
         if not 1 <= page <= len(pdf):
             raise DocumentError(T(QT_TRANSLATE_NOOP("Core", "{name} has no page {page}."), name=path.name, page=page))
-        pdf_page = pdf[page - 1]
-        bitmap = pdf_page.render(scale=scale, force_bitmap_format=pdfium.raw.FPDFBitmap_BGRA, rev_byteorder=True)
-        marks = _marks(pdf_page, _lines(passage), scale) if passage.strip() else ()
-        image = PageImage(page, len(pdf), bitmap.width, bitmap.height, bitmap.stride, bytes(bitmap.buffer), marks)
-        bitmap.close()
-        pdf_page.close()
-        return image
+        return _drawn(pdf, page, passage, scale)
+    except pdfium.PdfiumError as exc:
+        raise DocumentError(T(QT_TRANSLATE_NOOP("Core", "Cannot draw page {page} of {name}: {reason}"),
+                              page=page, name=path.name, reason=exc)) from exc
     finally:
         pdf.close()
+
+
+def _drawn(pdf: Any, page: int, passage: str, scale: float) -> PageImage:
+    """The page drawn at ``scale`` (or less, see :func:`fitted_scale`), its objects closed whatever happens."""
+    import pypdfium2 as pdfium
+
+    pdf_page = pdf[page - 1]
+    try:
+        width, height = pdf_page.get_size()
+        scale = fitted_scale(width, height, scale)
+        bitmap = pdf_page.render(scale=scale, force_bitmap_format=pdfium.raw.FPDFBitmap_BGRA, rev_byteorder=True)
+        try:
+            marks = _marks(pdf_page, _lines(passage), scale) if passage.strip() else ()
+            return PageImage(page, len(pdf), bitmap.width, bitmap.height, bitmap.stride,
+                             bytes(bitmap.buffer), marks)
+        finally:
+            bitmap.close()
+    finally:
+        pdf_page.close()
 
 
 def _marks(pdf_page: object, lines: list[str], scale: float) -> tuple[tuple[int, int, int, int], ...]:

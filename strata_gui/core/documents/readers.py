@@ -6,9 +6,10 @@ One reader per format, each a maintained parser or the standard library:
   about a millisecond per text page (pypdf, pure Python, is ten to fifty times slower; PyMuPDF is
   AGPL; QtPdf cannot be used here, core is Qt-free). Its page numbers are the citations' pages.
 - DOCX: ``word/document.xml`` read with :mod:`zipfile` and parsed as a stream
-  (:class:`xml.etree.ElementTree.XMLPullParser`), the entry's declared size and its actual inflated
+  (:mod:`xml.parsers.expat`, into ElementTree elements), the entry's declared size and its actual inflated
   size both capped while it streams (a zip bomb is refused after at most the cap is inflated,
-  never whole) and any DTD refused (entity expansion). python-docx would inflate and parse the
+  never whole) and any DTD or entity declaration refused by expat's own handlers, whatever
+  the encoding (entity expansion). python-docx would inflate and parse the
   whole entry with lxml before anything could be checked.
 - HTML: :class:`html.parser.HTMLParser` (scripts and styles skipped, ``h1``-``h6`` as headings,
   ``pre`` as code).
@@ -22,13 +23,14 @@ larger than the cap is refused from its size, before a byte of it is read.
 from __future__ import annotations
 
 import re
+import xml.parsers.expat
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
-from xml.etree.ElementTree import Element, ParseError, XMLPullParser
+from typing import Any, NoReturn
+from xml.etree.ElementTree import Element, TreeBuilder
 
 from strata_gui.core.base.errors import DocumentError
 from strata_gui.core.base.progress import format_bytes
@@ -211,16 +213,25 @@ def _pdf_pages(pdf: Any, path: Path) -> Iterator[Block]:
 
     for index in range(len(pdf)):
         try:
-            page = pdf[index]
-            textpage = page.get_textpage()
-            text = textpage.get_text_bounded()
-            textpage.close()
-            page.close()
+            text = _page_text(pdf, index)
         except pdfium.PdfiumError as exc:
             raise DocumentError(T(_PDF_DAMAGED, name=path.name, reason=str(exc))) from exc
         text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
         if text:
             yield Block(text, PAGE, page=index + 1)
+
+
+def _page_text(pdf: Any, index: int) -> str:
+    """A page's text; its page and text page are closed even when PDFium fails on it."""
+    page = pdf[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            return str(textpage.get_text_bounded())
+        finally:
+            textpage.close()
+    finally:
+        page.close()
 
 
 # -- DOCX ----------------------------------------------------------------------------------------------
@@ -241,33 +252,79 @@ def _read_docx(path: Path, cap: int) -> DocumentText:
                 raise DocumentError(T(_DOCX_BOMB, name=path.name, cap=format_bytes(cap)))
             with zf.open(info) as stream:
                 blocks = list(_docx_blocks(stream, path, cap))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ParseError, EOFError, OSError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, xml.parsers.expat.ExpatError, EOFError,
+            OSError) as exc:
         raise DocumentError(damaged, details=str(exc)) from exc
     return DocumentText(DOCX, tuple(blocks))
 
 
+class _DtdRefused(Exception):
+    """Raised from expat's declaration handlers: the document declares a DTD or an entity."""
+
+
+def _docx_parser(elements: list[Element]) -> xml.parsers.expat.XMLParserType:
+    """An expat parser that builds ``w:p`` elements into ``elements`` and refuses any DTD.
+
+    Expat is used directly (not through ElementTree) so its declaration handlers can refuse a
+    DTD or an entity in whatever encoding the file is (expat reads UTF-16 from its BOM, where no
+    ASCII ``<!DOCTYPE`` shows in the bytes); this is how defusedxml does it. Word never writes one.
+    """
+    parser = xml.parsers.expat.ParserCreate(namespace_separator="}")
+    builder = TreeBuilder()
+
+    def tag(name: str) -> str:
+        return "{" + name if "}" in name else name
+
+    def refuse(*_: Any) -> NoReturn:
+        raise _DtdRefused
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        builder.start(tag(name), {tag(k): v for k, v in attrs.items()})
+
+    def end(name: str) -> None:
+        elements.append(builder.end(tag(name)))
+
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    parser.UnparsedEntityDeclHandler = refuse
+    parser.ExternalEntityRefHandler = refuse
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = builder.data
+    parser.buffer_text = True
+    return parser
+
+
 def _docx_blocks(stream: Any, path: Path, cap: int) -> Iterator[Block]:
     """Paragraphs of ``word/document.xml``, parsed as it inflates (64 KiB at a time)."""
-    parser: XMLPullParser[Element] = XMLPullParser(events=("end",))
-    inflated, tail = 0, b""
+    ended: list[Element] = []
+    parser = _docx_parser(ended)
+    inflated = 0
     headings: list[str] = []
-    while chunk := stream.read(65536):
-        inflated += len(chunk)
-        if inflated > cap:  # the declared size lied: stop at the cap, never inflate the rest
-            raise DocumentError(T(_DOCX_BOMB, name=path.name, cap=format_bytes(cap)))
-        if b"<!DOCTYPE" in (tail + chunk).upper():  # entity declarations: refused, Word never writes one
-            raise DocumentError(T(QT_TRANSLATE_NOOP("Core", "{name} declares a DTD; Word files never do, so it was "
-                                                            "not read."), name=path.name))
-        tail = chunk[-16:]
-        parser.feed(chunk)
-        for event in parser.read_events():
-            elem = event[-1]
-            if isinstance(elem, Element) and elem.tag == f"{_W}p":
-                block = _docx_paragraph(elem, headings)
-                elem.clear()
-                if block is not None:
-                    yield block
-    parser.close()
+    try:
+        while chunk := stream.read(65536):
+            inflated += len(chunk)
+            if inflated > cap:  # the declared size lied: stop at the cap, never inflate the rest
+                raise DocumentError(T(_DOCX_BOMB, name=path.name, cap=format_bytes(cap)))
+            parser.Parse(chunk, False)
+            yield from _docx_paragraphs(ended, headings)
+        parser.Parse(b"", True)
+    except _DtdRefused:  # entity declarations (billion laughs, external files): Word never writes one
+        raise DocumentError(T(QT_TRANSLATE_NOOP("Core", "{name} declares a DTD; Word files never do, so it was "
+                                                        "not read."), name=path.name)) from None
+    yield from _docx_paragraphs(ended, headings)
+
+
+def _docx_paragraphs(ended: list[Element], headings: list[str]) -> Iterator[Block]:
+    """The blocks of the ``w:p`` elements ended since the last call (their content then dropped)."""
+    elements = ended[:]
+    ended.clear()
+    for elem in elements:
+        if elem.tag == f"{_W}p":
+            block = _docx_paragraph(elem, headings)
+            elem.clear()
+            if block is not None:
+                yield block
 
 
 def _docx_paragraph(p: Any, headings: list[str]) -> Block | None:

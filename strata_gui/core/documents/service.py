@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from strata_gui.core.base.blocking import run_blocking
 from strata_gui.core.base.errors import DocumentError, StrataError
@@ -29,6 +29,7 @@ from .retrieval import CANDIDATES, VectorMatrix, cjk_query, full_text_query, fus
 from .store import DocumentStore, StoredChunk, StoredDocument
 
 log = logging.getLogger(__name__)
+_R = TypeVar("_R")
 
 WHOLE, RETRIEVED = "whole", "retrieved"
 FULL_TEXT, HYBRID = "full text", "full text + vectors"
@@ -227,19 +228,21 @@ class DocumentService:
         path = Path(path)
         on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Reading {name}…"), name=path.name)))
         digest = await run_blocking(_hash, path, self.max_bytes, name="strata-document-hash")
-        found = self.store.find(digest)
+        where = (conversation_id, path.name, str(path.resolve()))
+        known = await _off_loop(self.store.attach_stored, conversation_id, digest, where[1], where[2])
         notes: tuple[str, ...] = ()
-        reused = found is not None
-        if found is None:
+        if known is not None:
+            found, reused = known, True
+        else:
             read = await run_blocking(_read, path, self.max_bytes, name="strata-document-read")
             notes = read.notes
             on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Indexing {name}…"), name=path.name)))
-            found = self.store.add_document(digest, read.kind, read.size, read.chars, read.pages, "\n".join(notes),
-                                            read.chunks)
-        self.store.attach(conversation_id, found, path.name, str(path.resolve()))
+            found, stored = await _off_loop(self.store.add_document, digest, read.kind, read.size, read.chars,
+                                            read.pages, "\n".join(notes), read.chunks, where)
+            reused = not stored
         self.events.emit(DocumentsChanged(conversation_id))
         missing = await self.embed_missing([found], on_progress) if embed else 0
-        return Attached(self._document(conversation_id, found), reused, missing, notes)
+        return Attached(await _off_loop(self._document, conversation_id, found), reused, missing, notes)
 
     async def reindex(self, conversation_id: int, doc_id: int, on_progress: ProgressCallback = no_progress) -> Attached:
         """Read the document's file again and rebuild its index (and vectors).
@@ -247,18 +250,20 @@ class DocumentService:
         Raises:
             DocumentError: The conversation has no such document, or its file cannot be read now.
         """
-        doc = self._document(conversation_id, doc_id)
+        doc = await _off_loop(self._document, conversation_id, doc_id)
         on_progress(Progress(0, None, T(QT_TRANSLATE_NOOP("Core", "Reading {name}…"), name=doc.name)))
         read = await run_blocking(_read, Path(doc.path), self.max_bytes, name="strata-document-read")
-        self.store.replace_chunks(doc_id, read.kind, read.chars, read.pages, "\n".join(read.notes), read.chunks)
+        await _off_loop(self.store.replace_chunks, doc_id, read.kind, read.chars, read.pages, "\n".join(read.notes),
+                        read.chunks)
         self._matrices.clear()
         self.events.emit(DocumentsChanged(conversation_id))
         missing = await self.embed_missing([doc_id], on_progress)
-        return Attached(self._document(conversation_id, doc_id), False, missing, read.notes)
+        return Attached(await _off_loop(self._document, conversation_id, doc_id), False, missing, read.notes)
 
-    def remove(self, conversation_id: int, doc_id: int) -> None:
-        """Take a document from a conversation (its index goes when no conversation has it)."""
-        self.store.detach(conversation_id, doc_id)
+    async def remove(self, conversation_id: int, doc_id: int) -> None:
+        """Take a document from a conversation (its index goes when no conversation has it: a
+        cascade through its chunks and both full-text indexes, run off the event loop)."""
+        await _off_loop(self.store.detach, conversation_id, doc_id)
         self._matrices.clear()
         self.events.emit(DocumentsChanged(conversation_id))
 
@@ -268,9 +273,9 @@ class DocumentService:
         self._matrices.clear()
         return gone
 
-    def forget_deleted(self) -> None:
+    async def forget_deleted(self) -> None:
         """Drop the links of deleted conversations, and documents no conversation has any more."""
-        self.store.prune()
+        await _off_loop(self.store.prune)
         self._matrices.clear()
 
     def documents(self, conversation_id: int) -> list[StoredDocument]:
@@ -296,7 +301,7 @@ class DocumentService:
         embedder = self.embedder()
         if embedder is None:
             return 0
-        todo = self.store.missing_vectors(doc_ids, embedder.key)
+        todo = await _off_loop(self.store.missing_vectors, doc_ids, embedder.key)
         total = len(todo)
         for start in range(0, total, BATCH):
             batch = todo[start:start + BATCH]
@@ -307,7 +312,8 @@ class DocumentService:
                 log.warning("embedding stopped after %d of %d passages: %s", start, total, exc.message)
                 self.last_embedding_error = exc.message
                 return total - start
-            self.store.add_vectors(embedder.key, [(c.id, pack(v)) for c, v in zip(batch, vectors, strict=True)])
+            await _off_loop(self.store.add_vectors, embedder.key,
+                            [(c.id, pack(v)) for c, v in zip(batch, vectors, strict=True)])
         if total:
             on_progress(Progress(total, total, T(QT_TRANSLATE_NOOP("Core", "Embedding passages…"))))
         return 0
@@ -320,19 +326,16 @@ class DocumentService:
             The chunks best first, how they were ranked (``full text`` or ``full text + vectors``),
             and why vectors were not used when they were not ("" otherwise).
         """
-        docs = self.store.documents(conversation_id)
+        docs = await _off_loop(self.store.documents, conversation_id)  # a long insert may hold the store
         doc_ids = [d.id for d in docs]
-        rankings = [self.store.full_text(full_text_query(question), doc_ids, CANDIDATES)]
-        cjk = cjk_query(question)
-        if cjk:  # words with no spaces between them: the trigram index's ranking joins the fusion
-            rankings.append(self.store.full_text(cjk, doc_ids, CANDIDATES, table="docs_chunks_cjk"))
+        rankings = await _off_loop(self._full_text_rankings, doc_ids, question)
         search, note = FULL_TEXT, ""
         nearest, note = await self._nearest(doc_ids, question)
         if nearest is not None:
             rankings.append(nearest)
             search = HYBRID
         ids = fuse(rankings)[:limit]
-        found = self.store.chunks_by_id(ids)
+        found = await _off_loop(self.store.chunks_by_id, ids)
         names = {d.id: d for d in docs}
         out = []
         for cid in ids:
@@ -342,6 +345,14 @@ class DocumentService:
                 out.append(_named(chunk, doc))
         return out, search, note
 
+    def _full_text_rankings(self, doc_ids: list[int], question: str) -> list[list[int]]:
+        """The FTS5 rankings of the question (blocking: run off the loop)."""
+        rankings = [self.store.full_text(full_text_query(question), doc_ids, CANDIDATES)]
+        cjk = cjk_query(question)
+        if cjk:  # words with no spaces between them: the trigram index's ranking joins the fusion
+            rankings.append(self.store.full_text(cjk, doc_ids, CANDIDATES, table="docs_chunks_cjk"))
+        return rankings
+
     async def _nearest(self, doc_ids: list[int], question: str) -> tuple[list[int] | None, str]:
         """Chunk ids nearest the question's vector; None (and why) when vectors cannot be used."""
         embedder = self.embedder()
@@ -349,7 +360,7 @@ class DocumentService:
             return None, T(QT_TRANSLATE_NOOP("Core", "No embedding model is chosen, so the search was full text "
                                                      "only."))
         missing = 0
-        if self.store.count_vectors(doc_ids, embedder.key) < self.store.count_chunks(doc_ids):
+        if await _off_loop(self._vectors_missing, doc_ids, embedder.key):
             missing = await self.embed_missing(doc_ids)  # resumed here after an engine failed mid-index
         try:
             query = (await embedder.embed([question]))[0]
@@ -357,14 +368,18 @@ class DocumentService:
             log.warning("the question could not be embedded: %s", exc.message)
             return None, T(QT_TRANSLATE_NOOP("Core", "The embedding engine failed ({error}), so the search was full "
                                                      "text only."), error=exc.message.rstrip("."))
-        matrix = self._matrix(embedder.key, doc_ids)
+        matrix = await _off_loop(self._matrix, embedder.key, doc_ids)
         if matrix is None:
             return None, ""
         note = T(QT_TRANSLATE_NOOP("Core", "{count} passages have no vectors yet."), count=missing) if missing else ""
         return matrix.nearest(query), note
 
+    def _vectors_missing(self, doc_ids: list[int], key: str) -> bool:
+        return self.store.count_vectors(doc_ids, key) < self.store.count_chunks(doc_ids)
+
     def _matrix(self, key: str, doc_ids: list[int]) -> VectorMatrix | None:
-        """The documents' vectors as one matrix, kept while they do not change."""
+        """The documents' vectors as one matrix, kept while they do not change (blocking: reading
+        10,000 vectors takes ~100 ms, run off the loop)."""
         cache_key = (key, tuple(sorted(doc_ids)))
         count = self.store.count_vectors(doc_ids, key)  # cheap; reading 10,000 vectors is not (~100 ms)
         cached = self._matrices.get(cache_key)
@@ -376,14 +391,14 @@ class DocumentService:
 
     async def context_for(self, conversation_id: int, question: str, context_tokens: int) -> DocumentContext | None:
         """What ``question`` sends of the conversation's documents (None when it has none)."""
-        docs = self.store.documents(conversation_id)
+        docs = await _off_loop(self.store.documents, conversation_id)  # a long insert may hold the store
         if not docs:
             return None
         ranked, search, note = await self.search(conversation_id, question)
         budget = int(max(context_tokens, 0) * ROOM_SHARE * CHARS_PER_TOKEN)
         if sum(d.chars for d in docs) <= budget:
             names = {d.id: d for d in docs}
-            sent = [_named(c, names[c.document_id]) for c in self.store.chunks([d.id for d in docs])]
+            sent = [_named(c, names[c.document_id]) for c in await _off_loop(self.store.chunks, [d.id for d in docs])]
             return _context(WHOLE, search, sent, [c.id for c in ranked][:3], note)
         kept: list[StoredChunk] = []
         for chunk in ranked:
@@ -395,6 +410,11 @@ class DocumentService:
     def passage(self, chunk_id: int) -> StoredChunk | None:
         """A stored passage (what clicking a citation opens); None when its document was removed."""
         return self.store.chunks_by_id([chunk_id]).get(chunk_id)
+
+
+async def _off_loop(fn: Callable[..., _R], *args: Any) -> _R:
+    """Run a call on the document store off the event loop (the store serialises the calls)."""
+    return await run_blocking(fn, *args, name="strata-documents-db")
 
 
 def _named(chunk: StoredChunk, doc: StoredDocument) -> StoredChunk:

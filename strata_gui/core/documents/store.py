@@ -10,16 +10,25 @@ Full text: FTS5 with the Porter stemmer (``unicode61``), and a trigram index for
 and Korean, both reading their text from ``docs_chunks`` (external content), kept by triggers. Vectors: one row per chunk and embedding model
 (float32 BLOB); the chunks with no row for the current model are the ones still to embed, so an
 embedding engine that fails mid-index leaves full text usable and the vectors resume later.
+
+Threads: storing a long document's chunks (and both full-text indexes), the cascade that deletes
+one, and reading its vectors take seconds, so :class:`~.service.DocumentService` runs them on
+worker threads, off the GUI's event loop. The connection is opened with
+``check_same_thread=False`` and every method holds the store's lock, so the calls on it are
+serialised whichever thread makes them.
 """
 
 from __future__ import annotations
 
+import functools
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from strata_gui.core.base.errors import StorageError
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
@@ -89,6 +98,19 @@ MIGRATIONS: list[Sequence[str]] = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _serialised(method: Callable[Concatenate[DocumentStore, _P], _R]) -> Callable[Concatenate[DocumentStore, _P], _R]:
+    """Run the method holding the store's lock: one call on the connection at a time, whatever
+    thread it comes from (the service runs the heavy ones on worker threads)."""
+    def locked(self: DocumentStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+    functools.update_wrapper(locked, method)
+    return locked
+
 
 @dataclass(frozen=True)
 class StoredDocument:
@@ -152,8 +174,10 @@ class DocumentStore:
         self._clock = clock
         self.busy_timeout = busy_timeout
         self._db: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
         self.notice: str | None = None
 
+    @_serialised
     def open(self) -> DocumentStore:
         """Open (creating or migrating the tables) and drop links to conversations deleted meanwhile."""
         if self._db is not None:
@@ -173,9 +197,11 @@ class DocumentStore:
                 raise
 
         self._db, self.notice = open_database(self.path, setup, what=_WHAT, clock=self._clock,
-                                              isolation_level=None, timeout=self.busy_timeout)
+                                              isolation_level=None, timeout=self.busy_timeout,
+                                              check_same_thread=False)
         return self
 
+    @_serialised
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
@@ -188,6 +214,7 @@ class DocumentStore:
         assert self._db is not None
         return self._db
 
+    @_serialised
     def schema_version(self) -> int:
         row = self.db.execute("SELECT version FROM schema_version WHERE component=?", (COMPONENT,)).fetchone()
         return int(row[0]) if row else 0
@@ -209,7 +236,11 @@ class DocumentStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; sqlite3 errors become :class:`StorageError`."""
+        """One write transaction (holding the store's lock); sqlite3 errors become :class:`StorageError`."""
+        with self._lock:
+            yield from self._transaction()
+
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         db = self.db
         try:
             db.execute("BEGIN IMMEDIATE")
@@ -222,6 +253,7 @@ class DocumentStore:
         except sqlite3.Error as exc:
             raise storage_error(exc, self.path, _SAVING) from exc
 
+    @_serialised
     def prune(self) -> None:
         """Forget links to conversations that no longer exist, and documents no conversation has."""
         with self.transaction() as db:
@@ -230,23 +262,54 @@ class DocumentStore:
             db.execute("DELETE FROM docs_documents WHERE id NOT IN (SELECT document_id FROM docs_attached)")
 
     # -- documents ----------------------------------------------------------------------------------
+    @_serialised
     def find(self, sha256: str) -> int | None:
         """The id of the document with this content, if it was indexed."""
         row = self.db.execute("SELECT id FROM docs_documents WHERE sha256=?", (sha256,)).fetchone()
         return int(row[0]) if row else None
 
+    @_serialised
+    def attach_stored(self, conversation_id: int, sha256: str, name: str, path: str) -> int | None:
+        """Attach the stored document with this content, if there is one (its id; None when none).
+
+        One transaction: a document pruned meanwhile is not there to attach (None), never a
+        link to a document that is gone."""
+        with self.transaction() as db:
+            row = db.execute("SELECT id FROM docs_documents WHERE sha256=?", (sha256,)).fetchone()
+            if row is None:
+                return None
+            self._attach(db, conversation_id, int(row[0]), name, path)
+            return int(row[0])
+
+    @_serialised
     def add_document(self, sha256: str, kind: str, size: int, chars: int, pages: int, notes: str,
-                     chunks: Sequence[Chunk]) -> int:
-        """Store a document and its chunks (indexed for full text in the same transaction)."""
+                     chunks: Sequence[Chunk], attach_to: tuple[int, str, str]) -> tuple[int, bool]:
+        """Store a document and its chunks (indexed for full text) and attach it, in one transaction.
+
+        The same content stored meanwhile (the same file attached twice at once) is reused, not
+        stored again.
+
+        Args:
+            attach_to: (conversation id, the file's name, its path).
+
+        Returns:
+            The document's id, and whether it was stored now (False: it was stored meanwhile).
+        """
         with self.transaction() as db:
             cur = db.execute("INSERT INTO docs_documents(sha256, kind, size, chars, pages, notes, indexed_at)"
-                             " VALUES (?, ?, ?, ?, ?, ?, ?)", (sha256, kind, size, chars, pages, notes, self._clock()))
-            doc_id = int(cur.lastrowid or 0)
-            db.executemany("INSERT INTO docs_chunks(document_id, ordinal, text, heading, page, start, end)"
-                           " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           [(doc_id, c.ordinal, c.text, c.heading, c.page, c.start, c.end) for c in chunks])
-        return doc_id
+                             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
+                             (sha256, kind, size, chars, pages, notes, self._clock()))
+            if cur.rowcount:
+                doc_id = int(cur.lastrowid or 0)
+                db.executemany("INSERT INTO docs_chunks(document_id, ordinal, text, heading, page, start, end)"
+                               " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               [(doc_id, c.ordinal, c.text, c.heading, c.page, c.start, c.end) for c in chunks])
+            else:
+                doc_id = int(db.execute("SELECT id FROM docs_documents WHERE sha256=?", (sha256,)).fetchone()[0])
+            self._attach(db, attach_to[0], doc_id, attach_to[1], attach_to[2])
+        return doc_id, bool(cur.rowcount)
 
+    @_serialised
     def replace_chunks(self, doc_id: int, kind: str, chars: int, pages: int, notes: str,
                        chunks: Sequence[Chunk]) -> None:
         """Index a document again (its chunks, full text; its vectors go with the old chunks)."""
@@ -258,14 +321,19 @@ class DocumentStore:
                            " VALUES (?, ?, ?, ?, ?, ?, ?)",
                            [(doc_id, c.ordinal, c.text, c.heading, c.page, c.start, c.end) for c in chunks])
 
+    @_serialised
     def attach(self, conversation_id: int, doc_id: int, name: str, path: str) -> None:
         """Give ``conversation_id`` the document (again: its name and path are updated)."""
         with self.transaction() as db:
-            db.execute("INSERT INTO docs_attached(conversation_id, document_id, name, path, attached_at)"
-                       " VALUES (?, ?, ?, ?, ?) ON CONFLICT(conversation_id, document_id)"
-                       " DO UPDATE SET name=excluded.name, path=excluded.path",
-                       (conversation_id, doc_id, name, path, self._clock()))
+            self._attach(db, conversation_id, doc_id, name, path)
 
+    def _attach(self, db: sqlite3.Connection, conversation_id: int, doc_id: int, name: str, path: str) -> None:
+        db.execute("INSERT INTO docs_attached(conversation_id, document_id, name, path, attached_at)"
+                   " VALUES (?, ?, ?, ?, ?) ON CONFLICT(conversation_id, document_id)"
+                   " DO UPDATE SET name=excluded.name, path=excluded.path",
+                   (conversation_id, doc_id, name, path, self._clock()))
+
+    @_serialised
     def detach(self, conversation_id: int, doc_id: int) -> None:
         """Take the document from the conversation; stored content nobody has any more goes too."""
         with self.transaction() as db:
@@ -273,6 +341,7 @@ class DocumentStore:
             db.execute("DELETE FROM docs_documents WHERE id=? AND id NOT IN (SELECT document_id FROM docs_attached)",
                        (doc_id,))
 
+    @_serialised
     def delete_document(self, doc_id: int) -> bool:
         """Delete a document from every conversation, with its index. False when there was none."""
         with self.transaction() as db:
@@ -282,11 +351,13 @@ class DocumentStore:
                " (SELECT COUNT(*) FROM docs_chunks c WHERE c.document_id=d.id) AS chunks"
                " FROM docs_attached a JOIN docs_documents d ON d.id=a.document_id")
 
+    @_serialised
     def documents(self, conversation_id: int) -> list[StoredDocument]:
         """The conversation's documents, in the order they were attached."""
         rows = self.db.execute(self._LISTED + " WHERE a.conversation_id=? ORDER BY a.id", (conversation_id,))
         return [_document(r) for r in rows]
 
+    @_serialised
     def all_documents(self) -> list[StoredDocument]:
         """Every stored document once (named as it was last attached), with how many conversations have it."""
         rows = self.db.execute(
@@ -298,6 +369,7 @@ class DocumentStore:
         return [_document(r, conversations=int(r["conversations"])) for r in rows]
 
     # -- chunks -------------------------------------------------------------------------------------
+    @_serialised
     def chunks(self, doc_ids: Sequence[int]) -> list[StoredChunk]:
         """Every chunk of these documents, in document order."""
         if not doc_ids:
@@ -307,6 +379,7 @@ class DocumentStore:
                                " ordinal", tuple(doc_ids))
         return [_chunk(r) for r in rows]
 
+    @_serialised
     def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
         """Chunks by id (those that still exist)."""
         if not chunk_ids:
@@ -315,6 +388,7 @@ class DocumentStore:
         rows = self.db.execute(f"SELECT * FROM docs_chunks WHERE id IN ({marks})", tuple(chunk_ids))
         return {int(r["id"]): _chunk(r) for r in rows}
 
+    @_serialised
     def full_text(self, query: str, doc_ids: Sequence[int], limit: int, *, table: str = "docs_chunks_fts") -> list[int]:
         """Chunk ids of these documents matching the FTS5 ``query``, best (bm25) first.
 
@@ -335,6 +409,7 @@ class DocumentStore:
         return [int(r[0]) for r in rows]
 
     # -- vectors ------------------------------------------------------------------------------------
+    @_serialised
     def missing_vectors(self, doc_ids: Sequence[int], model: str) -> list[StoredChunk]:
         """Chunks of these documents with no vector from ``model`` yet (to embed)."""
         if not doc_ids:
@@ -345,12 +420,14 @@ class DocumentStore:
                                " ORDER BY c.document_id, c.ordinal", (*doc_ids, model))
         return [_chunk(r) for r in rows]
 
+    @_serialised
     def add_vectors(self, model: str, vectors: Sequence[tuple[int, bytes]]) -> None:
         """Keep vectors (float32 bytes) for chunks; one transaction per batch, so a crash keeps the batches before."""
         with self.transaction() as db:
             db.executemany("INSERT OR REPLACE INTO docs_vectors(chunk_id, model, vector) VALUES (?, ?, ?)",
                            [(cid, model, blob) for cid, blob in vectors])
 
+    @_serialised
     def count_chunks(self, doc_ids: Sequence[int]) -> int:
         """How many chunks these documents have."""
         if not doc_ids:
@@ -359,6 +436,7 @@ class DocumentStore:
         return int(self.db.execute(f"SELECT COUNT(*) FROM docs_chunks WHERE document_id IN ({marks})",
                                    tuple(doc_ids)).fetchone()[0])
 
+    @_serialised
     def count_vectors(self, doc_ids: Sequence[int], model: str) -> int:
         """How many chunks of these documents have a vector from ``model``."""
         if not doc_ids:
@@ -368,6 +446,7 @@ class DocumentStore:
                               f" WHERE c.document_id IN ({marks}) AND v.model=?", (*doc_ids, model)).fetchone()
         return int(row[0])
 
+    @_serialised
     def vectors(self, doc_ids: Sequence[int], model: str) -> list[tuple[int, bytes]]:
         """(chunk id, float32 bytes) of these documents' chunks that have a vector from ``model``."""
         if not doc_ids:

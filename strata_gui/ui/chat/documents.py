@@ -221,10 +221,19 @@ class DocumentsPanel(QWidget):
 
         return self._run(run, self.tr("Re-index document"))
 
-    def remove_selected(self) -> None:
-        doc_id = self._selected()
-        if doc_id is not None and self.conversation_id is not None and not self._busy:
-            self.documents.remove(self.conversation_id, doc_id)
+    def remove_selected(self) -> TaskHandle | None:
+        """Remove the selected document (its index is deleted off the GUI thread: a long one's
+        chunks and full-text rows take seconds)."""
+        doc_id, conv = self._selected(), self.conversation_id
+        if doc_id is None or conv is None or self._busy:
+            return None
+        docs = self.documents
+
+        async def run(_on_progress: Callable[[Progress], None]) -> list[str]:
+            await docs.remove(conv, doc_id)
+            return []
+
+        return self._run(run, self.tr("Remove document"))
 
     def cancel(self) -> None:
         if self.task is not None:

@@ -628,7 +628,10 @@ class ChatPage(Page):
             return
         self._service.store.delete_conversation(conversation_id)
         if self._documents is not None:
-            self._documents.forget_deleted()  # its documents' links (and documents no chat has) go
+            # Its documents' links (and documents no chat has) go, off the GUI thread: a long
+            # document's index takes seconds to delete.
+            documents = self._documents
+            self._bridge.run(lambda _p: documents.forget_deleted(), name=self.tr("Forget the conversation's documents"))
         if conversation_id == self.conversation_id:
             self.conversation_id = None
             if self.documents_panel is not None:
