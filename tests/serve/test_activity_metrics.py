@@ -51,7 +51,8 @@ def test_metrics_and_activity_follow_real_requests(folder: Path, test_engines: T
         samples = _samples(scrape.text)
         ok = (("api", "openai"), ("model", "alpha-F16"))
         assert samples[("strata_requests_total", (*ok, ("status", "200")))] == 1
-        assert samples[("strata_requests_total", (("api", "openai"), ("model", "nothing"), ("status", "404")))] == 1
+        unknown = (("api", "openai"), ("model", "unknown"), ("status", "404"))
+        assert samples[("strata_requests_total", unknown)] == 1
         assert samples[("strata_time_to_first_token_seconds_count", ok)] == 1
         assert samples[("strata_output_tokens_sum", ok)] == 4
         assert samples[("strata_output_tokens_bucket", (("api", "openai"), ("le", "+Inf"), ("model", "alpha-F16")))] == 1
@@ -65,7 +66,17 @@ def test_metrics_and_activity_follow_real_requests(folder: Path, test_engines: T
             ("127.0.0.1", "openai", "alpha-F16", 200, 4)
         assert first.ttft_s is not None and first.wait_s is not None and first.decode_tps
         assert first.request_body is None  # capture is off by default
-        assert (second.model, second.status, second.wait_s) == ("nothing", 404, None)
+        assert (second.model, second.status, second.wait_s) == ("unknown", 404, None)
+        # Made-up names, a new one per request and long: one "unknown" series, nothing of the names kept.
+        async with httpx.AsyncClient(trust_env=False) as http:
+            for i in range(5):
+                refused = await http.post(root + "/v1/chat/completions", json={
+                    "model": f"{i}-" + "z" * 300_000, "messages": [{"role": "user", "content": "hi"}]})
+                assert refused.status_code == 404
+            scrape = await http.get(root + "/metrics")
+        assert "zzzz" not in scrape.text and len(scrape.text) < 20_000
+        assert _samples(scrape.text)[("strata_requests_total", unknown)] == 6
+        assert [e.model for e in app.serve.activity.entries][2:] == ["unknown"] * 5
 
     serving(folder, test_engines, body)
 

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 KEEP = 500  # entries kept for the Activity view
 CAPTURE_LIMIT = 64 * 1024  # characters of a captured body
 REDACTED = "<redacted>"
+UNKNOWN_MODEL = "unknown"  # what a request naming no model the library serves is recorded as
+MODEL_NAME_LIMIT = 200  # characters of a model name kept in an entry (a library's ids are shorter)
 # Keys whose values are secrets wherever they appear in a body.
 _SECRET_KEY = re.compile(r"(?i)(api[_-]?key|authorization|password|secret|token)$")
 _DATA_URL = re.compile(r"data:image/[\w.+-]+;base64,", re.ASCII)
@@ -82,7 +84,8 @@ class ActivityEntry:
         method: "POST".
         path: "/v1/chat/completions".
         api: "openai", "ollama" or "anthropic".
-        model: The model it named ("" when it named none it could use).
+        model: The served model it named ("unknown" when it named none the library serves, "" when
+            it never got to name one), at most :data:`MODEL_NAME_LIMIT` characters.
         status: The HTTP status (a stream that broke off counts as 500).
         duration_s: From its arrival to its last byte.
         wait_s: Waiting for an engine or a slot (None: it never got that far).
@@ -142,7 +145,7 @@ class Activity:
         body = redact_body(trace.body, trace.headers) if trace.body is not None and self.capture() else None
         entry = ActivityEntry(
             at=self._wall() - (now - trace.started), client=trace.client, method=trace.method, path=trace.path,
-            api=api_of(trace.path), model=trace.model, status=status, duration_s=now - trace.started,
+            api=api_of(trace.path), model=trace.model[:MODEL_NAME_LIMIT], status=status, duration_s=now - trace.started,
             wait_s=trace.wait_s, prompt_tokens=s.prompt_tokens if s else None,
             output_tokens=s.output_tokens if s else None, ttft_s=s.ttft_s if s else None,
             decode_tps=s.decode_tps if s else None, request_body=body)
