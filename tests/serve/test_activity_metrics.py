@@ -139,6 +139,9 @@ def test_a_huge_body_is_cut_before_it_is_parsed() -> None:
     assert time.perf_counter() - began < 0.3
     assert "sk-" not in text and len(text) < CAPTURE_LIMIT + 100 and text.endswith("more characters not kept)")
     assert "<image 2930 KB>" in image and "sk-" not in image and len(image) < 200
+    # A key whose value the cut goes through.
+    straddling = b'{"a": "' + b"x " * (CAPTURE_LIMIT // 2 - 10) + b'", "api_key": "sk-' + b"k" * 2_000_000 + b'"}'
+    assert "sk-" not in redact_body(straddling)
 
 
 def test_redaction_of_multipart_fields() -> None:

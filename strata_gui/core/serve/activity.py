@@ -49,8 +49,9 @@ _SECRET_NAME = (r"(?:api[_-]?key|key|auth|authorization|credentials?|passw(?:or)
                 r"(?:access[_-]?|refresh[_-]?|id[_-]?)?token|cookie|session)")
 _SECRET_KEY = re.compile(rf"(?i)(?:^|[_\-.]){_SECRET_NAME}$")
 _DATA_URL = re.compile(r"data:image/[\w.+-]+;base64,", re.ASCII)
-# In text that is not parsed: "key": "value" pairs, form fields (key=value) and multipart fields.
-_JSON_SECRET = re.compile(rf'(?i)("(?:[^"\\]{{0,60}}[_\-.])?{_SECRET_NAME}"\s*:\s*)("(?:[^"\\]|\\.)*"|[\w.+-]+)')
+# In text that is not parsed: "key": "value" pairs (a value the cut ends included), form fields
+# (key=value) and multipart fields.
+_JSON_SECRET = re.compile(rf'(?i)("(?:[^"\\]{{0,60}}[_\-.])?{_SECRET_NAME}"\s*:\s*)("(?:[^"\\]|\\.)*(?:"|$)|[\w.+-]+)')
 _FORM_SECRET = re.compile(rf"(?i)((?:^|[&\s;?])(?:[\w.-]{{0,60}}[_\-.])?{_SECRET_NAME}=)[^&\s]+")
 _MULTIPART_SECRET = re.compile(rf'(?i)(name="(?:[^"]{{0,60}}[_\-.])?{_SECRET_NAME}"[^\n]*\r?\n(?:[^\r\n]+\r?\n)*\r?\n)[^\r\n]*')
 # A run of base64 long enough to be an image (checked further by _looks_like_base64_image).
