@@ -4,7 +4,10 @@ composed core and the real CPU engine; /metrics read with Prometheus' own text-f
 from __future__ import annotations
 
 import base64
+import os
 import shutil
+import stat
+import time
 from pathlib import Path
 
 import httpx
@@ -51,7 +54,8 @@ def test_metrics_and_activity_follow_real_requests(folder: Path, test_engines: T
         samples = _samples(scrape.text)
         ok = (("api", "openai"), ("model", "alpha-F16"))
         assert samples[("strata_requests_total", (*ok, ("status", "200")))] == 1
-        assert samples[("strata_requests_total", (("api", "openai"), ("model", "nothing"), ("status", "404")))] == 1
+        unknown = (("api", "openai"), ("model", "unknown"), ("status", "404"))
+        assert samples[("strata_requests_total", unknown)] == 1
         assert samples[("strata_time_to_first_token_seconds_count", ok)] == 1
         assert samples[("strata_output_tokens_sum", ok)] == 4
         assert samples[("strata_output_tokens_bucket", (("api", "openai"), ("le", "+Inf"), ("model", "alpha-F16")))] == 1
@@ -65,7 +69,17 @@ def test_metrics_and_activity_follow_real_requests(folder: Path, test_engines: T
             ("127.0.0.1", "openai", "alpha-F16", 200, 4)
         assert first.ttft_s is not None and first.wait_s is not None and first.decode_tps
         assert first.request_body is None  # capture is off by default
-        assert (second.model, second.status, second.wait_s) == ("nothing", 404, None)
+        assert (second.model, second.status, second.wait_s) == ("unknown", 404, None)
+        # Made-up names, a new one per request and long: one "unknown" series, nothing of the names kept.
+        async with httpx.AsyncClient(trust_env=False) as http:
+            for i in range(5):
+                refused = await http.post(root + "/v1/chat/completions", json={
+                    "model": f"{i}-" + "z" * 300_000, "messages": [{"role": "user", "content": "hi"}]})
+                assert refused.status_code == 404
+            scrape = await http.get(root + "/metrics")
+        assert "zzzz" not in scrape.text and len(scrape.text) < 20_000
+        assert _samples(scrape.text)[("strata_requests_total", unknown)] == 6
+        assert [e.model for e in app.serve.activity.entries][2:] == ["unknown"] * 5
 
     serving(folder, test_engines, body)
 
@@ -88,6 +102,53 @@ def test_captured_bodies_are_redacted_and_capped(folder: Path, test_engines: Tes
         assert "<image 3 KB>" in captured and PNG[:40] not in captured and '"describe"' in captured
 
     serving(folder, test_engines, body, serve_capture_bodies=True)
+
+
+@pytest.mark.engine
+def test_captured_bodies_hide_every_kind_of_key_and_the_log_is_private(folder: Path, tmp_path: Path,
+                                                                       test_engines: TestEngines) -> None:
+    log = tmp_path / "requests.jsonl"
+
+    async def body(app: AppServices, root: str, _events: list[PoolEvent]) -> None:
+        server_key = app.serve.generate_key()  # the server's own key, pasted into a prompt
+        app.serve.activity.log_to(log)
+        async with httpx.AsyncClient(trust_env=False, timeout=60) as http:
+            await http.post(root + "/api/chat", headers={"x-goog-api-key": "sk-hdr-1", "api-key": "sk-hdr-2"}, json={
+                "model": "absent", "key": "sk-body-1", "auth": "sk-body-2", "credentials": "sk-body-3",
+                "token": {"value": "sk-nested-1"}, "messages": [{"role": "user", "content": f"my key: {server_key}"}]})
+            await http.post(root + "/v1/chat/completions", content=b"model=absent&api_key=sk-form-1&x=1",
+                            headers={"Content-Type": "application/x-www-form-urlencoded"})
+        captured = "\n".join(e.request_body or "" for e in app.serve.activity.entries)
+        assert len(app.serve.activity.entries) == 2 and "my key: " in captured and "model=absent" in captured
+        assert "sk-" not in captured and server_key not in captured
+        app.serve.activity.close_log()
+        written = log.read_text(encoding="utf-8")
+        assert written.count("\n") == 2 and "sk-" not in written and server_key not in written
+
+    serving(folder, test_engines, body, serve_capture_bodies=True)
+    if os.name == "posix":
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600  # prompts: not for the computer's other users
+
+
+def test_a_huge_body_is_cut_before_it_is_parsed() -> None:
+    # 32 MB of small JSON objects: parsing and indenting it whole took seconds on the server's loop.
+    huge = b'{"api_key": "sk-huge-1", "messages": [' + b'{"role": "user", "content": "x"},' * 1_000_000 + b"{}]}"
+    png = b'{"images": ["' + base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(3_000_000)) + b'"], "key": "sk-2"}'
+    began = time.perf_counter()
+    text, image = redact_body(huge), redact_body(png)
+    assert time.perf_counter() - began < 0.3
+    assert "sk-" not in text and len(text) < CAPTURE_LIMIT + 100 and text.endswith("more characters not kept)")
+    assert "<image 2930 KB>" in image and "sk-" not in image and len(image) < 200
+    # A key whose value the cut goes through.
+    straddling = b'{"a": "' + b"x " * (CAPTURE_LIMIT // 2 - 10) + b'", "api_key": "sk-' + b"k" * 2_000_000 + b'"}'
+    assert "sk-" not in redact_body(straddling)
+
+
+def test_redaction_of_multipart_fields() -> None:
+    multipart = (b'--b\r\nContent-Disposition: form-data; name="api_key"\r\n\r\nsk-mp-1\r\n--b\r\n'
+                 b'Content-Disposition: form-data; name="model"\r\n\r\nwhisper\r\n--b--')
+    text = redact_body(multipart)
+    assert "sk-mp-1" not in text and "whisper" in text
 
 
 def test_redaction_of_data_urls_and_the_size_cap() -> None:

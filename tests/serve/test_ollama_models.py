@@ -109,6 +109,40 @@ def test_pull_errors_and_the_setting_that_turns_the_routes_off(folder: Path, hub
     serving(folder, test_engines, body, hub_endpoint=hub.url)
 
 
+@pytest.mark.engine
+def test_api_delete_removes_copied_names_and_hub_files_only(folder: Path, hub: Any, test_engines: TestEngines) -> None:
+    async def body(app: AppServices, root: str, _events: list[PoolEvent]) -> None:
+        async with ollama.AsyncClient(host=root) as o:
+            assert (await o.pull(HUB_NAME, stream=False)).status == "success"
+            [pulled] = [e for e in await app.models.scan_library() if e.repo_id == REPO]
+            # A copied name, deleted as Ollama's clients write names (":latest", a hub name): the
+            # name goes, the multi-GB file it stands for stays.
+            await o.copy(REPO, "bar")
+            await o.copy(REPO, "acme/x")
+            await o.delete("bar:latest")
+            await o.delete("hf.co/acme/x")
+            assert {m.model for m in (await o.list()).models} == {"alpha-F16", REPO}
+            assert pulled.path.exists()
+            # A file in the user's own folder is not the API's to delete: refused, kept.
+            with pytest.raises(ollama.ResponseError, match="Models page") as refused:
+                await o.delete("alpha-F16:latest")
+            assert refused.value.status_code == 403
+            assert (folder / "alpha-F16.gguf").is_file()
+            assert "alpha-F16" in {m.model for m in (await o.list()).models}
+
+    serving(folder, test_engines, body, hub_endpoint=hub.url)
+
+
+def test_copied_names_are_read_from_the_file_once_and_again_on_prune(tmp_path: Path, test_model: Path) -> None:
+    from strata_gui.core.models.aliases import ModelAliases
+
+    aliases = ModelAliases(tmp_path / "model_aliases.json")
+    aliases.add("bar", test_model)
+    (tmp_path / "model_aliases.json").write_text("{}", encoding="utf-8")  # written behind its back
+    assert aliases.names() == {"bar": test_model}  # the event loop's lookups: memory only
+    assert aliases.prune() == {} and aliases.names() == {}  # the router's listing reads the file
+
+
 def test_hub_names_as_ollama_users_write_them() -> None:
     from strata_gui.core.serve.catalog import hub_name
 

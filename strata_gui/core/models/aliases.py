@@ -4,12 +4,17 @@ A copy in Ollama is a second name for the same weights (its blobs are shared), s
 name, never a second file: ``model_aliases.json`` in the config folder maps each name to the file
 it stands for. A name whose file is gone (deleted, its folder removed from Settings) is dropped the
 next time the library is listed.
+
+The map is kept in memory: the local API asks it on the event loop at every ``/api/copy`` and
+``/api/delete``; the file is read again only by :meth:`ModelAliases.prune`, which the router runs
+off the loop each time it lists the library.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from pathlib import Path
 
 from strata_gui.core.base.errors import ModelError, StorageError
@@ -43,9 +48,17 @@ class ModelAliases:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._names: dict[str, Path] | None = None  # None: not read yet
+        self._lock = threading.Lock()  # prune runs on a worker thread, add/remove on the loop
 
     def names(self) -> dict[str, Path]:
-        """Every name and its file (a damaged file reads as none, and is logged)."""
+        """Every name and its file (read from the file the first time; a damaged file reads as none, and is logged)."""
+        with self._lock:
+            if self._names is None:
+                self._names = self._read()
+            return dict(self._names)
+
+    def _read(self) -> dict[str, Path]:
         try:
             data = read_state(self.path, dict)
         except (UnusableStateFile, OSError) as exc:
@@ -79,9 +92,12 @@ class ModelAliases:
         return True
 
     def prune(self) -> dict[str, Path]:
-        """The names whose file still exists (the others are forgotten, saved when any was)."""
-        names = self.names()
+        """The names whose file still exists, read again from the file (the others are forgotten,
+        saved when any was). Reads the disk: call it off the event loop."""
+        names = self._read()
         kept = {k: v for k, v in names.items() if v.exists()}
+        with self._lock:
+            self._names = kept
         if len(kept) != len(names):
             try:
                 self._save(kept)
@@ -95,3 +111,5 @@ class ModelAliases:
         except OSError as exc:
             raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Could not save the model names: {reason}"),
                                  reason=str(exc.strerror or exc))) from exc
+        with self._lock:
+            self._names = dict(names)

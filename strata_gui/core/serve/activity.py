@@ -20,6 +20,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import os
 import re
 import time
 from collections import deque
@@ -31,6 +32,7 @@ from typing import IO, Any
 from strata_gui.core.base.errors import StorageError
 from strata_gui.core.base.events import Listeners
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
+from strata_gui.core.platform.logging_setup import redact
 from strata_gui.core.serve.records import ApiRequest
 
 log = logging.getLogger(__name__)
@@ -38,10 +40,22 @@ log = logging.getLogger(__name__)
 KEEP = 500  # entries kept for the Activity view
 CAPTURE_LIMIT = 64 * 1024  # characters of a captured body
 REDACTED = "<redacted>"
-# Keys whose values are secrets wherever they appear in a body.
-_SECRET_KEY = re.compile(r"(?i)(api[_-]?key|authorization|password|secret|token)$")
+UNKNOWN_MODEL = "unknown"  # what a request naming no model the library serves is recorded as
+MODEL_NAME_LIMIT = 200  # characters of a model name kept in an entry (a library's ids are shorter)
+PARSE_LIMIT = 1024 * 1024  # bodies up to this size are parsed and shown indented; larger ones are cut first
+# Names (body keys, form fields, headers) whose values are secrets wherever they appear: the whole
+# name or its last part ("x-goog-api-key", "hf_token", "credentials").
+_SECRET_NAME = (r"(?:api[_-]?key|key|auth|authorization|credentials?|passw(?:or)?d|secret|"
+                r"(?:access[_-]?|refresh[_-]?|id[_-]?)?token|cookie|session)")
+_SECRET_KEY = re.compile(rf"(?i)(?:^|[_\-.]){_SECRET_NAME}$")
 _DATA_URL = re.compile(r"data:image/[\w.+-]+;base64,", re.ASCII)
-_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "cookie", "proxy-authorization"})
+# In text that is not parsed: "key": "value" pairs (a value the cut ends included), form fields
+# (key=value) and multipart fields.
+_JSON_SECRET = re.compile(rf'(?i)("(?:[^"\\]{{0,60}}[_\-.])?{_SECRET_NAME}"\s*:\s*)("(?:[^"\\]|\\.)*(?:"|$)|[\w.+-]+)')
+_FORM_SECRET = re.compile(rf"(?i)((?:^|[&\s;?])(?:[\w.-]{{0,60}}[_\-.])?{_SECRET_NAME}=)[^&\s]+")
+_MULTIPART_SECRET = re.compile(rf'(?i)(name="(?:[^"]{{0,60}}[_\-.])?{_SECRET_NAME}"[^\n]*\r?\n(?:[^\r\n]+\r?\n)*\r?\n)[^\r\n]*')
+# A run of base64 long enough to be an image (checked further by _looks_like_base64_image).
+_BASE64_RUN = re.compile(rb"(data:image/[\w.+-]+;base64,)?([A-Za-z0-9+/]{256,}={0,2})")
 
 
 @dataclass
@@ -82,7 +96,8 @@ class ActivityEntry:
         method: "POST".
         path: "/v1/chat/completions".
         api: "openai", "ollama" or "anthropic".
-        model: The model it named ("" when it named none it could use).
+        model: The served model it named ("unknown" when it named none the library serves, "" when
+            it never got to name one), at most :data:`MODEL_NAME_LIMIT` characters.
         status: The HTTP status (a stream that broke off counts as 500).
         duration_s: From its arrival to its last byte.
         wait_s: Waiting for an engine or a slot (None: it never got that far).
@@ -142,7 +157,7 @@ class Activity:
         body = redact_body(trace.body, trace.headers) if trace.body is not None and self.capture() else None
         entry = ActivityEntry(
             at=self._wall() - (now - trace.started), client=trace.client, method=trace.method, path=trace.path,
-            api=api_of(trace.path), model=trace.model, status=status, duration_s=now - trace.started,
+            api=api_of(trace.path), model=trace.model[:MODEL_NAME_LIMIT], status=status, duration_s=now - trace.started,
             wait_s=trace.wait_s, prompt_tokens=s.prompt_tokens if s else None,
             output_tokens=s.output_tokens if s else None, ttft_s=s.ttft_s if s else None,
             decode_tps=s.decode_tps if s else None, request_body=body)
@@ -153,13 +168,15 @@ class Activity:
 
     # -- the JSON-lines log (strata serve --log-requests) ------------------------------------------------
     def log_to(self, path: Path) -> None:
-        """Append each request to ``path`` as one JSON line from now on.
+        """Append each request to ``path`` as one JSON line from now on (a new file is created
+        readable by its owner only: it holds prompts when capture is on).
 
         Raises:
             StorageError: The file cannot be opened for writing.
         """
         try:
-            handle = path.open("a", encoding="utf-8", buffering=1)  # a line at a time: readable while it runs
+            # A line at a time: readable while it runs. Created owner-only: prompts are private.
+            handle = open(path, "a", encoding="utf-8", buffering=1, opener=_owner_only)  # noqa: SIM115
         except OSError as exc:
             raise StorageError(T(QT_TRANSLATE_NOOP("Core", "Cannot write the request log {path}: {reason}"),
                                  path=str(path), reason=str(exc.strerror or exc))) from exc
@@ -182,9 +199,18 @@ class Activity:
             self.close_log()
 
 
+def _owner_only(path: str, flags: int) -> int:
+    """``os.open`` creating the file readable by its owner alone (POSIX; Windows keeps its ACLs)."""
+    return os.open(path, flags, 0o600)
+
+
 # -- redaction ------------------------------------------------------------------------------------------
+def _image_label(base64_chars: int) -> str:
+    return f"<image {max(1, round(base64_chars * 3 / 4 / 1024))} KB>"
+
+
 def _image_size(text: str) -> str:
-    return f"<image {max(1, round(len(text) * 3 / 4 / 1024))} KB>"
+    return _image_label(len(text))
 
 
 def _looks_like_base64_image(text: str) -> bool:
@@ -198,8 +224,8 @@ def _looks_like_base64_image(text: str) -> bool:
 
 
 def _redact(value: Any, key: str = "") -> Any:
-    if key and _SECRET_KEY.search(key) and isinstance(value, (str, int)):
-        return REDACTED
+    if key and _SECRET_KEY.search(key) and value is not None and not isinstance(value, bool):
+        return REDACTED  # a nested {"token": {"value": ...}} included
     if isinstance(value, dict):
         return {k: _redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
@@ -213,17 +239,63 @@ def _redact(value: Any, key: str = "") -> Any:
     return value
 
 
+def _redact_text(text: str) -> str:
+    """Secrets in text that was not parsed as JSON: JSON pairs, form and multipart fields."""
+    text = _JSON_SECRET.sub(lambda m: f'{m[1]}"{REDACTED}"', text)
+    text = _FORM_SECRET.sub(lambda m: f"{m[1]}{REDACTED}", text)
+    return _MULTIPART_SECRET.sub(lambda m: f"{m[1]}{REDACTED}", text)
+
+
+def _cut_with_images(body: bytes, limit: int) -> tuple[str, int]:
+    """About the first ``limit`` bytes of ``body`` as text, base64 images in it shown as their size
+    (an image running past the cut is measured to its closing quote, a memchr, never parsed);
+    and how many bytes of ``body`` were left out."""
+    parts: list[bytes] = []
+    kept = pos = 0
+    while pos < len(body) and kept < limit:
+        window = body[pos:pos + limit - kept]
+        match = _BASE64_RUN.search(window)
+        while match is not None and not (match[1] or _looks_like_base64_image(match[2][:256].decode())):
+            match = _BASE64_RUN.search(window, match.end())
+        if match is None:
+            parts.append(window)
+            kept, pos = kept + len(window), pos + len(window)
+            break
+        end = pos + match.end()
+        if match.end() == len(window):  # the image goes on past the window
+            quote = body.find(b'"', end)
+            end = len(body) if quote < 0 else quote
+        marker = _image_label(end - pos - match.start(2))
+        parts += [window[:match.start()], marker.encode()]
+        kept, pos = kept + match.start() + len(marker), end
+    return b"".join(parts).decode("utf-8", "replace"), len(body) - pos
+
+
 def redact_body(body: bytes, headers: Mapping[str, str] | None = None) -> str:
     """A request body as the Activity view may keep it: secrets and images replaced, at most
     :data:`CAPTURE_LIMIT` characters (the rest counted). The request's headers go in front, their
-    credentials redacted."""
-    try:
-        text = json.dumps(_redact(json.loads(body)), ensure_ascii=False, indent=1)
-    except (ValueError, RecursionError):
-        text = body[:CAPTURE_LIMIT].decode("utf-8", "replace")
+    credentials redacted. Everything then goes through the log's own
+    :func:`~strata_gui.core.platform.logging_setup.redact` (bearer tokens, keys in addresses, every
+    key Strata holds, the server's own included, wherever a client pasted it).
+
+    A body over :data:`PARSE_LIMIT` is cut before anything else is done with it: parsing and
+    indenting 32 MB per request would stall the server's event loop.
+    """
+    left_out = 0
+    if len(body) <= PARSE_LIMIT:
+        try:
+            text = json.dumps(_redact(json.loads(body)), ensure_ascii=False, indent=1)
+        except (ValueError, RecursionError):
+            text, left_out = _cut_with_images(body, CAPTURE_LIMIT)
+            text = _redact_text(text)
+    else:
+        text, left_out = _cut_with_images(body, CAPTURE_LIMIT)
+        text = _redact_text(text)
     if headers:
-        head = "\n".join(f"{k}: {REDACTED if k.lower() in _SECRET_HEADERS else v}" for k, v in headers.items())
+        head = "\n".join(f"{k}: {REDACTED if _SECRET_KEY.search(k) else v}" for k, v in headers.items())
         text = head + "\n\n" + text
-    if len(text) > CAPTURE_LIMIT:
-        text = text[:CAPTURE_LIMIT] + f"\n… ({len(text) - CAPTURE_LIMIT} more characters not kept)"
+    text = redact(text)
+    more = max(0, len(text) - CAPTURE_LIMIT) + left_out
+    if more:
+        text = text[:CAPTURE_LIMIT] + f"\n… ({more} more characters not kept)"
     return text

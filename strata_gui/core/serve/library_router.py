@@ -115,6 +115,14 @@ class LibraryRouter:
         """
         return self._entries[self._find(model_id).id]
 
+    def resolve(self, model_id: str) -> ServedModel:
+        """The served model a client's name stands for (its id, ``:latest`` added, a hub name, the file name).
+
+        Raises:
+            UnknownModelError: No such model.
+        """
+        return self._find(model_id)
+
     def is_alias(self, model_id: str) -> bool:
         """Whether ``model_id`` is one of the user's other names, not a model's own id."""
         return self.aliases is not None and model_id in self.aliases.names()

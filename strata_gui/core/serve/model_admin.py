@@ -4,7 +4,9 @@
 model service's download manager: resumable, verified against the hub's sha256, into the hub
 cache), so a model pulled by an app is in the library like any other. ``/api/copy`` gives a model
 another name (:class:`~strata_gui.core.models.aliases.ModelAliases`); ``/api/delete`` removes a
-name, or the model's files when it is the model's own id.
+name, or the model's files when it is the model's own id and the model is one the hub cache holds
+(files the user opened or keeps in a folder are deleted on the Models page only: any client of the
+API may call it).
 
 These routes change what is on the disk, so Settings can turn them off
 (``serve_model_routes``, the Network page, ``strata serve --no-model-routes``); the server asks
@@ -14,6 +16,7 @@ for the API key on them as on every route whenever it listens beyond this comput
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from strata_gui.core.base.errors import ModelError
 from strata_gui.core.base.progress import Progress
 from strata_gui.core.base.texts import QT_TRANSLATE_NOOP, T
 from strata_gui.core.models.aliases import check_alias
+from strata_gui.core.models.library import SOURCE_HUB, LibraryEntry
 from strata_gui.core.models.service import ModelService
 from strata_gui.core.serve.catalog import hub_name
 from strata_gui.core.serve.library_router import LibraryRouter
@@ -30,6 +34,10 @@ from strata_gui.core.serve.library_router import LibraryRouter
 log = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL_S = 0.1  # at most ~10 progress lines a second
+
+
+class NotDeletableHere(ModelError):
+    """The API may not delete this model's files (they are not in the hub cache)."""
 
 
 @dataclass(frozen=True)
@@ -106,19 +114,37 @@ class ModelAdmin:
         """Forget the name ``name``, or delete the model's files when ``name`` is its own id (the
         engine holding it is unloaded first).
 
+        ``name`` is resolved once, as every route resolves it (``:latest`` added, a hub name): a
+        client deleting ``bar:latest`` after copying a model to ``bar`` removes the name, never the
+        file it stands for.
+
         Raises:
             UnknownModelError: No such model.
+            NotDeletableHere: The model's files are outside the hub cache (opened, or in a folder).
             StorageError: The files could not be deleted.
         """
         await self.router.refresh()
-        if self.router.aliases is not None and self.router.is_alias(name):
-            self.router.aliases.remove(name)
+        served = self.router.resolve(name)
+        if self.router.aliases is not None and self.router.is_alias(served.id):
+            self.router.aliases.remove(served.id)
         else:
-            entry = self.router.entry(name)
-            await self.router.unload(name)
+            entry = self.router.entry(served.id)
+            self._check_deletable(entry, served.id)
+            await self.router.unload(served.id)
             await self.models.delete(entry)
             log.info("deleted %s through the local API", entry.path)
         await self.router.refresh()
+
+    def _check_deletable(self, entry: LibraryEntry, name: str) -> None:
+        """Refuse unless every file of ``entry`` is inside the hub cache (what Strata downloaded)."""
+        cache = Path(os.path.abspath(self.models.cache_dir))
+        inside = all(Path(os.path.abspath(f)).is_relative_to(cache) for f in entry.files)
+        if entry.source != SOURCE_HUB or not inside:
+            raise NotDeletableHere(
+                T(QT_TRANSLATE_NOOP("Core", "'{name}' is a file on this computer that Strata did not download: "
+                                            "the API deletes only models in the Hugging Face cache."),
+                  name=name[:80]),
+                hint=QT_TRANSLATE_NOOP("Core", "Delete it on Strata's Models page."))
 
     async def copy(self, source: str, destination: str) -> None:
         """Name the model ``source`` also ``destination`` (an existing other name is moved).

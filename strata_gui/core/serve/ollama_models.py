@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from strata_gui.core.base.errors import HubError, ModelError, StrataError, UnknownModelError
-from strata_gui.core.serve.model_admin import PROGRESS_INTERVAL_S, ModelAdmin, PullStep
+from strata_gui.core.serve.model_admin import PROGRESS_INTERVAL_S, ModelAdmin, NotDeletableHere, PullStep
 from strata_gui.core.serve.wire import (
     FAILED,
     NDJSON_TYPE,
@@ -57,6 +57,8 @@ def _as_api_error(exc: StrataError) -> ApiError:
     text = exc.user_text().replace("\n", " ")
     if isinstance(exc, UnknownModelError):
         return ApiError(404, text, "not_found")
+    if isinstance(exc, NotDeletableHere):
+        return ApiError(403, text, "forbidden")
     if isinstance(exc, ModelError) and not isinstance(exc, HubError):
         return ApiError(400, text)
     return from_strata_error(exc)

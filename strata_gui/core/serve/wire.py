@@ -39,7 +39,7 @@ from strata_gui.core.base.errors import (
 from strata_gui.core.base.events import Listeners
 from strata_gui.core.runtime.engine_http import EngineHttp, EngineReply, Form
 from strata_gui.core.runtime.sse import SseEvent, SseReader
-from strata_gui.core.serve.activity import CURRENT, Activity
+from strata_gui.core.serve.activity import CURRENT, UNKNOWN_MODEL, Activity
 from strata_gui.core.serve.catalog import find_served
 from strata_gui.core.serve.records import ApiRequest, Counters, ServerLimits
 from strata_gui.core.serve.router import ModelRouter, ServedModel, Upstream
@@ -220,7 +220,9 @@ class ServeContext:
         model_id = found.id if found is not None else model_id
         trace = CURRENT.get()
         if trace is not None:
-            trace.model = model_id
+            # Only a name the library serves is recorded: a client's made-up names (any length, a
+            # new one per request) would grow /metrics, the Activity list and the log without end.
+            trace.model = found.id if found is not None else UNKNOWN_MODEL
         began = self.clock()
         self.waiting += 1
         try:
@@ -231,7 +233,7 @@ class ServeContext:
         finally:
             self.waiting -= 1
         if trace is not None:
-            trace.wait_s = self.clock() - began
+            trace.model, trace.wait_s = up.model.id, self.clock() - began  # the router also knows file names
         try:
             if needs is not None and needs not in up.apis:
                 raise ApiError(400, f"The engine serving {up.model.id} does not offer this endpoint "

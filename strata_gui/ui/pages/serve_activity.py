@@ -24,6 +24,8 @@ from strata_gui.ui.bridge import AsyncBridge, follow
 from strata_gui.ui.i18n import LiveTexts
 
 SHOWN = 200  # rows in the table (the core keeps a few hundred more)
+# A wide value of each column, its width measured once (the model column stretches).
+_SAMPLES = ("00:00:00", "255.255.255.255", "anthropic", "", "404", "99999 → 99999", "999 ms", "999.9 tok/s", "999 ms")
 
 
 def _seconds(value: float | None) -> str:
@@ -59,8 +61,7 @@ class ActivityPanel(QWidget):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self._size_columns()
         self.table.setMinimumHeight(160)
         self.table.itemSelectionChanged.connect(self._show_body)
         layout.addWidget(self.table)
@@ -76,6 +77,17 @@ class ActivityPanel(QWidget):
         for entry in serve.activity.entries:
             self.add(entry)
         follow(self, serve.activity.finished, self.add)
+
+    def _size_columns(self) -> None:
+        """Widths set once, from the titles and a wide sample of each column (the user may drag
+        them): measuring the contents again re-read every row at each request, seconds on a busy server."""
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        metrics = self.table.fontMetrics()
+        for col, sample in enumerate(_SAMPLES):
+            if col != 3:
+                header.resizeSection(col, max(header.sectionSizeHint(col), metrics.horizontalAdvance(sample) + 16))
 
     def _add_switches(self, layout: QVBoxLayout) -> None:
         row = QHBoxLayout()
