@@ -255,6 +255,10 @@ Last reply: this computer ({1})</source>
 上一条回复：本机（{1}）</translation>
     </message>
     <message>
+        <source>Forget the conversation&apos;s documents</source>
+        <translation>清除该对话的文档</translation>
+    </message>
+    <message>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
@@ -3989,6 +3993,10 @@ Last reply: this computer ({1})</source>
         <translation>{name} 没有第 {page} 页。</translation>
     </message>
     <message>
+        <source>Cannot draw page {page} of {name}: {reason}</source>
+        <translation>无法绘制 {name} 的第 {page} 页：{reason}</translation>
+    </message>
+    <message>
         <source>{name} is not a regular file.</source>
         <translation>{name} 不是普通文件。</translation>
     </message>
@@ -4149,6 +4157,14 @@ Last reply: this computer ({1})</source>
         <translation>Strata 从 Hugging Face hub 拉取 GGUF 模型：请写成 hf.co/org/repo:Q4_K_M。</translation>
     </message>
     <message>
+        <source>&apos;{name}&apos; is a file on this computer that Strata did not download: the API deletes only models in the Hugging Face cache.</source>
+        <translation>“{name}”是本机上并非由 Strata 下载的文件：接口只删除 Hugging Face 缓存中的模型。</translation>
+    </message>
+    <message>
+        <source>Delete it on Strata&apos;s Models page.</source>
+        <translation>请在 Strata 的“模型”页删除它。</translation>
+    </message>
+    <message>
         <source>This server cannot name models.</source>
         <translation>此服务器不能为模型命名。</translation>
     </message>
@@ -4161,12 +4177,28 @@ Last reply: this computer ({1})</source>
         <translation>请换一个名称，或先删除那个模型。</translation>
     </message>
     <message>
+        <source>{path} is not a regular file (a pipe, device or folder cannot be transcribed).</source>
+        <translation>{path} 不是普通文件（管道、设备或文件夹无法转写）。</translation>
+    </message>
+    <message>
+        <source>Save the recording to a file first, then transcribe that file.</source>
+        <translation>请先把录音保存为文件，再转写该文件。</translation>
+    </message>
+    <message>
         <source>{name} is not audio.</source>
         <translation>{name} 不是音频。</translation>
     </message>
     <message>
         <source>Choose a recording: WAV, MP3 or FLAC (other formats: drop them on the chat, which converts them).</source>
         <translation>请选择录音：WAV、MP3 或 FLAC（其他格式请拖放到聊天中，会自动转换）。</translation>
+    </message>
+    <message>
+        <source>{name} is {size}: a recording sent whole to the speech engine can be at most {limit}.</source>
+        <translation>{name} 大小为 {size}：整段发送给语音引擎的录音最大为 {limit}。</translation>
+    </message>
+    <message>
+        <source>Convert it to a 16-bit WAV (Strata sends those in pieces, of any length), or cut it shorter.</source>
+        <translation>请转换为 16 位 WAV（Strata 会分段发送，长度不限），或把它剪短。</translation>
     </message>
     <message>
         <source>The recording is empty.</source>
@@ -4641,6 +4673,10 @@ Last reply: this computer ({1})</source>
     <message>
         <source>Re-index document</source>
         <translation>重新索引文档</translation>
+    </message>
+    <message>
+        <source>Remove document</source>
+        <translation>移除文档</translation>
     </message>
 </context>
 <context>
