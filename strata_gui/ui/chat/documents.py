@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QRect, Qt, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QPixmap
+from PySide6.QtGui import QColor, QImage, QPainter, QPixmap, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -122,8 +122,13 @@ class DocumentsPanel(QWidget):
                                         "embedding model of the library, also by their meaning"))
         self._fill_vectors([])
         self.vectors.activated.connect(self._vectors_chosen)
-        self.list_models()
         return self.vectors
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """List the embedding models each time the panel appears (the library changes; composing the
+        page must not start work: it may be built before the event loop runs)."""
+        super().showEvent(event)
+        self.list_models()
 
     def list_models(self) -> TaskHandle | None:
         """List the library's embedding models in the search choice (again: the library changes)."""
